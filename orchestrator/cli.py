@@ -1,0 +1,77 @@
+"""``orch``: argv -> one small function per verb -> exit code. Never imports torch.
+
+Each verb lives in ``orchestrator.commands.<verb>`` and provides ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``. Bad input raises ``OrchError``, which is
+printed as ``orch: error: ...`` plus a ``HINT:`` line, with exit code 2 and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from orchestrator import __version__
+from orchestrator.errors import OrchError
+
+# verb -> module; the order is the order of `orch --help`.
+VERBS: dict[str, str] = {
+    "submit": "orchestrator.commands.submit",
+    "run": "orchestrator.commands.run",
+    "status": "orchestrator.commands.status",
+    "logs": "orchestrator.commands.logs",
+    "cancel": "orchestrator.commands.cancel",
+    "list": "orchestrator.commands.list_jobs",
+    "plot": "orchestrator.commands.plot",
+    "env": "orchestrator.commands.env",
+    "hosts": "orchestrator.commands.hosts",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors go through the same path as every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise OrchError(f"{self.prog}: {message}", hint=f"run '{self.prog} --help' for usage")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="orch", description="Run PyTorch training jobs on Slurm, correctly.")
+    parser.add_argument("--version", action="version", version=f"orch {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    sub.required = True
+    for verb, module_name in VERBS.items():
+        module = importlib.import_module(module_name)
+        verb_parser = sub.add_parser(verb, help=module.HELP, description=module.HELP)
+        module.add_arguments(verb_parser)
+        verb_parser.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(args_list)
+        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                            format="%(levelname)s %(name)s: %(message)s")
+        code: int = args._run(args)
+        return code
+    except OrchError as exc:
+        print(exc.render(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("orch: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def entrypoint() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entrypoint()

@@ -1,0 +1,239 @@
+"""cluster.yaml: pydantic models, discovery and loading.
+
+Discovery order (one table, used by every verb): ``--cluster PATH``, then ``$ORCH_CLUSTER``,
+then ``./cluster.yaml``. Validation errors name the field and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from orchestrator.errors import ConfigError
+from orchestrator.units import parse_mem_mb, parse_time
+
+CLUSTER_ENV_VAR = "ORCH_CLUSTER"
+DEFAULT_CLUSTER_FILE = "cluster.yaml"
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_time(value: str) -> str:
+    parse_time(value)
+    return value
+
+
+def _check_mem(value: str | int) -> str | int:
+    parse_mem_mb(value)
+    return value
+
+
+SlurmTime = Annotated[str, Field(description="Slurm time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S")]
+
+
+class Partition(_Model):
+    """One Slurm partition: where jobs run and the limits orch checks before submitting."""
+
+    name: str
+    nodes: str = Field(description="Slurm hostlist of the partition's nodes, e.g. gpu[001-064]")
+    gpus_per_node: int = Field(ge=0, le=64)
+    cpus_per_node: int = Field(ge=1)
+    mem_per_node: str | int = Field(description="memory per node, e.g. 480G (MB when no unit)")
+    max_time: SlurmTime = "UNLIMITED"
+    gpu_type: str | None = None
+
+    _v_name = field_validator("name")(lambda v: _check_name(v, "partition name"))
+    _v_time = field_validator("max_time")(_check_time)
+    _v_mem = field_validator("mem_per_node")(_check_mem)
+
+    @field_validator("nodes")
+    @classmethod
+    def _v_nodes(cls, value: str) -> str:
+        from orchestrator.hostlist import expand
+
+        if not expand(value):
+            raise ValueError("the node list is empty")
+        return value
+
+    @property
+    def max_time_seconds(self) -> int | None:
+        return parse_time(self.max_time)
+
+    @property
+    def mem_mb(self) -> int:
+        return parse_mem_mb(self.mem_per_node)
+
+
+class Defaults(_Model):
+    """Values used when neither the command line nor the job sets them."""
+
+    partition: str | None = None
+    time: SlurmTime = "01:00:00"
+    account: str | None = None
+    qos: str | None = None
+    cpus_per_task: int | None = Field(default=None, ge=1)
+    mem_per_gpu: str | int | None = None
+
+    _v_time = field_validator("time")(_check_time)
+
+    @field_validator("mem_per_gpu")
+    @classmethod
+    def _v_mem(cls, value: str | int | None) -> str | int | None:
+        return None if value is None else _check_mem(value)
+
+
+class Launcher(_Model):
+    """How tasks are started and wired together."""
+
+    port_range: tuple[int, int] = (29500, 39499)
+    init_timeout: int = Field(default=300, ge=10, description="seconds for init_process_group and collectives")
+    srun_wait: int = Field(default=60, ge=0, description="srun --wait: seconds before the step is ended "
+                           "after the first task exits")
+    preempt_signal: Literal["USR1", "USR2", "TERM", "INT", "HUP", "URG"] = "USR2"
+    preempt_before: int = Field(default=120, ge=0, description="seconds before the time limit to signal")
+    requeue: bool = True
+    job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
+    gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"
+    python: str | None = Field(default=None, description="python on the compute nodes (default: the "
+                               "interpreter running orch)")
+    setup: list[str] = Field(default_factory=list, description="shell lines run before srun "
+                             "(module load ..., source venv)")
+
+    @field_validator("port_range")
+    @classmethod
+    def _v_ports(cls, value: tuple[int, int]) -> tuple[int, int]:
+        low, high = value
+        if not 1024 <= low <= high <= 65535:
+            raise ValueError("must be [low, high] with 1024 <= low <= high <= 65535")
+        return value
+
+
+class Cluster(_Model):
+    """The whole cluster.yaml."""
+
+    name: str
+    partitions: list[Partition] = Field(min_length=1)
+    defaults: Defaults = Field(default_factory=Defaults)
+    env: dict[str, str] = Field(default_factory=dict, description="exported to every task")
+    launcher: Launcher = Field(default_factory=Launcher)
+
+    _v_name = field_validator("name")(lambda v: _check_name(v, "cluster name"))
+
+    @field_validator("env")
+    @classmethod
+    def _v_env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, val in value.items():
+            if not _ENV_NAME_RE.match(key):
+                raise ValueError(f"{key!r} is not a valid environment variable name")
+            if "\0" in val or "\n" in val:
+                raise ValueError(f"the value of {key} contains a newline or NUL, which Slurm cannot carry")
+        return value
+
+    @model_validator(mode="after")
+    def _v_partitions(self) -> Cluster:
+        names = [p.name for p in self.partitions]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"partition names must be unique; repeated: {', '.join(dupes)}")
+        if self.defaults.partition is not None and self.defaults.partition not in names:
+            raise ValueError(
+                f"defaults.partition {self.defaults.partition!r} is not one of the partitions: {', '.join(names)}"
+            )
+        return self
+
+    def partition(self, name: str | None) -> Partition:
+        """The named partition, else the default one, else the first; unknown names raise ConfigError."""
+        wanted = name or self.defaults.partition
+        if wanted is None:
+            return self.partitions[0]
+        for part in self.partitions:
+            if part.name == wanted:
+                return part
+        known = ", ".join(p.name for p in self.partitions)
+        raise ConfigError(f"unknown partition {wanted!r}", hint=f"use --partition with one of: {known}")
+
+
+def _check_name(value: str, what: str) -> str:
+    if not _NAME_RE.match(value):
+        raise ValueError(f"{what} {value!r} may only use letters, digits, '_', '.' and '-'")
+    return value
+
+
+def find_cluster_file(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> Path:
+    """Resolve which cluster.yaml to use (pure: the caller passes the environment and cwd)."""
+    if explicit:
+        path, source = Path(explicit), "--cluster"
+    elif environ.get(CLUSTER_ENV_VAR):
+        path, source = Path(environ[CLUSTER_ENV_VAR]), f"${CLUSTER_ENV_VAR}"
+    else:
+        path, source = cwd / DEFAULT_CLUSTER_FILE, "the current directory"
+    path = path.expanduser()
+    if not path.is_absolute():
+        path = cwd / path
+    if not path.is_file():
+        raise ConfigError(
+            f"no cluster file at {path} (from {source})",
+            hint=f"pass --cluster PATH, set {CLUSTER_ENV_VAR}, or run from a folder with a cluster.yaml",
+        )
+    return path
+
+
+def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
+    """Parse and validate cluster.yaml text."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source} is not valid YAML: {exc}", hint="check indentation and quoting") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} must be a mapping at the top level", hint="start with 'name: mycluster'")
+    try:
+        return Cluster.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, source) from None
+
+
+def load_cluster(path: Path) -> Cluster:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions") from None
+    return parse_cluster(text, str(path))
+
+
+_FIX_BY_TYPE = {
+    "extra_forbidden": "remove it or check its spelling",
+    "missing": "add it",
+    "int_parsing": "use a whole number",
+    "int_type": "use a whole number",
+    "float_parsing": "use a number",
+    "bool_parsing": "use true or false",
+    "greater_than_equal": "use a larger value",
+    "less_than_equal": "use a smaller value",
+    "too_short": "add at least one entry",
+}
+
+
+def validation_error(exc: ValidationError, source: str) -> ConfigError:
+    """Turn a pydantic error into one ConfigError that names every bad field and its fix."""
+    lines = []
+    hints = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"{field}: {msg}")
+        fix = _FIX_BY_TYPE.get(err["type"])
+        if fix:
+            hints.append(f"{field}: {fix}")
+    hint = "; ".join(hints) if hints else "see the cluster.yaml reference in README.md"
+    return ConfigError(f"invalid {source}:\n  " + "\n  ".join(lines), hint=hint)

@@ -1,0 +1,38 @@
+"""The one exception type users see: a message plus a hint that names the fix."""
+
+from __future__ import annotations
+
+
+class OrchError(Exception):
+    """A user-facing error. ``str()`` gives the message; ``hint`` says how to fix it.
+
+    The CLI prints ``orch: error: <message>`` and ``HINT: <hint>`` and exits with ``exit_code``
+    (2 for bad input, which is what argparse uses too). No traceback is shown.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def render(self) -> str:
+        text = f"orch: error: {self.message}"
+        if self.hint:
+            text += f"\nHINT: {self.hint}"
+        return text
+
+
+class ConfigError(OrchError):
+    """cluster.yaml, a job spec or an override is invalid."""
+
+
+class SlurmError(OrchError):
+    """Slurm refused a request or is not reachable."""
+
+    exit_code = 1
+
+
+class DistEnvError(OrchError):
+    """The distributed environment of a task is missing or inconsistent."""

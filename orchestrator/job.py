@@ -1,0 +1,174 @@
+"""Job specs: what a job trains, its default resources and its hyperparameters (no torch here).
+
+A job is a small Python file (``jobs/mnist.py``) that defines ``SPEC = JobSpec(...)``. Its module
+level must not import torch: the model and data are built inside ``SPEC.build``, which only the
+runtime calls. ``JOB`` on the command line is a job name (looked up in the job search path) or a
+path to such a file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator.errors import ConfigError
+
+JOBS_ENV_VAR = "ORCH_JOBS_DIR"
+BUILTIN_JOBS_DIR = Path(__file__).resolve().parent.parent / "jobs"
+
+
+class TrainParams(BaseModel):
+    """Hyperparameters every job understands; a job subclasses this to add its own."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    epochs: int = Field(default=1, ge=1)
+    batch_size: int = Field(default=64, ge=1, description="per rank; the global batch is this x world size")
+    lr: float = Field(default=0.01, gt=0)
+    momentum: float = Field(default=0.9, ge=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    seed: int = 0
+    amp: bool = Field(default=False, description="automatic mixed precision (CUDA only)")
+    channels_last: bool = Field(default=False, description="channels_last memory format (CUDA only)")
+    check_sync: bool = Field(default=False, description="compare a parameter checksum across ranks")
+    max_steps_per_epoch: int | None = Field(default=None, ge=1, description="cut epochs short (smoke tests)")
+    eval_batch_size: int = Field(default=1000, ge=1)
+    checkpoint: bool = Field(default=True, description="write a checkpoint every epoch")
+    num_threads: int | None = Field(default=None, ge=1, description="torch threads per rank (default: "
+                                    "cpus per task)")
+
+
+class Resources(BaseModel):
+    """Default resources of a job; the command line overrides them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nodes: int = Field(default=1, ge=1)
+    gpus: int = Field(default=1, ge=0, description="GPUs (= tasks) per node")
+    time: str | None = None
+    partition: str | None = None
+    cpus_per_task: int | None = Field(default=None, ge=1)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What a job file declares. ``build(params, ctx)`` returns the runtime's ``TrainTask``."""
+
+    name: str
+    params: type[TrainParams]
+    build: Callable[..., Any]
+    resources: Resources = field(default_factory=Resources)
+    description: str = ""
+    needs_data: bool = False
+
+
+@dataclass(frozen=True)
+class LoadedJob:
+    spec: JobSpec
+    path: Path
+
+
+def job_search_path(environ: Mapping[str, str], cwd: Path) -> list[Path]:
+    """Where job names are looked up, in order: $ORCH_JOBS_DIR, ./jobs, the built-in jobs."""
+    dirs = []
+    if environ.get(JOBS_ENV_VAR):
+        dirs.append(Path(environ[JOBS_ENV_VAR]).expanduser())
+    dirs += [cwd / "jobs", BUILTIN_JOBS_DIR]
+    unique: list[Path] = []
+    for d in dirs:
+        if d not in unique:
+            unique.append(d)
+    return unique
+
+
+def available_jobs(search_path: Sequence[Path]) -> list[str]:
+    names: set[str] = set()
+    for d in search_path:
+        if d.is_dir():
+            names.update(p.stem for p in d.glob("*.py") if not p.name.startswith("_"))
+    return sorted(names)
+
+
+def resolve_job_file(job: str, search_path: Sequence[Path], cwd: Path) -> Path:
+    """A job argument is a path to a .py file or a job name in the search path."""
+    as_path = Path(job).expanduser()
+    if job.endswith(".py") or "/" in job:
+        path = as_path if as_path.is_absolute() else cwd / as_path
+        if path.is_file():
+            return path.resolve()
+        raise ConfigError(f"job file {path} does not exist", hint="pass a job name or the path of a job .py file")
+    for d in search_path:
+        candidate = d / f"{job}.py"
+        if candidate.is_file():
+            return candidate.resolve()
+    known = ", ".join(available_jobs(search_path)) or "none found"
+    raise ConfigError(f"unknown job {job!r}", hint=f"use one of: {known} (or a path to a job file)")
+
+
+def load_job_file(path: Path) -> JobSpec:
+    """Import a job file and return its ``SPEC``. The file must not import torch at module level."""
+    module_name = f"orch_job_{path.stem}_{abs(hash(str(path)))}"
+    if module_name in sys.modules:
+        module = sys.modules[module_name]
+    else:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"cannot import job file {path}", hint="a job file is a Python module ending in .py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[module_name]
+            raise ConfigError(f"job file {path} failed to import: {exc!r}",
+                              hint="fix the job file; its module level must not need a GPU or data") from exc
+    job_spec = getattr(module, "SPEC", None)
+    if not isinstance(job_spec, JobSpec):
+        raise ConfigError(f"job file {path} defines no SPEC", hint="add SPEC = JobSpec(name=..., params=..., build=...)")
+    return job_spec
+
+
+def load_job(job: str, environ: Mapping[str, str], cwd: Path) -> LoadedJob:
+    path = resolve_job_file(job, job_search_path(environ, cwd), cwd)
+    return LoadedJob(spec=load_job_file(path), path=path)
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, str]:
+    """``["lr=0.1", "epochs=3"]`` -> ``{"lr": "0.1", "epochs": "3"}``; values stay strings for pydantic."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"override {item!r} is not key=value", hint="write overrides as key=value, e.g. lr=0.05")
+        if key in out:
+            raise ConfigError(f"override {key!r} is given twice", hint="give each key once")
+        out[key] = value
+    return out
+
+
+def make_params(spec: JobSpec, overrides: Mapping[str, Any]) -> TrainParams:
+    """Validate overrides against the job's own params model; errors name the key and the valid keys."""
+    try:
+        return spec.params.model_validate(dict(overrides))
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                problems.append(f"unknown override {key!r}")
+            else:
+                problems.append(f"override {key}={overrides.get(key, '')!s}: {err['msg']}")
+        valid = ", ".join(f"{k} ({_type_name(f.annotation)}, default {f.default!r})"
+                          for k, f in spec.params.model_fields.items())
+        raise ConfigError(f"job {spec.name}: " + "; ".join(problems), hint=f"valid keys: {valid}") from None
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")

@@ -1,0 +1,72 @@
+"""``job.json``: the resolved configuration of one run, written at submit time, read by every task.
+
+It is the contract between the login node (``orch submit``/``orch run``) and the compute nodes
+(``python -m orchestrator.launch --job-dir DIR``): everything a task needs besides Slurm's own
+variables is here, so the rendered script stays short and carries no user values but paths.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator.config import Launcher
+from orchestrator.errors import ConfigError
+
+JOB_FILE = "job.json"
+SCRIPT_FILE = "sbatch.sh"
+JOB_ID_FILE = "job_id"
+SUBMIT_ERROR_FILE = "submit_error.txt"
+METRICS_FILE = "metrics.jsonl"
+RESULT_FILE = "result.json"
+CHECKPOINT_DIR = "checkpoints"
+LOG_DIR = "logs"
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1] = 1
+    mode: Literal["slurm", "local"]
+    job_name: str
+    job_file: str = Field(description="absolute path of the job's .py file")
+    params: dict[str, Any] = Field(description="validated hyperparameters (the job's params model)")
+    nodes: int = Field(ge=1)
+    gpus_per_node: int = Field(ge=0)
+    tasks_per_node: int = Field(ge=1)
+    cpus_per_task: int = Field(ge=1)
+    partition: str | None = None
+    time: str | None = None
+    data_dir: str | None = None
+    job_dir: str
+    cluster_name: str | None = None
+    launcher: Launcher = Field(default_factory=Launcher)
+    env: dict[str, str] = Field(default_factory=dict)
+    created: str = Field(description="ISO 8601 time of submission")
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.tasks_per_node
+
+
+def write_run_config(job_dir: Path, config: RunConfig) -> Path:
+    path = job_dir / JOB_FILE
+    path.write_text(json.dumps(config.model_dump(mode="json"), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def read_run_config(job_dir: Path) -> RunConfig:
+    path = job_dir / JOB_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist", hint="pass the job folder that orch submit/run printed") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}", hint="the job folder is damaged; submit again") from None
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{path} is invalid: {exc}", hint="the job folder is damaged; submit again") from None
