@@ -12,6 +12,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from orchestrator import __version__
 from orchestrator.errors import OrchError
@@ -36,14 +37,36 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise OrchError(f"{self.prog}: {message}", hint=f"run '{self.prog} --help' for usage")
 
+    _intermixing = False
 
-def build_parser() -> argparse.ArgumentParser:
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # A verb takes `JOB key=value ...` with its options anywhere (`orch run smoke --nproc 2 lr=0.1`):
+        # plain argparse stops filling positionals at the first option, so verbs parse intermixed.
+        if self._subparsers is None and not self._intermixing:
+            self._intermixing = True
+            try:
+                return self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self._intermixing = False
+        return super().parse_known_args(args, namespace)
+
+
+def _verb_in(argv: Sequence[str]) -> str | None:
+    """The verb of this command line, if it names one (then only that verb's module is imported)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in VERBS else None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that verb (importing one verb module keeps start-up fast)."""
     parser = _Parser(prog="orch", description="Run PyTorch training jobs on Slurm, correctly.")
     parser.add_argument("--version", action="version", version=f"orch {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     for verb, module_name in VERBS.items():
+        if only is not None and verb != only:
+            continue
         module = importlib.import_module(module_name)
         verb_parser = sub.add_parser(verb, help=module.HELP, description=module.HELP)
         module.add_arguments(verb_parser)
@@ -54,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(args_list)
+        args = build_parser(_verb_in(args_list)).parse_args(args_list)
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         code: int = args._run(args)

@@ -24,6 +24,7 @@ METRICS_FILE = "metrics.jsonl"
 RESULT_FILE = "result.json"
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
+REQUEUE_FILE = "requeue"  # left by the runtime after a preemption checkpoint; the batch script requeues
 
 
 class RunConfig(BaseModel):

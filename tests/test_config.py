@@ -65,7 +65,7 @@ def test_unknown_partition_names_the_known_ones() -> None:
         (MINIMAL + "env:\n  1BAD: x\n", ["env", "1BAD"]),
         (MINIMAL + "env:\n  GOOD: \"a\\nb\"\n", ["env", "newline"]),
         ("name: x\npartitions: []\n", ["partitions", "at least 1", "add at least one"]),
-        ("name: x\n", ["partitions", "missing", "add it"]),
+        ("name: x\n", ["partitions", "Field required", "add it"]),
         ("name: [unclosed\n", ["not valid YAML"]),
         ("- just\n- a list\n", ["mapping at the top level"]),
         ("", ["mapping at the top level"]),

@@ -1,0 +1,59 @@
+"""``orch env``: this task's place in the job (rank, world size, master), from Slurm or torchrun."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
+from orchestrator.config import CLUSTER_ENV_VAR, find_cluster_file, load_cluster
+from orchestrator.distenv import DEFAULT_PORT_RANGE, derive
+from orchestrator.errors import ConfigError
+
+HELP = "print this task's rank, local rank, world size, node rank and master address (run it under srun)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port-range", metavar="LOW-HIGH",
+                        help="range for the derived MASTER_PORT when MASTER_PORT is not set (default: "
+                             "launcher.port_range of cluster.yaml if one is found, else "
+                             f"{DEFAULT_PORT_RANGE[0]}-{DEFAULT_PORT_RANGE[1]})")
+    add_cluster_argument(parser)
+    add_json_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    dist = derive(os.environ, port_range=_port_range(args))
+    fields = dist.as_dict()
+    if args.json:
+        print_json(fields)
+    else:
+        width = max(len(key) for key in fields)
+        for key, value in fields.items():
+            print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def _port_range(args: argparse.Namespace) -> tuple[int, int]:
+    if args.port_range:
+        return _parse_port_range(args.port_range)
+    explicit = args.cluster or os.environ.get(CLUSTER_ENV_VAR)
+    try:
+        path = find_cluster_file(args.cluster, os.environ, Path.cwd())
+    except ConfigError:
+        if explicit:
+            raise
+        return DEFAULT_PORT_RANGE
+    return load_cluster(path).launcher.port_range
+
+
+def _parse_port_range(text: str) -> tuple[int, int]:
+    low, sep, high = text.partition("-")
+    if not (sep and low.strip().isdigit() and high.strip().isdigit()):
+        raise ConfigError(f"--port-range {text!r} is not LOW-HIGH", hint="e.g. --port-range 29500-39499")
+    pair = int(low), int(high)
+    if not 1 <= pair[0] <= pair[1] <= 65535:
+        raise ConfigError(f"--port-range {text!r} is not within 1-65535 with LOW <= HIGH",
+                          hint="e.g. --port-range 29500-39499")
+    return pair

@@ -1,0 +1,43 @@
+"""``orch hosts EXPR``: expand a Slurm hostlist like ``scontrol show hostnames`` (no Slurm needed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from orchestrator.commands._common import add_json_argument, print_json
+from orchestrator.errors import ConfigError
+from orchestrator.hostlist import compress, expand
+
+HELP = "expand a Slurm hostlist to one host per line (--compress: host names to a hostlist)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("exprs", nargs="*", metavar="EXPR",
+                        help="hostlist such as 'gpu[01-04],cpu7' (default: read it from stdin)")
+    parser.add_argument("--compress", action="store_true",
+                        help="the other way round: host names (commas, spaces or lines) -> one hostlist, "
+                             "like 'scontrol show hostlist'")
+    add_json_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    exprs: list[str] = list(args.exprs)
+    if not exprs:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise ConfigError("no hostlist given",
+                              hint="pass one, e.g. orch hosts 'node[1-4]', or pipe it: "
+                                   "echo \"$SLURM_JOB_NODELIST\" | orch hosts")
+        exprs = [sys.stdin.read()]
+    hosts = [host for expr in exprs for host in expand(expr)]
+    if args.compress:
+        ranged = compress(hosts)
+        if args.json:
+            print_json(ranged)
+        else:
+            print(ranged)
+    elif args.json:
+        print_json(hosts)
+    elif hosts:
+        sys.stdout.write("\n".join(hosts) + "\n")
+    return 0
