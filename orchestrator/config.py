@@ -221,6 +221,11 @@ _FIX_BY_TYPE = {
     "greater_than_equal": "use a larger value",
     "less_than_equal": "use a smaller value",
     "too_short": "add at least one entry",
+    "literal_error": "use one of the values listed",
+    "string_type": "use text (quote it in YAML)",
+    "list_type": "use a YAML list (one '- item' per line, or [a, b])",
+    "tuple_type": "use a YAML list of two numbers, e.g. [29500, 39499]",
+    "dict_type": "use a mapping (one 'key: value' per line)",
 }
 
 

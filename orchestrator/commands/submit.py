@@ -1,0 +1,179 @@
+"""``orch submit JOB [key=value ...]``: validate, write the job folder, ``sbatch`` (or ``--dry-run``).
+
+Dry run and submit share one path (``plan.build_plan``): the dry run prints exactly the script that
+would be queued, plus every rank as ``distenv.derive`` computes it; it starts no subprocess and
+writes nothing. A real submit writes the job folder, runs ``sbatch --parsable`` and records the job
+id; when sbatch refuses, Slurm's message goes to the terminal and to ``submit_error.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.commands._common import (
+    add_cluster_argument,
+    add_json_argument,
+    cluster_from_args,
+    print_json,
+)
+from orchestrator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from orchestrator.config import Cluster
+    from orchestrator.plan import SubmitPlan
+
+HELP = ("submit a job to Slurm (validate it first; --dry-run shows the script and every rank; "
+        "for a run on this machine use 'orch run')")
+DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
+RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
+             "master_addr", "master_port")  # the JSON of each rank in --dry-run --json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job", metavar="JOB",
+                        help="a job name from jobs/ (e.g. mnist) or the path of a job file")
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="hyperparameter overrides, checked against the job's parameters (e.g. lr=0.05)")
+    parser.add_argument("--nodes", type=int, metavar="N", help="number of nodes (default: the job's)")
+    parser.add_argument("--gpus", type=int, metavar="G",
+                        help="GPUs per node = tasks per node (default: the job's)")
+    parser.add_argument("--ntasks-per-node", type=int, metavar="T",
+                        help="tasks per node: needed with --gpus 0 (CPU ranks), else at most --gpus")
+    parser.add_argument("--cpus-per-task", type=int, metavar="C",
+                        help="CPUs per task (default: the job's, defaults.cpus_per_task, or the node's CPUs "
+                             "divided among its tasks)")
+    parser.add_argument("--partition", metavar="P", help="Slurm partition from cluster.yaml")
+    parser.add_argument("--time", metavar="TIME", help="time limit, e.g. 04:00:00 or 1-12:00:00")
+    parser.add_argument("--job-name", metavar="NAME", help="Slurm job name (default: the job's name)")
+    parser.add_argument("--account", metavar="A", help="Slurm account (default: defaults.account)")
+    parser.add_argument("--qos", metavar="Q", help="Slurm QOS (default: defaults.qos)")
+    parser.add_argument("--templates", metavar="DIR",
+                        help="directory with your own sbatch templates (same file names as templates/; "
+                             "missing files fall back to the built-in ones)")
+    parser.add_argument("--data-dir", metavar="DIR", help=f"dataset directory (default: ${DATA_DIR_ENV_VAR})")
+    add_cluster_argument(parser)
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the script and every rank; run nothing, write nothing")
+    add_json_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.job import load_job, parse_overrides
+    from orchestrator.plan import build_plan, make_request
+
+    cluster = cluster_from_args(args)
+    cwd = Path.cwd()
+    loaded = load_job(args.job, os.environ, cwd)
+    request = make_request({
+        "job": args.job, "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
+        "cpus_per_task": args.cpus_per_task, "partition": args.partition, "time": args.time,
+        "job_name": args.job_name, "account": args.account, "qos": args.qos,
+        "overrides": parse_overrides(args.overrides),
+        "templates": _absolute(args.templates, cwd),
+        "data_dir": _absolute(args.data_dir or os.environ.get(DATA_DIR_ENV_VAR), cwd),
+    })
+    plan = build_plan(request, cluster, loaded, python=cluster.launcher.python or sys.executable,
+                      now=datetime.now().astimezone(), token=os.urandom(3).hex(),
+                      job_root=_job_root(cluster, cwd))
+    data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, request.data_dir)
+    if args.dry_run:
+        note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
+        sys.stdout.write(dry_run_json(plan) if args.json else dry_run_text(plan) + note)
+        return 0
+    if data_problem:
+        raise data_problem
+    return _submit(plan, as_json=args.json)
+
+
+def _data_dir_problem(job_name: str, needs_data: bool, data_dir: str | None) -> ConfigError | None:
+    """A job that reads a dataset needs an existing data directory (checked here, not hours later)."""
+    if data_dir is not None and not Path(data_dir).is_dir():
+        return ConfigError(f"the data directory {data_dir} does not exist",
+                           hint=f"pass --data-dir DIR (or set {DATA_DIR_ENV_VAR}) with an existing folder")
+    if needs_data and data_dir is None:
+        return ConfigError(f"job {job_name} needs a data directory, and none was given",
+                           hint=f"pass --data-dir DIR or set {DATA_DIR_ENV_VAR}=DIR")
+    return None
+
+
+def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
+    from orchestrator import slurm
+    from orchestrator.errors import SlurmError
+    from orchestrator.plan import write_job_dir
+    from orchestrator.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE
+
+    job_dir = write_job_dir(plan)
+    try:
+        job_id = slurm.sbatch(job_dir / SCRIPT_FILE)
+    except SlurmError as exc:
+        (job_dir / SUBMIT_ERROR_FILE).write_text(exc.message + "\n", encoding="utf-8")
+        print(exc.render(), file=sys.stderr)
+        print(f"orch: the job was not queued; its folder is {job_dir}", file=sys.stderr)
+        return exc.exit_code
+    (job_dir / JOB_ID_FILE).write_text(job_id + "\n", encoding="utf-8")
+    if as_json:
+        print_json({"job_id": job_id, "job_dir": str(job_dir)})
+    else:
+        print(f"submitted job {job_id}\njob folder: {job_dir}")
+    return 0
+
+
+def dry_run_text(plan: SubmitPlan) -> str:
+    """The script, then one table row per rank (built as one string: 8,192 ranks print at once)."""
+    rows = plan.ranks
+    cfg = plan.run_config
+    master = rows[0].env.master_addr
+    where = (f"the NodeAddr of {master} (the first node), looked up at run time" if cfg.nodes > 1
+             else "loopback: every rank runs on one node")
+    low, high = cfg.launcher.port_range
+    header = (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
+              f"job id {plan.assumed_job_id}\n# MASTER_PORT follows the real job id (range {low}-{high}); "
+              f"MASTER_ADDR is {where}\n")
+    titles = ("HOST", "RANK", "LOCAL_RANK", "NODE_RANK", "DEVICE", "MASTER")
+    host_w = max(len(titles[0]), *(len(r.host) for r in rows))
+    dev_w = max(len(titles[4]), *(len(r.device) for r in rows))
+    rank_w = max(len(titles[1]), len(str(len(rows) - 1)))
+    lines = [f"{titles[0]:<{host_w}}  {titles[1]:>{rank_w}}  {titles[2]:>10}  {titles[3]:>9}  "
+             f"{titles[4]:<{dev_w}}  {titles[5]}"]
+    lines += [f"{r.host:<{host_w}}  {r.env.rank:>{rank_w}}  {r.env.local_rank:>10}  {r.env.node_rank:>9}  "
+              f"{r.device:<{dev_w}}  {r.env.master_addr}:{r.env.master_port}" for r in rows]
+    templates = ""
+    if plan.request.templates is not None:
+        from orchestrator.render import template_sources
+
+        used = template_sources(plan.request.templates)
+        templates = "".join(f"# template {name}: {path}\n" for name, path in used.items())
+    return plan.script + "\n" + templates + header + "\n".join(lines) + "\n"
+
+
+def dry_run_json(plan: SubmitPlan) -> str:
+    """``{"script": ..., "assumed_job_id": ..., "ranks": [...]}`` with one rank per line.
+
+    Built from per-rank ``json.dumps`` calls (the C encoder; ``indent=`` would switch to the slow
+    pure-Python one, which takes ~0.15 s for 8,192 ranks).
+    """
+    dumps = json.dumps
+    ranks = []
+    for row in plan.ranks:
+        values = row.as_dict()
+        ranks.append(dumps({key: values[key] for key in RANK_KEYS}))
+    return (f'{{"script": {dumps(plan.script)},\n "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
+            f' "ranks": [\n  ' + ",\n  ".join(ranks) + "\n ]}\n")
+
+
+def _absolute(path: str | None, cwd: Path) -> str | None:
+    if not path:
+        return None
+    return os.path.normpath(cwd / Path(path).expanduser())
+
+
+def _job_root(cluster: Cluster, cwd: Path) -> Path:
+    from orchestrator.jobdirs import job_root
+
+    return Path(os.path.normpath(cwd / job_root(cluster)))

@@ -1,0 +1,276 @@
+"""Plan a submission: job + cluster.yaml + command line -> SubmitPlan. The dry run stops here.
+
+``build_plan`` is pure: the caller passes the cluster, the loaded job, the python path, the time and
+a random token (no subprocess, no ``os.environ``). It resolves every value (command line, then the
+job's resources, then cluster.yaml's defaults), checks it against the partition before anything
+runs, builds ``job.json``, renders the script, and derives the rank table from simulated Slurm
+task environments with the same ``distenv.derive`` the tasks use. ``write_job_dir`` is the edge.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator import distenv, hostlist
+from orchestrator.config import Cluster, Partition
+from orchestrator.errors import ConfigError
+from orchestrator.job import LoadedJob, make_params
+from orchestrator.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
+from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, SCRIPT_FILE, RunConfig, write_run_config
+from orchestrator.units import format_time, parse_mem_mb, parse_time
+
+# The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
+# port is derived the same way from the real job id (and SLURM_RESTART_COUNT) inside the batch step.
+DRY_RUN_JOB_ID = "12345"
+JOB_DIR_MODE = 0o750  # then narrowed by the umask; never group- or world-writable
+NOT_WRITABLE_BY_OTHERS = 0o022
+_FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class SubmitRequest(BaseModel):
+    """What the user asked for (``orch submit`` flags; None = not given)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    job: str
+    nodes: int | None = Field(default=None, ge=1)
+    gpus: int | None = Field(default=None, ge=0, description="GPUs per node (one task per GPU)")
+    ntasks_per_node: int | None = Field(default=None, ge=1)
+    cpus_per_task: int | None = Field(default=None, ge=1)
+    partition: str | None = None
+    time: str | None = None
+    job_name: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    templates: Path | None = None
+    data_dir: str | None = None
+
+
+def make_request(values: Mapping[str, Any]) -> SubmitRequest:
+    """Validate request values; errors name the command-line flag."""
+    try:
+        return SubmitRequest.model_validate(dict(values))
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = str(err["loc"][0]) if err["loc"] else "request"
+            problems.append(f"--{name.replace('_', '-')} {values.get(name)!r}: {err['msg']}")
+        raise ConfigError("; ".join(problems), hint="see orch submit --help") from None
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One rank of the dry-run table: where it runs and what derive() says about it."""
+
+    host: str
+    device: str
+    env: distenv.DistEnv
+
+    def as_dict(self) -> dict[str, int | str]:
+        return {"host": self.host, "device": self.device, **self.env.as_dict()}
+
+
+@dataclass(frozen=True)
+class SubmitPlan:
+    request: SubmitRequest
+    script: str
+    ranks: tuple[RankRow, ...]
+    run_config: RunConfig
+    job_dir: Path
+    context: ScriptContext
+    assumed_job_id: str = DRY_RUN_JOB_ID
+
+
+def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, *, python: str,
+               now: datetime, token: str, job_root: Path) -> SubmitPlan:
+    """Resolve, validate, render and simulate (pure). Raises ConfigError naming the field and the fix."""
+    spec, res = loaded_job.spec, loaded_job.spec.resources
+    partition = cluster.partition(request.partition or res.partition)
+    hosts = hostlist.expand(partition.nodes)
+    nodes = request.nodes if request.nodes is not None else res.nodes
+    gpus = request.gpus if request.gpus is not None else res.gpus
+    _check_nodes(nodes, len(hosts), partition)
+    _check_gpus(nodes, gpus, partition)
+    tasks = _tasks_per_node(request.ntasks_per_node, gpus)
+    cpus = _cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
+                          tasks, partition)
+    time_text = _time(request.time or res.time, cluster.defaults.time, partition,
+                      cluster.launcher.preempt_before)
+    mem_per_gpu, mem = _memory(cluster, partition, gpus, tasks * cpus)
+    params = make_params(spec, request.overrides)
+    if request.templates is not None:
+        check_templates_dir(request.templates)
+    if not job_root.is_absolute():
+        raise ConfigError(f"job root {job_root} is not absolute", hint="resolve launcher.job_root first")
+    job_name = request.job_name if request.job_name is not None else spec.name
+    if not job_name.strip():
+        raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
+    job_dir = job_root / f"{folder_name(job_name)}-{now:%Y%m%d-%H%M%S}-{token}"
+    launcher = cluster.launcher.model_copy(update={"python": python})
+    context = ScriptContext(
+        job_name=job_name, nodes=nodes, ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=cpus,
+        time=time_text, partition=partition.name, job_dir=str(job_dir), python=python,
+        gpu_flag=launcher.gpu_flag, gpu_spec=_gpu_spec(gpus, partition),
+        mem_per_gpu_mb=mem_per_gpu, mem_mb=mem,
+        account=request.account or cluster.defaults.account, qos=request.qos or cluster.defaults.qos,
+        env=dict(cluster.env), setup=tuple(launcher.setup), srun_wait=launcher.srun_wait,
+        preempt_signal=launcher.preempt_signal, preempt_before=launcher.preempt_before,
+        requeue=launcher.requeue, master_addr=LOOPBACK_ADDR if nodes == 1 else None,
+    )
+    script = render_script(context, request.templates)
+    run_config = RunConfig(
+        mode="slurm", job_name=job_name, job_file=str(loaded_job.path), params=params.model_dump(mode="json"),
+        nodes=nodes, gpus_per_node=gpus, tasks_per_node=tasks, cpus_per_task=cpus, partition=partition.name,
+        time=time_text, data_dir=request.data_dir, job_dir=str(job_dir), cluster_name=cluster.name,
+        launcher=launcher, env=dict(cluster.env), created=now.isoformat(timespec="seconds"),
+    )
+    head = context.master_addr or hosts[0]
+    ranks = simulate_ranks(hosts[:nodes], tasks, gpus, head, launcher.port_range)
+    return SubmitPlan(request=request, script=script, ranks=ranks, run_config=run_config, job_dir=job_dir,
+                      context=context)
+
+
+def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, master_addr: str,
+                   port_range: tuple[int, int]) -> tuple[RankRow, ...]:
+    """Every rank of the allocation, through the same ``derive()`` the tasks run."""
+    port = distenv.master_port(DRY_RUN_JOB_ID, 0, port_range)
+    envs = distenv.simulate_slurm_task_envs(hosts, tasks_per_node, DRY_RUN_JOB_ID, gpus_per_node,
+                                            master_addr, port)
+    rows = []
+    for environ in envs:
+        env = distenv.derive(environ, port_range=port_range)
+        device = f"cuda:{env.local_rank}" if gpus_per_node else "cpu"
+        rows.append(RankRow(host=environ["SLURMD_NODENAME"], device=device, env=env))
+    return tuple(rows)
+
+
+def folder_name(job_name: str) -> str:
+    """The job name as a safe folder name part (the script still gets the name as given)."""
+    return _FOLDER_SAFE_RE.sub("_", job_name).strip("_.")[:64] or "job"
+
+
+def _check_nodes(nodes: int, available: int, partition: Partition) -> None:
+    if nodes > available:
+        raise ConfigError(
+            f"--nodes {nodes} exceeds the {available} node(s) of partition {partition.name}",
+            hint=f"use --nodes {available} or fewer, or another partition (--partition)",
+        )
+
+
+def _check_gpus(nodes: int, gpus: int, partition: Partition) -> None:
+    limit = partition.gpus_per_node
+    if gpus <= limit:
+        return
+    if limit == 0:
+        hint = f"use --gpus 0 --ntasks-per-node N on partition {partition.name}, or a GPU partition"
+    else:
+        hint = f"use --gpus {limit} and --nodes {math.ceil(nodes * gpus / limit)}"
+    raise ConfigError(f"--gpus {gpus} exceeds gpus_per_node={limit} of partition {partition.name}",
+                      hint=hint)
+
+
+def _tasks_per_node(requested: int | None, gpus: int) -> int:
+    if requested is None:
+        if gpus == 0:
+            raise ConfigError(
+                "--gpus 0: orch cannot derive the number of tasks per node from the GPUs",
+                hint="use --ntasks-per-node N (tasks per node, each a CPU rank)",
+            )
+        return gpus
+    if gpus and requested > gpus:
+        raise ConfigError(f"--ntasks-per-node {requested} exceeds --gpus {gpus}: orch runs one task per GPU",
+                          hint=f"use --ntasks-per-node {gpus} or fewer, or leave it out")
+    return requested
+
+
+def _cpus_per_task(requested: int | None, tasks: int, partition: Partition) -> int:
+    limit = partition.cpus_per_node
+    cpus = requested or max(1, limit // tasks)
+    if cpus * tasks > limit:
+        fits = limit // tasks
+        fix = (f"use --cpus-per-task {fits} or fewer" if fits else
+               f"use --ntasks-per-node {limit} or fewer")
+        raise ConfigError(
+            f"{cpus} CPUs per task x {tasks} tasks per node = {cpus * tasks} CPUs exceeds "
+            f"cpus_per_node={limit} of partition {partition.name}",
+            hint=fix + " (--cpus-per-task, the job's resources.cpus_per_task or defaults.cpus_per_task)",
+        )
+    return cpus
+
+
+def _time(asked: str | None, default: str, partition: Partition, preempt_before: int) -> str:
+    """The time limit: asked for (--time, else the job's), else defaults.time capped at max_time."""
+    value = asked or default
+    try:
+        seconds = parse_time(value)
+    except ValueError as exc:
+        raise ConfigError(f"--time: {exc}", hint="use e.g. --time 04:00:00 or --time 1-12:00:00") from None
+    limit = partition.max_time_seconds
+    if asked is None and limit is not None and (seconds is None or seconds > limit):
+        seconds = limit
+    elif limit is not None and (seconds is None or seconds > limit):
+        raise ConfigError(
+            f"--time {value} exceeds max_time={partition.max_time} of partition {partition.name}",
+            hint=f"use --time {partition.max_time} or less, or a partition with a longer limit",
+        )
+    if seconds is None:
+        return "UNLIMITED"
+    if seconds <= preempt_before:
+        raise ConfigError(
+            f"--time {value} is not longer than launcher.preempt_before={preempt_before} s: the "
+            "preemption signal would fire at once and the job would requeue itself forever",
+            hint=f"use a --time above {format_time(preempt_before)} or lower launcher.preempt_before",
+        )
+    return format_time(seconds)
+
+
+def _memory(cluster: Cluster, partition: Partition, gpus: int,
+            cpus_per_node: int) -> tuple[int | None, int | None]:
+    """(--mem-per-gpu MB, --mem MB): per GPU on GPU jobs, else the CPU share of the node's memory."""
+    total = partition.mem_mb
+    if gpus:
+        wanted = cluster.defaults.mem_per_gpu
+        per_gpu = parse_mem_mb(wanted) if wanted is not None else total // partition.gpus_per_node
+        if per_gpu * gpus > total:
+            raise ConfigError(
+                f"defaults.mem_per_gpu={wanted} x {gpus} GPUs exceeds mem_per_node={partition.mem_per_node} "
+                f"of partition {partition.name}",
+                hint=f"set defaults.mem_per_gpu to {total // gpus}M or less, or leave it null",
+            )
+        return (per_gpu or None), None
+    share = total * cpus_per_node // partition.cpus_per_node
+    return None, (share or None)
+
+
+def _gpu_spec(gpus: int, partition: Partition) -> str:
+    if not gpus:
+        return ""
+    return f"{partition.gpu_type}:{gpus}" if partition.gpu_type else str(gpus)
+
+
+def write_job_dir(plan: SubmitPlan) -> Path:
+    """Create the job folder with sbatch.sh, job.json and logs/ (Slurm does not create --output folders).
+
+    Modes are ``0o750``/``0o640`` narrowed by the user's umask: never group- or world-writable.
+    """
+    job_dir = plan.job_dir
+    job_dir.parent.mkdir(mode=JOB_DIR_MODE, parents=True, exist_ok=True)
+    job_dir.mkdir(mode=JOB_DIR_MODE)
+    for sub in (LOG_DIR, CHECKPOINT_DIR):
+        (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
+    fd = os.open(job_dir / SCRIPT_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o750)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(plan.script)
+    config = write_run_config(job_dir, plan.run_config)
+    config.chmod(config.stat().st_mode & ~NOT_WRITABLE_BY_OTHERS & 0o7777)
+    return job_dir

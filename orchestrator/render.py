@@ -1,0 +1,280 @@
+"""sbatch scripts from Jinja2 templates (pure: a ScriptContext in, the script text out).
+
+Quoting is not left to the template author. Every ``{{ value }}`` must go through one of four
+filters, and a Jinja2 ``finalize`` hook refuses anything else (integers excepted), so a built-in
+template and a user's own (``--templates DIR``) cannot forget it:
+
+``q``        bash: :func:`shlex.quote`, for values in shell code (paths, exports, signal names).
+``sq``       sbatch's own ``#SBATCH`` parser, which is not bash: double quotes with backslash
+             escapes (sbatch honours ``\\`` everywhere, even inside single quotes), and the
+             substrings ``packjob``/``hetjob`` broken up by a backslash, because sbatch blanks them
+             out of the raw line before parsing it.
+``envname``  an environment variable name (checked against ``[A-Za-z_][A-Za-z0-9_]*``).
+``verbatim`` the user's own shell code (``launcher.setup`` lines), inserted as written, on purpose.
+
+Values that neither bash nor Slurm can carry are refused with a ConfigError naming the field: a
+newline (it would end the ``#SBATCH`` line or the command), a NUL byte, a carriage return (a DOS
+line break to sbatch and shellcheck), text that is not UTF-8, and,
+in the job folder path, ``%`` and ``\\`` (Slurm's ``--output`` filename patterns treat them).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from orchestrator.errors import ConfigError
+from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE
+
+if TYPE_CHECKING:
+    import jinja2
+
+BUILTIN_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+BASE_TEMPLATE = "base.sbatch.j2"
+SINGLE_NODE_TEMPLATE = "single_node.sbatch.j2"
+MULTI_NODE_TEMPLATE = "multi_node.sbatch.j2"
+TEMPLATE_NAMES = (BASE_TEMPLATE, SINGLE_NODE_TEMPLATE, MULTI_NODE_TEMPLATE)
+
+LOOPBACK_ADDR = "127.0.0.1"  # MASTER_ADDR of single-node jobs: every rank runs on the batch host
+BATCH_LOG = "slurm-%j.out"  # inside LOG_DIR; %j is Slurm's job id
+RANK_LOG = "%j-rank%t.out"  # inside LOG_DIR; %t is the task (global rank) id
+
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SBATCH_SAFE_RE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+_SBATCH_MAGIC_RE = re.compile(r"packjob|hetjob", re.IGNORECASE)
+_DQUOTE_SPECIAL_RE = re.compile(r'[\\"$`]')  # special inside bash double quotes (scripts: no "!")
+
+# What each field is called where the user sets it (for error messages).
+FIELD_LABELS: dict[str, str] = {
+    "job_name": "the job name (--job-name)",
+    "partition": "the partition (--partition)",
+    "account": "the account (--account or defaults.account)",
+    "qos": "the QOS (--qos or defaults.qos)",
+    "time": "the time limit (--time)",
+    "gpu_spec": "gpu_type of the partition",
+    "job_dir": "the job folder (launcher.job_root)",
+    "python": "the python path (launcher.python)",
+    "env": "env of cluster.yaml",
+    "setup": "launcher.setup",
+    "preempt_signal": "launcher.preempt_signal",
+}
+
+
+@dataclass(frozen=True)
+class ScriptContext:
+    """Everything a template may use. Plain data; :func:`render_script` checks every string."""
+
+    job_name: str
+    nodes: int
+    ntasks_per_node: int
+    gpus_per_node: int
+    cpus_per_task: int
+    time: str
+    partition: str
+    job_dir: str
+    python: str
+    gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"
+    gpu_spec: str = ""  # "8" or "a100:8": what follows --gpus-per-node= or --gres=gpu:
+    mem_per_gpu_mb: int | None = None
+    mem_mb: int | None = None
+    account: str | None = None
+    qos: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    setup: Sequence[str] = ()
+    srun_wait: int = 60
+    preempt_signal: str = "USR2"
+    preempt_before: int = 120
+    requeue: bool = True
+    master_addr: str | None = None  # fixed MASTER_ADDR (single node); None: looked up at run time
+
+    @property
+    def template_name(self) -> str:
+        return SINGLE_NODE_TEMPLATE if self.nodes == 1 else MULTI_NODE_TEMPLATE
+
+    def variables(self) -> dict[str, Any]:
+        """The template variables: the fields plus the job folder paths derived from ``job_dir``."""
+        values: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        log_dir = f"{self.job_dir}/{LOG_DIR}"
+        values.update(
+            log_dir=log_dir,
+            batch_log=f"{log_dir}/{BATCH_LOG}",
+            rank_log=f"{log_dir}/{RANK_LOG}",
+            requeue_file=f"{self.job_dir}/{REQUEUE_FILE}",
+        )
+        return values
+
+
+class Shell(str):
+    """Text that a quoting filter produced: the only strings a template may output."""
+
+    __slots__ = ()
+
+
+def shell_quote(value: object) -> Shell:
+    """Quote for bash (``shlex.quote``); the result is one word whatever the value holds.
+
+    A value with a backslash gets double quotes instead, with backslash, double quote, dollar and
+    backquote escaped: shlex would put the backslash before a closing single quote, which is
+    correct bash but which shellcheck reads as an escaped quote (SC1003).
+    """
+    text = _text(value)
+    if "\\" in text:
+        return Shell('"' + _DQUOTE_SPECIAL_RE.sub(r"\\\g<0>", text) + '"')
+    return Shell(shlex.quote(text))
+
+
+def sbatch_quote(value: object) -> Shell:
+    """Quote for sbatch's ``#SBATCH`` line parser (src/sbatch/opt.c ``_get_argument``)."""
+    text = _text(value)
+    if not _SBATCH_SAFE_RE.fullmatch(text):
+        text = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return Shell(_SBATCH_MAGIC_RE.sub(lambda m: m.group(0)[0] + "\\" + m.group(0)[1:], text))
+
+
+def env_name(value: object) -> Shell:
+    text = _text(value)
+    if not _ENV_NAME_RE.fullmatch(text):
+        raise ConfigError(f"{text!r} is not a valid environment variable name",
+                          hint="use letters, digits and '_', not starting with a digit")
+    return Shell(text)
+
+
+def verbatim(value: object) -> Shell:
+    """The user's own shell code, inserted unquoted (launcher.setup)."""
+    return Shell(_text(value))
+
+
+def _text(value: object) -> str:
+    if value is None or isinstance(value, bool):
+        raise ConfigError(f"a template quoted {value!r}, which has no text form",
+                          hint="test optional values with {% if name %} before quoting them")
+    return str(value)
+
+
+def _finalize(value: object) -> object:
+    """Jinja2 calls this on every ``{{ ... }}`` result: only quoted text and integers pass."""
+    if isinstance(value, Shell) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ConfigError(
+        f"a template outputs {value!r} without a quoting filter",
+        hint="write {{ value | q }} in shell code, {{ value | sq }} on #SBATCH lines "
+             "(| envname for variable names, | verbatim for your own shell code)",
+    )
+
+
+FILTERS = {"q": shell_quote, "sq": sbatch_quote, "envname": env_name, "verbatim": verbatim}
+
+
+def check_context(context: ScriptContext) -> None:
+    """Refuse values that bash or Slurm cannot carry, naming the field (before anything renders)."""
+    for f in fields(context):
+        value = getattr(context, f.name)
+        label = FIELD_LABELS.get(f.name, f.name)
+        if isinstance(value, str):
+            _check_value(label, value)
+        elif isinstance(value, Mapping):
+            for key, val in value.items():
+                _check_value(f"{label}: {key}", key)
+                _check_value(f"{label}: {key}", val)
+    for index, line in enumerate(context.setup):
+        for bad, what in (("\0", "a NUL byte"), ("\r", "a carriage return (sbatch refuses DOS line breaks)")):
+            if bad in line:
+                raise ConfigError(f"{FIELD_LABELS['setup']}[{index}] contains {what}",
+                                  hint=f"remove it from {FIELD_LABELS['setup']}")
+        _check_encoding(f"{FIELD_LABELS['setup']}[{index}]", line)
+    for bad in "%\\":
+        if bad in context.job_dir:
+            raise ConfigError(
+                f"the job folder {context.job_dir!r} contains {bad!r}, which Slurm's --output "
+                "filename patterns would rewrite",
+                hint="choose a launcher.job_root (and job name) without '%' and '\\'",
+            )
+    if not context.job_dir.startswith("/"):
+        raise ConfigError(f"the job folder {context.job_dir!r} is not an absolute path",
+                          hint="pass an absolute job folder (orch submit resolves launcher.job_root)")
+
+
+def _check_value(label: str, value: str) -> None:
+    # A carriage return: sbatch and bash would carry it, but it reads as a DOS line break to
+    # people and linters (shellcheck SC1017 refuses the whole script), so it is refused too.
+    for bad, what in (("\n", "a newline"), ("\0", "a NUL byte"), ("\r", "a carriage return")):
+        if bad in value:
+            raise ConfigError(f"{label} contains {what}, which a Slurm batch script cannot carry: {value!r}",
+                              hint=f"remove the {what.removeprefix('a ')} from {label}")
+    _check_encoding(label, value)
+
+
+def _check_encoding(label: str, value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{label} is not valid UTF-8 text: {value!r}",
+                          hint=f"use UTF-8 text in {label}") from None
+
+
+def template_sources(templates_dir: Path | None = None) -> dict[str, Path]:
+    """Which file each template name comes from: the user's directory first, else the built-in."""
+    sources = {}
+    for name in TEMPLATE_NAMES:
+        user = templates_dir / name if templates_dir is not None else None
+        sources[name] = user if user is not None and user.is_file() else BUILTIN_TEMPLATES / name
+    return sources
+
+
+def check_templates_dir(templates_dir: Path) -> None:
+    """``--templates DIR`` must be a directory holding at least one of the template names."""
+    if not templates_dir.is_dir():
+        raise ConfigError(f"--templates {templates_dir} is not a directory",
+                          hint="pass a directory holding your versions of " + ", ".join(TEMPLATE_NAMES))
+    if not any((templates_dir / name).is_file() for name in TEMPLATE_NAMES):
+        raise ConfigError(
+            f"--templates {templates_dir} holds none of the template files " + ", ".join(TEMPLATE_NAMES),
+            hint=f"copy the ones you want to change from {BUILTIN_TEMPLATES} and edit them; "
+                 "missing ones fall back to the built-in templates",
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def environment(templates_dir: Path | None = None) -> jinja2.Environment:
+    """The Jinja2 environment: the user's templates first, then the built-in ones."""
+    import jinja2
+
+    search = [str(templates_dir), str(BUILTIN_TEMPLATES)] if templates_dir else [str(BUILTIN_TEMPLATES)]
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(search),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=_finalize,
+        auto_reload=True,  # a stat per render: edits to --templates files are seen in long sessions
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def render_script(context: ScriptContext, templates_dir: Path | None = None) -> str:
+    """Render the sbatch script for ``context`` (single- or multi-node template by ``nodes``)."""
+    import jinja2
+
+    check_context(context)
+    name = context.template_name
+    try:
+        template = environment(templates_dir).get_template(name)
+        return template.render(context.variables())
+    except jinja2.TemplateSyntaxError as exc:
+        raise ConfigError(f"template {exc.filename or exc.name}, line {exc.lineno}: {exc.message}",
+                          hint="fix the template syntax") from None
+    except jinja2.UndefinedError as exc:
+        known = ", ".join(sorted(context.variables()))
+        raise ConfigError(f"template {name}: {exc.message}", hint=f"templates may use: {known}") from None
+    except jinja2.TemplateNotFound as exc:
+        raise ConfigError(f"template {exc.name} not found (looked in "
+                          f"{templates_dir or ''} {BUILTIN_TEMPLATES})".replace("( ", "("),
+                          hint="restore the built-in templates or add the file to --templates DIR") from None

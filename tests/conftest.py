@@ -1,0 +1,205 @@
+"""Fixtures shared by the test suite (add yours with a targeted edit; keep them generic).
+
+* ``clean_env``: no Slurm/torchrun/orch variables in ``os.environ`` and cwd = ``tmp_path``.
+* ``write_cluster``: write a cluster.yaml (a test cluster, sections merged with your changes).
+* ``write_job``: write a small job file (planning only: its build() is never called).
+* ``make_plan``: ``build_plan`` for a cluster.yaml and a job file with fixed time, token and paths.
+* ``stubs``: stub ``sbatch``/``srun``/``scontrol`` first on PATH, recording every call (tests/stubs).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+
+if TYPE_CHECKING:
+    from orchestrator.plan import SubmitPlan
+
+ROOT = Path(__file__).resolve().parent.parent
+STUBS_DIR = Path(__file__).resolve().parent / "stubs"
+# The installed console script next to this interpreter (tests prove the real CLI too).
+ORCH = shutil.which("orch", path=str(Path(sys.executable).parent)) or "orch"
+
+# Variables that would leak the developer's (or an allocation's) setup into a test.
+_LEAKY_PREFIXES = ("SLURM_", "SLURMD_", "SBATCH_", "SRUN_", "ORCH_")
+_LEAKY_NAMES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
+                          "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES"})
+
+# A test cluster like the shipped example, but owned by the tests (the example may change).
+TEST_CLUSTER: dict[str, Any] = {
+    "name": "testcluster",
+    "partitions": [
+        {"name": "gpu", "nodes": "gpu[001-064]", "gpus_per_node": 8, "cpus_per_node": 96,
+         "mem_per_node": "1000G", "max_time": "2-00:00:00", "gpu_type": "a100"},
+        {"name": "debug", "nodes": "dbg[1-4]", "gpus_per_node": 4, "cpus_per_node": 32,
+         "mem_per_node": "256G", "max_time": "02:00:00"},
+        {"name": "cpu", "nodes": "cpu[001-128]", "gpus_per_node": 0, "cpus_per_node": 64,
+         "mem_per_node": "256G", "max_time": "1-00:00:00"},
+    ],
+    "defaults": {"partition": "gpu", "time": "04:00:00"},
+    "env": {"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "ib0", "OMP_NUM_THREADS": "1"},
+    "launcher": {"preempt_before": 180},
+}
+
+
+def is_leaky_var(name: str) -> bool:
+    if name.startswith("ORCH_STUB_"):  # set by the stubs fixture, on purpose
+        return False
+    return name.startswith(_LEAKY_PREFIXES) or name in _LEAKY_NAMES
+
+
+def clean_environ(**extra: str) -> dict[str, str]:
+    """``os.environ`` without the leaky variables, plus ``extra`` (for subprocesses)."""
+    env = {k: v for k, v in os.environ.items() if not is_leaky_var(k)}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No Slurm/torchrun/orch variables, and a working directory without a cluster.yaml."""
+    for name in list(os.environ):
+        if is_leaky_var(name):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    return monkeypatch
+
+
+def _merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+@pytest.fixture
+def write_cluster(tmp_path: Path) -> Callable[..., Path]:
+    """``write_cluster(launcher={"gpu_flag": "gres"}, ...) -> Path`` of a cluster.yaml in tmp_path.
+
+    Sections are merged into TEST_CLUSTER (dicts recursively; lists replaced). ``launcher.job_root``
+    defaults to ``tmp_path/"jobs"``. ``text="..."`` writes that text as is; ``name=`` the file name.
+    """
+
+    def write(*, text: str | None = None, name: str = "cluster.yaml", **sections: Any) -> Path:
+        path = tmp_path / name
+        if text is None:
+            data = _merge(TEST_CLUSTER, {"launcher": {"job_root": str(tmp_path / "jobs")}})
+            data = _merge(data, sections)
+            text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+JOB_TEMPLATE = """\
+from pydantic import Field
+
+from orchestrator.job import JobSpec, Resources, TrainParams
+
+
+class Params(TrainParams):
+    width: int = Field(default=8, ge=1)
+
+
+def build(params, ctx):
+    raise RuntimeError("this test job is for planning only")
+
+
+SPEC = JobSpec(name={name!r}, params=Params, build=build,
+               resources=Resources(nodes={nodes}, gpus={gpus}, time={time!r}, partition={partition!r},
+                                   cpus_per_task={cpus_per_task!r}))
+"""
+
+
+@pytest.fixture
+def write_job(tmp_path: Path) -> Callable[..., Path]:
+    """``write_job(name="tiny", nodes=1, gpus=8, time=None, ...) -> Path`` of tmp_path/jobs_src/NAME.py."""
+
+    def write(name: str = "tiny", *, nodes: int = 1, gpus: int = 8, time: str | None = None,
+              partition: str | None = None, cpus_per_task: int | None = None) -> Path:
+        folder = tmp_path / "jobs_src"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{name}.py"
+        path.write_text(JOB_TEMPLATE.format(name=name, nodes=nodes, gpus=gpus, time=time, partition=partition,
+                                            cpus_per_task=cpus_per_task), encoding="utf-8")
+        return path
+
+    return write
+
+
+PLAN_NOW = datetime(2024, 1, 2, 3, 4, 5)
+PLAN_TOKEN = "abcdef"
+PLAN_PYTHON = "/opt/orch/.venv/bin/python"
+PLAN_JOB_ROOT = Path("/home/user/orch-jobs")
+
+
+@pytest.fixture
+def make_plan(write_cluster: Callable[..., Path],
+              write_job: Callable[..., Path]) -> Callable[..., SubmitPlan]:
+    """``make_plan(cluster=None, job=None, python=..., job_root=..., **request) -> SubmitPlan``.
+
+    ``cluster``/``job`` are paths (default: ``write_cluster()``/``write_job()``); ``request`` holds the
+    SubmitRequest fields (nodes, gpus, job_name, overrides, ...). Time, token and paths are fixed, so
+    scripts are reproducible.
+    """
+    from orchestrator.config import load_cluster
+    from orchestrator.job import load_job
+    from orchestrator.plan import build_plan, make_request
+
+    def make(cluster: Path | None = None, job: Path | None = None, *, python: str = PLAN_PYTHON,
+             job_root: Path = PLAN_JOB_ROOT, **request: Any) -> SubmitPlan:
+        job_path = job or write_job()
+        loaded = load_job(str(job_path), {}, job_path.parent)
+        req = make_request({"job": str(job_path), **request})
+        return build_plan(req, load_cluster(cluster or write_cluster()), loaded, python=python, now=PLAN_NOW,
+                          token=PLAN_TOKEN, job_root=job_root)
+
+    return make
+
+
+@dataclass
+class Stubs:
+    """The stub Slurm commands' record (see tests/stubs/_stub.py)."""
+
+    log: Path
+    dir: Path = STUBS_DIR
+
+    def records(self, cmd: str | None = None, event: str | None = "call") -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        entries = [json.loads(line) for line in self.log.read_text(encoding="ascii").splitlines() if line]
+        return [e for e in entries
+                if (cmd is None or e["cmd"] == cmd) and (event is None or e["event"] == event)]
+
+    def argvs(self, cmd: str) -> list[list[str]]:
+        return [e["argv"] for e in self.records(cmd)]
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """A clean subprocess environment with the stubs first on PATH."""
+        return clean_environ(PATH=f"{self.dir}{os.pathsep}{os.environ.get('PATH', '')}",
+                             ORCH_STUB_LOG=str(self.log), ORCH_STUB_PYTHON=sys.executable, **extra)
+
+
+@pytest.fixture
+def stubs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stubs:
+    """Stub sbatch/srun/scontrol first on PATH (in os.environ too); ``stubs.records("sbatch")``."""
+    found = Stubs(log=tmp_path / "stub-calls.jsonl")
+    monkeypatch.setenv("PATH", f"{STUBS_DIR}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("ORCH_STUB_LOG", str(found.log))
+    monkeypatch.setenv("ORCH_STUB_PYTHON", sys.executable)
+    return found

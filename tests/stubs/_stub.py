@@ -1,0 +1,232 @@
+"""Stand-ins for Slurm's ``sbatch``, ``srun`` and ``scontrol`` in tests: record every call, act as told.
+
+The executables next to this file (``sbatch``, ``srun``, ``scontrol``) run ``$ORCH_STUB_PYTHON
+_stub.py NAME ARGS...``. Each call appends JSON lines to ``$ORCH_STUB_LOG``:
+
+    {"cmd": "srun", "event": "call", "argv": [...], "env": {...the whole environment...},
+     "cwd": "...", "pid": 123}
+
+plus, for ``sbatch``, ``"script"`` (the file's text) and ``"sbatch_options"`` (the ``#SBATCH``
+options as Slurm's own parser reads them: see :func:`sbatch_script_options`), and for ``srun``
+later ``{"cmd": "srun", "event": "signal", "signal": "USR2"}`` lines. Values are recorded byte for
+byte (JSON escapes keep undecodable bytes as ``\\udcXX`` surrogates).
+
+Behaviour, from the environment (all optional):
+
+=============================== ========================================================================
+ORCH_STUB_SBATCH_STDOUT         what sbatch prints (default ``4242``, i.e. ``--parsable`` output)
+ORCH_STUB_SBATCH_STDERR         what sbatch prints on stderr
+ORCH_STUB_SBATCH_RC             sbatch's exit code (default 0)
+ORCH_STUB_SRUN_RC               srun's exit code (default 0)
+ORCH_STUB_SRUN_SLEEP            seconds srun runs (default 0); signals arriving meanwhile are recorded
+ORCH_STUB_SRUN_TOUCH            a file srun creates when it gets a signal (e.g. the job's ``requeue``)
+ORCH_STUB_SRUN_TOUCH_AT_EXIT    a file srun creates before exiting, signal or not
+ORCH_STUB_SRUN_AFTER_SIGNAL     seconds srun keeps running after a signal (default 0), then exits
+ORCH_STUB_HOSTNAMES             output of ``scontrol show hostnames`` (default: orchestrator.hostlist)
+ORCH_STUB_NODEADDR              NodeAddr in ``scontrol show node N`` (default: N itself)
+ORCH_STUB_SHOW_NODE_RC          exit code of ``scontrol show node`` (default 0)
+ORCH_STUB_SCONTROL_RC           exit code of ``scontrol requeue`` and other scontrol calls (default 0)
+=============================== ========================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+RECORDED_SIGNALS = ("USR1", "USR2", "TERM", "INT", "HUP", "CONT")
+C_SPACE = frozenset(" \t\n\v\f\r")  # C isspace() in the C locale (sbatch parses bytes)
+
+
+def record(entry: dict[str, Any]) -> None:
+    log = os.environ.get("ORCH_STUB_LOG")
+    if not log:
+        return
+    line = json.dumps(entry, ensure_ascii=True) + "\n"
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode("ascii"))
+    finally:
+        os.close(fd)
+
+
+def call_entry(cmd: str, argv: list[str]) -> dict[str, Any]:
+    return {"cmd": cmd, "event": "call", "argv": argv, "env": dict(os.environ), "cwd": os.getcwd(),
+            "pid": os.getpid()}
+
+
+# --- sbatch ------------------------------------------------------------------------------------
+
+def get_argument(line: str) -> tuple[str | None, int]:
+    """Slurm 22.05 ``src/sbatch/opt.c:_get_argument``: one option from a ``#SBATCH`` line.
+
+    Returns (argument or None, characters consumed). Backslash escapes the next character anywhere,
+    single or double quotes group (and are removed), an unquoted ``#`` starts a comment. Slurm
+    first blanks ``packjob`` (older versions) and ``hetjob`` (newer) out of the raw line.
+    """
+    lowered = line.lower()
+    for word in ("packjob", "hetjob"):
+        at = lowered.find(word)
+        if at >= 0:
+            line = line[:at] + " " * len(word) + line[at + len(word):]
+            lowered = line.lower()
+    i = 0
+    while i < len(line) and line[i] in C_SPACE:
+        i += 1
+    if i < len(line) and line[i] == ":":
+        raise ValueError(f"Unexpected `:` in [{line}]")
+    if i >= len(line):
+        return None, i
+    out: list[str] = []
+    quoted = escape = False
+    quote = ""
+    while i < len(line) and (quoted or line[i] not in C_SPACE) and line[i] != "\n":
+        ch = line[i]
+        if escape:
+            escape = False
+        elif ch == "\\":
+            escape = True
+            i += 1
+            continue
+        elif quoted:
+            if ch == quote:
+                quoted = False
+                i += 1
+                continue
+        elif ch in "\"'":
+            quoted, quote = True, ch
+            i += 1
+            continue
+        elif ch == "#":
+            break
+        out.append(ch)
+        i += 1
+    if quoted:
+        raise ValueError(f"Unmatched `{quote}` in [{line}]")
+    return ("".join(out) if out else None), i
+
+
+def sbatch_script_options(script: str) -> list[str]:
+    """The options sbatch reads from ``#SBATCH`` lines (``_opt_batch_script``): it stops at the first
+    line that is neither blank nor a comment."""
+    options: list[str] = []
+    for line in script.split("\n"):
+        if line.startswith("#SBATCH"):
+            rest = line[len("#SBATCH"):]
+        else:
+            stripped = line.lstrip()
+            if stripped and not stripped.startswith("#"):
+                break
+            continue
+        while True:
+            arg, used = get_argument(rest)
+            if arg is None:
+                break
+            options.append(arg)
+            rest = rest[used:]
+    return options
+
+
+def sbatch(argv: list[str]) -> int:
+    entry = call_entry("sbatch", argv)
+    script_args = [a for a in argv if not a.startswith("-")]
+    problem = None
+    if script_args:
+        text = Path(script_args[0]).read_text(encoding="utf-8", errors="surrogateescape")
+        entry["script"] = text
+        if not text.startswith("#!"):
+            problem = ("sbatch: error: This does not look like a batch script.  The first\n"
+                       "sbatch: error: line must start with #! followed by the path to an interpreter.")
+        elif "\r\n" in text:
+            problem = "sbatch: error: Batch script contains DOS line breaks (\\r\\n)"
+        else:
+            try:
+                entry["sbatch_options"] = sbatch_script_options(text)
+            except ValueError as exc:
+                problem = f"sbatch: fatal: {exc}"
+    record(entry)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+    rc = int(os.environ.get("ORCH_STUB_SBATCH_RC", "0"))
+    out = os.environ.get("ORCH_STUB_SBATCH_STDOUT", "4242")
+    err = os.environ.get("ORCH_STUB_SBATCH_STDERR", "")
+    if out:
+        print(out)
+    if err:
+        print(err, file=sys.stderr)
+    return rc
+
+
+# --- srun --------------------------------------------------------------------------------------
+
+def srun(argv: list[str]) -> int:
+    got: list[str] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name.removeprefix("SIG")
+        got.append(name)
+        record({"cmd": "srun", "event": "signal", "signal": name, "pid": os.getpid()})
+        touch = os.environ.get("ORCH_STUB_SRUN_TOUCH")
+        if touch:
+            Path(touch).touch()
+
+    for name in RECORDED_SIGNALS:
+        signal.signal(getattr(signal, f"SIG{name}"), on_signal)
+    record(call_entry("srun", argv))  # after the handlers: a test may signal as soon as it sees this
+    deadline = time.monotonic() + float(os.environ.get("ORCH_STUB_SRUN_SLEEP", "0"))
+    after = float(os.environ.get("ORCH_STUB_SRUN_AFTER_SIGNAL", "0"))
+    while time.monotonic() < deadline and not got:
+        time.sleep(0.02)
+    if got and after:
+        time.sleep(after)
+    touch = os.environ.get("ORCH_STUB_SRUN_TOUCH_AT_EXIT")
+    if touch:
+        Path(touch).touch()
+    rc = int(os.environ.get("ORCH_STUB_SRUN_RC", "0"))
+    record({"cmd": "srun", "event": "exit", "rc": rc, "signals": got, "pid": os.getpid()})
+    return rc
+
+
+# --- scontrol ----------------------------------------------------------------------------------
+
+def scontrol(argv: list[str]) -> int:
+    record(call_entry("scontrol", argv))
+    words = [a for a in argv if not a.startswith("-")]
+    if words[:2] == ["show", "hostnames"]:
+        listed = os.environ.get("ORCH_STUB_HOSTNAMES")
+        if listed is None:
+            from orchestrator.hostlist import expand
+
+            expr = words[2] if len(words) > 2 else os.environ.get("SLURM_JOB_NODELIST", "")
+            listed = "\n".join(expand(expr))
+        print(listed)
+        return 0
+    if words[:2] == ["show", "node"]:
+        rc = int(os.environ.get("ORCH_STUB_SHOW_NODE_RC", "0"))
+        if rc:
+            print(f"Node {words[2]} not found", file=sys.stderr)
+            return rc
+        node = words[2]
+        addr = os.environ.get("ORCH_STUB_NODEADDR", node)
+        print(f"NodeName={node} Arch=x86_64 CoresPerSocket=1\n   CPUAlloc=0 CPUEfctv=4 CPUTot=4\n"
+              f"   NodeAddr={addr} NodeHostName=localhost Version=22.05.8\n   State=IDLE")
+        return 0
+    return int(os.environ.get("ORCH_STUB_SCONTROL_RC", "0"))
+
+
+COMMANDS = {"sbatch": sbatch, "srun": srun, "scontrol": scontrol}
+
+
+def main() -> int:
+    cmd, argv = sys.argv[1], sys.argv[2:]
+    return COMMANDS[cmd](argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
