@@ -8,10 +8,12 @@ printed as ``orch: error: ...`` plus a ``HINT:`` line, with exit code 2 and no t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from orchestrator import __version__
@@ -74,13 +76,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def no_world_write() -> Iterator[None]:
+    """What a verb creates (job folders, logs, checkpoints, and Slurm's own log files: sbatch passes
+    the umask on to the job) follows the user's umask, but is never world-writable."""
+    previous = os.umask(0o022)
+    os.umask(previous | 0o002)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser(_verb_in(args_list)).parse_args(args_list)
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
-        code: int = args._run(args)
+        with no_world_write():
+            code: int = args._run(args)
         return code
     except OrchError as exc:
         print(exc.render(), file=sys.stderr)

@@ -107,6 +107,9 @@ class Launcher(_Model):
                                "interpreter running orch)")
     setup: list[str] = Field(default_factory=list, description="shell lines run before srun "
                              "(module load ..., source venv)")
+    pass_env: list[str] = Field(default_factory=list, description="names of variables (secrets such as "
+                                "WANDB_API_KEY) that tasks take from the shell running orch submit; only "
+                                "the names are written to the script and job.json, never the values")
 
     @field_validator("port_range")
     @classmethod
@@ -114,6 +117,14 @@ class Launcher(_Model):
         low, high = value
         if not 1024 <= low <= high <= 65535:
             raise ValueError("must be [low, high] with 1024 <= low <= high <= 65535")
+        return value
+
+    @field_validator("pass_env")
+    @classmethod
+    def _v_pass_env(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _ENV_NAME_RE.match(name):
+                raise ValueError(f"{name!r} is not a valid environment variable name")
         return value
 
 

@@ -86,6 +86,7 @@ class ScriptContext:
     qos: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     setup: Sequence[str] = ()
+    pass_env: Sequence[str] = ()  # names only (launcher.pass_env): the values stay in the environment
     srun_wait: int = 60
     preempt_signal: str = "USR2"
     preempt_before: int = 120
@@ -118,13 +119,19 @@ class Shell(str):
 def shell_quote(value: object) -> Shell:
     """Quote for bash (``shlex.quote``); the result is one word whatever the value holds.
 
-    A value with a backslash gets double quotes instead, with backslash, double quote, dollar and
-    backquote escaped: shlex would put the backslash before a closing single quote, which is
-    correct bash but which shellcheck reads as an escaped quote (SC1003).
+    Exact in bash either way, but some of shlex's forms trip shellcheck, so three cases differ:
+    a value with a backslash gets double quotes, with backslash, double quote, dollar and backquote
+    escaped (shlex's backslash before a closing single quote reads as an escaped quote, SC1003); a
+    leading ``=`` is quoted (``NAME==x`` reads as a comparison, SC1097); a leading ``~`` is written
+    ``\\~`` (a quoted ``'~/x'`` draws "tilde does not expand in quotes", SC2088).
     """
     text = _text(value)
+    if text.startswith("~") and len(text) > 1:  # '~/x' is right, but shellcheck warns (SC2088)
+        return Shell("\\~" + shell_quote(text[1:]))
     if "\\" in text:
         return Shell('"' + _DQUOTE_SPECIAL_RE.sub(r"\\\g<0>", text) + '"')
+    if text.startswith("="):  # shlex leaves "=x" bare; shellcheck reads NAME==x as a comparison (SC1097)
+        return Shell("'" + text.replace("'", "'\"'\"'") + "'")
     return Shell(shlex.quote(text))
 
 

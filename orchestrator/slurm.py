@@ -185,9 +185,21 @@ def _none_if_blank(value: str) -> str | None:
     return None if value in ("", "(null)", "None", "Unknown") else value
 
 
+def check_slurm_conf(environ: Mapping[str, str]) -> None:
+    """A SLURM_CONF that names no file makes every client retry for 60 s: say so at once."""
+    conf = environ.get("SLURM_CONF")
+    if conf and not Path(conf).is_file():
+        raise SlurmError(f"SLURM_CONF={conf} does not exist",
+                         hint="unset SLURM_CONF or point it at the cluster's slurm.conf "
+                              "(for the test cluster: eval \"$(tests/slurm/cluster.sh env)\")")
+
+
 def _query(argv: Sequence[str], runner: Runner) -> subprocess.CompletedProcess[str]:
     """Run one client (the runner turns a missing binary or a hang into a SlurmError); a failure
     other than "Invalid job id" (which callers read as "Slurm no longer knows it") is a SlurmError."""
+    import os
+
+    check_slurm_conf(os.environ)
     proc = runner(list(argv), QUERY_TIMEOUT)
     if proc.returncode != 0 and _INVALID_JOB not in (proc.stderr or ""):
         raise client_error(argv[0], proc)

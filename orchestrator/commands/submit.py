@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,6 +109,7 @@ def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
     from orchestrator.plan import write_job_dir
     from orchestrator.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE
 
+    check_pass_env(plan.run_config.launcher.pass_env, os.environ)
     job_dir = write_job_dir(plan)
     try:
         job_id = slurm.sbatch(job_dir / SCRIPT_FILE)
@@ -122,6 +124,15 @@ def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
     else:
         print(f"submitted job {job_id}\njob folder: {job_dir}")
     return 0
+
+
+def check_pass_env(names: Sequence[str], environ: Mapping[str, str]) -> None:
+    """launcher.pass_env: each name must be set here, since sbatch hands this environment to the job."""
+    missing = [name for name in names if name not in environ]
+    if missing:
+        raise ConfigError(
+            f"launcher.pass_env: {', '.join(missing)} not set in this shell, so the job could not pass it on",
+            hint=f"export {missing[0]}=... before orch submit, or remove it from launcher.pass_env")
 
 
 def dry_run_text(plan: SubmitPlan) -> str:

@@ -4,7 +4,7 @@ The executables next to this file (``sbatch``, ``srun``, ``scontrol``) run ``$OR
 _stub.py NAME ARGS...``. Each call appends JSON lines to ``$ORCH_STUB_LOG``:
 
     {"cmd": "srun", "event": "call", "argv": [...], "env": {...the whole environment...},
-     "cwd": "...", "pid": 123}
+     "cwd": "...", "pid": 123, "umask": 18}
 
 plus, for ``sbatch``, ``"script"`` (the file's text) and ``"sbatch_options"`` (the ``#SBATCH``
 options as Slurm's own parser reads them: see :func:`sbatch_script_options`), and for ``srun``
@@ -57,7 +57,14 @@ def record(entry: dict[str, Any]) -> None:
 
 def call_entry(cmd: str, argv: list[str]) -> dict[str, Any]:
     return {"cmd": cmd, "event": "call", "argv": argv, "env": dict(os.environ), "cwd": os.getcwd(),
-            "pid": os.getpid()}
+            "pid": os.getpid(), "umask": current_umask()}
+
+
+def current_umask() -> int:
+    """This process's umask (sbatch passes it on to the job as SLURM_UMASK)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # --- sbatch ------------------------------------------------------------------------------------

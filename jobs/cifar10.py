@@ -1,0 +1,56 @@
+"""cifar10: the small CNN of the PyTorch CIFAR-10 tutorial (conv 3-6-16, fc 120-84-10).
+
+Data: ``<data_dir>/cifar-10-batches-py/`` (the python version of CIFAR-10, unpacked), decoded
+once into tensors normalized to [-1, 1] as in the tutorial.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from orchestrator.job import JobSpec, Resources, TrainParams
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from orchestrator.runtime.task import BuildContext, TrainTask
+
+
+class Cifar10Params(TrainParams):
+    epochs: int = Field(default=10, ge=1)
+    batch_size: int = Field(default=32, ge=1, description="per rank")
+    lr: float = Field(default=0.01, gt=0)
+    momentum: float = Field(default=0.9, ge=0)
+
+
+def make_model() -> nn.Module:
+    from torch import nn
+
+    return nn.Sequential(
+        nn.Conv2d(3, 6, kernel_size=5), nn.ReLU(), nn.MaxPool2d(2),  # 6 x 14 x 14
+        nn.Conv2d(6, 16, kernel_size=5), nn.ReLU(), nn.MaxPool2d(2),  # 16 x 5 x 5
+        nn.Flatten(),
+        nn.Linear(16 * 5 * 5, 120), nn.ReLU(),
+        nn.Linear(120, 84), nn.ReLU(),
+        nn.Linear(84, 10),
+    )
+
+
+def build(params: Cifar10Params, ctx: BuildContext) -> TrainTask:
+    from orchestrator.runtime.data import load_cifar10
+    from orchestrator.runtime.task import TrainTask
+
+    train, test = load_cifar10(ctx.require_data_dir("CIFAR-10"))
+    return TrainTask(model=make_model(), train_set=train, test_set=test)
+
+
+SPEC = JobSpec(
+    name="cifar10",
+    params=Cifar10Params,
+    build=build,
+    resources=Resources(nodes=1, gpus=1, time="01:00:00"),
+    description="the CIFAR-10 tutorial CNN (needs cifar-10-batches-py: --data-dir or ORCH_DATA_DIR)",
+    needs_data=True,
+)

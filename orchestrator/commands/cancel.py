@@ -1,0 +1,54 @@
+"""``orch cancel JOBID|DIR ...``: cancel jobs (or, with ``--signal``, only signal them)."""
+
+from __future__ import annotations
+
+import argparse
+
+from orchestrator import slurm
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
+from orchestrator.commands._jobs import job_root_from_args
+from orchestrator.errors import SlurmError
+from orchestrator.jobdirs import find_job_dir, is_job_id
+
+HELP = "cancel jobs (scancel), or send them a signal with --signal"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("jobs", nargs="+", metavar="JOBID|DIR", help="Slurm job ids or job folders")
+    parser.add_argument("--signal", metavar="SIG",
+                        help="send SIG (e.g. USR2) to the batch shell and every task instead of cancelling")
+    add_cluster_argument(parser)
+    add_json_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = None
+    ids: list[str] = []
+    for ref in args.jobs:
+        if is_job_id(ref):
+            ids.append(ref)
+        else:
+            root = root or job_root_from_args(args)
+            ids.append(find_job_dir(ref, root).queued_id())
+    ids = list(dict.fromkeys(ids))
+    # scancel says nothing about unknown or finished jobs: ask squeue first, so the answer is true.
+    known = slurm.squeue(ids)
+    live = [i for i in ids if i in known and not known[i].terminal]
+    done = {i: known[i].state for i in ids if i in known and known[i].terminal}
+    unknown = [i for i in ids if i not in known]
+    if live:
+        slurm.scancel(live, signal=args.signal, full=bool(args.signal))
+    verb = f"signalled ({args.signal})" if args.signal else "cancelled"
+    if args.json:
+        print_json({"acted": live, "action": "signal" if args.signal else "cancel",
+                    "finished": done, "unknown": unknown})
+    else:
+        for job_id in live:
+            print(f"{verb} {job_id}")
+        for job_id, state in done.items():
+            print(f"{job_id} had already ended ({state})")
+    if unknown:
+        raise SlurmError(f"Slurm does not know job{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}",
+                         hint="check the id with orch list or orch status (finished jobs leave the queue "
+                              "after MinJobAge)")
+    return 0

@@ -1,0 +1,104 @@
+"""``orch logs JOBID|DIR [--rank R] [-f]``: print a job's batch log or one rank's log.
+
+The logs live in the job folder (``logs/slurm-<id>.out`` for the batch step, ``logs/<id>-rank<R>.out``
+per rank; ``logs/local-rank<R>.out`` for ``orch run``). ``-f`` follows the file until the job ends,
+across a requeue (the logs are opened in append mode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from pathlib import Path
+from typing import BinaryIO
+
+from orchestrator import slurm
+from orchestrator.commands._common import add_cluster_argument
+from orchestrator.commands._jobs import job_root_from_args
+from orchestrator.errors import OrchError, SlurmError
+from orchestrator.jobdirs import JobDir, find_job_dir, read_result
+from orchestrator.runconfig import LOG_DIR
+
+HELP = "print a job's batch log or one rank's log (-f follows it until the job ends)"
+STATE_EVERY = 2.0  # seconds between job state checks while following
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job", metavar="JOBID|DIR", help="Slurm job id or job folder")
+    parser.add_argument("--rank", type=int, metavar="R", help="show rank R's log instead of the batch log")
+    parser.add_argument("-f", "--follow", action="store_true",
+                        help="keep printing new lines until the job ends")
+    parser.add_argument("--interval", type=float, default=0.5, help="seconds between reads when following")
+    add_cluster_argument(parser)
+
+
+def _missing(job: JobDir, path: Path, rank: int | None) -> OrchError:
+    ranks = sorted(p.name for p in (job.path / LOG_DIR).glob("*rank*.out"))
+    if rank is not None and ranks:
+        return OrchError(f"no log for rank {rank}: {path} does not exist",
+                         hint=f"rank logs in {job.path / LOG_DIR}: {', '.join(ranks)}")
+    when = "when the job starts" if job.mode == "slurm" else "when the run starts"
+    return OrchError(f"{path} does not exist yet",
+                     hint=f"Slurm creates it {when} (orch status {job.job_id or job.path})")
+
+
+def _copy_new(path: Path, offset: int, out: BinaryIO) -> int:
+    """Write what was appended to ``path`` since ``offset``; returns the new offset."""
+    try:
+        with path.open("rb") as handle:
+            size = path.stat().st_size
+            if size < offset:  # truncated: start again
+                offset = 0
+            handle.seek(offset)
+            data = handle.read()
+    except FileNotFoundError:
+        return offset
+    if data:
+        out.write(data)
+        out.flush()
+    return offset + len(data)
+
+
+def _ended(job: JobDir) -> bool:
+    """Has the run finished? Slurm jobs: squeue says terminal or no longer knows the job."""
+    if job.mode != "slurm" or job.job_id is None:
+        return read_result(job.path) is not None
+    try:
+        found = slurm.squeue([job.job_id]).get(job.job_id)
+    except SlurmError:
+        return False  # a slow controller is no reason to stop following
+    return found is None or found.terminal
+
+
+def follow(job: JobDir, path: Path, interval: float, out: BinaryIO) -> None:
+    offset = 0
+    next_check = 0.0
+    waiting_noted = False
+    while True:
+        offset = _copy_new(path, offset, out)
+        if not path.exists() and not waiting_noted:
+            print(f"orch: waiting for {path} (the job has not started yet)", file=sys.stderr)
+            waiting_noted = True
+        now = time.monotonic()
+        if now >= next_check:
+            next_check = now + STATE_EVERY
+            if _ended(job):
+                _copy_new(path, offset, out)  # what was written between the last read and the end
+                return
+        time.sleep(interval)
+
+
+def run(args: argparse.Namespace) -> int:
+    job = find_job_dir(args.job, job_root_from_args(args))
+    path = job.log_file(args.rank)
+    out = sys.stdout.buffer
+    if args.follow:
+        with contextlib.suppress(KeyboardInterrupt):
+            follow(job, path, args.interval, out)
+        return 0
+    if not path.is_file():
+        raise _missing(job, path, args.rank)
+    _copy_new(path, 0, out)
+    return 0

@@ -1,0 +1,101 @@
+"""``orch plot JOBID|DIR``: loss and accuracy per epoch from metrics.jsonl, drawn to a PNG."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
+from orchestrator.commands._jobs import job_root_from_args
+from orchestrator.errors import OrchError
+from orchestrator.jobdirs import find_job_dir, read_metrics
+from orchestrator.runconfig import METRICS_FILE
+
+log = logging.getLogger(__name__)
+
+HELP = "draw loss and accuracy per epoch of a job to a PNG"
+PLOT_FILE = "metrics.png"
+# panel title -> what a metric name contains to be drawn there (one table)
+PANELS: dict[str, tuple[str, ...]] = {"loss": ("loss",), "accuracy": ("acc",)}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job", metavar="JOBID|DIR", help="Slurm job id or job folder")
+    parser.add_argument("-o", "--output", metavar="PNG",
+                        help=f"where to write (default: <job folder>/{PLOT_FILE})")
+    add_cluster_argument(parser)
+    add_json_argument(parser)
+
+
+def series(records: Sequence[dict[str, Any]]) -> tuple[list[float], dict[str, dict[str, list[float]]]]:
+    """Epochs and, per panel, each metric's values (pure). Epoch numbers come from the ``epoch``
+    key when present (a resumed run may repeat one: the last record of an epoch wins)."""
+    by_epoch: dict[float, dict[str, Any]] = {}
+    for index, record in enumerate(records):
+        epoch = record.get("epoch", index)
+        if isinstance(epoch, (int, float)) and not isinstance(epoch, bool):
+            by_epoch[float(epoch)] = record
+    epochs = sorted(by_epoch)
+    panels: dict[str, dict[str, list[float]]] = {}
+    for panel, needles in PANELS.items():
+        names = sorted({k for r in by_epoch.values() for k, v in r.items()
+                        if any(n in k.lower() for n in needles) and _is_number(v)})
+        panels[panel] = {name: [_value(by_epoch[e].get(name)) for e in epochs] for name in names}
+    return epochs, panels
+
+
+def _value(value: Any) -> float:
+    """A number to draw; a missing value (no evaluation that epoch) leaves a gap."""
+    return float(value) if _is_number(value) else float("nan")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def draw(epochs: Sequence[float], panels: dict[str, dict[str, list[float]]], title: str, out: Path) -> None:
+    """Write the PNG (matplotlib, Agg backend, imported only here)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise OrchError("matplotlib is not installed",
+                        hint="pip install 'orch[plot]' (or matplotlib)") from None
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
+    for ax, (panel, metrics) in zip(axes[0], panels.items(), strict=True):
+        for name, values in metrics.items():
+            ax.plot(epochs, values, marker="o", label=name)
+        ax.set_xlabel("epoch")
+        ax.set_title(panel)
+        if metrics:
+            ax.legend()
+        else:
+            ax.text(0.5, 0.5, f"no {panel} metric", ha="center", va="center", transform=ax.transAxes)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def run(args: argparse.Namespace) -> int:
+    job = find_job_dir(args.job, job_root_from_args(args))
+    records = read_metrics(job.path)
+    if not records:
+        raise OrchError(f"{job.path / METRICS_FILE} has no records yet",
+                        hint="rank 0 appends one line per finished epoch; wait for the first epoch")
+    epochs, panels = series(records)
+    out = Path(args.output).expanduser() if args.output else job.path / PLOT_FILE
+    title = f"{job.name} (job {job.job_id})" if job.job_id else job.name
+    draw(epochs, panels, title, out)
+    if args.json:
+        metrics = sorted(m for p in panels.values() for m in p)
+        print_json({"plot": str(out), "epochs": len(epochs), "metrics": metrics})
+    else:
+        print(out)
+    return 0

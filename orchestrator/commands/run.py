@@ -1,0 +1,143 @@
+"""``orch run JOB --nproc N [key=value ...]``: run a job on this machine, through the same launcher.
+
+The job folder has the same layout as a Slurm job's (``job.json`` with ``mode: local``, logs in
+``logs/local-rank<R>.out``). It is created under ``--job-root``, else ``launcher.job_root`` of
+cluster.yaml when one is found (``--cluster``, ``$ORCH_CLUSTER``, ``./cluster.yaml``; its ``env``
+and ``launcher`` settings apply too), else the default job root ``~/orch-jobs`` (so ``orch list``
+finds local and Slurm runs in one place). ``--resume DIR`` continues a job folder from its last
+checkpoint (after a preemption, a failure or Ctrl-C); overrides then change its parameters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TextIO
+
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
+from orchestrator.commands._jobs import cluster_or_none
+from orchestrator.config import Launcher
+from orchestrator.errors import ConfigError
+from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
+from orchestrator.jobdirs import job_root
+from orchestrator.local import LocalResult, LocalRunner, log_name, new_job_dir, tail
+from orchestrator.runconfig import LOG_DIR, RunConfig, read_run_config, write_run_config
+
+HELP = "run a job on this machine: N processes through the same launcher (gloo on CPU)"
+DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job", nargs="?", metavar="JOB",
+                        help="a job name from jobs/ (e.g. smoke, mnist) or the path of a job file")
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="hyperparameter overrides, checked against the job's parameters (e.g. epochs=2)")
+    parser.add_argument("--nproc", type=int, metavar="N",
+                        help="processes (ranks) to start (default: 1; with --resume: as before)")
+    parser.add_argument("--resume", metavar="DIR",
+                        help="continue the job folder DIR from its last checkpoint (no JOB then)")
+    add_cluster_argument(parser)
+    parser.add_argument("--data-dir", metavar="DIR", help=f"dataset directory (default: ${DATA_DIR_ENV_VAR})")
+    parser.add_argument("--job-root", metavar="DIR",
+                        help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
+    parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
+    add_json_argument(parser)
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _absolute(path: str | None) -> str | None:
+    return str(Path(path).expanduser().absolute()) if path else None
+
+
+def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
+    if not args.job:
+        raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
+    loaded = load_job(args.job, os.environ, Path.cwd())
+    params = make_params(loaded.spec, parse_overrides(args.overrides))
+    cluster = cluster_or_none(args)
+    nproc = args.nproc or 1
+    data_dir = _absolute(args.data_dir or os.environ.get(DATA_DIR_ENV_VAR))
+    if loaded.spec.needs_data and data_dir is None:
+        raise ConfigError(f"job {loaded.spec.name} needs a data directory, and none was given",
+                          hint=f"pass --data-dir DIR or set {DATA_DIR_ENV_VAR}=DIR")
+    root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
+    job_dir = new_job_dir(root, loaded.spec.name)
+    cfg = RunConfig(
+        mode="local", job_name=loaded.spec.name, job_file=str(loaded.path),
+        params=params.model_dump(mode="json"),
+        nodes=1, gpus_per_node=0, tasks_per_node=nproc, cpus_per_task=max(1, available_cpus() // nproc),
+        data_dir=data_dir, job_dir=str(job_dir), cluster_name=cluster.name if cluster else None,
+        launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
+        created=datetime.now().astimezone().isoformat(timespec="seconds"),
+    )
+    write_run_config(job_dir, cfg)
+    return job_dir, cfg
+
+
+def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
+    overrides = list(args.overrides)
+    if args.job:  # `orch run --resume DIR epochs=3`: the first override landed in JOB
+        if "=" not in args.job:
+            raise ConfigError(f"--resume takes no JOB (got {args.job!r}): the job comes from the folder's "
+                              "job.json", hint="orch run --resume DIR [key=value ...]")
+        overrides.insert(0, args.job)
+    job_dir = Path(args.resume).expanduser().absolute()
+    cfg = read_run_config(job_dir)
+    if cfg.mode != "local":
+        raise ConfigError(f"{job_dir} is a Slurm job folder", hint="requeue or resubmit it with Slurm; "
+                          "orch run --resume continues local runs")
+    changes: dict[str, object] = {}
+    if overrides:
+        spec = load_job_file(Path(cfg.job_file))
+        merged = {**cfg.params, **parse_overrides(overrides)}
+        changes["params"] = make_params(spec, merged).model_dump(mode="json")
+    if args.nproc and args.nproc != cfg.tasks_per_node:
+        changes.update(tasks_per_node=args.nproc, cpus_per_task=max(1, available_cpus() // args.nproc))
+    if args.data_dir:
+        changes["data_dir"] = _absolute(args.data_dir)
+    if changes:
+        cfg = RunConfig.model_validate({**cfg.model_dump(), **changes})
+        write_run_config(job_dir, cfg)
+    return job_dir, cfg
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.nproc is not None and args.nproc < 1:
+        raise ConfigError(f"--nproc {args.nproc} must be at least 1", hint="e.g. --nproc 2")
+    job_dir, cfg = _resume(args) if args.resume else _new_run(args)
+    out = sys.stderr if args.json else sys.stdout
+    print(f"orch: {cfg.job_name}: {cfg.tasks_per_node} local process(es); job folder {job_dir}",
+          file=out, flush=True)
+    runner = LocalRunner(job_dir=job_dir, nproc=cfg.tasks_per_node,
+                         preempt_signal=cfg.launcher.preempt_signal, echo=out,
+                         extra_env={"CUDA_VISIBLE_DEVICES": ""} if args.cpu else {})
+    result = runner.run()
+    if args.json:
+        print_json(result.summary())
+    _report(result, job_dir, out)
+    return result.exit_code
+
+
+def _report(result: LocalResult, job_dir: Path, out: TextIO) -> None:
+    if result.status == "failed" and result.failed_rank is not None:
+        log = job_dir / LOG_DIR / log_name(result.failed_rank)
+        lines = tail(log)
+        if lines and result.failed_rank != 0:  # rank 0's output was already shown
+            print(f"--- last lines of {log} ---\n{lines}\n---", file=sys.stderr)
+        print(f"orch: error: {result.message}\nHINT: full log: {log}", file=sys.stderr, flush=True)
+    elif result.status == "completed":
+        final = (result.result or {}).get("final") or {}
+        acc = final.get("test_acc")
+        detail = f"; test accuracy {acc * 100:.2f}%" if isinstance(acc, (int, float)) else ""
+        print(f"orch: completed{detail}; results in {job_dir}", file=out, flush=True)
+    else:
+        print(f"orch: {result.message}", file=out if result.status == "preempted" else sys.stderr, flush=True)

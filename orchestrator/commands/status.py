@@ -1,0 +1,89 @@
+"""``orch status [JOBID|DIR ...] [--json]``: Slurm's state of jobs, live or finished.
+
+Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`` call when the
+cluster keeps accounting, else from the job completion log (see ``slurm.job_status``). Without
+arguments: the newest jobs submitted from here (their folders under ``launcher.job_root``).
+With ``--json`` one job gives one object, several give a list; each has at least ``job_id`` and
+``state`` (Slurm's name, e.g. ``COMPLETED``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from orchestrator import slurm
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
+from orchestrator.commands._jobs import format_rows, job_root_from_args
+from orchestrator.errors import OrchError
+from orchestrator.jobdirs import JobDir, find_job_dir, is_job_id, list_job_dirs
+
+HELP = "show the Slurm state of jobs (default: the newest jobs submitted from here)"
+# column title -> key of a row (one table for the human view)
+COLUMNS: dict[str, str] = {
+    "JOBID": "job_id",
+    "STATE": "state",
+    "EXIT": "exit_code",
+    "RESTARTS": "restarts",
+    "ELAPSED": "elapsed",
+    "NODES": "nodes",
+    "REASON": "reason",
+    "NAME": "name",
+    "FOLDER": "job_dir",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("jobs", nargs="*", metavar="JOBID|DIR", help="Slurm job ids or job folders")
+    parser.add_argument("--limit", type=int, default=20, metavar="N",
+                        help="without JOBID: how many of the newest jobs to show (default 20)")
+    add_cluster_argument(parser)
+    add_json_argument(parser)
+
+
+def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
+    root = job_root_from_args(args)
+    if not args.jobs:
+        newest: list[tuple[str, JobDir | None]] = [(j.job_id, j) for j in list_job_dirs(root) if j.job_id]
+        return newest[: max(args.limit, 0)]
+    by_id: dict[str, JobDir] = {}
+    for job in reversed(list_job_dirs(root)):  # oldest first, so the newest folder of an id wins
+        if job.job_id:
+            by_id[job.job_id] = job
+    targets: list[tuple[str, JobDir | None]] = []
+    for ref in args.jobs:
+        if is_job_id(ref):
+            targets.append((ref, by_id.get(ref)))
+            continue
+        job = find_job_dir(ref, root)
+        targets.append((job.queued_id(), job))
+    return targets
+
+
+def rows(targets: list[tuple[str, JobDir | None]],
+         statuses: dict[str, slurm.JobStatus]) -> list[dict[str, Any]]:
+    out = []
+    for job_id, job in targets:
+        row = statuses[job_id].as_dict()
+        row["job_dir"] = str(job.path) if job else None
+        if job is not None and not row.get("name"):
+            row["name"] = job.name
+        out.append(row)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    targets = _targets(args)
+    if not targets:
+        if args.json:
+            print_json([])
+            return 0
+        raise OrchError("no jobs submitted from here yet",
+                        hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
+    statuses = slurm.job_status([job_id for job_id, _ in targets])
+    table = rows(targets, statuses)
+    if args.json:
+        print_json(table[0] if len(args.jobs) == 1 else table)
+    else:
+        print(format_rows(table, COLUMNS))
+    return 0

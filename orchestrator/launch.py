@@ -1,0 +1,144 @@
+"""Per-task entry: ``python -m orchestrator.launch --job-dir DIR`` (what srun and ``orch run`` start).
+
+1. read ``job.json`` of the job folder (the contract written by ``orch submit``/``orch run``);
+2. install the preemption handler (before torch is imported: a signal during start-up is kept);
+3. derive this task's DistEnv from the environment (``distenv.derive``, the same code for Slurm
+   and local runs) and export it: this is the only module that sets RANK, LOCAL_RANK, WORLD_SIZE,
+   LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR and MASTER_PORT, and the cluster's ``env``;
+4. import the runtime (torch) and run the job through the shared entrypoint.
+
+``python -m orchestrator.launch --master-port --job-dir DIR`` prints the job's MASTER_PORT (from
+SLURM_JOB_ID and SLURM_RESTART_COUNT) for the batch script and exits, without importing torch.
+
+Errors print ``orch: error: rank R: ...`` and a HINT (exit 2 for bad input or environment, 1 for
+a failure during training, with the traceback above it), never a bare traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from orchestrator import distenv
+from orchestrator.errors import DistEnvError, OrchError
+from orchestrator.runconfig import RunConfig, read_run_config
+
+FAILURE_EXIT = 1  # this rank failed (an exception in training or in the job's code)
+PEER_FAILURE_EXIT = 3  # a collective failed or timed out: most likely another rank's failure
+RANK_VARS = ("RANK", "SLURM_PROCID")  # to name the rank in errors raised before derivation
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m orchestrator.launch",
+                                     description="Run one task (rank) of an orch job.")
+    parser.add_argument("--job-dir", required=True, metavar="DIR", help="the job folder (holds job.json)")
+    parser.add_argument("--master-port", action="store_true",
+                        help="print the job's MASTER_PORT (batch script) and exit")
+    return parser
+
+
+def master_port_from_env(environ: Mapping[str, str], port_range: tuple[int, int]) -> int:
+    job_id = environ.get("SLURM_JOB_ID") or environ.get("SLURM_JOBID")
+    if not job_id:
+        raise DistEnvError("--master-port needs SLURM_JOB_ID, which is not set",
+                           hint="it runs in the batch script of a Slurm job; local runs pick a free port")
+    restarts = (environ.get("SLURM_RESTART_COUNT") or "0").strip()
+    if not restarts.isdigit():
+        raise DistEnvError(f"SLURM_RESTART_COUNT={restarts!r} is not a number",
+                           hint="Slurm sets it on requeued jobs; do not set it by hand")
+    return distenv.master_port(job_id, int(restarts), port_range)
+
+
+def export_environment(cfg: RunConfig, env: distenv.DistEnv, environ: os._Environ[str]) -> None:
+    """The cluster's ``env`` first, then the rank variables (which nothing may override)."""
+    environ.update(cfg.env)
+    environ.update(env.torch_env())
+
+
+def check_world(cfg: RunConfig, env: distenv.DistEnv) -> None:
+    if env.world_size != cfg.world_size:
+        raise DistEnvError(
+            f"rank {env.rank}: the job was set up for {cfg.world_size} ranks ({cfg.nodes} node(s) x "
+            f"{cfg.tasks_per_node}), but this step has {env.world_size}",
+            hint="start the tasks with the job's own script (orch submit) or orch run --resume, "
+                 "not with a hand-made srun/torchrun of another size")
+
+
+def _rank_label(environ: Mapping[str, str], env: distenv.DistEnv | None) -> str:
+    if env is not None:
+        return f"rank {env.rank}"
+    for var in RANK_VARS:
+        if environ.get(var, "").strip().isdigit():
+            return f"rank {environ[var].strip()}"
+    return "rank ?"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    os.umask(os.umask(0o022) | 0o002)  # checkpoints, metrics, results: the user's umask, never o+w
+    job_dir = Path(args.job_dir).expanduser().absolute()
+    env: distenv.DistEnv | None = None
+    timeout = 0
+    try:
+        cfg = read_run_config(job_dir)
+        if args.master_port:
+            print(master_port_from_env(os.environ, cfg.launcher.port_range))
+            return 0
+        from orchestrator.runtime.preempt import PreemptFlag
+
+        flag = PreemptFlag(cfg.launcher.preempt_signal).install()
+        timeout = cfg.launcher.init_timeout
+        env = distenv.derive(os.environ, port_range=cfg.launcher.port_range)
+        check_world(cfg, env)
+        export_environment(cfg, env, os.environ)
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                            format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
+        from orchestrator.runtime import entry
+
+        return entry.run(cfg, env, job_dir, flag, os.environ)
+    except OrchError as exc:
+        label = _rank_label(os.environ, env)
+        message = exc.message if exc.message.startswith("rank ") else f"{label}: {exc.message}"
+        print(OrchError(message, exc.hint).render(), file=sys.stderr, flush=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"orch: {_rank_label(os.environ, env)} interrupted", file=sys.stderr, flush=True)
+        return 130
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        peer = None
+        if "torch" in sys.modules:
+            from orchestrator.runtime.dist import describe_failure
+
+            peer = describe_failure(exc, timeout)
+        text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        label = _rank_label(os.environ, env)
+        if peer is not None:
+            message, hint = f"{label} failed: {peer[0]} ({detail})", peer[1]
+        else:
+            message, hint = f"{label} failed: {detail}", "see the traceback above"
+        print(OrchError(message, hint).render(), file=sys.stderr, flush=True)
+        return PEER_FAILURE_EXIT if peer is not None else FAILURE_EXIT
+
+
+def entrypoint() -> None:
+    """Run ``main`` and leave without interpreter teardown: once the process group is destroyed
+    and the output flushed, nothing is left to do, and torch's C++ threads can abort a normal exit
+    ("terminate called without an active exception") after an error, changing the exit code."""
+    code = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    entrypoint()

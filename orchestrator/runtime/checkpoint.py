@@ -1,0 +1,187 @@
+"""Checkpoints: atomic save by rank 0, resume on every rank, loud fallback to the previous one.
+
+Layout in ``<job_dir>/checkpoints/``: ``latest.pt`` (the newest complete checkpoint) and
+``previous.pt`` (the one before). A save writes a temporary file, fsyncs it, hard-links the
+current ``latest.pt`` to ``previous.pt`` and renames the new file over ``latest.pt``, then fsyncs
+the directory: at every instant ``latest.pt`` is a complete old or new checkpoint. A reader
+that finds ``latest.pt`` unreadable says so and uses ``previous.pt``; with neither readable it
+stops with an error naming the files (never a silent restart from scratch).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+import sys
+import time
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from orchestrator.errors import OrchError
+from orchestrator.runtime.dist import Dist, barrier, broadcast_object, gather_objects
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+LATEST = "latest.pt"
+PREVIOUS = "previous.pt"
+TMP_PREFIX = ".tmp-"
+REQUIRED_KEYS = ("format", "model", "optimizer", "epoch", "step", "world_size", "batch_size", "ranks")
+
+
+class CheckpointError(OrchError):
+    """A checkpoint file cannot be used."""
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(state: Mapping[str, Any], directory: Path) -> Path:
+    """Write ``state`` as the new ``latest.pt``, keeping the old one as ``previous.pt``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f"{TMP_PREFIX}{LATEST}.{os.getpid()}"
+    with tmp.open("wb") as fh:
+        torch.save(dict(state), fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    latest = directory / LATEST
+    if latest.exists():
+        prev_tmp = directory / f"{TMP_PREFIX}{PREVIOUS}.{os.getpid()}"
+        prev_tmp.unlink(missing_ok=True)
+        try:
+            os.link(latest, prev_tmp)  # latest stays in place while previous is updated
+        except OSError:
+            shutil.copy2(latest, prev_tmp)  # file systems without hard links
+        os.replace(prev_tmp, directory / PREVIOUS)
+    os.replace(tmp, latest)
+    fsync_dir(directory)
+    return latest
+
+
+def verify_crc(path: Path) -> None:
+    """Check the CRC-32 that torch.save records for every member of its zip file: torch.load does
+    not, so a flipped bit in the weights would load silently as different weights."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except Exception as exc:  # BadZipFile, OSError, ... for truncated or overwritten files
+        raise CheckpointError(f"checkpoint {path} cannot be loaded: {exc or type(exc).__name__}",
+                              hint="the file is truncated or corrupt") from None
+    if bad is not None:
+        raise CheckpointError(f"checkpoint {path} is corrupt: {bad} fails its CRC-32 check",
+                              hint="the file was damaged after it was written (disk, copy or network)")
+
+
+def read_checkpoint(path: Path, map_location: torch.device | str = "cpu") -> dict[str, Any]:
+    """Load and check one checkpoint file; any problem is a CheckpointError naming the file."""
+    verify_crc(path)
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises RuntimeError, EOFError, UnpicklingError, ... for damage
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"checkpoint {path} cannot be loaded: {first}",
+                              hint="the file is truncated or corrupt") from None
+    if not isinstance(state, dict) or any(k not in state for k in REQUIRED_KEYS):
+        raise CheckpointError(f"checkpoint {path} is not an orch checkpoint (missing keys)",
+                              hint="move the file away; orch only resumes from its own checkpoints")
+    if state["format"] != FORMAT:
+        raise CheckpointError(f"checkpoint {path} has format {state['format']}, expected {FORMAT}",
+                              hint="it was written by another orch version")
+    return state
+
+
+def capture_rng(device: torch.device) -> dict[str, Any]:
+    np_state: tuple[Any, ...] = tuple(np.random.get_state(legacy=True))
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+        "python": random.getstate(),
+        "numpy": (str(np_state[0]), torch.from_numpy(np.asarray(np_state[1], dtype=np.int64)),
+                  int(np_state[2]), int(np_state[3]), float(np_state[4])),
+    }
+
+
+def restore_rng(state: Mapping[str, Any], device: torch.device) -> None:
+    torch.set_rng_state(state["torch"].cpu())
+    if device.type == "cuda" and state.get("cuda") is not None:
+        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
+    random.setstate(state["python"])
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, keys.cpu().numpy().astype(np.uint32), pos, has_gauss, cached))
+
+
+@dataclass
+class Checkpointer:
+    """Saves and resumes through one guarded path; every rank calls both methods."""
+
+    directory: Path
+    ctx: Dist
+
+    def save(self, state: Mapping[str, Any], local: Mapping[str, Any]) -> None:
+        """Collective: gather every rank's RNG state and ``local`` values into ``state["ranks"]``,
+        rank 0 writes, then all ranks pass a barrier (nobody runs ahead of a half-written file)."""
+        ranks = gather_objects({**local, "rng": capture_rng(self.ctx.device)}, self.ctx)
+        if self.ctx.is_main:
+            started = time.perf_counter()
+            path = write_atomic({**state, "format": FORMAT, "ranks": ranks}, self.directory)
+            log.info("checkpoint written to %s in %.2f s", path, time.perf_counter() - started)
+        barrier(self.ctx)
+
+    def resume(self) -> dict[str, Any] | None:
+        """Collective: rank 0 picks a readable checkpoint (or none) and every rank loads it."""
+        choice: tuple[str | None, str | None] = (None, None)
+        if self.ctx.is_main:
+            self.clean_temporary()
+            choice = self._choose()
+        path_text, error = broadcast_object(choice, self.ctx)
+        if error is not None:
+            raise CheckpointError(error, hint="restore a good checkpoint into checkpoints/, or move "
+                                              "the damaged files away to start from scratch on purpose")
+        if path_text is None:
+            return None
+        return read_checkpoint(Path(path_text), self.ctx.device)
+
+    def _choose(self) -> tuple[str | None, str | None]:
+        latest, previous = self.directory / LATEST, self.directory / PREVIOUS
+        if not latest.exists() and not previous.exists():
+            return None, None
+        try:
+            if latest.exists():
+                read_checkpoint(latest)
+                return str(latest), None
+            latest_problem = f"{latest} is missing"
+        except CheckpointError as exc:
+            latest_problem = exc.message
+        try:
+            if not previous.exists():
+                return None, f"{latest_problem}, and there is no {PREVIOUS} to fall back to"
+            state = read_checkpoint(previous)
+        except CheckpointError as exc:
+            return None, f"{latest_problem}; the fallback failed too: {exc.message}"
+        if latest.exists():
+            kept = latest.with_name(f"{LATEST}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+            os.replace(latest, kept)
+            latest_problem += f" (moved to {kept.name})"
+        message = (f"orch: warning: {latest_problem}; resuming from {previous} "
+                   f"(epoch {state['epoch'] + 1}, step {state['step']}) instead")
+        print(message, file=sys.stderr, flush=True)
+        return str(previous), None
+
+    def clean_temporary(self) -> None:
+        """Remove temporary files that a writer killed mid-save left behind."""
+        if self.directory.is_dir():
+            for stale in self.directory.glob(f"{TMP_PREFIX}*"):
+                stale.unlink(missing_ok=True)

@@ -1,0 +1,116 @@
+"""Which device and backend a rank uses, and the duplicate (host, device) check (pure, no torch).
+
+The caller passes what torch reports (``cuda_available``, ``device_count``) and the raw
+``CUDA_VISIBLE_DEVICES``; the functions here decide. Rules, in order:
+
+| GPUs the task sees            | device                      |
+| ----------------------------- | --------------------------- |
+| none (or no CUDA)             | CPU, gloo                   |
+| exactly one                   | that one (``cuda:0``), NCCL |
+| at least the node's ranks     | ``cuda:<local_rank>``, NCCL |
+| more than one, fewer than that| error: ranks would share    |
+
+``torch.cuda.device_count()`` already honours ``CUDA_VISIBLE_DEVICES``; the variable is used only
+to name the physical device (``CUDA_VISIBLE_DEVICES=2,3`` and index 1 is physical GPU ``3``),
+which is what two ranks on one host must never share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from orchestrator.errors import DistEnvError
+
+VISIBLE_VAR = "CUDA_VISIBLE_DEVICES"
+NODE_NAME_VARS = ("SLURMD_NODENAME",)  # the task's node as Slurm names it (hostname can lie)
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    kind: Literal["cpu", "cuda"]
+    index: int | None  # index among the visible devices (what torch uses)
+    physical: str | None  # the physical device id (from CUDA_VISIBLE_DEVICES), for the duplicate check
+    backend: Literal["gloo", "nccl"]
+
+    @property
+    def name(self) -> str:
+        return "cpu" if self.kind == "cpu" else f"cuda:{self.index}"
+
+    def describe(self) -> str:
+        if self.kind == "cpu":
+            return "cpu (gloo)"
+        return f"cuda:{self.index} (physical GPU {self.physical}, nccl)"
+
+
+CPU = DeviceChoice(kind="cpu", index=None, physical=None, backend="gloo")
+
+
+def parse_visible_devices(value: str | None) -> list[str] | None:
+    """``CUDA_VISIBLE_DEVICES`` as a list of ids; ``None`` when unset (every device is visible)."""
+    if value is None:
+        return None
+    ids = [part.strip() for part in value.split(",")]
+    return [i for i in ids if i and i != "-1"]
+
+
+def select_device(*, cuda_available: bool, device_count: int, visible: str | None, rank: int,
+                  local_rank: int, local_world_size: int) -> DeviceChoice:
+    """Pick this rank's device following the table in the module docstring."""
+    if not cuda_available or device_count <= 0:
+        return CPU
+    if device_count == 1:
+        index = 0
+    elif device_count >= local_world_size:
+        index = local_rank
+    else:
+        raise DistEnvError(
+            f"rank {rank} (local rank {local_rank} of {local_world_size} on this node) sees "
+            f"{device_count} GPUs ({VISIBLE_VAR}={visible if visible is not None else '<unset>'}): "
+            "fewer GPUs than ranks on the node, so ranks would share a GPU",
+            hint="give every task its own GPU: request as many GPUs per node as tasks per node "
+                 "(orch submit --gpus N), or let each task see exactly one GPU (srun --gpus-per-task=1)",
+        )
+    ids = parse_visible_devices(visible)
+    physical = ids[index] if ids is not None and len(ids) >= device_count else str(index)
+    return DeviceChoice(kind="cuda", index=index, physical=physical, backend="nccl")
+
+
+def host_name(environ: Mapping[str, str], fallback: str) -> str:
+    """The node a task runs on: Slurm's node name when set (every task's hostname may be the same)."""
+    for var in NODE_NAME_VARS:
+        if environ.get(var):
+            return environ[var]
+    return fallback
+
+
+def find_shared_devices(placements: Sequence[tuple[str, str | None]]) -> dict[tuple[str, str], list[int]]:
+    """``placements[rank] = (host, physical device or None)`` -> the (host, device) pairs used twice."""
+    seen: dict[tuple[str, str], list[int]] = {}
+    for rank, (host, device) in enumerate(placements):
+        if device is not None:
+            seen.setdefault((host, device), []).append(rank)
+    return {key: ranks for key, ranks in seen.items() if len(ranks) > 1}
+
+
+def shared_devices_message(shared: Mapping[tuple[str, str], list[int]]) -> str:
+    parts = [f"ranks {', '.join(map(str, ranks))} all use GPU {device} on {host}"
+             for (host, device), ranks in sorted(shared.items())]
+    return "two ranks share a GPU: " + "; ".join(parts)
+
+
+def check_unique_devices(placements: Sequence[tuple[str, str | None]]) -> None:
+    """Raise a clear error (instead of NCCL's "invalid usage") when two ranks share a GPU."""
+    shared = find_shared_devices(placements)
+    if shared:
+        raise DistEnvError(
+            shared_devices_message(shared),
+            hint="each task must see a different GPU: use --gpus-per-node equal to the tasks per node "
+                 "and do not set CUDA_VISIBLE_DEVICES yourself",
+        )
+
+
+def num_threads(requested: int | None, cpus_per_task: int) -> int:
+    """torch threads per rank: the job's ``num_threads`` when set, else the CPUs of the task."""
+    return max(1, requested if requested is not None else cpus_per_task)

@@ -1,0 +1,197 @@
+"""Process group setup and teardown, reductions that return floats, stop votes, sync checks."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from orchestrator.errors import DistEnvError, OrchError
+from orchestrator.runtime.device import DeviceChoice
+from orchestrator.runtime.preempt import PreemptFlag
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Dist:
+    """This rank's place in the job and the groups it talks through."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+    choice: DeviceChoice
+    timeout: int  # seconds
+    # Control traffic (stop votes, objects, barriers) goes through a CPU gloo group, so it never
+    # forces a GPU synchronisation; on CPU that is simply the default group.
+    control: Any = None
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+@contextmanager
+def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
+                  choice: DeviceChoice, timeout: int) -> Iterator[Dist]:
+    """``init_process_group`` on entry, ``destroy_process_group`` exactly once on exit."""
+    device = torch.device(choice.name)
+    if choice.kind == "cuda":
+        # Before init_process_group and before any other CUDA call: no rank touches GPU 0 by accident.
+        torch.cuda.set_device(device)
+    delta = datetime.timedelta(seconds=timeout)
+    try:
+        dist.init_process_group(
+            backend=choice.backend, init_method=f"tcp://{_host_for_url(master_addr)}:{master_port}",
+            rank=rank, world_size=world_size, timeout=delta,
+            device_id=device if choice.kind == "cuda" else None,
+        )
+    except dist.DistError as exc:
+        raise init_error(exc, rank=rank, master_addr=master_addr, master_port=master_port,
+                         timeout=timeout) from None
+    try:
+        control = dist.new_group(backend="gloo", timeout=delta) if choice.backend != "gloo" else None
+        yield Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=device, choice=choice,
+                   timeout=timeout, control=control)
+    finally:
+        dist.destroy_process_group()
+
+
+def _host_for_url(addr: str) -> str:
+    return f"[{addr}]" if ":" in addr and not addr.startswith("[") else addr
+
+
+def init_error(exc: BaseException, *, rank: int, master_addr: str, master_port: int,
+               timeout: int) -> OrchError:
+    """A rendezvous failure, said plainly: port taken on rank 0, or rank 0 unreachable."""
+    text = str(exc)
+    where = f"{master_addr}:{master_port}"
+    if "EADDRINUSE" in text or "address already in use" in text.lower():
+        return DistEnvError(
+            f"rank {rank} cannot listen on {where}: the port is already in use",
+            hint="another job on this node uses the same MASTER_PORT; resubmit (the port is derived "
+                 "from the job id) or change launcher.port_range in cluster.yaml",
+        )
+    if "timed out" in text.lower() or "timeout" in text.lower():
+        return DistEnvError(
+            f"rank {rank} could not reach rank 0 at {where} within {timeout} s",
+            hint="check that rank 0 started (its log) and that MASTER_ADDR resolves from every node; "
+                 "launcher.init_timeout in cluster.yaml sets the wait",
+        )
+    return DistEnvError(f"rank {rank} failed to join the process group at {where}: {text.splitlines()[0]}",
+                        hint="check MASTER_ADDR/MASTER_PORT and the network between the nodes")
+
+
+def describe_failure(exc: BaseException, timeout: int) -> tuple[str, str] | None:
+    """(what happened, hint) for a failed collective, or None when the error is about something else."""
+    lower = str(exc).lower()
+    if "timed out" in lower or "timeout" in lower:
+        return (f"a collective timed out after {timeout} s",
+                "another rank crashed, hangs, or skipped a collective (e.g. a barrier() under "
+                "`if rank == 0`): see the other ranks' logs; launcher.init_timeout sets the wait")
+    if any(s in lower for s in ("connection closed", "connection reset", "broken pipe", "closed by peer")):
+        return ("lost the connection to another rank in a collective",
+                "another rank exited in the middle of training; its log says why")
+    return None
+
+
+# --- reductions ---------------------------------------------------------------------------------
+
+def sum_floats(values: Sequence[float | torch.Tensor], ctx: Dist) -> list[float]:
+    """Element-wise sum over ranks of a few numbers (floats or 0-d tensors), as Python floats."""
+    parts = [v.detach().reshape(()).to(ctx.device, torch.float64) if isinstance(v, torch.Tensor)
+             else torch.tensor(float(v), dtype=torch.float64, device=ctx.device) for v in values]
+    stacked = torch.stack(parts)
+    dist.all_reduce(stacked, op=dist.ReduceOp.SUM)
+    return [float(x) for x in stacked.tolist()]
+
+
+def gather_objects(obj: T, ctx: Dist) -> list[T]:
+    """Every rank's ``obj`` (picklable), in rank order, through the CPU control group."""
+    out: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(out, obj, group=ctx.control)
+    return out
+
+
+def broadcast_object(obj: T, ctx: Dist, src: int = 0) -> T:
+    box: list[Any] = [obj]
+    dist.broadcast_object_list(box, src=src, group=ctx.control)
+    result: T = box[0]
+    return result
+
+
+def barrier(ctx: Dist) -> None:
+    dist.barrier(group=ctx.control)
+
+
+class StopVote:
+    """All ranks agree on the step at which to stop after a preemption signal on any of them.
+
+    Every rank calls ``should_stop()`` at every step boundary. Each call starts an asynchronous
+    all-reduce (MAX) of the local flag and returns the result of the previous call's reduction,
+    so the vote overlaps the step's compute instead of adding a round trip to it. All ranks see
+    the same results in the same calls, so they stop after the same number of steps (one step
+    after the signal reached the last of them).
+    """
+
+    def __init__(self, flag: PreemptFlag, ctx: Dist) -> None:
+        self.flag = flag
+        self.ctx = ctx
+        self._pending: tuple[Any, torch.Tensor] | None = None
+
+    def should_stop(self) -> bool:
+        if self._pending is not None and self._collect():
+            return True
+        vote = torch.tensor([1 if self.flag.requested else 0], dtype=torch.int32)
+        work = dist.all_reduce(vote, op=dist.ReduceOp.MAX, group=self.ctx.control, async_op=True)
+        self._pending = (work, vote)
+        return False
+
+    def _collect(self) -> bool:
+        assert self._pending is not None
+        work, vote = self._pending
+        self._pending = None
+        work.wait()
+        return bool(vote.item())
+
+    def drain(self) -> None:
+        """Finish the vote in flight (at the end of training; its result no longer matters)."""
+        if self._pending is not None:
+            self._collect()
+
+
+# --- parameter checks ---------------------------------------------------------------------------
+
+def state_digest(module: nn.Module) -> str:
+    """SHA-256 over the names and exact bytes of every parameter and buffer."""
+    digest = hashlib.sha256()
+    for name, tensor in module.state_dict().items():
+        digest.update(name.encode())
+        digest.update(str(tensor.dtype).encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def check_sync(module: nn.Module, ctx: Dist, when: str) -> str:
+    """Compare the parameter digest across ranks; a mismatch is an error naming the ranks."""
+    digests = gather_objects(state_digest(module), ctx)
+    groups: dict[str, list[int]] = {}
+    for rank, value in enumerate(digests):
+        groups.setdefault(value, []).append(rank)
+    if len(groups) > 1:
+        parts = [f"ranks {', '.join(map(str, ranks))} have {value[:12]}" for value, ranks in groups.items()]
+        raise OrchError(f"parameters differ across ranks {when}: " + "; ".join(parts),
+                        hint="something changed parameters on some ranks only (rank-dependent "
+                             "initialisation or updates outside DDP); every rank must run the same steps")
+    log.debug("parameters in sync %s: %s", when, digests[0])
+    return digests[0]

@@ -1,0 +1,94 @@
+"""Test-only job: the smoke model with faults injected on purpose into one rank's training steps.
+
+``fault`` picks the mistake, made by rank ``fault_rank`` at its ``fault_step``-th training step
+(counted in this process, from 0):
+
+- ``raise``: an exception in the forward pass;
+- ``kill``: SIGKILL of the process itself (a rank that dies without a word);
+- ``skip_barrier``: the classic ``if rank == 0: dist.barrier()`` mistake, a collective only one rank
+  enters;
+- ``exit0``: the process ends with exit code 0 in the middle of training;
+- ``desync``: the rank changes its parameters outside DDP (``check_sync`` must catch it).
+
+``signal_step`` with ``signal_rank`` (-1: every rank) makes those ranks send themselves the preemption signal
+(SIGUSR2) at that step, as Slurm would; ``step_sleep`` slows every step down.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from orchestrator.job import JobSpec, TrainParams
+
+if TYPE_CHECKING:
+    from orchestrator.runtime.task import BuildContext, TrainTask
+
+
+class FaultyParams(TrainParams):
+    epochs: int = Field(default=2, ge=1)
+    batch_size: int = 16
+    lr: float = 0.05
+    samples: int = 1024
+    test_samples: int = 256
+    fault: Literal["none", "raise", "kill", "skip_barrier", "exit0", "desync"] = "none"
+    fault_rank: int = 1
+    fault_step: int = 3
+    signal_step: int | None = None
+    signal_rank: int = Field(default=-1, description="the rank that gets the signal; -1: every rank")
+    step_sleep: float = 0.0
+
+
+def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
+    import os
+    import signal
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    from orchestrator.runtime.data import TensorData
+    from orchestrator.runtime.task import TrainTask
+
+    class Faulty(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(10, 10)
+            self.calls = 0
+
+        def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+            if self.training:
+                step, self.calls = self.calls, self.calls + 1
+                if params.step_sleep:
+                    time.sleep(params.step_sleep)
+                if step == params.signal_step and params.signal_rank in (-1, ctx.rank):
+                    os.kill(os.getpid(), signal.SIGUSR2)
+                if step == params.fault_step and ctx.rank == params.fault_rank:
+                    if params.fault == "raise":
+                        raise RuntimeError(f"injected failure on rank {ctx.rank} at step {step}")
+                    if params.fault == "kill":
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    if params.fault == "skip_barrier":
+                        dist.barrier()  # only this rank enters: the others never join
+                    if params.fault == "exit0":
+                        os._exit(0)
+                    if params.fault == "desync":
+                        with torch.no_grad():
+                            self.linear.bias.add_(1.0)
+            out: torch.Tensor = self.linear(inputs)
+            return out
+
+    gen = torch.Generator().manual_seed(params.seed)
+    teacher = torch.randn(10, 10, generator=gen)
+
+    def split(n: int) -> TensorData:
+        inputs = torch.randn(n, 10, generator=gen)
+        return TensorData(inputs, (inputs @ teacher).argmax(dim=1))
+
+    return TrainTask(model=Faulty(), train_set=split(params.samples), test_set=split(params.test_samples))
+
+
+SPEC = JobSpec(name="faulty", params=FaultyParams, build=build,
+               description="test-only: smoke with injected faults")

@@ -1,0 +1,163 @@
+"""Fixtures for the end-to-end tests on the local Slurm cluster (tests/slurm/cluster.sh).
+
+CI starts the cluster before pytest and stops it afterwards. Run by hand, the session fixture
+starts it when it is not up (as root; it may apt-get the Debian packages) and stops it again at
+the end, and skips every ``slurm`` test with the reason when it cannot. Each session gets its own
+cluster.yaml whose ``launcher.job_root`` is a pytest temporary folder, so job folders never mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER_SH = ROOT / "tests" / "slurm" / "cluster.sh"
+TEST_JOBS = Path(__file__).resolve().parent / "jobs"
+STATE_ENV = "ORCH_SLURM_STATE"
+DEFAULT_STATE = "/tmp/orch-slurm"
+# The installed console script next to this interpreter (tests prove the real CLI).
+ORCH = shutil.which("orch", path=str(Path(sys.executable).parent)) or "orch"
+
+
+@dataclass(frozen=True)
+class SlurmCluster:
+    state: Path
+    conf: Path
+    cluster_yaml: Path  # this session's copy, job_root in a temporary folder
+    job_root: Path
+    env: dict[str, str]  # os.environ plus SLURM_CONF (for subprocesses)
+    test_jobs: Path = TEST_JOBS  # job files made for these tests (probe.py)
+
+    def orch(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess[str]:
+        """Run the installed ``orch`` against this cluster."""
+        proc = subprocess.run([ORCH, *args], capture_output=True, text=True, env=self.env, timeout=timeout,
+                              cwd=ROOT, check=False)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"orch {' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\n"
+                                 f"stderr:\n{proc.stderr}")
+        return proc
+
+    def client(self, *argv: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+        """A Slurm client (scontrol, scancel, ...) against this cluster; the test side only."""
+        return subprocess.run(list(argv), capture_output=True, text=True, env=self.env, timeout=timeout,
+                              check=False)
+
+    def submit(self, job: str, *args: str, cluster_yaml: Path | None = None) -> tuple[str, Path]:
+        """``orch submit ... --json`` -> (job id, job folder)."""
+        proc = self.orch("submit", job, "--cluster", str(cluster_yaml or self.cluster_yaml), "--json", *args,
+                         check=True)
+        data = json.loads(proc.stdout)
+        return str(data["job_id"]), Path(data["job_dir"])
+
+    def status(self, job_id: str) -> dict[str, Any]:
+        proc = self.orch("status", job_id, "--json", "--cluster", str(self.cluster_yaml), check=True)
+        data = json.loads(proc.stdout)
+        assert isinstance(data, dict), data
+        return data
+
+    def wait(self, job_id: str, until: Callable[[dict[str, Any]], bool], timeout: float,
+             job_dir: Path | None = None, what: str = "the expected state") -> dict[str, Any]:
+        """Poll ``orch status --json`` until ``until(status)``; on timeout fail with the logs."""
+        deadline = time.monotonic() + timeout
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            status = self.status(job_id)
+            if until(status):
+                return status
+            time.sleep(0.5)
+        raise AssertionError(f"job {job_id} did not reach {what} within {timeout:.0f} s; last status "
+                             f"{status}\n{self.describe(job_dir)}")
+
+    def wait_done(self, job_id: str, timeout: float = 180, job_dir: Path | None = None) -> dict[str, Any]:
+        return self.wait(job_id, lambda s: bool(s["terminal"]), timeout, job_dir, "a final state")
+
+    def describe(self, job_dir: Path | None) -> str:
+        """Every log of a job folder, for failure messages."""
+        if job_dir is None or not (job_dir / "logs").is_dir():
+            return "(no job folder logs)"
+        parts = []
+        for path in sorted((job_dir / "logs").iterdir()):
+            text = path.read_text(errors="replace")
+            parts.append(f"==> {path.name} <==\n{text[-3000:]}")
+        return "\n".join(parts)
+
+    def derived_cluster_yaml(self, path: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+        """A copy of this session's cluster.yaml changed by ``edit`` (for refusal tests)."""
+        data = yaml.safe_load(self.cluster_yaml.read_text())
+        edit(data)
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    @staticmethod
+    def job_processes(job_id: str) -> list[tuple[int, dict[str, str]]]:
+        """(pid, environment) of this host's task processes (orchestrator.launch) of job ``job_id``."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                raw = (entry / "environ").read_bytes()
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            environ = dict(item.decode(errors="replace").partition("=")[::2]
+                           for item in raw.split(b"\0") if item)
+            if environ.get("SLURM_JOB_ID") == job_id and b"orchestrator.launch" in cmdline:
+                found.append((int(entry.name), environ))
+        return found
+
+
+def _cluster_sh(verb: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(CLUSTER_SH), verb], capture_output=True, text=True, env=env,
+                          timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    state = Path(os.environ.get(STATE_ENV) or DEFAULT_STATE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env[STATE_ENV] = str(state)
+    status = _cluster_sh("status", env, 60)
+    started_here = status.returncode != 0
+    if started_here:
+        if os.geteuid() != 0:
+            pytest.skip(f"the local Slurm cluster is not up and starting it needs root: run "
+                        f"sudo {CLUSTER_SH} up (state {state})")
+        up = _cluster_sh("up", env, 600)
+        if up.returncode != 0:
+            pytest.skip(f"cannot start the local Slurm cluster ({CLUSTER_SH} up exited {up.returncode}):\n"
+                        f"{up.stderr[-2000:]}")
+    conf = state / "etc" / "slurm.conf"
+    job_root = tmp_path_factory.mktemp("orch-jobs")
+    # job folders must be reachable by the daemons (root) and by tasks; tmp is fine on one host
+    env["SLURM_CONF"] = str(conf)
+    env.pop("ORCH_CLUSTER", None)
+    data = yaml.safe_load((state / "cluster.yaml").read_text())
+    data["launcher"]["job_root"] = str(job_root)
+    cluster_yaml = job_root.parent / "cluster.yaml"
+    cluster_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
+    yield SlurmCluster(state=state, conf=conf, cluster_yaml=cluster_yaml, job_root=job_root, env=env)
+    if started_here:  # leave the machine as we found it
+        _cluster_sh("down", env, 120)
+
+
+@pytest.fixture
+def slurm_env(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmCluster:
+    """The cluster, with SLURM_CONF set in this process too (for in-process API calls)."""
+    for key in [k for k in os.environ if k.startswith("SLURM_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    monkeypatch.delenv("ORCH_CLUSTER", raising=False)
+    return slurm_cluster

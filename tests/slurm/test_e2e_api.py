@@ -1,0 +1,101 @@
+"""The Python API on the real local cluster: submitit's Slurm executor, one job and a job array."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from orchestrator import api
+from orchestrator.errors import OrchError, SlurmError
+
+if TYPE_CHECKING:
+    from conftest import SlurmCluster
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+SMALL = {"epochs": 1, "samples": 256, "test_samples": 64, "cpus_per_task": 1}
+
+
+def test_api_submit_2x2(slurm_env: SlurmCluster) -> None:
+    handle = api.submit("smoke", nodes=2, gpus=2, cluster=slurm_env.cluster_yaml, executor="auto", **SMALL)
+    assert handle.executor == "slurm" and handle.job_dir.parent == slurm_env.job_root
+    assert (handle.job_dir / "job_id").read_text().strip() == handle.job_id
+    result = handle.result(timeout=240)
+    assert handle.state == "COMPLETED"
+    assert result["world_size"] == 4 and result["in_sync"] and len(set(result["param_digests"])) == 1
+    assert result["final"]["epoch"] == 1
+    assert "epoch 1/1" in handle.logs(0)
+    assert all((handle.job_dir / "logs" / f"{handle.job_id}-rank{r}.out").is_file() for r in range(4))
+    cfg = json.loads((handle.job_dir / "job.json").read_text())
+    shape = (cfg["mode"], cfg["nodes"], cfg["tasks_per_node"], cfg["params"]["samples"])
+    assert shape == ("slurm", 2, 2, 256)
+    # the CLI sees API jobs like any other
+    status = slurm_env.status(handle.job_id)
+    assert status["state"] == "COMPLETED" and status["job_dir"] == str(handle.job_dir)
+
+
+def test_api_sweep_is_one_job_array(slurm_env: SlurmCluster) -> None:
+    handles = api.sweep("smoke", [{"lr": 0.2}, {"lr": 0.01}], nodes=1, gpus=2, cluster=slurm_env.cluster_yaml,
+                        **SMALL)
+    ids = [h.job_id for h in handles]
+    array = {i.partition("_")[0] for i in ids}
+    assert len(array) == 1 and [i.partition("_")[2] for i in ids] == ["0", "1"], ids
+    results = [h.result(timeout=240) for h in handles]
+    assert [h.state for h in handles] == ["COMPLETED", "COMPLETED"]
+    lrs = [json.loads((h.job_dir / "job.json").read_text())["params"]["lr"] for h in handles]
+    assert lrs == [0.2, 0.01]
+    assert results[0]["param_digest"] != results[1]["param_digest"]  # different runs, really
+    assert len({h.job_dir for h in handles}) == 2
+
+
+def test_api_cancel(slurm_env: SlurmCluster) -> None:
+    handle = api.submit("smoke", nodes=1, gpus=1, cluster=slurm_env.cluster_yaml, epochs=100000, samples=256,
+                        test_samples=0, checkpoint=False, cpus_per_task=1)
+    deadline = time.monotonic() + 60
+    while handle.state != "RUNNING":
+        assert time.monotonic() < deadline, handle.status()
+        time.sleep(0.3)
+    handle.cancel()
+    assert handle.wait(timeout=60) == "CANCELLED"
+    with pytest.raises(OrchError, match=r"without a result\.json"):
+        handle.result(timeout=5)
+
+
+def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster) -> None:
+    """Rank 0 of a submitit job requeues it after the ranks checkpointed; the rerun resumes exactly."""
+    params = {"epochs": 12, "samples": 1024, "test_samples": 0, "batch_size": 8, "cpus_per_task": 1}
+    handle = api.submit("smoke", nodes=2, gpus=2, cluster=slurm_env.cluster_yaml, **params)
+    reference = api.submit("smoke", nodes=2, gpus=2, cluster=slurm_env.cluster_yaml, **params)
+    metrics = handle.job_dir / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while not (metrics.is_file() and metrics.read_text().strip()):
+        assert time.monotonic() < deadline, handle.logs(0)
+        time.sleep(0.1)
+    # the steps only (not the batch shell, which submitit's script does not guard): as --signal=USR2@T does
+    assert slurm_env.client("scancel", "--signal=USR2", handle.job_id).returncode == 0
+    deadline = time.monotonic() + 60
+    while not ((status := handle.status()).state == "PENDING" and (status.restarts or 0) >= 1):
+        assert time.monotonic() < deadline and not status.terminal, (status, handle.logs(0))
+        time.sleep(0.3)
+    assert slurm_env.client("scontrol", "update", f"JobId={handle.job_id}", "StartTime=now+2").returncode == 0
+    resumed = handle.result(timeout=240)
+    log = handle.logs(0)
+    assert "requeueing job" in log and "resuming from checkpoint" in log
+    assert resumed["param_digest"] == reference.result(timeout=240)["param_digest"], log
+
+
+def test_api_refused_by_sbatch(slurm_env: SlurmCluster, tmp_path: Path) -> None:
+    def add_partition(data: dict[str, Any]) -> None:
+        data["partitions"].append({**data["partitions"][0], "name": "nosuch"})
+
+    cluster_yaml = slurm_env.derived_cluster_yaml(tmp_path / "cluster.yaml", add_partition)
+    before = set(slurm_env.job_root.iterdir())
+    with pytest.raises(SlurmError, match=r"(?i)invalid partition"):
+        api.submit("smoke", cluster=cluster_yaml, partition="nosuch", **SMALL)
+    (folder,) = set(slurm_env.job_root.iterdir()) - before
+    assert not (folder / "job_id").exists()
+    assert "partition" in (folder / "submit_error.txt").read_text().lower()

@@ -1,0 +1,130 @@
+"""The Python API without Slurm: submitit's local executor, and the Slurm parameters it would use.
+
+The real-cluster side (submitit's Slurm executor, job arrays) is tested in tests/slurm/test_e2e_api.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import orchestrator
+from orchestrator import api
+from orchestrator.errors import ConfigError, OrchError
+
+BROKEN_JOB = """\
+from orchestrator.job import JobSpec, TrainParams
+
+
+def build(params, ctx):
+    raise RuntimeError("boom in build")
+
+
+SPEC = JobSpec(name="broken", params=TrainParams, build=build)
+"""
+
+
+@pytest.mark.slow
+def test_local_executor_runs_every_rank(clean_env: pytest.MonkeyPatch, write_cluster: Callable[..., Path],
+                                        tmp_path: Path) -> None:
+    write_cluster()  # ./cluster.yaml: job_root is tmp_path/jobs
+    handle = orchestrator.submit("smoke", nodes=1, gpus=2, executor="local", epochs=1, samples=128,
+                                 test_samples=32)
+    assert handle.executor == "local" and handle.job_dir.parent == tmp_path / "jobs"
+    result = handle.result(timeout=180)
+    assert handle.state == "COMPLETED"
+    assert result["world_size"] == 2 and result["in_sync"] is True and result["final"]["epoch"] == 1
+    assert "epoch 1/1" in handle.logs(0)
+    assert (handle.job_dir / "logs" / "local-rank1.out").is_file()
+    cfg = json.loads((handle.job_dir / "job.json").read_text())
+    assert (cfg["mode"], cfg["tasks_per_node"], cfg["params"]["samples"]) == ("local", 2, 128)
+    assert not (handle.job_dir / "job_id").exists()
+    # orch's own verbs read the folder
+    out = subprocess.run([sys.executable, "-m", "orchestrator.cli", "logs", str(handle.job_dir)],
+                         capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert "epoch 1/1" in out
+
+
+@pytest.mark.slow
+def test_local_executor_failure_names_the_logs(clean_env: pytest.MonkeyPatch,
+                                               write_cluster: Callable[..., Path], tmp_path: Path) -> None:
+    write_cluster()
+    job = tmp_path / "broken.py"
+    job.write_text(BROKEN_JOB)
+    handle = api.submit(str(job), nodes=1, gpus=1, executor="local")
+    with pytest.raises(OrchError, match=r"without a result\.json") as info:
+        handle.result(timeout=120)
+    assert handle.state == "FAILED"
+    assert info.value.hint is not None and "orch logs" in info.value.hint
+    assert "boom in build" in handle.logs(0)
+
+
+def test_bad_overrides_and_executor_fail_before_anything_runs(clean_env: pytest.MonkeyPatch,
+                                                              write_cluster: Callable[..., Path],
+                                                              tmp_path: Path) -> None:
+    write_cluster()
+    with pytest.raises(ConfigError, match="unknown override 'epochz'"):
+        api.submit("smoke", executor="local", epochz=3)
+    with pytest.raises(ConfigError, match="unknown executor"):
+        api.submit("smoke", executor="kubernetes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="sweep is empty"):
+        api.sweep("smoke", [], executor="local")
+    assert not (tmp_path / "jobs").exists() or not any((tmp_path / "jobs").iterdir())
+
+
+def test_slurm_executor_needs_a_cluster_file(clean_env: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="no cluster file"):
+        api.submit("smoke", executor="slurm")
+
+
+def test_slurm_executor_validates_like_orch_submit(clean_env: pytest.MonkeyPatch,
+                                                   write_cluster: Callable[..., Path]) -> None:
+    path = write_cluster()
+    with pytest.raises(ConfigError, match="exceeds gpus_per_node=8"):
+        api.submit("smoke", nodes=1, gpus=9, cluster=path, executor="slurm")
+    with pytest.raises(ConfigError, match="unknown partition"):
+        api.submit("smoke", cluster=path, executor="slurm", partition="nope")
+
+
+def _params(make_plan: Callable[..., Any], **request: Any) -> dict[str, Any]:
+    return api.slurm_parameters(make_plan(**request).context)
+
+
+def test_slurm_parameters_match_the_template(make_plan: Callable[..., Any]) -> None:
+    two = _params(make_plan, nodes=2, gpus=8)
+    extra = two["additional_parameters"]
+    assert (two["nodes"], two["ntasks_per_node"], two["partition"]) == (2, 8, "gpu")
+    assert extra["gpus-per-node"] == "a100:8" and extra["signal"] == "USR2@180" and extra["requeue"] is True
+    assert extra["mem-per-gpu"].endswith("M") and extra["time"] == "04:00:00"
+    assert "--kill-on-bad-exit=1" in two["srun_args"]
+    assert f"--cpus-per-task={two['cpus_per_task']}" in two["srun_args"]
+    assert any("NodeAddr" in line for line in two["setup"])  # MASTER_ADDR from rank 0's node
+    one = _params(make_plan, nodes=1, gpus=4, partition="debug")
+    assert one["setup"] == ["export MASTER_ADDR=127.0.0.1"]
+    assert one["additional_parameters"]["gpus-per-node"] == "4"
+
+
+def test_slurm_parameters_gres_account_and_setup(make_plan: Callable[..., Any],
+                                                 write_cluster: Callable[..., Path]) -> None:
+    cluster = write_cluster(launcher={"gpu_flag": "gres", "requeue": False, "setup": ["module load cuda"],
+                                      "preempt_signal": "USR1"},
+                            defaults={"account": "proj", "qos": "high"})
+    params = _params(make_plan, cluster=cluster, nodes=1, gpus=2)
+    extra = params["additional_parameters"]
+    assert extra["gres"] == "gpu:a100:2" and "gpus-per-node" not in extra
+    assert (extra["account"], extra["qos"], extra["signal"]) == ("proj", "high", "USR1@180")
+    assert "requeue" not in extra
+    assert params["setup"][0] == "module load cuda"
+
+
+def test_importing_the_api_is_lazy() -> None:
+    code = ("import sys, orchestrator\nassert 'orchestrator.api' not in sys.modules\n"
+            "orchestrator.submit\nprint(sorted(m for m in ('torch', 'submitit') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,397 @@
+"""orch status / logs / cancel / list / plot through the real CLI, against stand-in Slurm clients.
+
+The stand-ins (squeue, sacct, scancel, scontrol) are small executables put first on PATH: they
+print canned Slurm 22.05.8 output read from a JSON file the test can change at any time, and
+record every call. So the verbs run their real code path (the default runner, subprocess and
+all); only Slurm's answers are canned. The real cluster runs them in tests/slurm/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.commands.plot import series
+from orchestrator.jobdirs import find_job_dir, list_job_dirs, read_metrics
+from orchestrator.runconfig import RunConfig, write_run_config
+
+FAKE_CLIENT = """\
+import json, os, sys
+name = os.path.basename(sys.argv[0])
+args = sys.argv[1:]
+with open(os.environ["FAKE_SLURM_LOG"], "a") as fh:
+    fh.write(json.dumps([name, *args]) + "\\n")
+spec = json.load(open(os.environ["FAKE_SLURM_SPEC"]))
+key = name + (" --completion" if "--completion" in args else "")
+reply = spec.get(key, {"stdout": "", "stderr": name + ": no canned answer\\n", "rc": 1})
+sys.stdout.write(reply.get("stdout", ""))
+sys.stderr.write(reply.get("stderr", ""))
+sys.exit(reply.get("rc", 0))
+"""
+CLIENTS = ("squeue", "sacct", "scancel", "scontrol")
+DISABLED = {"stdout": "", "stderr": "Slurm accounting storage is disabled\n", "rc": 1}
+UNKNOWN_ID = {"stdout": "", "stderr": "slurm_load_jobs error: Invalid job id specified\n", "rc": 1}
+DOWN = {"stdout": "", "rc": 1,
+        "stderr": "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"}
+
+
+class FakeSlurm:
+    def __init__(self, folder: Path) -> None:
+        self.bin = folder / "bin"
+        self.bin.mkdir(parents=True)
+        self.spec = folder / "spec.json"
+        self.log = folder / "calls.jsonl"
+        self.set({})
+        for name in CLIENTS:
+            exe = self.bin / name
+            exe.write_text(f"#!{sys.executable}\n{FAKE_CLIENT}")
+            exe.chmod(0o755)
+
+    def set(self, replies: dict[str, Any]) -> None:
+        tmp = self.spec.with_suffix(".tmp")
+        tmp.write_text(json.dumps(replies))
+        tmp.replace(self.spec)
+
+    def calls(self) -> list[list[str]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+@pytest.fixture
+def fake_slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
+    fake = FakeSlurm(tmp_path / "fake-slurm")
+    clean_env.setenv("PATH", f"{fake.bin}{os.pathsep}{os.environ['PATH']}")
+    clean_env.setenv("FAKE_SLURM_SPEC", str(fake.spec))
+    clean_env.setenv("FAKE_SLURM_LOG", str(fake.log))
+    return fake
+
+
+@pytest.fixture
+def job_root(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A cluster.yaml in the working directory whose job_root is ``tmp_path/jobs``."""
+    root = tmp_path / "jobs"
+    root.mkdir()
+    (tmp_path / "cluster.yaml").write_text(
+        "name: t\npartitions:\n  - {name: debug, nodes: 'node[1-2]', gpus_per_node: 8, cpus_per_node: 4, "
+        f"mem_per_node: 4096}}\nlauncher:\n  job_root: {root}\n")
+    return root
+
+
+def make_job(root: Path, name: str, *, job_id: str | None = None, mode: str = "slurm",
+             created: str = "2026-01-02T03:04:05", submit_error: str | None = None,
+             metrics: list[dict[str, Any]] | None = None, result: dict[str, Any] | None = None,
+             logs: dict[str, str] | None = None) -> Path:
+    folder = root / f"{name}-{created.replace(':', '').replace('-', '')}-abc123"
+    (folder / "logs").mkdir(parents=True)
+    write_run_config(folder, RunConfig(
+        mode=mode, job_name=name, job_file="/jobs/x.py", params={}, nodes=2, gpus_per_node=2,
+        tasks_per_node=2, cpus_per_task=1, job_dir=str(folder), created=created))
+    if job_id is not None:
+        (folder / "job_id").write_text(job_id + "\n")
+    if submit_error is not None:
+        (folder / "submit_error.txt").write_text(submit_error)
+    if metrics is not None:
+        (folder / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    if result is not None:
+        (folder / "result.json").write_text(json.dumps(result))
+    for file_name, text in (logs or {}).items():
+        (folder / "logs" / file_name).write_text(text)
+    return folder
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --- status ------------------------------------------------------------------------------------
+
+def test_status_json_of_a_finished_job(fake_slurm: FakeSlurm, job_root: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_job(job_root, "smoke", job_id="6")
+    fake_slurm.set({"squeue": {"stdout": "6|COMPLETED|None|node[1-2]|0:09|smoke\n"}, "sacct": DISABLED,
+                    "sacct --completion": {"stdout": "6|COMPLETED|0:0|node[1-2]|00:00:09|smoke\n"}})
+    code, out, err = run_cli(capsys, "status", "6", "--json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data["job_id"] == "6" and data["state"] == "COMPLETED" and data["exit_code"] == 0
+    assert data["terminal"] is True and data["orch_state"] == "completed" and data["job_dir"] == str(folder)
+    assert [c[0] for c in fake_slurm.calls()] == ["squeue", "sacct", "sacct"]
+
+
+def test_status_by_folder_and_without_arguments(fake_slurm: FakeSlurm, job_root: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    make_job(job_root, "old", job_id="3", created="2026-01-01T00:00:00")
+    new = make_job(job_root, "new", job_id="4", created="2026-01-02T00:00:00")
+    make_job(job_root, "refused", submit_error="sbatch: error: invalid partition specified: gpu\n")
+    fake_slurm.set({"squeue": {"stdout": "4|RUNNING|None|node[1-2]|0:12|new\n"}, "sacct": DISABLED,
+                    "sacct --completion": {"stdout": "3|FAILED|3:0|node1|00:00:01|old\n"}})
+    code, out, _ = run_cli(capsys, "status", str(new), "--json")
+    assert code == 0 and json.loads(out)["state"] == "RUNNING"
+    code, out, _ = run_cli(capsys, "status", "--json")
+    rows = json.loads(out)
+    assert [(r["job_id"], r["state"], r["exit_code"]) for r in rows] == [("4", "RUNNING", None),
+                                                                        ("3", "FAILED", 3)]
+    code, out, _ = run_cli(capsys, "status")
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["JOBID", "STATE", "EXIT"]
+    assert lines[1].split()[:2] == ["4", "RUNNING"] and lines[2].split()[:3] == ["3", "FAILED", "3"]
+
+
+def test_status_of_a_folder_that_was_never_queued(fake_slurm: FakeSlurm, job_root: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_job(job_root, "refused", submit_error="sbatch: error: invalid partition specified: gpu\n")
+    code, _, err = run_cli(capsys, "status", str(folder))
+    assert code == 2 and "never queued" in err and "invalid partition specified: gpu" in err
+    assert "Traceback" not in err and fake_slurm.calls() == []
+
+
+@pytest.mark.parametrize(("setup", "words"), [
+    ("down", "cannot reach slurmctld"),
+    ("missing", "squeue not found"),
+])
+def test_status_when_slurm_is_unreachable(fake_slurm: FakeSlurm, job_root: Path,
+                                          clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                          setup: str, words: str) -> None:
+    if setup == "down":
+        fake_slurm.set({"squeue": DOWN})
+    else:
+        clean_env.setenv("PATH", "/nonexistent")
+    code, out, err = run_cli(capsys, "status", "12")
+    assert code == 1 and out == ""
+    assert words in err and "HINT:" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 2  # one line of error, one of hint
+
+
+def test_status_unknown_job(fake_slurm: FakeSlurm, job_root: Path,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    fake_slurm.set({"squeue": UNKNOWN_ID, "sacct": DISABLED, "sacct --completion": {"stdout": ""}})
+    code, out, _ = run_cli(capsys, "status", "77", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["state"] == "UNKNOWN" and data["job_dir"] is None
+
+
+# --- logs --------------------------------------------------------------------------------------
+
+def test_logs_batch_rank_and_missing(fake_slurm: FakeSlurm, job_root: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    logs = {"slurm-9.out": "batch line\n", "9-rank0.out": "rank 0 says\n", "9-rank1.out": ""}
+    make_job(job_root, "smoke", job_id="9", logs=logs)
+    assert run_cli(capsys, "logs", "9") == (0, "batch line\n", "")
+    assert run_cli(capsys, "logs", "9", "--rank", "0") == (0, "rank 0 says\n", "")
+    code, _, err = run_cli(capsys, "logs", "9", "--rank", "5")
+    assert code == 2 and "no log for rank 5" in err and "9-rank0.out, 9-rank1.out" in err
+    code, _, err = run_cli(capsys, "logs", "10")
+    assert code == 2 and "no job folder" in err and "job id 10" in err
+
+
+def test_logs_of_a_local_run(fake_slurm: FakeSlurm, job_root: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    logs = {"local-rank0.out": "zero\n", "local-rank1.out": "one\n"}
+    folder = make_job(job_root, "local", mode="local", logs=logs)
+    assert run_cli(capsys, "logs", str(folder)) == (0, "zero\n", "")
+    assert run_cli(capsys, "logs", str(folder), "--rank", "1") == (0, "one\n", "")
+
+
+def test_logs_follow_until_the_job_ends(fake_slurm: FakeSlurm, job_root: Path, tmp_path: Path) -> None:
+    folder = make_job(job_root, "smoke", job_id="9")
+    log = folder / "logs" / "9-rank0.out"
+    fake_slurm.set({"squeue": {"stdout": "9|PENDING|Priority||0:00|smoke\n"}})
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "logs", "9", "--rank", "0", "-f",
+                             "--interval", "0.05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=tmp_path)
+
+    def job() -> None:  # starts, writes two lines a moment apart, ends
+        time.sleep(0.5)
+        fake_slurm.set({"squeue": {"stdout": "9|RUNNING|None|node[1-2]|0:01|smoke\n"}})
+        log.write_text("first\n")
+        time.sleep(0.5)
+        with log.open("a") as fh:
+            fh.write("second\n")
+        fake_slurm.set({"squeue": {"stdout": "9|COMPLETED|None|node[1-2]|0:02|smoke\n"}})
+
+    writer = threading.Thread(target=job)
+    writer.start()
+    out, err = proc.communicate(timeout=60)
+    writer.join()
+    assert proc.returncode == 0, err
+    assert out == "first\nsecond\n"
+    assert "waiting for" in err
+
+
+# --- cancel ------------------------------------------------------------------------------------
+
+def test_cancel_live_finished_and_unknown(fake_slurm: FakeSlurm, job_root: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    fake_slurm.set({"squeue": {"stdout": "5|RUNNING|None|node1|0:05|a\n6|COMPLETED|None|node1|0:01|b\n"},
+                    "scancel": {"stdout": ""}})
+    code, out, err = run_cli(capsys, "cancel", "5", "6", "7")
+    assert code == 1
+    assert "cancelled 5" in out and "6 had already ended (COMPLETED)" in out
+    assert "does not know job 7" in err and "Traceback" not in err
+    assert [c for c in fake_slurm.calls() if c[0] == "scancel"] == [["scancel", "5"]]
+
+
+def test_cancel_by_folder_with_a_signal(fake_slurm: FakeSlurm, job_root: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_job(job_root, "smoke", job_id="8")
+    fake_slurm.set({"squeue": {"stdout": "8|RUNNING|None|node1|0:05|smoke\n"}, "scancel": {"stdout": ""}})
+    code, out, _ = run_cli(capsys, "cancel", str(folder), "--signal", "USR2", "--json")
+    assert code == 0
+    assert json.loads(out) == {"acted": ["8"], "action": "signal", "finished": {}, "unknown": []}
+    assert ["scancel", "--signal=USR2", "--full", "8"] in fake_slurm.calls()
+
+
+def test_cancel_refused_by_slurm(fake_slurm: FakeSlurm, job_root: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    fake_slurm.set({"squeue": {"stdout": "5|RUNNING|None|node1|0:05|a\n"},
+                    "scancel": {"rc": 1, "stderr": "scancel: error: Kill job error on job id 5: "
+                                                   "Access/permission denied\n"}})
+    code, _, err = run_cli(capsys, "cancel", "5")
+    assert code == 1 and "Access/permission denied" in err and "Traceback" not in err
+
+
+# --- list --------------------------------------------------------------------------------------
+
+def test_list_states_from_squeue_and_folders(fake_slurm: FakeSlurm, job_root: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    make_job(job_root, "running", job_id="21", created="2026-01-03T00:00:00")
+    make_job(job_root, "refused", submit_error="sbatch: error: Node count specification invalid\n",
+             created="2026-01-02T00:00:00")
+    make_job(job_root, "local", mode="local", result={"status": "completed"}, created="2026-01-01T00:00:00")
+    fake_slurm.set({"squeue": {"stdout": "21|RUNNING|None|node[1-2]|0:30|running\n"}})
+    code, out, _ = run_cli(capsys, "list", "--json")
+    rows = json.loads(out)
+    assert code == 0
+    assert [(r["name"], r["job_id"], r["state"]) for r in rows] == [
+        ("running", "21", "RUNNING"), ("refused", None, "not queued"), ("local", None, "finished")]
+    assert fake_slurm.calls() == [["squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N|%M|%j",
+                                   "--jobs=21"]]
+    code, out, _ = run_cli(capsys, "list")
+    assert out.splitlines()[0].split() == ["NAME", "JOBID", "CREATED", "STATE", "FOLDER"]
+    assert len(out.splitlines()) == 4
+
+
+def test_list_without_slurm_still_lists(clean_env: pytest.MonkeyPatch, job_root: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    clean_env.setenv("PATH", "/nonexistent")
+    make_job(job_root, "queued", job_id="3")
+    code, out, err = run_cli(capsys, "list", "--json")
+    assert code == 0 and err == ""
+    assert [(r["job_id"], r["state"]) for r in json.loads(out)] == [("3", "unknown")]
+
+
+def test_list_of_an_empty_or_missing_root(job_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(capsys, "list", "--json") == (0, "[]\n", "")
+    job_root.rmdir()
+    assert run_cli(capsys, "list") == (0, "", "")
+
+
+# --- job folders -------------------------------------------------------------------------------
+
+def test_a_reused_job_id_finds_the_newest_folder(job_root: Path) -> None:
+    make_job(job_root, "before-rebuild", job_id="1", created="2026-01-01T00:00:00")
+    newer = make_job(job_root, "after-rebuild", job_id="1", created="2026-02-01T00:00:00")
+    assert find_job_dir("1", job_root).path == newer
+    assert [j.name for j in list_job_dirs(job_root)] == ["after-rebuild", "before-rebuild"]
+
+
+def test_damaged_folders_do_not_break_listing(job_root: Path) -> None:
+    good = make_job(job_root, "good", job_id="2")
+    bad = job_root / "bad"
+    bad.mkdir()
+    (bad / "job.json").write_text("{not json")
+    (job_root / "stray-file").write_text("x")
+    found = {j.path: j for j in list_job_dirs(job_root)}
+    assert set(found) == {good, bad} and found[bad].config is None and found[bad].name == "bad"
+
+
+def test_read_metrics_skips_a_torn_line(tmp_path: Path) -> None:
+    (tmp_path / "metrics.jsonl").write_text('{"epoch": 1, "train_loss": 2.0}\n{"epoch": 2, "train_lo')
+    assert read_metrics(tmp_path) == [{"epoch": 1, "train_loss": 2.0}]
+
+
+@pytest.mark.parametrize("ref", ["12x", "../nowhere", "1_"])
+def test_bad_references(job_root: Path, ref: str) -> None:
+    from orchestrator.errors import OrchError
+
+    with pytest.raises(OrchError, match="neither a job id nor a job folder"):
+        find_job_dir(ref, job_root)
+
+
+# --- plot --------------------------------------------------------------------------------------
+
+METRICS = [
+    {"epoch": 1, "epochs": 3, "train_loss": 2.0, "train_acc": 0.3, "test_loss": 1.9, "test_acc": 0.35,
+     "samples_per_s": 100.0},
+    {"epoch": 2, "epochs": 3, "train_loss": 1.0, "train_acc": 0.6, "test_loss": 1.1, "test_acc": 0.55,
+     "samples_per_s": 110.0},
+    {"epoch": 3, "epochs": 3, "train_loss": 0.5, "train_acc": 0.8, "test_loss": None, "test_acc": None,
+     "samples_per_s": 120.0},
+]
+
+
+def test_series_groups_loss_and_accuracy() -> None:
+    epochs, panels = series([*METRICS, {**METRICS[1], "train_loss": 0.9}])  # epoch 2 again, after a resume
+    assert epochs == [1.0, 2.0, 3.0]
+    assert set(panels) == {"loss", "accuracy"}
+    assert panels["loss"]["train_loss"] == [2.0, 0.9, 0.5]
+    assert panels["accuracy"]["train_acc"] == [0.3, 0.6, 0.8]
+    assert panels["accuracy"]["test_acc"][:2] == [0.35, 0.55]
+    assert "samples_per_s" not in panels["loss"] and "samples_per_s" not in panels["accuracy"]
+
+
+def test_plot_writes_a_png(job_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_job(job_root, "smoke", job_id="31", metrics=METRICS)
+    code, out, _ = run_cli(capsys, "plot", "31")
+    png = folder / "metrics.png"
+    assert code == 0 and out.strip() == str(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    code, out, _ = run_cli(capsys, "plot", str(folder), "-o", str(tmp_path / "x.png"), "--json")
+    assert code == 0 and json.loads(out) == {"plot": str(tmp_path / "x.png"), "epochs": 3,
+                                             "metrics": ["test_acc", "test_loss", "train_acc", "train_loss"]}
+
+
+def test_plot_without_metrics(job_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_job(job_root, "smoke", job_id="32")
+    code, _, err = run_cli(capsys, "plot", "32")
+    assert code == 2 and "no records yet" in err and "Traceback" not in err
+
+
+# --- imports -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["list", "--json"], ["status", "--json"], ["logs", "1"], ["cancel", "1"]])
+def test_follow_up_verbs_import_neither_torch_nor_matplotlib(job_root: Path, tmp_path: Path,
+                                                             argv: list[str]) -> None:
+    heavy = ("torch", "torchvision", "matplotlib", "submitit")
+    code = (f"import sys\nfrom orchestrator.cli import main\nmain({argv!r})\n"
+            f"print('IMPORTED', sorted(m for m in {heavy!r} if m in sys.modules))\n")
+    env = {**os.environ, "PATH": "/nonexistent"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=60, check=False)
+    assert "IMPORTED []" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_installed_orch_status_json(fake_slurm: FakeSlurm, job_root: Path, tmp_path: Path) -> None:
+    orch = Path(sys.executable).parent / "orch"
+    fake_slurm.set({"squeue": {"stdout": "44|PENDING|Resources||0:00|smoke\n"},
+                    "scontrol": {"stdout": "JobId=44 JobName=smoke\n   JobState=PENDING Reason=Resources "
+                                           "Dependency=(null)\n   Requeue=1 Restarts=0 ExitCode=0:0\n"}})
+    proc = subprocess.run([str(orch), "status", "44", "--json"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["state"] == "PENDING" and data["reason"] == "Resources" and data["restarts"] == 0
+
