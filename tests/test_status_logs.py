@@ -213,8 +213,10 @@ def test_logs_follow_until_the_job_ends(fake_slurm: FakeSlurm, job_root: Path, t
                              "--interval", "0.05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=tmp_path)
 
-    def job() -> None:  # starts, writes two lines a moment apart, ends
-        time.sleep(0.5)
+    def job() -> None:  # starts (once the follower is waiting), writes two lines a moment apart, ends
+        deadline = time.monotonic() + 30
+        while not fake_slurm.calls() and time.monotonic() < deadline:  # its first state check
+            time.sleep(0.05)
         fake_slurm.set({"squeue": {"stdout": "9|RUNNING|None|node[1-2]|0:01|smoke\n"}})
         log.write_text("first\n")
         time.sleep(0.5)
