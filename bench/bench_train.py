@@ -11,8 +11,11 @@ excluded), and reports samples per second over all ranks (best of ``--repeats``)
   sample through a DataLoader with a DistributedSampler;
 - plain 2 ranks: DDP with the entrypoint's data path (tensors decoded once, batches gathered from
   the sampler's indices), but no metrics, stop votes or checkpoints;
-- compute limit 2 ranks: two independent processes running forward + backward + step on a ready
-  batch tensor (no data path, no communication).
+- compute limit 2 ranks (and 1 rank): independent processes running forward + backward + step on
+  a ready batch tensor (no data path, no communication).
+
+The context lines show the machine's own limits: how the compute limit itself scales from 1 to 2
+ranks, and what DDP's gradient all-reduce costs a plain loop (no orch code at all).
 
 Targets: entrypoint >= 1.5x naive; >= 90% of the compute limit; 2 ranks >= 1.8x 1 rank;
 overhead over the plain loop <= 5%.
@@ -168,6 +171,7 @@ def main() -> None:
             "naive DataLoader, 2 ranks": lambda: run_workers("naive", 2, naive_root, args.steps, tmp),
             "plain loop, same data path, 2 ranks": lambda: run_workers("plain", 2, data, args.steps, tmp),
             "compute limit, 2 ranks": lambda: run_workers("compute", 2, data, args.steps, tmp),
+            "compute limit, 1 rank": lambda: run_workers("compute", 1, data, args.steps, tmp),
         }
         for repeat in range(args.repeats):
             for name, measure in measures.items():
@@ -192,6 +196,11 @@ def main() -> None:
     print(f"\n{'ratio':<40}{'measured':>10}{'target':>10}  verdict")
     for name, value, target, limit in ratios:
         print(f"{name:<40}{value:>9.2f}x{target:>10}  {'ok' if value >= limit else 'MISSED'}")
+    compute2, compute1 = rows["compute limit, 2 ranks"], rows["compute limit, 1 rank"]
+    print("\ncontext (no target): what the machine allows")
+    print(f"{'compute limit 2 ranks / 1 rank':<40}{compute2 / compute1:>9.2f}x  (the hardware's own scaling)")
+    print(f"{'plain DDP loop / compute limit':<40}{rows['plain loop, same data path, 2 ranks'] / compute2:>9.2f}x"
+          "  (DDP's gradient all-reduce + data path, without orch)")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,12 @@ VERBS: dict[str, str] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors go through the same path as every other bad input."""
+    """argparse, but usage errors go through the same path as every other bad input, and options
+    must be spelled out: ``--node 2`` is an error, not a silent ``--nodes 2``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise OrchError(f"{self.prog}: {message}", hint=f"run '{self.prog} --help' for usage")

@@ -130,7 +130,8 @@ def load_job_file(path: Path) -> JobSpec:
                               hint="fix the job file; its module level must not need a GPU or data") from exc
     job_spec = getattr(module, "SPEC", None)
     if not isinstance(job_spec, JobSpec):
-        raise ConfigError(f"job file {path} defines no SPEC", hint="add SPEC = JobSpec(name=..., params=..., build=...)")
+        raise ConfigError(f"job file {path} defines no SPEC",
+                          hint="add SPEC = JobSpec(name=..., params=..., build=...)")
     return job_spec
 
 

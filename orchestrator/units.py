@@ -29,7 +29,7 @@ def parse_time(value: str) -> int | None:
         raise ValueError(_time_message(value))
     nums = [int(p) for p in parts]
     if "-" in value:  # D-H, D-H:M, D-H:M:S
-        hours, minutes, seconds = (nums + [0, 0])[:3]
+        hours, minutes, seconds = [*nums, 0, 0][:3]
         bounded = nums[1:]
     elif len(nums) == 3:  # H:M:S
         hours, minutes, seconds = nums

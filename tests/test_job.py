@@ -65,7 +65,7 @@ def test_missing_job_path(job_dir: Path) -> None:
 
 
 def test_job_file_that_fails_to_import(job_dir: Path) -> None:
-    with pytest.raises(ConfigError, match="failed to import.*boom"):
+    with pytest.raises(ConfigError, match=r"failed to import.*boom"):
         load_job("broken", {}, job_dir)
     with pytest.raises(ConfigError, match="defines no SPEC"):
         load_job("nospec", {}, job_dir)

@@ -42,8 +42,8 @@ def test_format_time_round_trips() -> None:
         assert format_time(seconds) == text
 
 
-@pytest.mark.parametrize(("text", "mb"), [("512", 512), ("480G", 491520), ("1T", 1048576), ("2048K", 2), ("16gb", 16384),
-                                          (1000, 1000)])
+@pytest.mark.parametrize(("text", "mb"), [("512", 512), ("480G", 491520), ("1T", 1048576), ("2048K", 2),
+                                          ("16gb", 16384), (1000, 1000)])
 def test_parse_mem(text: str | int, mb: int) -> None:
     assert parse_mem_mb(text) == mb
 
