@@ -95,7 +95,10 @@ class Launcher(_Model):
     """How tasks are started and wired together."""
 
     port_range: tuple[int, int] = (29500, 39499)
-    init_timeout: int = Field(default=300, ge=10, description="seconds for init_process_group and collectives")
+    init_timeout: int = Field(default=300, ge=10, description="seconds for rendezvous, start-up (building the "
+                              "job, resuming) and checkpoint writes, the phases where ranks legitimately wait")
+    collective_timeout: int = Field(default=30, ge=5, description="seconds a training or evaluation collective "
+                                    "may wait: a crashed, stuck or diverging rank ends the job this fast")
     srun_wait: int = Field(default=60, ge=0, description="srun --wait: seconds before the step is ended "
                            "after the first task exits")
     preempt_signal: Literal["USR1", "USR2", "TERM", "INT", "HUP", "URG"] = "USR2"

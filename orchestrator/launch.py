@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from orchestrator.runtime.preempt import PreemptFlag
 
         flag = PreemptFlag(cfg.launcher.preempt_signal).install()
-        timeout = cfg.launcher.init_timeout
+        timeout = cfg.launcher.collective_timeout
         env = distenv.derive(os.environ, port_range=cfg.launcher.port_range)
         check_world(cfg, env)
         export_environment(cfg, env, os.environ)

@@ -35,7 +35,7 @@ from orchestrator.local import free_port
 from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, RunConfig, write_run_config
 
 FAULTY = Path(__file__).resolve().parent / "jobs" / "faulty.py"
-TIMEOUT = 10  # launcher.init_timeout: rendezvous and collectives
+TIMEOUT = 10  # launcher.init_timeout and launcher.collective_timeout: rendezvous and collectives
 MARGIN = 25  # seconds on top of TIMEOUT for processes to notice, report and exit
 START_BUDGET = 180  # a run that has not reached epoch 2 by then is broken, not slow
 FAULT_STEP = 40
@@ -77,7 +77,7 @@ def job_folder(tmp_path: Path, mode: str = "slurm", **params: object) -> Path:
             tasks_per_node=2,
             cpus_per_task=1,
             job_dir=str(job_dir),
-            launcher=Launcher(init_timeout=TIMEOUT),
+            launcher=Launcher(init_timeout=TIMEOUT, collective_timeout=TIMEOUT),
             created=datetime.now().isoformat(timespec="seconds"),
         ),
     )
@@ -216,7 +216,8 @@ def test_orch_run_fault_on_rank_0(fault: str, says: str, tmp_path: Path) -> None
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(
         "name: dying\npartitions:\n  - {name: cpu, nodes: 'n[1-2]', gpus_per_node: 0, cpus_per_node: 2, "
-        f"mem_per_node: 4G}}\nlauncher: {{init_timeout: {TIMEOUT}, job_root: '{root}'}}\n",
+        f"mem_per_node: 4G}}\nlauncher: {{init_timeout: {TIMEOUT}, collective_timeout: {TIMEOUT}, "
+        f"job_root: '{root}'}}\n",
         encoding="utf-8",
     )
     params = {**PARAMS, "fault": fault, "fault_rank": 0}

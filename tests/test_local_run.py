@@ -23,7 +23,8 @@ from conftest import ORCH, clean_environ
 from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE
 
 FAULTY = Path(__file__).resolve().parent / "jobs" / "faulty.py"
-INIT_TIMEOUT = 10  # launcher.init_timeout of the test cluster: the wait for a stuck collective
+INIT_TIMEOUT = 10  # launcher.init_timeout of the test cluster: rendezvous, start-up, checkpoints
+COLLECTIVE_TIMEOUT = 5  # launcher.collective_timeout: the wait for a stuck collective while training
 RUN_TIMEOUT = 180  # a run that takes longer than this hangs: the test fails instead of waiting
 # 1001 samples on 2 ranks: the sampler pads one sample, which the metrics must not count
 PARAMS = ["epochs=2", "samples=1001", "check_sync=true"]
@@ -61,7 +62,8 @@ def cluster_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "name: local-tests\n"
         "partitions:\n"
         "  - {name: cpu, nodes: 'node[1-2]', gpus_per_node: 0, cpus_per_node: 2, mem_per_node: 4G}\n"
-        f"launcher: {{init_timeout: {INIT_TIMEOUT}, job_root: '{root / 'jobs'}'}}\n", encoding="utf-8")
+        f"launcher: {{init_timeout: {INIT_TIMEOUT}, collective_timeout: {COLLECTIVE_TIMEOUT}, "
+        f"job_root: '{root / 'jobs'}'}}\n", encoding="utf-8")
     return path
 
 
@@ -217,7 +219,8 @@ def test_preemption_signal_sent_to_orch_run_is_forwarded(cluster_file: Path, str
 @pytest.mark.parametrize(("fault", "exit_code", "says"), [
     ("raise", 1, "rank 1 exited with code 1 (RuntimeError: injected failure on rank 1 at step 3)"),
     ("kill", 128 + signal.SIGKILL, "rank 1 was killed by SIGKILL"),
-    ("skip_barrier", 3, f"a collective timed out after {INIT_TIMEOUT} s"),
+    # the short training timeout applies, not the start-up one
+    ("skip_barrier", 3, f"a collective timed out after {COLLECTIVE_TIMEOUT} s"),
     ("exit0", 3, "rank 1 had already exited with code 0"),
 ])
 def test_a_failing_rank_ends_the_job_and_is_named(cluster_file: Path, fault: str, exit_code: int,

@@ -31,7 +31,8 @@ class Dist:
     local_rank: int
     device: torch.device
     choice: DeviceChoice
-    timeout: int  # seconds
+    timeout: int  # seconds: rendezvous, start-up and checkpoints (launcher.init_timeout)
+    collective_timeout: int  # seconds: collectives while training (launcher.collective_timeout)
     # Control traffic (stop votes, objects, barriers) goes through a CPU gloo group, so it never
     # forces a GPU synchronisation; on CPU that is simply the default group.
     control: Any = None
@@ -40,11 +41,34 @@ class Dist:
     def is_main(self) -> bool:
         return self.rank == 0
 
+    def set_timeout(self, seconds: int) -> None:
+        """The wait of every later collective, on the default and the control group."""
+        delta = datetime.timedelta(seconds=seconds)
+        for group in (None, self.control) if self.control is not None else (None,):
+            _SET_TIMEOUT(delta, group)
+
+    @contextmanager
+    def patient(self) -> Iterator[None]:
+        """Within: the long start-up timeout (e.g. while rank 0 writes a checkpoint and the others
+        wait at the barrier); after: the short training timeout again, so a stuck rank is found fast."""
+        self.set_timeout(self.timeout)
+        try:
+            yield
+        finally:
+            self.set_timeout(self.collective_timeout)
+
+
+# torch >= 2.6 has the public name; older releases only the private one.
+_SET_TIMEOUT = getattr(dist.distributed_c10d, "set_timeout", None) or dist.distributed_c10d._set_pg_timeout
+
 
 @contextmanager
 def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
-                  choice: DeviceChoice, timeout: int) -> Iterator[Dist]:
-    """``init_process_group`` on entry, ``destroy_process_group`` exactly once on exit."""
+                  choice: DeviceChoice, timeout: int, collective_timeout: int) -> Iterator[Dist]:
+    """``init_process_group`` on entry, ``destroy_process_group`` exactly once on exit.
+
+    Collectives start with ``timeout`` (start-up is slow and uneven across ranks); the trainer
+    switches to ``collective_timeout`` when training starts (``Dist.set_timeout``/``patient``)."""
     device = torch.device(choice.name)
     if choice.kind == "cuda":
         # Before init_process_group and before any other CUDA call: no rank touches GPU 0 by accident.
@@ -62,7 +86,7 @@ def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: s
     try:
         control = dist.new_group(backend="gloo", timeout=delta) if choice.backend != "gloo" else None
         yield Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=device, choice=choice,
-                   timeout=timeout, control=control)
+                   timeout=timeout, collective_timeout=collective_timeout, control=control)
     finally:
         dist.destroy_process_group()
 
@@ -98,7 +122,8 @@ def describe_failure(exc: BaseException, timeout: int) -> tuple[str, str] | None
     if "timed out" in lower or "timeout" in lower:
         return (f"a collective timed out after {timeout} s",
                 "another rank crashed, hangs, or skipped a collective (e.g. a barrier() under "
-                "`if rank == 0`): see the other ranks' logs; launcher.init_timeout sets the wait")
+                "`if rank == 0`): see the other ranks' logs; launcher.collective_timeout sets the wait in "
+                "training, launcher.init_timeout at start-up and around checkpoints")
     if any(s in lower for s in ("connection closed", "connection reset", "broken pipe", "closed by peer")):
         return ("lost the connection to another rank in a collective",
                 "another rank exited in the middle of training; its log says why")

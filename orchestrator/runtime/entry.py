@@ -58,7 +58,8 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
     torch.set_num_threads(devices.num_threads(params.num_threads, cfg.cpus_per_task))
     with process_group(rank=env.rank, world_size=env.world_size, local_rank=env.local_rank,
                        master_addr=env.master_addr, master_port=env.master_port, choice=choice,
-                       timeout=cfg.launcher.init_timeout) as ctx:
+                       timeout=cfg.launcher.init_timeout,
+                       collective_timeout=cfg.launcher.collective_timeout) as ctx:
         if choice.kind == "cuda":
             host = devices.host_name(environ, socket.gethostname())
             devices.check_unique_devices(gather_objects((host, choice.physical), ctx))
@@ -143,6 +144,9 @@ class Trainer:
                 check_sync(ddp.module, ctx, "after the first step")
                 synced = True
 
+        # Start-up is over: from here a collective that waits longer than launcher.collective_timeout
+        # means a crashed, stuck or diverging rank (checkpoints switch back to the patient timeout).
+        ctx.set_timeout(ctx.collective_timeout)
         for epoch in range(epoch0, p.epochs):
             sampler.set_epoch(epoch)
             order = torch.tensor(list(sampler), dtype=torch.long, device=ctx.device)
@@ -243,13 +247,14 @@ class Trainer:
               optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None, epoch: int, step: int,
               tally: Tally | None, seconds: float) -> None:
         local = {"tally": (float(tally.loss_sum), int(tally.correct), tally.count) if tally else (0.0, 0, 0)}
-        checkpointer.save({
-            "model": ddp.module.state_dict(), "optimizer": optimizer.state_dict(),
-            "scaler": scaler.state_dict() if scaler is not None else None,
-            "epoch": epoch, "step": step, "partial_seconds": seconds,
-            "world_size": self.ctx.world_size, "batch_size": self.params.batch_size,
-            "params": self.params.model_dump(mode="json"), "job": self.spec.name,
-        }, local)
+        with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes
+            checkpointer.save({
+                "model": ddp.module.state_dict(), "optimizer": optimizer.state_dict(),
+                "scaler": scaler.state_dict() if scaler is not None else None,
+                "epoch": epoch, "step": step, "partial_seconds": seconds,
+                "world_size": self.ctx.world_size, "batch_size": self.params.batch_size,
+                "params": self.params.model_dump(mode="json"), "job": self.spec.name,
+            }, local)
 
     def _stop(self, checkpointer: Checkpointer, ddp: DistributedDataParallel,
               optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None, epoch: int, step: int,
