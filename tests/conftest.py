@@ -10,61 +10,21 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
-import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from support import ORCH, ROOT, STUBS_DIR, TEST_CLUSTER, Stubs, clean_environ, is_leaky_var
 
 if TYPE_CHECKING:
     from orchestrator.plan import SubmitPlan
 
-ROOT = Path(__file__).resolve().parent.parent
-STUBS_DIR = Path(__file__).resolve().parent / "stubs"
-# The installed console script next to this interpreter (tests prove the real CLI too).
-ORCH = shutil.which("orch", path=str(Path(sys.executable).parent)) or "orch"
-
-# Variables that would leak the developer's (or an allocation's) setup into a test.
-_LEAKY_PREFIXES = ("SLURM_", "SLURMD_", "SBATCH_", "SRUN_", "ORCH_")
-_LEAKY_NAMES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
-                          "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES"})
-
-# A test cluster like the shipped example, but owned by the tests (the example may change).
-TEST_CLUSTER: dict[str, Any] = {
-    "name": "testcluster",
-    "partitions": [
-        {"name": "gpu", "nodes": "gpu[001-064]", "gpus_per_node": 8, "cpus_per_node": 96,
-         "mem_per_node": "1000G", "max_time": "2-00:00:00", "gpu_type": "a100"},
-        {"name": "debug", "nodes": "dbg[1-4]", "gpus_per_node": 4, "cpus_per_node": 32,
-         "mem_per_node": "256G", "max_time": "02:00:00"},
-        {"name": "cpu", "nodes": "cpu[001-128]", "gpus_per_node": 0, "cpus_per_node": 64,
-         "mem_per_node": "256G", "max_time": "1-00:00:00"},
-    ],
-    "defaults": {"partition": "gpu", "time": "04:00:00"},
-    "env": {"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "ib0", "OMP_NUM_THREADS": "1"},
-    "launcher": {"preempt_before": 180},
-}
-
-
-def is_leaky_var(name: str) -> bool:
-    if name.startswith("ORCH_STUB_"):  # set by the stubs fixture, on purpose
-        return False
-    return name.startswith(_LEAKY_PREFIXES) or name in _LEAKY_NAMES
-
-
-def clean_environ(**extra: str) -> dict[str, str]:
-    """``os.environ`` without the leaky variables, plus ``extra`` (for subprocesses)."""
-    env = {k: v for k, v in os.environ.items() if not is_leaky_var(k)}
-    env.update(extra)
-    return env
-
+__all__ = ["ORCH", "ROOT", "STUBS_DIR", "TEST_CLUSTER", "Stubs", "clean_environ", "is_leaky_var"]
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
@@ -170,29 +130,6 @@ def make_plan(write_cluster: Callable[..., Path],
                           token=PLAN_TOKEN, job_root=job_root)
 
     return make
-
-
-@dataclass
-class Stubs:
-    """The stub Slurm commands' record (see tests/stubs/_stub.py)."""
-
-    log: Path
-    dir: Path = STUBS_DIR
-
-    def records(self, cmd: str | None = None, event: str | None = "call") -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        entries = [json.loads(line) for line in self.log.read_text(encoding="ascii").splitlines() if line]
-        return [e for e in entries
-                if (cmd is None or e["cmd"] == cmd) and (event is None or e["event"] == event)]
-
-    def argvs(self, cmd: str) -> list[list[str]]:
-        return [e["argv"] for e in self.records(cmd)]
-
-    def env(self, **extra: str) -> dict[str, str]:
-        """A clean subprocess environment with the stubs first on PATH."""
-        return clean_environ(PATH=f"{self.dir}{os.pathsep}{os.environ.get('PATH', '')}",
-                             ORCH_STUB_LOG=str(self.log), ORCH_STUB_PYTHON=sys.executable, **extra)
 
 
 @pytest.fixture

@@ -259,7 +259,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Path]:
     """A copy of a finished 1-rank smoke run with two epochs (latest = epoch 2, previous = epoch 1)."""
     import shutil
 
-    from conftest import ORCH, clean_environ
+    from support import ORCH, clean_environ
 
     root = tmp_path_factory.mktemp("finished")
     proc = subprocess.run(
@@ -299,7 +299,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Path]:
 
 
 def resume(job_dir: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
-    from conftest import ORCH, clean_environ
+    from support import ORCH, clean_environ
 
     return subprocess.run(
         [ORCH, "run", "--resume", str(job_dir), *overrides],

@@ -17,7 +17,7 @@ from orchestrator.cli import main
 from orchestrator.plan import DRY_RUN_JOB_ID
 
 if TYPE_CHECKING:
-    from conftest import Stubs
+    from support import Stubs
 
 ROOT = Path(__file__).resolve().parent.parent
 ORCH = str(Path(sys.executable).parent / "orch")

@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import ORCH, clean_environ
+from support import ORCH, clean_environ
 
 from orchestrator import distenv
 from orchestrator.config import Launcher

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import ORCH, clean_environ
+from support import ORCH, clean_environ
 
 from orchestrator.runconfig import JOB_FILE, SCRIPT_FILE
 
 if TYPE_CHECKING:
-    from conftest import Stubs
+    from support import Stubs
 
 UMASKS = [0o000, 0o002, 0o022, 0o027, 0o077]
 SECRET_NAME = "WANDB_API_KEY"

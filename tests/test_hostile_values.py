@@ -369,7 +369,7 @@ def execute(
     job_dir: Path, workdir: Path, *, nodes: int, extra_env: Mapping[str, str] | None = None
 ) -> Execution:
     """Run sbatch.sh as the batch step would (stub srun/scontrol first on PATH), cwd = workdir."""
-    from conftest import clean_environ
+    from support import clean_environ
 
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "stub-calls.jsonl"
@@ -743,7 +743,7 @@ def test_installed_orch_dry_run_with_hostile_values(
     tmp_path: Path, write_cluster: Callable[..., Path]
 ) -> None:
     """The installed `orch` command: a hostile job name from a real argv lands on #SBATCH intact."""
-    from conftest import ORCH, clean_environ
+    from support import ORCH, clean_environ
 
     value = "$(touch PWNED); `touch PWNED` 'q' \"dq\" -x ✓"
     cluster = write_cluster(env={ENV_NAME: value})
@@ -852,7 +852,7 @@ def test_refusal_happens_before_anything_is_written(values_job: LoadedJob, tmp_p
 def test_local_run_carries_hostile_values_to_every_rank(tmp_path: Path) -> None:
     """orch run with a hostile job root, data folder, env value and overrides: each rank receives
     them exactly (the job writes what it got), and nothing is injected."""
-    from conftest import ORCH, clean_environ
+    from support import ORCH, clean_environ
 
     value = "$(touch PWNED) `touch PWNED` 'q' \"dq\" ; && * -x ✓ \\ %j"
     folder = tmp_path / value.replace("/", "_")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ORCH, clean_environ
+from support import ORCH, clean_environ
 from test_runtime_data import write_cifar, write_mnist
 
 from orchestrator.errors import ConfigError

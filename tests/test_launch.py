@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import clean_environ
+from support import clean_environ
 
 from orchestrator import distenv
 from orchestrator.errors import DistEnvError

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ORCH, clean_environ
+from support import ORCH, clean_environ
 
 from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE
 

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from conftest import ORCH, TEST_CLUSTER
+from support import ORCH, TEST_CLUSTER
 
 from orchestrator.cli import main
 
 if TYPE_CHECKING:
-    from conftest import Stubs
+    from support import Stubs
 
 TESTS = Path(__file__).resolve().parent
 VALUES_JOB = str(TESTS / "jobs" / "hardening_values.py")  # params: TrainParams + tag, note (str)

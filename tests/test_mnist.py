@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ORCH, ROOT, clean_environ
+from support import ORCH, ROOT, clean_environ
 
 from orchestrator.runtime.data import MNIST_FILES, load_mnist
 

@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import ORCH, clean_environ
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import ORCH, clean_environ
 
 from orchestrator import distenv
 from orchestrator.config import Launcher

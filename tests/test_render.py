@@ -34,7 +34,7 @@ from orchestrator.render import (
 )
 
 if TYPE_CHECKING:
-    from conftest import Stubs
+    from support import Stubs
 
 STUBS_DIR = Path(__file__).resolve().parent / "stubs"
 GOLDEN = Path(__file__).resolve().parent / "golden"
