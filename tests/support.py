@@ -6,12 +6,14 @@ Test modules must not import ``conftest``: with tests/ and tests/slurm/ each hol
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,3 +79,12 @@ class Stubs:
                              ORCH_STUB_LOG=str(self.log), ORCH_STUB_PYTHON=sys.executable, **extra)
 
 
+
+
+def load_stub_module() -> ModuleType:
+    """tests/stubs/_stub.py as a module (its ``sbatch_script_options`` parses #SBATCH lines as Slurm does)."""
+    spec = importlib.util.spec_from_file_location("orch_test_stub", STUBS_DIR / "_stub.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

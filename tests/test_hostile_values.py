@@ -18,7 +18,6 @@ EXECUTED_CASES of them, and the fixed NASTY list is rendered and executed value 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -28,12 +27,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import load_stub_module
 
 from orchestrator import distenv
 from orchestrator.cli import main
@@ -58,15 +57,7 @@ EXECUTED_CASES = 30
 SHELLCHECK_BATCH = 50
 
 
-def _load_stub() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("orch_h5_stub", STUBS_DIR / "_stub.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-STUB = _load_stub()
+STUB = load_stub_module()
 
 # Injections: if any of these ever ran, PWNED (cwd) or $ORCH_CANARY would exist afterwards.
 INJECTIONS = [

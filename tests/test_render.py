@@ -5,7 +5,6 @@ refusals, --templates overrides, and the rendered script executed with stub srun
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import shutil
 import signal
 import subprocess
@@ -13,10 +12,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from support import load_stub_module
 
 from orchestrator import distenv
 from orchestrator.errors import ConfigError
@@ -42,14 +41,6 @@ SHELLCHECK = shutil.which("shellcheck")
 PORT_RANGE = (29500, 39499)
 
 MakePlan = Callable[..., SubmitPlan]
-
-
-def load_stub_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("orch_test_stub", STUBS_DIR / "_stub.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 STUB = load_stub_module()

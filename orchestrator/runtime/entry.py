@@ -38,7 +38,7 @@ from orchestrator.runtime.dist import (
     state_digest,
     sum_floats,
 )
-from orchestrator.runtime.loop import Stepper, Tally, evaluate, steps_per_epoch, train_epoch
+from orchestrator.runtime.loop import Stepper, Tally, evaluate, settle_buckets, steps_per_epoch, train_epoch
 from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, ratio, write_json_atomic
 from orchestrator.runtime.preempt import PreemptFlag
 from orchestrator.runtime.task import DATA_ENV_VAR, BuildContext, TrainTask
@@ -119,6 +119,8 @@ class Trainer:
             if scaler is not None and state.get("scaler"):
                 scaler.load_state_dict(state["scaler"])
         stepper = Stepper(ddp, optimizer, task.loss_fn, amp_dtype, scaler, ctx.device.type)
+        # fresh or resumed, every counted step reduces its gradients in the same bucket layout
+        settle_buckets(stepper, train, p.batch_size)
 
         # drop_last=False: the sampler pads the shuffled list by repeating its first samples until
         # it divides by the world size, so every rank gets ceil(N / world) indices and the ranks

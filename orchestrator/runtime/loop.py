@@ -57,6 +57,9 @@ class Stepper:
         else:
             self._autocast = lambda: torch.autocast(device_type=self.device_type, dtype=dtype)
 
+    def autocast(self) -> contextlib.AbstractContextManager[object]:
+        return self._autocast()
+
     def step(self, inputs: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         self.optimizer.zero_grad(set_to_none=True)
         with self._autocast():
@@ -70,6 +73,36 @@ class Stepper:
             loss.backward()  # type: ignore[no-untyped-call]
             self.optimizer.step()
         return loss, outputs
+
+
+def settle_buckets(stepper: Stepper, data: TensorData, batch_size: int) -> None:
+    """One forward and backward of the DDP model whose gradients are thrown away, before training.
+
+    DDP reduces the first backward after its construction through one bucket in parameter order;
+    at the next forward it rebuilds the buckets in the order the gradients became ready, for good.
+    With 3 or more ranks an all-reduce sums each element in an order that depends on its offset in
+    the bucket (which ring chunk it falls into), so the same gradients reduced in the two layouts
+    differ in the last bits. A resumed process would reduce its first step in the first-iteration
+    layout where the uninterrupted run used the rebuilt one; settling every new DDP model here makes
+    every counted step of every process use the rebuilt layout, so resumed runs stay bit-identical.
+    The pass leaves the parameters, optimizer state, buffers and RNG states as they were.
+    """
+    count = min(batch_size, len(data))
+    if count == 0:
+        return
+    model = stepper.model
+    buffers = [b.detach().clone() for b in model.buffers()]
+    devices = [data.inputs.device] if data.inputs.device.type == "cuda" else []
+    inputs, targets = gather(data, torch.arange(count, device=data.inputs.device))
+    model.train()
+    with torch.random.fork_rng(devices=devices, device_type=data.inputs.device.type):
+        with stepper.autocast():
+            loss = stepper.loss_fn(model(inputs), targets)
+        loss.backward()  # type: ignore[no-untyped-call]
+    stepper.optimizer.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for buffer, saved in zip(model.buffers(), buffers, strict=True):
+            buffer.copy_(saved)
 
 
 def steps_per_epoch(per_rank: int, batch_size: int, max_steps: int | None) -> int:
