@@ -66,7 +66,7 @@ def test_damaged_checkpoint_is_named(tmp_path: Path, damage: str) -> None:
 @pytest.fixture
 def single_rank() -> Iterator[Dist]:
     with process_group(rank=0, world_size=1, local_rank=0, master_addr="127.0.0.1", master_port=free_port(),
-                       choice=CPU, timeout=30) as ctx:
+                       choice=CPU, timeout=30, collective_timeout=30) as ctx:
         yield ctx
 
 

@@ -41,7 +41,7 @@ def test_every_configurable_signal_is_known() -> None:
 @pytest.fixture
 def single_rank() -> Iterator[Dist]:
     with process_group(rank=0, world_size=1, local_rank=0, master_addr="127.0.0.1", master_port=free_port(),
-                       choice=CPU, timeout=30) as ctx:
+                       choice=CPU, timeout=30, collective_timeout=30) as ctx:
         yield ctx
 
 
