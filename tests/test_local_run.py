@@ -196,6 +196,37 @@ def test_preemption_mid_epoch_resumes_bit_identical(cluster_file: Path, straight
         assert entries[1][key] == reference[1][key], key
 
 
+# 4 ranks: a ring all-reduce over 3+ ranks sums each gradient element in an order set by its offset
+# in DDP's bucket, so a resumed process must reduce every step in the bucket layout the uninterrupted
+# run used (2 ranks cannot tell: a + b == b + a). All three cases ended with other parameters before
+# runtime.loop.settle_buckets existed (stopped at epoch 2 step 5 and 11, and after epoch 1).
+FOUR_RANKS = [str(FAULTY), "--nproc", "4", "samples=1024", "test_samples=16", "batch_size=8"]
+
+
+@pytest.fixture(scope="module")
+def straight4(cluster_file: Path) -> Run:
+    run = orch_run(cluster_file, *FOUR_RANKS, "epochs=2")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    assert run.summary["result"]["in_sync"] is True
+    return run
+
+
+@pytest.mark.parametrize("stop", ["epoch", "signal_step=35", "signal_step=41"])
+def test_four_ranks_resume_bit_identical(cluster_file: Path, straight4: Run, stop: str) -> None:
+    """4 ranks: resumed after an epoch or preempted mid-epoch (every rank signalled, as Slurm does)."""
+    stopped = orch_run(cluster_file, *FOUR_RANKS, *(["epochs=1"] if stop == "epoch" else ["epochs=2", stop]))
+    assert stopped.proc.returncode == 0, stopped.proc.stderr[-3000:]
+    if stop != "epoch":
+        assert stopped.summary["status"] == "preempted"
+        step = int((stopped.job_dir / REQUEUE_FILE).read_text().split()[-1])
+        assert (stopped.job_dir / REQUEUE_FILE).read_text().startswith("epoch 2, step ")
+        assert 0 < step < 32, "stopped in the middle of epoch 2"
+    resumed = resume(cluster_file, stopped.job_dir, "epochs=2", "signal_step=-1")
+    assert resumed.proc.returncode == 0, resumed.proc.stderr[-3000:]
+    assert resumed.summary["result"]["in_sync"] is True
+    assert resumed.digest == straight4.digest
+
+
 def test_preemption_signal_sent_to_orch_run_is_forwarded(cluster_file: Path, straight: Run) -> None:
     proc = start(cluster_file, *faulty_args("step_sleep=0.03"))
     root = cluster_file.parent / "jobs"

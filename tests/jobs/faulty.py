@@ -1,7 +1,8 @@
 """Test-only job: the smoke model with faults injected on purpose into one rank's training steps.
 
 ``fault`` picks the mistake, made by rank ``fault_rank`` at its ``fault_step``-th training step
-(counted in this process, from 0):
+(training-mode forward passes counted in this process, from 0; the first one is the runtime's
+bucket-settling pass, ``orchestrator.runtime.loop.settle_buckets``):
 
 - ``raise``: an exception in the forward pass;
 - ``kill``: SIGKILL of the process itself (a rank that dies without a word);
