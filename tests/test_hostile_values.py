@@ -39,7 +39,7 @@ from orchestrator.cli import main
 from orchestrator.config import Cluster
 from orchestrator.errors import ConfigError
 from orchestrator.job import LoadedJob, load_job
-from orchestrator.plan import SubmitPlan, build_plan, make_request, write_job_dir
+from orchestrator.plan import SubmitPlan, SubmitRequest, build_plan, make_request, write_job_dir
 from orchestrator.render import BUILTIN_TEMPLATES, TEMPLATE_NAMES, sbatch_quote
 from orchestrator.runconfig import JOB_FILE, SCRIPT_FILE
 
@@ -56,6 +56,12 @@ GENERATED_CASES = 250
 EXECUTED_CASES = 30
 SHELLCHECK_BATCH = 50
 
+
+
+def plan_at(request: SubmitRequest, cluster: Cluster, job: LoadedJob, *, python: str, job_root: Path) -> SubmitPlan:
+    """build_plan with a fixed time and token (the folder name is reproducible)."""
+    return build_plan(request, cluster, job, python=python, now=datetime(2024, 5, 6, 7, 8, 9), token="c0ffee",
+                      job_root=job_root)
 
 STUB = load_stub_module()
 
@@ -283,15 +289,7 @@ def plan_for(
             "templates": templates,
         }
     )
-    return build_plan(
-        request,
-        cluster_with(case.env_value, python=python),
-        job,
-        python=python,
-        now=datetime(2024, 5, 6, 7, 8, 9),
-        token="c0ffee",
-        job_root=job_root,
-    )
+    return plan_at(request, cluster_with(case.env_value, python=python), job, python=python, job_root=job_root)
 
 
 def check_plan(plan: SubmitPlan, case: Case) -> None:
@@ -565,15 +563,7 @@ def test_nasty_values_execute_exactly_and_run_nothing(
             "data_dir": data_dir,
         }
     )
-    plan = build_plan(
-        request,
-        cluster,
-        values_job,
-        python=python,
-        now=datetime(2024, 5, 6, 7, 8, 9),
-        token="c0ffee",
-        job_root=tmp_path / "root" / folders / "job root",
-    )
+    plan = plan_at(request, cluster, values_job, python=python, job_root=tmp_path / "root" / folders / "job root")
     options = STUB.sbatch_script_options(plan.script)
     assert f"--job-name={pack[0]}" in options and f"--account={pack[-1]}" in options
     job_dir = write_job_dir(plan)
@@ -591,15 +581,7 @@ def test_all_nasty_env_values_reach_srun_in_one_script(values_job: LoadedJob, tm
     env = {f"ORCH_NASTY_{i}": v for i, v in enumerate(NASTY)}
     cluster = Cluster.model_validate({**cluster_with("x").model_dump(), "env": env})
     request = make_request({"job": str(VALUES_JOB), "nodes": 2, "gpus": 2})
-    plan = build_plan(
-        request,
-        cluster,
-        values_job,
-        python=sys.executable,
-        now=datetime(2024, 1, 1),
-        token="abc123",
-        job_root=tmp_path / "jobs",
-    )
+    plan = plan_at(request, cluster, values_job, python=sys.executable, job_root=tmp_path / "jobs")
     job_dir = write_job_dir(plan)
     run = execute(job_dir, tmp_path / "cwd", nodes=2)
     assert run.proc.returncode == 0, run.proc.stderr
@@ -621,30 +603,15 @@ def test_every_short_value_in_one_executed_script(values_job: LoadedJob, tmp_pat
     env = {f"ORCH_SHORT_{i}": v for i, v in enumerate(SHORT_VALUES)}
     cluster = Cluster.model_validate({**cluster_with("x").model_dump(), "env": env})
     request = make_request({"job": str(VALUES_JOB), "nodes": 1, "gpus": 2})
-    plan = build_plan(
-        request,
-        cluster,
-        values_job,
-        python=sys.executable,
-        now=datetime(2024, 1, 1),
-        token="abc123",
-        job_root=tmp_path / "jobs",
-    )
+    plan = plan_at(request, cluster, values_job, python=sys.executable, job_root=tmp_path / "jobs")
     bash_n(plan.script)
     if SHELLCHECK is not None:  # its data-flow analysis is superlinear: 100 values per script
         names = list(env)
         paths = []
         for start in range(0, len(names), 100):
             part = {k: env[k] for k in names[start : start + 100]}
-            text = build_plan(
-                request,
-                Cluster.model_validate({**cluster.model_dump(), "env": part}),
-                values_job,
-                python=sys.executable,
-                now=datetime(2024, 1, 1),
-                token="abc123",
-                job_root=tmp_path / "jobs",
-            ).script
+            text = plan_at(request, Cluster.model_validate({**cluster.model_dump(), "env": part}), values_job,
+                           python=sys.executable, job_root=tmp_path / "jobs").script
             paths.append(tmp_path / f"short{start:04d}.sh")
             paths[-1].write_text(text, encoding="utf-8")
         shellcheck(paths)
