@@ -367,11 +367,3 @@ def requeue(job_id: str, *, runner: Runner = run_command) -> None:
     proc = _query(["scontrol", "requeue", job_id], runner)
     if proc.returncode != 0:
         raise client_error("scontrol", proc)
-
-
-def own_job_id(environ: Mapping[str, str]) -> str | None:
-    """Inside a job: its id as sbatch/squeue name it (``123``, or ``123_4`` for an array element)."""
-    array_id, task_id = environ.get("SLURM_ARRAY_JOB_ID"), environ.get("SLURM_ARRAY_TASK_ID")
-    if array_id and task_id:
-        return f"{array_id}_{task_id}"
-    return environ.get("SLURM_JOB_ID") or None

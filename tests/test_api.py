@@ -1,6 +1,7 @@
-"""The Python API without Slurm: submitit's local executor, and the Slurm parameters it would use.
+"""The Python API without Slurm: submitit's local executor and validation before anything runs.
 
-The real-cluster side (submitit's Slurm executor, job arrays) is tested in tests/slurm/test_e2e_api.py.
+That the API queues orch submit's own script is proven in tests/test_sweep.py (stub sbatch); the
+real-cluster side (one job, job arrays, preemption) in tests/slurm/test_e2e_api.py.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -90,37 +90,6 @@ def test_slurm_executor_validates_like_orch_submit(clean_env: pytest.MonkeyPatch
         api.submit("smoke", nodes=1, gpus=9, cluster=path, executor="slurm")
     with pytest.raises(ConfigError, match="unknown partition"):
         api.submit("smoke", cluster=path, executor="slurm", partition="nope")
-
-
-def _params(make_plan: Callable[..., Any], **request: Any) -> dict[str, Any]:
-    return api.slurm_parameters(make_plan(**request).context)
-
-
-def test_slurm_parameters_match_the_template(make_plan: Callable[..., Any]) -> None:
-    two = _params(make_plan, nodes=2, gpus=8)
-    extra = two["additional_parameters"]
-    assert (two["nodes"], two["ntasks_per_node"], two["partition"]) == (2, 8, "gpu")
-    assert extra["gpus-per-node"] == "a100:8" and extra["signal"] == "USR2@180" and extra["requeue"] is True
-    assert extra["mem-per-gpu"].endswith("M") and extra["time"] == "04:00:00"
-    assert "--kill-on-bad-exit=1" in two["srun_args"]
-    assert f"--cpus-per-task={two['cpus_per_task']}" in two["srun_args"]
-    assert any("NodeAddr" in line for line in two["setup"])  # MASTER_ADDR from rank 0's node
-    one = _params(make_plan, nodes=1, gpus=4, partition="debug")
-    assert one["setup"] == ["export MASTER_ADDR=127.0.0.1"]
-    assert one["additional_parameters"]["gpus-per-node"] == "4"
-
-
-def test_slurm_parameters_gres_account_and_setup(make_plan: Callable[..., Any],
-                                                 write_cluster: Callable[..., Path]) -> None:
-    cluster = write_cluster(launcher={"gpu_flag": "gres", "requeue": False, "setup": ["module load cuda"],
-                                      "preempt_signal": "USR1"},
-                            defaults={"account": "proj", "qos": "high"})
-    params = _params(make_plan, cluster=cluster, nodes=1, gpus=2)
-    extra = params["additional_parameters"]
-    assert extra["gres"] == "gpu:a100:2" and "gpus-per-node" not in extra
-    assert (extra["account"], extra["qos"], extra["signal"]) == ("proj", "high", "USR1@180")
-    assert "requeue" not in extra
-    assert params["setup"][0] == "module load cuda"
 
 
 def test_importing_the_api_is_lazy() -> None:
