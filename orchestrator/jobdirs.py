@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 JOB_DIR_MODE = 0o750  # then narrowed by the umask; never group- or world-writable
 NOT_WRITABLE_BY_OTHERS = 0o022
 ARRAY_FILE = "array.json"  # in an array's folder: the overrides of each element
+RAW_JOB_ID_FILE = "slurm_job_id"  # in an array element's folder: its raw SLURM_JOB_ID (the batch script writes it)
 # Slurm's filename patterns (sbatch --output, srun --output) of the logs, inside LOG_DIR
 BATCH_LOG_PATTERN = "slurm-%j.out"  # %j: the job id
 RANK_LOG_PATTERN = "%j-rank%t.out"  # %t: the task (global rank) id
@@ -65,6 +66,7 @@ class JobDir:
     config: RunConfig | None
     job_id: str | None
     submit_error: str | None
+    raw_job_id: str | None = None  # array elements: the raw Slurm job id (the completion log's name for it)
 
     @property
     def name(self) -> str:
@@ -188,7 +190,9 @@ def read_job_dir(path: Path) -> JobDir:
         log.debug("%s", exc.message)
         config = None
     job_id = (_read_text(path / JOB_ID_FILE) or "").strip() or None
-    return JobDir(path=path, config=config, job_id=job_id, submit_error=_read_text(path / SUBMIT_ERROR_FILE))
+    raw_id = (_read_text(path / RAW_JOB_ID_FILE) or "").strip() or None
+    return JobDir(path=path, config=config, job_id=job_id, submit_error=_read_text(path / SUBMIT_ERROR_FILE),
+                  raw_job_id=raw_id)
 
 
 def list_job_dirs(root: Path) -> list[JobDir]:

@@ -35,6 +35,7 @@ from orchestrator.jobdirs import (
     ARRAY_RANK_LOG_PATTERN,
     BATCH_LOG_PATTERN,
     RANK_LOG_PATTERN,
+    RAW_JOB_ID_FILE,
 )
 from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE
 
@@ -119,6 +120,7 @@ class ScriptContext:
             rank_log=f"{log_dir}/{rank}",
             requeue_file=f"{self.job_dir}/{REQUEUE_FILE}",
             requeue_name=REQUEUE_FILE,
+            raw_id_name=RAW_JOB_ID_FILE,
         )
         return values
 
@@ -259,6 +261,33 @@ def check_templates_dir(templates_dir: Path) -> None:
         )
 
 
+@functools.lru_cache(maxsize=1)
+def _context_class() -> type:
+    """A Jinja2 context whose ``{{ super() }}`` counts as quoted text: a parent block's output is
+    made of the parent's own text and values that already went through a quoting filter."""
+    import jinja2.runtime
+
+    class QuotedBlock(jinja2.runtime.BlockReference):
+        @property
+        def super(self) -> Any:
+            parent = super().super
+            if isinstance(parent, jinja2.runtime.BlockReference):
+                return QuotedBlock(parent.name, parent._context, parent._stack, parent._depth)
+            return parent
+
+        def __call__(self) -> Any:
+            return Shell(super().__call__())
+
+    class QuotingContext(jinja2.runtime.Context):
+        def super(self, name: str, current: Any) -> Any:
+            block = super().super(name, current)
+            if isinstance(block, jinja2.runtime.BlockReference):
+                return QuotedBlock(block.name, self, block._stack, block._depth)
+            return block
+
+    return QuotingContext
+
+
 @functools.lru_cache(maxsize=8)
 def environment(templates_dir: Path | None = None) -> jinja2.Environment:
     """The Jinja2 environment: the user's templates first, then the built-in ones."""
@@ -276,6 +305,7 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
         auto_reload=True,  # a stat per render: edits to --templates files are seen in long sessions
     )
     env.filters.update(FILTERS)
+    env.context_class = _context_class()
     return env
 
 

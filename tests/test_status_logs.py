@@ -278,11 +278,13 @@ def test_list_states_from_squeue_and_folders(fake_slurm: FakeSlurm, job_root: Pa
     rows = json.loads(out)
     assert code == 0
     assert [(r["name"], r["job_id"], r["state"]) for r in rows] == [
-        ("running", "21", "RUNNING"), ("refused", None, "not queued"), ("local", None, "finished")]
+        ("running", "21", "RUNNING"), ("refused", None, "NOT_QUEUED"), ("local", None, "COMPLETED")]
+    assert [r["orch_state"] for r in rows] == ["running", "not queued", "completed"]
+    assert rows[0]["elapsed"] == "00:00:30" and rows[0]["created"].startswith("2026-01-03T00:00:00")
     assert fake_slurm.calls() == [["squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N|%M|%j",
                                    "--jobs=21"]]
     code, out, _ = run_cli(capsys, "list")
-    assert out.splitlines()[0].split() == ["NAME", "JOBID", "CREATED", "STATE", "FOLDER"]
+    assert out.splitlines()[0].split() == ["NAME", "JOBID", "CREATED", "STATE", "ELAPSED", "FOLDER"]
     assert len(out.splitlines()) == 4
 
 
@@ -292,7 +294,7 @@ def test_list_without_slurm_still_lists(clean_env: pytest.MonkeyPatch, job_root:
     make_job(job_root, "queued", job_id="3")
     code, out, err = run_cli(capsys, "list", "--json")
     assert code == 0 and err == ""
-    assert [(r["job_id"], r["state"]) for r in json.loads(out)] == [("3", "unknown")]
+    assert [(r["job_id"], r["state"]) for r in json.loads(out)] == [("3", "UNKNOWN")]
 
 
 def test_list_of_an_empty_or_missing_root(job_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
