@@ -224,6 +224,10 @@ def find_job_dir(ref: str, root: Path) -> JobDir:
     as_path = Path(ref).expanduser()
     if (as_path / JOB_FILE).is_file():
         return read_job_dir(as_path.resolve())
+    if (as_path / ARRAY_FILE).is_file():
+        raise OrchError(f"{ref} is the folder of a job array: each element has a job folder of its own",
+                        hint=f"pass an element's folder ({as_path / '0'}) or id (<array id>_0); "
+                             "orch cancel <array id> cancels every element")
     if is_job_id(ref):
         for job in list_job_dirs(root):
             if job.job_id == ref:

@@ -497,3 +497,19 @@ def test_super_in_a_user_block_is_accepted(fake_slurm: FakeSlurm, job_root: Path
     code, _, err = run_cli(capsys, "submit", "smoke", "--nodes", "2", "--gpus", "2", "--templates", str(templates),
                            "--dry-run")
     assert code == 2 and "without a quoting filter" in err and len(err) < 400, err
+
+
+def test_cancel_a_whole_array_by_its_id(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
+    queue = "40_0|RUNNING|None|node1|0:05|s\n40_[1-3%1]|PENDING|JobArrayTaskLimit||0:00|s\n"
+    fake_slurm.set({"squeue": {"stdout": queue}, "scancel": {"stdout": ""}})
+    code, out, err = run_cli(capsys, "cancel", "40")
+    assert (code, out) == (0, "cancelled 40\n"), err
+    assert [c for c in fake_slurm.calls() if c[0] == "scancel"] == [["scancel", "40"]]
+
+
+def test_an_array_folder_points_at_its_elements(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
+    folder = job_root / "sweep-20260101-000000-abcdef"
+    folder.mkdir()
+    (folder / "array.json").write_text("{}")
+    code, _, err = run_cli(capsys, "status", str(folder))
+    assert code == 2 and "folder of a job array" in err and str(folder / "0") in err
