@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from orchestrator import slurm
 from orchestrator.config import Cluster, find_cluster, resolve_data_dir
 from orchestrator.errors import ConfigError, OrchError
-from orchestrator.jobdirs import job_root, log_path, read_result
+from orchestrator.jobdirs import job_root, log_path, read_job_dir, read_result
 from orchestrator.runconfig import LOG_DIR, read_run_config
 
 if TYPE_CHECKING:
@@ -94,7 +94,8 @@ class JobHandle:
             if state == "COMPLETED" and read_result(self.job_dir) is None:
                 state = "FAILED"
             return slurm.JobStatus(job_id=self.job_id, state=state, source="submitit")
-        return slurm.job_status([self.job_id])[self.job_id]
+        raw_id = read_job_dir(self.job_dir).raw_job_id  # an array element's raw id: the completion log's name
+        return slurm.job_status([self.job_id], raw_ids={self.job_id: raw_id} if raw_id else None)[self.job_id]
 
     def done(self) -> bool:
         status = self.status()
