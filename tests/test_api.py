@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +98,42 @@ def test_importing_the_api_is_lazy() -> None:
             "orchestrator.submit\nprint(sorted(m for m in ('torch', 'submitit') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_local_mode_and_orch_run_write_the_same_job_json(clean_env: pytest.MonkeyPatch,
+                                                         write_cluster: Callable[..., Path], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """One local plan (orchestrator.localplan): the API's local mode and orch run build job.json alike,
+    with a timezone-aware creation time. Nothing runs here: both runners are replaced."""
+    import submitit
+
+    from orchestrator.cli import main
+    from orchestrator.commands import run as run_cmd
+    from orchestrator.local import LocalResult
+
+    write_cluster()
+
+    class Queued:
+        job_id = "local-1"
+        state = "RUNNING"
+
+    class NoRunner:
+        def __init__(self, job_dir: Path, **kwargs: Any) -> None:
+            self.job_dir = job_dir
+
+        def run(self) -> LocalResult:
+            return LocalResult(job_dir=self.job_dir, exit_code=0, status="completed", message="completed")
+
+    clean_env.setattr(submitit.LocalExecutor, "submit", lambda self, fn: Queued())
+    clean_env.setattr(run_cmd, "LocalRunner", NoRunner)
+    clean_env.setenv("ORCH_DATA_DIR", "data")  # read at the edge, made absolute, written to job.json
+    handle = api.submit("smoke", nodes=1, gpus=2, executor="local", epochs=2, lr=0.5)
+    assert main(["run", "smoke", "--nproc", "2", "epochs=2", "lr=0.5"]) == 0
+    capsys.readouterr()
+    (run_dir,) = set((tmp_path / "jobs").iterdir()) - {handle.job_dir}
+    configs = [json.loads((d / "job.json").read_text()) for d in (handle.job_dir, run_dir)]
+    for cfg, folder in zip(configs, (handle.job_dir, run_dir), strict=True):
+        assert cfg.pop("job_dir") == str(folder)
+        assert cfg.pop("created")[19:] != ""  # a UTC offset: timezone-aware
+        assert cfg["data_dir"] == str(tmp_path / "data")
+    assert configs[0] == configs[1]
