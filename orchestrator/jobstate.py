@@ -89,11 +89,11 @@ def format_created(text: str) -> str:
 
 
 def gpu_hours(elapsed: str | None, gpus: int) -> float | None:
-    """GPU-hours of ``elapsed`` (``[D-]HH:MM:SS``) on ``gpus`` GPUs, to 1/100; None when unknown."""
+    """GPU-hours of ``elapsed`` (``[D-]HH:MM:SS``) on ``gpus`` GPUs, to 1/1000; None when unknown."""
     if not elapsed or not gpus:
         return None
     try:
         seconds = parse_time(elapsed)
     except ValueError:
         return None
-    return None if seconds is None else round(seconds * gpus / 3600, 2)
+    return None if seconds is None else round(seconds * gpus / 3600, 3)

@@ -432,7 +432,7 @@ def test_list_and_status_agree(fake_slurm: FakeSlurm, job_root: Path, capsys: Ca
             assert listed[job_id][key] == status[job_id][key], (job_id, key)
     assert status["3"]["reason"] == "BeginTime" and status["4"]["exit_code"] == 3
     assert status["1"]["elapsed"] == "00:00:16" and status["9_1"]["elapsed"] == "00:01:00"
-    assert status["9_1"]["gpu_hours"] == round(60 * 4 / 3600, 2)  # 2 nodes x 2 GPUs in job.json
+    assert status["9_1"]["gpu_hours"] == round(60 * 4 / 3600, 3)  # 2 nodes x 2 GPUs in job.json
     code, out, _ = run_cli(capsys, "status", "1", "2")
     assert out.splitlines()[0].split()[:6] == ["JOBID", "STATE", "EXIT", "RESTARTS", "ELAPSED", "GPU_H"]
 
