@@ -208,7 +208,7 @@ def plan_request(loaded: LoadedJob, cluster: Cluster, nodes: int | None, gpus: i
                  entry: Mapping[str, Any]) -> SubmitPlan:
     """The plan ``orch submit`` makes for the same request (keyword arguments as its flags)."""
     from orchestrator.plan import make_request
-    from orchestrator.submission import new_plan
+    from orchestrator.submission import data_dir_problem, new_plan
 
     request, params = _split(entry)
     cwd = Path.cwd()
@@ -216,7 +216,11 @@ def plan_request(loaded: LoadedJob, cluster: Cluster, nodes: int | None, gpus: i
     values = {"job": str(loaded.path), "nodes": nodes, "gpus": gpus, "overrides": params, **request,
               "data_dir": resolve_data_dir(request.get("data_dir"), os.environ, cwd),
               "templates": os.path.normpath(cwd / Path(templates).expanduser()) if templates else None}
-    return new_plan(make_request(values), cluster, loaded, cwd)
+    plan = new_plan(make_request(values), cluster, loaded, cwd)
+    problem = data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
+    if problem is not None:  # as orch submit: refused before anything is written
+        raise problem
+    return plan
 
 
 def _load(job: str | Path, cluster: str | Path | Cluster | None,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import slurm
-from orchestrator.config import Cluster
+from orchestrator.config import DATA_DIR_ENV_VAR, Cluster
 from orchestrator.errors import ConfigError, SlurmError
 from orchestrator.job import LoadedJob, make_params, parse_overrides
 from orchestrator.jobdirs import (
@@ -124,6 +124,17 @@ def plan_array(plan: SubmitPlan, loaded: LoadedJob, grid: Sequence[Mapping[str, 
         elements.append(Element(index=index, overrides=dict(entry), run_config=config))
     return ArrayPlan(plan=replace(plan, script=script, context=context), elements=tuple(elements),
                      throttle=throttle)
+
+
+def data_dir_problem(job_name: str, needs_data: bool, data_dir: str | None) -> ConfigError | None:
+    """A job that reads a dataset needs an existing data directory (checked here, not hours later)."""
+    if data_dir is not None and not Path(data_dir).is_dir():
+        return ConfigError(f"the data directory {data_dir} does not exist",
+                           hint=f"pass --data-dir DIR (or set {DATA_DIR_ENV_VAR}) with an existing folder")
+    if needs_data and data_dir is None:
+        return ConfigError(f"job {job_name} needs a data directory, and none was given",
+                           hint=f"pass --data-dir DIR or set {DATA_DIR_ENV_VAR}=DIR")
+    return None
 
 
 def check_pass_env(names: Sequence[str], environ: Mapping[str, str]) -> None:

@@ -178,3 +178,12 @@ def test_api_sweep_varies_hyperparameters_only(env: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="share the resources"):
         api.sweep("smoke", [{"lr": 0.1, "partition": "debug"}], cluster=env["cluster"], executor="slurm")
     assert env["stubs"].records() == []
+
+
+def test_api_checks_the_data_dir_as_orch_submit(env: dict[str, Any], tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="needs a data directory"):
+        api.submit("mnist", nodes=1, gpus=1, cluster=env["cluster"], executor="slurm")
+    with pytest.raises(ConfigError, match="does not exist"):
+        api.sweep("mnist", [{"lr": 0.1}], nodes=1, gpus=1, cluster=env["cluster"], executor="slurm",
+                  data_dir=str(tmp_path / "nowhere"))
+    assert env["stubs"].records() == [] and not env["jobs"].exists()

@@ -104,14 +104,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _data_dir_problem(job_name: str, needs_data: bool, data_dir: str | None) -> ConfigError | None:
-    """A job that reads a dataset needs an existing data directory (checked here, not hours later)."""
-    if data_dir is not None and not Path(data_dir).is_dir():
-        return ConfigError(f"the data directory {data_dir} does not exist",
-                           hint=f"pass --data-dir DIR (or set {DATA_DIR_ENV_VAR}) with an existing folder")
-    if needs_data and data_dir is None:
-        return ConfigError(f"job {job_name} needs a data directory, and none was given",
-                           hint=f"pass --data-dir DIR or set {DATA_DIR_ENV_VAR}=DIR")
-    return None
+    from orchestrator.submission import data_dir_problem
+
+    return data_dir_problem(job_name, needs_data, data_dir)
 
 
 def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
