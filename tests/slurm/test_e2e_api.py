@@ -50,6 +50,12 @@ def test_api_sweep_is_one_job_array(slurm_env: SlurmCluster) -> None:
     assert lrs == [0.2, 0.01]
     assert results[0]["param_digest"] != results[1]["param_digest"]  # different runs, really
     assert len({h.job_dir for h in handles}) == 2
+    # one array folder, element I in <folder>/I with its logs named by the element's id
+    assert [h.job_dir for h in handles] == [handles[0].job_dir.parent / "0", handles[0].job_dir.parent / "1"]
+    for handle in handles:
+        assert (handle.job_dir / "logs" / f"slurm-{handle.job_id}.out").is_file()
+        assert "epoch 1/1" in handle.logs(0)
+        assert slurm_env.status(handle.job_id)["job_dir"] == str(handle.job_dir)
 
 
 def test_api_cancel(slurm_env: SlurmCluster) -> None:
