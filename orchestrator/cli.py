@@ -18,6 +18,7 @@ from typing import Any
 
 from orchestrator import __version__
 from orchestrator.errors import OrchError
+from orchestrator.lean import skip_pydantic_plugins
 
 # verb -> module; the order is the order of `orch --help`.
 VERBS: dict[str, str] = {
@@ -96,6 +97,7 @@ def no_world_write() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    skip_pydantic_plugins(os.environ)  # no entry-point scan at the first model build (lean.py)
     try:
         args, extra = build_parser(_verb_in(args_list)).parse_known_args(args_list)
         if extra:  # reported here, so the hint names the verb's own help, not orch --help

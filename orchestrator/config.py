@@ -237,7 +237,13 @@ def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        # libyaml's loader when built in (10x faster); on an error the pure-Python loader parses again,
+        # so the message (line, column, context) is the same with or without libyaml
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        data = None
+    try:
+        data = yaml.safe_load(text) if data is None else data
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source} is not valid YAML: {exc}", hint="check indentation and quoting") from None
     if not isinstance(data, dict):

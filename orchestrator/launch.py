@@ -79,7 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(distenv.job_master_port(os.environ, cfg.launcher.port_range))
             return 0
         from orchestrator.runtime.preempt import PreemptFlag
+        from orchestrator.runtime.startup import CLOCK, timed_import_torch
 
+        CLOCK.start(os.environ, job_dir)  # queued, to_task: from Slurm's and the kernel's times
         flag = PreemptFlag(cfg.launcher.preempt_signal).install()
         timeout = cfg.launcher.collective_timeout
         env = distenv.derive(os.environ, port_range=cfg.launcher.port_range)
@@ -87,8 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         export_environment(cfg, env, os.environ)
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                             format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
+        timed_import_torch()
         from orchestrator.runtime import entry
 
+        CLOCK.lap("imports")
         return entry.run(cfg, env, job_dir, flag, os.environ)
     except OrchError as exc:
         label = _rank_label(os.environ, env)

@@ -293,17 +293,21 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
     """The Jinja2 environment: the user's templates first, then the built-in ones."""
     import jinja2
 
+    from orchestrator.cache import template_bytecode_cache
+
     search = [str(templates_dir), str(BUILTIN_TEMPLATES)] if templates_dir else [str(BUILTIN_TEMPLATES)]
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(search),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        finalize=_finalize,
-        auto_reload=True,  # a stat per render: edits to --templates files are seen in long sessions
-    )
+    settings: dict[str, Any] = {
+        "undefined": jinja2.StrictUndefined,
+        "autoescape": False,
+        "keep_trailing_newline": True,
+        "trim_blocks": True,
+        "lstrip_blocks": True,
+        "finalize": _finalize,
+        "auto_reload": True,  # a stat per render: edits to --templates files are seen in long sessions
+    }
+    # compiled templates are cached per user, keyed by each file's path and content (cache.py)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), bytecode_cache=template_bytecode_cache(
+        {k: getattr(v, "__qualname__", v) for k, v in settings.items()}), **settings)
     env.filters.update(FILTERS)
     env.context_class = _context_class()
     return env

@@ -16,7 +16,7 @@ from orchestrator import jobstate
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import format_rows, job_root_from_args
 from orchestrator.errors import OrchError
-from orchestrator.jobdirs import JobDir, find_job_dir, is_job_id, list_job_dirs
+from orchestrator.jobdirs import JobDir, find_job_dir, is_job_id, list_job_dirs, read_result
 
 HELP = "show the Slurm state of jobs (default: the newest jobs submitted from here)"
 # column title -> key of a row (one table for the human view)
@@ -70,8 +70,24 @@ def run(args: argparse.Namespace) -> int:
         raise OrchError("no jobs submitted from here yet",
                         hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
     table = jobstate.rows(list(targets))
+    startup = _startup(targets[0][1]) if len(args.jobs) == 1 else None
+    if startup:
+        table[0]["startup"] = startup
     if args.json:
         print_json(table[0] if len(args.jobs) == 1 else table)
     else:
         print(format_rows(table, COLUMNS))
+        if startup:
+            from orchestrator.runtime.startup import format_startup
+
+            print(format_startup(startup))
     return 0
+
+
+def _startup(job: JobDir | None) -> dict[str, float] | None:
+    """Where the job's start-up time went (result.json's ``startup``, written by rank 0)."""
+    result = read_result(job.path) if job is not None else None
+    startup = result.get("startup") if isinstance(result, dict) else None
+    if not isinstance(startup, dict):
+        return None
+    return {str(k): float(v) for k, v in startup.items() if isinstance(v, (int, float))}

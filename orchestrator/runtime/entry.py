@@ -41,6 +41,7 @@ from orchestrator.runtime.dist import (
 from orchestrator.runtime.loop import Stepper, Tally, evaluate, settle_buckets, steps_per_epoch, train_epoch
 from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, ratio, write_json_atomic
 from orchestrator.runtime.preempt import PreemptFlag
+from orchestrator.runtime.startup import CLOCK, join, prefetch_dynamo
 from orchestrator.runtime.task import BuildContext, TrainTask
 
 log = logging.getLogger(__name__)
@@ -56,10 +57,15 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
     spec = load_job_file(Path(cfg.job_file))
     params = spec.params.model_validate(cfg.params)
     torch.set_num_threads(devices.num_threads(params.num_threads, cfg.cpus_per_task))
+    dynamo = prefetch_dynamo()  # DDP imports torch._dynamo: overlap that with the rendezvous
+    CLOCK.lap("imports")
     with process_group(rank=env.rank, world_size=env.world_size, local_rank=env.local_rank,
                        master_addr=env.master_addr, master_port=env.master_port, choice=choice,
                        timeout=cfg.launcher.init_timeout,
                        collective_timeout=cfg.launcher.collective_timeout) as ctx:
+        CLOCK.lap("process_group")
+        join(dynamo)  # before this rank imports anything else: no two threads importing at once
+        CLOCK.lap("import_dynamo")
         if choice.kind == "cuda":
             host = devices.host_name(environ, socket.gethostname())
             devices.check_unique_devices(gather_objects((host, choice.physical), ctx))
@@ -105,9 +111,11 @@ class Trainer:
         if state is not None:
             self._check_resumable(state)
             model.load_state_dict(state["model"])
+        CLOCK.lap("build")
         # gradient_as_bucket_view: gradients live in DDP's all-reduce buckets (no copy in and out)
         ddp = DistributedDataParallel(model, device_ids=[ctx.device.index] if cuda else None,
                                       gradient_as_bucket_view=True)
+        CLOCK.lap("ddp")
         optimizer = task.make_optimizer(ddp.parameters(), p)
         amp_dtype = None
         scaler = None
@@ -142,6 +150,8 @@ class Trainer:
 
         def after_step(step: int) -> None:
             nonlocal synced
+            if "first_step" not in CLOCK.phases:
+                CLOCK.lap("first_step")
             if p.check_sync and not synced:
                 check_sync(ddp.module, ctx, "after the first step")
                 synced = True
@@ -281,5 +291,5 @@ class Trainer:
         write_json_atomic(self.job_dir / RESULT_FILE, {
             "job": self.spec.name, "status": "completed", "epochs": self.params.epochs,
             "world_size": self.ctx.world_size, "final": final, "param_digest": digests[0],
-            "param_digests": digests, "in_sync": len(set(digests)) == 1,
+            "param_digests": digests, "in_sync": len(set(digests)) == 1, "startup": CLOCK.as_dict(),
         })

@@ -1,0 +1,95 @@
+"""The user's cache folder for the CLI's start-up (an edge: it reads the environment).
+
+``$XDG_CACHE_HOME/orch`` (default ``~/.cache/orch``), created mode 0700. A folder that is not a
+directory owned by this user, or that group or others may write, is never used: a planted cache
+must not change what orch renders. Every failure (read-only home, full disk) means "no cache",
+never an error; a cache only saves time.
+
+:func:`template_bytecode_cache` is Jinja2's bytecode cache for the sbatch templates. Jinja2 keys
+each entry by the template's name and file path and stores the SHA-1 of its source next to the
+code: an edited template (built-in or ``--templates DIR``) is compiled again, never taken stale.
+The folder name adds the orch and Jinja2 versions and the environment's settings, which change
+the generated code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator import __version__
+
+if TYPE_CHECKING:
+    import jinja2.bccache
+
+log = logging.getLogger(__name__)
+
+CACHE_ENV_VAR = "ORCH_CACHE_DIR"  # overrides $XDG_CACHE_HOME/orch; "off" (or empty) disables the cache
+
+
+def cache_root(environ: Mapping[str, str]) -> Path | None:
+    """Where orch may cache: ``$ORCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/orch``, else ``~/.cache/orch``."""
+    if CACHE_ENV_VAR in environ:
+        value = environ[CACHE_ENV_VAR]
+        return None if value in ("", "off", "0") else Path(value).expanduser()
+    base = environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):  # the XDG spec: relative values are invalid and ignored
+        home = environ.get("HOME") or os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / "orch"
+
+
+def private_dir(path: Path) -> Path | None:
+    """``path`` created (mode 0700, parents as needed) and checked: a directory (not a link) owned by
+    this user that neither group nor others may write; else None."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(path)
+    except OSError as exc:
+        log.debug("no cache in %s: %s", path, exc)
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        log.debug("no cache in %s: not a private directory of this user", path)
+        return None
+    return path
+
+
+def template_bytecode_cache(settings: Mapping[str, Any], environ: Mapping[str, str] | None = None
+                            ) -> jinja2.bccache.BytecodeCache | None:
+    """A Jinja2 bytecode cache for an environment with these ``settings`` (``environ``: default
+    ``os.environ``); None when there is no safe folder."""
+    import jinja2
+    import jinja2.bccache
+
+    root = cache_root(os.environ if environ is None else environ)
+    if root is None or private_dir(root) is None:
+        return None
+    digest = hashlib.sha256(repr(sorted(settings.items())).encode()).hexdigest()[:12]
+    folder = private_dir(root / f"templates-{__version__}-jinja{jinja2.__version__}-{digest}")
+    if folder is None:
+        return None
+
+    class QuietCache(jinja2.bccache.FileSystemBytecodeCache):
+        """Jinja2's file cache, but a cache that cannot be read or written is just a miss."""
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception as exc:  # a truncated or foreign file: compile the template instead
+                log.debug("template cache entry unreadable: %s", exc)
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError as exc:
+                log.debug("template cache not written: %s", exc)
+
+    return QuietCache(str(folder), "%s.jinja")

@@ -1,0 +1,164 @@
+"""Where a task's start-up time went: queued, to the task, imports, process group, build, first step.
+
+One clock per task process (:data:`CLOCK`, process-wide like a logger: the launcher starts it, the
+entrypoint laps it, ``result.json`` carries it as ``startup``: ``{phase: seconds}``). Phases, in order
+(:data:`PHASES`, the one table ``orch status`` prints them by):
+
+``queued``         submit (the job folder's ``job.json``, written by ``orch submit``) to the job's start
+                   (``SLURM_JOB_START_TIME``); absent outside Slurm or when either is unknown.
+``to_task``        the job's start to this task's process start (the batch script, srun, the launch of
+                   the task); under ``orch run``, absent.
+``imports``        the process start to the runtime and the job file being imported; ``import_torch``
+                   is the part of it that ``import torch`` took (orch's own imports are the rest).
+``process_group``  ``init_process_group``: rendezvous at the store and the communicator's set-up.
+``import_dynamo``  what is left of the ``torch._dynamo`` import (:func:`prefetch_dynamo`) after the
+                   rendezvous; near 0 when the rendezvous took longer than the import.
+``build``          the job's ``build()`` (model, data) and the resume from a checkpoint.
+``ddp``            DistributedDataParallel's constructor (the parameter broadcast).
+``first_step``     from there to the end of the first training step (optimizer, DDP's bucket settling
+                   pass, the first forward, backward, all-reduce and optimizer step).
+
+Also here: :func:`prefetch_dynamo`, which imports ``torch._dynamo`` (about 900 modules, which DDP's
+constructor imports) in a daemon thread while the main thread waits at the rendezvous.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+PHASES: tuple[str, ...] = ("queued", "to_task", "imports", "import_torch", "process_group", "import_dynamo",
+                           "build", "ddp", "first_step")
+JOB_START_VAR = "SLURM_JOB_START_TIME"  # epoch seconds, set by Slurm in the job's environment
+
+
+def process_start_time(pid: int | str = "self") -> float | None:
+    """Epoch seconds at which the process started (Linux /proc), else None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: starttime, clock ticks after boot
+        with open("/proc/stat", encoding="ascii") as proc_stat:
+            boot = next(int(line.split()[1]) for line in proc_stat if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+class StartupClock:
+    """Phase durations of one task, measured with ``time.time()`` (comparable across hosts' clocks
+    only as far as they are synchronized; the phases within a task use one clock)."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._last: float | None = None
+
+    def start(self, environ: Mapping[str, str], job_dir: Path | None = None, *, now: float | None = None) -> None:
+        """Record ``queued``, ``to_task`` and ``imports`` so far from Slurm's and the kernel's times."""
+        now = time.time() if now is None else now
+        process = process_start_time()
+        job_start = _float(environ.get(JOB_START_VAR))
+        submitted = _mtime(job_dir / "job.json") if job_dir is not None else None
+        if job_start is not None and submitted is not None and job_start >= submitted:
+            self.phases["queued"] = job_start - submitted
+        if job_start is not None and process is not None and process >= job_start:
+            self.phases["to_task"] = process - job_start
+        self._last = process if process is not None else now
+
+    def lap(self, phase: str, *, now: float | None = None) -> float:
+        """The time since the previous lap (or the start), added to ``phase``."""
+        now = time.time() if now is None else now
+        if self._last is None:
+            self._last = now
+        spent = max(0.0, now - self._last)
+        self.phases[phase] = self.phases.get(phase, 0.0) + spent
+        self._last = now
+        return spent
+
+    def record(self, phase: str, seconds: float) -> None:
+        """A phase measured elsewhere (e.g. ``import_torch``, a part of ``imports``)."""
+        self.phases[phase] = seconds
+
+    def as_dict(self) -> dict[str, float]:
+        """``{phase: seconds}`` in :data:`PHASES` order, rounded to milliseconds."""
+        order = {name: i for i, name in enumerate(PHASES)}
+        return {k: round(v, 3) for k, v in sorted(self.phases.items(), key=lambda kv: order.get(kv[0], 99))}
+
+
+CLOCK = StartupClock()  # this process's clock (one task per process)
+
+
+def timed_import_torch() -> None:
+    """``import torch``, timed as ``import_torch`` (call it before anything else imports torch)."""
+    import sys
+
+    if "torch" in sys.modules:
+        return
+    began = time.perf_counter()
+    import torch  # noqa: F401
+
+    CLOCK.record("import_torch", time.perf_counter() - began)
+
+
+def prefetch_dynamo() -> threading.Thread | None:
+    """Import ``torch._dynamo`` in a daemon thread; the caller joins it right after the rendezvous.
+
+    DDP's constructor reads ``torch._dynamo.utils`` and its forward is wrapped by
+    ``torch._disable_dynamo``: both import ``torch._dynamo`` (seconds on a small node). The import
+    runs while this rank waits at the rendezvous (``init_process_group`` spends that time in C++
+    without the GIL). The caller joins the thread before it imports anything else (two threads
+    importing at once can trip the import system's deadlock detection). An error in the thread is
+    only logged: a failed import leaves no module behind, and DDP then imports it itself, as before.
+    ``ORCH_PREFETCH_DYNAMO=0`` turns it off (the start-up benchmark compares both).
+    """
+    import sys
+
+    if "torch._dynamo" in sys.modules or os.environ.get("ORCH_PREFETCH_DYNAMO") == "0":
+        return None
+
+    def target() -> None:
+        try:
+            import torch._dynamo  # noqa: F401
+        except BaseException as exc:
+            log.debug("prefetching torch._dynamo failed: %r", exc)
+
+    thread = threading.Thread(target=target, name="orch-prefetch-dynamo", daemon=True)
+    thread.start()
+    return thread
+
+
+def join(thread: threading.Thread | None) -> None:
+    if thread is not None:
+        thread.join()
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def format_startup(phases: Mapping[str, float]) -> str:
+    """The ``orch status JOB`` lines: one phase a line in :data:`PHASES` order, with its share."""
+    total = sum(v for k, v in phases.items() if k != "import_torch")  # import_torch is part of imports
+    order = {name: i for i, name in enumerate(PHASES)}
+    lines = ["startup (rank 0):"]
+    for name, seconds in sorted(phases.items(), key=lambda kv: order.get(kv[0], 99)):
+        label = "  of which import torch" if name == "import_torch" else f"  {name}"
+        share = f"{100 * seconds / total:5.1f}%" if total > 0 and name != "import_torch" else ""
+        lines.append(f"{label:<24}{seconds:9.3f}s  {share}".rstrip())
+    lines.append(f"{'  total':<24}{total:9.3f}s")
+    return "\n".join(lines)
