@@ -9,7 +9,15 @@ On a running Slurm cluster (the local test cluster: ``tests/slurm/cluster.sh up`
 * **bare**: ``sbatch`` of a hand-written script of the same shape whose ``srun`` runs
   ``python -c "import torch"`` and stamps the time, until every task has stamped;
 * **bare + dynamo**: the same, also importing ``torch._dynamo``, which the constructor of
-  ``DistributedDataParallel`` imports (torch 2.x): what any DDP program pays before its first step.
+  ``DistributedDataParallel`` imports (torch 2.x): what any DDP program pays before its first step;
+* **orch, no prefetch**: ``orch submit`` with ``ORCH_PREFETCH_DYNAMO=0``: ``torch._dynamo`` is imported
+  by DDP's constructor after the rendezvous (the "before" of the prefetch in runtime/startup.py).
+
+Then the start-up phases that rank 0 recorded in ``result.json`` (``startup``), median per phase,
+with and without the prefetch: ``import_torch`` (torch's own import) apart from orch's part
+(``imports`` minus ``import_torch``: orch's runtime and the job file; ``batch``: the script's set-up;
+``process_group``, ``import_dynamo``, ``build``, ``ddp``, ``first_step``) and Slurm's (``queued``,
+``to_task``).
 
 Both clocks start before the submitting command and stop at the last rank's stamp (one host, one
 clock). The difference is what orch costs over the unavoidable part (scheduling, slurmd starting
@@ -79,7 +87,10 @@ def wait_gone(job_id: str, env: dict[str, str]) -> None:
         time.sleep(0.2)
 
 
-def run_orch(cluster_yaml: Path, nodes: int, gpus: int, cpus: int, env: dict[str, str]) -> float:
+def run_orch(cluster_yaml: Path, nodes: int, gpus: int, cpus: int, env: dict[str, str],
+             prefetch: bool = True) -> tuple[float, dict[str, float]]:
+    """Seconds to the last rank's first step, and rank 0's start-up phases."""
+    env = {**env, "ORCH_PREFETCH_DYNAMO": "1" if prefetch else "0"}
     start = time.time()
     proc = subprocess.run([ORCH, "submit", str(JOB), "--nodes", str(nodes), "--gpus", str(gpus),
                            "--cpus-per-task", str(cpus), "--cluster", str(cluster_yaml), "--json", *PARAMS],
@@ -89,7 +100,9 @@ def run_orch(cluster_yaml: Path, nodes: int, gpus: int, cpus: int, env: dict[str
     data = json.loads(proc.stdout)
     took = wait_for_stamps(Path(data["job_dir"]) / "first_step", nodes * gpus, start)
     wait_gone(str(data["job_id"]), env)
-    return took
+    result = Path(data["job_dir"]) / "result.json"
+    startup = json.loads(result.read_text())["startup"] if result.is_file() else {}
+    return took, startup
 
 
 def run_bare(workdir: Path, index: int, nodes: int, gpus: int, cpus: int, partition: str,
@@ -111,9 +124,34 @@ def run_bare(workdir: Path, index: int, nodes: int, gpus: int, cpus: int, partit
     return took
 
 
-def _row(label: str, bare: float, dynamo: float, orch: float) -> str:
-    return (f"{label:>3}  {bare:>16.2f} s  {dynamo:>11.2f} s  {orch:>9.2f} s  {orch - bare:>+9.2f} s  "
-            f"{orch - dynamo:>+18.2f} s")
+def _row(label: str, bare: float, dynamo: float, orch: float, orch_before: float) -> str:
+    return (f"{label:>3}  {bare:>16.2f} s  {dynamo:>11.2f} s  {orch:>9.2f} s  {orch_before:>16.2f} s  "
+            f"{orch - bare:>+9.2f} s  {orch - dynamo:>+18.2f} s")
+
+
+def phase_table(after: list[dict[str, float]], before: list[dict[str, float]]) -> str:
+    """Median seconds per start-up phase (rank 0), with and without the torch._dynamo prefetch."""
+    from orchestrator.runtime.startup import PHASES
+
+    def med(runs: list[dict[str, float]], phase: str) -> float | None:
+        values = [r[phase] for r in runs if phase in r]
+        return statistics.median(values) if values else None
+
+    def own(run: dict[str, float]) -> float:
+        return sum(v for k, v in run.items() if k not in ("queued", "to_task", "import_torch")) - run.get(
+            "import_torch", 0.0)
+
+    lines = [f"{'phase (rank 0, median)':<28}  {'prefetch':>9}  {'no prefetch':>11}"]
+    for phase in PHASES:
+        a, b = med(after, phase), med(before, phase)
+        if a is None and b is None:
+            continue
+        lines.append(f"  {phase:<26}  {a if a is not None else float('nan'):8.2f}s  "
+                     f"{b if b is not None else float('nan'):10.2f}s")
+    own_a = statistics.median(own(r) for r in after) if after else float("nan")
+    own_b = statistics.median(own(r) for r in before) if before else float("nan")
+    lines.append(f"  {'orch own (no slurm, torch)':<26}  {own_a:8.2f}s  {own_b:10.2f}s")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -139,16 +177,23 @@ def main() -> None:
         print(f"submit -> every rank in its first training step, {shape} ({args.nodes * args.gpus} ranks), "
               f"cpus-per-task {args.cpus_per_task}, {args.runs} run(s) each, alternating")
         print(f"{'run':>3}  {'bare: import torch':>18}  {'bare + dynamo':>13}  {'orch submit':>11}  "
-              f"{'orch - bare':>11}  {'orch - (bare+dynamo)':>20}")
-        rows: list[tuple[float, float, float]] = []
+              f"{'orch, no prefetch':>18}  {'orch - bare':>11}  {'orch - (bare+dynamo)':>20}")
+        rows: list[tuple[float, float, float, float]] = []
+        phases_after: list[dict[str, float]] = []
+        phases_before: list[dict[str, float]] = []
         shape_args = (args.nodes, args.gpus, args.cpus_per_task)
         for index in range(args.runs):
             b = run_bare(workdir, index, *shape_args, partition, env)
             d = run_bare(workdir, index, *shape_args, partition, env, extra_import="torch._dynamo")
-            o = run_orch(cluster_yaml, *shape_args, env)
-            rows.append((b, d, o))
-            print(_row(str(index + 1), b, d, o), flush=True)
+            o, phases = run_orch(cluster_yaml, *shape_args, env)
+            o_before, phases_no = run_orch(cluster_yaml, *shape_args, env, prefetch=False)
+            rows.append((b, d, o, o_before))
+            phases_after.append(phases)
+            phases_before.append(phases_no)
+            print(_row(str(index + 1), b, d, o, o_before), flush=True)
         print(_row("med", *(statistics.median(col) for col in zip(*rows, strict=True))))
+        print()
+        print(phase_table(phases_after, phases_before))
         load = os.getloadavg()[0]
         print(f"(load average at the end: {load:.1f} on {os.cpu_count()} CPUs)")
 

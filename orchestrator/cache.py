@@ -93,3 +93,64 @@ def template_bytecode_cache(settings: Mapping[str, Any], environ: Mapping[str, s
                 log.debug("template cache not written: %s", exc)
 
     return QuietCache(str(folder), "%s.jinja")
+
+
+def _parsed_file(path: Path, environ: Mapping[str, str]) -> Path | None:
+    """The cache entry of the parsed file ``path``: keyed by its absolute path, inode, size, mtime and
+    ctime (a chmod changes the ctime) and orch's version; None when there is no safe folder or no file."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    root = cache_root(environ)
+    if root is None or private_dir(root) is None:
+        return None
+    folder = private_dir(root / "parsed")
+    if folder is None:
+        return None
+    key = f"{os.path.abspath(path)}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|{info.st_ctime_ns}|{__version__}"
+    return folder / (hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json")
+
+
+def load_parsed(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """What :func:`store_parsed` kept for ``path`` as it is now on disk, else None."""
+    entry = _parsed_file(path, os.environ if environ is None else environ)
+    if entry is None:
+        return None
+    import json
+
+    try:
+        data = json.loads(entry.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def store_parsed(path: Path, data: Any, environ: Mapping[str, str] | None = None) -> None:
+    """Keep ``data`` (a YAML file's parse) for ``path``, if JSON gives back exactly the same values
+    (plain mappings with text keys, lists, text, numbers, booleans, null; no dates or NaN)."""
+    if not _plain(data) or not isinstance(data, dict):
+        return
+    entry = _parsed_file(path, os.environ if environ is None else environ)
+    if entry is None:
+        return
+    import json
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile("w", dir=entry.parent, suffix=".tmp", delete=False,
+                                         encoding="utf-8") as tmp:  # created mode 0600
+            json.dump(data, tmp)
+        os.replace(tmp.name, entry)
+    except OSError as exc:
+        log.debug("parsed file not cached: %s", exc)
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if type(value) is float:
+        return value == value and value not in (float("inf"), float("-inf"))
+    return value is None or type(value) in (str, int, bool)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -27,7 +27,7 @@ _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def _check_time(value: str) -> str:
@@ -234,6 +234,11 @@ def resolve_data_dir(given: str | Path | None, environ: Mapping[str, str], cwd: 
 
 def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
     """Parse and validate cluster.yaml text."""
+    return validate_cluster(parse_yaml(text, source), source)
+
+
+def parse_yaml(text: str, source: str) -> dict[str, Any]:
+    """The top-level mapping of cluster.yaml text; ConfigError for invalid YAML or another top level."""
     import yaml
 
     try:
@@ -248,6 +253,10 @@ def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
         raise ConfigError(f"{source} is not valid YAML: {exc}", hint="check indentation and quoting") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must be a mapping at the top level", hint="start with 'name: mycluster'")
+    return data
+
+
+def validate_cluster(data: Mapping[str, Any], source: str) -> Cluster:
     try:
         return Cluster.model_validate(data)
     except ValidationError as exc:
@@ -255,11 +264,20 @@ def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
 
 
 def load_cluster(path: Path) -> Cluster:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions") from None
-    return parse_cluster(text, str(path))
+    """Read, parse and validate ``path``. The parse (not the validation) is cached per user, keyed by
+    the file's path, size and times (:mod:`orchestrator.cache`): a dry run then skips the YAML parser."""
+    from orchestrator import cache
+
+    data = cache.load_parsed(path)
+    if data is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror}",
+                              hint="check the path and its permissions") from None
+        data = parse_yaml(text, str(path))
+        cache.store_parsed(path, data)
+    return validate_cluster(data, str(path))
 
 
 _FIX_BY_TYPE = {

@@ -4,10 +4,13 @@ One clock per task process (:data:`CLOCK`, process-wide like a logger: the launc
 entrypoint laps it, ``result.json`` carries it as ``startup``: ``{phase: seconds}``). Phases, in order
 (:data:`PHASES`, the one table ``orch status`` prints them by):
 
-``queued``         submit (the job folder's ``job.json``, written by ``orch submit``) to the job's start
-                   (``SLURM_JOB_START_TIME``); absent outside Slurm or when either is unknown.
-``to_task``        the job's start to this task's process start (the batch script, srun, the launch of
-                   the task); under ``orch run``, absent.
+``queued``         submit (the job folder's ``job.json``, written by ``orch submit``) to the start of the
+                   batch script (``ORCH_BATCH_START``, exported by orch's script); first runs only.
+``batch``          the batch script's start to its ``srun`` (``ORCH_SRUN_START``): the script's set-up
+                   lines, ``launcher.setup`` and the MASTER_PORT computation.
+``to_task``        ``srun`` to this task's process start (Slurm starting the step and the task).
+                   These three are absent under ``orch run`` and with templates that do not export
+                   the two variables.
 ``imports``        the process start to the runtime and the job file being imported; ``import_torch``
                    is the part of it that ``import torch`` took (orch's own imports are the rest).
 ``process_group``  ``init_process_group``: rendezvous at the store and the communicator's set-up.
@@ -33,20 +36,27 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-PHASES: tuple[str, ...] = ("queued", "to_task", "imports", "import_torch", "process_group", "import_dynamo",
+PHASES: tuple[str, ...] = ("queued", "batch", "to_task", "imports", "import_torch", "process_group", "import_dynamo",
                            "build", "ddp", "first_step")
-JOB_START_VAR = "SLURM_JOB_START_TIME"  # epoch seconds, set by Slurm in the job's environment
+BATCH_START_VAR = "ORCH_BATCH_START"  # epoch seconds (bash's $EPOCHREALTIME), set by the batch script
+SRUN_START_VAR = "ORCH_SRUN_START"  # the same, just before srun
+CLOCK_SLACK = 0.1  # seconds: /proc's times are in ticks (10 ms); a phase this much below 0 counts as 0
+RESTART_VAR = "SLURM_RESTART_COUNT"  # a requeued job: its job.json is older than the requeue
 
 
 def process_start_time(pid: int | str = "self") -> float | None:
-    """Epoch seconds at which the process started (Linux /proc), else None."""
+    """Epoch seconds at which the process started (Linux /proc, to about 10 ms), else None.
+
+    The kernel counts the start in clock ticks after boot; the age of the process (the uptime now
+    minus that) is subtracted from the time now. (``btime`` in /proc/stat has whole seconds only.)
+    """
     try:
+        now = time.time()
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+        uptime = float(Path("/proc/uptime").read_text(encoding="ascii").split()[0])
         ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: starttime, clock ticks after boot
-        with open("/proc/stat", encoding="ascii") as proc_stat:
-            boot = next(int(line.split()[1]) for line in proc_stat if line.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
+        return now - max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -59,15 +69,17 @@ class StartupClock:
         self._last: float | None = None
 
     def start(self, environ: Mapping[str, str], job_dir: Path | None = None, *, now: float | None = None) -> None:
-        """Record ``queued``, ``to_task`` and ``imports`` so far from Slurm's and the kernel's times."""
+        """Record ``queued``, ``batch`` and ``to_task`` from the batch script's and the kernel's times;
+        the next lap counts from the process start."""
         now = time.time() if now is None else now
         process = process_start_time()
-        job_start = _float(environ.get(JOB_START_VAR))
-        submitted = _mtime(job_dir / "job.json") if job_dir is not None else None
-        if job_start is not None and submitted is not None and job_start >= submitted:
-            self.phases["queued"] = job_start - submitted
-        if job_start is not None and process is not None and process >= job_start:
-            self.phases["to_task"] = process - job_start
+        batch = _float(environ.get(BATCH_START_VAR))
+        srun = _float(environ.get(SRUN_START_VAR))
+        first_run = environ.get(RESTART_VAR, "0").strip() in ("", "0")
+        submitted = _mtime(job_dir / "job.json") if job_dir is not None and first_run else None
+        for phase, begin, end in (("queued", submitted, batch), ("batch", batch, srun), ("to_task", srun, process)):
+            if begin is not None and end is not None and end >= begin - CLOCK_SLACK:
+                self.phases[phase] = max(0.0, end - begin)
         self._last = process if process is not None else now
 
     def lap(self, phase: str, *, now: float | None = None) -> float:
@@ -138,8 +150,8 @@ def join(thread: threading.Thread | None) -> None:
 
 
 def _float(text: str | None) -> float | None:
-    try:
-        return float(text) if text else None
+    try:  # $EPOCHREALTIME uses the locale's decimal separator
+        return float(text.replace(",", ".")) if text else None
     except ValueError:
         return None
 

@@ -18,6 +18,8 @@
 # shellcheck disable=SC2016
 set -euo pipefail
 
+# when this script and (below) srun started: the start-up phases in result.json (runtime/startup.py)
+export ORCH_BATCH_START="${EPOCHREALTIME:-$(date +%s.%N)}"
 JOB_DIR=/home/user/orch-jobs/golden-20240102-030405-abcdef
 PYTHON=/opt/orch/.venv/bin/python
 export ORCH_JOB_DIR="$JOB_DIR"
@@ -63,6 +65,7 @@ echo "orch: job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_J
     "MASTER_ADDR=${MASTER_ADDR} MASTER_PORT=${MASTER_PORT}" >&2
 
 # One task per GPU. srun of Slurm 22.05 does not inherit --cpus-per-task, so it is repeated here.
+export ORCH_SRUN_START="${EPOCHREALTIME:-$(date +%s.%N)}"
 srun --kill-on-bad-exit=1 --wait=60 --export=ALL \
     --nodes=2 --ntasks-per-node=8 --cpus-per-task=12 \
     --output=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/%j-rank%t.out \
