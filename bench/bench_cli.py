@@ -14,7 +14,8 @@ load disturbs much less than wall time, and the ratio to ``python -c pass`` (the
 * ``orch status`` and ``orch list`` with 1,000 job folders in the job root (Slurm's ``squeue``,
   ``sacct`` and ``scontrol`` replaced by stubs that answer nothing: the rows time orch's own work,
   plus one ``/bin/sh`` start per query);
-* TorchX's ``torchx run --dryrun -s slurm dist.ddp -j 2x8 --script train.py`` and the ratio orch/TorchX,
+* TorchX's ``torchx run --dryrun -s slurm dist.ddp -j 2x8 --script train.py`` (it runs ``sinfo`` once,
+  with this shell's ``SLURM_CONF``) and the ratio orch/TorchX,
   when a ``torchx`` executable is given (``--torchx PATH`` or ``$ORCH_BENCH_TORCHX``) or on PATH.
   Install it in a venv of its own, never in orch's: ``python3 -m venv /tmp/torchx-venv &&
   /tmp/torchx-venv/bin/pip install torchx``.
@@ -24,7 +25,10 @@ PYTHONDONTWRITEBYTECODE is removed from the children's environment: without .pyc
 would compile orch's modules again, which no user sees. The children use a template cache in a
 temporary folder (``ORCH_CACHE_DIR``), filled by the warm-up rounds.
 
-    .venv/bin/python bench/bench_cli.py [--runs 21] [--torchx /tmp/torchx-venv/bin/torchx] [--profile]
+``--compare DIR`` adds the dry-run rows of another checkout (e.g. the code before a change).
+
+    .venv/bin/python bench/bench_cli.py [--runs 21] [--torchx /tmp/torchx-venv/bin/torchx] [--compare DIR]
+        [--profile]
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class Row:
     argv: list[str]
     target: float | None = None
     cwd: Path = ROOT
+    env: dict[str, str] = field(default_factory=dict)  # on top of the common environment
     walls: list[float] = field(default_factory=list)
     cpus: list[float] = field(default_factory=list)
 
@@ -82,7 +87,7 @@ class Row:
 def run_once(row: Row, env: dict[str, str]) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(row.argv, env=env, cwd=row.cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    subprocess.run(row.argv, env={**env, **row.env}, cwd=row.cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -175,6 +180,8 @@ def main() -> int:
     parser.add_argument("--torchx", metavar="PATH", help=f"the torchx executable (default: ${TORCHX_ENV_VAR}, "
                         "else torchx on PATH)")
     parser.add_argument("--profile", action="store_true", help="also show the slowest imports of the 2x8 dry run")
+    parser.add_argument("--compare", metavar="DIR", help="also time the dry runs of another orch checkout (its "
+                        "repository root, e.g. from 'git archive OLD | tar -x -C DIR'), in the same rounds")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="orch-bench-") as tmp_name:
@@ -203,6 +210,12 @@ def main() -> int:
             Row(f"orch status ({JOB_FOLDERS} job folders, stub Slurm)", [ORCH, "status", "--cluster", str(big)]),
             Row(f"orch list ({JOB_FOLDERS} job folders, stub Slurm)", [ORCH, "list", "--cluster", str(big)]),
         ]
+        if args.compare:
+            other = {"PYTHONPATH": str(Path(args.compare).resolve())}
+            rows += [Row(f"[{Path(args.compare).name}] orch submit mnist --nodes 2 --gpus 8 --dry-run",
+                         [ORCH, *dry_2x8], env=other),
+                     Row(f"[{Path(args.compare).name}] orch submit mnist --nodes 1024 --gpus 8 --dry-run",
+                         [ORCH, *dry_big], env=other)]
         torchx, why_not = find_torchx(args.torchx)
         torchx_row = None
         if torchx is not None:
@@ -211,7 +224,8 @@ def main() -> int:
             (work / "train.py").write_text(TRAIN_PY, encoding="utf-8")
             torchx_row = Row("torchx run --dryrun -s slurm dist.ddp -j 2x8 --script train.py",
                              [torchx, "run", "--dryrun", "-s", "slurm", "dist.ddp", "-j", "2x8",
-                              "--script", "train.py"], cwd=work)
+                              "--script", "train.py"], cwd=work,
+                             env={"SLURM_CONF": os.environ["SLURM_CONF"]} if "SLURM_CONF" in os.environ else {})
             rows.append(torchx_row)
         measure(rows, env, args.runs)
 
@@ -220,6 +234,10 @@ def main() -> int:
         print(table(rows, torchx_row, orch_2x8))
         if torchx_row is None:
             print(f"TorchX row skipped: {why_not}")
+        else:
+            conf = os.environ.get("SLURM_CONF")
+            print(f"TorchX's dry run runs sinfo once (SLURM_CONF {'=' + conf if conf else 'unset: sinfo fails fast'}); "
+                  "orch's dry run starts no process")
         print("wall = median wall time, (min) = fastest run, cpu = median user+system CPU time of the child, "
               "x pass = wall / python -c pass; other work on the machine inflates wall times")
         if args.profile:

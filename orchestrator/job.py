@@ -26,7 +26,7 @@ BUILTIN_JOBS_DIR = Path(__file__).resolve().parent.parent / "jobs"
 class TrainParams(BaseModel):
     """Hyperparameters every job understands; a job subclasses this to add its own."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     epochs: int = Field(default=1, ge=1)
     batch_size: int = Field(default=64, ge=1, description="per rank; the global batch is this x world size")
