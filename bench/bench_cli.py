@@ -236,8 +236,8 @@ def main() -> int:
             print(f"TorchX row skipped: {why_not}")
         else:
             conf = os.environ.get("SLURM_CONF")
-            print(f"TorchX's dry run runs sinfo once (SLURM_CONF {'=' + conf if conf else 'unset: sinfo fails fast'}); "
-                  "orch's dry run starts no process")
+            where = f"SLURM_CONF={conf}" if conf else "SLURM_CONF unset: sinfo fails fast"
+            print(f"TorchX's dry run runs sinfo once ({where}); orch's dry run starts no process")
         print("wall = median wall time, (min) = fastest run, cpu = median user+system CPU time of the child, "
               "x pass = wall / python -c pass; other work on the machine inflates wall times")
         if args.profile:

@@ -16,8 +16,8 @@ On a running Slurm cluster (the local test cluster: ``tests/slurm/cluster.sh up`
 Then the start-up phases that rank 0 recorded in ``result.json`` (``startup``), median per phase,
 with and without the prefetch: ``import_torch`` (torch's own import) apart from orch's part
 (``imports`` minus ``import_torch``: orch's runtime and the job file; ``batch``: the script's set-up;
-``process_group``, ``import_dynamo``, ``build``, ``ddp``, ``first_step``) and Slurm's (``queued``,
-``to_task``).
+``process_group``, ``import_dynamo``, ``build``, ``ddp``, ``first_step``; summed as "orch part")
+and Slurm's (``queued``, ``to_task``).
 
 Both clocks start before the submitting command and stop at the last rank's stamp (one host, one
 clock). The difference is what orch costs over the unavoidable part (scheduling, slurmd starting
@@ -150,7 +150,7 @@ def phase_table(after: list[dict[str, float]], before: list[dict[str, float]]) -
                      f"{b if b is not None else float('nan'):10.2f}s")
     own_a = statistics.median(own(r) for r in after) if after else float("nan")
     own_b = statistics.median(own(r) for r in before) if before else float("nan")
-    lines.append(f"  {'orch own (no slurm, torch)':<26}  {own_a:8.2f}s  {own_b:10.2f}s")
+    lines.append(f"  {'orch part (no torch import)':<26}  {own_a:8.2f}s  {own_b:10.2f}s")
     return "\n".join(lines)
 
 
