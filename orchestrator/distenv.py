@@ -154,7 +154,11 @@ def _need(environ: Mapping[str, str], names: tuple[str, ...], hint: str) -> tupl
 
 
 def _int(environ: Mapping[str, str], names: tuple[str, ...], hint: str) -> int:
-    return _parse_int(*_need(environ, names, hint), hint=hint)
+    for name in names:  # _need, inlined: three calls per rank, 8,192 ranks in a big dry run
+        value = environ.get(name)
+        if value is not None:
+            return _parse_int(name, value, hint=hint)
+    raise DistEnvError(f"{' or '.join(names)} is not set", hint=hint)
 
 
 def _parse_int(name: str, value: str, *, hint: str) -> int:
