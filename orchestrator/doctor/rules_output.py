@@ -1,0 +1,149 @@
+"""DDP005 (metrics printed on every rank), DDP006 (torch.save on every rank / of the DDP wrapper),
+DDP008 (MASTER_ADDR, MASTER_PORT, world size or rank hard-coded)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import INIT, REDUCTIONS, Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.flow import Site
+from orchestrator.doctor.names import dotted, last_name
+
+_METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
+_LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
+_LOG_CALLS = frozenset({"print", "wandb.log", "tqdm.write", "mlflow.log_metric", "mlflow.log_metrics"})
+_ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
+
+
+def _is_log(site: Site) -> bool:
+    if site.qual in _LOG_CALLS:
+        return True
+    func = site.call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    receiver = (dotted(func.value) or "").lower()
+    return (func.attr in _LOG_METHODS and "log" in receiver) or func.attr in ("add_scalar", "add_scalars")
+
+
+def _names(expr: ast.AST) -> list[ast.Name]:
+    return [n for n in ast.walk(expr) if isinstance(n, ast.Name)]
+
+
+def check_prints(a: Analysis) -> Iterator[Finding]:
+    """DDP005: a print/log of a loss or metric inside a training loop, on every rank, not reduced."""
+    if not a.data_parallel:
+        return
+    reduced = _reduced_names(a)
+    for site in a.flow.sites:
+        if not _is_log(site) or a.flow.guarded(site):
+            continue
+        loop = a.in_training_loop(site)
+        if loop is None:
+            continue
+        parts = [*site.call.args, *[k.value for k in site.call.keywords]]
+        metrics = [n for part in parts for n in ast.walk(part)
+                   if isinstance(n, ast.Name | ast.Attribute) and _METRIC.search(last_name(n) or "")]
+        if not metrics or _is_reduced(a, parts, reduced):
+            continue
+        yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}")
+
+
+def _reduced_names(a: Analysis) -> set[str]:
+    """Names handed to a reduction (all_reduce, all_gather, ...), or to a helper of this file that makes one."""
+    names: set[str] = set()
+    for site in a.flow.sites:
+        if a.reaching(site, REDUCTIONS) is None:
+            continue
+        for arg in [*site.call.args, *[k.value for k in site.call.keywords]]:
+            names.update(n.id for n in _names(arg))
+        parent = a.module.parents.get(site.call)
+        if isinstance(parent, ast.Assign):
+            names.update(n.id for t in parent.targets for n in _names(t))
+    return names
+
+
+def _is_reduced(a: Analysis, parts: list[ast.expr], reduced: set[str], depth: int = 0) -> bool:
+    for part in parts:
+        for name in _names(part):
+            if name.id in reduced:
+                return True
+            _, value = a.module.resolve(name.id, name)
+            if value is not None and depth < 3 and _is_reduced(a, [value], reduced, depth + 1):
+                return True
+    return False
+
+
+def check_saves(a: Analysis) -> Iterator[Finding]:
+    """DDP006: torch.save outside any rank condition (unless the path is per rank), or of the DDP wrapper."""
+    if not a.distributed:
+        return
+    for site in a.sites(frozenset({"torch.save"})):
+        call = site.call
+        problems: list[str] = []
+        if call.args and _saves_wrapper(a, call.args[0]):
+            problems.append(f"saves the DDP wrapper ({ast.unparse(call.args[0])[:40]}): keys get a 'module.' prefix")
+        path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "f"), None)
+        if not a.flow.guarded(site) and not (path is not None and a.ranks.dependent(path)):
+            problems.append("runs on every rank, all writing the same file")
+        if problems:
+            yield a.finding("DDP006", call, "; ".join(problems))
+
+
+def _saves_wrapper(a: Analysis, expr: ast.expr) -> bool:
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "state_dict":
+            if a.wrapped(node.func.value):
+                return True
+        elif isinstance(node, ast.Name) and a.wrapped(node):
+            parent = a.module.parents.get(node)
+            if not isinstance(parent, ast.Attribute):
+                return True
+    return False
+
+
+def check_hard_coded(a: Analysis) -> Iterator[Finding]:
+    """DDP008: os.environ[MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK] = constant (not a fallback under
+    ``if "X" not in os.environ``), or init_process_group with a constant world size, rank or tcp:// address."""
+    for node in ast.walk(a.module.tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                key = a.ranks.env_key(target)
+                if key in _ENV_KEYS and _constant(a, node.value) and not _fallback(a, node, key):
+                    yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}")
+    for site in a.sites(INIT):
+        for k in site.call.keywords:
+            if k.arg in ("world_size", "rank") and _constant(a, k.value):
+                yield a.finding("DDP008", site.call, f"{k.arg}={ast.unparse(k.value)}")
+                break
+            if k.arg == "init_method" and isinstance(k.value, ast.Constant) and str(k.value.value).startswith("tcp://"):
+                yield a.finding("DDP008", site.call, f"init_method={k.value.value!r}")
+                break
+
+
+def _constant(a: Analysis, expr: ast.expr, depth: int = 0) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(expr, ast.Constant):
+        return expr.value is not None
+    if isinstance(expr, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant)
+                   or (isinstance(v, ast.FormattedValue) and _constant(a, v.value, depth + 1)) for v in expr.values)
+    if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("str", "int") and len(expr.args) == 1:
+        return _constant(a, expr.args[0], depth + 1)
+    if isinstance(expr, ast.Name):
+        _, value = a.module.resolve(expr.id, expr)
+        return value is not None and _constant(a, value, depth + 1)
+    return False
+
+
+def _fallback(a: Analysis, node: ast.AST, key: str) -> bool:
+    current = a.module.parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.If) and any(isinstance(n, ast.Constant) and n.value == key
+                                               for n in ast.walk(current.test)):
+            return True
+        current = a.module.parents.get(current)
+    return False

@@ -1,0 +1,75 @@
+"""DDP002 (a collective only some ranks reach) and DDP007 (destroy_process_group misplaced)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import COLLECTIVES, DESTROY, INIT, WRAPPERS, Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.flow import Branch, Site
+
+
+def _short(node: ast.AST, limit: int = 50) -> str:
+    text = ast.unparse(node).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_collectives(a: Analysis) -> Iterator[Finding]:
+    """DDP002: a collective inside ``if <rank condition>`` (or a call that reaches one), when the other
+    side of that ``if`` does not make the same call."""
+    for site in a.flow.sites:
+        if site.branch is None:
+            continue
+        collective = a.reaching(site, COLLECTIVES)
+        if collective is None or _other_side_calls(a, site, site.branch):
+            continue
+        via = "" if collective is site.call else f" (it calls {_short(collective.func)}() at line {collective.lineno})"
+        yield a.finding("DDP002", site.call,
+                        f"{_short(site.call.func)}(){via} runs only when `{_short(site.branch.node.test)}` "
+                        f"(line {site.branch.node.lineno})")
+
+
+def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:
+    wanted = a.reaching(site, COLLECTIVES)
+    name = a.module.qualname(wanted.func) if wanted is not None else None
+    for stmt in branch.other():
+        for call in a.module.calls_in(stmt):
+            if a.module.qualname(call.func) in (site.qual, name):
+                return True
+            target = a.module.local_function(call)
+            if target is not None and name is not None and a.flow.reaches(target, frozenset({name})):
+                return True
+    return False
+
+
+def check_destroy(a: Analysis) -> Iterator[Finding]:
+    """DDP007: destroy_process_group inside a loop, before later collectives, or (warning) never."""
+    inits = a.sites(INIT)
+    destroys = [site for site in a.flow.sites if a.reaching(site, DESTROY) is not None]
+    referenced = any(a.module.qualname(node) in DESTROY for node in ast.walk(a.module.tree)
+                     if isinstance(node, ast.Attribute | ast.Name))
+    if inits and not destroys and not referenced:
+        yield a.finding("DDP007", inits[0].call, f"init_process_group at line {inits[0].call.lineno}",
+                        severity="warning", title="destroy_process_group is never called: the process group leaks")
+        return
+    for site in destroys:
+        if site.loops and not a.exits_after(site.call):
+            loop = site.loops[-1]
+            yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() inside the loop at line {loop.lineno}")
+            continue
+        later = _later_collective(a, site)
+        if later is not None and not a.exits_after(site.call):
+            yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() comes before "
+                                                 f"{_short(later.func)}() at line {later.lineno}")
+
+
+def _later_collective(a: Analysis, destroy: Site) -> ast.Call | None:
+    for site in a.flow.sites_in(destroy.function):
+        if site.call.lineno <= destroy.call.lineno or site is destroy:
+            continue
+        if a.reaching(site, INIT) is not None:
+            return None  # a new process group: what follows is fine
+        if site.qual in WRAPPERS or a.reaching(site, COLLECTIVES) is not None:
+            return site.call
+    return None
