@@ -55,13 +55,18 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
                                hint="fix the syntax first (python -m py_compile FILE)") from None
     except ValueError as exc:  # null bytes
         raise DoctorInputError(f"{filename}: cannot parse: {exc}", hint="pass a Python source file") from None
-    analysis = Analysis(tree, filename)
+    except (RecursionError, MemoryError):
+        raise DoctorInputError(f"{filename}: too deeply nested to parse", hint="pass a Python source file") from None
     ignored = suppressions(source)
     findings: set[Finding] = set()
-    for rule in RULES:
-        for finding in rule(analysis):
-            if finding.code not in ignored.get(finding.line, set()):
-                findings.add(finding)
+    try:
+        analysis = Analysis(tree, filename)
+        for rule in RULES:
+            for finding in rule(analysis):
+                if finding.code not in ignored.get(finding.line, set()):
+                    findings.add(finding)
+    except RecursionError:
+        raise DoctorInputError(f"{filename}: too deeply nested to analyse", hint="pass a Python source file") from None
     return sorted(findings, key=lambda f: (f.line, f.code, f.message))
 
 

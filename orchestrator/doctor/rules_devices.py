@@ -39,8 +39,9 @@ def device_args(a: Analysis, site: Site) -> list[ast.expr]:
 
 
 def _cuda_use(a: Analysis, site: Site) -> DeviceKind | None:
+    """How ``site`` puts something on a GPU (building a ``torch.device`` touches no GPU: not a use)."""
     func = site.call.func
-    if site.qual in SET_DEVICE:
+    if site.qual in SET_DEVICE or site.qual == "torch.device":
         return None
     if isinstance(func, ast.Attribute) and func.attr == "cuda" and not site.call.args:
         return "default" if a.module.qualname(func.value) != "torch" else None

@@ -83,8 +83,9 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
     for site in a.sites(frozenset({"torch.save"})):
         call = site.call
         problems: list[str] = []
-        if call.args and _saves_wrapper(a, call.args[0]):
-            problems.append(f"saves the DDP wrapper ({ast.unparse(call.args[0])[:40]}): keys get a 'module.' prefix")
+        wrapper = _saved_wrapper(a, call.args[0]) if call.args else None
+        if wrapper is not None:
+            problems.append(f"saves the DDP wrapper {wrapper}, not {wrapper}.module: its keys start with 'module.'")
         path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "f"), None)
         if not a.flow.guarded(site) and not (path is not None and a.ranks.dependent(path)):
             problems.append("runs on every rank, all writing the same file")
@@ -92,16 +93,17 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP006", call, "; ".join(problems))
 
 
-def _saves_wrapper(a: Analysis, expr: ast.expr) -> bool:
+def _saved_wrapper(a: Analysis, expr: ast.expr) -> str | None:
+    """The name of the DDP wrapper ``expr`` saves (itself or its state_dict()), if it does."""
     for node in ast.walk(expr):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "state_dict":
             if a.wrapped(node.func.value):
-                return True
+                return ast.unparse(node.func.value)
         elif isinstance(node, ast.Name) and a.wrapped(node):
             parent = a.module.parents.get(node)
             if not isinstance(parent, ast.Attribute):
-                return True
-    return False
+                return node.id
+    return None
 
 
 def check_hard_coded(a: Analysis) -> Iterator[Finding]:

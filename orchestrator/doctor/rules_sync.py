@@ -25,9 +25,10 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
         if collective is None or _other_side_calls(a, site, site.branch):
             continue
         via = "" if collective is site.call else f" (it calls {_short(collective.func)}() at line {collective.lineno})"
+        test = _short(site.branch.node.test)
+        when = f"`{test}`" if site.branch.side == "body" else f"`not ({test})`"
         yield a.finding("DDP002", site.call,
-                        f"{_short(site.call.func)}(){via} runs only when `{_short(site.branch.node.test)}` "
-                        f"(line {site.branch.node.lineno})")
+                        f"{_short(site.call.func)}(){via} runs only when {when} (line {site.branch.node.lineno})")
 
 
 def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:

@@ -79,10 +79,15 @@ def main() -> int:
         print(f"{name:<{width}}  {row.tp:>3} {row.fp:>3} {row.fn:>3}")
     print(f"{'total':<{width}}  {total.tp:>3} {total.fp:>3} {total.fn:>3}")
     print(f"fixtures {len(rows)}, precision {total.precision:.3f}, recall {total.recall:.3f}")
-    seeds = [p for p in fixtures() if p.name.startswith("seed")]
-    seed_total, _ = score(seeds)
-    print(f"seed scripts only ({len(seeds)} files): TP {seed_total.tp}, FP {seed_total.fp}, FN {seed_total.fn}, "
-          f"precision {seed_total.precision:.3f}, recall {seed_total.recall:.3f}")
+    groups = {
+        "seed scripts": [p for p in fixtures() if p.name.startswith("seed") and not p.stem.endswith("_fixed")],
+        "corrected twins": [p for p in fixtures() if p.stem.endswith("_fixed")],
+        "own cases": [p for p in fixtures() if p.name.startswith("case_")],
+    }
+    for label, paths in groups.items():
+        part, _ = score(paths)
+        print(f"{label} ({len(paths)} files): TP {part.tp}, FP {part.fp}, FN {part.fn}, "
+              f"precision {part.precision:.3f}, recall {part.recall:.3f}")
     return 0
 
 
