@@ -134,6 +134,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         nodes=nodes, gpus_per_node=gpus, tasks_per_node=tasks, cpus_per_task=cpus, partition=partition.name,
         time=time_text, data_dir=request.data_dir, job_dir=str(job_dir), cluster_name=cluster.name,
         launcher=launcher, env=dict(cluster.env), created=now.isoformat(timespec="seconds"),
+        expect=partition.expect.model_dump(exclude_none=True) if partition.expect else {},
     )
     head = context.master_addr or hosts[0]
     ranks = simulate_ranks(hosts[:nodes], tasks, gpus, head, launcher.port_range)
