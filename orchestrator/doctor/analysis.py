@@ -27,7 +27,8 @@ WRAPPERS = frozenset({
 })
 INIT = frozenset({_D + "init_process_group"})
 DESTROY = frozenset({_D + "destroy_process_group"})
-SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device"})
+SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
+                        "torch.accelerator.device_index"})
 
 
 class Analysis:

@@ -4,6 +4,8 @@ name a CUDA device (and whether that device comes from the global rank)."""
 from __future__ import annotations
 
 import ast
+import operator
+from collections.abc import Callable
 from typing import Literal
 
 from orchestrator.doctor.names import FunctionNode, Module, last_name
@@ -27,6 +29,9 @@ MAIN_FLAGS = frozenset({
 })
 _FLIPPED: dict[type[ast.cmpop], ast.cmpop] = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(),
                                               ast.GtE: ast.LtE()}
+_OPERATORS: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+    ast.GtE: operator.ge}
 _RANK_CALLS: dict[str, RankKind] = {
     "torch.distributed.get_rank": "global",
     "torch.distributed.get_global_rank": "global",
@@ -103,6 +108,8 @@ class Ranks:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self.is_condition(test.operand, depth + 1)
         if isinstance(test, ast.Compare):
+            if _uniform(test):
+                return False
             return any(self.dependent(part, depth + 1) for part in (test.left, *test.comparators))
         if isinstance(test, ast.Name):
             _, value = self.module.resolve(test.id, test)
@@ -125,7 +132,7 @@ class Ranks:
             return self.passes_many(test.operand, not when)
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return False
-        left, op, right = test.left, test.ops[0], test.comparators[0]
+        left, op, right = _fold(test.left), test.ops[0], _fold(test.comparators[0])
         if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
             left, right = right, left
             op = _FLIPPED.get(type(op), op)
@@ -140,6 +147,44 @@ class Ranks:
         table = single_when_true if when else single_when_false
         single = table.get(type(op))
         return single is False
+
+    def at_rank_zero(self, test: ast.expr, depth: int = 0) -> bool | None:
+        """The value of a rank condition on rank 0 (the parts that do not depend on the rank are taken
+        to let it through); None when it cannot be told."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.at_rank_zero(test.operand, depth + 1)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            parts = [self.at_rank_zero(v, depth + 1) for v in test.values if self.is_condition(v, depth + 1)]
+            if not parts or None in parts:
+                return None
+            return all(parts) if isinstance(test.op, ast.And) else any(parts)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            left, op, right = test.left, test.ops[0], test.comparators[0]
+            if self.dependent(right) and not self.dependent(left):
+                left, right = right, left
+                op = _FLIPPED.get(type(op), op)
+            return _evaluate(op, right)
+        if isinstance(test, ast.Name | ast.Attribute):
+            name = test.id if isinstance(test, ast.Name) else test.attr
+            if isinstance(test, ast.Name):
+                _, value = self.module.resolve(test.id, test)
+                if value is not None and self.is_condition(value, depth + 1):
+                    return self.at_rank_zero(value, depth + 1)
+            if name in MAIN_FLAGS:
+                return True
+            return False if self.source(test, depth + 1) is not None else None
+        if isinstance(test, ast.Call):
+            function = self.module.local_function(test)
+            if function is not None:
+                values = {self.at_rank_zero(node.value, depth + 1) for node in ast.walk(function)
+                          if isinstance(node, ast.Return) and node.value is not None
+                          and self.is_condition(node.value, depth + 1)}
+                return values.pop() if len(values) == 1 else None
+            return True if last_name(test.func) in MAIN_FLAGS else None
+        return None
 
     def _returns_condition(self, function: FunctionNode, depth: int) -> bool:
         returns = [node for node in ast.walk(function) if isinstance(node, ast.Return) and node.value is not None]
@@ -210,6 +255,59 @@ class Ranks:
             return self.device_from_global_rank(expr.body, depth + 1) or self.device_from_global_rank(
                 expr.orelse, depth + 1)
         return False
+
+
+def _fold(expr: ast.expr) -> ast.expr:
+    """``-1`` parses as a unary minus on 1: fold it (and inside lists) into constants."""
+    if (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant)
+            and isinstance(expr.operand.value, int | float) and not isinstance(expr.operand.value, bool)):
+        return ast.copy_location(ast.Constant(-expr.operand.value), expr)
+    if isinstance(expr, ast.List | ast.Tuple | ast.Set):
+        return ast.copy_location(type(expr)(elts=[_fold(e) for e in expr.elts]), expr)
+    return expr
+
+
+def _evaluate(op: ast.cmpop, right: ast.expr) -> bool | None:
+    """``0 <op> right`` (or ``"0" <op> right`` for strings), for constant ``right``."""
+    right = _fold(right)
+    if isinstance(right, ast.List | ast.Tuple | ast.Set):
+        if not all(isinstance(e, ast.Constant) for e in right.elts):
+            return None
+        values = [e.value for e in right.elts if isinstance(e, ast.Constant)]
+        if isinstance(op, ast.In | ast.NotIn):
+            inside = 0 in values or "0" in values
+            return inside if isinstance(op, ast.In) else not inside
+        return None
+    if not isinstance(right, ast.Constant) or isinstance(right.value, bool):
+        return None
+    c = right.value
+    if isinstance(c, str) and isinstance(op, ast.Eq | ast.NotEq):
+        return (c == "0") == isinstance(op, ast.Eq)
+    if not isinstance(c, int):
+        return None
+    compare = _OPERATORS.get(type(op))
+    return bool(compare(0, c)) if compare is not None else None
+
+
+def _uniform(test: ast.Compare) -> bool:
+    """Comparisons that hold on every rank or on none: ``rank != -1`` ("launched distributed"),
+    ``rank >= 0``, ``local_rank is not None``."""
+    if len(test.ops) != 1:
+        return False
+    left, op, right = _fold(test.left), test.ops[0], _fold(test.comparators[0])
+    if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+        left, right = right, left
+        op = _FLIPPED.get(type(op), op)
+    if not isinstance(right, ast.Constant):
+        return False
+    if right.value is None:
+        return True
+    if not isinstance(right.value, int) or isinstance(right.value, bool):
+        return False
+    c = right.value
+    return ((isinstance(op, ast.Eq | ast.NotEq) and c < 0) or (isinstance(op, ast.Gt) and c < 0)
+            or (isinstance(op, ast.GtE) and c <= 0) or (isinstance(op, ast.Lt) and c <= 0)
+            or (isinstance(op, ast.LtE) and c < 0))
 
 
 def _by_name(name: str) -> RankKind | None:

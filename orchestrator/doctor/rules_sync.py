@@ -17,18 +17,37 @@ def _short(node: ast.AST, limit: int = 50) -> str:
 
 def check_collectives(a: Analysis) -> Iterator[Finding]:
     """DDP002: a collective inside ``if <rank condition>`` (or a call that reaches one), when the other
-    side of that ``if`` does not make the same call."""
+    side of that ``if`` does not make the same call. The same collective under two different rank
+    conditions of one function is taken as a deliberate pair (the "rank 0 first" pattern: the other
+    ranks wait at one barrier, rank 0 at the other)."""
+    candidates: list[tuple[Site, ast.Call]] = []
     for site in a.flow.sites:
         if site.branch is None:
             continue
         collective = a.reaching(site, COLLECTIVES)
         if collective is None or _other_side_calls(a, site, site.branch):
             continue
+        candidates.append((site, collective))
+    sides: dict[tuple[int, str | None], set[bool | None]] = {}
+    for site, collective in candidates:
+        key = (id(site.function), a.module.qualname(collective.func))
+        sides.setdefault(key, set()).add(_runs_on_rank_zero(a, site.branch) if site.branch else None)
+    for site, collective in candidates:
+        seen = sides[(id(site.function), a.module.qualname(collective.func))]
+        if site.branch is None or {True, False} <= seen:
+            continue
         via = "" if collective is site.call else f" (it calls {_short(collective.func)}() at line {collective.lineno})"
         test = _short(site.branch.node.test)
         when = f"`{test}`" if site.branch.side == "body" else f"`not ({test})`"
         yield a.finding("DDP002", site.call,
                         f"{_short(site.call.func)}(){via} runs only when {when} (line {site.branch.node.lineno})")
+
+
+def _runs_on_rank_zero(a: Analysis, branch: Branch) -> bool | None:
+    value = a.ranks.at_rank_zero(branch.node.test)
+    if value is None:
+        return None
+    return value if branch.side == "body" else not value
 
 
 def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:
@@ -55,7 +74,7 @@ def check_destroy(a: Analysis) -> Iterator[Finding]:
                         severity="warning", title="destroy_process_group is never called: the process group leaks")
         return
     for site in destroys:
-        if site.loops and not a.exits_after(site.call):
+        if site.loops and not a.exits_after(site.call) and not _loop_inits(a, site):
             loop = site.loops[-1]
             yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() inside the loop at line {loop.lineno}")
             continue
@@ -63,6 +82,13 @@ def check_destroy(a: Analysis) -> Iterator[Finding]:
         if later is not None and not a.exits_after(site.call):
             yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() comes before "
                                                  f"{_short(later.func)}() at line {later.lineno}")
+
+
+def _loop_inits(a: Analysis, destroy: Site) -> bool:
+    """The loop around the destroy also starts a process group (one group per iteration: fine)."""
+    loop = destroy.loops[-1]
+    return any(a.reaching(s, INIT) is not None for s in a.flow.sites_in(destroy.function)
+               if s.loops and loop in s.loops and s is not destroy)
 
 
 def _later_collective(a: Analysis, destroy: Site) -> ast.Call | None:

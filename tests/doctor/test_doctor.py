@@ -201,3 +201,20 @@ def test_doctor_never_runs_or_imports_the_script_nor_torch(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert not marker.exists()
+
+
+def test_rank_zero_first_pair_is_silent_but_a_lone_half_is_not() -> None:
+    first = "    if local_rank not in [-1, 0]:\n        dist.barrier()\n"
+    second = "    if local_rank == 0:\n        dist.barrier()\n"
+    head = "def f(local_rank):\n"
+    assert codes(head + first + "    work()\n" + second) == []
+    assert codes(head + first + "    work()\n") == [("DDP002", 6)]
+    assert codes(head + second + "    work()\n" + second.replace("== 0", "< 1")) == [("DDP002", 6), ("DDP002", 9)]
+
+
+def test_sentinel_comparisons_are_not_rank_conditions() -> None:
+    body = ("def f(t, args):\n    ddp = int(os.environ.get('RANK', -1)) != -1\n"
+            "    if ddp:\n        dist.all_reduce(t)\n"
+            "    if args.local_rank is not None:\n        dist.barrier()\n    if args.local_rank >= 0:\n"
+            "        dist.barrier()\n")
+    assert codes(body) == []
