@@ -44,7 +44,7 @@ class Flow:
         self.ranks = ranks
         self.sites: list[Site] = []
         self._walk_block(module.tree.body, None, None, False, ())
-        for node in ast.walk(module.tree):
+        for node in module.nodes:
             if isinstance(node, FunctionNode):
                 self._walk_block(node.body, node, None, False, ())
             elif isinstance(node, ast.ClassDef):
@@ -116,7 +116,7 @@ class Flow:
     def _referenced_elsewhere(self, function: FunctionNode, sites: list[Site]) -> bool:
         """Passed around (``mp.spawn(train, ...)``, ``Thread(target=f)``): it may run anywhere."""
         called = {id(site.call.func) for site in sites}
-        for node in ast.walk(self.module.tree):
+        for node in self.module.nodes:
             if (isinstance(node, ast.Name) and node.id == function.name and isinstance(node.ctx, ast.Load)
                     and id(node) not in called):
                 return True

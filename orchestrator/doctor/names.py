@@ -8,6 +8,7 @@ same function (the last such assignment before the line wins; branches are not t
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -56,8 +57,18 @@ class Scope:
     def name(self) -> str:
         return self.node.name if isinstance(self.node, FunctionNode) else "<module>"
 
+    _lines: dict[str, list[int]] = field(default_factory=dict)
+
     def record(self, key: str, line: int, value: ast.expr | None) -> None:
-        self.assigned.setdefault(key, []).append((line, value))
+        entries = self.assigned.setdefault(key, [])
+        entries.append((line, value))
+        entries.sort(key=lambda entry: entry[0])
+        self._lines.pop(key, None)
+
+    def lines(self, key: str) -> list[int]:
+        if key not in self._lines:
+            self._lines[key] = [line for line, _ in self.assigned.get(key, [])]
+        return self._lines[key]
 
 
 class Module:
@@ -66,7 +77,8 @@ class Module:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.parents: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(tree):
+        self.nodes: list[ast.AST] = list(ast.walk(tree))  # every node, walked once
+        for node in self.nodes:
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
         self.aliases: dict[str, str] = {}
@@ -150,9 +162,9 @@ class Module:
         line = getattr(node, "lineno", 0)
         own = self.scope_of(node)
         entries = own.assigned.get(name, [])
-        before = [entry for entry in entries if entry[0] < line]
-        if before:
-            return True, before[-1][1]
+        index = bisect.bisect_left(own.lines(name), line)
+        if index:
+            return True, entries[index - 1][1]
         scope = own.parent
         while scope is not None:
             if scope.assigned.get(name):

@@ -44,6 +44,7 @@ _RANK_CALLS: dict[str, RankKind] = {
 class Ranks:
     def __init__(self, module: Module) -> None:
         self.module = module
+        self._dependent: dict[int, bool] = {}
 
     # -- rank values --------------------------------------------------------------------------------
     def env_key(self, expr: ast.expr) -> str | None:
@@ -89,6 +90,13 @@ class Ranks:
         """Whether any part of ``expr`` holds a rank (``rank % 2``, ``f"rank{rank}"``)."""
         if depth > _MAX_DEPTH:
             return False
+        key = id(expr)
+        if key not in self._dependent:
+            self._dependent[key] = False  # a cycle through assignments adds nothing
+            self._dependent[key] = self._depends(expr, depth)
+        return self._dependent[key]
+
+    def _depends(self, expr: ast.expr, depth: int) -> bool:
         for node in ast.walk(expr):
             if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript) and self.source(node, depth):
                 return True

@@ -66,7 +66,7 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
         if any(word in name.lower() for word in _SHARD_WORDS):
             return True
         if isinstance(node, ast.Name):
-            klass = next((c for c in ast.walk(a.module.tree) if isinstance(c, ast.ClassDef) and c.name == node.id),
+            klass = next((c for c in a.module.nodes if isinstance(c, ast.ClassDef) and c.name == node.id),
                          None)
             if klass is not None and any("Iterable" in (dotted(b) or "") for b in klass.bases):
                 return True

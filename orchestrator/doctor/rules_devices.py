@@ -67,7 +67,7 @@ def _cpu_backend_only(a: Analysis) -> bool:
 
 
 def _sets_visible_devices(a: Analysis) -> bool:
-    for node in ast.walk(a.module.tree):
+    for node in a.module.nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if a.ranks.env_key(target) == "CUDA_VISIBLE_DEVICES":

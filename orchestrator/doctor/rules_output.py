@@ -109,7 +109,7 @@ def _saved_wrapper(a: Analysis, expr: ast.expr) -> str | None:
 def check_hard_coded(a: Analysis) -> Iterator[Finding]:
     """DDP008: os.environ[MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK] = constant (not a fallback under
     ``if "X" not in os.environ``), or init_process_group with a constant world size, rank or tcp:// address."""
-    for node in ast.walk(a.module.tree):
+    for node in a.module.nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 key = a.ranks.env_key(target)

@@ -67,7 +67,7 @@ def check_destroy(a: Analysis) -> Iterator[Finding]:
     """DDP007: destroy_process_group inside a loop, before later collectives, or (warning) never."""
     inits = a.sites(INIT)
     destroys = [site for site in a.flow.sites if a.reaching(site, DESTROY) is not None]
-    referenced = any(a.module.qualname(node) in DESTROY for node in ast.walk(a.module.tree)
+    referenced = any(a.module.qualname(node) in DESTROY for node in a.module.nodes
                      if isinstance(node, ast.Attribute | ast.Name))
     if inits and not destroys and not referenced:
         yield a.finding("DDP007", inits[0].call, f"init_process_group at line {inits[0].call.lineno}",
