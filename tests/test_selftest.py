@@ -70,6 +70,13 @@ def test_each_failure_is_named(changes: dict[str, Any], check: str, fragment: st
     assert all(ok for name, (ok, _) in result.items() if name != check)
 
 
+def test_one_rank_has_no_bus_traffic_and_skips_expectations() -> None:
+    one = [report(0, world_size=1)]
+    outcome = evaluate(one, [AllreducePoint(bytes=1024, seconds=0.001, ranks=1)], [], expect={"busbw_gbps": 10},
+                       on_gpu=False, outlier_ratio=0.5)
+    assert outcome.ok and "one rank" in {c.name: c.detail for c in outcome.checks}["allreduce"]
+
+
 def test_cpu_gemm_outlier_is_reported_not_failed() -> None:
     ok, detail = verdicts(healthy(gemm_gflops=10.0, device=None), on_gpu=False)["gemm"]
     assert ok and "slowest rank 3" in detail

@@ -15,6 +15,8 @@ from orchestrator.doctor.names import dotted, last_name
 _METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
 _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
 _LOG_CALLS = frozenset({"print", "wandb.log", "tqdm.write", "mlflow.log_metric", "mlflow.log_metrics"})
+# TensorBoard writers and tqdm bars: one per rank is as wrong as one print per rank
+_DISPLAY_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description"})
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
 
 
@@ -25,7 +27,7 @@ def _is_log(site: Site) -> bool:
     if not isinstance(func, ast.Attribute):
         return False
     receiver = (dotted(func.value) or "").lower()
-    return (func.attr in _LOG_METHODS and "log" in receiver) or func.attr in ("add_scalar", "add_scalars")
+    return (func.attr in _LOG_METHODS and "log" in receiver) or func.attr in _DISPLAY_METHODS
 
 
 def _names(expr: ast.AST) -> list[ast.Name]:
