@@ -89,10 +89,38 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         if wrapper is not None:
             problems.append(f"saves the DDP wrapper {wrapper}, not {wrapper}.module: its keys start with 'module.'")
         path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "f"), None)
-        if not a.flow.guarded(site) and not (path is not None and a.ranks.dependent(path)):
+        if (path is not None and not a.flow.guarded(site) and _file_path(a, path, 0)
+                and not a.ranks.dependent(path)):
             problems.append("runs on every rank, all writing the same file")
         if problems:
             yield a.finding("DDP006", call, "; ".join(problems))
+
+
+_PATH_CALLS = frozenset({"join", "Path", "joinpath", "with_suffix", "with_name", "format", "expanduser"})
+_PATH_WORDS = re.compile(r"path|file|ckpt|checkpoint|dir|fname|out", re.IGNORECASE)
+
+
+def _file_path(a: Analysis, expr: ast.expr, depth: int) -> bool:
+    """``expr`` visibly names a file (a string, an f-string, os.path.join, Path / ..., a name like
+    ``ckpt_path``); a buffer (``io.BytesIO()``) or an open handle is not judged."""
+    if depth > 4:
+        return False
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str)
+    if isinstance(expr, ast.JoinedStr):
+        return True
+    if isinstance(expr, ast.BinOp):
+        return isinstance(expr.op, ast.Add | ast.Div | ast.Mod) and (
+            _file_path(a, expr.left, depth + 1) or _file_path(a, expr.right, depth + 1))
+    if isinstance(expr, ast.Call):
+        return last_name(expr.func) in _PATH_CALLS
+    if isinstance(expr, ast.Name | ast.Attribute):
+        key = dotted(expr)
+        value = a.module.resolve(key, expr)[1] if key is not None else None
+        if value is not None:
+            return _file_path(a, value, depth + 1)
+        return bool(_PATH_WORDS.search(last_name(expr) or ""))
+    return False
 
 
 def _saved_wrapper(a: Analysis, expr: ast.expr) -> str | None:
@@ -118,6 +146,12 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
                 if key in _ENV_KEYS and _constant(a, node.value) and not _fallback(a, node, key):
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}")
     for site in a.sites(INIT):
+        backend = site.call.args[0] if site.call.args else next(
+            (k.value for k in site.call.keywords if k.arg == "backend"), None)
+        size = next((k.value for k in site.call.keywords if k.arg == "world_size"), None)
+        if (isinstance(backend, ast.Constant) and backend.value == "fake") or (
+                isinstance(size, ast.Constant) and size.value == 1):
+            continue  # a fake or one-process group: nothing to rendezvous with
         for k in site.call.keywords:
             if k.arg in ("world_size", "rank") and _constant(a, k.value):
                 yield a.finding("DDP008", site.call, f"{k.arg}={ast.unparse(k.value)}")
