@@ -34,7 +34,7 @@ class Site:
     qual: str | None
     function: FunctionNode | None
     branch: Branch | None  # innermost rank-conditioned branch around the call, in its function
-    early_guard: bool  # after `if <rank condition>: return` in its block
+    early_guard: ast.If | None  # the `if <rank condition>: return` before it in its block, if any
     loops: tuple[Loop, ...]  # enclosing loops, in its function
 
 
@@ -43,18 +43,18 @@ class Flow:
         self.module = module
         self.ranks = ranks
         self.sites: list[Site] = []
-        self._walk_block(module.tree.body, None, None, False, ())
+        self._walk_block(module.tree.body, None, None, None, ())
         for node in module.nodes:
             if isinstance(node, FunctionNode):
-                self._walk_block(node.body, node, None, False, ())
+                self._walk_block(node.body, node, None, None, ())
             elif isinstance(node, ast.ClassDef):
-                self._walk_block(node.body, self.module.function_of(node), None, False, ())
+                self._walk_block(node.body, self.module.function_of(node), None, None, ())
         self.sites.sort(key=lambda s: (s.call.lineno, s.call.col_offset))
         self.guarded_functions = self._guarded_functions()
 
     # -- walking ------------------------------------------------------------------------------------
     def _walk_block(self, body: list[ast.stmt], function: FunctionNode | None, branch: Branch | None,
-                    early: bool, loops: tuple[Loop, ...]) -> None:
+                    early: ast.If | None, loops: tuple[Loop, ...]) -> None:
         for stmt in body:
             if isinstance(stmt, FunctionNode | ast.ClassDef):
                 continue
@@ -63,9 +63,8 @@ class Flow:
                 if self.ranks.is_condition(stmt.test):
                     self._walk_block(stmt.body, function, Branch(stmt, "body"), early, loops)
                     self._walk_block(stmt.orelse, function, Branch(stmt, "orelse"), early, loops)
-                    if (stmt.body and isinstance(stmt.body[-1], _EXITS) and not stmt.orelse
-                            and not self.ranks.passes_many(stmt.test, when=False)):
-                        early = True
+                    if stmt.body and isinstance(stmt.body[-1], _EXITS) and not stmt.orelse:
+                        early = stmt
                 else:
                     self._walk_block(stmt.body, function, branch, early, loops)
                     self._walk_block(stmt.orelse, function, branch, early, loops)
@@ -88,7 +87,7 @@ class Flow:
             else:
                 self._record(stmt, function, branch, early, loops)
 
-    def _record(self, node: ast.AST, function: FunctionNode | None, branch: Branch | None, early: bool,
+    def _record(self, node: ast.AST, function: FunctionNode | None, branch: Branch | None, early: ast.If | None,
                 loops: tuple[Loop, ...]) -> None:
         for call in self.module.calls_in(node):
             self.sites.append(Site(call, self.module.qualname(call.func), function, branch, early, loops))
@@ -108,7 +107,7 @@ class Flow:
             for function, sites in callers.items():
                 if function in guarded or self._referenced_elsewhere(function, sites):
                     continue
-                if all(site.branch or site.early_guard or site.function in guarded for site in sites):
+                if all(site.branch or self.leaves_one(site) or site.function in guarded for site in sites):
                     guarded.add(function)
                     changed = True
         return guarded
@@ -124,7 +123,13 @@ class Flow:
 
     def guarded(self, site: Site) -> bool:
         """Whether ``site`` runs only on some ranks (a rank condition around it or around its callers)."""
-        return site.branch is not None or site.early_guard or site.function in self.guarded_functions
+        return site.branch is not None or self.leaves_one(site) or site.function in self.guarded_functions
+
+    def leaves_one(self, site: Site) -> bool:
+        """An early exit before ``site`` lets only one rank through (``if rank != 0: return``);
+        ``if rank >= 2: return`` lets two through, which is not a guard for a print."""
+        guard = site.early_guard
+        return guard is not None and not self.ranks.passes_many(guard.test, when=False)
 
     # -- helpers for the rules ----------------------------------------------------------------------
     def sites_in(self, function: FunctionNode | None) -> list[Site]:

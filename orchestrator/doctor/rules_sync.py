@@ -16,31 +16,54 @@ def _short(node: ast.AST, limit: int = 50) -> str:
 
 
 def check_collectives(a: Analysis) -> Iterator[Finding]:
-    """DDP002: a collective inside ``if <rank condition>`` (or a call that reaches one), when the other
-    side of that ``if`` does not make the same call. The same collective under two different rank
-    conditions of one function is taken as a deliberate pair (the "rank 0 first" pattern: the other
-    ranks wait at one barrier, rank 0 at the other)."""
-    candidates: list[tuple[Site, ast.Call]] = []
+    """DDP002: a collective inside ``if <rank condition>`` (or a call that reaches one) when the other
+    side of that ``if`` does not make the same call, or after ``if <rank condition>: return`` with no
+    new process group in between. The same collective under rank conditions of both polarities in one
+    function is taken as a deliberate pair (the "rank 0 first" pattern: the other ranks wait at one
+    barrier, rank 0 at the other)."""
+    candidates: list[tuple[Site, ast.Call, str, bool | None]] = []
     for site in a.flow.sites:
-        if site.branch is None:
+        if site.branch is None and site.early_guard is None:
             continue
         collective = a.reaching(site, COLLECTIVES)
-        if collective is None or _other_side_calls(a, site, site.branch):
+        if collective is None:
             continue
-        candidates.append((site, collective))
+        if site.branch is not None:
+            if _other_side_calls(a, site, site.branch):
+                continue
+            test = _short(site.branch.node.test)
+            when = f"runs only when `{test}`" if site.branch.side == "body" else f"runs only when `not ({test})`"
+            where = f"{when} (line {site.branch.node.lineno})"
+            zero = _runs_on_rank_zero(a, site.branch)
+        else:
+            guard = site.early_guard
+            assert guard is not None
+            if _new_group_between(a, site, guard):
+                continue
+            where = f"runs only on the ranks past `if {_short(guard.test)}: {_exit_word(guard)}` (line {guard.lineno})"
+            value = a.ranks.at_rank_zero(guard.test)
+            zero = None if value is None else not value
+        candidates.append((site, collective, where, zero))
     sides: dict[tuple[int, str | None], set[bool | None]] = {}
-    for site, collective in candidates:
-        key = (id(site.function), a.module.qualname(collective.func))
-        sides.setdefault(key, set()).add(_runs_on_rank_zero(a, site.branch) if site.branch else None)
-    for site, collective in candidates:
-        seen = sides[(id(site.function), a.module.qualname(collective.func))]
-        if site.branch is None or {True, False} <= seen:
+    for site, collective, _, zero in candidates:
+        sides.setdefault((id(site.function), a.module.qualname(collective.func)), set()).add(zero)
+    for site, collective, where, _ in candidates:
+        if {True, False} <= sides[(id(site.function), a.module.qualname(collective.func))]:
             continue
         via = "" if collective is site.call else f" (it calls {_short(collective.func)}() at line {collective.lineno})"
-        test = _short(site.branch.node.test)
-        when = f"`{test}`" if site.branch.side == "body" else f"`not ({test})`"
-        yield a.finding("DDP002", site.call,
-                        f"{_short(site.call.func)}(){via} runs only when {when} (line {site.branch.node.lineno})")
+        yield a.finding("DDP002", site.call, f"{_short(site.call.func)}(){via} {where}")
+
+
+def _exit_word(guard: ast.If) -> str:
+    last = guard.body[-1]
+    return {ast.Return: "return", ast.Continue: "continue", ast.Break: "break"}.get(type(last), "raise")
+
+
+def _new_group_between(a: Analysis, site: Site, guard: ast.If) -> bool:
+    """A process group started after the early exit (``if rank >= 2: return`` then ``setup(rank, 2)``):
+    the collectives that follow are the new group's."""
+    return any(guard.lineno < s.call.lineno < site.call.lineno and a.reaching(s, INIT) is not None
+               for s in a.flow.sites_in(site.function))
 
 
 def _runs_on_rank_zero(a: Analysis, branch: Branch) -> bool | None:

@@ -218,3 +218,13 @@ def test_sentinel_comparisons_are_not_rank_conditions() -> None:
             "    if args.local_rank is not None:\n        dist.barrier()\n    if args.local_rank >= 0:\n"
             "        dist.barrier()\n")
     assert codes(body) == []
+
+
+def test_orch_jobs_are_clean_and_the_injected_hang_is_found() -> None:
+    own = [*sorted((ROOT / "jobs").glob("*.py")), ROOT / "orchestrator" / "runtime" / "selftest.py"]
+    assert check_files(own) == []
+    faulty = ROOT / "tests" / "jobs" / "faulty.py"
+    findings = check_files([faulty])
+    lines = faulty.read_text().splitlines()
+    assert [(f.code, lines[f.line - 1].strip()) for f in findings] == [
+        ("DDP002", "dist.barrier()  # only this rank enters: the others never join")]
