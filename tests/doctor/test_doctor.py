@@ -228,3 +228,22 @@ def test_orch_jobs_are_clean_and_the_injected_hang_is_found() -> None:
     lines = faulty.read_text().splitlines()
     assert [(f.code, lines[f.line - 1].strip()) for f in findings] == [
         ("DDP002", "dist.barrier()  # only this rank enters: the others never join")]
+
+
+def test_gate_refuses_errors_unless_told_not_to(tmp_path: Path) -> None:
+    import io
+
+    from orchestrator.doctor import ScriptRefused, gate
+
+    out = io.StringIO()
+    bad = FIXTURES / "seed003_cifar_ddp.py"
+    with pytest.raises(ScriptRefused) as info:
+        gate([bad], out)
+    assert info.value.exit_code == 2 and "DDP001, DDP002, DDP003, DDP007" in info.value.message
+    assert "--no-check" in (info.value.hint or "") and "DDP002 error" in out.getvalue()
+    out = io.StringIO()
+    assert len(gate([bad], out, refuse=False)) == 12 and "DDP002" in out.getvalue()
+    out = io.StringIO()
+    assert [f.code for f in gate([FIXTURES / "seed001_ddp_note.py"], out)] == ["DDP007", "DDP008", "DDP008"]
+    out = io.StringIO()
+    assert gate([FIXTURES / "seed001_fixed.py"], out) == [] and out.getvalue() == ""
