@@ -8,7 +8,7 @@ from functools import cached_property
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.doctor.flow import Flow, Loop, Site
-from orchestrator.doctor.names import FunctionNode, Module, dotted
+from orchestrator.doctor.names import Module, dotted
 from orchestrator.doctor.ranks import Ranks
 
 _D = "torch.distributed."
@@ -122,6 +122,3 @@ class Analysis:
                             self.module.qualname(later.value.func) in ("sys.exit", "exit", "os._exit")):
                         return True
         return False
-
-    def enclosing_function(self, node: ast.AST) -> FunctionNode | None:
-        return self.module.function_of(node)

@@ -50,6 +50,10 @@ class Flow:
             elif isinstance(node, ast.ClassDef):
                 self._walk_block(node.body, self.module.function_of(node), None, None, ())
         self.sites.sort(key=lambda s: (s.call.lineno, s.call.col_offset))
+        self._loads: dict[str, list[ast.Name]] = {}
+        for node in module.nodes:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self._loads.setdefault(node.id, []).append(node)
         self.guarded_functions = self._guarded_functions()
 
     # -- walking ------------------------------------------------------------------------------------
@@ -115,11 +119,7 @@ class Flow:
     def _referenced_elsewhere(self, function: FunctionNode, sites: list[Site]) -> bool:
         """Passed around (``mp.spawn(train, ...)``, ``Thread(target=f)``): it may run anywhere."""
         called = {id(site.call.func) for site in sites}
-        for node in self.module.nodes:
-            if (isinstance(node, ast.Name) and node.id == function.name and isinstance(node.ctx, ast.Load)
-                    and id(node) not in called):
-                return True
-        return False
+        return any(id(node) not in called for node in self._loads.get(function.name, ()))
 
     def guarded(self, site: Site) -> bool:
         """Whether ``site`` runs only on some ranks (a rank condition around it or around its callers)."""

@@ -53,10 +53,6 @@ class Scope:
     parent: Scope | None
     assigned: dict[str, list[tuple[int, ast.expr | None]]] = field(default_factory=dict)
 
-    @property
-    def name(self) -> str:
-        return self.node.name if isinstance(self.node, FunctionNode) else "<module>"
-
     _lines: dict[str, list[int]] = field(default_factory=dict)
 
     def record(self, key: str, line: int, value: ast.expr | None) -> None:
