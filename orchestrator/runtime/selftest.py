@@ -10,15 +10,18 @@ with the same exit status (non-zero when a check failed), so the test can gate a
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 import torch.distributed as dist
@@ -71,13 +74,21 @@ def run(params: Any, device: torch.device, job_dir: Path, environ: Mapping[str, 
     return 0 if outcome.ok else 1
 
 
-def finish(code: int) -> None:
-    """End this task with ``code``: the self-test replaces training (SystemExit leaves through the
-    entrypoint's process-group cleanup)."""
+def finish(code: int) -> NoReturn:
+    """End this task with ``code`` (the self-test replaces training). Rank 0's failure goes through the
+    launcher's error path (a message naming it, exit 1); every other ending leaves as the launcher
+    does after a run: process group destroyed, output flushed, ``os._exit`` (no interpreter teardown,
+    which torch's threads can turn into an abort)."""
     if code and dist.is_initialized() and dist.get_rank() == 0:
         raise SelftestFailed("selftest: at least one check failed (see the table above and result.json)",
                              hint="fix the node or the network named there, or rerun to rule out noise")
-    raise SystemExit(code)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 # -- measurements ----------------------------------------------------------------------------------
