@@ -41,7 +41,9 @@ class Analysis:
 
     def finding(self, code: str, node: ast.AST, detail: str = "", severity: Severity | None = None,
                 title: str | None = None) -> Finding:
-        return make_finding(code, self.filename, getattr(node, "lineno", 1), detail, severity, title)
+        line = getattr(node, "lineno", 1)
+        end = getattr(node, "end_lineno", line) or line
+        return make_finding(code, self.filename, line, detail, severity, title, end)
 
     def sites(self, quals: frozenset[str]) -> list[Site]:
         return [site for site in self.flow.sites if site.qual in quals]

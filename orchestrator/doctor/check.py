@@ -63,7 +63,8 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
         analysis = Analysis(tree, filename)
         for rule in RULES:
             for finding in rule(analysis):
-                if finding.code not in ignored.get(finding.line, set()):
+                span = range(finding.line, max(finding.line, finding.end_line) + 1)
+                if not any(finding.code in ignored.get(line, ()) for line in span):
                     findings.add(finding)
     except RecursionError:
         raise DoctorInputError(f"{filename}: too deeply nested to analyse", hint="pass a Python source file") from None

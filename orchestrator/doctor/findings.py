@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 from orchestrator.doctor.catalog import CATALOG, Severity
 from orchestrator.errors import OrchError
@@ -21,19 +21,21 @@ class Finding:
     severity: Severity
     message: str
     fix: str
+    end_line: int = field(default=0, compare=False, repr=False)  # last line of the statement (suppression)
 
     def as_dict(self) -> dict[str, object]:
-        data = asdict(self)
-        return {key: data[key] for key in ("code", "severity", "file", "line", "message", "fix")}
+        return {"code": self.code, "severity": self.severity, "file": self.file, "line": self.line,
+                "message": self.message, "fix": self.fix}
 
 
 def make_finding(code: str, file: str, line: int, detail: str = "", severity: Severity | None = None,
-                 title: str | None = None) -> Finding:
+                 title: str | None = None, end_line: int = 0) -> Finding:
     """A finding of ``code``: the catalog gives severity, message and fix; ``detail`` names the culprit."""
     rule = CATALOG[code]
     title = title or rule.title
     message = f"{title} ({detail})" if detail else title
-    return Finding(file=file, line=line, code=code, severity=severity or rule.severity, message=message, fix=rule.fix)
+    return Finding(file=file, line=line, code=code, severity=severity or rule.severity, message=message, fix=rule.fix,
+                   end_line=max(line, end_line))
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:

@@ -247,3 +247,10 @@ def test_gate_refuses_errors_unless_told_not_to(tmp_path: Path) -> None:
     assert [f.code for f in gate([FIXTURES / "seed001_ddp_note.py"], out)] == ["DDP007", "DDP008", "DDP008"]
     out = io.StringIO()
     assert gate([FIXTURES / "seed001_fixed.py"], out) == [] and out.getvalue() == ""
+
+
+def test_suppression_anywhere_on_a_multi_line_statement() -> None:
+    call = "dist.init_process_group(\n    'gloo',\n    world_size=4)"
+    assert [f.code for f in check_source(_HEAD + call + "\n")] == ["DDP007", "DDP008"]
+    assert [f.code for f in check_source(_HEAD + call + "  # orch: ignore[DDP008]\n")] == ["DDP007"]
+    assert check_source(_HEAD + call + "\n" + "x = 1  # orch: ignore[DDP008, DDP007]\n") != []
