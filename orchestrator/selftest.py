@@ -130,7 +130,8 @@ def _rendezvous(reports: Sequence[RankReport]) -> Check:
     ranks_seen = sorted(r.rank for r in reports)
     if ranks_seen != list(range(n)):
         problems.append(f"ranks {ranks_seen} are not 0..{n - 1}")
-    timing = f"ready after {slow.startup_s:.1f} s at most (rank {slow.rank} on {slow.host})"
+    timing = (f"slowest start-up (process start to process group ready) {slow.startup_s:.1f} s, "
+              f"rank {slow.rank} on {slow.host}")
     if problems:
         return Check("rendezvous", False, "; ".join(problems) + f"; {timing}")
     return Check("rendezvous", True, f"{n} ranks agree on world size {n} and master {masters.pop()}; {timing}")
