@@ -254,3 +254,20 @@ def test_suppression_anywhere_on_a_multi_line_statement() -> None:
     assert [f.code for f in check_source(_HEAD + call + "\n")] == ["DDP007", "DDP008"]
     assert [f.code for f in check_source(_HEAD + call + "  # orch: ignore[DDP008]\n")] == ["DDP007"]
     assert check_source(_HEAD + call + "\n" + "x = 1  # orch: ignore[DDP008, DDP007]\n") != []
+
+
+def test_installed_orch_doctor_json_and_exit_codes() -> None:
+    from support import ORCH, clean_environ
+
+    def doctor(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([ORCH, "doctor", *args], capture_output=True, text=True, check=False,
+                              env=clean_environ(), cwd=ROOT)
+
+    bad = doctor("--json", str(FIXTURES / "case_ddp010_bad.py"))
+    assert bad.returncode == 0, bad.stderr  # warnings only
+    assert [(d["code"], d["severity"], d["line"]) for d in json.loads(bad.stdout)] == [("DDP010", "warning", 12)]
+    assert doctor("--strict", str(FIXTURES / "case_ddp010_bad.py")).returncode == 1
+    assert doctor(str(FIXTURES / "case_ddp002_bad.py")).returncode == 1
+    assert doctor(str(FIXTURES / "case_ddp002_good.py")).returncode == 0
+    missing = doctor(str(FIXTURES / "nope.py"))
+    assert missing.returncode == 2 and missing.stderr.startswith("orch: error: ")
