@@ -173,11 +173,20 @@ def test_cli_unreadable_input_exits_2(tmp_path: Path, content: bytes, capsys: py
     assert err.startswith("orch: error: ") and "Traceback" not in err
 
 
-def test_cli_missing_file_and_directory_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_missing_file_and_empty_directory_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", str(tmp_path / "nope.py")]) == 2
     assert main(["doctor", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "cannot read" in err and "is a directory" in err
+    assert "cannot read" in err and "no Python files" in err
+
+
+def test_cli_directory_means_its_python_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pkg" / ".hidden").mkdir(parents=True)
+    (tmp_path / "pkg" / "train.py").write_text((FIXTURES / "case_ddp002_bad.py").read_text())
+    (tmp_path / "pkg" / ".hidden" / "old.py").write_text("def broken(:\n")
+    assert main(["doctor", "--json", str(tmp_path)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert {d["file"] for d in data} == {str(tmp_path / "pkg" / "train.py")}
 
 
 def test_empty_and_comment_only_files_are_clean(tmp_path: Path) -> None:
