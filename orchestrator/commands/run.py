@@ -25,6 +25,7 @@ from orchestrator.job import load_job, load_job_file, make_params, parse_overrid
 from orchestrator.jobdirs import job_root
 from orchestrator.local import LocalResult, LocalRunner, log_name, new_job_dir, tail
 from orchestrator.runconfig import LOG_DIR, RunConfig, read_run_config, write_run_config
+from orchestrator.script import ScriptTarget, resolve_target
 
 HELP = "run a job on this machine: N processes through the same launcher (gloo on CPU)"
 DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
@@ -32,7 +33,11 @@ DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", nargs="?", metavar="JOB",
-                        help="a job name from jobs/ (e.g. smoke, mnist) or the path of a job file")
+                        help="a job name from jobs/ (e.g. smoke, mnist), the path of a job file, or a "
+                             "torchrun-style script (train.py; its arguments after --)")
+    parser.add_argument("-m", dest="module", metavar="MODULE",
+                        help="run a module as a script, as python -m does (its arguments after --)")
+    parser.set_defaults(takes_script_args=True)
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="hyperparameter overrides, checked against the job's parameters (e.g. epochs=2)")
     parser.add_argument("--nproc", type=int, metavar="N",
@@ -58,7 +63,30 @@ def _absolute(path: str | None) -> str | None:
     return str(Path(path).expanduser().absolute()) if path else None
 
 
+def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Path, RunConfig]:
+    """``orch run train.py --nproc N -- ARGS``: the script in N local ranks, as torchrun would run it."""
+    cluster = cluster_or_none(args)
+    nproc = args.nproc or 1
+    root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
+    job_dir = new_job_dir(root, target.name)
+    cfg = RunConfig(
+        mode="local", job_name=target.name, job_file=target.target, params={}, nodes=1, gpus_per_node=0,
+        tasks_per_node=nproc, cpus_per_task=max(1, available_cpus() // nproc),
+        data_dir=_absolute(args.data_dir or os.environ.get(DATA_DIR_ENV_VAR)), job_dir=str(job_dir),
+        cluster_name=cluster.name if cluster else None, launcher=cluster.launcher if cluster else Launcher(),
+        env=dict(cluster.env) if cluster else {}, script=target,
+        created=datetime.now().astimezone().isoformat(timespec="seconds"),
+    )
+    write_run_config(job_dir, cfg)
+    return job_dir, cfg
+
+
 def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
+    target = resolve_target(args.job, getattr(args, "module", None), getattr(args, "script_args", None),
+                            args.overrides, Path.cwd(),
+                            [Path(p) for p in sys.path if p])
+    if target is not None:
+        return _new_script_run(args, target)
     if not args.job:
         raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
     loaded = load_job(args.job, os.environ, Path.cwd())
@@ -96,6 +124,11 @@ def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
         raise ConfigError(f"{job_dir} is a Slurm job folder", hint="requeue or resubmit it with Slurm; "
                           "orch run --resume continues local runs")
     changes: dict[str, object] = {}
+    if cfg.script is not None:  # a script sees TORCHELASTIC_RESTART_COUNT one higher
+        if overrides:
+            raise ConfigError(f"{cfg.job_name} is a script: it takes no key=value overrides",
+                              hint="its arguments were fixed when the run started")
+        changes["restarts"] = cfg.restarts + 1
     if overrides:
         spec = load_job_file(Path(cfg.job_file))
         merged = {**cfg.params, **parse_overrides(overrides)}
