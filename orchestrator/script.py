@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ConfigError
+from orchestrator.job import JobSpec, LoadedJob, Resources, TrainParams
 
 _MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 # Exit code a script uses to ask for a requeue after a preemption (EX_TEMPFAIL: "try again later").
@@ -149,3 +150,14 @@ def _no_overrides(overrides: Sequence[str], what: str) -> None:
         raise ConfigError(f"{what} is a script: key=value overrides ({overrides[0]!r}) are for job files",
                           hint=f"pass the script's own arguments after --, e.g. orch run {what} -- "
                                + " ".join(shlex.quote(o) for o in overrides))
+
+
+def _no_build(params: object, ctx: object) -> None:
+    raise ConfigError("a script has no build()", hint="scripts run as they are; see orchestrator.scriptrun")
+
+
+def script_job(target: ScriptTarget) -> LoadedJob:
+    """A script as a job for planning: its name, default resources (1 node, 1 GPU), no parameters."""
+    spec = JobSpec(name=target.name, params=TrainParams, build=_no_build, resources=Resources(),
+                   description=target.command())
+    return LoadedJob(spec=spec, path=Path(target.target) if target.kind == "script" else Path(target.cwd))

@@ -33,17 +33,24 @@ HELP = ("submit a job to Slurm (validate it first; --dry-run shows the script an
         "for a run on this machine use 'orch run')")
 DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
 RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
-             "master_addr", "master_port")  # the JSON of each rank in --dry-run --json
+             "master_addr", "master_port", "devices")  # the JSON of each rank in --dry-run --json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job", metavar="JOB",
-                        help="a job name from jobs/ (e.g. mnist) or the path of a job file")
+    parser.add_argument("job", nargs="?", metavar="JOB",
+                        help="a job name from jobs/ (e.g. mnist), the path of a job file, or a torchrun-style "
+                             "script (train.py; its arguments after --)")
+    parser.add_argument("-m", dest="module", metavar="MODULE",
+                        help="run a module as a script, as python -m does (its arguments after --)")
+    parser.set_defaults(takes_script_args=True)
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="hyperparameter overrides, checked against the job's parameters (e.g. lr=0.05)")
     parser.add_argument("--nodes", type=int, metavar="N", help="number of nodes (default: the job's)")
     parser.add_argument("--gpus", type=int, metavar="G",
-                        help="GPUs per node = tasks per node (default: the job's)")
+                        help="GPUs per node (default: the job's); tasks per node = G / --gpus-per-task")
+    parser.add_argument("--gpus-per-task", type=int, metavar="K",
+                        help="GPUs each task holds (scripts only; default 1): G / K tasks per node, each seeing "
+                             "exactly its K GPUs")
     parser.add_argument("--ntasks-per-node", type=int, metavar="T",
                         help="tasks per node: needed with --gpus 0 (CPU ranks), else at most --gpus")
     parser.add_argument("--cpus-per-task", type=int, metavar="C",
@@ -67,12 +74,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from orchestrator.job import load_job, parse_overrides
     from orchestrator.plan import build_plan, make_request
+    from orchestrator.script import resolve_target, script_job
 
     cluster = cluster_from_args(args)
     cwd = Path.cwd()
-    loaded = load_job(args.job, os.environ, cwd)
+    target = resolve_target(args.job, getattr(args, "module", None), getattr(args, "script_args", None),
+                            args.overrides, cwd, [Path(p) for p in sys.path if p])
+    if target is None and not args.job:
+        raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
+    loaded = script_job(target) if target is not None else load_job(args.job, os.environ, cwd)
     request = make_request({
-        "job": args.job, "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
+        "script": target, "gpus_per_task": getattr(args, "gpus_per_task", None),
+        "job": args.job or f"-m {args.module}", "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
         "cpus_per_task": args.cpus_per_task, "partition": args.partition, "time": args.time,
         "job_name": args.job_name, "account": args.account, "qos": args.qos,
         "overrides": parse_overrides(args.overrides),
@@ -85,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, request.data_dir)
     if args.dry_run:
         note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
+        if target is not None and target.note():
+            note += f"# note: {target.note()}\n"
         sys.stdout.write(dry_run_json(plan) if args.json else dry_run_text(plan) + note)
         return 0
     if data_problem:
@@ -143,7 +158,9 @@ def dry_run_text(plan: SubmitPlan) -> str:
     where = (f"the NodeAddr of {master} (the first node), looked up at run time" if cfg.nodes > 1
              else "loopback: every rank runs on one node")
     low, high = cfg.launcher.port_range
-    header = (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
+    runs = (f"# runs: {cfg.script.command()}\n#   in {cfg.script.cwd}, with torchrun's variables in every rank\n"
+            if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
+    header = runs + (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
               f"job id {plan.assumed_job_id}\n# MASTER_PORT follows the real job id (range {low}-{high}); "
               f"MASTER_ADDR is {where}\n")
     titles = ("HOST", "RANK", "LOCAL_RANK", "NODE_RANK", "DEVICE", "MASTER")
@@ -174,7 +191,11 @@ def dry_run_json(plan: SubmitPlan) -> str:
     for row in plan.ranks:
         values = row.as_dict()
         ranks.append(dumps({key: values[key] for key in RANK_KEYS}))
-    return (f'{{"script": {dumps(plan.script)},\n "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
+    target = plan.run_config.script
+    runs = ({"kind": "job", "job": plan.run_config.job_name, "job_file": plan.run_config.job_file} if target is None
+            else {**target.model_dump(mode="json"), "command": target.command(), "note": target.note()})
+    return (f'{{"script": {dumps(plan.script)},\n "runs": {dumps(runs)},\n'
+            f' "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
             f' "ranks": [\n  ' + ",\n  ".join(ranks) + "\n ]}\n")
 
 
