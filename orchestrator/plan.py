@@ -25,8 +25,8 @@ from orchestrator.config import Cluster, Partition
 from orchestrator.errors import ConfigError
 from orchestrator.job import LoadedJob, make_params
 from orchestrator.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
-from orchestrator.runtime.device import task_gpu_indices
 from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, SCRIPT_FILE, RunConfig, write_run_config
+from orchestrator.runtime.device import task_gpu_indices
 from orchestrator.script import ScriptTarget
 from orchestrator.units import format_time, parse_mem_mb, parse_time
 

@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = script_job(target) if target is not None else load_job(args.job, os.environ, cwd)
     request = make_request({
         "script": target, "gpus_per_task": getattr(args, "gpus_per_task", None),
-        "job": args.job or f"-m {args.module}", "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
+        "job": args.job or f"-m {args.module}",
+        "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
         "cpus_per_task": args.cpus_per_task, "partition": args.partition, "time": args.time,
         "job_name": args.job_name, "account": args.account, "qos": args.qos,
         "overrides": parse_overrides(args.overrides),
