@@ -122,7 +122,7 @@ def resolve_target(job: str | None, module: str | None, args: Sequence[str] | No
         return None
     path = Path(job).expanduser()
     path = path if path.is_absolute() else cwd / path
-    looks_like_path = job.endswith(".py") or "/" in job or path.is_dir()
+    looks_like_path = job.endswith(".py") or "/" in job or path.is_dir() or (path.suffix != "" and path.is_file())
     if not looks_like_path:
         if args is not None:  # a job name with `--`: refuse below, once we know it is a job
             raise ConfigError(f"job {job!r} takes key=value overrides, not arguments after --",
