@@ -37,6 +37,17 @@ def _check_mem(value: str | int) -> str | int:
     return value
 
 
+SbatchExtras = dict[str, str | bool]  # sbatch option (long name) -> value; true: a flag, false: left out
+
+
+def _check_sbatch(value: SbatchExtras) -> SbatchExtras:
+    from orchestrator.extras import check_sbatch_key
+
+    for key in value:
+        check_sbatch_key(key)
+    return value
+
+
 SlurmTime = Annotated[str, Field(description="Slurm time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S")]
 
 
@@ -50,8 +61,10 @@ class Partition(_Model):
     mem_per_node: str | int = Field(description="memory per node, e.g. 480G (MB when no unit)")
     max_time: SlurmTime = "UNLIMITED"
     gpu_type: str | None = None
+    sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for this partition")
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "partition name"))
+    _v_sbatch = field_validator("sbatch")(_check_sbatch)
     _v_time = field_validator("max_time")(_check_time)
     _v_mem = field_validator("mem_per_node")(_check_mem)
 
@@ -82,8 +95,11 @@ class Defaults(_Model):
     qos: str | None = None
     cpus_per_task: int | None = Field(default=None, ge=1)
     mem_per_gpu: str | int | None = None
+    sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for every job, "
+                                 "e.g. {constraint: a100, exclusive: true}")
 
     _v_time = field_validator("time")(_check_time)
+    _v_sbatch = field_validator("sbatch")(_check_sbatch)
 
     @field_validator("mem_per_gpu")
     @classmethod
@@ -146,10 +162,7 @@ class Cluster(_Model):
     @classmethod
     def _v_env(cls, value: dict[str, str]) -> dict[str, str]:
         for key, val in value.items():
-            if not _ENV_NAME_RE.match(key):
-                raise ValueError(f"{key!r} is not a valid environment variable name")
-            if "\0" in val or "\n" in val:
-                raise ValueError(f"the value of {key} contains a newline or NUL, which Slurm cannot carry")
+            check_env_entry(key, val)
         return value
 
     @model_validator(mode="after")
@@ -174,6 +187,16 @@ class Cluster(_Model):
                 return part
         known = ", ".join(p.name for p in self.partitions)
         raise ConfigError(f"unknown partition {wanted!r}", hint=f"use --partition with one of: {known}")
+
+
+def check_env_entry(key: str, value: str) -> None:
+    """One variable exported to the tasks: cluster.yaml ``env`` and ``orch submit --env`` both come here.
+
+    Raises ValueError naming the problem (the callers add the field)."""
+    if not _ENV_NAME_RE.match(key):
+        raise ValueError(f"{key!r} is not a valid environment variable name")
+    if "\0" in value or "\n" in value:
+        raise ValueError(f"the value of {key} contains a newline or NUL, which Slurm cannot carry")
 
 
 def _check_name(value: str, what: str) -> str:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from orchestrator import distenv, hostlist
 from orchestrator.config import Cluster, Partition
 from orchestrator.errors import ConfigError
+from orchestrator.extras import merge_sbatch
 from orchestrator.job import LoadedJob, make_params
 from orchestrator.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
 from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, SCRIPT_FILE, RunConfig, write_run_config
@@ -59,6 +60,9 @@ class SubmitRequest(BaseModel):
     # Bring your own script (None: the job file's SPEC) and several GPUs per task.
     script: ScriptTarget | None = None
     gpus_per_task: int | None = Field(default=None, ge=1)
+    # Site options: extra #SBATCH options (after cluster.yaml's) and --env variables (after its env).
+    sbatch_extra: dict[str, str | None] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
 
 
 def make_request(values: Mapping[str, Any]) -> SubmitRequest:
@@ -124,13 +128,17 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
     job_dir = job_root / f"{folder_name(job_name)}-{now:%Y%m%d-%H%M%S}-{token}"
     launcher = cluster.launcher.model_copy(update={"python": python})
+    env = {**cluster.env, **request.env}
     context = ScriptContext(
         job_name=job_name, nodes=nodes, ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=cpus,
         time=time_text, partition=partition.name, job_dir=str(job_dir), python=python,
         gpu_flag=launcher.gpu_flag, gpu_spec=_gpu_spec(gpus, partition),
         mem_per_gpu_mb=mem_per_gpu, mem_mb=mem,
         account=request.account or cluster.defaults.account, qos=request.qos or cluster.defaults.qos,
-        env=dict(cluster.env), setup=tuple(launcher.setup), pass_env=tuple(launcher.pass_env),
+        env=dict(cluster.env), extra_env=dict(request.env), setup=tuple(launcher.setup),
+        pass_env=tuple(launcher.pass_env),
+        sbatch_extra=merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra),
+        gpus_per_task=per_task,
         srun_wait=launcher.srun_wait,
         preempt_signal=launcher.preempt_signal, preempt_before=launcher.preempt_before,
         requeue=launcher.requeue, master_addr=LOOPBACK_ADDR if nodes == 1 else None,
@@ -142,7 +150,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         params=params.model_dump(mode="json") if request.script is None else {},
         nodes=nodes, gpus_per_node=gpus, tasks_per_node=tasks, cpus_per_task=cpus, partition=partition.name,
         time=time_text, data_dir=request.data_dir, job_dir=str(job_dir), cluster_name=cluster.name,
-        launcher=launcher, env=dict(cluster.env), created=now.isoformat(timespec="seconds"),
+        launcher=launcher, env=env, created=now.isoformat(timespec="seconds"),
         script=request.script, gpus_per_task=per_task,
     )
     head = context.master_addr or hosts[0]

@@ -62,6 +62,8 @@ FIELD_LABELS: dict[str, str] = {
     "env": "env of cluster.yaml",
     "setup": "launcher.setup",
     "preempt_signal": "launcher.preempt_signal",
+    "extra_env": "--env",
+    "sbatch_extra": "the sbatch options (--sbatch-arg, --constraint, ..., cluster.yaml sbatch)",
 }
 
 
@@ -92,6 +94,9 @@ class ScriptContext:
     preempt_before: int = 120
     requeue: bool = True
     master_addr: str | None = None  # fixed MASTER_ADDR (single node); None: looked up at run time
+    sbatch_extra: Mapping[str, str | None] = field(default_factory=dict)  # option -> value (None: a flag)
+    gpus_per_task: int = 1
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # orch submit --env (after cluster.yaml env)
 
     @property
     def template_name(self) -> str:
@@ -187,7 +192,8 @@ def check_context(context: ScriptContext) -> None:
         elif isinstance(value, Mapping):
             for key, val in value.items():
                 _check_value(f"{label}: {key}", key)
-                _check_value(f"{label}: {key}", val)
+                if val is not None:
+                    _check_value(f"{label}: {key}", val)
     for index, line in enumerate(context.setup):
         for bad, what in (("\0", "a NUL byte"), ("\r", "a carriage return (sbatch refuses DOS line breaks)")):
             if bad in line:

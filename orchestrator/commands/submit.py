@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -61,6 +62,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job-name", metavar="NAME", help="Slurm job name (default: the job's name)")
     parser.add_argument("--account", metavar="A", help="Slurm account (default: defaults.account)")
     parser.add_argument("--qos", metavar="Q", help="Slurm QOS (default: defaults.qos)")
+    site = parser.add_argument_group("site options (added as #SBATCH lines after cluster.yaml's defaults.sbatch)")
+    site.add_argument("--constraint", metavar="FEATURES", help="node features, e.g. a100 or 'a100&ib'")
+    site.add_argument("--exclusive", action="store_true", default=None, help="whole nodes for this job")
+    site.add_argument("--nodelist", metavar="HOSTS", help="nodes to use, e.g. gpu[001-004]")
+    site.add_argument("--exclude", metavar="HOSTS", help="nodes to avoid")
+    site.add_argument("--reservation", metavar="NAME", help="run in this reservation")
+    site.add_argument("--dependency", metavar="DEP", help="e.g. afterok:1234")
+    site.add_argument("--mail-type", metavar="TYPES", help="e.g. END,FAIL")
+    site.add_argument("--mail-user", metavar="ADDRESS", help="where Slurm's mails go")
+    site.add_argument("--sbatch-arg", action="append", default=[], metavar="KEY[=VALUE]",
+                      help="any other sbatch option, long name without dashes (repeatable): "
+                           "--sbatch-arg licenses=scratch --sbatch-arg hold")
+    site.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                      help="a variable exported to every task (repeatable)")
     parser.add_argument("--templates", metavar="DIR",
                         help="directory with your own sbatch templates (same file names as templates/; "
                              "missing files fall back to the built-in ones)")
@@ -74,6 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from orchestrator.job import load_job, parse_overrides
     from orchestrator.plan import build_plan, make_request
+    from orchestrator.extras import parse_env_args, parse_sbatch_args
     from orchestrator.script import resolve_target, script_job
 
     cluster = cluster_from_args(args)
@@ -85,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = script_job(target) if target is not None else load_job(args.job, os.environ, cwd)
     request = make_request({
         "script": target, "gpus_per_task": getattr(args, "gpus_per_task", None),
+        "sbatch_extra": parse_sbatch_args(vars(args), getattr(args, "sbatch_arg", [])),
+        "env": parse_env_args(getattr(args, "env", [])),
         "job": args.job or f"-m {args.module}",
         "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
         "cpus_per_task": args.cpus_per_task, "partition": args.partition, "time": args.time,
@@ -161,6 +179,8 @@ def dry_run_text(plan: SubmitPlan) -> str:
     low, high = cfg.launcher.port_range
     runs = (f"# runs: {cfg.script.command()}\n#   in {cfg.script.cwd}, with torchrun's variables in every rank\n"
             if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
+    runs += "".join(f"# --env {name}={shlex.quote(value)} (exported to every task)\n"
+                    for name, value in plan.request.env.items())
     header = runs + (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
               f"job id {plan.assumed_job_id}\n# MASTER_PORT follows the real job id (range {low}-{high}); "
               f"MASTER_ADDR is {where}\n")
