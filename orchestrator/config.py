@@ -107,6 +107,18 @@ class Defaults(_Model):
         return None if value is None else _check_mem(value)
 
 
+class Container(_Model):
+    """Run every task in a container: pyxis/enroot (srun --container-image) or Apptainer/Singularity."""
+
+    runtime: Literal["none", "pyxis", "apptainer"] = "none"
+    image: str | None = Field(default=None, description="pyxis: an enroot image (nvcr.io#nvidia/pytorch:24.05-py3 "
+                              "or a .sqsh file); apptainer: a .sif file or a docker:// URI")
+    mounts: list[str] = Field(default_factory=list, description="SRC[:DST[:FLAGS]] bind mounts; the job folder "
+                              "and the submit directory are always added")
+    python: str = Field(default="python3", description="python inside the image (orch must be importable there)")
+    apptainer: str = Field(default="apptainer", description="the command: apptainer or singularity")
+
+
 class Launcher(_Model):
     """How tasks are started and wired together."""
 
@@ -129,6 +141,7 @@ class Launcher(_Model):
     pass_env: list[str] = Field(default_factory=list, description="names of variables (secrets such as "
                                 "WANDB_API_KEY) that tasks take from the shell running orch submit; only "
                                 "the names are written to the script and job.json, never the values")
+    container: Container = Field(default_factory=Container)
 
     @field_validator("port_range")
     @classmethod

@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator import distenv, hostlist
 from orchestrator.config import Cluster, Partition
+from orchestrator.containers import ContainerPlan, resolve_container
 from orchestrator.errors import ConfigError
 from orchestrator.extras import merge_sbatch
 from orchestrator.job import LoadedJob, make_params
@@ -63,6 +64,10 @@ class SubmitRequest(BaseModel):
     # Site options: extra #SBATCH options (after cluster.yaml's) and --env variables (after its env).
     sbatch_extra: dict[str, str | None] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
+    # Containers (None: launcher.container of cluster.yaml).
+    container_runtime: Literal["none", "pyxis", "apptainer"] | None = None
+    container_image: str | None = None
+    container_mounts: list[str] = Field(default_factory=list)
 
 
 def make_request(values: Mapping[str, Any]) -> SubmitRequest:
@@ -129,6 +134,9 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     job_dir = job_root / f"{folder_name(job_name)}-{now:%Y%m%d-%H%M%S}-{token}"
     launcher = cluster.launcher.model_copy(update={"python": python})
     env = {**cluster.env, **request.env}
+    box = resolve_container(cluster.launcher.container, runtime=request.container_runtime,
+                            image=request.container_image, mounts=request.container_mounts,
+                            always=_task_paths(job_dir, request.script))
     context = ScriptContext(
         job_name=job_name, nodes=nodes, ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=cpus,
         time=time_text, partition=partition.name, job_dir=str(job_dir), python=python,
@@ -138,7 +146,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         env=dict(cluster.env), extra_env=dict(request.env), setup=tuple(launcher.setup),
         pass_env=tuple(launcher.pass_env),
         sbatch_extra=merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra),
-        gpus_per_task=per_task,
+        gpus_per_task=per_task, **_container_fields(box),
         srun_wait=launcher.srun_wait,
         preempt_signal=launcher.preempt_signal, preempt_before=launcher.preempt_before,
         requeue=launcher.requeue, master_addr=LOOPBACK_ADDR if nodes == 1 else None,
@@ -172,6 +180,23 @@ def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, ma
         device = _device_label(held)
         rows.append(RankRow(host=environ["SLURMD_NODENAME"], device=device, env=env, devices=held))
     return tuple(rows)
+
+
+def _task_paths(job_dir: Path, script: ScriptTarget | None) -> list[str]:
+    """Host folders every task reads: the job folder, and for scripts the submit and script folders."""
+    paths = [str(job_dir)]
+    if script is not None:
+        paths.append(script.cwd)
+        if script.kind == "script":
+            paths.append(str(Path(script.target).parent))
+    return list(dict.fromkeys(paths))
+
+
+def _container_fields(box: ContainerPlan | None) -> dict[str, Any]:
+    if box is None:
+        return {}
+    return {"container_runtime": box.runtime, "container_image": box.image, "container_mounts": box.mounts,
+            "container_python": box.python, "apptainer": box.apptainer}
 
 
 def _device_label(held: tuple[int, ...]) -> str:

@@ -63,6 +63,10 @@ FIELD_LABELS: dict[str, str] = {
     "setup": "launcher.setup",
     "preempt_signal": "launcher.preempt_signal",
     "extra_env": "--env",
+    "container_image": "the container image (--container-image or launcher.container.image)",
+    "container_mounts": "the container mounts (--container-mounts or launcher.container.mounts)",
+    "container_python": "launcher.container.python",
+    "apptainer": "launcher.container.apptainer",
     "sbatch_extra": "the sbatch options (--sbatch-arg, --constraint, ..., cluster.yaml sbatch)",
 }
 
@@ -97,6 +101,11 @@ class ScriptContext:
     sbatch_extra: Mapping[str, str | None] = field(default_factory=dict)  # option -> value (None: a flag)
     gpus_per_task: int = 1
     extra_env: Mapping[str, str] = field(default_factory=dict)  # orch submit --env (after cluster.yaml env)
+    container_runtime: Literal["none", "pyxis", "apptainer"] = "none"  # see orchestrator.containers
+    container_image: str | None = None
+    container_mounts: str | None = None
+    container_python: str = "python3"
+    apptainer: str = "apptainer"
 
     @property
     def template_name(self) -> str:

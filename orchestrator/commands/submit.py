@@ -76,6 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "--sbatch-arg licenses=scratch --sbatch-arg hold")
     site.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                       help="a variable exported to every task (repeatable)")
+    box = parser.add_argument_group("containers (default: launcher.container of cluster.yaml)")
+    box.add_argument("--container-runtime", choices=("none", "pyxis", "apptainer"),
+                     help="pyxis/enroot (srun --container-image) or Apptainer/Singularity (apptainer exec)")
+    box.add_argument("--container-image", metavar="IMAGE", help="the image every task runs in")
+    box.add_argument("--container-mounts", action="append", default=[], metavar="SRC[:DST[:FLAGS]]",
+                     help="a bind mount (repeatable); the job folder and this directory are always mounted")
     parser.add_argument("--templates", metavar="DIR",
                         help="directory with your own sbatch templates (same file names as templates/; "
                              "missing files fall back to the built-in ones)")
@@ -87,9 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from orchestrator.extras import parse_env_args, parse_sbatch_args
     from orchestrator.job import load_job, parse_overrides
     from orchestrator.plan import build_plan, make_request
-    from orchestrator.extras import parse_env_args, parse_sbatch_args
     from orchestrator.script import resolve_target, script_job
 
     cluster = cluster_from_args(args)
@@ -103,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
         "script": target, "gpus_per_task": getattr(args, "gpus_per_task", None),
         "sbatch_extra": parse_sbatch_args(vars(args), getattr(args, "sbatch_arg", [])),
         "env": parse_env_args(getattr(args, "env", [])),
+        "container_runtime": getattr(args, "container_runtime", None),
+        "container_image": getattr(args, "container_image", None),
+        "container_mounts": getattr(args, "container_mounts", []),
         "job": args.job or f"-m {args.module}",
         "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
         "cpus_per_task": args.cpus_per_task, "partition": args.partition, "time": args.time,
@@ -179,6 +188,10 @@ def dry_run_text(plan: SubmitPlan) -> str:
     low, high = cfg.launcher.port_range
     runs = (f"# runs: {cfg.script.command()}\n#   in {cfg.script.cwd}, with torchrun's variables in every rank\n"
             if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
+    ctx = plan.context
+    if ctx.container_runtime != "none":
+        runs += (f"# in a container: {ctx.container_runtime} image {ctx.container_image}, "
+                 f"mounts {ctx.container_mounts}\n")
     runs += "".join(f"# --env {name}={shlex.quote(value)} (exported to every task)\n"
                     for name, value in plan.request.env.items())
     header = runs + (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
