@@ -79,6 +79,7 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
         env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
         run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
     environ["ORCH_JOB_DIR"] = str(job_dir)
+    environ["ORCH_PREEMPT_SIGNAL"] = cfg.launcher.preempt_signal  # the script may handle it (README)
     narrowed = narrowed_visible(environ.get(VISIBLE_VAR), local_rank=env.local_rank,
                                 gpus_per_task=cfg.gpus_per_task, node_gpus=cfg.gpus_per_node)
     if narrowed is not None:

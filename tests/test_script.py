@@ -330,6 +330,7 @@ def cli(clean_env: pytest.MonkeyPatch, stubs: Any, write_cluster: Callable[..., 
     (["submit", "--gpus", "1"], "needs a JOB"),
     (["status", "--", "x"], "does not run"),
     (["run", "a dir", "--nproc", "2"], "is a directory"),
+    (["run", "-m", "not.here"], "not importable on this machine"),
 ])
 def test_cli_refusals(cli: dict[str, Any], capsys: pytest.CaptureFixture[str], argv: list[str], named: str) -> None:
     code = main(argv)

@@ -135,40 +135,23 @@ def test_module_form_runs_with_cwd_first_on_the_path(tmp_path: Path) -> None:
         assert rec == {"argv": [str(pkg / "main.py"), "a b", "--flag"], "path0": str(tmp_path), "name": "__main__"}
 
 
-PREEMPTIBLE = """\
-import os, signal, sys, time
-from pathlib import Path
-
-stop = []
-signal.signal(signal.SIGUSR2, lambda *_: stop.append(1))  # the documented contract: handle it yourself
-rank = os.environ["RANK"]
-restarts = os.environ["TORCHELASTIC_RESTART_COUNT"]
-Path(f"seen{rank}-{restarts}").write_text(os.environ["ORCH_JOB_DIR"])
-if restarts == "0":
-    Path(f"ready{rank}").touch()
-    while not stop:
-        time.sleep(0.05)
-    sys.exit(75)  # checkpoint here, then ask for a requeue
-"""
-
-
 def test_preempted_script_exits_75_and_resumes_with_a_higher_restart_count(tmp_path: Path) -> None:
-    script = tmp_path / "preemptible.py"
-    script.write_text(PREEMPTIBLE, encoding="utf-8")
-    jobs = tmp_path / "jobs"
-    proc = subprocess.Popen([ORCH, "run", str(script), "--nproc", "2", "--job-root", str(jobs)], cwd=tmp_path,
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    jobs, out = tmp_path / "jobs", tmp_path / "out"
+    proc = subprocess.Popen([ORCH, "run", str(SCRIPTS / "preemptible.py"), "--nproc", "2", "--job-root", str(jobs),
+                             "--", "--out", str(out)], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
     deadline = time.monotonic() + TIMEOUT
-    while not all((tmp_path / f"ready{r}").exists() for r in (0, 1)):
+    while not all((out / f"ready{r}").exists() for r in (0, 1)):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.1)
-    proc.send_signal(signal.SIGUSR2)
-    out, err = proc.communicate(timeout=TIMEOUT)
-    assert proc.returncode == 0, err.decode(errors="replace")
+    proc.send_signal(signal.SIGUSR2)  # orch run forwards it to the ranks, as the batch script does
+    stdout, stderr = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, stderr.decode(errors="replace")
     job_dir = _job_dir(jobs)
-    assert b"preempted" in out and (job_dir / "requeue").exists()
+    assert b"preempted" in stdout and (job_dir / "requeue").exists()
     resumed = _orch_run(tmp_path, "--resume", str(job_dir))
     assert resumed.returncode == 0, resumed.stderr.decode(errors="replace")
     for rank in (0, 1):
-        assert (tmp_path / f"seen{rank}-1").read_text() == str(job_dir)
+        seen = json.loads((out / f"seen{rank}-1.json").read_text())
+        assert seen["TORCHELASTIC_RESTART_COUNT"] == "1" and seen["ORCH_JOB_DIR"] == str(job_dir)
     assert json.loads((job_dir / "job.json").read_text())["restarts"] == 1

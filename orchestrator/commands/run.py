@@ -65,6 +65,9 @@ def _absolute(path: str | None) -> str | None:
 
 def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Path, RunConfig]:
     """``orch run train.py --nproc N -- ARGS``: the script in N local ranks, as torchrun would run it."""
+    if target.note() is not None:  # a local run needs the module here (a submit may find it on the nodes)
+        raise ConfigError(target.note() or "", hint="check the name and run orch from the folder that holds the "
+                                                    "package (or put it on PYTHONPATH)")
     cluster = cluster_or_none(args)
     nproc = args.nproc or 1
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()

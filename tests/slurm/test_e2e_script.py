@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,3 +87,28 @@ def test_unmodified_script_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: P
         assert len(first) == len(second) == 2 and not first & second
     assert [r["env"]["LOCAL_WORLD_SIZE"] for r in k2] == ["2"] * 4
     assert all(rec["params"] == k2[0]["params"] for rec in k2)
+
+
+def test_preempted_script_requeues_and_sees_the_restart_count(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """The contract: the signal reaches the script, exit 75 requeues, the next run has restart count 1."""
+    out = tmp_path / "out"
+    job_id, job_dir = _submit(slurm_cluster, tmp_path, str(SCRIPTS / "preemptible.py"), "--nodes", "2", "--gpus",
+                              "1", "--cluster", str(slurm_cluster.cluster_yaml), "--json", "--", "--out", str(out))
+    deadline = time.monotonic() + 120
+    while not all((out / f"ready{r}").exists() for r in (0, 1)):
+        assert time.monotonic() < deadline, slurm_cluster.describe(job_dir)
+        time.sleep(0.2)
+    signalled = slurm_cluster.client("scancel", "--signal=USR2", "--full", job_id)
+    assert signalled.returncode == 0, signalled.stderr
+    slurm_cluster.wait(job_id, lambda s: s["state"] == "PENDING" and (s["restarts"] or 0) >= 1, 60, job_dir,
+                       "PENDING after a requeue")
+    update = slurm_cluster.client("scontrol", "update", f"JobId={job_id}", "StartTime=now+2")
+    assert update.returncode == 0, update.stderr
+    final = slurm_cluster.wait_done(job_id, timeout=180, job_dir=job_dir)
+    assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
+    for rank in (0, 1):
+        first = json.loads((out / f"seen{rank}-0.json").read_text())
+        second = json.loads((out / f"seen{rank}-1.json").read_text())
+        assert second["TORCHELASTIC_RESTART_COUNT"] == "1" and second["TORCHELASTIC_RUN_ID"] == job_id
+        assert second["ORCH_JOB_DIR"] == str(job_dir)
+        assert second["MASTER_PORT"] == str(distenv.master_port(job_id, 1, (29500, 39499))) != first["MASTER_PORT"]
