@@ -126,6 +126,13 @@ def num_threads(requested: int | None, cpus_per_task: int) -> int:
 # With K = 1 nothing is narrowed, so torchrun-style code that uses ``cuda:LOCAL_RANK`` keeps
 # working. Ids come from the inherited CUDA_VISIBLE_DEVICES (Slurm's GPUs, or the user's), else
 # 0..node_gpus-1.
+#
+# Why the launcher narrows CUDA_VISIBLE_DEVICES instead of using Slurm's --gpus-per-task + GPU
+# binding (Slurm 22.05+): the allocation stays --gpus-per-node=G --ntasks-per-node=G/K, which all
+# releases read alike (--gpus-per-task next to per-node GPU requests changed meaning across them);
+# Slurm's per-task binding under ConstrainDevices can hide the node's other GPUs from a task's
+# cgroup, which stops CUDA peer-to-peer (NVLink) between the tasks NCCL connects, while this only
+# renumbers what one process sees; and one table serves orch run and Slurm, tested without GPUs.
 
 
 def task_gpu_indices(local_rank: int, gpus_per_task: int) -> list[int]:
