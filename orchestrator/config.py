@@ -37,7 +37,7 @@ def _check_mem(value: str | int) -> str | int:
     return value
 
 
-SbatchExtras = dict[str, str | bool]  # sbatch option (long name) -> value; true: a flag, false: left out
+SbatchExtras = dict[str, str | bool | int]  # sbatch option (long name) -> value; true: a flag, false: left out
 
 
 def _check_sbatch(value: SbatchExtras) -> SbatchExtras:

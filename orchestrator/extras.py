@@ -83,7 +83,7 @@ def parse_sbatch_args(named: Mapping[str, str | bool | None], items: Sequence[st
     return out
 
 
-def merge_sbatch(*layers: Mapping[str, str | bool | None]) -> Extras:
+def merge_sbatch(*layers: Mapping[str, str | bool | int | None]) -> Extras:
     """cluster.yaml defaults, the partition's, then the command line's (later wins; False removes)."""
     out: Extras = {}
     for layer in layers:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -331,6 +333,17 @@ def cli(clean_env: pytest.MonkeyPatch, stubs: Any, write_cluster: Callable[..., 
     (["status", "--", "x"], "does not run"),
     (["run", "a dir", "--nproc", "2"], "is a directory"),
     (["run", "-m", "not.here"], "not importable on this machine"),
+    (["submit", "train.py", "--sbatch-arg", "nodes=3"], "use --nodes instead"),
+    (["submit", "train.py", "--sbatch-arg=--time=1"], "use --time instead"),
+    (["submit", "train.py", "--sbatch-arg", "C=a100"], "one-letter form"),
+    (["submit", "train.py", "--sbatch-arg", "no such"], "not an option name"),
+    (["submit", "train.py", "--constraint", "a", "--sbatch-arg", "constraint=b"], "given twice"),
+    (["submit", "train.py", "--env", "RANK=1"], "sets RANK for every task"),
+    (["submit", "train.py", "--env", "SLURM_PROCID=1"], "sets SLURM_PROCID"),
+    (["submit", "train.py", "--env", "1X=1"], "not a valid environment variable name"),
+    (["submit", "train.py", "--env", "NOVALUE"], "not KEY=VALUE"),
+    (["submit", "train.py", "--env", "A=1", "--env", "A=2"], "given twice"),
+    (["submit", "train.py", "--container-image", "x.sif"], "without a container runtime"),
 ])
 def test_cli_refusals(cli: dict[str, Any], capsys: pytest.CaptureFixture[str], argv: list[str], named: str) -> None:
     code = main(argv)
@@ -352,3 +365,38 @@ def test_cli_dry_run_shows_the_chosen_form(cli: dict[str, Any], capsys: pytest.C
     assert main(["submit", "-m", "not.here", "--gpus", "1", "--dry-run"]) == 0
     assert "# note: module not.here is not importable" in capsys.readouterr().out
     assert os.listdir(cli["dir"]).count("jobs") == 0 and cli["stubs"].records() == []
+
+
+def test_sbatch_runs_without_the_users_sbatch_variables(cli: dict[str, Any], caplog: pytest.LogCaptureFixture,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SBATCH_TIMELIMIT", "1")
+    monkeypatch.setenv("SBATCH_ACCOUNT", "other")
+    assert main(["submit", "train.py", "--gpus", "1", "--", "x"]) == 0
+    assert "ignoring SBATCH_ACCOUNT, SBATCH_TIMELIMIT" in caplog.text  # (the e2e test sees it on stderr)
+    [call] = cli["stubs"].records("sbatch")
+    assert not [k for k in call["env"] if k.startswith("SBATCH_")]
+    assert "--time=04:00:00" in call["sbatch_options"]
+
+
+def test_a_script_dry_run_imports_neither_torch_nor_the_script(tmp_path: Path,
+                                                               write_cluster: Callable[..., Path]) -> None:
+    (tmp_path / "train.py").write_text("raise SystemExit('the script was imported')\n", encoding="utf-8")
+    code = ("import sys\nfrom orchestrator.cli import main\n"
+            f"rc = main(['submit', 'train.py', '--cluster', {str(write_cluster())!r}, '--dry-run', '--', 'a'])\n"
+            "bad = [m for m in ('torch', 'torchvision') if m in sys.modules]\n"
+            "assert rc == 0 and not bad, (rc, bad)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(("sbatch", "where", "words"), [
+    ({"defaults": {"sbatch": {"nodes": 3}}}, "defaults.sbatch", "use --nodes instead"),
+    ({"defaults": {"sbatch": {"C": "a100"}}}, "defaults.sbatch", "one-letter form"),
+    ({"env": {"1X": "1"}}, "env", "not a valid environment variable name"),
+])
+def test_cluster_yaml_refuses_what_the_command_line_refuses(write_cluster: Callable[..., Path],
+                                                            sbatch: dict[str, Any], where: str, words: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_cluster(write_cluster(**sbatch))
+    assert where in info.value.message and words in info.value.message
