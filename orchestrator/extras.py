@@ -117,3 +117,39 @@ def parse_env_args(items: Sequence[str]) -> dict[str, str]:
             raise ConfigError(f"--env {key} is given twice", hint="give each variable once")
         out[key] = value
     return out
+
+
+def placement(hosts: Sequence[str], extras: Mapping[str, str | None], nodes: int, partition: str) -> list[str]:
+    """The ``nodes`` hosts the dry run shows: every ``nodelist`` node (Slurm allocates all of them), then
+    the partition's first other nodes, never an ``exclude``d one, in node order. Contradictions are
+    refused here."""
+    from orchestrator.hostlist import HostlistError, expand
+
+    def listed(option: str) -> list[str]:
+        value = extras.get(option)
+        if not value or "/" in value:  # unset, a flag, or a file of names (not read here)
+            return []
+        try:
+            return expand(value)
+        except HostlistError as exc:
+            raise ConfigError(f"--{option} {value!r}: {exc.message}",
+                              hint="use a Slurm hostlist such as gpu[001-004],gpu010") from None
+
+    wanted, excluded = listed("nodelist"), set(listed("exclude"))
+    outside = [h for h in wanted if h not in set(hosts)]
+    if outside:
+        raise ConfigError(f"--nodelist: {outside[0]} is not a node of partition {partition}",
+                          hint=f"name nodes of partition {partition} (cluster.yaml partitions[].nodes), "
+                               "or pick another --partition")
+    if len(wanted) > nodes:
+        raise ConfigError(f"--nodelist names {len(wanted)} nodes but --nodes is {nodes}: Slurm allocates every "
+                          "listed node", hint=f"use --nodes {len(wanted)}, or list {nodes} node(s)")
+    both = [h for h in wanted if h in excluded]
+    if both:
+        raise ConfigError(f"{both[0]} is in both --nodelist and --exclude", hint="remove it from one of them")
+    others = [h for h in hosts if h not in excluded and h not in wanted]
+    if len(wanted) + len(others) < nodes:
+        raise ConfigError(f"--exclude leaves {len(wanted) + len(others)} node(s) of partition {partition}, "
+                          f"fewer than --nodes {nodes}", hint="use fewer --nodes, or exclude fewer nodes")
+    picked = set(wanted + others[:nodes - len(wanted)])
+    return [h for h in hosts if h in picked]  # Slurm lists (and ranks) an allocation's nodes in node order

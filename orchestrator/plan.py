@@ -24,7 +24,7 @@ from orchestrator import distenv, hostlist
 from orchestrator.config import Cluster, Partition
 from orchestrator.containers import ContainerPlan, resolve_container
 from orchestrator.errors import ConfigError
-from orchestrator.extras import merge_sbatch
+from orchestrator.extras import merge_sbatch, placement
 from orchestrator.job import LoadedJob, make_params
 from orchestrator.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
 from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, SCRIPT_FILE, RunConfig, write_run_config
@@ -133,6 +133,8 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
     job_dir = job_root / f"{folder_name(job_name)}-{now:%Y%m%d-%H%M%S}-{token}"
     launcher = cluster.launcher.model_copy(update={"python": python})
+    extras = merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra)
+    placed = placement(hosts, extras, nodes, partition.name)
     env = {**cluster.env, **request.env}
     box = resolve_container(cluster.launcher.container, runtime=request.container_runtime,
                             image=request.container_image, mounts=request.container_mounts,
@@ -145,7 +147,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         account=request.account or cluster.defaults.account, qos=request.qos or cluster.defaults.qos,
         env=dict(cluster.env), extra_env=dict(request.env), setup=tuple(launcher.setup),
         pass_env=tuple(launcher.pass_env),
-        sbatch_extra=merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra),
+        sbatch_extra=extras,
         gpus_per_task=per_task, **_container_fields(box),
         srun_wait=launcher.srun_wait,
         preempt_signal=launcher.preempt_signal, preempt_before=launcher.preempt_before,
@@ -161,8 +163,8 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         launcher=launcher, env=env, created=now.isoformat(timespec="seconds"),
         script=request.script, gpus_per_task=per_task,
     )
-    head = context.master_addr or hosts[0]
-    ranks = simulate_ranks(hosts[:nodes], tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)
+    head = context.master_addr or placed[0]
+    ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)
     return SubmitPlan(request=request, script=script, ranks=ranks, run_config=run_config, job_dir=job_dir,
                       context=context)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -400,3 +401,43 @@ def test_cluster_yaml_refuses_what_the_command_line_refuses(write_cluster: Calla
     with pytest.raises(ConfigError) as info:
         load_cluster(write_cluster(**sbatch))
     assert where in info.value.message and words in info.value.message
+
+
+HOSTS = [f"gpu{i:03d}" for i in range(1, 9)]
+
+
+@pytest.mark.parametrize(("extras", "nodes", "expected"), [
+    ({}, 2, ["gpu001", "gpu002"]),
+    ({"nodelist": "gpu[007-008]"}, 2, ["gpu007", "gpu008"]),
+    ({"nodelist": "gpu008,gpu003"}, 3, ["gpu001", "gpu003", "gpu008"]),  # node order, as Slurm ranks them
+    ({"exclude": "gpu[001-002]"}, 2, ["gpu003", "gpu004"]),
+    ({"nodelist": "gpu005", "exclude": "gpu001"}, 2, ["gpu002", "gpu005"]),
+    ({"nodelist": None}, 1, ["gpu001"]),  # a flag form: nothing to simulate
+    ({"nodelist": "/home/me/nodes.txt"}, 1, ["gpu001"]),  # a file of names: not read by the dry run
+])
+def test_placement(extras: dict[str, str | None], nodes: int, expected: list[str]) -> None:
+    from orchestrator.extras import placement
+
+    assert placement(HOSTS, extras, nodes, "gpu") == expected
+
+
+@pytest.mark.parametrize(("extras", "nodes", "words"), [
+    ({"nodelist": "cpu001"}, 1, "not a node of partition gpu"),
+    ({"nodelist": "gpu[001-003]"}, 2, "--nodelist names 3 nodes but --nodes is 2"),
+    ({"nodelist": "gpu001", "exclude": "gpu001"}, 1, "in both --nodelist and --exclude"),
+    ({"exclude": "gpu[001-007]"}, 2, "--exclude leaves 1 node(s)"),
+    ({"exclude": "gpu[1"}, 1, "never closed"),
+])
+def test_placement_refusals(extras: dict[str, str | None], nodes: int, words: str) -> None:
+    from orchestrator.extras import placement
+
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        placement(HOSTS, extras, nodes, "gpu")
+
+
+def test_dry_run_table_follows_nodelist(cli: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["submit", "train.py", "--nodes", "2", "--gpus", "1", "--nodelist", "gpu[010-011]", "--dry-run",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["host"] for r in data["ranks"]] == ["gpu010", "gpu011"]
+    assert {r["master_addr"] for r in data["ranks"]} == {"gpu010"}
