@@ -160,3 +160,23 @@ def test_executed_apptainer_script_runs_apptainer_exec_in_every_task(write_clust
                                  "/images/torch 2.sif", "/opt/venv/bin/python", "-u", "-m", "orchestrator.launch",
                                  "--job-dir", job_dir]
     assert apptainer["env"]["MASTER_ADDR"] == "127.0.0.1" and apptainer["env"]["ORCH_JOB_DIR"] == job_dir
+
+
+HOSTILE = ["plain", "with space", "it's", 'say "hi"', "back\\slash", "trail\\", "$(touch /tmp/orch-pwned)", "`id`",
+           "a;b", "*", "~root", "-x", "--job-name=x", "#hash", "x #c", "unicode ✓", "tab\there", "packjob", "HetJob",
+           "", " lead", "%j %t", "$HOME", "!event", "a\\\"b'c", "'", '"', "\\", "=start"]
+
+
+def test_hostile_env_and_sbatch_values_arrive_exactly(write_cluster: Callable[..., Path], tmp_path: Path,
+                                                      stubs: Stubs) -> None:
+    env = {f"V{i}": value for i, value in enumerate(HOSTILE)}
+    extras = {f"comment-{i}": value for i, value in enumerate(HOSTILE) if value}
+    plan = _plan(write_cluster, {}, {"nodes": 2, "gpus": 2, "env": env, "sbatch_extra": extras},
+                 job_root=tmp_path / "jobs", python=sys.executable)
+    options = STUB.sbatch_script_options(plan.script)  # as sbatch's own parser reads the #SBATCH lines
+    assert [o for o in options if o.startswith("--comment-")] == [f"--{k}={v}" for k, v in extras.items()]
+    proc = _execute(plan, stubs)
+    assert proc.returncode == 0, proc.stderr
+    [srun] = stubs.records("srun")
+    assert {k: srun["env"][k] for k in env} == env  # bash exported every value as given
+    assert not Path("/tmp/orch-pwned").exists()
