@@ -121,6 +121,9 @@ def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
             raise ConfigError(f"--resume takes no JOB (got {args.job!r}): the job comes from the folder's "
                               "job.json", hint="orch run --resume DIR [key=value ...]")
         overrides.insert(0, args.job)
+    if getattr(args, "script_args", None) is not None or getattr(args, "module", None):
+        raise ConfigError("--resume takes no script, -m or arguments after --: they come from the folder's job.json",
+                          hint="orch run --resume DIR")
     job_dir = Path(args.resume).expanduser().absolute()
     cfg = read_run_config(job_dir)
     if cfg.mode != "local":
