@@ -18,7 +18,6 @@ on the compute nodes, which the dry run says. Everything after ``--`` is kept by
 
 from __future__ import annotations
 
-import ast
 import re
 import shlex
 from collections.abc import Sequence
@@ -69,6 +68,8 @@ def _printable(text: str) -> str:
 
 def has_spec(path: Path) -> bool:
     """Does this .py file assign ``SPEC`` at module level (a job file)? Read, not imported."""
+    import ast  # only when a .py path is given (a job name needs no parser)
+
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (SyntaxError, ValueError) as exc:
