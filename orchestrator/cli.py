@@ -42,7 +42,8 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise OrchError(f"{self.prog}: {message}", hint=f"run '{self.prog} --help' for usage")
+        # render() adds "orch: error: "; the hint names this verb's help (argparse's prog is "orch VERB")
+        raise OrchError(message, hint=f"run '{self.prog} --help' for usage")
 
     _intermixing = False
 
@@ -105,7 +106,10 @@ def split_script_args(argv: Sequence[str]) -> tuple[list[str], list[str] | None]
 def main(argv: Sequence[str] | None = None) -> int:
     args_list, script_args = split_script_args(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser(_verb_in(args_list)).parse_args(args_list)
+        args, extra = build_parser(_verb_in(args_list)).parse_known_args(args_list)
+        if extra:  # reported here, so the hint names the verb's own help, not orch --help
+            raise OrchError(f"unrecognized arguments: {' '.join(extra)}",
+                            hint=f"run 'orch {args.verb} --help' for usage")
         if script_args is not None and not getattr(args, "takes_script_args", False):
             raise OrchError(f"orch {args.verb}: '--' passes arguments to a script, which this verb does not run",
                             hint="only orch run and orch submit take a script and its arguments after --")

@@ -25,7 +25,7 @@ ORCH_OPTIONS: dict[str, str] = {
     "mem-per-cpu": "defaults.mem_per_gpu", "time": "--time", "partition": "--partition", "account": "--account",
     "qos": "--qos", "output": "orch's job folder (logs/)", "error": "orch's job folder (logs/)",
     "open-mode": "nothing (orch appends to the logs)", "signal": "launcher.preempt_signal / preempt_before",
-    "requeue": "launcher.requeue", "no-requeue": "launcher.requeue: false", "array": "orch's arrays",
+    "requeue": "launcher.requeue", "no-requeue": "launcher.requeue: false", "array": "--sweep (one job array)",
     "export": "--env KEY=VALUE or launcher.pass_env", "wrap": "a script or job", "parsable": "nothing",
     "wait": "orch status / orch logs -f", "test-only": "orch submit --dry-run", "ntasks-per-gpu": "--gpus-per-task",
 }
