@@ -14,6 +14,8 @@ torchrun's variables (:func:`orchestrator.distenv.script_env`). Here, in this pr
 
 The preemption handler that ``launch.py`` installed stays in place: a script that does not install
 its own handler for the signal keeps running (and is ended at the time limit, as Slurm does).
+When the script returns, its ``atexit`` handlers run and the task leaves with ``os._exit`` (as
+orch's own tasks do): threads the script left running are not waited for.
 """
 
 from __future__ import annotations
