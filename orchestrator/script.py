@@ -88,11 +88,10 @@ def has_spec(path: Path) -> bool:
 def find_module(name: str, search: Sequence[Path]) -> Path | None:
     """Where ``python -m name`` would find it in ``search`` (file system only, nothing imported)."""
     parts = name.split(".")
-    for root in search:
+    for root in search:  # parent folders need no __init__.py: namespace packages import too
         base = root.joinpath(*parts)
         for candidate in (base.with_suffix(".py"), base / "__main__.py"):
-            if candidate.is_file() and all((root.joinpath(*parts[:i]) / "__init__.py").is_file()
-                                           for i in range(1, len(parts))):
+            if candidate.is_file():
                 return candidate
     return None
 

@@ -63,6 +63,9 @@ def test_find_module_on_the_file_system_only(files: Path) -> None:
     assert find_module("runner", [files]) == files / "runner" / "__main__.py"
     assert find_module("pkg.nope", [files]) is None
     assert find_module("train", [files]) == files / "train.py"
+    (files / "nspkg" / "deep").mkdir(parents=True)  # a namespace package: no __init__.py anywhere
+    (files / "nspkg" / "deep" / "run.py").write_text("", encoding="utf-8")
+    assert find_module("nspkg.deep.run", [files]) == files / "nspkg" / "deep" / "run.py"
 
 
 # (job, module, args after --, overrides) -> (kind, target) or None for a job file
