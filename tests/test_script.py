@@ -173,6 +173,7 @@ NARROWING: list[tuple[str | None, int, int, int, str | None]] = [
     ("4,5,6,7", 1, 2, 4, "6,7"),  # Slurm gave this job the node's GPUs 4-7
     ("GPU-a,GPU-b,GPU-c,GPU-d", 0, 4, 4, "GPU-a,GPU-b,GPU-c,GPU-d"),
     ("2,3,4,5,6,7", 1, 3, 6, "5,6,7"),
+    ("6,7", 3, 2, 8, "6,7"),  # Slurm bound the task to its own two GPUs already
 ]
 
 
@@ -184,7 +185,7 @@ def test_each_task_sees_exactly_its_gpus(visible: str | None, local_rank: int, k
 
 def test_too_few_visible_gpus_for_k_is_an_error() -> None:
     with pytest.raises(DistEnvError, match="needs GPUs 2-3"):
-        narrowed_visible("0,1", local_rank=1, gpus_per_task=2, node_gpus=4)
+        narrowed_visible("0,1,2", local_rank=1, gpus_per_task=2, node_gpus=4)
     assert task_gpu_indices(2, 3) == [6, 7, 8]
 
 

@@ -147,6 +147,8 @@ def narrowed_visible(visible: str | None, *, local_rank: int, gpus_per_task: int
     ids = parse_visible_devices(visible)
     if ids is None:
         ids = [str(i) for i in range(node_gpus)]
+    if len(ids) == gpus_per_task:  # the site's binding already gave this task exactly its K GPUs
+        return ",".join(ids)
     wanted = task_gpu_indices(local_rank, gpus_per_task)
     if wanted[-1] >= len(ids):
         raise DistEnvError(
