@@ -27,7 +27,8 @@ from orchestrator.localplan import available_cpus, cpus_per_rank, new_local_run
 from orchestrator.runconfig import LOG_DIR, RunConfig, read_run_config, write_run_config
 from orchestrator.script import ScriptTarget, resolve_target, script_job
 
-HELP = "run a job on this machine: N processes through the same launcher (gloo on CPU)"
+HELP = ("run a job or a script on this machine: N processes through the same launcher (gloo on CPU); "
+        "a script's own arguments go after --")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from orchestrator.plan import SubmitPlan
     from orchestrator.submission import ArrayPlan
 
-HELP = ("submit a job to Slurm (validate it first; --dry-run shows the script and every rank; "
-        "for a run on this machine use 'orch run')")
+HELP = ("submit a job or a script to Slurm (validate it first; --dry-run shows the script and every rank; "
+        "a script's own arguments go after --; for a run on this machine use 'orch run')")
 RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
              "master_addr", "master_port", "devices")  # the JSON of each rank in --dry-run --json
 
@@ -57,10 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GPUs each task holds (scripts only; default 1): G / K tasks per node, each seeing "
                              "exactly its K GPUs")
     parser.add_argument("--ntasks-per-node", type=int, metavar="T",
-                        help="tasks per node: needed with --gpus 0 (CPU ranks), else at most --gpus")
+                        help="tasks per node: needed with --gpus 0 (CPU ranks); with GPUs it must divide "
+                             "--gpus (G/T GPUs per task: scripts only)")
     parser.add_argument("--cpus-per-task", type=int, metavar="C",
-                        help="CPUs per task (default: the job's, defaults.cpus_per_task, or the node's CPUs "
-                             "divided among its tasks)")
+                        help="CPUs per task (default: the job's, defaults.cpus_per_task, or the node's CPUs per "
+                             "GPU x the task's GPUs; CPU jobs: the node's CPUs divided among its tasks)")
     parser.add_argument("--partition", metavar="P", help="Slurm partition from cluster.yaml")
     parser.add_argument("--time", metavar="TIME", help="time limit, e.g. 04:00:00 or 1-12:00:00")
     parser.add_argument("--job-name", metavar="NAME", help="Slurm job name (default: the job's name)")
