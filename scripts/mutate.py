@@ -43,20 +43,20 @@ MARKERS = "not slurm and not slow and not mnist"
 COPY = ("orchestrator", "jobs", "templates", "tests", "pyproject.toml", "cluster.yaml")
 
 # module -> (source file, test files, top-level names to mutate or None for all)
-MODULES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...] | None]] = {
+MODULES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...] | None]] = {  # edge tests first: -x stops early
     "hostlist": ("orchestrator/hostlist.py",
-                 ("tests/test_hostlist.py", "tests/test_edges_hostlist.py", "tests/test_cli_hosts_env.py"), None),
+                 ("tests/test_edges_hostlist.py", "tests/test_hostlist.py", "tests/test_cli_hosts_env.py"), None),
     "distenv": ("orchestrator/distenv.py",
-                ("tests/test_distenv.py", "tests/test_edges_distenv.py", "tests/test_ports.py"), None),
+                ("tests/test_edges_distenv.py", "tests/test_distenv.py", "tests/test_ports.py"), None),
     "render": ("orchestrator/render.py",
-               ("tests/test_render.py", "tests/test_edges_render.py", "tests/test_hostile_values.py"), None),
+               ("tests/test_edges_render.py", "tests/test_render.py", "tests/test_hostile_values.py"), None),
     "plan": ("orchestrator/plan.py",
-             ("tests/test_plan.py", "tests/test_edges_plan.py", "tests/test_render.py"), None),
+             ("tests/test_edges_plan.py", "tests/test_plan.py", "tests/test_render.py"), None),
     "config": ("orchestrator/config.py",
-               ("tests/test_config.py", "tests/test_edges_config.py", "tests/test_malformed_inputs.py"), None),
+               ("tests/test_edges_config.py", "tests/test_config.py", "tests/test_malformed_inputs.py"), None),
     "checkpoint": ("orchestrator/runtime/checkpoint.py",
-                   ("tests/test_runtime_checkpoint.py", "tests/test_edges_checkpoint.py"), None),
-    "slurm": ("orchestrator/slurm.py", ("tests/test_slurm_state.py", "tests/test_edges_slurm_state.py"),
+                   ("tests/test_edges_checkpoint.py", "tests/test_runtime_checkpoint.py"), None),
+    "slurm": ("orchestrator/slurm.py", ("tests/test_edges_slurm_state.py", "tests/test_slurm_state.py"),
               ("JOB_STATES", "UNKNOWN", "state_info", "JobStatus")),
 }
 

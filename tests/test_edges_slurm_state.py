@@ -73,3 +73,9 @@ def test_unknown_is_not_terminal() -> None:
     """A state orch does not know must not make followers stop waiting."""
     assert slurm.UNKNOWN.orch == "unknown"
     assert slurm.UNKNOWN.terminal is False
+
+
+def test_a_status_is_a_snapshot() -> None:
+    status = slurm.JobStatus(job_id="1", state="RUNNING", source="squeue")
+    with pytest.raises(AttributeError):
+        status.state = "COMPLETED"  # type: ignore[misc]
