@@ -148,6 +148,21 @@ def test_write_creates_the_folder_and_rotates_latest_into_previous(tmp_path: Pat
     assert sorted(p.name for p in folder.iterdir()) == [LATEST, PREVIOUS]
 
 
+def test_write_without_hard_links_copies_latest_to_previous(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """File systems without hard links (some network and FUSE mounts): previous.pt is a copy."""
+    write_atomic(state(1), tmp_path)
+
+    def no_links(src: object, dst: object) -> None:
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    (tmp_path / f"{TMP_PREFIX}{PREVIOUS}.{os.getpid()}").write_bytes(b"stale")  # a killed writer's leftover
+    write_atomic(state(2), tmp_path)
+    assert read_checkpoint(tmp_path / LATEST)["epoch"] == 2
+    assert read_checkpoint(tmp_path / PREVIOUS)["epoch"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [LATEST, PREVIOUS]
+
+
 # --- resume: never a silent restart ---------------------------------------------------------------
 
 def test_resume_with_no_checkpoint_starts_from_scratch(tmp_path: Path, single_rank: Dist) -> None:
