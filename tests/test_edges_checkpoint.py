@@ -25,7 +25,9 @@ from orchestrator.runtime.checkpoint import (
     TMP_PREFIX,
     Checkpointer,
     CheckpointError,
+    capture_rng,
     read_checkpoint,
+    restore_rng,
     write_atomic,
 )
 from orchestrator.runtime.device import CPU
@@ -161,6 +163,42 @@ def test_write_without_hard_links_copies_latest_to_previous(tmp_path: Path, monk
     assert read_checkpoint(tmp_path / LATEST)["epoch"] == 2
     assert read_checkpoint(tmp_path / PREVIOUS)["epoch"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [LATEST, PREVIOUS]
+
+
+def test_previous_is_the_old_latest_itself(tmp_path: Path) -> None:
+    """A hard link of the old latest.pt (no copy of gigabytes), even when a killed writer left its
+    temporary link behind."""
+    write_atomic(state(1), tmp_path)
+    old = (tmp_path / LATEST).stat().st_ino
+    (tmp_path / f"{TMP_PREFIX}{PREVIOUS}.{os.getpid()}").write_bytes(b"stale")
+    write_atomic(state(2), tmp_path)
+    assert (tmp_path / PREVIOUS).stat().st_ino == old
+    assert (tmp_path / LATEST).stat().st_ino != old
+
+
+def test_write_and_read_leave_no_file_open(tmp_path: Path) -> None:
+    def open_fds() -> set[str]:
+        return set(os.listdir("/proc/self/fd"))
+
+    write_atomic(state(1), tmp_path)
+    before = open_fds()
+    for epoch in (2, 3):
+        write_atomic(state(epoch), tmp_path)
+        read_checkpoint(tmp_path / LATEST)
+    assert open_fds() <= before
+
+
+def test_a_gpu_checkpoint_resumed_on_cpu_does_not_touch_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    saved = capture_rng(torch.device("cpu"))
+    saved["cuda"] = torch.zeros(16, dtype=torch.uint8)  # as written by a GPU rank
+
+    def no_cuda(*args: object, **kwargs: object) -> None:
+        raise AssertionError("restore_rng set the CUDA RNG of a CPU rank")
+
+    monkeypatch.setattr(torch.cuda, "set_rng_state", no_cuda)
+    restore_rng(saved, torch.device("cpu"))
+    saved["cuda"] = None
+    restore_rng(saved, torch.device("cpu"))
 
 
 # --- resume: never a silent restart ---------------------------------------------------------------

@@ -139,14 +139,17 @@ def test_duplicate_partitions_are_named_once_each_sorted() -> None:
      "partitions.0.cpus_per_node: add it"),
     (cluster_text(launcher={"srun_wait": "soon"}), "launcher.srun_wait: use a whole number"),
     (cluster_text(launcher={"srun_wait": 1.5}), "launcher.srun_wait: use a whole number"),
+    (cluster_text(launcher={"srun_wait": [1]}), "launcher.srun_wait: use a whole number"),
     (cluster_text(launcher={"requeue": "maybe"}), "launcher.requeue: use true or false"),
     (cluster_text(launcher={"srun_wait": -1}), "launcher.srun_wait: use a larger value"),
     (cluster_text(partitions=[part("a", gpus_per_node=65)]), "partitions.0.gpus_per_node: use a smaller value"),
     (cluster_text(partitions=[]), "partitions: add at least one entry"),
     (cluster_text(launcher={"gpu_flag": "x"}), "launcher.gpu_flag: use one of the values listed"),
     (cluster_text(name=5), "name: use text (quote it in YAML)"),
-    (cluster_text(launcher={"setup": "module load x"}), "launcher.setup: use a YAML list"),
-    (cluster_text(launcher={"port_range": 5}), "launcher.port_range: use a YAML list of two numbers"),
+    (cluster_text(launcher={"setup": "module load x"}),
+     "launcher.setup: use a YAML list (one '- item' per line, or [a, b])"),
+    (cluster_text(launcher={"port_range": 5}),
+     "launcher.port_range: use a YAML list of two numbers, e.g. [29500, 39499]"),
     (cluster_text(env=["A"]), "env: use a mapping (one 'key: value' per line)"),
     (cluster_text(launcher={"job_root": None}), "launcher.job_root: use text (quote it in YAML)"),
 ])
@@ -154,7 +157,7 @@ def test_every_validation_error_type_gets_its_fix(text: str, hint: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_cluster(text, "c.yaml")
     assert info.value.message.startswith("invalid c.yaml:\n  ")
-    assert info.value.hint is not None and hint in info.value.hint
+    assert info.value.hint is not None and hint in info.value.hint.split("; ")
 
 
 def test_an_error_without_a_known_fix_points_to_the_reference() -> None:
