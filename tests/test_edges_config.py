@@ -222,3 +222,11 @@ def test_tilde_in_job_root_is_the_home_folder(tmp_path: Path, monkeypatch: pytes
     script = json.loads(capsys.readouterr().out)["script"]
     assert f"--output={home}/my-jobs/smoke-" in script
     assert "~" not in script
+
+
+def test_a_loaded_cluster_cannot_be_changed_by_accident() -> None:
+    cluster = parse_cluster(cluster_text())
+    for model, field in ((cluster, "name"), (cluster.launcher, "requeue"), (cluster.defaults, "time"),
+                         (cluster.partitions[0], "gpus_per_node")):
+        with pytest.raises(ValueError, match="frozen"):
+            setattr(model, field, None)
