@@ -298,11 +298,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", nargs="+", help="test files to run instead of the module's own")
     parser.add_argument("--list", action="store_true", help="only list the mutants")
     parser.add_argument("--json", help="write every result to this file")
+    parser.add_argument("--rerun", metavar="JSON", help="test again only the mutants that survived in this "
+                        "earlier --json result (after new tests); the summary merges both")
     parser.add_argument("--from", dest="ref", help="mutate and test this git commit's tree instead of the "
                         "working tree (e.g. the score before a change)")
     args = parser.parse_args(argv)
     equivalent = load_equivalent()
-    results = []
+    results: list[dict[str, object]] = []
+    rerun: set[str] | None = None
+    if args.rerun:
+        earlier = json.loads(Path(args.rerun).read_text(encoding="utf-8"))
+        rerun = {_key(r) for r in earlier if r["module"] in args.modules and not _dead(r)}
+        results = [r for r in earlier if r["module"] in args.modules and _dead(r)]
     with tempfile.TemporaryDirectory(prefix="orch-mutate-") as tmp:
         source_root = ROOT
         if args.ref:
@@ -316,7 +323,15 @@ def main(argv: list[str] | None = None) -> int:
             path, default_tests, _ = MODULES[module]
             tests = [t for t in (args.tests or default_tests) if (source_root / t).exists()]
             todo = list(mutants(module, source_root))
-            if args.limit and len(todo) > args.limit:
+            if rerun is not None:
+                todo = [m for m in todo if m.key in rerun]
+                found = {m.key for m in todo}
+                for key in sorted(k for k in rerun if k.startswith(f"{module} | ") and k not in found):
+                    print(f"!! {module}: {key} is no longer made (the source changed); counted as survived")
+                    _, before, what = key.split(" | ", 2)
+                    results.append({"module": module, "line": 0, "before": before, "what": what,
+                                    "outcome": "survived", "seconds": 0})
+            elif args.limit and len(todo) > args.limit:
                 step = len(todo) / args.limit
                 todo = [todo[int(i * step)] for i in range(args.limit)]
             if args.list:
@@ -338,6 +353,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
+
+
+def _key(row: dict[str, object]) -> str:
+    return f"{row['module']} | {row['before']} | {row['what']}"
+
+
+def _dead(row: dict[str, object]) -> bool:
+    return row["outcome"] in ("killed", "timeout")
 
 
 def summary(results: list[dict[str, object]]) -> None:
