@@ -300,3 +300,14 @@ def test_no_rank_returns_from_save_before_the_checkpoint_is_written(tmp_path: Pa
     for report in reports:
         assert report["epoch"] == 3, f"rank {report['rank']} returned from save() before latest.pt was written"
         assert report["ranks"] == [0, 1], "every rank's local values are gathered into the checkpoint"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_rng_state_is_restored_on_a_gpu_rank() -> None:
+    device = torch.device("cuda", 0)
+    torch.cuda.manual_seed(1)
+    saved = capture_rng(device)
+    expected = torch.rand(4, device=device)
+    torch.cuda.manual_seed(99)
+    restore_rng(saved, device)
+    assert torch.equal(torch.rand(4, device=device), expected)
