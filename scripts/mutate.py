@@ -282,7 +282,8 @@ def check_mutant(m: Mutant, *, path: str, tests: list[str], timeout: float, free
         shutil.copy2(source_root / path, tree / path)
         free.append(tree)
     if m.key in equivalent:
-        outcome = f"equivalent ({outcome})"
+        gpu = equivalent[m.key].startswith("GPU only")  # not equivalent: only a CUDA run can kill it
+        outcome = f"{'gpu-only' if gpu else 'equivalent'} ({outcome})"
     mark = "  " if outcome.startswith(("killed", "timeout")) else "!!"
     print(f"{mark} {outcome:10s} {m.module}:{m.line}: {m.what}  |  {m.before}", flush=True)
     return {"module": m.module, "line": m.line, "before": m.before, "what": m.what, "outcome": outcome,
@@ -364,16 +365,18 @@ def _dead(row: dict[str, object]) -> bool:
 
 
 def summary(results: list[dict[str, object]]) -> None:
-    """Per module: score = killed / (mutants - equivalent - errors); errors are runs that said nothing."""
-    print("\nmodule       mutants  equivalent  errors  killed  survived  score")
+    """Per module: score = killed / (mutants - equivalent - GPU-only - errors)."""
+    print("\nmodule       mutants  equivalent  gpu-only  errors  killed  survived  score")
     for module in dict.fromkeys(str(r["module"]) for r in results):
         rows = [r for r in results if r["module"] == module]
         equiv = sum(str(r["outcome"]).startswith("equivalent") for r in rows)
+        gpu = sum(str(r["outcome"]).startswith("gpu-only") for r in rows)
         errors = sum(str(r["outcome"]).startswith("error") for r in rows)
-        killed = sum(r["outcome"] in ("killed", "timeout") for r in rows)
-        counted = len(rows) - equiv - errors
+        killed = sum(_dead(r) for r in rows)
+        counted = len(rows) - equiv - gpu - errors
         score = f"{100 * killed / counted:.0f}%" if counted else "-"
-        print(f"{module:12s} {len(rows):7d} {equiv:11d} {errors:7d} {killed:7d} {counted - killed:9d}  {score:>5s}")
+        print(f"{module:12s} {len(rows):7d} {equiv:11d} {gpu:9d} {errors:7d} {killed:7d} {counted - killed:9d}"
+              f"  {score:>5s}")
 
 
 if __name__ == "__main__":
