@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -56,7 +57,12 @@ def test_a_checkpoint_missing_any_required_key_is_refused(tmp_path: Path, missin
     incomplete = {k: v for k, v in state(1).items() if k != missing}
     path = tmp_path / LATEST
     torch.save(incomplete, path)
-    with pytest.raises(CheckpointError, match="not an orch checkpoint"):
+    with pytest.raises(CheckpointError) as info:
+        read_checkpoint(path)
+    assert info.value.message == f"checkpoint {path} is not an orch checkpoint (missing {missing})"
+    torch.save({"format": 1}, path)
+    with pytest.raises(CheckpointError, match=r"\(missing model, optimizer, epoch, step, world_size, batch_size, "
+                                              r"ranks\)"):
         read_checkpoint(path)
 
 
@@ -72,7 +78,7 @@ def test_a_checkpoint_with_every_required_key_loads(tmp_path: Path) -> None:
 def test_a_checkpoint_that_is_not_a_mapping_is_refused(tmp_path: Path, value: object) -> None:
     path = tmp_path / LATEST
     torch.save(value, path)
-    with pytest.raises(CheckpointError, match="not an orch checkpoint"):
+    with pytest.raises(CheckpointError, match=r"not an orch checkpoint \(missing a mapping\)"):
         read_checkpoint(path)
 
 
@@ -102,9 +108,42 @@ def test_loading_never_runs_code_from_the_file(tmp_path: Path) -> None:
     marker = tmp_path / "code-ran"
     path = tmp_path / LATEST
     torch.save({**state(1), "extra": _Payload(marker)}, path)
-    with pytest.raises(CheckpointError, match="cannot be loaded"):
+    with pytest.raises(CheckpointError) as info:
         read_checkpoint(path)
     assert not marker.exists(), "unpickling ran code from the checkpoint"
+    assert "holds Python objects that only a full unpickle would load" in info.value.message
+    assert "weights_only=True" in info.value.message  # and no advice to switch it off
+    assert info.value.hint == "orch only resumes from its own checkpoints; move the file away"
+
+
+def test_a_zip_that_is_not_a_torch_file_is_named(tmp_path: Path) -> None:
+    path = tmp_path / LATEST
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("notes.txt", "not a checkpoint")
+    with pytest.raises(CheckpointError) as info:
+        read_checkpoint(path)
+    assert info.value.message.startswith(f"checkpoint {path} cannot be loaded: ")
+    assert "\n" not in info.value.message
+
+
+@pytest.mark.parametrize(("error", "shown"), [
+    (RuntimeError("first line\nsecond line\n"), "first line"),
+    (RuntimeError("  one line  "), "one line"),
+    (EOFError(), "EOFError"),
+    (pickle.UnpicklingError("invalid load key, 'x'."), "invalid load key, 'x'."),
+])
+def test_only_the_first_line_of_torchs_error_is_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      error: Exception, shown: str) -> None:
+    path = write_atomic(state(1), tmp_path)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(torch, "load", broken)
+    with pytest.raises(CheckpointError) as info:
+        read_checkpoint(path)
+    assert info.value.message == f"checkpoint {path} cannot be loaded: {shown}"
+    assert info.value.hint == "the file is truncated or corrupt"
 
 
 def test_weights_only_is_passed_to_torch_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
