@@ -227,6 +227,23 @@ def test_write_and_read_leave_no_file_open(tmp_path: Path) -> None:
     assert open_fds() <= before
 
 
+def test_numpy_gaussian_state_round_trips() -> None:
+    """After an odd number of normal draws numpy's legacy generator holds a cached gaussian."""
+    np.random.seed(3)
+    np.random.standard_normal()
+    saved = capture_rng(torch.device("cpu"))
+    expected = np.random.standard_normal(3)
+    np.random.seed(99)
+    restore_rng(saved, torch.device("cpu"))
+    assert np.array_equal(np.random.standard_normal(3), expected)
+    np.random.seed(4)
+    saved = capture_rng(torch.device("cpu"))  # no cached gaussian
+    expected = np.random.standard_normal(3)
+    np.random.standard_normal()
+    restore_rng(saved, torch.device("cpu"))
+    assert np.array_equal(np.random.standard_normal(3), expected)
+
+
 def test_a_gpu_checkpoint_resumed_on_cpu_does_not_touch_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     saved = capture_rng(torch.device("cpu"))
     saved["cuda"] = torch.zeros(16, dtype=torch.uint8)  # as written by a GPU rank

@@ -66,6 +66,13 @@ def test_total_over_the_cap_across_items() -> None:
         hostlist.expand_cached("w1," + items)
 
 
+def test_total_over_the_cap_without_brackets() -> None:
+    names = ",".join(["h"] * 1_000_000)
+    assert len(hostlist.expand_cached(names)) == 1_000_000
+    with pytest.raises(HostlistError, match="more than 1,000,000 hosts"):
+        hostlist.expand_cached(names + ",h")
+
+
 @pytest.mark.parametrize(("expr", "hosts"), [
     ("x[8-10]", ["x8", "x9", "x10"]),
     ("x[08-10]", ["x08", "x09", "x10"]),
