@@ -350,9 +350,9 @@ def main(argv: list[str] | None = None) -> int:
                                     equivalent=equivalent, source_root=source_root)
             with ThreadPoolExecutor(max_workers=len(trees)) as pool:
                 results.extend(pool.map(one, todo))
+            if args.json:  # after every module, so an interrupted run keeps what it found
+                Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     summary(results)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
 
 
