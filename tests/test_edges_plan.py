@@ -224,6 +224,22 @@ def test_request_bounds_accept_the_smallest_values() -> None:
     assert (request.nodes, request.gpus, request.ntasks_per_node, request.cpus_per_task) == (1, 0, 1, 1)
 
 
+def test_templates_dir_is_checked_before_rendering(make_plan: MakePlan, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is not a directory"):
+        make_plan(templates=tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="holds none of the template files"):
+        make_plan(templates=tmp_path / "empty")
+
+
+def test_plans_and_rank_rows_are_snapshots(make_plan: MakePlan) -> None:
+    plan = make_plan(nodes=1, gpus=1)
+    with pytest.raises(AttributeError):
+        plan.script = ""  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        plan.ranks[0].host = "elsewhere"  # type: ignore[misc]
+
+
 def test_job_root_must_be_absolute(make_plan: MakePlan) -> None:
     with pytest.raises(ConfigError, match="job root jobs is not absolute"):
         make_plan(job_root=Path("jobs"))

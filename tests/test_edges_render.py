@@ -104,16 +104,30 @@ def test_finalize_refuses_everything_else(value: object) -> None:
         render._finalize(value)
 
 
-@pytest.mark.parametrize("field", ["job_name", "partition", "time", "account", "qos", "python", "gpu_spec",
-                                   "preempt_signal"])
+# Where the user sets each field, as the error must say it (stated here, not read from render.FIELD_LABELS).
+LABELS = {
+    "job_name": "the job name (--job-name)", "partition": "the partition (--partition)",
+    "account": "the account (--account or defaults.account)", "qos": "the QOS (--qos or defaults.qos)",
+    "time": "the time limit (--time)", "gpu_spec": "gpu_type of the partition",
+    "python": "the python path (launcher.python)", "preempt_signal": "launcher.preempt_signal",
+}
+
+
+@pytest.mark.parametrize("field", sorted(LABELS))
 @pytest.mark.parametrize(("bad", "what"), [("\n", "a newline"), ("\0", "a NUL byte"), ("\r", "a carriage return"),
                                            ("\udcff", "not valid UTF-8")])
 def test_every_text_field_refuses_what_a_script_cannot_carry(field: str, bad: str, what: str) -> None:
     ctx = dataclasses.replace(CTX, **{field: f"a{bad}b"})
     with pytest.raises(ConfigError) as info:
         check_context(ctx)
-    assert render.FIELD_LABELS.get(field, field) in info.value.message
+    assert info.value.message.startswith(LABELS[field] + " ")
     assert what in info.value.message
+
+
+def test_the_job_folder_label() -> None:
+    with pytest.raises(ConfigError) as info:
+        check_context(dataclasses.replace(CTX, job_dir="/a\nb"))
+    assert info.value.message.startswith("the job folder (launcher.job_root) contains a newline")
 
 
 @pytest.mark.parametrize(("env", "what"), [({"A\n": "x"}, "a newline"), ({"A": "x\0"}, "a NUL byte"),
