@@ -147,6 +147,12 @@ def test_configured_memory_per_gpu_at_the_node_limit(make_plan: MakePlan, write_
         assert info.value.hint is not None and f"{1024000 // gpus}M or less" in info.value.hint
 
 
+def test_zero_memory_per_gpu_means_no_memory_option(make_plan: MakePlan, write_cluster: WriteCluster) -> None:
+    plan = make_plan(write_cluster(defaults={"mem_per_gpu": 0}), gpus=2)
+    assert plan.context.mem_per_gpu_mb is None and plan.context.mem_mb is None
+    assert sbatch(plan, "mem-per-gpu") == [] and sbatch(plan, "mem") == []
+
+
 @pytest.mark.parametrize(("tasks", "cpus", "mem"), [(4, 16, 262144), (1, 1, 4096), (2, 8, 65536), (64, 1, 262144)])
 def test_cpu_jobs_get_their_cpus_share_of_the_memory(make_plan: MakePlan, tasks: int, cpus: int, mem: int) -> None:
     plan = make_plan(partition="cpu", gpus=0, ntasks_per_node=tasks, cpus_per_task=cpus)
