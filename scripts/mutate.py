@@ -292,7 +292,9 @@ def check_mutant(m: Mutant, *, path: str, tests: list[str], timeout: float, free
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("modules", nargs="+", choices=sorted(MODULES))
+    parser.add_argument("modules", nargs="*", help=f"any of: {' '.join(sorted(MODULES))}")
+    parser.add_argument("--score", nargs="+", metavar="JSON", help="only print the scores of earlier --json "
+                        "results (later files win for the same mutant), with today's equivalent list")
     parser.add_argument("--jobs", "-j", type=int, default=1, help="mutants tested side by side")
     parser.add_argument("--timeout", type=float, default=0, help="seconds per mutant (default: 3x the clean run)")
     parser.add_argument("--limit", type=int, default=0, help="test only every k-th mutant so at most N run")
@@ -305,6 +307,20 @@ def main(argv: list[str] | None = None) -> int:
                         "working tree (e.g. the score before a change)")
     args = parser.parse_args(argv)
     equivalent = load_equivalent()
+    if args.score:
+        merged: dict[str, dict[str, object]] = {}
+        for name in args.score:
+            for row in json.loads(Path(name).read_text(encoding="utf-8")):
+                merged[_key(row)] = row
+        for key, row in merged.items():
+            plain = str(row["outcome"]).split(" (")[-1].rstrip(")") if "(" in str(row["outcome"]) else row["outcome"]
+            reason = equivalent.get(key)
+            row["outcome"] = plain if reason is None else (
+                f"{'gpu-only' if reason.startswith('GPU only') else 'equivalent'} ({plain})")
+        summary(list(merged.values()))
+        return 0
+    if not args.modules or not set(args.modules) <= set(MODULES):
+        parser.error(f"name modules among: {' '.join(sorted(MODULES))}")
     results: list[dict[str, object]] = []
     rerun: set[str] | None = None
     if args.rerun:

@@ -157,6 +157,13 @@ def test_job_dir_refusals(job_dir: str, fragment: str) -> None:
     assert fragment in info.value.message
 
 
+def test_script_context_defaults_match_the_launcher_defaults() -> None:
+    """The same built-in values as cluster.yaml's launcher section (README: srun_wait 60, USR2, 120 s)."""
+    assert (CTX.srun_wait, CTX.preempt_signal, CTX.preempt_before, CTX.requeue) == (60, "USR2", 120, True)
+    assert (CTX.gpu_flag, CTX.account, CTX.qos, CTX.master_addr) == ("gpus-per-node", None, None, None)
+    assert "srun --kill-on-bad-exit=1 --wait=60 " in render_script(CTX)
+
+
 def test_variables_hold_the_paths_inside_the_job_folder() -> None:
     values = CTX.variables()
     assert values["log_dir"] == "/jobs/j-1/logs"
