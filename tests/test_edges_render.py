@@ -164,6 +164,11 @@ def test_script_context_defaults_match_the_launcher_defaults() -> None:
     assert "srun --kill-on-bad-exit=1 --wait=60 " in render_script(CTX)
 
 
+def test_a_context_is_a_snapshot() -> None:
+    with pytest.raises(AttributeError):
+        CTX.nodes = 3  # type: ignore[misc]
+
+
 def test_variables_hold_the_paths_inside_the_job_folder() -> None:
     values = CTX.variables()
     assert values["log_dir"] == "/jobs/j-1/logs"
