@@ -70,8 +70,8 @@ def test_nodes_and_gpus_command_line_then_job(make_plan: MakePlan, write_job: Wr
     assert (cfg.nodes, cfg.gpus_per_node) == (5, 2)
     cfg = make_plan(job=job, gpus=6).run_config
     assert (cfg.nodes, cfg.gpus_per_node, cfg.tasks_per_node) == (3, 6, 6)
-    cfg = make_plan(job=job, gpus=6, ntasks_per_node=3).run_config
-    assert (cfg.gpus_per_node, cfg.tasks_per_node) == (6, 3)
+    cfg = make_plan(job=job, gpus=6, ntasks_per_node=6).run_config
+    assert (cfg.gpus_per_node, cfg.tasks_per_node) == (6, 6)
 
 
 @pytest.mark.parametrize(("cli", "job", "default", "expected"), [
@@ -168,7 +168,7 @@ def test_cpu_jobs_get_their_cpus_share_of_the_memory(make_plan: MakePlan, tasks:
     ({"partition": "debug", "gpus": 4, "nodes": 4}, True), ({"partition": "debug", "gpus": 4, "nodes": 5}, False),
     ({"partition": "debug", "gpus": 5}, False),
     ({"gpus": 4, "ntasks_per_node": 4}, True), ({"gpus": 4, "ntasks_per_node": 5}, False),
-    ({"gpus": 4, "ntasks_per_node": 1}, True),
+    ({"gpus": 4, "ntasks_per_node": 1}, False),  # 4 GPUs per task: the built-in entrypoint uses one per rank
     ({"gpus": 8, "cpus_per_task": 12}, True), ({"gpus": 8, "cpus_per_task": 13}, False),
     ({"gpus": 1, "cpus_per_task": 96}, True), ({"gpus": 1, "cpus_per_task": 97}, False),
     ({"partition": "cpu", "gpus": 0, "ntasks_per_node": 64}, True),
@@ -271,9 +271,9 @@ def test_simulated_ranks_on_cpu(make_plan: MakePlan) -> None:
     assert [r.device for r in rows] == ["cpu"] * 4
     assert [r.env.rank for r in rows] == [0, 1, 2, 3]
     assert {r.env.master_port for r in rows} == {30000}
-    assert rows[3].as_dict() == {"host": "c2", "device": "cpu", "rank": 3, "local_rank": 1, "world_size": 4,
-                                 "local_world_size": 2, "node_rank": 1, "num_nodes": 2, "master_addr": "c1",
-                                 "master_port": 30000}
+    assert rows[3].as_dict() == {"host": "c2", "device": "cpu", "devices": [], "rank": 3, "local_rank": 1,
+                                 "world_size": 4, "local_world_size": 2, "node_rank": 1, "num_nodes": 2,
+                                 "master_addr": "c1", "master_port": 30000}
     plan = make_plan(partition="cpu", gpus=0, ntasks_per_node=2, nodes=2)
     assert [r.host for r in plan.ranks] == ["cpu001", "cpu001", "cpu002", "cpu002"]
 

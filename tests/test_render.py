@@ -135,8 +135,9 @@ def test_every_shape_passes_shellcheck(shaped_plan: SubmitPlan, tmp_path: Path) 
 # What sbatch must read for each shape, worked out by hand from tests/support.py's TEST_CLUSTER (not
 # from the plan): partition gpu = 96 CPUs, 1000G = 1,024,000 MB, 8 a100 per node; debug = 32 CPUs, 256G,
 # 4 untyped GPUs, max 02:00:00; cpu = 64 CPUs, 256G; defaults.time 04:00:00; preempt_before 180.
-# CPUs per task = node CPUs / tasks per node; memory per GPU = node memory / the node's GPUs (not the
-# requested ones); CPU jobs get their CPUs' share of the node's memory.
+# CPUs per task = node CPUs / the node's GPUs x the task's GPUs (CPU jobs: node CPUs / tasks per node);
+# memory per GPU = node memory / the node's GPUs (not the requested ones); CPU jobs get their CPUs' share
+# of the node's memory.
 _GPU = ["--open-mode=append", "--signal=B:USR2@180", "--requeue"]
 EXPECTED_OPTIONS: dict[str, tuple[str, list[str]]] = {  # shape -> (job folder name, options but the logs)
     "1x8": ("tiny", ["--job-name=tiny", "--nodes=1", "--ntasks-per-node=8", "--gpus-per-node=a100:8",
@@ -152,17 +153,17 @@ EXPECTED_OPTIONS: dict[str, tuple[str, list[str]]] = {  # shape -> (job folder n
     "cpu": ("tiny", ["--job-name=tiny", "--nodes=3", "--ntasks-per-node=4", "--cpus-per-task=16",
                      "--mem=262144M", "--time=04:00:00", "--partition=cpu", *_GPU]),
     "gres-typed": ("tiny", ["--job-name=tiny", "--nodes=2", "--ntasks-per-node=4", "--gres=gpu:a100:4",
-                            "--cpus-per-task=24", "--mem-per-gpu=128000M", "--time=04:00:00", "--partition=gpu",
+                            "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00", "--partition=gpu",
                             *_GPU]),
     "gres-untyped": ("tiny", ["--job-name=tiny", "--nodes=4", "--ntasks-per-node=4", "--gres=gpu:4",
                               "--cpus-per-task=8", "--mem-per-gpu=65536M", "--time=02:00:00",
                               "--partition=debug", *_GPU]),
     "hostile-name": ("x_rm_-rf_id_id_packjob_hetjob", [
         "--job-name=x'; rm -rf / #\"$(id)`id` packjob hetjob \\", "--nodes=1", "--ntasks-per-node=1",
-        "--gpus-per-node=a100:1", "--cpus-per-task=96", "--mem-per-gpu=128000M", "--time=04:00:00",
+        "--gpus-per-node=a100:1", "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00",
         "--partition=gpu", *_GPU]),
     "no-requeue-usr1": ("tiny", ["--job-name=tiny", "--nodes=2", "--ntasks-per-node=2", "--gpus-per-node=a100:2",
-                                 "--cpus-per-task=48", "--mem-per-gpu=128000M", "--time=04:00:00",
+                                 "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00",
                                  "--partition=gpu", "--open-mode=append", "--signal=B:USR1@180"]),
     "setup-env": ("tiny", ["--job-name=tiny", "--nodes=2", "--ntasks-per-node=8", "--gpus-per-node=a100:8",
                            "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00", "--partition=gpu",
@@ -379,7 +380,7 @@ def test_executed_single_node_script_uses_loopback(make_plan: MakePlan, tmp_path
     assert proc.returncode == 0, proc.stderr
     assert stubs.records("scontrol") == []
     [srun] = stubs.records("srun")
-    assert srun["argv"] == _expected_srun(job_dir, 1, 4, 24)
+    assert srun["argv"] == _expected_srun(job_dir, 1, 4, 12)  # 96 CPUs / 8 GPUs x 1 GPU per task
     assert srun["env"]["MASTER_ADDR"] == "127.0.0.1"
 
 
