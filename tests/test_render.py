@@ -4,8 +4,6 @@ refusals, --templates overrides, and the rendered script executed with stub srun
 
 from __future__ import annotations
 
-import difflib
-import os
 import shutil
 import signal
 import subprocess
@@ -16,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from support import load_stub_module
+from support import check_golden, load_stub_module
 
 from orchestrator import distenv
 from orchestrator.errors import ConfigError
@@ -53,27 +51,6 @@ NASTY = [
     "x #comment", "unicode ✓ ünï", "tab\there", "packjob", "HetJob-x", "cr\rin", "", " lead", "trail ",
     "%j %t %%", "$HOME", "${PATH}", "!event", "a\\\"b'c", "'", '"', "\\",
 ]
-
-
-UPDATE_GOLDEN = "ORCH_UPDATE_GOLDEN"  # =1: write the golden files from the rendered scripts
-
-
-def check_golden(name: str, text: str) -> None:
-    """The rendered script must equal tests/golden/NAME; a missing golden file is a failure too
-    (a deleted golden must not pass). ``ORCH_UPDATE_GOLDEN=1`` writes them, on purpose."""
-    path = GOLDEN / name
-    if os.environ.get(UPDATE_GOLDEN) == "1":
-        path.write_text(text, encoding="utf-8")
-        return
-    if not path.exists():
-        pytest.fail(f"tests/golden/{name} is missing; run the tests with {UPDATE_GOLDEN}=1 to write it, "
-                    "then review and commit it")
-    expected = path.read_text(encoding="utf-8")
-    if text != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                            f"{name} (golden)", f"{name} (rendered)"))
-        pytest.fail(f"the rendered script differs from tests/golden/{name}; if the change is intended, "
-                    f"rerun with {UPDATE_GOLDEN}=1 and review the diff:\n{diff}")
 
 
 def test_golden_1x8(make_plan: MakePlan) -> None:
