@@ -54,6 +54,13 @@ def _check_sbatch(value: SbatchExtras) -> SbatchExtras:
 SlurmTime = Annotated[str, Field(description="Slurm time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S")]
 
 
+class Expect(_Model):
+    """Figures a partition promises; ``orch submit selftest`` fails below them."""
+
+    busbw_gbps: float | None = Field(default=None, gt=0, description="all-reduce bus bandwidth, GB/s (nccl-tests)")
+    gemm_gflops: float | None = Field(default=None, gt=0, description="GEMM rate of the slowest rank, GFLOP/s")
+
+
 class Partition(_Model):
     """One Slurm partition: where jobs run and the limits orch checks before submitting."""
 
@@ -65,6 +72,7 @@ class Partition(_Model):
     max_time: SlurmTime = "UNLIMITED"
     gpu_type: str | None = None
     sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for this partition")
+    expect: Expect | None = None
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "partition name"))
     _v_sbatch = field_validator("sbatch")(_check_sbatch)
