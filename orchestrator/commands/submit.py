@@ -106,7 +106,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.config import resolve_data_dir
-    from orchestrator.doctor.gate import check_script
     from orchestrator.extras import parse_env_args, parse_sbatch_args
     from orchestrator.job import load_job, parse_overrides
     from orchestrator.plan import make_request
@@ -120,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
     if target is None and not args.job:
         raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
     if target is not None:  # orch doctor first: errors stop the submission (the dry run only shows them)
+        from orchestrator.doctor.gate import check_script  # only for scripts: a job file's dry run skips it
+
         check_script(target, refuse=not (args.no_check or args.dry_run))
     loaded = script_job(target) if target is not None else load_job(args.job, os.environ, cwd)
     request = make_request({
