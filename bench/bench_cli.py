@@ -212,8 +212,9 @@ def main() -> int:
         ]
         if args.compare:
             other = {"PYTHONPATH": str(Path(args.compare).resolve())}
+            its_own = [*dry_2x8[:-1], str(Path(args.compare).resolve() / "cluster.yaml")]  # its cluster.yaml
             rows += [Row(f"[{Path(args.compare).name}] orch submit mnist --nodes 2 --gpus 8 --dry-run",
-                         [ORCH, *dry_2x8], env=other),
+                         [ORCH, *its_own], env=other),
                      Row(f"[{Path(args.compare).name}] orch submit mnist --nodes 1024 --gpus 8 --dry-run",
                          [ORCH, *dry_big], env=other)]
         torchx, why_not = find_torchx(args.torchx)
