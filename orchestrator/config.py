@@ -153,6 +153,9 @@ class Launcher(_Model):
                                 "WANDB_API_KEY) that tasks take from the shell running orch submit; only "
                                 "the names are written to the script and job.json, never the values")
     container: Container = Field(default_factory=Container)
+    preflight: Literal["off", "stop", "exclude"] = Field(
+        default="off", description="orch submit --preflight default: run the selftest checks first in every "
+        "job (stop: a failed node stops the job; exclude: the job is submitted again without it)")
 
     @field_validator("port_range")
     @classmethod

@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--job-dir", required=True, metavar="DIR", help="the job folder (holds job.json)")
     parser.add_argument("--master-port", action="store_true",
                         help="print the job's MASTER_PORT (batch script) and exit")
+    parser.add_argument("--preflight", action="store_true",
+                        help="run the selftest checks instead of the job (orch submit --preflight)")
     return parser
 
 
@@ -74,6 +76,15 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
         environ[VISIBLE_VAR] = narrowed
 
 
+def preflight_config(cfg: RunConfig, environ: Mapping[str, str]) -> RunConfig:
+    """The job's configuration with the built-in selftest (quick settings) in place of its training."""
+    from orchestrator.job import BUILTIN_JOBS_DIR
+    from orchestrator.preflight import selftest_params
+
+    return cfg.model_copy(update={"job_file": str(BUILTIN_JOBS_DIR / "selftest.py"), "script": None,
+                                  "params": selftest_params(environ), "data_dir": None})
+
+
 def check_world(cfg: RunConfig, env: distenv.DistEnv) -> None:
     if env.world_size != cfg.world_size:
         raise DistEnvError(
@@ -103,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.master_port:
             print(distenv.job_master_port(os.environ, cfg.launcher.port_range))
             return 0
+        if args.preflight:
+            cfg = preflight_config(cfg, os.environ)
         from orchestrator.runtime.preempt import PreemptFlag
 
         flag = PreemptFlag(cfg.launcher.preempt_signal).install()

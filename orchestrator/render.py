@@ -37,7 +37,7 @@ from orchestrator.jobdirs import (
     RANK_LOG_PATTERN,
     RAW_JOB_ID_FILE,
 )
-from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE
+from orchestrator.runconfig import LOG_DIR, PREFLIGHT_NEXT_FILE, PREFLIGHT_RESULT_FILE, REQUEUE_FILE, SCRIPT_FILE
 
 if TYPE_CHECKING:
     import jinja2
@@ -51,6 +51,7 @@ TEMPLATE_NAMES = (BASE_TEMPLATE, SINGLE_NODE_TEMPLATE, MULTI_NODE_TEMPLATE)
 LOOPBACK_ADDR = "127.0.0.1"  # MASTER_ADDR of single-node jobs: every rank runs on the batch host
 BATCH_LOG = BATCH_LOG_PATTERN  # inside LOG_DIR (jobdirs owns the names)
 RANK_LOG = RANK_LOG_PATTERN
+PREFLIGHT_LOG_PATTERN = "preflight-%j.out"  # --preflight: every task's output of the selftest step
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SBATCH_SAFE_RE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
@@ -115,6 +116,7 @@ class ScriptContext:
     container_mounts: str | None = None
     container_python: str = "python3"
     apptainer: str = "apptainer"
+    preflight: Literal["stop", "exclude"] | None = None  # orch submit --preflight: the selftest step first
 
     @property
     def template_name(self) -> str:
@@ -135,6 +137,10 @@ class ScriptContext:
             requeue_file=f"{self.job_dir}/{REQUEUE_FILE}",
             requeue_name=REQUEUE_FILE,
             raw_id_name=RAW_JOB_ID_FILE,
+            preflight_log=f"{log_dir}/{PREFLIGHT_LOG_PATTERN}",
+            preflight_next_name=PREFLIGHT_NEXT_FILE,
+            preflight_result_name=PREFLIGHT_RESULT_FILE,
+            script_name=SCRIPT_FILE,
         )
         return values
 

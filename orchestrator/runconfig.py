@@ -25,7 +25,22 @@ METRICS_FILE = "metrics.jsonl"
 RESULT_FILE = "result.json"
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
+PREFLIGHT_RESULT_FILE = "preflight.json"  # orch submit --preflight: the selftest's verdict in the allocation
+PREFLIGHT_RECORD_FILE = "preflight_attempts.json"  # --preflight=exclude: each attempt, the nodes it excluded
+PREFLIGHT_NEXT_FILE = "preflight_next"  # --preflight=exclude: the sbatch options of the next attempt
 REQUEUE_FILE = "requeue"  # left by the runtime after a preemption checkpoint; the batch script requeues
+
+
+class Preflight(BaseModel):
+    """``orch submit --preflight[=exclude]``: what the batch script's preflight step needs to decide."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["stop", "exclude"]
+    max_attempts: int = Field(default=3, ge=1, description="exclude mode: submissions in all, the first included")
+    exclude: list[str] = Field(default_factory=list, description="nodes excluded at submit time (--exclude)")
+    nodelist: list[str] = Field(default_factory=list, description="nodes asked for at submit time (--nodelist)")
+    partition_nodes: list[str] = Field(default_factory=list, description="every node of the partition")
 
 
 class RunConfig(BaseModel):
@@ -53,6 +68,7 @@ class RunConfig(BaseModel):
     script: ScriptTarget | None = None
     gpus_per_task: int = Field(default=1, ge=1, description="GPUs each task holds (tasks = gpus / this)")
     restarts: int = Field(default=0, ge=0, description="local runs: how often orch run --resume continued it")
+    preflight: Preflight | None = Field(default=None, description="orch submit --preflight (None: no preflight)")
 
     @property
     def world_size(self) -> int:

@@ -113,6 +113,9 @@ def plan_array(plan: SubmitPlan, loaded: LoadedJob, grid: Sequence[Mapping[str, 
     if throttle is not None and throttle < 1:
         raise ConfigError(f"--array-throttle {throttle} must be at least 1",
                           hint="e.g. --array-throttle 4 (at most 4 elements run at once)")
+    if plan.context.preflight:
+        raise ConfigError("--preflight is not supported with --sweep (a job array) yet",
+                          hint="leave out --preflight, or run orch submit selftest first and sweep after it")
     spec = f"0-{len(grid) - 1}" + (f"%{throttle}" if throttle else "")
     context = replace(plan.context, array=spec)
     script = render_script(context, plan.request.templates)
