@@ -75,7 +75,7 @@ def decide(cfg: RunConfig, verdict: Mapping[str, Any] | None, record: Mapping[st
                      f"{hostlist.compress(bad)}, or with --preflight=exclude")
         return Decision("\n".join(lines))
     attempts = list((record or {}).get("attempts", []))
-    excluded = list(dict.fromkeys([*(record or {}).get("excluded", pf.exclude), *bad]))
+    excluded = sorted({*(record or {}).get("excluded", pf.exclude), *bad})
     attempts.append({"job_id": job_id, "failed": [{"host": h, "check": c} for h, c in failed],
                      "excluded": excluded, "next_job_id": None})
     new_record = {"version": 1, "max_attempts": pf.max_attempts, "excluded": excluded, "attempts": attempts}
