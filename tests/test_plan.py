@@ -167,7 +167,7 @@ def test_folder_name_is_safe_but_the_script_keeps_the_name(name: str, folder: st
 def test_job_name_reaches_sbatch_unchanged(make_plan: MakePlan) -> None:
     plan = make_plan(nodes=1, gpus=1, job_name="my job/$(x)")
     assert plan.job_dir.name == "my_job_x-20240102-030405-abcdef"
-    assert '#SBATCH --job-name="my job/$(x)"\n' in plan.script
+    assert '#SBATCH --job-name="my job/\\$(x)"\n' in plan.script  # escaped: inert in bash too; sbatch reads $
 
 
 def test_build_plan_is_pure(make_plan: MakePlan, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
