@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from orchestrator.errors import ConfigError
 from orchestrator.launch import PEER_FAILURE_EXIT
 from orchestrator.plan import JOB_DIR_MODE, folder_name
 from orchestrator.runconfig import (
@@ -41,6 +44,7 @@ from orchestrator.runconfig import (
     write_run_config,
 )
 from orchestrator.runtime.preempt import SIGNALS
+from orchestrator.trust import fs_error, make_job_root
 
 LOCAL_ADDR = "127.0.0.1"
 GRACE_SECONDS = 5.0
@@ -58,14 +62,44 @@ def log_name(rank: int) -> str:
 
 
 def new_job_dir(root: Path, job_name: str, now: datetime | None = None, token: str | None = None) -> Path:
-    """Create ``<root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` with logs/ and checkpoints/ (as orch submit)."""
+    """Create ``<root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` with logs/ and checkpoints/ (as orch submit:
+    the same modes and trust checks; a file-system error is a ConfigError and leaves no folder)."""
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
     job_dir = root / f"{folder_name(job_name)}-{stamp}-{token or secrets.token_hex(3)}"
-    root.mkdir(parents=True, exist_ok=True)
-    job_dir.mkdir(mode=JOB_DIR_MODE)
-    for sub in (LOG_DIR, CHECKPOINT_DIR):
-        (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
+    make_job_root(root)
+    created = False
+    try:
+        job_dir.mkdir(mode=JOB_DIR_MODE)
+        created = True
+        for sub in (LOG_DIR, CHECKPOINT_DIR):
+            (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
+    except OSError as exc:
+        if created:
+            shutil.rmtree(job_dir, ignore_errors=True)
+        raise fs_error(job_dir, exc) from None
     return job_dir
+
+
+@contextlib.contextmanager
+def job_lock(job_dir: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the job folder: a second ``orch run`` (--resume) of the same
+    folder is refused at once instead of training into it too. Released when orch run ends (also
+    when it is killed: the kernel drops the lock with the process)."""
+    try:
+        fd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise ConfigError(f"cannot open the job folder {job_dir}: {exc.strerror}",
+                          hint="pass the job folder that orch run printed") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ConfigError(f"the job folder {job_dir} is in use by another orch run",
+                          hint="wait for it to finish (or stop it) before resuming this folder again") from None
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def write_job(job_dir: Path, cfg: RunConfig) -> None:
@@ -211,6 +245,8 @@ class LocalRunner:
             for rank, proc in enumerate(self._procs):
                 if rank not in exited_at and proc.poll() is not None:
                     exited_at[rank] = now
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGTERM)  # the rank's own children do not outlive it
             bad = [r for r in exited_at if self._procs[r].returncode != 0]
             if term_at is None and (bad or self._forwarded):
                 cause_known = any(self._procs[r].returncode != PEER_FAILURE_EXIT for r in bad)
@@ -223,6 +259,7 @@ class LocalRunner:
                 self._send_all(signal.SIGKILL)
                 kill_at = float("inf")
             time.sleep(POLL_SECONDS)
+        self._end_groups()
         self._tee.join(timeout=5)
         for fh in self._files:
             fh.close()
@@ -236,10 +273,30 @@ class LocalRunner:
         return codes, first
 
     def _send_all(self, signum: int) -> None:
+        """``signum`` to every rank; TERM, INT and KILL to its whole process group (its own children:
+        a data server, a ``sleep`` in build), the preemption signal to the rank process alone."""
+        group = signum in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL)
         for proc in self._procs:
             if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signum)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    if group:
+                        os.killpg(proc.pid, signum)
+                    else:
+                        proc.send_signal(signum)
+
+    def _end_groups(self) -> None:
+        """After the ranks have exited: what their process groups still hold gets TERM, then KILL."""
+        alive = [p.pid for p in self._procs if _group_alive(p.pid)]
+        for pgid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        while alive and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+            alive = [pgid for pgid in alive if _group_alive(pgid)]
+        for pgid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
 
     @contextlib.contextmanager
     def _signals_forwarded(self) -> Iterator[None]:
@@ -273,6 +330,8 @@ class LocalRunner:
                                result=_read_json(self.job_dir / RESULT_FILE))
 
         interrupted = bool(self._forwarded)
+        # interrupted: 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
+        stop_code = 128 + (self._forwarded[0] if self._forwarded else signal.SIGINT)
         if first is not None:
             code = codes[first] or 1
             reason = last_error(tail(logs / log_name(first), 200))
@@ -285,14 +344,22 @@ class LocalRunner:
             if others:
                 message += f"; then: {'; '.join(others)}"
             if interrupted:
-                return outcome(130, "interrupted", "interrupted; " + message)
+                return outcome(stop_code, "interrupted", "interrupted; " + message)
             return outcome(code if code > 0 else 128 - code, "failed", message)
         if (self.job_dir / REQUEUE_FILE).exists():
             return outcome(0, "preempted", "preempted: the ranks checkpointed and stopped; continue with "
                                            f"orch run --resume {self.job_dir}")
         if interrupted:
-            return outcome(130, "interrupted", "interrupted")
+            return outcome(stop_code, "interrupted", "interrupted")
         return outcome(0, "completed", "completed")
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,12 +27,13 @@ from orchestrator.errors import ConfigError
 from orchestrator.job import LoadedJob, make_params
 from orchestrator.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
 from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, SCRIPT_FILE, RunConfig, write_run_config
+from orchestrator.trust import JOB_ROOT_MODE
 from orchestrator.units import format_time, parse_mem_mb, parse_time
 
 # The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
 # port is derived the same way from the real job id (and SLURM_RESTART_COUNT) inside the batch step.
 DRY_RUN_JOB_ID = "12345"
-JOB_DIR_MODE = 0o750  # then narrowed by the umask; never group- or world-writable
+JOB_DIR_MODE = JOB_ROOT_MODE  # 0o750, then narrowed by the umask; never group- or world-writable
 NOT_WRITABLE_BY_OTHERS = 0o022
 _FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -262,16 +264,28 @@ def _gpu_spec(gpus: int, partition: Partition) -> str:
 def write_job_dir(plan: SubmitPlan) -> Path:
     """Create the job folder with sbatch.sh, job.json and logs/ (Slurm does not create --output folders).
 
-    Modes are ``0o750``/``0o640`` narrowed by the user's umask: never group- or world-writable.
+    Modes are ``0o750``/``0o640`` narrowed by the user's umask: never group- or world-writable. The
+    job root is checked first (:mod:`orchestrator.trust`); a file-system error (read-only, no space,
+    a file where a folder should be) leaves no half-written folder and is a ConfigError naming
+    launcher.job_root.
     """
+    from orchestrator.trust import fs_error, make_job_root
+
     job_dir = plan.job_dir
-    job_dir.parent.mkdir(mode=JOB_DIR_MODE, parents=True, exist_ok=True)
-    job_dir.mkdir(mode=JOB_DIR_MODE)
-    for sub in (LOG_DIR, CHECKPOINT_DIR):
-        (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
-    fd = os.open(job_dir / SCRIPT_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o750)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(plan.script)
-    config = write_run_config(job_dir, plan.run_config)
-    config.chmod(config.stat().st_mode & ~NOT_WRITABLE_BY_OTHERS & 0o7777)
+    make_job_root(job_dir.parent)
+    created = False
+    try:
+        job_dir.mkdir(mode=JOB_DIR_MODE)
+        created = True
+        for sub in (LOG_DIR, CHECKPOINT_DIR):
+            (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
+        fd = os.open(job_dir / SCRIPT_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o750)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(plan.script)
+        config = write_run_config(job_dir, plan.run_config)
+        config.chmod(config.stat().st_mode & ~NOT_WRITABLE_BY_OTHERS & 0o7777)
+    except OSError as exc:
+        if created:
+            shutil.rmtree(job_dir, ignore_errors=True)
+        raise fs_error(job_dir, exc) from None
     return job_dir

@@ -11,7 +11,9 @@ checkpoint (after a preemption, a failure or Ctrl-C); overrides then change its 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -23,8 +25,16 @@ from orchestrator.config import Launcher
 from orchestrator.errors import ConfigError
 from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.jobdirs import job_root
-from orchestrator.local import LocalResult, LocalRunner, log_name, new_job_dir, tail
-from orchestrator.runconfig import LOG_DIR, RunConfig, read_run_config, write_run_config
+from orchestrator.local import LocalResult, LocalRunner, job_lock, log_name, new_job_dir, tail
+from orchestrator.runconfig import (
+    CHECKPOINT_DIR,
+    JOB_FILE,
+    LOG_DIR,
+    RunConfig,
+    read_run_config,
+    write_run_config,
+)
+from orchestrator.trust import check_job_dir, fs_error
 
 HELP = "run a job on this machine: N processes through the same launcher (gloo on CPU)"
 DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
@@ -79,11 +89,15 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
         launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
         created=datetime.now().astimezone().isoformat(timespec="seconds"),
     )
-    write_run_config(job_dir, cfg)
+    try:
+        write_run_config(job_dir, cfg)
+    except OSError as exc:  # no space left, ...: no half-written folder stays behind
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise fs_error(job_dir, exc) from None
     return job_dir, cfg
 
 
-def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
+def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path, RunConfig]:
     overrides = list(args.overrides)
     if args.job:  # `orch run --resume DIR epochs=3`: the first override landed in JOB
         if "=" not in args.job:
@@ -91,15 +105,18 @@ def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
                               "job.json", hint="orch run --resume DIR [key=value ...]")
         overrides.insert(0, args.job)
     job_dir = Path(args.resume).expanduser().absolute()
+    check_job_dir(job_dir, job_file=JOB_FILE, checkpoint_dir=CHECKPOINT_DIR)
     cfg = read_run_config(job_dir)
+    stack.enter_context(job_lock(job_dir))  # before job.json changes: one resume of a folder at a time
     if cfg.mode != "local":
         raise ConfigError(f"{job_dir} is a Slurm job folder", hint="requeue or resubmit it with Slurm; "
                           "orch run --resume continues local runs")
     changes: dict[str, object] = {}
+    spec = load_job_file(Path(cfg.job_file))
+    # job.json's params as every rank will check them (a hand edit is caught here, before any rank starts)
+    params = make_params(spec, {**cfg.params, **parse_overrides(overrides)}).model_dump(mode="json")
     if overrides:
-        spec = load_job_file(Path(cfg.job_file))
-        merged = {**cfg.params, **parse_overrides(overrides)}
-        changes["params"] = make_params(spec, merged).model_dump(mode="json")
+        changes["params"] = params
     if args.nproc and args.nproc != cfg.tasks_per_node:
         changes.update(tasks_per_node=args.nproc, cpus_per_task=max(1, available_cpus() // args.nproc))
     if args.data_dir:
@@ -113,7 +130,16 @@ def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
 def run(args: argparse.Namespace) -> int:
     if args.nproc is not None and args.nproc < 1:
         raise ConfigError(f"--nproc {args.nproc} must be at least 1", hint="e.g. --nproc 2")
-    job_dir, cfg = _resume(args) if args.resume else _new_run(args)
+    with contextlib.ExitStack() as stack:
+        if args.resume:
+            job_dir, cfg = _resume(args, stack)
+        else:
+            job_dir, cfg = _new_run(args)
+            stack.enter_context(job_lock(job_dir))
+        return _run_locked(args, job_dir, cfg)
+
+
+def _run_locked(args: argparse.Namespace, job_dir: Path, cfg: RunConfig) -> int:
     out = sys.stderr if args.json else sys.stdout
     print(f"orch: {cfg.job_name}: {cfg.tasks_per_node} local process(es); job folder {job_dir}",
           file=out, flush=True)

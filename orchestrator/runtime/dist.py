@@ -17,6 +17,7 @@ from torch import nn
 from orchestrator.errors import DistEnvError, OrchError
 from orchestrator.runtime.device import DeviceChoice
 from orchestrator.runtime.preempt import PreemptFlag
+from orchestrator.runtime.rendezvous import is_loopback, loopback_store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -75,12 +76,15 @@ def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: s
         torch.cuda.set_device(device)
     delta = datetime.timedelta(seconds=timeout)
     try:
+        # one machine: the store listens on loopback only (orch.runtime.rendezvous); else tcp:// as usual
+        where: dict[str, Any] = (
+            {"store": loopback_store(master_addr, master_port, rank=rank, world_size=world_size, timeout=delta)}
+            if is_loopback(master_addr) else {"init_method": f"tcp://{_host_for_url(master_addr)}:{master_port}"})
         dist.init_process_group(
-            backend=choice.backend, init_method=f"tcp://{_host_for_url(master_addr)}:{master_port}",
-            rank=rank, world_size=world_size, timeout=delta,
-            device_id=device if choice.kind == "cuda" else None,
+            backend=choice.backend, rank=rank, world_size=world_size, timeout=delta,
+            device_id=device if choice.kind == "cuda" else None, **where,
         )
-    except dist.DistError as exc:
+    except (dist.DistError, OSError) as exc:
         raise init_error(exc, rank=rank, master_addr=master_addr, master_port=master_port,
                          timeout=timeout) from None
     try:
