@@ -270,11 +270,18 @@ def check_round_trip(spec: JobSpec, params: TrainParams) -> None:
 
     try:
         text = json.dumps(params.model_dump(mode="json"), allow_nan=False)
-        again = spec.params.model_validate(json.loads(text))
-    except (ValueError, TypeError) as exc:  # ValidationError is a ValueError
-        raise ConfigError(f"job {spec.name}: the parameters cannot be stored in job.json and read back by the "
-                          f"ranks: {str(exc).splitlines()[0][:200]}",
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"job {spec.name}: the parameters cannot be stored in job.json: {str(exc)[:200]}",
                           hint="use plain numbers, text and booleans (no inf or nan) in the job's params") from None
+    try:
+        again = spec.params.model_validate(json.loads(text))
+    except ValidationError as exc:
+        raise ConfigError(f"job {spec.name}: the ranks could not read the parameters back from job.json: "
+                          f"{str(exc).splitlines()[0][:200]}",
+                          hint="use values that JSON keeps as they are (plain numbers, text, booleans)") from None
+    except (TypeError, AttributeError, KeyError, ArithmeticError) as exc:
+        raise ConfigError(f"job {spec.name}: its params model failed on its own values: {exc!r}"[:400],
+                          hint="fix the validators of the job's Params class") from None
     changed = [k for k in type(params).model_fields if getattr(again, k) != getattr(params, k)]
     if changed:
         raise ConfigError(f"job {spec.name}: parameter {changed[0]}={getattr(params, changed[0])!r} would reach "

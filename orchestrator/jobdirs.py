@@ -31,7 +31,7 @@ from orchestrator.runconfig import (
 log = logging.getLogger(__name__)
 
 # "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
-_JOB_ID_RE = re.compile(r"^\d+(_\d+)?$")
+_JOB_ID_RE = re.compile(r"[0-9]+(_[0-9]+)?")  # fullmatch, ASCII digits: "12\n" and "١٢" are no job ids
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _not_queued_hint(job: JobDir) -> str:
 
 
 def is_job_id(text: str) -> bool:
-    return bool(_JOB_ID_RE.match(text))
+    return len(text) <= 40 and bool(_JOB_ID_RE.fullmatch(text))
 
 
 def job_root(cluster: Cluster | None) -> Path:

@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from orchestrator import distenv
+from orchestrator import distenv, hang
 from orchestrator.errors import DistEnvError, OrchError
 from orchestrator.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.trust import check_job_dir
@@ -96,10 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from orchestrator.runtime.preempt import PreemptFlag
 
         flag = PreemptFlag(cfg.launcher.preempt_signal).install()
+        hang.install_stack_dumps(cfg.launcher.preempt_signal)  # a stopped (stuck) rank shows where it was
         timeout = cfg.launcher.collective_timeout
         env = distenv.derive(os.environ, port_range=cfg.launcher.port_range)
         check_world(cfg, env)
         export_environment(cfg, env, os.environ)
+        os.environ.update(hang.flight_recorder_env(job_dir, os.environ))  # NCCL: last collectives, on timeout
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                             format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
         from orchestrator.runtime import entry
@@ -120,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from orchestrator.runtime.dist import describe_failure
 
             peer = describe_failure(exc, timeout)
+            if peer is not None:
+                hang.dump_stacks()  # which collective this rank was in, next to the stuck rank's stacks
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
         label = _rank_label(os.environ, env)

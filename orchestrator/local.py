@@ -188,6 +188,7 @@ class LocalRunner:
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, init=False)
     _forwarded: list[int] = field(default_factory=list, init=False)
     _early_exits: list[int] = field(default_factory=list, init=False)
+    _stuck: list[int] = field(default_factory=list, init=False)
 
     def run(self) -> LocalResult:
         port = self.port or free_port()
@@ -253,6 +254,11 @@ class LocalRunner:
                 term_at = now if cause_known and not self._forwarded else now + self.grace
             if term_at is not None and now >= term_at and kill_at is None:
                 stopped_by_us = {r for r in range(n) if r not in exited_at}
+                if bad and not self._forwarded and all(self._procs[r].returncode == PEER_FAILURE_EXIT
+                                                       for r in bad):
+                    # every failed rank gave up waiting in a collective, and these still ran: they are
+                    # the ones that stopped progressing (stuck in Python, in build, or SIGSTOPped)
+                    self._stuck = sorted(stopped_by_us)
                 self._send_all(signal.SIGTERM)
                 kill_at = now + self.grace
             if kill_at is not None and now >= kill_at:
@@ -281,6 +287,8 @@ class LocalRunner:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     if group:
                         os.killpg(proc.pid, signum)
+                        if signum == signal.SIGTERM:
+                            os.killpg(proc.pid, signal.SIGCONT)  # a SIGSTOPped rank must see its TERM
                     else:
                         proc.send_signal(signum)
 
@@ -332,6 +340,14 @@ class LocalRunner:
         interrupted = bool(self._forwarded)
         # interrupted: 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
         stop_code = 128 + (self._forwarded[0] if self._forwarded else signal.SIGINT)
+        if first is not None and self._stuck and codes[first] == PEER_FAILURE_EXIT and not interrupted:
+            waited = last_error(tail(logs / log_name(first), 200)) or "a collective failed"
+            stuck = ", ".join(map(str, self._stuck))
+            message = (f"rank {stuck} stopped making progress: rank {first} waited for it in a collective "
+                       f"and gave up ({waited}); rank {stuck} was still running and was stopped by orch run")
+            result = outcome(codes[first] or 1, "failed", message)
+            result.failed_rank = self._stuck[0]
+            return result
         if first is not None:
             code = codes[first] or 1
             reason = last_error(tail(logs / log_name(first), 200))

@@ -132,8 +132,14 @@ def make_job_root(root: Path) -> None:
     File-system errors become a ConfigError naming launcher.job_root.
     """
     check_folder(root, "the job root (launcher.job_root)")
+    missing = []
+    folder = Path(os.path.abspath(root))
+    while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
     try:
-        root.mkdir(mode=JOB_ROOT_MODE, parents=True, exist_ok=True)
+        for new in reversed(missing):  # each with the one mode (mkdir(parents=True) would use 0o777 & umask)
+            new.mkdir(mode=JOB_ROOT_MODE, exist_ok=True)
     except OSError as exc:
         raise fs_error(root, exc) from None
     check_folder(root, "the job root (launcher.job_root)")

@@ -269,3 +269,140 @@ def test_setup_lines_still_pass_verbatim(make_plan: Callable[..., Any],
                                          write_cluster: Callable[..., Path]) -> None:
     plan = make_plan(write_cluster(launcher={"setup": ["module load cuda/12 && echo $HOME"]}), nodes=1, gpus=1)
     assert "\nmodule load cuda/12 && echo $HOME\n" in plan.script
+
+
+# --- 5. what the ranks validate is validated before sbatch --------------------------------------------
+
+PARAM_CASES = [
+    (["lr=inf"], "lr"), (["lr=-inf"], "lr"), (["lr=nan"], "lr"), (["lr=1e999"], "lr"), (["momentum=NaN"], "momentum"),
+    (["weight_decay=Infinity"], "weight_decay"), ([f"seed={2**64 + 1}"], "seed"), ([f"seed={2**63}"], "seed"),
+    (["seed=-1"], "seed"), (["epochs=" + "9" * 5000], "epochs"), ([f"batch_size={2**31}"], "batch_size"),
+    (["num_threads=100000"], "num_threads"), ([f"samples={2**64}"], "samples"),
+    ([f"max_steps_per_epoch={2**40}"], "max_steps_per_epoch"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "field"), PARAM_CASES, ids=[c[0][0][:30] for c in PARAM_CASES])
+@pytest.mark.parametrize("dry_run", [False, True], ids=["submit", "dry-run"])
+def test_params_the_ranks_would_refuse_are_refused_before_sbatch(
+        overrides: list[str], field: str, dry_run: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        stubs: Stubs) -> None:
+    path = cluster_file(tmp_path)
+    argv = ["submit", str(TESTS / "jobs" / "hardening_values.py"), "--cluster", str(path), *overrides]
+    expect_refused([*argv, "--dry-run"] if dry_run else argv, capsys, [field], jobs=tmp_path / "jobs",
+                   stubs=stubs)
+
+
+@pytest.mark.parametrize("overrides", [["lr=inf"], [f"seed={2**64}"]])
+def test_orch_run_refuses_them_too_before_starting_a_rank(overrides: list[str], tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    expect_refused(["run", "smoke", "--job-root", str(tmp_path / "jobs"), *overrides], capsys, [],
+                   jobs=tmp_path / "jobs")
+
+
+JOB_WITH_INF_DEFAULT = '''
+from orchestrator.job import JobSpec, TrainParams
+class P(TrainParams):
+    scale: float = float("inf")
+def build(params, ctx):
+    raise RuntimeError
+SPEC = JobSpec(name="infdefault", params=P, build=build)
+'''
+
+
+def test_a_job_default_that_json_cannot_carry_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         stubs: Stubs) -> None:
+    job = tmp_path / "infdefault.py"
+    job.write_text(JOB_WITH_INF_DEFAULT, encoding="utf-8")
+    expect_refused(["submit", str(job), "--cluster", str(cluster_file(tmp_path)), "--dry-run"], capsys,
+                   ["job.json"], jobs=tmp_path / "jobs", stubs=stubs)
+
+
+# --- 8. job files that exit at import or define a wrong SPEC ------------------------------------------
+
+GOOD_TAIL = '''
+def build(params, ctx):
+    raise RuntimeError("planning only")
+'''
+JOB_FILES = [
+    ("sys.exit(0)", "import sys\nsys.exit(0)\n", "exits while it is imported"),
+    ("sys.exit(3)", "import sys\nsys.exit(3)\n", "exits while it is imported"),
+    ("raise SystemExit", "raise SystemExit('bye')\n", "exits while it is imported"),
+    ("os._exit(0)", "import os\nos._exit(0)\n", "os._exit(0)"),
+    ("from os import _exit", "from os import _exit\n_exit(0)\n", "os._exit(0)"),
+    ("os.abort()", "import os\nos.abort()\n", "os.abort()"),
+    ("exit()", "exit()\n", "exits while it is imported"),
+    ("SPEC = 42", "SPEC = 42\n", "SPEC is a int"),
+    ("SPEC = None", "SPEC = None\n", "defines no SPEC"),
+    ("SPEC = dict", "SPEC = {'name': 'x'}\n", "SPEC is a dict"),
+    ("params instance", "from orchestrator.job import JobSpec, TrainParams\n"
+                        "SPEC = JobSpec(name='x', params=TrainParams(), build=lambda p, c: None)\n", "SPEC.params"),
+    ("params dict", "from orchestrator.job import JobSpec\nSPEC = JobSpec(name='x', params=dict, build=print)\n",
+     "SPEC.params"),
+    ("name int", "from orchestrator.job import JobSpec, TrainParams\n"
+                 "SPEC = JobSpec(name=7, params=TrainParams, build=print)\n", "SPEC.name"),
+    ("name blank", "from orchestrator.job import JobSpec, TrainParams\n"
+                   "SPEC = JobSpec(name='  ', params=TrainParams, build=print)\n", "SPEC.name"),
+    ("build str", "from orchestrator.job import JobSpec, TrainParams\n"
+                  "SPEC = JobSpec(name='x', params=TrainParams, build='train')\n", "SPEC.build"),
+    ("resources dict", "from orchestrator.job import JobSpec, TrainParams\n"
+                       "SPEC = JobSpec(name='x', params=TrainParams, build=print, resources={'nodes': 2})\n",
+     "SPEC.resources"),
+    ("needs_data str", "from orchestrator.job import JobSpec, TrainParams\n"
+                       "SPEC = JobSpec(name='x', params=TrainParams, build=print, needs_data='yes')\n",
+     "SPEC.needs_data"),
+    ("validator TypeError", "from pydantic import field_validator\nfrom orchestrator.job import JobSpec, TrainParams\n"
+                            "class P(TrainParams):\n    @field_validator('lr')\n    @classmethod\n"
+                            "    def v(cls, x):\n        raise TypeError('boom')\n"
+                            "SPEC = JobSpec(name='x', params=P, build=print)\n", "params model failed"),
+]
+
+
+@pytest.mark.parametrize(("source", "message"), [(s, m) for _, s, m in JOB_FILES], ids=[i for i, _, _ in JOB_FILES])
+@pytest.mark.parametrize("verb", ["submit", "submit --dry-run", "run"])
+def test_job_files_that_exit_or_lie_are_clear_errors(source: str, message: str, verb: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str], stubs: Stubs) -> None:
+    job = tmp_path / "badjob.py"
+    job.write_text(source + GOOD_TAIL, encoding="utf-8")
+    if verb == "run":
+        argv = ["run", str(job), "--job-root", str(tmp_path / "jobs")]
+    else:
+        argv = [*verb.split(), str(job), "--cluster", str(cluster_file(tmp_path))]
+    expect_refused(argv, capsys, [message], jobs=tmp_path / "jobs", stubs=stubs)
+
+
+def test_os_exit_is_restored_after_the_import(tmp_path: Path) -> None:
+    import os
+
+    from orchestrator.job import load_job_file
+
+    before = os._exit, os.abort
+    job = tmp_path / "exits.py"
+    job.write_text("import os\nos._exit(1)\n", encoding="utf-8")
+    with pytest.raises(ConfigError):
+        load_job_file(job)
+    assert (os._exit, os.abort) == before
+
+
+def test_job_file_exiting_through_the_installed_cli(tmp_path: Path, stubs: Stubs) -> None:
+    from support import ORCH
+
+    job = tmp_path / "exits.py"
+    job.write_text("import os\nos._exit(0)\n", encoding="utf-8")
+    proc = subprocess.run([ORCH, "submit", str(job), "--cluster", str(cluster_file(tmp_path))],
+                          capture_output=True, text=True, env=stubs.env(), cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "exits while it is imported" in proc.stderr and "Traceback" not in proc.stderr
+    assert stubs.records() == []
+
+
+@pytest.mark.parametrize("text", ["12\n", "12 ", "١٢", "1_2_3", "9" * 5000, "12_"])
+def test_job_ids_are_full_ascii_matches(text: str) -> None:
+    from orchestrator.jobdirs import is_job_id
+
+    assert not is_job_id(text)
+
+
+@pytest.mark.parametrize("expr", ["n[" + ",".join(["1-65536"] * 600) + "]", "n[1-" + "9" * 5000 + "]"])
+def test_orch_hosts_refuses_huge_expressions(expr: str, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_refused(["hosts", expr], capsys, ["invalid hostlist"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -120,11 +121,22 @@ def init_error(exc: BaseException, *, rank: int, master_addr: str, master_port: 
                         hint="check MASTER_ADDR/MASTER_PORT and the network between the nodes")
 
 
+_TIMEOUT_MS_RE = re.compile(r"(?:timed out waiting |timeout\(ms\)=|timeout of |after )(\d+)\s*ms", re.IGNORECASE)
+
+
+def applied_timeout(text: str) -> int | None:
+    """The timeout (seconds) a collective error names: gloo "Timed out waiting 20000ms", NCCL's
+    watchdog "Timeout(ms)=600000"; None when it names none."""
+    match = _TIMEOUT_MS_RE.search(text)
+    return max(1, round(int(match.group(1)[:12]) / 1000)) if match else None
+
+
 def describe_failure(exc: BaseException, timeout: int) -> tuple[str, str] | None:
     """(what happened, hint) for a failed collective, or None when the error is about something else."""
     lower = str(exc).lower()
     if "timed out" in lower or "timeout" in lower:
-        return (f"a collective timed out after {timeout} s",
+        applied = applied_timeout(str(exc))  # the error says which timeout fired (init or collective)
+        return (f"a collective timed out after {applied if applied is not None else timeout} s",
                 "another rank crashed, hangs, or skipped a collective (e.g. a barrier() under "
                 "`if rank == 0`): see the other ranks' logs; launcher.collective_timeout sets the wait in "
                 "training, launcher.init_timeout at start-up and around checkpoints")
