@@ -189,6 +189,7 @@ class LocalRunner:
     _forwarded: list[int] = field(default_factory=list, init=False)
     _early_exits: list[int] = field(default_factory=list, init=False)
     _stuck: list[int] = field(default_factory=list, init=False)
+    _quiet: bool = field(default=False, init=False)
 
     def run(self) -> LocalResult:
         port = self.port or free_port()
@@ -224,7 +225,7 @@ class LocalRunner:
         for chunk in iter(lambda: stream.readline(), b""):
             self._files[0].write(chunk)
             self._files[0].flush()
-            if self.echo is not None:
+            if self.echo is not None and not self._quiet:
                 with contextlib.suppress(ValueError, OSError):
                     self.echo.write(chunk.decode("utf-8", errors="replace"))
                     self.echo.flush()
@@ -254,6 +255,8 @@ class LocalRunner:
                 term_at = now if cause_known and not self._forwarded else now + self.grace
             if term_at is not None and now >= term_at and kill_at is None:
                 stopped_by_us = {r for r in range(n) if r not in exited_at}
+                # rank 0's stack dump on SIGTERM (orchestrator.hang) belongs in its log, not on the terminal
+                self._quiet = 0 in stopped_by_us and not self._forwarded
                 if bad and not self._forwarded and all(self._procs[r].returncode == PEER_FAILURE_EXIT
                                                        for r in bad):
                     # every failed rank gave up waiting in a collective, and these still ran: they are
@@ -270,8 +273,13 @@ class LocalRunner:
         for fh in self._files:
             fh.close()
         codes: list[int | None] = [p.returncode for p in self._procs]
+        def reacted(rank: int) -> bool:  # lost its connection: it reacted to another rank's exit
+            return codes[rank] == PEER_FAILURE_EXIT and "lost the connection" in (
+                last_error(tail(self.job_dir / LOG_DIR / log_name(rank), 200)) or "")
+
+        # the cause first: a rank's own failure, then one that timed out waiting, then the rest
         causes = sorted((r for r in exited_at if codes[r] != 0 and r not in stopped_by_us),
-                        key=lambda r: (codes[r] == PEER_FAILURE_EXIT, exited_at[r], r))
+                        key=lambda r: (codes[r] == PEER_FAILURE_EXIT, reacted(r), exited_at[r], r))
         first = causes[0] if causes else None
         if first is not None:  # ranks that left with 0 before the failure: likely its cause
             self._early_exits = sorted(r for r in exited_at
