@@ -124,18 +124,21 @@ class Shell(str):
 def shell_quote(value: object) -> Shell:
     """Quote for bash; also one argument, with the same bytes, on an ``#SBATCH`` line (see below)."""
     text = _text(value)
-    match = _SBATCH_MAGIC_RE.search(text)
-    if match is None:
+    cuts = [m.start() + 1 for m in _SBATCH_MAGIC_RE.finditer(text)]
+    if not cuts:
         return _shell_quote(text)
     # sbatch blanks packjob/hetjob out of the raw line (a value could then split into options):
     # quote the pieces apart, so the line never holds the word and both parsers join the pieces.
-    cut = match.start() + 1
-    return Shell(_force_quote(text[:cut]) + shell_quote(text[cut:]))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    return Shell("".join(_force_quote(piece) for piece in pieces))
 
 
 def _force_quote(text: str) -> str:
+    """Like shell_quote, but always quoted (a bare piece next to a quoted one draws SC1011)."""
+    if text.startswith("~") and len(text) > 1:
+        return "\\~" + _force_quote(text[1:])
     quoted = _shell_quote(text)
-    return quoted if quoted[:1] in ("'", '"') else "'" + text + "'"  # bare only for safe characters
+    return quoted if quoted[:1] in ("'", '"') else "'" + text + "'"
 
 
 def _shell_quote(value: object) -> Shell:

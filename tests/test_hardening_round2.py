@@ -8,6 +8,7 @@ traceback, no job folder and no Slurm call. The classes are numbered as in the i
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from support import Stubs
 
 TESTS = Path(__file__).resolve().parent
+SHELLCHECK = shutil.which("shellcheck")
 
 
 def expect_refused(argv: list[str], capsys: pytest.CaptureFixture[str], must_name: list[str],
@@ -233,6 +235,7 @@ QUOTE_VALUES = [
     "$(touch PWNED)", "`touch PWNED`", "a\\$(touch PWNED)", '"; touch PWNED; "', "x'$(touch PWNED)'",
     "xpackjob--qos=high", "HETJOB --partition=evil", "a # b", "~root", "=x", "${IFS}", "$((1+1))",
     "\\", "\\\\\"", "a\tb", "!x", "*", "{a,b}", "x;touch PWNED", "--output=/tmp/x", "pa\\ckjob",
+    "PackJob=1", "hetjob", "~packjob", "it's packjob", "packjobpackjob", "=hetjob",
 ]
 
 
@@ -247,6 +250,10 @@ def test_both_filters_are_exact_in_bash_and_in_sbatch(value: str, quote: Callabl
     assert out == value
     assert stub.sbatch_script_options(f"#!/bin/bash\n#SBATCH --job-name={quoted}\n") == [f"--job-name={value}"]
     assert not (tmp_path / "PWNED").exists()
+    if quote is shell_quote and SHELLCHECK:  # shell code in the templates (which disable SC2016 too)
+        lint = subprocess.run([SHELLCHECK, "--shell=bash", "--severity=style", "--exclude=SC2016", "-"],
+                              capture_output=True, text=True, input=f'#!/bin/bash\nX={quoted}\necho "$X"\n')
+        assert lint.returncode == 0, lint.stdout
 
 
 @pytest.mark.parametrize("template", [
