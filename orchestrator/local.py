@@ -18,8 +18,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,23 +26,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from orchestrator.errors import ConfigError
+from orchestrator.jobdirs import local_log_name as log_name
 from orchestrator.launch import PEER_FAILURE_EXIT
-from orchestrator.plan import JOB_DIR_MODE, folder_name
-from orchestrator.runconfig import (
-    CHECKPOINT_DIR,
-    LOG_DIR,
-    REQUEUE_FILE,
-    RESULT_FILE,
-    RunConfig,
-    write_run_config,
-)
+from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
 from orchestrator.runtime.preempt import SIGNALS
-from orchestrator.trust import fs_error, make_job_root
 
 LOCAL_ADDR = "127.0.0.1"
 GRACE_SECONDS = 5.0
@@ -55,29 +44,6 @@ ERROR_PREFIX = "orch: error: "
 STRIP_VARS = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
                         "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"})
 STRIP_PREFIXES = ("SLURM_",)
-
-
-def log_name(rank: int) -> str:
-    return f"local-rank{rank}.out"
-
-
-def new_job_dir(root: Path, job_name: str, now: datetime | None = None, token: str | None = None) -> Path:
-    """Create ``<root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` with logs/ and checkpoints/ (as orch submit:
-    the same modes and trust checks; a file-system error is a ConfigError and leaves no folder)."""
-    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
-    job_dir = root / f"{folder_name(job_name)}-{stamp}-{token or secrets.token_hex(3)}"
-    make_job_root(root)
-    created = False
-    try:
-        job_dir.mkdir(mode=JOB_DIR_MODE)
-        created = True
-        for sub in (LOG_DIR, CHECKPOINT_DIR):
-            (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
-    except OSError as exc:
-        if created:
-            shutil.rmtree(job_dir, ignore_errors=True)
-        raise fs_error(job_dir, exc) from None
-    return job_dir
 
 
 @contextlib.contextmanager
@@ -100,10 +66,6 @@ def job_lock(job_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def write_job(job_dir: Path, cfg: RunConfig) -> None:
-    write_run_config(job_dir, cfg)
 
 
 def free_port(host: str = LOCAL_ADDR) -> int:

@@ -149,6 +149,9 @@ def fs_error(path: Path, exc: OSError) -> ConfigError:
     """A file-system error while writing a job folder, as a ConfigError naming launcher.job_root."""
     reason = exc.strerror or type(exc).__name__
     where = exc.filename if isinstance(exc.filename, str) else path
+    if isinstance(exc, FileExistsError) and Path(where) == path:
+        return ConfigError(f"the job folder {path} already exists: orch never reuses a job folder",
+                           hint="submit again (each job gets a new folder name)")
     return ConfigError(f"cannot write the job folder at {where}: {reason}",
                        hint="choose a launcher.job_root (or --job-root) on a writable file system with free "
                             "space, where no file stands in the way of a folder")

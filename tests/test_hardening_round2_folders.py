@@ -170,9 +170,9 @@ def test_run_and_submit_create_the_job_root_with_one_mode(tmp_path: Path, stubs:
     old = os.umask(0)
     try:
         assert main(["submit", "smoke", "--cluster", str(cluster)]) == 0
-        from orchestrator.local import new_job_dir
+        from orchestrator.jobdirs import create_job_dir
 
-        new_job_dir(tmp_path / "local" / "root", "smoke")
+        create_job_dir(tmp_path / "local" / "root" / "smoke-1")  # what orch run and the API's local mode use
     finally:
         os.umask(old)
     modes = {stat.S_IMODE((tmp_path / where / "root").stat().st_mode) for where in ("sub", "local")}

@@ -213,5 +213,6 @@ def test_job_folder_respects_the_umask_and_is_never_world_writable(
 def test_write_job_dir_never_reuses_a_folder(make_plan: MakePlan, tmp_path: Path) -> None:
     plan = make_plan(nodes=1, gpus=1, job_root=tmp_path / "jobs")
     write_job_dir(plan)
-    with pytest.raises(FileExistsError):
+    with pytest.raises(ConfigError, match="already exists"):  # a clear error, and the folder stays as it was
         write_job_dir(plan)
+    assert (plan.job_dir / "job.json").is_file()

@@ -13,19 +13,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_or_none
-from orchestrator.config import Launcher
+from orchestrator.config import DATA_DIR_ENV_VAR, resolve_data_dir
 from orchestrator.errors import ConfigError
 from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
-from orchestrator.jobdirs import job_root
-from orchestrator.local import LocalResult, LocalRunner, job_lock, log_name, new_job_dir, tail
+from orchestrator.jobdirs import job_root, local_log_name
+from orchestrator.local import LocalResult, LocalRunner, job_lock, tail
+from orchestrator.localplan import available_cpus, cpus_per_rank, new_local_run
 from orchestrator.runconfig import (
     CHECKPOINT_DIR,
     JOB_FILE,
@@ -34,10 +33,9 @@ from orchestrator.runconfig import (
     read_run_config,
     write_run_config,
 )
-from orchestrator.trust import check_job_dir, fs_error
+from orchestrator.trust import check_job_dir
 
 HELP = "run a job on this machine: N processes through the same launcher (gloo on CPU)"
-DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,44 +55,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def _absolute(path: str | None) -> str | None:
-    return str(Path(path).expanduser().absolute()) if path else None
-
-
 def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
     if not args.job:
         raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
-    loaded = load_job(args.job, os.environ, Path.cwd())
-    params = make_params(loaded.spec, parse_overrides(args.overrides))
+    cwd = Path.cwd()
+    loaded = load_job(args.job, os.environ, cwd)
     cluster = cluster_or_none(args)
-    nproc = args.nproc or 1
-    data_dir = _absolute(args.data_dir or os.environ.get(DATA_DIR_ENV_VAR))
-    if loaded.spec.needs_data and data_dir is None:
-        raise ConfigError(f"job {loaded.spec.name} needs a data directory, and none was given",
-                          hint=f"pass --data-dir DIR or set {DATA_DIR_ENV_VAR}=DIR")
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
-    job_dir = new_job_dir(root, loaded.spec.name)
-    cfg = RunConfig(
-        mode="local", job_name=loaded.spec.name, job_file=str(loaded.path),
-        params=params.model_dump(mode="json"),
-        nodes=1, gpus_per_node=0, tasks_per_node=nproc, cpus_per_task=max(1, available_cpus() // nproc),
-        data_dir=data_dir, job_dir=str(job_dir), cluster_name=cluster.name if cluster else None,
-        launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
-        created=datetime.now().astimezone().isoformat(timespec="seconds"),
-    )
-    try:
-        write_run_config(job_dir, cfg)
-    except OSError as exc:  # no space left, ...: no half-written folder stays behind
-        shutil.rmtree(job_dir, ignore_errors=True)
-        raise fs_error(job_dir, exc) from None
-    return job_dir, cfg
+    return new_local_run(loaded, parse_overrides(args.overrides), nproc=args.nproc or 1, root=root,
+                         data_dir=resolve_data_dir(args.data_dir, os.environ, cwd), cluster=cluster)
 
 
 def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path, RunConfig]:
@@ -118,9 +87,9 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
     if overrides:
         changes["params"] = params
     if args.nproc and args.nproc != cfg.tasks_per_node:
-        changes.update(tasks_per_node=args.nproc, cpus_per_task=max(1, available_cpus() // args.nproc))
+        changes.update(tasks_per_node=args.nproc, cpus_per_task=cpus_per_rank(available_cpus(), args.nproc))
     if args.data_dir:
-        changes["data_dir"] = _absolute(args.data_dir)
+        changes["data_dir"] = resolve_data_dir(args.data_dir, os.environ, Path.cwd())
     if changes:
         cfg = RunConfig.model_validate({**cfg.model_dump(), **changes})
         write_run_config(job_dir, cfg)
@@ -155,7 +124,7 @@ def _run_locked(args: argparse.Namespace, job_dir: Path, cfg: RunConfig) -> int:
 
 def _report(result: LocalResult, job_dir: Path, out: TextIO) -> None:
     if result.status == "failed" and result.failed_rank is not None:
-        log = job_dir / LOG_DIR / log_name(result.failed_rank)
+        log = job_dir / LOG_DIR / local_log_name(result.failed_rank)
         lines = tail(log)
         if lines and result.failed_rank != 0:  # rank 0's output was already shown
             print(f"--- last lines of {log} ---\n{lines}\n---", file=sys.stderr)

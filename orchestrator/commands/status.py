@@ -1,18 +1,18 @@
 """``orch status [JOBID|DIR ...] [--json]``: Slurm's state of jobs, live or finished.
 
 Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`` call when the
-cluster keeps accounting, else from the job completion log (see ``slurm.job_status``). Without
-arguments: the newest jobs submitted from here (their folders under ``launcher.job_root``).
-With ``--json`` one job gives one object, several give a list; each has at least ``job_id`` and
-``state`` (Slurm's name, e.g. ``COMPLETED``).
+cluster keeps accounting, else from the job completion log (see ``slurm.job_status``); the state is
+read by :mod:`orchestrator.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs
+submitted from here (their folders under ``launcher.job_root``). With ``--json`` one job gives one
+object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's name, e.g.
+``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from orchestrator import slurm
+from orchestrator import jobstate
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import format_rows, job_root_from_args
 from orchestrator.errors import OrchError
@@ -26,6 +26,7 @@ COLUMNS: dict[str, str] = {
     "EXIT": "exit_code",
     "RESTARTS": "restarts",
     "ELAPSED": "elapsed",
+    "GPU_H": "gpu_hours",
     "NODES": "nodes",
     "REASON": "reason",
     "NAME": "name",
@@ -60,18 +61,6 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
     return targets
 
 
-def rows(targets: list[tuple[str, JobDir | None]],
-         statuses: dict[str, slurm.JobStatus]) -> list[dict[str, Any]]:
-    out = []
-    for job_id, job in targets:
-        row = statuses[job_id].as_dict()
-        row["job_dir"] = str(job.path) if job else None
-        if job is not None and not row.get("name"):
-            row["name"] = job.name
-        out.append(row)
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     targets = _targets(args)
     if not targets:
@@ -80,8 +69,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         raise OrchError("no jobs submitted from here yet",
                         hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
-    statuses = slurm.job_status([job_id for job_id, _ in targets])
-    table = rows(targets, statuses)
+    table = jobstate.rows(list(targets))
     if args.json:
         print_json(table[0] if len(args.jobs) == 1 else table)
     else:

@@ -42,7 +42,7 @@ from orchestrator.runtime.identity import check_identity
 from orchestrator.runtime.loop import Stepper, Tally, evaluate, settle_buckets, steps_per_epoch, train_epoch
 from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, ratio, write_json_atomic
 from orchestrator.runtime.preempt import PreemptFlag
-from orchestrator.runtime.task import DATA_ENV_VAR, BuildContext, TrainTask
+from orchestrator.runtime.task import BuildContext, TrainTask
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
         if choice.kind == "cuda":
             host = devices.host_name(environ, socket.gethostname())
             devices.check_unique_devices(gather_objects((host, choice.physical), ctx))
-        data_dir = cfg.data_dir or environ.get(DATA_ENV_VAR) or None
+        data_dir = cfg.data_dir  # resolved at submit/run time ($ORCH_DATA_DIR is read there, not here)
         trainer = Trainer(cfg=cfg, spec=spec, params=params, ctx=ctx, job_dir=job_dir, flag=flag,
                           data_dir=Path(data_dir).expanduser() if data_dir else None)
         return trainer.run()

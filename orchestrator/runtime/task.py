@@ -9,11 +9,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from orchestrator.config import DATA_DIR_ENV_VAR as DATA_ENV_VAR
 from orchestrator.errors import ConfigError
 from orchestrator.job import TrainParams
 from orchestrator.runtime.data import TensorData
-
-DATA_ENV_VAR = "ORCH_DATA_DIR"
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter], TrainParams], torch.optim.Optimizer]
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
