@@ -12,6 +12,7 @@ No torch here: the launcher installs this before it imports the runtime.
 from __future__ import annotations
 
 import faulthandler
+import io
 import signal
 import sys
 from collections.abc import Mapping
@@ -41,13 +42,28 @@ def stack_dump_signals(preempt_signal: str) -> tuple[signal.Signals, ...]:
 
 def install_stack_dumps(preempt_signal: str, stream: TextIO | None = None) -> None:
     """On SIGTERM: every thread's Python stack to ``stream`` (the rank's log), then the usual exit."""
-    out = stream or sys.stderr
+    out = _with_fd(stream or sys.stderr)
+    if out is None:  # no file descriptor to write to (stderr replaced in-process): nothing to register
+        return
     for signum in stack_dump_signals(preempt_signal):
         faulthandler.register(signum, file=out, all_threads=True, chain=True)
 
 
 def dump_stacks(stream: TextIO | None = None) -> None:
     """Every thread's stack now (a collective timed out on this rank)."""
-    out = stream or sys.stderr
-    out.flush()
-    faulthandler.dump_traceback(file=out, all_threads=True)
+    out = _with_fd(stream or sys.stderr)
+    if out is not None:
+        out.flush()
+        faulthandler.dump_traceback(file=out, all_threads=True)
+
+
+def _with_fd(stream: TextIO | None) -> TextIO | None:
+    """``stream`` when it has a file descriptor (faulthandler writes to one), else the real stderr."""
+    for candidate in (stream, sys.__stderr__):
+        try:
+            if candidate is not None:
+                candidate.fileno()
+                return candidate
+        except (OSError, ValueError, io.UnsupportedOperation):
+            continue
+    return None

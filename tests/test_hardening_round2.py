@@ -413,3 +413,9 @@ def test_job_ids_are_full_ascii_matches(text: str) -> None:
 @pytest.mark.parametrize("expr", ["n[" + ",".join(["1-65536"] * 600) + "]", "n[1-" + "9" * 5000 + "]"])
 def test_orch_hosts_refuses_huge_expressions(expr: str, capsys: pytest.CaptureFixture[str]) -> None:
     expect_refused(["hosts", expr], capsys, ["invalid hostlist"])
+
+
+def test_orch_hosts_compress_of_a_name_with_5000_digits(capsys: pytest.CaptureFixture[str]) -> None:
+    name = "n" + "1" * 5000
+    assert main(["hosts", "--compress", name, "n2"]) == 0
+    assert capsys.readouterr().out.strip() == f"{name},n2"
