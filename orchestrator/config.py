@@ -63,6 +63,17 @@ def _check_mem(value: str | int) -> str | int:
     return value
 
 
+SbatchExtras = dict[str, str | bool | int]  # sbatch option (long name) -> value; true: a flag, false: left out
+
+
+def _check_sbatch(value: SbatchExtras) -> SbatchExtras:
+    from orchestrator.extras import check_sbatch_key
+
+    for key in value:
+        check_sbatch_key(key)
+    return value
+
+
 SlurmTime = Annotated[str, Field(description="Slurm time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S")]
 
 
@@ -76,8 +87,10 @@ class Partition(_Model):
     mem_per_node: str | int = Field(description="memory per node, e.g. 480G (MB when no unit)")
     max_time: SlurmTime = "UNLIMITED"
     gpu_type: str | None = None
+    sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for this partition")
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "partition name"))
+    _v_sbatch = field_validator("sbatch")(_check_sbatch)
     _v_time = field_validator("max_time")(_check_time)
     _v_mem = field_validator("mem_per_node")(_check_mem)
 
@@ -108,13 +121,28 @@ class Defaults(_Model):
     qos: str | None = None
     cpus_per_task: int | None = Field(default=None, ge=1)
     mem_per_gpu: str | int | None = None
+    sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for every job, "
+                                 "e.g. {constraint: a100, exclusive: true}")
 
     _v_time = field_validator("time")(_check_time)
+    _v_sbatch = field_validator("sbatch")(_check_sbatch)
 
     @field_validator("mem_per_gpu")
     @classmethod
     def _v_mem(cls, value: str | int | None) -> str | int | None:
         return None if value is None else _check_mem(value)
+
+
+class Container(_Model):
+    """Run every task in a container: pyxis/enroot (srun --container-image) or Apptainer/Singularity."""
+
+    runtime: Literal["none", "pyxis", "apptainer"] = "none"
+    image: str | None = Field(default=None, description="pyxis: an enroot image (nvcr.io#nvidia/pytorch:24.05-py3 "
+                              "or a .sqsh file); apptainer: a .sif file or a docker:// URI")
+    mounts: list[str] = Field(default_factory=list, description="SRC[:DST[:FLAGS]] bind mounts; the job folder "
+                              "and the submit directory are always added")
+    python: str = Field(default="python3", description="python inside the image (orch must be importable there)")
+    apptainer: str = Field(default="apptainer", description="the command: apptainer or singularity")
 
 
 class Launcher(_Model):
@@ -139,6 +167,7 @@ class Launcher(_Model):
     pass_env: list[str] = Field(default_factory=list, description="names of variables (secrets such as "
                                 "WANDB_API_KEY) that tasks take from the shell running orch submit; only "
                                 "the names are written to the script and job.json, never the values")
+    container: Container = Field(default_factory=Container)
 
     @field_validator("port_range")
     @classmethod
@@ -225,6 +254,11 @@ def check_env_var(name: str, value: str | None = None) -> None:
         for bad, what in (("\0", "a NUL byte"), ("\n", "a newline"), ("\r", "a carriage return")):
             if bad in value:
                 raise ValueError(f"the value of {name} contains {what}, which Slurm cannot carry (remove it)")
+
+
+def check_env_entry(key: str, value: str) -> None:
+    """One variable exported to the tasks (``orch submit --env``): the same rule, :func:`check_env_var`."""
+    check_env_var(key, value)
 
 
 def _check_name(value: str, what: str) -> str:

@@ -205,7 +205,7 @@ _SPEC_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 def check_spec(spec: object, path: Path) -> JobSpec:
     """``SPEC`` must be a JobSpec whose fields have the right types (a dataclass checks none)."""
     if not isinstance(spec, JobSpec):
-        raise ConfigError(f"job file {path}: SPEC is a {type(spec).__name__}, not a JobSpec",
+        raise ConfigError(f"job file {path} defines no SPEC of type JobSpec: SPEC is a {type(spec).__name__}",
                           hint="write SPEC = JobSpec(name=..., params=..., build=...)")
     for name, (ok, fix) in _SPEC_FIELDS.items():
         if not ok(getattr(spec, name)):

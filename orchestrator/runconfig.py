@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.config import Launcher, check_env_var
 from orchestrator.errors import ConfigError
+from orchestrator.script import ScriptTarget
 
 JOB_FILE = "job.json"
 SCRIPT_FILE = "sbatch.sh"
@@ -48,6 +49,10 @@ class RunConfig(BaseModel):
     launcher: Launcher = Field(default_factory=Launcher)
     env: dict[str, str] = Field(default_factory=dict)
     created: str = Field(description="ISO 8601 time of submission")
+    # Bring your own script: what every task runs instead of the job file's SPEC (None: a job file).
+    script: ScriptTarget | None = None
+    gpus_per_task: int = Field(default=1, ge=1, description="GPUs each task holds (tasks = gpus / this)")
+    restarts: int = Field(default=0, ge=0, description="local runs: how often orch run --resume continued it")
 
     @field_validator("env")
     @classmethod

@@ -331,6 +331,8 @@ GOOD_TAIL = '''
 def build(params, ctx):
     raise RuntimeError("planning only")
 '''
+SPEC_AFTER_EXIT = ("from orchestrator.job import JobSpec, TrainParams\n"
+                   "SPEC = JobSpec(name='x', params=TrainParams, build=build)\n")
 JOB_FILES = [
     ("sys.exit(0)", "import sys\nsys.exit(0)\n", "exits while it is imported"),
     ("sys.exit(3)", "import sys\nsys.exit(3)\n", "exits while it is imported"),
@@ -370,7 +372,9 @@ JOB_FILES = [
 def test_job_files_that_exit_or_lie_are_clear_errors(source: str, message: str, verb: str, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str], stubs: Stubs) -> None:
     job = tmp_path / "badjob.py"
-    job.write_text(source + GOOD_TAIL, encoding="utf-8")
+    # a .py file is a job file when it assigns SPEC (else it is a script, run as such): these all do
+    tail = GOOD_TAIL if "SPEC" in source else GOOD_TAIL + SPEC_AFTER_EXIT
+    job.write_text(source + tail, encoding="utf-8")
     if verb == "run":
         argv = ["run", str(job), "--job-root", str(tmp_path / "jobs")]
     else:
@@ -385,7 +389,7 @@ def test_os_exit_is_restored_after_the_import(tmp_path: Path) -> None:
 
     before = os._exit, os.abort
     job = tmp_path / "exits.py"
-    job.write_text("import os\nos._exit(1)\n", encoding="utf-8")
+    job.write_text("import os\nos._exit(1)\n" + GOOD_TAIL + SPEC_AFTER_EXIT, encoding="utf-8")
     with pytest.raises(ConfigError):
         load_job_file(job)
     assert (os._exit, os.abort) == before
@@ -395,7 +399,7 @@ def test_job_file_exiting_through_the_installed_cli(tmp_path: Path, stubs: Stubs
     from support import ORCH
 
     job = tmp_path / "exits.py"
-    job.write_text("import os\nos._exit(0)\n", encoding="utf-8")
+    job.write_text("import os\nos._exit(0)\n" + GOOD_TAIL + SPEC_AFTER_EXIT, encoding="utf-8")
     proc = subprocess.run([ORCH, "submit", str(job), "--cluster", str(cluster_file(tmp_path))],
                           capture_output=True, text=True, env=stubs.env(), cwd=tmp_path, timeout=120)
     assert proc.returncode == 2, proc.stderr
