@@ -77,6 +77,13 @@ def _check_sbatch(value: SbatchExtras) -> SbatchExtras:
 SlurmTime = Annotated[str, Field(description="Slurm time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S")]
 
 
+class Expect(_Model):
+    """Figures a partition promises; ``orch submit selftest`` fails below them."""
+
+    busbw_gbps: float | None = Field(default=None, gt=0, description="all-reduce bus bandwidth, GB/s (nccl-tests)")
+    gemm_gflops: float | None = Field(default=None, gt=0, description="GEMM rate of the slowest rank, GFLOP/s")
+
+
 class Partition(_Model):
     """One Slurm partition: where jobs run and the limits orch checks before submitting."""
 
@@ -88,6 +95,7 @@ class Partition(_Model):
     max_time: SlurmTime = "UNLIMITED"
     gpu_type: str | None = None
     sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for this partition")
+    expect: Expect | None = None
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "partition name"))
     _v_sbatch = field_validator("sbatch")(_check_sbatch)
@@ -338,6 +346,9 @@ def load_cluster(path: Path) -> Cluster:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                          hint="save the file as UTF-8") from None
     return parse_cluster(text, str(path))
 
 
@@ -346,6 +357,7 @@ _FIX_BY_TYPE = {
     "missing": "add it",
     "int_parsing": "use a whole number",
     "int_type": "use a whole number",
+    "int_from_float": "use a whole number",
     "float_parsing": "use a number",
     "bool_parsing": "use true or false",
     "greater_than_equal": "use a larger value",

@@ -220,8 +220,9 @@ class SetupLine(str):
 def verbatim(value: object) -> Shell:
     """The user's own shell code, inserted unquoted: only ``launcher.setup`` lines (any other value
     would be run as code, so it is refused)."""
+    text = _text(value)  # None and booleans: no text form (the same error as every filter)
     if not isinstance(value, SetupLine):
-        raise ConfigError(f"a template prints {str(value)[:60]!r} through verbatim, which is only for the "
+        raise ConfigError(f"a template prints {text[:60]!r} through verbatim, which is only for the "
                           "lines of launcher.setup",
                           hint="quote other values with | q (shell code) or | sq (#SBATCH lines)")
     return Shell(value)

@@ -99,11 +99,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --sweep: run at most N array elements at once (sbatch --array=...%%N)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
+    parser.add_argument("--no-check", action="store_true",
+                        help="submit a script even when orch doctor finds errors in it (they are still printed)")
     add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.config import resolve_data_dir
+    from orchestrator.doctor.gate import check_script
     from orchestrator.extras import parse_env_args, parse_sbatch_args
     from orchestrator.job import load_job, parse_overrides
     from orchestrator.plan import make_request
@@ -116,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
                             args.overrides, cwd, [Path(p) for p in sys.path if p])
     if target is None and not args.job:
         raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
+    if target is not None:  # orch doctor first: errors stop the submission (the dry run only shows them)
+        check_script(target, refuse=not (args.no_check or args.dry_run))
     loaded = script_job(target) if target is not None else load_job(args.job, os.environ, cwd)
     request = make_request({
         "script": target, "gpus_per_task": getattr(args, "gpus_per_task", None),
