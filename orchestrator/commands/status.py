@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(table[0] if len(args.jobs) == 1 else table)
     else:
         print(format_rows(table, COLUMNS))
+        for row in table:  # orch submit --preflight=exclude: the nodes a preflight took out
+            if row.get("excluded"):
+                print(f"# job {row['job_id']}: {row['excluded']}")
         if startup:
             from orchestrator.runtime.startup import format_startup
 

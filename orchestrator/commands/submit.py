@@ -97,6 +97,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "runs as one Slurm job array, element I in <job folder>/I")
     parser.add_argument("--array-throttle", type=int, metavar="N",
                         help="with --sweep: run at most N array elements at once (sbatch --array=...%%N)")
+    parser.add_argument("--preflight", nargs="?", const="stop", choices=("stop", "exclude", "off"), metavar="MODE",
+                        help="run the selftest checks as the job's first step, in its own allocation: a failing "
+                             "node is named and the job stops (--preflight), or is submitted again without that "
+                             "node (--preflight=exclude); default: launcher.preflight of cluster.yaml ('off')")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
     parser.add_argument("--no-check", action="store_true",
@@ -130,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         "container_runtime": getattr(args, "container_runtime", None),
         "container_image": getattr(args, "container_image", None),
         "container_mounts": getattr(args, "container_mounts", []),
+        "preflight": getattr(args, "preflight", None),
         "job": args.job or f"-m {args.module}",
         "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
         "cpus_per_task": args.cpus_per_task, "partition": args.partition, "time": args.time,
@@ -253,6 +258,10 @@ def dry_run_text(plan: SubmitPlan) -> str:
                  f"mounts {ctx.container_mounts}\n")
     runs += "".join(f"# --env {name}={shlex.quote(value)} (exported to every task)\n"
                     for name, value in plan.request.env.items())
+    if ctx.preflight:
+        runs += ("# preflight: the selftest checks run first in the allocation (logs/preflight-<job id>.out, "
+                 "preflight.json); a failing node " + ("stops the job\n" if ctx.preflight == "stop" else
+                 "is excluded and the job submitted again (preflight_attempts.json)\n"))
     header = runs + (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
               f"job id {plan.assumed_job_id}\n# MASTER_PORT follows the real job id (range {low}-{high}); "
               f"MASTER_ADDR is {where}\n")
