@@ -95,7 +95,8 @@ def worker(kind: str, data_dir: Path, steps: int, out: Path) -> None:
             step(inputs, targets)
             done += int(targets.shape[0])
     else:  # plain: the entrypoint's data path without its bookkeeping
-        from orchestrator.runtime.data import gather, load_mnist
+        from jobs._datasets import load_mnist
+        from orchestrator.runtime.data import gather
 
         train, _ = load_mnist(data_dir)
         sampler2: DistributedSampler[Any] = DistributedSampler(train, shuffle=True, seed=0)

@@ -55,7 +55,7 @@ def test_without_settling_the_first_step_has_another_bucket_layout(single_rank: 
 
 def test_after_settling_every_step_has_the_same_layout(single_rank: Dist) -> None:
     stepper, data = make_stepper()
-    settle_buckets(stepper, data, batch_size=8)
+    settle_buckets(stepper, (data.inputs[:8], data.targets[:8]))
     layouts = []
     for begin in range(0, 32, 8):
         stepper.step(data.inputs[begin:begin + 8], data.targets[begin:begin + 8])
@@ -70,7 +70,7 @@ def test_settling_changes_no_state(single_rank: Dist) -> None:
     before = {k: v.clone() for k, v in model.state_dict().items()}
     momentum = [stepper.optimizer.state[p]["momentum_buffer"].clone() for p in model.parameters()]
     rng = torch.get_rng_state()
-    settle_buckets(stepper, data, batch_size=8)
+    settle_buckets(stepper, (data.inputs[:8], data.targets[:8]))
     after = model.state_dict()
     assert before.keys() == after.keys()
     assert all(torch.equal(before[k], after[k]) for k in before), "parameters and buffers unchanged"
