@@ -22,6 +22,7 @@ JOB_ID_FILE = "job_id"
 SUBMIT_ERROR_FILE = "submit_error.txt"
 METRICS_FILE = "metrics.jsonl"
 RESULT_FILE = "result.json"
+PROGRESS_FILE = "progress.json"  # rank 0's position inside an epoch, rewritten every few seconds
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
 REQUEUE_FILE = "requeue"  # left by the runtime after a preemption checkpoint; the batch script requeues

@@ -4,7 +4,8 @@ Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`
 cluster keeps accounting, else from the job completion log (see ``slurm.job_status``). Without
 arguments: the newest jobs submitted from here (their folders under ``launcher.job_root``).
 With ``--json`` one job gives one object, several give a list; each has at least ``job_id`` and
-``state`` (Slurm's name, e.g. ``COMPLETED``).
+``state`` (Slurm's name, e.g. ``COMPLETED``). EPOCH/STEP/LOSS come from the job folder's
+``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in ``--json``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from orchestrator import slurm
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import format_rows, job_root_from_args
 from orchestrator.errors import OrchError
-from orchestrator.jobdirs import JobDir, find_job_dir, is_job_id, list_job_dirs
+from orchestrator.jobdirs import JobDir, find_job_dir, is_job_id, list_job_dirs, progress_cells, read_progress
 
 HELP = "show the Slurm state of jobs (default: the newest jobs submitted from here)"
 # column title -> key of a row (one table for the human view)
@@ -26,6 +27,9 @@ COLUMNS: dict[str, str] = {
     "EXIT": "exit_code",
     "RESTARTS": "restarts",
     "ELAPSED": "elapsed",
+    "EPOCH": "epoch",
+    "STEP": "step",
+    "LOSS": "loss",
     "NODES": "nodes",
     "REASON": "reason",
     "NAME": "name",
@@ -66,6 +70,9 @@ def rows(targets: list[tuple[str, JobDir | None]],
     for job_id, job in targets:
         row = statuses[job_id].as_dict()
         row["job_dir"] = str(job.path) if job else None
+        progress = read_progress(job.path) if job else None
+        row.update(progress_cells(progress))  # EPOCH/STEP/LOSS from the job's progress.json
+        row["progress"] = progress
         if job is not None and not row.get("name"):
             row["name"] = job.name
         out.append(row)

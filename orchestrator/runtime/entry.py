@@ -73,6 +73,16 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
         return trainer.run()
 
 
+def describe(exc: BaseException) -> str:
+    """``Type: first line`` of an exception; for an error re-raised from a DataLoader worker
+    ("Caught X in DataLoader worker process N." + the worker's traceback) also its last line."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0][:300] if lines else ""
+    if text.startswith("Caught ") and len(lines) > 1:
+        text = f"{text.rstrip('.')}: {lines[-1][:300]}"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 @dataclass
 class Trainer:
     cfg: RunConfig
@@ -120,6 +130,7 @@ class Trainer:
             if ctx.is_main:
                 print(last.line(), flush=True)
                 metrics_log.append(last)
+                progress.end_epoch(last.values.get("train_loss"), last.samples_per_s)
             if p.checkpoint:
                 self._save(checkpointer, parts, epoch + 1, 0, None, 0.0)
         vote.drain()
@@ -192,9 +203,7 @@ class Trainer:
             if describe_failure(exc, ctx.collective_timeout) is not None:
                 raise  # a collective failed: another rank's problem, said by launch
             traceback.print_exc(file=sys.stderr)
-            text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-            raise TrainingError(f"job {self.spec.name}, epoch {epoch + 1}, step {current}: {type(exc).__name__}"
-                                + (f": {text}" if text else ""),
+            raise TrainingError(f"job {self.spec.name}, epoch {epoch + 1}, step {current}: {describe(exc)}",
                                 hint="the traceback above shows where (the job's model, data set, loss or "
                                      "metrics)") from None
         finally:
@@ -206,7 +215,7 @@ class Trainer:
         p, ctx = self.params, self.ctx
         names = list(parts.metrics)
         summed = sum_floats(tally.values(), ctx)
-        count, skipped = summed[len(names) + 1], summed[len(names) + 2]
+        count, skipped = summed[len(names) + 1], tally.skipped  # every rank skips the same steps
         train_seconds = spent + time.perf_counter() - began
         values = means(names, summed, "train")
         if parts.test is not None:

@@ -91,8 +91,8 @@ class Tally:
         self.count += n_real
 
     def values(self) -> list[float | torch.Tensor]:
-        """What is summed over ranks: loss sum, metric sums, count, skipped steps."""
-        return [self.loss_sum, *self.sums, float(self.count), float(self.skipped)]
+        """What is summed over ranks: loss sum, metric sums, count."""
+        return [self.loss_sum, *self.sums, float(self.count)]
 
     def saved(self) -> dict[str, Any]:
         return {"loss_sum": float(self.loss_sum), "sums": [float(s) for s in self.sums], "count": self.count,

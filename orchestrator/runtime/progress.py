@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.runconfig import PROGRESS_FILE
 from orchestrator.runtime.metrics import write_json_atomic
 
-PROGRESS_FILE = "progress.json"
+__all__ = ["PROGRESS_FILE", "Progress", "eta_text", "progress_line"]
 JSON_EVERY = 5.0  # seconds between progress.json updates
 
 
@@ -71,7 +72,14 @@ class Progress:
             line = progress_line(self._epoch + 1, self.epochs, step, self._steps, value, rate, eta)
         if now >= self._next_json:
             self._next_json = now + JSON_EVERY
-            write_json_atomic(self.path, {"epoch": self._epoch + 1, "epochs": self.epochs, "step": step,
-                                          "steps": self._steps, "loss": value, "samples_per_s": rate,
-                                          "eta_s": eta, "time": time.time()})
+            self._write(step, value, rate, eta)
         return line
+
+    def end_epoch(self, loss: float | None, rate: float) -> None:
+        """The epoch's last word: all its steps done (what ``orch status`` shows between epochs)."""
+        self._write(self._steps, loss, rate, 0.0)
+
+    def _write(self, step: int, loss: float | None, rate: float, eta: float) -> None:
+        write_json_atomic(self.path, {"epoch": self._epoch + 1, "epochs": self.epochs, "step": step,
+                                      "steps": self._steps, "loss": loss, "samples_per_s": rate, "eta_s": eta,
+                                      "time": time.time()})
