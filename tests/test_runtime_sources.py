@@ -83,6 +83,15 @@ def test_loader_in_the_main_process_leaves_the_training_rng_alone() -> None:
     assert np.random.rand() == expected[2]
 
 
+def test_first_batch_is_made_in_this_process_without_touching_the_rng() -> None:
+    source = LoaderSource(Noisy(), CPU, batch_size=8, eval_batch_size=8, num_workers=2, seed=0, rank=0)
+    torch.manual_seed(1)
+    inputs, targets = source.first_batch(5)
+    assert inputs["x"].shape == (5, 3) and targets.tolist() == [0, 1, 2, 3, 4]
+    assert torch.equal(source.first_batch(5)[0]["x"], inputs["x"])
+    assert torch.get_rng_state().equal(torch.manual_seed(1).get_state())
+
+
 def test_tensor_source_gathers_the_order_from_a_step() -> None:
     data = TensorData(torch.arange(20.0).reshape(10, 2), torch.arange(10))
     source = make_source(data, CPU, batch_size=3, eval_batch_size=4, num_workers=2, seed=0, rank=0,

@@ -219,6 +219,18 @@ def test_logs_batch_rank_and_missing(fake_slurm: FakeSlurm, job_root: Path,
     assert code == 2 and "no job folder" in err and "job id 10" in err
 
 
+def test_logs_say_where_the_run_is_while_the_log_is_empty(fake_slurm: FakeSlurm, job_root: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_job(job_root, "smoke", job_id="9", logs={"9-rank1.out": ""})
+    assert run_cli(capsys, "logs", "9", "--rank", "1") == (0, "", "")  # no progress.json: nothing to add
+    (folder / "progress.json").write_text(json.dumps({"epoch": 1, "epochs": 2, "step": 40, "steps": 469,
+                                                      "loss": 0.5}))
+    code, out, err = run_cli(capsys, "logs", "9", "--rank", "1")
+    assert (code, out) == (0, "") and "rank 0 is at epoch 1/2, step 40/469, loss 0.5000" in err
+    code, _, err = run_cli(capsys, "logs", "9")  # the batch log does not exist yet
+    assert code == 2 and "rank 0 is at epoch 1/2" in err and "does not exist yet" in err
+
+
 def test_logs_of_a_local_run(fake_slurm: FakeSlurm, job_root: Path,
                              capsys: pytest.CaptureFixture[str]) -> None:
     logs = {"local-rank0.out": "zero\n", "local-rank1.out": "one\n"}

@@ -44,6 +44,7 @@ from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, write_json_at
 from orchestrator.runtime.preempt import PreemptFlag
 from orchestrator.runtime.progress import PROGRESS_FILE, Progress
 from orchestrator.runtime.setup import Parts, build_task, set_up
+from orchestrator.runtime.sources import TensorSource
 from orchestrator.runtime.state import Resume, checkpoint_state
 from orchestrator.runtime.task import DATA_ENV_VAR
 
@@ -233,7 +234,7 @@ class Trainer:
     def _banner(self, parts: Parts, resume: Resume | None) -> None:
         p, ctx = self.params, self.ctx
         n_test = len(parts.test) if parts.test is not None else 0
-        data = "in memory" if parts.workers == 0 or not hasattr(parts.train, "train_loader") else \
+        data = "in memory" if isinstance(parts.train, TensorSource) else \
             f"DataLoader, {parts.workers} worker(s) per rank"
         self.say(f"orch: job {self.spec.name} | world size {ctx.world_size} ({self.cfg.nodes} node(s) x "
                  f"{self.cfg.tasks_per_node}) | batch {p.batch_size} per rank, "

@@ -130,7 +130,7 @@ def first_batch(train: TensorSource | LoaderSource, batch_size: int, job: str) -
     """The first ``batch_size`` samples of the set, as a batch on the device (for set-up checks)."""
     count = min(batch_size, len(train))
     try:
-        batch = next(iter(train.eval_batches(range(count)))) if isinstance(train, LoaderSource) else \
+        batch = train.first_batch(count) if isinstance(train, LoaderSource) else \
             next(iter(train.batches(range(count), epoch=0, start_step=0)))
         batch_len(batch[1])
     except (ConfigError, TrainingError):

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler, get_worker_info
+from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler, default_collate, get_worker_info
 
 from orchestrator.errors import ConfigError
 from orchestrator.runtime.data import TensorData, gather, to_device
@@ -162,14 +162,20 @@ class LoaderSource:
         return len(self.dataset)
 
     def _move(self, batch: Any) -> Batch:
-        moved = to_device(batch, self.device, non_blocking=self.cuda, channels_last=self.channels_last)
-        if not isinstance(moved, (tuple, list)) or len(moved) != 2:
+        if not isinstance(batch, (tuple, list)) or len(batch) != 2:
             raise ConfigError(f"a batch of the data set is a {type(batch).__name__}"
                               f"{f' of {len(batch)}' if isinstance(batch, (tuple, list)) else ''}, "
                               "not an (input, target) pair",
                               hint="__getitem__ must return (input, target); either may be a tensor or a "
                                    "tuple/dict of tensors")
-        return moved[0], moved[1]
+        return (to_device(batch[0], self.device, non_blocking=self.cuda, channels_last=self.channels_last),
+                to_device(batch[1], self.device, non_blocking=self.cuda))
+
+    def first_batch(self, count: int) -> Batch:
+        """The first ``count`` samples, fetched in this process (set-up checks; no worker starts)."""
+        items = _Seeded(self.dataset).__getitems__([(i, batch_seed(self.seed, -1, self.rank, 0))
+                                                    for i in range(count)])
+        return self._move(default_collate(items))
 
     def batches(self, order: Sequence[int], *, epoch: int, start_step: int) -> Iterator[Batch]:
         bs = self.batch_size
