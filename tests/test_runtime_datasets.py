@@ -52,7 +52,7 @@ def orch(setup: tuple[Path, Path], *args: str) -> dict[str, Any]:
     cluster, data = setup
     argv = [ORCH, "run", "--cluster", str(cluster), "--json", *args]
     if "--resume" not in args:
-        argv[2:2] = [str(JOB), "--nproc", "2", "--data-dir", str(data)]
+        argv[2:2] = [str(JOB), *([] if "--nproc" in args else ["--nproc", "2"]), "--data-dir", str(data)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT, env=clean_environ())
     assert proc.stdout.strip(), proc.stderr[-3000:]
     summary: dict[str, Any] = json.loads(proc.stdout)
@@ -163,3 +163,18 @@ def test_more_workers_than_cpus_is_a_warning(setup: tuple[Path, Path]) -> None:
     assert run["code"] == 0, run["stderr"][-3000:]
     assert "warning: job lazy_regression: num_workers=2 DataLoader workers per rank, but the task has 1 CPU" \
         in log_of(run)
+
+
+def test_four_ranks_in_process_loading_with_accumulation_resume_bit_identical(setup: tuple[Path, Path]) -> None:
+    """4 ranks (DDP's bucket layout matters from 3 ranks on), no_sync windows, the Dataset read in
+    the rank itself (num_workers=0): preempted in epoch 2 and resumed, as an uninterrupted run."""
+    four = ["--nproc", "4", "epochs=2", "num_workers=0", "grad_accum=2", "lr_schedule=step"]
+    straight4 = orch(setup, *four)
+    assert straight4["code"] == 0 and straight4["result"]["in_sync"] is True, straight4["stderr"][-3000:]
+    stopped = orch(setup, *four, "signal_step=11")  # 7 steps per epoch: epoch 2, step 3
+    assert stopped["status"] == "preempted", stopped["stderr"][-3000:]
+    step = int((Path(stopped["job_dir"]) / REQUEUE_FILE).read_text().split()[-1])
+    assert 0 < step < 7 and step % 2 == 0
+    resumed = orch(setup, "--resume", stopped["job_dir"], "signal_step=-1")
+    assert resumed["code"] == 0, resumed["stderr"][-3000:]
+    assert resumed["result"]["param_digest"] == straight4["result"]["param_digest"]

@@ -124,7 +124,7 @@ class _Seeded(Dataset[Any]):
 
 
 def _seed_all(seed: int) -> None:
-    torch.manual_seed(seed)
+    torch.default_generator.manual_seed(seed)  # the CPU generator only: never the training's CUDA RNG
     random.seed(seed)
     np.random.seed(seed % 2**32)
 
