@@ -185,6 +185,24 @@ def progress_cells(record: dict[str, Any] | None) -> dict[str, str | None]:
             "loss": f"{loss:.4f}" if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None}
 
 
+def metrics_cell(record: dict[str, Any] | None) -> str | None:
+    """The task's metrics of one metrics.jsonl record, by name: the test value when there is one
+    (``test_acc 0.9912 test_mae 0.1275``), else the training value."""
+    if not record:
+        return None
+    names = record.get("metrics")
+    if not isinstance(names, list):  # a record written before the list existed
+        names = ["acc"] if "train_acc" in record else []
+    parts = []
+    for name in ["loss", *[n for n in names if isinstance(n, str)]]:
+        for key in (f"test_{name}", f"train_{name}"):
+            value = record.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                parts.append(f"{key} {value:.4g}")
+                break
+    return " ".join(parts) or None
+
+
 def read_result(job_dir: Path) -> dict[str, Any] | None:
     """The final metrics in ``result.json``, or None when the run has not finished."""
     text = _read_text(job_dir / RESULT_FILE)

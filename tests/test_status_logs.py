@@ -167,6 +167,15 @@ def test_status_shows_epoch_step_and_loss_from_progress_json(fake_slurm: FakeSlu
     code, out, _ = run_cli(capsys, "status", "9", "--json")
     data = json.loads(out)
     assert data["progress"]["step"] == 120 and data["epoch"] == "2/3" and data["loss"] == "0.3412"
+    assert data["last_epoch"] is None and data["metrics"] is None
+    (folder / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "train_loss": 0.5, "test_loss": None,
+                                                      "train_mae": 0.25, "test_mae": 0.125, "metrics": ["mae"]})
+                                          + "\n")
+    code, out, _ = run_cli(capsys, "status", "9", "--json")
+    data = json.loads(out)
+    assert data["last_epoch"]["test_mae"] == 0.125 and data["metrics"] == "train_loss 0.5 test_mae 0.125"
+    code, out, _ = run_cli(capsys, "status")
+    assert "train_loss 0.5 test_mae 0.125" in out.splitlines()[1]
     (folder / "progress.json").write_text('{"epoch": 2, "st')  # torn: shown as unknown, not an error
     code, out, _ = run_cli(capsys, "status", "9", "--json")
     assert code == 0 and json.loads(out)["progress"] is None

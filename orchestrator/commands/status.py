@@ -5,7 +5,8 @@ cluster keeps accounting, else from the job completion log (see ``slurm.job_stat
 arguments: the newest jobs submitted from here (their folders under ``launcher.job_root``).
 With ``--json`` one job gives one object, several give a list; each has at least ``job_id`` and
 ``state`` (Slurm's name, e.g. ``COMPLETED``). EPOCH/STEP/LOSS come from the job folder's
-``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in ``--json``).
+``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in ``--json``); METRICS is the
+last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch`` in ``--json``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ from orchestrator import slurm
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import format_rows, job_root_from_args
 from orchestrator.errors import OrchError
-from orchestrator.jobdirs import JobDir, find_job_dir, is_job_id, list_job_dirs, progress_cells, read_progress
+from orchestrator.jobdirs import (
+    JobDir,
+    find_job_dir,
+    is_job_id,
+    list_job_dirs,
+    metrics_cell,
+    progress_cells,
+    read_metrics,
+    read_progress,
+)
 
 HELP = "show the Slurm state of jobs (default: the newest jobs submitted from here)"
 # column title -> key of a row (one table for the human view)
@@ -30,6 +40,7 @@ COLUMNS: dict[str, str] = {
     "EPOCH": "epoch",
     "STEP": "step",
     "LOSS": "loss",
+    "METRICS": "metrics",
     "NODES": "nodes",
     "REASON": "reason",
     "NAME": "name",
@@ -73,6 +84,9 @@ def rows(targets: list[tuple[str, JobDir | None]],
         progress = read_progress(job.path) if job else None
         row.update(progress_cells(progress))  # EPOCH/STEP/LOSS from the job's progress.json
         row["progress"] = progress
+        records = read_metrics(job.path) if job else []
+        row["last_epoch"] = records[-1] if records else None  # the task's metrics, by name
+        row["metrics"] = metrics_cell(row["last_epoch"])
         if job is not None and not row.get("name"):
             row["name"] = job.name
         out.append(row)
