@@ -18,7 +18,7 @@ import logging
 import random
 import signal
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,14 +31,6 @@ log = logging.getLogger(__name__)
 
 Batch = tuple[Any, Any]
 _MASK = (1 << 63) - 1
-
-
-class Source(Protocol):
-    def __len__(self) -> int: ...
-
-    def batches(self, order: Sequence[int], *, epoch: int, start_step: int) -> Iterator[Batch]: ...
-
-    def eval_batches(self, indices: Sequence[int]) -> Iterator[Batch]: ...
 
 
 def batch_seed(seed: int, epoch: int, rank: int, step: int) -> int:
