@@ -185,7 +185,7 @@ class Trainer:
         def after_step(step: int) -> None:
             nonlocal synced, current
             current = step
-            if not synced:
+            if not synced and (step % p.grad_accum == 0 or step == plan.num_steps):  # after an optimizer step
                 check_sync(parts.ddp.module, ctx, "after the first step")
                 synced = True
             if ctx.is_main:
