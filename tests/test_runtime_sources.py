@@ -18,7 +18,7 @@ from torch.utils.data import Dataset, IterableDataset
 from orchestrator.errors import ConfigError
 from orchestrator.runtime.data import TensorData, batch_len, take, to_device
 from orchestrator.runtime.loop import decode_nonfinite, nonfinite_code
-from orchestrator.runtime.measures import Tally, accuracy, is_classification, means, task_metrics
+from orchestrator.runtime.measures import Tally, TrainingError, accuracy, is_classification, means, task_metrics
 from orchestrator.runtime.progress import Progress, eta_text, progress_line
 from orchestrator.runtime.schedule import Schedule, make_schedule
 from orchestrator.runtime.sources import (
@@ -178,6 +178,8 @@ def test_tally_sums_metrics_over_real_samples_only() -> None:
     again = Tally.zeros(CPU, list(metrics))
     again.restore(tally.saved())
     assert [float(v) for v in again.values()] == summed
+    with pytest.raises(TrainingError, match="2 metric sum\\(s\\); the task now has 1 metric\\(s\\) \\(acc\\)"):
+        Tally.zeros(CPU, ["acc"]).restore(tally.saved())
 
 
 def test_schedules() -> None:

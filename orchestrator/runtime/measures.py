@@ -99,6 +99,10 @@ class Tally:
                 "skipped": self.skipped}
 
     def restore(self, saved: Mapping[str, Any]) -> None:
+        if len(saved["sums"]) != len(self.sums):
+            raise TrainingError(f"the checkpoint stopped mid-epoch with {len(saved['sums'])} metric sum(s); the task "
+                                f"now has {len(self.sums)} metric(s) ({', '.join(self.names) or 'none'})",
+                                hint="resume with the task's metrics unchanged, or resume from an epoch boundary")
         self.loss_sum += float(saved["loss_sum"])
         for total, value in zip(self.sums, saved["sums"], strict=True):
             total += float(value)
