@@ -96,6 +96,9 @@ def test_regression_reports_its_metric_and_no_accuracy(straight: dict[str, Any])
     assert len(epoch_lines) == 3 and all(" mae " in line and " acc " not in line for line in epoch_lines)
     result = json.loads((job_dir / RESULT_FILE).read_text())
     assert result["final"] == entries[-1] and result["in_sync"] is True
+    last = entries[-1]
+    assert f"orch: completed; test_loss {last['test_loss']:.4g} test_mae {last['test_mae']:.4g}; results in" \
+        in straight["stderr"]
 
 
 def test_preempted_and_resumed_with_workers_and_accumulation_is_bit_identical(

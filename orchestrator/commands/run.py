@@ -22,7 +22,7 @@ from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.config import Launcher
 from orchestrator.errors import ConfigError
 from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
-from orchestrator.jobdirs import job_root
+from orchestrator.jobdirs import job_root, metrics_cell
 from orchestrator.local import LocalResult, LocalRunner, log_name, new_job_dir, tail
 from orchestrator.runconfig import LOG_DIR, RunConfig, read_run_config, write_run_config
 
@@ -138,6 +138,8 @@ def _report(result: LocalResult, job_dir: Path, out: TextIO) -> None:
         final = (result.result or {}).get("final") or {}
         acc = final.get("test_acc")
         detail = f"; test accuracy {acc * 100:.2f}%" if isinstance(acc, (int, float)) else ""
+        if not detail and isinstance(final.get("metrics"), list) and final["metrics"]:
+            detail = f"; {metrics_cell(final)}"  # the task's own metrics, by name
         print(f"orch: completed{detail}; results in {job_dir}", file=out, flush=True)
     else:
         print(f"orch: {result.message}", file=out if result.status == "preempted" else sys.stderr, flush=True)
