@@ -157,8 +157,8 @@ def test_bad_task_is_refused_on_every_rank_before_training(setup: tuple[Path, Pa
 def test_sample_of_the_wrong_shape_names_job_epoch_and_step(setup: tuple[Path, Path]) -> None:
     run = orch(setup, *COMMON[1:], "fault=bad_shape", "epochs=1")
     assert run["code"] in (1, 3) and run["status"] == "failed", run["stderr"][-3000:]
-    assert "job lazy_regression, epoch 1, step " in run["message"], run["message"]
-    assert "stack expects each tensor to be equal size" in run["message"]
+    assert "stack expects each tensor to be equal size" in run["message"], run["message"]
+    assert "(job lazy_regression, epoch 1, step " in run["message"], run["message"]
 
 
 def test_more_workers_than_cpus_is_a_warning(setup: tuple[Path, Path]) -> None:

@@ -204,7 +204,8 @@ class Trainer:
             if describe_failure(exc, ctx.collective_timeout) is not None:
                 raise  # a collective failed: another rank's problem, said by launch
             traceback.print_exc(file=sys.stderr)
-            raise TrainingError(f"job {self.spec.name}, epoch {epoch + 1}, step {current}: {describe(exc)}",
+            raise TrainingError(f"rank {ctx.rank} failed: {describe(exc)} (job {self.spec.name}, epoch {epoch + 1}, "
+                                f"step {current})",
                                 hint="the traceback above shows where (the job's model, data set, loss or "
                                      "metrics)") from None
         finally:
