@@ -1,4 +1,4 @@
-"""The Python API: submit a job (or a sweep of jobs) from Python, on Slurm through submitit or locally.
+"""The Python API: submit a job (or a sweep of jobs) from Python, on Slurm or locally.
 
     import orchestrator
     handle = orchestrator.submit("smoke", nodes=2, gpus=2, cluster="cluster.yaml", epochs=3)
@@ -6,95 +6,51 @@
     handle.result()     # waits; the final metrics from result.json
     handles = orchestrator.api.sweep("smoke", [{"lr": 0.1}, {"lr": 0.01}], nodes=1, gpus=2)  # one job array
 
-It is built from the same pieces as ``orch submit``: the job spec (:mod:`orchestrator.job`),
-cluster.yaml, and :func:`orchestrator.plan.build_plan`, which validates the request against the
-partition and gives the job folder and ``job.json``. submitit then writes and queues the batch
-script (its Slurm executor when ``sbatch`` is on PATH, its local executor elsewhere); in every
-task it runs :class:`RankTask`, i.e. ``orchestrator.launch`` for that rank, so a task sees the same
-``job.json`` and derives the same environment as under ``orch submit``. Locally one task runs
-all ranks through :class:`orchestrator.local.LocalRunner`, as ``orch run`` does.
+On Slurm it is ``orch submit``: the same request, :func:`orchestrator.plan.build_plan`, the same
+rendered script (golden-tested and shellchecked), the same job folder, queued through
+:mod:`orchestrator.submission` and ``slurm.sbatch``. Preemption is the script's: the batch shell
+forwards the signal, the ranks checkpoint, and the script requeues the job. A sweep is one Slurm job
+array (``--array``), element I in ``<job folder>/I``, exactly as ``orch submit --sweep``.
 
-Each job keeps orch's folder layout: rank logs in ``logs/<job id>-rank<R>.out`` (``orch logs``
-works), ``metrics.jsonl``, ``result.json``; submitit's own files live in ``<job folder>/submitit``.
-Preemption works as with ``orch submit``: the ranks stop together and checkpoint, and rank 0
-requeues the job (``scontrol requeue``), which resumes from the checkpoint.
+Locally (no ``sbatch`` on PATH, or ``executor="local"``) the ``job.json`` comes from
+:func:`orchestrator.localplan.new_local_run`, as for ``orch run``, and submitit's local executor runs
+one task that starts every rank through :class:`orchestrator.local.LocalRunner`, in the background.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
-import secrets
 import shutil
-import sys
 import time as _time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator import slurm
-from orchestrator.config import Cluster, find_cluster_file, load_cluster
-from orchestrator.errors import ConfigError, OrchError, SlurmError
-from orchestrator.jobdirs import job_root, read_result
-from orchestrator.runconfig import (
-    JOB_ID_FILE,
-    LOG_DIR,
-    REQUEUE_FILE,
-    SCRIPT_FILE,
-    SUBMIT_ERROR_FILE,
-    RunConfig,
-    read_run_config,
-    write_run_config,
-)
+from orchestrator.config import Cluster, find_cluster, resolve_data_dir
+from orchestrator.errors import ConfigError, OrchError
+from orchestrator.jobdirs import job_root, log_path, read_job_dir, read_result
+from orchestrator.runconfig import LOG_DIR, read_run_config
 
 if TYPE_CHECKING:
     from orchestrator.job import LoadedJob
-    from orchestrator.render import ScriptContext
+    from orchestrator.plan import SubmitPlan
 
-__all__ = ["JobHandle", "LocalTask", "RankTask", "submit", "sweep"]
+__all__ = ["JobHandle", "LocalTask", "submit", "sweep"]
 
 Executor = Literal["auto", "slurm", "local"]
-DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
 SUBMITIT_DIR = "submitit"
 POLL_SECONDS = 1.0
+VANISHED_POLLS = 5  # consecutive "unknown" answers before a job counts as gone (one empty answer is no proof)
 # submitit's local job states -> Slurm's names, so a handle speaks one vocabulary
 LOCAL_STATES = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED", "INTERRUPTED": "CANCELLED"}
+# keyword arguments that are request fields (as orch submit's flags), not hyperparameters
+REQUEST_FIELDS = ("partition", "time", "job_name", "cpus_per_task", "ntasks_per_node", "account", "qos",
+                  "data_dir", "templates")
 
 
-# --- what runs in the tasks (pickled by submitit) ----------------------------------------------
-
-@dataclass(frozen=True)
-class RankTask:
-    """One rank of a Slurm job: ``orchestrator.launch`` with the job folder, its output in the rank log."""
-
-    job_dir: str
-
-    def __call__(self) -> None:
-        """Never returns: the task ends as ``python -m orchestrator.launch`` does, with ``os._exit``
-        (torch's C++ threads can abort a normal interpreter exit). So submitit keeps no result
-        pickle; the result is ``result.json``, which :meth:`JobHandle.result` reads."""
-        from orchestrator import launch
-
-        job_id = slurm.own_job_id(os.environ) or "unknown"
-        rank = os.environ.get("SLURM_PROCID", "0")
-        folder = Path(self.job_dir)
-        with _output_to(folder / LOG_DIR / f"{job_id}-rank{rank}.out"):
-            code = launch.main(["--job-dir", self.job_dir])
-            marker = folder / REQUEUE_FILE
-            if code == 0 and rank == "0" and marker.exists() and read_run_config(folder).launcher.requeue:
-                marker.unlink()
-                print(f"orch: the ranks checkpointed after preemption; requeueing job {job_id}", flush=True)
-                try:
-                    slurm.requeue(job_id)  # ends this run; the requeued one resumes from the checkpoint
-                except OrchError as exc:
-                    print(exc.render(), file=sys.stderr, flush=True)
-                    code = 1
-        logging.shutdown()
-        os._exit(code)
-
+# --- what runs in the local task (pickled by submitit) -----------------------------------------
 
 @dataclass(frozen=True)
 class LocalTask:
@@ -113,27 +69,6 @@ class LocalTask:
         if outcome.exit_code != 0:
             raise RuntimeError(outcome.message)
         return outcome.result
-
-
-@contextlib.contextmanager
-def _output_to(path: Path) -> Iterator[None]:
-    """Send this process's stdout and stderr (file descriptors 1 and 2) to ``path``, appending."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = (os.dup(1), os.dup(2))
-    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.dup2(target, 1)
-        os.dup2(target, 2)
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (target, *saved):
-            os.close(fd)
 
 
 # --- handles ------------------------------------------------------------------------------------
@@ -159,21 +94,40 @@ class JobHandle:
             if state == "COMPLETED" and read_result(self.job_dir) is None:
                 state = "FAILED"
             return slurm.JobStatus(job_id=self.job_id, state=state, source="submitit")
-        return slurm.job_status([self.job_id])[self.job_id]
+        raw_id = read_job_dir(self.job_dir).raw_job_id  # an array element's raw id: the completion log's name
+        return slurm.job_status([self.job_id], raw_ids={self.job_id: raw_id} if raw_id else None)[self.job_id]
 
     def done(self) -> bool:
         status = self.status()
         return status.terminal or (status.state == "UNKNOWN" and read_result(self.job_dir) is not None)
 
     def wait(self, timeout: float | None = None) -> str:
-        """Block until the job ends; its final state. Raises OrchError after ``timeout`` seconds."""
+        """Block until the job ends; its final state. Raises OrchError after ``timeout`` seconds, and
+        when Slurm no longer knows the job (its folder then says whether it ever ran)."""
         deadline = None if timeout is None else _time.monotonic() + timeout
-        while not self.done():
+        unknown = 0
+        while True:
+            status = self.status()
+            if status.terminal:
+                return status.state
+            unknown = unknown + 1 if status.state == "UNKNOWN" else 0
+            if unknown and read_result(self.job_dir) is not None:
+                return status.state
+            if unknown >= VANISHED_POLLS:
+                raise self._vanished()
             if deadline is not None and _time.monotonic() > deadline:
                 raise OrchError(f"job {self.job_id} did not end within {timeout:g} s",
-                                hint=f"it is {self.state}; wait longer or cancel() it")
+                                hint=f"it is {status.state}; wait longer or cancel() it")
             _time.sleep(POLL_SECONDS)
-        return self.state
+
+    def _vanished(self) -> OrchError:
+        logs = sorted(p.name for p in (self.job_dir / LOG_DIR).glob("*.out")) if self.executor == "slurm" else []
+        if not logs:
+            return OrchError(f"Slurm no longer knows job {self.job_id}, and it never ran (no log in "
+                             f"{self.job_dir / LOG_DIR})",
+                             hint="it was probably cancelled while pending; submit it again")
+        return OrchError(f"Slurm no longer knows job {self.job_id}; it ran but left no result.json in {self.job_dir}",
+                         hint=f"see its logs: orch logs {self.job_dir} --rank 0 ({', '.join(logs)})")
 
     def result(self, timeout: float | None = None) -> dict[str, Any]:
         """Wait for the end; the final metrics (``result.json``). A failed job raises OrchError."""
@@ -186,10 +140,7 @@ class JobHandle:
         return result
 
     def log_path(self, rank: int | None = 0) -> Path:
-        logs = self.job_dir / LOG_DIR
-        if self.executor == "local":
-            return logs / f"local-rank{0 if rank is None else rank}.out"
-        return logs / (f"slurm-{self.job_id}.out" if rank is None else f"{self.job_id}-rank{rank}.out")
+        return log_path(self.job_dir, None if self.executor == "local" else self.job_id, rank)
 
     def logs(self, rank: int | None = 0) -> str:
         """The text of one rank's log (``rank=None``: the batch log); empty before it exists."""
@@ -212,48 +163,74 @@ def submit(job: str | Path, *, nodes: int | None = None, gpus: int | None = None
            cluster: str | Path | Cluster | None = None, executor: Executor = "auto",
            **overrides: Any) -> JobHandle:
     """Submit one job; ``overrides`` are its hyperparameters (``epochs=3``) and, by these names,
-    request fields as ``orch submit`` has them: partition, time, job_name, cpus_per_task, account,
-    qos, data_dir. ``nodes``/``gpus`` default to the job's resources."""
-    (handle,) = _submit_all(job, [overrides], nodes=nodes, gpus=gpus, cluster=cluster, executor=executor,
-                            array=False)
-    return handle
+    request fields as ``orch submit`` has them: partition, time, job_name, cpus_per_task,
+    ntasks_per_node, account, qos, data_dir, templates. ``nodes``/``gpus`` default to the job's."""
+    kind = _pick_executor(executor)
+    loaded, resolved = _load(job, cluster, kind)
+    if kind == "local":
+        (handle,) = _queue_local(loaded, resolved, nodes, gpus, [overrides])
+        return handle
+    from orchestrator.submission import queue
+
+    assert resolved is not None
+    plan = plan_request(loaded, resolved, nodes, gpus, overrides)
+    job_id = queue(plan, os.environ)
+    return JobHandle(job_id=job_id, job_dir=plan.job_dir, executor="slurm")
 
 
 def sweep(job: str | Path, grid: Sequence[Mapping[str, Any]], *, nodes: int | None = None,
           gpus: int | None = None, cluster: str | Path | Cluster | None = None, executor: Executor = "auto",
-          **common: Any) -> list[JobHandle]:
-    """One job per entry of ``grid`` (each entry's overrides on top of ``common``), queued as one
-    Slurm job array. Every element gets its own job folder; all share the resources."""
+          throttle: int | None = None, **common: Any) -> list[JobHandle]:
+    """One run per entry of ``grid`` (its hyperparameters on top of ``common``), queued as one Slurm
+    job array (``throttle``: at most that many at once), as ``orch submit --sweep``. Element I runs
+    in ``<job folder>/I``; the handles are in grid order. Locally: one local run per entry."""
     if not grid:
         raise ConfigError("the sweep is empty", hint="pass a list of override mappings, e.g. [{'lr': 0.1}]")
-    return _submit_all(job, [{**common, **entry} for entry in grid], nodes=nodes, gpus=gpus, cluster=cluster,
-                       executor=executor, array=True)
+    for entry in grid:
+        fields = sorted(set(entry) & set(REQUEST_FIELDS))
+        if fields:
+            raise ConfigError(f"a sweep entry sets {', '.join(fields)}: the elements of a sweep share the resources",
+                              hint="sweep over hyperparameters only; pass request fields once, outside the grid")
+    kind = _pick_executor(executor)
+    loaded, resolved = _load(job, cluster, kind)
+    if kind == "local":
+        return _queue_local(loaded, resolved, nodes, gpus, [{**common, **entry} for entry in grid])
+    from orchestrator.submission import plan_array, queue_array
+
+    assert resolved is not None
+    array = plan_array(plan_request(loaded, resolved, nodes, gpus, common), loaded, grid, throttle=throttle)
+    _, ids = queue_array(array, os.environ)
+    return [JobHandle(job_id=job_id, job_dir=element.job_dir, executor="slurm")
+            for job_id, element in zip(ids, array.elements, strict=True)]
 
 
-REQUEST_FIELDS = ("partition", "time", "job_name", "cpus_per_task", "account", "qos", "data_dir")
+def plan_request(loaded: LoadedJob, cluster: Cluster, nodes: int | None, gpus: int | None,
+                 entry: Mapping[str, Any]) -> SubmitPlan:
+    """The plan ``orch submit`` makes for the same request (keyword arguments as its flags)."""
+    from orchestrator.plan import make_request
+    from orchestrator.submission import data_dir_problem, new_plan
+
+    request, params = _split(entry)
+    cwd = Path.cwd()
+    templates = request.pop("templates", None)
+    values = {"job": str(loaded.path), "nodes": nodes, "gpus": gpus, "overrides": params, **request,
+              "data_dir": resolve_data_dir(request.get("data_dir"), os.environ, cwd),
+              "templates": os.path.normpath(cwd / Path(templates).expanduser()) if templates else None}
+    plan = new_plan(make_request(values), cluster, loaded, cwd)
+    problem = data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
+    if problem is not None:  # as orch submit: refused before anything is written
+        raise problem
+    return plan
 
 
-@dataclass(frozen=True)
-class _Prepared:
-    job_dir: Path
-    cfg: RunConfig
-    context: ScriptContext | None  # None for local runs
-
-
-def _submit_all(job: str | Path, entries: Sequence[Mapping[str, Any]], *, nodes: int | None,
-                gpus: int | None, cluster: str | Path | Cluster | None, executor: Executor,
-                array: bool) -> list[JobHandle]:
+def _load(job: str | Path, cluster: str | Path | Cluster | None,
+          kind: Literal["slurm", "local"]) -> tuple[LoadedJob, Cluster | None]:
     from orchestrator.job import load_job
 
-    kind = _pick_executor(executor)
     loaded = load_job(str(job), os.environ, Path.cwd())
-    resolved = _cluster(cluster, required=kind == "slurm")
-    if kind == "slurm":
-        assert resolved is not None
-        prepared = [_prepare_slurm(loaded, resolved, nodes, gpus, entry) for entry in entries]
-        return _queue_slurm(prepared, array)
-    prepared = [_prepare_local(loaded, resolved, nodes, gpus, entry) for entry in entries]
-    return _queue_local(prepared)
+    if isinstance(cluster, Cluster):
+        return loaded, cluster
+    return loaded, find_cluster(cluster, os.environ, Path.cwd(), required=kind == "slurm")
 
 
 def _pick_executor(executor: str) -> Literal["slurm", "local"]:
@@ -264,160 +241,41 @@ def _pick_executor(executor: str) -> Literal["slurm", "local"]:
     return "slurm" if executor == "slurm" else "local"
 
 
-def _cluster(cluster: str | Path | Cluster | None, *, required: bool) -> Cluster | None:
-    if isinstance(cluster, Cluster):
-        return cluster
-    try:
-        path = find_cluster_file(str(cluster) if cluster is not None else None, os.environ, Path.cwd())
-    except ConfigError:
-        if required or cluster is not None:
-            raise
-        return None
-    return load_cluster(path)
-
-
 def _split(entry: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     request = {k: v for k, v in entry.items() if k in REQUEST_FIELDS}
     params = {k: v for k, v in entry.items() if k not in REQUEST_FIELDS}
     return request, params
 
 
-def _prepare_slurm(loaded: LoadedJob, cluster: Cluster, nodes: int | None, gpus: int | None,
-                   entry: Mapping[str, Any]) -> _Prepared:
-    from orchestrator.plan import build_plan, make_request, write_job_dir
+def _queue_local(loaded: LoadedJob, cluster: Cluster | None, nodes: int | None, gpus: int | None,
+                 entries: Sequence[Mapping[str, Any]]) -> list[JobHandle]:
+    import submitit
 
-    request_fields, params = _split(entry)
-    data_dir = request_fields.pop("data_dir", None) or os.environ.get(DATA_DIR_ENV_VAR)
-    request = make_request({"job": str(loaded.path), "nodes": nodes, "gpus": gpus, "overrides": params,
-                            "data_dir": str(Path(data_dir).expanduser().absolute()) if data_dir else None,
-                            **request_fields})
-    root = job_root(cluster).absolute()
-    plan = build_plan(request, cluster, loaded, python=cluster.launcher.python or sys.executable,
-                      now=datetime.now(), token=secrets.token_hex(3), job_root=root)
-    job_dir = write_job_dir(plan)
-    (job_dir / SCRIPT_FILE).unlink()  # submitit writes the script that is queued, in submitit/
-    return _Prepared(job_dir=job_dir, cfg=plan.run_config, context=plan.context)
-
-
-def _prepare_local(loaded: LoadedJob, cluster: Cluster | None, nodes: int | None, gpus: int | None,
-                   entry: Mapping[str, Any]) -> _Prepared:
-    from orchestrator.config import Launcher
     from orchestrator.job import make_params
-    from orchestrator.local import new_job_dir
+    from orchestrator.localplan import new_local_run
 
-    request_fields, overrides = _split(entry)
-    params = make_params(loaded.spec, overrides)
     res = loaded.spec.resources
     nproc = (nodes or res.nodes) * max(1, gpus if gpus is not None else res.gpus)
-    data_dir = request_fields.get("data_dir") or os.environ.get(DATA_DIR_ENV_VAR)
-    name = str(request_fields.get("job_name") or loaded.spec.name)
-    job_dir = new_job_dir(job_root(cluster).absolute(), name)
-    cfg = RunConfig(
-        mode="local", job_name=name, job_file=str(loaded.path), params=params.model_dump(mode="json"),
-        nodes=1, gpus_per_node=0, tasks_per_node=nproc, cpus_per_task=max(1, (os.cpu_count() or 1) // nproc),
-        data_dir=str(Path(data_dir).expanduser().absolute()) if data_dir else None, job_dir=str(job_dir),
-        cluster_name=cluster.name if cluster else None, launcher=cluster.launcher if cluster else Launcher(),
-        env=dict(cluster.env) if cluster else {},
-        created=datetime.now().astimezone().isoformat(timespec="seconds"))
-    write_run_config(job_dir, cfg)
-    return _Prepared(job_dir=job_dir, cfg=cfg, context=None)
-
-
-def slurm_parameters(context: ScriptContext) -> dict[str, Any]:
-    """submitit SlurmExecutor parameters for a plan's ScriptContext: the same #SBATCH values and srun
-    flags as orch's own template (pure)."""
-    sbatch: dict[str, Any] = {"time": context.time, "open-mode": "append",
-                              "signal": f"{context.preempt_signal}@{context.preempt_before}"}
-    if context.gpus_per_node:
-        sbatch["gres" if context.gpu_flag == "gres" else "gpus-per-node"] = (
-            f"gpu:{context.gpu_spec}" if context.gpu_flag == "gres" else context.gpu_spec)
-    if context.mem_per_gpu_mb:
-        sbatch["mem-per-gpu"] = f"{context.mem_per_gpu_mb}M"
-    elif context.mem_mb:
-        sbatch["mem"] = f"{context.mem_mb}M"
-    for name in ("account", "qos"):
-        if getattr(context, name):
-            sbatch[name] = getattr(context, name)
-    if context.requeue:
-        sbatch["requeue"] = True
-    if context.master_addr:  # one node: loopback
-        master = [f"export MASTER_ADDR={context.master_addr}"]
-    else:  # rank 0's node: its NodeAddr (node names need not resolve), as in multi_node.sbatch.j2
-        master = ['head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-                  'node_addr=$(scontrol show node "$head_node" | grep -o "NodeAddr=[^ ]*" | head -n 1)',
-                  'export MASTER_ADDR="${node_addr#NodeAddr=}"',
-                  'if [ -z "$MASTER_ADDR" ]; then export MASTER_ADDR="$head_node"; fi']
-    return {
-        "job_name": context.job_name, "partition": context.partition, "nodes": context.nodes,
-        "ntasks_per_node": context.ntasks_per_node, "cpus_per_task": context.cpus_per_task,
-        "setup": [*context.setup, *master],
-        "srun_args": ["--kill-on-bad-exit=1", f"--wait={context.srun_wait}",
-                      f"--cpus-per-task={context.cpus_per_task}"],
-        "additional_parameters": sbatch,
-    }
-
-
-def _queue_slurm(prepared: Sequence[_Prepared], array: bool) -> list[JobHandle]:
-    import submitit
-
-    contexts = [p.context for p in prepared if p.context is not None]
-    first = prepared[0]
-    params = slurm_parameters(contexts[0])
-    for other in contexts[1:]:
-        if slurm_parameters(other) | {"job_name": params["job_name"]} != params:
-            raise ConfigError("the elements of a sweep need the same resources",
-                              hint="sweep over hyperparameters only; submit other shapes separately")
-    folder = first.job_dir / SUBMITIT_DIR
-    python = _shell_word(first.cfg.launcher.python or sys.executable)
-    executor = submitit.SlurmExecutor(folder=folder, python=python)
-    executor.update_parameters(**params)
-    tasks = [RankTask(job_dir=str(p.job_dir)) for p in prepared]
-    try:
-        if array and len(tasks) > 1:
-            with executor.batch():
-                jobs = [executor.submit(task) for task in tasks]
-        else:
-            jobs = [executor.submit(task) for task in tasks]
-    except Exception as exc:  # submitit raises its own errors around sbatch's message
-        message = str(exc).strip() or type(exc).__name__
-        for p in prepared:
-            (p.job_dir / SUBMIT_ERROR_FILE).write_text(message + "\n", encoding="utf-8")
-        details = prepared[0].job_dir / SUBMIT_ERROR_FILE
-        raise SlurmError(f"sbatch refused the job: {message.splitlines()[-1]}",
-                         hint=f"the message is Slurm's own; details in {details}") from None
+    cwd = Path.cwd()
+    planned = []
+    for entry in entries:  # every entry is validated before anything runs
+        request, params = _split(entry)
+        make_params(loaded.spec, params)
+        data_dir = resolve_data_dir(request.get("data_dir"), os.environ, cwd)
+        planned.append((params, data_dir, request.get("job_name")))
     handles = []
-    for p, job in zip(prepared, jobs, strict=True):
-        job_id = str(job.job_id)
-        (p.job_dir / JOB_ID_FILE).write_text(job_id + "\n", encoding="utf-8")
-        batch_log = p.job_dir / LOG_DIR / f"slurm-{job_id}.out"
-        with contextlib.suppress(OSError):  # submitit's batch log, under orch's name
-            batch_log.symlink_to(Path("..") / SUBMITIT_DIR / f"{job_id}_0_log.out")
-        handles.append(JobHandle(job_id=job_id, job_dir=p.job_dir, executor="slurm", submitit_job=job))
+    for params, data_dir, name in planned:
+        job_dir, cfg = new_local_run(loaded, params, nproc=nproc, root=job_root(cluster).absolute(),
+                                     data_dir=data_dir, job_name=name, cluster=cluster)
+        executor = submitit.LocalExecutor(folder=job_dir / SUBMITIT_DIR)
+        executor.update_parameters(timeout_min=_minutes(cfg.time), tasks_per_node=1, nodes=1)
+        job = executor.submit(LocalTask(job_dir=str(job_dir), nproc=cfg.tasks_per_node))
+        handles.append(JobHandle(job_id=str(job.job_id), job_dir=job_dir, executor="local", submitit_job=job))
     return handles
 
 
-def _queue_local(prepared: Sequence[_Prepared]) -> list[JobHandle]:
-    import submitit
-
-    handles = []
-    for p in prepared:
-        executor = submitit.LocalExecutor(folder=p.job_dir / SUBMITIT_DIR)
-        timeout = 24 * 60 if p.cfg.time in (None, "UNLIMITED") else _minutes(p.cfg.time)
-        executor.update_parameters(timeout_min=timeout, tasks_per_node=1, nodes=1)
-        job = executor.submit(LocalTask(job_dir=str(p.job_dir), nproc=p.cfg.tasks_per_node))
-        handles.append(JobHandle(job_id=str(job.job_id), job_dir=p.job_dir, executor="local",
-                                 submitit_job=job))
-    return handles
-
-
-def _minutes(time_text: str) -> int:
+def _minutes(time_text: str | None) -> int:
     from orchestrator.units import parse_time
 
-    seconds = parse_time(time_text)
+    seconds = None if time_text in (None, "UNLIMITED") else parse_time(time_text)
     return 24 * 60 if seconds is None else max(1, -(-seconds // 60))
-
-
-def _shell_word(path: str) -> str:
-    import shlex
-
-    return shlex.quote(path)

@@ -42,7 +42,8 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise OrchError(f"{self.prog}: {message}", hint=f"run '{self.prog} --help' for usage")
+        # render() adds "orch: error: "; the hint names this verb's help (argparse's prog is "orch VERB")
+        raise OrchError(message, hint=f"run '{self.prog} --help' for usage")
 
     _intermixing = False
 
@@ -96,7 +97,10 @@ def no_world_write() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser(_verb_in(args_list)).parse_args(args_list)
+        args, extra = build_parser(_verb_in(args_list)).parse_known_args(args_list)
+        if extra:  # reported here, so the hint names the verb's own help, not orch --help
+            raise OrchError(f"unrecognized arguments: {' '.join(extra)}",
+                            hint=f"run 'orch {args.verb} --help' for usage")
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         with no_world_write():

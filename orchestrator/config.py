@@ -1,7 +1,9 @@
 """cluster.yaml: pydantic models, discovery and loading.
 
 Discovery order (one table, used by every verb): ``--cluster PATH``, then ``$ORCH_CLUSTER``,
-then ``./cluster.yaml``. Validation errors name the field and the fix.
+then ``./cluster.yaml`` (:func:`find_cluster`, the one lookup). Validation errors name the field and
+the fix. The data directory's variable (``$ORCH_DATA_DIR``) is read here too, at the edge, by
+:func:`resolve_data_dir`; the tasks trust ``job.json``'s ``data_dir``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.units import parse_mem_mb, parse_time
 
 CLUSTER_ENV_VAR = "ORCH_CLUSTER"
+DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"  # the dataset folder when --data-dir / data_dir= is not given
 DEFAULT_CLUSTER_FILE = "cluster.yaml"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -199,6 +202,34 @@ def find_cluster_file(explicit: str | None, environ: Mapping[str, str], cwd: Pat
             hint=f"pass --cluster PATH, set {CLUSTER_ENV_VAR}, or run from a folder with a cluster.yaml",
         )
     return path
+
+
+def find_cluster(explicit: str | Path | None, environ: Mapping[str, str], cwd: Path, *,
+                 required: bool = True) -> Cluster | None:
+    """The cluster.yaml in use, loaded: ``explicit`` (--cluster), ``$ORCH_CLUSTER``, ``./cluster.yaml``.
+
+    ``required=False``: None when none was named and ./cluster.yaml does not exist (the follow-up
+    verbs and local runs work without one); a named file that is missing or invalid stays an error.
+    """
+    named = str(explicit) if explicit else None
+    try:
+        path = find_cluster_file(named, environ, cwd)
+    except ConfigError:
+        if required or named or environ.get(CLUSTER_ENV_VAR):
+            raise
+        return None
+    return load_cluster(path)
+
+
+def resolve_data_dir(given: str | Path | None, environ: Mapping[str, str], cwd: Path) -> str | None:
+    """The data directory: ``given`` (--data-dir, data_dir=), else ``$ORCH_DATA_DIR``, as a normalized
+    absolute path (``~`` expanded); None when neither is set."""
+    value = str(given) if given else environ.get(DATA_DIR_ENV_VAR)
+    if not value:
+        return None
+    import os
+
+    return os.path.normpath(cwd / Path(value).expanduser())
 
 
 def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:

@@ -324,9 +324,15 @@ def job_master_port(environ: Mapping[str, str], port_range: tuple[int, int] = DE
     SLURM_RESTART_COUNT is unset on a job's first run, which counts as 0.
     """
     job = _need(environ, SLURM_VARS["job_id"],
-                "this runs inside a Slurm job (batch script or srun step); local runs pick a free port")
+                "this runs inside a Slurm job (the batch script or an srun step); local runs pick a free port")
     restart = _lookup(environ, SLURM_VARS["restart_count"])
-    restarts = _parse_int(*restart, hint=_COPIED_HINT) if restart and restart[1].strip() else 0
+    restarts = 0
+    if restart and restart[1].strip():
+        name, value = restart
+        if not (value.strip().isascii() and value.strip().isdigit()):
+            raise DistEnvError(f"{name}={value!r} is not a number",
+                               hint="Slurm sets it on requeued jobs; do not set it by hand")
+        restarts = int(value.strip())
     return master_port(job[1], restarts, port_range)
 
 

@@ -1,35 +1,59 @@
-"""Job folders on disk: find them (by path or Slurm job id), list them, read what runs left there.
+"""Job folders on disk, the one owner of their layout: names, creation, log file names; find them
+(by path or Slurm job id), list them, read what runs left there.
 
 A job folder is ``<launcher.job_root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` holding ``job.json`` and,
-depending on how far the run got, ``job_id``, ``submit_error.txt``, ``logs/``, ``metrics.jsonl`` and
-``result.json`` (the names are the constants in :mod:`orchestrator.runconfig`). Nothing here runs
-Slurm: the verbs combine these records with :mod:`orchestrator.slurm`.
+depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt``, ``logs/``,
+``checkpoints/``, ``metrics.jsonl`` and ``result.json`` (the file names are the constants in
+:mod:`orchestrator.runconfig`). Logs: ``logs/slurm-<id>.out`` (batch shell), ``logs/<id>-rank<R>.out``
+(Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``).
+
+A job array (a sweep) is one folder with ``sbatch.sh``, ``array.json`` (the elements' overrides) and
+``job_id`` (the array's id), and one element folder per index, ``<folder>/<index>/``, which is a
+complete job folder of its own (``job.json``, ``job_id`` = ``<array id>_<index>``, logs, checkpoints).
+Nothing here runs Slurm: the verbs combine these records with :mod:`orchestrator.slurm`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from orchestrator.config import Cluster, Launcher
 from orchestrator.errors import OrchError
 from orchestrator.runconfig import (
+    CHECKPOINT_DIR,
     JOB_FILE,
     JOB_ID_FILE,
     LOG_DIR,
     METRICS_FILE,
     PROGRESS_FILE,
     RESULT_FILE,
+    SCRIPT_FILE,
     SUBMIT_ERROR_FILE,
     RunConfig,
     read_run_config,
+    write_run_config,
 )
 
 log = logging.getLogger(__name__)
+
+JOB_DIR_MODE = 0o750  # then narrowed by the umask; never group- or world-writable
+NOT_WRITABLE_BY_OTHERS = 0o022
+ARRAY_FILE = "array.json"  # in an array's folder: the overrides of each element
+RAW_JOB_ID_FILE = "slurm_job_id"  # in an array element's folder: its raw SLURM_JOB_ID (the batch script writes it)
+# Slurm's filename patterns (sbatch --output, srun --output) of the logs, inside LOG_DIR
+BATCH_LOG_PATTERN = "slurm-%j.out"  # %j: the job id
+RANK_LOG_PATTERN = "%j-rank%t.out"  # %t: the task (global rank) id
+ARRAY_BATCH_LOG_PATTERN = "slurm-%A_%a.out"  # %A_%a: <array id>_<index>, the element's job id
+ARRAY_RANK_LOG_PATTERN = "%A_%a-rank%t.out"
+ARRAY_INDEX_PATTERN = "%a"  # the element folder's name in Slurm's filename patterns
+_FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 # "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
 _JOB_ID_RE = re.compile(r"^\d+(_\d+)?$")
@@ -43,6 +67,7 @@ class JobDir:
     config: RunConfig | None
     job_id: str | None
     submit_error: str | None
+    raw_job_id: str | None = None  # array elements: the raw Slurm job id (the completion log's name for it)
 
     @property
     def name(self) -> str:
@@ -58,13 +83,8 @@ class JobDir:
 
     def log_file(self, rank: int | None = None) -> Path:
         """The batch log (``rank=None``) or one rank's log, as the templates and ``orch run`` name them."""
-        logs = self.path / LOG_DIR
-        if self.mode == "local":
-            return logs / f"local-rank{0 if rank is None else rank}.out"
-        job_id = self.queued_id()
-        if rank is None:
-            return logs / f"slurm-{job_id}.out"
-        return logs / f"{job_id}-rank{rank}.out"
+        job_id = None if self.mode == "local" else self.queued_id()
+        return log_path(self.path, job_id, rank)
 
     def queued_id(self) -> str:
         """The Slurm job id; a folder that was never queued raises an error saying why."""
@@ -79,6 +99,68 @@ def _not_queued_hint(job: JobDir) -> str:
         reason = job.submit_error.strip().splitlines()[-1] if job.submit_error.strip() else "no message"
         return f"sbatch refused it: {reason} (details in {SUBMIT_ERROR_FILE})"
     return "submit it with orch submit"
+
+
+def folder_name(job_name: str) -> str:
+    """The job name as a safe folder name part (the script still gets the name as given)."""
+    return _FOLDER_SAFE_RE.sub("_", job_name).strip("_.")[:64] or "job"
+
+
+def job_dir_path(root: Path, job_name: str, now: datetime, token: str) -> Path:
+    """``<root>/<name>-<YYYYmmdd-HHMMSS>-<hex>`` (pure: the caller passes the time and the token)."""
+    return root / f"{folder_name(job_name)}-{now:%Y%m%d-%H%M%S}-{token}"
+
+
+def local_log_name(rank: int) -> str:
+    """A rank's log of a local run (``orch run``, the API's local mode)."""
+    return f"local-rank{rank}.out"
+
+
+def log_path(job_dir: Path, job_id: str | None, rank: int | None = None) -> Path:
+    """A log file of a job folder: the batch log (``rank=None``) or one rank's; ``job_id=None``: local run."""
+    logs = job_dir / LOG_DIR
+    if job_id is None:
+        return logs / local_log_name(0 if rank is None else rank)
+    return logs / (f"slurm-{job_id}.out" if rank is None else f"{job_id}-rank{rank}.out")
+
+
+def create_job_dir(job_dir: Path) -> Path:
+    """Create a new job folder with ``logs/`` and ``checkpoints/`` (Slurm does not create --output
+    folders). Never reuses one. Modes ``0o750`` narrowed by the umask: never group- or world-writable."""
+    job_dir.parent.mkdir(mode=JOB_DIR_MODE, parents=True, exist_ok=True)
+    job_dir.mkdir(mode=JOB_DIR_MODE)
+    for sub in (LOG_DIR, CHECKPOINT_DIR):
+        (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
+    return job_dir
+
+
+def write_config(job_dir: Path, config: RunConfig) -> Path:
+    """``job.json``, never writable by others."""
+    path = write_run_config(job_dir, config)
+    path.chmod(path.stat().st_mode & ~NOT_WRITABLE_BY_OTHERS & 0o7777)
+    return path
+
+
+def write_script(job_dir: Path, script: str) -> Path:
+    """``sbatch.sh`` (new file, executable by the user)."""
+    path = job_dir / SCRIPT_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o750)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(script)
+    return path
+
+
+def write_job_dir(job_dir: Path, script: str, config: RunConfig) -> Path:
+    """Create a Slurm job folder: ``sbatch.sh``, ``job.json``, ``logs/`` and ``checkpoints/``."""
+    create_job_dir(job_dir)
+    write_script(job_dir, script)
+    write_config(job_dir, config)
+    return job_dir
+
+
+def element_dir(array_dir: Path, index: int) -> Path:
+    """The folder of array element ``index`` (``%a`` in Slurm's filename patterns)."""
+    return array_dir / str(index)
 
 
 def is_job_id(text: str) -> bool:
@@ -109,15 +191,29 @@ def read_job_dir(path: Path) -> JobDir:
         log.debug("%s", exc.message)
         config = None
     job_id = (_read_text(path / JOB_ID_FILE) or "").strip() or None
-    return JobDir(path=path, config=config, job_id=job_id, submit_error=_read_text(path / SUBMIT_ERROR_FILE))
+    raw_id = (_read_text(path / RAW_JOB_ID_FILE) or "").strip() or None
+    return JobDir(path=path, config=config, job_id=job_id, submit_error=_read_text(path / SUBMIT_ERROR_FILE),
+                  raw_job_id=raw_id)
 
 
 def list_job_dirs(root: Path) -> list[JobDir]:
-    """Every job folder directly under ``root``, newest first (by creation time, then name)."""
+    """Every job folder under ``root`` (and every element of an array folder there), newest first
+    (by creation time, then name; an array's elements in index order)."""
     if not root.is_dir():
         return []
-    found = [read_job_dir(p) for p in root.iterdir() if (p / JOB_FILE).is_file()]
-    return sorted(found, key=lambda j: (j.created, j.path.name), reverse=True)
+    found = []
+    for path in root.iterdir():
+        if (path / JOB_FILE).is_file():
+            found.append(read_job_dir(path))
+        elif (path / ARRAY_FILE).is_file():
+            found += [read_job_dir(p) for p in path.iterdir() if p.name.isdigit() and (p / JOB_FILE).is_file()]
+    return sorted(found, key=_newest_first_key, reverse=True)
+
+
+def _newest_first_key(job: JobDir) -> tuple[str, str, int]:
+    index = int(job.path.name) if job.path.name.isdigit() else 0
+    parent = job.path.parent.name if job.path.name.isdigit() else job.path.name
+    return job.created, parent, -index
 
 
 def find_job_dir(ref: str, root: Path) -> JobDir:
@@ -129,6 +225,10 @@ def find_job_dir(ref: str, root: Path) -> JobDir:
     as_path = Path(ref).expanduser()
     if (as_path / JOB_FILE).is_file():
         return read_job_dir(as_path.resolve())
+    if (as_path / ARRAY_FILE).is_file():
+        raise OrchError(f"{ref} is the folder of a job array: each element has a job folder of its own",
+                        hint=f"pass an element's folder ({as_path / '0'}) or id (<array id>_0); "
+                             "orch cancel <array id> cancels every element")
     if is_job_id(ref):
         for job in list_job_dirs(root):
             if job.job_id == ref:

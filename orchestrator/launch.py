@@ -31,7 +31,7 @@ from orchestrator.runconfig import RunConfig, read_run_config
 
 FAILURE_EXIT = 1  # this rank failed (an exception in training or in the job's code)
 PEER_FAILURE_EXIT = 3  # a collective failed or timed out: most likely another rank's failure
-RANK_VARS = ("RANK", "SLURM_PROCID")  # to name the rank in errors raised before derivation
+RANK_VARS = ("RANK", *distenv.SLURM_VARS["rank"])  # to name the rank in errors raised before derivation
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,18 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--master-port", action="store_true",
                         help="print the job's MASTER_PORT (batch script) and exit")
     return parser
-
-
-def master_port_from_env(environ: Mapping[str, str], port_range: tuple[int, int]) -> int:
-    job_id = environ.get("SLURM_JOB_ID") or environ.get("SLURM_JOBID")
-    if not job_id:
-        raise DistEnvError("--master-port needs SLURM_JOB_ID, which is not set",
-                           hint="it runs in the batch script of a Slurm job; local runs pick a free port")
-    restarts = (environ.get("SLURM_RESTART_COUNT") or "0").strip()
-    if not restarts.isdigit():
-        raise DistEnvError(f"SLURM_RESTART_COUNT={restarts!r} is not a number",
-                           hint="Slurm sets it on requeued jobs; do not set it by hand")
-    return distenv.master_port(job_id, int(restarts), port_range)
 
 
 def export_environment(cfg: RunConfig, env: distenv.DistEnv, environ: os._Environ[str]) -> None:
@@ -88,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg = read_run_config(job_dir)
         if args.master_port:
-            print(master_port_from_env(os.environ, cfg.launcher.port_range))
+            print(distenv.job_master_port(os.environ, cfg.launcher.port_range))
             return 0
         from orchestrator.runtime.preempt import PreemptFlag
 

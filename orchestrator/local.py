@@ -17,7 +17,6 @@ import ctypes
 import json
 import os
 import re
-import secrets
 import signal
 import socket
 import subprocess
@@ -26,20 +25,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from orchestrator.jobdirs import local_log_name as log_name
 from orchestrator.launch import PEER_FAILURE_EXIT
-from orchestrator.plan import JOB_DIR_MODE, folder_name
-from orchestrator.runconfig import (
-    CHECKPOINT_DIR,
-    LOG_DIR,
-    REQUEUE_FILE,
-    RESULT_FILE,
-    RunConfig,
-    write_run_config,
-)
+from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
 from orchestrator.runtime.preempt import SIGNALS
 
 LOCAL_ADDR = "127.0.0.1"
@@ -51,25 +42,6 @@ ERROR_PREFIX = "orch: error: "
 STRIP_VARS = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
                         "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"})
 STRIP_PREFIXES = ("SLURM_",)
-
-
-def log_name(rank: int) -> str:
-    return f"local-rank{rank}.out"
-
-
-def new_job_dir(root: Path, job_name: str, now: datetime | None = None, token: str | None = None) -> Path:
-    """Create ``<root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` with logs/ and checkpoints/ (as orch submit)."""
-    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
-    job_dir = root / f"{folder_name(job_name)}-{stamp}-{token or secrets.token_hex(3)}"
-    root.mkdir(parents=True, exist_ok=True)
-    job_dir.mkdir(mode=JOB_DIR_MODE)
-    for sub in (LOG_DIR, CHECKPOINT_DIR):
-        (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
-    return job_dir
-
-
-def write_job(job_dir: Path, cfg: RunConfig) -> None:
-    write_run_config(job_dir, cfg)
 
 
 def free_port(host: str = LOCAL_ADDR) -> int:

@@ -4,14 +4,13 @@
 a random token (no subprocess, no ``os.environ``). It resolves every value (command line, then the
 job's resources, then cluster.yaml's defaults), checks it against the partition before anything
 runs, builds ``job.json``, renders the script, and derives the rank table from simulated Slurm
-task environments with the same ``distenv.derive`` the tasks use. ``write_job_dir`` is the edge.
+task environments with the same ``distenv.derive`` the tasks use. ``write_job_dir`` is the edge
+(the folder layout itself belongs to :mod:`orchestrator.jobdirs`).
 """
 
 from __future__ import annotations
 
 import math
-import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,16 +23,17 @@ from orchestrator import distenv, hostlist
 from orchestrator.config import Cluster, Partition
 from orchestrator.errors import ConfigError
 from orchestrator.job import LoadedJob, make_params
+from orchestrator.jobdirs import folder_name, job_dir_path
+from orchestrator.jobdirs import write_job_dir as _write_job_dir
 from orchestrator.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
-from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, SCRIPT_FILE, RunConfig, write_run_config
+from orchestrator.runconfig import RunConfig
 from orchestrator.units import format_time, parse_mem_mb, parse_time
 
 # The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
 # port is derived the same way from the real job id (and SLURM_RESTART_COUNT) inside the batch step.
 DRY_RUN_JOB_ID = "12345"
-JOB_DIR_MODE = 0o750  # then narrowed by the umask; never group- or world-writable
-NOT_WRITABLE_BY_OTHERS = 0o022
-_FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
+__all__ = ["DRY_RUN_JOB_ID", "RankRow", "SubmitPlan", "SubmitRequest", "build_plan", "folder_name", "make_request",
+           "simulate_ranks", "write_job_dir"]
 
 
 class SubmitRequest(BaseModel):
@@ -115,7 +115,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     job_name = request.job_name if request.job_name is not None else spec.name
     if not job_name.strip():
         raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
-    job_dir = job_root / f"{folder_name(job_name)}-{now:%Y%m%d-%H%M%S}-{token}"
+    job_dir = job_dir_path(job_root, job_name, now, token)
     launcher = cluster.launcher.model_copy(update={"python": python})
     context = ScriptContext(
         job_name=job_name, nodes=nodes, ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=cpus,
@@ -153,11 +153,6 @@ def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, ma
         device = f"cuda:{env.local_rank}" if gpus_per_node else "cpu"
         rows.append(RankRow(host=environ["SLURMD_NODENAME"], device=device, env=env))
     return tuple(rows)
-
-
-def folder_name(job_name: str) -> str:
-    """The job name as a safe folder name part (the script still gets the name as given)."""
-    return _FOLDER_SAFE_RE.sub("_", job_name).strip("_.")[:64] or "job"
 
 
 def _check_nodes(nodes: int, available: int, partition: Partition) -> None:
@@ -260,18 +255,5 @@ def _gpu_spec(gpus: int, partition: Partition) -> str:
 
 
 def write_job_dir(plan: SubmitPlan) -> Path:
-    """Create the job folder with sbatch.sh, job.json and logs/ (Slurm does not create --output folders).
-
-    Modes are ``0o750``/``0o640`` narrowed by the user's umask: never group- or world-writable.
-    """
-    job_dir = plan.job_dir
-    job_dir.parent.mkdir(mode=JOB_DIR_MODE, parents=True, exist_ok=True)
-    job_dir.mkdir(mode=JOB_DIR_MODE)
-    for sub in (LOG_DIR, CHECKPOINT_DIR):
-        (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
-    fd = os.open(job_dir / SCRIPT_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o750)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(plan.script)
-    config = write_run_config(job_dir, plan.run_config)
-    config.chmod(config.stat().st_mode & ~NOT_WRITABLE_BY_OTHERS & 0o7777)
-    return job_dir
+    """Create the job folder with sbatch.sh, job.json, logs/ and checkpoints/ (:func:`jobdirs.write_job_dir`)."""
+    return _write_job_dir(plan.job_dir, plan.script, plan.run_config)

@@ -29,6 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import ConfigError
+from orchestrator.jobdirs import (
+    ARRAY_BATCH_LOG_PATTERN,
+    ARRAY_INDEX_PATTERN,
+    ARRAY_RANK_LOG_PATTERN,
+    BATCH_LOG_PATTERN,
+    RANK_LOG_PATTERN,
+    RAW_JOB_ID_FILE,
+)
 from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE
 
 if TYPE_CHECKING:
@@ -41,8 +49,8 @@ MULTI_NODE_TEMPLATE = "multi_node.sbatch.j2"
 TEMPLATE_NAMES = (BASE_TEMPLATE, SINGLE_NODE_TEMPLATE, MULTI_NODE_TEMPLATE)
 
 LOOPBACK_ADDR = "127.0.0.1"  # MASTER_ADDR of single-node jobs: every rank runs on the batch host
-BATCH_LOG = "slurm-%j.out"  # inside LOG_DIR; %j is Slurm's job id
-RANK_LOG = "%j-rank%t.out"  # inside LOG_DIR; %t is the task (global rank) id
+BATCH_LOG = BATCH_LOG_PATTERN  # inside LOG_DIR (jobdirs owns the names)
+RANK_LOG = RANK_LOG_PATTERN
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SBATCH_SAFE_RE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
@@ -92,6 +100,7 @@ class ScriptContext:
     preempt_before: int = 120
     requeue: bool = True
     master_addr: str | None = None  # fixed MASTER_ADDR (single node); None: looked up at run time
+    array: str | None = None  # a job array: sbatch's --array value ("0-3", "0-3%2"); job_dir is the array's
 
     @property
     def template_name(self) -> str:
@@ -100,12 +109,18 @@ class ScriptContext:
     def variables(self) -> dict[str, Any]:
         """The template variables: the fields plus the job folder paths derived from ``job_dir``."""
         values: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
-        log_dir = f"{self.job_dir}/{LOG_DIR}"
+        if self.array:  # each element runs in <array folder>/<index> (%a), its logs named by <array id>_<index>
+            log_dir = f"{self.job_dir}/{ARRAY_INDEX_PATTERN}/{LOG_DIR}"
+            batch, rank = ARRAY_BATCH_LOG_PATTERN, ARRAY_RANK_LOG_PATTERN
+        else:
+            log_dir, batch, rank = f"{self.job_dir}/{LOG_DIR}", BATCH_LOG_PATTERN, RANK_LOG_PATTERN
         values.update(
             log_dir=log_dir,
-            batch_log=f"{log_dir}/{BATCH_LOG}",
-            rank_log=f"{log_dir}/{RANK_LOG}",
+            batch_log=f"{log_dir}/{batch}",
+            rank_log=f"{log_dir}/{rank}",
             requeue_file=f"{self.job_dir}/{REQUEUE_FILE}",
+            requeue_name=REQUEUE_FILE,
+            raw_id_name=RAW_JOB_ID_FILE,
         )
         return values
 
@@ -246,6 +261,33 @@ def check_templates_dir(templates_dir: Path) -> None:
         )
 
 
+@functools.lru_cache(maxsize=1)
+def _context_class() -> type:
+    """A Jinja2 context whose ``{{ super() }}`` counts as quoted text: a parent block's output is
+    made of the parent's own text and values that already went through a quoting filter."""
+    import jinja2.runtime
+
+    class QuotedBlock(jinja2.runtime.BlockReference):
+        @property
+        def super(self) -> Any:
+            parent = super().super
+            if isinstance(parent, jinja2.runtime.BlockReference):
+                return QuotedBlock(parent.name, parent._context, parent._stack, parent._depth)
+            return parent
+
+        def __call__(self) -> Any:
+            return Shell(super().__call__())
+
+    class QuotingContext(jinja2.runtime.Context):
+        def super(self, name: str, current: Any) -> Any:
+            block = super().super(name, current)
+            if isinstance(block, jinja2.runtime.BlockReference):
+                return QuotedBlock(block.name, self, block._stack, block._depth)
+            return block
+
+    return QuotingContext
+
+
 @functools.lru_cache(maxsize=8)
 def environment(templates_dir: Path | None = None) -> jinja2.Environment:
     """The Jinja2 environment: the user's templates first, then the built-in ones."""
@@ -263,6 +305,7 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
         auto_reload=True,  # a stat per render: edits to --templates files are seen in long sessions
     )
     env.filters.update(FILTERS)
+    env.context_class = _context_class()
     return env
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.errors import SlurmError
+from orchestrator.units import format_time, parse_time
 
 if TYPE_CHECKING:
     import subprocess
@@ -185,6 +186,17 @@ def _none_if_blank(value: str) -> str | None:
     return None if value in ("", "(null)", "None", "Unknown") else value
 
 
+def normalize_elapsed(text: str | None) -> str | None:
+    """One format for elapsed times: ``[D-]HH:MM:SS`` (squeue prints ``0:16``, sacct ``00:00:16``)."""
+    if text is None or not text.strip():
+        return None
+    try:
+        seconds = parse_time(text.strip())
+    except ValueError:
+        return text.strip()
+    return None if seconds is None else format_time(seconds)
+
+
 def check_slurm_conf(environ: Mapping[str, str]) -> None:
     """A SLURM_CONF that names no file makes every client retry for 60 s: say so at once."""
     conf = environ.get("SLURM_CONF")
@@ -239,7 +251,7 @@ def squeue(job_ids: Sequence[str] = (), *, runner: Runner = run_command) -> dict
         job_id = job_id.strip()
         jobs[job_id] = JobStatus(job_id=job_id, state=state.strip(), source="squeue", name=name,
                                  reason=_none_if_blank(reason), nodes=_none_if_blank(nodes),
-                                 elapsed=elapsed.strip() or None)
+                                 elapsed=normalize_elapsed(elapsed))
     return jobs
 
 
@@ -258,7 +270,7 @@ def _parse_sacct(stdout: str, source: str, wanted: Sequence[str]) -> dict[str, J
         code, sig = parse_exit_code(exit_code)
         # later lines win: a rebuilt test cluster reuses job ids, and its newest record comes last
         jobs[job_id] = JobStatus(job_id=job_id, state=state.split()[0] if state else "UNKNOWN", source=source,
-                                 name=name, nodes=_none_if_blank(nodes), elapsed=elapsed or None,
+                                 name=name, nodes=_none_if_blank(nodes), elapsed=normalize_elapsed(elapsed),
                                  exit_code=code, signal=sig)
     return jobs
 
@@ -317,19 +329,24 @@ def show_job(job_id: str, *, runner: Runner = run_command) -> JobStatus | None:
         return None
     code, sig = parse_exit_code(fields.get("ExitCode", ""))
     restarts = fields.get("Restarts", "")
-    return JobStatus(job_id=fields.get("JobId", job_id), state=fields["JobState"], source="scontrol",
+    # the id as asked: for an array element (123_4) scontrol's JobId is the element's raw job id
+    return JobStatus(job_id=job_id, state=fields["JobState"], source="scontrol",
                      name=fields.get("JobName"), reason=_none_if_blank(fields.get("Reason", "")),
-                     nodes=_none_if_blank(fields.get("NodeList", "")), elapsed=fields.get("RunTime"),
+                     nodes=_none_if_blank(fields.get("NodeList", "")),
+                     elapsed=normalize_elapsed(fields.get("RunTime")),
                      exit_code=code, signal=sig, restarts=int(restarts) if restarts.isdigit() else None)
 
 
-def job_status(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus]:
+def job_status(job_ids: Sequence[str], *, runner: Runner = run_command, details: bool = True,
+               raw_ids: Mapping[str, str] | None = None) -> dict[str, JobStatus]:
     """The best-known status of each job, with as few calls as possible.
 
-    squeue for live and recently finished jobs (one call); then, for jobs that are finished or
-    unknown to squeue, one batched ``sacct`` (accounting) or else ``sacct --completion`` (the job
-    completion log) for their final state and exit code. A single job squeue still holds also gets
-    ``scontrol show job`` (restart count, exit code). Jobs nobody knows get state ``UNKNOWN``.
+    One batched squeue for all jobs (live and recently finished); then, for jobs that are finished
+    or unknown to squeue, one batched ``sacct`` (accounting) or else ``sacct --completion`` (the job
+    completion log) for their final state and exit code. The completion log files array elements
+    under their raw job id: ``raw_ids`` (element id -> raw id, from the element folders) maps them
+    back, with one more batched call. With ``details``, a single job squeue still holds also gets
+    ``scontrol show job`` (restart count, exit code). An empty answer means ``UNKNOWN``, never "gone".
     """
     ids = list(dict.fromkeys(job_ids))
     found = squeue(ids, runner=runner) if ids else {}
@@ -339,9 +356,13 @@ def job_status(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[
         final = sacct(settled, runner=runner)
         if final is None:
             final = jobcomp(settled, runner=runner)
+            raw = {i: (raw_ids or {})[i] for i in settled if i not in final and i in (raw_ids or {})}
+            if raw:
+                by_raw = jobcomp(sorted(set(raw.values())), runner=runner)
+                final.update({i: replace(by_raw[r], job_id=i) for i, r in raw.items() if r in by_raw})
         statuses.update({i: final[i] for i in settled if i in final})
     only = statuses[ids[0]] if len(ids) == 1 else None
-    if only is not None and only.source == "squeue":
+    if details and only is not None and only.source == "squeue":
         try:
             statuses[ids[0]] = show_job(ids[0], runner=runner) or only
         except SlurmError as exc:  # the details are a bonus; squeue's answer stands
@@ -367,11 +388,3 @@ def requeue(job_id: str, *, runner: Runner = run_command) -> None:
     proc = _query(["scontrol", "requeue", job_id], runner)
     if proc.returncode != 0:
         raise client_error("scontrol", proc)
-
-
-def own_job_id(environ: Mapping[str, str]) -> str | None:
-    """Inside a job: its id as sbatch/squeue name it (``123``, or ``123_4`` for an array element)."""
-    array_id, task_id = environ.get("SLURM_ARRAY_JOB_ID"), environ.get("SLURM_ARRAY_TASK_ID")
-    if array_id and task_id:
-        return f"{array_id}_{task_id}"
-    return environ.get("SLURM_JOB_ID") or None

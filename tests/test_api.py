@@ -1,6 +1,7 @@
-"""The Python API without Slurm: submitit's local executor, and the Slurm parameters it would use.
+"""The Python API without Slurm: submitit's local executor and validation before anything runs.
 
-The real-cluster side (submitit's Slurm executor, job arrays) is tested in tests/slurm/test_e2e_api.py.
+That the API queues orch submit's own script is proven in tests/test_sweep.py (stub sbatch); the
+real-cluster side (one job, job arrays, preemption) in tests/slurm/test_e2e_api.py.
 """
 
 from __future__ import annotations
@@ -92,39 +93,47 @@ def test_slurm_executor_validates_like_orch_submit(clean_env: pytest.MonkeyPatch
         api.submit("smoke", cluster=path, executor="slurm", partition="nope")
 
 
-def _params(make_plan: Callable[..., Any], **request: Any) -> dict[str, Any]:
-    return api.slurm_parameters(make_plan(**request).context)
-
-
-def test_slurm_parameters_match_the_template(make_plan: Callable[..., Any]) -> None:
-    two = _params(make_plan, nodes=2, gpus=8)
-    extra = two["additional_parameters"]
-    assert (two["nodes"], two["ntasks_per_node"], two["partition"]) == (2, 8, "gpu")
-    assert extra["gpus-per-node"] == "a100:8" and extra["signal"] == "USR2@180" and extra["requeue"] is True
-    assert extra["mem-per-gpu"].endswith("M") and extra["time"] == "04:00:00"
-    assert "--kill-on-bad-exit=1" in two["srun_args"]
-    assert f"--cpus-per-task={two['cpus_per_task']}" in two["srun_args"]
-    assert any("NodeAddr" in line for line in two["setup"])  # MASTER_ADDR from rank 0's node
-    one = _params(make_plan, nodes=1, gpus=4, partition="debug")
-    assert one["setup"] == ["export MASTER_ADDR=127.0.0.1"]
-    assert one["additional_parameters"]["gpus-per-node"] == "4"
-
-
-def test_slurm_parameters_gres_account_and_setup(make_plan: Callable[..., Any],
-                                                 write_cluster: Callable[..., Path]) -> None:
-    cluster = write_cluster(launcher={"gpu_flag": "gres", "requeue": False, "setup": ["module load cuda"],
-                                      "preempt_signal": "USR1"},
-                            defaults={"account": "proj", "qos": "high"})
-    params = _params(make_plan, cluster=cluster, nodes=1, gpus=2)
-    extra = params["additional_parameters"]
-    assert extra["gres"] == "gpu:a100:2" and "gpus-per-node" not in extra
-    assert (extra["account"], extra["qos"], extra["signal"]) == ("proj", "high", "USR1@180")
-    assert "requeue" not in extra
-    assert params["setup"][0] == "module load cuda"
-
-
 def test_importing_the_api_is_lazy() -> None:
     code = ("import sys, orchestrator\nassert 'orchestrator.api' not in sys.modules\n"
             "orchestrator.submit\nprint(sorted(m for m in ('torch', 'submitit') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_local_mode_and_orch_run_write_the_same_job_json(clean_env: pytest.MonkeyPatch,
+                                                         write_cluster: Callable[..., Path], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """One local plan (orchestrator.localplan): the API's local mode and orch run build job.json alike,
+    with a timezone-aware creation time. Nothing runs here: both runners are replaced."""
+    import submitit
+
+    from orchestrator.cli import main
+    from orchestrator.commands import run as run_cmd
+    from orchestrator.local import LocalResult
+
+    write_cluster()
+
+    class Queued:
+        job_id = "local-1"
+        state = "RUNNING"
+
+    class NoRunner:
+        def __init__(self, job_dir: Path, **kwargs: Any) -> None:
+            self.job_dir = job_dir
+
+        def run(self) -> LocalResult:
+            return LocalResult(job_dir=self.job_dir, exit_code=0, status="completed", message="completed")
+
+    clean_env.setattr(submitit.LocalExecutor, "submit", lambda self, fn: Queued())
+    clean_env.setattr(run_cmd, "LocalRunner", NoRunner)
+    clean_env.setenv("ORCH_DATA_DIR", "data")  # read at the edge, made absolute, written to job.json
+    handle = api.submit("smoke", nodes=1, gpus=2, executor="local", epochs=2, lr=0.5)
+    assert main(["run", "smoke", "--nproc", "2", "epochs=2", "lr=0.5"]) == 0
+    capsys.readouterr()
+    (run_dir,) = set((tmp_path / "jobs").iterdir()) - {handle.job_dir}
+    configs = [json.loads((d / "job.json").read_text()) for d in (handle.job_dir, run_dir)]
+    for cfg, folder in zip(configs, (handle.job_dir, run_dir), strict=True):
+        assert cfg.pop("job_dir") == str(folder)
+        assert cfg.pop("created")[19:] != ""  # a UTC offset: timezone-aware
+        assert cfg["data_dir"] == str(tmp_path / "data")
+    assert configs[0] == configs[1]

@@ -16,7 +16,7 @@ from support import clean_environ
 
 from orchestrator import distenv
 from orchestrator.errors import DistEnvError
-from orchestrator.launch import check_world, main, master_port_from_env
+from orchestrator.launch import check_world, main
 from orchestrator.runconfig import RunConfig, write_run_config
 
 SMOKE = Path(__file__).resolve().parent.parent / "jobs" / "smoke.py"
@@ -56,12 +56,13 @@ def test_master_port_matches_distenv_and_needs_no_torch(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("environ", "says"), [
-    ({}, "needs SLURM_JOB_ID"),
+    ({}, "SLURM_JOB_ID or SLURM_JOBID is not set"),
     ({"SLURM_JOB_ID": "7", "SLURM_RESTART_COUNT": "x"}, "SLURM_RESTART_COUNT='x' is not a number"),
 ])
 def test_master_port_errors(environ: dict[str, str], says: str) -> None:
+    # the batch script's `launch --master-port` is distenv.job_master_port, messages included
     with pytest.raises(DistEnvError, match=says):
-        master_port_from_env(environ, (29500, 39499))
+        distenv.job_master_port(environ, (29500, 39499))
 
 
 def test_not_launched_by_anything_is_a_clear_error(tmp_path: Path, clean_env: pytest.MonkeyPatch,

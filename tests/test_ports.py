@@ -27,7 +27,8 @@ from support import ORCH, clean_environ
 
 from orchestrator import distenv
 from orchestrator.config import Launcher
-from orchestrator.local import LocalRunner, new_job_dir
+from orchestrator.jobdirs import create_job_dir
+from orchestrator.local import LocalRunner
 from orchestrator.runconfig import LOG_DIR, RunConfig, write_run_config
 
 SMOKE = Path(__file__).resolve().parent.parent / "jobs" / "smoke.py"
@@ -113,7 +114,7 @@ def test_taken_port_is_a_clear_error_not_a_hang(bind_all: bool, tmp_path: Path) 
     sock.listen(8)
     port = sock.getsockname()[1]
     timeout = 60
-    job_dir = new_job_dir(tmp_path / "jobs", "smoke")
+    job_dir = create_job_dir(tmp_path / "jobs" / "smoke")
     write_run_config(job_dir, _config(job_dir, Launcher(init_timeout=timeout)))
     try:
         started = time.monotonic()

@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 
+from orchestrator import api, jobstate
 from orchestrator.cli import main
 from orchestrator.commands.plot import series
+from orchestrator.errors import OrchError
 from orchestrator.jobdirs import find_job_dir, list_job_dirs, read_metrics
 from orchestrator.runconfig import RunConfig, write_run_config
 
@@ -160,10 +162,10 @@ def test_status_shows_epoch_step_and_loss_from_progress_json(fake_slurm: FakeSlu
     code, out, _ = run_cli(capsys, "status")
     lines = out.splitlines()
     header = lines[0].split()
-    assert header[:8] == ["JOBID", "STATE", "EXIT", "RESTARTS", "ELAPSED", "EPOCH", "STEP", "LOSS"]
+    assert header[:9] == ["JOBID", "STATE", "EXIT", "RESTARTS", "ELAPSED", "GPU_H", "EPOCH", "STEP", "LOSS"]
     row = dict(zip(header, lines[1].split(), strict=False))
     assert (row["JOBID"], row["EPOCH"], row["STEP"], row["LOSS"]) == ("9", "2/3", "120/469", "0.3412")
-    assert lines[2].split()[:1] == ["10"] and lines[2].split()[5:8] == ["-", "-", "-"]
+    assert lines[2].split()[:1] == ["10"] and lines[2].split()[6:9] == ["-", "-", "-"]
     code, out, _ = run_cli(capsys, "status", "9", "--json")
     data = json.loads(out)
     assert data["progress"]["step"] == 120 and data["epoch"] == "2/3" and data["loss"] == "0.3412"
@@ -231,7 +233,8 @@ def test_logs_batch_rank_and_missing(fake_slurm: FakeSlurm, job_root: Path,
 def test_logs_say_where_the_run_is_while_the_log_is_empty(fake_slurm: FakeSlurm, job_root: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     folder = make_job(job_root, "smoke", job_id="9", logs={"9-rank1.out": ""})
-    assert run_cli(capsys, "logs", "9", "--rank", "1") == (0, "", "")  # no progress.json: nothing to add
+    code, out, err = run_cli(capsys, "logs", "9", "--rank", "1")
+    assert (code, out) == (0, "") and "has written nothing yet" in err and "rank 0 is at" not in err
     (folder / "progress.json").write_text(json.dumps({"epoch": 1, "epochs": 2, "step": 40, "steps": 469,
                                                       "loss": 0.5}))
     code, out, err = run_cli(capsys, "logs", "9", "--rank", "1")
@@ -322,11 +325,13 @@ def test_list_states_from_squeue_and_folders(fake_slurm: FakeSlurm, job_root: Pa
     rows = json.loads(out)
     assert code == 0
     assert [(r["name"], r["job_id"], r["state"]) for r in rows] == [
-        ("running", "21", "RUNNING"), ("refused", None, "not queued"), ("local", None, "finished")]
+        ("running", "21", "RUNNING"), ("refused", None, "NOT_QUEUED"), ("local", None, "COMPLETED")]
+    assert [r["orch_state"] for r in rows] == ["running", "not queued", "completed"]
+    assert rows[0]["elapsed"] == "00:00:30" and rows[0]["created"].startswith("2026-01-03T00:00:00")
     assert fake_slurm.calls() == [["squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N|%M|%j",
                                    "--jobs=21"]]
     code, out, _ = run_cli(capsys, "list")
-    assert out.splitlines()[0].split() == ["NAME", "JOBID", "CREATED", "STATE", "FOLDER"]
+    assert out.splitlines()[0].split() == ["NAME", "JOBID", "CREATED", "STATE", "ELAPSED", "FOLDER"]
     assert len(out.splitlines()) == 4
 
 
@@ -336,7 +341,7 @@ def test_list_without_slurm_still_lists(clean_env: pytest.MonkeyPatch, job_root:
     make_job(job_root, "queued", job_id="3")
     code, out, err = run_cli(capsys, "list", "--json")
     assert code == 0 and err == ""
-    assert [(r["job_id"], r["state"]) for r in json.loads(out)] == [("3", "unknown")]
+    assert [(r["job_id"], r["state"]) for r in json.loads(out)] == [("3", "UNKNOWN")]
 
 
 def test_list_of_an_empty_or_missing_root(job_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -371,7 +376,6 @@ def test_read_metrics_skips_a_torn_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("ref", ["12x", "../nowhere", "1_"])
 def test_bad_references(job_root: Path, ref: str) -> None:
-    from orchestrator.errors import OrchError
 
     with pytest.raises(OrchError, match="neither a job id nor a job folder"):
         find_job_dir(ref, job_root)
@@ -450,3 +454,116 @@ def test_installed_orch_status_json(fake_slurm: FakeSlurm, job_root: Path, tmp_p
     data = json.loads(proc.stdout)
     assert data["state"] == "PENDING" and data["reason"] == "Resources" and data["restarts"] == 0
 
+
+# --- one state for list and status; honest waits, logs and errors (issue 8) ----------------------
+
+Capsys = pytest.CaptureFixture[str]
+
+SQUEUE = ("1|COMPLETED|None|node1|0:16|done\n"
+          "2|CANCELLED|None|node1|0:03|cancelled\n"
+          "3|PENDING|BeginTime||0:00|requeued\n")
+JOBCOMP = ("4|FAILED|3:0|node1|00:00:05|failed\n"
+           "77|COMPLETED|0:0|node2|00:01:00|element\n")  # the array element 9_1, under its raw id
+
+
+def test_list_and_status_agree(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
+    for job_id, name in (("1", "done"), ("2", "cancelled"), ("3", "requeued"), ("4", "failed")):
+        make_job(job_root, name, job_id=job_id, created=f"2026-01-0{job_id}T00:00:00")
+    element = make_job(job_root, "element", job_id="9_1", created="2026-01-05T00:00:00")
+    (element / "slurm_job_id").write_text("77\n")
+    fake_slurm.set({"squeue": {"stdout": SQUEUE}, "sacct": DISABLED, "sacct --completion": {"stdout": JOBCOMP}})
+    code, out, err = run_cli(capsys, "list", "--json")
+    assert code == 0, err
+    listed = {r["job_id"]: r for r in json.loads(out)}
+    code, out, err = run_cli(capsys, "status", "1", "2", "3", "4", "9_1", "--json")
+    assert code == 0, err
+    status = {r["job_id"]: r for r in json.loads(out)}
+    expected = {"1": "COMPLETED", "2": "CANCELLED", "3": "PENDING", "4": "FAILED", "9_1": "COMPLETED"}
+    assert {i: r["state"] for i, r in listed.items()} == expected
+    assert {i: r["state"] for i, r in status.items()} == expected
+    for job_id in expected:
+        for key in ("state", "orch_state", "elapsed", "created", "job_dir", "gpu_hours"):
+            assert listed[job_id][key] == status[job_id][key], (job_id, key)
+    assert status["3"]["reason"] == "BeginTime" and status["4"]["exit_code"] == 3
+    assert status["1"]["elapsed"] == "00:00:16" and status["9_1"]["elapsed"] == "00:01:00"
+    assert status["9_1"]["gpu_hours"] == round(60 * 4 / 3600, 3)  # 2 nodes x 2 GPUs in job.json
+    code, out, _ = run_cli(capsys, "status", "1", "2")
+    assert out.splitlines()[0].split()[:6] == ["JOBID", "STATE", "EXIT", "RESTARTS", "ELAPSED", "GPU_H"]
+
+
+def test_forgotten_job_with_a_result_completed(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
+    make_job(job_root, "old", job_id="5", result={"final": {}})
+    fake_slurm.set({"squeue": {"stdout": ""}, "sacct": DISABLED, "sacct --completion": {"stdout": ""}})
+    code, out, _ = run_cli(capsys, "status", "5", "--json")
+    data = json.loads(out)
+    assert code == 0 and (data["state"], data["source"]) == ("COMPLETED", "folder")
+
+
+def test_created_times_have_one_format() -> None:
+    aware = jobstate.format_created("2026-01-02T03:04:05+00:00")
+    naive = jobstate.format_created("2026-01-02T03:04:05")
+    assert aware[19:] and naive[19:]  # both carry an offset
+    assert len(aware) == len(naive) == len("2026-01-02T03:04:05+00:00")
+
+
+def test_logs_of_a_rank_that_wrote_nothing(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
+    make_job(job_root, "smoke", job_id="9", logs={"9-rank0.out": "zero\n", "9-rank1.out": ""})
+    code, out, err = run_cli(capsys, "logs", "9", "--rank", "1")
+    assert code == 0 and out == "" and "rank 1 has written nothing yet" in err
+
+
+def test_wait_ends_when_slurm_forgot_a_job_that_never_ran(fake_slurm: FakeSlurm, job_root: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = make_job(job_root, "vanished", job_id="12")
+    fake_slurm.set({"squeue": {"stdout": ""}, "sacct": DISABLED, "sacct --completion": {"stdout": ""}})
+    monkeypatch.setattr(api, "POLL_SECONDS", 0.01)
+    handle = api.JobHandle(job_id="12", job_dir=folder, executor="slurm")
+    with pytest.raises(OrchError, match="no longer knows job 12, and it never ran") as info:
+        handle.result()  # no timeout: it must still end
+    assert info.value.hint and "cancelled while pending" in info.value.hint
+    (folder / "logs" / "12-rank0.out").write_text("started\n")
+    with pytest.raises(OrchError, match=r"it ran but left no result\.json"):
+        handle.result()
+
+
+def test_usage_errors_name_the_verbs_help(capsys: Capsys) -> None:
+    code, _, err = run_cli(capsys, "submit", "smoke", "--constraint", "a100", "--dry-run")
+    assert code == 2
+    assert err.startswith("orch: error: unrecognized arguments: --constraint a100\n")
+    assert "HINT: run 'orch submit --help' for usage" in err
+
+
+def test_super_in_a_user_block_is_accepted(fake_slurm: FakeSlurm, job_root: Path, tmp_path: Path,
+                                           capsys: Capsys) -> None:
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "multi_node.sbatch.j2").write_text(
+        '{% extends "base.sbatch.j2" %}\n{% block sbatch %}\n{{ super() }}\n#SBATCH --constraint=a100\n'
+        "{% endblock %}\n{% block master_addr %}\nMASTER_ADDR={{ job_name | q }}\n{% endblock %}\n")
+    code, out, err = run_cli(capsys, "submit", "smoke", "--nodes", "2", "--gpus", "2", "--templates", str(templates),
+                             "--job-name", "a b", "--dry-run")
+    assert code == 0, err
+    assert "#SBATCH --job-name=\"a b\"\n" in out and "#SBATCH --requeue\n\n#SBATCH --constraint=a100\n" in out
+    # a value outside a filter is still refused, with a short message
+    (templates / "multi_node.sbatch.j2").write_text(
+        '{% extends "base.sbatch.j2" %}\n{% block sbatch %}\n{{ super() }}\n#SBATCH --comment={{ job_name }}\n'
+        "{% endblock %}\n")
+    code, _, err = run_cli(capsys, "submit", "smoke", "--nodes", "2", "--gpus", "2", "--templates", str(templates),
+                           "--dry-run")
+    assert code == 2 and "without a quoting filter" in err and len(err) < 400, err
+
+
+def test_cancel_a_whole_array_by_its_id(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
+    queue = "40_0|RUNNING|None|node1|0:05|s\n40_[1-3%1]|PENDING|JobArrayTaskLimit||0:00|s\n"
+    fake_slurm.set({"squeue": {"stdout": queue}, "scancel": {"stdout": ""}})
+    code, out, err = run_cli(capsys, "cancel", "40")
+    assert (code, out) == (0, "cancelled 40\n"), err
+    assert [c for c in fake_slurm.calls() if c[0] == "scancel"] == [["scancel", "40"]]
+
+
+def test_an_array_folder_points_at_its_elements(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
+    folder = job_root / "sweep-20260101-000000-abcdef"
+    folder.mkdir()
+    (folder / "array.json").write_text("{}")
+    code, _, err = run_cli(capsys, "status", str(folder))
+    assert code == 2 and "folder of a job array" in err and str(folder / "0") in err

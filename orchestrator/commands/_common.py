@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchestrator.config import Cluster, find_cluster_file, load_cluster
+from orchestrator.config import Cluster, find_cluster
 
 
 def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
@@ -22,8 +22,9 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def cluster_from_args(args: argparse.Namespace) -> Cluster:
-    path = find_cluster_file(getattr(args, "cluster", None), os.environ, Path.cwd())
-    return load_cluster(path)
+    cluster = find_cluster(getattr(args, "cluster", None), os.environ, Path.cwd())
+    assert cluster is not None  # required: a missing file raised
+    return cluster
 
 
 def print_json(data: Any) -> None:

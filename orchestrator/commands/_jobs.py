@@ -8,8 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator.config import CLUSTER_ENV_VAR, Cluster, find_cluster_file, load_cluster
-from orchestrator.errors import ConfigError
+from orchestrator.config import Cluster, find_cluster
 from orchestrator.jobdirs import job_root
 
 
@@ -19,14 +18,7 @@ def cluster_or_none(args: argparse.Namespace) -> Cluster | None:
     The follow-up verbs only need ``launcher.job_root`` from it, so they work without one (with
     the default job root); a file that was named but is missing or invalid is still an error.
     """
-    explicit = getattr(args, "cluster", None)
-    try:
-        path = find_cluster_file(explicit, os.environ, Path.cwd())
-    except ConfigError:
-        if explicit or os.environ.get(CLUSTER_ENV_VAR):
-            raise
-        return None
-    return load_cluster(path)
+    return find_cluster(getattr(args, "cluster", None), os.environ, Path.cwd(), required=False)
 
 
 def job_root_from_args(args: argparse.Namespace) -> Path:

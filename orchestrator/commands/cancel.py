@@ -32,10 +32,11 @@ def run(args: argparse.Namespace) -> int:
             ids.append(find_job_dir(ref, root).queued_id())
     ids = list(dict.fromkeys(ids))
     # scancel says nothing about unknown or finished jobs: ask squeue first, so the answer is true.
-    known = slurm.squeue(ids)
-    live = [i for i in ids if i in known and not known[i].terminal]
-    done = {i: known[i].state for i in ids if i in known and known[i].terminal}
-    unknown = [i for i in ids if i not in known]
+    found = slurm.squeue(ids)
+    known = {i: _whole(i, found) for i in ids}
+    live = [i for i, s in known.items() if s is not None and not s.terminal]
+    done = {i: s.state for i, s in known.items() if s is not None and s.terminal}
+    unknown = [i for i in ids if known[i] is None]
     if live:
         slurm.scancel(live, signal=args.signal, full=bool(args.signal))
     verb = f"signalled ({args.signal})" if args.signal else "cancelled"
@@ -52,3 +53,14 @@ def run(args: argparse.Namespace) -> int:
                          hint="check the id with orch list or orch status (finished jobs leave the queue "
                               "after MinJobAge)")
     return 0
+
+
+def _whole(job_id: str, found: dict[str, slurm.JobStatus]) -> slurm.JobStatus | None:
+    """squeue's answer for ``job_id``; a job array's id (``1234``) stands for its elements (``1234_0``,
+    ``1234_[1-3]``): live while any element is."""
+    if job_id in found:
+        return found[job_id]
+    elements = [s for k, s in found.items() if "_" not in job_id and k.startswith(job_id + "_")]
+    if not elements:
+        return None
+    return next((s for s in elements if not s.terminal), elements[0])

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.config import CLUSTER_ENV_VAR, find_cluster_file, load_cluster
+from orchestrator.config import find_cluster
 from orchestrator.distenv import DEFAULT_PORT_RANGE, derive
 from orchestrator.errors import ConfigError
 
@@ -38,14 +38,8 @@ def run(args: argparse.Namespace) -> int:
 def _port_range(args: argparse.Namespace) -> tuple[int, int]:
     if args.port_range:
         return _parse_port_range(args.port_range)
-    explicit = args.cluster or os.environ.get(CLUSTER_ENV_VAR)
-    try:
-        path = find_cluster_file(args.cluster, os.environ, Path.cwd())
-    except ConfigError:
-        if explicit:
-            raise
-        return DEFAULT_PORT_RANGE
-    return load_cluster(path).launcher.port_range
+    cluster = find_cluster(args.cluster, os.environ, Path.cwd(), required=False)
+    return cluster.launcher.port_range if cluster is not None else DEFAULT_PORT_RANGE
 
 
 def _parse_port_range(text: str) -> tuple[int, int]:

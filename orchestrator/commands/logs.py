@@ -81,7 +81,8 @@ def _ended(job: JobDir) -> bool:
     return found is None or found.terminal
 
 
-def follow(job: JobDir, path: Path, interval: float, out: BinaryIO) -> None:
+def follow(job: JobDir, path: Path, interval: float, out: BinaryIO) -> bool:
+    """Print the log as it grows until the job ends; False when the log never appeared."""
     offset = 0
     next_check = 0.0
     waiting_noted = False
@@ -95,7 +96,7 @@ def follow(job: JobDir, path: Path, interval: float, out: BinaryIO) -> None:
             next_check = now + STATE_EVERY
             if _ended(job):
                 _copy_new(path, offset, out)  # what was written between the last read and the end
-                return
+                return path.exists()
         time.sleep(interval)
 
 
@@ -104,14 +105,20 @@ def run(args: argparse.Namespace) -> int:
     path = job.log_file(args.rank)
     out = sys.stdout.buffer
     if args.follow:
+        appeared = True
         with contextlib.suppress(KeyboardInterrupt):
-            follow(job, path, args.interval, out)
+            appeared = follow(job, path, args.interval, out)
+        if not appeared:
+            raise _missing(job, path, args.rank)
         return 0
     note = progress_note(job)
     if not path.is_file():
         if note is not None:
             print(note, file=sys.stderr)
         raise _missing(job, path, args.rank)
-    if _copy_new(path, 0, out) == 0 and note is not None:
-        print(note, file=sys.stderr)  # the log is still empty: say what is happening
+    if _copy_new(path, 0, out) == 0:
+        who = "the batch shell" if args.rank is None else f"rank {args.rank}"
+        print(f"orch: {path} is empty: {who} has written nothing yet", file=sys.stderr)
+        if note is not None:
+            print(note, file=sys.stderr)  # what is happening meanwhile
     return 0

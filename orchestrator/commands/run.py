@@ -13,21 +13,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_or_none
-from orchestrator.config import Launcher
+from orchestrator.config import DATA_DIR_ENV_VAR, resolve_data_dir
 from orchestrator.errors import ConfigError
 from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
-from orchestrator.jobdirs import job_root, metrics_cell
-from orchestrator.local import LocalResult, LocalRunner, log_name, new_job_dir, tail
+from orchestrator.jobdirs import job_root, local_log_name, metrics_cell
+from orchestrator.local import LocalResult, LocalRunner, tail
+from orchestrator.localplan import available_cpus, cpus_per_rank, new_local_run
 from orchestrator.runconfig import LOG_DIR, RunConfig, read_run_config, write_run_config
 
 HELP = "run a job on this machine: N processes through the same launcher (gloo on CPU)"
-DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,40 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def _absolute(path: str | None) -> str | None:
-    return str(Path(path).expanduser().absolute()) if path else None
-
-
 def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
     if not args.job:
         raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
-    loaded = load_job(args.job, os.environ, Path.cwd())
-    params = make_params(loaded.spec, parse_overrides(args.overrides))
+    cwd = Path.cwd()
+    loaded = load_job(args.job, os.environ, cwd)
     cluster = cluster_or_none(args)
-    nproc = args.nproc or 1
-    data_dir = _absolute(args.data_dir or os.environ.get(DATA_DIR_ENV_VAR))
-    if loaded.spec.needs_data and data_dir is None:
-        raise ConfigError(f"job {loaded.spec.name} needs a data directory, and none was given",
-                          hint=f"pass --data-dir DIR or set {DATA_DIR_ENV_VAR}=DIR")
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
-    job_dir = new_job_dir(root, loaded.spec.name)
-    cfg = RunConfig(
-        mode="local", job_name=loaded.spec.name, job_file=str(loaded.path),
-        params=params.model_dump(mode="json"),
-        nodes=1, gpus_per_node=0, tasks_per_node=nproc, cpus_per_task=max(1, available_cpus() // nproc),
-        data_dir=data_dir, job_dir=str(job_dir), cluster_name=cluster.name if cluster else None,
-        launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
-        created=datetime.now().astimezone().isoformat(timespec="seconds"),
-    )
-    write_run_config(job_dir, cfg)
-    return job_dir, cfg
+    return new_local_run(loaded, parse_overrides(args.overrides), nproc=args.nproc or 1, root=root,
+                         data_dir=resolve_data_dir(args.data_dir, os.environ, cwd), cluster=cluster)
 
 
 def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
@@ -101,9 +75,9 @@ def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
         merged = {**cfg.params, **parse_overrides(overrides)}
         changes["params"] = make_params(spec, merged).model_dump(mode="json")
     if args.nproc and args.nproc != cfg.tasks_per_node:
-        changes.update(tasks_per_node=args.nproc, cpus_per_task=max(1, available_cpus() // args.nproc))
+        changes.update(tasks_per_node=args.nproc, cpus_per_task=cpus_per_rank(available_cpus(), args.nproc))
     if args.data_dir:
-        changes["data_dir"] = _absolute(args.data_dir)
+        changes["data_dir"] = resolve_data_dir(args.data_dir, os.environ, Path.cwd())
     if changes:
         cfg = RunConfig.model_validate({**cfg.model_dump(), **changes})
         write_run_config(job_dir, cfg)
@@ -129,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(result: LocalResult, job_dir: Path, out: TextIO) -> None:
     if result.status == "failed" and result.failed_rank is not None:
-        log = job_dir / LOG_DIR / log_name(result.failed_rank)
+        log = job_dir / LOG_DIR / local_log_name(result.failed_rank)
         lines = tail(log)
         if lines and result.failed_rank != 0:  # rank 0's output was already shown
             print(f"--- last lines of {log} ---\n{lines}\n---", file=sys.stderr)

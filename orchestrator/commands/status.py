@@ -1,12 +1,13 @@
 """``orch status [JOBID|DIR ...] [--json]``: Slurm's state of jobs, live or finished.
 
 Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`` call when the
-cluster keeps accounting, else from the job completion log (see ``slurm.job_status``). Without
-arguments: the newest jobs submitted from here (their folders under ``launcher.job_root``).
-With ``--json`` one job gives one object, several give a list; each has at least ``job_id`` and
-``state`` (Slurm's name, e.g. ``COMPLETED``). EPOCH/STEP/LOSS come from the job folder's
-``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in ``--json``); METRICS is the
-last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch`` in ``--json``).
+cluster keeps accounting, else from the job completion log (see ``slurm.job_status``); the state is
+read by :mod:`orchestrator.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs
+submitted from here (their folders under ``launcher.job_root``). With ``--json`` one job gives one
+object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's name, e.g.
+``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``. EPOCH/STEP/LOSS come from the job
+folder's ``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in
+``--json``); METRICS is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orchestrator import slurm
+from orchestrator import jobstate
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import format_rows, job_root_from_args
 from orchestrator.errors import OrchError
@@ -37,6 +38,7 @@ COLUMNS: dict[str, str] = {
     "EXIT": "exit_code",
     "RESTARTS": "restarts",
     "ELAPSED": "elapsed",
+    "GPU_H": "gpu_hours",
     "EPOCH": "epoch",
     "STEP": "step",
     "LOSS": "loss",
@@ -75,22 +77,16 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
     return targets
 
 
-def rows(targets: list[tuple[str, JobDir | None]],
-         statuses: dict[str, slurm.JobStatus]) -> list[dict[str, Any]]:
-    out = []
-    for job_id, job in targets:
-        row = statuses[job_id].as_dict()
-        row["job_dir"] = str(job.path) if job else None
+def with_training(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[dict[str, Any]]:
+    """Add where training is (progress.json) and the last epoch's metrics (metrics.jsonl) to each row."""
+    for row, job in zip(rows, jobs, strict=True):
         progress = read_progress(job.path) if job else None
-        row.update(progress_cells(progress))  # EPOCH/STEP/LOSS from the job's progress.json
+        row.update(progress_cells(progress))  # EPOCH/STEP/LOSS
         row["progress"] = progress
         records = read_metrics(job.path) if job else []
         row["last_epoch"] = records[-1] if records else None  # the task's metrics, by name
         row["metrics"] = metrics_cell(row["last_epoch"])
-        if job is not None and not row.get("name"):
-            row["name"] = job.name
-        out.append(row)
-    return out
+    return rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,8 +97,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         raise OrchError("no jobs submitted from here yet",
                         hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
-    statuses = slurm.job_status([job_id for job_id, _ in targets])
-    table = rows(targets, statuses)
+    table = with_training(jobstate.rows(list(targets)), [job for _, job in targets])
     if args.json:
         print_json(table[0] if len(args.jobs) == 1 else table)
     else:

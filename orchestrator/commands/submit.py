@@ -3,7 +3,11 @@
 Dry run and submit share one path (``plan.build_plan``): the dry run prints exactly the script that
 would be queued, plus every rank as ``distenv.derive`` computes it; it starts no subprocess and
 writes nothing. A real submit writes the job folder, runs ``sbatch --parsable`` and records the job
-id; when sbatch refuses, Slurm's message goes to the terminal and to ``submit_error.txt``.
+id; when sbatch refuses, Slurm's message goes to the terminal and to ``submit_error.txt``. The
+Python API queues through the same functions (:mod:`orchestrator.submission`).
+
+``--sweep key=v1,v2`` (repeatable) submits the cartesian product of the values as one Slurm job
+array (``--array-throttle N``: at most N elements at once); element I runs in ``<job folder>/I``.
 """
 
 from __future__ import annotations
@@ -12,8 +16,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,15 +26,16 @@ from orchestrator.commands._common import (
     cluster_from_args,
     print_json,
 )
+from orchestrator.config import DATA_DIR_ENV_VAR
 from orchestrator.errors import ConfigError
 
 if TYPE_CHECKING:
-    from orchestrator.config import Cluster
+    from orchestrator.job import LoadedJob
     from orchestrator.plan import SubmitPlan
+    from orchestrator.submission import ArrayPlan
 
 HELP = ("submit a job to Slurm (validate it first; --dry-run shows the script and every rank; "
         "for a run on this machine use 'orch run')")
-DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"
 RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
              "master_addr", "master_port")  # the JSON of each rank in --dry-run --json
 
@@ -59,14 +63,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "missing files fall back to the built-in ones)")
     parser.add_argument("--data-dir", metavar="DIR", help=f"dataset directory (default: ${DATA_DIR_ENV_VAR})")
     add_cluster_argument(parser)
+    parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2",
+                        help="sweep a hyperparameter (repeatable): the cartesian product of all --sweep values "
+                             "runs as one Slurm job array, element I in <job folder>/I")
+    parser.add_argument("--array-throttle", type=int, metavar="N",
+                        help="with --sweep: run at most N array elements at once (sbatch --array=...%%N)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
     add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from orchestrator.config import resolve_data_dir
     from orchestrator.job import load_job, parse_overrides
-    from orchestrator.plan import build_plan, make_request
+    from orchestrator.plan import make_request
+    from orchestrator.submission import new_plan
 
     cluster = cluster_from_args(args)
     cwd = Path.cwd()
@@ -77,11 +88,11 @@ def run(args: argparse.Namespace) -> int:
         "job_name": args.job_name, "account": args.account, "qos": args.qos,
         "overrides": parse_overrides(args.overrides),
         "templates": _absolute(args.templates, cwd),
-        "data_dir": _absolute(args.data_dir or os.environ.get(DATA_DIR_ENV_VAR), cwd),
+        "data_dir": resolve_data_dir(args.data_dir, os.environ, cwd),
     })
-    plan = build_plan(request, cluster, loaded, python=cluster.launcher.python or sys.executable,
-                      now=datetime.now().astimezone(), token=os.urandom(3).hex(),
-                      job_root=_job_root(cluster, cwd))
+    plan = new_plan(request, cluster, loaded, cwd)
+    if args.sweep or args.array_throttle is not None:
+        return _sweep(args, plan, loaded)
     data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, request.data_dir)
     if args.dry_run:
         note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
@@ -93,46 +104,84 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _data_dir_problem(job_name: str, needs_data: bool, data_dir: str | None) -> ConfigError | None:
-    """A job that reads a dataset needs an existing data directory (checked here, not hours later)."""
-    if data_dir is not None and not Path(data_dir).is_dir():
-        return ConfigError(f"the data directory {data_dir} does not exist",
-                           hint=f"pass --data-dir DIR (or set {DATA_DIR_ENV_VAR}) with an existing folder")
-    if needs_data and data_dir is None:
-        return ConfigError(f"job {job_name} needs a data directory, and none was given",
-                           hint=f"pass --data-dir DIR or set {DATA_DIR_ENV_VAR}=DIR")
-    return None
+    from orchestrator.submission import data_dir_problem
+
+    return data_dir_problem(job_name, needs_data, data_dir)
 
 
 def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
-    from orchestrator import slurm
     from orchestrator.errors import SlurmError
-    from orchestrator.plan import write_job_dir
-    from orchestrator.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE
+    from orchestrator.submission import queue
 
-    check_pass_env(plan.run_config.launcher.pass_env, os.environ)
-    job_dir = write_job_dir(plan)
     try:
-        job_id = slurm.sbatch(job_dir / SCRIPT_FILE)
+        job_id = queue(plan, os.environ)
     except SlurmError as exc:
-        (job_dir / SUBMIT_ERROR_FILE).write_text(exc.message + "\n", encoding="utf-8")
         print(exc.render(), file=sys.stderr)
-        print(f"orch: the job was not queued; its folder is {job_dir}", file=sys.stderr)
+        print(f"orch: the job was not queued; its folder is {plan.job_dir}", file=sys.stderr)
         return exc.exit_code
-    (job_dir / JOB_ID_FILE).write_text(job_id + "\n", encoding="utf-8")
     if as_json:
-        print_json({"job_id": job_id, "job_dir": str(job_dir)})
+        print_json({"job_id": job_id, "job_dir": str(plan.job_dir)})
     else:
-        print(f"submitted job {job_id}\njob folder: {job_dir}")
+        print(f"submitted job {job_id}\njob folder: {plan.job_dir}")
     return 0
 
 
-def check_pass_env(names: Sequence[str], environ: Mapping[str, str]) -> None:
-    """launcher.pass_env: each name must be set here, since sbatch hands this environment to the job."""
-    missing = [name for name in names if name not in environ]
-    if missing:
-        raise ConfigError(
-            f"launcher.pass_env: {', '.join(missing)} not set in this shell, so the job could not pass it on",
-            hint=f"export {missing[0]}=... before orch submit, or remove it from launcher.pass_env")
+def _sweep(args: argparse.Namespace, plan: SubmitPlan, loaded: LoadedJob) -> int:
+    """``--sweep``: the cartesian product as one job array (dry run: the script and the elements)."""
+    from orchestrator.errors import SlurmError
+    from orchestrator.submission import parse_sweep, plan_array, queue_array
+
+    if not args.sweep:
+        raise ConfigError("--array-throttle needs --sweep", hint="e.g. --sweep lr=0.1,0.01 --array-throttle 1")
+    array = plan_array(plan, loaded, parse_sweep(args.sweep), throttle=args.array_throttle)
+    data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
+    if args.dry_run:
+        note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
+        sys.stdout.write(sweep_dry_run_json(array) if args.json else sweep_dry_run_text(array) + note)
+        return 0
+    if data_problem:
+        raise data_problem
+    try:
+        array_id, ids = queue_array(array, os.environ)
+    except SlurmError as exc:
+        print(exc.render(), file=sys.stderr)
+        print(f"orch: the job array was not queued; its folder is {array.job_dir}", file=sys.stderr)
+        return exc.exit_code
+    if args.json:
+        print_json({"job_id": array_id, "job_dir": str(array.job_dir),
+                    "elements": [{"job_id": i, "job_dir": str(e.job_dir), "overrides": e.overrides}
+                                 for i, e in zip(ids, array.elements, strict=True)]})
+    else:
+        print(f"submitted job array {array_id} ({len(ids)} elements)\njob folder: {array.job_dir}")
+        print(sweep_table(array, ids))
+    return 0
+
+
+def sweep_table(array: ArrayPlan, ids: Sequence[str] | None = None) -> str:
+    """One line per element: its job id (or index), its folder and its overrides."""
+    lines = []
+    for element in array.elements:
+        name = ids[element.index] if ids else f"[{element.index}]"
+        values = " ".join(f"{k}={v}" for k, v in element.overrides.items())
+        lines.append(f"{name}  {element.job_dir}  {values}")
+    return "\n".join(lines)
+
+
+def sweep_dry_run_text(array: ArrayPlan) -> str:
+    """The array's script, its elements, then the rank table every element shares."""
+    head = (f"# job array: {len(array.elements)} element(s), --array={array.plan.context.array}; element I runs "
+            f"in {array.job_dir}/I with these overrides:\n")
+    table = "".join(f"# {line}\n" for line in sweep_table(array).splitlines())
+    return dry_run_text(array.plan) + head + table
+
+
+def sweep_dry_run_json(array: ArrayPlan) -> str:
+    """``{"script", "array", "elements": [{"index", "job_dir", "overrides", "params"}], "ranks"}``."""
+    ranks = json.loads(dry_run_json(array.plan))
+    elements = [{"index": e.index, "job_dir": str(e.job_dir), "overrides": e.overrides,
+                 "params": e.run_config.params} for e in array.elements]
+    return json.dumps({"script": array.script, "array": array.plan.context.array, "elements": elements,
+                       "assumed_job_id": ranks["assumed_job_id"], "ranks": ranks["ranks"]}, indent=1) + "\n"
 
 
 def dry_run_text(plan: SubmitPlan) -> str:
@@ -182,9 +231,3 @@ def _absolute(path: str | None, cwd: Path) -> str | None:
     if not path:
         return None
     return os.path.normpath(cwd / Path(path).expanduser())
-
-
-def _job_root(cluster: Cluster, cwd: Path) -> Path:
-    from orchestrator.jobdirs import job_root
-
-    return Path(os.path.normpath(cwd / job_root(cluster)))

@@ -46,7 +46,6 @@ from orchestrator.runtime.progress import PROGRESS_FILE, Progress
 from orchestrator.runtime.setup import Parts, build_task, set_up
 from orchestrator.runtime.sources import TensorSource
 from orchestrator.runtime.state import Resume, checkpoint_state
-from orchestrator.runtime.task import DATA_ENV_VAR
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +67,7 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
         if choice.kind == "cuda":
             host = devices.host_name(environ, socket.gethostname())
             devices.check_unique_devices(gather_objects((host, choice.physical), ctx))
-        data_dir = cfg.data_dir or environ.get(DATA_ENV_VAR) or None
+        data_dir = cfg.data_dir  # resolved at submit/run time ($ORCH_DATA_DIR is read there, not here)
         trainer = Trainer(cfg=cfg, spec=spec, params=params, ctx=ctx, job_dir=job_dir, flag=flag,
                           data_dir=Path(data_dir).expanduser() if data_dir else None)
         return trainer.run()

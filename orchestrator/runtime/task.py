@@ -10,10 +10,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from orchestrator.config import DATA_DIR_ENV_VAR as DATA_ENV_VAR
 from orchestrator.errors import ConfigError
 from orchestrator.job import TrainParams
-
-DATA_ENV_VAR = "ORCH_DATA_DIR"
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter], TrainParams], torch.optim.Optimizer]
 LossFn = Callable[[Any, Any], torch.Tensor]

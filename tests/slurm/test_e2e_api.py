@@ -1,4 +1,4 @@
-"""The Python API on the real local cluster: submitit's Slurm executor, one job and a job array."""
+"""The Python API on the real local cluster: orch's own script through sbatch, one job and a job array."""
 
 from __future__ import annotations
 
@@ -50,6 +50,12 @@ def test_api_sweep_is_one_job_array(slurm_env: SlurmCluster) -> None:
     assert lrs == [0.2, 0.01]
     assert results[0]["param_digest"] != results[1]["param_digest"]  # different runs, really
     assert len({h.job_dir for h in handles}) == 2
+    # one array folder, element I in <folder>/I with its logs named by the element's id
+    assert [h.job_dir for h in handles] == [handles[0].job_dir.parent / "0", handles[0].job_dir.parent / "1"]
+    for handle in handles:
+        assert (handle.job_dir / "logs" / f"slurm-{handle.job_id}.out").is_file()
+        assert "epoch 1/1" in handle.logs(0)
+        assert slurm_env.status(handle.job_id)["job_dir"] == str(handle.job_dir)
 
 
 def test_api_cancel(slurm_env: SlurmCluster) -> None:
@@ -66,7 +72,8 @@ def test_api_cancel(slurm_env: SlurmCluster) -> None:
 
 
 def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster) -> None:
-    """Rank 0 of a submitit job requeues it after the ranks checkpointed; the rerun resumes exactly."""
+    """The API job's batch shell (orch's template) requeues it after the ranks checkpointed; the rerun
+    resumes exactly."""
     params = {"epochs": 12, "samples": 1024, "test_samples": 0, "batch_size": 8, "cpus_per_task": 1}
     handle = api.submit("smoke", nodes=2, gpus=2, cluster=slurm_env.cluster_yaml, **params)
     reference = api.submit("smoke", nodes=2, gpus=2, cluster=slurm_env.cluster_yaml, **params)
@@ -75,8 +82,8 @@ def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster) -> None:
     while not (metrics.is_file() and metrics.read_text().strip()):
         assert time.monotonic() < deadline, handle.logs(0)
         time.sleep(0.1)
-    # the steps only (not the batch shell, which submitit's script does not guard): as --signal=USR2@T does
-    assert slurm_env.client("scancel", "--signal=USR2", handle.job_id).returncode == 0
+    # the batch shell and the steps, as --signal=B:USR2@T and a preemption do
+    assert slurm_env.client("scancel", "--signal=USR2", "--full", handle.job_id).returncode == 0
     deadline = time.monotonic() + 60
     while not ((status := handle.status()).state == "PENDING" and (status.restarts or 0) >= 1):
         assert time.monotonic() < deadline and not status.terminal, (status, handle.logs(0))
@@ -84,7 +91,7 @@ def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster) -> None:
     assert slurm_env.client("scontrol", "update", f"JobId={handle.job_id}", "StartTime=now+2").returncode == 0
     resumed = handle.result(timeout=240)
     log = handle.logs(0)
-    assert "requeueing job" in log and "resuming from checkpoint" in log
+    assert "requeueing job" in handle.logs(None) and "resuming from checkpoint" in log  # batch log, rank 0's
     assert resumed["param_digest"] == reference.result(timeout=240)["param_digest"], log
 
 

@@ -1,0 +1,68 @@
+"""Plan a local run (``orch run``, the Python API's local mode): job + overrides -> ``job.json``.
+
+The local twin of :func:`orchestrator.plan.build_plan`: :func:`build_local_config` is pure (the caller
+passes the CPUs, the time and the folder); :func:`new_local_run` is the edge that looks those up
+(this process's CPU affinity, a timezone-aware now, a new folder from :mod:`orchestrator.jobdirs`)
+and writes ``job.json``. Both callers go through it, so their ``job.json`` files cannot drift.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from orchestrator.config import DATA_DIR_ENV_VAR, Cluster, Launcher
+from orchestrator.errors import ConfigError
+from orchestrator.job import LoadedJob, make_params
+from orchestrator.jobdirs import create_job_dir, job_dir_path, write_config
+from orchestrator.runconfig import RunConfig
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask; all CPUs where that is unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def cpus_per_rank(cpus: int, nproc: int) -> int:
+    return max(1, cpus // nproc)
+
+
+def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int, job_dir: Path,
+                       now: datetime, cpus: int, data_dir: str | None = None, job_name: str | None = None,
+                       cluster: Cluster | None = None) -> RunConfig:
+    """``job.json`` of a local run with ``nproc`` ranks (pure). ConfigError names the field and the fix."""
+    if nproc < 1:
+        raise ConfigError(f"--nproc {nproc} must be at least 1", hint="e.g. --nproc 2")
+    if loaded.spec.needs_data and data_dir is None:
+        raise ConfigError(f"job {loaded.spec.name} needs a data directory, and none was given",
+                          hint=f"pass --data-dir DIR (data_dir= in Python) or set {DATA_DIR_ENV_VAR}=DIR")
+    params = make_params(loaded.spec, overrides)
+    name = job_name or loaded.spec.name
+    return RunConfig(
+        mode="local", job_name=name, job_file=str(loaded.path), params=params.model_dump(mode="json"),
+        nodes=1, gpus_per_node=0, tasks_per_node=nproc, cpus_per_task=cpus_per_rank(cpus, nproc),
+        data_dir=data_dir, job_dir=str(job_dir), cluster_name=cluster.name if cluster else None,
+        launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
+        created=now.isoformat(timespec="seconds"),
+    )
+
+
+def new_local_run(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int, root: Path,
+                  data_dir: str | None = None, job_name: str | None = None,
+                  cluster: Cluster | None = None) -> tuple[Path, RunConfig]:
+    """Validate, then create the job folder under ``root`` and write its ``job.json``."""
+    now = datetime.now().astimezone()
+    name = job_name or loaded.spec.name
+    job_dir = job_dir_path(root, name, now, secrets.token_hex(3))
+    cfg = build_local_config(loaded, overrides, nproc=nproc, job_dir=job_dir, now=now, cpus=available_cpus(),
+                             data_dir=data_dir, job_name=name, cluster=cluster)
+    create_job_dir(job_dir)
+    write_config(job_dir, cfg)
+    return job_dir, cfg
