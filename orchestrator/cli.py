@@ -30,6 +30,7 @@ VERBS: dict[str, str] = {
     "plot": "orchestrator.commands.plot",
     "env": "orchestrator.commands.env",
     "hosts": "orchestrator.commands.hosts",
+    "doctor": "orchestrator.commands.doctor",
 }
 
 
@@ -94,13 +95,26 @@ def no_world_write() -> Iterator[None]:
         os.umask(previous)
 
 
+def split_script_args(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """``orch run train.py --nproc 2 -- --lr 0.1`` -> (orch's arguments, the script's or None)."""
+    args = list(argv)
+    if "--" not in args:
+        return args, None
+    at = args.index("--")
+    return args[:at], args[at + 1:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    args_list, script_args = split_script_args(sys.argv[1:] if argv is None else argv)
     try:
         args, extra = build_parser(_verb_in(args_list)).parse_known_args(args_list)
         if extra:  # reported here, so the hint names the verb's own help, not orch --help
             raise OrchError(f"unrecognized arguments: {' '.join(extra)}",
                             hint=f"run 'orch {args.verb} --help' for usage")
+        if script_args is not None and not getattr(args, "takes_script_args", False):
+            raise OrchError(f"orch {args.verb}: '--' passes arguments to a script, which this verb does not run",
+                            hint="only orch run and orch submit take a script and its arguments after --")
+        args.script_args = script_args
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         with no_world_write():

@@ -40,7 +40,25 @@ def _check_mem(value: str | int) -> str | int:
     return value
 
 
+SbatchExtras = dict[str, str | bool | int]  # sbatch option (long name) -> value; true: a flag, false: left out
+
+
+def _check_sbatch(value: SbatchExtras) -> SbatchExtras:
+    from orchestrator.extras import check_sbatch_key
+
+    for key in value:
+        check_sbatch_key(key)
+    return value
+
+
 SlurmTime = Annotated[str, Field(description="Slurm time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S")]
+
+
+class Expect(_Model):
+    """Figures a partition promises; ``orch submit selftest`` fails below them."""
+
+    busbw_gbps: float | None = Field(default=None, gt=0, description="all-reduce bus bandwidth, GB/s (nccl-tests)")
+    gemm_gflops: float | None = Field(default=None, gt=0, description="GEMM rate of the slowest rank, GFLOP/s")
 
 
 class Partition(_Model):
@@ -53,8 +71,11 @@ class Partition(_Model):
     mem_per_node: str | int = Field(description="memory per node, e.g. 480G (MB when no unit)")
     max_time: SlurmTime = "UNLIMITED"
     gpu_type: str | None = None
+    sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for this partition")
+    expect: Expect | None = None
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "partition name"))
+    _v_sbatch = field_validator("sbatch")(_check_sbatch)
     _v_time = field_validator("max_time")(_check_time)
     _v_mem = field_validator("mem_per_node")(_check_mem)
 
@@ -85,13 +106,28 @@ class Defaults(_Model):
     qos: str | None = None
     cpus_per_task: int | None = Field(default=None, ge=1)
     mem_per_gpu: str | int | None = None
+    sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for every job, "
+                                 "e.g. {constraint: a100, exclusive: true}")
 
     _v_time = field_validator("time")(_check_time)
+    _v_sbatch = field_validator("sbatch")(_check_sbatch)
 
     @field_validator("mem_per_gpu")
     @classmethod
     def _v_mem(cls, value: str | int | None) -> str | int | None:
         return None if value is None else _check_mem(value)
+
+
+class Container(_Model):
+    """Run every task in a container: pyxis/enroot (srun --container-image) or Apptainer/Singularity."""
+
+    runtime: Literal["none", "pyxis", "apptainer"] = "none"
+    image: str | None = Field(default=None, description="pyxis: an enroot image (nvcr.io#nvidia/pytorch:24.05-py3 "
+                              "or a .sqsh file); apptainer: a .sif file or a docker:// URI")
+    mounts: list[str] = Field(default_factory=list, description="SRC[:DST[:FLAGS]] bind mounts; the job folder "
+                              "and the submit directory are always added")
+    python: str = Field(default="python3", description="python inside the image (orch must be importable there)")
+    apptainer: str = Field(default="apptainer", description="the command: apptainer or singularity")
 
 
 class Launcher(_Model):
@@ -116,6 +152,7 @@ class Launcher(_Model):
     pass_env: list[str] = Field(default_factory=list, description="names of variables (secrets such as "
                                 "WANDB_API_KEY) that tasks take from the shell running orch submit; only "
                                 "the names are written to the script and job.json, never the values")
+    container: Container = Field(default_factory=Container)
 
     @field_validator("port_range")
     @classmethod
@@ -149,10 +186,7 @@ class Cluster(_Model):
     @classmethod
     def _v_env(cls, value: dict[str, str]) -> dict[str, str]:
         for key, val in value.items():
-            if not _ENV_NAME_RE.match(key):
-                raise ValueError(f"{key!r} is not a valid environment variable name")
-            if "\0" in val or "\n" in val:
-                raise ValueError(f"the value of {key} contains a newline or NUL, which Slurm cannot carry")
+            check_env_entry(key, val)
         return value
 
     @model_validator(mode="after")
@@ -177,6 +211,16 @@ class Cluster(_Model):
                 return part
         known = ", ".join(p.name for p in self.partitions)
         raise ConfigError(f"unknown partition {wanted!r}", hint=f"use --partition with one of: {known}")
+
+
+def check_env_entry(key: str, value: str) -> None:
+    """One variable exported to the tasks: cluster.yaml ``env`` and ``orch submit --env`` both come here.
+
+    Raises ValueError naming the problem (the callers add the field)."""
+    if not _ENV_NAME_RE.match(key):
+        raise ValueError(f"{key!r} is not a valid environment variable name")
+    if "\0" in value or "\n" in value:
+        raise ValueError(f"the value of {key} contains a newline or NUL, which Slurm cannot carry")
 
 
 def _check_name(value: str, what: str) -> str:

@@ -421,3 +421,57 @@ def simulate_slurm_task_envs(hosts: Sequence[str], tasks_per_node: int, job_id: 
                 "SLURM_GTIDS": ",".join(str(r) for r in range(first, first + tasks_per_node))}
         for local_rank in range(tasks_per_node):
             yield {**node, "SLURM_PROCID": str(first + local_rank), "SLURM_LOCALID": str(local_rank)}
+
+
+# --- scripts: exactly the variables torchrun gives a worker ----------------------------------------
+# torch/distributed/elastic/agent/server/local_elastic_agent.py (torch 2.x) sets these for every
+# worker; a script run by orch sees the same names (values from derive(); one role, "default").
+# Under torchrun TORCHELASTIC_USE_AGENT_STORE is True (its agent hosts the store); orch has no agent,
+# so it is False and rank 0 hosts the store of init_process_group("env://"), as without torchrun.
+SCRIPT_ROLE_NAME = "default"
+SCRIPT_DEFAULTS: dict[str, str] = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}  # torchrun's, unless set
+ORCH_ONLY_VARS = ("NODE_RANK",)  # orch's launcher sets it for its own jobs; torchrun does not
+# Names a user may not set with --env: the launcher derives them per task.
+LAUNCHER_OWNED_VARS = frozenset({
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "NODE_RANK",
+    "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "CUDA_VISIBLE_DEVICES",
+    "ORCH_JOB_DIR", "ORCH_PREEMPT_SIGNAL",
+})
+
+
+def script_env(env: DistEnv, *, restart_count: int, max_restarts: int, run_id: str, cpus_per_task: int,
+               environ: Mapping[str, str]) -> dict[str, str]:
+    """torchrun's worker variables for this task (pure). ``environ`` is only read for the two that
+    torchrun leaves alone when set: OMP_NUM_THREADS (else the task's CPUs; torchrun uses 1) and
+    TORCH_NCCL_ASYNC_ERROR_HANDLING (else 1)."""
+    out = {
+        "RANK": str(env.rank), "LOCAL_RANK": str(env.local_rank),
+        "WORLD_SIZE": str(env.world_size), "LOCAL_WORLD_SIZE": str(env.local_world_size),
+        "GROUP_RANK": str(env.node_rank), "GROUP_WORLD_SIZE": str(env.num_nodes),
+        "ROLE_RANK": str(env.rank), "ROLE_WORLD_SIZE": str(env.world_size), "ROLE_NAME": SCRIPT_ROLE_NAME,
+        "MASTER_ADDR": env.master_addr, "MASTER_PORT": str(env.master_port),
+        "TORCHELASTIC_RESTART_COUNT": str(restart_count), "TORCHELASTIC_MAX_RESTARTS": str(max_restarts),
+        "TORCHELASTIC_RUN_ID": run_id, "TORCHELASTIC_USE_AGENT_STORE": "False",
+        "OMP_NUM_THREADS": environ.get("OMP_NUM_THREADS") or str(max(1, cpus_per_task)),
+    }
+    for name, default in SCRIPT_DEFAULTS.items():
+        out[name] = environ.get(name) or default
+    return out
+
+
+def script_run_id(environ: Mapping[str, str], fallback: str) -> str:
+    """TORCHELASTIC_RUN_ID: the Slurm job (``123`` or array element ``123_4``), else ``fallback``."""
+    array = environ.get("SLURM_ARRAY_JOB_ID")
+    if array and environ.get("SLURM_ARRAY_TASK_ID"):
+        return f"{array}_{environ['SLURM_ARRAY_TASK_ID']}"
+    found = _lookup(environ, SLURM_VARS["job_id"])
+    return found[1] if found else fallback
+
+
+def restart_count(environ: Mapping[str, str], fallback: int = 0) -> int:
+    """How often the job was requeued: SLURM_RESTART_COUNT inside Slurm, else ``fallback``."""
+    found = _lookup(environ, SLURM_VARS["restart_count"])
+    if found is None or not found[1].strip():
+        return fallback
+    return _parse_int(*found, hint=_COPIED_HINT)

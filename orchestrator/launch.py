@@ -49,6 +49,31 @@ def export_environment(cfg: RunConfig, env: distenv.DistEnv, environ: os._Enviro
     environ.update(env.torch_env())
 
 
+# Slurm's default MaxBatchRequeue: how often a preempted script job may be requeued.
+SLURM_MAX_REQUEUE = 5
+
+
+def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path,
+                              environ: os._Environ[str]) -> None:
+    """Scripts: the cluster's ``env``, then exactly torchrun's variables (no NODE_RANK), and with
+    ``--gpus-per-task`` K > 1 this task's K GPUs in CUDA_VISIBLE_DEVICES (before torch is imported)."""
+    from orchestrator.runtime.device import VISIBLE_VAR, narrowed_visible
+
+    environ.update(cfg.env)
+    for name in distenv.ORCH_ONLY_VARS:
+        environ.pop(name, None)
+    max_restarts = SLURM_MAX_REQUEUE if cfg.mode == "slurm" and cfg.launcher.requeue else 0
+    environ.update(distenv.script_env(
+        env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
+        run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
+    environ["ORCH_JOB_DIR"] = str(job_dir)
+    environ["ORCH_PREEMPT_SIGNAL"] = cfg.launcher.preempt_signal  # the script may handle it (README)
+    narrowed = narrowed_visible(environ.get(VISIBLE_VAR), local_rank=env.local_rank,
+                                gpus_per_task=cfg.gpus_per_task, node_gpus=cfg.gpus_per_node)
+    if narrowed is not None:
+        environ[VISIBLE_VAR] = narrowed
+
+
 def check_world(cfg: RunConfig, env: distenv.DistEnv) -> None:
     if env.world_size != cfg.world_size:
         raise DistEnvError(
@@ -84,6 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout = cfg.launcher.collective_timeout
         env = distenv.derive(os.environ, port_range=cfg.launcher.port_range)
         check_world(cfg, env)
+        if cfg.script is not None:  # bring your own script: run it as torchrun would
+            from orchestrator import scriptrun
+
+            export_script_environment(cfg, env, job_dir, os.environ)
+            return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ)
         export_environment(cfg, env, os.environ)
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                             format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")

@@ -20,6 +20,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.job import LoadedJob, make_params
 from orchestrator.jobdirs import create_job_dir, job_dir_path, write_config
 from orchestrator.runconfig import RunConfig
+from orchestrator.script import ScriptTarget
 
 
 def available_cpus() -> int:
@@ -36,17 +37,18 @@ def cpus_per_rank(cpus: int, nproc: int) -> int:
 
 def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int, job_dir: Path,
                        now: datetime, cpus: int, data_dir: str | None = None, job_name: str | None = None,
-                       cluster: Cluster | None = None) -> RunConfig:
+                       cluster: Cluster | None = None, script: ScriptTarget | None = None) -> RunConfig:
     """``job.json`` of a local run with ``nproc`` ranks (pure). ConfigError names the field and the fix."""
     if nproc < 1:
         raise ConfigError(f"--nproc {nproc} must be at least 1", hint="e.g. --nproc 2")
     if loaded.spec.needs_data and data_dir is None:
         raise ConfigError(f"job {loaded.spec.name} needs a data directory, and none was given",
                           hint=f"pass --data-dir DIR (data_dir= in Python) or set {DATA_DIR_ENV_VAR}=DIR")
-    params = make_params(loaded.spec, overrides)
+    params = make_params(loaded.spec, overrides).model_dump(mode="json") if script is None else {}
     name = job_name or loaded.spec.name
     return RunConfig(
-        mode="local", job_name=name, job_file=str(loaded.path), params=params.model_dump(mode="json"),
+        mode="local", job_name=name, job_file=str(loaded.path) if script is None else script.target, params=params,
+        script=script,
         nodes=1, gpus_per_node=0, tasks_per_node=nproc, cpus_per_task=cpus_per_rank(cpus, nproc),
         data_dir=data_dir, job_dir=str(job_dir), cluster_name=cluster.name if cluster else None,
         launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
@@ -56,13 +58,13 @@ def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc
 
 def new_local_run(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int, root: Path,
                   data_dir: str | None = None, job_name: str | None = None,
-                  cluster: Cluster | None = None) -> tuple[Path, RunConfig]:
+                  cluster: Cluster | None = None, script: ScriptTarget | None = None) -> tuple[Path, RunConfig]:
     """Validate, then create the job folder under ``root`` and write its ``job.json``."""
     now = datetime.now().astimezone()
     name = job_name or loaded.spec.name
     job_dir = job_dir_path(root, name, now, secrets.token_hex(3))
     cfg = build_local_config(loaded, overrides, nproc=nproc, job_dir=job_dir, now=now, cpus=available_cpus(),
-                             data_dir=data_dir, job_name=name, cluster=cluster)
+                             data_dir=data_dir, job_name=name, cluster=cluster, script=script)
     create_job_dir(job_dir)
     write_config(job_dir, cfg)
     return job_dir, cfg

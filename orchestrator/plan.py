@@ -15,18 +15,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator import distenv, hostlist
 from orchestrator.config import Cluster, Partition
+from orchestrator.containers import ContainerPlan, resolve_container
 from orchestrator.errors import ConfigError
+from orchestrator.extras import merge_sbatch, placement
 from orchestrator.job import LoadedJob, make_params
 from orchestrator.jobdirs import folder_name, job_dir_path
 from orchestrator.jobdirs import write_job_dir as _write_job_dir
 from orchestrator.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
 from orchestrator.runconfig import RunConfig
+from orchestrator.runtime.device import task_gpu_indices
+from orchestrator.script import ScriptTarget
 from orchestrator.units import format_time, parse_mem_mb, parse_time
 
 # The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
@@ -54,6 +58,16 @@ class SubmitRequest(BaseModel):
     overrides: dict[str, Any] = Field(default_factory=dict)
     templates: Path | None = None
     data_dir: str | None = None
+    # Bring your own script (None: the job file's SPEC) and several GPUs per task.
+    script: ScriptTarget | None = None
+    gpus_per_task: int | None = Field(default=None, ge=1)
+    # Site options: extra #SBATCH options (after cluster.yaml's) and --env variables (after its env).
+    sbatch_extra: dict[str, str | None] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    # Containers (None: launcher.container of cluster.yaml).
+    container_runtime: Literal["none", "pyxis", "apptainer"] | None = None
+    container_image: str | None = None
+    container_mounts: list[str] = Field(default_factory=list)
 
 
 def make_request(values: Mapping[str, Any]) -> SubmitRequest:
@@ -75,9 +89,10 @@ class RankRow:
     host: str
     device: str
     env: distenv.DistEnv
+    devices: tuple[int, ...] = ()  # the node's GPUs (indices) this rank holds
 
-    def as_dict(self) -> dict[str, int | str]:
-        return {"host": self.host, "device": self.device, **self.env.as_dict()}
+    def as_dict(self) -> dict[str, int | str | list[int]]:
+        return {"host": self.host, "device": self.device, **self.env.as_dict(), "devices": list(self.devices)}
 
 
 @dataclass(frozen=True)
@@ -101,9 +116,10 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     gpus = request.gpus if request.gpus is not None else res.gpus
     _check_nodes(nodes, len(hosts), partition)
     _check_gpus(nodes, gpus, partition)
-    tasks = _tasks_per_node(request.ntasks_per_node, gpus)
+    tasks, per_task = gpu_layout(request.ntasks_per_node, request.gpus_per_task, gpus,
+                                 script=request.script is not None)
     cpus = _cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
-                          tasks, partition)
+                          tasks, partition, per_task if gpus else 0)
     time_text = _time(request.time or res.time, cluster.defaults.time, partition,
                       cluster.launcher.preempt_before)
     mem_per_gpu, mem = _memory(cluster, partition, gpus, tasks * cpus)
@@ -117,32 +133,45 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
     job_dir = job_dir_path(job_root, job_name, now, token)
     launcher = cluster.launcher.model_copy(update={"python": python})
+    extras = merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra)
+    placed = placement(hosts, extras, nodes, partition.name)
+    env = {**cluster.env, **request.env}
+    box = resolve_container(cluster.launcher.container, runtime=request.container_runtime,
+                            image=request.container_image, mounts=request.container_mounts,
+                            always=_task_paths(job_dir, request.script))
     context = ScriptContext(
         job_name=job_name, nodes=nodes, ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=cpus,
         time=time_text, partition=partition.name, job_dir=str(job_dir), python=python,
         gpu_flag=launcher.gpu_flag, gpu_spec=_gpu_spec(gpus, partition),
         mem_per_gpu_mb=mem_per_gpu, mem_mb=mem,
         account=request.account or cluster.defaults.account, qos=request.qos or cluster.defaults.qos,
-        env=dict(cluster.env), setup=tuple(launcher.setup), pass_env=tuple(launcher.pass_env),
+        env=dict(cluster.env), extra_env=dict(request.env), setup=tuple(launcher.setup),
+        pass_env=tuple(launcher.pass_env),
+        sbatch_extra=extras,
+        gpus_per_task=per_task, **_container_fields(box),
         srun_wait=launcher.srun_wait,
         preempt_signal=launcher.preempt_signal, preempt_before=launcher.preempt_before,
         requeue=launcher.requeue, master_addr=LOOPBACK_ADDR if nodes == 1 else None,
     )
     script = render_script(context, request.templates)
     run_config = RunConfig(
-        mode="slurm", job_name=job_name, job_file=str(loaded_job.path), params=params.model_dump(mode="json"),
+        mode="slurm", job_name=job_name,
+        job_file=str(loaded_job.path) if request.script is None else request.script.target,
+        params=params.model_dump(mode="json") if request.script is None else {},
         nodes=nodes, gpus_per_node=gpus, tasks_per_node=tasks, cpus_per_task=cpus, partition=partition.name,
         time=time_text, data_dir=request.data_dir, job_dir=str(job_dir), cluster_name=cluster.name,
-        launcher=launcher, env=dict(cluster.env), created=now.isoformat(timespec="seconds"),
+        launcher=launcher, env=env, created=now.isoformat(timespec="seconds"),
+        script=request.script, gpus_per_task=per_task,
+        expect=partition.expect.model_dump(exclude_none=True) if partition.expect else {},
     )
-    head = context.master_addr or hosts[0]
-    ranks = simulate_ranks(hosts[:nodes], tasks, gpus, head, launcher.port_range)
+    head = context.master_addr or placed[0]
+    ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)
     return SubmitPlan(request=request, script=script, ranks=ranks, run_config=run_config, job_dir=job_dir,
                       context=context)
 
 
 def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, master_addr: str,
-                   port_range: tuple[int, int]) -> tuple[RankRow, ...]:
+                   port_range: tuple[int, int], *, gpus_per_task: int = 1) -> tuple[RankRow, ...]:
     """Every rank of the allocation, through the same ``derive()`` the tasks run."""
     port = distenv.master_port(DRY_RUN_JOB_ID, 0, port_range)
     envs = distenv.simulate_slurm_task_envs(hosts, tasks_per_node, DRY_RUN_JOB_ID, gpus_per_node,
@@ -150,9 +179,34 @@ def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, ma
     rows = []
     for environ in envs:
         env = distenv.derive(environ, port_range=port_range)
-        device = f"cuda:{env.local_rank}" if gpus_per_node else "cpu"
-        rows.append(RankRow(host=environ["SLURMD_NODENAME"], device=device, env=env))
+        held = tuple(task_gpu_indices(env.local_rank, gpus_per_task)) if gpus_per_node else ()
+        device = _device_label(held)
+        rows.append(RankRow(host=environ["SLURMD_NODENAME"], device=device, env=env, devices=held))
     return tuple(rows)
+
+
+def _task_paths(job_dir: Path, script: ScriptTarget | None) -> list[str]:
+    """Host folders every task reads: the job folder, and for scripts the submit and script folders."""
+    paths = [str(job_dir)]
+    if script is not None:
+        paths.append(script.cwd)
+        if script.kind == "script":
+            paths.append(str(Path(script.target).parent))
+    return list(dict.fromkeys(paths))
+
+
+def _container_fields(box: ContainerPlan | None) -> dict[str, Any]:
+    if box is None:
+        return {}
+    return {"container_runtime": box.runtime, "container_image": box.image, "container_mounts": box.mounts,
+            "container_python": box.python, "apptainer": box.apptainer}
+
+
+def _device_label(held: tuple[int, ...]) -> str:
+    """``cuda:3`` for one GPU; ``gpus 4,5`` for several (the task sees them as cuda:0 and cuda:1)."""
+    if not held:
+        return "cpu"
+    return f"cuda:{held[0]}" if len(held) == 1 else "gpus " + ",".join(map(str, held))
 
 
 def _check_nodes(nodes: int, available: int, partition: Partition) -> None:
@@ -175,23 +229,54 @@ def _check_gpus(nodes: int, gpus: int, partition: Partition) -> None:
                       hint=hint)
 
 
-def _tasks_per_node(requested: int | None, gpus: int) -> int:
-    if requested is None:
-        if gpus == 0:
-            raise ConfigError(
-                "--gpus 0: orch cannot derive the number of tasks per node from the GPUs",
-                hint="use --ntasks-per-node N (tasks per node, each a CPU rank)",
-            )
-        return gpus
-    if gpus and requested > gpus:
-        raise ConfigError(f"--ntasks-per-node {requested} exceeds --gpus {gpus}: orch runs one task per GPU",
-                          hint=f"use --ntasks-per-node {gpus} or fewer, or leave it out")
-    return requested
+def gpu_layout(tasks: int | None, per_task: int | None, gpus: int, *, script: bool) -> tuple[int, int]:
+    """(tasks per node, GPUs per task) from --ntasks-per-node, --gpus-per-task and --gpus (per node).
+
+    Every GPU of the node belongs to exactly one task: ``tasks x per_task == gpus``. Several GPUs per
+    task are for scripts (model parallel); the built-in DDP entrypoint trains on one GPU per rank.
+    """
+    if gpus == 0:
+        if per_task is not None:
+            raise ConfigError(f"--gpus-per-task {per_task} without GPUs (--gpus 0)",
+                              hint="leave out --gpus-per-task on CPU partitions, or ask for --gpus")
+        if tasks is None:
+            raise ConfigError("--gpus 0: orch cannot derive the number of tasks per node from the GPUs",
+                              hint="use --ntasks-per-node N (tasks per node, each a CPU rank)")
+        return tasks, 1
+    if per_task is not None:
+        if gpus % per_task:
+            fits = ", ".join(str(k) for k in range(1, gpus + 1) if gpus % k == 0)
+            raise ConfigError(f"--gpus {gpus} is not a multiple of --gpus-per-task {per_task}: GPUs would idle",
+                              hint=f"use --gpus-per-task with one of {fits}, or --gpus a multiple of {per_task}")
+        if tasks is not None and tasks * per_task != gpus:
+            raise ConfigError(f"--ntasks-per-node {tasks} x --gpus-per-task {per_task} is not --gpus {gpus}",
+                              hint=f"leave out --ntasks-per-node (it is --gpus / --gpus-per-task = {gpus // per_task})")
+    elif tasks is not None:
+        if tasks > gpus:
+            raise ConfigError(f"--ntasks-per-node {tasks} exceeds --gpus {gpus}: orch runs one task per GPU",
+                              hint=f"use --ntasks-per-node {gpus} or fewer, or leave it out")
+        if gpus % tasks:
+            raise ConfigError(f"--gpus {gpus} cannot be shared evenly by --ntasks-per-node {tasks}",
+                              hint=f"use --ntasks-per-node {gpus} (one GPU per task), or --gpus a multiple of {tasks}")
+        per_task = gpus // tasks
+    per_task = per_task or 1
+    if per_task > 1 and not script:
+        raise ConfigError(
+            f"{per_task} GPUs per task (--gpus {gpus} over {gpus // per_task} task(s) per node): the built-in DDP "
+            "entrypoint trains on one GPU per rank, so the others would idle",
+            hint=f"leave out --gpus-per-task/--ntasks-per-node (one task per GPU), or run your own script: "
+                 f"orch submit train.py --gpus {gpus} --gpus-per-task {per_task}")
+    return gpus // per_task, per_task
 
 
-def _cpus_per_task(requested: int | None, tasks: int, partition: Partition) -> int:
+def _cpus_per_task(requested: int | None, tasks: int, partition: Partition, gpus_per_task: int = 0) -> int:
+    """CPUs per task: asked for, else the CPU share of the GPUs the task holds (of the node on CPU jobs)."""
     limit = partition.cpus_per_node
-    cpus = requested or max(1, limit // tasks)
+    if gpus_per_task and partition.gpus_per_node:
+        default = limit * gpus_per_task // partition.gpus_per_node
+    else:
+        default = limit // tasks
+    cpus = requested or max(1, default)
     if cpus * tasks > limit:
         fits = limit // tasks
         fix = (f"use --cpus-per-task {fits} or fewer" if fits else

@@ -70,6 +70,12 @@ FIELD_LABELS: dict[str, str] = {
     "env": "env of cluster.yaml",
     "setup": "launcher.setup",
     "preempt_signal": "launcher.preempt_signal",
+    "extra_env": "--env",
+    "container_image": "the container image (--container-image or launcher.container.image)",
+    "container_mounts": "the container mounts (--container-mounts or launcher.container.mounts)",
+    "container_python": "launcher.container.python",
+    "apptainer": "launcher.container.apptainer",
+    "sbatch_extra": "the sbatch options (--sbatch-arg, --constraint, ..., cluster.yaml sbatch)",
 }
 
 
@@ -101,6 +107,14 @@ class ScriptContext:
     requeue: bool = True
     master_addr: str | None = None  # fixed MASTER_ADDR (single node); None: looked up at run time
     array: str | None = None  # a job array: sbatch's --array value ("0-3", "0-3%2"); job_dir is the array's
+    sbatch_extra: Mapping[str, str | None] = field(default_factory=dict)  # option -> value (None: a flag)
+    gpus_per_task: int = 1
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # orch submit --env (after cluster.yaml env)
+    container_runtime: Literal["none", "pyxis", "apptainer"] = "none"  # see orchestrator.containers
+    container_image: str | None = None
+    container_mounts: str | None = None
+    container_python: str = "python3"
+    apptainer: str = "apptainer"
 
     @property
     def template_name(self) -> str:
@@ -202,7 +216,8 @@ def check_context(context: ScriptContext) -> None:
         elif isinstance(value, Mapping):
             for key, val in value.items():
                 _check_value(f"{label}: {key}", key)
-                _check_value(f"{label}: {key}", val)
+                if val is not None:
+                    _check_value(f"{label}: {key}", val)
     for index, line in enumerate(context.setup):
         for bad, what in (("\0", "a NUL byte"), ("\r", "a carriage return (sbatch refuses DOS line breaks)")):
             if bad in line:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.config import Launcher
 from orchestrator.errors import ConfigError
+from orchestrator.script import ScriptTarget
 
 JOB_FILE = "job.json"
 SCRIPT_FILE = "sbatch.sh"
@@ -47,7 +48,12 @@ class RunConfig(BaseModel):
     cluster_name: str | None = None
     launcher: Launcher = Field(default_factory=Launcher)
     env: dict[str, str] = Field(default_factory=dict)
+    expect: dict[str, float] = Field(default_factory=dict, description="the partition's expect figures (selftest)")
     created: str = Field(description="ISO 8601 time of submission")
+    # Bring your own script: what every task runs instead of the job file's SPEC (None: a job file).
+    script: ScriptTarget | None = None
+    gpus_per_task: int = Field(default=1, ge=1, description="GPUs each task holds (tasks = gpus / this)")
+    restarts: int = Field(default=0, ge=0, description="local runs: how often orch run --resume continued it")
 
     @property
     def world_size(self) -> int:

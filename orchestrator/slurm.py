@@ -65,9 +65,55 @@ def command_output(argv: Sequence[str], *, runner: Runner = run_command,
     return result.stdout
 
 
-def sbatch(script_path: Path, *, runner: Runner = run_command, timeout: float = SBATCH_TIMEOUT) -> str:
-    """Queue ``script_path`` with ``sbatch --parsable``; the job id (``jobid[;cluster]`` -> jobid)."""
+# sbatch reads SBATCH_<OPTION> variables (SBATCH_TIMELIMIT, SBATCH_PARTITION, ...) and lets them win
+# over the #SBATCH lines, so a variable in the user's shell would silently replace a value orch
+# validated. sbatch runs without them; the script's #SBATCH lines carry every option orch chose
+# (site options belong in cluster.yaml defaults.sbatch or --sbatch-arg).
+SBATCH_ENV_PREFIX = "SBATCH_"
+
+
+def sbatch_environment(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(the environment for sbatch, the SBATCH_* names left out of it)."""
+    dropped = sorted(name for name in environ if name.startswith(SBATCH_ENV_PREFIX))
+    return {k: v for k, v in environ.items() if not k.startswith(SBATCH_ENV_PREFIX)}, dropped
+
+
+def run_sbatch_command(environ: Mapping[str, str]) -> Runner:
+    """A Runner like :func:`run_command` whose commands see ``environ``."""
+    import subprocess
+
+    def run(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        log.debug("running %s", " ".join(argv))
+        try:
+            return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False,
+                                  stdin=subprocess.DEVNULL, errors="replace", env=dict(environ))
+        except FileNotFoundError:
+            raise SlurmError(f"{argv[0]} not found", hint=_NOT_FOUND_HINT) from None
+        except PermissionError as exc:
+            raise SlurmError(f"cannot run {argv[0]}: {exc.strerror}", hint=_NOT_FOUND_HINT) from None
+        except subprocess.TimeoutExpired:
+            raise SlurmError(f"{argv[0]} did not answer within {timeout:g} s",
+                             hint="is slurmctld up and SLURM_CONF right? try 'scontrol ping'") from None
+
+    return run
+
+
+def sbatch(script_path: Path, *, runner: Runner | None = None, timeout: float = SBATCH_TIMEOUT,
+           environ: Mapping[str, str] | None = None) -> str:
+    """Queue ``script_path`` with ``sbatch --parsable``; the job id (``jobid[;cluster]`` -> jobid).
+
+    Without a ``runner``, sbatch runs in ``environ`` (default: this process's) minus SBATCH_* variables.
+    """
     argv = ["sbatch", "--parsable", str(script_path)]
+    if runner is None:
+        import os
+
+        clean, dropped = sbatch_environment(os.environ if environ is None else environ)
+        if dropped:
+            log.warning("ignoring %s from the environment: the script's #SBATCH lines hold the values orch "
+                        "checked (use --sbatch-arg or cluster.yaml defaults.sbatch for other options)",
+                        ", ".join(dropped))
+        runner = run_sbatch_command(clean)
     result = runner(argv, timeout)
     if result.returncode != 0:
         raise SlurmError(f"sbatch refused the job: {_message(result)}",

@@ -88,3 +88,24 @@ def load_stub_module() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+
+
+def check_golden(name: str, text: str) -> None:
+    """Compare with tests/golden/NAME; a missing golden file is written (delete it to regenerate)."""
+    import difflib
+
+    import pytest
+
+    path = GOLDEN_DIR / name
+    if not path.exists():
+        path.write_text(text, encoding="utf-8")
+        return
+    expected = path.read_text(encoding="utf-8")
+    if text != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
+                                            f"{name} (golden)", f"{name} (rendered)"))
+        pytest.fail(f"the rendered script differs from tests/golden/{name}; delete the golden file and "
+                    f"rerun to regenerate, if the change is intended:\n{diff}")

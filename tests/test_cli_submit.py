@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ORCH = str(Path(sys.executable).parent / "orch")
 Capsys = pytest.CaptureFixture[str]
 RANK_KEYS = ["rank", "local_rank", "node_rank", "host", "world_size", "local_world_size", "master_addr",
-             "master_port"]
+             "master_port", "devices"]
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_dry_run_json(env: dict[str, Any], capsys: Capsys) -> None:
     assert [list(r) for r in data["ranks"]] == [RANK_KEYS] * 16
     assert data["ranks"][9] == {"rank": 9, "local_rank": 1, "node_rank": 1, "host": "gpu002",
                                 "world_size": 16, "local_world_size": 8, "master_addr": "gpu001",
-                                "master_port": data["ranks"][0]["master_port"]}
+                                "master_port": data["ranks"][0]["master_port"], "devices": [1]}
     assert folders(env["jobs"]) == []
 
 

@@ -217,8 +217,8 @@ def setup(clean_env: pytest.MonkeyPatch, stubs: Stubs, tmp_path: Path) -> dict[s
     good = tmp_path / "cluster.yaml"
     good.write_text(cluster_text().replace("@JOBS@", str(jobs)), encoding="utf-8")
     clean_env.setenv("ORCH_CLUSTER", str(good))
-    (tmp_path / "broken.py").write_text("import nosuchmodule_h5\n", encoding="utf-8")
-    (tmp_path / "nospec.py").write_text("X = 1\n", encoding="utf-8")
+    (tmp_path / "broken.py").write_text("import nosuchmodule_h5\nSPEC = None\n", encoding="utf-8")
+    (tmp_path / "nospec.py").write_text("SPEC = 1\n", encoding="utf-8")  # a .py without SPEC is a script
     return {"jobs": jobs, "stubs": stubs, "tmp": tmp_path}
 
 

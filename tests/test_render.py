@@ -338,7 +338,7 @@ def test_executed_single_node_script_uses_loopback(make_plan: MakePlan, tmp_path
     assert proc.returncode == 0, proc.stderr
     assert stubs.records("scontrol") == []
     [srun] = stubs.records("srun")
-    assert srun["argv"] == _expected_srun(job_dir, 1, 4, 24)
+    assert srun["argv"] == _expected_srun(job_dir, 1, 4, 12)  # 96 CPUs / 8 GPUs x 1 GPU per task
     assert srun["env"]["MASTER_ADDR"] == "127.0.0.1"
 
 

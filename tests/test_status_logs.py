@@ -527,9 +527,9 @@ def test_wait_ends_when_slurm_forgot_a_job_that_never_ran(fake_slurm: FakeSlurm,
 
 
 def test_usage_errors_name_the_verbs_help(capsys: Capsys) -> None:
-    code, _, err = run_cli(capsys, "submit", "smoke", "--constraint", "a100", "--dry-run")
+    code, _, err = run_cli(capsys, "submit", "smoke", "--gpu-type", "a100", "--dry-run")  # (--constraint exists)
     assert code == 2
-    assert err.startswith("orch: error: unrecognized arguments: --constraint a100\n")
+    assert err.startswith("orch: error: unrecognized arguments: --gpu-type a100\n")
     assert "HINT: run 'orch submit --help' for usage" in err
 
 

@@ -19,19 +19,26 @@ from typing import TextIO
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.config import DATA_DIR_ENV_VAR, resolve_data_dir
+from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
 from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.jobdirs import job_root, local_log_name, metrics_cell
 from orchestrator.local import LocalResult, LocalRunner, tail
 from orchestrator.localplan import available_cpus, cpus_per_rank, new_local_run
 from orchestrator.runconfig import LOG_DIR, RunConfig, read_run_config, write_run_config
+from orchestrator.script import ScriptTarget, resolve_target, script_job
 
-HELP = "run a job on this machine: N processes through the same launcher (gloo on CPU)"
+HELP = ("run a job or a script on this machine: N processes through the same launcher (gloo on CPU); "
+        "a script's own arguments go after --")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", nargs="?", metavar="JOB",
-                        help="a job name from jobs/ (e.g. smoke, mnist) or the path of a job file")
+                        help="a job name from jobs/ (e.g. smoke, mnist), the path of a job file, or a "
+                             "torchrun-style script (train.py; its arguments after --)")
+    parser.add_argument("-m", dest="module", metavar="MODULE",
+                        help="run a module as a script, as python -m does (its arguments after --)")
+    parser.set_defaults(takes_script_args=True)
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="hyperparameter overrides, checked against the job's parameters (e.g. epochs=2)")
     parser.add_argument("--nproc", type=int, metavar="N",
@@ -43,10 +50,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job-root", metavar="DIR",
                         help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
+    parser.add_argument("--no-check", action="store_true",
+                        help="run a script even when orch doctor finds errors in it (they are still printed)")
     add_json_argument(parser)
 
 
+def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Path, RunConfig]:
+    """``orch run train.py --nproc N -- ARGS``: the script in N local ranks, as torchrun would run it."""
+    if target.note() is not None:  # a local run needs the module here (a submit may find it on the nodes)
+        raise ConfigError(target.note() or "", hint="check the name and run orch from the folder that holds the "
+                                                    "package (or put it on PYTHONPATH)")
+    check_script(target, refuse=not args.no_check)  # orch doctor first: errors stop the run
+    cluster = cluster_or_none(args)
+    root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
+    return new_local_run(script_job(target), {}, nproc=args.nproc or 1, root=root,
+                         data_dir=resolve_data_dir(args.data_dir, os.environ, Path.cwd()), cluster=cluster,
+                         script=target)
+
+
 def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
+    target = resolve_target(args.job, getattr(args, "module", None), getattr(args, "script_args", None),
+                            args.overrides, Path.cwd(),
+                            [Path(p) for p in sys.path if p])
+    if target is not None:
+        return _new_script_run(args, target)
     if not args.job:
         raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
     cwd = Path.cwd()
@@ -64,12 +91,20 @@ def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
             raise ConfigError(f"--resume takes no JOB (got {args.job!r}): the job comes from the folder's "
                               "job.json", hint="orch run --resume DIR [key=value ...]")
         overrides.insert(0, args.job)
+    if getattr(args, "script_args", None) is not None or getattr(args, "module", None):
+        raise ConfigError("--resume takes no script, -m or arguments after --: they come from the folder's job.json",
+                          hint="orch run --resume DIR")
     job_dir = Path(args.resume).expanduser().absolute()
     cfg = read_run_config(job_dir)
     if cfg.mode != "local":
         raise ConfigError(f"{job_dir} is a Slurm job folder", hint="requeue or resubmit it with Slurm; "
                           "orch run --resume continues local runs")
     changes: dict[str, object] = {}
+    if cfg.script is not None:  # a script sees TORCHELASTIC_RESTART_COUNT one higher
+        if overrides:
+            raise ConfigError(f"{cfg.job_name} is a script: it takes no key=value overrides",
+                              hint="its arguments were fixed when the run started")
+        changes["restarts"] = cfg.restarts + 1
     if overrides:
         spec = load_job_file(Path(cfg.job_file))
         merged = {**cfg.params, **parse_overrides(overrides)}

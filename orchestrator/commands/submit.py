@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,30 +35,58 @@ if TYPE_CHECKING:
     from orchestrator.plan import SubmitPlan
     from orchestrator.submission import ArrayPlan
 
-HELP = ("submit a job to Slurm (validate it first; --dry-run shows the script and every rank; "
-        "for a run on this machine use 'orch run')")
+HELP = ("submit a job or a script to Slurm (validate it first; --dry-run shows the script and every rank; "
+        "a script's own arguments go after --; for a run on this machine use 'orch run')")
 RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
-             "master_addr", "master_port")  # the JSON of each rank in --dry-run --json
+             "master_addr", "master_port", "devices")  # the JSON of each rank in --dry-run --json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job", metavar="JOB",
-                        help="a job name from jobs/ (e.g. mnist) or the path of a job file")
+    parser.add_argument("job", nargs="?", metavar="JOB",
+                        help="a job name from jobs/ (e.g. mnist), the path of a job file, or a torchrun-style "
+                             "script (train.py; its arguments after --)")
+    parser.add_argument("-m", dest="module", metavar="MODULE",
+                        help="run a module as a script, as python -m does (its arguments after --)")
+    parser.set_defaults(takes_script_args=True)
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="hyperparameter overrides, checked against the job's parameters (e.g. lr=0.05)")
     parser.add_argument("--nodes", type=int, metavar="N", help="number of nodes (default: the job's)")
     parser.add_argument("--gpus", type=int, metavar="G",
-                        help="GPUs per node = tasks per node (default: the job's)")
+                        help="GPUs per node (default: the job's); tasks per node = G / --gpus-per-task")
+    parser.add_argument("--gpus-per-task", type=int, metavar="K",
+                        help="GPUs each task holds (scripts only; default 1): G / K tasks per node, each seeing "
+                             "exactly its K GPUs")
     parser.add_argument("--ntasks-per-node", type=int, metavar="T",
-                        help="tasks per node: needed with --gpus 0 (CPU ranks), else at most --gpus")
+                        help="tasks per node: needed with --gpus 0 (CPU ranks); with GPUs it must divide "
+                             "--gpus (G/T GPUs per task: scripts only)")
     parser.add_argument("--cpus-per-task", type=int, metavar="C",
-                        help="CPUs per task (default: the job's, defaults.cpus_per_task, or the node's CPUs "
-                             "divided among its tasks)")
+                        help="CPUs per task (default: the job's, defaults.cpus_per_task, or the node's CPUs per "
+                             "GPU x the task's GPUs; CPU jobs: the node's CPUs divided among its tasks)")
     parser.add_argument("--partition", metavar="P", help="Slurm partition from cluster.yaml")
     parser.add_argument("--time", metavar="TIME", help="time limit, e.g. 04:00:00 or 1-12:00:00")
     parser.add_argument("--job-name", metavar="NAME", help="Slurm job name (default: the job's name)")
     parser.add_argument("--account", metavar="A", help="Slurm account (default: defaults.account)")
     parser.add_argument("--qos", metavar="Q", help="Slurm QOS (default: defaults.qos)")
+    site = parser.add_argument_group("site options (added as #SBATCH lines after cluster.yaml's defaults.sbatch)")
+    site.add_argument("--constraint", metavar="FEATURES", help="node features, e.g. a100 or 'a100&ib'")
+    site.add_argument("--exclusive", action="store_true", default=None, help="whole nodes for this job")
+    site.add_argument("--nodelist", metavar="HOSTS", help="nodes to use, e.g. gpu[001-004]")
+    site.add_argument("--exclude", metavar="HOSTS", help="nodes to avoid")
+    site.add_argument("--reservation", metavar="NAME", help="run in this reservation")
+    site.add_argument("--dependency", metavar="DEP", help="e.g. afterok:1234")
+    site.add_argument("--mail-type", metavar="TYPES", help="e.g. END,FAIL")
+    site.add_argument("--mail-user", metavar="ADDRESS", help="where Slurm's mails go")
+    site.add_argument("--sbatch-arg", action="append", default=[], metavar="KEY[=VALUE]",
+                      help="any other sbatch option, long name without dashes (repeatable): "
+                           "--sbatch-arg licenses=scratch --sbatch-arg hold")
+    site.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                      help="a variable exported to every task (repeatable)")
+    box = parser.add_argument_group("containers (default: launcher.container of cluster.yaml)")
+    box.add_argument("--container-runtime", choices=("none", "pyxis", "apptainer"),
+                     help="pyxis/enroot (srun --container-image) or Apptainer/Singularity (apptainer exec)")
+    box.add_argument("--container-image", metavar="IMAGE", help="the image every task runs in")
+    box.add_argument("--container-mounts", action="append", default=[], metavar="SRC[:DST[:FLAGS]]",
+                     help="a bind mount (repeatable); the job folder and this directory are always mounted")
     parser.add_argument("--templates", metavar="DIR",
                         help="directory with your own sbatch templates (same file names as templates/; "
                              "missing files fall back to the built-in ones)")
@@ -70,20 +99,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --sweep: run at most N array elements at once (sbatch --array=...%%N)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
+    parser.add_argument("--no-check", action="store_true",
+                        help="submit a script even when orch doctor finds errors in it (they are still printed)")
     add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.config import resolve_data_dir
+    from orchestrator.doctor.gate import check_script
+    from orchestrator.extras import parse_env_args, parse_sbatch_args
     from orchestrator.job import load_job, parse_overrides
     from orchestrator.plan import make_request
+    from orchestrator.script import resolve_target, script_job
     from orchestrator.submission import new_plan
 
     cluster = cluster_from_args(args)
     cwd = Path.cwd()
-    loaded = load_job(args.job, os.environ, cwd)
+    target = resolve_target(args.job, getattr(args, "module", None), getattr(args, "script_args", None),
+                            args.overrides, cwd, [Path(p) for p in sys.path if p])
+    if target is None and not args.job:
+        raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
+    if target is not None:  # orch doctor first: errors stop the submission (the dry run only shows them)
+        check_script(target, refuse=not (args.no_check or args.dry_run))
+    loaded = script_job(target) if target is not None else load_job(args.job, os.environ, cwd)
     request = make_request({
-        "job": args.job, "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
+        "script": target, "gpus_per_task": getattr(args, "gpus_per_task", None),
+        "sbatch_extra": parse_sbatch_args(vars(args), getattr(args, "sbatch_arg", [])),
+        "env": parse_env_args(getattr(args, "env", [])),
+        "container_runtime": getattr(args, "container_runtime", None),
+        "container_image": getattr(args, "container_image", None),
+        "container_mounts": getattr(args, "container_mounts", []),
+        "job": args.job or f"-m {args.module}",
+        "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
         "cpus_per_task": args.cpus_per_task, "partition": args.partition, "time": args.time,
         "job_name": args.job_name, "account": args.account, "qos": args.qos,
         "overrides": parse_overrides(args.overrides),
@@ -92,10 +139,15 @@ def run(args: argparse.Namespace) -> int:
     })
     plan = new_plan(request, cluster, loaded, cwd)
     if args.sweep or args.array_throttle is not None:
+        if target is not None:
+            raise ConfigError("--sweep varies a job file's parameters; a script takes its arguments after --",
+                              hint="submit one job per argument set, or write a job file for the sweep")
         return _sweep(args, plan, loaded)
     data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, request.data_dir)
     if args.dry_run:
         note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
+        if target is not None and target.note():
+            note += f"# note: {target.note()}\n"
         sys.stdout.write(dry_run_json(plan) if args.json else dry_run_text(plan) + note)
         return 0
     if data_problem:
@@ -192,7 +244,15 @@ def dry_run_text(plan: SubmitPlan) -> str:
     where = (f"the NodeAddr of {master} (the first node), looked up at run time" if cfg.nodes > 1
              else "loopback: every rank runs on one node")
     low, high = cfg.launcher.port_range
-    header = (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
+    runs = (f"# runs: {cfg.script.command()}\n#   in {cfg.script.cwd}, with torchrun's variables in every rank\n"
+            if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
+    ctx = plan.context
+    if ctx.container_runtime != "none":
+        runs += (f"# in a container: {ctx.container_runtime} image {ctx.container_image}, "
+                 f"mounts {ctx.container_mounts}\n")
+    runs += "".join(f"# --env {name}={shlex.quote(value)} (exported to every task)\n"
+                    for name, value in plan.request.env.items())
+    header = runs + (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
               f"job id {plan.assumed_job_id}\n# MASTER_PORT follows the real job id (range {low}-{high}); "
               f"MASTER_ADDR is {where}\n")
     titles = ("HOST", "RANK", "LOCAL_RANK", "NODE_RANK", "DEVICE", "MASTER")
@@ -223,7 +283,11 @@ def dry_run_json(plan: SubmitPlan) -> str:
     for row in plan.ranks:
         values = row.as_dict()
         ranks.append(dumps({key: values[key] for key in RANK_KEYS}))
-    return (f'{{"script": {dumps(plan.script)},\n "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
+    target = plan.run_config.script
+    runs = ({"kind": "job", "job": plan.run_config.job_name, "job_file": plan.run_config.job_file} if target is None
+            else {**target.model_dump(mode="json"), "command": target.command(), "note": target.note()})
+    return (f'{{"script": {dumps(plan.script)},\n "runs": {dumps(runs)},\n'
+            f' "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
             f' "ranks": [\n  ' + ",\n  ".join(ranks) + "\n ]}\n")
 
 

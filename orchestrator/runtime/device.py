@@ -114,3 +114,58 @@ def check_unique_devices(placements: Sequence[tuple[str, str | None]]) -> None:
 def num_threads(requested: int | None, cpus_per_task: int) -> int:
     """torch threads per rank: the job's ``num_threads`` when set, else the CPUs of the task."""
     return max(1, requested if requested is not None else cpus_per_task)
+
+
+# --- scripts (bring your own): which GPUs a task gets, before torch is imported -------------------
+#
+# | GPUs per task (K) | CUDA_VISIBLE_DEVICES of the task       | device bound before the script |
+# | ----------------- | -------------------------------------- | ------------------------------ |
+# | 1                 | as inherited (all the node's GPUs)     | cuda:LOCAL_RANK (as above)     |
+# | K > 1             | its K ids: entries LOCAL_RANK*K .. +K  | cuda:0 (the first of its K)    |
+#
+# With K = 1 nothing is narrowed, so torchrun-style code that uses ``cuda:LOCAL_RANK`` keeps
+# working. Ids come from the inherited CUDA_VISIBLE_DEVICES (Slurm's GPUs, or the user's), else
+# 0..node_gpus-1.
+#
+# Why the launcher narrows CUDA_VISIBLE_DEVICES instead of using Slurm's --gpus-per-task + GPU
+# binding (Slurm 22.05+): the allocation stays --gpus-per-node=G --ntasks-per-node=G/K, which all
+# releases read alike (--gpus-per-task next to per-node GPU requests changed meaning across them);
+# Slurm's per-task binding under ConstrainDevices can hide the node's other GPUs from a task's
+# cgroup, which stops CUDA peer-to-peer (NVLink) between the tasks NCCL connects, while this only
+# renumbers what one process sees; and one table serves orch run and Slurm, tested without GPUs.
+
+
+def task_gpu_indices(local_rank: int, gpus_per_task: int) -> list[int]:
+    """Indices (into the node's visible GPUs) of the K GPUs of local rank ``local_rank``."""
+    return list(range(local_rank * gpus_per_task, (local_rank + 1) * gpus_per_task))
+
+
+def narrowed_visible(visible: str | None, *, local_rank: int, gpus_per_task: int, node_gpus: int) -> str | None:
+    """The task's CUDA_VISIBLE_DEVICES for K > 1 (None: leave it as it is)."""
+    if gpus_per_task <= 1:
+        return None
+    ids = parse_visible_devices(visible)
+    if ids is None:
+        ids = [str(i) for i in range(node_gpus)]
+    if len(ids) == gpus_per_task:  # the site's binding already gave this task exactly its K GPUs
+        return ",".join(ids)
+    wanted = task_gpu_indices(local_rank, gpus_per_task)
+    if wanted[-1] >= len(ids):
+        raise DistEnvError(
+            f"local rank {local_rank} needs GPUs {wanted[0]}-{wanted[-1]} of this node ({gpus_per_task} per task), "
+            f"but {VISIBLE_VAR}={visible if visible is not None else '<unset>'} shows {len(ids)}",
+            hint="request gpus = tasks per node x --gpus-per-task, and do not narrow CUDA_VISIBLE_DEVICES yourself")
+    return ",".join(ids[i] for i in wanted)
+
+
+def script_device(*, cuda_available: bool, device_count: int, visible: str | None, rank: int, local_rank: int,
+                  local_world_size: int, gpus_per_task: int) -> DeviceChoice:
+    """The device a script's task is bound to (``torch.cuda.set_device``) before the script runs."""
+    if gpus_per_task > 1:  # CUDA_VISIBLE_DEVICES already holds just this task's GPUs
+        if cuda_available and 0 < device_count < gpus_per_task:
+            raise DistEnvError(f"rank {rank} sees {device_count} GPUs but was given {gpus_per_task}",
+                               hint="request gpus = tasks per node x --gpus-per-task")
+        return select_device(cuda_available=cuda_available, device_count=device_count, visible=visible,
+                             rank=rank, local_rank=0, local_world_size=1)
+    return select_device(cuda_available=cuda_available, device_count=device_count, visible=visible,
+                         rank=rank, local_rank=local_rank, local_world_size=local_world_size)

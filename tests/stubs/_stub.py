@@ -26,6 +26,9 @@ ORCH_STUB_HOSTNAMES             output of ``scontrol show hostnames`` (default: 
 ORCH_STUB_NODEADDR              NodeAddr in ``scontrol show node N`` (default: N itself)
 ORCH_STUB_SHOW_NODE_RC          exit code of ``scontrol show node`` (default 0)
 ORCH_STUB_SCONTROL_RC           exit code of ``scontrol requeue`` and other scontrol calls (default 0)
+ORCH_STUB_SRUN_EXEC             1: srun runs its command (the first argument after its options) once,
+                                and exits with its code (instead of ORCH_STUB_SRUN_RC)
+ORCH_STUB_APPTAINER_RC          exit code of ``apptainer`` (default 0); it runs nothing
 =============================== ========================================================================
 """
 
@@ -196,6 +199,11 @@ def srun(argv: list[str]) -> int:
     if touch:
         Path(touch).touch()
     rc = int(os.environ.get("ORCH_STUB_SRUN_RC", "0"))
+    if os.environ.get("ORCH_STUB_SRUN_EXEC") == "1":
+        import subprocess
+
+        command = argv[next(i for i, a in enumerate(argv) if not a.startswith("-")):]
+        rc = subprocess.run(command, check=False).returncode
     record({"cmd": "srun", "event": "exit", "rc": rc, "signals": got, "pid": os.getpid()})
     return rc
 
@@ -227,7 +235,14 @@ def scontrol(argv: list[str]) -> int:
     return int(os.environ.get("ORCH_STUB_SCONTROL_RC", "0"))
 
 
-COMMANDS = {"sbatch": sbatch, "srun": srun, "scontrol": scontrol}
+# --- apptainer ---------------------------------------------------------------------------------
+
+def apptainer(argv: list[str]) -> int:
+    record(call_entry("apptainer", argv))
+    return int(os.environ.get("ORCH_STUB_APPTAINER_RC", "0"))
+
+
+COMMANDS = {"sbatch": sbatch, "srun": srun, "scontrol": scontrol, "apptainer": apptainer}
 
 
 def main() -> int:

@@ -1,0 +1,72 @@
+"""An ordinary torchrun-style DDP script (no orch import): what users bring to ``orch run``/``orch submit``.
+
+It reads torchrun's variables, calls ``init_process_group`` with ``env://``, runs a few DDP steps
+on rank-dependent data and writes ``<out>/rank<R>.json``: every torchrun variable it saw, its
+arguments as hex bytes, cwd, sys.path[0], the device and a checksum of the parameters.
+
+    python ddp_train.py --out DIR [--steps N] [--lr LR] [--exit-code C] [-- ARGS...]
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from ddp_model import make_model  # a sibling module: needs the script's folder on sys.path
+from torch.nn.parallel import DistributedDataParallel
+
+# torchrun's worker variables (torch/distributed/elastic/agent/server/local_elastic_agent.py), plus
+# NODE_RANK, which torchrun does not set (and neither should orch for a script).
+NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+         "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+         "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+         "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS", "NODE_RANK")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--exit-code", type=int, default=0)
+    parser.add_argument("extra", nargs="*")
+    args = parser.parse_args()
+    rank = int(os.environ["RANK"])
+    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", init_method="env://")
+    try:
+        model = make_model(seed=1 + rank)  # different start on every rank: DDP broadcasts rank 0's
+        ddp = DistributedDataParallel(model)
+        opt = torch.optim.SGD(ddp.parameters(), lr=args.lr)
+        gen = torch.Generator().manual_seed(100 + rank)
+        for _ in range(args.steps):
+            x = torch.randn(4, 8, generator=gen)
+            loss = ddp(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        flat = torch.cat([p.detach().flatten() for p in model.parameters()])
+        record = {
+            "env": {name: os.environ[name] for name in NAMES if name in os.environ},
+            "argv_hex": [os.fsencode(a).hex() for a in sys.argv[1:]],
+            "argv0": sys.argv[0],
+            "extra_hex": [os.fsencode(a).hex() for a in args.extra],
+            "cwd": os.getcwd(),
+            "path0": sys.path[0],
+            "params": [float(v) for v in flat.tolist()],
+            "backend": dist.get_backend(),
+            "world": dist.get_world_size(),
+            "cuda_visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, f"rank{rank}.json"), "w", encoding="utf-8") as fh:
+            json.dump(record, fh)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+    return args.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
