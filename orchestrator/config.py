@@ -166,7 +166,7 @@ class Launcher(_Model):
     @classmethod
     def _v_pass_env(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not _ENV_NAME_RE.match(name):
+            if not _ENV_NAME_RE.fullmatch(name):
                 raise ValueError(f"{name!r} is not a valid environment variable name")
         return value
 
@@ -217,14 +217,14 @@ def check_env_entry(key: str, value: str) -> None:
     """One variable exported to the tasks: cluster.yaml ``env`` and ``orch submit --env`` both come here.
 
     Raises ValueError naming the problem (the callers add the field)."""
-    if not _ENV_NAME_RE.match(key):
+    if not _ENV_NAME_RE.fullmatch(key):  # match() with $ would allow a trailing newline
         raise ValueError(f"{key!r} is not a valid environment variable name")
     if "\0" in value or "\n" in value:
         raise ValueError(f"the value of {key} contains a newline or NUL, which Slurm cannot carry")
 
 
 def _check_name(value: str, what: str) -> str:
-    if not _NAME_RE.match(value):
+    if not _NAME_RE.fullmatch(value):  # match() with $ would allow a trailing newline
         raise ValueError(f"{what} {value!r} may only use letters, digits, '_', '.' and '-'")
     return value
 
@@ -297,6 +297,9 @@ def load_cluster(path: Path) -> Cluster:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                          hint="save the file as UTF-8") from None
     return parse_cluster(text, str(path))
 
 
@@ -305,6 +308,7 @@ _FIX_BY_TYPE = {
     "missing": "add it",
     "int_parsing": "use a whole number",
     "int_type": "use a whole number",
+    "int_from_float": "use a whole number",
     "float_parsing": "use a number",
     "bool_parsing": "use true or false",
     "greater_than_equal": "use a larger value",
