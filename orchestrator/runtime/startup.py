@@ -16,10 +16,11 @@ entrypoint laps it, ``result.json`` carries it as ``startup``: ``{phase: seconds
 ``process_group``  ``init_process_group``: rendezvous at the store and the communicator's set-up.
 ``import_dynamo``  what is left of the ``torch._dynamo`` import (:func:`prefetch_dynamo`) after the
                    rendezvous; near 0 when the rendezvous took longer than the import.
-``build``          the job's ``build()`` (model, data) and the resume from a checkpoint.
-``ddp``            DistributedDataParallel's constructor (the parameter broadcast).
-``first_step``     from there to the end of the first training step (optimizer, DDP's bucket settling
-                   pass, the first forward, backward, all-reduce and optimizer step).
+``build``          the job's ``build()`` (model, data) and reading the checkpoint to resume from.
+``ddp``            ``runtime.setup.set_up``: the model on its device (and its resumed weights), the data
+                   sources, DistributedDataParallel's constructor (the parameter broadcast), the optimizer
+                   and DDP's bucket settling pass.
+``first_step``     from there to the end of the first training step (forward, backward, all-reduce).
 
 Also here: :func:`prefetch_dynamo`, which imports ``torch._dynamo`` (about 900 modules, which DDP's
 constructor imports) in a daemon thread while the main thread waits at the rendezvous.
