@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,14 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator import slurm
-from orchestrator.config import Cluster, find_cluster, resolve_data_dir
+from orchestrator.config import Cluster, find_cluster
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.jobdirs import job_root, log_path, read_job_dir, read_result
 from orchestrator.runconfig import LOG_DIR, read_run_config
 
 if TYPE_CHECKING:
     from orchestrator.job import LoadedJob
-    from orchestrator.plan import SubmitPlan
+    from orchestrator.plan import SubmitPlan, SubmitRequest
+    from orchestrator.submission import SubmitOptions
 
 __all__ = ["JobHandle", "LocalTask", "submit", "sweep"]
 
@@ -46,8 +48,11 @@ VANISHED_POLLS = 5  # consecutive "unknown" answers before a job counts as gone 
 # submitit's local job states -> Slurm's names, so a handle speaks one vocabulary
 LOCAL_STATES = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED", "INTERRUPTED": "CANCELLED"}
 # keyword arguments that are request fields (as orch submit's flags), not hyperparameters
-REQUEST_FIELDS = ("partition", "time", "job_name", "cpus_per_task", "ntasks_per_node", "account", "qos",
-                  "data_dir", "templates")
+# (``orchestrator.submission.SubmitOptions`` less job, nodes, gpus and overrides; a test keeps them equal)
+REQUEST_FIELDS = ("module", "script_args", "gpus_per_task", "ntasks_per_node", "cpus_per_task", "partition",
+                  "time", "job_name", "account", "qos", "constraint", "exclusive", "nodelist", "exclude",
+                  "reservation", "dependency", "mail_type", "mail_user", "sbatch_args", "env",
+                  "container_runtime", "container_image", "container_mounts", "templates", "data_dir")
 
 
 # --- what runs in the local task (pickled by submitit) -----------------------------------------
@@ -159,21 +164,24 @@ class JobHandle:
 
 # --- submission ---------------------------------------------------------------------------------
 
-def submit(job: str | Path, *, nodes: int | None = None, gpus: int | None = None,
+def submit(job: str | Path | None = None, *, nodes: int | None = None, gpus: int | None = None,
            cluster: str | Path | Cluster | None = None, executor: Executor = "auto",
            **overrides: Any) -> JobHandle:
-    """Submit one job; ``overrides`` are its hyperparameters (``epochs=3``) and, by these names,
-    request fields as ``orch submit`` has them: partition, time, job_name, cpus_per_task,
-    ntasks_per_node, account, qos, data_dir, templates. ``nodes``/``gpus`` default to the job's."""
+    """Submit one job or script; keyword arguments are ``orch submit``'s flags by their names
+    (:data:`REQUEST_FIELDS`: ``partition``, ``time``, ``gpus_per_task``, ``constraint``,
+    ``exclusive=True``, ``sbatch_args={"licenses": "scratch"}``, ``env={"NCCL_DEBUG": "INFO"}``,
+    ``container_image``, ...), every other keyword is a hyperparameter of the job (``epochs=3``).
+
+    A script runs as ``orch submit train.py -- ARGS`` does: ``submit("train.py", script_args=[...])``
+    or ``submit(module="pkg.train", script_args=[...])``. ``nodes``/``gpus`` default to the job's."""
     kind = _pick_executor(executor)
-    loaded, resolved = _load(job, cluster, kind)
+    options = _options(job, nodes, gpus, overrides)
     if kind == "local":
-        (handle,) = _queue_local(loaded, resolved, nodes, gpus, [overrides])
+        (handle,) = _queue_local(options, _cluster(cluster, kind), [{}])
         return handle
     from orchestrator.submission import queue
 
-    assert resolved is not None
-    plan = plan_request(loaded, resolved, nodes, gpus, overrides)
+    plan, _ = _plan(options, _cluster(cluster, kind))
     job_id = queue(plan, os.environ)
     return JobHandle(job_id=job_id, job_dir=plan.job_dir, executor="slurm")
 
@@ -183,54 +191,64 @@ def sweep(job: str | Path, grid: Sequence[Mapping[str, Any]], *, nodes: int | No
           throttle: int | None = None, **common: Any) -> list[JobHandle]:
     """One run per entry of ``grid`` (its hyperparameters on top of ``common``), queued as one Slurm
     job array (``throttle``: at most that many at once), as ``orch submit --sweep``. Element I runs
-    in ``<job folder>/I``; the handles are in grid order. Locally: one local run per entry."""
+    in ``<job folder>/I``; the handles are in grid order. ``common`` takes the request fields of
+    :func:`submit`. Locally: one local run per entry."""
     if not grid:
         raise ConfigError("the sweep is empty", hint="pass a list of override mappings, e.g. [{'lr': 0.1}]")
     for entry in grid:
-        fields = sorted(set(entry) & set(REQUEST_FIELDS))
-        if fields:
-            raise ConfigError(f"a sweep entry sets {', '.join(fields)}: the elements of a sweep share the resources",
+        names = sorted(set(entry) & set(REQUEST_FIELDS))
+        if names:
+            raise ConfigError(f"a sweep entry sets {', '.join(names)}: the elements of a sweep share the resources",
                               hint="sweep over hyperparameters only; pass request fields once, outside the grid")
     kind = _pick_executor(executor)
-    loaded, resolved = _load(job, cluster, kind)
+    options = _options(job, nodes, gpus, common)
     if kind == "local":
-        return _queue_local(loaded, resolved, nodes, gpus, [{**common, **entry} for entry in grid])
+        return _queue_local(options, _cluster(cluster, kind), grid)
     from orchestrator.submission import plan_array, queue_array
 
-    assert resolved is not None
-    array = plan_array(plan_request(loaded, resolved, nodes, gpus, common), loaded, grid, throttle=throttle)
+    plan, loaded = _plan(options, _cluster(cluster, kind))
+    array = plan_array(plan, loaded, grid, throttle=throttle)
     _, ids = queue_array(array, os.environ)
     return [JobHandle(job_id=job_id, job_dir=element.job_dir, executor="slurm")
             for job_id, element in zip(ids, array.elements, strict=True)]
 
 
-def plan_request(loaded: LoadedJob, cluster: Cluster, nodes: int | None, gpus: int | None,
-                 entry: Mapping[str, Any]) -> SubmitPlan:
-    """The plan ``orch submit`` makes for the same request (keyword arguments as its flags)."""
-    from orchestrator.plan import make_request
+def _request(options: SubmitOptions) -> tuple[SubmitRequest, LoadedJob]:
+    from orchestrator.submission import build_request
+
+    return build_request(options, cwd=Path.cwd(), environ=os.environ, search=[Path(p) for p in sys.path if p])
+
+
+def _plan(options: SubmitOptions, cluster: Cluster | None) -> tuple[SubmitPlan, LoadedJob]:
+    """The plan ``orch submit`` makes for the same options (:func:`orchestrator.submission.build_request`)."""
     from orchestrator.submission import data_dir_problem, new_plan
 
-    request, params = _split(entry)
-    cwd = Path.cwd()
-    templates = request.pop("templates", None)
-    values = {"job": str(loaded.path), "nodes": nodes, "gpus": gpus, "overrides": params, **request,
-              "data_dir": resolve_data_dir(request.get("data_dir"), os.environ, cwd),
-              "templates": os.path.normpath(cwd / Path(templates).expanduser()) if templates else None}
-    plan = new_plan(make_request(values), cluster, loaded, cwd)
+    assert cluster is not None  # find_cluster(required=True) raised otherwise
+    request, loaded = _request(options)
+    plan = new_plan(request, cluster, loaded, Path.cwd())
     problem = data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
     if problem is not None:  # as orch submit: refused before anything is written
         raise problem
-    return plan
+    return plan, loaded
 
 
-def _load(job: str | Path, cluster: str | Path | Cluster | None,
-          kind: Literal["slurm", "local"]) -> tuple[LoadedJob, Cluster | None]:
-    from orchestrator.job import load_job
+def _options(job: str | Path | None, nodes: int | None, gpus: int | None,
+             keywords: Mapping[str, Any]) -> SubmitOptions:
+    """Keyword arguments -> submit options: request fields by name, the rest hyperparameters."""
+    from orchestrator.submission import SubmitOptions
 
-    loaded = load_job(str(job), os.environ, Path.cwd())
+    fields = {k: v for k, v in keywords.items() if k in REQUEST_FIELDS}
+    params = {k: v for k, v in keywords.items() if k not in REQUEST_FIELDS}
+    script_args = fields.get("script_args")
+    if script_args is not None:
+        fields["script_args"] = [str(a) for a in script_args]
+    return SubmitOptions(job=None if job is None else str(job), nodes=nodes, gpus=gpus, overrides=params, **fields)
+
+
+def _cluster(cluster: str | Path | Cluster | None, kind: Literal["slurm", "local"]) -> Cluster | None:
     if isinstance(cluster, Cluster):
-        return loaded, cluster
-    return loaded, find_cluster(cluster, os.environ, Path.cwd(), required=kind == "slurm")
+        return cluster
+    return find_cluster(cluster, os.environ, Path.cwd(), required=kind == "slurm")
 
 
 def _pick_executor(executor: str) -> Literal["slurm", "local"]:
@@ -241,32 +259,32 @@ def _pick_executor(executor: str) -> Literal["slurm", "local"]:
     return "slurm" if executor == "slurm" else "local"
 
 
-def _split(entry: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    request = {k: v for k, v in entry.items() if k in REQUEST_FIELDS}
-    params = {k: v for k, v in entry.items() if k not in REQUEST_FIELDS}
-    return request, params
-
-
-def _queue_local(loaded: LoadedJob, cluster: Cluster | None, nodes: int | None, gpus: int | None,
+def _queue_local(options: SubmitOptions, cluster: Cluster | None,
                  entries: Sequence[Mapping[str, Any]]) -> list[JobHandle]:
+    """Local runs (as ``orch run``): one per entry of hyperparameters on top of ``options``."""
     import submitit
 
     from orchestrator.job import make_params
     from orchestrator.localplan import new_local_run
 
+    request, loaded = _request(options)
+    if request.script is not None and any(entries):
+        raise ConfigError("a sweep varies a job file's parameters; a script takes its arguments in script_args",
+                          hint="submit one job per argument set, or write a job file for the sweep")
+    if request.script is not None and request.script.note() is not None:
+        raise ConfigError(request.script.note() or "", hint="a local run needs the module on this machine")
     res = loaded.spec.resources
-    nproc = (nodes or res.nodes) * max(1, gpus if gpus is not None else res.gpus)
-    cwd = Path.cwd()
-    planned = []
-    for entry in entries:  # every entry is validated before anything runs
-        request, params = _split(entry)
-        make_params(loaded.spec, params)
-        data_dir = resolve_data_dir(request.get("data_dir"), os.environ, cwd)
-        planned.append((params, data_dir, request.get("job_name")))
+    gpus = request.gpus if request.gpus is not None else res.gpus
+    nproc = (request.nodes or res.nodes) * max(1, gpus // (request.gpus_per_task or 1))
+    planned = [{**request.overrides, **entry} for entry in entries]
+    if request.script is None:
+        for params in planned:  # every entry is validated before anything runs
+            make_params(loaded.spec, params)
     handles = []
-    for params, data_dir, name in planned:
+    for params in planned:
         job_dir, cfg = new_local_run(loaded, params, nproc=nproc, root=job_root(cluster).absolute(),
-                                     data_dir=data_dir, job_name=name, cluster=cluster)
+                                     data_dir=request.data_dir, job_name=request.job_name, cluster=cluster,
+                                     script=request.script)
         executor = submitit.LocalExecutor(folder=job_dir / SUBMITIT_DIR)
         executor.update_parameters(timeout_min=_minutes(cfg.time), tasks_per_node=1, nodes=1)
         job = executor.submit(LocalTask(job_dir=str(job_dir), nproc=cfg.tasks_per_node))
