@@ -275,29 +275,34 @@ def client_error(tool: str, proc: subprocess.CompletedProcess[str]) -> SlurmErro
     return SlurmError(message, hint=f"{tool} refused the request; see Slurm's message above")
 
 
-_SQUEUE_FORMAT = "%i|%T|%r|%N|%M|%j"  # the name last: it may contain '|'
+# squeue -O fields (``FIELD:|``: no padding, a '|' after it), in the order parsed below; the name last
+# (it may contain '|'). JobArrayID prints an array element as 123_4 (JobID would print its raw id).
+SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "NodeList", "TimeUsed", "RestartCnt", "Name")
+SQUEUE_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_FIELDS[:-1]) + f",{SQUEUE_FIELDS[-1]}:"
 
 
 def squeue(job_ids: Sequence[str] = (), *, runner: Runner = run_command) -> dict[str, JobStatus]:
-    """Live jobs (and those finished less than MinJobAge ago), by job id as squeue prints it.
+    """Live jobs (and those finished less than MinJobAge ago), by job id as squeue prints it, with
+    their restart count and pending reason (``BeginTime`` after a requeue), in one call.
 
     Text output, filtered by Slurm: ``squeue --json`` ignores ``--jobs`` in 22.05. Ids Slurm
     no longer knows are simply absent (squeue fails with "Invalid job id" when all are unknown).
     """
-    argv = ["squeue", "--noheader", "--states=all", f"--format={_SQUEUE_FORMAT}"]
+    argv = ["squeue", "--noheader", "--states=all", f"--Format={SQUEUE_FORMAT}"]
     if job_ids:
         argv.append("--jobs=" + ",".join(job_ids))
     proc = _query(argv, runner)
     jobs: dict[str, JobStatus] = {}
     for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
-        fields = line.split("|", 5)
-        if len(fields) != 6:
+        fields = line.split("|", len(SQUEUE_FIELDS) - 1)
+        if len(fields) != len(SQUEUE_FIELDS):
             continue
-        job_id, state, reason, nodes, elapsed, name = fields
+        job_id, state, reason, nodes, elapsed, restarts, name = fields
         job_id = job_id.strip()
         jobs[job_id] = JobStatus(job_id=job_id, state=state.strip(), source="squeue", name=name,
                                  reason=_none_if_blank(reason), nodes=_none_if_blank(nodes),
-                                 elapsed=normalize_elapsed(elapsed))
+                                 elapsed=normalize_elapsed(elapsed),
+                                 restarts=int(restarts) if restarts.strip().isdigit() else None)
     return jobs
 
 

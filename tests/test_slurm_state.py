@@ -45,11 +45,11 @@ class FakeRunner:
         return [" ".join(c[:2]) if c[:2] == ["sacct", "--completion"] else c[0] for c in self.calls]
 
 
-# squeue --noheader --states=all --format=%i|%T|%r|%N|%M|%j, as printed on the test cluster
+# squeue --noheader --states=all --Format=JobArrayID:|,State:|,...,RestartCnt:|,Name:, as printed on the test cluster
 SQUEUE_OUT = (
-    "7|RUNNING|None|node[1-2]|0:12|smoke\n"
-    "6|COMPLETED|None|node[1-2]|0:09|smoke\n"
-    "5|FAILED|NonZeroExitCode|node1|0:00|a|name|with|bars\n"
+    "7|RUNNING|None|node[1-2]|0:12|1|smoke\n"
+    "6|COMPLETED|None|node[1-2]|0:09|0|smoke\n"
+    "5|FAILED|NonZeroExitCode|node1|0:00|0|a|name|with|bars\n"
 )
 SACCT_DISABLED: Reply = (1, "", "Slurm accounting storage is disabled\n")
 JOBCOMP_OUT = "6|COMPLETED|0:0|node[1-2]|00:00:09|smoke\n5|FAILED|3:0|node1|00:00:00|a|name|with|bars\n"
@@ -103,7 +103,7 @@ def test_squeue_parses_every_field_and_keeps_bars_in_names() -> None:
     jobs = slurm.squeue(["5", "6", "7"], runner=runner)
     assert list(jobs) == ["7", "6", "5"]
     assert jobs["7"].state == "RUNNING" and not jobs["7"].terminal and jobs["7"].nodes == "node[1-2]"
-    assert jobs["7"].reason is None
+    assert jobs["7"].reason is None and (jobs["7"].restarts, jobs["6"].restarts) == (1, 0)
     assert jobs["5"].name == "a|name|with|bars" and jobs["5"].reason == "NonZeroExitCode"
     (argv,) = runner.calls
     assert "--jobs=5,6,7" in argv and "--states=all" in argv and "--json" not in argv
@@ -193,7 +193,7 @@ def test_job_status_prefers_accounting_when_it_exists() -> None:
 
 
 def test_job_status_of_one_live_job_adds_scontrol_details() -> None:
-    runner = FakeRunner({"squeue": (0, "7|RUNNING|None|node[1-2]|0:12|smoke\n", ""),
+    runner = FakeRunner({"squeue": (0, "7|RUNNING|None|node[1-2]|0:12|0|smoke\n", ""),
                          "scontrol": (0, SCONTROL_OUT, "")})
     status = slurm.job_status(["7"], runner=runner)["7"]
     assert runner.tools() == ["squeue", "scontrol"]
