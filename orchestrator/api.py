@@ -96,8 +96,8 @@ class JobHandle:
         if self.executor == "local":
             raw = str(self.submitit_job.state) if self.submitit_job is not None else "UNKNOWN"
             state = LOCAL_STATES.get(raw, "UNKNOWN")
-            if state == "COMPLETED" and read_result(self.job_dir) is None:
-                state = "FAILED"
+            if state == "COMPLETED" and not self.is_script and read_result(self.job_dir) is None:
+                state = "FAILED"  # a script writes no result.json; its exit code already said
             return slurm.JobStatus(job_id=self.job_id, state=state, source="submitit")
         raw_id = read_job_dir(self.job_dir).raw_job_id  # an array element's raw id: the completion log's name
         return slurm.job_status([self.job_id], raw_ids={self.job_id: raw_id} if raw_id else None)[self.job_id]
@@ -134,10 +134,18 @@ class JobHandle:
         return OrchError(f"Slurm no longer knows job {self.job_id}; it ran but left no result.json in {self.job_dir}",
                          hint=f"see its logs: orch logs {self.job_dir} --rank 0 ({', '.join(logs)})")
 
+    @property
+    def is_script(self) -> bool:
+        """A script job (``train.py`` / ``module=``): it has no ``result.json``, its exit code is its result."""
+        return read_run_config(self.job_dir).script is not None
+
     def result(self, timeout: float | None = None) -> dict[str, Any]:
-        """Wait for the end; the final metrics (``result.json``). A failed job raises OrchError."""
+        """Wait for the end; the final metrics (``result.json``; a script job: ``{"state": "COMPLETED"}``).
+        A failed job raises OrchError."""
         state = self.wait(timeout)
         result = read_result(self.job_dir)
+        if result is None and self.is_script and state == "COMPLETED":
+            return {"state": state}
         if result is None:
             log = self.log_path(0)
             raise OrchError(f"job {self.job_id} ended {state} without a result.json in {self.job_dir}",
