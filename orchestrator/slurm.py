@@ -204,6 +204,7 @@ class JobStatus:
     exit_code: int | None = None
     signal: int | None = None
     restarts: int | None = None
+    gpu_hours: float | None = None  # from accounting (sacct TRES), every run of a requeued job included
 
     @property
     def orch_state(self) -> str:
@@ -326,13 +327,42 @@ def _parse_sacct(stdout: str, source: str, wanted: Sequence[str]) -> dict[str, J
     return jobs
 
 
+# accounting: each run of a requeued job is a record of its own (--duplicates); the name last
+_SACCT_TRES_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,ElapsedRaw,AllocTRES,JobName"
+GPU_TRES = "gres/gpu"  # AllocTRES "billing=8,cpu=8,gres/gpu=4,mem=64G,node=1" (typed: gres/gpu:a100=4 too)
+
+
+def tres_gpus(tres: str) -> int:
+    """The GPUs an ``AllocTRES`` string holds (0 when none)."""
+    for item in tres.split(","):
+        key, _, value = item.partition("=")
+        if key.strip() == GPU_TRES and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+def _parse_sacct_runs(stdout: str, wanted: Sequence[str]) -> dict[str, JobStatus]:
+    """``sacct --duplicates`` records: the last run's state, GPU-hours summed over all runs."""
+    gpu_seconds: dict[str, int] = {}
+    kept: list[str] = []
+    for line in stdout.splitlines():
+        fields = line.split("|", 7)
+        if len(fields) != 8:
+            continue
+        job_id, raw, tres = fields[0].strip(), fields[5].strip(), fields[6]
+        gpu_seconds[job_id] = gpu_seconds.get(job_id, 0) + (int(raw) if raw.isdigit() else 0) * tres_gpus(tres)
+        kept.append("|".join([*fields[:5], fields[7]]))
+    jobs = _parse_sacct("\n".join(kept), "sacct", wanted)
+    return {i: replace(s, gpu_hours=round(gpu_seconds.get(i, 0) / 3600, 3)) for i, s in jobs.items()}
+
+
 def sacct(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus] | None:
     """Finished (and live) jobs from accounting in one call; None when accounting is disabled.
 
     Text, not ``--json``: in 22.05.8 the JSON exit code says 0 for failed jobs.
     """
-    argv = ["sacct", "--noheader", "--parsable2", "--allocations", f"--format={_SACCT_FORMAT}",
-            "--jobs=" + ",".join(job_ids)]
+    argv = ["sacct", "--noheader", "--parsable2", "--allocations", "--duplicates",
+            f"--format={_SACCT_TRES_FORMAT}", "--jobs=" + ",".join(job_ids)]
     try:
         proc = _query(argv, runner)
     except SlurmError as exc:
@@ -341,7 +371,7 @@ def sacct(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, 
         raise
     if _ACCOUNTING_DISABLED in proc.stdout + proc.stderr:
         return None
-    return _parse_sacct(proc.stdout, "sacct", job_ids)
+    return _parse_sacct_runs(proc.stdout, job_ids)
 
 
 def jobcomp(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus]:

@@ -522,3 +522,16 @@ def test_an_array_folder_points_at_its_elements(fake_slurm: FakeSlurm, job_root:
     (folder / "array.json").write_text("{}")
     code, _, err = run_cli(capsys, "status", str(folder))
     assert code == 2 and "folder of a job array" in err and str(folder / "0") in err
+
+
+def test_gpu_hours_from_accounting_cover_every_run(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
+    """With accounting, GPU-hours are sacct's AllocTRES x ElapsedRaw over all runs of a requeued job; squeue's
+    elapsed (the current run only) is the fallback without it."""
+    make_job(job_root, "requeued", job_id="15")
+    runs = ("15|REQUEUED|0:15|node[1-2]|00:30:00|1800|cpu=16,gres/gpu=8,node=2|requeued\n"
+            "15|COMPLETED|0:0|node[1-2]|01:00:00|3600|cpu=16,gres/gpu=8,node=2|requeued\n")
+    fake_slurm.set({"squeue": UNKNOWN_ID, "sacct": {"stdout": runs}})
+    code, out, err = run_cli(capsys, "status", "15", "--json")
+    assert code == 0, err
+    row = json.loads(out)
+    assert (row["state"], row["elapsed"], row["gpu_hours"]) == ("COMPLETED", "01:00:00", 12.0)
