@@ -30,6 +30,7 @@ VERBS: dict[str, str] = {
     "plot": "orchestrator.commands.plot",
     "env": "orchestrator.commands.env",
     "hosts": "orchestrator.commands.hosts",
+    "doctor": "orchestrator.commands.doctor",
 }
 
 

@@ -54,6 +54,13 @@ def _check_sbatch(value: SbatchExtras) -> SbatchExtras:
 SlurmTime = Annotated[str, Field(description="Slurm time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S")]
 
 
+class Expect(_Model):
+    """Figures a partition promises; ``orch submit selftest`` fails below them."""
+
+    busbw_gbps: float | None = Field(default=None, gt=0, description="all-reduce bus bandwidth, GB/s (nccl-tests)")
+    gemm_gflops: float | None = Field(default=None, gt=0, description="GEMM rate of the slowest rank, GFLOP/s")
+
+
 class Partition(_Model):
     """One Slurm partition: where jobs run and the limits orch checks before submitting."""
 
@@ -65,6 +72,7 @@ class Partition(_Model):
     max_time: SlurmTime = "UNLIMITED"
     gpu_type: str | None = None
     sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for this partition")
+    expect: Expect | None = None
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "partition name"))
     _v_sbatch = field_validator("sbatch")(_check_sbatch)
@@ -158,7 +166,7 @@ class Launcher(_Model):
     @classmethod
     def _v_pass_env(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not _ENV_NAME_RE.match(name):
+            if not _ENV_NAME_RE.fullmatch(name):
                 raise ValueError(f"{name!r} is not a valid environment variable name")
         return value
 
@@ -209,14 +217,14 @@ def check_env_entry(key: str, value: str) -> None:
     """One variable exported to the tasks: cluster.yaml ``env`` and ``orch submit --env`` both come here.
 
     Raises ValueError naming the problem (the callers add the field)."""
-    if not _ENV_NAME_RE.match(key):
+    if not _ENV_NAME_RE.fullmatch(key):  # match() with $ would allow a trailing newline
         raise ValueError(f"{key!r} is not a valid environment variable name")
     if "\0" in value or "\n" in value:
         raise ValueError(f"the value of {key} contains a newline or NUL, which Slurm cannot carry")
 
 
 def _check_name(value: str, what: str) -> str:
-    if not _NAME_RE.match(value):
+    if not _NAME_RE.fullmatch(value):  # match() with $ would allow a trailing newline
         raise ValueError(f"{what} {value!r} may only use letters, digits, '_', '.' and '-'")
     return value
 
@@ -289,6 +297,9 @@ def load_cluster(path: Path) -> Cluster:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="check the path and its permissions") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                          hint="save the file as UTF-8") from None
     return parse_cluster(text, str(path))
 
 
@@ -297,6 +308,7 @@ _FIX_BY_TYPE = {
     "missing": "add it",
     "int_parsing": "use a whole number",
     "int_type": "use a whole number",
+    "int_from_float": "use a whole number",
     "float_parsing": "use a number",
     "bool_parsing": "use true or false",
     "greater_than_equal": "use a larger value",

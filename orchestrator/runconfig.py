@@ -47,6 +47,7 @@ class RunConfig(BaseModel):
     cluster_name: str | None = None
     launcher: Launcher = Field(default_factory=Launcher)
     env: dict[str, str] = Field(default_factory=dict)
+    expect: dict[str, float] = Field(default_factory=dict, description="the partition's expect figures (selftest)")
     created: str = Field(description="ISO 8601 time of submission")
     # Bring your own script: what every task runs instead of the job file's SPEC (None: a job file).
     script: ScriptTarget | None = None

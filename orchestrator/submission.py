@@ -111,18 +111,21 @@ class SubmitOptions:
     container_mounts: Sequence[str] = field(default_factory=tuple)
     templates: str | Path | None = None
     data_dir: str | Path | None = None
+    no_check: bool = False  # launch a script even when orch doctor finds errors in it (they are still shown)
 
 
 OPTION_NAMES = tuple(f.name for f in fields(SubmitOptions))
 
 
 def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, str],
-                  search: Sequence[Path]) -> tuple[SubmitRequest, LoadedJob]:
+                  search: Sequence[Path], dry_run: bool = False) -> tuple[SubmitRequest, LoadedJob]:
     """The one translation of submit options into a validated request and its job (CLI and API alike).
 
-    Resolves a script or ``-m`` module (``search``: where modules are looked for after ``cwd``), else
-    loads the job file; reads no file of the user's code beyond that. ConfigError names the field.
+    Resolves a script or ``-m`` module (``search``: where modules are looked for after ``cwd``) and
+    runs ``orch doctor`` on a script (its errors refuse it unless ``no_check`` or ``dry_run``: then
+    they are only shown), else loads the job file. ConfigError names the field.
     """
+    from orchestrator.doctor.gate import check_script
     from orchestrator.extras import NAMED_OPTIONS, parse_env_args, parse_sbatch_args
     from orchestrator.job import load_job
     from orchestrator.script import resolve_target, script_job
@@ -132,6 +135,8 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
     target = resolve_target(options.job, options.module, options.script_args, items, cwd, search)
     if target is None and not options.job:
         raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
+    if target is not None:
+        check_script(target, refuse=not (options.no_check or dry_run))
     loaded = script_job(target) if target is not None else load_job(str(options.job), environ, cwd)
     named = {dest: getattr(options, dest) for dest in NAMED_OPTIONS}
     sbatch_items = (_items(options.sbatch_args, flag=True) if isinstance(options.sbatch_args, Mapping)

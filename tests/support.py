@@ -93,19 +93,26 @@ def load_stub_module() -> ModuleType:
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 
 
+UPDATE_GOLDEN = "ORCH_UPDATE_GOLDEN"  # =1: write the golden files from the rendered scripts, on purpose
+
+
 def check_golden(name: str, text: str) -> None:
-    """Compare with tests/golden/NAME; a missing golden file is written (delete it to regenerate)."""
+    """The rendered script must equal tests/golden/NAME. A missing golden file fails too (a deleted
+    golden must not pass); ``ORCH_UPDATE_GOLDEN=1`` writes them, to be reviewed and committed."""
     import difflib
 
     import pytest
 
     path = GOLDEN_DIR / name
-    if not path.exists():
+    if os.environ.get(UPDATE_GOLDEN) == "1":
         path.write_text(text, encoding="utf-8")
         return
+    if not path.exists():
+        pytest.fail(f"tests/golden/{name} is missing; run the tests with {UPDATE_GOLDEN}=1 to write it, "
+                    "then review and commit it")
     expected = path.read_text(encoding="utf-8")
     if text != expected:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
                                             f"{name} (golden)", f"{name} (rendered)"))
-        pytest.fail(f"the rendered script differs from tests/golden/{name}; delete the golden file and "
-                    f"rerun to regenerate, if the change is intended:\n{diff}")
+        pytest.fail(f"the rendered script differs from tests/golden/{name}; if the change is intended, "
+                    f"rerun with {UPDATE_GOLDEN}=1 and review the diff:\n{diff}")

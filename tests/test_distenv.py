@@ -257,14 +257,30 @@ def test_parse_tasks_per_node_large_and_invalid() -> None:
             parse_tasks_per_node(bad)
 
 
-def test_master_port_is_deterministic_and_in_range() -> None:
-    for job in ("1", "12345", "999999999", "123_4", "123+1", "abc", 42):
-        for restart in (0, 1, 7):
-            port = master_port(job, restart, (20000, 20099))
-            assert 20000 <= port <= 20099
-            assert port == master_port(job, restart, (20000, 20099))
-    assert master_port("1", 0, DEFAULT_PORT_RANGE) == master_port(1, 0, DEFAULT_PORT_RANGE) == 29501
-    assert master_port("5", 3, (4000, 4000)) == 4000
+# low + (n + restarts * K) % span, worked out by hand: span 100 -> K 63 (round(61.8) = 62 shares 2 with
+# 100); span 10,000 -> K 6181; "123_4" counts as 127, "123+1" as 124, "abc" as crc32(b"abc") = 891568578.
+@pytest.mark.parametrize(("job", "restarts", "port_range", "port"), [
+    ("1", 0, (20000, 20099), 20001),
+    (1, 0, (20000, 20099), 20001),
+    ("1", 1, (20000, 20099), 20064),
+    ("1", 7, (20000, 20099), 20042),
+    ("12345", 0, (20000, 20099), 20045),
+    ("999999999", 7, (20000, 20099), 20040),
+    ("123_4", 0, (20000, 20099), 20027),
+    ("123+1", 0, (20000, 20099), 20024),
+    ("abc", 0, (20000, 20099), 20078),
+    (42, 1, (20000, 20099), 20005),
+    (" 42 ", 1, (20000, 20099), 20005),
+    ("1", 0, DEFAULT_PORT_RANGE, 29501),
+    ("1", 1, DEFAULT_PORT_RANGE, 35682),
+    ("12345", 2, DEFAULT_PORT_RANGE, 34207),
+    ("5", 3, (4000, 4000), 4000),
+    ("0", 0, (65535, 65535), 65535),
+    ("7", 0, (1, 10), 8),
+])
+def test_master_port_is_deterministic_and_in_range(job: str | int, restarts: int, port_range: tuple[int, int],
+                                                   port: int) -> None:
+    assert master_port(job, restarts, port_range) == port
 
 
 def test_master_port_is_equal_in_every_process() -> None:

@@ -88,12 +88,20 @@ def test_world_size_must_match_the_job(tmp_path: Path, clean_env: pytest.MonkeyP
     assert "rank 1: the job was set up for 2 ranks" in err and "this step has 3" in err
 
 
-def test_check_world_accepts_the_right_size() -> None:
+@pytest.mark.parametrize(("world_size", "ok"), [(8, True), (7, False), (9, False), (4, False), (16, False)])
+def test_check_world_accepts_the_right_size(world_size: int, ok: bool) -> None:
+    """2 nodes x 4 tasks: a step of exactly 8 ranks passes, any other size is refused."""
     cfg = RunConfig(mode="slurm", job_name="j", job_file="/j.py", params={}, nodes=2, gpus_per_node=4,
                     tasks_per_node=4, cpus_per_task=1, job_dir="/x", created="now")
-    env = distenv.DistEnv(rank=5, local_rank=1, world_size=8, local_world_size=4, node_rank=1, num_nodes=2,
-                          master_addr="n1", master_port=1234)
-    check_world(cfg, env)
+    env = distenv.DistEnv(rank=5, local_rank=1, world_size=world_size, local_world_size=4, node_rank=1,
+                          num_nodes=2, master_addr="n1", master_port=1234)
+    if ok:
+        assert check_world(cfg, env) is None
+    else:
+        with pytest.raises(DistEnvError) as info:
+            check_world(cfg, env)
+        assert info.value.message == (f"rank 5: the job was set up for 8 ranks (2 node(s) x 4), but this step "
+                                      f"has {world_size}")
 
 
 def test_port_already_in_use_is_a_clear_error(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -170,17 +171,46 @@ def test_job_name_reaches_sbatch_unchanged(make_plan: MakePlan) -> None:
     assert '#SBATCH --job-name="my job/$(x)"\n' in plan.script
 
 
-def test_build_plan_is_pure(make_plan: MakePlan, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+class _NoEnvironment(dict):  # type: ignore[type-arg]
+    """An ``os.environ`` that fails the test on any read."""
+
+    def __getitem__(self, key: object) -> str:
+        raise AssertionError(f"build_plan read os.environ[{key!r}]")
+
+    def get(self, key: object, default: object = None) -> str:
+        raise AssertionError(f"build_plan read os.environ.get({key!r})")
+
+    def __contains__(self, key: object) -> bool:
+        raise AssertionError(f"build_plan asked whether {key!r} is in os.environ")
+
+    def __iter__(self) -> Iterator[str]:
+        raise AssertionError("build_plan iterated over os.environ")
+
+
+def test_build_plan_is_pure(write_cluster: Callable[..., Path], write_job: Callable[..., Path],
+                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No subprocess, no environment, nothing written (the job root does not even exist)."""
+    from orchestrator.config import load_cluster
+    from orchestrator.job import load_job
+    from orchestrator.plan import build_plan
+
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("build_plan started a subprocess")
 
-    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    cluster = load_cluster(write_cluster())  # the inputs are read before the environment goes away
+    job_path = write_job()
+    loaded = load_job(str(job_path), {}, job_path.parent)
+    request = make_request({"job": str(job_path), "nodes": 2, "gpus": 8})
     job_root = tmp_path / "not-created"
-    plan = make_plan(nodes=2, gpus=8, job_root=job_root)  # make_plan writes its inputs before this point
-    monkeypatch.setattr(os, "environ", {})
+    before = sorted(p.name for p in tmp_path.iterdir())
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(os, "environ", _NoEnvironment())
+    plan = build_plan(request, cluster, loaded, python="/opt/py", now=datetime(2024, 1, 2, 3, 4, 5), token="abc",
+                      job_root=job_root)
+    monkeypatch.undo()
     assert plan.script.startswith("#!/bin/bash\n")
     assert not job_root.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 @pytest.fixture

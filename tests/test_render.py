@@ -4,7 +4,6 @@ refusals, --templates overrides, and the rendered script executed with stub srun
 
 from __future__ import annotations
 
-import difflib
 import shutil
 import signal
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from support import load_stub_module
+from support import check_golden, load_stub_module
 
 from orchestrator import distenv
 from orchestrator.errors import ConfigError
@@ -52,19 +51,6 @@ NASTY = [
     "x #comment", "unicode ✓ ünï", "tab\there", "packjob", "HetJob-x", "cr\rin", "", " lead", "trail ",
     "%j %t %%", "$HOME", "${PATH}", "!event", "a\\\"b'c", "'", '"', "\\",
 ]
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if not path.exists():
-        path.write_text(text, encoding="utf-8")
-        return
-    expected = path.read_text(encoding="utf-8")
-    if text != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                            f"{name} (golden)", f"{name} (rendered)"))
-        pytest.fail(f"the rendered script differs from tests/golden/{name}; delete the golden file and "
-                    f"rerun to regenerate, if the change is intended:\n{diff}")
 
 
 def test_golden_1x8(make_plan: MakePlan) -> None:
@@ -123,26 +109,59 @@ def test_every_shape_passes_shellcheck(shaped_plan: SubmitPlan, tmp_path: Path) 
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_every_shape_has_the_sbatch_options_slurm_reads(shaped_plan: SubmitPlan) -> None:
+# What sbatch must read for each shape, worked out by hand from tests/support.py's TEST_CLUSTER (not
+# from the plan): partition gpu = 96 CPUs, 1000G = 1,024,000 MB, 8 a100 per node; debug = 32 CPUs, 256G,
+# 4 untyped GPUs, max 02:00:00; cpu = 64 CPUs, 256G; defaults.time 04:00:00; preempt_before 180.
+# CPUs per task = node CPUs / the node's GPUs x the task's GPUs (CPU jobs: node CPUs / tasks per node);
+# memory per GPU = node memory / the node's GPUs (not the requested ones); CPU jobs get their CPUs' share
+# of the node's memory.
+_GPU = ["--open-mode=append", "--signal=B:USR2@180", "--requeue"]
+EXPECTED_OPTIONS: dict[str, tuple[str, list[str]]] = {  # shape -> (job folder name, options but the logs)
+    "1x8": ("tiny", ["--job-name=tiny", "--nodes=1", "--ntasks-per-node=8", "--gpus-per-node=a100:8",
+                     "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00", "--partition=gpu", *_GPU]),
+    "2x8": ("tiny", ["--job-name=tiny", "--nodes=2", "--ntasks-per-node=8", "--gpus-per-node=a100:8",
+                     "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00", "--partition=gpu", *_GPU]),
+    "64x8": ("tiny", ["--job-name=tiny", "--nodes=64", "--ntasks-per-node=8", "--gpus-per-node=a100:8",
+                      "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=2-00:00:00", "--partition=gpu",
+                      *_GPU]),
+    "account-qos": ("tiny", ["--job-name=tiny", "--nodes=2", "--ntasks-per-node=8", "--gpus-per-node=a100:8",
+                             "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00", "--partition=gpu",
+                             "--account=proj a'b", "--qos=low $(prio)", *_GPU]),  # --qos beats defaults.qos
+    "cpu": ("tiny", ["--job-name=tiny", "--nodes=3", "--ntasks-per-node=4", "--cpus-per-task=16",
+                     "--mem=262144M", "--time=04:00:00", "--partition=cpu", *_GPU]),
+    "gres-typed": ("tiny", ["--job-name=tiny", "--nodes=2", "--ntasks-per-node=4", "--gres=gpu:a100:4",
+                            "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00", "--partition=gpu",
+                            *_GPU]),
+    "gres-untyped": ("tiny", ["--job-name=tiny", "--nodes=4", "--ntasks-per-node=4", "--gres=gpu:4",
+                              "--cpus-per-task=8", "--mem-per-gpu=65536M", "--time=02:00:00",
+                              "--partition=debug", *_GPU]),
+    "hostile-name": ("x_rm_-rf_id_id_packjob_hetjob", [
+        "--job-name=x'; rm -rf / #\"$(id)`id` packjob hetjob \\", "--nodes=1", "--ntasks-per-node=1",
+        "--gpus-per-node=a100:1", "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00",
+        "--partition=gpu", *_GPU]),
+    "no-requeue-usr1": ("tiny", ["--job-name=tiny", "--nodes=2", "--ntasks-per-node=2", "--gpus-per-node=a100:2",
+                                 "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00",
+                                 "--partition=gpu", "--open-mode=append", "--signal=B:USR1@180"]),
+    "setup-env": ("tiny", ["--job-name=tiny", "--nodes=2", "--ntasks-per-node=8", "--gpus-per-node=a100:8",
+                           "--cpus-per-task=12", "--mem-per-gpu=128000M", "--time=04:00:00", "--partition=gpu",
+                           *_GPU]),
+    "unlimited": ("tiny", ["--job-name=tiny", "--nodes=2", "--ntasks-per-node=2", "--gpus-per-node=2",
+                           "--cpus-per-task=4", "--mem-per-gpu=8000M", "--time=UNLIMITED", "--partition=open",
+                           *_GPU]),
+}
+
+
+def test_every_shape_has_an_expectation() -> None:
+    assert set(EXPECTED_OPTIONS) == set(SHAPES)
+
+
+def test_every_shape_has_the_sbatch_options_slurm_reads(shaped_plan: SubmitPlan,
+                                                        request: pytest.FixtureRequest) -> None:
+    folder, expected = EXPECTED_OPTIONS[request.node.callspec.params["shaped_plan"]]
     options = STUB.sbatch_script_options(shaped_plan.script)
-    ctx = shaped_plan.context
-    assert f"--job-name={ctx.job_name}" in options
-    assert f"--nodes={ctx.nodes}" in options
-    assert f"--ntasks-per-node={ctx.ntasks_per_node}" in options
-    assert f"--partition={ctx.partition}" in options
-    assert f"--output={ctx.job_dir}/logs/slurm-%j.out" in options
-    assert f"--signal=B:{ctx.preempt_signal}@180" in options
-    assert ("--requeue" in options) == ctx.requeue
-    gpu_options = [o for o in options if o.startswith(("--gres", "--gpus"))]
-    if ctx.gpus_per_node == 0:
-        assert gpu_options == []
-    elif ctx.gpu_flag == "gres":
-        assert gpu_options == [f"--gres=gpu:{ctx.gpu_spec}"]
-    else:
-        assert gpu_options == [f"--gpus-per-node={ctx.gpu_spec}"]
-    for name, value in (("account", ctx.account), ("qos", ctx.qos)):
-        given = [o for o in options if o.startswith(f"--{name}=")]
-        assert given == ([f"--{name}={value}"] if value else [])
+    log = f"/home/user/orch-jobs/{folder}-20240102-030405-abcdef/logs/slurm-%j.out"
+    assert [o for o in options if o.startswith(("--output=", "--error="))] == [f"--output={log}", f"--error={log}"]
+    assert [o for o in options if not o.startswith(("--output=", "--error="))] == expected
 
 
 def test_shapes_pick_gpu_flag_and_type(make_plan: MakePlan, write_cluster: Callable[..., Path]) -> None:

@@ -247,3 +247,33 @@ def test_api_request_fields_are_orch_submits_options() -> None:
     from orchestrator.submission import OPTION_NAMES
 
     assert set(api.REQUEST_FIELDS) == set(OPTION_NAMES) - {"job", "nodes", "gpus", "overrides"}
+
+
+def test_api_checks_a_script_with_orch_doctor_as_orch_submit(env: dict[str, Any], tmp_path: Path) -> None:
+    from orchestrator.doctor.gate import ScriptRefused
+
+    bad = tmp_path / "bad_train.py"
+    bad.write_text(BAD_SCRIPT)
+    with pytest.raises(ScriptRefused, match="orch doctor found errors"):
+        api.submit(str(bad), nodes=1, gpus=1, cluster=env["cluster"], executor="slurm")
+    assert env["stubs"].records() == []
+    handle = api.submit(str(bad), nodes=1, gpus=1, cluster=env["cluster"], executor="slurm", no_check=True)
+    assert handle.job_id == "4242"
+
+
+BAD_SCRIPT = """\
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main():
+    dist.init_process_group("gloo")
+    loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=16, shuffle=True)
+    for x in loader:
+        pass
+
+
+if __name__ == "__main__":
+    main()
+"""

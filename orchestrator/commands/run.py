@@ -19,6 +19,7 @@ from typing import TextIO
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.config import DATA_DIR_ENV_VAR, resolve_data_dir
+from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
 from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.jobdirs import job_root, local_log_name
@@ -52,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job-root", metavar="DIR",
                         help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
+    parser.add_argument("--no-check", action="store_true",
+                        help="run a script even when orch doctor finds errors in it (they are still printed)")
     add_json_argument(parser)
 
 
@@ -60,6 +63,7 @@ def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Pat
     if target.note() is not None:  # a local run needs the module here (a submit may find it on the nodes)
         raise ConfigError(target.note() or "", hint="check the name and run orch from the folder that holds the "
                                                     "package (or put it on PYTHONPATH)")
+    check_script(target, refuse=not args.no_check)  # orch doctor first: errors stop the run
     cluster = cluster_or_none(args)
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
     per_task, gpus, nproc = args.gpus_per_task, 0, args.nproc or 1

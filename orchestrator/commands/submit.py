@@ -99,6 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --sweep: run at most N array elements at once (sbatch --array=...%%N)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
+    parser.add_argument("--no-check", action="store_true",
+                        help="submit a script even when orch doctor finds errors in it (they are still printed)")
     add_json_argument(parser)
 
 
@@ -107,8 +109,9 @@ def run(args: argparse.Namespace) -> int:
 
     cluster = cluster_from_args(args)
     cwd = Path.cwd()
+    # a script is checked by orch doctor first: errors stop the submission (the dry run only shows them)
     request, loaded = build_request(submit_options(vars(args)), cwd=cwd, environ=os.environ,
-                                    search=[Path(p) for p in sys.path if p])
+                                    search=[Path(p) for p in sys.path if p], dry_run=args.dry_run)
     target = request.script
     plan = new_plan(request, cluster, loaded, cwd)
     if args.sweep or args.array_throttle is not None:

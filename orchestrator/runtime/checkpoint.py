@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import random
 import shutil
 import sys
@@ -91,11 +92,16 @@ def read_checkpoint(path: Path, map_location: torch.device | str = "cpu") -> dic
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises RuntimeError, EOFError, UnpicklingError, ... for damage
+        if isinstance(exc, pickle.UnpicklingError) and "weights only" in str(exc).lower():
+            raise CheckpointError(f"checkpoint {path} holds Python objects that only a full unpickle would load, "
+                                  "which could run code from the file; orch loads with weights_only=True",
+                                  hint="orch only resumes from its own checkpoints; move the file away") from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CheckpointError(f"checkpoint {path} cannot be loaded: {first}",
                               hint="the file is truncated or corrupt") from None
-    if not isinstance(state, dict) or any(k not in state for k in REQUIRED_KEYS):
-        raise CheckpointError(f"checkpoint {path} is not an orch checkpoint (missing keys)",
+    missing = [k for k in REQUIRED_KEYS if k not in state] if isinstance(state, dict) else ["a mapping"]
+    if missing or not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {path} is not an orch checkpoint (missing {', '.join(missing)})",
                               hint="move the file away; orch only resumes from its own checkpoints")
     if state["format"] != FORMAT:
         raise CheckpointError(f"checkpoint {path} has format {state['format']}, expected {FORMAT}",

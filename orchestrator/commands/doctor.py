@@ -1,0 +1,56 @@
+"""``orch doctor FILE... [--json] [--strict]``: the DDP pitfalls of a script, found statically."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from orchestrator.commands._common import add_json_argument, print_json
+from orchestrator.doctor import DoctorInputError, Finding, check_file, exit_code, format_findings
+
+HELP = "check training scripts for DDP pitfalls (DDP001..DDP010) without running them"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="Python scripts to check (a directory: its *.py "
+                                                                 "files, recursively)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    add_json_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    findings: list[Finding] = []
+    unreadable: list[DoctorInputError] = []
+    for path in _expand(args.files):
+        try:
+            findings.extend(check_file(path))
+        except DoctorInputError as exc:
+            unreadable.append(exc)
+    if args.json:
+        print_json([f.as_dict() for f in findings])
+    else:
+        print(format_findings(findings))
+    for error in unreadable:
+        print(error.render(), file=sys.stderr)
+    return 2 if unreadable else exit_code(findings, strict=args.strict)
+
+
+def _expand(paths: list[str]) -> list[str]:
+    """Files as given; a directory becomes its ``*.py`` files (not in hidden folders or caches)."""
+    out: list[str] = []
+    for text in paths:
+        path = Path(text)
+        if not path.is_dir():
+            out.append(text)
+            continue
+        found = sorted(p for p in path.rglob("*.py") if not any(
+            part.startswith(".") or part in _SKIP_DIRS for part in p.relative_to(path).parts[:-1]))
+        if not found:
+            raise DoctorInputError(f"{path}: no Python files in this directory", hint="pass .py files or a "
+                                                                                        "folder that holds some")
+        out.extend(str(p) for p in found)
+    return out
+
+
+_SKIP_DIRS = frozenset({"__pycache__", "site-packages", "node_modules", "venv"})

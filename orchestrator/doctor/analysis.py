@@ -1,0 +1,126 @@
+"""One file's analysis, shared by the rules: names, ranks, call sites, and the questions rules ask."""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from orchestrator.doctor.catalog import Severity
+from orchestrator.doctor.findings import Finding, make_finding
+from orchestrator.doctor.flow import Flow, Loop, Site
+from orchestrator.doctor.names import Module, dotted
+from orchestrator.doctor.ranks import Ranks
+
+_D = "torch.distributed."
+COLLECTIVES = frozenset(_D + name for name in (
+    "barrier", "monitored_barrier", "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+    "all_gather_object", "gather", "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
+    "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast_object_list", "new_group",
+))
+REDUCTIONS = frozenset(_D + name for name in (
+    "all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "gather",
+    "gather_object", "reduce_scatter", "reduce_scatter_tensor",
+))
+WRAPPERS = frozenset({
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+})
+INIT = frozenset({_D + "init_process_group"})
+DESTROY = frozenset({_D + "destroy_process_group"})
+SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
+                        "torch.accelerator.device_index"})
+
+
+class Analysis:
+    def __init__(self, tree: ast.Module, filename: str) -> None:
+        self.filename = filename
+        self.module = Module(tree)
+        self.ranks = Ranks(self.module)
+        self.flow = Flow(self.module, self.ranks)
+        self._trains: dict[str, bool] = {}
+
+    def finding(self, code: str, node: ast.AST, detail: str = "", severity: Severity | None = None,
+                title: str | None = None) -> Finding:
+        line = getattr(node, "lineno", 1)
+        end = getattr(node, "end_lineno", line) or line
+        return make_finding(code, self.filename, line, detail, severity, title, end)
+
+    def sites(self, quals: frozenset[str]) -> list[Site]:
+        return [site for site in self.flow.sites if site.qual in quals]
+
+    def sites_ending(self, suffix: str) -> list[Site]:
+        return [site for site in self.flow.sites if site.qual and (site.qual == suffix or
+                                                                   site.qual.endswith("." + suffix))]
+
+    @cached_property
+    def distributed(self) -> bool:
+        """The file sets up or uses torch.distributed, DDP/FSDP or a DistributedSampler."""
+        for site in self.flow.sites:
+            q = site.qual or ""
+            if q.startswith(_D) or q in WRAPPERS or q.endswith("DistributedSampler") or q.endswith(
+                    "multiprocessing.spawn"):
+                return True
+        return False
+
+    @cached_property
+    def data_parallel(self) -> bool:
+        """The file wraps a model in DDP/FSDP or starts a process group (data-parallel training)."""
+        return bool(self.sites(WRAPPERS | INIT))
+
+    def reaching(self, site: Site, wanted: frozenset[str]) -> ast.Call | None:
+        """The call of ``wanted`` that ``site`` makes, itself or through a function of this file."""
+        if site.qual in wanted:
+            return site.call
+        target = self.module.local_function(site.call)
+        return self.flow.reaches(target, wanted) if target is not None else None
+
+    def wrapped(self, expr: ast.expr) -> bool:
+        """``expr`` is (a name bound to) ``DDP(...)`` / ``FSDP(...)``."""
+        if isinstance(expr, ast.Call):
+            return self.module.qualname(expr.func) in WRAPPERS
+        key = dotted(expr)
+        if key is None:
+            return False
+        _, value = self.module.resolve(key, expr)
+        return isinstance(value, ast.Call) and self.module.qualname(value.func) in WRAPPERS
+
+    # -- training loops -----------------------------------------------------------------------------
+    def trains(self, node: ast.AST, seen: frozenset[str] = frozenset()) -> bool:
+        """``node`` calls ``.backward()``, itself or through a function of this file."""
+        for call in self.module.calls_in(node):
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
+                return True
+            target = self.module.local_function(call)
+            if target is not None and target.name not in seen:
+                if target.name not in self._trains:
+                    self._trains[target.name] = any(self.trains(s, seen | {target.name}) for s in target.body)
+                if self._trains[target.name]:
+                    return True
+        return False
+
+    def in_training_loop(self, site: Site) -> Loop | None:
+        return next((loop for loop in reversed(site.loops) if self.trains(loop)), None)
+
+    # -- statements ---------------------------------------------------------------------------------
+    def statement_of(self, node: ast.AST) -> ast.stmt | None:
+        current: ast.AST | None = node
+        while current is not None and not isinstance(current, ast.stmt):
+            current = self.module.parents.get(current)
+        return current
+
+    def exits_after(self, node: ast.AST) -> bool:
+        """The block holding ``node``'s statement leaves right after it (break/return/raise/exit)."""
+        stmt = self.statement_of(node)
+        parent = self.module.parents.get(stmt) if stmt is not None else None
+        if stmt is None or parent is None:
+            return False
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and stmt in block:
+                for later in block[block.index(stmt) + 1:]:
+                    if isinstance(later, ast.Break | ast.Return | ast.Raise):
+                        return True
+                    if isinstance(later, ast.Expr) and isinstance(later.value, ast.Call) and (
+                            self.module.qualname(later.value.func) in ("sys.exit", "exit", "os._exit")):
+                        return True
+        return False

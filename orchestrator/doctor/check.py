@@ -1,0 +1,97 @@
+"""Run the rules on a file: parse (never import or execute it), analyse, drop suppressed findings."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from orchestrator.doctor import rules_data, rules_devices, rules_output, rules_sync
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.findings import DoctorInputError, Finding
+
+# The rules, in catalog order; each takes the analysis of one file and yields findings.
+RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
+    rules_devices.check_set_device,      # DDP001
+    rules_sync.check_collectives,        # DDP002
+    rules_data.check_loaders,            # DDP003
+    rules_data.check_set_epoch,          # DDP004
+    rules_output.check_prints,           # DDP005
+    rules_output.check_saves,            # DDP006
+    rules_sync.check_destroy,            # DDP007
+    rules_output.check_hard_coded,       # DDP008
+    rules_devices.check_load,            # DDP009
+    rules_devices.check_global_rank_device,  # DDP010
+)
+
+_IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
+
+
+def suppressions(source: str) -> dict[int, set[str]]:
+    """``{line: {codes}}`` from ``# orch: ignore[DDP004, DDP005]`` comments (comments only, not strings)."""
+    found: dict[int, set[str]] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                match = _IGNORE.search(token.string)
+                if match:
+                    codes = {c.strip().upper() for c in match.group(1).split(",") if c.strip()}
+                    found.setdefault(token.start[0], set()).update(codes)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return found
+
+
+def check_source(source: str, filename: str = "<string>") -> list[Finding]:
+    """The findings for one file's text, sorted by line. Raises DoctorInputError on a syntax error."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        where = f"{filename}:{exc.lineno or '?'}:{exc.offset or '?'}"
+        raise DoctorInputError(f"{where}: syntax error: {exc.msg}",
+                               hint="fix the syntax first (python -m py_compile FILE)") from None
+    except ValueError as exc:  # null bytes
+        raise DoctorInputError(f"{filename}: cannot parse: {exc}", hint="pass a Python source file") from None
+    except (RecursionError, MemoryError):
+        raise DoctorInputError(f"{filename}: too deeply nested to parse", hint="pass a Python source file") from None
+    ignored = suppressions(source)
+    findings: set[Finding] = set()
+    try:
+        analysis = Analysis(tree, filename)
+        for rule in RULES:
+            for finding in rule(analysis):
+                span = range(finding.line, max(finding.line, finding.end_line) + 1)
+                if not any(finding.code in ignored.get(line, ()) for line in span):
+                    findings.add(finding)
+    except RecursionError:
+        raise DoctorInputError(f"{filename}: too deeply nested to analyse", hint="pass a Python source file") from None
+    return sorted(findings, key=lambda f: (f.line, f.code, f.message))
+
+
+def read_script(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except IsADirectoryError:
+        raise DoctorInputError(f"{p}: is a directory", hint="pass Python files (orch doctor train.py)") from None
+    except OSError as exc:
+        raise DoctorInputError(f"{p}: cannot read: {exc.strerror}", hint="check the path") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DoctorInputError(f"{p}: not UTF-8 text (byte {exc.start})", hint="pass a Python source file") from None
+
+
+def check_file(path: str | Path) -> list[Finding]:
+    return check_source(read_script(path), str(path))
+
+
+def check_files(paths: Iterable[str | Path]) -> list[Finding]:
+    """All findings of ``paths``, file by file. Raises DoctorInputError for the first unreadable one."""
+    findings: list[Finding] = []
+    for path in paths:
+        findings.extend(check_file(path))
+    return findings

@@ -1,0 +1,155 @@
+"""Where each call sits: under which rank condition, inside which loops, in which function.
+
+Every function body (and the module body) is walked statement by statement. An ``if`` whose test is
+a rank condition puts its body and its ``else`` under that condition; ``if not is_main: return``
+puts the rest of the block under it. A function called only from guarded places is guarded too.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from orchestrator.doctor.names import FunctionNode, Module
+from orchestrator.doctor.ranks import Ranks
+
+Loop = ast.For | ast.AsyncFor | ast.While
+_EXITS = (ast.Return, ast.Continue, ast.Raise, ast.Break)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One side of a rank-conditioned ``if``."""
+
+    node: ast.If
+    side: str  # "body" or "orelse"
+
+    def other(self) -> list[ast.stmt]:
+        return self.node.orelse if self.side == "body" else self.node.body
+
+
+@dataclass(frozen=True)
+class Site:
+    call: ast.Call
+    qual: str | None
+    function: FunctionNode | None
+    branch: Branch | None  # innermost rank-conditioned branch around the call, in its function
+    early_guard: ast.If | None  # the `if <rank condition>: return` before it in its block, if any
+    loops: tuple[Loop, ...]  # enclosing loops, in its function
+
+
+class Flow:
+    def __init__(self, module: Module, ranks: Ranks) -> None:
+        self.module = module
+        self.ranks = ranks
+        self.sites: list[Site] = []
+        self._walk_block(module.tree.body, None, None, None, ())
+        for node in module.nodes:
+            if isinstance(node, FunctionNode):
+                self._walk_block(node.body, node, None, None, ())
+            elif isinstance(node, ast.ClassDef):
+                self._walk_block(node.body, self.module.function_of(node), None, None, ())
+        self.sites.sort(key=lambda s: (s.call.lineno, s.call.col_offset))
+        self._loads: dict[str, list[ast.Name]] = {}
+        for node in module.nodes:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self._loads.setdefault(node.id, []).append(node)
+        self.guarded_functions = self._guarded_functions()
+
+    # -- walking ------------------------------------------------------------------------------------
+    def _walk_block(self, body: list[ast.stmt], function: FunctionNode | None, branch: Branch | None,
+                    early: ast.If | None, loops: tuple[Loop, ...]) -> None:
+        for stmt in body:
+            if isinstance(stmt, FunctionNode | ast.ClassDef):
+                continue
+            if isinstance(stmt, ast.If):
+                self._record(stmt.test, function, branch, early, loops)
+                if self.ranks.is_condition(stmt.test):
+                    self._walk_block(stmt.body, function, Branch(stmt, "body"), early, loops)
+                    self._walk_block(stmt.orelse, function, Branch(stmt, "orelse"), early, loops)
+                    if stmt.body and isinstance(stmt.body[-1], _EXITS) and not stmt.orelse:
+                        early = stmt
+                else:
+                    self._walk_block(stmt.body, function, branch, early, loops)
+                    self._walk_block(stmt.orelse, function, branch, early, loops)
+            elif isinstance(stmt, Loop):
+                header = stmt.iter if isinstance(stmt, ast.For | ast.AsyncFor) else stmt.test
+                self._record(header, function, branch, early, loops)
+                self._walk_block(stmt.body, function, branch, early, (*loops, stmt))
+                self._walk_block(stmt.orelse, function, branch, early, loops)
+            elif isinstance(stmt, ast.With | ast.AsyncWith):
+                for item in stmt.items:
+                    self._record(item.context_expr, function, branch, early, loops)
+                self._walk_block(stmt.body, function, branch, early, loops)
+            elif isinstance(stmt, ast.Try):
+                for block in (stmt.body, *[h.body for h in stmt.handlers], stmt.orelse, stmt.finalbody):
+                    self._walk_block(block, function, branch, early, loops)
+            elif hasattr(ast, "Match") and isinstance(stmt, ast.Match):
+                self._record(stmt.subject, function, branch, early, loops)
+                for case in stmt.cases:
+                    self._walk_block(case.body, function, branch, early, loops)
+            else:
+                self._record(stmt, function, branch, early, loops)
+
+    def _record(self, node: ast.AST, function: FunctionNode | None, branch: Branch | None, early: ast.If | None,
+                loops: tuple[Loop, ...]) -> None:
+        for call in self.module.calls_in(node):
+            self.sites.append(Site(call, self.module.qualname(call.func), function, branch, early, loops))
+
+    # -- guards -------------------------------------------------------------------------------------
+    def _guarded_functions(self) -> set[FunctionNode]:
+        """Functions whose every call in this file is guarded by a rank condition (to a fixed point)."""
+        callers: dict[FunctionNode, list[Site]] = {}
+        for site in self.sites:
+            target = self.module.local_function(site.call)
+            if target is not None:
+                callers.setdefault(target, []).append(site)
+        guarded: set[FunctionNode] = set()
+        changed = True
+        while changed:
+            changed = False
+            for function, sites in callers.items():
+                if function in guarded or self._referenced_elsewhere(function, sites):
+                    continue
+                if all(site.branch or self.leaves_one(site) or site.function in guarded for site in sites):
+                    guarded.add(function)
+                    changed = True
+        return guarded
+
+    def _referenced_elsewhere(self, function: FunctionNode, sites: list[Site]) -> bool:
+        """Passed around (``mp.spawn(train, ...)``, ``Thread(target=f)``): it may run anywhere."""
+        called = {id(site.call.func) for site in sites}
+        return any(id(node) not in called for node in self._loads.get(function.name, ()))
+
+    def guarded(self, site: Site) -> bool:
+        """Whether ``site`` runs only on some ranks (a rank condition around it or around its callers)."""
+        return site.branch is not None or self.leaves_one(site) or site.function in self.guarded_functions
+
+    def leaves_one(self, site: Site) -> bool:
+        """An early exit before ``site`` lets only one rank through (``if rank != 0: return``);
+        ``if rank >= 2: return`` lets two through, which is not a guard for a print."""
+        guard = site.early_guard
+        return guard is not None and not self.ranks.passes_many(guard.test, when=False)
+
+    # -- helpers for the rules ----------------------------------------------------------------------
+    def sites_in(self, function: FunctionNode | None) -> list[Site]:
+        return [site for site in self.sites if site.function is function]
+
+    def reaches(self, function: FunctionNode, wanted: frozenset[str], seen: set[str] | None = None) -> ast.Call | None:
+        """A call of one of ``wanted`` (qualified names) made by ``function`` or the local functions it
+        calls, outside any rank condition; None when there is none."""
+        seen = set() if seen is None else seen
+        if function.name in seen:
+            return None
+        seen.add(function.name)
+        for site in self.sites_in(function):
+            if site.branch is not None:
+                continue
+            if site.qual in wanted:
+                return site.call
+            target = self.module.local_function(site.call)
+            if target is not None:
+                found = self.reaches(target, wanted, seen)
+                if found is not None:
+                    return found
+        return None

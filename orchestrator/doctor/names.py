@@ -1,0 +1,189 @@
+"""Names in one module: import aliases -> qualified names, scopes, and simple assignments.
+
+Only what a reader sees in the file: ``import torch.distributed as dist`` makes ``dist.barrier`` the
+qualified ``torch.distributed.barrier``; ``x = expr`` makes ``x`` mean ``expr`` for later lines of the
+same function (the last such assignment before the line wins; branches are not told apart).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+# What the conventional short names mean when a snippet uses them without importing them.
+CONVENTIONAL: dict[str, str] = {
+    "dist": "torch.distributed",
+    "DDP": "torch.nn.parallel.DistributedDataParallel",
+    "FSDP": "torch.distributed.fsdp.FullyShardedDataParallel",
+    "mp": "torch.multiprocessing",
+    "DistributedSampler": "torch.utils.data.distributed.DistributedSampler",
+    "DataLoader": "torch.utils.data.DataLoader",
+}
+
+
+def dotted(expr: ast.expr) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def last_name(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    if isinstance(expr, ast.Name):
+        return expr.id
+    return None
+
+
+@dataclass
+class Scope:
+    """A function (or the module): its assignments by dotted name, and its enclosing scope."""
+
+    node: ast.AST
+    parent: Scope | None
+    assigned: dict[str, list[tuple[int, ast.expr | None]]] = field(default_factory=dict)
+
+    _lines: dict[str, list[int]] = field(default_factory=dict)
+
+    def record(self, key: str, line: int, value: ast.expr | None) -> None:
+        entries = self.assigned.setdefault(key, [])
+        entries.append((line, value))
+        entries.sort(key=lambda entry: entry[0])
+        self._lines.pop(key, None)
+
+    def lines(self, key: str) -> list[int]:
+        if key not in self._lines:
+            self._lines[key] = [line for line, _ in self.assigned.get(key, [])]
+        return self._lines[key]
+
+
+class Module:
+    """One parsed file: aliases, scopes, parents, and the functions defined in it by name."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.nodes: list[ast.AST] = list(ast.walk(tree))  # every node, walked once
+        for node in self.nodes:
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+        self.aliases: dict[str, str] = {}
+        self.functions: dict[str, FunctionNode] = {}
+        self.scopes: dict[ast.AST, Scope] = {}
+        self.module_scope = Scope(tree, None)
+        self.scopes[tree] = self.module_scope
+        self._collect(tree, self.module_scope)
+
+    # -- collection ---------------------------------------------------------------------------------
+    def _collect(self, node: ast.AST, scope: Scope) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, FunctionNode):
+                self.functions.setdefault(child.name, child)
+                inner = Scope(child, scope)
+                self.scopes[child] = inner
+                args = child.args
+                for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                    if arg is not None:
+                        inner.record(arg.arg, child.lineno, None)
+                self._collect(child, inner)
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.asname:
+                        self.aliases[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        self.aliases[head] = head
+            elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
+                for alias in child.names:
+                    self.aliases[alias.asname or alias.name] = f"{child.module}.{alias.name}"
+            elif isinstance(child, ast.Assign):
+                for target in child.targets:
+                    self._record_target(scope, target, child.lineno, child.value)
+            elif isinstance(child, ast.AnnAssign | ast.AugAssign):
+                value = child.value if isinstance(child, ast.AnnAssign) else None
+                self._record_target(scope, child.target, child.lineno, value)
+            elif isinstance(child, ast.For | ast.AsyncFor):
+                self._record_target(scope, child.target, child.lineno, None)
+            elif isinstance(child, ast.NamedExpr):
+                self._record_target(scope, child.target, child.lineno, child.value)
+            elif isinstance(child, ast.withitem) and child.optional_vars is not None:
+                self._record_target(scope, child.optional_vars, child.context_expr.lineno, None)
+            self._collect(child, scope)
+
+    def _record_target(self, scope: Scope, target: ast.expr, line: int, value: ast.expr | None) -> None:
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._record_target(scope, element, line, None)
+            return
+        key = dotted(target)
+        if key is not None:
+            scope.record(key, line, value)
+
+    # -- queries ------------------------------------------------------------------------------------
+    def qualname(self, expr: ast.expr) -> str | None:
+        """``torch.distributed.barrier`` for ``dist.barrier`` (after ``import torch.distributed as dist``)."""
+        name = dotted(expr)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        full = self.aliases.get(head) or CONVENTIONAL.get(head) or head
+        return f"{full}.{rest}" if rest else full
+
+    def scope_of(self, node: ast.AST) -> Scope:
+        current = self.parents.get(node)
+        while current is not None:
+            if current in self.scopes:
+                return self.scopes[current]
+            current = self.parents.get(current)
+        return self.module_scope
+
+    def function_of(self, node: ast.AST) -> FunctionNode | None:
+        scope = self.scope_of(node)
+        return scope.node if isinstance(scope.node, FunctionNode) else None
+
+    def resolve(self, name: str, node: ast.AST) -> tuple[bool, ast.expr | None]:
+        """The value last assigned to ``name`` before ``node``'s line in its scope (or an enclosing
+        one): (found, value). found with value None: a parameter or an unpacked/loop target."""
+        line = getattr(node, "lineno", 0)
+        own = self.scope_of(node)
+        entries = own.assigned.get(name, [])
+        index = bisect.bisect_left(own.lines(name), line)
+        if index:
+            return True, entries[index - 1][1]
+        scope = own.parent
+        while scope is not None:
+            if scope.assigned.get(name):
+                return True, scope.assigned[name][-1][1]
+            scope = scope.parent
+        return (True, None) if entries else (False, None)
+
+    def local_function(self, call: ast.Call) -> FunctionNode | None:
+        """The function defined in this file that ``call`` calls (``f(...)`` or ``self.f(...)``)."""
+        func = call.func
+        if isinstance(func, ast.Name) and func.id not in self.aliases:
+            return self.functions.get(func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            return self.functions.get(func.attr)
+        return None
+
+    def calls_in(self, node: ast.AST) -> Iterator[ast.Call]:
+        """Calls inside ``node``, not descending into nested function or class definitions."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, ast.Call):
+                yield current
+            for child in ast.iter_child_nodes(current):
+                if not isinstance(child, FunctionNode | ast.ClassDef | ast.Lambda):
+                    stack.append(child)

@@ -1,0 +1,326 @@
+"""Ranks and devices: which expressions hold a rank, which tests are rank conditions, which values
+name a CUDA device (and whether that device comes from the global rank)."""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from typing import Literal
+
+from orchestrator.doctor.names import FunctionNode, Module, last_name
+
+RankKind = Literal["global", "local", "rankish"]
+DeviceKind = Literal["default", "index"]
+
+_MAX_DEPTH = 8
+
+# Environment variables that hold the global / the node-local rank.
+GLOBAL_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+LOCAL_ENV = frozenset({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
+# Names that hold a rank when nothing else says what they hold (parameters, attributes).
+RANK_NAMES = frozenset({"rank", "global_rank", "world_rank", "grank", "proc_rank"})
+LOCAL_NAMES = frozenset({"local_rank", "gpu", "gpu_id", "local_gpu", "device_id", "lrank", "local_process_index"})
+# Flags and helpers that mean "this is the main process".
+MAIN_FLAGS = frozenset({
+    "is_main", "is_master", "master_process", "is_main_process", "main_process", "is_rank_zero", "is_rank0",
+    "rank0", "rank_zero", "is_chief", "is_leader", "is_root", "is_local_main_process", "is_master_process",
+    "is_global_zero", "is_local_master", "is_primary", "is_main_rank", "is_master_rank", "is_rank_0",
+})
+_FLIPPED: dict[type[ast.cmpop], ast.cmpop] = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(),
+                                              ast.GtE: ast.LtE()}
+_OPERATORS: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+    ast.GtE: operator.ge}
+_RANK_CALLS: dict[str, RankKind] = {
+    "torch.distributed.get_rank": "global",
+    "torch.distributed.get_global_rank": "global",
+    "torch.distributed.get_node_local_rank": "local",
+    "get_rank": "rankish",
+    "get_local_rank": "local",
+}
+
+
+class Ranks:
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self._dependent: dict[int, bool] = {}
+
+    # -- rank values --------------------------------------------------------------------------------
+    def env_key(self, expr: ast.expr) -> str | None:
+        """``K`` for ``os.environ["K"]``, ``os.environ.get("K", ...)``, ``os.getenv("K")``."""
+        if isinstance(expr, ast.Subscript) and self.module.qualname(expr.value) == "os.environ":
+            key = expr.slice
+            return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+        if isinstance(expr, ast.Call) and expr.args and isinstance(expr.args[0], ast.Constant):
+            q = self.module.qualname(expr.func)
+            if q in ("os.environ.get", "os.getenv", "os.environ.__getitem__") and isinstance(expr.args[0].value, str):
+                return expr.args[0].value
+        return None
+
+    def source(self, expr: ast.expr, depth: int = 0) -> RankKind | None:
+        """What rank ``expr`` holds: the global one, the local one, a rank of unknown kind, or none.
+        Arithmetic on a rank (``rank % torch.cuda.device_count()``) is none: silence over a guess."""
+        if depth > _MAX_DEPTH:
+            return None
+        key = self.env_key(expr)
+        if key is not None:
+            return "global" if key in GLOBAL_ENV else "local" if key in LOCAL_ENV else None
+        if isinstance(expr, ast.Call):
+            q = self.module.qualname(expr.func)
+            if q in _RANK_CALLS:
+                return _RANK_CALLS[q]
+            if q in ("int", "str") and expr.args:
+                return self.source(expr.args[0], depth + 1)
+            return None
+        if isinstance(expr, ast.Name):
+            found, value = self.module.resolve(expr.id, expr)
+            if value is not None:
+                kind = self.source(value, depth + 1)
+                if kind is not None:
+                    return kind
+                if found and not isinstance(value, ast.BinOp | ast.Name | ast.Attribute):
+                    return None
+            return _by_name(expr.id)
+        if isinstance(expr, ast.Attribute):
+            return _by_name(expr.attr)
+        return None
+
+    def dependent(self, expr: ast.expr, depth: int = 0) -> bool:
+        """Whether any part of ``expr`` holds a rank (``rank % 2``, ``f"rank{rank}"``)."""
+        if depth > _MAX_DEPTH:
+            return False
+        key = id(expr)
+        if key not in self._dependent:
+            self._dependent[key] = False  # a cycle through assignments adds nothing
+            self._dependent[key] = self._depends(expr, depth)
+        return self._dependent[key]
+
+    def _depends(self, expr: ast.expr, depth: int) -> bool:
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript) and self.source(node, depth):
+                return True
+            if isinstance(node, ast.Name):
+                _, value = self.module.resolve(node.id, node)
+                if value is not None and value is not expr and self.dependent(value, depth + 1):
+                    return True
+        return False
+
+    # -- rank conditions ----------------------------------------------------------------------------
+    def is_condition(self, test: ast.expr, depth: int = 0) -> bool:
+        """``rank == 0``, ``dist.get_rank() != 0``, ``is_main``, ``not is_master()``, ``rank == 0 and x``."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(test, ast.BoolOp):
+            return any(self.is_condition(value, depth + 1) for value in test.values)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.is_condition(test.operand, depth + 1)
+        if isinstance(test, ast.Compare):
+            if _uniform(test):
+                return False
+            return any(self.dependent(part, depth + 1) for part in (test.left, *test.comparators))
+        if isinstance(test, ast.Name):
+            _, value = self.module.resolve(test.id, test)
+            if value is not None and self.is_condition(value, depth + 1):
+                return True
+            return test.id in MAIN_FLAGS or self.source(test, depth + 1) is not None
+        if isinstance(test, ast.Attribute):
+            return test.attr in MAIN_FLAGS
+        if isinstance(test, ast.Call):
+            function = self.module.local_function(test)
+            if function is not None:
+                return self._returns_condition(function, depth + 1)
+            return last_name(test.func) in MAIN_FLAGS
+        return False
+
+    def passes_many(self, test: ast.expr, when: bool) -> bool:
+        """Whether ``test`` is provably ``when`` on more than one rank: ``rank >= 2`` is False on ranks 0
+        and 1 (``if rank >= 2: return`` leaves two ranks running). Unknown tests give False."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.passes_many(test.operand, not when)
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return False
+        left, op, right = _fold(test.left), test.ops[0], _fold(test.comparators[0])
+        if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+            left, right = right, left
+            op = _FLIPPED.get(type(op), op)
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, int) and self.dependent(left)):
+            return False
+        c = right.value
+        # the ranks r >= 0 on which `r <op> c` equals `when`: one rank, or more?
+        single_when_true = {ast.Eq: True, ast.NotEq: False, ast.Lt: c == 1, ast.LtE: c == 0, ast.Gt: False,
+                            ast.GtE: False}
+        single_when_false = {ast.Eq: False, ast.NotEq: True, ast.Lt: False, ast.LtE: False, ast.Gt: c == 0,
+                             ast.GtE: c == 1}
+        table = single_when_true if when else single_when_false
+        single = table.get(type(op))
+        return single is False
+
+    def at_rank_zero(self, test: ast.expr, depth: int = 0) -> bool | None:
+        """The value of a rank condition on rank 0 (the parts that do not depend on the rank are taken
+        to let it through); None when it cannot be told."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.at_rank_zero(test.operand, depth + 1)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            parts = [self.at_rank_zero(v, depth + 1) for v in test.values if self.is_condition(v, depth + 1)]
+            if not parts or None in parts:
+                return None
+            return all(parts) if isinstance(test.op, ast.And) else any(parts)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            left, op, right = test.left, test.ops[0], test.comparators[0]
+            if self.dependent(right) and not self.dependent(left):
+                left, right = right, left
+                op = _FLIPPED.get(type(op), op)
+            return _evaluate(op, right)
+        if isinstance(test, ast.Name | ast.Attribute):
+            name = test.id if isinstance(test, ast.Name) else test.attr
+            if isinstance(test, ast.Name):
+                _, value = self.module.resolve(test.id, test)
+                if value is not None and self.is_condition(value, depth + 1):
+                    return self.at_rank_zero(value, depth + 1)
+            if name in MAIN_FLAGS:
+                return True
+            return False if self.source(test, depth + 1) is not None else None
+        if isinstance(test, ast.Call):
+            function = self.module.local_function(test)
+            if function is not None:
+                values = {self.at_rank_zero(node.value, depth + 1) for node in ast.walk(function)
+                          if isinstance(node, ast.Return) and node.value is not None
+                          and self.is_condition(node.value, depth + 1)}
+                return values.pop() if len(values) == 1 else None
+            return True if last_name(test.func) in MAIN_FLAGS else None
+        return None
+
+    def _returns_condition(self, function: FunctionNode, depth: int) -> bool:
+        returns = [node for node in ast.walk(function) if isinstance(node, ast.Return) and node.value is not None]
+        return bool(returns) and any(self.is_condition(node.value, depth) for node in returns if node.value)
+
+    # -- devices ------------------------------------------------------------------------------------
+    def device_kind(self, expr: ast.expr, depth: int = 0) -> DeviceKind | None:
+        """``default`` for the current CUDA device ("cuda", torch.device("cuda")), ``index`` for a
+        numbered one (3, "cuda:1", f"cuda:{local_rank}", a rank), None when not a CUDA device."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Constant):
+            const = expr.value
+            if isinstance(const, str):
+                return "default" if const == "cuda" else "index" if const.startswith("cuda:") else None
+            return "index" if isinstance(const, int) and not isinstance(const, bool) else None
+        if isinstance(expr, ast.JoinedStr):
+            head = expr.values[0] if expr.values else None
+            if isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("cuda"):
+                return "index" if len(expr.values) > 1 else self.device_kind(head, depth + 1)
+            return None
+        if isinstance(expr, ast.IfExp):
+            return self.device_kind(expr.body, depth + 1) or self.device_kind(expr.orelse, depth + 1)
+        if isinstance(expr, ast.Call):
+            q = self.module.qualname(expr.func)
+            if q == "torch.device":
+                if len(expr.args) >= 2 or any(k.arg == "index" for k in expr.keywords):
+                    return "index"
+                return self.device_kind(expr.args[0], depth + 1) if expr.args else None
+            if isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
+                return self.device_kind(expr.func.value, depth + 1) and "index"
+            return "index" if self.source(expr, depth + 1) else None
+        if isinstance(expr, ast.BinOp):
+            if isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, str):
+                return "index" if expr.left.value.startswith("cuda:") else None
+            return "index" if self.dependent(expr, depth + 1) else None
+        if isinstance(expr, ast.Name):
+            _, value = self.module.resolve(expr.id, expr)
+            if value is not None:
+                return self.device_kind(value, depth + 1)
+            return "index" if expr.id in RANK_NAMES | LOCAL_NAMES else None
+        if isinstance(expr, ast.Attribute):
+            return "index" if expr.attr in RANK_NAMES | LOCAL_NAMES else None
+        return "index" if self.source(expr, depth + 1) else None
+
+    def device_from_global_rank(self, expr: ast.expr, depth: int = 0) -> bool:
+        """Whether the device ``expr`` names is numbered by the global rank (RANK, get_rank())."""
+        if depth > _MAX_DEPTH:
+            return False
+        if self.source(expr, depth) == "global":
+            return True
+        if isinstance(expr, ast.Name):
+            _, value = self.module.resolve(expr.id, expr)
+            return value is not None and self.device_from_global_rank(value, depth + 1)
+        if isinstance(expr, ast.Call):
+            parts = list(expr.args)
+            if isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
+                parts = list(expr.args)
+            elif self.module.qualname(expr.func) not in ("torch.device", "str", "int"):
+                return False
+            return any(self.device_from_global_rank(part, depth + 1) for part in parts)
+        if isinstance(expr, ast.JoinedStr):
+            return any(self.device_from_global_rank(v.value, depth + 1)
+                       for v in expr.values if isinstance(v, ast.FormattedValue))
+        if isinstance(expr, ast.BinOp) and isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, str):
+            return self.device_from_global_rank(expr.right, depth + 1)
+        if isinstance(expr, ast.IfExp):
+            return self.device_from_global_rank(expr.body, depth + 1) or self.device_from_global_rank(
+                expr.orelse, depth + 1)
+        return False
+
+
+def _fold(expr: ast.expr) -> ast.expr:
+    """``-1`` parses as a unary minus on 1: fold it (and inside lists) into constants."""
+    if (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant)
+            and isinstance(expr.operand.value, int | float) and not isinstance(expr.operand.value, bool)):
+        return ast.copy_location(ast.Constant(-expr.operand.value), expr)
+    if isinstance(expr, ast.List | ast.Tuple | ast.Set):
+        return ast.copy_location(type(expr)(elts=[_fold(e) for e in expr.elts]), expr)
+    return expr
+
+
+def _evaluate(op: ast.cmpop, right: ast.expr) -> bool | None:
+    """``0 <op> right`` (or ``"0" <op> right`` for strings), for constant ``right``."""
+    right = _fold(right)
+    if isinstance(right, ast.List | ast.Tuple | ast.Set):
+        if not all(isinstance(e, ast.Constant) for e in right.elts):
+            return None
+        values = [e.value for e in right.elts if isinstance(e, ast.Constant)]
+        if isinstance(op, ast.In | ast.NotIn):
+            inside = 0 in values or "0" in values
+            return inside if isinstance(op, ast.In) else not inside
+        return None
+    if not isinstance(right, ast.Constant) or isinstance(right.value, bool):
+        return None
+    c = right.value
+    if isinstance(c, str) and isinstance(op, ast.Eq | ast.NotEq):
+        return (c == "0") == isinstance(op, ast.Eq)
+    if not isinstance(c, int):
+        return None
+    compare = _OPERATORS.get(type(op))
+    return bool(compare(0, c)) if compare is not None else None
+
+
+def _uniform(test: ast.Compare) -> bool:
+    """Comparisons that hold on every rank or on none: ``rank != -1`` ("launched distributed"),
+    ``rank >= 0``, ``local_rank is not None``."""
+    if len(test.ops) != 1:
+        return False
+    left, op, right = _fold(test.left), test.ops[0], _fold(test.comparators[0])
+    if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+        left, right = right, left
+        op = _FLIPPED.get(type(op), op)
+    if not isinstance(right, ast.Constant):
+        return False
+    if right.value is None:
+        return True
+    if not isinstance(right.value, int) or isinstance(right.value, bool):
+        return False
+    c = right.value
+    return ((isinstance(op, ast.Eq | ast.NotEq) and c < 0) or (isinstance(op, ast.Gt) and c < 0)
+            or (isinstance(op, ast.GtE) and c <= 0) or (isinstance(op, ast.Lt) and c <= 0)
+            or (isinstance(op, ast.LtE) and c < 0))
+
+
+def _by_name(name: str) -> RankKind | None:
+    if name in LOCAL_NAMES:
+        return "local"
+    if name in RANK_NAMES:
+        return "rankish"
+    return None

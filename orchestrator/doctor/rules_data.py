@@ -1,0 +1,102 @@
+"""DDP003 (a DataLoader that does not shard) and DDP004 (a shuffling DistributedSampler without set_epoch)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.flow import Site
+from orchestrator.doctor.names import dotted, last_name
+
+_PLAIN_SAMPLERS = frozenset({"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"})
+_SHARD_WORDS = ("shard", "world_size", "num_replicas", "split_dataset_by_node", "num_shards", "nprocs")
+
+
+def _kw(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _is_true(expr: ast.expr | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True
+
+
+def check_loaders(a: Analysis) -> Iterator[Finding]:
+    """DDP003: a training DataLoader in a data-parallel script, with no DistributedSampler and no other
+    sharding in sight (a rank-dependent subset, an IterableDataset, a custom sampler)."""
+    if not a.data_parallel or a.sites_ending("DistributedSampler"):
+        return
+    for site in a.sites_ending("DataLoader"):
+        call = site.call
+        if _custom_sampler(a, call) or a.flow.guarded(site):
+            continue
+        dataset = call.args[0] if call.args else _kw(call, "dataset")
+        if dataset is None or _sharded(a, dataset, 0):
+            continue
+        if not (_is_true(_kw(call, "shuffle")) or _iterated_in_training(a, site)):
+            continue
+        yield a.finding("DDP003", call, f"{ast.unparse(call.func)}({ast.unparse(dataset)}, ...) has no sampler")
+
+
+def _custom_sampler(a: Analysis, call: ast.Call) -> bool:
+    for name in ("sampler", "batch_sampler"):
+        value = _kw(call, name)
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            continue
+        if isinstance(value, ast.Name):
+            _, resolved = a.module.resolve(value.id, value)
+            value = resolved if resolved is not None else value
+        if isinstance(value, ast.Call) and last_name(value.func) in _PLAIN_SAMPLERS:
+            continue
+        return True
+    return False
+
+
+def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
+    """The data set is split by rank, or may split itself (an IterableDataset of this file)."""
+    if depth > 6:
+        return False
+    if a.ranks.dependent(expr):
+        return True
+    for node in ast.walk(expr):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name is None:
+            continue
+        if any(word in name.lower() for word in _SHARD_WORDS):
+            return True
+        if isinstance(node, ast.Name):
+            klass = next((c for c in a.module.nodes if isinstance(c, ast.ClassDef) and c.name == node.id),
+                         None)
+            if klass is not None and any("Iterable" in (dotted(b) or "") for b in klass.bases):
+                return True
+            _, value = a.module.resolve(node.id, node)
+            if value is not None and value is not expr and _sharded(a, value, depth + 1):
+                return True
+    return False
+
+
+def _iterated_in_training(a: Analysis, site: Site) -> bool:
+    parent = a.module.parents.get(site.call)
+    if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+        return False
+    name = dotted(parent.targets[0])
+    if name is None:
+        return False
+    scope = a.module.scope_of(site.call).node
+    for node in ast.walk(scope):
+        if isinstance(node, ast.For | ast.AsyncFor) and any(
+                dotted(n) == name for n in ast.walk(node.iter) if isinstance(n, ast.Name | ast.Attribute)
+        ) and a.trains(node):
+            return True
+    return False
+
+
+def check_set_epoch(a: Analysis) -> Iterator[Finding]:
+    """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere."""
+    if any(isinstance(s.call.func, ast.Attribute) and s.call.func.attr == "set_epoch" for s in a.flow.sites):
+        return
+    for site in a.sites_ending("DistributedSampler"):
+        shuffle = _kw(site.call, "shuffle")
+        if shuffle is None or _is_true(shuffle):
+            yield a.finding("DDP004", site.call, "the sampler shuffles and nothing calls set_epoch")

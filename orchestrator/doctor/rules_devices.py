@@ -1,0 +1,118 @@
+"""DDP001 (CUDA before set_device), DDP009 (torch.load without map_location), DDP010 (device from the
+global rank)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import INIT, SET_DEVICE, WRAPPERS, Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.flow import Site
+from orchestrator.doctor.ranks import DeviceKind
+
+
+def _kw(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def device_args(a: Analysis, site: Site) -> list[ast.expr]:
+    """The expressions a call uses to pick a device: ``.to(x)``, ``.cuda(x)``, ``set_device(x)``,
+    ``torch.device(...)``, ``DDP(device_ids=[x])``, ``device=x``."""
+    call, func = site.call, site.call.func
+    found: list[ast.expr] = []
+    if site.qual in SET_DEVICE or site.qual == "torch.device":
+        found.extend(call.args[:1] if site.qual in SET_DEVICE else [call])
+    elif isinstance(func, ast.Attribute) and func.attr in ("to", "cuda") and call.args:
+        found.append(call.args[0])
+    if site.qual in WRAPPERS:
+        ids = _kw(call, "device_ids")
+        if isinstance(ids, ast.List | ast.Tuple):
+            found.extend(ids.elts)
+        out = _kw(call, "output_device")
+        if out is not None:
+            found.append(out)
+    device = _kw(call, "device")
+    if device is not None and site.qual != "torch.device":
+        found.append(device)
+    return found
+
+
+def _cuda_use(a: Analysis, site: Site) -> DeviceKind | None:
+    """How ``site`` puts something on a GPU (building a ``torch.device`` touches no GPU: not a use)."""
+    func = site.call.func
+    if site.qual in SET_DEVICE or site.qual == "torch.device":
+        return None
+    if isinstance(func, ast.Attribute) and func.attr == "cuda" and not site.call.args:
+        return "default" if a.module.qualname(func.value) != "torch" else None
+    kinds = [a.ranks.device_kind(expr) for expr in device_args(a, site)]
+    if "default" in kinds:
+        return "default"
+    if isinstance(func, ast.Attribute) and func.attr == "cuda" and a.module.qualname(func.value) != "torch":
+        return "index"
+    return "index" if "index" in kinds else None
+
+
+def _backends(a: Analysis) -> list[str | None]:
+    found: list[str | None] = []
+    for site in a.sites(INIT):
+        value = site.call.args[0] if site.call.args else _kw(site.call, "backend")
+        found.append(value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None)
+    return found
+
+
+def _cpu_backend_only(a: Analysis) -> bool:
+    backends = _backends(a)
+    return bool(backends) and all(b is not None and "nccl" not in b for b in backends)
+
+
+def _sets_visible_devices(a: Analysis) -> bool:
+    for node in a.module.nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if a.ranks.env_key(target) == "CUDA_VISIBLE_DEVICES":
+                    return True
+    return False
+
+
+def check_set_device(a: Analysis) -> Iterator[Finding]:
+    """DDP001, once per file, at the first CUDA use."""
+    if not a.distributed:
+        return
+    cpu_only = _cpu_backend_only(a)
+    uses = [(site, kind) for site in a.flow.sites if (kind := _cuda_use(a, site)) is not None]
+    uses = [(site, kind) for site, kind in uses if kind == "default" or not cpu_only]
+    if not uses:
+        return
+    first, _ = uses[0]
+    setters = a.sites(SET_DEVICE)
+    if setters or _sets_visible_devices(a):
+        late = [s for s in setters if s.function is first.function and s.call.lineno > first.call.lineno]
+        if late and len(late) == len(setters):
+            yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]} before set_device at line "
+                                                  f"{late[0].call.lineno}")
+        return
+    yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the file")
+
+
+def check_load(a: Analysis) -> Iterator[Finding]:
+    """DDP009: torch.load without map_location, in a distributed script that uses CUDA."""
+    if not a.distributed:
+        return
+    uses_cuda = any(_cuda_use(a, site) for site in a.flow.sites) or (not _cpu_backend_only(a) and bool(_backends(a)))
+    if not uses_cuda:
+        return
+    for site in a.sites(frozenset({"torch.load"})):
+        if len(site.call.args) >= 2 or _kw(site.call, "map_location") is not None or a.flow.guarded(site):
+            continue
+        yield a.finding("DDP009", site.call, ast.unparse(site.call)[:60])
+
+
+def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
+    """DDP010, once per file, at the first device picked from the global rank."""
+    hits = [site for site in a.flow.sites
+            if any(a.ranks.device_from_global_rank(expr) for expr in device_args(a, site))]
+    if hits:
+        more = len({s.call.lineno for s in hits}) - 1
+        extra = f"; {more} more line{'s' * (more != 1)}" if more else ""
+        yield a.finding("DDP010", hits[0].call, f"{ast.unparse(hits[0].call)[:60]}{extra}")

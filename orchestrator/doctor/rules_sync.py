@@ -1,0 +1,125 @@
+"""DDP002 (a collective only some ranks reach) and DDP007 (destroy_process_group misplaced)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import COLLECTIVES, DESTROY, INIT, WRAPPERS, Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.flow import Branch, Site
+
+
+def _short(node: ast.AST, limit: int = 50) -> str:
+    text = ast.unparse(node).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_collectives(a: Analysis) -> Iterator[Finding]:
+    """DDP002: a collective inside ``if <rank condition>`` (or a call that reaches one) when the other
+    side of that ``if`` does not make the same call, or after ``if <rank condition>: return`` with no
+    new process group in between. The same collective under rank conditions of both polarities in one
+    function is taken as a deliberate pair (the "rank 0 first" pattern: the other ranks wait at one
+    barrier, rank 0 at the other)."""
+    candidates: list[tuple[Site, ast.Call, str, bool | None]] = []
+    for site in a.flow.sites:
+        if site.branch is None and site.early_guard is None:
+            continue
+        collective = a.reaching(site, COLLECTIVES)
+        if collective is None:
+            continue
+        if site.branch is not None:
+            if _other_side_calls(a, site, site.branch):
+                continue
+            test = _short(site.branch.node.test)
+            when = f"runs only when `{test}`" if site.branch.side == "body" else f"runs only when `not ({test})`"
+            where = f"{when} (line {site.branch.node.lineno})"
+            zero = _runs_on_rank_zero(a, site.branch)
+        else:
+            guard = site.early_guard
+            assert guard is not None
+            if _new_group_between(a, site, guard):
+                continue
+            where = f"runs only on the ranks past `if {_short(guard.test)}: {_exit_word(guard)}` (line {guard.lineno})"
+            value = a.ranks.at_rank_zero(guard.test)
+            zero = None if value is None else not value
+        candidates.append((site, collective, where, zero))
+    sides: dict[tuple[int, str | None], set[bool | None]] = {}
+    for site, collective, _, zero in candidates:
+        sides.setdefault((id(site.function), a.module.qualname(collective.func)), set()).add(zero)
+    for site, collective, where, _ in candidates:
+        if {True, False} <= sides[(id(site.function), a.module.qualname(collective.func))]:
+            continue
+        via = "" if collective is site.call else f" (it calls {_short(collective.func)}() at line {collective.lineno})"
+        yield a.finding("DDP002", site.call, f"{_short(site.call.func)}(){via} {where}")
+
+
+def _exit_word(guard: ast.If) -> str:
+    last = guard.body[-1]
+    return {ast.Return: "return", ast.Continue: "continue", ast.Break: "break"}.get(type(last), "raise")
+
+
+def _new_group_between(a: Analysis, site: Site, guard: ast.If) -> bool:
+    """A process group started after the early exit (``if rank >= 2: return`` then ``setup(rank, 2)``):
+    the collectives that follow are the new group's."""
+    return any(guard.lineno < s.call.lineno < site.call.lineno and a.reaching(s, INIT) is not None
+               for s in a.flow.sites_in(site.function))
+
+
+def _runs_on_rank_zero(a: Analysis, branch: Branch) -> bool | None:
+    value = a.ranks.at_rank_zero(branch.node.test)
+    if value is None:
+        return None
+    return value if branch.side == "body" else not value
+
+
+def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:
+    wanted = a.reaching(site, COLLECTIVES)
+    name = a.module.qualname(wanted.func) if wanted is not None else None
+    for stmt in branch.other():
+        for call in a.module.calls_in(stmt):
+            if a.module.qualname(call.func) in (site.qual, name):
+                return True
+            target = a.module.local_function(call)
+            if target is not None and name is not None and a.flow.reaches(target, frozenset({name})):
+                return True
+    return False
+
+
+def check_destroy(a: Analysis) -> Iterator[Finding]:
+    """DDP007: destroy_process_group inside a loop, before later collectives, or (warning) never."""
+    inits = a.sites(INIT)
+    destroys = [site for site in a.flow.sites if a.reaching(site, DESTROY) is not None]
+    referenced = any(a.module.qualname(node) in DESTROY for node in a.module.nodes
+                     if isinstance(node, ast.Attribute | ast.Name))
+    if inits and not destroys and not referenced:
+        yield a.finding("DDP007", inits[0].call, f"init_process_group at line {inits[0].call.lineno}",
+                        severity="warning", title="destroy_process_group is never called: the process group leaks")
+        return
+    for site in destroys:
+        if site.loops and not a.exits_after(site.call) and not _loop_inits(a, site):
+            loop = site.loops[-1]
+            yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() inside the loop at line {loop.lineno}")
+            continue
+        later = _later_collective(a, site)
+        if later is not None and not a.exits_after(site.call):
+            yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() comes before "
+                                                 f"{_short(later.func)}() at line {later.lineno}")
+
+
+def _loop_inits(a: Analysis, destroy: Site) -> bool:
+    """The loop around the destroy also starts a process group (one group per iteration: fine)."""
+    loop = destroy.loops[-1]
+    return any(a.reaching(s, INIT) is not None for s in a.flow.sites_in(destroy.function)
+               if s.loops and loop in s.loops and s is not destroy)
+
+
+def _later_collective(a: Analysis, destroy: Site) -> ast.Call | None:
+    for site in a.flow.sites_in(destroy.function):
+        if site.call.lineno <= destroy.call.lineno or site is destroy:
+            continue
+        if a.reaching(site, INIT) is not None:
+            return None  # a new process group: what follows is fine
+        if site.qual in WRAPPERS or a.reaching(site, COLLECTIVES) is not None:
+            return site.call
+    return None

@@ -1,0 +1,103 @@
+"""orch doctor in front of a launch: ``orch submit train.py`` and ``orch run train.py`` check the script
+first; errors stop them (nothing submitted, no job folder) unless ``--no-check``; the dry run shows the
+findings without refusing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from support import ORCH, TEST_CLUSTER, clean_environ
+
+from orchestrator.cli import main
+
+TIMEOUT = 180
+BODY = '''import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+    {loader}
+    model = DDP(torch.nn.Linear(4, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        {set_epoch}
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+'''
+BAD = BODY.format(loader="loader = DataLoader(data, batch_size=16, shuffle=True)", set_epoch="pass")
+CLEAN = BODY.format(loader="loader = DataLoader(data, batch_size=16, sampler=DistributedSampler(data))",
+                    set_epoch="loader.sampler.set_epoch(epoch)")
+
+
+@pytest.fixture
+def scripts(tmp_path: Path) -> tuple[Path, Path]:
+    bad, clean = tmp_path / "bad_train.py", tmp_path / "clean_train.py"
+    bad.write_text(BAD)
+    clean.write_text(CLEAN)
+    return bad, clean
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Path:
+    data = json.loads(json.dumps(TEST_CLUSTER))
+    data.setdefault("launcher", {})["job_root"] = str(tmp_path / "jobs")
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_submit_refuses_a_script_with_errors(scripts: tuple[Path, Path], cluster: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    bad, _ = scripts
+    assert main(["submit", str(bad), "--cluster", str(cluster), "--nodes", "1", "--gpus", "2"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:11: DDP003 error" in err
+    assert "orch: error: orch doctor found errors (DDP003)" in err and "nothing was launched" in err
+    assert "--no-check" in err
+    assert not (tmp_path / "jobs").exists()
+
+
+def test_submit_dry_run_shows_the_findings_without_refusing(scripts: tuple[Path, Path], cluster: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    bad, clean = scripts
+    assert main(["submit", str(bad), "--cluster", str(cluster), "--nodes", "1", "--gpus", "2", "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    assert "DDP003 error" in captured.err and "#SBATCH" in captured.out and "DDP003" not in captured.out
+    assert main(["submit", str(clean), "--cluster", str(cluster), "--nodes", "1", "--gpus", "2", "--dry-run"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def _orch_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([ORCH, "run", *args, "--job-root", str(tmp_path / "runs")], cwd=tmp_path,
+                          env=clean_environ(), capture_output=True, text=True, timeout=TIMEOUT, check=False)
+
+
+@pytest.mark.slow
+def test_run_refuses_errors_unless_no_check(scripts: tuple[Path, Path], tmp_path: Path) -> None:
+    bad, clean = scripts
+    refused = _orch_run(tmp_path, str(bad), "--nproc", "2")
+    assert refused.returncode == 2 and "DDP003 error" in refused.stderr
+    assert "nothing was launched" in refused.stderr and not (tmp_path / "runs").exists()
+    forced = _orch_run(tmp_path, str(bad), "--nproc", "2", "--no-check")
+    assert forced.returncode == 0, forced.stderr[-3000:]
+    assert "DDP003 error" in forced.stderr  # still shown
+    ok = _orch_run(tmp_path, str(clean), "--nproc", "2")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert "orch doctor" not in ok.stderr
