@@ -5,8 +5,11 @@
     handle.state        # Slurm's name: PENDING, RUNNING, COMPLETED, ...
     handle.result()     # waits; the final metrics from result.json
     handles = orchestrator.api.sweep("smoke", [{"lr": 0.1}, {"lr": 0.01}], nodes=1, gpus=2)  # one job array
+    orchestrator.submit("train.py", script_args=["--lr", "0.1"], nodes=2, gpus=8, gpus_per_task=2,
+                        constraint="a100", env={"NCCL_DEBUG": "INFO"})  # a script, as orch submit train.py -- ...
 
-On Slurm it is ``orch submit``: the same request, :func:`orchestrator.plan.build_plan`, the same
+On Slurm it is ``orch submit``: the same options (:class:`orchestrator.submission.SubmitOptions`, turned
+into a request by the one ``submission.build_request``), :func:`orchestrator.plan.build_plan`, the same
 rendered script (golden-tested and shellchecked), the same job folder, queued through
 :mod:`orchestrator.submission` and ``slurm.sbatch``. Preemption is the script's: the batch shell
 forwards the signal, the ranks checkpoint, and the script requeues the job. A sweep is one Slurm job
