@@ -276,7 +276,7 @@ def _queue_local(options: SubmitOptions, cluster: Cluster | None,
     import submitit
 
     from orchestrator.job import make_params
-    from orchestrator.localplan import new_local_run
+    from orchestrator.localplan import local_gpu_layout, local_gpus, new_local_run
 
     request, loaded = _request(options)
     if request.script is not None and any(entries):
@@ -287,6 +287,10 @@ def _queue_local(options: SubmitOptions, cluster: Cluster | None,
     res = loaded.spec.resources
     gpus = request.gpus if request.gpus is not None else res.gpus
     nproc = (request.nodes or res.nodes) * max(1, gpus // (request.gpus_per_task or 1))
+    local = 0
+    if request.gpus_per_task is not None:  # as orch run --gpus-per-task: K of this machine's GPUs per rank
+        local = local_gpus(os.environ)
+        local_gpu_layout(nproc, request.gpus_per_task, local)
     planned = [{**request.overrides, **entry} for entry in entries]
     if request.script is None:
         for params in planned:  # every entry is validated before anything runs
@@ -295,7 +299,7 @@ def _queue_local(options: SubmitOptions, cluster: Cluster | None,
     for params in planned:
         job_dir, cfg = new_local_run(loaded, params, nproc=nproc, root=job_root(cluster).absolute(),
                                      data_dir=request.data_dir, job_name=request.job_name, cluster=cluster,
-                                     script=request.script)
+                                     script=request.script, gpus_per_task=request.gpus_per_task, gpus=local)
         executor = submitit.LocalExecutor(folder=job_dir / SUBMITIT_DIR)
         executor.update_parameters(timeout_min=_minutes(cfg.time), tasks_per_node=1, nodes=1)
         job = executor.submit(LocalTask(job_dir=str(job_dir), nproc=cfg.tasks_per_node))

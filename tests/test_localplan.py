@@ -55,3 +55,16 @@ def test_orch_run_refuses_k_that_does_not_fit(argv: list[str], says: str, clean_
     err = capsys.readouterr().err
     assert says in err and "HINT:" in err and "Traceback" not in err, err
     assert not (tmp_path / "jobs").exists()  # nothing written, nothing started
+
+
+def test_api_local_mode_checks_gpus_per_task_as_orch_run(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from orchestrator import api
+
+    clean_env.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    with pytest.raises(ConfigError, match="does not divide the 3 local GPU"):
+        api.submit(str(SCRIPT), script_args=["--out", str(tmp_path)], nodes=1, gpus=2, gpus_per_task=2,
+                   executor="local")
+    with pytest.raises(ConfigError, match="--nproc 2 x --gpus-per-task 2 is not the 2 local GPU"):
+        clean_env.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+        api.submit(str(SCRIPT), nodes=1, gpus=4, gpus_per_task=2, executor="local")
+    assert not (tmp_path / "jobs").exists() and not list(tmp_path.glob("*/job.json"))
