@@ -237,6 +237,8 @@ def normalize_elapsed(text: str | None) -> str | None:
     """One format for elapsed times: ``[D-]HH:MM:SS`` (squeue prints ``0:16``, sacct ``00:00:16``)."""
     if text is None or not text.strip():
         return None
+    if not text.strip().strip("0:-"):  # 0:00 (a job that has not started): parse_time refuses a zero time
+        return format_time(0)
     try:
         seconds = parse_time(text.strip())
     except ValueError:
@@ -441,7 +443,8 @@ def job_status(job_ids: Sequence[str], *, runner: Runner = run_command, details:
             if raw:
                 by_raw = jobcomp(sorted(set(raw.values())), runner=runner)
                 final.update({i: replace(by_raw[r], job_id=i) for i, r in raw.items() if r in by_raw})
-        statuses.update({i: final[i] for i in settled if i in final})
+        # accounting and the completion log have no restart count: keep squeue's while it still knows the job
+        statuses.update({i: _with_restarts(final[i], statuses[i]) for i in settled if i in final})
     only = statuses[ids[0]] if len(ids) == 1 else None
     if details and only is not None and only.source == "squeue":
         try:
@@ -449,6 +452,10 @@ def job_status(job_ids: Sequence[str], *, runner: Runner = run_command, details:
         except SlurmError as exc:  # the details are a bonus; squeue's answer stands
             log.debug("scontrol show job %s: %s", ids[0], exc.message)
     return {i: s or JobStatus(job_id=i, state="UNKNOWN", source="none") for i, s in statuses.items()}
+
+
+def _with_restarts(final: JobStatus, live: JobStatus | None) -> JobStatus:
+    return final if final.restarts is not None or live is None else replace(final, restarts=live.restarts)
 
 
 def scancel(job_ids: Sequence[str], *, signal: str | None = None, full: bool = False,

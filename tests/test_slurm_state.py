@@ -256,3 +256,11 @@ def test_a_missing_slurm_conf_fails_at_once(monkeypatch: pytest.MonkeyPatch, tmp
     with pytest.raises(SlurmError, match=r"SLURM_CONF=.*nope\.conf does not exist"):
         slurm.squeue(["1"], runner=runner)
     assert runner.calls == []  # no client started, no 60 s of retries
+
+
+def test_finished_job_keeps_squeues_restart_count_and_zero_elapsed_is_one_format() -> None:
+    runner = FakeRunner({"squeue": (0, "6|COMPLETED|None|node1|0:09|2|smoke\n9|PENDING|BeginTime||0:00|1|p\n", ""),
+                         "sacct": SACCT_DISABLED, "sacct -c": (0, "6|COMPLETED|0:0|node1|00:00:09|smoke\n", "")})
+    statuses = slurm.job_status(["6", "9"], runner=runner)
+    assert (statuses["6"].source, statuses["6"].exit_code, statuses["6"].restarts) == ("jobcomp", 0, 2)
+    assert (statuses["9"].elapsed, statuses["9"].restarts, statuses["9"].reason) == ("00:00:00", 1, "BeginTime")
