@@ -34,6 +34,11 @@ class SelftestParams(TrainParams):
                                              "expect.gemm_gflops")
     force_device_clash: bool = Field(default=False, description="test the check itself: every rank claims "
                                      "device 0 (the devices check must FAIL)")
+    fail_on_node: str | None = Field(default=None, description="TEST HOOK: the ranks on the node whose "
+                                     "SLURMD_NODENAME is this fail the check test_hook (to test preflight)")
+    result_file: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+\.json$",
+                                    description="file name of the verdict in the job folder (default "
+                                    "result.json; preflight: preflight.json)")
 
 
 def build(params: SelftestParams, ctx: BuildContext) -> TrainTask:

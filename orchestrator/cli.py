@@ -86,9 +86,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 @contextlib.contextmanager
 def no_world_write() -> Iterator[None]:
     """What a verb creates (job folders, logs, checkpoints, and Slurm's own log files: sbatch passes
-    the umask on to the job) follows the user's umask, but is never world-writable."""
+    the umask on to the job) follows the user's umask, but is never group- or world-writable: the tasks
+    refuse job folders and checkpoints that others could have changed (orchestrator.trust)."""
     previous = os.umask(0o022)
-    os.umask(previous | 0o002)
+    os.umask(previous | 0o022)
     try:
         yield
     finally:

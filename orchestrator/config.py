@@ -22,8 +22,31 @@ CLUSTER_ENV_VAR = "ORCH_CLUSTER"
 DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"  # the dataset folder when --data-dir / data_dir= is not given
 DEFAULT_CLUSTER_FILE = "cluster.yaml"
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")  # always fullmatch: "gpu\n" is not a name
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# Variable names that belong to someone else; cluster.yaml `env` keys (and --env) may not use them.
+# The batch script's own shell variables (templates/*.sbatch.j2; tests/test_hardening_round2.py checks
+# that this table lists every name the templates assign): an env key equal to one would overwrite it,
+# and some are used in arithmetic, where a value like a[$(cmd)] runs a command.
+SCRIPT_VARIABLES = frozenset({
+    "JOB_DIR", "PYTHON", "PREEMPT_SIGNAL", "ORCH_JOB_DIR", "REQUEUE_FILE", "srun_pid", "srun_rc", "signals",
+    "seen", "requeue_id", "job_nodes", "head_node", "node_info",
+})
+# What orch derives for every rank (distenv/launch): a value from env would be overwritten or, worse, win.
+DERIVED_VARIABLES = frozenset({
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "GROUP_WORLD_SIZE",
+    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "CUDA_VISIBLE_DEVICES",
+})
+# bash's special, read-only or behaviour-changing variables (bash(1) "Shell Variables").
+SHELL_VARIABLES = frozenset({
+    "BASHOPTS", "SHELLOPTS", "EUID", "UID", "PPID", "GROUPS", "IFS", "ENV", "POSIXLY_CORRECT", "CDPATH",
+    "GLOBIGNORE", "FUNCNAME", "LINENO", "RANDOM", "SRANDOM", "SECONDS", "EPOCHSECONDS", "EPOCHREALTIME",
+    "PIPESTATUS", "OPTIND", "OPTARG", "OPTERR", "DIRSTACK", "REPLY", "SHLVL", "PWD", "OLDPWD", "PS4",
+    "HISTFILE", "HOSTTYPE", "MACHTYPE", "OSTYPE", "TMOUT", "PROMPT_COMMAND",
+})
+# Prefixes: bash's own (BASH, BASH_ENV, BASH_FUNC_*), Slurm's input and output variables.
+RESERVED_PREFIXES = ("BASH", "SLURM_", "SLURMD_", "SRUN_", "SBATCH_", "SALLOC_", "COMP_")
 
 
 class _Model(BaseModel):
@@ -153,6 +176,9 @@ class Launcher(_Model):
                                 "WANDB_API_KEY) that tasks take from the shell running orch submit; only "
                                 "the names are written to the script and job.json, never the values")
     container: Container = Field(default_factory=Container)
+    preflight: Literal["off", "stop", "exclude"] = Field(
+        default="off", description="orch submit --preflight default: run the selftest checks first in every "
+        "job (stop: a failed node stops the job; exclude: the job is submitted again without it)")
 
     @field_validator("port_range")
     @classmethod
@@ -166,8 +192,7 @@ class Launcher(_Model):
     @classmethod
     def _v_pass_env(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not _ENV_NAME_RE.fullmatch(name):
-                raise ValueError(f"{name!r} is not a valid environment variable name")
+            check_env_var(name)
         return value
 
 
@@ -186,7 +211,7 @@ class Cluster(_Model):
     @classmethod
     def _v_env(cls, value: dict[str, str]) -> dict[str, str]:
         for key, val in value.items():
-            check_env_entry(key, val)
+            check_env_var(key, val)
         return value
 
     @model_validator(mode="after")
@@ -213,18 +238,42 @@ class Cluster(_Model):
         raise ConfigError(f"unknown partition {wanted!r}", hint=f"use --partition with one of: {known}")
 
 
-def check_env_entry(key: str, value: str) -> None:
-    """One variable exported to the tasks: cluster.yaml ``env`` and ``orch submit --env`` both come here.
+def check_env_var(name: str, value: str | None = None) -> None:
+    """The one rule for a variable that orch exports to every task (cluster.yaml ``env``, ``--env``,
+    ``launcher.pass_env``): raises ValueError saying what is wrong and the fix.
 
-    Raises ValueError naming the problem (the callers add the field)."""
-    if not _ENV_NAME_RE.fullmatch(key):  # match() with $ would allow a trailing newline
-        raise ValueError(f"{key!r} is not a valid environment variable name")
-    if "\0" in value or "\n" in value:
-        raise ValueError(f"the value of {key} contains a newline or NUL, which Slurm cannot carry")
+    Refused: names that are not ``[A-Za-z_][A-Za-z0-9_]*``; the batch script's own variables; the
+    variables orch derives per rank (RANK, MASTER_PORT, ...); bash's special and read-only ones;
+    ``BASH*``, ``SLURM_*`` and Slurm's other input prefixes. Values: no NUL byte, newline or
+    carriage return (Slurm's environment and the script cannot carry them).
+    """
+    if not isinstance(name, str) or not _ENV_NAME_RE.fullmatch(name):
+        raise ValueError(f"{name!r} is not a valid environment variable name (use letters, digits and '_', "
+                         "not starting with a digit)")
+    owner = None
+    if name in SCRIPT_VARIABLES:
+        owner = "a variable of the batch script itself"
+    elif name in DERIVED_VARIABLES:
+        owner = "derived by orch for every rank"
+    elif name in SHELL_VARIABLES or name.startswith("BASH"):
+        owner = "a special or read-only bash variable"
+    elif name.startswith(RESERVED_PREFIXES):
+        owner = "reserved for Slurm (its SLURM_/SRUN_/SBATCH_ variables)"
+    if owner is not None:
+        raise ValueError(f"{name} is {owner}; orch cannot export it (remove it, or use another name)")
+    if value is not None:
+        for bad, what in (("\0", "a NUL byte"), ("\n", "a newline"), ("\r", "a carriage return")):
+            if bad in value:
+                raise ValueError(f"the value of {name} contains {what}, which Slurm cannot carry (remove it)")
+
+
+def check_env_entry(key: str, value: str) -> None:
+    """One variable exported to the tasks (``orch submit --env``): the same rule, :func:`check_env_var`."""
+    check_env_var(key, value)
 
 
 def _check_name(value: str, what: str) -> str:
-    if not _NAME_RE.fullmatch(value):  # match() with $ would allow a trailing newline
+    if not _NAME_RE.fullmatch(value):
         raise ValueError(f"{what} {value!r} may only use letters, digits, '_', '.' and '-'")
     return value
 
@@ -284,6 +333,9 @@ def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source} is not valid YAML: {exc}", hint="check indentation and quoting") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of thousands of digits, deep nesting
+        raise ConfigError(f"{source}: a value cannot be read: {str(exc)[:200]}",
+                          hint="check the numbers in it (a typo with many digits?) and its nesting") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must be a mapping at the top level", hint="start with 'name: mycluster'")
     try:

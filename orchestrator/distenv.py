@@ -76,7 +76,7 @@ NON_TASK_STEPS = frozenset({"batch", "extern", "interactive", "4294967290", "429
 _SRUN_HINT = "start every task with srun inside the allocation (orch submit writes that script for you)"
 _COPIED_HINT = ("these variables come from Slurm; do not set, copy or --export them by hand, "
                 "and start each task with srun in the allocation")
-_TPN_RE = re.compile(r"([0-9]+)(?:\(x([0-9]+)\))?\Z")
+_TPN_RE = re.compile(r"([0-9]{1,9})(?:\(x([0-9]{1,9})\))?\Z")
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,8 @@ def _parse_int(name: str, value: str, *, hint: str) -> int:
     text = value.strip()
     if not (text.isascii() and text.isdigit()):
         raise DistEnvError(f"{name}={value!r} is not a non-negative integer", hint=hint)
+    if len(text) > 18:  # also keeps int() below Python's int-string limit
+        raise DistEnvError(f"{name}={value[:40]!r}... has {len(text)} digits, far out of range", hint=hint)
     return int(text)
 
 
@@ -364,6 +366,9 @@ def _job_number(job_id: str | int) -> int:
     text = str(job_id).strip()
     if not text:
         raise DistEnvError("the job id is empty", hint="pass the SLURM_JOB_ID of the job")
+    if len(text) > 40:
+        raise DistEnvError(f"job id {text[:40]!r}... is {len(text)} characters long",
+                           hint="pass the SLURM_JOB_ID of the job")
     if text.isascii() and text.isdigit():
         return int(text)
     match = re.fullmatch(r"([0-9]+)[_+]([0-9]+)", text)

@@ -105,14 +105,14 @@ def parse_env_args(items: Sequence[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep:
             raise ConfigError(f"--env {item!r} is not KEY=VALUE", hint="write --env NAME=value (an empty value: NAME=)")
+        if key in LAUNCHER_OWNED_VARS or key.startswith(OWNED_ENV_PREFIXES):
+            raise ConfigError(f"--env {key}: orch's launcher (or Slurm) sets {key} for every task",
+                              hint=f"leave {key} out; orch submit --dry-run shows what each rank gets")
         try:
             check_env_entry(key, value)
         except ValueError as exc:
             raise ConfigError(f"--env {key}: {exc}", hint="use a name of letters, digits and '_' (not starting "
                                                           "with a digit) and a one-line value") from None
-        if key in LAUNCHER_OWNED_VARS or key.startswith(OWNED_ENV_PREFIXES):
-            raise ConfigError(f"--env {key}: orch's launcher (or Slurm) sets {key} for every task",
-                              hint=f"leave {key} out; orch submit --dry-run shows what each rank gets")
         if key in out:
             raise ConfigError(f"--env {key} is given twice", hint="give each variable once")
         out[key] = value

@@ -14,8 +14,11 @@ Grammar (checked against ``scontrol`` 22.05.8 and ``src/common/hostlist.c``)::
   fastest (for two groups simply "leftmost slowest"; for three, ``a[1-2]b[1-2]c[1-2]`` gives
   ``a1b1c1 a1b1c2 a2b1c1 a2b1c2 a1b2c1 ...``).
 * Order and duplicates are kept: ``n[4,1-2,2]`` is ``n4 n1 n2 n2``.
-* Slurm's limits: a single range of more than 65,536 hosts, a group of more than 65,536 ranges,
-  and a group before the last one with more than 65,536 values are invalid.
+* Slurm 22.05's limits: a single range of more than 65,536 hosts, a group of more than 262,144
+  (256 x 1024) ranges, and a group before the last one with more than 65,536 values are invalid.
+* Bounded: the hosts are counted from the parsed ranges before any name is built, so an expression
+  naming more than ``MAX_HOSTS`` hosts is refused in milliseconds; a number in brackets above 2**64-1
+  (Slurm clamps it) or longer than 64 digits is refused too, never reaching Python's int-string limit.
 
 Refused here although Slurm silently guesses something (its guesses are never what was meant):
 unbalanced or nested brackets, whitespace inside brackets, ``+`` signs, an open range ``n[1-]``,
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -35,9 +39,11 @@ from typing import Any
 from orchestrator.errors import ConfigError
 
 MAX_HOSTS = 1_000_000  # total expansion cap (ours: a typo like n[1-9999999] must not eat the memory)
-MAX_RANGE = 65_536  # Slurm: max hosts in one lo-hi range
-MAX_RANGES = 65_536  # Slurm: max comma-separated ranges inside one bracket group
-MAX_PREFIX_COUNT = 65_536  # Slurm: max values of a group that is not the last one
+MAX_RANGE = 64 * 1024  # Slurm 22.05 (MAX_RANGE): max hosts in one lo-hi range
+MAX_RANGES = 256 * 1024  # Slurm 22.05 (hostlist.c MAX_RANGES): max comma-separated ranges in one group
+MAX_DIGITS = 64  # digits of one host number, zero padding included (longer: a typo, not a host name)
+MAX_NUMBER = 2**64 - 1  # Slurm keeps host numbers in an unsigned long and clamps larger ones silently
+MAX_PREFIX_COUNT = 64 * 1024  # Slurm 22.05 (MAX_PREFIX_CNT): max values of a group that is not the last one
 
 _DIGITS = "0123456789"
 _SPACE = frozenset(" \t\n\r\f\v")
@@ -71,22 +77,47 @@ def expand(expr: str) -> list[str]:
 
 @functools.lru_cache(maxsize=256)
 def expand_cached(expr: str) -> tuple[str, ...]:
-    """Like ``expand`` but returns the cached, immutable tuple itself (do not convert per call)."""
+    """Like ``expand`` but returns the cached, immutable tuple itself (do not convert per call).
+
+    Counts first: every bracket group is parsed into (start, end) ranges and the number of hosts is
+    computed from them, so an expression that would expand to more than ``MAX_HOSTS`` names is
+    refused in milliseconds, before a single name is built.
+    """
     items = _split_items(expr)
     if "[" not in expr:
-        hosts = items
-    else:
-        hosts = []
-        for item in items:
-            if "[" in item:
-                hosts.extend(_expand_item(expr, item))
-            else:
-                hosts.append(item)
-            if len(hosts) > MAX_HOSTS:
-                raise _too_many(expr)
-    if len(hosts) > MAX_HOSTS:
-        raise _too_many(expr)
+        if len(items) > MAX_HOSTS:
+            raise _too_many(expr)
+        return tuple(items)
+    parsed: list[tuple[str, list[str], list[list[_Range]]] | str] = []
+    total = 0
+    for item in items:
+        if "[" in item:
+            texts, groups = _parse_item(expr, item)
+            total += math.prod(_count(ranges) for ranges in groups)
+            parsed.append((item, texts, groups))
+        else:
+            total += 1
+            parsed.append(item)
+        if total > MAX_HOSTS:
+            raise _too_many(expr)
+    hosts: list[str] = []
+    for entry in parsed:
+        if isinstance(entry, str):
+            hosts.append(entry)
+        else:
+            hosts.extend(_expand_item(*entry))
     return tuple(hosts)
+
+
+def count(expr: str) -> int:
+    """How many hosts ``expr`` names, without building them (the same checks as ``expand``)."""
+    total = 0
+    for item in _split_items(expr):
+        if "[" in item:
+            total += math.prod(_count(ranges) for ranges in _parse_item(expr, item)[1])
+        else:
+            total += 1
+    return total
 
 
 def _too_many(expr: str) -> HostlistError:
@@ -150,9 +181,15 @@ def _scan_items(expr: str) -> list[str]:
     return items
 
 
-def _expand_item(expr: str, item: str) -> list[str]:
-    if "[" not in item:
-        return [item]
+_Range = tuple[str, int, int]  # (start as written, start, end): the width is len(start as written)
+
+
+def _count(ranges: list[_Range]) -> int:
+    return sum(hi - lo + 1 for _, lo, hi in ranges)
+
+
+def _parse_item(expr: str, item: str) -> tuple[list[str], list[list[_Range]]]:
+    """``text0[g1]text1[g2]...`` -> the texts and each group's ranges (nothing expanded yet)."""
     # item = text0 [g1] text1 [g2] ... [gk] textk ; str.split keeps that alternation
     parts = re.split(r"\[([^\]]*)\]", item)
     texts, groups = parts[0::2], parts[1::2]
@@ -160,16 +197,16 @@ def _expand_item(expr: str, item: str) -> list[str]:
         raise _error(expr, f"text {texts[-1]!r} after the last ']' in {item!r}",
                      hint="Slurm (22.05) allows no suffix after the last bracket group; "
                           "write those names out, e.g. n1-ib,n2-ib")
-    values = [_group_values(expr, group) for group in groups]
-    for vals in values[:-1]:
-        if len(vals) > MAX_PREFIX_COUNT:
+    ranges = [_group_ranges(expr, group) for group in groups]
+    for group in ranges[:-1]:
+        if _count(group) > MAX_PREFIX_COUNT:
             raise _error(expr, f"a bracket group before the last one has more than {MAX_PREFIX_COUNT:,} "
                                "values (Slurm's limit)", hint="split the expression into several items")
-    total = 1
-    for vals in values:
-        total *= len(vals)
-    if total > MAX_HOSTS:
-        raise _too_many(expr)
+    return texts, ranges
+
+
+def _expand_item(item: str, texts: list[str], groups: list[list[_Range]]) -> list[str]:
+    values = [_group_values(ranges) for ranges in groups]
     if len(values) == 1:
         prefix = texts[0]
         return [prefix + v for v in values[0]] if prefix else values[0]
@@ -188,33 +225,55 @@ def _expand_item(expr: str, item: str) -> list[str]:
     return hosts
 
 
-def _group_values(expr: str, group: str) -> list[str]:
+def _group_ranges(expr: str, group: str) -> list[_Range]:
     if not group:
         raise _error(expr, "empty brackets '[]'", hint="put a number or a range inside, e.g. n[1-4]")
-    ranges = group.split(",")
-    if len(ranges) > MAX_RANGES:
+    if group.count(",") >= MAX_RANGES:
         raise _error(expr, f"more than {MAX_RANGES:,} ranges in one bracket group (Slurm's limit)",
                      hint="merge consecutive numbers into ranges, e.g. n[1-100]")
-    out: list[str] = []
-    for text in ranges:
+    out: list[_Range] = []
+    for text in group.split(","):
         match = _RANGE_RE.match(text)
         if match is None:
-            what = "an empty range (extra ',')" if not text else f"range {text!r} is not N or N-M"
-            raise _error(expr, f"{what} in [{group}]",
+            what = "an empty range (extra ',')" if not text else f"range {_short(text)!r} is not N or N-M"
+            raise _error(expr, f"{what} in [{_short(group)}]",
                          hint="use decimal numbers only, e.g. n[1-4,7,09-11]")
         lo_text, hi_text = match.group(1), match.group(2)
-        lo = int(lo_text)
-        hi = lo if hi_text is None else int(hi_text)
+        lo = _number(lo_text)
+        hi = lo if hi_text is None else _number(hi_text)
+        if lo is None or hi is None:
+            raise _error(expr, f"range {_short(text)!r} has a number above {MAX_NUMBER} or longer than "
+                               f"{MAX_DIGITS} digits", hint="Slurm keeps host numbers in 64 bits (and would "
+                                                         "silently clamp this one); check for a typo")
         if lo > hi:
             raise _error(expr, f"range {text!r} is reversed (start > end)",
                          hint=f"write it ascending: {hi_text}-{lo_text}")
         if hi - lo + 1 > MAX_RANGE:
             raise _error(expr, f"range {text!r} has more than {MAX_RANGE:,} hosts (Slurm's limit)",
                          hint="split it into several ranges, or check for a typo")
+        out.append((lo_text, lo, hi))
+    return out
+
+
+def _group_values(ranges: list[_Range]) -> list[str]:
+    out: list[str] = []
+    for lo_text, lo, hi in ranges:
         width = len(lo_text)
         numbers = map(str, range(lo, hi + 1))
         out.extend(numbers if width == 1 else (n.zfill(width) for n in numbers))
     return out
+
+
+def _number(digits: str) -> int | None:
+    """The value of a host number, or None beyond what Slurm can hold (never near Python's int-string limit)."""
+    if len(digits) > MAX_DIGITS:
+        return None
+    value = int(digits)
+    return value if value <= MAX_NUMBER else None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:25]}...{text[-10:]}"
 
 
 def compress(hosts: Sequence[str]) -> str:
@@ -231,8 +290,10 @@ def compress(hosts: Sequence[str]) -> str:
         _check_host(host)
         prefix = host.rstrip(_DIGITS)
         digits = host[len(prefix):]
-        if digits:
-            number = int(digits)
+        number = _number(digits) if digits else None
+        if number is None:  # no number, or one no range can hold (expand refuses it): the name as is
+            prefix, digits = host, ""
+        if number is not None:
             # joins iff str(number).zfill(width) == digits: same width, or wider without leading zero
             if (last[1] and number == last[3] + 1 and last[0] == prefix
                     and (len(digits) == len(last[1]) or (len(digits) > len(last[1]) and digits[0] != "0"))):

@@ -15,10 +15,13 @@ Nothing here runs Slurm: the verbs combine these records with :mod:`orchestrator
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -39,10 +42,11 @@ from orchestrator.runconfig import (
     read_run_config,
     write_run_config,
 )
+from orchestrator.trust import JOB_ROOT_MODE, fs_error, make_job_root
 
 log = logging.getLogger(__name__)
 
-JOB_DIR_MODE = 0o750  # then narrowed by the umask; never group- or world-writable
+JOB_DIR_MODE = JOB_ROOT_MODE  # 0o750, then narrowed by the umask; never group- or world-writable
 NOT_WRITABLE_BY_OTHERS = 0o022
 ARRAY_FILE = "array.json"  # in an array's folder: the overrides of each element
 RAW_JOB_ID_FILE = "slurm_job_id"  # in an array element's folder: its raw SLURM_JOB_ID (the batch script writes it)
@@ -55,7 +59,7 @@ ARRAY_INDEX_PATTERN = "%a"  # the element folder's name in Slurm's filename patt
 _FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 # "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
-_JOB_ID_RE = re.compile(r"^\d+(_\d+)?$")
+_JOB_ID_RE = re.compile(r"[0-9]+(_[0-9]+)?")  # fullmatch, ASCII digits: "12\n" and "١٢" are no job ids
 
 
 @dataclass(frozen=True)
@@ -125,12 +129,29 @@ def log_path(job_dir: Path, job_id: str | None, rank: int | None = None) -> Path
 
 def create_job_dir(job_dir: Path) -> Path:
     """Create a new job folder with ``logs/`` and ``checkpoints/`` (Slurm does not create --output
-    folders). Never reuses one. Modes ``0o750`` narrowed by the umask: never group- or world-writable."""
-    job_dir.parent.mkdir(mode=JOB_DIR_MODE, parents=True, exist_ok=True)
-    job_dir.mkdir(mode=JOB_DIR_MODE)
-    for sub in (LOG_DIR, CHECKPOINT_DIR):
-        (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
+    folders). Never reuses one. Modes ``0o750`` narrowed by the umask: never group- or world-writable.
+    The job root is created with the same mode and checked first (:mod:`orchestrator.trust`); a
+    file-system error is a ConfigError naming launcher.job_root and leaves no folder behind."""
+    make_job_root(job_dir.parent)
+    try:
+        job_dir.mkdir(mode=JOB_DIR_MODE)
+    except OSError as exc:
+        raise fs_error(job_dir, exc) from None
+    with filling(job_dir):
+        for sub in (LOG_DIR, CHECKPOINT_DIR):
+            (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
     return job_dir
+
+
+@contextlib.contextmanager
+def filling(job_dir: Path) -> Iterator[None]:
+    """Writes into a job folder just created: on a file-system error (no space left, read-only) the
+    folder is removed whole and the error is a ConfigError naming launcher.job_root."""
+    try:
+        yield
+    except OSError as exc:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise fs_error(job_dir, exc) from None
 
 
 def write_config(job_dir: Path, config: RunConfig) -> Path:
@@ -150,10 +171,11 @@ def write_script(job_dir: Path, script: str) -> Path:
 
 
 def write_job_dir(job_dir: Path, script: str, config: RunConfig) -> Path:
-    """Create a Slurm job folder: ``sbatch.sh``, ``job.json``, ``logs/`` and ``checkpoints/``."""
+    """Create a Slurm job folder: ``sbatch.sh``, ``job.json``, ``logs/`` and ``checkpoints/`` (all or nothing)."""
     create_job_dir(job_dir)
-    write_script(job_dir, script)
-    write_config(job_dir, config)
+    with filling(job_dir):
+        write_script(job_dir, script)
+        write_config(job_dir, config)
     return job_dir
 
 
@@ -163,7 +185,7 @@ def element_dir(array_dir: Path, index: int) -> Path:
 
 
 def is_job_id(text: str) -> bool:
-    return bool(_JOB_ID_RE.match(text))
+    return len(text) <= 40 and bool(_JOB_ID_RE.fullmatch(text))
 
 
 def job_root(cluster: Cluster | None) -> Path:

@@ -20,6 +20,7 @@ from typing import Any
 from orchestrator import slurm
 from orchestrator.errors import SlurmError
 from orchestrator.jobdirs import JobDir, read_result
+from orchestrator.preflight import status_note
 from orchestrator.units import parse_time
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ def describe(job_id: str | None, job: JobDir | None, status: slurm.JobStatus | N
     gpus = config.nodes * config.gpus_per_node if config else 0
     if row.get("gpu_hours") is None:  # accounting's TRES (every run) when it answered, else this run's time
         row["gpu_hours"] = gpu_hours(row["elapsed"], gpus)
+    row["excluded"] = status_note(job.path) if job else None  # orch submit --preflight=exclude
     return row
 
 

@@ -20,14 +20,16 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from orchestrator import distenv
+from orchestrator import distenv, hang
 from orchestrator.errors import DistEnvError, OrchError
-from orchestrator.runconfig import RunConfig, read_run_config
+from orchestrator.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
+from orchestrator.trust import check_job_dir
 
 FAILURE_EXIT = 1  # this rank failed (an exception in training or in the job's code)
 PEER_FAILURE_EXIT = 3  # a collective failed or timed out: most likely another rank's failure
@@ -40,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--job-dir", required=True, metavar="DIR", help="the job folder (holds job.json)")
     parser.add_argument("--master-port", action="store_true",
                         help="print the job's MASTER_PORT (batch script) and exit")
+    parser.add_argument("--preflight", action="store_true",
+                        help="run the selftest checks instead of the job (orch submit --preflight)")
     return parser
 
 
@@ -74,6 +78,15 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
         environ[VISIBLE_VAR] = narrowed
 
 
+def preflight_config(cfg: RunConfig, environ: Mapping[str, str]) -> RunConfig:
+    """The job's configuration with the built-in selftest (quick settings) in place of its training."""
+    from orchestrator.job import BUILTIN_JOBS_DIR
+    from orchestrator.preflight import selftest_params
+
+    return cfg.model_copy(update={"job_file": str(BUILTIN_JOBS_DIR / "selftest.py"), "script": None,
+                                  "params": selftest_params(environ), "data_dir": None})
+
+
 def check_world(cfg: RunConfig, env: distenv.DistEnv) -> None:
     if env.world_size != cfg.world_size:
         raise DistEnvError(
@@ -94,18 +107,22 @@ def _rank_label(environ: Mapping[str, str], env: distenv.DistEnv | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    os.umask(os.umask(0o022) | 0o002)  # checkpoints, metrics, results: the user's umask, never o+w
+    os.umask(os.umask(0o022) | 0o022)  # checkpoints, metrics, results: the user's umask, never g+w or o+w
     job_dir = Path(args.job_dir).expanduser().absolute()
     env: distenv.DistEnv | None = None
     timeout = 0
     try:
+        check_job_dir(job_dir, job_file=JOB_FILE, checkpoint_dir=CHECKPOINT_DIR)
         cfg = read_run_config(job_dir)
         if args.master_port:
             print(distenv.job_master_port(os.environ, cfg.launcher.port_range))
             return 0
+        if args.preflight:
+            cfg = preflight_config(cfg, os.environ)
         from orchestrator.runtime.preempt import PreemptFlag
 
         flag = PreemptFlag(cfg.launcher.preempt_signal).install()
+        hang.install_stack_dumps(cfg.launcher.preempt_signal)  # a stopped (stuck) rank shows where it was
         timeout = cfg.launcher.collective_timeout
         env = distenv.derive(os.environ, port_range=cfg.launcher.port_range)
         check_world(cfg, env)
@@ -115,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             export_script_environment(cfg, env, job_dir, os.environ)
             return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ)
         export_environment(cfg, env, os.environ)
+        os.environ.update(hang.flight_recorder_env(job_dir, os.environ))  # NCCL: last collectives, on timeout
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                             format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
         from orchestrator.runtime import entry
@@ -135,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from orchestrator.runtime.dist import describe_failure
 
             peer = describe_failure(exc, timeout)
+            if peer is not None:
+                hang.dump_stacks()  # which collective this rank was in, next to the stuck rank's stacks
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
         label = _rank_label(os.environ, env)
@@ -155,7 +175,46 @@ def entrypoint() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    end_children()
     os._exit(code)
+
+
+def end_children() -> None:
+    """SIGTERM to every process this task started (a data server, a ``sleep`` in build) and their
+    children, before the task exits: they would outlive it otherwise. By process ids, not by
+    process group: under srun all tasks of a node share one group (local task 0 leads it)."""
+    for pid in descendants(os.getpid(), _parent_map()):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+
+
+def descendants(pid: int, parents: Mapping[int, int]) -> list[int]:
+    """Every process below ``pid`` in a {pid: parent pid} map, parents before their children (pure)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    out: list[int] = []
+    todo = sorted(children.get(pid, []))
+    while todo:
+        current = todo.pop(0)
+        if current in out or current == pid:
+            continue
+        out.append(current)
+        todo.extend(sorted(children.get(current, [])))
+    return out
+
+
+def _parent_map() -> dict[int, int]:
+    """{pid: parent pid} of the processes on this machine (Linux /proc; empty elsewhere)."""
+    parents: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                        stat = fh.read().decode("ascii", "replace")
+                    parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    return parents
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from orchestrator.errors import ConfigError
 from orchestrator.jobdirs import local_log_name as log_name
 from orchestrator.launch import PEER_FAILURE_EXIT
 from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
@@ -42,6 +44,28 @@ ERROR_PREFIX = "orch: error: "
 STRIP_VARS = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
                         "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"})
 STRIP_PREFIXES = ("SLURM_",)
+
+
+@contextlib.contextmanager
+def job_lock(job_dir: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the job folder: a second ``orch run`` (--resume) of the same
+    folder is refused at once instead of training into it too. Released when orch run ends (also
+    when it is killed: the kernel drops the lock with the process)."""
+    try:
+        fd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise ConfigError(f"cannot open the job folder {job_dir}: {exc.strerror}",
+                          hint="pass the job folder that orch run printed") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ConfigError(f"the job folder {job_dir} is in use by another orch run",
+                          hint="wait for it to finish (or stop it) before resuming this folder again") from None
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def free_port(host: str = LOCAL_ADDR) -> int:
@@ -126,6 +150,8 @@ class LocalRunner:
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, init=False)
     _forwarded: list[int] = field(default_factory=list, init=False)
     _early_exits: list[int] = field(default_factory=list, init=False)
+    _stuck: list[int] = field(default_factory=list, init=False)
+    _quiet: bool = field(default=False, init=False)
 
     def run(self) -> LocalResult:
         port = self.port or free_port()
@@ -161,7 +187,7 @@ class LocalRunner:
         for chunk in iter(lambda: stream.readline(), b""):
             self._files[0].write(chunk)
             self._files[0].flush()
-            if self.echo is not None:
+            if self.echo is not None and not self._quiet:
                 with contextlib.suppress(ValueError, OSError):
                     self.echo.write(chunk.decode("utf-8", errors="replace"))
                     self.echo.flush()
@@ -183,24 +209,39 @@ class LocalRunner:
             for rank, proc in enumerate(self._procs):
                 if rank not in exited_at and proc.poll() is not None:
                     exited_at[rank] = now
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGTERM)  # the rank's own children do not outlive it
             bad = [r for r in exited_at if self._procs[r].returncode != 0]
             if term_at is None and (bad or self._forwarded):
                 cause_known = any(self._procs[r].returncode != PEER_FAILURE_EXIT for r in bad)
                 term_at = now if cause_known and not self._forwarded else now + self.grace
             if term_at is not None and now >= term_at and kill_at is None:
                 stopped_by_us = {r for r in range(n) if r not in exited_at}
+                # rank 0's stack dump on SIGTERM (orchestrator.hang) belongs in its log, not on the terminal
+                self._quiet = 0 in stopped_by_us and not self._forwarded
+                if bad and not self._forwarded and all(self._procs[r].returncode == PEER_FAILURE_EXIT
+                                                       for r in bad):
+                    # every failed rank gave up waiting in a collective, and these still ran: they are
+                    # the ones that stopped progressing (stuck in Python, in build, or SIGSTOPped)
+                    self._stuck = sorted(stopped_by_us)
                 self._send_all(signal.SIGTERM)
                 kill_at = now + self.grace
             if kill_at is not None and now >= kill_at:
                 self._send_all(signal.SIGKILL)
                 kill_at = float("inf")
             time.sleep(POLL_SECONDS)
+        self._end_groups()
         self._tee.join(timeout=5)
         for fh in self._files:
             fh.close()
         codes: list[int | None] = [p.returncode for p in self._procs]
+        def reacted(rank: int) -> bool:  # lost its connection: it reacted to another rank's exit
+            return codes[rank] == PEER_FAILURE_EXIT and "lost the connection" in (
+                last_error(tail(self.job_dir / LOG_DIR / log_name(rank), 200)) or "")
+
+        # the cause first: a rank's own failure, then one that timed out waiting, then the rest
         causes = sorted((r for r in exited_at if codes[r] != 0 and r not in stopped_by_us),
-                        key=lambda r: (codes[r] == PEER_FAILURE_EXIT, exited_at[r], r))
+                        key=lambda r: (codes[r] == PEER_FAILURE_EXIT, reacted(r), exited_at[r], r))
         first = causes[0] if causes else None
         if first is not None:  # ranks that left with 0 before the failure: likely its cause
             self._early_exits = sorted(r for r in exited_at
@@ -208,10 +249,32 @@ class LocalRunner:
         return codes, first
 
     def _send_all(self, signum: int) -> None:
+        """``signum`` to every rank; TERM, INT and KILL to its whole process group (its own children:
+        a data server, a ``sleep`` in build), the preemption signal to the rank process alone."""
+        group = signum in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL)
         for proc in self._procs:
             if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signum)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    if group:
+                        os.killpg(proc.pid, signum)
+                        if signum == signal.SIGTERM:
+                            os.killpg(proc.pid, signal.SIGCONT)  # a SIGSTOPped rank must see its TERM
+                    else:
+                        proc.send_signal(signum)
+
+    def _end_groups(self) -> None:
+        """After the ranks have exited: what their process groups still hold gets TERM, then KILL."""
+        alive = [p.pid for p in self._procs if _group_alive(p.pid)]
+        for pgid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        while alive and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+            alive = [pgid for pgid in alive if _group_alive(pgid)]
+        for pgid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
 
     @contextlib.contextmanager
     def _signals_forwarded(self) -> Iterator[None]:
@@ -245,6 +308,16 @@ class LocalRunner:
                                result=_read_json(self.job_dir / RESULT_FILE))
 
         interrupted = bool(self._forwarded)
+        # interrupted: 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
+        stop_code = 128 + (self._forwarded[0] if self._forwarded else signal.SIGINT)
+        if first is not None and self._stuck and codes[first] == PEER_FAILURE_EXIT and not interrupted:
+            waited = last_error(tail(logs / log_name(first), 200)) or "a collective failed"
+            stuck = ", ".join(map(str, self._stuck))
+            message = (f"rank {stuck} stopped making progress: rank {first} waited for it in a collective "
+                       f"and gave up ({waited}); rank {stuck} was still running and was stopped by orch run")
+            result = outcome(codes[first] or 1, "failed", message)
+            result.failed_rank = self._stuck[0]
+            return result
         if first is not None:
             code = codes[first] or 1
             reason = last_error(tail(logs / log_name(first), 200))
@@ -257,14 +330,22 @@ class LocalRunner:
             if others:
                 message += f"; then: {'; '.join(others)}"
             if interrupted:
-                return outcome(130, "interrupted", "interrupted; " + message)
+                return outcome(stop_code, "interrupted", "interrupted; " + message)
             return outcome(code if code > 0 else 128 - code, "failed", message)
         if (self.job_dir / REQUEUE_FILE).exists():
             return outcome(0, "preempted", "preempted: the ranks checkpointed and stopped; continue with "
                                            f"orch run --resume {self.job_dir}")
         if interrupted:
-            return outcome(130, "interrupted", "interrupted")
+            return outcome(stop_code, "interrupted", "interrupted")
         return outcome(0, "completed", "completed")
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

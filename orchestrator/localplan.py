@@ -18,7 +18,7 @@ from typing import Any
 from orchestrator.config import DATA_DIR_ENV_VAR, Cluster, Launcher
 from orchestrator.errors import ConfigError
 from orchestrator.job import LoadedJob, make_params
-from orchestrator.jobdirs import create_job_dir, job_dir_path, write_config
+from orchestrator.jobdirs import create_job_dir, filling, job_dir_path, write_config
 from orchestrator.runconfig import RunConfig
 from orchestrator.script import ScriptTarget
 
@@ -119,5 +119,6 @@ def new_local_run(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int
                              data_dir=data_dir, job_name=name, cluster=cluster, script=script,
                              gpus_per_task=gpus_per_task, gpus=gpus)
     create_job_dir(job_dir)
-    write_config(job_dir, cfg)
+    with filling(job_dir):  # no space left, ...: no half-written folder stays behind
+        write_config(job_dir, cfg)
     return job_dir, cfg

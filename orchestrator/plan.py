@@ -28,7 +28,7 @@ from orchestrator.job import LoadedJob, make_params
 from orchestrator.jobdirs import folder_name, job_dir_path
 from orchestrator.jobdirs import write_job_dir as _write_job_dir
 from orchestrator.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
-from orchestrator.runconfig import RunConfig
+from orchestrator.runconfig import Preflight, RunConfig
 from orchestrator.runtime.device import task_gpu_indices
 from orchestrator.script import ScriptTarget
 from orchestrator.units import format_time, parse_mem_mb, parse_time
@@ -68,6 +68,8 @@ class SubmitRequest(BaseModel):
     container_runtime: Literal["none", "pyxis", "apptainer"] | None = None
     container_image: str | None = None
     container_mounts: list[str] = Field(default_factory=list)
+    # orch submit --preflight[=exclude] (None: launcher.preflight of cluster.yaml; "off": none).
+    preflight: Literal["off", "stop", "exclude"] | None = None
 
 
 def make_request(values: Mapping[str, Any]) -> SubmitRequest:
@@ -136,6 +138,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     extras = merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra)
     placed = placement(hosts, extras, nodes, partition.name)
     env = {**cluster.env, **request.env}
+    preflight = _preflight(request.preflight or cluster.launcher.preflight, extras, hosts)
     box = resolve_container(cluster.launcher.container, runtime=request.container_runtime,
                             image=request.container_image, mounts=request.container_mounts,
                             always=_task_paths(job_dir, request.script))
@@ -152,6 +155,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         srun_wait=launcher.srun_wait,
         preempt_signal=launcher.preempt_signal, preempt_before=launcher.preempt_before,
         requeue=launcher.requeue, master_addr=LOOPBACK_ADDR if nodes == 1 else None,
+        preflight=preflight.mode if preflight else None,
     )
     script = render_script(context, request.templates)
     run_config = RunConfig(
@@ -163,6 +167,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         launcher=launcher, env=env, created=now.isoformat(timespec="seconds"),
         script=request.script, gpus_per_task=per_task,
         expect=partition.expect.model_dump(exclude_none=True) if partition.expect else {},
+        preflight=preflight,
     )
     head = context.master_addr or placed[0]
     ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)
@@ -183,6 +188,16 @@ def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, ma
         device = _device_label(held)
         rows.append(RankRow(host=environ["SLURMD_NODENAME"], device=device, env=env, devices=held))
     return tuple(rows)
+
+
+def _preflight(mode: str, extras: Mapping[str, str | None], hosts: list[str]) -> Preflight | None:
+    """--preflight: what the batch script needs to exclude a failed node (the submit-time node lists)."""
+    if mode == "off":
+        return None
+    nodes = {key: hostlist.expand(value) if value else [] for key in ("exclude", "nodelist")
+             for value in [extras.get(key)]}
+    return Preflight(mode="exclude" if mode == "exclude" else "stop", exclude=nodes["exclude"],
+                     nodelist=nodes["nodelist"], partition_nodes=hosts)
 
 
 def _task_paths(job_dir: Path, script: ScriptTarget | None) -> list[str]:

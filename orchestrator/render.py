@@ -10,7 +10,11 @@ template and a user's own (``--templates DIR``) cannot forget it:
              substrings ``packjob``/``hetjob`` broken up by a backslash, because sbatch blanks them
              out of the raw line before parsing it.
 ``envname``  an environment variable name (checked against ``[A-Za-z_][A-Za-z0-9_]*``).
-``verbatim`` the user's own shell code (``launcher.setup`` lines), inserted as written, on purpose.
+``verbatim`` the user's own shell code (``launcher.setup`` lines), inserted as written, on purpose;
+             any other value is refused.
+
+``q`` and ``sq`` are each safe in the other's context too: whatever a value holds, it stays one
+argument in both sbatch's and bash's parsers, and nothing in it runs.
 
 Values that neither bash nor Slurm can carry are refused with a ConfigError naming the field: a
 newline (it would end the ``#SBATCH`` line or the command), a NUL byte, a carriage return (a DOS
@@ -37,7 +41,7 @@ from orchestrator.jobdirs import (
     RANK_LOG_PATTERN,
     RAW_JOB_ID_FILE,
 )
-from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE
+from orchestrator.runconfig import LOG_DIR, PREFLIGHT_NEXT_FILE, PREFLIGHT_RESULT_FILE, REQUEUE_FILE, SCRIPT_FILE
 
 if TYPE_CHECKING:
     import jinja2
@@ -51,6 +55,7 @@ TEMPLATE_NAMES = (BASE_TEMPLATE, SINGLE_NODE_TEMPLATE, MULTI_NODE_TEMPLATE)
 LOOPBACK_ADDR = "127.0.0.1"  # MASTER_ADDR of single-node jobs: every rank runs on the batch host
 BATCH_LOG = BATCH_LOG_PATTERN  # inside LOG_DIR (jobdirs owns the names)
 RANK_LOG = RANK_LOG_PATTERN
+PREFLIGHT_LOG_PATTERN = "preflight-%j.out"  # --preflight: every task's output of the selftest step
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SBATCH_SAFE_RE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
@@ -115,6 +120,7 @@ class ScriptContext:
     container_mounts: str | None = None
     container_python: str = "python3"
     apptainer: str = "apptainer"
+    preflight: Literal["stop", "exclude"] | None = None  # orch submit --preflight: the selftest step first
 
     @property
     def template_name(self) -> str:
@@ -123,6 +129,7 @@ class ScriptContext:
     def variables(self) -> dict[str, Any]:
         """The template variables: the fields plus the job folder paths derived from ``job_dir``."""
         values: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["setup"] = tuple(SetupLine(line) for line in self.setup)  # the only input of | verbatim
         if self.array:  # each element runs in <array folder>/<index> (%a), its logs named by <array id>_<index>
             log_dir = f"{self.job_dir}/{ARRAY_INDEX_PATTERN}/{LOG_DIR}"
             batch, rank = ARRAY_BATCH_LOG_PATTERN, ARRAY_RANK_LOG_PATTERN
@@ -135,6 +142,10 @@ class ScriptContext:
             requeue_file=f"{self.job_dir}/{REQUEUE_FILE}",
             requeue_name=REQUEUE_FILE,
             raw_id_name=RAW_JOB_ID_FILE,
+            preflight_log=f"{log_dir}/{PREFLIGHT_LOG_PATTERN}",
+            preflight_next_name=PREFLIGHT_NEXT_FILE,
+            preflight_result_name=PREFLIGHT_RESULT_FILE,
+            script_name=SCRIPT_FILE,
         )
         return values
 
@@ -146,6 +157,26 @@ class Shell(str):
 
 
 def shell_quote(value: object) -> Shell:
+    """Quote for bash; also one argument, with the same bytes, on an ``#SBATCH`` line (see below)."""
+    text = _text(value)
+    cuts = [m.start() + 1 for m in _SBATCH_MAGIC_RE.finditer(text)]
+    if not cuts:
+        return _shell_quote(text)
+    # sbatch blanks packjob/hetjob out of the raw line (a value could then split into options):
+    # quote the pieces apart, so the line never holds the word and both parsers join the pieces.
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    return Shell("".join(_force_quote(piece) for piece in pieces))
+
+
+def _force_quote(text: str) -> str:
+    """Like shell_quote, but always quoted (a bare piece next to a quoted one draws SC1011)."""
+    if text.startswith("~") and len(text) > 1:
+        return "\\~" + _force_quote(text[1:])
+    quoted = _shell_quote(text)
+    return quoted if quoted[:1] in ("'", '"') else "'" + text + "'"
+
+
+def _shell_quote(value: object) -> Shell:
     """Quote for bash (``shlex.quote``); the result is one word whatever the value holds.
 
     Exact in bash either way, but some of shlex's forms trip shellcheck, so three cases differ:
@@ -165,11 +196,17 @@ def shell_quote(value: object) -> Shell:
 
 
 def sbatch_quote(value: object) -> Shell:
-    """Quote for sbatch's ``#SBATCH`` line parser (src/sbatch/opt.c ``_get_argument``)."""
+    """Quote for sbatch's ``#SBATCH`` line parser (src/sbatch/opt.c ``_get_argument``), safe in bash too.
+
+    Double quotes with ``\\``, ``"``, ``$`` and backquote escaped by a backslash: sbatch drops the
+    backslash before any character and bash before exactly these, so both read the same bytes, and
+    a template that prints ``{{ x | sq }}`` in shell code runs nothing. ``packjob``/``hetjob`` are
+    split by an empty ``""`` (both parsers join the pieces; sbatch blanks the words in the raw line).
+    """
     text = _text(value)
     if not _SBATCH_SAFE_RE.fullmatch(text):
-        text = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return Shell(_SBATCH_MAGIC_RE.sub(lambda m: m.group(0)[0] + "\\" + m.group(0)[1:], text))
+        text = '"' + _DQUOTE_SPECIAL_RE.sub(r"\\\g<0>", text) + '"'
+    return Shell(_SBATCH_MAGIC_RE.sub(lambda m: m.group(0)[0] + '""' + m.group(0)[1:], text))
 
 
 def env_name(value: object) -> Shell:
@@ -180,9 +217,21 @@ def env_name(value: object) -> Shell:
     return Shell(text)
 
 
+class SetupLine(str):
+    """One ``launcher.setup`` line: the only text ``verbatim`` accepts."""
+
+    __slots__ = ()
+
+
 def verbatim(value: object) -> Shell:
-    """The user's own shell code, inserted unquoted (launcher.setup)."""
-    return Shell(_text(value))
+    """The user's own shell code, inserted unquoted: only ``launcher.setup`` lines (any other value
+    would be run as code, so it is refused)."""
+    text = _text(value)  # None and booleans: no text form (the same error as every filter)
+    if not isinstance(value, SetupLine):
+        raise ConfigError(f"a template prints {text[:60]!r} through verbatim, which is only for the "
+                          "lines of launcher.setup",
+                          hint="quote other values with | q (shell code) or | sq (#SBATCH lines)")
+    return Shell(value)
 
 
 def _text(value: object) -> str:

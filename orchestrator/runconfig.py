@@ -8,12 +8,13 @@ variables is here, so the rendered script stays short and carries no user values
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from orchestrator.config import Launcher
+from orchestrator.config import Launcher, check_env_var
 from orchestrator.errors import ConfigError
 from orchestrator.script import ScriptTarget
 
@@ -25,7 +26,22 @@ METRICS_FILE = "metrics.jsonl"
 RESULT_FILE = "result.json"
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
+PREFLIGHT_RESULT_FILE = "preflight.json"  # orch submit --preflight: the selftest's verdict in the allocation
+PREFLIGHT_RECORD_FILE = "preflight_attempts.json"  # --preflight=exclude: each attempt, the nodes it excluded
+PREFLIGHT_NEXT_FILE = "preflight_next"  # --preflight=exclude: the sbatch options of the next attempt
 REQUEUE_FILE = "requeue"  # left by the runtime after a preemption checkpoint; the batch script requeues
+
+
+class Preflight(BaseModel):
+    """``orch submit --preflight[=exclude]``: what the batch script's preflight step needs to decide."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["stop", "exclude"]
+    max_attempts: int = Field(default=3, ge=1, description="exclude mode: submissions in all, the first included")
+    exclude: list[str] = Field(default_factory=list, description="nodes excluded at submit time (--exclude)")
+    nodelist: list[str] = Field(default_factory=list, description="nodes asked for at submit time (--nodelist)")
+    partition_nodes: list[str] = Field(default_factory=list, description="every node of the partition")
 
 
 class RunConfig(BaseModel):
@@ -53,6 +69,14 @@ class RunConfig(BaseModel):
     script: ScriptTarget | None = None
     gpus_per_task: int = Field(default=1, ge=1, description="GPUs each task holds (tasks = gpus / this)")
     restarts: int = Field(default=0, ge=0, description="local runs: how often orch run --resume continued it")
+    preflight: Preflight | None = Field(default=None, description="orch submit --preflight (None: no preflight)")
+
+    @field_validator("env")
+    @classmethod
+    def _v_env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, val in value.items():  # the same rule as cluster.yaml's env: a hand-edited job.json too
+            check_env_var(key, val)
+        return value
 
     @property
     def world_size(self) -> int:
@@ -60,8 +84,17 @@ class RunConfig(BaseModel):
 
 
 def write_run_config(job_dir: Path, config: RunConfig) -> Path:
+    """Write job.json whole or not at all (a temporary file renamed over it), mode 0o640 at most."""
     path = job_dir / JOB_FILE
-    path.write_text(json.dumps(config.model_dump(mode="json"), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    text = json.dumps(config.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    tmp = path.with_name(f".{JOB_FILE}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -71,9 +104,15 @@ def read_run_config(job_dir: Path) -> RunConfig:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path} does not exist", hint="pass the job folder that orch submit/run printed") from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}", hint="the job folder is damaged; submit again") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a folder, not a file", hint="the job folder is damaged; submit again") from None
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        raise ConfigError(f"cannot read {path}: {str(exc)[:200]}",
+                          hint="the job folder is damaged; submit again") from None
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{path} is invalid: {exc}", hint="the job folder is damaged; submit again") from None
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(top level)'}: {e['msg']}"
+                             for e in exc.errors()[:5])
+        raise ConfigError(f"{path} is invalid: {problems[:600]}",
+                          hint="the job folder is damaged (or was edited by hand); submit again") from None

@@ -28,6 +28,7 @@ class RankReport:
     master_error: str | None  # why MASTER_ADDR did not resolve or answer from this rank, or None
     gemm_gflops: float
     foreign_devices: tuple[str, ...] = ()  # GPUs (not its own) this rank's process holds memory on
+    forced_failure: bool = False  # the test hook fail_on_node matched this rank's node (SLURMD_NODENAME)
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,30 @@ class Outcome:
             "gemm": [{"rank": r.rank, "host": r.host, "gflops": round(r.gemm_gflops, 2)} for r in self.reports],
             "links": [asdict(link) for link in self.links],
             "ranks": [asdict(r) for r in self.reports],
+            "failed_nodes": failed_nodes(self),
         }
         data.update(extra or {})
         return data
+
+
+def failed_nodes(outcome: Outcome) -> list[dict[str, str]]:
+    """``[{"host", "check"}]``: the nodes a failed check blames (preflight excludes them); a check that
+    fails without blaming a node (rendezvous, bandwidth below expectations) names none."""
+    blamed: dict[tuple[str, str], None] = {}
+    failed = {c.name for c in outcome.checks if not c.ok}
+    for r in outcome.reports:
+        if "master_addr" in failed and r.master_error:
+            blamed[(r.host, "master_addr")] = None
+        if "devices" in failed and r.foreign_devices:
+            blamed[(r.host, "devices")] = None
+        if "test_hook" in failed and r.forced_failure:
+            blamed[(r.host, "test_hook")] = None
+    if "devices" in failed:
+        for host, _device in find_shared_devices([(r.host, r.device) for r in outcome.reports]):
+            blamed[(host, "devices")] = None
+    if "gemm" in failed and outcome.reports:
+        blamed[(min(outcome.reports, key=lambda r: r.gemm_gflops).host, "gemm")] = None
+    return [{"host": host, "check": check} for host, check in blamed]
 
 
 def bus_factor(ranks: int) -> float:
@@ -114,6 +136,10 @@ def evaluate(reports: Sequence[RankReport], allreduce: Sequence[AllreducePoint],
     checks = [_rendezvous(reports), _devices(reports, on_gpu), _master(reports),
               _allreduce(allreduce, links, expect.get("busbw_gbps"), len(reports)),
               _gemm(reports, expect.get("gemm_gflops"), on_gpu, outlier_ratio)]
+    forced = [r for r in reports if r.forced_failure]
+    if forced:  # the test hook (selftest fail_on_node=NODE, preflight: ORCH_PREFLIGHT_FAIL_NODE)
+        checks.append(Check("test_hook", False, "; ".join(
+            f"rank {r.rank} on {r.host}: failed on purpose (test hook fail_on_node)" for r in forced)))
     return Outcome(checks=checks, reports=list(reports), allreduce=list(allreduce), links=list(links))
 
 

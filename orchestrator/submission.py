@@ -31,6 +31,7 @@ from orchestrator.jobdirs import (
     JOB_DIR_MODE,
     create_job_dir,
     element_dir,
+    filling,
     job_root,
     write_config,
     write_job_dir,
@@ -39,6 +40,7 @@ from orchestrator.jobdirs import (
 from orchestrator.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.render import render_script
 from orchestrator.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE, RunConfig
+from orchestrator.trust import fs_error, make_job_root
 
 MAX_ARRAY_SIZE = 1000  # Slurm's default MaxArraySize is 1001 (indices 0-1000)
 
@@ -109,6 +111,7 @@ class SubmitOptions:
     container_runtime: str | None = None
     container_image: str | None = None
     container_mounts: Sequence[str] = field(default_factory=tuple)
+    preflight: str | None = None  # "stop", "exclude", "off" (None: launcher.preflight of cluster.yaml)
     templates: str | Path | None = None
     data_dir: str | Path | None = None
     no_check: bool = False  # launch a script even when orch doctor finds errors in it (they are still shown)
@@ -148,7 +151,7 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
         "sbatch_extra": parse_sbatch_args(named, sbatch_items),
         "env": parse_env_args(env_items),
         "container_runtime": options.container_runtime, "container_image": options.container_image,
-        "container_mounts": list(options.container_mounts),
+        "container_mounts": list(options.container_mounts), "preflight": options.preflight,
         "job": options.job if options.job is not None else f"-m {options.module}",
         "nodes": options.nodes, "gpus": options.gpus, "ntasks_per_node": options.ntasks_per_node,
         "cpus_per_task": options.cpus_per_task, "partition": options.partition, "time": options.time,
@@ -220,6 +223,9 @@ def plan_array(plan: SubmitPlan, loaded: LoadedJob, grid: Sequence[Mapping[str, 
     if throttle is not None and throttle < 1:
         raise ConfigError(f"--array-throttle {throttle} must be at least 1",
                           hint="e.g. --array-throttle 4 (at most 4 elements run at once)")
+    if plan.context.preflight:
+        raise ConfigError("--preflight is not supported with --sweep (a job array) yet",
+                          hint="leave out --preflight, or run orch submit selftest first and sweep after it")
     spec = f"0-{len(grid) - 1}" + (f"%{throttle}" if throttle else "")
     context = replace(plan.context, array=spec)
     script = render_script(context, plan.request.templates)
@@ -268,14 +274,18 @@ def queue_array(array: ArrayPlan, environ: Mapping[str, str]) -> tuple[str, list
     the array's id and each element's (``<array id>_<index>``)."""
     check_pass_env(array.plan.run_config.launcher.pass_env, environ)
     folder = array.job_dir
-    folder.parent.mkdir(mode=JOB_DIR_MODE, parents=True, exist_ok=True)
-    folder.mkdir(mode=JOB_DIR_MODE)
-    write_script(folder, array.script)
-    (folder / ARRAY_FILE).write_text(json.dumps(array_record(array), indent=2, sort_keys=True) + "\n",
-                                     encoding="utf-8")
-    for element in array.elements:
-        create_job_dir(element.job_dir)
-        write_config(element.job_dir, element.run_config)
+    make_job_root(folder.parent)  # trusted, created with the one mode (orchestrator.trust)
+    try:
+        folder.mkdir(mode=JOB_DIR_MODE)
+    except OSError as exc:
+        raise fs_error(folder, exc) from None
+    with filling(folder):  # a file-system error leaves no half-written array folder
+        write_script(folder, array.script)
+        (folder / ARRAY_FILE).write_text(json.dumps(array_record(array), indent=2, sort_keys=True) + "\n",
+                                         encoding="utf-8")
+        for element in array.elements:
+            create_job_dir(element.job_dir)
+            write_config(element.job_dir, element.run_config)
     folders = [folder, *(e.job_dir for e in array.elements)]
     array_id = _sbatch(folder, folders)
     _write_id(folder, array_id)

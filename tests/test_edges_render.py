@@ -61,11 +61,11 @@ def test_shell_quote_exact(value: object, quoted: str) -> None:
     ('say "hi"', '"say \\"hi\\""'),
     ("back\\slash", '"back\\\\slash"'),
     ("it's", '"it\'s"'),
-    ("packjob", "p\\ackjob"),
-    ("PackJob", "P\\ackJob"),
-    ("hetjob", "h\\etjob"),
-    ("x-HETJOB-y", "x-H\\ETJOB-y"),
-    ("a packjob", '"a p\\ackjob"'),
+    ("packjob", 'p""ackjob'),  # split by "" (inert in bash too)
+    ("PackJob", 'P""ackJob'),
+    ("hetjob", 'h""etjob'),
+    ("x-HETJOB-y", 'x-H""ETJOB-y'),
+    ("a packjob", '"a p""ackjob"'),
 ])
 def test_sbatch_quote_exact(value: str, quoted: str) -> None:
     assert sbatch_quote(value) == quoted
@@ -89,8 +89,11 @@ def test_filters_refuse_values_without_text(value: object) -> None:
 
 
 def test_verbatim_is_the_text_itself() -> None:
-    assert verbatim("module load x && echo $HOME") == "module load x && echo $HOME"
-    assert verbatim(3) == "3"
+    line = render.SetupLine("module load x && echo $HOME")
+    assert verbatim(line) == "module load x && echo $HOME"
+    for other in ("module load x", 3):  # only launcher.setup lines pass (issue 10)
+        with pytest.raises(ConfigError, match=r"only for the lines of launcher\.setup"):
+            verbatim(other)
 
 
 @pytest.mark.parametrize("value", [render.Shell("x"), 0, 5, -1])

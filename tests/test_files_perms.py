@@ -71,7 +71,7 @@ def test_submitted_job_folder_follows_the_umask(
     assert {p.name for p in job_dir.iterdir()} >= {JOB_FILE, SCRIPT_FILE, "job_id", "logs", "checkpoints"}
     assert_umask_respected(job_dir.parent, umask)
     [sbatch] = stubs.records("sbatch")
-    assert sbatch["umask"] == umask | 0o002, "sbatch (and so the job and its log files) keeps o-w"
+    assert sbatch["umask"] == umask | 0o022, "sbatch (and so the job and its log files) keeps g-w and o-w"
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ checkpoint (after a preemption, a failure or Ctrl-C); overrides then change its 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -23,10 +24,18 @@ from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
 from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.jobdirs import job_root, local_log_name
-from orchestrator.local import LocalResult, LocalRunner, tail
+from orchestrator.local import LocalResult, LocalRunner, job_lock, tail
 from orchestrator.localplan import available_cpus, cpus_per_rank, local_gpu_layout, local_gpus, new_local_run
-from orchestrator.runconfig import LOG_DIR, RunConfig, read_run_config, write_run_config
+from orchestrator.runconfig import (
+    CHECKPOINT_DIR,
+    JOB_FILE,
+    LOG_DIR,
+    RunConfig,
+    read_run_config,
+    write_run_config,
+)
 from orchestrator.script import ScriptTarget, resolve_target, script_job
+from orchestrator.trust import check_job_dir
 
 HELP = ("run a job or a script on this machine: N processes through the same launcher (gloo on CPU); "
         "a script's own arguments go after --")
@@ -92,7 +101,7 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
                          gpus_per_task=args.gpus_per_task)
 
 
-def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
+def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path, RunConfig]:
     overrides = list(args.overrides)
     if args.job:  # `orch run --resume DIR epochs=3`: the first override landed in JOB
         if "=" not in args.job:
@@ -104,7 +113,9 @@ def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
                           "folder's job.json",
                           hint="orch run --resume DIR")
     job_dir = Path(args.resume).expanduser().absolute()
+    check_job_dir(job_dir, job_file=JOB_FILE, checkpoint_dir=CHECKPOINT_DIR)
     cfg = read_run_config(job_dir)
+    stack.enter_context(job_lock(job_dir))  # before job.json changes: one resume of a folder at a time
     if cfg.mode != "local":
         raise ConfigError(f"{job_dir} is a Slurm job folder", hint="requeue or resubmit it with Slurm; "
                           "orch run --resume continues local runs")
@@ -114,10 +125,12 @@ def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
             raise ConfigError(f"{cfg.job_name} is a script: it takes no key=value overrides",
                               hint="its arguments were fixed when the run started")
         changes["restarts"] = cfg.restarts + 1
-    if overrides:
+    else:
         spec = load_job_file(Path(cfg.job_file))
-        merged = {**cfg.params, **parse_overrides(overrides)}
-        changes["params"] = make_params(spec, merged).model_dump(mode="json")
+        # job.json's params as every rank will check them (a hand edit is caught here, before any rank starts)
+        params = make_params(spec, {**cfg.params, **parse_overrides(overrides)}).model_dump(mode="json")
+        if overrides:
+            changes["params"] = params
     if args.nproc and args.nproc != cfg.tasks_per_node:
         changes.update(tasks_per_node=args.nproc, cpus_per_task=cpus_per_rank(available_cpus(), args.nproc))
     if args.data_dir:
@@ -131,7 +144,16 @@ def _resume(args: argparse.Namespace) -> tuple[Path, RunConfig]:
 def run(args: argparse.Namespace) -> int:
     if args.nproc is not None and args.nproc < 1:
         raise ConfigError(f"--nproc {args.nproc} must be at least 1", hint="e.g. --nproc 2")
-    job_dir, cfg = _resume(args) if args.resume else _new_run(args)
+    with contextlib.ExitStack() as stack:
+        if args.resume:
+            job_dir, cfg = _resume(args, stack)
+        else:
+            job_dir, cfg = _new_run(args)
+            stack.enter_context(job_lock(job_dir))
+        return _run_locked(args, job_dir, cfg)
+
+
+def _run_locked(args: argparse.Namespace, job_dir: Path, cfg: RunConfig) -> int:
     out = sys.stderr if args.json else sys.stdout
     print(f"orch: {cfg.job_name}: {cfg.tasks_per_node} local process(es); job folder {job_dir}",
           file=out, flush=True)

@@ -74,4 +74,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(table[0] if len(args.jobs) == 1 else table)
     else:
         print(format_rows(table, COLUMNS))
+        for row in table:  # orch submit --preflight=exclude: the nodes a preflight took out
+            if row.get("excluded"):
+                print(f"# job {row['job_id']}: {row['excluded']}")
     return 0

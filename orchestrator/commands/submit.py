@@ -97,6 +97,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "runs as one Slurm job array, element I in <job folder>/I")
     parser.add_argument("--array-throttle", type=int, metavar="N",
                         help="with --sweep: run at most N array elements at once (sbatch --array=...%%N)")
+    parser.add_argument("--preflight", nargs="?", const="stop", choices=("stop", "exclude", "off"), metavar="MODE",
+                        help="run the selftest checks as the job's first step, in its own allocation: a failing "
+                             "node is named and the job stops (--preflight), or is submitted again without that "
+                             "node (--preflight=exclude); default: launcher.preflight of cluster.yaml ('off')")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
     parser.add_argument("--no-check", action="store_true",
@@ -225,6 +229,10 @@ def dry_run_text(plan: SubmitPlan) -> str:
                  f"mounts {ctx.container_mounts}\n")
     runs += "".join(f"# --env {name}={shlex.quote(value)} (exported to every task)\n"
                     for name, value in plan.request.env.items())
+    if ctx.preflight:
+        runs += ("# preflight: the selftest checks run first in the allocation (logs/preflight-<job id>.out, "
+                 "preflight.json); a failing node " + ("stops the job\n" if ctx.preflight == "stop" else
+                 "is excluded and the job submitted again (preflight_attempts.json)\n"))
     header = runs + (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
               f"job id {plan.assumed_job_id}\n# MASTER_PORT follows the real job id (range {low}-{high}); "
               f"MASTER_ADDR is {where}\n")

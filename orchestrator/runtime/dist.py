@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from torch import nn
 from orchestrator.errors import DistEnvError, OrchError
 from orchestrator.runtime.device import DeviceChoice
 from orchestrator.runtime.preempt import PreemptFlag
+from orchestrator.runtime.rendezvous import is_loopback, loopback_store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -75,12 +77,15 @@ def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: s
         torch.cuda.set_device(device)
     delta = datetime.timedelta(seconds=timeout)
     try:
+        # one machine: the store listens on loopback only (orch.runtime.rendezvous); else tcp:// as usual
+        where: dict[str, Any] = (
+            {"store": loopback_store(master_addr, master_port, rank=rank, world_size=world_size, timeout=delta)}
+            if is_loopback(master_addr) else {"init_method": f"tcp://{_host_for_url(master_addr)}:{master_port}"})
         dist.init_process_group(
-            backend=choice.backend, init_method=f"tcp://{_host_for_url(master_addr)}:{master_port}",
-            rank=rank, world_size=world_size, timeout=delta,
-            device_id=device if choice.kind == "cuda" else None,
+            backend=choice.backend, rank=rank, world_size=world_size, timeout=delta,
+            device_id=device if choice.kind == "cuda" else None, **where,
         )
-    except dist.DistError as exc:
+    except (dist.DistError, OSError) as exc:
         raise init_error(exc, rank=rank, master_addr=master_addr, master_port=master_port,
                          timeout=timeout) from None
     try:
@@ -116,11 +121,22 @@ def init_error(exc: BaseException, *, rank: int, master_addr: str, master_port: 
                         hint="check MASTER_ADDR/MASTER_PORT and the network between the nodes")
 
 
+_TIMEOUT_MS_RE = re.compile(r"(?:timed out waiting |timeout\(ms\)=|timeout of |after )(\d+)\s*ms", re.IGNORECASE)
+
+
+def applied_timeout(text: str) -> int | None:
+    """The timeout (seconds) a collective error names: gloo "Timed out waiting 20000ms", NCCL's
+    watchdog "Timeout(ms)=600000"; None when it names none."""
+    match = _TIMEOUT_MS_RE.search(text)
+    return max(1, round(int(match.group(1)[:12]) / 1000)) if match else None
+
+
 def describe_failure(exc: BaseException, timeout: int) -> tuple[str, str] | None:
     """(what happened, hint) for a failed collective, or None when the error is about something else."""
     lower = str(exc).lower()
     if "timed out" in lower or "timeout" in lower:
-        return (f"a collective timed out after {timeout} s",
+        applied = applied_timeout(str(exc))  # the error says which timeout fired (init or collective)
+        return (f"a collective timed out after {applied if applied is not None else timeout} s",
                 "another rank crashed, hangs, or skipped a collective (e.g. a barrier() under "
                 "`if rank == 0`): see the other ranks' logs; launcher.collective_timeout sets the wait in "
                 "training, launcher.init_timeout at start-up and around checkpoints")

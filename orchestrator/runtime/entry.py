@@ -38,6 +38,7 @@ from orchestrator.runtime.dist import (
     state_digest,
     sum_floats,
 )
+from orchestrator.runtime.identity import check_identity
 from orchestrator.runtime.loop import Stepper, Tally, evaluate, settle_buckets, steps_per_epoch, train_epoch
 from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, ratio, write_json_atomic
 from orchestrator.runtime.preempt import PreemptFlag
@@ -103,6 +104,7 @@ class Trainer:
         state = checkpointer.resume()
         epoch0, step0 = (int(state["epoch"]), int(state["step"])) if state else (0, 0)
         if state is not None:
+            check_identity(state, job_name=self.spec.name, model=model)
             self._check_resumable(state)
             model.load_state_dict(state["model"])
         # gradient_as_bucket_view: gradients live in DDP's all-reduce buckets (no copy in and out)

@@ -54,6 +54,7 @@ def run(params: Any, device: torch.device, job_dir: Path, environ: Mapping[str, 
         world_size=int(environ.get("WORLD_SIZE", world)), master=master, startup_s=round(startup, 3),
         master_error=_master_error(environ), gemm_gflops=_gemm(device, params),
         foreign_devices=_foreign_devices(own) if on_gpu else (),
+        forced_failure=bool(params.fail_on_node) and environ.get("SLURMD_NODENAME") == params.fail_on_node,
     )
     max_bytes = params.max_bytes or (256 << 20 if on_gpu else 16 << 20)
     points = [_allreduce(n, device, params.iters) for n in sizes(max_bytes)]
@@ -69,8 +70,9 @@ def run(params: Any, device: torch.device, job_dir: Path, environ: Mapping[str, 
         nodes = len({r.host for r in reports})
         header = f"orch selftest: {world} rank(s) on {nodes} node(s), {device.type} ({backend})"
         print(format_report(outcome, header), flush=True)
-        write_json_atomic(job_dir / RESULT_FILE, outcome.as_dict({"backend": backend, "device": device.type}))
-    dist.barrier()  # result.json exists before any rank leaves
+        verdict = outcome.as_dict({"backend": backend, "device": device.type})
+        write_json_atomic(job_dir / (params.result_file or RESULT_FILE), verdict)
+    dist.barrier()  # the result file exists before any rank leaves
     return 0 if outcome.ok else 1
 
 

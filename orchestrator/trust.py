@@ -1,0 +1,157 @@
+"""Trust of job folders: who may have written what orch is about to run or load (pure checks on stat).
+
+A job folder's ``job.json`` names the Python file every task imports and its checkpoints are
+unpickled by every rank, so whoever can write them runs code as you. Before ``orch run --resume``
+and before each task reads a job folder, orch checks that the folder, every folder above it,
+``job.json`` and the checkpoints can only have been written by you (or root):
+
+* the job root, the job folder and its files: owned by you (or root), not writable by group or
+  others, except a folder with the sticky bit (``/tmp``), where nobody can rename or delete what
+  others own;
+* every folder above: not writable by others without the sticky bit (a group-writable project
+  folder is the group's choice and stays allowed);
+* regular files and real folders, not symbolic links, for job.json and the checkpoints.
+
+``JOB_ROOT_MODE`` is the one mode orch creates job roots and job folders with (orch run and orch
+submit alike); ``make_job_root`` creates a root and checks it. Functions take the stat results or
+paths and raise :class:`TrustError`; nothing here changes a mode.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from orchestrator.errors import ConfigError
+
+JOB_ROOT_MODE = 0o750  # job roots and job folders (then narrowed by the umask): never group/other-writable
+_WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+_ROOT_UID = 0
+
+
+class TrustError(ConfigError):
+    """A job folder (or a file in it) that someone else could have written."""
+
+
+def _owner_ok(st: os.stat_result, uid: int) -> bool:
+    return st.st_uid in (uid, _ROOT_UID)
+
+
+def problem(st: os.stat_result, uid: int, *, is_dir: bool) -> str | None:
+    """Why an entry with stat ``st`` is not trusted by user ``uid`` (None: trusted)."""
+    if is_dir and not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if not is_dir and not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if not _owner_ok(st, uid):
+        return f"is owned by uid {st.st_uid}, not by you (uid {uid})"
+    if st.st_mode & _WRITABLE_BY_OTHERS and not (is_dir and st.st_mode & stat.S_ISVTX):
+        who = "group and others" if st.st_mode & stat.S_IWGRP and st.st_mode & stat.S_IWOTH else (
+            "its group" if st.st_mode & stat.S_IWGRP else "others")
+        return f"is writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _ancestor_problem(st: os.stat_result) -> str | None:
+    if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+        return f"is writable by others without the sticky bit (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _raise(path: Path, what: str, reason: str, fix: str) -> None:
+    if reason.startswith("is not a"):
+        fix = ("a file stands where the folder should be: move it away, or choose another launcher.job_root "
+               "(or --job-root)" if "job root" in what else
+               "the job folder is damaged: move it away and start a new job (or restore it)")
+        raise ConfigError(f"{what} {path} {reason}", hint=fix)
+    raise TrustError(f"{what} {path} {reason}, so another user could have changed what orch would run",
+                     hint=fix)
+
+
+def check_folder(path: Path, what: str, *, uid: int | None = None, ancestors: bool = True) -> None:
+    """``path`` and (with ``ancestors``) every folder above it must be trusted folders."""
+    uid = os.getuid() if uid is None else uid
+    path = Path(os.path.abspath(path))
+    chain = [path, *path.parents] if ancestors else [path]
+    for index, folder in enumerate(chain):
+        try:
+            st = folder.lstat()
+        except FileNotFoundError:
+            continue  # not created yet (a job root orch is about to create)
+        except OSError as exc:
+            raise TrustError(f"cannot check {what} {folder}: {exc.strerror}",
+                             hint="check the path and its permissions") from None
+        if stat.S_ISLNK(st.st_mode):
+            if index == 0:
+                st = folder.stat()  # a job root may be a symlink the user made; its target is checked
+            else:
+                continue  # resolved parents are checked through os.path.realpath below
+        reason = problem(st, uid, is_dir=True) if index == 0 else _ancestor_problem(st)
+        if reason is not None:
+            label = what if index == 0 else f"the folder above {what}"
+            _raise(folder, label, reason,
+                   f"use a launcher.job_root (or --job-root) in a folder only you can write, or "
+                   f"chmod go-w {folder}")
+    real = Path(os.path.realpath(path))
+    if ancestors and real != path:
+        check_folder(real, what, uid=uid, ancestors=True)
+
+
+def check_file(path: Path, what: str, *, uid: int | None = None) -> None:
+    """``path`` (when it exists) must be a regular file, not a link, owned by you, not writable by others."""
+    uid = os.getuid() if uid is None else uid
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise TrustError(f"cannot check {what} {path}: {exc.strerror}", hint="check its permissions") from None
+    reason = "is a symbolic link" if stat.S_ISLNK(st.st_mode) else problem(st, uid, is_dir=False)
+    if reason is not None:
+        _raise(path, what, reason, f"only trust files you wrote: remove {path} or start a new job")
+
+
+def check_job_dir(job_dir: Path, *, job_file: str, checkpoint_dir: str,
+                  checkpoints: Iterable[str] = ("*.pt",), uid: int | None = None) -> None:
+    """The whole trust check of a job folder before it is used: folders, job.json, checkpoints."""
+    check_folder(job_dir, "the job folder", uid=uid)
+    check_file(job_dir / job_file, "the job file", uid=uid)
+    ckpt = job_dir / checkpoint_dir
+    if ckpt.is_symlink() or ckpt.exists():
+        check_folder(ckpt, "the checkpoint folder", uid=uid, ancestors=False)
+        for pattern in checkpoints:
+            for path in sorted(ckpt.glob(pattern)):
+                check_file(path, "the checkpoint", uid=uid)
+
+
+def make_job_root(root: Path) -> None:
+    """Create the job root (mode ``JOB_ROOT_MODE``) when missing and check it and the folders above it.
+
+    File-system errors become a ConfigError naming launcher.job_root.
+    """
+    check_folder(root, "the job root (launcher.job_root)")
+    missing = []
+    folder = Path(os.path.abspath(root))
+    while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    try:
+        for new in reversed(missing):  # each with the one mode (mkdir(parents=True) would use 0o777 & umask)
+            new.mkdir(mode=JOB_ROOT_MODE, exist_ok=True)
+    except OSError as exc:
+        raise fs_error(root, exc) from None
+    check_folder(root, "the job root (launcher.job_root)")
+
+
+def fs_error(path: Path, exc: OSError) -> ConfigError:
+    """A file-system error while writing a job folder, as a ConfigError naming launcher.job_root."""
+    reason = exc.strerror or type(exc).__name__
+    where = exc.filename if isinstance(exc.filename, str) else path
+    if isinstance(exc, FileExistsError) and Path(where) == path:
+        return ConfigError(f"the job folder {path} already exists: orch never reuses a job folder",
+                           hint="submit again (each job gets a new folder name)")
+    return ConfigError(f"cannot write the job folder at {where}: {reason}",
+                       hint="choose a launcher.job_root (or --job-root) on a writable file system with free "
+                            "space, where no file stands in the way of a folder")
