@@ -199,7 +199,7 @@ def test_api_submits_the_script_of_orch_submit_for_a_script_job(env: dict[str, A
                         exclusive=True, exclude="node9", dependency="afterok:1", mail_type="END,FAIL",
                         mail_user="me@example.org", reservation="r1", sbatch_args={"licenses": "scratch", "hold": True},
                         env={"NCCL_DEBUG": "INFO", "MSG": "a b"}, container_runtime="apptainer",
-                        container_image="/img/pt.sif", container_mounts=["/data:/data"])
+                        container_image="/img/pt.sif", container_mounts=["/data:/data"], preflight="exclude")
     before = set(env["jobs"].iterdir())
     code, _, err = run_main(capsys, "submit", str(SCRIPT), "--nodes", "2", "--gpus", "4", "--gpus-per-task", "2",
                             "--time", "00:20:00", "--constraint", "a100&ib", "--exclusive", "--exclude", "node9",
@@ -207,6 +207,7 @@ def test_api_submits_the_script_of_orch_submit_for_a_script_job(env: dict[str, A
                             "--reservation", "r1", "--sbatch-arg", "licenses=scratch", "--sbatch-arg", "hold",
                             "--env", "NCCL_DEBUG=INFO", "--env", "MSG=a b", "--container-runtime", "apptainer",
                             "--container-image", "/img/pt.sif", "--container-mounts", "/data:/data", "--json",
+                            "--preflight=exclude",
                             "--", "--steps", "3", "it's $(x)")
     assert code == 0, err
     [cli_dir] = new_folders(env["jobs"], before)
