@@ -12,13 +12,17 @@ excluded), and reports samples per second over all ranks (best of ``--repeats``)
 - plain 2 ranks: DDP with the entrypoint's data path (tensors decoded once, batches gathered from
   the sampler's indices), but no metrics, stop votes or checkpoints;
 - compute limit 2 ranks (and 1 rank): independent processes running forward + backward + step on
-  a ready batch tensor (no data path, no communication).
+  a ready batch tensor (no data path, no communication);
+- DataLoader rows: the same MNIST as a per-sample ``Dataset`` (bench/jobs/mnist_dataset.py), through
+  ``orch run`` with ``num_workers=2`` (the entrypoint's DataLoader path: DistributedSampler, workers,
+  a seed per batch), against a plain DDP loop over a DataLoader with the same Dataset, sampler and
+  2 workers.
 
 The context lines show the machine's own limits: how the compute limit itself scales from 1 to 2
 ranks, and what DDP's gradient all-reduce costs a plain loop (no orch code at all).
 
 Targets: entrypoint >= 1.5x naive; >= 90% of the compute limit; 2 ranks >= 1.8x 1 rank;
-overhead over the plain loop <= 5%.
+overhead over the plain loop <= 5%; DataLoader path within 5% of the plain DataLoader loop.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 64
+WORKERS = 2  # DataLoader workers per rank in the DataLoader rows
 MNIST_GZ = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
             "t10k-labels-idx1-ubyte.gz")
 
@@ -94,8 +99,23 @@ def worker(kind: str, data_dir: Path, steps: int, out: Path) -> None:
                 break
             step(inputs, targets)
             done += int(targets.shape[0])
+    elif kind == "loader":  # a plain DDP loop over a DataLoader on the per-sample Dataset
+        sys.path.insert(0, str(ROOT / "bench" / "jobs"))
+        from mnist_dataset import dataset
+
+        per_sample = dataset(data_dir)
+        sampler3: DistributedSampler[Any] = DistributedSampler(per_sample, shuffle=True, seed=0)
+        loader = DataLoader(per_sample, batch_size=BATCH, sampler=sampler3, num_workers=WORKERS,
+                            persistent_workers=True)
+        begin = time.perf_counter()
+        for i, (inputs, targets) in enumerate(loader):
+            if i == steps:
+                break
+            step(inputs, targets)
+            done += int(targets.shape[0])
     else:  # plain: the entrypoint's data path without its bookkeeping
-        from orchestrator.runtime.data import gather, load_mnist
+        from jobs._datasets import load_mnist
+        from orchestrator.runtime.data import gather
 
         train, _ = load_mnist(data_dir)
         sampler2: DistributedSampler[Any] = DistributedSampler(train, shuffle=True, seed=0)
@@ -130,10 +150,11 @@ def run_workers(kind: str, world: int, data_dir: Path, steps: int, tmp: Path) ->
     return float(sum(r["samples"] for r in results) / max(r["seconds"] for r in results))
 
 
-def run_entrypoint(world: int, data_dir: Path, steps: int, tmp: Path) -> float:
-    argv = [sys.executable, "-m", "orchestrator.cli", "run", "mnist", "--nproc", str(world), "--data-dir",
+def run_entrypoint(world: int, data_dir: Path, steps: int, tmp: Path, job: str = "mnist",
+                   *extra: str) -> float:
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", job, "--nproc", str(world), "--data-dir",
             str(data_dir), "--job-root", str(tmp / "jobs"), "--json", "epochs=1",
-            f"max_steps_per_epoch={steps}", f"batch_size={BATCH}", "num_threads=1", "checkpoint=false"]
+            f"max_steps_per_epoch={steps}", f"batch_size={BATCH}", "num_threads=1", "checkpoint=false", *extra]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH_CLUSTER")}
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env, cwd=tmp)
     if proc.returncode != 0:
@@ -172,6 +193,9 @@ def main() -> None:
             "plain loop, same data path, 2 ranks": lambda: run_workers("plain", 2, data, args.steps, tmp),
             "compute limit, 2 ranks": lambda: run_workers("compute", 2, data, args.steps, tmp),
             "compute limit, 1 rank": lambda: run_workers("compute", 1, data, args.steps, tmp),
+            "entrypoint, Dataset + 2 workers, 2 ranks": lambda: run_entrypoint(
+                2, data, args.steps, tmp, str(ROOT / "bench" / "jobs" / "mnist_dataset.py"), f"num_workers={WORKERS}"),
+            "plain loop, same DataLoader, 2 ranks": lambda: run_workers("loader", 2, data, args.steps, tmp),
         }
         for repeat in range(args.repeats):
             for name, measure in measures.items():
@@ -182,9 +206,9 @@ def main() -> None:
     print(f"\nMNIST LeNet-5, batch {BATCH}/rank, 1 thread/rank, {args.steps} steps, best of {args.repeats} "
           f"({os.cpu_count()} CPUs; load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after: "
           "other processes distort every number)\n")
-    print(f"{'measurement':<40}{'samples/s':>12}")
+    print(f"{'measurement':<44}{'samples/s':>12}")
     for name, rate in rows.items():
-        print(f"{name:<40}{rate:>12,.0f}")
+        print(f"{name:<44}{rate:>12,.0f}")
     entry2, entry1 = rows["entrypoint, 2 ranks"], rows["entrypoint, 1 rank"]
     ratios = [
         ("entrypoint / naive (2 ranks)", entry2 / rows["naive DataLoader, 2 ranks"], ">= 1.50x", 1.5),
@@ -192,6 +216,8 @@ def main() -> None:
         ("entrypoint 2 ranks / 1 rank", entry2 / entry1, ">= 1.80x", 1.8),
         ("entrypoint / plain loop (2 ranks)", entry2 / rows["plain loop, same data path, 2 ranks"],
          ">= 0.95x", 0.95),
+        ("DataLoader: entrypoint / plain loop", rows["entrypoint, Dataset + 2 workers, 2 ranks"]
+         / rows["plain loop, same DataLoader, 2 ranks"], ">= 0.95x", 0.95),
     ]
     print(f"\n{'ratio':<40}{'measured':>10}{'target':>10}  verdict")
     for name, value, target, limit in ratios:

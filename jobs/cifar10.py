@@ -1,7 +1,9 @@
 """cifar10: the small CNN of the PyTorch CIFAR-10 tutorial (conv 3-6-16, fc 120-84-10).
 
-Data: ``<data_dir>/cifar-10-batches-py/`` (the python version of CIFAR-10, unpacked), decoded
-once into tensors normalized to [-1, 1] as in the tutorial.
+Data: ``<data_dir>/cifar-10-batches-py/`` (the python version of CIFAR-10, unpacked), decoded once
+into tensors normalized to [-1, 1] as in the tutorial. With ``augment=true`` (the default) the
+training set is a ``torch.utils.data.Dataset`` that random-crops (4 pixels of padding) and flips each
+image in the DataLoader workers (``num_workers``); the test set stays in memory (the fast path).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class Cifar10Params(TrainParams):
     batch_size: int = Field(default=32, ge=1, description="per rank")
     lr: float = Field(default=0.01, gt=0)
     momentum: float = Field(default=0.9, ge=0)
+    augment: bool = Field(default=True, description="random crop + horizontal flip in DataLoader workers")
 
 
 def make_model() -> nn.Module:
@@ -39,11 +42,11 @@ def make_model() -> nn.Module:
 
 
 def build(params: Cifar10Params, ctx: BuildContext) -> TrainTask:
-    from orchestrator.runtime.data import load_cifar10
+    from jobs._datasets import Augmented, load_cifar10
     from orchestrator.runtime.task import TrainTask
 
     train, test = load_cifar10(ctx.require_data_dir("CIFAR-10"))
-    return TrainTask(model=make_model(), train_set=train, test_set=test)
+    return TrainTask(model=make_model(), train_set=Augmented(train) if params.augment else train, test_set=test)
 
 
 SPEC = JobSpec(

@@ -40,7 +40,7 @@ def make_model() -> nn.Module:
 
 
 def build(params: MnistParams, ctx: BuildContext) -> TrainTask:
-    from orchestrator.runtime.data import load_mnist
+    from jobs._datasets import load_mnist
     from orchestrator.runtime.task import TrainTask
 
     train, test = load_mnist(ctx.require_data_dir("MNIST"))

@@ -31,7 +31,7 @@ _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # and some are used in arithmetic, where a value like a[$(cmd)] runs a command.
 SCRIPT_VARIABLES = frozenset({
     "JOB_DIR", "PYTHON", "PREEMPT_SIGNAL", "ORCH_JOB_DIR", "REQUEUE_FILE", "srun_pid", "srun_rc", "signals",
-    "seen", "requeue_id", "job_nodes", "head_node", "node_info",
+    "seen", "requeue_id", "job_nodes", "head_node", "node_info", "preflight_rc", "preflight_next", "next_id",
 })
 # What orch derives for every rank (distenv/launch): a value from env would be overwritten or, worse, win.
 DERIVED_VARIABLES = frozenset({

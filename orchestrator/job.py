@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -50,6 +50,22 @@ class TrainParams(BaseModel):
     checkpoint: bool = Field(default=True, description="write a checkpoint every epoch")
     num_threads: int | None = Field(default=None, ge=1, le=4096, description="torch threads per rank (default: "
                                     "cpus per task)")
+    num_workers: int | None = Field(default=None, ge=0, description="DataLoader worker processes per rank "
+                                    "for Dataset-backed sets (default: cpus per task - 1, at most 4)")
+    grad_accum: int = Field(default=1, ge=1, description="micro-batches per optimizer step (DDP no_sync "
+                            "on the others); the effective batch is batch_size x grad_accum x world size")
+    lr_schedule: Literal["constant", "cosine", "step"] = Field(
+        default="constant", description="learning-rate schedule over optimizer steps, after the warm-up")
+    warmup_steps: int = Field(default=0, ge=0, description="linear warm-up from 0 to lr (optimizer steps)")
+    lr_step_epochs: int = Field(default=1, ge=1, description="lr_schedule=step: multiply lr by lr_gamma "
+                                "every this many epochs")
+    lr_gamma: float = Field(default=0.1, gt=0, description="lr_schedule=step: the factor")
+    lr_min: float = Field(default=0.0, ge=0, description="lr_schedule=cosine: the final lr")
+    on_nonfinite: Literal["stop", "skip"] = Field(
+        default="stop", description="a NaN/inf loss: stop the run (exit 1), or skip that optimizer step and "
+        "count it")
+    progress_every: float = Field(default=30.0, ge=0, description="seconds between progress lines in the "
+                                  "log inside an epoch (0: none)")
 
     @model_validator(mode="after")
     def _v_int64(self) -> TrainParams:

@@ -35,6 +35,7 @@ from orchestrator.runconfig import (
     JOB_ID_FILE,
     LOG_DIR,
     METRICS_FILE,
+    PROGRESS_FILE,
     RESULT_FILE,
     SCRIPT_FILE,
     SUBMIT_ERROR_FILE,
@@ -278,6 +279,50 @@ def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
         if isinstance(record, dict):
             records.append(record)
     return records
+
+
+def read_progress(job_dir: Path) -> dict[str, Any] | None:
+    """Where the run is inside an epoch (``progress.json``: epoch, epochs, step, steps, loss, ...)."""
+    text = _read_text(job_dir / PROGRESS_FILE)
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def progress_cells(record: dict[str, Any] | None) -> dict[str, str | None]:
+    """``epoch``, ``step`` and ``loss`` as table cells ("2/10", "120/469", "0.3412") from a progress record."""
+    if not record:
+        return {"epoch": None, "step": None, "loss": None}
+
+    def fraction(key: str, total: str) -> str | None:
+        value = record.get(key)
+        return f"{value}/{record.get(total)}" if isinstance(value, int) else None
+
+    loss = record.get("loss")
+    return {"epoch": fraction("epoch", "epochs"), "step": fraction("step", "steps"),
+            "loss": f"{loss:.4f}" if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None}
+
+
+def metrics_cell(record: dict[str, Any] | None) -> str | None:
+    """The task's metrics of one metrics.jsonl record, by name: the test value when there is one
+    (``test_acc 0.9912 test_mae 0.1275``), else the training value."""
+    if not record:
+        return None
+    names = record.get("metrics")
+    if not isinstance(names, list):  # a record written before the list existed
+        names = ["acc"] if "train_acc" in record else []
+    parts = []
+    for name in ["loss", *[n for n in names if isinstance(n, str)]]:
+        for key in (f"test_{name}", f"train_{name}"):
+            value = record.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                parts.append(f"{key} {value:.4g}")
+                break
+    return " ".join(parts) or None
 
 
 def read_result(job_dir: Path) -> dict[str, Any] | None:

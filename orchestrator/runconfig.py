@@ -24,6 +24,7 @@ JOB_ID_FILE = "job_id"
 SUBMIT_ERROR_FILE = "submit_error.txt"
 METRICS_FILE = "metrics.jsonl"
 RESULT_FILE = "result.json"
+PROGRESS_FILE = "progress.json"  # rank 0's position inside an epoch, rewritten every few seconds
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
 PREFLIGHT_RESULT_FILE = "preflight.json"  # orch submit --preflight: the selftest's verdict in the allocation

@@ -12,9 +12,9 @@ import torch
 from support import ORCH, clean_environ
 from test_runtime_data import write_cifar, write_mnist
 
+from jobs._datasets import CIFAR10_DIR
 from orchestrator.errors import ConfigError
 from orchestrator.job import BUILTIN_JOBS_DIR, TrainParams, load_job_file
-from orchestrator.runtime.data import CIFAR10_DIR
 from orchestrator.runtime.task import BuildContext, TrainTask
 
 JOBS = ("smoke", "mnist", "cifar10")
@@ -84,15 +84,47 @@ def test_smoke_build_is_deterministic_and_learnable(tmp_path: Path) -> None:
 def test_mnist_and_cifar_builds_on_generated_files(tmp_path: Path) -> None:
     write_mnist(tmp_path / "MNIST" / "raw", 30, 10)
     write_cifar(tmp_path / CIFAR10_DIR, 6)
-    for name, shape in (("mnist", (30, 1, 28, 28)), ("cifar10", (30, 3, 32, 32))):
+    for name, shape in (("mnist", (1, 28, 28)), ("cifar10", (3, 32, 32))):
         spec = load_job_file(BUILTIN_JOBS_DIR / f"{name}.py")
         task = spec.build(spec.params(), ctx(tmp_path, tmp_path))
-        assert isinstance(task, TrainTask) and task.train_set.inputs.shape == shape
-        loss = task.loss_fn(task.model(task.train_set.inputs[:4]), task.train_set.targets[:4])
+        assert isinstance(task, TrainTask) and len(task.train_set) == 30
+        batch = [task.train_set[i] for i in range(4)]
+        inputs, targets = torch.stack([b[0] for b in batch]), torch.stack([b[1] for b in batch])
+        assert inputs.shape == (4, *shape)
+        loss = task.loss_fn(task.model(inputs), targets)
         assert loss.shape == () and torch.isfinite(loss)
         with pytest.raises(ConfigError, match="needs a data directory") as info:
             spec.build(spec.params(), ctx(None, tmp_path))
         assert info.value.hint and "ORCH_DATA_DIR" in info.value.hint
+
+
+def test_cifar10_augmentation_crops_and_flips_per_seed(tmp_path: Path) -> None:
+    """The training set is a Dataset (DataLoader path); the test set stays in memory (fast path)."""
+    from jobs._datasets import Augmented
+    from orchestrator.runtime.data import TensorData
+
+    write_cifar(tmp_path / CIFAR10_DIR, 6)
+    spec = load_job_file(BUILTIN_JOBS_DIR / "cifar10.py")
+    task = spec.build(spec.params(), ctx(tmp_path, tmp_path))
+    assert isinstance(task.train_set, Augmented) and isinstance(task.test_set, TensorData)
+    plain = spec.build(spec.params(augment=False), ctx(tmp_path, tmp_path)).train_set
+    assert isinstance(plain, TensorData)
+    views = []
+    for seed in range(12):
+        torch.manual_seed(seed)
+        image, label = task.train_set[0]
+        assert image.shape == (3, 32, 32) and int(label) == int(plain.targets[0])
+        views.append(image)
+    torch.manual_seed(3)
+    assert torch.equal(task.train_set[0][0], views[3]), "the same seed gives the same view"
+    assert len({v.sum().item() for v in views}) > 3, "crops and flips differ between seeds"
+    # every view is the image shifted by at most 4 pixels (zero padded), maybe mirrored
+    original = plain.inputs[0]
+    padded = torch.nn.functional.pad(original, (4, 4, 4, 4))
+    for view in views:
+        found = any(torch.equal(view, cand[:, t:t + 32, lft:lft + 32])
+                    for cand in (padded, padded.flip(-1)) for t in range(9) for lft in range(9))
+        assert found
 
 
 @pytest.mark.slow
@@ -101,8 +133,11 @@ def test_cifar10_trains_end_to_end_on_generated_batches(tmp_path: Path) -> None:
     data = tmp_path / "data"
     write_cifar(data / CIFAR10_DIR, 10)
     proc = subprocess.run([ORCH, "run", "cifar10", "--nproc", "2", "--data-dir", str(data), "--job-root",
-                           str(tmp_path / "jobs"), "--json", "epochs=1", "batch_size=4", "check_sync=true"],
+                           str(tmp_path / "jobs"), "--json", "epochs=1", "batch_size=4", "check_sync=true",
+                           "num_workers=1"],
                           capture_output=True, text=True, timeout=180, env=clean_environ(), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
     assert summary["final"]["train_samples"] == 50 and summary["result"]["in_sync"] is True
+    log = (Path(summary["job_dir"]) / "logs" / "local-rank0.out").read_text()
+    assert "DataLoader, 1 worker(s) per rank" in log

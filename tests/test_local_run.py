@@ -248,7 +248,8 @@ def test_preemption_signal_sent_to_orch_run_is_forwarded(cluster_file: Path, str
 
 
 @pytest.mark.parametrize(("fault", "exit_code", "says"), [
-    ("raise", 1, "rank 1 exited with code 1 (RuntimeError: injected failure on rank 1 at step 3)"),
+    ("raise", 1, "rank 1 exited with code 1 (RuntimeError: injected failure on rank 1 at step 3 (job faulty, "
+               "epoch 1, step 2))"),
     ("kill", 128 + signal.SIGKILL, "rank 1 was killed by SIGKILL"),
     # the short training timeout applies, not the start-up one
     ("skip_barrier", 3, f"a collective timed out after {COLLECTIVE_TIMEOUT} s"),

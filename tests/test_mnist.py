@@ -15,7 +15,7 @@ import pytest
 import torch
 from support import ORCH, ROOT, clean_environ
 
-from orchestrator.runtime.data import MNIST_FILES, load_mnist
+from jobs._datasets import MNIST_FILES, load_mnist
 
 DATA_DIR = Path(os.environ.get("ORCH_DATA_DIR") or ROOT.parent / "shared" / "data")
 HAVE_MNIST = all((DATA_DIR / "MNIST" / "raw" / f"{name}.gz").is_file() for name in MNIST_FILES.values())

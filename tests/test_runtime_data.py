@@ -12,21 +12,18 @@ import pytest
 import torch
 from torch.utils.data import DistributedSampler
 
-from orchestrator.errors import ConfigError
-from orchestrator.runtime.data import (
+from jobs._datasets import (
     CIFAR10_DIR,
     MNIST_FILES,
     MNIST_MEAN,
     MNIST_STD,
-    TensorData,
-    eval_shard,
-    gather,
     load_cifar10,
     load_mnist,
     parse_idx,
     read_idx,
-    real_count,
 )
+from orchestrator.errors import ConfigError
+from orchestrator.runtime.data import TensorData, eval_shard, gather, real_count
 
 IDX_CODES = {np.dtype(np.uint8): 0x08, np.dtype(np.int8): 0x09, np.dtype(">i2"): 0x0B,
              np.dtype(">i4"): 0x0C, np.dtype(">f4"): 0x0D, np.dtype(">f8"): 0x0E}

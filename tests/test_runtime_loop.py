@@ -18,8 +18,10 @@ from torch.nn.parallel import DistributedDataParallel
 from orchestrator.local import free_port
 from orchestrator.runtime.data import TensorData
 from orchestrator.runtime.device import CPU
-from orchestrator.runtime.dist import Dist, process_group
-from orchestrator.runtime.loop import Stepper, settle_buckets
+from orchestrator.runtime.dist import Dist, StopVote, process_group
+from orchestrator.runtime.loop import EpochPlan, FiniteWatch, Stepper, settle_buckets, train_epoch
+from orchestrator.runtime.measures import Tally, accuracy
+from orchestrator.runtime.schedule import Schedule
 from orchestrator.runtime.task import default_loss
 
 
@@ -55,7 +57,7 @@ def test_without_settling_the_first_step_has_another_bucket_layout(single_rank: 
 
 def test_after_settling_every_step_has_the_same_layout(single_rank: Dist) -> None:
     stepper, data = make_stepper()
-    settle_buckets(stepper, data, batch_size=8)
+    settle_buckets(stepper, (data.inputs[:8], data.targets[:8]))
     layouts = []
     for begin in range(0, 32, 8):
         stepper.step(data.inputs[begin:begin + 8], data.targets[begin:begin + 8])
@@ -70,7 +72,7 @@ def test_settling_changes_no_state(single_rank: Dist) -> None:
     before = {k: v.clone() for k, v in model.state_dict().items()}
     momentum = [stepper.optimizer.state[p]["momentum_buffer"].clone() for p in model.parameters()]
     rng = torch.get_rng_state()
-    settle_buckets(stepper, data, batch_size=8)
+    settle_buckets(stepper, (data.inputs[:8], data.targets[:8]))
     after = model.state_dict()
     assert before.keys() == after.keys()
     assert all(torch.equal(before[k], after[k]) for k in before), "parameters and buffers unchanged"
@@ -78,3 +80,72 @@ def test_settling_changes_no_state(single_rank: Dist) -> None:
                for m, p in zip(momentum, model.parameters(), strict=True))
     assert torch.equal(rng, torch.get_rng_state()), "the dropout draws did not advance the RNG"
     assert all(p.grad is None for p in model.parameters()), "the throwaway gradients are gone"
+
+
+# --- train_epoch: accumulation, schedules, non-finite losses (one rank) ----------------------------
+
+def epoch_run(single_rank: Dist, *, batch_size: int, grad_accum: int, inputs: torch.Tensor, targets: torch.Tensor,
+              schedule: Schedule | None = None, skip: bool = False) -> tuple[nn.Module, Tally, Stepper]:
+    from orchestrator.runtime.preempt import PreemptFlag
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+    ddp = DistributedDataParallel(model, gradient_as_bucket_view=True)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    stepper = Stepper(ddp, optimizer, default_loss, schedule=schedule)
+    settle_buckets(stepper, (inputs[:batch_size], targets[:batch_size]))
+    n = int(inputs.shape[0])
+    steps = n // batch_size
+    plan = EpochPlan(epoch=0, num_steps=steps, batch_size=batch_size, real=n, grad_accum=grad_accum,
+                     skip_nonfinite=skip)
+    batches = iter([(inputs[i:i + batch_size], targets[i:i + batch_size]) for i in range(0, n, batch_size)])
+    tally = Tally.zeros(single_rank.device, ["acc"])
+    vote = StopVote(PreemptFlag(), single_rank)
+    step, stopped = train_epoch(stepper, batches, plan, start_step=0, vote=vote, tally=tally,
+                                metrics={"acc": accuracy}, ctx=single_rank)
+    vote.drain()
+    assert (step, stopped) == (steps, False) or skip is False
+    return model, tally, stepper
+
+
+def test_accumulating_micro_batches_equals_one_big_batch(single_rank: Dist) -> None:
+    gen = torch.Generator().manual_seed(1)
+    inputs, targets = torch.randn(32, 6, generator=gen), torch.randint(0, 3, (32,), generator=gen)
+    big, big_tally, _ = epoch_run(single_rank, batch_size=8, grad_accum=1, inputs=inputs, targets=targets)
+    small, small_tally, _ = epoch_run(single_rank, batch_size=4, grad_accum=2, inputs=inputs, targets=targets)
+    for a, b in zip(big.parameters(), small.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert big_tally.count == small_tally.count == 32
+    assert float(big_tally.sums[0]) == float(small_tally.sums[0])
+    # a tail window of one micro-batch (5 micro-batches, accumulation 2) is averaged over one, not two
+    tail, _, _ = epoch_run(single_rank, batch_size=4, grad_accum=2, inputs=inputs[:20], targets=targets[:20])
+    ref, _, _ = epoch_run(single_rank, batch_size=8, grad_accum=1,
+                          inputs=torch.cat([inputs[:16], inputs[16:20], inputs[16:20]]),
+                          targets=torch.cat([targets[:16], targets[16:20], targets[16:20]]))
+    for a, b in zip(tail.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_schedule_sets_each_optimizer_steps_lr(single_rank: Dist) -> None:
+    gen = torch.Generator().manual_seed(2)
+    inputs, targets = torch.randn(24, 6, generator=gen), torch.randint(0, 3, (24,), generator=gen)
+    schedule = Schedule("cosine", total=3, warmup=1)
+    _, _, stepper = epoch_run(single_rank, batch_size=4, grad_accum=2, inputs=inputs, targets=targets,
+                              schedule=schedule)
+    group = stepper.optimizer.param_groups[0]
+    assert group["initial_lr"] == 0.1 and group["lr"] == pytest.approx(0.1 * schedule.factor(2))
+
+
+def test_a_non_finite_batch_is_skipped_on_request_and_stops_otherwise(single_rank: Dist) -> None:
+    gen = torch.Generator().manual_seed(3)
+    inputs, targets = torch.randn(16, 6, generator=gen), torch.randint(0, 3, (16,), generator=gen)
+    poisoned = inputs.clone()
+    poisoned[9] = float("nan")  # the 3rd micro-batch (window 2 of 2 with accumulation 2)
+    skipped, tally, _ = epoch_run(single_rank, batch_size=4, grad_accum=2, inputs=poisoned, targets=targets,
+                                  skip=True)
+    assert tally.skipped == 1 and tally.count == 12 and torch.isfinite(tally.loss_sum)
+    reference, _, _ = epoch_run(single_rank, batch_size=4, grad_accum=2, inputs=inputs[:8], targets=targets[:8])
+    for a, b in zip(skipped.parameters(), reference.parameters(), strict=True):
+        assert torch.equal(a, b), "the poisoned window changed nothing"
+    watch = FiniteWatch(torch.device("cpu"))
+    assert watch.push(torch.tensor(1.0), 3) is None and watch.push(torch.tensor(float("inf")), 4) == 4

@@ -151,6 +151,38 @@ def test_status_by_folder_and_without_arguments(fake_slurm: FakeSlurm, job_root:
     assert lines[1].split()[:2] == ["4", "RUNNING"] and lines[2].split()[:3] == ["3", "FAILED", "3"]
 
 
+def test_status_shows_epoch_step_and_loss_from_progress_json(fake_slurm: FakeSlurm, job_root: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_job(job_root, "mnist", job_id="9")
+    (folder / "progress.json").write_text(json.dumps({"epoch": 2, "epochs": 3, "step": 120, "steps": 469,
+                                                      "loss": 0.34125, "samples_per_s": 1000.0}))
+    make_job(job_root, "queued", job_id="10", created="2026-01-01T00:00:00")  # no progress yet
+    fake_slurm.set({"squeue": {"stdout": "9|RUNNING|None|node[1-2]|0:12|0|mnist\n10|PENDING|Priority||0:00|0|q\n"},
+                    "sacct": DISABLED, "sacct --completion": {"stdout": ""}})
+    code, out, _ = run_cli(capsys, "status")
+    lines = out.splitlines()
+    header = lines[0].split()
+    assert header[:9] == ["JOBID", "STATE", "EXIT", "RESTARTS", "ELAPSED", "GPU_H", "EPOCH", "STEP", "LOSS"]
+    row = dict(zip(header, lines[1].split(), strict=False))
+    assert (row["JOBID"], row["EPOCH"], row["STEP"], row["LOSS"]) == ("9", "2/3", "120/469", "0.3412")
+    assert lines[2].split()[:1] == ["10"] and lines[2].split()[6:9] == ["-", "-", "-"]
+    code, out, _ = run_cli(capsys, "status", "9", "--json")
+    data = json.loads(out)
+    assert data["progress"]["step"] == 120 and data["epoch"] == "2/3" and data["loss"] == "0.3412"
+    assert data["last_epoch"] is None and data["metrics"] is None
+    (folder / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "train_loss": 0.5, "test_loss": None,
+                                                      "train_mae": 0.25, "test_mae": 0.125, "metrics": ["mae"]})
+                                          + "\n")
+    code, out, _ = run_cli(capsys, "status", "9", "--json")
+    data = json.loads(out)
+    assert data["last_epoch"]["test_mae"] == 0.125 and data["metrics"] == "train_loss 0.5 test_mae 0.125"
+    code, out, _ = run_cli(capsys, "status")
+    assert "train_loss 0.5 test_mae 0.125" in out.splitlines()[1]
+    (folder / "progress.json").write_text('{"epoch": 2, "st')  # torn: shown as unknown, not an error
+    code, out, _ = run_cli(capsys, "status", "9", "--json")
+    assert code == 0 and json.loads(out)["progress"] is None
+
+
 def test_status_of_a_folder_that_was_never_queued(fake_slurm: FakeSlurm, job_root: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     folder = make_job(job_root, "refused", submit_error="sbatch: error: invalid partition specified: gpu\n")
@@ -196,6 +228,19 @@ def test_logs_batch_rank_and_missing(fake_slurm: FakeSlurm, job_root: Path,
     assert code == 2 and "no log for rank 5" in err and "9-rank0.out, 9-rank1.out" in err
     code, _, err = run_cli(capsys, "logs", "10")
     assert code == 2 and "no job folder" in err and "job id 10" in err
+
+
+def test_logs_say_where_the_run_is_while_the_log_is_empty(fake_slurm: FakeSlurm, job_root: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_job(job_root, "smoke", job_id="9", logs={"9-rank1.out": ""})
+    code, out, err = run_cli(capsys, "logs", "9", "--rank", "1")
+    assert (code, out) == (0, "") and "has written nothing yet" in err and "rank 0 is at" not in err
+    (folder / "progress.json").write_text(json.dumps({"epoch": 1, "epochs": 2, "step": 40, "steps": 469,
+                                                      "loss": 0.5}))
+    code, out, err = run_cli(capsys, "logs", "9", "--rank", "1")
+    assert (code, out) == (0, "") and "rank 0 is at epoch 1/2, step 40/469, loss 0.5000" in err
+    code, _, err = run_cli(capsys, "logs", "9")  # the batch log does not exist yet
+    assert code == 2 and "rank 0 is at epoch 1/2" in err and "does not exist yet" in err
 
 
 def test_logs_of_a_local_run(fake_slurm: FakeSlurm, job_root: Path,
@@ -358,6 +403,15 @@ def test_series_groups_loss_and_accuracy() -> None:
     assert panels["accuracy"]["train_acc"] == [0.3, 0.6, 0.8]
     assert panels["accuracy"]["test_acc"][:2] == [0.35, 0.55]
     assert "samples_per_s" not in panels["loss"] and "samples_per_s" not in panels["accuracy"]
+
+
+def test_series_has_one_panel_per_task_metric_and_no_accuracy_for_regression() -> None:
+    records = [{"epoch": e, "train_loss": 1.0 / e, "train_mae": 0.5 / e, "test_loss": None, "test_mae": 0.4 / e,
+                "train_samples": 202, "samples_per_s": 10.0, "metrics": ["mae"]} for e in (1, 2)]
+    epochs, panels = series(records)
+    assert epochs == [1.0, 2.0] and list(panels) == ["loss", "mae"]
+    assert panels["mae"] == {"train_mae": [0.5, 0.25], "test_mae": [0.4, 0.2]}
+    assert list(panels["loss"]) == ["train_loss"], "no test loss was ever measured"
 
 
 def test_plot_writes_a_png(job_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,7 @@ from orchestrator import slurm
 from orchestrator.commands._common import add_cluster_argument
 from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import OrchError, SlurmError
-from orchestrator.jobdirs import JobDir, find_job_dir, read_result
+from orchestrator.jobdirs import JobDir, find_job_dir, progress_cells, read_progress, read_result
 from orchestrator.runconfig import LOG_DIR
 
 HELP = "print a job's batch log or one rank's log (-f follows it until the job ends)"
@@ -32,6 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep printing new lines until the job ends")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between reads when following")
     add_cluster_argument(parser)
+
+
+def progress_note(job: JobDir) -> str | None:
+    """What rank 0 last reported in progress.json, as a line (when the log says nothing yet)."""
+    cells = progress_cells(read_progress(job.path))
+    if cells["epoch"] is None:
+        return None
+    return (f"orch: rank 0 is at epoch {cells['epoch']}, step {cells['step']}, loss {cells['loss'] or '-'} "
+            f"(from {job.path / 'progress.json'})")
 
 
 def _missing(job: JobDir, path: Path, rank: int | None) -> OrchError:
@@ -102,9 +111,14 @@ def run(args: argparse.Namespace) -> int:
         if not appeared:
             raise _missing(job, path, args.rank)
         return 0
+    note = progress_note(job)
     if not path.is_file():
+        if note is not None:
+            print(note, file=sys.stderr)
         raise _missing(job, path, args.rank)
     if _copy_new(path, 0, out) == 0:
         who = "the batch shell" if args.rank is None else f"rank {args.rank}"
         print(f"orch: {path} is empty: {who} has written nothing yet", file=sys.stderr)
+        if note is not None:
+            print(note, file=sys.stderr)  # what is happening meanwhile
     return 0

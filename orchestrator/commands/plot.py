@@ -1,4 +1,4 @@
-"""``orch plot JOBID|DIR``: loss and accuracy per epoch from metrics.jsonl, drawn to a PNG."""
+"""``orch plot JOBID|DIR``: loss and the task's metrics per epoch from metrics.jsonl, drawn to a PNG."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from orchestrator.runconfig import METRICS_FILE
 
 log = logging.getLogger(__name__)
 
-HELP = "draw loss and accuracy per epoch of a job to a PNG"
+HELP = "draw loss and the task's metrics per epoch of a job to a PNG"
 PLOT_FILE = "metrics.png"
-# panel title -> what a metric name contains to be drawn there (one table)
-PANELS: dict[str, tuple[str, ...]] = {"loss": ("loss",), "accuracy": ("acc",)}
+TITLES: dict[str, str] = {"loss": "loss", "acc": "accuracy"}  # metric name -> panel title (others: the name)
+SPLITS = ("train", "test")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,9 +30,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
+def metric_names(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The loss and the task's metrics: each record's ``metrics`` list (records written before it
+    existed: accuracy when there are ``*_acc`` keys)."""
+    names = ["loss"]
+    for record in records:
+        listed = record.get("metrics")
+        found = listed if isinstance(listed, list) else ["acc"] if any(
+            f"{split}_acc" in record for split in SPLITS) else []
+        names += [n for n in found if isinstance(n, str) and n not in names]
+    return names
+
+
 def series(records: Sequence[dict[str, Any]]) -> tuple[list[float], dict[str, dict[str, list[float]]]]:
-    """Epochs and, per panel, each metric's values (pure). Epoch numbers come from the ``epoch``
-    key when present (a resumed run may repeat one: the last record of an epoch wins)."""
+    """Epochs and, per panel (one per metric), the train and test values (pure). Epoch numbers come
+    from the ``epoch`` key when present (a resumed run may repeat one: the last record of an epoch wins)."""
     by_epoch: dict[float, dict[str, Any]] = {}
     for index, record in enumerate(records):
         epoch = record.get("epoch", index)
@@ -40,10 +52,10 @@ def series(records: Sequence[dict[str, Any]]) -> tuple[list[float], dict[str, di
             by_epoch[float(epoch)] = record
     epochs = sorted(by_epoch)
     panels: dict[str, dict[str, list[float]]] = {}
-    for panel, needles in PANELS.items():
-        names = sorted({k for r in by_epoch.values() for k, v in r.items()
-                        if any(n in k.lower() for n in needles) and _is_number(v)})
-        panels[panel] = {name: [_value(by_epoch[e].get(name)) for e in epochs] for name in names}
+    for name in metric_names(list(by_epoch.values())):
+        keys = [f"{split}_{name}" for split in SPLITS
+                if any(_is_number(r.get(f"{split}_{name}")) for r in by_epoch.values())]
+        panels[TITLES.get(name, name)] = {key: [_value(by_epoch[e].get(key)) for e in epochs] for key in keys}
     return epochs, panels
 
 

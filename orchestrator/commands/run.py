@@ -23,7 +23,7 @@ from orchestrator.config import DATA_DIR_ENV_VAR, resolve_data_dir
 from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
 from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
-from orchestrator.jobdirs import job_root, local_log_name
+from orchestrator.jobdirs import job_root, local_log_name, metrics_cell
 from orchestrator.local import LocalResult, LocalRunner, job_lock, tail
 from orchestrator.localplan import available_cpus, cpus_per_rank, local_gpu_layout, local_gpus, new_local_run
 from orchestrator.runconfig import (
@@ -178,6 +178,8 @@ def _report(result: LocalResult, job_dir: Path, out: TextIO) -> None:
         final = (result.result or {}).get("final") or {}
         acc = final.get("test_acc")
         detail = f"; test accuracy {acc * 100:.2f}%" if isinstance(acc, (int, float)) else ""
+        if not detail and isinstance(final.get("metrics"), list) and final["metrics"]:
+            detail = f"; {metrics_cell(final)}"  # the task's own metrics, by name
         print(f"orch: completed{detail}; results in {job_dir}", file=out, flush=True)
     else:
         print(f"orch: {result.message}", file=out if result.status == "preempted" else sys.stderr, flush=True)

@@ -5,18 +5,30 @@ cluster keeps accounting, else from the job completion log (see ``slurm.job_stat
 read by :mod:`orchestrator.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs
 submitted from here (their folders under ``launcher.job_root``). With ``--json`` one job gives one
 object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's name, e.g.
-``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``.
+``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``. EPOCH/STEP/LOSS come from the job
+folder's ``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in
+``--json``); METRICS is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``).
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from orchestrator import jobstate
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import format_rows, job_root_from_args
 from orchestrator.errors import OrchError
-from orchestrator.jobdirs import JobDir, find_job_dir, is_job_id, list_job_dirs
+from orchestrator.jobdirs import (
+    JobDir,
+    find_job_dir,
+    is_job_id,
+    list_job_dirs,
+    metrics_cell,
+    progress_cells,
+    read_metrics,
+    read_progress,
+)
 
 HELP = "show the Slurm state of jobs (default: the newest jobs submitted from here)"
 # column title -> key of a row (one table for the human view)
@@ -27,6 +39,10 @@ COLUMNS: dict[str, str] = {
     "RESTARTS": "restarts",
     "ELAPSED": "elapsed",
     "GPU_H": "gpu_hours",
+    "EPOCH": "epoch",
+    "STEP": "step",
+    "LOSS": "loss",
+    "METRICS": "metrics",
     "NODES": "nodes",
     "REASON": "reason",
     "NAME": "name",
@@ -61,6 +77,18 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
     return targets
 
 
+def with_training(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[dict[str, Any]]:
+    """Add where training is (progress.json) and the last epoch's metrics (metrics.jsonl) to each row."""
+    for row, job in zip(rows, jobs, strict=True):
+        progress = read_progress(job.path) if job else None
+        row.update(progress_cells(progress))  # EPOCH/STEP/LOSS
+        row["progress"] = progress
+        records = read_metrics(job.path) if job else []
+        row["last_epoch"] = records[-1] if records else None  # the task's metrics, by name
+        row["metrics"] = metrics_cell(row["last_epoch"])
+    return rows
+
+
 def run(args: argparse.Namespace) -> int:
     targets = _targets(args)
     if not targets:
@@ -69,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         raise OrchError("no jobs submitted from here yet",
                         hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
-    table = jobstate.rows(list(targets))
+    table = with_training(jobstate.rows(list(targets)), [job for _, job in targets])
     if args.json:
         print_json(table[0] if len(args.jobs) == 1 else table)
     else:

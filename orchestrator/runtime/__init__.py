@@ -4,12 +4,18 @@ Importing the package itself is cheap (no torch): ``launch`` installs the preemp
 ``runtime.preempt`` before torch is imported. The modules that need torch import it themselves:
 
 - ``device``: which device and backend a rank uses (pure, no torch), duplicate (host, device) check
-- ``dist``: process group setup/teardown, reductions that return floats, parameter checksums
-- ``data``: MNIST IDX and CIFAR-10 decoding into tensors, batches gathered from sampler indices
+- ``dist``: process group setup/teardown, reductions that return floats, stop votes, parameter checksums
+- ``data``: ``TensorData`` (in-memory sets), sharding and padding, nested batches
+- ``sources``: per data set, the in-memory fast path or a DataLoader (workers, seeds per batch)
 - ``task``: ``TrainTask`` (what a job's ``build`` returns) and ``BuildContext`` (what it gets)
-- ``loop``: one training epoch and a sharded evaluation
-- ``metrics``: the per-epoch line, ``metrics.jsonl`` and ``result.json``
+- ``measures``: task metrics (batch sums), accuracy for classification, the running tally
+- ``schedule``: learning-rate schedules as pure functions of the optimizer step
+- ``loop``: one training epoch (accumulation, non-finite guard) and a sharded evaluation
+- ``setup``: the task placed, wrapped in DDP and checked; its data sources
+- ``progress``: progress lines and ``progress.json`` inside an epoch
+- ``metrics``: the per-epoch line, ``metrics.jsonl`` and ``result.json`` (strict JSON)
+- ``state``: the typed contents of a checkpoint (``Resume``)
 - ``checkpoint``: atomic save, resume, fallback to the previous checkpoint
 - ``preempt``: the signal flag and the step at which every rank agrees to stop
-- ``entry``: the shared entrypoint tying them together
+- ``entry``: the shared entrypoint tying them together (``Trainer.run``: the loop)
 """

@@ -183,17 +183,21 @@ class StopVote:
     so the vote overlaps the step's compute instead of adding a round trip to it. All ranks see
     the same results in the same calls, so they stop after the same number of steps (one step
     after the signal reached the last of them).
+
+    ``problem`` (a non-negative code, 0 for none) rides along: after a vote that says stop,
+    ``self.problem`` is the largest code any rank sent (the trainer encodes a non-finite loss).
     """
 
     def __init__(self, flag: PreemptFlag, ctx: Dist) -> None:
         self.flag = flag
         self.ctx = ctx
+        self.problem = 0
         self._pending: tuple[Any, torch.Tensor] | None = None
 
-    def should_stop(self) -> bool:
+    def should_stop(self, problem: int = 0) -> bool:
         if self._pending is not None and self._collect():
             return True
-        vote = torch.tensor([1 if self.flag.requested else 0], dtype=torch.int32)
+        vote = torch.tensor([1 if self.flag.requested else 0, problem], dtype=torch.int64)
         work = dist.all_reduce(vote, op=dist.ReduceOp.MAX, group=self.ctx.control, async_op=True)
         self._pending = (work, vote)
         return False
@@ -203,7 +207,17 @@ class StopVote:
         work, vote = self._pending
         self._pending = None
         work.wait()
-        return bool(vote.item())
+        self.problem = max(self.problem, int(vote[1].item()))
+        return bool(vote[0].item()) or self.problem > 0
+
+    def settle(self, problem: int) -> int:
+        """Blocking (every rank, e.g. at the end of an epoch): the largest problem code of all ranks,
+        including the vote in flight; a preemption request is left for the next ``should_stop``."""
+        self.drain()
+        vote = torch.tensor([problem], dtype=torch.int64)
+        dist.all_reduce(vote, op=dist.ReduceOp.MAX, group=self.ctx.control)
+        self.problem = max(self.problem, int(vote.item()))
+        return self.problem
 
     def drain(self) -> None:
         """Finish the vote in flight (at the end of training; its result no longer matters)."""

@@ -2,47 +2,52 @@
 
 ``run(...)`` is what ``python -m orchestrator.launch`` calls in every task once the distributed
 environment is derived and exported. A job file holds no distributed code: it only builds a
-``TrainTask`` (model and tensors); everything here is the same for every job.
+``TrainTask`` (model, data sets, loss, metrics); everything here is the same for every job.
+``Trainer.run`` reads as the loop itself: set up (``runtime.setup``), resume (``runtime.state``),
+then per epoch train, evaluate, log and checkpoint.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import socket
 import sys
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DistributedSampler
 
 from orchestrator.distenv import DistEnv
-from orchestrator.errors import ConfigError
+from orchestrator.errors import OrchError
 from orchestrator.job import JobSpec, TrainParams, load_job_file
 from orchestrator.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.runtime import device as devices
-from orchestrator.runtime.checkpoint import Checkpointer, CheckpointError, restore_rng
+from orchestrator.runtime.checkpoint import Checkpointer, restore_rng
 from orchestrator.runtime.data import eval_shard, real_count
 from orchestrator.runtime.dist import (
     Dist,
     StopVote,
     check_sync,
+    describe_failure,
     gather_objects,
     process_group,
     state_digest,
     sum_floats,
 )
 from orchestrator.runtime.identity import check_identity
-from orchestrator.runtime.loop import Stepper, Tally, evaluate, settle_buckets, steps_per_epoch, train_epoch
-from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, ratio, write_json_atomic
+from orchestrator.runtime.loop import EpochPlan, decode_nonfinite, evaluate, train_epoch
+from orchestrator.runtime.measures import Tally, TrainingError, means
+from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, write_json_atomic
 from orchestrator.runtime.preempt import PreemptFlag
-from orchestrator.runtime.task import BuildContext, TrainTask
+from orchestrator.runtime.progress import PROGRESS_FILE, Progress
+from orchestrator.runtime.setup import Parts, build_task, set_up
+from orchestrator.runtime.sources import TensorSource
+from orchestrator.runtime.state import Resume, checkpoint_state
+from orchestrator.runtime.task import TrainTask
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +75,16 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
         return trainer.run()
 
 
+def describe(exc: BaseException) -> str:
+    """``Type: first line`` of an exception; for an error re-raised from a DataLoader worker
+    ("Caught X in DataLoader worker process N." + the worker's traceback) also its last line."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0][:300] if lines else ""
+    if text.startswith("Caught ") and len(lines) > 1:
+        text = f"{text.rstrip('.')}: {lines[-1][:300]}"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 @dataclass
 class Trainer:
     cfg: RunConfig
@@ -87,183 +102,180 @@ class Trainer:
 
     def run(self) -> int:
         p, ctx = self.params, self.ctx
-        cuda = ctx.device.type == "cuda"
         for name in ("amp", "channels_last"):
-            if getattr(p, name) and not cuda:
+            if getattr(p, name) and ctx.device.type != "cuda":
                 self.say(f"orch: {name}=true only applies on CUDA; ignored on CPU")
-        channels_last = p.channels_last and cuda
-        task = self._build()
-        model = task.model.to(ctx.device)
-        if channels_last:
-            model = model.to(memory_format=torch.channels_last)
-        train = task.train_set.to(ctx.device, channels_last=channels_last)
-        test = (task.test_set.to(ctx.device, channels_last=channels_last)
-                if task.test_set is not None else None)
-
+        task = build_task(self.spec, p, ctx, self.data_dir, self.job_dir)
         checkpointer = Checkpointer(self.job_dir / CHECKPOINT_DIR, ctx)
-        state = checkpointer.resume()
-        epoch0, step0 = (int(state["epoch"]), int(state["step"])) if state else (0, 0)
-        if state is not None:
-            check_identity(state, job_name=self.spec.name, model=model)
-            self._check_resumable(state)
-            model.load_state_dict(state["model"])
-        # gradient_as_bucket_view: gradients live in DDP's all-reduce buckets (no copy in and out)
-        ddp = DistributedDataParallel(model, device_ids=[ctx.device.index] if cuda else None,
-                                      gradient_as_bucket_view=True)
-        optimizer = task.make_optimizer(ddp.parameters(), p)
-        amp_dtype = None
-        scaler = None
-        if p.amp and cuda:
-            amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-            scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
-        if state is not None:
-            optimizer.load_state_dict(state["optimizer"])
-            if scaler is not None and state.get("scaler"):
-                scaler.load_state_dict(state["scaler"])
-        stepper = Stepper(ddp, optimizer, task.loss_fn, amp_dtype, scaler, ctx.device.type)
-        # fresh or resumed, every counted step reduces its gradients in the same bucket layout
-        settle_buckets(stepper, train, p.batch_size)
-
-        # drop_last=False: the sampler pads the shuffled list by repeating its first samples until
-        # it divides by the world size, so every rank gets ceil(N / world) indices and the ranks
-        # take the same number of steps. Training metrics skip the padding (real_count); the
-        # evaluation does not use the sampler at all but an exact shard per rank (eval_shard).
-        sampler: DistributedSampler[tuple[torch.Tensor, torch.Tensor]] = DistributedSampler(
-            train, num_replicas=ctx.world_size, rank=ctx.rank, shuffle=True, seed=p.seed, drop_last=False)
-        per_rank = len(sampler)
-        num_steps = steps_per_epoch(per_rank, p.batch_size, p.max_steps_per_epoch)
+        resume = self._resume(checkpointer, task)
+        parts = set_up(task, p, ctx, job=self.spec.name, cpus_per_task=self.cfg.cpus_per_task, resume=resume,
+                       say=self.say)
         metrics_log = MetricsLog(self.job_dir / METRICS_FILE)
         if ctx.is_main:
             (self.job_dir / REQUEUE_FILE).unlink(missing_ok=True)
-            metrics_log.trim(epoch0)
-        self._banner(len(train), len(test) if test is not None else 0, num_steps, state)
-
+            metrics_log.trim(resume.epoch if resume else 0)
+        self._banner(parts, resume)
         vote = StopVote(self.flag, ctx)
+        progress = Progress(self.job_dir / PROGRESS_FILE, p.epochs, p.progress_every, ctx.world_size)
         last: EpochMetrics | None = None
-        synced = False
-
-        def after_step(step: int) -> None:
-            nonlocal synced
-            if p.check_sync and not synced:
-                check_sync(ddp.module, ctx, "after the first step")
-                synced = True
-
         # Start-up is over: from here a collective that waits longer than launcher.collective_timeout
         # means a crashed, stuck or diverging rank (checkpoints switch back to the patient timeout).
         ctx.set_timeout(ctx.collective_timeout)
-        for epoch in range(epoch0, p.epochs):
-            sampler.set_epoch(epoch)
-            order = torch.tensor(list(sampler), dtype=torch.long, device=ctx.device)
-            real = real_count(len(train), ctx.rank, ctx.world_size)
-            tally, spent, start = Tally.zeros(ctx.device), 0.0, 0
-            if state is not None and epoch == epoch0:
-                ranks = state["ranks"]
-                mine = ranks[ctx.rank] if len(ranks) == ctx.world_size else ranks[0]
-                restore_rng(mine["rng"], ctx.device)
-                if step0 > 0:
-                    start, spent = step0, float(state["partial_seconds"])
-                    tally.loss_sum += mine["tally"][0]
-                    tally.correct += int(mine["tally"][1])
-                    tally.count = int(mine["tally"][2])
+        for epoch in range(resume.epoch if resume else 0, p.epochs):
             began = time.perf_counter()
-            step, stopped = train_epoch(stepper, train, order, real=real, batch_size=p.batch_size,
-                                        start_step=start, num_steps=num_steps, vote=vote, tally=tally,
-                                        after_step=after_step)
+            start, spent, tally = self._epoch_start(parts, epoch, resume)
+            step, stopped = self._train(parts, epoch, start, tally, vote, progress)
             if stopped:
-                self._stop(checkpointer, ddp, optimizer, scaler, epoch, step, tally,
-                           spent + time.perf_counter() - began)
+                self._stop(checkpointer, parts, epoch, step, tally, spent + time.perf_counter() - began, vote)
                 return 0
-            loss_sum, correct, count = self._sum_tally(tally)
-            train_seconds = spent + time.perf_counter() - began
-            test_loss = test_acc = None
-            if test is not None:
-                test_loss, test_acc, _ = evaluate(
-                    ddp.module, test, eval_shard(len(test), ctx.rank, ctx.world_size).to(ctx.device),
-                    batch_size=p.eval_batch_size, loss_fn=task.loss_fn, ctx=ctx, autocast_dtype=amp_dtype)
-            last = EpochMetrics(
-                epoch=epoch + 1, epochs=p.epochs, train_loss=ratio(loss_sum, count),
-                train_acc=ratio(correct, count),
-                test_loss=test_loss, test_acc=test_acc, samples_per_s=ratio(count, train_seconds),
-                seconds=spent + time.perf_counter() - began, world_size=ctx.world_size,
-                train_samples=int(count), steps=num_steps)
+            last = self._finish_epoch(parts, epoch, tally, spent, began)
             if ctx.is_main:
                 print(last.line(), flush=True)
                 metrics_log.append(last)
+                progress.end_epoch(last.values.get("train_loss"), last.samples_per_s)
             if p.checkpoint:
-                self._save(checkpointer, ddp, optimizer, scaler, epoch + 1, 0, None, 0.0)
+                self._save(checkpointer, parts, epoch + 1, 0, None, 0.0)
         vote.drain()
         if p.check_sync:
-            check_sync(ddp.module, ctx, "at the end of training")
-        digests = gather_objects(state_digest(ddp.module), ctx)
+            check_sync(parts.ddp.module, ctx, "at the end of training")
+        digests = gather_objects(state_digest(parts.ddp.module), ctx)
         if ctx.is_main:
             self._write_result(last, metrics_log, digests)
         return 0
 
     # --- pieces ---------------------------------------------------------------------------------
 
-    def _build(self) -> TrainTask:
-        p, ctx = self.params, self.ctx
-        torch.manual_seed(p.seed)
-        random.seed(p.seed)
-        np.random.seed(p.seed % 2**32)
-        bctx = BuildContext(data_dir=self.data_dir, job_dir=self.job_dir, rank=ctx.rank,
-                            local_rank=ctx.local_rank, world_size=ctx.world_size, device=ctx.device)
-        task = self.spec.build(p, bctx)
-        if not isinstance(task, TrainTask):
-            raise ConfigError(f"job {self.spec.name}: build() returned {type(task).__name__}, "
-                              "not a TrainTask",
-                              hint="return orchestrator.runtime.task.TrainTask(model=..., train_set=...)")
-        return task
+    def _resume(self, checkpointer: Checkpointer, task: TrainTask) -> Resume | None:
+        state = checkpointer.resume()
+        if state is None:
+            return None
+        check_identity(state, job_name=self.spec.name, model=task.model)
+        resume = Resume.from_checkpoint(state)
+        resume.check(world_size=self.ctx.world_size, batch_size=self.params.batch_size,
+                     grad_accum=self.params.grad_accum)
+        return resume
 
-    def _check_resumable(self, state: Mapping[str, Any]) -> None:
-        if int(state["step"]) == 0:
-            return
-        saved = (int(state["world_size"]), int(state["batch_size"]))
-        if saved != (self.ctx.world_size, self.params.batch_size):
-            raise CheckpointError(
-                f"the checkpoint stopped in the middle of epoch {int(state['epoch']) + 1} (step "
-                f"{state['step']}) with world size {saved[0]} and batch size {saved[1]}; this run has "
-                f"world size {self.ctx.world_size} and batch size {self.params.batch_size}",
-                hint="resume with the same number of ranks and batch_size, or start a new job")
+    def _epoch_start(self, parts: Parts, epoch: int, resume: Resume | None) -> tuple[int, float, Tally]:
+        """The step to start at, the seconds already spent and the tally (restored mid-epoch)."""
+        tally = Tally.zeros(self.ctx.device, list(parts.metrics))
+        if resume is None or epoch != resume.epoch:
+            return 0, 0.0, tally
+        mine = resume.mine(self.ctx.rank, self.ctx.world_size)
+        restore_rng(mine.rng, self.ctx.device)
+        if resume.step == 0:
+            return 0, 0.0, tally
+        if mine.tally is not None:
+            tally.restore(mine.tally)
+        return resume.step, resume.seconds, tally
 
-    def _banner(self, n_train: int, n_test: int, num_steps: int, state: Mapping[str, Any] | None) -> None:
+    def _train(self, parts: Parts, epoch: int, start: int, tally: Tally, vote: StopVote,
+               progress: Progress) -> tuple[int, bool]:
         p, ctx = self.params, self.ctx
+        parts.sampler.set_epoch(epoch)
+        order = list(parts.sampler)
+        plan = EpochPlan(epoch=epoch, num_steps=parts.num_steps, batch_size=p.batch_size,
+                         real=real_count(len(parts.train), ctx.rank, ctx.world_size), grad_accum=p.grad_accum,
+                         skip_nonfinite=p.on_nonfinite == "skip")
+        if ctx.is_main:
+            progress.start_epoch(epoch, parts.num_steps, start)
+        synced = not p.check_sync
+        current = start  # the step running now (for error messages)
+
+        def running_loss() -> float | None:
+            return float(tally.loss_sum) / tally.count if tally.count else None
+
+        def after_step(step: int) -> None:
+            nonlocal synced, current
+            current = step
+            if not synced and (step % p.grad_accum == 0 or step == plan.num_steps):  # after an optimizer step
+                check_sync(parts.ddp.module, ctx, "after the first step")
+                synced = True
+            if ctx.is_main:
+                samples = min(step * p.batch_size, plan.real) - min(start * p.batch_size, plan.real)
+                line = progress.step(step, samples, running_loss)
+                if line is not None:
+                    print(line, flush=True)
+
+        batches = parts.train.batches(order[:parts.num_steps * p.batch_size], epoch=epoch, start_step=start)
+        try:
+            return train_epoch(parts.stepper, batches, plan, start_step=start, vote=vote, tally=tally,
+                               metrics=parts.metrics, ctx=ctx, after_step=after_step)
+        except (OrchError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if describe_failure(exc, ctx.collective_timeout) is not None:
+                raise  # a collective failed: another rank's problem, said by launch
+            traceback.print_exc(file=sys.stderr)
+            raise TrainingError(f"rank {ctx.rank} failed: {describe(exc)} (job {self.spec.name}, epoch {epoch + 1}, "
+                                f"step {current})",
+                                hint="the traceback above shows where (the job's model, data set, loss or "
+                                     "metrics)") from None
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+
+    def _finish_epoch(self, parts: Parts, epoch: int, tally: Tally, spent: float, began: float) -> EpochMetrics:
+        p, ctx = self.params, self.ctx
+        names = list(parts.metrics)
+        summed = sum_floats(tally.values(), ctx)
+        count, skipped = summed[len(names) + 1], tally.skipped  # every rank skips the same steps
+        train_seconds = spent + time.perf_counter() - began
+        values = means(names, summed, "train")
+        if parts.test is not None:
+            shard = eval_shard(len(parts.test), ctx.rank, ctx.world_size).tolist()
+            test_sums = evaluate(parts.ddp.module, parts.test.eval_batches(shard), loss_fn=parts.task.loss_fn,
+                                 metrics=parts.metrics, ctx=ctx, autocast_dtype=parts.amp_dtype)
+            values.update(means(names, test_sums, "test"))
+        else:
+            values.update({"test_loss": None, **{f"test_{n}": None for n in names}})
+        return EpochMetrics(epoch=epoch + 1, epochs=p.epochs, values=values, names=tuple(names),
+                            samples_per_s=count / train_seconds if train_seconds else 0.0,
+                            seconds=spent + time.perf_counter() - began, world_size=ctx.world_size,
+                            train_samples=int(count), steps=parts.num_steps, skipped_steps=int(skipped))
+
+    def _banner(self, parts: Parts, resume: Resume | None) -> None:
+        p, ctx = self.params, self.ctx
+        n_test = len(parts.test) if parts.test is not None else 0
+        data = "in memory" if isinstance(parts.train, TensorSource) else \
+            f"DataLoader, {parts.workers} worker(s) per rank"
         self.say(f"orch: job {self.spec.name} | world size {ctx.world_size} ({self.cfg.nodes} node(s) x "
                  f"{self.cfg.tasks_per_node}) | batch {p.batch_size} per rank, "
                  f"{p.batch_size * ctx.world_size} global | {ctx.choice.describe()}, "
                  f"{torch.get_num_threads()} thread(s) per rank")
-        self.say(f"orch: {n_train} train / {n_test} test samples | {num_steps} steps per epoch | "
-                 f"{p.epochs} epoch(s) | job folder {self.job_dir}")
-        if state is None:
+        accum = f" | grad_accum {p.grad_accum}" if p.grad_accum > 1 else ""
+        self.say(f"orch: {len(parts.train)} train / {n_test} test samples ({data}) | {parts.num_steps} steps per "
+                 f"epoch{accum} | {p.epochs} epoch(s) | metrics: loss{''.join(', ' + n for n in parts.metrics)} | "
+                 f"job folder {self.job_dir}")
+        if resume is None:
             return
-        epoch, step = int(state["epoch"]), int(state["step"])
-        if epoch < p.epochs:
-            self.say(f"orch: resuming from checkpoint at epoch {epoch + 1}, step {step}")
+        if resume.epoch < p.epochs:
+            self.say(f"orch: resuming from checkpoint at epoch {resume.epoch + 1}, step {resume.step}")
         else:
-            self.say(f"orch: resuming from checkpoint after epoch {epoch}: all {p.epochs} epoch(s) are done "
+            self.say(f"orch: resuming from checkpoint after epoch {resume.epoch}: all {p.epochs} epoch(s) are done "
                      "(resume with epochs=N to train longer)")
 
-    def _sum_tally(self, tally: Tally) -> tuple[float, float, float]:
-        loss_sum, correct, count = sum_floats([tally.loss_sum, tally.correct, float(tally.count)], self.ctx)
-        return loss_sum, correct, count
-
-    def _save(self, checkpointer: Checkpointer, ddp: DistributedDataParallel,
-              optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None, epoch: int, step: int,
-              tally: Tally | None, seconds: float) -> None:
-        local = {"tally": (float(tally.loss_sum), int(tally.correct), tally.count) if tally else (0.0, 0, 0)}
+    def _save(self, checkpointer: Checkpointer, parts: Parts, epoch: int, step: int, tally: Tally | None,
+              seconds: float) -> None:
+        p = self.params
+        state = checkpoint_state(
+            model=parts.ddp.module.state_dict(), optimizer=parts.optimizer.state_dict(),
+            scaler=parts.scaler.state_dict() if parts.scaler is not None else None, epoch=epoch, step=step,
+            seconds=seconds, world_size=self.ctx.world_size, batch_size=p.batch_size, grad_accum=p.grad_accum,
+            params=p.model_dump(mode="json"), job=self.spec.name)
         with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes
-            checkpointer.save({
-                "model": ddp.module.state_dict(), "optimizer": optimizer.state_dict(),
-                "scaler": scaler.state_dict() if scaler is not None else None,
-                "epoch": epoch, "step": step, "partial_seconds": seconds,
-                "world_size": self.ctx.world_size, "batch_size": self.params.batch_size,
-                "params": self.params.model_dump(mode="json"), "job": self.spec.name,
-            }, local)
+            checkpointer.save(state, {"tally": tally.saved() if tally is not None else None})
 
-    def _stop(self, checkpointer: Checkpointer, ddp: DistributedDataParallel,
-              optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None, epoch: int, step: int,
-              tally: Tally, seconds: float) -> None:
-        self._save(checkpointer, ddp, optimizer, scaler, epoch, step, tally, seconds)
+    def _stop(self, checkpointer: Checkpointer, parts: Parts, epoch: int, step: int, tally: Tally, seconds: float,
+              vote: StopVote) -> None:
+        if vote.problem:
+            bad = decode_nonfinite(vote.problem, epoch)
+            raise TrainingError(
+                f"job {self.spec.name}: non-finite loss (NaN or inf) on rank {bad.rank} at epoch {epoch + 1}, "
+                f"step {bad.step}; every rank stopped, no checkpoint was written for it",
+                hint="lower lr, check the data and the loss (or set on_nonfinite=skip to skip such steps; resume "
+                     "continues from the last checkpoint)")
+        self._save(checkpointer, parts, epoch, step, tally, seconds)
         if not self.ctx.is_main:
             return
         where = f"epoch {epoch + 1}, step {step}"

@@ -1,46 +1,37 @@
-"""One training epoch over a rank's sampler indices, and a sharded evaluation."""
+"""One training epoch over a rank's batches, and a sharded evaluation.
+
+A step is one micro-batch; every ``grad_accum`` micro-batches make one optimizer step (DDP's
+``no_sync`` on the others). Before each optimizer step the ranks vote on stopping (preemption or a
+non-finite loss seen on any rank), so all of them stop at the same step, and only at the boundary
+of an optimizer step: a checkpoint never holds half an accumulation.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
 
-from orchestrator.runtime.data import TensorData, gather
+from orchestrator.runtime.data import batch_len
 from orchestrator.runtime.dist import Dist, StopVote, sum_floats
-from orchestrator.runtime.task import LossFn
+from orchestrator.runtime.measures import Tally
+from orchestrator.runtime.schedule import Schedule
+from orchestrator.runtime.task import LossFn, MetricFn
 
-
-@dataclass
-class Tally:
-    """Running sums of one rank over the real (not padded) samples seen; tensors avoid GPU syncs."""
-
-    loss_sum: torch.Tensor
-    correct: torch.Tensor
-    count: int = 0
-
-    @classmethod
-    def zeros(cls, device: torch.device) -> Tally:
-        return cls(torch.zeros((), dtype=torch.float64, device=device),
-                   torch.zeros((), dtype=torch.int64, device=device))
-
-    def add(self, loss: torch.Tensor, outputs: torch.Tensor, targets: torch.Tensor, n_real: int) -> None:
-        if n_real <= 0:
-            return
-        # The batch loss is a mean over the batch; padded samples (only ever in a rank's last
-        # batch) share its weight, so they shift the train loss by at most one batch's rounding.
-        self.loss_sum += loss.detach().to(torch.float64) * n_real
-        self.correct += (outputs[:n_real].argmax(dim=1) == targets[:n_real]).sum()
-        self.count += n_real
+Batch = tuple[Any, Any]
+NONFINITE_BASE = 1 << 40  # vote code of a non-finite loss: (BASE - step) * RANKS + (RANKS - 1 - rank)
+NONFINITE_RANKS = 1 << 16
 
 
 @dataclass
 class Stepper:
-    """Forward, backward and optimizer step of the DDP-wrapped model (AMP when configured)."""
+    """Forward, backward and optimizer step of the DDP-wrapped model (AMP and accumulation when set)."""
 
     model: nn.Module
     optimizer: torch.optim.Optimizer
@@ -48,6 +39,7 @@ class Stepper:
     autocast_dtype: torch.dtype | None = None
     scaler: torch.amp.GradScaler | None = None
     device_type: str = "cpu"
+    schedule: Schedule | None = None
     _autocast: Callable[[], contextlib.AbstractContextManager[object]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -56,26 +48,47 @@ class Stepper:
             self._autocast = contextlib.nullcontext
         else:
             self._autocast = lambda: torch.autocast(device_type=self.device_type, dtype=dtype)
+        for group in self.optimizer.param_groups:
+            group.setdefault("initial_lr", group["lr"])
 
     def autocast(self) -> contextlib.AbstractContextManager[object]:
         return self._autocast()
 
-    def step(self, inputs: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        self.optimizer.zero_grad(set_to_none=True)
-        with self._autocast():
-            outputs = self.model(inputs)
-            loss = self.loss_fn(outputs, targets)
+    def forward_backward(self, inputs: Any, targets: Any, *, window: int, sync: bool) -> tuple[torch.Tensor, Any]:
+        """One micro-batch of a window of ``window``; gradients are all-reduced only when ``sync``."""
+        no_sync = getattr(self.model, "no_sync", None)
+        with contextlib.nullcontext() if sync or no_sync is None else no_sync():
+            with self._autocast():
+                outputs = self.model(inputs)
+                loss = self.loss_fn(outputs, targets)
+            scaled = loss / window if window > 1 else loss
+            if self.scaler is not None:
+                self.scaler.scale(scaled).backward()  # type: ignore[no-untyped-call]
+            else:
+                scaled.backward()  # type: ignore[no-untyped-call]
+        return loss, outputs
+
+    def update(self, opt_step: int) -> None:
+        """Optimizer step number ``opt_step`` of the run (the schedule's lr first)."""
+        if self.schedule is not None and not self.schedule.constant:
+            factor = self.schedule.factor(opt_step)
+            for group in self.optimizer.param_groups:
+                group["lr"] = group["initial_lr"] * factor
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()  # type: ignore[no-untyped-call]
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
-            loss.backward()  # type: ignore[no-untyped-call]
             self.optimizer.step()
+
+    def step(self, inputs: Any, targets: Any) -> tuple[torch.Tensor, Any]:
+        """One whole optimizer step on one batch (no accumulation, no schedule)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss, outputs = self.forward_backward(inputs, targets, window=1, sync=True)
+        self.update(0)
         return loss, outputs
 
 
-def settle_buckets(stepper: Stepper, data: TensorData, batch_size: int) -> None:
+def settle_buckets(stepper: Stepper, batch: Batch) -> tuple[torch.Tensor, Any]:
     """One forward and backward of the DDP model whose gradients are thrown away, before training.
 
     DDP reduces the first backward after its construction through one bucket in parameter order;
@@ -85,24 +98,26 @@ def settle_buckets(stepper: Stepper, data: TensorData, batch_size: int) -> None:
     differ in the last bits. A resumed process would reduce its first step in the first-iteration
     layout where the uninterrupted run used the rebuilt one; settling every new DDP model here makes
     every counted step of every process use the rebuilt layout, so resumed runs stay bit-identical.
-    The pass leaves the parameters, optimizer state, buffers and RNG states as they were.
+    The pass leaves the parameters, optimizer state, buffers and RNG states as they were; it returns
+    the loss and outputs of ``batch`` (the set-up checks the loss and metrics on them).
     """
-    count = min(batch_size, len(data))
-    if count == 0:
-        return
     model = stepper.model
     buffers = [b.detach().clone() for b in model.buffers()]
-    devices = [data.inputs.device] if data.inputs.device.type == "cuda" else []
-    inputs, targets = gather(data, torch.arange(count, device=data.inputs.device))
+    device = next(iter(model.parameters())).device
+    devices = [device] if device.type == "cuda" else []
+    inputs, targets = batch
     model.train()
-    with torch.random.fork_rng(devices=devices, device_type=data.inputs.device.type):
+    with torch.random.fork_rng(devices=devices, device_type=device.type):
         with stepper.autocast():
-            loss = stepper.loss_fn(model(inputs), targets)
-        loss.backward()  # type: ignore[no-untyped-call]
+            outputs = model(inputs)
+            loss = stepper.loss_fn(outputs, targets)
+        if isinstance(loss, torch.Tensor) and loss.dim() == 0:
+            loss.backward()  # type: ignore[no-untyped-call]
     stepper.optimizer.zero_grad(set_to_none=True)
     with torch.no_grad():
         for buffer, saved in zip(model.buffers(), buffers, strict=True):
             buffer.copy_(saved)
+    return loss, outputs
 
 
 def steps_per_epoch(per_rank: int, batch_size: int, max_steps: int | None) -> int:
@@ -110,43 +125,140 @@ def steps_per_epoch(per_rank: int, batch_size: int, max_steps: int | None) -> in
     return min(steps, max_steps) if max_steps is not None else steps
 
 
-def train_epoch(stepper: Stepper, data: TensorData, order: torch.Tensor, *, real: int, batch_size: int,
-                start_step: int, num_steps: int, vote: StopVote, tally: Tally,
-                after_step: Callable[[int], None] | None = None) -> tuple[int, bool]:
-    """Run steps ``start_step .. num_steps - 1`` of this epoch.
+@dataclass
+class EpochPlan:
+    """The shape of one epoch of one rank."""
 
-    ``order`` is this rank's share of the epoch (the sampler's indices, on the data's device),
-    ``real`` how many of them are real samples (the rest is the sampler's padding). Before each
-    step every rank votes on stopping; returns ``(next step, stopped)``.
+    epoch: int  # 0-based
+    num_steps: int  # micro-batches
+    batch_size: int
+    real: int  # how many of the rank's indices are real samples (the rest is the sampler's padding)
+    grad_accum: int = 1
+    skip_nonfinite: bool = False
+
+    @property
+    def opt_steps(self) -> int:
+        return math.ceil(self.num_steps / self.grad_accum)
+
+
+@dataclass
+class NonFinite:
+    """The first non-finite loss any rank saw: epoch, step (0-based), rank."""
+
+    epoch: int
+    step: int
+    rank: int
+
+
+def nonfinite_code(step: int, rank: int) -> int:
+    return (NONFINITE_BASE - step) * NONFINITE_RANKS + (NONFINITE_RANKS - 1 - rank)
+
+
+def decode_nonfinite(code: int, epoch: int) -> NonFinite:
+    high, low = divmod(code, NONFINITE_RANKS)
+    return NonFinite(epoch=epoch, step=NONFINITE_BASE - high, rank=NONFINITE_RANKS - 1 - low)
+
+
+class FiniteWatch:
+    """Which steps had a non-finite loss, without a GPU synchronisation per step: on CUDA the flag is
+    copied to pinned memory asynchronously and read once its event has completed (``poll``)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.pending: deque[tuple[Any, torch.Tensor, int]] = deque()
+
+    def push(self, loss: torch.Tensor, step: int) -> int | None:
+        """``step`` when its loss is known to be non-finite now, else None."""
+        bad = ~torch.isfinite(loss.detach())
+        if not self.cuda:
+            return step if bool(bad) else None
+        host = torch.empty((), dtype=torch.bool, pin_memory=True)
+        host.copy_(bad, non_blocking=True)
+        event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+        event.record()
+        self.pending.append((event, host, step))
+        return self.poll()
+
+    def poll(self, wait: bool = False) -> int | None:
+        while self.pending and (wait or self.pending[0][0].query()):
+            event, host, step = self.pending.popleft()
+            event.synchronize()
+            if bool(host):
+                self.pending.clear()
+                return step
+        return None
+
+
+def train_epoch(stepper: Stepper, batches: Iterator[Batch], plan: EpochPlan, *, start_step: int, vote: StopVote,
+                tally: Tally, metrics: Mapping[str, MetricFn], ctx: Dist,
+                after_step: Callable[[int], None] | None = None) -> tuple[int, bool]:
+    """Run steps ``start_step .. num_steps - 1`` of this epoch (``start_step`` starts a window).
+
+    Returns ``(next step, stopped)``. A non-finite loss stops every rank at the next vote (and at the
+    latest at the end of the epoch; ``vote.problem`` says where), or with ``skip_nonfinite`` drops
+    that optimizer step on every rank and counts it.
     """
     stepper.model.train()
-    for step in range(start_step, num_steps):
-        if vote.should_stop():
-            return step, True
-        begin = step * batch_size
-        indices = order[begin:begin + batch_size]
-        inputs, targets = gather(data, indices)
-        loss, outputs = stepper.step(inputs, targets)
-        tally.add(loss, outputs, targets, min(real - begin, int(indices.shape[0])))
+    accum, bs = plan.grad_accum, plan.batch_size
+    watch = FiniteWatch(ctx.device)
+    bad_code = 0  # this rank's first non-finite loss, sent with every vote from then on
+    window_bad = False
+    window = 1
+    for step in range(start_step, plan.num_steps):
+        if step % accum == 0:
+            if vote.should_stop(bad_code):
+                return step, True
+            window = min(accum, plan.num_steps - step)
+            window_bad = False
+            stepper.optimizer.zero_grad(set_to_none=True)
+        last = (step + 1) % accum == 0 or step + 1 == plan.num_steps
+        inputs, targets = next(batches)
+        loss, outputs = stepper.forward_backward(inputs, targets, window=window, sync=last)
+        n_real = min(plan.real - step * bs, batch_len(targets))
+        if plan.skip_nonfinite:
+            finite = bool(torch.isfinite(loss.detach()))
+            window_bad = window_bad or not finite
+            if finite:
+                tally.add(loss, outputs, targets, n_real, metrics)
+        else:
+            tally.add(loss, outputs, targets, n_real, metrics)
+            if not bad_code:
+                bad = watch.push(loss, step)
+                bad_code = nonfinite_code(bad, ctx.rank) if bad is not None else 0
+        if last:
+            if plan.skip_nonfinite and sum_floats([float(window_bad)], ctx)[0] > 0:
+                stepper.optimizer.zero_grad(set_to_none=True)
+                tally.skipped += 1
+            else:
+                stepper.update(plan.epoch * plan.opt_steps + step // accum)
         if after_step is not None:
-            after_step(step)
-    return num_steps, False
+            after_step(step + 1)
+    if not plan.skip_nonfinite:
+        if not bad_code:
+            bad = watch.poll(wait=True)
+            bad_code = nonfinite_code(bad, ctx.rank) if bad is not None else 0
+        if vote.settle(bad_code):
+            return plan.num_steps, True
+    return plan.num_steps, False
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, data: TensorData, shard: torch.Tensor, *, batch_size: int, loss_fn: LossFn,
-             ctx: Dist, autocast_dtype: torch.dtype | None = None) -> tuple[float, float, int]:
-    """Loss and accuracy over the whole set: each rank its exact shard, then one all-reduce."""
+def evaluate(model: nn.Module, batches: Iterator[Batch], *, loss_fn: LossFn, metrics: Mapping[str, MetricFn],
+             ctx: Dist, autocast_dtype: torch.dtype | None = None) -> list[float]:
+    """Sums over the whole set (each rank its exact shard, then one all-reduce):
+    ``[loss sum, *metric sums, count]``."""
     model.eval()
     loss_sum = torch.zeros((), dtype=torch.float64, device=ctx.device)
-    correct = torch.zeros((), dtype=torch.int64, device=ctx.device)
-    for begin in range(0, int(shard.shape[0]), batch_size):
-        inputs, targets = gather(data, shard[begin:begin + batch_size])
+    sums = [torch.zeros((), dtype=torch.float64, device=ctx.device) for _ in metrics]
+    count = 0
+    for inputs, targets in batches:
         with (torch.autocast(device_type=ctx.device.type, dtype=autocast_dtype) if autocast_dtype
               else contextlib.nullcontext()):
             outputs = model(inputs)
             loss = loss_fn(outputs, targets)
-        loss_sum += loss.to(torch.float64) * int(targets.shape[0])
-        correct += (outputs.argmax(dim=1) == targets).sum()
-    total_loss, total_correct, total = sum_floats([loss_sum, correct, float(shard.shape[0])], ctx)
-    return total_loss / max(total, 1.0), total_correct / max(total, 1.0), int(total)
+        n = batch_len(targets)
+        loss_sum += loss.to(torch.float64) * n
+        for total, fn in zip(sums, metrics.values(), strict=True):
+            total += fn(outputs, targets).reshape(()).to(torch.float64)
+        count += n
+    return sum_floats([loss_sum, *sums, float(count)], ctx)

@@ -4,41 +4,76 @@ and ``result.json`` at the end. No torch here: the numbers arrive already reduce
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+PERCENT_METRICS = ("acc",)  # shown as percentages in the epoch line
 
 
 @dataclass(frozen=True)
 class EpochMetrics:
+    """One epoch, reduced over ranks. ``values`` holds ``train_loss``, ``train_<metric>``, ``test_loss``
+    and ``test_<metric>`` for the task's metrics (``names``); ``None`` where there is no number."""
+
     epoch: int  # 1-based
     epochs: int
-    train_loss: float
-    train_acc: float  # fraction in [0, 1]
-    test_loss: float | None
-    test_acc: float | None
+    values: dict[str, float | None]
+    names: tuple[str, ...]  # the task's metric names besides the loss
     samples_per_s: float  # training samples (all ranks, padding excluded) per second of training
     seconds: float  # wall time of the epoch: training and evaluation
     world_size: int
     train_samples: int
-    steps: int  # optimizer steps of this epoch (per rank)
+    steps: int  # training steps (micro-batches) of this epoch per rank
+    skipped_steps: int = 0  # optimizer steps skipped for a non-finite loss
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"epoch": self.epoch, "epochs": self.epochs, **self.values, "samples_per_s": self.samples_per_s,
+                "seconds": self.seconds, "world_size": self.world_size, "train_samples": self.train_samples,
+                "steps": self.steps, "skipped_steps": self.skipped_steps, "metrics": list(self.names)}
+
+    def _part(self, prefix: str) -> str:
+        loss = self.values.get(f"{prefix}_loss")
+        text = f"{prefix} loss {_number(loss, '.4f')}"
+        for name in self.names:
+            value = self.values.get(f"{prefix}_{name}")
+            if name in PERCENT_METRICS:
+                text += f" {name} {value * 100:6.2f}%" if value is not None else f" {name} -"
+            else:
+                text += f" {name} {_number(value, '.4g')}"
+        return text
 
     def line(self) -> str:
         width = len(str(self.epochs))
-        text = (f"epoch {self.epoch:>{width}}/{self.epochs}  train loss {self.train_loss:.4f} "
-                f"acc {self.train_acc * 100:6.2f}%")
-        if self.test_loss is not None and self.test_acc is not None:
-            text += f"  test loss {self.test_loss:.4f} acc {self.test_acc * 100:6.2f}%"
+        text = f"epoch {self.epoch:>{width}}/{self.epochs}  {self._part('train')}"
+        if self.values.get("test_loss") is not None:
+            text += f"  {self._part('test')}"
+        if self.skipped_steps:
+            text += f"  {self.skipped_steps} step(s) skipped (non-finite loss)"
         return text + f"  {self.samples_per_s:,.0f} samples/s  {self.seconds:.1f} s"
 
 
-def ratio(numerator: float, denominator: float) -> float:
-    return numerator / denominator if denominator else 0.0
+def _number(value: float | None, spec: str) -> str:
+    return format(value, spec) if value is not None else "-"
+
+
+def strict(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None: JSON without NaN or Infinity."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
+def dumps(value: Any, **kwargs: Any) -> str:
+    """Strict JSON (``null`` for NaN and infinities, never a bare ``NaN``)."""
+    return json.dumps(strict(value), allow_nan=False, **kwargs)
 
 
 class MetricsLog:
@@ -64,11 +99,11 @@ class MetricsLog:
         """Drop entries after the resumed checkpoint (those epochs run again and log again)."""
         if self.path.exists():
             kept = [e for e in self.read() if e["epoch"] <= completed_epochs]
-            write_text_atomic(self.path, "".join(json.dumps(e) + "\n" for e in kept))
+            write_text_atomic(self.path, "".join(dumps(e) + "\n" for e in kept))
 
     def append(self, metrics: EpochMetrics) -> None:
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(metrics.as_dict()) + "\n")
+            fh.write(dumps(metrics.as_dict()) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -83,4 +118,4 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    write_text_atomic(path, json.dumps(dict(data), indent=2, sort_keys=True) + "\n")
+    write_text_atomic(path, dumps(dict(data), indent=2, sort_keys=True) + "\n")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -12,10 +13,10 @@ from torch import nn
 from orchestrator.config import DATA_DIR_ENV_VAR as DATA_ENV_VAR
 from orchestrator.errors import ConfigError
 from orchestrator.job import TrainParams
-from orchestrator.runtime.data import TensorData
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter], TrainParams], torch.optim.Optimizer]
-LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+LossFn = Callable[[Any, Any], torch.Tensor]
+MetricFn = Callable[[Any, Any], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -45,23 +46,33 @@ def default_optimizer(parameters: Iterable[nn.Parameter], params: TrainParams) -
                            weight_decay=params.weight_decay)
 
 
-def default_loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def default_loss(outputs: Any, targets: Any) -> torch.Tensor:
     return nn.functional.cross_entropy(outputs, targets)
 
 
 @dataclass
 class TrainTask:
-    """A model and its data. Outputs are class logits (accuracy = argmax == target).
+    """A model, its data sets, its loss and its metrics.
 
-    The data sets are in-memory tensors (``TensorData``): batches are gathered by indexing them
-    with the sampler's indices, with no per-sample Python work.
+    ``train_set``/``test_set``: a ``TensorData`` (in-memory tensors, moved to the device once: the
+    fast path) or any map-style data set (``__len__`` and ``__getitem__``, e.g. a
+    ``torch.utils.data.Dataset``) whose items are ``(input, target)``, either a tensor or a nested
+    tuple/dict of tensors; such a set goes through a DataLoader with ``num_workers`` workers and never
+    moves to the device as a whole.
+
+    ``loss(outputs, targets)`` returns the batch MEAN (default: cross entropy). ``metrics`` maps a name
+    to ``fn(outputs, targets)`` returning the batch SUM as a 0-d tensor (summed over all ranks and
+    divided by the sample count: exact means). ``None`` (the default) means accuracy (``acc``) for a
+    classification task (class logits (N, C) against integer targets (N,)) and nothing otherwise;
+    ``{}`` means no metric besides the loss.
     """
 
     model: nn.Module
-    train_set: TensorData
-    test_set: TensorData | None = None
+    train_set: Any
+    test_set: Any | None = None
     optimizer: OptimizerFactory | None = None
     loss: LossFn | None = None
+    metrics: Mapping[str, MetricFn] | None = None
 
     def make_optimizer(self, parameters: Iterable[nn.Parameter],
                        params: TrainParams) -> torch.optim.Optimizer:

@@ -22,6 +22,8 @@ JOB_DIR=/home/user/orch-jobs/golden-20240102-030405-abcdef
 PYTHON=/opt/orch/.venv/bin/python
 export ORCH_JOB_DIR="$JOB_DIR"
 PREEMPT_SIGNAL=USR2
+# Read-only from here: neither launcher.setup nor an exported variable can redirect the job.
+readonly JOB_DIR PYTHON ORCH_JOB_DIR PREEMPT_SIGNAL
 
 # Preemption: Slurm signals this batch shell (--signal=B:...) before the time limit. Forward the
 # signal to srun, which passes it on to every task; the tasks stop at the same step, rank 0

@@ -1,0 +1,75 @@
+"""What a checkpoint holds, as types: ``Resume`` (read back) and ``checkpoint_state`` (written).
+
+The file format itself (atomic writes, CRC checks, fallback to ``previous.pt``) is ``checkpoint``'s;
+this module names the keys once, so the trainer never indexes a dict by convention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.runtime.checkpoint import CheckpointError
+
+
+@dataclass(frozen=True)
+class RankState:
+    """One rank's part: its running tally (mid-epoch) and its RNG states."""
+
+    tally: dict[str, Any] | None
+    rng: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where a run continues: after ``epoch`` complete epochs, at ``step`` of the next one."""
+
+    epoch: int
+    step: int
+    seconds: float  # training time already spent in the interrupted epoch
+    world_size: int
+    batch_size: int
+    grad_accum: int
+    model: Mapping[str, Any]
+    optimizer: Mapping[str, Any]
+    scaler: Mapping[str, Any] | None
+    ranks: list[RankState]
+
+    @classmethod
+    def from_checkpoint(cls, state: Mapping[str, Any]) -> Resume:
+        ranks = []
+        for entry in state["ranks"]:
+            tally = entry.get("tally")
+            if isinstance(tally, (tuple, list)):  # an older checkpoint: (loss sum, correct, count)
+                tally = {"loss_sum": tally[0], "sums": [tally[1]], "count": tally[2], "skipped": 0}
+            ranks.append(RankState(tally=tally, rng=entry["rng"]))
+        return cls(epoch=int(state["epoch"]), step=int(state["step"]),
+                   seconds=float(state.get("partial_seconds", 0.0)), world_size=int(state["world_size"]),
+                   batch_size=int(state["batch_size"]), grad_accum=int(state.get("grad_accum", 1)),
+                   model=state["model"], optimizer=state["optimizer"], scaler=state.get("scaler"), ranks=ranks)
+
+    def mine(self, rank: int, world_size: int) -> RankState:
+        """This rank's part (rank 0's when the world size changed between epochs)."""
+        return self.ranks[rank] if len(self.ranks) == world_size else self.ranks[0]
+
+    def check(self, *, world_size: int, batch_size: int, grad_accum: int) -> None:
+        """A mid-epoch checkpoint continues only with the same ranks, batch size and accumulation."""
+        if self.step == 0:
+            return
+        saved = (self.world_size, self.batch_size, self.grad_accum)
+        if saved != (world_size, batch_size, grad_accum):
+            raise CheckpointError(
+                f"the checkpoint stopped in the middle of epoch {self.epoch + 1} (step {self.step}) with world "
+                f"size {saved[0]}, batch size {saved[1]} and grad_accum {saved[2]}; this run has world size "
+                f"{world_size}, batch size {batch_size} and grad_accum {grad_accum}",
+                hint="resume with the same number of ranks, batch_size and grad_accum, or start a new job")
+
+
+def checkpoint_state(*, model: Mapping[str, Any], optimizer: Mapping[str, Any], scaler: Mapping[str, Any] | None,
+                     epoch: int, step: int, seconds: float, world_size: int, batch_size: int, grad_accum: int,
+                     params: Mapping[str, Any], job: str) -> dict[str, Any]:
+    """The shared part of a checkpoint (``Checkpointer.save`` adds each rank's RNG and tally)."""
+    return {"model": model, "optimizer": optimizer, "scaler": scaler, "epoch": epoch, "step": step,
+            "partial_seconds": seconds, "world_size": world_size, "batch_size": batch_size,
+            "grad_accum": grad_accum, "params": dict(params), "job": job}
