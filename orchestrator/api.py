@@ -5,8 +5,11 @@
     handle.state        # Slurm's name: PENDING, RUNNING, COMPLETED, ...
     handle.result()     # waits; the final metrics from result.json
     handles = orchestrator.api.sweep("smoke", [{"lr": 0.1}, {"lr": 0.01}], nodes=1, gpus=2)  # one job array
+    orchestrator.submit("train.py", script_args=["--lr", "0.1"], nodes=2, gpus=8, gpus_per_task=2,
+                        constraint="a100", env={"NCCL_DEBUG": "INFO"})  # a script, as orch submit train.py -- ...
 
-On Slurm it is ``orch submit``: the same request, :func:`orchestrator.plan.build_plan`, the same
+On Slurm it is ``orch submit``: the same options (:class:`orchestrator.submission.SubmitOptions`, turned
+into a request by the one ``submission.build_request``), :func:`orchestrator.plan.build_plan`, the same
 rendered script (golden-tested and shellchecked), the same job folder, queued through
 :mod:`orchestrator.submission` and ``slurm.sbatch``. Preemption is the script's: the batch shell
 forwards the signal, the ranks checkpoint, and the script requeues the job. A sweep is one Slurm job
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,14 +32,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator import slurm
-from orchestrator.config import Cluster, find_cluster, resolve_data_dir
+from orchestrator.config import Cluster, find_cluster
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.jobdirs import job_root, log_path, read_job_dir, read_result
 from orchestrator.runconfig import LOG_DIR, read_run_config
 
 if TYPE_CHECKING:
     from orchestrator.job import LoadedJob
-    from orchestrator.plan import SubmitPlan
+    from orchestrator.plan import SubmitPlan, SubmitRequest
+    from orchestrator.submission import SubmitOptions
 
 __all__ = ["JobHandle", "LocalTask", "submit", "sweep"]
 
@@ -46,8 +51,12 @@ VANISHED_POLLS = 5  # consecutive "unknown" answers before a job counts as gone 
 # submitit's local job states -> Slurm's names, so a handle speaks one vocabulary
 LOCAL_STATES = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED", "INTERRUPTED": "CANCELLED"}
 # keyword arguments that are request fields (as orch submit's flags), not hyperparameters
-REQUEST_FIELDS = ("partition", "time", "job_name", "cpus_per_task", "ntasks_per_node", "account", "qos",
-                  "data_dir", "templates")
+# (``orchestrator.submission.SubmitOptions`` less job, nodes, gpus and overrides; a test keeps them equal)
+REQUEST_FIELDS = ("module", "script_args", "gpus_per_task", "ntasks_per_node", "cpus_per_task", "partition",
+                  "time", "job_name", "account", "qos", "constraint", "exclusive", "nodelist", "exclude",
+                  "reservation", "dependency", "mail_type", "mail_user", "sbatch_args", "env",
+                  "container_runtime", "container_image", "container_mounts", "preflight", "templates", "data_dir",
+                  "no_check")
 
 
 # --- what runs in the local task (pickled by submitit) -----------------------------------------
@@ -91,8 +100,8 @@ class JobHandle:
         if self.executor == "local":
             raw = str(self.submitit_job.state) if self.submitit_job is not None else "UNKNOWN"
             state = LOCAL_STATES.get(raw, "UNKNOWN")
-            if state == "COMPLETED" and read_result(self.job_dir) is None:
-                state = "FAILED"
+            if state == "COMPLETED" and not self.is_script and read_result(self.job_dir) is None:
+                state = "FAILED"  # a script writes no result.json; its exit code already said
             return slurm.JobStatus(job_id=self.job_id, state=state, source="submitit")
         raw_id = read_job_dir(self.job_dir).raw_job_id  # an array element's raw id: the completion log's name
         return slurm.job_status([self.job_id], raw_ids={self.job_id: raw_id} if raw_id else None)[self.job_id]
@@ -129,10 +138,18 @@ class JobHandle:
         return OrchError(f"Slurm no longer knows job {self.job_id}; it ran but left no result.json in {self.job_dir}",
                          hint=f"see its logs: orch logs {self.job_dir} --rank 0 ({', '.join(logs)})")
 
+    @property
+    def is_script(self) -> bool:
+        """A script job (``train.py`` / ``module=``): it has no ``result.json``, its exit code is its result."""
+        return read_run_config(self.job_dir).script is not None
+
     def result(self, timeout: float | None = None) -> dict[str, Any]:
-        """Wait for the end; the final metrics (``result.json``). A failed job raises OrchError."""
+        """Wait for the end; the final metrics (``result.json``; a script job: ``{"state": "COMPLETED"}``).
+        A failed job raises OrchError."""
         state = self.wait(timeout)
         result = read_result(self.job_dir)
+        if result is None and self.is_script and state == "COMPLETED":
+            return {"state": state}
         if result is None:
             log = self.log_path(0)
             raise OrchError(f"job {self.job_id} ended {state} without a result.json in {self.job_dir}",
@@ -159,21 +176,24 @@ class JobHandle:
 
 # --- submission ---------------------------------------------------------------------------------
 
-def submit(job: str | Path, *, nodes: int | None = None, gpus: int | None = None,
+def submit(job: str | Path | None = None, *, nodes: int | None = None, gpus: int | None = None,
            cluster: str | Path | Cluster | None = None, executor: Executor = "auto",
            **overrides: Any) -> JobHandle:
-    """Submit one job; ``overrides`` are its hyperparameters (``epochs=3``) and, by these names,
-    request fields as ``orch submit`` has them: partition, time, job_name, cpus_per_task,
-    ntasks_per_node, account, qos, data_dir, templates. ``nodes``/``gpus`` default to the job's."""
+    """Submit one job or script; keyword arguments are ``orch submit``'s flags by their names
+    (:data:`REQUEST_FIELDS`: ``partition``, ``time``, ``gpus_per_task``, ``constraint``,
+    ``exclusive=True``, ``sbatch_args={"licenses": "scratch"}``, ``env={"NCCL_DEBUG": "INFO"}``,
+    ``container_image``, ...), every other keyword is a hyperparameter of the job (``epochs=3``).
+
+    A script runs as ``orch submit train.py -- ARGS`` does: ``submit("train.py", script_args=[...])``
+    or ``submit(module="pkg.train", script_args=[...])``. ``nodes``/``gpus`` default to the job's."""
     kind = _pick_executor(executor)
-    loaded, resolved = _load(job, cluster, kind)
+    options = _options(job, nodes, gpus, overrides)
     if kind == "local":
-        (handle,) = _queue_local(loaded, resolved, nodes, gpus, [overrides])
+        (handle,) = _queue_local(options, _cluster(cluster, kind), [{}])
         return handle
     from orchestrator.submission import queue
 
-    assert resolved is not None
-    plan = plan_request(loaded, resolved, nodes, gpus, overrides)
+    plan, _ = _plan(options, _cluster(cluster, kind))
     job_id = queue(plan, os.environ)
     return JobHandle(job_id=job_id, job_dir=plan.job_dir, executor="slurm")
 
@@ -183,54 +203,64 @@ def sweep(job: str | Path, grid: Sequence[Mapping[str, Any]], *, nodes: int | No
           throttle: int | None = None, **common: Any) -> list[JobHandle]:
     """One run per entry of ``grid`` (its hyperparameters on top of ``common``), queued as one Slurm
     job array (``throttle``: at most that many at once), as ``orch submit --sweep``. Element I runs
-    in ``<job folder>/I``; the handles are in grid order. Locally: one local run per entry."""
+    in ``<job folder>/I``; the handles are in grid order. ``common`` takes the request fields of
+    :func:`submit`. Locally: one local run per entry."""
     if not grid:
         raise ConfigError("the sweep is empty", hint="pass a list of override mappings, e.g. [{'lr': 0.1}]")
     for entry in grid:
-        fields = sorted(set(entry) & set(REQUEST_FIELDS))
-        if fields:
-            raise ConfigError(f"a sweep entry sets {', '.join(fields)}: the elements of a sweep share the resources",
+        names = sorted(set(entry) & set(REQUEST_FIELDS))
+        if names:
+            raise ConfigError(f"a sweep entry sets {', '.join(names)}: the elements of a sweep share the resources",
                               hint="sweep over hyperparameters only; pass request fields once, outside the grid")
     kind = _pick_executor(executor)
-    loaded, resolved = _load(job, cluster, kind)
+    options = _options(job, nodes, gpus, common)
     if kind == "local":
-        return _queue_local(loaded, resolved, nodes, gpus, [{**common, **entry} for entry in grid])
+        return _queue_local(options, _cluster(cluster, kind), grid)
     from orchestrator.submission import plan_array, queue_array
 
-    assert resolved is not None
-    array = plan_array(plan_request(loaded, resolved, nodes, gpus, common), loaded, grid, throttle=throttle)
+    plan, loaded = _plan(options, _cluster(cluster, kind))
+    array = plan_array(plan, loaded, grid, throttle=throttle)
     _, ids = queue_array(array, os.environ)
     return [JobHandle(job_id=job_id, job_dir=element.job_dir, executor="slurm")
             for job_id, element in zip(ids, array.elements, strict=True)]
 
 
-def plan_request(loaded: LoadedJob, cluster: Cluster, nodes: int | None, gpus: int | None,
-                 entry: Mapping[str, Any]) -> SubmitPlan:
-    """The plan ``orch submit`` makes for the same request (keyword arguments as its flags)."""
-    from orchestrator.plan import make_request
+def _request(options: SubmitOptions) -> tuple[SubmitRequest, LoadedJob]:
+    from orchestrator.submission import build_request
+
+    return build_request(options, cwd=Path.cwd(), environ=os.environ, search=[Path(p) for p in sys.path if p])
+
+
+def _plan(options: SubmitOptions, cluster: Cluster | None) -> tuple[SubmitPlan, LoadedJob]:
+    """The plan ``orch submit`` makes for the same options (:func:`orchestrator.submission.build_request`)."""
     from orchestrator.submission import data_dir_problem, new_plan
 
-    request, params = _split(entry)
-    cwd = Path.cwd()
-    templates = request.pop("templates", None)
-    values = {"job": str(loaded.path), "nodes": nodes, "gpus": gpus, "overrides": params, **request,
-              "data_dir": resolve_data_dir(request.get("data_dir"), os.environ, cwd),
-              "templates": os.path.normpath(cwd / Path(templates).expanduser()) if templates else None}
-    plan = new_plan(make_request(values), cluster, loaded, cwd)
+    assert cluster is not None  # find_cluster(required=True) raised otherwise
+    request, loaded = _request(options)
+    plan = new_plan(request, cluster, loaded, Path.cwd())
     problem = data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
     if problem is not None:  # as orch submit: refused before anything is written
         raise problem
-    return plan
+    return plan, loaded
 
 
-def _load(job: str | Path, cluster: str | Path | Cluster | None,
-          kind: Literal["slurm", "local"]) -> tuple[LoadedJob, Cluster | None]:
-    from orchestrator.job import load_job
+def _options(job: str | Path | None, nodes: int | None, gpus: int | None,
+             keywords: Mapping[str, Any]) -> SubmitOptions:
+    """Keyword arguments -> submit options: request fields by name, the rest hyperparameters."""
+    from orchestrator.submission import SubmitOptions
 
-    loaded = load_job(str(job), os.environ, Path.cwd())
+    fields = {k: v for k, v in keywords.items() if k in REQUEST_FIELDS}
+    params = {k: v for k, v in keywords.items() if k not in REQUEST_FIELDS}
+    script_args = fields.get("script_args")
+    if script_args is not None:
+        fields["script_args"] = [str(a) for a in script_args]
+    return SubmitOptions(job=None if job is None else str(job), nodes=nodes, gpus=gpus, overrides=params, **fields)
+
+
+def _cluster(cluster: str | Path | Cluster | None, kind: Literal["slurm", "local"]) -> Cluster | None:
     if isinstance(cluster, Cluster):
-        return loaded, cluster
-    return loaded, find_cluster(cluster, os.environ, Path.cwd(), required=kind == "slurm")
+        return cluster
+    return find_cluster(cluster, os.environ, Path.cwd(), required=kind == "slurm")
 
 
 def _pick_executor(executor: str) -> Literal["slurm", "local"]:
@@ -241,32 +271,36 @@ def _pick_executor(executor: str) -> Literal["slurm", "local"]:
     return "slurm" if executor == "slurm" else "local"
 
 
-def _split(entry: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    request = {k: v for k, v in entry.items() if k in REQUEST_FIELDS}
-    params = {k: v for k, v in entry.items() if k not in REQUEST_FIELDS}
-    return request, params
-
-
-def _queue_local(loaded: LoadedJob, cluster: Cluster | None, nodes: int | None, gpus: int | None,
+def _queue_local(options: SubmitOptions, cluster: Cluster | None,
                  entries: Sequence[Mapping[str, Any]]) -> list[JobHandle]:
+    """Local runs (as ``orch run``): one per entry of hyperparameters on top of ``options``."""
     import submitit
 
     from orchestrator.job import make_params
-    from orchestrator.localplan import new_local_run
+    from orchestrator.localplan import local_gpu_layout, local_gpus, new_local_run
 
+    request, loaded = _request(options)
+    if request.script is not None and any(entries):
+        raise ConfigError("a sweep varies a job file's parameters; a script takes its arguments in script_args",
+                          hint="submit one job per argument set, or write a job file for the sweep")
+    if request.script is not None and request.script.note() is not None:
+        raise ConfigError(request.script.note() or "", hint="a local run needs the module on this machine")
     res = loaded.spec.resources
-    nproc = (nodes or res.nodes) * max(1, gpus if gpus is not None else res.gpus)
-    cwd = Path.cwd()
-    planned = []
-    for entry in entries:  # every entry is validated before anything runs
-        request, params = _split(entry)
-        make_params(loaded.spec, params)
-        data_dir = resolve_data_dir(request.get("data_dir"), os.environ, cwd)
-        planned.append((params, data_dir, request.get("job_name")))
+    gpus = request.gpus if request.gpus is not None else res.gpus
+    nproc = (request.nodes or res.nodes) * max(1, gpus // (request.gpus_per_task or 1))
+    local = 0
+    if request.gpus_per_task is not None:  # as orch run --gpus-per-task: K of this machine's GPUs per rank
+        local = local_gpus(os.environ)
+        local_gpu_layout(nproc, request.gpus_per_task, local)
+    planned = [{**request.overrides, **entry} for entry in entries]
+    if request.script is None:
+        for params in planned:  # every entry is validated before anything runs
+            make_params(loaded.spec, params)
     handles = []
-    for params, data_dir, name in planned:
+    for params in planned:
         job_dir, cfg = new_local_run(loaded, params, nproc=nproc, root=job_root(cluster).absolute(),
-                                     data_dir=data_dir, job_name=name, cluster=cluster)
+                                     data_dir=request.data_dir, job_name=request.job_name, cluster=cluster,
+                                     script=request.script, gpus_per_task=request.gpus_per_task, gpus=local)
         executor = submitit.LocalExecutor(folder=job_dir / SUBMITIT_DIR)
         executor.update_parameters(timeout_min=_minutes(cfg.time), tasks_per_node=1, nodes=1)
         job = executor.submit(LocalTask(job_dir=str(job_dir), nproc=cfg.tasks_per_node))

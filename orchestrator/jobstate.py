@@ -5,8 +5,9 @@ records, in one time format.
 States are Slurm's names (``COMPLETED``, ``CANCELLED``, ``FAILED``, ``PENDING``, ...), plus
 ``NOT_QUEUED`` for a folder sbatch refused. When Slurm no longer knows a job (``UNKNOWN``) the
 folder may still tell: a ``result.json`` means it completed. Local runs (``orch run``) have no
-Slurm state: ``COMPLETED`` with a result, else ``UNKNOWN``. GPU-hours are the elapsed time (of the
-current run, from whichever client answered) times the GPUs of ``job.json``.
+Slurm state: ``COMPLETED`` with a result, else ``UNKNOWN``. GPU-hours come from accounting when the
+cluster keeps it (sacct's AllocTRES x ElapsedRaw, summed over the runs of a requeued job), else they
+are the elapsed time of the current run (from whichever client answered) times the GPUs of ``job.json``.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def describe(job_id: str | None, job: JobDir | None, status: slurm.JobStatus | N
     row["created"] = format_created(job.created) if job else None
     row["job_dir"] = str(job.path) if job else None
     gpus = config.nodes * config.gpus_per_node if config else 0
-    row["gpu_hours"] = gpu_hours(row["elapsed"], gpus)
+    if row.get("gpu_hours") is None:  # accounting's TRES (every run) when it answered, else this run's time
+        row["gpu_hours"] = gpu_hours(row["elapsed"], gpus)
     row["excluded"] = status_note(job.path) if job else None  # orch submit --preflight=exclude
     return row
 

@@ -204,6 +204,7 @@ class JobStatus:
     exit_code: int | None = None
     signal: int | None = None
     restarts: int | None = None
+    gpu_hours: float | None = None  # from accounting (sacct TRES), every run of a requeued job included
 
     @property
     def orch_state(self) -> str:
@@ -236,6 +237,8 @@ def normalize_elapsed(text: str | None) -> str | None:
     """One format for elapsed times: ``[D-]HH:MM:SS`` (squeue prints ``0:16``, sacct ``00:00:16``)."""
     if text is None or not text.strip():
         return None
+    if not text.strip().strip("0:-"):  # 0:00 (a job that has not started): parse_time refuses a zero time
+        return format_time(0)
     try:
         seconds = parse_time(text.strip())
     except ValueError:
@@ -275,29 +278,34 @@ def client_error(tool: str, proc: subprocess.CompletedProcess[str]) -> SlurmErro
     return SlurmError(message, hint=f"{tool} refused the request; see Slurm's message above")
 
 
-_SQUEUE_FORMAT = "%i|%T|%r|%N|%M|%j"  # the name last: it may contain '|'
+# squeue -O fields (``FIELD:|``: no padding, a '|' after it), in the order parsed below; the name last
+# (it may contain '|'). JobArrayID prints an array element as 123_4 (JobID would print its raw id).
+SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "NodeList", "TimeUsed", "RestartCnt", "Name")
+SQUEUE_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_FIELDS[:-1]) + f",{SQUEUE_FIELDS[-1]}:"
 
 
 def squeue(job_ids: Sequence[str] = (), *, runner: Runner = run_command) -> dict[str, JobStatus]:
-    """Live jobs (and those finished less than MinJobAge ago), by job id as squeue prints it.
+    """Live jobs (and those finished less than MinJobAge ago), by job id as squeue prints it, with
+    their restart count and pending reason (``BeginTime`` after a requeue), in one call.
 
     Text output, filtered by Slurm: ``squeue --json`` ignores ``--jobs`` in 22.05. Ids Slurm
     no longer knows are simply absent (squeue fails with "Invalid job id" when all are unknown).
     """
-    argv = ["squeue", "--noheader", "--states=all", f"--format={_SQUEUE_FORMAT}"]
+    argv = ["squeue", "--noheader", "--states=all", f"--Format={SQUEUE_FORMAT}"]
     if job_ids:
         argv.append("--jobs=" + ",".join(job_ids))
     proc = _query(argv, runner)
     jobs: dict[str, JobStatus] = {}
     for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
-        fields = line.split("|", 5)
-        if len(fields) != 6:
+        fields = line.split("|", len(SQUEUE_FIELDS) - 1)
+        if len(fields) != len(SQUEUE_FIELDS):
             continue
-        job_id, state, reason, nodes, elapsed, name = fields
+        job_id, state, reason, nodes, elapsed, restarts, name = fields
         job_id = job_id.strip()
         jobs[job_id] = JobStatus(job_id=job_id, state=state.strip(), source="squeue", name=name,
                                  reason=_none_if_blank(reason), nodes=_none_if_blank(nodes),
-                                 elapsed=normalize_elapsed(elapsed))
+                                 elapsed=normalize_elapsed(elapsed),
+                                 restarts=int(restarts) if restarts.strip().isdigit() else None)
     return jobs
 
 
@@ -321,13 +329,42 @@ def _parse_sacct(stdout: str, source: str, wanted: Sequence[str]) -> dict[str, J
     return jobs
 
 
+# accounting: each run of a requeued job is a record of its own (--duplicates); the name last
+_SACCT_TRES_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,ElapsedRaw,AllocTRES,JobName"
+GPU_TRES = "gres/gpu"  # AllocTRES "billing=8,cpu=8,gres/gpu=4,mem=64G,node=1" (typed: gres/gpu:a100=4 too)
+
+
+def tres_gpus(tres: str) -> int:
+    """The GPUs an ``AllocTRES`` string holds (0 when none)."""
+    for item in tres.split(","):
+        key, _, value = item.partition("=")
+        if key.strip() == GPU_TRES and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+def _parse_sacct_runs(stdout: str, wanted: Sequence[str]) -> dict[str, JobStatus]:
+    """``sacct --duplicates`` records: the last run's state, GPU-hours summed over all runs."""
+    gpu_seconds: dict[str, int] = {}
+    kept: list[str] = []
+    for line in stdout.splitlines():
+        fields = line.split("|", 7)
+        if len(fields) != 8:
+            continue
+        job_id, raw, tres = fields[0].strip(), fields[5].strip(), fields[6]
+        gpu_seconds[job_id] = gpu_seconds.get(job_id, 0) + (int(raw) if raw.isdigit() else 0) * tres_gpus(tres)
+        kept.append("|".join([*fields[:5], fields[7]]))
+    jobs = _parse_sacct("\n".join(kept), "sacct", wanted)
+    return {i: replace(s, gpu_hours=round(gpu_seconds.get(i, 0) / 3600, 3)) for i, s in jobs.items()}
+
+
 def sacct(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus] | None:
     """Finished (and live) jobs from accounting in one call; None when accounting is disabled.
 
     Text, not ``--json``: in 22.05.8 the JSON exit code says 0 for failed jobs.
     """
-    argv = ["sacct", "--noheader", "--parsable2", "--allocations", f"--format={_SACCT_FORMAT}",
-            "--jobs=" + ",".join(job_ids)]
+    argv = ["sacct", "--noheader", "--parsable2", "--allocations", "--duplicates",
+            f"--format={_SACCT_TRES_FORMAT}", "--jobs=" + ",".join(job_ids)]
     try:
         proc = _query(argv, runner)
     except SlurmError as exc:
@@ -336,7 +373,7 @@ def sacct(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, 
         raise
     if _ACCOUNTING_DISABLED in proc.stdout + proc.stderr:
         return None
-    return _parse_sacct(proc.stdout, "sacct", job_ids)
+    return _parse_sacct_runs(proc.stdout, job_ids)
 
 
 def jobcomp(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus]:
@@ -406,7 +443,8 @@ def job_status(job_ids: Sequence[str], *, runner: Runner = run_command, details:
             if raw:
                 by_raw = jobcomp(sorted(set(raw.values())), runner=runner)
                 final.update({i: replace(by_raw[r], job_id=i) for i, r in raw.items() if r in by_raw})
-        statuses.update({i: final[i] for i in settled if i in final})
+        # accounting and the completion log have no restart count: keep squeue's while it still knows the job
+        statuses.update({i: _with_restarts(final[i], statuses[i]) for i in settled if i in final})
     only = statuses[ids[0]] if len(ids) == 1 else None
     if details and only is not None and only.source == "squeue":
         try:
@@ -414,6 +452,10 @@ def job_status(job_ids: Sequence[str], *, runner: Runner = run_command, details:
         except SlurmError as exc:  # the details are a bonus; squeue's answer stands
             log.debug("scontrol show job %s: %s", ids[0], exc.message)
     return {i: s or JobStatus(job_id=i, state="UNKNOWN", source="none") for i, s in statuses.items()}
+
+
+def _with_restarts(final: JobStatus, live: JobStatus | None) -> JobStatus:
+    return final if final.restarts is not None or live is None else replace(final, restarts=live.restarts)
 
 
 def scancel(job_ids: Sequence[str], *, signal: str | None = None, full: bool = False,

@@ -17,13 +17,13 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from orchestrator import slurm
-from orchestrator.config import DATA_DIR_ENV_VAR, Cluster
+from orchestrator.config import DATA_DIR_ENV_VAR, Cluster, resolve_data_dir
 from orchestrator.errors import ConfigError, SlurmError
 from orchestrator.job import LoadedJob, make_params, parse_overrides
 from orchestrator.jobdirs import (
@@ -37,7 +37,7 @@ from orchestrator.jobdirs import (
     write_job_dir,
     write_script,
 )
-from orchestrator.plan import SubmitPlan, SubmitRequest, build_plan
+from orchestrator.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.render import render_script
 from orchestrator.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE, RunConfig
 from orchestrator.trust import fs_error, make_job_root
@@ -75,6 +75,111 @@ class ArrayPlan:
         return self.plan.job_dir
 
 
+@dataclass(frozen=True)
+class SubmitOptions:
+    """Everything ``orch submit`` accepts, by its flags' names; the Python API takes the same keywords.
+
+    ``overrides``: the command line's ``key=value`` strings, or a mapping of typed values (Python).
+    ``sbatch_args``: ``--sbatch-arg`` items (``KEY=VALUE`` / ``KEY``), or a mapping (``True``/None: a flag).
+    ``env``: ``--env`` items (``KEY=VALUE``), or a mapping.
+    """
+
+    job: str | None = None
+    module: str | None = None
+    script_args: Sequence[str] | None = None  # what followed ``--`` (None: no ``--``)
+    overrides: Sequence[str] | Mapping[str, Any] = ()
+    nodes: int | None = None
+    gpus: int | None = None
+    gpus_per_task: int | None = None
+    ntasks_per_node: int | None = None
+    cpus_per_task: int | None = None
+    partition: str | None = None
+    time: str | None = None
+    job_name: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    exclusive: bool | None = None
+    nodelist: str | None = None
+    exclude: str | None = None
+    reservation: str | None = None
+    dependency: str | None = None
+    mail_type: str | None = None
+    mail_user: str | None = None
+    sbatch_args: Sequence[str] | Mapping[str, str | bool | None] = ()
+    env: Sequence[str] | Mapping[str, str] = ()
+    container_runtime: str | None = None
+    container_image: str | None = None
+    container_mounts: Sequence[str] = field(default_factory=tuple)
+    preflight: str | None = None  # "stop", "exclude", "off" (None: launcher.preflight of cluster.yaml)
+    templates: str | Path | None = None
+    data_dir: str | Path | None = None
+    no_check: bool = False  # launch a script even when orch doctor finds errors in it (they are still shown)
+
+
+OPTION_NAMES = tuple(f.name for f in fields(SubmitOptions))
+
+
+def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, str],
+                  search: Sequence[Path], dry_run: bool = False) -> tuple[SubmitRequest, LoadedJob]:
+    """The one translation of submit options into a validated request and its job (CLI and API alike).
+
+    Resolves a script or ``-m`` module (``search``: where modules are looked for after ``cwd``) and
+    runs ``orch doctor`` on a script (its errors refuse it unless ``no_check`` or ``dry_run``: then
+    they are only shown), else loads the job file. ConfigError names the field.
+    """
+    from orchestrator.doctor.gate import check_script
+    from orchestrator.extras import NAMED_OPTIONS, parse_env_args, parse_sbatch_args
+    from orchestrator.job import load_job
+    from orchestrator.script import resolve_target, script_job
+
+    raw = options.overrides
+    items = [f"{k}={v}" for k, v in raw.items()] if isinstance(raw, Mapping) else list(raw)
+    target = resolve_target(options.job, options.module, options.script_args, items, cwd, search)
+    if target is None and not options.job:
+        raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
+    if target is not None:
+        check_script(target, refuse=not (options.no_check or dry_run))
+    loaded = script_job(target) if target is not None else load_job(str(options.job), environ, cwd)
+    named = {dest: getattr(options, dest) for dest in NAMED_OPTIONS}
+    sbatch_items = (_items(options.sbatch_args, flag=True) if isinstance(options.sbatch_args, Mapping)
+                    else list(options.sbatch_args))
+    env_items = _items(options.env) if isinstance(options.env, Mapping) else list(options.env)
+    templates = str(options.templates) if options.templates else None
+    request = make_request({
+        "script": target, "gpus_per_task": options.gpus_per_task,
+        "sbatch_extra": parse_sbatch_args(named, sbatch_items),
+        "env": parse_env_args(env_items),
+        "container_runtime": options.container_runtime, "container_image": options.container_image,
+        "container_mounts": list(options.container_mounts), "preflight": options.preflight,
+        "job": options.job if options.job is not None else f"-m {options.module}",
+        "nodes": options.nodes, "gpus": options.gpus, "ntasks_per_node": options.ntasks_per_node,
+        "cpus_per_task": options.cpus_per_task, "partition": options.partition, "time": options.time,
+        "job_name": options.job_name, "account": options.account, "qos": options.qos,
+        "overrides": dict(raw) if isinstance(raw, Mapping) else parse_overrides(items),
+        "templates": os.path.normpath(cwd / Path(templates).expanduser()) if templates else None,
+        "data_dir": resolve_data_dir(options.data_dir, environ, cwd),
+    })
+    return request, loaded
+
+
+def submit_options(values: Mapping[str, Any]) -> SubmitOptions:
+    """``orch submit``'s parsed arguments (``vars(args)``) as options (``--sbatch-arg`` -> ``sbatch_args``)."""
+    picked = {name: values[name] for name in OPTION_NAMES if values.get(name) is not None}
+    picked["sbatch_args"] = values.get("sbatch_arg") or ()
+    return SubmitOptions(**picked)
+
+
+def _items(mapping: Mapping[str, Any], *, flag: bool = False) -> list[str]:
+    """A mapping as command-line items: ``KEY=VALUE``, or ``KEY`` alone for a flag (True/None)."""
+    out = []
+    for key, value in mapping.items():
+        if value is False and flag:
+            continue
+        out.append(key if flag and (value is True or value is None) else f"{key}={value}")
+    return out
+
+
 def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: Path) -> SubmitPlan:
     """``build_plan`` with this moment's values: now (timezone-aware), a random token, the python of
     ``launcher.python`` (else this one) and the job root resolved against ``cwd``."""
@@ -107,6 +212,9 @@ def plan_array(plan: SubmitPlan, loaded: LoadedJob, grid: Sequence[Mapping[str, 
     Every element is validated against the job's parameters before anything is written; all share
     the resources, so only hyperparameters may vary.
     """
+    if plan.request.script is not None:
+        raise ConfigError("--sweep varies a job file's parameters; a script takes its arguments after --",
+                          hint="submit one job per argument set, or write a job file for the sweep")
     if not grid:
         raise ConfigError("the sweep is empty", hint="give at least one value, e.g. --sweep lr=0.1,0.01")
     if len(grid) > MAX_ARRAY_SIZE:

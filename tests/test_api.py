@@ -137,3 +137,18 @@ def test_local_mode_and_orch_run_write_the_same_job_json(clean_env: pytest.Monke
         assert cfg.pop("created")[19:] != ""  # a UTC offset: timezone-aware
         assert cfg["data_dir"] == str(tmp_path / "data")
     assert configs[0] == configs[1]
+
+
+@pytest.mark.slow
+def test_local_executor_runs_a_script_as_orch_run(clean_env: pytest.MonkeyPatch, write_cluster: Callable[..., Path],
+                                                  tmp_path: Path) -> None:
+    write_cluster()
+    out = tmp_path / "out"
+    script = Path(__file__).resolve().parent / "scripts" / "ddp_train.py"
+    handle = api.submit(str(script), script_args=["--out", str(out), "--steps", "1"], nodes=1, gpus=2,
+                        executor="local")
+    assert handle.result(timeout=180) == {"state": "COMPLETED"} and handle.state == "COMPLETED"
+    records = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [r["env"]["RANK"] for r in records] == ["0", "1"] and records[0]["params"] == records[1]["params"]
+    cfg = json.loads((handle.job_dir / "job.json").read_text())
+    assert (cfg["mode"], cfg["script"]["args"]) == ("local", ["--out", str(out), "--steps", "1"])

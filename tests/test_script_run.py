@@ -155,3 +155,17 @@ def test_preempted_script_exits_75_and_resumes_with_a_higher_restart_count(tmp_p
         seen = json.loads((out / f"seen{rank}-1.json").read_text())
         assert seen["TORCHELASTIC_RESTART_COUNT"] == "1" and seen["ORCH_JOB_DIR"] == str(job_dir)
     assert json.loads((job_dir / "job.json").read_text())["restarts"] == 1
+
+
+def test_gpus_per_task_gives_each_local_rank_its_k_gpus(tmp_path: Path) -> None:
+    """``orch run SCRIPT --gpus-per-task 2`` on 4 visible GPUs: 2 ranks, each seeing exactly its two (here the
+    GPUs are only names: without CUDA the ranks train on the CPU, but CUDA_VISIBLE_DEVICES is what they got)."""
+    out, jobs = tmp_path / "out", tmp_path / "jobs"
+    proc = _orch_run(tmp_path, str(DDP), "--gpus-per-task", "2", "--job-root", str(jobs), "--",
+                     "--out", str(out), "--steps", "1", CUDA_VISIBLE_DEVICES="4,5,6,7")
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    records = _records(out, 2)
+    assert [r["cuda_visible"] for r in records] == ["4,5", "6,7"]
+    assert [r["env"]["LOCAL_WORLD_SIZE"] for r in records] == ["2", "2"]
+    cfg = json.loads((_job_dir(jobs) / "job.json").read_text())
+    assert (cfg["tasks_per_node"], cfg["gpus_per_task"], cfg["gpus_per_node"]) == (2, 2, 4)

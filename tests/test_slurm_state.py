@@ -45,11 +45,11 @@ class FakeRunner:
         return [" ".join(c[:2]) if c[:2] == ["sacct", "--completion"] else c[0] for c in self.calls]
 
 
-# squeue --noheader --states=all --format=%i|%T|%r|%N|%M|%j, as printed on the test cluster
+# squeue --noheader --states=all --Format=JobArrayID:|,State:|,...,RestartCnt:|,Name:, as printed on the test cluster
 SQUEUE_OUT = (
-    "7|RUNNING|None|node[1-2]|0:12|smoke\n"
-    "6|COMPLETED|None|node[1-2]|0:09|smoke\n"
-    "5|FAILED|NonZeroExitCode|node1|0:00|a|name|with|bars\n"
+    "7|RUNNING|None|node[1-2]|0:12|1|smoke\n"
+    "6|COMPLETED|None|node[1-2]|0:09|0|smoke\n"
+    "5|FAILED|NonZeroExitCode|node1|0:00|0|a|name|with|bars\n"
 )
 SACCT_DISABLED: Reply = (1, "", "Slurm accounting storage is disabled\n")
 JOBCOMP_OUT = "6|COMPLETED|0:0|node[1-2]|00:00:09|smoke\n5|FAILED|3:0|node1|00:00:00|a|name|with|bars\n"
@@ -103,7 +103,7 @@ def test_squeue_parses_every_field_and_keeps_bars_in_names() -> None:
     jobs = slurm.squeue(["5", "6", "7"], runner=runner)
     assert list(jobs) == ["7", "6", "5"]
     assert jobs["7"].state == "RUNNING" and not jobs["7"].terminal and jobs["7"].nodes == "node[1-2]"
-    assert jobs["7"].reason is None
+    assert jobs["7"].reason is None and (jobs["7"].restarts, jobs["6"].restarts) == (1, 0)
     assert jobs["5"].name == "a|name|with|bars" and jobs["5"].reason == "NonZeroExitCode"
     (argv,) = runner.calls
     assert "--jobs=5,6,7" in argv and "--states=all" in argv and "--json" not in argv
@@ -148,17 +148,37 @@ def test_sacct_disabled_gives_none() -> None:
     assert slurm.sacct(["1"], runner=runner) is None
 
 
-def test_sacct_text_exit_codes_and_array_elements() -> None:
-    out = ("12|FAILED|3:0|node1|00:00:01|x\n13_0|COMPLETED|0:0|node2|00:00:02|y\n"
-           "14|CANCELLED by 0|0:15|node1|00:00:03|z\n")
-    runner = FakeRunner({"sacct": (0, out, "")})
-    jobs = slurm.sacct(["12", "13", "14"], runner=runner)
+# sacct --noheader --parsable2 --allocations --duplicates
+#       --format=JobID,State,ExitCode,NodeList,Elapsed,ElapsedRaw,AllocTRES,JobName (sacct(1), 22.05)
+SACCT_OUT = ("12|FAILED|3:0|node1|00:00:01|1|billing=2,cpu=2,mem=1000M,node=1|x\n"
+             "13_0|COMPLETED|0:0|node2|00:00:02|2|billing=1,cpu=1,gres/gpu=1,node=1|y\n"
+             "14|CANCELLED by 0|0:15|node1|00:00:03|3|cpu=8,gres/gpu:a100=4,gres/gpu=4,node=1|z|bar\n"
+             # a requeued job: each run is a record (--duplicates); the last one holds its state
+             "15|REQUEUED|0:15|node[1-2]|00:30:00|1800|cpu=16,gres/gpu=8,mem=64G,node=2|r\n"
+             "15|COMPLETED|0:0|node[1-2]|01:00:00|3600|cpu=16,gres/gpu=8,mem=64G,node=2|r\n")
+
+
+def test_sacct_text_exit_codes_array_elements_and_gpu_hours_over_runs() -> None:
+    runner = FakeRunner({"sacct": (0, SACCT_OUT, "")})
+    jobs = slurm.sacct(["12", "13", "14", "15"], runner=runner)
     assert jobs is not None
     assert (jobs["12"].state, jobs["12"].exit_code, jobs["12"].terminal) == ("FAILED", 3, True)
     assert jobs["13_0"].state == "COMPLETED"
-    assert (jobs["14"].state, jobs["14"].signal) == ("CANCELLED", 15)
+    assert (jobs["14"].state, jobs["14"].signal, jobs["14"].name) == ("CANCELLED", 15, "z|bar")
+    assert (jobs["15"].state, jobs["15"].elapsed) == ("COMPLETED", "01:00:00")
+    assert [jobs[i].gpu_hours for i in ("12", "13_0", "14", "15")] == [0, round(2 / 3600, 3),
+                                                                      round(12 / 3600, 3), 12.0]
     (argv,) = runner.calls
-    assert "--parsable2" in argv and "--allocations" in argv and "--jobs=12,13,14" in argv
+    assert "--parsable2" in argv and "--allocations" in argv and "--duplicates" in argv
+    assert "--jobs=12,13,14,15" in argv
+
+
+@pytest.mark.parametrize(("tres", "gpus"), [
+    ("billing=8,cpu=8,gres/gpu=4,mem=64G,node=1", 4), ("cpu=8,gres/gpu:a100=2,gres/gpu=2", 2),
+    ("cpu=2,mem=1G,node=1", 0), ("", 0), ("gres/gpu=x", 0),
+])
+def test_tres_gpus(tres: str, gpus: int) -> None:
+    assert slurm.tres_gpus(tres) == gpus
 
 
 def test_jobcomp_later_records_win() -> None:
@@ -186,14 +206,15 @@ def test_job_status_batches_one_call_per_client() -> None:
 
 def test_job_status_prefers_accounting_when_it_exists() -> None:
     runner = FakeRunner({"squeue": (1, "", "slurm_load_jobs error: Invalid job id specified\n"),
-                         "sacct": (0, "3|TIMEOUT|0:0|node1|00:01:10|t\n", "")})
+                         "sacct": (0, "3|TIMEOUT|0:0|node1|00:01:10|70|cpu=1,gres/gpu=2|t\n", "")})
     statuses = slurm.job_status(["3"], runner=runner)
     assert runner.tools() == ["squeue", "sacct"]
     assert statuses["3"].state == "TIMEOUT" and statuses["3"].source == "sacct"
+    assert statuses["3"].gpu_hours == round(140 / 3600, 3)
 
 
 def test_job_status_of_one_live_job_adds_scontrol_details() -> None:
-    runner = FakeRunner({"squeue": (0, "7|RUNNING|None|node[1-2]|0:12|smoke\n", ""),
+    runner = FakeRunner({"squeue": (0, "7|RUNNING|None|node[1-2]|0:12|0|smoke\n", ""),
                          "scontrol": (0, SCONTROL_OUT, "")})
     status = slurm.job_status(["7"], runner=runner)["7"]
     assert runner.tools() == ["squeue", "scontrol"]
@@ -235,3 +256,11 @@ def test_a_missing_slurm_conf_fails_at_once(monkeypatch: pytest.MonkeyPatch, tmp
     with pytest.raises(SlurmError, match=r"SLURM_CONF=.*nope\.conf does not exist"):
         slurm.squeue(["1"], runner=runner)
     assert runner.calls == []  # no client started, no 60 s of retries
+
+
+def test_finished_job_keeps_squeues_restart_count_and_zero_elapsed_is_one_format() -> None:
+    runner = FakeRunner({"squeue": (0, "6|COMPLETED|None|node1|0:09|2|smoke\n9|PENDING|BeginTime||0:00|1|p\n", ""),
+                         "sacct": SACCT_DISABLED, "sacct -c": (0, "6|COMPLETED|0:0|node1|00:00:09|smoke\n", "")})
+    statuses = slurm.job_status(["6", "9"], runner=runner)
+    assert (statuses["6"].source, statuses["6"].exit_code, statuses["6"].restarts) == ("jobcomp", 0, 2)
+    assert (statuses["9"].elapsed, statuses["9"].restarts, statuses["9"].reason) == ("00:00:00", 1, "BeginTime")

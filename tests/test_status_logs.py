@@ -122,7 +122,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 def test_status_json_of_a_finished_job(fake_slurm: FakeSlurm, job_root: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     folder = make_job(job_root, "smoke", job_id="6")
-    fake_slurm.set({"squeue": {"stdout": "6|COMPLETED|None|node[1-2]|0:09|smoke\n"}, "sacct": DISABLED,
+    fake_slurm.set({"squeue": {"stdout": "6|COMPLETED|None|node[1-2]|0:09|0|smoke\n"}, "sacct": DISABLED,
                     "sacct --completion": {"stdout": "6|COMPLETED|0:0|node[1-2]|00:00:09|smoke\n"}})
     code, out, err = run_cli(capsys, "status", "6", "--json")
     assert (code, err) == (0, "")
@@ -137,7 +137,7 @@ def test_status_by_folder_and_without_arguments(fake_slurm: FakeSlurm, job_root:
     make_job(job_root, "old", job_id="3", created="2026-01-01T00:00:00")
     new = make_job(job_root, "new", job_id="4", created="2026-01-02T00:00:00")
     make_job(job_root, "refused", submit_error="sbatch: error: invalid partition specified: gpu\n")
-    fake_slurm.set({"squeue": {"stdout": "4|RUNNING|None|node[1-2]|0:12|new\n"}, "sacct": DISABLED,
+    fake_slurm.set({"squeue": {"stdout": "4|RUNNING|None|node[1-2]|0:12|0|new\n"}, "sacct": DISABLED,
                     "sacct --completion": {"stdout": "3|FAILED|3:0|node1|00:00:01|old\n"}})
     code, out, _ = run_cli(capsys, "status", str(new), "--json")
     assert code == 0 and json.loads(out)["state"] == "RUNNING"
@@ -157,7 +157,7 @@ def test_status_shows_epoch_step_and_loss_from_progress_json(fake_slurm: FakeSlu
     (folder / "progress.json").write_text(json.dumps({"epoch": 2, "epochs": 3, "step": 120, "steps": 469,
                                                       "loss": 0.34125, "samples_per_s": 1000.0}))
     make_job(job_root, "queued", job_id="10", created="2026-01-01T00:00:00")  # no progress yet
-    fake_slurm.set({"squeue": {"stdout": "9|RUNNING|None|node[1-2]|0:12|mnist\n10|PENDING|Priority|(null)|0:00|q\n"},
+    fake_slurm.set({"squeue": {"stdout": "9|RUNNING|None|node[1-2]|0:12|0|mnist\n10|PENDING|Priority||0:00|0|q\n"},
                     "sacct": DISABLED, "sacct --completion": {"stdout": ""}})
     code, out, _ = run_cli(capsys, "status")
     lines = out.splitlines()
@@ -254,7 +254,7 @@ def test_logs_of_a_local_run(fake_slurm: FakeSlurm, job_root: Path,
 def test_logs_follow_until_the_job_ends(fake_slurm: FakeSlurm, job_root: Path, tmp_path: Path) -> None:
     folder = make_job(job_root, "smoke", job_id="9")
     log = folder / "logs" / "9-rank0.out"
-    fake_slurm.set({"squeue": {"stdout": "9|PENDING|Priority||0:00|smoke\n"}})
+    fake_slurm.set({"squeue": {"stdout": "9|PENDING|Priority||0:00|0|smoke\n"}})
     env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "logs", "9", "--rank", "0", "-f",
                              "--interval", "0.05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -264,12 +264,12 @@ def test_logs_follow_until_the_job_ends(fake_slurm: FakeSlurm, job_root: Path, t
         deadline = time.monotonic() + 30
         while not fake_slurm.calls() and time.monotonic() < deadline:  # its first state check
             time.sleep(0.05)
-        fake_slurm.set({"squeue": {"stdout": "9|RUNNING|None|node[1-2]|0:01|smoke\n"}})
+        fake_slurm.set({"squeue": {"stdout": "9|RUNNING|None|node[1-2]|0:01|0|smoke\n"}})
         log.write_text("first\n")
         time.sleep(0.5)
         with log.open("a") as fh:
             fh.write("second\n")
-        fake_slurm.set({"squeue": {"stdout": "9|COMPLETED|None|node[1-2]|0:02|smoke\n"}})
+        fake_slurm.set({"squeue": {"stdout": "9|COMPLETED|None|node[1-2]|0:02|0|smoke\n"}})
 
     writer = threading.Thread(target=job)
     writer.start()
@@ -284,7 +284,7 @@ def test_logs_follow_until_the_job_ends(fake_slurm: FakeSlurm, job_root: Path, t
 
 def test_cancel_live_finished_and_unknown(fake_slurm: FakeSlurm, job_root: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    fake_slurm.set({"squeue": {"stdout": "5|RUNNING|None|node1|0:05|a\n6|COMPLETED|None|node1|0:01|b\n"},
+    fake_slurm.set({"squeue": {"stdout": "5|RUNNING|None|node1|0:05|0|a\n6|COMPLETED|None|node1|0:01|0|b\n"},
                     "scancel": {"stdout": ""}})
     code, out, err = run_cli(capsys, "cancel", "5", "6", "7")
     assert code == 1
@@ -296,7 +296,7 @@ def test_cancel_live_finished_and_unknown(fake_slurm: FakeSlurm, job_root: Path,
 def test_cancel_by_folder_with_a_signal(fake_slurm: FakeSlurm, job_root: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     folder = make_job(job_root, "smoke", job_id="8")
-    fake_slurm.set({"squeue": {"stdout": "8|RUNNING|None|node1|0:05|smoke\n"}, "scancel": {"stdout": ""}})
+    fake_slurm.set({"squeue": {"stdout": "8|RUNNING|None|node1|0:05|0|smoke\n"}, "scancel": {"stdout": ""}})
     code, out, _ = run_cli(capsys, "cancel", str(folder), "--signal", "USR2", "--json")
     assert code == 0
     assert json.loads(out) == {"acted": ["8"], "action": "signal", "finished": {}, "unknown": []}
@@ -305,7 +305,7 @@ def test_cancel_by_folder_with_a_signal(fake_slurm: FakeSlurm, job_root: Path,
 
 def test_cancel_refused_by_slurm(fake_slurm: FakeSlurm, job_root: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    fake_slurm.set({"squeue": {"stdout": "5|RUNNING|None|node1|0:05|a\n"},
+    fake_slurm.set({"squeue": {"stdout": "5|RUNNING|None|node1|0:05|0|a\n"},
                     "scancel": {"rc": 1, "stderr": "scancel: error: Kill job error on job id 5: "
                                                    "Access/permission denied\n"}})
     code, _, err = run_cli(capsys, "cancel", "5")
@@ -320,7 +320,7 @@ def test_list_states_from_squeue_and_folders(fake_slurm: FakeSlurm, job_root: Pa
     make_job(job_root, "refused", submit_error="sbatch: error: Node count specification invalid\n",
              created="2026-01-02T00:00:00")
     make_job(job_root, "local", mode="local", result={"status": "completed"}, created="2026-01-01T00:00:00")
-    fake_slurm.set({"squeue": {"stdout": "21|RUNNING|None|node[1-2]|0:30|running\n"}})
+    fake_slurm.set({"squeue": {"stdout": "21|RUNNING|None|node[1-2]|0:30|0|running\n"}})
     code, out, _ = run_cli(capsys, "list", "--json")
     rows = json.loads(out)
     assert code == 0
@@ -328,10 +328,12 @@ def test_list_states_from_squeue_and_folders(fake_slurm: FakeSlurm, job_root: Pa
         ("running", "21", "RUNNING"), ("refused", None, "NOT_QUEUED"), ("local", None, "COMPLETED")]
     assert [r["orch_state"] for r in rows] == ["running", "not queued", "completed"]
     assert rows[0]["elapsed"] == "00:00:30" and rows[0]["created"].startswith("2026-01-03T00:00:00")
-    assert fake_slurm.calls() == [["squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N|%M|%j",
+    assert fake_slurm.calls() == [["squeue", "--noheader", "--states=all",
+                                   "--Format=JobArrayID:|,State:|,Reason:|,NodeList:|,TimeUsed:|,RestartCnt:|,Name:",
                                    "--jobs=21"]]
     code, out, _ = run_cli(capsys, "list")
-    assert out.splitlines()[0].split() == ["NAME", "JOBID", "CREATED", "STATE", "ELAPSED", "FOLDER"]
+    assert out.splitlines()[0].split() == ["NAME", "JOBID", "CREATED", "STATE", "RESTARTS", "ELAPSED", "REASON",
+                                           "FOLDER"]
     assert len(out.splitlines()) == 4
 
 
@@ -445,7 +447,7 @@ def test_follow_up_verbs_import_neither_torch_nor_matplotlib(job_root: Path, tmp
 
 def test_installed_orch_status_json(fake_slurm: FakeSlurm, job_root: Path, tmp_path: Path) -> None:
     orch = Path(sys.executable).parent / "orch"
-    fake_slurm.set({"squeue": {"stdout": "44|PENDING|Resources||0:00|smoke\n"},
+    fake_slurm.set({"squeue": {"stdout": "44|PENDING|Resources||0:00|0|smoke\n"},
                     "scontrol": {"stdout": "JobId=44 JobName=smoke\n   JobState=PENDING Reason=Resources "
                                            "Dependency=(null)\n   Requeue=1 Restarts=0 ExitCode=0:0\n"}})
     proc = subprocess.run([str(orch), "status", "44", "--json"], capture_output=True, text=True, cwd=tmp_path,
@@ -459,9 +461,9 @@ def test_installed_orch_status_json(fake_slurm: FakeSlurm, job_root: Path, tmp_p
 
 Capsys = pytest.CaptureFixture[str]
 
-SQUEUE = ("1|COMPLETED|None|node1|0:16|done\n"
-          "2|CANCELLED|None|node1|0:03|cancelled\n"
-          "3|PENDING|BeginTime||0:00|requeued\n")
+SQUEUE = ("1|COMPLETED|None|node1|0:16|0|done\n"
+          "2|CANCELLED|None|node1|0:03|0|cancelled\n"
+          "3|PENDING|BeginTime||0:00|2|requeued\n")
 JOBCOMP = ("4|FAILED|3:0|node1|00:00:05|failed\n"
            "77|COMPLETED|0:0|node2|00:01:00|element\n")  # the array element 9_1, under its raw id
 
@@ -482,13 +484,20 @@ def test_list_and_status_agree(fake_slurm: FakeSlurm, job_root: Path, capsys: Ca
     assert {i: r["state"] for i, r in listed.items()} == expected
     assert {i: r["state"] for i, r in status.items()} == expected
     for job_id in expected:
-        for key in ("state", "orch_state", "elapsed", "created", "job_dir", "gpu_hours"):
+        for key in ("state", "orch_state", "elapsed", "created", "job_dir", "gpu_hours", "restarts", "reason"):
             assert listed[job_id][key] == status[job_id][key], (job_id, key)
     assert status["3"]["reason"] == "BeginTime" and status["4"]["exit_code"] == 3
+    assert status["3"]["restarts"] == 2 and status["1"]["restarts"] == 0  # from the one squeue call
     assert status["1"]["elapsed"] == "00:00:16" and status["9_1"]["elapsed"] == "00:01:00"
     assert status["9_1"]["gpu_hours"] == round(60 * 4 / 3600, 3)  # 2 nodes x 2 GPUs in job.json
-    code, out, _ = run_cli(capsys, "status", "1", "2")
+    assert [c[0] for c in fake_slurm.calls()].count("squeue") == 2  # one batched call per verb
+    code, out, _ = run_cli(capsys, "status", "1", "2", "3")
     assert out.splitlines()[0].split()[:6] == ["JOBID", "STATE", "EXIT", "RESTARTS", "ELAPSED", "GPU_H"]
+    requeued = next(line.split() for line in out.splitlines() if line.startswith("3 "))
+    assert requeued[1:4] == ["PENDING", "-", "2"] and "BeginTime" in requeued
+    code, out, _ = run_cli(capsys, "list")
+    requeued = next(line.split() for line in out.splitlines() if line.startswith("requeued "))
+    assert requeued[3:5] == ["PENDING", "2"] and "BeginTime" in requeued
 
 
 def test_forgotten_job_with_a_result_completed(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
@@ -554,7 +563,7 @@ def test_super_in_a_user_block_is_accepted(fake_slurm: FakeSlurm, job_root: Path
 
 
 def test_cancel_a_whole_array_by_its_id(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
-    queue = "40_0|RUNNING|None|node1|0:05|s\n40_[1-3%1]|PENDING|JobArrayTaskLimit||0:00|s\n"
+    queue = "40_0|RUNNING|None|node1|0:05|0|s\n40_[1-3%1]|PENDING|JobArrayTaskLimit||0:00|0|s\n"
     fake_slurm.set({"squeue": {"stdout": queue}, "scancel": {"stdout": ""}})
     code, out, err = run_cli(capsys, "cancel", "40")
     assert (code, out) == (0, "cancelled 40\n"), err
@@ -567,3 +576,16 @@ def test_an_array_folder_points_at_its_elements(fake_slurm: FakeSlurm, job_root:
     (folder / "array.json").write_text("{}")
     code, _, err = run_cli(capsys, "status", str(folder))
     assert code == 2 and "folder of a job array" in err and str(folder / "0") in err
+
+
+def test_gpu_hours_from_accounting_cover_every_run(fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys) -> None:
+    """With accounting, GPU-hours are sacct's AllocTRES x ElapsedRaw over all runs of a requeued job; squeue's
+    elapsed (the current run only) is the fallback without it."""
+    make_job(job_root, "requeued", job_id="15")
+    runs = ("15|REQUEUED|0:15|node[1-2]|00:30:00|1800|cpu=16,gres/gpu=8,node=2|requeued\n"
+            "15|COMPLETED|0:0|node[1-2]|01:00:00|3600|cpu=16,gres/gpu=8,node=2|requeued\n")
+    fake_slurm.set({"squeue": UNKNOWN_ID, "sacct": {"stdout": runs}})
+    code, out, err = run_cli(capsys, "status", "15", "--json")
+    assert code == 0, err
+    row = json.loads(out)
+    assert (row["state"], row["elapsed"], row["gpu_hours"]) == ("COMPLETED", "01:00:00", 12.0)

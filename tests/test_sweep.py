@@ -187,3 +187,94 @@ def test_api_checks_the_data_dir_as_orch_submit(env: dict[str, Any], tmp_path: P
         api.sweep("mnist", [{"lr": 0.1}], nodes=1, gpus=1, cluster=env["cluster"], executor="slurm",
                   data_dir=str(tmp_path / "nowhere"))
     assert env["stubs"].records() == [] and not env["jobs"].exists()
+
+
+SCRIPT = Path(__file__).resolve().parent / "scripts" / "ddp_train.py"
+
+
+def test_api_submits_the_script_of_orch_submit_for_a_script_job(env: dict[str, Any], capsys: Capsys) -> None:
+    """A script job with every kind of extra: the API's sbatch input is orch submit's (job folder masked)."""
+    handle = api.submit(str(SCRIPT), script_args=["--steps", "3", "it's $(x)"], nodes=2, gpus=4, gpus_per_task=2,
+                        cluster=env["cluster"], executor="slurm", time="00:20:00", constraint="a100&ib",
+                        exclusive=True, exclude="node9", dependency="afterok:1", mail_type="END,FAIL",
+                        mail_user="me@example.org", reservation="r1", sbatch_args={"licenses": "scratch", "hold": True},
+                        env={"NCCL_DEBUG": "INFO", "MSG": "a b"}, container_runtime="apptainer",
+                        container_image="/img/pt.sif", container_mounts=["/data:/data"], preflight="exclude")
+    before = set(env["jobs"].iterdir())
+    code, _, err = run_main(capsys, "submit", str(SCRIPT), "--nodes", "2", "--gpus", "4", "--gpus-per-task", "2",
+                            "--time", "00:20:00", "--constraint", "a100&ib", "--exclusive", "--exclude", "node9",
+                            "--dependency", "afterok:1", "--mail-type", "END,FAIL", "--mail-user", "me@example.org",
+                            "--reservation", "r1", "--sbatch-arg", "licenses=scratch", "--sbatch-arg", "hold",
+                            "--env", "NCCL_DEBUG=INFO", "--env", "MSG=a b", "--container-runtime", "apptainer",
+                            "--container-image", "/img/pt.sif", "--container-mounts", "/data:/data", "--json",
+                            "--preflight=exclude",
+                            "--", "--steps", "3", "it's $(x)")
+    assert code == 0, err
+    [cli_dir] = new_folders(env["jobs"], before)
+    api_call, cli_call = env["stubs"].records("sbatch")
+    script = api_call["script"]
+    for line in ('#SBATCH --constraint="a100&ib"', "#SBATCH --exclusive", "#SBATCH --licenses=scratch",
+                 "#SBATCH --hold", "#SBATCH --mail-user=me@example.org"):
+        assert line in script, line
+    assert "apptainer" in script and "NCCL_DEBUG" in script
+    assert masked(script, handle.job_dir) == masked(cli_call["script"], cli_dir)
+    configs = [json.loads((d / "job.json").read_text()) for d in (handle.job_dir, cli_dir)]
+    for cfg in configs:
+        del cfg["job_dir"], cfg["created"]
+    assert configs[0] == configs[1]
+    assert configs[0]["script"]["args"] == ["--steps", "3", "it's $(x)"]
+
+
+def test_api_takes_a_module_and_refuses_what_orch_submit_refuses(env: dict[str, Any]) -> None:
+    handle = api.submit(module="pkg.not_here", script_args=["--x"], nodes=1, gpus=1, cluster=env["cluster"],
+                        executor="slurm")
+    cfg = json.loads((handle.job_dir / "job.json").read_text())
+    assert cfg["script"]["kind"] == "module" and cfg["script"]["target"] == "pkg.not_here"
+    bad: list[dict[str, Any]] = [
+        {"sbatch_args": {"nodes": "3"}},  # orch's own option
+        {"env": {"RANK": "1"}},  # the launcher's variable
+        {"gpus": 3, "gpus_per_task": 2},  # K does not divide the GPUs
+        {"lr": 0.1},  # a script takes no hyperparameters
+    ]
+    for extra in bad:
+        with pytest.raises(ConfigError):
+            api.submit(str(SCRIPT), cluster=env["cluster"], executor="slurm", **{"nodes": 1, "gpus": 2, **extra})
+    with pytest.raises(ConfigError, match="a script takes its arguments"):
+        api.sweep(str(SCRIPT), [{"lr": 0.1}], cluster=env["cluster"], executor="slurm")
+    assert len(env["stubs"].records("sbatch")) == 1
+
+
+def test_api_request_fields_are_orch_submits_options() -> None:
+    from orchestrator.submission import OPTION_NAMES
+
+    assert set(api.REQUEST_FIELDS) == set(OPTION_NAMES) - {"job", "nodes", "gpus", "overrides"}
+
+
+def test_api_checks_a_script_with_orch_doctor_as_orch_submit(env: dict[str, Any], tmp_path: Path) -> None:
+    from orchestrator.doctor.gate import ScriptRefused
+
+    bad = tmp_path / "bad_train.py"
+    bad.write_text(BAD_SCRIPT)
+    with pytest.raises(ScriptRefused, match="orch doctor found errors"):
+        api.submit(str(bad), nodes=1, gpus=1, cluster=env["cluster"], executor="slurm")
+    assert env["stubs"].records() == []
+    handle = api.submit(str(bad), nodes=1, gpus=1, cluster=env["cluster"], executor="slurm", no_check=True)
+    assert handle.job_id == "4242"
+
+
+BAD_SCRIPT = """\
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main():
+    dist.init_process_group("gloo")
+    loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=16, shuffle=True)
+    for x in loader:
+        pass
+
+
+if __name__ == "__main__":
+    main()
+"""

@@ -17,7 +17,7 @@ from orchestrator.jobdirs import list_job_dirs
 
 HELP = "list the jobs submitted from here (from their job folders)"
 COLUMNS: dict[str, str] = {"NAME": "name", "JOBID": "job_id", "CREATED": "created", "STATE": "state",
-                           "ELAPSED": "elapsed", "FOLDER": "job_dir"}
+                           "RESTARTS": "restarts", "ELAPSED": "elapsed", "REASON": "reason", "FOLDER": "job_dir"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

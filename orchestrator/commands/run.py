@@ -25,7 +25,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.jobdirs import job_root, local_log_name, metrics_cell
 from orchestrator.local import LocalResult, LocalRunner, job_lock, tail
-from orchestrator.localplan import available_cpus, cpus_per_rank, new_local_run
+from orchestrator.localplan import available_cpus, cpus_per_rank, local_gpu_layout, local_gpus, new_local_run
 from orchestrator.runconfig import (
     CHECKPOINT_DIR,
     JOB_FILE,
@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hyperparameter overrides, checked against the job's parameters (e.g. epochs=2)")
     parser.add_argument("--nproc", type=int, metavar="N",
                         help="processes (ranks) to start (default: 1; with --resume: as before)")
+    parser.add_argument("--gpus-per-task", type=int, metavar="K",
+                        help="scripts: each rank holds K of this machine's GPUs (CUDA_VISIBLE_DEVICES, else all); "
+                             "--nproc defaults to GPUs / K")
     parser.add_argument("--resume", metavar="DIR",
                         help="continue the job folder DIR from its last checkpoint (no JOB then)")
     add_cluster_argument(parser)
@@ -72,9 +75,13 @@ def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Pat
     check_script(target, refuse=not args.no_check)  # orch doctor first: errors stop the run
     cluster = cluster_or_none(args)
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
-    return new_local_run(script_job(target), {}, nproc=args.nproc or 1, root=root,
+    per_task, gpus, nproc = args.gpus_per_task, 0, args.nproc or 1
+    if per_task is not None:
+        gpus = 0 if args.cpu else local_gpus(os.environ)
+        nproc = local_gpu_layout(args.nproc, per_task, gpus)
+    return new_local_run(script_job(target), {}, nproc=nproc, root=root,
                          data_dir=resolve_data_dir(args.data_dir, os.environ, Path.cwd()), cluster=cluster,
-                         script=target)
+                         script=target, gpus_per_task=per_task, gpus=gpus)
 
 
 def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
@@ -90,7 +97,8 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
     cluster = cluster_or_none(args)
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
     return new_local_run(loaded, parse_overrides(args.overrides), nproc=args.nproc or 1, root=root,
-                         data_dir=resolve_data_dir(args.data_dir, os.environ, cwd), cluster=cluster)
+                         data_dir=resolve_data_dir(args.data_dir, os.environ, cwd), cluster=cluster,
+                         gpus_per_task=args.gpus_per_task)
 
 
 def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path, RunConfig]:
@@ -100,8 +108,9 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
             raise ConfigError(f"--resume takes no JOB (got {args.job!r}): the job comes from the folder's "
                               "job.json", hint="orch run --resume DIR [key=value ...]")
         overrides.insert(0, args.job)
-    if getattr(args, "script_args", None) is not None or getattr(args, "module", None):
-        raise ConfigError("--resume takes no script, -m or arguments after --: they come from the folder's job.json",
+    if getattr(args, "script_args", None) is not None or getattr(args, "module", None) or args.gpus_per_task:
+        raise ConfigError("--resume takes no script, -m, --gpus-per-task or arguments after --: they come from the "
+                          "folder's job.json",
                           hint="orch run --resume DIR")
     job_dir = Path(args.resume).expanduser().absolute()
     check_job_dir(job_dir, job_file=JOB_FILE, checkpoint_dir=CHECKPOINT_DIR)

@@ -109,45 +109,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.config import resolve_data_dir
-    from orchestrator.extras import parse_env_args, parse_sbatch_args
-    from orchestrator.job import load_job, parse_overrides
-    from orchestrator.plan import make_request
-    from orchestrator.script import resolve_target, script_job
-    from orchestrator.submission import new_plan
+    from orchestrator.submission import build_request, new_plan, submit_options
 
     cluster = cluster_from_args(args)
     cwd = Path.cwd()
-    target = resolve_target(args.job, getattr(args, "module", None), getattr(args, "script_args", None),
-                            args.overrides, cwd, [Path(p) for p in sys.path if p])
-    if target is None and not args.job:
-        raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
-    if target is not None:  # orch doctor first: errors stop the submission (the dry run only shows them)
-        from orchestrator.doctor.gate import check_script  # only for scripts: a job file's dry run skips it
-
-        check_script(target, refuse=not (args.no_check or args.dry_run))
-    loaded = script_job(target) if target is not None else load_job(args.job, os.environ, cwd)
-    request = make_request({
-        "script": target, "gpus_per_task": getattr(args, "gpus_per_task", None),
-        "sbatch_extra": parse_sbatch_args(vars(args), getattr(args, "sbatch_arg", [])),
-        "env": parse_env_args(getattr(args, "env", [])),
-        "container_runtime": getattr(args, "container_runtime", None),
-        "container_image": getattr(args, "container_image", None),
-        "container_mounts": getattr(args, "container_mounts", []),
-        "preflight": getattr(args, "preflight", None),
-        "job": args.job or f"-m {args.module}",
-        "nodes": args.nodes, "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
-        "cpus_per_task": args.cpus_per_task, "partition": args.partition, "time": args.time,
-        "job_name": args.job_name, "account": args.account, "qos": args.qos,
-        "overrides": parse_overrides(args.overrides),
-        "templates": _absolute(args.templates, cwd),
-        "data_dir": resolve_data_dir(args.data_dir, os.environ, cwd),
-    })
+    # a script is checked by orch doctor first: errors stop the submission (the dry run only shows them)
+    request, loaded = build_request(submit_options(vars(args)), cwd=cwd, environ=os.environ,
+                                    search=[Path(p) for p in sys.path if p], dry_run=args.dry_run)
+    target = request.script
     plan = new_plan(request, cluster, loaded, cwd)
     if args.sweep or args.array_throttle is not None:
-        if target is not None:
-            raise ConfigError("--sweep varies a job file's parameters; a script takes its arguments after --",
-                              hint="submit one job per argument set, or write a job file for the sweep")
         return _sweep(args, plan, loaded)
     data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, request.data_dir)
     if args.dry_run:
@@ -299,9 +270,3 @@ def dry_run_json(plan: SubmitPlan) -> str:
     return (f'{{"script": {dumps(plan.script)},\n "runs": {dumps(runs)},\n'
             f' "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
             f' "ranks": [\n  ' + ",\n  ".join(ranks) + "\n ]}\n")
-
-
-def _absolute(path: str | None, cwd: Path) -> str | None:
-    if not path:
-        return None
-    return os.path.normpath(cwd / Path(path).expanduser())

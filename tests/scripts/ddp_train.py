@@ -58,6 +58,7 @@ def main() -> int:
             "backend": dist.get_backend(),
             "world": dist.get_world_size(),
             "cuda_visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "orch_test_tag": os.environ.get("ORCH_TEST_TAG"),  # set by tests through --env / env=
         }
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, f"rank{rank}.json"), "w", encoding="utf-8") as fh:

@@ -105,3 +105,30 @@ def test_sweep_and_list_status_agree(slurm_cluster: SlurmCluster, tmp_path: Path
     while cluster.status(held)["state"] != "CANCELLED":
         assert time.monotonic() < deadline
         time.sleep(0.5)
+
+
+def test_requeued_job_shows_restarts_and_why_it_waits(slurm_cluster: SlurmCluster) -> None:
+    """After ``scontrol requeue`` Slurm holds the job PENDING (reason BeginTime, for about 120 s): orch status of
+    several jobs and orch list (the batched squeue path, no scontrol) show RESTARTS 1 and that reason."""
+    job_id, job_dir = slurm_cluster.submit("smoke", "--nodes", "1", "--gpus", "1", *SMOKE_LONG)
+    other_id, _ = slurm_cluster.submit("smoke", "--nodes", "1", "--gpus", "1", *SMOKE_FAST)
+    try:
+        slurm_cluster.wait(job_id, lambda s: s["state"] == "RUNNING", 120, job_dir, "RUNNING")
+        requeued = slurm_cluster.client("scontrol", "requeue", job_id)
+        assert requeued.returncode == 0, requeued.stderr
+        deadline = time.monotonic() + 60
+        while True:
+            listed, status = _states(slurm_cluster, [job_id, other_id])
+            row = status[job_id]
+            if row["state"] == "PENDING" and row["reason"] == "BeginTime":
+                break
+            assert time.monotonic() < deadline, row
+            time.sleep(0.5)
+        assert (row["restarts"], row["source"]) == (1, "squeue")
+        assert (listed[job_id]["restarts"], listed[job_id]["reason"]) == (1, "BeginTime")
+        table = slurm_cluster.orch("status", job_id, other_id, "--cluster", str(slurm_cluster.cluster_yaml),
+                                   check=True).stdout
+        line = next(ln.split() for ln in table.splitlines() if ln.startswith(f"{job_id} "))
+        assert line[1] == "PENDING" and line[3] == "1" and "BeginTime" in line, table
+    finally:
+        slurm_cluster.client("scancel", job_id, other_id)
