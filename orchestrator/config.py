@@ -32,6 +32,7 @@ _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SCRIPT_VARIABLES = frozenset({
     "JOB_DIR", "PYTHON", "PREEMPT_SIGNAL", "ORCH_JOB_DIR", "REQUEUE_FILE", "srun_pid", "srun_rc", "signals",
     "seen", "requeue_id", "job_nodes", "head_node", "node_info", "preflight_rc", "preflight_next", "next_id",
+    "ORCH_BATCH_START", "ORCH_SRUN_START",
 })
 # What orch derives for every rank (distenv/launch): a value from env would be overwritten or, worse, win.
 DERIVED_VARIABLES = frozenset({
@@ -338,7 +339,7 @@ def parse_yaml(text: str, source: str) -> dict[str, Any]:
         # libyaml's loader when built in (10x faster); on an error the pure-Python loader parses again,
         # so the message (line, column, context) is the same with or without libyaml
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, RecursionError):
         data = None
     try:
         data = yaml.safe_load(text) if data is None else data
