@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from orchestrator import slurm
+from orchestrator import slurm, slurmstate
 from orchestrator.config import Cluster, find_cluster
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.jobdirs import job_root, log_path, read_job_dir, read_result
@@ -96,13 +96,13 @@ class JobHandle:
         """Slurm's state name (``PENDING``, ``RUNNING``, ``COMPLETED``, ``FAILED``, ...)."""
         return self.status().state
 
-    def status(self) -> slurm.JobStatus:
+    def status(self) -> slurmstate.JobStatus:
         if self.executor == "local":
             raw = str(self.submitit_job.state) if self.submitit_job is not None else "UNKNOWN"
             state = LOCAL_STATES.get(raw, "UNKNOWN")
             if state == "COMPLETED" and not self.is_script and read_result(self.job_dir) is None:
                 state = "FAILED"  # a script writes no result.json; its exit code already said
-            return slurm.JobStatus(job_id=self.job_id, state=state, source="submitit")
+            return slurmstate.JobStatus(job_id=self.job_id, state=state, source="submitit")
         raw_id = read_job_dir(self.job_dir).raw_job_id  # an array element's raw id: the completion log's name
         return slurm.job_status([self.job_id], raw_ids={self.job_id: raw_id} if raw_id else None)[self.job_id]
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from orchestrator import slurm
+from orchestrator import slurm, slurmstate
 from orchestrator.errors import SlurmError
 from orchestrator.jobdirs import JobDir, read_result
 from orchestrator.preflight import status_note
@@ -26,11 +26,11 @@ from orchestrator.units import parse_time
 log = logging.getLogger(__name__)
 
 NOT_QUEUED = "NOT_QUEUED"  # orch's own state: sbatch refused the job, its folder says why
-FOLDER_STATES = {NOT_QUEUED: slurm.StateInfo("not queued", True)}
+FOLDER_STATES = {NOT_QUEUED: slurmstate.StateInfo("not queued", True)}
 
 
 def statuses(targets: Sequence[tuple[str | None, JobDir | None]], *, tolerant: bool = False,
-             details: bool = True) -> dict[str, slurm.JobStatus]:
+             details: bool = True) -> dict[str, slurmstate.JobStatus]:
     """Slurm's status of every queued target, in one batched call. ``tolerant``: when Slurm cannot
     be asked, every job is UNKNOWN (``orch list`` still lists); else the SlurmError stands."""
     ids = [job_id for job_id, _ in targets if job_id]
@@ -46,7 +46,7 @@ def statuses(targets: Sequence[tuple[str | None, JobDir | None]], *, tolerant: b
         return {}
 
 
-def describe(job_id: str | None, job: JobDir | None, status: slurm.JobStatus | None) -> dict[str, Any]:
+def describe(job_id: str | None, job: JobDir | None, status: slurmstate.JobStatus | None) -> dict[str, Any]:
     """One row for status and list: the state (one function for both) and what the folder adds."""
     row: dict[str, Any] = {"job_id": job_id, "state": "UNKNOWN", "source": "none", "name": None, "reason": None,
                            "nodes": None, "elapsed": None, "exit_code": None, "signal": None, "restarts": None}
@@ -54,7 +54,7 @@ def describe(job_id: str | None, job: JobDir | None, status: slurm.JobStatus | N
         row.update(status.as_dict())
     if job is not None and (status is None or status.state == "UNKNOWN"):
         row.update(_from_folder(job))
-    info = FOLDER_STATES.get(row["state"]) or slurm.state_info(row["state"])
+    info = FOLDER_STATES.get(row["state"]) or slurmstate.state_info(row["state"])
     row.update(orch_state=info.orch, terminal=info.terminal)
     config = job.config if job else None
     row["name"] = row["name"] or (job.name if job else None)

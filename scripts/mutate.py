@@ -42,21 +42,21 @@ EQUIVALENT_FILE = ROOT / "scripts" / "mutation-equivalent.txt"
 MARKERS = "not slurm and not slow and not mnist"
 COPY = ("orchestrator", "jobs", "templates", "tests", "pyproject.toml", "cluster.yaml")
 
-# module -> (source file, test files, top-level names to mutate or None for all)
-MODULES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...] | None]] = {  # edge tests first: -x stops early
-    "hostlist": ("orchestrator/hostlist.py",
+# module -> (source files, test files (edge tests first: -x stops early), top-level names to mutate or None for all)
+MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...] | None]] = {
+    "hostlist": (("orchestrator/hostlist.py",),
                  ("tests/test_edges_hostlist.py", "tests/test_hostlist.py", "tests/test_cli_hosts_env.py"), None),
-    "distenv": ("orchestrator/distenv.py",
+    "distenv": (("orchestrator/distenv.py", "orchestrator/masterport.py", "orchestrator/taskenv.py"),
                 ("tests/test_edges_distenv.py", "tests/test_distenv.py", "tests/test_ports.py"), None),
-    "render": ("orchestrator/render.py",
+    "render": (("orchestrator/render.py",),
                ("tests/test_edges_render.py", "tests/test_render.py", "tests/test_hostile_values.py"), None),
-    "plan": ("orchestrator/plan.py",
+    "plan": (("orchestrator/plan.py",),
              ("tests/test_edges_plan.py", "tests/test_plan.py", "tests/test_render.py"), None),
-    "config": ("orchestrator/config.py",
+    "config": (("orchestrator/config.py",),
                ("tests/test_edges_config.py", "tests/test_config.py", "tests/test_malformed_inputs.py"), None),
-    "checkpoint": ("orchestrator/runtime/checkpoint.py",
+    "checkpoint": (("orchestrator/runtime/checkpoint.py",),
                    ("tests/test_edges_checkpoint.py", "tests/test_runtime_checkpoint.py"), None),
-    "slurm": ("orchestrator/slurm.py", ("tests/test_edges_slurm_state.py", "tests/test_slurm_state.py"),
+    "slurm": (("orchestrator/slurmstate.py",), ("tests/test_edges_slurm_state.py", "tests/test_slurm_state.py"),
               ("JOB_STATES", "UNKNOWN", "state_info", "JobStatus")),
 }
 
@@ -75,6 +75,7 @@ _SKIP_CALLS = frozenset({"log", "logging", "print", "_error", "ConfigError", "Di
 @dataclass(frozen=True)
 class Mutant:
     module: str
+    path: str  # the source file, relative to the repository root
     line: int
     before: str  # the original source line, stripped
     what: str  # e.g. "< -> <=" or "statement -> pass"
@@ -158,14 +159,20 @@ def _table_strings(tree: ast.Module) -> set[int]:
 
 
 def mutants(module: str, source_root: Path = ROOT) -> Iterator[Mutant]:
-    path, _, only = MODULES[module]
+    paths, _, only = MODULES[module]
+    keys: dict[str, int] = {}  # per module: a key stays unique when the module is several files
+    for path in paths:
+        yield from _file_mutants(module, path, only, keys, source_root)
+
+
+def _file_mutants(module: str, path: str, only: tuple[str, ...] | None, keys: dict[str, int],
+                  source_root: Path) -> Iterator[Mutant]:
     text = (source_root / path).read_text(encoding="utf-8")
     tree = ast.parse(text)
     lines = text.splitlines()
     protected = _protected(tree)
     tables = _table_strings(tree)
     seen: set[str] = set()
-    keys: dict[str, int] = {}
 
     def make(node: ast.AST, replacement: str, what: str) -> Mutant | None:
         source = _splice(text, node, replacement)
@@ -181,7 +188,7 @@ def mutants(module: str, source_root: Path = ROOT) -> Iterator[Mutant]:
         keys[key] = keys.get(key, 0) + 1
         if keys[key] > 1:  # the same change twice on one line: number them
             what = f"{what} [{keys[key]}]"
-        return Mutant(module, node.lineno, before, what, source)  # type: ignore[attr-defined]
+        return Mutant(module, path, node.lineno, before, what, source)  # type: ignore[attr-defined]
 
     def expr(node: ast.expr) -> str:
         return "(" + ast.unparse(node) + ")"
@@ -271,22 +278,22 @@ def run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]
     return f"error {code}", elapsed  # 3 internal error, 4 usage error, 5 no tests collected
 
 
-def check_mutant(m: Mutant, *, path: str, tests: list[str], timeout: float, free: list[Path],
+def check_mutant(m: Mutant, *, tests: list[str], timeout: float, free: list[Path],
                  equivalent: dict[str, str], source_root: Path) -> dict[str, object]:
     """Write the mutant into a free copy of the tree, run the tests there, put the original back."""
     tree = free.pop()
     try:
-        (tree / path).write_text(m.source, encoding="utf-8")
+        (tree / m.path).write_text(m.source, encoding="utf-8")
         outcome, secs = run_tests(tree, tests, timeout)
     finally:
-        shutil.copy2(source_root / path, tree / path)
+        shutil.copy2(source_root / m.path, tree / m.path)
         free.append(tree)
     if m.key in equivalent:
         gpu = equivalent[m.key].startswith("GPU only")  # not equivalent: only a CUDA run can kill it
         outcome = f"{'gpu-only' if gpu else 'equivalent'} ({outcome})"
     mark = "  " if outcome.startswith(("killed", "timeout")) else "!!"
-    print(f"{mark} {outcome:10s} {m.module}:{m.line}: {m.what}  |  {m.before}", flush=True)
-    return {"module": m.module, "line": m.line, "before": m.before, "what": m.what, "outcome": outcome,
+    print(f"{mark} {outcome:10s} {m.path}:{m.line}: {m.what}  |  {m.before}", flush=True)
+    return {"module": m.module, "path": m.path, "line": m.line, "before": m.before, "what": m.what, "outcome": outcome,
             "seconds": round(secs, 1)}
 
 
@@ -337,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run(["tar", "-x", "-C", str(source_root)], input=archive, check=True)
         trees = [make_copy(Path(tmp) / f"w{i}", source_root) for i in range(max(1, args.jobs))]
         for module in args.modules:
-            path, default_tests, _ = MODULES[module]
+            _, default_tests, _ = MODULES[module]
             tests = [t for t in (args.tests or default_tests) if (source_root / t).exists()]
             todo = list(mutants(module, source_root))
             if rerun is not None:
@@ -353,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                 todo = [todo[int(i * step)] for i in range(args.limit)]
             if args.list:
                 for m in todo:
-                    print(f"{m.line:4d}  {m.key}{'  [equivalent]' if m.key in equivalent else ''}")
+                    print(f"{m.path}:{m.line}  {m.key}{'  [equivalent]' if m.key in equivalent else ''}")
                 continue
             status, clean = run_tests(trees[0], tests, 900)
             if status != "survived":
@@ -362,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
             timeout = args.timeout or max(30.0, 3 * clean)
             print(f"== {module}: {len(todo)} mutants, tests {' '.join(tests)} (clean run {clean:.1f} s)", flush=True)
             free = list(trees)
-            one = functools.partial(check_mutant, path=path, tests=tests, timeout=timeout, free=free,
+            one = functools.partial(check_mutant, tests=tests, timeout=timeout, free=free,
                                     equivalent=equivalent, source_root=source_root)
             with ThreadPoolExecutor(max_workers=len(trees)) as pool:
                 results.extend(pool.map(one, todo))

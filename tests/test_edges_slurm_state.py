@@ -1,11 +1,11 @@
 """Every Slurm job state (squeue %T / sacct State / scontrol JobState of Slurm 22.05: 24 names) and
-orch's reading of it, stated here independently of slurm.JOB_STATES, plus the spellings clients print."""
+orch's reading of it, stated here independently of slurmstate.JOB_STATES, plus the spellings clients print."""
 
 from __future__ import annotations
 
 import pytest
 
-from orchestrator import slurm
+from orchestrator import slurmstate
 
 # Slurm's state name -> (orch state, terminal). Written from Slurm's documentation (squeue(1) JOB STATE
 # CODES), not copied from the table under test.
@@ -39,14 +39,14 @@ EXPECTED: dict[str, tuple[str, bool]] = {
 
 def test_the_table_holds_exactly_slurms_24_states() -> None:
     assert len(EXPECTED) == 24
-    assert set(slurm.JOB_STATES) == set(EXPECTED)
+    assert set(slurmstate.JOB_STATES) == set(EXPECTED)
 
 
 @pytest.mark.parametrize(("state", "expected"), sorted(EXPECTED.items()))
 def test_every_state_maps_to_its_orch_state(state: str, expected: tuple[str, bool]) -> None:
-    info = slurm.state_info(state)
+    info = slurmstate.state_info(state)
     assert (info.orch, info.terminal) == expected
-    status = slurm.JobStatus(job_id="1", state=state, source="squeue")
+    status = slurmstate.JobStatus(job_id="1", state=state, source="squeue")
     assert (status.orch_state, status.terminal) == expected
     assert status.as_dict()["orch_state"] == expected[0]
     assert status.as_dict()["terminal"] is expected[1]
@@ -65,17 +65,17 @@ def test_every_state_maps_to_its_orch_state(state: str, expected: tuple[str, boo
     ("NO_SUCH_STATE", ("unknown", False)),
 ])
 def test_printed_spellings(printed: str, expected: tuple[str, bool]) -> None:
-    info = slurm.state_info(printed)
+    info = slurmstate.state_info(printed)
     assert (info.orch, info.terminal) == expected
 
 
 def test_unknown_is_not_terminal() -> None:
     """A state orch does not know must not make followers stop waiting."""
-    assert slurm.UNKNOWN.orch == "unknown"
-    assert slurm.UNKNOWN.terminal is False
+    assert slurmstate.UNKNOWN.orch == "unknown"
+    assert slurmstate.UNKNOWN.terminal is False
 
 
 def test_a_status_is_a_snapshot() -> None:
-    status = slurm.JobStatus(job_id="1", state="RUNNING", source="squeue")
+    status = slurmstate.JobStatus(job_id="1", state="RUNNING", source="squeue")
     with pytest.raises(AttributeError):
         status.state = "COMPLETED"  # type: ignore[misc]

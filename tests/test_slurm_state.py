@@ -1,4 +1,5 @@
-"""slurm.py's job-state side: the state table, squeue/sacct/scontrol parsing, job_status's calls.
+"""The job-state side: the state table and the squeue/sacct/scontrol parsers (slurmstate.py), job_status's
+calls (slurm.py).
 
 A fake runner returns canned output of Slurm 22.05.8 clients (captured on the local test
 cluster) and records every call, so the tests see exactly which commands run and how often.
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import slurm
+from orchestrator import slurm, slurmstate
 from orchestrator.errors import SlurmError
 
 Reply = tuple[int, str, str]  # returncode, stdout, stderr
@@ -79,7 +80,7 @@ SCONTROL_OUT = (
     ("", "unknown", False),
 ])
 def test_state_table(state: str, orch: str, terminal: bool) -> None:
-    info = slurm.state_info(state)
+    info = slurmstate.state_info(state)
     assert (info.orch, info.terminal) == (orch, terminal)
 
 
@@ -87,7 +88,7 @@ def test_every_terminal_state_is_one_sacct_knows() -> None:
     # sacct(1) "JOB STATE CODES": the states a finished job ends in
     finished = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
                 "PREEMPTED", "TIMEOUT", "REVOKED"}
-    assert {s for s, info in slurm.JOB_STATES.items() if info.terminal} == finished
+    assert {s for s, info in slurmstate.JOB_STATES.items() if info.terminal} == finished
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -95,7 +96,7 @@ def test_every_terminal_state_is_one_sacct_knows() -> None:
     ("garbage", (None, None)),
 ])
 def test_parse_exit_code(text: str, expected: tuple[int | None, int | None]) -> None:
-    assert slurm.parse_exit_code(text) == expected
+    assert slurmstate.parse_exit_code(text) == expected
 
 
 def test_squeue_parses_every_field_and_keeps_bars_in_names() -> None:
@@ -178,7 +179,7 @@ def test_sacct_text_exit_codes_array_elements_and_gpu_hours_over_runs() -> None:
     ("cpu=2,mem=1G,node=1", 0), ("", 0), ("gres/gpu=x", 0),
 ])
 def test_tres_gpus(tres: str, gpus: int) -> None:
-    assert slurm.tres_gpus(tres) == gpus
+    assert slurmstate.tres_gpus(tres) == gpus
 
 
 def test_jobcomp_later_records_win() -> None:
@@ -229,7 +230,7 @@ def test_job_status_without_ids_calls_nothing() -> None:
 
 
 def test_parse_scontrol_keeps_spaces_inside_values() -> None:
-    fields = slurm.parse_scontrol(SCONTROL_OUT)
+    fields = slurmstate.parse_scontrol(SCONTROL_OUT)
     assert fields["JobName"] == "smoke job"
     assert fields["Command"] == "/tmp/a b/sbatch.sh"
     assert fields["Restarts"] == "1" and fields["JobState"] == "RUNNING"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from orchestrator import slurm
+from orchestrator import slurm, slurmstate
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import SlurmError
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _whole(job_id: str, found: dict[str, slurm.JobStatus]) -> slurm.JobStatus | None:
+def _whole(job_id: str, found: dict[str, slurmstate.JobStatus]) -> slurmstate.JobStatus | None:
     """squeue's answer for ``job_id``; a job array's id (``1234``) stands for its elements (``1234_0``,
     ``1234_[1-3]``): live while any element is."""
     if job_id in found:
