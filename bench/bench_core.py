@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestrator import distenv, hostlist
+from orchestrator import distenv, hostlist, taskenv
 
 
 def _clear_caches() -> None:
@@ -49,7 +49,7 @@ def main() -> None:
     nodes = [f"gpu{i:04d}" for i in range(1, 1025)]
 
     def simulate_and_derive() -> None:
-        envs = distenv.simulate_slurm_task_envs(nodes, 8, "123456", 8, nodes[0], 29500)
+        envs = taskenv.simulate_slurm_task_envs(nodes, 8, "123456", 8, nodes[0], 29500)
         ranks = [distenv.derive(env) for env in envs]
         assert len(ranks) == 8192 and ranks[-1].rank == 8191
 

@@ -98,7 +98,7 @@ def merge_sbatch(*layers: Mapping[str, str | bool | int | None]) -> Extras:
 def parse_env_args(items: Sequence[str]) -> dict[str, str]:
     """``--env KEY=VALUE`` items, checked by cluster.yaml's own ``env`` rule, minus orch's own names."""
     from orchestrator.config import check_env_entry
-    from orchestrator.distenv import LAUNCHER_OWNED_VARS
+    from orchestrator.taskenv import LAUNCHER_OWNED_VARS
 
     out: dict[str, str] = {}
     for item in items:

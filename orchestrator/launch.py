@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from orchestrator import distenv, hang
+from orchestrator import distenv, hang, taskenv
 from orchestrator.errors import DistEnvError, OrchError
 from orchestrator.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.trust import check_job_dir
@@ -64,10 +64,10 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
     from orchestrator.runtime.device import VISIBLE_VAR, narrowed_visible
 
     environ.update(cfg.env)
-    for name in distenv.ORCH_ONLY_VARS:
+    for name in taskenv.ORCH_ONLY_VARS:
         environ.pop(name, None)
     max_restarts = SLURM_MAX_REQUEUE if cfg.mode == "slurm" and cfg.launcher.requeue else 0
-    environ.update(distenv.script_env(
+    environ.update(taskenv.script_env(
         env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
         run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
     environ["ORCH_JOB_DIR"] = str(job_dir)

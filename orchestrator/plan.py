@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator import distenv, hostlist
+from orchestrator import distenv, hostlist, masterport, taskenv
 from orchestrator.config import Cluster, Partition
 from orchestrator.containers import ContainerPlan, resolve_container
 from orchestrator.errors import ConfigError
@@ -178,8 +178,8 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
 def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, master_addr: str,
                    port_range: tuple[int, int], *, gpus_per_task: int = 1) -> tuple[RankRow, ...]:
     """Every rank of the allocation, through the same ``derive()`` the tasks run."""
-    port = distenv.master_port(DRY_RUN_JOB_ID, 0, port_range)
-    envs = distenv.simulate_slurm_task_envs(hosts, tasks_per_node, DRY_RUN_JOB_ID, gpus_per_node,
+    port = masterport.master_port(DRY_RUN_JOB_ID, 0, port_range)
+    envs = taskenv.simulate_slurm_task_envs(hosts, tasks_per_node, DRY_RUN_JOB_ID, gpus_per_node,
                                             master_addr, port)
     rows = []
     for environ in envs:

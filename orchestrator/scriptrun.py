@@ -1,7 +1,7 @@
 """Run a user's script in a task, as torchrun would (``launch.py`` calls this for ``job.json`` ``script``).
 
 By the time :func:`run` is called, ``launch.py`` has derived this task's place and exported
-torchrun's variables (:func:`orchestrator.distenv.script_env`). Here, in this process:
+torchrun's variables (:func:`orchestrator.taskenv.script_env`). Here, in this process:
 
 1. change to the working directory of submit time;
 2. on a GPU task, import torch and bind the task's GPU (``torch.cuda.set_device``), so a script

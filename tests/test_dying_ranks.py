@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator import distenv
+from orchestrator import taskenv
 from orchestrator.config import Launcher
 from orchestrator.local import free_port
 from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, RunConfig, write_run_config
@@ -88,7 +88,7 @@ def start_like_srun(job_dir: Path, nproc: int = 2) -> Ranks:
     """``srun python -u -m orchestrator.launch --job-dir DIR`` on one node: the Slurm 22.05 task
     variables of each rank (the same simulation the dry run uses), MASTER_ADDR/PORT exported."""
     port = free_port()
-    envs = distenv.simulate_slurm_task_envs(["localhost"], nproc, "9001", 0, "127.0.0.1", port)
+    envs = taskenv.simulate_slurm_task_envs(["localhost"], nproc, "9001", 0, "127.0.0.1", port)
     procs = []
     for rank, task_env in enumerate(envs):
         out = (job_dir / LOG_DIR / f"task-rank{rank}.out").open("wb")

@@ -5,16 +5,10 @@ from __future__ import annotations
 import pytest
 from test_distenv import TORCHRUN, real_task_env
 
-from orchestrator.distenv import (
-    DEFAULT_PORT_RANGE,
-    DistEnv,
-    derive,
-    job_master_port,
-    master_port,
-    parse_tasks_per_node,
-    simulate_slurm_task_envs,
-)
+from orchestrator.distenv import DistEnv, derive, job_master_port, parse_tasks_per_node
 from orchestrator.errors import ConfigError, DistEnvError
+from orchestrator.masterport import DEFAULT_PORT_RANGE, master_port
+from orchestrator.taskenv import simulate_slurm_task_envs
 
 JOB1_PORT = 29501  # master_port("1", 0, DEFAULT_PORT_RANGE): 29500 + 1
 

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import load_stub_module
 
-from orchestrator import distenv
+from orchestrator import masterport
 from orchestrator.cli import main
 from orchestrator.config import Cluster
 from orchestrator.errors import ConfigError
@@ -427,7 +427,7 @@ def check_execution(
     env = srun["env"]
     assert env[ENV_NAME] == env_value
     assert env["ORCH_JOB_DIR"] == str(job_dir)
-    assert env["MASTER_PORT"] == str(distenv.master_port(JOB_ID, 0, PORT_RANGE))
+    assert env["MASTER_PORT"] == str(masterport.master_port(JOB_ID, 0, PORT_RANGE))
     assert env["MASTER_ADDR"] == ("gpu001" if nodes > 1 else "127.0.0.1")
     assert_nothing_injected(run, root)
 

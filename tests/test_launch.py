@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support import clean_environ
 
-from orchestrator import distenv
+from orchestrator import distenv, masterport
 from orchestrator.errors import DistEnvError
 from orchestrator.launch import check_world, main
 from orchestrator.runconfig import RunConfig, write_run_config
@@ -50,8 +50,8 @@ def test_master_port_matches_distenv_and_needs_no_torch(tmp_path: Path) -> None:
                               timeout=60)
         assert proc.returncode == 0, proc.stderr
         ports.append(int(proc.stdout))
-    assert ports[0] == ports[1] == distenv.master_port("4242", 0, (20000, 20999))
-    assert ports[2] == distenv.master_port("4242", 1, (20000, 20999)) != ports[0]
+    assert ports[0] == ports[1] == masterport.master_port("4242", 0, (20000, 20999))
+    assert ports[2] == masterport.master_port("4242", 1, (20000, 20999)) != ports[0]
     assert all(20000 <= p <= 20999 for p in ports) and len(set(ports[1:])) == 3
 
 

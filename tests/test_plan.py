@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import distenv
+from orchestrator import distenv, masterport, taskenv
 from orchestrator.errors import ConfigError
 from orchestrator.plan import (
     DRY_RUN_JOB_ID,
@@ -118,7 +118,7 @@ def test_memory_request(make_plan: MakePlan, write_cluster: Callable[..., Path])
 def test_rank_table_of_2x8(make_plan: MakePlan) -> None:
     plan = make_plan(nodes=2, gpus=8)
     assert len(plan.ranks) == 16
-    port = distenv.master_port(DRY_RUN_JOB_ID, 0, PORT_RANGE)
+    port = masterport.master_port(DRY_RUN_JOB_ID, 0, PORT_RANGE)
     for index, row in enumerate(plan.ranks):
         env = row.env
         assert (env.rank, env.local_rank, env.node_rank) == (index, index % 8, index // 8)
@@ -139,8 +139,8 @@ def test_rank_table_single_node_is_loopback_and_cpu_ranks_say_cpu(make_plan: Mak
 def test_rank_table_rows_are_what_derive_gives_each_simulated_task() -> None:
     hosts = ["a1", "a2", "a3"]
     rows = simulate_ranks(hosts, 2, 2, "a1", PORT_RANGE)
-    port = distenv.master_port(DRY_RUN_JOB_ID, 0, PORT_RANGE)
-    envs = list(distenv.simulate_slurm_task_envs(hosts, 2, DRY_RUN_JOB_ID, 2, "a1", port))
+    port = masterport.master_port(DRY_RUN_JOB_ID, 0, PORT_RANGE)
+    envs = list(taskenv.simulate_slurm_task_envs(hosts, 2, DRY_RUN_JOB_ID, 2, "a1", port))
     assert [r.env for r in rows] == [distenv.derive(e, port_range=PORT_RANGE) for e in envs]
 
 

@@ -1,6 +1,6 @@
 """MASTER_PORT: jobs side by side never share it, and a port that is already taken is a clear error.
 
-* Slurm jobs: ``distenv.master_port`` over job ids (hypothesis): any two jobs whose ids differ by
+* Slurm jobs: ``masterport.master_port`` over job ids (hypothesis): any two jobs whose ids differ by
   less than the size of the port range get different ports (jobs that run side by side on one node
   were submitted close together); a requeued job moves to another port; the batch script's
   ``launch --master-port`` agrees with it.
@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import ORCH, clean_environ
 
-from orchestrator import distenv
+from orchestrator import masterport
 from orchestrator.config import Launcher
 from orchestrator.jobdirs import create_job_dir
 from orchestrator.local import LocalRunner
@@ -47,24 +47,24 @@ def test_jobs_closer_than_the_range_never_share_a_port(
 ) -> None:
     low, high = port_range
     span = high - low + 1
-    a = distenv.master_port(job, restarts, port_range)
-    b = distenv.master_port(job + gap, restarts, port_range)
+    a = masterport.master_port(job, restarts, port_range)
+    b = masterport.master_port(job + gap, restarts, port_range)
     assert low <= a <= high and low <= b <= high
     if gap % span:
         assert a != b, (job, gap, span)
-    assert a == distenv.master_port(str(job), restarts, port_range), "every rank computes the same port"
+    assert a == masterport.master_port(str(job), restarts, port_range), "every rank computes the same port"
 
 
 @settings(max_examples=200, derandomize=True, deadline=None, database=None)
 @given(job=st.integers(0, 2**31), restarts=st.integers(0, 50))
 def test_a_requeued_job_moves_to_another_port(job: int, restarts: int) -> None:
     ports = (29500, 39499)
-    assert distenv.master_port(job, restarts, ports) != distenv.master_port(job, restarts + 1, ports)
+    assert masterport.master_port(job, restarts, ports) != masterport.master_port(job, restarts + 1, ports)
 
 
 def test_a_window_of_consecutive_jobs_all_differ() -> None:
     """10,000 consecutive job ids (a busy day on one cluster) with the default range: all distinct."""
-    ports = {distenv.master_port(job, 0, (29500, 39499)) for job in range(7_000_000, 7_010_000)}
+    ports = {masterport.master_port(job, 0, (29500, 39499)) for job in range(7_000_000, 7_010_000)}
     assert len(ports) == 10_000
 
 
@@ -82,7 +82,7 @@ def test_batch_script_port_agrees_with_the_derivation(tmp_path: Path) -> None:
             check=False,
         )
         assert proc.returncode == 0, proc.stderr
-        assert int(proc.stdout) == distenv.master_port(job_id, int(restarts), (31000, 31099))
+        assert int(proc.stdout) == masterport.master_port(job_id, int(restarts), (31000, 31099))
 
 
 # --- a port that is already taken -------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support import check_golden, load_stub_module
 
-from orchestrator import distenv
+from orchestrator import masterport
 from orchestrator.errors import ConfigError
 from orchestrator.plan import SubmitPlan, write_job_dir
 from orchestrator.render import (
@@ -316,7 +316,7 @@ def test_executed_multi_node_script_launches_srun_with_master(make_plan: MakePla
     assert stubs.argvs("scontrol") == [["show", "hostnames", "gpu[001-002]"], ["show", "node", "gpu001"]]
     [srun] = stubs.records("srun")
     assert srun["argv"] == _expected_srun(job_dir, 2, 8, 12)
-    port = distenv.master_port("77", 0, PORT_RANGE)
+    port = masterport.master_port("77", 0, PORT_RANGE)
     assert srun["env"]["MASTER_ADDR"] == "10.1.2.3"
     assert srun["env"]["MASTER_PORT"] == str(port)
     assert srun["env"]["ORCH_JOB_DIR"] == str(job_dir)
@@ -340,8 +340,8 @@ def test_executed_script_restart_count_moves_the_port(make_plan: MakePlan, tmp_p
     job_dir = _job(make_plan, tmp_path, nodes=2, gpus=2)
     assert _run(job_dir, stubs, SLURM_RESTART_COUNT="2").returncode == 0
     [srun] = stubs.records("srun")
-    assert srun["env"]["MASTER_PORT"] == str(distenv.master_port("77", 2, PORT_RANGE))
-    assert srun["env"]["MASTER_PORT"] != str(distenv.master_port("77", 0, PORT_RANGE))
+    assert srun["env"]["MASTER_PORT"] == str(masterport.master_port("77", 2, PORT_RANGE))
+    assert srun["env"]["MASTER_PORT"] != str(masterport.master_port("77", 0, PORT_RANGE))
 
 
 def test_executed_script_falls_back_to_the_node_name(make_plan: MakePlan, tmp_path: Path,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import distenv
+from orchestrator import distenv, taskenv
 from orchestrator.cli import main, split_script_args
 from orchestrator.config import load_cluster
 from orchestrator.errors import ConfigError, DistEnvError
@@ -134,7 +134,7 @@ ENV = distenv.DistEnv(rank=5, local_rank=1, world_size=8, local_world_size=4, no
 
 
 def test_script_env_is_torchruns_table() -> None:
-    got = distenv.script_env(ENV, restart_count=2, max_restarts=5, run_id="77", cpus_per_task=6, environ={})
+    got = taskenv.script_env(ENV, restart_count=2, max_restarts=5, run_id="77", cpus_per_task=6, environ={})
     assert got == {
         "RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "1",
         "GROUP_WORLD_SIZE": "2", "ROLE_RANK": "5", "ROLE_WORLD_SIZE": "8", "ROLE_NAME": "default",
@@ -142,10 +142,10 @@ def test_script_env_is_torchruns_table() -> None:
         "TORCHELASTIC_MAX_RESTARTS": "5", "TORCHELASTIC_RUN_ID": "77", "TORCHELASTIC_USE_AGENT_STORE": "False",
         "OMP_NUM_THREADS": "6", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
     }
-    kept = distenv.script_env(ENV, restart_count=0, max_restarts=0, run_id="x", cpus_per_task=6,
+    kept = taskenv.script_env(ENV, restart_count=0, max_restarts=0, run_id="x", cpus_per_task=6,
                               environ={"OMP_NUM_THREADS": "2", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "0"})
     assert (kept["OMP_NUM_THREADS"], kept["TORCH_NCCL_ASYNC_ERROR_HANDLING"]) == ("2", "0")
-    assert "NODE_RANK" not in got and set(distenv.ORCH_ONLY_VARS) == {"NODE_RANK"}
+    assert "NODE_RANK" not in got and set(taskenv.ORCH_ONLY_VARS) == {"NODE_RANK"}
 
 
 @pytest.mark.parametrize(("environ", "run_id", "restarts"), [

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.config import find_cluster
-from orchestrator.distenv import DEFAULT_PORT_RANGE, derive
+from orchestrator.distenv import derive
 from orchestrator.errors import ConfigError
+from orchestrator.masterport import DEFAULT_PORT_RANGE
 
 HELP = "print this task's rank, local rank, world size, node rank and master address (run it under srun)"
 

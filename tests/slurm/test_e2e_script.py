@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support import ORCH
 
-from orchestrator import distenv
+from orchestrator import masterport
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster
@@ -58,7 +58,7 @@ def test_unmodified_script_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: P
     shown = slurm_cluster.client("scontrol", "show", "job", ddp_id).stdout
     assert "TimeLimit=00:10:00" in shown and "Partition=debug" in shown  # SBATCH_* did not win
     records = _records(out_ddp, 4)
-    port = distenv.master_port(ddp_id, 0, (29500, 39499))
+    port = masterport.master_port(ddp_id, 0, (29500, 39499))
     master = records[0]["env"]["MASTER_ADDR"]
     for rank, rec in enumerate(records):
         assert rec["env"] == {
@@ -111,4 +111,4 @@ def test_preempted_script_requeues_and_sees_the_restart_count(slurm_cluster: Slu
         second = json.loads((out / f"seen{rank}-1.json").read_text())
         assert second["TORCHELASTIC_RESTART_COUNT"] == "1" and second["TORCHELASTIC_RUN_ID"] == job_id
         assert second["ORCH_JOB_DIR"] == str(job_dir)
-        assert second["MASTER_PORT"] == str(distenv.master_port(job_id, 1, (29500, 39499))) != first["MASTER_PORT"]
+        assert second["MASTER_PORT"] == str(masterport.master_port(job_id, 1, (29500, 39499))) != first["MASTER_PORT"]
