@@ -16,10 +16,11 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from orchestrator.config import DATA_DIR_ENV_VAR
 from orchestrator.errors import ConfigError
 from orchestrator.runtime.data import TensorData
 
-DATA_HINT = ("point --data-dir (orch run/submit), ORCH_DATA_DIR or data_dir= (Python API) at the folder "
+DATA_HINT = (f"point --data-dir (orch run/submit), {DATA_DIR_ENV_VAR} or data_dir= (Python API) at the folder "
              "that holds {layout}")
 
 # IDX header: two zero bytes, a type code, the number of dimensions; then big-endian uint32 sizes.

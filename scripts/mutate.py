@@ -56,7 +56,8 @@ MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...] | Non
                ("tests/test_edges_config.py", "tests/test_config.py", "tests/test_malformed_inputs.py"), None),
     "checkpoint": (("orchestrator/runtime/checkpoint.py",),
                    ("tests/test_edges_checkpoint.py", "tests/test_runtime_checkpoint.py"), None),
-    "slurm": (("orchestrator/slurmstate.py",), ("tests/test_edges_slurm_state.py", "tests/test_slurm_state.py"),
+    "slurm": (("orchestrator/slurmstate.py", "orchestrator/slurm.py"),  # slurm.py: where the table was (--from)
+              ("tests/test_edges_slurm_state.py", "tests/test_slurm_state.py"),
               ("JOB_STATES", "UNKNOWN", "state_info", "JobStatus")),
 }
 
@@ -162,7 +163,8 @@ def mutants(module: str, source_root: Path = ROOT) -> Iterator[Mutant]:
     paths, _, only = MODULES[module]
     keys: dict[str, int] = {}  # per module: a key stays unique when the module is several files
     for path in paths:
-        yield from _file_mutants(module, path, only, keys, source_root)
+        if (source_root / path).is_file():  # an older commit (--from) may not have it yet
+            yield from _file_mutants(module, path, only, keys, source_root)
 
 
 def _file_mutants(module: str, path: str, only: tuple[str, ...] | None, keys: dict[str, int],

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from support import Stubs
 
 STUBS_DIR = Path(__file__).resolve().parent / "stubs"
-GOLDEN = Path(__file__).resolve().parent / "golden"
 SHELLCHECK = shutil.which("shellcheck")
 PORT_RANGE = (29500, 39499)
 

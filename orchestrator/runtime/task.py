@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from orchestrator.config import DATA_DIR_ENV_VAR as DATA_ENV_VAR
+from orchestrator.config import DATA_DIR_ENV_VAR
 from orchestrator.errors import ConfigError
 from orchestrator.job import TrainParams
 
@@ -34,7 +34,7 @@ class BuildContext:
         if self.data_dir is None:
             raise ConfigError(
                 f"{dataset} needs a data directory, and none was given",
-                hint=f"pass --data-dir DIR to orch run/submit, set {DATA_ENV_VAR}=DIR, "
+                hint=f"pass --data-dir DIR to orch run/submit, set {DATA_DIR_ENV_VAR}=DIR, "
                      "or add data_dir=DIR to the job's Python API call",
             )
         return self.data_dir
