@@ -12,8 +12,6 @@ from orchestrator.distenv import derive
 from orchestrator.errors import ConfigError
 from orchestrator.masterport import DEFAULT_PORT_RANGE
 
-HELP = "print this task's rank, local rank, world size, node rank and master address (run it under srun)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port-range", metavar="LOW-HIGH",
