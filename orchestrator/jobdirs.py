@@ -5,7 +5,8 @@ A job folder is ``<launcher.job_root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` holding 
 depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt``, ``logs/``,
 ``checkpoints/``, ``metrics.jsonl`` and ``result.json`` (the file names are the constants in
 :mod:`orchestrator.runconfig`). Logs: ``logs/slurm-<id>.out`` (batch shell), ``logs/<id>-rank<R>.out``
-(Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``).
+(Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``); how each rank ended: ``logs/rank<R>.outcome.json``
+(:mod:`orchestrator.outcome` writes it, :mod:`orchestrator.blame` reads it).
 
 A job array (a sweep) is one folder with ``sbatch.sh``, ``array.json`` (the elements' overrides) and
 ``job_id`` (the array's id), and one element folder per index, ``<folder>/<index>/``, which is a
@@ -27,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from orchestrator.blame import RankOutcome, parse_outcome
 from orchestrator.config import Cluster, Launcher
 from orchestrator.errors import OrchError
 from orchestrator.runconfig import (
@@ -57,6 +59,7 @@ RANK_LOG_PATTERN = "%j-rank%t.out"  # %t: the task (global rank) id
 ARRAY_BATCH_LOG_PATTERN = "slurm-%A_%a.out"  # %A_%a: <array id>_<index>, the element's job id
 ARRAY_RANK_LOG_PATTERN = "%A_%a-rank%t.out"
 ARRAY_INDEX_PATTERN = "%a"  # the element folder's name in Slurm's filename patterns
+_OUTCOME_RE = re.compile(r"rank([0-9]{1,9})\.outcome\.json")
 _FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 # "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
@@ -118,6 +121,52 @@ def job_dir_path(root: Path, job_name: str, now: datetime, token: str) -> Path:
 def local_log_name(rank: int) -> str:
     """A rank's log of a local run (``orch run``, the API's local mode)."""
     return f"local-rank{rank}.out"
+
+
+def outcome_path(job_dir: Path, rank: int) -> Path:
+    """How rank ``rank`` ended (its outcome record; one per rank, rewritten by every run)."""
+    return job_dir / LOG_DIR / f"rank{rank}.outcome.json"
+
+
+def remove_outcomes(job_dir: Path) -> None:
+    """Remove the outcome records of an earlier run (``orch run`` before it starts the ranks)."""
+    with contextlib.suppress(OSError):
+        for path in (job_dir / LOG_DIR).iterdir():
+            if _OUTCOME_RE.fullmatch(path.name):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+
+OUTCOME_MAX_BYTES = 64 * 1024  # a record is a few hundred bytes; anything larger is not one
+
+
+def read_outcomes(job_dir: Path) -> tuple[list[RankOutcome], list[str]]:
+    """The ranks' outcome records, and a note for each file that is not a valid one (never raises)."""
+    records: list[RankOutcome] = []
+    notes: list[str] = []
+    try:
+        names = sorted(p.name for p in (job_dir / LOG_DIR).iterdir())
+    except OSError:
+        return [], []
+    for name in names:
+        match = _OUTCOME_RE.fullmatch(name)
+        if match is None:
+            continue
+        try:
+            with (job_dir / LOG_DIR / name).open("rb") as fh:
+                raw = fh.read(OUTCOME_MAX_BYTES + 1)
+        except OSError as exc:
+            notes.append(f"{name}: cannot be read ({exc.strerror})")
+            continue
+        parsed = parse_outcome(raw.decode("utf-8", errors="replace")) if len(raw) <= OUTCOME_MAX_BYTES \
+            else "larger than a record can be"
+        if isinstance(parsed, str):
+            notes.append(f"{name}: not an outcome record ({parsed}); ignored")
+        elif parsed.rank != int(match.group(1)):
+            notes.append(f"{name}: holds rank {parsed.rank}'s record; ignored")
+        else:
+            records.append(parsed)
+    return records, notes
 
 
 def log_path(job_dir: Path, job_id: str | None, rank: int | None = None) -> Path:
