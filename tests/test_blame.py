@@ -364,3 +364,65 @@ def test_status_of_a_folder_with_damaged_records_still_answers(no_slurm: Path) -
     assert json.loads(status.stdout)["failure"] is None
     logs = orch("logs", str(folder), cwd=no_slurm)
     assert logs.returncode == 0 and "look at" not in logs.stderr
+
+
+# --- the tasks alone, as srun starts them (real processes, gloo): the folder's records name the rank ------
+
+HANG_JOB = Path(__file__).resolve().parent / "jobs" / "hang.py"
+
+
+@pytest.mark.slow
+def test_as_under_srun_a_rank_stuck_in_python_is_named_by_orch_status(no_slurm: Path) -> None:
+    """No orch run around the tasks: rank 0 gives up waiting by itself (exit 3), then rank 1 gets
+    SIGTERM as srun --kill-on-bad-exit sends it; only the records tell orch status who stopped."""
+    import signal
+    import sys
+
+    from orchestrator import distenv
+    from orchestrator.local import free_port
+
+    root = no_slurm / "jobs"
+    folder = root / "hang-srun"
+    (folder / LOG_DIR).mkdir(parents=True)
+    (folder / "checkpoints").mkdir()
+    write_run_config(folder, RunConfig(
+        mode="slurm", job_name="hang", job_file=str(HANG_JOB), nodes=1, gpus_per_node=0, tasks_per_node=2,
+        params={"fault": "spin", "fault_rank": 1, "fault_step": 3, "epochs": 3}, cpus_per_task=1,
+        job_dir=str(folder), launcher=Launcher(job_root=str(root), init_timeout=60, collective_timeout=5),
+        created=datetime.now().isoformat(timespec="seconds")))
+    (folder / JOB_ID_FILE).write_text("9001\n")
+    (folder / LOG_DIR / "slurm-9001.out").write_text("orch: job 9001 (restart 0) on localhost\n")
+    envs = distenv.simulate_slurm_task_envs(["localhost"], 2, "9001", 0, "127.0.0.1", free_port())
+    procs = []
+    for rank, task_env in enumerate(envs):
+        with (folder / LOG_DIR / f"9001-rank{rank}.out").open("wb") as out:
+            procs.append(subprocess.Popen([sys.executable, "-u", "-m", "orchestrator.launch", "--job-dir", str(folder)],
+                                          env=clean_environ(**task_env, PYTHONUNBUFFERED="1"), stdout=out,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
+    try:
+        assert procs[0].wait(timeout=240) == 3
+        assert procs[1].poll() is None  # still spinning
+        procs[1].send_signal(signal.SIGTERM)
+        assert procs[1].wait(timeout=30) == -signal.SIGTERM
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    status = orch("status", str(folder), "--json", cwd=no_slurm)
+    assert status.returncode == 0, status.stderr
+    failure = json.loads(status.stdout)["failure"]
+    assert failure["kind"] == "stuck" and failure["rank"] == 1 and failure["waiting"] == [0], failure
+    assert failure["timeout_s"] == 5 and failure["timeout_setting"] == COLLECTIVE_TIMEOUT
+    assert "stopped by Slurm (SIGTERM)" in failure["message"] and "its last step: epoch 1" in failure["message"]
+    logs = orch("logs", "9001", "--cluster", str(write_cluster(no_slurm, root)), cwd=no_slurm)
+    assert logs.returncode == 0, logs.stderr
+    assert "orch: look at rank 1: rank 1 stopped making progress" in logs.stderr
+    assert "spin_forever" in logs.stderr  # the stuck rank's stacks, dumped on SIGTERM, in its log's tail
+
+
+def write_cluster(where: Path, root: Path) -> Path:
+    path = where / "cluster.yaml"
+    path.write_text("name: t\npartitions:\n  - {name: cpu, nodes: 'n[1-2]', gpus_per_node: 0, cpus_per_node: 2, "
+                    f"mem_per_node: 4G}}\nlauncher: {{job_root: '{root}'}}\n", encoding="utf-8")
+    return path
