@@ -108,11 +108,12 @@ class LocalResult:
     failed_rank: int | None = None
     rank_codes: list[int | None] = field(default_factory=list)
     result: dict[str, Any] | None = None
+    failure: dict[str, Any] | None = None  # orchestrator.blame's verdict (as orch status --json shows it)
 
     def summary(self) -> dict[str, Any]:
         return {"job_dir": str(self.job_dir), "exit_code": self.exit_code, "status": self.status,
                 "message": self.message, "failed_rank": self.failed_rank, "rank_exit_codes": self.rank_codes,
-                "final": (self.result or {}).get("final"), "result": self.result}
+                "failure": self.failure, "final": (self.result or {}).get("final"), "result": self.result}
 
 
 def last_error(text: str) -> str | None:
@@ -286,7 +287,8 @@ class LocalRunner:
         def outcome(exit_code: int, status: str, message: str) -> LocalResult:
             return LocalResult(job_dir=self.job_dir, exit_code=exit_code, status=status, message=message,
                                failed_rank=found.ranks[0] if found and found.ranks else None, rank_codes=codes,
-                               result=_read_json(self.job_dir / RESULT_FILE))
+                               result=_read_json(self.job_dir / RESULT_FILE),
+                               failure=found.as_dict() if found is not None else None)
 
         interrupted = bool(self._forwarded)
         # interrupted: 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
