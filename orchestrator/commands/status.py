@@ -16,6 +16,7 @@ the others gave up waiting for it in a collective, and the timeout that applied 
 from __future__ import annotations
 
 import argparse
+import itertools
 from typing import Any
 
 from orchestrator import jobstate
@@ -26,6 +27,7 @@ from orchestrator.jobdirs import (
     JobDir,
     find_job_dir,
     is_job_id,
+    iter_job_dirs,
     list_job_dirs,
     metrics_cell,
     progress_cells,
@@ -34,7 +36,6 @@ from orchestrator.jobdirs import (
     read_result,
 )
 
-HELP = "show the Slurm state of jobs (default: the newest jobs submitted from here)"
 # column title -> key of a row (one table for the human view)
 COLUMNS: dict[str, str] = {
     "JOBID": "job_id",
@@ -65,8 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
     root = job_root_from_args(args)
     if not args.jobs:
-        newest: list[tuple[str, JobDir | None]] = [(j.job_id, j) for j in list_job_dirs(root) if j.job_id]
-        return newest[: max(args.limit, 0)]
+        # newest first, read lazily: only the folders shown are read
+        with_ids = ((j.job_id, j) for j in iter_job_dirs(root) if j.job_id)
+        return list(itertools.islice(with_ids, max(args.limit, 0)))
     by_id: dict[str, JobDir] = {}
     for job in reversed(list_job_dirs(root)):  # oldest first, so the newest folder of an id wins
         if job.job_id:
