@@ -19,7 +19,7 @@ earlier run of the folder (a requeue, ``orch run --resume``) carry another ``res
 failure first; else, when ranks gave up waiting, the ranks that did not (still running, stopped from
 outside, or silent) are the ones that stopped making progress, and the message names the rank that
 waited for them and the timeout that applied. ``orch run`` (``orchestrator.local``), ``orch status``
-and ``orch logs`` all use it. No I/O here: the callers read the files (``jobdirs.read_outcomes``).
+and ``orch logs`` all use it. No I/O here: the callers read the files (``outcome.read_outcomes``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt`
 ``checkpoints/``, ``metrics.jsonl`` and ``result.json`` (the file names are the constants in
 :mod:`orchestrator.runconfig`). Logs: ``logs/slurm-<id>.out`` (batch shell), ``logs/<id>-rank<R>.out``
 (Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``); how each rank ended: ``logs/rank<R>.outcome.json``
-(:mod:`orchestrator.outcome` writes it, :mod:`orchestrator.blame` reads it).
+(:mod:`orchestrator.outcome` writes and reads it, :mod:`orchestrator.blame` judges it).
 
 A job array (a sweep) is one folder with ``sbatch.sh``, ``array.json`` (the elements' overrides) and
 ``job_id`` (the array's id), and one element folder per index, ``<folder>/<index>/``, which is a
@@ -28,7 +28,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.blame import RankOutcome, parse_outcome
 from orchestrator.config import Cluster, Launcher
 from orchestrator.errors import OrchError
 from orchestrator.runconfig import (
@@ -130,45 +129,10 @@ def outcome_path(job_dir: Path, rank: int) -> Path:
     return job_dir / LOG_DIR / f"rank{rank}.outcome.json"
 
 
-def remove_outcomes(job_dir: Path) -> None:
-    """Remove the outcome records of an earlier run (``orch run`` before it starts the ranks)."""
-    with contextlib.suppress(OSError):
-        for path in (job_dir / LOG_DIR).iterdir():
-            if _OUTCOME_RE.fullmatch(path.name):
-                with contextlib.suppress(OSError):
-                    path.unlink()
-
-
-OUTCOME_MAX_BYTES = 64 * 1024  # a record is a few hundred bytes; anything larger is not one
-
-
-def read_outcomes(job_dir: Path) -> tuple[list[RankOutcome], list[str]]:
-    """The ranks' outcome records, and a note for each file that is not a valid one (never raises)."""
-    records: list[RankOutcome] = []
-    notes: list[str] = []
-    try:
-        names = sorted(p.name for p in (job_dir / LOG_DIR).iterdir())
-    except OSError:
-        return [], []
-    for name in names:
-        match = _OUTCOME_RE.fullmatch(name)
-        if match is None:
-            continue
-        try:
-            with (job_dir / LOG_DIR / name).open("rb") as fh:
-                raw = fh.read(OUTCOME_MAX_BYTES + 1)
-        except OSError as exc:
-            notes.append(f"{name}: cannot be read ({exc.strerror})")
-            continue
-        parsed = parse_outcome(raw.decode("utf-8", errors="replace")) if len(raw) <= OUTCOME_MAX_BYTES \
-            else "larger than a record can be"
-        if isinstance(parsed, str):
-            notes.append(f"{name}: not an outcome record ({parsed}); ignored")
-        elif parsed.rank != int(match.group(1)):
-            notes.append(f"{name}: holds rank {parsed.rank}'s record; ignored")
-        else:
-            records.append(parsed)
-    return records, notes
+def outcome_rank(name: str) -> int | None:
+    """The rank of an outcome record's file name (``rank<R>.outcome.json``), else None."""
+    match = _OUTCOME_RE.fullmatch(name)
+    return int(match.group(1)) if match else None
 
 
 def log_path(job_dir: Path, job_id: str | None, rank: int | None = None) -> Path:

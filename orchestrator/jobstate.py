@@ -22,7 +22,8 @@ from typing import Any
 from orchestrator import slurm
 from orchestrator.blame import Blame, blame
 from orchestrator.errors import SlurmError
-from orchestrator.jobdirs import JobDir, read_outcomes, read_result
+from orchestrator.jobdirs import JobDir, read_result
+from orchestrator.outcome import read_outcomes
 from orchestrator.preflight import status_note
 from orchestrator.units import parse_time
 

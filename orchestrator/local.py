@@ -34,8 +34,8 @@ from typing import IO, Any
 from orchestrator.blame import Blame, blame, observed
 from orchestrator.errors import ConfigError
 from orchestrator.jobdirs import local_log_name as log_name
-from orchestrator.jobdirs import read_outcomes, remove_outcomes
 from orchestrator.launch import PEER_FAILURE_EXIT
+from orchestrator.outcome import read_outcomes, remove_outcomes
 from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
 from orchestrator.runtime.preempt import SIGNALS
 

@@ -5,7 +5,8 @@ it once when the task ends: completed, its own failure, gave up waiting in a col
 by a signal while running (from the SIGTERM handler, after :mod:`orchestrator.hang` dumped the
 stacks). While the task runs, the runtime tells the recorder, in memory only, the last training step
 it finished and which timeout is in force; both go into the final record. Each write replaces the
-file atomically (a temporary file, then ``os.replace``). No torch here.
+file atomically (a temporary file, then ``os.replace``). :func:`read_outcomes` reads a job folder's
+records for ``orch run``, ``orch status`` and ``orch logs``. No torch here.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.blame import Kind, LastStep, RankOutcome
+from orchestrator.blame import Kind, LastStep, RankOutcome, parse_outcome
+from orchestrator.jobdirs import outcome_rank
+from orchestrator.runconfig import LOG_DIR
 
 log = logging.getLogger(__name__)
 
@@ -99,3 +102,43 @@ class Recorder:
 
 
 RECORDER = Recorder()  # this process's record (the runtime reports steps and timeouts to it)
+OUTCOME_MAX_BYTES = 64 * 1024  # a record is a few hundred bytes; anything larger is not one
+
+
+def read_outcomes(job_dir: Path) -> tuple[list[RankOutcome], list[str]]:
+    """The ranks' outcome records, and a note for each file that is not a valid one (never raises)."""
+    records: list[RankOutcome] = []
+    notes: list[str] = []
+    try:
+        names = sorted(p.name for p in (job_dir / LOG_DIR).iterdir())
+    except OSError:
+        return [], []
+    for name in names:
+        rank = outcome_rank(name)
+        if rank is None:
+            continue
+        try:
+            with (job_dir / LOG_DIR / name).open("rb") as fh:
+                raw = fh.read(OUTCOME_MAX_BYTES + 1)
+        except OSError as exc:
+            notes.append(f"{name}: cannot be read ({exc.strerror})")
+            continue
+        parsed = parse_outcome(raw.decode("utf-8", errors="replace")) if len(raw) <= OUTCOME_MAX_BYTES \
+            else "larger than a record can be"
+        if isinstance(parsed, str):
+            notes.append(f"{name}: not an outcome record ({parsed}); ignored")
+        elif parsed.rank != rank:
+            notes.append(f"{name}: holds rank {parsed.rank}'s record; ignored")
+        else:
+            records.append(parsed)
+    return records, notes
+
+
+def remove_outcomes(job_dir: Path) -> None:
+    """Remove the outcome records of an earlier run (``orch run`` before it starts the ranks)."""
+    with contextlib.suppress(OSError):
+        for path in (job_dir / LOG_DIR).iterdir():
+            if outcome_rank(path.name) is not None:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+

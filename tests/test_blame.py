@@ -16,8 +16,8 @@ from support import ORCH, clean_environ
 
 from orchestrator.blame import RankOutcome, blame, current_run, observed, parse_outcome
 from orchestrator.config import Launcher
-from orchestrator.jobdirs import outcome_path, read_outcomes, remove_outcomes
-from orchestrator.outcome import COLLECTIVE_TIMEOUT, INIT_TIMEOUT, Recorder
+from orchestrator.jobdirs import outcome_path
+from orchestrator.outcome import COLLECTIVE_TIMEOUT, INIT_TIMEOUT, Recorder, read_outcomes, remove_outcomes
 from orchestrator.runconfig import JOB_ID_FILE, LOG_DIR, RunConfig, write_run_config
 
 T0 = 1_700_000_000.0

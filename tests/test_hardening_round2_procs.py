@@ -20,8 +20,8 @@ import pytest
 import yaml
 from support import ORCH, TEST_CLUSTER, clean_environ
 
-from orchestrator.jobdirs import read_outcomes
 from orchestrator.launch import descendants
+from orchestrator.outcome import read_outcomes
 
 HANG_JOB = str(Path(__file__).resolve().parent / "jobs" / "hang.py")
 LOCAL_PROBE = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
