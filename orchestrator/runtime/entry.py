@@ -24,6 +24,7 @@ import torch
 from orchestrator.distenv import DistEnv
 from orchestrator.errors import OrchError
 from orchestrator.job import JobSpec, TrainParams, load_job_file
+from orchestrator.outcome import RECORDER
 from orchestrator.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.runtime import device as devices
 from orchestrator.runtime.checkpoint import Checkpointer, restore_rng
@@ -195,6 +196,7 @@ class Trainer:
         def after_step(step: int) -> None:
             nonlocal synced, current
             current = step
+            RECORDER.step(epoch + 1, step)  # in memory: the outcome record's "last step"
             if "first_step" not in CLOCK.phases:
                 CLOCK.lap("first_step")
             if not synced and (step % p.grad_accum == 0 or step == plan.num_steps):  # after an optimizer step
