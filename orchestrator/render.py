@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from orchestrator import shellctx, templating
+from orchestrator import templating
 from orchestrator.errors import ConfigError
 from orchestrator.jobdirs import (
     ARRAY_BATCH_LOG_PATTERN,
@@ -349,7 +349,7 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
     }
     # compiled templates are cached per user, keyed by each file's path and content (cache.py); a template
     # is checked for filters inside quotes (shellctx) when it compiles, so a cached one was checked
-    key = {**{k: getattr(v, "__qualname__", v) for k, v in settings.items()}, "shellctx": shellctx.VERSION}
+    key = {**{k: getattr(v, "__qualname__", v) for k, v in settings.items()}, "quoting_check": templating.CHECK_VERSION}
     env = templating.environment_class(INT_FIELDS)(loader=jinja2.FileSystemLoader(search),
                                                    bytecode_cache=template_bytecode_cache(key), **settings)
     env.filters.update(FILTERS)

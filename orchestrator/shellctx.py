@@ -24,7 +24,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-VERSION = 1  # part of the template cache's folder name: a stricter check recompiles (and checks) every template
 # Contexts where a filter's quoted output is one word and nothing in it runs.
 SAFE = frozenset({"command", "subst", "subshell", "comment", "heredoc_quoted"})
 COMMANDS = frozenset({"command", "subst", "subshell"})  # where bash parses a command

@@ -3,7 +3,7 @@
 ``context_class``: ``{{ super() }}`` counts as quoted text. ``environment_class``: every template
 is checked for quoting filters inside quotes (``shellctx``) as it compiles, and only then: a
 template taken from the bytecode cache compiled, and so passed, before (the cache's folder name
-carries ``shellctx.VERSION``), which keeps the check out of a dry run's time.
+carries ``CHECK_VERSION``), which keeps the check out of a dry run's time.
 """
 
 from __future__ import annotations
@@ -11,11 +11,14 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import shellctx
 from orchestrator.errors import ConfigError
 
 if TYPE_CHECKING:
     import jinja2
+
+# Part of the template cache's folder name: a stricter check (a new shellctx) recompiles, and so checks,
+# every template once.
+CHECK_VERSION = 1
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,6 +50,8 @@ def context_class(shell: type[str]) -> type:
 
 def check_quoting(tokens: Any, where: str, int_names: frozenset[str]) -> None:
     """A ConfigError naming the file, the line and the fix for the first unsafe ``{{ ... }}``."""
+    from orchestrator import shellctx  # only when a template compiles (a cache miss)
+
     unsafe = shellctx.find_unsafe(tokens, int_names)
     if unsafe is None:
         return
