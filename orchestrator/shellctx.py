@@ -12,7 +12,8 @@ quoted delimiter (``<<'EOF'``: no expansion) may hold a quoted value. Single and
 Output that cannot hold a quote or ``$`` passes anywhere: ``| envname`` and plain integers.
 Jinja comments and ``{% ... %}`` tags print nothing and are skipped; both branches of an ``{% if %}``
 are read as one text, in file order (a template that opens a quote in one branch and closes it in
-the other reads as unbalanced: keep each branch balanced).
+the other reads as unbalanced: keep each branch balanced). A ``case`` pattern's ``)`` inside
+``$(...)`` reads as its end (write ``(pattern)`` there); the top level has no such limit.
 
 ``find_unsafe(tokens, safe_names)`` takes Jinja's raw tokens (``Environment.lex``) and returns the
 first problem, or None; ``render`` turns it into the ConfigError and caches the verdict per source.

@@ -257,3 +257,19 @@ def test_a_sidecar_that_is_a_folder_is_a_clear_error(tmp_path: Path) -> None:
     (folder / f"{LATEST}.json").mkdir()
     with pytest.raises(ResumeError, match=r"cannot read .*latest\.pt\.json"):
         check_resume_folder(tmp_path, config())
+
+
+def test_a_sidecar_others_could_write_is_not_trusted(tmp_path: Path) -> None:
+    from orchestrator.trust import TrustError, check_job_dir
+
+    job_dir = tmp_path / "job"
+    (job_dir / "checkpoints").mkdir(parents=True, mode=0o750)
+    job_dir.chmod(0o750)
+    (job_dir / "job.json").write_text("{}")
+    side = job_dir / "checkpoints" / f"{LATEST}.json"
+    side.write_text("{}")
+    side.chmod(0o640)
+    check_job_dir(job_dir, job_file="job.json", checkpoint_dir="checkpoints")
+    side.chmod(0o646)
+    with pytest.raises(TrustError, match=r"latest\.pt\.json is writable by others"):
+        check_job_dir(job_dir, job_file="job.json", checkpoint_dir="checkpoints")

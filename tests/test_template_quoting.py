@@ -12,6 +12,8 @@ from typing import Any
 
 import jinja2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestrator import render, shellctx, templating
 from orchestrator.errors import ConfigError
@@ -157,3 +159,12 @@ def test_an_edited_cached_template_is_checked_again(tmp_path: Path, make_plan: C
     with pytest.raises(ConfigError, match="single quotes"):
         make_plan(nodes=1, gpus=1, templates=str(templates))
     render.environment.cache_clear()
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("ab \t\n#'\"`$(){}\\<-;|EOF")), max_size=200))
+def test_the_lexer_reads_any_text_to_its_end(text: str) -> None:
+    lexer = shellctx.Lexer()
+    lexer.feed(text)
+    assert lexer.line == text.count("\n") + 1
+    assert lexer.stack, "the command context at the bottom is never popped"
