@@ -1,6 +1,6 @@
 """``orch``: argv -> one small function per verb -> exit code. Never imports torch.
 
-Each verb lives in ``orchestrator.commands.<verb>`` and provides ``HELP``,
+Each verb lives in ``orchestrator.commands.<verb>`` (its one-line help in :data:`VERBS`) and provides
 ``add_arguments(parser)`` and ``run(args) -> int``. Bad input raises ``OrchError``, which is
 printed as ``orch: error: ...`` plus a ``HINT:`` line, with exit code 2 and no traceback.
 """
@@ -20,18 +20,27 @@ from orchestrator import __version__
 from orchestrator.errors import OrchError
 from orchestrator.lean import skip_pydantic_plugins
 
-# verb -> module; the order is the order of `orch --help`.
-VERBS: dict[str, str] = {
-    "submit": "orchestrator.commands.submit",
-    "run": "orchestrator.commands.run",
-    "status": "orchestrator.commands.status",
-    "logs": "orchestrator.commands.logs",
-    "cancel": "orchestrator.commands.cancel",
-    "list": "orchestrator.commands.list_jobs",
-    "plot": "orchestrator.commands.plot",
-    "env": "orchestrator.commands.env",
-    "hosts": "orchestrator.commands.hosts",
-    "doctor": "orchestrator.commands.doctor",
+# verb -> (module, one-line help); the order is the order of `orch --help`, which imports no verb module.
+VERBS: dict[str, tuple[str, str]] = {
+    "submit": ("orchestrator.commands.submit",
+               "submit a job or a script to Slurm (validate it first; --dry-run shows the script and every "
+               "rank; a script's own arguments go after --; for a run on this machine use 'orch run')"),
+    "run": ("orchestrator.commands.run",
+            "run a job or a script on this machine: N processes through the same launcher (gloo on CPU); "
+            "a script's own arguments go after --"),
+    "status": ("orchestrator.commands.status",
+               "show the Slurm state of jobs (default: the newest jobs submitted from here)"),
+    "logs": ("orchestrator.commands.logs",
+             "print a job's batch log or one rank's log (-f follows it until the job ends)"),
+    "cancel": ("orchestrator.commands.cancel", "cancel jobs (scancel), or send them a signal with --signal"),
+    "list": ("orchestrator.commands.list_jobs", "list the jobs submitted from here (from their job folders)"),
+    "plot": ("orchestrator.commands.plot", "draw loss and the task's metrics per epoch of a job to a PNG"),
+    "env": ("orchestrator.commands.env",
+            "print this task's rank, local rank, world size, node rank and master address (run it under srun)"),
+    "hosts": ("orchestrator.commands.hosts",
+              "expand a Slurm hostlist to one host per line (--compress: host names to a hostlist)"),
+    "doctor": ("orchestrator.commands.doctor",
+               "check training scripts for DDP pitfalls (DDP001..DDP010) without running them"),
 }
 
 
@@ -74,11 +83,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
-    for verb, module_name in VERBS.items():
-        if only is not None and verb != only:
+    for verb, (module_name, help_text) in VERBS.items():
+        if only is None:  # no verb given (orch --help, orch --version, a typo): the table is enough
+            sub.add_parser(verb, help=help_text, description=help_text)
+            continue
+        if verb != only:
             continue
         module = importlib.import_module(module_name)
-        verb_parser = sub.add_parser(verb, help=module.HELP, description=module.HELP)
+        verb_parser = sub.add_parser(verb, help=help_text, description=help_text)
         module.add_arguments(verb_parser)
         verb_parser.set_defaults(_run=module.run)
     return parser

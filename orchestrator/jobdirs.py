@@ -60,6 +60,8 @@ ARRAY_INDEX_PATTERN = "%a"  # the element folder's name in Slurm's filename patt
 _FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 # "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
+# job_dir_path's "-<YYYYmmdd>-<HHMMSS>-<hex>" at the end of a folder name
+_STAMP_RE = re.compile(r"-([0-9]{8})-([0-9]{6})-[0-9a-f]+$")
 _JOB_ID_RE = re.compile(r"[0-9]+(_[0-9]+)?")  # fullmatch, ASCII digits: "12\n" and "١٢" are no job ids
 
 
@@ -218,24 +220,42 @@ def read_job_dir(path: Path) -> JobDir:
                   raw_job_id=raw_id)
 
 
-def list_job_dirs(root: Path) -> list[JobDir]:
+def iter_job_dirs(root: Path) -> Iterator[JobDir]:
     """Every job folder under ``root`` (and every element of an array folder there), newest first
-    (by creation time, then name; an array's elements in index order)."""
+    (by creation time, then folder name; an array's elements in index order), read one at a time:
+    the order comes from the folders' names (the time stamp :func:`job_dir_path` puts there, the
+    same ``now`` as job.json's ``created``), so ``orch status`` reads only the folders it shows.
+    A folder whose name carries no stamp (renamed by hand) is placed by its job.json."""
     if not root.is_dir():
-        return []
-    found = []
+        return
+    found: list[tuple[tuple[str, str, int], Path]] = []
     for path in root.iterdir():
         if (path / JOB_FILE).is_file():
-            found.append(read_job_dir(path))
+            found.append(((_stamp(path), path.name, 0), path))
         elif (path / ARRAY_FILE).is_file():
-            found += [read_job_dir(p) for p in path.iterdir() if p.name.isdigit() and (p / JOB_FILE).is_file()]
-    return sorted(found, key=_newest_first_key, reverse=True)
+            stamp = _stamp(path)
+            found += [((stamp, path.name, -int(p.name)), p) for p in path.iterdir()
+                      if p.name.isdigit() and (p / JOB_FILE).is_file()]
+    for _, path in sorted(found, key=lambda item: item[0], reverse=True):
+        yield read_job_dir(path)
 
 
-def _newest_first_key(job: JobDir) -> tuple[str, str, int]:
-    index = int(job.path.name) if job.path.name.isdigit() else 0
-    parent = job.path.parent.name if job.path.name.isdigit() else job.path.name
-    return job.created, parent, -index
+def list_job_dirs(root: Path) -> list[JobDir]:
+    """:func:`iter_job_dirs`, all of them."""
+    return list(iter_job_dirs(root))
+
+
+def _stamp(folder: Path) -> str:
+    """``YYYYmmddHHMMSS`` of a job folder: from its name, else from its job.json's ``created``
+    (an unreadable one sorts as the oldest)."""
+    match = _STAMP_RE.search(folder.name)
+    if match:
+        return match.group(1) + match.group(2)
+    try:
+        created = json.loads((folder / JOB_FILE).read_text(encoding="utf-8")).get("created", "")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return ""
+    return re.sub(r"[^0-9]", "", created[:19]) if isinstance(created, str) else ""
 
 
 def find_job_dir(ref: str, root: Path) -> JobDir:
@@ -252,7 +272,7 @@ def find_job_dir(ref: str, root: Path) -> JobDir:
                         hint=f"pass an element's folder ({as_path / '0'}) or id (<array id>_0); "
                              "orch cancel <array id> cancels every element")
     if is_job_id(ref):
-        for job in list_job_dirs(root):
+        for job in iter_job_dirs(root):  # newest first: stop at the first match
             if job.job_id == ref:
                 return job
         raise OrchError(f"no job folder under {root} has job id {ref}",

@@ -1,1 +1,1 @@
-"""One module per CLI verb: ``HELP``, ``add_arguments(parser)``, ``run(args) -> int``."""
+"""One module per CLI verb (its help line is in ``cli.VERBS``): ``add_arguments(parser)``, ``run(args) -> int``."""

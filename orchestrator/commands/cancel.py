@@ -10,8 +10,6 @@ from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import SlurmError
 from orchestrator.jobdirs import find_job_dir, is_job_id
 
-HELP = "cancel jobs (scancel), or send them a signal with --signal"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("jobs", nargs="+", metavar="JOBID|DIR", help="Slurm job ids or job folders")

@@ -9,8 +9,6 @@ from pathlib import Path
 from orchestrator.commands._common import add_json_argument, print_json
 from orchestrator.doctor import DoctorInputError, Finding, check_file, exit_code, format_findings
 
-HELP = "check training scripts for DDP pitfalls (DDP001..DDP010) without running them"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="Python scripts to check (a directory: its *.py "

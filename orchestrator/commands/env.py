@@ -11,8 +11,6 @@ from orchestrator.config import find_cluster
 from orchestrator.distenv import DEFAULT_PORT_RANGE, derive
 from orchestrator.errors import ConfigError
 
-HELP = "print this task's rank, local rank, world size, node rank and master address (run it under srun)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port-range", metavar="LOW-HIGH",

@@ -9,8 +9,6 @@ from orchestrator.commands._common import add_json_argument, print_json
 from orchestrator.errors import ConfigError
 from orchestrator.hostlist import compress, expand
 
-HELP = "expand a Slurm hostlist to one host per line (--compress: host names to a hostlist)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exprs", nargs="*", metavar="EXPR",

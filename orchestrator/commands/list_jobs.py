@@ -9,13 +9,13 @@ Array elements are listed as jobs of their own (``<array id>_<index>``).
 from __future__ import annotations
 
 import argparse
+import itertools
 
 from orchestrator import jobstate
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import format_rows, job_root_from_args
-from orchestrator.jobdirs import list_job_dirs
+from orchestrator.jobdirs import iter_job_dirs
 
-HELP = "list the jobs submitted from here (from their job folders)"
 COLUMNS: dict[str, str] = {"NAME": "name", "JOBID": "job_id", "CREATED": "created", "STATE": "state",
                            "RESTARTS": "restarts", "ELAPSED": "elapsed", "REASON": "reason", "FOLDER": "job_dir"}
 
@@ -27,9 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    jobs = list_job_dirs(job_root_from_args(args))
-    if args.limit > 0:
-        jobs = jobs[: args.limit]
+    newest = iter_job_dirs(job_root_from_args(args))  # newest first, read lazily
+    jobs = list(itertools.islice(newest, args.limit) if args.limit > 0 else newest)
     table = jobstate.rows([(job.job_id, job) for job in jobs], tolerant=True, details=False)
     if args.json:
         print_json(table)

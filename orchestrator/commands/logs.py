@@ -21,7 +21,6 @@ from orchestrator.errors import OrchError, SlurmError
 from orchestrator.jobdirs import JobDir, find_job_dir, progress_cells, read_progress, read_result
 from orchestrator.runconfig import LOG_DIR
 
-HELP = "print a job's batch log or one rank's log (-f follows it until the job ends)"
 STATE_EVERY = 2.0  # seconds between job state checks while following
 
 

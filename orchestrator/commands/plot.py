@@ -16,7 +16,6 @@ from orchestrator.runconfig import METRICS_FILE
 
 log = logging.getLogger(__name__)
 
-HELP = "draw loss and the task's metrics per epoch of a job to a PNG"
 PLOT_FILE = "metrics.png"
 TITLES: dict[str, str] = {"loss": "loss", "acc": "accuracy"}  # metric name -> panel title (others: the name)
 SPLITS = ("train", "test")

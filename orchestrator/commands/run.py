@@ -38,9 +38,6 @@ from orchestrator.runconfig import (
 from orchestrator.script import ScriptTarget, resolve_target, script_job
 from orchestrator.trust import check_job_dir
 
-HELP = ("run a job or a script on this machine: N processes through the same launcher (gloo on CPU); "
-        "a script's own arguments go after --")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", nargs="?", metavar="JOB",

@@ -13,6 +13,7 @@ folder's ``progress.json`` (rank 0 rewrites it every few seconds while training;
 from __future__ import annotations
 
 import argparse
+import itertools
 from typing import Any
 
 from orchestrator import jobstate
@@ -23,6 +24,7 @@ from orchestrator.jobdirs import (
     JobDir,
     find_job_dir,
     is_job_id,
+    iter_job_dirs,
     list_job_dirs,
     metrics_cell,
     progress_cells,
@@ -31,7 +33,6 @@ from orchestrator.jobdirs import (
     read_result,
 )
 
-HELP = "show the Slurm state of jobs (default: the newest jobs submitted from here)"
 # column title -> key of a row (one table for the human view)
 COLUMNS: dict[str, str] = {
     "JOBID": "job_id",
@@ -62,8 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
     root = job_root_from_args(args)
     if not args.jobs:
-        newest: list[tuple[str, JobDir | None]] = [(j.job_id, j) for j in list_job_dirs(root) if j.job_id]
-        return newest[: max(args.limit, 0)]
+        # newest first, read lazily: only the folders shown are read
+        with_ids = ((j.job_id, j) for j in iter_job_dirs(root) if j.job_id)
+        return list(itertools.islice(with_ids, max(args.limit, 0)))
     by_id: dict[str, JobDir] = {}
     for job in reversed(list_job_dirs(root)):  # oldest first, so the newest folder of an id wins
         if job.job_id:

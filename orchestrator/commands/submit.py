@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from orchestrator.plan import SubmitPlan
     from orchestrator.submission import ArrayPlan
 
-HELP = ("submit a job or a script to Slurm (validate it first; --dry-run shows the script and every rank; "
-        "a script's own arguments go after --; for a run on this machine use 'orch run')")
 RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
              "master_addr", "master_port", "devices")  # the JSON of each rank in --dry-run --json
 
