@@ -273,3 +273,14 @@ def test_a_sidecar_others_could_write_is_not_trusted(tmp_path: Path) -> None:
     side.chmod(0o646)
     with pytest.raises(TrustError, match=r"latest\.pt\.json is writable by others"):
         check_job_dir(job_dir, job_file="job.json", checkpoint_dir="checkpoints")
+
+
+def test_a_state_without_a_valid_sidecar_is_still_saved(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from orchestrator.runtime.checkpoint import read_checkpoint, write_atomic
+
+    folder = tmp_path / "checkpoints"
+    write_atomic(_state(1), folder, JOB)
+    write_atomic({**_state(2), "world_size": 0}, folder, JOB)  # no sidecar can say that
+    assert read_checkpoint(folder / LATEST)["epoch"] == 2
+    assert not (folder / f"{LATEST}.json").exists(), "never the old sidecar beside the new file"
+    assert "no sidecar for checkpoint" in caplog.text

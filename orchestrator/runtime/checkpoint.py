@@ -67,16 +67,21 @@ def _rotate(current: Path, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def _write_sidecar(state: Mapping[str, Any], checkpoint: Path, job: JobIdentity) -> Path:
-    """The sidecar of the (temporary) checkpoint file ``checkpoint``, in a temporary file of its own."""
+def _write_sidecar(state: Mapping[str, Any], checkpoint: Path, job: JobIdentity) -> Path | None:
+    """The sidecar of the (temporary) checkpoint file ``checkpoint``, in a temporary file of its own
+    (None when the state has no valid one: the checkpoint is still written, the ranks check it)."""
     model = state.get("model") or {}
     shapes = [(str(k), tuple(v.shape)) for k, v in model.items() if isinstance(v, torch.Tensor)]
     params = state.get("params") or {}
-    text = make_sidecar(job, epoch=int(state["epoch"]), step=int(state["step"]),
-                        world_size=int(state["world_size"]), batch_size=int(state["batch_size"]),
-                        grad_accum=int(state.get("grad_accum", 1)), ranks=len(state.get("ranks") or []),
-                        params=params, shapes=shapes, size=checkpoint.stat().st_size,
-                        members=zip_members_digest(checkpoint) or "0" * 64)
+    try:
+        text = make_sidecar(job, epoch=int(state["epoch"]), step=int(state["step"]),
+                            world_size=int(state["world_size"]), batch_size=int(state["batch_size"]),
+                            grad_accum=int(state.get("grad_accum", 1)), ranks=len(state.get("ranks") or []),
+                            params=params, shapes=shapes, size=checkpoint.stat().st_size,
+                            members=zip_members_digest(checkpoint) or "0" * 64)
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        log.warning("no sidecar for checkpoint %s: %s", checkpoint, str(exc).splitlines()[0][:200])
+        return None
     tmp = sidecar_path(checkpoint)
     with tmp.open("w", encoding="utf-8") as fh:
         fh.write(text)
