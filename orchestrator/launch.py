@@ -8,7 +8,9 @@
 4. import the runtime (torch) and run the job through the shared entrypoint.
 
 ``python -m orchestrator.launch --master-port --job-dir DIR`` prints the job's MASTER_PORT (from
-SLURM_JOB_ID and SLURM_RESTART_COUNT) for the batch script and exits, without importing torch.
+SLURM_JOB_ID and SLURM_RESTART_COUNT) for the batch script and exits, without importing torch. It
+checks the job folder's checkpoint first (``resumecheck``): a requeued or resubmitted job whose
+checkpoint belongs to another job stops there, with the error in the batch log and no srun.
 
 Errors print ``orch: error: rank R: ...`` and a HINT (exit 2 for bad input or environment, 1 for
 a failure during training, with the traceback above it), never a bare traceback.
@@ -37,6 +39,7 @@ from orchestrator import distenv, hang
 from orchestrator.errors import DistEnvError, OrchError, RendezvousTimeout
 from orchestrator.jobdirs import outcome_path
 from orchestrator.outcome import RECORDER
+from orchestrator.resumecheck import check_resume_folder
 from orchestrator.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.trust import check_job_dir
 
@@ -164,7 +167,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     try:
         check_job_dir(job_dir, job_file=JOB_FILE, checkpoint_dir=CHECKPOINT_DIR)
         cfg = read_run_config(job_dir)
-        if args.master_port:
+        if args.master_port:  # the batch script, before srun: a checkpoint of another job stops it here
+            check_resume_folder(job_dir, cfg)
             print(distenv.job_master_port(os.environ, cfg.launcher.port_range))
             return 0
         if args.preflight:
@@ -196,6 +200,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         CLOCK.lap("imports")
         return entry.run(cfg, env, job_dir, flag, os.environ)
     except OrchError as exc:
+        if args.master_port:  # the batch script's step: no rank yet
+            print(exc.render(), file=sys.stderr, flush=True)
+            return exc.exit_code
         label = _rank_label(os.environ, env)
         message = exc.message if exc.message.startswith("rank ") else f"{label}: {exc.message}"
         print(OrchError(message, exc.hint).render(), file=sys.stderr, flush=True)

@@ -368,5 +368,6 @@ def test_local_job_folder_layout(straight: Run) -> None:
         record = json.loads((job_dir / LOG_DIR / f"rank{rank}.outcome.json").read_text())
         assert record["rank"] == rank and record["kind"] == "completed" and record["exit_code"] == 0
         assert record["run"] == "local" and record["restart"] == 0 and record["last_step"]["step"] > 0
-    assert {p.name for p in (job_dir / CHECKPOINT_DIR).iterdir()} == {"latest.pt", "previous.pt"}
+    assert {p.name for p in (job_dir / CHECKPOINT_DIR).iterdir()} == {  # each with its identity sidecar
+        "latest.pt", "previous.pt", "latest.pt.json", "previous.pt.json"}
     assert not os.stat(job_dir).st_mode & 0o002, "job folders are never world-writable"

@@ -25,6 +25,7 @@ from orchestrator.distenv import DistEnv
 from orchestrator.errors import OrchError
 from orchestrator.job import JobSpec, TrainParams, load_job_file
 from orchestrator.outcome import RECORDER
+from orchestrator.resumecheck import JobIdentity
 from orchestrator.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.runtime import device as devices
 from orchestrator.runtime.checkpoint import Checkpointer, restore_rng
@@ -113,7 +114,7 @@ class Trainer:
             if getattr(p, name) and ctx.device.type != "cuda":
                 self.say(f"orch: {name}=true only applies on CUDA; ignored on CPU")
         task = build_task(self.spec, p, ctx, self.data_dir, self.job_dir)
-        checkpointer = Checkpointer(self.job_dir / CHECKPOINT_DIR, ctx)
+        checkpointer = Checkpointer(self.job_dir / CHECKPOINT_DIR, ctx, JobIdentity.of(self.cfg))
         resume = self._resume(checkpointer, task)
         CLOCK.lap("build")
         parts = set_up(task, p, ctx, job=self.spec.name, cpus_per_task=self.cfg.cpus_per_task, resume=resume,
