@@ -36,3 +36,14 @@ class SlurmError(OrchError):
 
 class DistEnvError(OrchError):
     """The distributed environment of a task is missing or inconsistent."""
+
+
+class RendezvousTimeout(DistEnvError):
+    """A rank gave up waiting for the others at the rendezvous (``launcher.init_timeout``): like a
+    collective that timed out, most likely another rank's problem (exit code 3, as launch's peer failures)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, hint: str | None = None, *, timeout_s: int) -> None:
+        super().__init__(message, hint)
+        self.timeout_s = timeout_s

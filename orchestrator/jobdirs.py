@@ -5,7 +5,8 @@ A job folder is ``<launcher.job_root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` holding 
 depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt``, ``logs/``,
 ``checkpoints/``, ``metrics.jsonl`` and ``result.json`` (the file names are the constants in
 :mod:`orchestrator.runconfig`). Logs: ``logs/slurm-<id>.out`` (batch shell), ``logs/<id>-rank<R>.out``
-(Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``).
+(Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``); how each rank ended: ``logs/rank<R>.outcome.json``
+(:mod:`orchestrator.outcome` writes and reads it, :mod:`orchestrator.blame` judges it).
 
 A job array (a sweep) is one folder with ``sbatch.sh``, ``array.json`` (the elements' overrides) and
 ``job_id`` (the array's id), and one element folder per index, ``<folder>/<index>/``, which is a
@@ -57,6 +58,7 @@ RANK_LOG_PATTERN = "%j-rank%t.out"  # %t: the task (global rank) id
 ARRAY_BATCH_LOG_PATTERN = "slurm-%A_%a.out"  # %A_%a: <array id>_<index>, the element's job id
 ARRAY_RANK_LOG_PATTERN = "%A_%a-rank%t.out"
 ARRAY_INDEX_PATTERN = "%a"  # the element folder's name in Slurm's filename patterns
+_OUTCOME_RE = re.compile(r"rank([0-9]{1,9})\.outcome\.json")
 _FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 # "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
@@ -120,6 +122,17 @@ def job_dir_path(root: Path, job_name: str, now: datetime, token: str) -> Path:
 def local_log_name(rank: int) -> str:
     """A rank's log of a local run (``orch run``, the API's local mode)."""
     return f"local-rank{rank}.out"
+
+
+def outcome_path(job_dir: Path, rank: int) -> Path:
+    """How rank ``rank`` ended (its outcome record; one per rank, rewritten by every run)."""
+    return job_dir / LOG_DIR / f"rank{rank}.outcome.json"
+
+
+def outcome_rank(name: str) -> int | None:
+    """The rank of an outcome record's file name (``rank<R>.outcome.json``), else None."""
+    match = _OUTCOME_RE.fullmatch(name)
+    return int(match.group(1)) if match else None
 
 
 def log_path(job_dir: Path, job_id: str | None, rank: int | None = None) -> Path:

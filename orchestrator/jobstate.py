@@ -8,6 +8,8 @@ folder may still tell: a ``result.json`` means it completed. Local runs (``orch 
 Slurm state: ``COMPLETED`` with a result, else ``UNKNOWN``. GPU-hours come from accounting when the
 cluster keeps it (sacct's AllocTRES x ElapsedRaw, summed over the runs of a requeued job), else they
 are the elapsed time of the current run (from whichever client answered) times the GPUs of ``job.json``.
+``failure`` says which rank to look at when the ranks' outcome records of the current run show a
+failure (:func:`orchestrator.blame.blame`): its own error, or the rank that stopped making progress.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator import slurm, slurmstate
+from orchestrator.blame import Blame, blame
 from orchestrator.errors import SlurmError
 from orchestrator.jobdirs import JobDir, read_result
+from orchestrator.outcome import read_outcomes
 from orchestrator.preflight import status_note
 from orchestrator.units import parse_time
 
@@ -74,6 +78,17 @@ def _from_folder(job: JobDir) -> dict[str, Any]:
     if read_result(job.path) is not None:
         return {"state": "COMPLETED", "source": "folder"}
     return {}
+
+
+def failure(job: JobDir, restart: int | None = None) -> Blame | None:
+    """Who stopped the job, from the outcome records of its current run (``restart``: Slurm's restart
+    count when known, else the newest run recorded); None when they show no failure."""
+    records, notes = read_outcomes(job.path)
+    if not records:
+        return None
+    run = job.job_id if job.mode == "slurm" else "local"
+    size = job.config.world_size if job.config else None
+    return blame(records, world_size=size, run=run, restart=restart, notes=notes)
 
 
 def rows(targets: Sequence[tuple[str | None, JobDir | None]], *, tolerant: bool = False,

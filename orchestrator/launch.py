@@ -8,10 +8,17 @@
 4. import the runtime (torch) and run the job through the shared entrypoint.
 
 ``python -m orchestrator.launch --master-port --job-dir DIR`` prints the job's MASTER_PORT (from
-SLURM_JOB_ID and SLURM_RESTART_COUNT) for the batch script and exits, without importing torch.
+SLURM_JOB_ID and SLURM_RESTART_COUNT) for the batch script and exits, without importing torch. It
+checks the job folder's checkpoint first (``resumecheck``): a requeued or resubmitted job whose
+checkpoint belongs to another job stops there, with the error in the batch log and no srun.
 
 Errors print ``orch: error: rank R: ...`` and a HINT (exit 2 for bad input or environment, 1 for
 a failure during training, with the traceback above it), never a bare traceback.
+
+Each task also leaves how it ended in ``logs/rank<R>.outcome.json`` (:mod:`orchestrator.outcome`):
+``running`` from the moment its rank is known, then completed, failed, gave up waiting in a
+collective (exit 3, with the timeout that applied), or stopped by SIGTERM while running (written by
+the SIGTERM handler, which then ends the task's children and lets the signal take its course).
 """
 
 from __future__ import annotations
@@ -20,14 +27,19 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import FrameType
 
 from orchestrator import distenv, hang, taskenv
-from orchestrator.errors import DistEnvError, OrchError
+from orchestrator.errors import DistEnvError, OrchError, RendezvousTimeout
+from orchestrator.jobdirs import outcome_path
+from orchestrator.outcome import RECORDER
+from orchestrator.resumecheck import check_resume_folder
 from orchestrator.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.trust import check_job_dir
 
@@ -105,7 +117,48 @@ def _rank_label(environ: Mapping[str, str], env: distenv.DistEnv | None) -> str:
     return "rank ?"
 
 
+def start_outcome(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, environ: Mapping[str, str]) -> None:
+    """This task's outcome record: ``running`` from now on, for this run (job id and restart)."""
+    slurm = cfg.mode == "slurm"
+    RECORDER.start(outcome_path(job_dir, env.rank), rank=env.rank, world_size=env.world_size,
+                   run=distenv.script_run_id(environ, "local") if slurm else "local",
+                   restart=distenv.restart_count(environ, cfg.restarts), stopped_by="Slurm" if slurm else "orch run",
+                   init_timeout=cfg.launcher.init_timeout, collective_timeout=cfg.launcher.collective_timeout)
+
+
+def install_term_record(preempt_signal: str) -> None:
+    """On SIGTERM (unless it is the preemption signal): record "stopped by SIGTERM while running"
+    with the last step, end this task's own children, then die of SIGTERM as without a handler.
+    Installed before :func:`hang.install_stack_dumps`, whose handler dumps the stacks and chains here."""
+    if not hang.stack_dump_signals(preempt_signal):
+        return
+    owner = os.getpid()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() == owner:  # not in a forked child (a DataLoader worker inherits the handler)
+            RECORDER.finish("signalled", -signum, signal_name=signal.Signals(signum).name)
+            end_children()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def _reason(message: str) -> str:
+    """The message without its ``rank R:`` / ``rank R failed:`` label (the record names the rank)."""
+    return re.sub(r"^rank \d+( failed)?: ", "", message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    code = _main(argv)
+    if code == 0:
+        RECORDER.finish("completed", 0)
+    else:  # a script's own exit code (errors were recorded where they were caught)
+        RECORDER.finish("failed", code, reason=f"the script exited with code {code}")
+    return code
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     os.umask(os.umask(0o022) | 0o022)  # checkpoints, metrics, results: the user's umask, never g+w or o+w
     job_dir = Path(args.job_dir).expanduser().absolute()
@@ -114,7 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_job_dir(job_dir, job_file=JOB_FILE, checkpoint_dir=CHECKPOINT_DIR)
         cfg = read_run_config(job_dir)
-        if args.master_port:
+        if args.master_port:  # the batch script, before srun: a checkpoint of another job stops it here
+            check_resume_folder(job_dir, cfg)
             print(distenv.job_master_port(os.environ, cfg.launcher.port_range))
             return 0
         if args.preflight:
@@ -124,9 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         CLOCK.start(os.environ, job_dir)  # queued, batch, to_task: the batch script's and the kernel's times
         flag = PreemptFlag(cfg.launcher.preempt_signal).install()
+        install_term_record(cfg.launcher.preempt_signal)
         hang.install_stack_dumps(cfg.launcher.preempt_signal)  # a stopped (stuck) rank shows where it was
         timeout = cfg.launcher.collective_timeout
         env = distenv.derive(os.environ, port_range=cfg.launcher.port_range)
+        if not args.preflight:  # the preflight step has its own verdict (preflight.json)
+            start_outcome(cfg, env, job_dir, os.environ)
         check_world(cfg, env)
         if cfg.script is not None:  # bring your own script: run it as torchrun would
             from orchestrator import scriptrun
@@ -143,21 +200,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         CLOCK.lap("imports")
         return entry.run(cfg, env, job_dir, flag, os.environ)
     except OrchError as exc:
+        if args.master_port:  # the batch script's step: no rank yet
+            print(exc.render(), file=sys.stderr, flush=True)
+            return exc.exit_code
         label = _rank_label(os.environ, env)
         message = exc.message if exc.message.startswith("rank ") else f"{label}: {exc.message}"
         print(OrchError(message, exc.hint).render(), file=sys.stderr, flush=True)
+        if isinstance(exc, RendezvousTimeout):
+            RECORDER.finish("waited", exc.exit_code, reason=_reason(message), how="timeout", timeout_s=exc.timeout_s)
+        else:
+            RECORDER.finish("failed", exc.exit_code, reason=_reason(message))
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"orch: {_rank_label(os.environ, env)} interrupted", file=sys.stderr, flush=True)
+        RECORDER.finish("signalled", 130, signal_name="SIGINT")
         return 130
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         peer = None
+        applied: int | None = None
         if "torch" in sys.modules:
-            from orchestrator.runtime.dist import describe_failure
+            from orchestrator.runtime.dist import applied_timeout, describe_failure
 
-            peer = describe_failure(exc, timeout)
+            # the timeout in force (init_timeout in build and at start-up) when the error names none
+            peer = describe_failure(exc, RECORDER.timeout[0] if RECORDER.timeout else timeout)
             if peer is not None:
+                applied = applied_timeout(str(exc))
                 hang.dump_stacks()  # which collective this rank was in, next to the stuck rank's stacks
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -167,7 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             message, hint = f"{label} failed: {detail}", "see the traceback above"
         print(OrchError(message, hint).render(), file=sys.stderr, flush=True)
-        return PEER_FAILURE_EXIT if peer is not None else FAILURE_EXIT
+        if peer is None:
+            RECORDER.finish("failed", FAILURE_EXIT, reason=_reason(message))
+            return FAILURE_EXIT
+        how = "timeout" if "timed out" in peer[0] else "lost"
+        RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=_reason(message), how=how, timeout_s=applied)
+        return PEER_FAILURE_EXIT
 
 
 def entrypoint() -> None:

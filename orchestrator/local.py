@@ -4,7 +4,9 @@ Each process gets the torchrun-style variables (RANK, LOCAL_RANK, WORLD_SIZE, LO
 NODE_RANK=0, MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port) and derives its DistEnv with the same
 ``distenv.derive`` as a Slurm task. Rank 0's output goes to the terminal and every rank's to
 ``logs/local-rank<R>.out``. When one process exits non-zero the others get SIGTERM at once and
-SIGKILL after a grace period; the result names the first rank that failed. Ctrl-C (SIGINT), SIGTERM
+SIGKILL after a grace period; the result names the rank that caused it (:func:`orchestrator.blame.blame`
+over the ranks' outcome records, completed with the exit codes seen here): the first rank that
+failed, or the rank that stopped making progress while the others gave up waiting for it. Ctrl-C (SIGINT), SIGTERM
 and the job's preemption signal sent to ``orch run`` are forwarded to every process.
 
 No torch here: only the child processes import it.
@@ -29,9 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from orchestrator.blame import Blame, blame, observed
 from orchestrator.errors import ConfigError
 from orchestrator.jobdirs import local_log_name as log_name
 from orchestrator.launch import PEER_FAILURE_EXIT
+from orchestrator.outcome import read_outcomes, remove_outcomes
 from orchestrator.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
 from orchestrator.runtime.preempt import SIGNALS
 
@@ -104,20 +108,12 @@ class LocalResult:
     failed_rank: int | None = None
     rank_codes: list[int | None] = field(default_factory=list)
     result: dict[str, Any] | None = None
+    failure: dict[str, Any] | None = None  # orchestrator.blame's verdict (as orch status --json shows it)
 
     def summary(self) -> dict[str, Any]:
         return {"job_dir": str(self.job_dir), "exit_code": self.exit_code, "status": self.status,
                 "message": self.message, "failed_rank": self.failed_rank, "rank_exit_codes": self.rank_codes,
-                "final": (self.result or {}).get("final"), "result": self.result}
-
-
-def describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
+                "failure": self.failure, "final": (self.result or {}).get("final"), "result": self.result}
 
 
 def last_error(text: str) -> str | None:
@@ -149,8 +145,6 @@ class LocalRunner:
     port: int | None = None
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, init=False)
     _forwarded: list[int] = field(default_factory=list, init=False)
-    _early_exits: list[int] = field(default_factory=list, init=False)
-    _stuck: list[int] = field(default_factory=list, init=False)
     _quiet: bool = field(default=False, init=False)
 
     def run(self) -> LocalResult:
@@ -158,10 +152,11 @@ class LocalRunner:
         logs = self.job_dir / LOG_DIR
         logs.mkdir(parents=True, exist_ok=True)
         (self.job_dir / REQUEUE_FILE).unlink(missing_ok=True)
+        remove_outcomes(self.job_dir)  # the records of an earlier run of this folder
         with self._signals_forwarded():
             self._start(port, logs)
-            codes, first = self._watch()
-        return self._result(codes, first, logs)
+            codes, exited_at, stopped = self._watch()
+        return self._result(codes, exited_at, stopped, logs)
 
     # --- processes ------------------------------------------------------------------------------
 
@@ -192,12 +187,13 @@ class LocalRunner:
                     self.echo.write(chunk.decode("utf-8", errors="replace"))
                     self.echo.flush()
 
-    def _watch(self) -> tuple[list[int | None], int | None]:
+    def _watch(self) -> tuple[list[int | None], dict[int, float], set[int]]:
         """Wait for every process; after the first failure stop the rest (TERM, then KILL).
 
         A rank whose collective failed because another rank died exits with PEER_FAILURE_EXIT; it
         may exit before the rank that caused it, so the others get a grace period to exit (and say
-        why) before they are stopped, and the cause is preferred when naming the failed rank.
+        why) before they are stopped. Returns the exit codes, when each rank exited (wall clock)
+        and the ranks this runner stopped; :mod:`orchestrator.blame` names the cause from them.
         """
         n = len(self._procs)
         exited_at: dict[int, float] = {}
@@ -208,7 +204,7 @@ class LocalRunner:
             now = time.monotonic()
             for rank, proc in enumerate(self._procs):
                 if rank not in exited_at and proc.poll() is not None:
-                    exited_at[rank] = now
+                    exited_at[rank] = time.time()
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(proc.pid, signal.SIGTERM)  # the rank's own children do not outlive it
             bad = [r for r in exited_at if self._procs[r].returncode != 0]
@@ -219,11 +215,6 @@ class LocalRunner:
                 stopped_by_us = {r for r in range(n) if r not in exited_at}
                 # rank 0's stack dump on SIGTERM (orchestrator.hang) belongs in its log, not on the terminal
                 self._quiet = 0 in stopped_by_us and not self._forwarded
-                if bad and not self._forwarded and all(self._procs[r].returncode == PEER_FAILURE_EXIT
-                                                       for r in bad):
-                    # every failed rank gave up waiting in a collective, and these still ran: they are
-                    # the ones that stopped progressing (stuck in Python, in build, or SIGSTOPped)
-                    self._stuck = sorted(stopped_by_us)
                 self._send_all(signal.SIGTERM)
                 kill_at = now + self.grace
             if kill_at is not None and now >= kill_at:
@@ -234,19 +225,7 @@ class LocalRunner:
         self._tee.join(timeout=5)
         for fh in self._files:
             fh.close()
-        codes: list[int | None] = [p.returncode for p in self._procs]
-        def reacted(rank: int) -> bool:  # lost its connection: it reacted to another rank's exit
-            return codes[rank] == PEER_FAILURE_EXIT and "lost the connection" in (
-                last_error(tail(self.job_dir / LOG_DIR / log_name(rank), 200)) or "")
-
-        # the cause first: a rank's own failure, then one that timed out waiting, then the rest
-        causes = sorted((r for r in exited_at if codes[r] != 0 and r not in stopped_by_us),
-                        key=lambda r: (codes[r] == PEER_FAILURE_EXIT, reacted(r), exited_at[r], r))
-        first = causes[0] if causes else None
-        if first is not None:  # ranks that left with 0 before the failure: likely its cause
-            self._early_exits = sorted(r for r in exited_at
-                                       if codes[r] == 0 and exited_at[r] <= exited_at[first])
-        return codes, first
+        return [p.returncode for p in self._procs], exited_at, stopped_by_us
 
     def _send_all(self, signum: int) -> None:
         """``signum`` to every rank; TERM, INT and KILL to its whole process group (its own children:
@@ -301,43 +280,39 @@ class LocalRunner:
 
     # --- outcome --------------------------------------------------------------------------------
 
-    def _result(self, codes: list[int | None], first: int | None, logs: Path) -> LocalResult:
+    def _result(self, codes: list[int | None], exited_at: dict[int, float], stopped: set[int],
+                logs: Path) -> LocalResult:
+        found = self._blame(codes, exited_at, stopped, logs)
+
         def outcome(exit_code: int, status: str, message: str) -> LocalResult:
             return LocalResult(job_dir=self.job_dir, exit_code=exit_code, status=status, message=message,
-                               failed_rank=first, rank_codes=codes,
-                               result=_read_json(self.job_dir / RESULT_FILE))
+                               failed_rank=found.ranks[0] if found and found.ranks else None, rank_codes=codes,
+                               result=_read_json(self.job_dir / RESULT_FILE),
+                               failure=found.as_dict() if found is not None else None)
 
         interrupted = bool(self._forwarded)
         # interrupted: 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
         stop_code = 128 + (self._forwarded[0] if self._forwarded else signal.SIGINT)
-        if first is not None and self._stuck and codes[first] == PEER_FAILURE_EXIT and not interrupted:
-            waited = last_error(tail(logs / log_name(first), 200)) or "a collective failed"
-            stuck = ", ".join(map(str, self._stuck))
-            message = (f"rank {stuck} stopped making progress: rank {first} waited for it in a collective "
-                       f"and gave up ({waited}); rank {stuck} was still running and was stopped by orch run")
-            result = outcome(codes[first] or 1, "failed", message)
-            result.failed_rank = self._stuck[0]
-            return result
-        if first is not None:
-            code = codes[first] or 1
-            reason = last_error(tail(logs / log_name(first), 200))
-            message = f"rank {first} {describe_exit(code)}" + (f" ({reason})" if reason else "")
-            early = [r for r in self._early_exits if r != first]
-            if early:
-                message += (f" (rank {', '.join(map(str, early))} had already exited with code 0 "
-                            "in the middle of the run)")
-            others = [f"rank {r} {describe_exit(c)}" for r, c in enumerate(codes) if r != first and c]
-            if others:
-                message += f"; then: {'; '.join(others)}"
-            if interrupted:
-                return outcome(stop_code, "interrupted", "interrupted; " + message)
-            return outcome(code if code > 0 else 128 - code, "failed", message)
+        if interrupted:
+            cause = found.message if found is not None and found.kind != "stopped" else None
+            return outcome(stop_code, "interrupted", f"interrupted; {cause}" if cause else "interrupted")
+        if found is not None:
+            code = found.exit_code or 1
+            return outcome(code if code > 0 else 128 - code, "failed", found.message)
         if (self.job_dir / REQUEUE_FILE).exists():
             return outcome(0, "preempted", "preempted: the ranks checkpointed and stopped; continue with "
                                            f"orch run --resume {self.job_dir}")
-        if interrupted:
-            return outcome(stop_code, "interrupted", "interrupted")
         return outcome(0, "completed", "completed")
+
+    def _blame(self, codes: list[int | None], exited_at: dict[int, float], stopped: set[int],
+               logs: Path) -> Blame | None:
+        """Who stopped the run: the ranks' outcome records, completed with what this runner saw."""
+        records, notes = read_outcomes(self.job_dir)
+        known = {r: c for r, c in enumerate(codes) if c is not None}
+        reasons = {r: last_error(tail(logs / log_name(r), 200)) for r, c in known.items() if c}
+        merged = observed(records, codes=known, ended=exited_at, stopped=stopped, stopped_by="orch run",
+                          reasons=reasons)
+        return blame(merged, world_size=self.nproc, notes=notes)
 
 
 def _group_alive(pgid: int) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from orchestrator import templating
 from orchestrator.errors import ConfigError
 from orchestrator.jobdirs import (
     ARRAY_BATCH_LOG_PATTERN,
@@ -148,6 +149,10 @@ class ScriptContext:
             script_name=SCRIPT_FILE,
         )
         return values
+
+
+# Fields that are integers: their output holds no quote, so it may stand inside quotes (shellctx).
+INT_FIELDS = frozenset(f.name for f in fields(ScriptContext) if str(f.type) in ("int", "int | None"))
 
 
 class Shell(str):
@@ -325,33 +330,6 @@ def check_templates_dir(templates_dir: Path) -> None:
         )
 
 
-@functools.lru_cache(maxsize=1)
-def _context_class() -> type:
-    """A Jinja2 context whose ``{{ super() }}`` counts as quoted text: a parent block's output is
-    made of the parent's own text and values that already went through a quoting filter."""
-    import jinja2.runtime
-
-    class QuotedBlock(jinja2.runtime.BlockReference):
-        @property
-        def super(self) -> Any:
-            parent = super().super
-            if isinstance(parent, jinja2.runtime.BlockReference):
-                return QuotedBlock(parent.name, parent._context, parent._stack, parent._depth)
-            return parent
-
-        def __call__(self) -> Any:
-            return Shell(super().__call__())
-
-    class QuotingContext(jinja2.runtime.Context):
-        def super(self, name: str, current: Any) -> Any:
-            block = super().super(name, current)
-            if isinstance(block, jinja2.runtime.BlockReference):
-                return QuotedBlock(block.name, self, block._stack, block._depth)
-            return block
-
-    return QuotingContext
-
-
 @functools.lru_cache(maxsize=8)
 def environment(templates_dir: Path | None = None) -> jinja2.Environment:
     """The Jinja2 environment: the user's templates first, then the built-in ones."""
@@ -369,11 +347,13 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
         "finalize": _finalize,
         "auto_reload": True,  # a stat per render: edits to --templates files are seen in long sessions
     }
-    # compiled templates are cached per user, keyed by each file's path and content (cache.py)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(search), bytecode_cache=template_bytecode_cache(
-        {k: getattr(v, "__qualname__", v) for k, v in settings.items()}), **settings)
+    # compiled templates are cached per user, keyed by each file's path and content (cache.py); a template
+    # is checked for filters inside quotes (shellctx) when it compiles, so a cached one was checked
+    key = {**{k: getattr(v, "__qualname__", v) for k, v in settings.items()}, "quoting_check": templating.CHECK_VERSION}
+    env = templating.environment_class(INT_FIELDS)(loader=jinja2.FileSystemLoader(search),
+                                                   bytecode_cache=template_bytecode_cache(key), **settings)
     env.filters.update(FILTERS)
-    env.context_class = _context_class()
+    env.context_class = templating.context_class(Shell)
     return env
 
 

@@ -128,7 +128,6 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
     runs ``orch doctor`` on a script (its errors refuse it unless ``no_check`` or ``dry_run``: then
     they are only shown), else loads the job file. ConfigError names the field.
     """
-    from orchestrator.doctor.gate import check_script
     from orchestrator.extras import NAMED_OPTIONS, parse_env_args, parse_sbatch_args
     from orchestrator.job import load_job
     from orchestrator.script import resolve_target, script_job
@@ -139,6 +138,8 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
     if target is None and not options.job:
         raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
     if target is not None:
+        from orchestrator.doctor.gate import check_script  # a job file: the doctor stays unimported
+
         check_script(target, refuse=not (options.no_check or dry_run))
     loaded = script_job(target) if target is not None else load_job(str(options.job), environ, cwd)
     named = {dest: getattr(options, dest) for dest in NAMED_OPTIONS}

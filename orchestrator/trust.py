@@ -10,7 +10,7 @@ and before each task reads a job folder, orch checks that the folder, every fold
   others own;
 * every folder above: not writable by others without the sticky bit (a group-writable project
   folder is the group's choice and stays allowed);
-* regular files and real folders, not symbolic links, for job.json and the checkpoints.
+* regular files and real folders, not symbolic links, for job.json, the checkpoints and their sidecars.
 
 ``JOB_ROOT_MODE`` is the one mode orch creates job roots and job folders with (orch run and orch
 submit alike); ``make_job_root`` creates a root and checks it. Functions take the stat results or
@@ -114,7 +114,7 @@ def check_file(path: Path, what: str, *, uid: int | None = None) -> None:
 
 
 def check_job_dir(job_dir: Path, *, job_file: str, checkpoint_dir: str,
-                  checkpoints: Iterable[str] = ("*.pt",), uid: int | None = None) -> None:
+                  checkpoints: Iterable[str] = ("*.pt", "*.pt.json"), uid: int | None = None) -> None:
     """The whole trust check of a job folder before it is used: folders, job.json, checkpoints."""
     check_folder(job_dir, "the job folder", uid=uid)
     check_file(job_dir / job_file, "the job file", uid=uid)

@@ -326,9 +326,9 @@ _WORKER = textwrap.dedent("""
     rank, port, folder = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
     real = checkpoint.write_atomic
 
-    def slow_write(state, directory):  # rank 0 takes its time; the others must wait for it
+    def slow_write(state, directory, *rest):  # rank 0 takes its time; the others must wait for it
         time.sleep(2.0)
-        return real(state, directory)
+        return real(state, directory, *rest)
 
     checkpoint.write_atomic = slow_write
     state = {"format": 1, "model": {"w": torch.from_numpy(np.zeros(4, dtype=np.float32))}, "optimizer": {},

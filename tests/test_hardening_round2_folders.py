@@ -285,6 +285,8 @@ def test_damaged_job_json_is_refused_before_any_rank_starts(damage: Callable[[Pa
 
 
 def _edit_checkpoint(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit the checkpoints and drop their sidecars: a folder of an older orch, so these cases test the
+    check every rank makes as it loads (with a sidecar, the CLI refuses first: test_resume_sidecar.py)."""
     import torch
 
     for name in ("latest.pt", "previous.pt"):
@@ -293,6 +295,7 @@ def _edit_checkpoint(folder: Path, change: Callable[[dict[str, Any]], None]) -> 
             state = torch.load(path, weights_only=True)
             change(state)
             torch.save(state, path)
+        (folder / "checkpoints" / f"{name}.json").unlink(missing_ok=True)
 
 
 def _rename_first_key(state: dict[str, Any]) -> None:

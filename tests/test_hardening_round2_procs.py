@@ -21,6 +21,7 @@ import yaml
 from support import ORCH, TEST_CLUSTER, clean_environ
 
 from orchestrator.launch import descendants
+from orchestrator.outcome import read_outcomes
 
 HANG_JOB = str(Path(__file__).resolve().parent / "jobs" / "hang.py")
 LOCAL_PROBE = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
@@ -161,6 +162,14 @@ def test_the_rank_that_stopped_progressing_is_blamed_and_leaves_its_stacks(
     if fault == "spin":  # a SIGSTOPped rank is killed after the grace period: it cannot write anything
         assert "spin_forever" in stuck_log, stuck_log[-2000:]
     assert "Thread 0x" in waiting_log or "Current thread" in waiting_log, waiting_log[-2000:]
+    # each rank's own record: the stuck one was stopped while running (after its last step), the other waited
+    records, notes = read_outcomes(job_dir(tmp_path))
+    by_rank = {r.rank: r for r in records}
+    assert notes == [] and sorted(by_rank) == [0, 1]
+    assert by_rank[stuck].kind == "signalled" and by_rank[stuck].signal == "SIGTERM", by_rank[stuck]
+    assert by_rank[stuck].stopped_by == "orch run" and by_rank[stuck].last_step is not None
+    assert by_rank[waiting].kind == "waited" and by_rank[waiting].timeout_s == 6
+    assert by_rank[waiting].timeout_setting == "launcher.collective_timeout"
 
 
 def test_a_hang_in_build_names_the_start_up_timeout(tmp_path: Path) -> None:
@@ -169,6 +178,11 @@ def test_a_hang_in_build_names_the_start_up_timeout(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "rank 1 stopped making progress" in proc.stderr, proc.stderr
     assert "after 12 s" in proc.stderr and "after 5 s" not in proc.stderr, proc.stderr
+    assert "launcher.init_timeout" in proc.stderr, proc.stderr
+    records, _ = read_outcomes(job_dir(tmp_path))
+    waited = [r for r in records if r.kind == "waited"]
+    assert waited and all(r.timeout_s == 12 and r.timeout_setting == "launcher.init_timeout" for r in waited)
+    assert {r.rank: r for r in records}[1].last_step is None  # stuck in build: no step finished
 
 
 def test_flight_recorder_variables() -> None:

@@ -264,6 +264,9 @@ def test_a_failing_rank_ends_the_job_and_is_named(cluster_file: Path, fault: str
     assert says in run.proc.stderr and "orch: error: " in run.proc.stderr
     assert run.summary["failed_rank"] in (0, 1)
     assert all(code is not None for code in run.summary["rank_exit_codes"])
+    # the verdict of orchestrator.blame, as orch status --json shows it for a Slurm job
+    failure = run.summary["failure"]
+    assert failure["rank"] == run.summary["failed_rank"] and failure["message"] == run.summary["message"]
     assert live_processes_of(run.job_dir) == []
 
 
@@ -359,6 +362,12 @@ def test_local_job_folder_layout(straight: Run) -> None:
     cfg = json.loads((job_dir / "job.json").read_text())
     assert cfg["mode"] == "local" and cfg["tasks_per_node"] == 2 and cfg["nodes"] == 1
     assert cfg["launcher"]["init_timeout"] == INIT_TIMEOUT
-    assert {p.name for p in (job_dir / LOG_DIR).iterdir()} == {"local-rank0.out", "local-rank1.out"}
-    assert {p.name for p in (job_dir / CHECKPOINT_DIR).iterdir()} == {"latest.pt", "previous.pt"}
+    assert {p.name for p in (job_dir / LOG_DIR).iterdir()} == {"local-rank0.out", "local-rank1.out",
+                                                             "rank0.outcome.json", "rank1.outcome.json"}
+    for rank in (0, 1):  # how each rank ended (orchestrator.outcome), read by orch run, status and logs
+        record = json.loads((job_dir / LOG_DIR / f"rank{rank}.outcome.json").read_text())
+        assert record["rank"] == rank and record["kind"] == "completed" and record["exit_code"] == 0
+        assert record["run"] == "local" and record["restart"] == 0 and record["last_step"]["step"] > 0
+    assert {p.name for p in (job_dir / CHECKPOINT_DIR).iterdir()} == {  # each with its identity sidecar
+        "latest.pt", "previous.pt", "latest.pt.json", "previous.pt.json"}
     assert not os.stat(job_dir).st_mode & 0o002, "job folders are never world-writable"

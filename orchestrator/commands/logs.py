@@ -2,7 +2,9 @@
 
 The logs live in the job folder (``logs/slurm-<id>.out`` for the batch step, ``logs/<id>-rank<R>.out``
 per rank; ``logs/local-rank<R>.out`` for ``orch run``). ``-f`` follows the file until the job ends,
-across a requeue (the logs are opened in append mode).
+across a requeue (the logs are opened in append mode). When the ranks' outcome records show a
+failure, a last note (on stderr) names the rank to look at and why (:func:`orchestrator.jobstate.failure`),
+with the last lines of that rank's log.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from orchestrator import slurm
+from orchestrator import jobstate, slurm
 from orchestrator.commands._common import add_cluster_argument
 from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import OrchError, SlurmError
@@ -22,6 +24,7 @@ from orchestrator.jobdirs import JobDir, find_job_dir, progress_cells, read_prog
 from orchestrator.runconfig import LOG_DIR
 
 STATE_EVERY = 2.0  # seconds between job state checks while following
+TAIL_LINES = 20  # of the rank to look at, below the log shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +43,25 @@ def progress_note(job: JobDir) -> str | None:
         return None
     return (f"orch: rank 0 is at epoch {cells['epoch']}, step {cells['step']}, loss {cells['loss'] or '-'} "
             f"(from {job.path / 'progress.json'})")
+
+
+def blame_note(job: JobDir, shown: int | None) -> str | None:
+    """Which rank to look at, and why, when the outcome records show a failure; with the last lines
+    of that rank's log unless it is the log just shown."""
+    found = jobstate.failure(job)
+    if found is None or not found.ranks:
+        return None
+    rank = found.ranks[0]
+    note = f"orch: look at rank {rank}: {found.message}"
+    if shown == rank:
+        return note
+    try:
+        path = job.log_file(rank)
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[-TAIL_LINES:]
+    except (OrchError, OSError):
+        return note
+    ref = job.job_id or job.path
+    return note + f"\n--- last lines of {path} (orch logs {ref} --rank {rank}) ---\n" + "\n".join(lines) + "\n---"
 
 
 def _missing(job: JobDir, path: Path, rank: int | None) -> OrchError:
@@ -109,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
             appeared = follow(job, path, args.interval, out)
         if not appeared:
             raise _missing(job, path, args.rank)
+        _print_blame(job, args.rank)
         return 0
     note = progress_note(job)
     if not path.is_file():
@@ -120,4 +143,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"orch: {path} is empty: {who} has written nothing yet", file=sys.stderr)
         if note is not None:
             print(note, file=sys.stderr)  # what is happening meanwhile
+    _print_blame(job, args.rank)
     return 0
+
+
+def _print_blame(job: JobDir, shown: int | None) -> None:
+    note = blame_note(job, shown)
+    if note is not None:
+        sys.stdout.flush()
+        print(note, file=sys.stderr, flush=True)

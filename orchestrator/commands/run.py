@@ -26,6 +26,7 @@ from orchestrator.job import load_job, load_job_file, make_params, parse_overrid
 from orchestrator.jobdirs import job_root, local_log_name, metrics_cell
 from orchestrator.local import LocalResult, LocalRunner, job_lock, tail
 from orchestrator.localplan import available_cpus, cpus_per_rank, local_gpu_layout, local_gpus, new_local_run
+from orchestrator.resumecheck import check_resume_folder
 from orchestrator.runconfig import (
     CHECKPOINT_DIR,
     JOB_FILE,
@@ -134,6 +135,8 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
         changes["data_dir"] = resolve_data_dir(args.data_dir, os.environ, Path.cwd())
     if changes:
         cfg = RunConfig.model_validate({**cfg.model_dump(), **changes})
+    check_resume_folder(job_dir, cfg)  # the checkpoint is this job's (its sidecar), before job.json changes
+    if changes:
         write_run_config(job_dir, cfg)
     return job_dir, cfg
 

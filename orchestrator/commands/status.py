@@ -8,6 +8,9 @@ object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's
 ``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``. EPOCH/STEP/LOSS come from the job
 folder's ``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in
 ``--json``); METRICS is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``).
+When the ranks' outcome records show a failure, ``failure`` (``--json``; a ``# job ...`` line below the
+table) names the rank to look at: the one that failed, or the one that stopped making progress while
+the others gave up waiting for it in a collective, and the timeout that applied (:mod:`orchestrator.blame`).
 """
 
 from __future__ import annotations
@@ -92,6 +95,15 @@ def with_training(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list
     return rows
 
 
+def with_failure(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[dict[str, Any]]:
+    """Add ``failure``: which rank to look at, from the ranks' outcome records (None: no failure)."""
+    for row, job in zip(rows, jobs, strict=True):
+        restarts = row.get("restarts")
+        found = jobstate.failure(job, restarts if isinstance(restarts, int) else None) if job else None
+        row["failure"] = found.as_dict() if found is not None else None
+    return rows
+
+
 def run(args: argparse.Namespace) -> int:
     targets = _targets(args)
     if not targets:
@@ -100,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         raise OrchError("no jobs submitted from here yet",
                         hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
-    table = with_training(jobstate.rows(list(targets)), [job for _, job in targets])
+    jobs = [job for _, job in targets]
+    table = with_failure(with_training(jobstate.rows(list(targets)), jobs), jobs)
     startup = _startup(targets[0][1]) if len(args.jobs) == 1 else None
     if startup:
         table[0]["startup"] = startup
@@ -111,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
         for row in table:  # orch submit --preflight=exclude: the nodes a preflight took out
             if row.get("excluded"):
                 print(f"# job {row['job_id']}: {row['excluded']}")
+            if row.get("failure"):
+                print(f"# job {row['job_id']}: {row['failure']['message']} (orch logs {row['job_id']} shows "
+                      "that rank's last lines)")
         if startup:
             from orchestrator.runtime.startup import format_startup
 

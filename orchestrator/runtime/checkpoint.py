@@ -6,6 +6,11 @@ current ``latest.pt`` to ``previous.pt`` and renames the new file over ``latest.
 the directory: at every instant ``latest.pt`` is a complete old or new checkpoint. A reader
 that finds ``latest.pt`` unreadable says so and uses ``previous.pt``; with neither readable it
 stops with an error naming the files (never a silent restart from scratch).
+
+Beside each file lies its sidecar (``latest.pt.json``, ``previous.pt.json``; ``resumecheck``):
+the job identity and counters of the checkpoint, which ``orch run --resume`` and the batch script
+check before any rank starts. It is written to a temporary file first too, rotated with its
+checkpoint, and renamed right after it.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ import numpy as np
 import torch
 
 from orchestrator.errors import OrchError
+from orchestrator.resumecheck import LATEST as LATEST  # the names live where the CLI reads them (no torch)
+from orchestrator.resumecheck import PREVIOUS as PREVIOUS
+from orchestrator.resumecheck import JobIdentity, make_sidecar, sidecar_path, zip_members_digest
 from orchestrator.runtime.dist import Dist, barrier, broadcast_object, gather_objects
 
 log = logging.getLogger(__name__)
 
 FORMAT = 1
-LATEST = "latest.pt"
-PREVIOUS = "previous.pt"
 TMP_PREFIX = ".tmp-"
 REQUIRED_KEYS = ("format", "model", "optimizer", "epoch", "step", "world_size", "batch_size", "ranks")
 
@@ -50,24 +56,62 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(state: Mapping[str, Any], directory: Path) -> Path:
-    """Write ``state`` as the new ``latest.pt``, keeping the old one as ``previous.pt``."""
+def _rotate(current: Path, target: Path) -> None:
+    """Make ``target`` the file ``current`` is now (a hard link; a copy where links fail)."""
+    tmp = current.with_name(f"{TMP_PREFIX}{target.name}.{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(current, tmp)  # current stays in place while target is updated
+    except OSError:
+        shutil.copy2(current, tmp)  # file systems without hard links
+    os.replace(tmp, target)
+
+
+def _write_sidecar(state: Mapping[str, Any], checkpoint: Path, job: JobIdentity) -> Path | None:
+    """The sidecar of the (temporary) checkpoint file ``checkpoint``, in a temporary file of its own
+    (None when the state has no valid one: the checkpoint is still written, the ranks check it)."""
+    model = state.get("model") or {}
+    shapes = [(str(k), tuple(v.shape)) for k, v in model.items() if isinstance(v, torch.Tensor)]
+    params = state.get("params") or {}
+    try:
+        text = make_sidecar(job, epoch=int(state["epoch"]), step=int(state["step"]),
+                            world_size=int(state["world_size"]), batch_size=int(state["batch_size"]),
+                            grad_accum=int(state.get("grad_accum", 1)), ranks=len(state.get("ranks") or []),
+                            params=params, shapes=shapes, size=checkpoint.stat().st_size,
+                            members=zip_members_digest(checkpoint) or "0" * 64)
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        log.warning("no sidecar for checkpoint %s: %s", checkpoint, str(exc).splitlines()[0][:200])
+        return None
+    tmp = sidecar_path(checkpoint)
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return tmp
+
+
+def write_atomic(state: Mapping[str, Any], directory: Path, job: JobIdentity | None = None) -> Path:
+    """Write ``state`` as the new ``latest.pt``, keeping the old one as ``previous.pt``; with ``job``,
+    each file's sidecar too (without: any sidecar of the replaced file goes, never a stale one)."""
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f"{TMP_PREFIX}{LATEST}.{os.getpid()}"
     with tmp.open("wb") as fh:
         torch.save(dict(state), fh)
         fh.flush()
         os.fsync(fh.fileno())
-    latest = directory / LATEST
+    tmp_sidecar = _write_sidecar(state, tmp, job) if job is not None else None
+    latest, previous = directory / LATEST, directory / PREVIOUS
     if latest.exists():
-        prev_tmp = directory / f"{TMP_PREFIX}{PREVIOUS}.{os.getpid()}"
-        prev_tmp.unlink(missing_ok=True)
-        try:
-            os.link(latest, prev_tmp)  # latest stays in place while previous is updated
-        except OSError:
-            shutil.copy2(latest, prev_tmp)  # file systems without hard links
-        os.replace(prev_tmp, directory / PREVIOUS)
+        _rotate(latest, previous)
+        if sidecar_path(latest).exists():
+            _rotate(sidecar_path(latest), sidecar_path(previous))
+        else:
+            sidecar_path(previous).unlink(missing_ok=True)
     os.replace(tmp, latest)
+    if tmp_sidecar is not None:
+        os.replace(tmp_sidecar, sidecar_path(latest))  # right after: resumecheck knows this window
+    else:
+        sidecar_path(latest).unlink(missing_ok=True)
     fsync_dir(directory)
     return latest
 
@@ -135,6 +179,7 @@ class Checkpointer:
 
     directory: Path
     ctx: Dist
+    job: JobIdentity | None = None  # writes the sidecar that resumecheck checks before ranks start
 
     def save(self, state: Mapping[str, Any], local: Mapping[str, Any]) -> None:
         """Collective: gather every rank's RNG state and ``local`` values into ``state["ranks"]``,
@@ -142,7 +187,7 @@ class Checkpointer:
         ranks = gather_objects({**local, "rng": capture_rng(self.ctx.device)}, self.ctx)
         if self.ctx.is_main:
             started = time.perf_counter()
-            path = write_atomic({**state, "format": FORMAT, "ranks": ranks}, self.directory)
+            path = write_atomic({**state, "format": FORMAT, "ranks": ranks}, self.directory, self.job)
             log.info("checkpoint written to %s in %.2f s", path, time.perf_counter() - started)
         barrier(self.ctx)
 

@@ -15,7 +15,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from orchestrator.errors import DistEnvError, OrchError
+from orchestrator.errors import DistEnvError, OrchError, RendezvousTimeout
+from orchestrator.outcome import COLLECTIVE_TIMEOUT, INIT_TIMEOUT, RECORDER
 from orchestrator.runtime.device import DeviceChoice
 from orchestrator.runtime.preempt import PreemptFlag
 from orchestrator.runtime.rendezvous import is_loopback, loopback_store
@@ -43,8 +44,10 @@ class Dist:
     def is_main(self) -> bool:
         return self.rank == 0
 
-    def set_timeout(self, seconds: int) -> None:
-        """The wait of every later collective, on the default and the control group."""
+    def set_timeout(self, seconds: int, setting: str = COLLECTIVE_TIMEOUT) -> None:
+        """The wait of every later collective, on the default and the control group (``setting``:
+        the launcher setting it comes from, for the task's outcome record)."""
+        RECORDER.timeout_in_force(seconds, setting)
         delta = datetime.timedelta(seconds=seconds)
         for group in (None, self.control) if self.control is not None else (None,):
             _SET_TIMEOUT(delta, group)
@@ -53,7 +56,7 @@ class Dist:
     def patient(self) -> Iterator[None]:
         """Within: the long start-up timeout (e.g. while rank 0 writes a checkpoint and the others
         wait at the barrier); after: the short training timeout again, so a stuck rank is found fast."""
-        self.set_timeout(self.timeout)
+        self.set_timeout(self.timeout, INIT_TIMEOUT)
         try:
             yield
         finally:
@@ -112,10 +115,11 @@ def init_error(exc: BaseException, *, rank: int, master_addr: str, master_port: 
                  "from the job id) or change launcher.port_range in cluster.yaml",
         )
     if "timed out" in text.lower() or "timeout" in text.lower():
-        return DistEnvError(
+        return RendezvousTimeout(
             f"rank {rank} could not reach rank 0 at {where} within {timeout} s",
             hint="check that rank 0 started (its log) and that MASTER_ADDR resolves from every node; "
                  "launcher.init_timeout in cluster.yaml sets the wait",
+            timeout_s=timeout,
         )
     return DistEnvError(f"rank {rank} failed to join the process group at {where}: {text.splitlines()[0]}",
                         hint="check MASTER_ADDR/MASTER_PORT and the network between the nodes")

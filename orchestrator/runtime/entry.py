@@ -24,6 +24,8 @@ import torch
 from orchestrator.distenv import DistEnv
 from orchestrator.errors import OrchError
 from orchestrator.job import JobSpec, TrainParams, load_job_file
+from orchestrator.outcome import RECORDER
+from orchestrator.resumecheck import JobIdentity
 from orchestrator.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.runtime import device as devices
 from orchestrator.runtime.checkpoint import Checkpointer, restore_rng
@@ -112,7 +114,7 @@ class Trainer:
             if getattr(p, name) and ctx.device.type != "cuda":
                 self.say(f"orch: {name}=true only applies on CUDA; ignored on CPU")
         task = build_task(self.spec, p, ctx, self.data_dir, self.job_dir)
-        checkpointer = Checkpointer(self.job_dir / CHECKPOINT_DIR, ctx)
+        checkpointer = Checkpointer(self.job_dir / CHECKPOINT_DIR, ctx, JobIdentity.of(self.cfg))
         resume = self._resume(checkpointer, task)
         CLOCK.lap("build")
         parts = set_up(task, p, ctx, job=self.spec.name, cpus_per_task=self.cfg.cpus_per_task, resume=resume,
@@ -195,6 +197,7 @@ class Trainer:
         def after_step(step: int) -> None:
             nonlocal synced, current
             current = step
+            RECORDER.step(epoch + 1, step)  # in memory: the outcome record's "last step"
             if "first_step" not in CLOCK.phases:
                 CLOCK.lap("first_step")
             if not synced and (step % p.grad_accum == 0 or step == plan.num_steps):  # after an optimizer step

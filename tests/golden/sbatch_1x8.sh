@@ -51,7 +51,8 @@ export OMP_NUM_THREADS=1
 # passes the environment on) and win over Slurm's there, giving all tasks one rank: drop them.
 unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK NODE_RANK GROUP_WORLD_SIZE
 
-# MASTER_ADDR and MASTER_PORT are computed once, here, and inherited by every rank.
+# MASTER_ADDR and MASTER_PORT are computed once, here, and inherited by every rank. Computing the port
+# checks the job folder's checkpoint first: one of another job (a damaged resume) stops the job here.
 MASTER_ADDR=127.0.0.1
 MASTER_PORT=$("$PYTHON" -m orchestrator.launch --master-port --job-dir "$JOB_DIR")
 export MASTER_ADDR MASTER_PORT
