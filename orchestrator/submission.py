@@ -22,7 +22,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import slurm
 from orchestrator.config import DATA_DIR_ENV_VAR, Cluster, resolve_data_dir
 from orchestrator.errors import ConfigError, SlurmError
 from orchestrator.job import LoadedJob, make_params, parse_overrides
@@ -306,6 +305,8 @@ def array_record(array: ArrayPlan) -> dict[str, Any]:
 
 
 def _sbatch(job_dir: Path, folders: Sequence[Path]) -> str:
+    from orchestrator import slurm  # the dry run (plan only) never loads the Slurm adapter
+
     try:
         return slurm.sbatch(job_dir / SCRIPT_FILE)
     except SlurmError as exc:
