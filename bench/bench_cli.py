@@ -112,12 +112,12 @@ def measure(rows: list[Row], env: dict[str, str], runs: int) -> None:
 def make_job_root(root: Path, count: int) -> None:
     """``count`` job folders as ``orch submit`` writes them (the first one planned for real, the
     others copies with their own folder name and job id)."""
-    from orchestrator.config import parse_cluster
-    from orchestrator.job import load_job
-    from orchestrator.jobdirs import write_job_dir
-    from orchestrator.plan import make_request
-    from orchestrator.runconfig import JOB_ID_FILE
-    from orchestrator.submission import new_plan
+    from orchestrator.records.jobdirs import write_job_dir
+    from orchestrator.slurm.plan import make_request
+    from orchestrator.slurm.submission import new_plan
+    from orchestrator.spec.cluster import parse_cluster
+    from orchestrator.spec.job import load_job
+    from orchestrator.spec.runconfig import JOB_ID_FILE
 
     cluster = parse_cluster((ROOT / "cluster.yaml").read_text(encoding="utf-8"))
     plan = new_plan(make_request({"job": "mnist", "nodes": 2, "gpus": 8}), cluster,

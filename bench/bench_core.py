@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestrator import distenv, hostlist, taskenv
+from orchestrator.env import distenv, hostlist, taskenv
 
 
 def _clear_caches() -> None:

@@ -11,7 +11,7 @@ On a running Slurm cluster (the local test cluster: ``tests/slurm/cluster.sh up`
 * **bare + dynamo**: the same, also importing ``torch._dynamo``, which the constructor of
   ``DistributedDataParallel`` imports (torch 2.x): what any DDP program pays before its first step;
 * **orch, no prefetch**: ``orch submit`` with ``ORCH_PREFETCH_DYNAMO=0``: ``torch._dynamo`` is imported
-  by DDP's constructor after the rendezvous (the "before" of the prefetch in runtime/startup.py).
+  by DDP's constructor after the rendezvous (the "before" of the prefetch in records/startup.py).
 
 Then the start-up phases that rank 0 recorded in ``result.json`` (``startup``), median per phase,
 with and without the prefetch: ``import_torch`` (torch's own import) apart from orch's part
@@ -131,7 +131,7 @@ def _row(label: str, bare: float, dynamo: float, orch: float, orch_before: float
 
 def phase_table(after: list[dict[str, float]], before: list[dict[str, float]]) -> str:
     """Median seconds per start-up phase (rank 0), with and without the torch._dynamo prefetch."""
-    from orchestrator.runtime.startup import PHASES
+    from orchestrator.records.startup import PHASES
 
     def med(runs: list[dict[str, float]], phase: str) -> float | None:
         values = [r[phase] for r in runs if phase in r]

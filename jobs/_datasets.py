@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from orchestrator.config import DATA_DIR_ENV_VAR
+from orchestrator import TensorData
 from orchestrator.errors import ConfigError
-from orchestrator.runtime.data import TensorData
+from orchestrator.spec.cluster import DATA_DIR_ENV_VAR
 
 DATA_HINT = (f"point --data-dir (orch run/submit), {DATA_DIR_ENV_VAR} or data_dir= (Python API) at the folder "
              "that holds {layout}")

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from orchestrator.job import JobSpec, Resources, TrainParams
+from orchestrator import JobSpec, Resources, TrainParams
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 
 class Cifar10Params(TrainParams):
@@ -43,7 +43,7 @@ def make_model() -> nn.Module:
 
 def build(params: Cifar10Params, ctx: BuildContext) -> TrainTask:
     from jobs._datasets import Augmented, load_cifar10
-    from orchestrator.runtime.task import TrainTask
+    from orchestrator import TrainTask
 
     train, test = load_cifar10(ctx.require_data_dir("CIFAR-10"))
     return TrainTask(model=make_model(), train_set=Augmented(train) if params.augment else train, test_set=test)

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from orchestrator.job import JobSpec, Resources, TrainParams
+from orchestrator import JobSpec, Resources, TrainParams
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 
 class MnistParams(TrainParams):
@@ -41,7 +41,7 @@ def make_model() -> nn.Module:
 
 def build(params: MnistParams, ctx: BuildContext) -> TrainTask:
     from jobs._datasets import load_mnist
-    from orchestrator.runtime.task import TrainTask
+    from orchestrator import TrainTask
 
     train, test = load_mnist(ctx.require_data_dir("MNIST"))
     return TrainTask(model=make_model(), train_set=train, test_set=test)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from orchestrator.job import JobSpec, Resources, TrainParams
+from orchestrator import JobSpec, Resources, TrainParams
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 
 class SelftestParams(TrainParams):

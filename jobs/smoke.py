@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from orchestrator.job import JobSpec, Resources, TrainParams
+from orchestrator import JobSpec, Resources, TrainParams
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 
 class SmokeParams(TrainParams):
@@ -28,8 +28,7 @@ def build(params: SmokeParams, ctx: BuildContext) -> TrainTask:
     import torch
     from torch import nn
 
-    from orchestrator.runtime.data import TensorData
-    from orchestrator.runtime.task import TrainTask
+    from orchestrator import TensorData, TrainTask
 
     gen = torch.Generator().manual_seed(params.seed)
     teacher = torch.randn(10, 10, generator=gen)

@@ -8,16 +8,16 @@
     orchestrator.submit("train.py", script_args=["--lr", "0.1"], nodes=2, gpus=8, gpus_per_task=2,
                         constraint="a100", env={"NCCL_DEBUG": "INFO"})  # a script, as orch submit train.py -- ...
 
-On Slurm it is ``orch submit``: the same options (:class:`orchestrator.submission.SubmitOptions`, turned
-into a request by the one ``submission.build_request``), :func:`orchestrator.plan.build_plan`, the same
+On Slurm it is ``orch submit``: the same options (:class:`orchestrator.slurm.submission.SubmitOptions`, turned
+into a request by the one ``submission.build_request``), :func:`orchestrator.slurm.plan.build_plan`, the same
 rendered script (golden-tested and shellchecked), the same job folder, queued through
-:mod:`orchestrator.submission` and ``slurm.sbatch``. Preemption is the script's: the batch shell
+:mod:`orchestrator.slurm.submission` and ``slurm.sbatch``. Preemption is the script's: the batch shell
 forwards the signal, the ranks checkpoint, and the script requeues the job. A sweep is one Slurm job
 array (``--array``), element I in ``<job folder>/I``, exactly as ``orch submit --sweep``.
 
 Locally (no ``sbatch`` on PATH, or ``executor="local"``) the ``job.json`` comes from
-:func:`orchestrator.localplan.new_local_run`, as for ``orch run``, and submitit's local executor runs
-one task that starts every rank through :class:`orchestrator.local.LocalRunner`, in the background.
+:func:`orchestrator.local.plan.new_local_run`, as for ``orch run``, and submitit's local executor runs
+one task that starts every rank through :class:`orchestrator.local.runner.LocalRunner`, in the background.
 """
 
 from __future__ import annotations
@@ -31,16 +31,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from orchestrator import slurm, slurmstate
-from orchestrator.config import Cluster, find_cluster
 from orchestrator.errors import ConfigError, OrchError
-from orchestrator.jobdirs import job_root, log_path, read_job_dir, read_result
-from orchestrator.runconfig import LOG_DIR, read_run_config
+from orchestrator.records.cache import find_cluster
+from orchestrator.records.jobdirs import job_root, log_path, read_job_dir, read_result
+from orchestrator.slurm import client as slurm
+from orchestrator.slurm import state as slurmstate
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.runconfig import LOG_DIR, read_run_config
 
 if TYPE_CHECKING:
-    from orchestrator.job import LoadedJob
-    from orchestrator.plan import SubmitPlan, SubmitRequest
-    from orchestrator.submission import SubmitOptions
+    from orchestrator.slurm.plan import SubmitPlan, SubmitRequest
+    from orchestrator.slurm.submission import SubmitOptions
+    from orchestrator.spec.job import LoadedJob
 
 __all__ = ["JobHandle", "LocalTask", "submit", "sweep"]
 
@@ -51,7 +53,7 @@ VANISHED_POLLS = 5  # consecutive "unknown" answers before a job counts as gone 
 # submitit's local job states -> Slurm's names, so a handle speaks one vocabulary
 LOCAL_STATES = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED", "INTERRUPTED": "CANCELLED"}
 # keyword arguments that are request fields (as orch submit's flags), not hyperparameters
-# (``orchestrator.submission.SubmitOptions`` less job, nodes, gpus and overrides; a test keeps them equal)
+# (``orchestrator.slurm.submission.SubmitOptions`` less job, nodes, gpus and overrides; a test keeps them equal)
 REQUEST_FIELDS = ("module", "script_args", "gpus_per_task", "ntasks_per_node", "cpus_per_task", "partition",
                   "time", "job_name", "account", "qos", "constraint", "exclusive", "nodelist", "exclude",
                   "reservation", "dependency", "mail_type", "mail_user", "sbatch_args", "env",
@@ -69,7 +71,7 @@ class LocalTask:
     nproc: int
 
     def __call__(self) -> dict[str, Any] | None:
-        from orchestrator.local import LocalRunner
+        from orchestrator.local.runner import LocalRunner
 
         folder = Path(self.job_dir)
         cfg = read_run_config(folder)
@@ -191,11 +193,21 @@ def submit(job: str | Path | None = None, *, nodes: int | None = None, gpus: int
     if kind == "local":
         (handle,) = _queue_local(options, _cluster(cluster, kind), [{}])
         return handle
-    from orchestrator.submission import queue
+    from orchestrator.slurm.submission import queue
 
     plan, _ = _plan(options, _cluster(cluster, kind))
     job_id = queue(plan, os.environ)
     return JobHandle(job_id=job_id, job_dir=plan.job_dir, executor="slurm")
+
+
+def run(job: str | Path | None = None, *, nodes: int | None = None, gpus: int | None = None,
+        cluster: str | Path | Cluster | None = None, timeout: float | None = None, **overrides: Any) -> JobHandle:
+    """Run one job or script on this machine and wait for its end, as ``orch run`` does: ``nodes`` x
+    ``gpus`` ranks as local processes (default: the job's resources), the same keywords as :func:`submit`.
+    The finished job's handle (``handle.result()``: the final metrics); a failed run raises OrchError."""
+    handle = submit(job, nodes=nodes, gpus=gpus, cluster=cluster, executor="local", **overrides)
+    handle.result(timeout)
+    return handle
 
 
 def sweep(job: str | Path, grid: Sequence[Mapping[str, Any]], *, nodes: int | None = None,
@@ -216,7 +228,7 @@ def sweep(job: str | Path, grid: Sequence[Mapping[str, Any]], *, nodes: int | No
     options = _options(job, nodes, gpus, common)
     if kind == "local":
         return _queue_local(options, _cluster(cluster, kind), grid)
-    from orchestrator.submission import plan_array, queue_array
+    from orchestrator.slurm.submission import plan_array, queue_array
 
     plan, loaded = _plan(options, _cluster(cluster, kind))
     array = plan_array(plan, loaded, grid, throttle=throttle)
@@ -226,14 +238,14 @@ def sweep(job: str | Path, grid: Sequence[Mapping[str, Any]], *, nodes: int | No
 
 
 def _request(options: SubmitOptions) -> tuple[SubmitRequest, LoadedJob]:
-    from orchestrator.submission import build_request
+    from orchestrator.slurm.submission import build_request
 
     return build_request(options, cwd=Path.cwd(), environ=os.environ, search=[Path(p) for p in sys.path if p])
 
 
 def _plan(options: SubmitOptions, cluster: Cluster | None) -> tuple[SubmitPlan, LoadedJob]:
-    """The plan ``orch submit`` makes for the same options (:func:`orchestrator.submission.build_request`)."""
-    from orchestrator.submission import data_dir_problem, new_plan
+    """The plan ``orch submit`` makes for the same options (:func:`orchestrator.slurm.submission.build_request`)."""
+    from orchestrator.slurm.submission import data_dir_problem, new_plan
 
     assert cluster is not None  # find_cluster(required=True) raised otherwise
     request, loaded = _request(options)
@@ -247,7 +259,7 @@ def _plan(options: SubmitOptions, cluster: Cluster | None) -> tuple[SubmitPlan, 
 def _options(job: str | Path | None, nodes: int | None, gpus: int | None,
              keywords: Mapping[str, Any]) -> SubmitOptions:
     """Keyword arguments -> submit options: request fields by name, the rest hyperparameters."""
-    from orchestrator.submission import SubmitOptions
+    from orchestrator.slurm.submission import SubmitOptions
 
     fields = {k: v for k, v in keywords.items() if k in REQUEST_FIELDS}
     params = {k: v for k, v in keywords.items() if k not in REQUEST_FIELDS}
@@ -276,8 +288,8 @@ def _queue_local(options: SubmitOptions, cluster: Cluster | None,
     """Local runs (as ``orch run``): one per entry of hyperparameters on top of ``options``."""
     import submitit
 
-    from orchestrator.job import make_params
-    from orchestrator.localplan import local_gpu_layout, local_gpus, new_local_run
+    from orchestrator.local.plan import local_gpu_layout, local_gpus, new_local_run
+    from orchestrator.spec.job import make_params
 
     request, loaded = _request(options)
     if request.script is not None and any(entries):
@@ -309,7 +321,7 @@ def _queue_local(options: SubmitOptions, cluster: Cluster | None,
 
 
 def _minutes(time_text: str | None) -> int:
-    from orchestrator.units import parse_time
+    from orchestrator.spec.units import parse_time
 
     seconds = None if time_text in (None, "UNLIMITED") else parse_time(time_text)
     return 24 * 60 if seconds is None else max(1, -(-seconds // 60))

@@ -13,12 +13,41 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+import types
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from orchestrator import __version__
 from orchestrator.errors import OrchError
-from orchestrator.lean import skip_pydantic_plugins
+
+# --- what the orch process skips at start-up (the CLI only; never the tasks, never the Python API) ---
+#
+# pydantic looks for plugins the first time a model class is built: its loader imports
+# ``importlib.metadata`` (and with it ``email``, ``csv``, ``socket``, ``calendar``, ...) and reads the
+# entry points of every installed distribution, about a fifth of a dry run's time. orch's CLI uses no
+# pydantic plugin, so :func:`skip_pydantic_plugins` answers "no plugins" in this process, as
+# ``PYDANTIC_DISABLE_PLUGINS=__all__`` would, without setting that variable: sbatch, ``orch run``'s
+# ranks and every other child inherit the environment unchanged. ``ORCH_PYDANTIC_PLUGINS=1`` keeps
+# the plugins (and the scan).
+PLUGIN_LOADER = "pydantic.plugin._loader"
+KEEP_PLUGINS_ENV_VAR = "ORCH_PYDANTIC_PLUGINS"
+
+
+def _no_plugins() -> Iterable[Any]:
+    return ()
+
+
+def skip_pydantic_plugins(environ: Mapping[str, str]) -> bool:
+    """Install a plugin loader that finds none, unless pydantic's own loader is already imported or
+    the user asked for plugins. True when installed."""
+    if environ.get(KEEP_PLUGINS_ENV_VAR) == "1" or PLUGIN_LOADER in sys.modules:
+        return False
+    loader = types.ModuleType(PLUGIN_LOADER, "orch: no pydantic plugins in the CLI process (orchestrator.cli)")
+    loader.get_plugins = _no_plugins  # type: ignore[attr-defined]  # the one name pydantic imports from it
+    loader.PYDANTIC_ENTRY_POINT_GROUP = "pydantic"  # type: ignore[attr-defined]
+    sys.modules[PLUGIN_LOADER] = loader
+    return True
+
 
 # verb -> (module, one-line help); the order is the order of `orch --help`, which imports no verb module.
 VERBS: dict[str, tuple[str, str]] = {
@@ -100,7 +129,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def no_world_write() -> Iterator[None]:
     """What a verb creates (job folders, logs, checkpoints, and Slurm's own log files: sbatch passes
     the umask on to the job) follows the user's umask, but is never group- or world-writable: the tasks
-    refuse job folders and checkpoints that others could have changed (orchestrator.trust)."""
+    refuse job folders and checkpoints that others could have changed (orchestrator.records.trust)."""
     previous = os.umask(0o022)
     os.umask(previous | 0o022)
     try:

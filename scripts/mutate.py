@@ -44,19 +44,20 @@ COPY = ("orchestrator", "jobs", "templates", "tests", "pyproject.toml", "cluster
 
 # module -> (source files, test files (edge tests first: -x stops early), top-level names to mutate or None for all)
 MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...] | None]] = {
-    "hostlist": (("orchestrator/hostlist.py",),
+    "hostlist": (("orchestrator/env/hostlist.py",),
                  ("tests/test_edges_hostlist.py", "tests/test_hostlist.py", "tests/test_cli_hosts_env.py"), None),
-    "distenv": (("orchestrator/distenv.py", "orchestrator/masterport.py", "orchestrator/taskenv.py"),
+    "distenv": (("orchestrator/env/distenv.py", "orchestrator/env/masterport.py", "orchestrator/env/taskenv.py"),
                 ("tests/test_edges_distenv.py", "tests/test_distenv.py", "tests/test_ports.py"), None),
-    "render": (("orchestrator/render.py",),
+    "render": (("orchestrator/slurm/render.py",),
                ("tests/test_edges_render.py", "tests/test_render.py", "tests/test_hostile_values.py"), None),
-    "plan": (("orchestrator/plan.py",),
+    "plan": (("orchestrator/slurm/plan.py",),
              ("tests/test_edges_plan.py", "tests/test_plan.py", "tests/test_render.py"), None),
-    "config": (("orchestrator/config.py",),
-               ("tests/test_edges_config.py", "tests/test_config.py", "tests/test_malformed_inputs.py"), None),
+    "cluster": (("orchestrator/spec/cluster.py", "orchestrator/spec/extras.py"),
+                ("tests/test_edges_config.py", "tests/test_config.py", "tests/test_malformed_inputs.py",
+                 "tests/test_hardening_round2.py"), None),
     "checkpoint": (("orchestrator/runtime/checkpoint.py",),
                    ("tests/test_edges_checkpoint.py", "tests/test_runtime_checkpoint.py"), None),
-    "slurm": (("orchestrator/slurmstate.py", "orchestrator/slurm.py"),  # slurm.py: where the table was (--from)
+    "slurm": (("orchestrator/slurm/state.py", "orchestrator/slurm/client.py"),  # client.py: where it was (--from)
               ("tests/test_edges_slurm_state.py", "tests/test_slurm_state.py"),
               ("JOB_STATES", "UNKNOWN", "state_info", "JobStatus")),
 }

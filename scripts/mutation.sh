@@ -4,7 +4,7 @@
 # reason each is equivalent: scripts/mutation-equivalent.txt.
 #
 #   scripts/mutation.sh MODULE... [--jobs N] [--limit N] [--from GITREF] [--json FILE] [--list]
-#   scripts/mutation.sh all                      # hostlist distenv render plan config checkpoint slurm
+#   scripts/mutation.sh all                      # hostlist distenv render plan cluster checkpoint slurm
 #   scripts/mutation.sh distenv --limit 50       # a quick sample: every k-th of the mutants
 #   scripts/mutation.sh plan --from main         # the score of another commit's code and tests
 set -euo pipefail
@@ -18,7 +18,7 @@ PY="${PYTHON:-.venv/bin/python}"
 args=()
 for arg in "$@"; do
     if [ "$arg" = all ]; then
-        args+=(hostlist distenv render plan config checkpoint slurm)
+        args+=(hostlist distenv render plan cluster checkpoint slurm)
     else
         args+=("$arg")
     fi

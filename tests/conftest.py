@@ -22,7 +22,7 @@ import yaml
 from support import ORCH, ROOT, STUBS_DIR, TEST_CLUSTER, Stubs, clean_environ, is_leaky_var
 
 if TYPE_CHECKING:
-    from orchestrator.plan import SubmitPlan
+    from orchestrator.slurm.plan import SubmitPlan
 
 __all__ = ["ORCH", "ROOT", "STUBS_DIR", "TEST_CLUSTER", "Stubs", "clean_environ", "is_leaky_var"]
 
@@ -69,7 +69,7 @@ def write_cluster(tmp_path: Path) -> Callable[..., Path]:
 JOB_TEMPLATE = """\
 from pydantic import Field
 
-from orchestrator.job import JobSpec, Resources, TrainParams
+from orchestrator import JobSpec, Resources, TrainParams
 
 
 class Params(TrainParams):
@@ -117,9 +117,9 @@ def make_plan(write_cluster: Callable[..., Path],
     SubmitRequest fields (nodes, gpus, job_name, overrides, ...). Time, token and paths are fixed, so
     scripts are reproducible.
     """
-    from orchestrator.config import load_cluster
-    from orchestrator.job import load_job
-    from orchestrator.plan import build_plan, make_request
+    from orchestrator.records.cache import load_cluster
+    from orchestrator.slurm.plan import build_plan, make_request
+    from orchestrator.spec.job import load_job
 
     def make(cluster: Path | None = None, job: Path | None = None, *, python: str = PLAN_PYTHON,
              job_root: Path = PLAN_JOB_ROOT, **request: Any) -> SubmitPlan:

@@ -20,7 +20,7 @@ from orchestrator import api
 from orchestrator.errors import ConfigError, OrchError
 
 BROKEN_JOB = """\
-from orchestrator.job import JobSpec, TrainParams
+from orchestrator import JobSpec, TrainParams
 
 
 def build(params, ctx):
@@ -103,13 +103,13 @@ def test_importing_the_api_is_lazy() -> None:
 def test_local_mode_and_orch_run_write_the_same_job_json(clean_env: pytest.MonkeyPatch,
                                                          write_cluster: Callable[..., Path], tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """One local plan (orchestrator.localplan): the API's local mode and orch run build job.json alike,
+    """One local plan (orchestrator.local.plan): the API's local mode and orch run build job.json alike,
     with a timezone-aware creation time. Nothing runs here: both runners are replaced."""
     import submitit
 
     from orchestrator.cli import main
     from orchestrator.commands import run as run_cmd
-    from orchestrator.local import LocalResult
+    from orchestrator.local.runner import LocalResult
 
     write_cluster()
 

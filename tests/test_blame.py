@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.blame import RankOutcome, blame, current_run, observed, parse_outcome
-from orchestrator.config import Launcher
-from orchestrator.jobdirs import outcome_path
-from orchestrator.outcome import COLLECTIVE_TIMEOUT, INIT_TIMEOUT, Recorder, read_outcomes, remove_outcomes
-from orchestrator.runconfig import JOB_ID_FILE, LOG_DIR, RunConfig, write_run_config
+from orchestrator.records.blame import RankOutcome, blame, current_run, observed, parse_outcome
+from orchestrator.records.jobdirs import outcome_path, write_run_config
+from orchestrator.spec.cluster import Launcher
+from orchestrator.spec.runconfig import JOB_ID_FILE, LOG_DIR, RunConfig
+from orchestrator.task.outcome import COLLECTIVE_TIMEOUT, INIT_TIMEOUT, Recorder, read_outcomes, remove_outcomes
 
 T0 = 1_700_000_000.0
 
@@ -378,8 +378,8 @@ def test_as_under_srun_a_rank_stuck_in_python_is_named_by_orch_status(no_slurm: 
     import signal
     import sys
 
-    from orchestrator import taskenv
-    from orchestrator.local import free_port
+    from orchestrator.env import taskenv
+    from orchestrator.local.runner import free_port
 
     root = no_slurm / "jobs"
     folder = root / "hang-srun"
@@ -396,7 +396,8 @@ def test_as_under_srun_a_rank_stuck_in_python_is_named_by_orch_status(no_slurm: 
     procs = []
     for rank, task_env in enumerate(envs):
         with (folder / LOG_DIR / f"9001-rank{rank}.out").open("wb") as out:
-            procs.append(subprocess.Popen([sys.executable, "-u", "-m", "orchestrator.launch", "--job-dir", str(folder)],
+            argv = [sys.executable, "-u", "-m", "orchestrator.runtime.launch", "--job-dir", str(folder)]
+            procs.append(subprocess.Popen(argv,
                                           env=clean_environ(**task_env, PYTHONUNBUFFERED="1"), stdout=out,
                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
     try:

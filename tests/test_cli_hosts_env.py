@@ -18,8 +18,8 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.commands import env as env_cmd
 from orchestrator.commands import hosts as hosts_cmd
+from orchestrator.env.masterport import master_port
 from orchestrator.errors import OrchError
-from orchestrator.masterport import master_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ORCH = Path(sys.executable).parent / "orch"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.plan import DRY_RUN_JOB_ID
+from orchestrator.slurm.plan import DRY_RUN_JOB_ID
 
 if TYPE_CHECKING:
     from support import Stubs

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import find_cluster_file, load_cluster, parse_cluster
 from orchestrator.errors import ConfigError
+from orchestrator.records.cache import load_cluster
+from orchestrator.spec.cluster import find_cluster_file, parse_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.errors import DistEnvError
-from orchestrator.runtime.device import (
+from orchestrator.env.devices import (
     CPU,
     check_unique_devices,
     find_shared_devices,
@@ -14,6 +13,7 @@ from orchestrator.runtime.device import (
     parse_visible_devices,
     select_device,
 )
+from orchestrator.errors import DistEnvError
 
 
 @pytest.mark.parametrize(("value", "expected"), [

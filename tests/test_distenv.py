@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from orchestrator.distenv import DistEnv, derive, job_master_port, parse_tasks_per_node
+from orchestrator.env.distenv import DistEnv, derive, job_master_port, parse_tasks_per_node
+from orchestrator.env.masterport import DEFAULT_PORT_RANGE, master_port
+from orchestrator.env.taskenv import simulate_slurm_task_envs
 from orchestrator.errors import ConfigError, DistEnvError
-from orchestrator.masterport import DEFAULT_PORT_RANGE, master_port
-from orchestrator.taskenv import simulate_slurm_task_envs
 
 # Rank 3 of `sbatch -N2 --ntasks-per-node=2 --gpus-per-node=2` + `srun`, Slurm 22.05 (issue 2).
 RANK3_SAMPLE = (
@@ -279,7 +279,7 @@ def test_master_port_is_deterministic_and_in_range(job: str | int, restarts: int
 
 def test_master_port_is_equal_in_every_process() -> None:
     """A fresh interpreter with another hash seed computes the same ports (no salted hash())."""
-    code = ("from orchestrator.masterport import master_port as m;"
+    code = ("from orchestrator.env.masterport import master_port as m;"
             "print(m('job-alpha', 2, (29500, 39499)), m('123_4', 0, (29500, 39499)))")
     outs = set()
     for seed in ("1", "2", "random"):

@@ -29,10 +29,11 @@ from pathlib import Path
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator import taskenv
-from orchestrator.config import Launcher
-from orchestrator.local import free_port
-from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, RunConfig, write_run_config
+from orchestrator.env import taskenv
+from orchestrator.local.runner import free_port
+from orchestrator.records.jobdirs import write_run_config
+from orchestrator.spec.cluster import Launcher
+from orchestrator.spec.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, RunConfig
 
 FAULTY = Path(__file__).resolve().parent / "jobs" / "faulty.py"
 TIMEOUT = 10  # launcher.init_timeout and launcher.collective_timeout: rendezvous and collectives
@@ -85,7 +86,7 @@ def job_folder(tmp_path: Path, mode: str = "slurm", **params: object) -> Path:
 
 
 def start_like_srun(job_dir: Path, nproc: int = 2) -> Ranks:
-    """``srun python -u -m orchestrator.launch --job-dir DIR`` on one node: the Slurm 22.05 task
+    """``srun python -u -m orchestrator.runtime.launch --job-dir DIR`` on one node: the Slurm 22.05 task
     variables of each rank (the same simulation the dry run uses), MASTER_ADDR/PORT exported."""
     port = free_port()
     envs = taskenv.simulate_slurm_task_envs(["localhost"], nproc, "9001", 0, "127.0.0.1", port)
@@ -94,7 +95,7 @@ def start_like_srun(job_dir: Path, nproc: int = 2) -> Ranks:
         out = (job_dir / LOG_DIR / f"task-rank{rank}.out").open("wb")
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-u", "-m", "orchestrator.launch", "--job-dir", str(job_dir)],
+                [sys.executable, "-u", "-m", "orchestrator.runtime.launch", "--job-dir", str(job_dir)],
                 env=clean_environ(**task_env, PYTHONUNBUFFERED="1"),
                 stdout=out,
                 stderr=subprocess.STDOUT,

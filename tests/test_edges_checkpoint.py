@@ -19,7 +19,8 @@ import pytest
 import torch
 from support import ROOT, clean_environ
 
-from orchestrator.local import free_port
+from orchestrator.env.devices import CPU
+from orchestrator.local.runner import free_port
 from orchestrator.runtime.checkpoint import (
     LATEST,
     PREVIOUS,
@@ -31,7 +32,6 @@ from orchestrator.runtime.checkpoint import (
     restore_rng,
     write_atomic,
 )
-from orchestrator.runtime.device import CPU
 from orchestrator.runtime.dist import Dist, process_group
 
 # What an orch checkpoint must hold, stated independently of checkpoint.REQUIRED_KEYS.
@@ -320,7 +320,7 @@ _WORKER = textwrap.dedent("""
     from pathlib import Path
     import numpy as np, torch
     from orchestrator.runtime import checkpoint
-    from orchestrator.runtime.device import CPU
+    from orchestrator.env.devices import CPU
     from orchestrator.runtime.dist import process_group
 
     rank, port, folder = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])

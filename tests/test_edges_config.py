@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.config import Cluster, find_cluster_file, load_cluster, parse_cluster
 from orchestrator.errors import ConfigError
+from orchestrator.records.cache import load_cluster
+from orchestrator.spec.cluster import Cluster, find_cluster_file, parse_cluster
 
 
 def part(name: str, **changes: Any) -> dict[str, Any]:
@@ -208,7 +209,7 @@ def test_tilde_in_job_root_is_the_home_folder(tmp_path: Path, monkeypatch: pytes
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """orch submit --dry-run puts the job folder under $HOME, not under a folder named '~'."""
     from orchestrator.cli import main
-    from orchestrator.jobdirs import job_root
+    from orchestrator.records.jobdirs import job_root
 
     home = tmp_path / "home"
     home.mkdir()

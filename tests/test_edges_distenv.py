@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from test_distenv import TORCHRUN, real_task_env
 
-from orchestrator.distenv import DistEnv, derive, job_master_port, parse_tasks_per_node
+from orchestrator.env.distenv import DistEnv, derive, job_master_port, parse_tasks_per_node
+from orchestrator.env.masterport import DEFAULT_PORT_RANGE, master_port
+from orchestrator.env.taskenv import simulate_slurm_task_envs
 from orchestrator.errors import ConfigError, DistEnvError
-from orchestrator.masterport import DEFAULT_PORT_RANGE, master_port
-from orchestrator.taskenv import simulate_slurm_task_envs
 
 JOB1_PORT = 29501  # master_port("1", 0, DEFAULT_PORT_RANGE): 29500 + 1
 

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator import hostlist
-from orchestrator.hostlist import HostlistError, compress, expand
+from orchestrator.env import hostlist
+from orchestrator.env.hostlist import HostlistError, compress, expand
 
 R = hostlist.MAX_RANGE
 G = hostlist.MAX_RANGES

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.plan import SubmitPlan, folder_name, make_request, simulate_ranks
+from orchestrator.slurm.plan import SubmitPlan, folder_name, make_request, simulate_ranks
 
 MakePlan = Callable[..., SubmitPlan]
 WriteCluster = Callable[..., Path]

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator import render
 from orchestrator.errors import ConfigError
-from orchestrator.render import (
+from orchestrator.slurm import render
+from orchestrator.slurm.render import (
     BUILTIN_TEMPLATES,
     MULTI_NODE_TEMPLATE,
     SINGLE_NODE_TEMPLATE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator import slurmstate
+from orchestrator.slurm import state as slurmstate
 
 # Slurm's state name -> (orch state, terminal). Written from Slurm's documentation (squeue(1) JOB STATE
 # CODES), not copied from the table under test.

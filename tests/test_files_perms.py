@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.runconfig import JOB_FILE, SCRIPT_FILE
+from orchestrator.spec.runconfig import JOB_FILE, SCRIPT_FILE
 
 if TYPE_CHECKING:
     from support import Stubs
@@ -119,8 +119,9 @@ def test_launcher_alone_never_writes_world_writable_files(tmp_path: Path) -> Non
     """The task entry (as srun starts it) narrows its own umask too: checkpoints and results."""
     from datetime import datetime
 
-    from orchestrator.config import Launcher
-    from orchestrator.runconfig import RunConfig, write_run_config
+    from orchestrator.records.jobdirs import write_run_config
+    from orchestrator.spec.cluster import Launcher
+    from orchestrator.spec.runconfig import RunConfig
 
     job_dir = tmp_path / "job"
     (job_dir / "logs").mkdir(parents=True)
@@ -151,7 +152,7 @@ def test_launcher_alone_never_writes_world_writable_files(tmp_path: Path) -> Non
         MASTER_PORT=str(_free_port()),
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "orchestrator.launch", "--job-dir", str(job_dir)],
+        [sys.executable, "-m", "orchestrator.runtime.launch", "--job-dir", str(job_dir)],
         env=env,
         capture_output=True,
         text=True,
@@ -167,7 +168,7 @@ def test_launcher_alone_never_writes_world_writable_files(tmp_path: Path) -> Non
 
 
 def _free_port() -> int:
-    from orchestrator.local import free_port
+    from orchestrator.local.runner import free_port
 
     return free_port()
 
@@ -251,7 +252,7 @@ def test_pass_env_missing_in_the_job_stops_the_script_before_srun(
     stubs: Stubs, make_plan: Callable[..., object], write_cluster: Callable[..., Path], tmp_path: Path
 ) -> None:
     """E.g. SBATCH_EXPORT=NONE at the site: the batch script says which variable is missing."""
-    from orchestrator.plan import SubmitPlan, write_job_dir
+    from orchestrator.slurm.plan import SubmitPlan, write_job_dir
 
     plan = make_plan(
         write_cluster(launcher={"pass_env": [SECRET_NAME]}),

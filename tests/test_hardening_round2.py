@@ -19,11 +19,11 @@ import pytest
 import yaml
 from support import TEST_CLUSTER, load_stub_module
 
-from orchestrator import hostlist
 from orchestrator.cli import main
-from orchestrator.config import SCRIPT_VARIABLES, check_env_var
+from orchestrator.env import hostlist
 from orchestrator.errors import ConfigError
-from orchestrator.render import BUILTIN_TEMPLATES, sbatch_quote, shell_quote
+from orchestrator.slurm.render import BUILTIN_TEMPLATES, sbatch_quote, shell_quote
+from orchestrator.spec.extras import SCRIPT_VARIABLES, check_env_var
 
 if TYPE_CHECKING:
     from support import Stubs
@@ -122,7 +122,7 @@ def test_huge_hostlist_in_cluster_yaml_is_a_field_error(
 ])
 def test_huge_slurm_variables_are_a_clear_error(variable: str, value: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from orchestrator import distenv
+    from orchestrator.env import distenv
     from orchestrator.errors import OrchError
 
     environ = {"SLURM_JOB_ID": "7", "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0",
@@ -140,7 +140,7 @@ def test_huge_slurm_variables_are_a_clear_error(variable: str, value: str,
     "name: " + "[" * 3000 + "]" * 3000 + "\n",
 ])
 def test_unreadable_yaml_values_are_a_config_error(text: str) -> None:
-    from orchestrator.config import parse_cluster
+    from orchestrator.spec.cluster import parse_cluster
 
     with pytest.raises(ConfigError):
         parse_cluster(text)
@@ -149,7 +149,7 @@ def test_unreadable_yaml_values_are_a_config_error(text: str) -> None:
 @pytest.mark.parametrize(("field", "value"), [("time", "9" * 5000), ("time", "1-" + "9" * 5000),
                                               ("mem", "9" * 5000 + "G")])
 def test_units_with_thousands_of_digits_are_value_errors(field: str, value: str) -> None:
-    from orchestrator.units import parse_mem_mb, parse_time
+    from orchestrator.spec.units import parse_mem_mb, parse_time
 
     with pytest.raises(ValueError, match="invalid"):
         (parse_time if field == "time" else parse_mem_mb)(value)
@@ -308,7 +308,7 @@ def test_orch_run_refuses_them_too_before_starting_a_rank(overrides: list[str], 
 
 
 JOB_WITH_INF_DEFAULT = '''
-from orchestrator.job import JobSpec, TrainParams
+from orchestrator import JobSpec, TrainParams
 class P(TrainParams):
     scale: float = float("inf")
 def build(params, ctx):
@@ -331,7 +331,7 @@ GOOD_TAIL = '''
 def build(params, ctx):
     raise RuntimeError("planning only")
 '''
-SPEC_AFTER_EXIT = ("from orchestrator.job import JobSpec, TrainParams\n"
+SPEC_AFTER_EXIT = ("from orchestrator import JobSpec, TrainParams\n"
                    "SPEC = JobSpec(name='x', params=TrainParams, build=build)\n")
 JOB_FILES = [
     ("sys.exit(0)", "import sys\nsys.exit(0)\n", "exits while it is imported"),
@@ -344,23 +344,23 @@ JOB_FILES = [
     ("SPEC = 42", "SPEC = 42\n", "SPEC is a int"),
     ("SPEC = None", "SPEC = None\n", "defines no SPEC"),
     ("SPEC = dict", "SPEC = {'name': 'x'}\n", "SPEC is a dict"),
-    ("params instance", "from orchestrator.job import JobSpec, TrainParams\n"
+    ("params instance", "from orchestrator import JobSpec, TrainParams\n"
                         "SPEC = JobSpec(name='x', params=TrainParams(), build=lambda p, c: None)\n", "SPEC.params"),
-    ("params dict", "from orchestrator.job import JobSpec\nSPEC = JobSpec(name='x', params=dict, build=print)\n",
+    ("params dict", "from orchestrator import JobSpec\nSPEC = JobSpec(name='x', params=dict, build=print)\n",
      "SPEC.params"),
-    ("name int", "from orchestrator.job import JobSpec, TrainParams\n"
+    ("name int", "from orchestrator import JobSpec, TrainParams\n"
                  "SPEC = JobSpec(name=7, params=TrainParams, build=print)\n", "SPEC.name"),
-    ("name blank", "from orchestrator.job import JobSpec, TrainParams\n"
+    ("name blank", "from orchestrator import JobSpec, TrainParams\n"
                    "SPEC = JobSpec(name='  ', params=TrainParams, build=print)\n", "SPEC.name"),
-    ("build str", "from orchestrator.job import JobSpec, TrainParams\n"
+    ("build str", "from orchestrator import JobSpec, TrainParams\n"
                   "SPEC = JobSpec(name='x', params=TrainParams, build='train')\n", "SPEC.build"),
-    ("resources dict", "from orchestrator.job import JobSpec, TrainParams\n"
+    ("resources dict", "from orchestrator import JobSpec, TrainParams\n"
                        "SPEC = JobSpec(name='x', params=TrainParams, build=print, resources={'nodes': 2})\n",
      "SPEC.resources"),
-    ("needs_data str", "from orchestrator.job import JobSpec, TrainParams\n"
+    ("needs_data str", "from orchestrator import JobSpec, TrainParams\n"
                        "SPEC = JobSpec(name='x', params=TrainParams, build=print, needs_data='yes')\n",
      "SPEC.needs_data"),
-    ("validator TypeError", "from pydantic import field_validator\nfrom orchestrator.job import JobSpec, TrainParams\n"
+    ("validator TypeError", "from pydantic import field_validator\nfrom orchestrator import JobSpec, TrainParams\n"
                             "class P(TrainParams):\n    @field_validator('lr')\n    @classmethod\n"
                             "    def v(cls, x):\n        raise TypeError('boom')\n"
                             "SPEC = JobSpec(name='x', params=P, build=print)\n", "params model failed"),
@@ -385,7 +385,7 @@ def test_job_files_that_exit_or_lie_are_clear_errors(source: str, message: str, 
 def test_os_exit_is_restored_after_the_import(tmp_path: Path) -> None:
     import os
 
-    from orchestrator.job import load_job_file
+    from orchestrator.spec.job import load_job_file
 
     before = os._exit, os.abort
     job = tmp_path / "exits.py"
@@ -409,7 +409,7 @@ def test_job_file_exiting_through_the_installed_cli(tmp_path: Path, stubs: Stubs
 
 @pytest.mark.parametrize("text", ["12\n", "12 ", "١٢", "1_2_3", "9" * 5000, "12_"])
 def test_job_ids_are_full_ascii_matches(text: str) -> None:
-    from orchestrator.jobdirs import is_job_id
+    from orchestrator.records.jobdirs import is_job_id
 
     assert not is_job_id(text)
 

@@ -27,7 +27,7 @@ import yaml
 from support import ORCH, TEST_CLUSTER, clean_environ
 
 from orchestrator.cli import main
-from orchestrator.trust import TrustError, check_folder, problem
+from orchestrator.records.trust import TrustError, check_folder, problem
 
 if TYPE_CHECKING:
     from support import Stubs
@@ -146,7 +146,7 @@ def test_the_task_entry_checks_the_folder_too(job_copy: Path) -> None:
     os.chown(job_copy / "job.json", OTHER_UID, -1)
     env = clean_environ(PYTHONPATH=os.environ.get("PYTHONPATH", ""), RANK="0", LOCAL_RANK="0", WORLD_SIZE="1",
                         LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="29999")
-    proc = subprocess.run([sys.executable, "-m", "orchestrator.launch", "--job-dir", str(job_copy)],
+    proc = subprocess.run([sys.executable, "-m", "orchestrator.runtime.launch", "--job-dir", str(job_copy)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "another user could have changed" in proc.stderr and "Traceback" not in proc.stderr
@@ -170,7 +170,7 @@ def test_run_and_submit_create_the_job_root_with_one_mode(tmp_path: Path, stubs:
     old = os.umask(0)
     try:
         assert main(["submit", "smoke", "--cluster", str(cluster)]) == 0
-        from orchestrator.jobdirs import create_job_dir
+        from orchestrator.records.jobdirs import create_job_dir
 
         create_job_dir(tmp_path / "local" / "root" / "smoke-1")  # what orch run and the API's local mode use
     finally:
@@ -190,16 +190,16 @@ def _break(kind: str, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         root.parent.write_text("not a folder")
     elif kind in ("read-only file system", "no space left"):
         code = errno.EROFS if kind.startswith("read") else errno.ENOSPC
-        import orchestrator.runconfig as runconfig
+        import orchestrator.records.atomic as atomic
 
         real_open = os.open
 
         def failing_open(path: Any, flags: int, mode: int = 0o777, **kw: Any) -> int:
-            if str(path).endswith(".tmp") or (kind.startswith("read") and str(path).endswith("sbatch.sh")):
+            if Path(path).name.startswith(".tmp-") or (kind.startswith("read") and str(path).endswith("sbatch.sh")):
                 raise OSError(code, os.strerror(code), str(path))
             return real_open(path, flags, mode, **kw)
 
-        monkeypatch.setattr(runconfig.os, "open", failing_open)
+        monkeypatch.setattr(atomic.os, "open", failing_open)
 
 
 FS_CASES = ["job root is a file", "a file above the job root", "read-only file system", "no space left"]
@@ -338,7 +338,7 @@ def test_a_checkpoint_of_another_job_or_with_bad_counters_is_a_clear_error(
 # --- 10. one resume of a folder at a time ------------------------------------------------------------------
 
 def test_a_second_concurrent_resume_is_refused(job_copy: Path) -> None:
-    from orchestrator.local import job_lock
+    from orchestrator.local.runner import job_lock
 
     with job_lock(job_copy):  # stands for a running orch run of this folder
         before = time.time()

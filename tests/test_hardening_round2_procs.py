@@ -20,8 +20,8 @@ import pytest
 import yaml
 from support import ORCH, TEST_CLUSTER, clean_environ
 
-from orchestrator.launch import descendants
-from orchestrator.outcome import read_outcomes
+from orchestrator.task.launch import descendants
+from orchestrator.task.outcome import read_outcomes
 
 HANG_JOB = str(Path(__file__).resolve().parent / "jobs" / "hang.py")
 LOCAL_PROBE = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
@@ -126,7 +126,7 @@ def test_the_task_entry_ends_its_children_itself(tmp_path: Path) -> None:
     (folder / "job.json").write_text(json.dumps(cfg))
     task_env = {**env(), "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
                 "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29000 + os.getpid() % 400)}
-    task = subprocess.run([sys.executable, "-m", "orchestrator.launch", "--job-dir", str(folder)],
+    task = subprocess.run([sys.executable, "-m", "orchestrator.runtime.launch", "--job-dir", str(folder)],
                           capture_output=True, text=True, env=task_env, timeout=300)
     assert task.returncode == 1, task.stderr
     pid = int((folder / "child-rank0.pid").read_text())
@@ -186,7 +186,7 @@ def test_a_hang_in_build_names_the_start_up_timeout(tmp_path: Path) -> None:
 
 
 def test_flight_recorder_variables() -> None:
-    from orchestrator.hang import flight_recorder_env
+    from orchestrator.task.hang import flight_recorder_env
 
     got = flight_recorder_env(Path("/j"), {})
     assert got["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "2000" and got["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"

@@ -34,14 +34,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import load_stub_module
 
-from orchestrator import masterport
 from orchestrator.cli import main
-from orchestrator.config import Cluster
+from orchestrator.env import masterport
 from orchestrator.errors import ConfigError
-from orchestrator.job import LoadedJob, load_job
-from orchestrator.plan import SubmitPlan, SubmitRequest, build_plan, make_request, write_job_dir
-from orchestrator.render import BUILTIN_TEMPLATES, TEMPLATE_NAMES, sbatch_quote
-from orchestrator.runconfig import JOB_FILE, SCRIPT_FILE
+from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request, write_job_dir
+from orchestrator.slurm.render import BUILTIN_TEMPLATES, TEMPLATE_NAMES, sbatch_quote
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.job import LoadedJob, load_job
+from orchestrator.spec.runconfig import JOB_FILE, SCRIPT_FILE
 
 TESTS = Path(__file__).resolve().parent
 STUBS_DIR = TESTS / "stubs"
@@ -403,7 +403,7 @@ def expected_srun_argv(job_dir: Path, python: str, cpus: int, nodes: int = 1) ->
         python,
         "-u",
         "-m",
-        "orchestrator.launch",
+        "orchestrator.runtime.launch",
         "--job-dir",
         str(job_dir),
     ]

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator.env.hostlist import HostlistError, compress, expand, expand_cached
 from orchestrator.errors import ConfigError
-from orchestrator.hostlist import HostlistError, compress, expand, expand_cached
 
 EXPAND_CASES: list[tuple[str, list[str]]] = [
     ("node1", ["node1"]),
@@ -282,6 +282,6 @@ def _items_or_error(split: object, expr: str) -> object:
 @settings(max_examples=1500, deadline=None)
 @given(st.text(alphabet="n1-[], \t\n", max_size=14))
 def test_fast_tokenizer_agrees_with_the_character_scanner(expr: str) -> None:
-    from orchestrator.hostlist import _scan_items, _split_items
+    from orchestrator.env.hostlist import _scan_items, _split_items
 
     assert _items_or_error(_split_items, expr) == _items_or_error(_scan_items, expr)

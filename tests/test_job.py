@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.job import available_jobs, job_search_path, load_job, make_params, parse_overrides
+from orchestrator.spec.job import available_jobs, job_search_path, load_job, make_params, parse_overrides
 
 JOB_TEXT = '''
-from orchestrator.job import JobSpec, Resources, TrainParams
+from orchestrator import JobSpec, Resources, TrainParams
 
 
 class Params(TrainParams):
@@ -106,7 +106,7 @@ def test_job_files_do_not_import_torch() -> None:
     root = Path(__file__).resolve().parent.parent
     code = (
         "import sys, pathlib\n"
-        "from orchestrator.job import load_job, available_jobs, BUILTIN_JOBS_DIR\n"
+        "from orchestrator.spec.job import load_job, available_jobs, BUILTIN_JOBS_DIR\n"
         "names = available_jobs([BUILTIN_JOBS_DIR])\n"
         "assert {'mnist', 'smoke', 'cifar10'} <= set(names), names\n"
         "for n in names: load_job(n, {}, pathlib.Path('/'))\n"

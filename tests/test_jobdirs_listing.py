@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import jobdirs
 from orchestrator.cli import VERBS, main
-from orchestrator.jobdirs import ARRAY_FILE, iter_job_dirs, job_dir_path, list_job_dirs
-from orchestrator.runconfig import RunConfig, write_run_config
+from orchestrator.records import jobdirs
+from orchestrator.records.jobdirs import ARRAY_FILE, iter_job_dirs, job_dir_path, list_job_dirs, write_run_config
+from orchestrator.spec.runconfig import RunConfig
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone(timedelta(hours=1)))
 

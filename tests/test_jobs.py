@@ -13,9 +13,9 @@ from support import ORCH, clean_environ
 from test_runtime_data import write_cifar, write_mnist
 
 from jobs._datasets import CIFAR10_DIR
+from orchestrator import BuildContext, TrainTask
 from orchestrator.errors import ConfigError
-from orchestrator.job import BUILTIN_JOBS_DIR, TrainParams, load_job_file
-from orchestrator.runtime.task import BuildContext, TrainTask
+from orchestrator.spec.job import BUILTIN_JOBS_DIR, TrainParams, load_job_file
 
 JOBS = ("smoke", "mnist", "cifar10")
 
@@ -26,7 +26,7 @@ def ctx(data_dir: Path | None, tmp_path: Path) -> BuildContext:
 
 
 def test_job_files_import_without_torch() -> None:
-    code = ("import sys\nfrom orchestrator.job import load_job\nfrom pathlib import Path\n"
+    code = ("import sys\nfrom orchestrator.spec.job import load_job\nfrom pathlib import Path\n"
             f"for name in {JOBS!r}:\n"
             "    spec = load_job(name, {}, Path('/')).spec\n"
             "    assert spec.name == name, spec.name\n"
@@ -101,7 +101,7 @@ def test_mnist_and_cifar_builds_on_generated_files(tmp_path: Path) -> None:
 def test_cifar10_augmentation_crops_and_flips_per_seed(tmp_path: Path) -> None:
     """The training set is a Dataset (DataLoader path); the test set stays in memory (fast path)."""
     from jobs._datasets import Augmented
-    from orchestrator.runtime.data import TensorData
+    from orchestrator import TensorData
 
     write_cifar(tmp_path / CIFAR10_DIR, 6)
     spec = load_job_file(BUILTIN_JOBS_DIR / "cifar10.py")

@@ -1,4 +1,4 @@
-"""``python -m orchestrator.launch``: the per-task entry.
+"""``python -m orchestrator.runtime.launch``: the per-task entry.
 
 Errors name the rank; ``--master-port`` needs no torch.
 """
@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 from support import clean_environ
 
-from orchestrator import distenv, masterport
+from orchestrator.env import distenv, masterport
 from orchestrator.errors import DistEnvError
-from orchestrator.launch import check_world, main
-from orchestrator.runconfig import RunConfig, write_run_config
+from orchestrator.records.jobdirs import write_run_config
+from orchestrator.runtime.launch import main
+from orchestrator.spec.runconfig import RunConfig
+from orchestrator.task.launch import check_world
 
 SMOKE = Path(__file__).resolve().parent.parent / "jobs" / "smoke.py"
 
@@ -34,13 +36,13 @@ def job_dir(tmp_path: Path, *, tasks: int = 1, nodes: int = 1, port_range: tuple
 
 
 def launch(folder: Path, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator.launch", "--job-dir", str(folder), *args],
+    return subprocess.run([sys.executable, "-m", "orchestrator.runtime.launch", "--job-dir", str(folder), *args],
                           capture_output=True, text=True, timeout=timeout, env=clean_environ(**env))
 
 
 def test_master_port_matches_distenv_and_needs_no_torch(tmp_path: Path) -> None:
     folder = job_dir(tmp_path, port_range=(20000, 20999))
-    code = ("import sys\nfrom orchestrator.launch import main\n"
+    code = ("import sys\nfrom orchestrator.runtime.launch import main\n"
             f"rc = main(['--master-port', '--job-dir', {str(folder)!r}])\n"
             "assert 'torch' not in sys.modules\nsys.exit(rc)\n")
     ports = []
@@ -57,7 +59,7 @@ def test_master_port_matches_distenv_and_needs_no_torch(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("environ", "says"), [
     ({}, "SLURM_JOB_ID or SLURM_JOBID is not set"),
-    ({"SLURM_JOB_ID": "7", "SLURM_RESTART_COUNT": "x"}, "SLURM_RESTART_COUNT='x' is not a number"),
+    ({"SLURM_JOB_ID": "7", "SLURM_RESTART_COUNT": "x"}, "SLURM_RESTART_COUNT='x' is not a non-negative integer"),
 ])
 def test_master_port_errors(environ: dict[str, str], says: str) -> None:
     # the batch script's `launch --master-port` is distenv.job_master_port, messages included

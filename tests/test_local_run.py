@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE
+from orchestrator.spec.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE
 
 FAULTY = Path(__file__).resolve().parent / "jobs" / "faulty.py"
 INIT_TIMEOUT = 10  # launcher.init_timeout of the test cluster: rendezvous, start-up, checkpoints
@@ -264,7 +264,7 @@ def test_a_failing_rank_ends_the_job_and_is_named(cluster_file: Path, fault: str
     assert says in run.proc.stderr and "orch: error: " in run.proc.stderr
     assert run.summary["failed_rank"] in (0, 1)
     assert all(code is not None for code in run.summary["rank_exit_codes"])
-    # the verdict of orchestrator.blame, as orch status --json shows it for a Slurm job
+    # the verdict of orchestrator.records.blame, as orch status --json shows it for a Slurm job
     failure = run.summary["failure"]
     assert failure["rank"] == run.summary["failed_rank"] and failure["message"] == run.summary["message"]
     assert live_processes_of(run.job_dir) == []
@@ -364,7 +364,7 @@ def test_local_job_folder_layout(straight: Run) -> None:
     assert cfg["launcher"]["init_timeout"] == INIT_TIMEOUT
     assert {p.name for p in (job_dir / LOG_DIR).iterdir()} == {"local-rank0.out", "local-rank1.out",
                                                              "rank0.outcome.json", "rank1.outcome.json"}
-    for rank in (0, 1):  # how each rank ended (orchestrator.outcome), read by orch run, status and logs
+    for rank in (0, 1):  # how each rank ended (orchestrator.task.outcome), read by orch run, status and logs
         record = json.loads((job_dir / LOG_DIR / f"rank{rank}.outcome.json").read_text())
         assert record["rank"] == rank and record["kind"] == "completed" and record["exit_code"] == 0
         assert record["run"] == "local" and record["restart"] == 0 and record["last_step"]["step"] > 0

@@ -8,7 +8,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.errors import ConfigError
-from orchestrator.localplan import local_gpu_layout, local_gpus
+from orchestrator.local.plan import local_gpu_layout, local_gpus
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "ddp_train.py"
 

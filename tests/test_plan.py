@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator import distenv, masterport, taskenv
+from orchestrator.env import distenv, masterport, taskenv
 from orchestrator.errors import ConfigError
-from orchestrator.plan import (
+from orchestrator.slurm.plan import (
     DRY_RUN_JOB_ID,
     SubmitPlan,
     folder_name,
@@ -23,7 +23,7 @@ from orchestrator.plan import (
     simulate_ranks,
     write_job_dir,
 )
-from orchestrator.runconfig import read_run_config
+from orchestrator.spec.runconfig import read_run_config
 
 MakePlan = Callable[..., SubmitPlan]
 PORT_RANGE = (29500, 39499)
@@ -190,9 +190,9 @@ class _NoEnvironment(dict):  # type: ignore[type-arg]
 def test_build_plan_is_pure(write_cluster: Callable[..., Path], write_job: Callable[..., Path],
                             monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No subprocess, no environment, nothing written (the job root does not even exist)."""
-    from orchestrator.config import load_cluster
-    from orchestrator.job import load_job
-    from orchestrator.plan import build_plan
+    from orchestrator.records.cache import load_cluster
+    from orchestrator.slurm.plan import build_plan
+    from orchestrator.spec.job import load_job
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("build_plan started a subprocess")

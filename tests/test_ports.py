@@ -25,11 +25,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import ORCH, clean_environ
 
-from orchestrator import masterport
-from orchestrator.config import Launcher
-from orchestrator.jobdirs import create_job_dir
-from orchestrator.local import LocalRunner
-from orchestrator.runconfig import LOG_DIR, RunConfig, write_run_config
+from orchestrator.env import masterport
+from orchestrator.local.runner import LocalRunner
+from orchestrator.records.jobdirs import create_job_dir, write_run_config
+from orchestrator.spec.cluster import Launcher
+from orchestrator.spec.runconfig import LOG_DIR, RunConfig
 
 SMOKE = Path(__file__).resolve().parent.parent / "jobs" / "smoke.py"
 RANGES = [(29500, 39499), (20000, 20009), (40000, 40000 + 999), (1024, 65535), (50000, 50001)]
@@ -74,7 +74,7 @@ def test_batch_script_port_agrees_with_the_derivation(tmp_path: Path) -> None:
     write_run_config(job_dir, _config(job_dir, Launcher(port_range=(31000, 31099))))
     for job_id, restarts in (("123", "0"), ("124", "0"), ("123", "1")):
         proc = subprocess.run(
-            [sys.executable, "-m", "orchestrator.launch", "--master-port", "--job-dir", str(job_dir)],
+            [sys.executable, "-m", "orchestrator.runtime.launch", "--master-port", "--job-dir", str(job_dir)],
             env=clean_environ(SLURM_JOB_ID=job_id, SLURM_RESTART_COUNT=restarts),
             capture_output=True,
             text=True,

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from support import check_golden
 
-from orchestrator.plan import SubmitPlan
-from orchestrator.preflight import Decision, decide, main, selftest_params, status_note
-from orchestrator.runconfig import Preflight, RunConfig, write_run_config
-from orchestrator.selftest import AllreducePoint, RankReport, evaluate, failed_nodes
+from orchestrator.records.jobdirs import write_run_config
+from orchestrator.slurm.plan import SubmitPlan
+from orchestrator.slurm.preflight import Decision, decide, main, status_note
+from orchestrator.spec.runconfig import Preflight, RunConfig
+from orchestrator.task.selftest import AllreducePoint, RankReport, evaluate, failed_nodes, selftest_params
 
 MakePlan = Callable[..., SubmitPlan]
 SHELLCHECK = shutil.which("shellcheck")
@@ -67,8 +68,8 @@ def test_preflight_scripts_pass_shellcheck(preflight_plan: SubmitPlan, tmp_path:
 
 def test_preflight_step_runs_before_the_job_in_the_same_shape(preflight_plan: SubmitPlan) -> None:
     script = preflight_plan.script
-    pre = script.index("orchestrator.launch --job-dir \"$JOB_DIR\" --preflight")
-    main_step = script.index("orchestrator.launch --job-dir \"$JOB_DIR\" &")
+    pre = script.index("orchestrator.runtime.launch --job-dir \"$JOB_DIR\" --preflight")
+    main_step = script.index("orchestrator.runtime.launch --job-dir \"$JOB_DIR\" &")
     assert pre < main_step
     ctx = preflight_plan.context
     shape = f"--nodes={ctx.nodes} --ntasks-per-node={ctx.ntasks_per_node} --cpus-per-task={ctx.cpus_per_task}"

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support import check_golden, load_stub_module
 
-from orchestrator import masterport
+from orchestrator.env import masterport
 from orchestrator.errors import ConfigError
-from orchestrator.plan import SubmitPlan, write_job_dir
-from orchestrator.render import (
+from orchestrator.slurm.plan import SubmitPlan, write_job_dir
+from orchestrator.slurm.render import (
     BUILTIN_TEMPLATES,
     MULTI_NODE_TEMPLATE,
     SINGLE_NODE_TEMPLATE,
@@ -303,7 +303,7 @@ def _expected_srun(job_dir: Path, nodes: int, tasks: int, cpus: int) -> list[str
     log = f"{job_dir}/logs/%j-rank%t.out"
     return ["--kill-on-bad-exit=1", "--wait=60", "--export=ALL", f"--nodes={nodes}",
             f"--ntasks-per-node={tasks}", f"--cpus-per-task={cpus}", f"--output={log}", f"--error={log}",
-            "--open-mode=append", sys.executable, "-u", "-m", "orchestrator.launch",
+            "--open-mode=append", sys.executable, "-u", "-m", "orchestrator.runtime.launch",
             "--job-dir", str(job_dir)]
 
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.plan import SubmitPlan, write_job_dir
-from orchestrator.resumecheck import JobIdentity
-from orchestrator.runconfig import read_run_config
+from orchestrator.records.resumecheck import JobIdentity
+from orchestrator.slurm.plan import SubmitPlan, write_job_dir
+from orchestrator.spec.runconfig import read_run_config
 
 if TYPE_CHECKING:
     from support import Stubs

@@ -1,4 +1,4 @@
-"""The resume check before any rank starts (``orchestrator.resumecheck``): the pure rules against hostile
+"""The resume check before any rank starts (``orchestrator.records.resumecheck``): the pure rules against hostile
 sidecars of our own, and the sidecars ``write_atomic`` writes and rotates with real checkpoints."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.resumecheck import (
+from orchestrator.records.resumecheck import (
     LATEST,
     MAX_SIDECAR_BYTES,
     PREVIOUS,
@@ -27,7 +27,7 @@ from orchestrator.resumecheck import (
     parse_sidecar,
     sidecar_path,
 )
-from orchestrator.runconfig import RunConfig
+from orchestrator.spec.runconfig import RunConfig
 
 JOB = JobIdentity("smoke", "/jobs/smoke.py")
 SIZE, MEMBERS = 32653, "ab" * 32
@@ -260,7 +260,7 @@ def test_a_sidecar_that_is_a_folder_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_sidecar_others_could_write_is_not_trusted(tmp_path: Path) -> None:
-    from orchestrator.trust import TrustError, check_job_dir
+    from orchestrator.records.trust import TrustError, check_job_dir
 
     job_dir = tmp_path / "job"
     (job_dir / "checkpoints").mkdir(parents=True, mode=0o750)

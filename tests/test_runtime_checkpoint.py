@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from orchestrator.local import free_port
+from orchestrator.env.devices import CPU
+from orchestrator.local.runner import free_port
 from orchestrator.runtime.checkpoint import (
     LATEST,
     PREVIOUS,
@@ -26,7 +27,6 @@ from orchestrator.runtime.checkpoint import (
     restore_rng,
     write_atomic,
 )
-from orchestrator.runtime.device import CPU
 from orchestrator.runtime.dist import Dist, process_group
 
 

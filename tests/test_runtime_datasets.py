@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.runconfig import LOG_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE
+from orchestrator.spec.runconfig import LOG_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE
 
 JOB = Path(__file__).resolve().parent / "jobs" / "lazy_regression.py"
 RUN_TIMEOUT = 240

@@ -15,9 +15,9 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from orchestrator.local import free_port
-from orchestrator.runtime.data import TensorData
-from orchestrator.runtime.device import CPU
+from orchestrator import TensorData
+from orchestrator.env.devices import CPU
+from orchestrator.local.runner import free_port
 from orchestrator.runtime.dist import Dist, StopVote, process_group
 from orchestrator.runtime.loop import EpochPlan, FiniteWatch, Stepper, settle_buckets, train_epoch
 from orchestrator.runtime.measures import Tally, accuracy
@@ -86,7 +86,7 @@ def test_settling_changes_no_state(single_rank: Dist) -> None:
 
 def epoch_run(single_rank: Dist, *, batch_size: int, grad_accum: int, inputs: torch.Tensor, targets: torch.Tensor,
               schedule: Schedule | None = None, skip: bool = False) -> tuple[nn.Module, Tally, Stepper]:
-    from orchestrator.runtime.preempt import PreemptFlag
+    from orchestrator.task.preempt import PreemptFlag
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))

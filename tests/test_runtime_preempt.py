@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from orchestrator.local import free_port
-from orchestrator.runtime.device import CPU
+from orchestrator.env.devices import CPU
+from orchestrator.local.runner import free_port
 from orchestrator.runtime.dist import Dist, StopVote, process_group
-from orchestrator.runtime.preempt import SIGNALS, PreemptFlag
+from orchestrator.task.preempt import SIGNALS, PreemptFlag
 
 
 def test_signal_sets_the_flag_and_restore_puts_the_old_handler_back() -> None:
@@ -30,7 +30,7 @@ def test_signal_sets_the_flag_and_restore_puts_the_old_handler_back() -> None:
 def test_every_configurable_signal_is_known() -> None:
     from typing import get_args
 
-    from orchestrator.config import Launcher
+    from orchestrator.spec.cluster import Launcher
 
     names = get_args(Launcher.model_fields["preempt_signal"].annotation)
     assert set(names) == set(SIGNALS)

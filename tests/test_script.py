@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from orchestrator import distenv, taskenv
 from orchestrator.cli import main, split_script_args
-from orchestrator.config import load_cluster
+from orchestrator.env import distenv, taskenv
+from orchestrator.env.devices import narrowed_visible, script_device, task_gpu_indices
 from orchestrator.errors import ConfigError, DistEnvError
-from orchestrator.plan import SubmitPlan, build_plan, gpu_layout, make_request
-from orchestrator.runconfig import RunConfig
-from orchestrator.runtime.device import narrowed_visible, script_device, task_gpu_indices
-from orchestrator.script import ScriptTarget, find_module, has_spec, resolve_target, script_job
-from orchestrator.scriptrun import exit_code, should_bind
-from orchestrator.slurm import sbatch_environment
+from orchestrator.records.cache import load_cluster
+from orchestrator.slurm.client import sbatch_environment
+from orchestrator.slurm.plan import SubmitPlan, build_plan, gpu_layout, make_request
+from orchestrator.spec.runconfig import RunConfig
+from orchestrator.spec.script import ScriptTarget, find_module, has_spec, resolve_target, script_job
+from orchestrator.task.scriptrun import exit_code, should_bind
 
 MakePlan = Callable[..., SubmitPlan]
 ROOT = Path(__file__).resolve().parent.parent
@@ -421,7 +421,7 @@ HOSTS = [f"gpu{i:03d}" for i in range(1, 9)]
     ({"nodelist": "/home/me/nodes.txt"}, 1, ["gpu001"]),  # a file of names: not read by the dry run
 ])
 def test_placement(extras: dict[str, str | None], nodes: int, expected: list[str]) -> None:
-    from orchestrator.extras import placement
+    from orchestrator.spec.extras import placement
 
     assert placement(HOSTS, extras, nodes, "gpu") == expected
 
@@ -434,7 +434,7 @@ def test_placement(extras: dict[str, str | None], nodes: int, expected: list[str
     ({"exclude": "gpu[1"}, 1, "never closed"),
 ])
 def test_placement_refusals(extras: dict[str, str | None], nodes: int, words: str) -> None:
-    from orchestrator.extras import placement
+    from orchestrator.spec.extras import placement
 
     with pytest.raises(ConfigError, match=re.escape(words)):
         placement(HOSTS, extras, nodes, "gpu")

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support import check_golden, load_stub_module
 
-from orchestrator.config import load_cluster
 from orchestrator.errors import ConfigError
-from orchestrator.plan import SubmitPlan, build_plan, make_request, write_job_dir
-from orchestrator.script import ScriptTarget, script_job
+from orchestrator.records.cache import load_cluster
+from orchestrator.slurm.plan import SubmitPlan, build_plan, make_request, write_job_dir
+from orchestrator.spec.script import ScriptTarget, script_job
 
 if TYPE_CHECKING:
     from support import Stubs
@@ -144,7 +144,7 @@ def test_executed_pyxis_script_gives_srun_the_container(write_cluster: Callable[
     assert tail == ["--container-image=nvcr.io#nvidia/pytorch:24.05-py3",
                     f"--container-mounts=/scratch:/scratch,/data:/data:ro,{job_dir}:{job_dir},"
                     "/home/user/work:/home/user/work",
-                    "python3", "-u", "-m", "orchestrator.launch", "--job-dir", job_dir]
+                    "python3", "-u", "-m", "orchestrator.runtime.launch", "--job-dir", job_dir]
 
 
 def test_executed_apptainer_script_runs_apptainer_exec_in_every_task(write_cluster: Callable[..., Path],
@@ -157,7 +157,8 @@ def test_executed_apptainer_script_runs_apptainer_exec_in_every_task(write_clust
     job_dir = str(plan.job_dir)
     assert apptainer["argv"] == ["exec", "--nv", "--bind",
                                  f"/scratch:/mnt/scratch,{job_dir}:{job_dir},/home/user/work:/home/user/work",
-                                 "/images/torch 2.sif", "/opt/venv/bin/python", "-u", "-m", "orchestrator.launch",
+                                 "/images/torch 2.sif", "/opt/venv/bin/python", "-u", "-m",
+                                 "orchestrator.runtime.launch",
                                  "--job-dir", job_dir]
     assert apptainer["env"]["MASTER_ADDR"] == "127.0.0.1" and apptainer["env"]["ORCH_JOB_DIR"] == job_dir
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from support import ORCH, TEST_CLUSTER, clean_environ
 
-from orchestrator.config import Cluster
 from orchestrator.errors import ConfigError
-from orchestrator.job import load_job
-from orchestrator.plan import build_plan, make_request
-from orchestrator.selftest import AllreducePoint, Link, RankReport, bus_factor, evaluate, format_report, sizes
+from orchestrator.slurm.plan import build_plan, make_request
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.job import load_job
+from orchestrator.task.selftest import AllreducePoint, Link, RankReport, bus_factor, evaluate, format_report, sizes
 
 RUN_TIMEOUT = 240
 CHECKS = ["rendezvous", "devices", "master_addr", "allreduce", "gemm"]

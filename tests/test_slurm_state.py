@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import slurm, slurmstate
 from orchestrator.errors import SlurmError
+from orchestrator.slurm import client as slurm
+from orchestrator.slurm import state as slurmstate
 
 Reply = tuple[int, str, str]  # returncode, stdout, stderr
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cache
-from orchestrator.config import load_cluster
 from orchestrator.errors import ConfigError
-from orchestrator.runtime.startup import PHASES, StartupClock, format_startup, prefetch_dynamo, process_start_time
+from orchestrator.records import cache
+from orchestrator.records.cache import load_cluster
+from orchestrator.records.startup import PHASES, StartupClock, format_startup, process_start_time
+from orchestrator.runtime.imports import prefetch_dynamo
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = """\
@@ -144,11 +145,11 @@ def test_cli_skips_pydantic_plugins_without_changing_the_environment(tmp_path: P
                           check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().endswith("False False False"), proc.stderr
-    assert "orchestrator.lean" in proc.stderr
+    assert "(orchestrator.cli)" in proc.stderr
     kept = subprocess.run([sys.executable, "-c", code], env={**env, "ORCH_PYDANTIC_PLUGINS": "1"}, cwd=tmp_path,
                           capture_output=True, text=True, check=False, timeout=120)
     assert kept.returncode == 0, kept.stderr
-    assert "orchestrator.lean" not in kept.stderr  # pydantic's own loader
+    assert "(orchestrator.cli)" not in kept.stderr  # pydantic's own loader
 
 
 def test_startup_clock_phases_from_the_batch_script_and_laps(tmp_path: Path) -> None:

@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
-from orchestrator import api, jobstate
+from orchestrator import api
 from orchestrator.cli import main
 from orchestrator.commands.plot import series
 from orchestrator.errors import OrchError
-from orchestrator.jobdirs import find_job_dir, list_job_dirs, read_metrics
-from orchestrator.runconfig import RunConfig, write_run_config
+from orchestrator.records.jobdirs import find_job_dir, list_job_dirs, read_metrics, write_run_config
+from orchestrator.slurm import jobstate
+from orchestrator.spec.runconfig import RunConfig
 
 FAKE_CLIENT = """\
 import json, os, sys

@@ -22,7 +22,7 @@ from support import load_stub_module
 from orchestrator import api
 from orchestrator.cli import main
 from orchestrator.errors import ConfigError
-from orchestrator.jobdirs import list_job_dirs
+from orchestrator.records.jobdirs import list_job_dirs
 
 if TYPE_CHECKING:
     from support import Stubs
@@ -245,7 +245,7 @@ def test_api_takes_a_module_and_refuses_what_orch_submit_refuses(env: dict[str, 
 
 
 def test_api_request_fields_are_orch_submits_options() -> None:
-    from orchestrator.submission import OPTION_NAMES
+    from orchestrator.slurm.submission import OPTION_NAMES
 
     assert set(api.REQUEST_FIELDS) == set(OPTION_NAMES) - {"job", "nodes", "gpus", "overrides"}
 

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator import render, shellctx, templating
 from orchestrator.errors import ConfigError
-from orchestrator.plan import SubmitPlan
+from orchestrator.slurm import render, shellctx, templating
+from orchestrator.slurm.plan import SubmitPlan
 
 SETTINGS: dict[str, Any] = {"undefined": jinja2.StrictUndefined, "autoescape": False, "keep_trailing_newline": True,
                             "trim_blocks": True, "lstrip_blocks": True, "finalize": render._finalize}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.units import format_time, parse_mem_mb, parse_time
+from orchestrator.spec.units import format_time, parse_mem_mb, parse_time
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.smoke import SmokeParams
 from jobs.smoke import build as smoke_build
-from orchestrator.job import JobSpec, Resources
+from orchestrator import JobSpec, Resources
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 
 def build(params: SmokeParams, ctx: BuildContext) -> TrainTask:

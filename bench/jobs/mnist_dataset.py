@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from jobs.mnist import MnistParams, make_model
-from orchestrator.job import JobSpec, Resources
+from orchestrator import JobSpec, Resources
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 
 def dataset(data_dir: Any) -> Any:
@@ -34,7 +34,7 @@ def dataset(data_dir: Any) -> Any:
 
 
 def build(params: MnistParams, ctx: BuildContext) -> TrainTask:
-    from orchestrator.runtime.task import TrainTask
+    from orchestrator import TrainTask
 
     return TrainTask(model=make_model(), train_set=dataset(ctx.require_data_dir("MNIST")))
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the verbs: cluster discovery from args, JSON output."""
+"""Helpers shared by the verbs: the arguments several verbs take, cluster discovery from args, JSON output."""
 
 from __future__ import annotations
 
@@ -9,7 +9,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchestrator.config import Cluster, find_cluster
+from orchestrator.records.cache import find_cluster
+from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster
+
+
+def add_job_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
+    """What to run, as ``orch submit`` and ``orch run`` take it: JOB or ``-m MODULE``, then ``key=value``
+    overrides (a script's own arguments come after ``--``), ``--data-dir`` and ``--no-check``."""
+    parser.add_argument("job", nargs="?", metavar="JOB",
+                        help=f"a job name from jobs/ (e.g. {example}), the path of a job file, or a torchrun-style "
+                             "script (train.py; its arguments after --)")
+    parser.add_argument("-m", dest="module", metavar="MODULE",
+                        help="run a module as a script, as python -m does (its arguments after --)")
+    parser.set_defaults(takes_script_args=True)
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="hyperparameter overrides, checked against the job's parameters (e.g. lr=0.05)")
+    parser.add_argument("--data-dir", metavar="DIR", help=f"dataset directory (default: ${DATA_DIR_ENV_VAR})")
+    parser.add_argument("--no-check", action="store_true",
+                        help="launch a script even when orch doctor finds errors in it (they are still printed)")
 
 
 def add_cluster_argument(parser: argparse.ArgumentParser) -> None:

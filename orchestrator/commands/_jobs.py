@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator.config import Cluster, find_cluster
-from orchestrator.jobdirs import job_root
+from orchestrator.records.cache import find_cluster
+from orchestrator.records.jobdirs import job_root
+from orchestrator.spec.cluster import Cluster
 
 
 def cluster_or_none(args: argparse.Namespace) -> Cluster | None:

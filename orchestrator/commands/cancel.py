@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from orchestrator import slurm, slurmstate
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import SlurmError
-from orchestrator.jobdirs import find_job_dir, is_job_id
+from orchestrator.records.jobdirs import find_job_dir, is_job_id
+from orchestrator.slurm import client as slurm
+from orchestrator.slurm import state as slurmstate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.config import find_cluster
-from orchestrator.distenv import derive
+from orchestrator.env.distenv import derive
+from orchestrator.env.masterport import DEFAULT_PORT_RANGE
 from orchestrator.errors import ConfigError
-from orchestrator.masterport import DEFAULT_PORT_RANGE
+from orchestrator.records.cache import find_cluster
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

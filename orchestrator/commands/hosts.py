@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from orchestrator.commands._common import add_json_argument, print_json
+from orchestrator.env.hostlist import compress, expand
 from orchestrator.errors import ConfigError
-from orchestrator.hostlist import compress, expand
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """``orch list [--json]``: the jobs submitted from here, from their folders under ``launcher.job_root``.
 
-The state is ``orch status``'s (:mod:`orchestrator.jobstate`: one batched squeue, sacct or the job
+The state is ``orch status``'s (:mod:`orchestrator.slurm.jobstate`: one batched squeue, sacct or the job
 completion log for finished jobs, then the folder: ``NOT_QUEUED`` when sbatch refused a job,
 ``COMPLETED`` when Slurm forgot it but its result.json exists). Without Slurm the folders still list.
 Array elements are listed as jobs of their own (``<array id>_<index>``).
@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from orchestrator import jobstate
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import format_rows, job_root_from_args
-from orchestrator.jobdirs import iter_job_dirs
+from orchestrator.records.jobdirs import iter_job_dirs
+from orchestrator.slurm import jobstate
 
 COLUMNS: dict[str, str] = {"NAME": "name", "JOBID": "job_id", "CREATED": "created", "STATE": "state",
                            "RESTARTS": "restarts", "ELAPSED": "elapsed", "REASON": "reason", "FOLDER": "job_dir"}

@@ -3,7 +3,7 @@
 The logs live in the job folder (``logs/slurm-<id>.out`` for the batch step, ``logs/<id>-rank<R>.out``
 per rank; ``logs/local-rank<R>.out`` for ``orch run``). ``-f`` follows the file until the job ends,
 across a requeue (the logs are opened in append mode). When the ranks' outcome records show a
-failure, a last note (on stderr) names the rank to look at and why (:func:`orchestrator.jobstate.failure`),
+failure, a last note (on stderr) names the rank to look at and why (:func:`orchestrator.slurm.jobstate.failure`),
 with the last lines of that rank's log.
 """
 
@@ -16,12 +16,13 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from orchestrator import jobstate, slurm
 from orchestrator.commands._common import add_cluster_argument
 from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import OrchError, SlurmError
-from orchestrator.jobdirs import JobDir, find_job_dir, progress_cells, read_progress, read_result
-from orchestrator.runconfig import LOG_DIR
+from orchestrator.records.jobdirs import JobDir, find_job_dir, progress_cells, read_progress, read_result
+from orchestrator.slurm import client as slurm
+from orchestrator.slurm import jobstate
+from orchestrator.spec.runconfig import LOG_DIR
 
 STATE_EVERY = 2.0  # seconds between job state checks while following
 TAIL_LINES = 20  # of the rank to look at, below the log shown

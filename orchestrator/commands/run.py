@@ -17,37 +17,23 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
+from orchestrator.commands._common import add_cluster_argument, add_job_arguments, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_or_none
-from orchestrator.config import DATA_DIR_ENV_VAR, resolve_data_dir
 from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
-from orchestrator.job import load_job, load_job_file, make_params, parse_overrides
-from orchestrator.jobdirs import job_root, local_log_name, metrics_cell
-from orchestrator.local import LocalResult, LocalRunner, job_lock, tail
-from orchestrator.localplan import available_cpus, cpus_per_rank, local_gpu_layout, local_gpus, new_local_run
-from orchestrator.resumecheck import check_resume_folder
-from orchestrator.runconfig import (
-    CHECKPOINT_DIR,
-    JOB_FILE,
-    LOG_DIR,
-    RunConfig,
-    read_run_config,
-    write_run_config,
-)
-from orchestrator.script import ScriptTarget, resolve_target, script_job
-from orchestrator.trust import check_job_dir
+from orchestrator.local.plan import available_cpus, cpus_per_rank, local_gpu_layout, local_gpus, new_local_run
+from orchestrator.local.runner import LocalResult, LocalRunner, job_lock, tail
+from orchestrator.records.jobdirs import job_root, local_log_name, metrics_cell, write_run_config
+from orchestrator.records.resumecheck import check_resume_folder
+from orchestrator.records.trust import check_job_dir
+from orchestrator.spec.cluster import resolve_data_dir
+from orchestrator.spec.job import load_job, load_job_file, make_params, parse_overrides
+from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
+from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job", nargs="?", metavar="JOB",
-                        help="a job name from jobs/ (e.g. smoke, mnist), the path of a job file, or a "
-                             "torchrun-style script (train.py; its arguments after --)")
-    parser.add_argument("-m", dest="module", metavar="MODULE",
-                        help="run a module as a script, as python -m does (its arguments after --)")
-    parser.set_defaults(takes_script_args=True)
-    parser.add_argument("overrides", nargs="*", metavar="key=value",
-                        help="hyperparameter overrides, checked against the job's parameters (e.g. epochs=2)")
+    add_job_arguments(parser, example="smoke, mnist")
     parser.add_argument("--nproc", type=int, metavar="N",
                         help="processes (ranks) to start (default: 1; with --resume: as before)")
     parser.add_argument("--gpus-per-task", type=int, metavar="K",
@@ -56,12 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", metavar="DIR",
                         help="continue the job folder DIR from its last checkpoint (no JOB then)")
     add_cluster_argument(parser)
-    parser.add_argument("--data-dir", metavar="DIR", help=f"dataset directory (default: ${DATA_DIR_ENV_VAR})")
     parser.add_argument("--job-root", metavar="DIR",
                         help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
-    parser.add_argument("--no-check", action="store_true",
-                        help="run a script even when orch doctor finds errors in it (they are still printed)")
     add_json_argument(parser)
 
 

@@ -2,7 +2,7 @@
 
 Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`` call when the
 cluster keeps accounting, else from the job completion log (see ``slurm.job_status``); the state is
-read by :mod:`orchestrator.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs
+read by :mod:`orchestrator.slurm.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs
 submitted from here (their folders under ``launcher.job_root``). With ``--json`` one job gives one
 object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's name, e.g.
 ``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``. EPOCH/STEP/LOSS come from the job
@@ -10,7 +10,7 @@ folder's ``progress.json`` (rank 0 rewrites it every few seconds while training;
 ``--json``); METRICS is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``).
 When the ranks' outcome records show a failure, ``failure`` (``--json``; a ``# job ...`` line below the
 table) names the rank to look at: the one that failed, or the one that stopped making progress while
-the others gave up waiting for it in a collective, and the timeout that applied (:mod:`orchestrator.blame`).
+the others gave up waiting for it in a collective, and the timeout that applied (:mod:`orchestrator.records.blame`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ import argparse
 import itertools
 from typing import Any
 
-from orchestrator import jobstate
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import format_rows, job_root_from_args
 from orchestrator.errors import OrchError
-from orchestrator.jobdirs import (
+from orchestrator.records.jobdirs import (
     JobDir,
     find_job_dir,
     is_job_id,
@@ -35,6 +34,7 @@ from orchestrator.jobdirs import (
     read_progress,
     read_result,
 )
+from orchestrator.slurm import jobstate
 
 # column title -> key of a row (one table for the human view)
 COLUMNS: dict[str, str] = {
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"# job {row['job_id']}: {row['failure']['message']} (orch logs {row['job_id']} shows "
                       "that rank's last lines)")
         if startup:
-            from orchestrator.runtime.startup import format_startup
+            from orchestrator.records.startup import format_startup
 
             print(format_startup(startup))
     return 0

@@ -4,7 +4,7 @@ Dry run and submit share one path (``plan.build_plan``): the dry run prints exac
 would be queued, plus every rank as ``distenv.derive`` computes it; it starts no subprocess and
 writes nothing. A real submit writes the job folder, runs ``sbatch --parsable`` and records the job
 id; when sbatch refuses, Slurm's message goes to the terminal and to ``submit_error.txt``. The
-Python API queues through the same functions (:mod:`orchestrator.submission`).
+Python API queues through the same functions (:mod:`orchestrator.slurm.submission`).
 
 ``--sweep key=v1,v2`` (repeatable) submits the cartesian product of the values as one Slurm job
 array (``--array-throttle N``: at most N elements at once); element I runs in ``<job folder>/I``.
@@ -23,31 +23,24 @@ from typing import TYPE_CHECKING
 
 from orchestrator.commands._common import (
     add_cluster_argument,
+    add_job_arguments,
     add_json_argument,
     cluster_from_args,
     print_json,
 )
-from orchestrator.config import DATA_DIR_ENV_VAR
 from orchestrator.errors import ConfigError
 
 if TYPE_CHECKING:
-    from orchestrator.job import LoadedJob
-    from orchestrator.plan import SubmitPlan
-    from orchestrator.submission import ArrayPlan
+    from orchestrator.slurm.plan import SubmitPlan
+    from orchestrator.slurm.submission import ArrayPlan
+    from orchestrator.spec.job import LoadedJob
 
 RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
              "master_addr", "master_port", "devices")  # the JSON of each rank in --dry-run --json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job", nargs="?", metavar="JOB",
-                        help="a job name from jobs/ (e.g. mnist), the path of a job file, or a torchrun-style "
-                             "script (train.py; its arguments after --)")
-    parser.add_argument("-m", dest="module", metavar="MODULE",
-                        help="run a module as a script, as python -m does (its arguments after --)")
-    parser.set_defaults(takes_script_args=True)
-    parser.add_argument("overrides", nargs="*", metavar="key=value",
-                        help="hyperparameter overrides, checked against the job's parameters (e.g. lr=0.05)")
+    add_job_arguments(parser, example="mnist")
     parser.add_argument("--nodes", type=int, metavar="N", help="number of nodes (default: the job's)")
     parser.add_argument("--gpus", type=int, metavar="G",
                         help="GPUs per node (default: the job's); tasks per node = G / --gpus-per-task")
@@ -88,7 +81,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--templates", metavar="DIR",
                         help="directory with your own sbatch templates (same file names as templates/; "
                              "missing files fall back to the built-in ones)")
-    parser.add_argument("--data-dir", metavar="DIR", help=f"dataset directory (default: ${DATA_DIR_ENV_VAR})")
     add_cluster_argument(parser)
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2",
                         help="sweep a hyperparameter (repeatable): the cartesian product of all --sweep values "
@@ -101,13 +93,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "node (--preflight=exclude); default: launcher.preflight of cluster.yaml ('off')")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
-    parser.add_argument("--no-check", action="store_true",
-                        help="submit a script even when orch doctor finds errors in it (they are still printed)")
     add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.submission import build_request, new_plan, submit_options
+    from orchestrator.slurm.submission import build_request, new_plan, submit_options
 
     cluster = cluster_from_args(args)
     cwd = Path.cwd()
@@ -131,14 +121,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _data_dir_problem(job_name: str, needs_data: bool, data_dir: str | None) -> ConfigError | None:
-    from orchestrator.submission import data_dir_problem
+    from orchestrator.slurm.submission import data_dir_problem
 
     return data_dir_problem(job_name, needs_data, data_dir)
 
 
 def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
     from orchestrator.errors import SlurmError
-    from orchestrator.submission import queue
+    from orchestrator.slurm.submission import queue
 
     try:
         job_id = queue(plan, os.environ)
@@ -156,7 +146,7 @@ def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
 def _sweep(args: argparse.Namespace, plan: SubmitPlan, loaded: LoadedJob) -> int:
     """``--sweep``: the cartesian product as one job array (dry run: the script and the elements)."""
     from orchestrator.errors import SlurmError
-    from orchestrator.submission import parse_sweep, plan_array, queue_array
+    from orchestrator.slurm.submission import parse_sweep, plan_array, queue_array
 
     if not args.sweep:
         raise ConfigError("--array-throttle needs --sweep", hint="e.g. --sweep lr=0.1,0.01 --array-throttle 1")
@@ -244,7 +234,7 @@ def dry_run_text(plan: SubmitPlan) -> str:
               f"{r.device:<{dev_w}}  {r.env.master_addr}:{r.env.master_port}" for r in rows]
     templates = ""
     if plan.request.templates is not None:
-        from orchestrator.render import template_sources
+        from orchestrator.slurm.render import template_sources
 
         used = template_sources(plan.request.templates)
         templates = "".join(f"# template {name}: {path}\n" for name, path in used.items())

@@ -12,7 +12,7 @@ from orchestrator.doctor.findings import Finding, format_findings, has_errors
 from orchestrator.errors import OrchError
 
 if TYPE_CHECKING:
-    from orchestrator.script import ScriptTarget
+    from orchestrator.spec.script import ScriptTarget
 
 
 class ScriptRefused(OrchError):

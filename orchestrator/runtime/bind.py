@@ -6,7 +6,7 @@ import logging
 
 import torch
 
-from orchestrator.runtime import device as devices
+from orchestrator.env import devices
 
 log = logging.getLogger(__name__)
 

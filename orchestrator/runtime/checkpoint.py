@@ -32,9 +32,9 @@ import numpy as np
 import torch
 
 from orchestrator.errors import OrchError
-from orchestrator.resumecheck import LATEST as LATEST  # the names live where the CLI reads them (no torch)
-from orchestrator.resumecheck import PREVIOUS as PREVIOUS
-from orchestrator.resumecheck import JobIdentity, make_sidecar, sidecar_path, zip_members_digest
+from orchestrator.records.resumecheck import LATEST as LATEST  # the names live where the CLI reads them (no torch)
+from orchestrator.records.resumecheck import PREVIOUS as PREVIOUS
+from orchestrator.records.resumecheck import JobIdentity, make_sidecar, sidecar_path, zip_members_digest
 from orchestrator.runtime.dist import Dist, barrier, broadcast_object, gather_objects
 
 log = logging.getLogger(__name__)

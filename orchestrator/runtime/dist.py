@@ -15,11 +15,11 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from orchestrator.env.devices import DeviceChoice
 from orchestrator.errors import DistEnvError, OrchError, RendezvousTimeout
-from orchestrator.outcome import COLLECTIVE_TIMEOUT, INIT_TIMEOUT, RECORDER
-from orchestrator.runtime.device import DeviceChoice
-from orchestrator.runtime.preempt import PreemptFlag
 from orchestrator.runtime.rendezvous import is_loopback, loopback_store
+from orchestrator.task.outcome import COLLECTIVE_TIMEOUT, INIT_TIMEOUT, RECORDER
+from orchestrator.task.preempt import PreemptFlag
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """The shared entrypoint: device, process group, job build, DDP, epochs, checkpoints, preemption.
 
-``run(...)`` is what ``python -m orchestrator.launch`` calls in every task once the distributed
+``run(...)`` is what ``python -m orchestrator.runtime.launch`` calls in every task once the distributed
 environment is derived and exported. A job file holds no distributed code: it only builds a
 ``TrainTask`` (model, data sets, loss, metrics); everything here is the same for every job.
 ``Trainer.run`` reads as the loop itself: set up (``runtime.setup``), resume (``runtime.state``),
@@ -21,13 +21,11 @@ from typing import Any
 
 import torch
 
-from orchestrator.distenv import DistEnv
+from orchestrator.env import devices
+from orchestrator.env.distenv import DistEnv
 from orchestrator.errors import OrchError
-from orchestrator.job import JobSpec, TrainParams, load_job_file
-from orchestrator.outcome import RECORDER
-from orchestrator.resumecheck import JobIdentity
-from orchestrator.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
-from orchestrator.runtime import device as devices
+from orchestrator.records.resumecheck import JobIdentity
+from orchestrator.records.startup import CLOCK
 from orchestrator.runtime.checkpoint import Checkpointer, restore_rng
 from orchestrator.runtime.data import eval_shard, real_count
 from orchestrator.runtime.dist import (
@@ -41,16 +39,19 @@ from orchestrator.runtime.dist import (
     sum_floats,
 )
 from orchestrator.runtime.identity import check_identity
+from orchestrator.runtime.imports import join, prefetch_dynamo
 from orchestrator.runtime.loop import EpochPlan, decode_nonfinite, evaluate, train_epoch
 from orchestrator.runtime.measures import Tally, TrainingError, means
 from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, write_json_atomic
-from orchestrator.runtime.preempt import PreemptFlag
 from orchestrator.runtime.progress import PROGRESS_FILE, Progress
 from orchestrator.runtime.setup import Parts, build_task, set_up
 from orchestrator.runtime.sources import TensorSource
-from orchestrator.runtime.startup import CLOCK, join, prefetch_dynamo
 from orchestrator.runtime.state import Resume, checkpoint_state
 from orchestrator.runtime.task import TrainTask
+from orchestrator.spec.job import JobSpec, TrainParams, load_job_file
+from orchestrator.spec.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
+from orchestrator.task.outcome import RECORDER
+from orchestrator.task.preempt import PreemptFlag
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,8 @@ from typing import Any
 
 import torch
 
+from orchestrator.records.resumecheck import RESUME_HINT as _HINT
 from orchestrator.runtime.checkpoint import CheckpointError
-
-_HINT = "resume the job that wrote it, or move checkpoints/ away to start this job from scratch"
 
 
 def _count(state: Mapping[str, Any], key: str, low: int) -> int:

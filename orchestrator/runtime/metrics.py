@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator.records.atomic import write_text_atomic
+
 PERCENT_METRICS = ("acc",)  # shown as percentages in the epoch line
 
 
@@ -106,15 +108,6 @@ class MetricsLog:
             fh.write(dumps(metrics.as_dict()) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".tmp-{path.name}.{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:

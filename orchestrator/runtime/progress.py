@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.runconfig import PROGRESS_FILE
 from orchestrator.runtime.metrics import write_json_atomic
+from orchestrator.spec.runconfig import PROGRESS_FILE
 
 __all__ = ["PROGRESS_FILE", "Progress", "eta_text", "progress_line"]
 JSON_EVERY = 5.0  # seconds between progress.json updates

@@ -3,7 +3,7 @@
 Every rank measures: how long it took to be ready, which (host, device) it holds, whether
 MASTER_ADDR resolves and answers from its node, all-reduce times for growing sizes, the bandwidth
 to its ring neighbour, and a fixed-size GEMM. Rank 0 gathers the reports, judges them with
-``orchestrator.selftest`` (pure), prints the table and writes ``result.json``; every rank then ends
+``orchestrator.task.selftest`` (pure), prints the table and writes ``result.json``; every rank then ends
 with the same exit status (non-zero when a check failed), so the test can gate a long job
 (``sbatch --dependency afterok:``). It trains nothing.
 """
@@ -26,11 +26,11 @@ from typing import Any, NoReturn
 import torch
 import torch.distributed as dist
 
+from orchestrator.env.devices import VISIBLE_VAR, host_name, parse_visible_devices
 from orchestrator.errors import OrchError
-from orchestrator.runconfig import JOB_FILE, RESULT_FILE
-from orchestrator.runtime.device import VISIBLE_VAR, host_name, parse_visible_devices
 from orchestrator.runtime.metrics import write_json_atomic
-from orchestrator.selftest import EXPECT_KEYS, AllreducePoint, Link, RankReport, evaluate, format_report, sizes
+from orchestrator.spec.runconfig import JOB_FILE, RESULT_FILE
+from orchestrator.task.selftest import EXPECT_KEYS, AllreducePoint, Link, RankReport, evaluate, format_report, sizes
 
 
 class SelftestFailed(OrchError):

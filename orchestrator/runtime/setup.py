@@ -19,7 +19,6 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DistributedSampler
 
 from orchestrator.errors import ConfigError
-from orchestrator.job import JobSpec, TrainParams
 from orchestrator.runtime.data import batch_len
 from orchestrator.runtime.dist import Dist
 from orchestrator.runtime.loop import Stepper, settle_buckets, steps_per_epoch
@@ -28,6 +27,7 @@ from orchestrator.runtime.schedule import make_schedule
 from orchestrator.runtime.sources import LoaderSource, TensorSource, check_dataset, default_workers, make_source
 from orchestrator.runtime.state import Resume
 from orchestrator.runtime.task import BuildContext, MetricFn, TrainTask
+from orchestrator.spec.job import JobSpec, TrainParams
 
 log = logging.getLogger(__name__)
 

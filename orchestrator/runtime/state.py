@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.records.resumecheck import MID_EPOCH_HINT, mid_epoch_problem
 from orchestrator.runtime.checkpoint import CheckpointError
 
 
@@ -55,15 +56,11 @@ class Resume:
 
     def check(self, *, world_size: int, batch_size: int, grad_accum: int) -> None:
         """A mid-epoch checkpoint continues only with the same ranks, batch size and accumulation."""
-        if self.step == 0:
-            return
-        saved = (self.world_size, self.batch_size, self.grad_accum)
-        if saved != (world_size, batch_size, grad_accum):
-            raise CheckpointError(
-                f"the checkpoint stopped in the middle of epoch {self.epoch + 1} (step {self.step}) with world "
-                f"size {saved[0]}, batch size {saved[1]} and grad_accum {saved[2]}; this run has world size "
-                f"{world_size}, batch size {batch_size} and grad_accum {grad_accum}",
-                hint="resume with the same number of ranks, batch_size and grad_accum, or start a new job")
+        problem = mid_epoch_problem(epoch=self.epoch, step=self.step,
+                                    saved=(self.world_size, self.batch_size, self.grad_accum),
+                                    now=(world_size, batch_size, grad_accum))
+        if problem is not None:
+            raise CheckpointError(problem, hint=MID_EPOCH_HINT)
 
 
 def checkpoint_state(*, model: Mapping[str, Any], optimizer: Mapping[str, Any], scaler: Mapping[str, Any] | None,

@@ -10,9 +10,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from orchestrator.config import DATA_DIR_ENV_VAR
 from orchestrator.errors import ConfigError
-from orchestrator.job import TrainParams
+from orchestrator.spec.cluster import DATA_DIR_ENV_VAR
+from orchestrator.spec.job import TrainParams
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter], TrainParams], torch.optim.Optimizer]
 LossFn = Callable[[Any, Any], torch.Tensor]

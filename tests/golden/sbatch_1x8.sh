@@ -18,7 +18,7 @@
 # shellcheck disable=SC2016
 set -euo pipefail
 
-# when this script and (below) srun started: the start-up phases in result.json (runtime/startup.py)
+# when this script and (below) srun started: the start-up phases in result.json (records/startup.py)
 export ORCH_BATCH_START="${EPOCHREALTIME:-$(date +%s.%N)}"
 JOB_DIR=/home/user/orch-jobs/golden-20240102-030405-abcdef
 PYTHON=/opt/orch/.venv/bin/python
@@ -54,7 +54,7 @@ unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK NODE_RANK GROUP_WOR
 # MASTER_ADDR and MASTER_PORT are computed once, here, and inherited by every rank. Computing the port
 # checks the job folder's checkpoint first: one of another job (a damaged resume) stops the job here.
 MASTER_ADDR=127.0.0.1
-MASTER_PORT=$("$PYTHON" -m orchestrator.launch --master-port --job-dir "$JOB_DIR")
+MASTER_PORT=$("$PYTHON" -m orchestrator.runtime.launch --master-port --job-dir "$JOB_DIR")
 export MASTER_ADDR MASTER_PORT
 echo "orch: job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NODELIST}:" \
     "MASTER_ADDR=${MASTER_ADDR} MASTER_PORT=${MASTER_PORT}" >&2
@@ -65,7 +65,7 @@ srun --kill-on-bad-exit=1 --wait=60 --export=ALL \
     --nodes=1 --ntasks-per-node=8 --cpus-per-task=12 \
     --output=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/%j-rank%t.out \
     --error=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/%j-rank%t.out --open-mode=append \
-    "$PYTHON" -u -m orchestrator.launch --job-dir "$JOB_DIR" &
+    "$PYTHON" -u -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
 srun_pid=$!
 if ((signals > 0)); then
     kill -s "$PREEMPT_SIGNAL" "$srun_pid" 2>/dev/null || true

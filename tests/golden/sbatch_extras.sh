@@ -29,7 +29,7 @@
 # shellcheck disable=SC2016
 set -euo pipefail
 
-# when this script and (below) srun started: the start-up phases in result.json (runtime/startup.py)
+# when this script and (below) srun started: the start-up phases in result.json (records/startup.py)
 export ORCH_BATCH_START="${EPOCHREALTIME:-$(date +%s.%N)}"
 JOB_DIR=/home/user/orch-jobs/train-20240102-030405-abcdef
 PYTHON=/opt/orch/.venv/bin/python
@@ -77,7 +77,7 @@ MASTER_ADDR=$head_node
 if [[ $node_info =~ NodeAddr=([^[:space:]]+) ]]; then
     MASTER_ADDR=${BASH_REMATCH[1]}
 fi
-MASTER_PORT=$("$PYTHON" -m orchestrator.launch --master-port --job-dir "$JOB_DIR")
+MASTER_PORT=$("$PYTHON" -m orchestrator.runtime.launch --master-port --job-dir "$JOB_DIR")
 export MASTER_ADDR MASTER_PORT
 echo "orch: job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NODELIST}:" \
     "MASTER_ADDR=${MASTER_ADDR} MASTER_PORT=${MASTER_PORT}" >&2
@@ -88,7 +88,7 @@ srun --kill-on-bad-exit=1 --wait=60 --export=ALL \
     --nodes=2 --ntasks-per-node=4 --cpus-per-task=12 \
     --output=/home/user/orch-jobs/train-20240102-030405-abcdef/logs/%j-rank%t.out \
     --error=/home/user/orch-jobs/train-20240102-030405-abcdef/logs/%j-rank%t.out --open-mode=append \
-    "$PYTHON" -u -m orchestrator.launch --job-dir "$JOB_DIR" &
+    "$PYTHON" -u -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
 srun_pid=$!
 if ((signals > 0)); then
     kill -s "$PREEMPT_SIGNAL" "$srun_pid" 2>/dev/null || true

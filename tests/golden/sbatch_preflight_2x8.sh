@@ -18,7 +18,7 @@
 # shellcheck disable=SC2016
 set -euo pipefail
 
-# when this script and (below) srun started: the start-up phases in result.json (runtime/startup.py)
+# when this script and (below) srun started: the start-up phases in result.json (records/startup.py)
 export ORCH_BATCH_START="${EPOCHREALTIME:-$(date +%s.%N)}"
 JOB_DIR=/home/user/orch-jobs/golden-20240102-030405-abcdef
 PYTHON=/opt/orch/.venv/bin/python
@@ -62,7 +62,7 @@ MASTER_ADDR=$head_node
 if [[ $node_info =~ NodeAddr=([^[:space:]]+) ]]; then
     MASTER_ADDR=${BASH_REMATCH[1]}
 fi
-MASTER_PORT=$("$PYTHON" -m orchestrator.launch --master-port --job-dir "$JOB_DIR")
+MASTER_PORT=$("$PYTHON" -m orchestrator.runtime.launch --master-port --job-dir "$JOB_DIR")
 export MASTER_ADDR MASTER_PORT
 echo "orch: job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NODELIST}:" \
     "MASTER_ADDR=${MASTER_ADDR} MASTER_PORT=${MASTER_PORT}" >&2
@@ -78,12 +78,12 @@ srun --kill-on-bad-exit=1 --wait=60 --export=ALL \
     --nodes=2 --ntasks-per-node=8 --cpus-per-task=12 \
     --output=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/preflight-%j.out \
     --error=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/preflight-%j.out --open-mode=append \
-    "$PYTHON" -u -m orchestrator.launch --job-dir "$JOB_DIR" --preflight || preflight_rc=$?
+    "$PYTHON" -u -m orchestrator.runtime.launch --job-dir "$JOB_DIR" --preflight || preflight_rc=$?
 if ((preflight_rc != 0)); then
-    # orchestrator.preflight names the failed node(s) and check(s); it exits non-zero to stop the job,
+    # orchestrator.slurm.preflight names the failed node(s) and check(s); it exits non-zero to stop the job,
     # or (exclude mode, attempts and nodes left) writes the next attempt's sbatch options and exits 0.
     preflight_next="$JOB_DIR"/preflight_next
-    "$PYTHON" -m orchestrator.preflight --job-dir "$JOB_DIR" --job-id "$SLURM_JOB_ID" \
+    "$PYTHON" -m orchestrator.slurm.preflight --job-dir "$JOB_DIR" --job-id "$SLURM_JOB_ID" \
         --step-rc "$preflight_rc" >"$preflight_next" || exit $?
     # A fresh sbatch of this same script with --exclude, not `scontrol requeue`: Slurm 22.05 changes
     # ExcNodeList only while a job is pending, and a requeue issued from this script kills it before
@@ -94,7 +94,7 @@ if ((preflight_rc != 0)); then
         exit 1
     fi
     next_id=${next_id%%;*}
-    "$PYTHON" -m orchestrator.preflight --job-dir "$JOB_DIR" --resubmitted "$next_id" || exit $?
+    "$PYTHON" -m orchestrator.slurm.preflight --job-dir "$JOB_DIR" --resubmitted "$next_id" || exit $?
     echo "orch: preflight: job ${SLURM_JOB_ID} stops here; job ${next_id} runs it without" \
         "the failed node(s) (${preflight_args[*]})" >&2
     exit 1
@@ -107,7 +107,7 @@ srun --kill-on-bad-exit=1 --wait=60 --export=ALL \
     --nodes=2 --ntasks-per-node=8 --cpus-per-task=12 \
     --output=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/%j-rank%t.out \
     --error=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/%j-rank%t.out --open-mode=append \
-    "$PYTHON" -u -m orchestrator.launch --job-dir "$JOB_DIR" &
+    "$PYTHON" -u -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
 srun_pid=$!
 if ((signals > 0)); then
     kill -s "$PREEMPT_SIGNAL" "$srun_pid" 2>/dev/null || true

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from orchestrator.job import JobSpec, TrainParams
+from orchestrator import JobSpec, TrainParams
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 
 class FaultyParams(TrainParams):
@@ -50,8 +50,7 @@ def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
     import torch.distributed as dist
     from torch import nn
 
-    from orchestrator.runtime.data import TensorData
-    from orchestrator.runtime.task import TrainTask
+    from orchestrator import TensorData, TrainTask
 
     class Faulty(nn.Module):
         def __init__(self) -> None:

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from orchestrator.job import JobSpec, TrainParams
+from orchestrator import JobSpec, TrainParams
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 
 class HangParams(TrainParams):
@@ -55,8 +55,7 @@ def build(params: HangParams, ctx: BuildContext) -> TrainTask:
     import torch
     from torch import nn
 
-    from orchestrator.runtime.data import TensorData
-    from orchestrator.runtime.task import TrainTask
+    from orchestrator import TensorData, TrainTask
 
     if params.child:
         child = subprocess.Popen(["sleep", "600"])

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from orchestrator.job import JobSpec, Resources, TrainParams
+from orchestrator import JobSpec, Resources, TrainParams
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 
 class ValueParams(TrainParams):
@@ -30,8 +30,7 @@ def build(params: ValueParams, ctx: BuildContext) -> TrainTask:
     import torch
     from torch import nn
 
-    from orchestrator.runtime.data import TensorData
-    from orchestrator.runtime.task import TrainTask
+    from orchestrator import TensorData, TrainTask
 
     probe = {
         "tag": params.tag,

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from orchestrator.job import JobSpec, TrainParams
+from orchestrator import JobSpec, TrainParams
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 FEATURES = 4
 
@@ -60,7 +60,7 @@ def build(params: LazyParams, ctx: BuildContext) -> TrainTask:
     from torch import nn
     from torch.utils.data import Dataset, IterableDataset
 
-    from orchestrator.runtime.task import TrainTask
+    from orchestrator import TrainTask
 
     folder = ctx.require_data_dir("lazy_regression") / "lazy"
 

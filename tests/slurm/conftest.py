@@ -102,7 +102,7 @@ class SlurmCluster:
 
     @staticmethod
     def job_processes(job_id: str) -> list[tuple[int, dict[str, str]]]:
-        """(pid, environment) of this host's task processes (orchestrator.launch) of job ``job_id``."""
+        """(pid, environment) of this host's task processes (orchestrator.runtime.launch) of job ``job_id``."""
         found = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -114,7 +114,7 @@ class SlurmCluster:
                 continue
             environ = dict(item.decode(errors="replace").partition("=")[::2]
                            for item in raw.split(b"\0") if item)
-            if environ.get("SLURM_JOB_ID") == job_id and b"orchestrator.launch" in cmdline:
+            if environ.get("SLURM_JOB_ID") == job_id and b"orchestrator.runtime.launch" in cmdline:
                 found.append((int(entry.name), environ))
         return found
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from orchestrator.outcome import read_outcomes
+from orchestrator.task.outcome import read_outcomes
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support import ORCH
 
-from orchestrator import masterport
+from orchestrator.env import masterport
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster

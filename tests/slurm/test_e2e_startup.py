@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from orchestrator.runtime.startup import PHASES
+from orchestrator.records.startup import PHASES
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster

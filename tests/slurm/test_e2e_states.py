@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 SMOKE_FAST = ["epochs=1", "samples=256", "test_samples=64", "--cpus-per-task", "1"]
 SMOKE_LONG = ["epochs=100000", "samples=256", "test_samples=0", "checkpoint=false", "--cpus-per-task", "1"]
 BROKEN_JOB = """\
-from orchestrator.job import JobSpec, TrainParams
+from orchestrator import JobSpec, TrainParams
 
 
 def build(params, ctx):

@@ -22,7 +22,7 @@ ORCH_STUB_SRUN_SLEEP            seconds srun runs (default 0); signals arriving 
 ORCH_STUB_SRUN_TOUCH            a file srun creates when it gets a signal (e.g. the job's ``requeue``)
 ORCH_STUB_SRUN_TOUCH_AT_EXIT    a file srun creates before exiting, signal or not
 ORCH_STUB_SRUN_AFTER_SIGNAL     seconds srun keeps running after a signal (default 0), then exits
-ORCH_STUB_HOSTNAMES             output of ``scontrol show hostnames`` (default: orchestrator.hostlist)
+ORCH_STUB_HOSTNAMES             output of ``scontrol show hostnames`` (default: orchestrator.env.hostlist)
 ORCH_STUB_NODEADDR              NodeAddr in ``scontrol show node N`` (default: N itself)
 ORCH_STUB_SHOW_NODE_RC          exit code of ``scontrol show node`` (default 0)
 ORCH_STUB_SCONTROL_RC           exit code of ``scontrol requeue`` and other scontrol calls (default 0)
@@ -216,7 +216,7 @@ def scontrol(argv: list[str]) -> int:
     if words[:2] == ["show", "hostnames"]:
         listed = os.environ.get("ORCH_STUB_HOSTNAMES")
         if listed is None:
-            from orchestrator.hostlist import expand
+            from orchestrator.env.hostlist import expand
 
             expr = words[2] if len(words) > 2 else os.environ.get("SLURM_JOB_NODELIST", "")
             listed = "\n".join(expand(expr))

@@ -1,6 +1,6 @@
 """probe: the smoke job, plus a record of the distributed environment each rank saw.
 
-``build`` runs in every task after ``orchestrator.launch`` exported the derived variables, so
+``build`` runs in every task after ``orchestrator.task.launch`` exported the derived variables, so
 ``<job folder>/ranks/rank<R>.json`` shows what Slurm gave the task (SLURM_PROCID, SLURM_LOCALID,
 SLURM_NODEID, SLURMD_NODENAME) next to what orch derived from it (RANK, LOCAL_RANK, NODE_RANK, ...).
 """
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from jobs.smoke import SmokeParams
 from jobs.smoke import build as smoke_build
-from orchestrator.job import JobSpec, Resources
+from orchestrator import JobSpec, Resources
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.task import BuildContext, TrainTask
+    from orchestrator import BuildContext, TrainTask
 
 RECORDED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR",
             "MASTER_PORT", "SLURM_JOB_ID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURMD_NODENAME",

@@ -1,0 +1,100 @@
+"""The environments orch gives tasks, the other way round from :func:`orchestrator.env.distenv.derive`:
+
+* :func:`simulate_slurm_task_envs`: the variables Slurm gives each srun task of an allocation (the dry
+  run derives every rank from them, with the same ``derive`` the tasks use);
+* :func:`script_env`: exactly the variables torchrun gives a worker, for a script run by orch
+  (``--script``), and the names orch's launcher owns (``--env`` may not set them).
+
+Pure: the launcher exports the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from orchestrator.env.hostlist import compress
+from orchestrator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from orchestrator.env.distenv import DistEnv
+
+
+def simulate_slurm_task_envs(hosts: Sequence[str], tasks_per_node: int, job_id: str, gpus_per_node: int,
+                             master_addr: str, master_port: int) -> Iterator[dict[str, str]]:
+    """The environment Slurm 22.05 gives each task of ``srun`` in an allocation made with
+    ``sbatch --nodes=len(hosts) --ntasks-per-node=T --gpus-per-node=G`` (block distribution),
+    plus the MASTER_ADDR/MASTER_PORT orch's batch script exports. Yields one dict per rank, in
+    rank order; ``derive()`` of each gives back that rank. Used by the dry run.
+    """
+    if not hosts:
+        raise ConfigError("cannot simulate an allocation without hosts", hint="give at least one node")
+    if tasks_per_node < 1 or gpus_per_node < 0:
+        raise ConfigError(f"tasks_per_node={tasks_per_node}, gpus_per_node={gpus_per_node}: need "
+                          "at least one task per node and no negative GPU count",
+                          hint="use --gpus N with N >= 1 for one task per GPU")
+    n = len(hosts)
+    nodelist = compress(hosts)
+    layout = f"{tasks_per_node}(x{n})" if n > 1 else str(tasks_per_node)
+    ntasks = str(n * tasks_per_node)
+    job = {
+        "SLURM_JOB_ID": str(job_id), "SLURM_JOBID": str(job_id),
+        "SLURM_JOB_NODELIST": nodelist, "SLURM_NODELIST": nodelist,
+        "SLURM_JOB_NUM_NODES": str(n), "SLURM_NNODES": str(n),
+        "SLURM_NTASKS": ntasks, "SLURM_NPROCS": ntasks,
+        "SLURM_NTASKS_PER_NODE": str(tasks_per_node), "SLURM_TASKS_PER_NODE": layout,
+        "SLURM_STEP_ID": "0", "SLURM_STEPID": "0",
+        "SLURM_STEP_NODELIST": nodelist, "SLURM_STEP_NUM_NODES": str(n),
+        "SLURM_STEP_NUM_TASKS": ntasks, "SLURM_STEP_TASKS_PER_NODE": layout,
+        "MASTER_ADDR": master_addr, "MASTER_PORT": str(master_port),
+    }
+    if gpus_per_node:
+        gpus = ",".join(str(g) for g in range(gpus_per_node))
+        job.update({
+            "CUDA_VISIBLE_DEVICES": gpus, "GPU_DEVICE_ORDINAL": gpus, "ROCR_VISIBLE_DEVICES": gpus,
+            "SLURM_STEP_GPUS": gpus, "SLURM_JOB_GPUS": gpus,
+            "SLURM_GPUS_ON_NODE": str(gpus_per_node), "SLURM_GPUS_PER_NODE": str(gpus_per_node),
+        })
+    for node_rank, host in enumerate(hosts):
+        first = node_rank * tasks_per_node
+        node = {**job, "SLURM_NODEID": str(node_rank), "SLURMD_NODENAME": host,
+                "SLURM_GTIDS": ",".join(str(r) for r in range(first, first + tasks_per_node))}
+        for local_rank in range(tasks_per_node):
+            yield {**node, "SLURM_PROCID": str(first + local_rank), "SLURM_LOCALID": str(local_rank)}
+
+
+# --- scripts: exactly the variables torchrun gives a worker ----------------------------------------
+# torch/distributed/elastic/agent/server/local_elastic_agent.py (torch 2.x) sets these for every
+# worker; a script run by orch sees the same names (values from derive(); one role, "default").
+# Under torchrun TORCHELASTIC_USE_AGENT_STORE is True (its agent hosts the store); orch has no agent,
+# so it is False and rank 0 hosts the store of init_process_group("env://"), as without torchrun.
+SCRIPT_ROLE_NAME = "default"
+SCRIPT_DEFAULTS: dict[str, str] = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}  # torchrun's, unless set
+ORCH_ONLY_VARS = ("NODE_RANK",)  # orch's launcher sets it for its own jobs; torchrun does not
+# Names a user may not set with --env: the launcher derives them per task.
+LAUNCHER_OWNED_VARS = frozenset({
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "NODE_RANK",
+    "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "CUDA_VISIBLE_DEVICES",
+    "ORCH_JOB_DIR", "ORCH_PREEMPT_SIGNAL",
+})
+
+
+def script_env(env: DistEnv, *, restart_count: int, max_restarts: int, run_id: str, cpus_per_task: int,
+               environ: Mapping[str, str]) -> dict[str, str]:
+    """torchrun's worker variables for this task (pure). ``environ`` is only read for the two that
+    torchrun leaves alone when set: OMP_NUM_THREADS (else the task's CPUs; torchrun uses 1) and
+    TORCH_NCCL_ASYNC_ERROR_HANDLING (else 1)."""
+    out = {
+        "RANK": str(env.rank), "LOCAL_RANK": str(env.local_rank),
+        "WORLD_SIZE": str(env.world_size), "LOCAL_WORLD_SIZE": str(env.local_world_size),
+        "GROUP_RANK": str(env.node_rank), "GROUP_WORLD_SIZE": str(env.num_nodes),
+        "ROLE_RANK": str(env.rank), "ROLE_WORLD_SIZE": str(env.world_size), "ROLE_NAME": SCRIPT_ROLE_NAME,
+        "MASTER_ADDR": env.master_addr, "MASTER_PORT": str(env.master_port),
+        "TORCHELASTIC_RESTART_COUNT": str(restart_count), "TORCHELASTIC_MAX_RESTARTS": str(max_restarts),
+        "TORCHELASTIC_RUN_ID": run_id, "TORCHELASTIC_USE_AGENT_STORE": "False",
+        "OMP_NUM_THREADS": environ.get("OMP_NUM_THREADS") or str(max(1, cpus_per_task)),
+    }
+    for name, default in SCRIPT_DEFAULTS.items():
+        out[name] = environ.get(name) or default
+    return out

@@ -1,0 +1,124 @@
+"""Plan a local run (``orch run``, the Python API's local mode): job + overrides -> ``job.json``.
+
+The local twin of :func:`orchestrator.slurm.plan.build_plan`: :func:`build_local_config` is pure (the caller
+passes the CPUs, the time and the folder); :func:`new_local_run` is the edge that looks those up
+(this process's CPU affinity, a timezone-aware now, a new folder from :mod:`orchestrator.records.jobdirs`)
+and writes ``job.json``. Both callers go through it, so their ``job.json`` files cannot drift.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import ConfigError
+from orchestrator.records.jobdirs import create_job_dir, filling, job_dir_path, write_config
+from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, Launcher
+from orchestrator.spec.job import LoadedJob, make_params
+from orchestrator.spec.runconfig import RunConfig
+from orchestrator.spec.script import ScriptTarget
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask; all CPUs where that is unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def cpus_per_rank(cpus: int, nproc: int) -> int:
+    return max(1, cpus // nproc)
+
+
+NVIDIA_GPUS_DIR = Path("/proc/driver/nvidia/gpus")  # one entry per GPU the driver knows
+
+
+def local_gpus(environ: Mapping[str, str], driver_dir: Path = NVIDIA_GPUS_DIR) -> int:
+    """The GPUs a local run may use: CUDA_VISIBLE_DEVICES when set, else the driver's GPUs (no torch,
+    no subprocess: the CLI path stays light)."""
+    from orchestrator.env.devices import VISIBLE_VAR, parse_visible_devices
+
+    ids = parse_visible_devices(environ.get(VISIBLE_VAR))
+    if ids is not None:
+        return len(ids)
+    try:
+        return sum(1 for _ in driver_dir.iterdir())
+    except OSError:
+        return 0
+
+
+def local_gpu_layout(nproc: int | None, gpus_per_task: int, gpus: int) -> int:
+    """``orch run [SCRIPT] --gpus-per-task K``: the ranks (each holding K of this machine's ``gpus``), pure.
+
+    As on Slurm, every GPU belongs to exactly one rank: K must divide the local GPUs, and ``--nproc``
+    (default: gpus / K) must be gpus / K. Narrow the GPUs with CUDA_VISIBLE_DEVICES to use fewer.
+    """
+    k = gpus_per_task
+    if k < 1:
+        raise ConfigError(f"--gpus-per-task {k} must be at least 1", hint="e.g. --gpus-per-task 2")
+    if gpus == 0:
+        raise ConfigError(f"--gpus-per-task {k}: this machine shows no GPUs (CUDA_VISIBLE_DEVICES and the "
+                          "NVIDIA driver name none)", hint="leave out --gpus-per-task for CPU ranks (--nproc N)")
+    if gpus % k:
+        fits = ", ".join(str(n) for n in range(1, gpus + 1) if gpus % n == 0)
+        raise ConfigError(f"--gpus-per-task {k} does not divide the {gpus} local GPU(s): GPUs would idle",
+                          hint=f"use --gpus-per-task with one of {fits}, or set CUDA_VISIBLE_DEVICES to a "
+                               f"multiple of {k} GPUs")
+    if nproc is not None and nproc * k != gpus:
+        raise ConfigError(f"--nproc {nproc} x --gpus-per-task {k} is not the {gpus} local GPU(s)",
+                          hint=f"leave out --nproc (it is {gpus // k}), or set CUDA_VISIBLE_DEVICES to "
+                               f"{nproc * k} GPUs")
+    return gpus // k
+
+
+def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int, job_dir: Path,
+                       now: datetime, cpus: int, data_dir: str | None = None, job_name: str | None = None,
+                       cluster: Cluster | None = None, script: ScriptTarget | None = None,
+                       gpus_per_task: int | None = None, gpus: int = 0) -> RunConfig:
+    """``job.json`` of a local run with ``nproc`` ranks (pure). ConfigError names the field and the fix.
+
+    ``gpus_per_task`` (scripts only): each rank holds that many of the ``gpus`` local GPUs."""
+    if nproc < 1:
+        raise ConfigError(f"--nproc {nproc} must be at least 1", hint="e.g. --nproc 2")
+    if loaded.spec.needs_data and data_dir is None:
+        raise ConfigError(f"job {loaded.spec.name} needs a data directory, and none was given",
+                          hint=f"pass --data-dir DIR (data_dir= in Python) or set {DATA_DIR_ENV_VAR}=DIR")
+    if gpus_per_task is not None:
+        if script is None and gpus_per_task > 1:
+            raise ConfigError(f"--gpus-per-task {gpus_per_task}: the built-in DDP entrypoint trains on one GPU "
+                              "per rank", hint="leave out --gpus-per-task, or run your own script: "
+                                               f"orch run train.py --gpus-per-task {gpus_per_task}")
+        local_gpu_layout(nproc, gpus_per_task, gpus)
+    params = make_params(loaded.spec, overrides).model_dump(mode="json") if script is None else {}
+    name = job_name or loaded.spec.name
+    return RunConfig(
+        mode="local", job_name=name, job_file=str(loaded.path) if script is None else script.target, params=params,
+        script=script,
+        nodes=1, gpus_per_node=gpus if gpus_per_task is not None else 0, tasks_per_node=nproc,
+        gpus_per_task=gpus_per_task or 1, cpus_per_task=cpus_per_rank(cpus, nproc),
+        data_dir=data_dir, job_dir=str(job_dir), cluster_name=cluster.name if cluster else None,
+        launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
+        created=now.isoformat(timespec="seconds"),
+    )
+
+
+def new_local_run(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int, root: Path,
+                  data_dir: str | None = None, job_name: str | None = None,
+                  cluster: Cluster | None = None, script: ScriptTarget | None = None,
+                  gpus_per_task: int | None = None, gpus: int = 0) -> tuple[Path, RunConfig]:
+    """Validate, then create the job folder under ``root`` and write its ``job.json``."""
+    now = datetime.now().astimezone()
+    name = job_name or loaded.spec.name
+    job_dir = job_dir_path(root, name, now, secrets.token_hex(3))
+    cfg = build_local_config(loaded, overrides, nproc=nproc, job_dir=job_dir, now=now, cpus=available_cpus(),
+                             data_dir=data_dir, job_name=name, cluster=cluster, script=script,
+                             gpus_per_task=gpus_per_task, gpus=gpus)
+    create_job_dir(job_dir)
+    with filling(job_dir):  # no space left, ...: no half-written folder stays behind
+        write_config(job_dir, cfg)
+    return job_dir, cfg

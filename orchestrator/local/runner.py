@@ -1,0 +1,331 @@
+"""Local runs: N processes of ``python -m orchestrator.runtime.launch --job-dir DIR`` on this machine.
+
+Each process gets the torchrun-style variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+NODE_RANK=0, MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port) and derives its DistEnv with the same
+``distenv.derive`` as a Slurm task. Rank 0's output goes to the terminal and every rank's to
+``logs/local-rank<R>.out``. When one process exits non-zero the others get SIGTERM at once and
+SIGKILL after a grace period; the result names the rank that caused it (:func:`orchestrator.records.blame.blame`
+over the ranks' outcome records, completed with the exit codes seen here): the first rank that
+failed, or the rank that stopped making progress while the others gave up waiting for it. Ctrl-C (SIGINT), SIGTERM
+and the job's preemption signal sent to ``orch run`` are forwarded to every process.
+
+No torch here: only the child processes import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from orchestrator.errors import ConfigError
+from orchestrator.records.blame import Blame, blame, observed
+from orchestrator.records.jobdirs import local_log_name as log_name
+from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
+from orchestrator.task.launch import PEER_FAILURE_EXIT
+from orchestrator.task.outcome import read_outcomes, remove_outcomes
+from orchestrator.task.preempt import SIGNALS
+
+LOCAL_ADDR = "127.0.0.1"
+GRACE_SECONDS = 5.0
+POLL_SECONDS = 0.05
+TAIL_LINES = 20
+ERROR_PREFIX = "orch: error: "
+# Inherited variables that would tell a child it is some other launcher's task: dropped.
+STRIP_VARS = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
+                        "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"})
+STRIP_PREFIXES = ("SLURM_",)
+
+
+@contextlib.contextmanager
+def job_lock(job_dir: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the job folder: a second ``orch run`` (--resume) of the same
+    folder is refused at once instead of training into it too. Released when orch run ends (also
+    when it is killed: the kernel drops the lock with the process)."""
+    try:
+        fd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise ConfigError(f"cannot open the job folder {job_dir}: {exc.strerror}",
+                          hint="pass the job folder that orch run printed") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ConfigError(f"the job folder {job_dir} is in use by another orch run",
+                          hint="wait for it to finish (or stop it) before resuming this folder again") from None
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def free_port(host: str = LOCAL_ADDR) -> int:
+    """A TCP port that is free right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def child_env(base: Mapping[str, str], *, rank: int, nproc: int, port: int,
+              extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of local rank ``rank``: torchrun-style variables, no inherited Slurm ones."""
+    env = {k: v for k, v in base.items() if k not in STRIP_VARS and not k.startswith(STRIP_PREFIXES)}
+    env.update(extra or {})
+    env.update({
+        "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(nproc),
+        "LOCAL_WORLD_SIZE": str(nproc), "NODE_RANK": "0",
+        "MASTER_ADDR": LOCAL_ADDR, "MASTER_PORT": str(port), "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the child gets SIGTERM when orch run dies, so no rank outlives its runner."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class LocalResult:
+    job_dir: Path
+    exit_code: int
+    status: str  # completed | failed | preempted | interrupted
+    message: str
+    failed_rank: int | None = None
+    rank_codes: list[int | None] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+    failure: dict[str, Any] | None = None  # orchestrator.records.blame's verdict (as orch status --json shows it)
+
+    def summary(self) -> dict[str, Any]:
+        return {"job_dir": str(self.job_dir), "exit_code": self.exit_code, "status": self.status,
+                "message": self.message, "failed_rank": self.failed_rank, "rank_exit_codes": self.rank_codes,
+                "failure": self.failure, "final": (self.result or {}).get("final"), "result": self.result}
+
+
+def last_error(text: str) -> str | None:
+    """The last ``orch: error: ...`` message a rank printed (without the prefix), if any."""
+    found = [line[len(ERROR_PREFIX):].strip() for line in text.splitlines() if line.startswith(ERROR_PREFIX)]
+    return re.sub(r"^rank \d+( failed)?: ", "", found[-1]) if found else None
+
+
+def tail(path: Path, lines: int = TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class LocalRunner:
+    """Start, watch and stop the processes of one local run."""
+
+    job_dir: Path
+    nproc: int
+    preempt_signal: str = "USR2"
+    python: str = sys.executable
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    echo: IO[str] | None = None  # where rank 0's output is shown (None: nowhere)
+    grace: float = GRACE_SECONDS
+    port: int | None = None
+    _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, init=False)
+    _forwarded: list[int] = field(default_factory=list, init=False)
+    _quiet: bool = field(default=False, init=False)
+
+    def run(self) -> LocalResult:
+        port = self.port or free_port()
+        logs = self.job_dir / LOG_DIR
+        logs.mkdir(parents=True, exist_ok=True)
+        (self.job_dir / REQUEUE_FILE).unlink(missing_ok=True)
+        remove_outcomes(self.job_dir)  # the records of an earlier run of this folder
+        with self._signals_forwarded():
+            self._start(port, logs)
+            codes, exited_at, stopped = self._watch()
+        return self._result(codes, exited_at, stopped, logs)
+
+    # --- processes ------------------------------------------------------------------------------
+
+    def _start(self, port: int, logs: Path) -> None:
+        argv = [self.python, "-u", "-m", "orchestrator.runtime.launch", "--job-dir", str(self.job_dir)]
+        preexec: Callable[[], None] | None = _die_with_parent if sys.platform.startswith("linux") else None
+        self._files: list[IO[bytes]] = []
+        for rank in range(self.nproc):
+            log_file = (logs / log_name(rank)).open("ab")
+            self._files.append(log_file)
+            env = child_env(self.environ, rank=rank, nproc=self.nproc, port=port, extra=self.extra_env)
+            out: int | IO[bytes] = subprocess.PIPE if rank == 0 else log_file
+            # Own session: a terminal's Ctrl-C reaches orch run only, which forwards it once.
+            self._procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                                preexec_fn=preexec))
+        self._tee = threading.Thread(target=self._copy_rank0, daemon=True)
+        self._tee.start()
+
+    def _copy_rank0(self) -> None:
+        stream = self._procs[0].stdout
+        assert stream is not None
+        for chunk in iter(lambda: stream.readline(), b""):
+            self._files[0].write(chunk)
+            self._files[0].flush()
+            if self.echo is not None and not self._quiet:
+                with contextlib.suppress(ValueError, OSError):
+                    self.echo.write(chunk.decode("utf-8", errors="replace"))
+                    self.echo.flush()
+
+    def _watch(self) -> tuple[list[int | None], dict[int, float], set[int]]:
+        """Wait for every process; after the first failure stop the rest (TERM, then KILL).
+
+        A rank whose collective failed because another rank died exits with PEER_FAILURE_EXIT; it
+        may exit before the rank that caused it, so the others get a grace period to exit (and say
+        why) before they are stopped. Returns the exit codes, when each rank exited (wall clock)
+        and the ranks this runner stopped; :mod:`orchestrator.records.blame` names the cause from them.
+        """
+        n = len(self._procs)
+        exited_at: dict[int, float] = {}
+        term_at: float | None = None
+        kill_at: float | None = None
+        stopped_by_us: set[int] = set()
+        while len(exited_at) < n:
+            now = time.monotonic()
+            for rank, proc in enumerate(self._procs):
+                if rank not in exited_at and proc.poll() is not None:
+                    exited_at[rank] = time.time()
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGTERM)  # the rank's own children do not outlive it
+            bad = [r for r in exited_at if self._procs[r].returncode != 0]
+            if term_at is None and (bad or self._forwarded):
+                cause_known = any(self._procs[r].returncode != PEER_FAILURE_EXIT for r in bad)
+                term_at = now if cause_known and not self._forwarded else now + self.grace
+            if term_at is not None and now >= term_at and kill_at is None:
+                stopped_by_us = {r for r in range(n) if r not in exited_at}
+                # rank 0's stack dump on SIGTERM (orchestrator.task.hang) belongs in its log, not on the terminal
+                self._quiet = 0 in stopped_by_us and not self._forwarded
+                self._send_all(signal.SIGTERM)
+                kill_at = now + self.grace
+            if kill_at is not None and now >= kill_at:
+                self._send_all(signal.SIGKILL)
+                kill_at = float("inf")
+            time.sleep(POLL_SECONDS)
+        self._end_groups()
+        self._tee.join(timeout=5)
+        for fh in self._files:
+            fh.close()
+        return [p.returncode for p in self._procs], exited_at, stopped_by_us
+
+    def _send_all(self, signum: int) -> None:
+        """``signum`` to every rank; TERM, INT and KILL to its whole process group (its own children:
+        a data server, a ``sleep`` in build), the preemption signal to the rank process alone."""
+        group = signum in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL)
+        for proc in self._procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    if group:
+                        os.killpg(proc.pid, signum)
+                        if signum == signal.SIGTERM:
+                            os.killpg(proc.pid, signal.SIGCONT)  # a SIGSTOPped rank must see its TERM
+                    else:
+                        proc.send_signal(signum)
+
+    def _end_groups(self) -> None:
+        """After the ranks have exited: what their process groups still hold gets TERM, then KILL."""
+        alive = [p.pid for p in self._procs if _group_alive(p.pid)]
+        for pgid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        while alive and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+            alive = [pgid for pgid in alive if _group_alive(pgid)]
+        for pgid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+
+    @contextlib.contextmanager
+    def _signals_forwarded(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        preempt = SIGNALS[self.preempt_signal]
+
+        def forward(signum: int, frame: object) -> None:
+            if signum == signal.SIGINT and signal.SIGINT in self._forwarded:
+                self._send_all(signal.SIGKILL)  # a second Ctrl-C: stop now
+                return
+            if signum != preempt:
+                self._forwarded.append(signum)
+            self._send_all(signum)
+
+        wanted = {signal.SIGINT, signal.SIGTERM, preempt}
+        previous = {s: signal.signal(s, forward) for s in wanted}
+        try:
+            yield
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    # --- outcome --------------------------------------------------------------------------------
+
+    def _result(self, codes: list[int | None], exited_at: dict[int, float], stopped: set[int],
+                logs: Path) -> LocalResult:
+        found = self._blame(codes, exited_at, stopped, logs)
+
+        def outcome(exit_code: int, status: str, message: str) -> LocalResult:
+            return LocalResult(job_dir=self.job_dir, exit_code=exit_code, status=status, message=message,
+                               failed_rank=found.ranks[0] if found and found.ranks else None, rank_codes=codes,
+                               result=_read_json(self.job_dir / RESULT_FILE),
+                               failure=found.as_dict() if found is not None else None)
+
+        interrupted = bool(self._forwarded)
+        # interrupted: 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
+        stop_code = 128 + (self._forwarded[0] if self._forwarded else signal.SIGINT)
+        if interrupted:
+            cause = found.message if found is not None and found.kind != "stopped" else None
+            return outcome(stop_code, "interrupted", f"interrupted; {cause}" if cause else "interrupted")
+        if found is not None:
+            code = found.exit_code or 1
+            return outcome(code if code > 0 else 128 - code, "failed", found.message)
+        if (self.job_dir / REQUEUE_FILE).exists():
+            return outcome(0, "preempted", "preempted: the ranks checkpointed and stopped; continue with "
+                                           f"orch run --resume {self.job_dir}")
+        return outcome(0, "completed", "completed")
+
+    def _blame(self, codes: list[int | None], exited_at: dict[int, float], stopped: set[int],
+               logs: Path) -> Blame | None:
+        """Who stopped the run: the ranks' outcome records, completed with what this runner saw."""
+        records, notes = read_outcomes(self.job_dir)
+        known = {r: c for r, c in enumerate(codes) if c is not None}
+        reasons = {r: last_error(tail(logs / log_name(r), 200)) for r, c in known.items() if c}
+        merged = observed(records, codes=known, ended=exited_at, stopped=stopped, stopped_by="orch run",
+                          reasons=reasons)
+        return blame(merged, world_size=self.nproc, notes=notes)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

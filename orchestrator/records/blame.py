@@ -1,0 +1,310 @@
+"""Which rank to look at when a job fails: one pure function over the ranks' outcome records.
+
+Every task (``orchestrator.task.launch``, under ``srun`` and under ``orch run``) leaves a record of how
+it ended in the job folder (``logs/rank<R>.outcome.json``, see :mod:`orchestrator.task.outcome`): it is
+written as ``running`` when the task starts and rewritten when it ends as
+
+- ``completed``: exit 0;
+- ``failed``: its own failure (an exception in training, bad input), with the one-line reason;
+- ``waited``: it gave up waiting in a collective (timed out, or lost the connection), with the
+  timeout that applied and the setting that sets it (``launcher.collective_timeout`` in training,
+  ``launcher.init_timeout`` at start-up, in build and around checkpoints);
+- ``signalled``: it was stopped by a signal while still running (SIGTERM from srun or orch run).
+
+A record still saying ``running`` after the job ended means the task ended without a word (SIGKILL,
+the out-of-memory killer, a lost node) or was stuck where no signal handler could run. Records of an
+earlier run of the folder (a requeue, ``orch run --resume``) carry another ``restart`` and are set aside.
+
+:func:`blame` reads the records of the current run and says who stopped the job: a rank's own
+failure first; else, when ranks gave up waiting, the ranks that did not (still running, stopped from
+outside, or silent) are the ones that stopped making progress, and the message names the rank that
+waited for them and the timeout that applied. ``orch run`` (``orchestrator.local.runner``), ``orch status``
+and ``orch logs`` all use it. No I/O here: the callers read the files (``outcome.read_outcomes``).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+Kind = Literal["running", "completed", "failed", "waited", "signalled"]
+FINAL_KINDS = frozenset({"completed", "failed", "waited", "signalled"})
+LOST_CONNECTION = "lost"  # ``waited.how``: the connection to another rank closed (it exited)
+TIMED_OUT = "timeout"  # ``waited.how``: the collective timed out
+
+
+class LastStep(BaseModel):
+    """The last training step this rank finished (kept in memory, written with the outcome)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)  # JSON types exactly
+
+    epoch: int = Field(ge=1)  # 1-based
+    step: int = Field(ge=0)  # steps of that epoch done
+    time: float = Field(ge=0, allow_inf_nan=False)  # wall clock (time.time())
+
+
+class RankOutcome(BaseModel):
+    """One task's record (``logs/rank<R>.outcome.json``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)  # JSON types exactly
+
+    version: Literal[1] = 1
+    rank: int = Field(ge=0)
+    world_size: int = Field(ge=1)
+    run: str = Field(max_length=200)  # the Slurm job id (array element ``123_4``), or "local"
+    restart: int = Field(ge=0)  # SLURM_RESTART_COUNT, or job.json's restarts for orch run --resume
+    kind: Kind
+    exit_code: int | None = Field(default=None, ge=-128, le=255)  # a signal as -N (as Popen says)
+    reason: str | None = Field(default=None, max_length=2000)  # one line: why it failed or gave up
+    how: Literal["timeout", "lost"] | None = None  # waited: timed out, or lost the connection
+    timeout_s: int | None = Field(default=None, ge=0)  # waited/timeout: the timeout that applied
+    timeout_setting: str | None = Field(default=None, max_length=100)  # launcher.collective_timeout, ...
+    signal: str | None = Field(default=None, max_length=20)  # signalled: SIGTERM, SIGINT
+    stopped_by: str | None = Field(default=None, max_length=40)  # signalled: "srun", "orch run"
+    host: str | None = Field(default=None, max_length=255)
+    pid: int | None = Field(default=None, ge=0)
+    started: float = Field(ge=0, allow_inf_nan=False)  # wall clock
+    ended: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    last_step: LastStep | None = None
+
+
+def parse_outcome(text: str) -> RankOutcome | str:
+    """A record from a file's text, or why it is not one (a note for the report; never raises)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return "not JSON"
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    try:
+        return RankOutcome.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "record"
+        return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+@dataclass(frozen=True)
+class Blame:
+    """Who stopped the job. ``ranks``: the rank(s) to look at; ``waiting``: the ranks that gave up
+    waiting for them; ``exit_code``: the code of the rank that reported first (the job's)."""
+
+    kind: Literal["failed", "vanished", "stuck", "early_exit", "all_waited", "stopped"]
+    ranks: tuple[int, ...]
+    message: str
+    waiting: tuple[int, ...] = ()
+    exit_code: int | None = None
+    timeout_s: int | None = None
+    timeout_setting: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "rank": self.ranks[0] if self.ranks else None, "ranks": list(self.ranks),
+                "waiting": list(self.waiting), "exit_code": self.exit_code, "timeout_s": self.timeout_s,
+                "timeout_setting": self.timeout_setting, "message": self.message, "notes": list(self.notes)}
+
+
+def current_run(records: Sequence[RankOutcome], run: str | None = None,
+                restart: int | None = None) -> tuple[dict[int, RankOutcome], list[str]]:
+    """The records of the current run, by rank, and notes on those set aside. ``run``/``restart``:
+    the run asked about (Slurm's job id and restart count) when known; else the newest run present.
+    Two records of one rank and run: the later one counts."""
+    pool = [r for r in records if run is None or r.run == run]
+    notes = [f"rank {r.rank}: a record of job {r.run} set aside (not job {run})"
+             for r in records if run is not None and r.run != run]
+    if restart is None and pool:
+        newest = max(pool, key=lambda r: (r.restart, r.started))
+        restart = newest.restart
+    current: dict[int, RankOutcome] = {}
+    for record in pool:
+        if record.restart != restart:
+            notes.append(f"rank {record.rank}: the record of restart {record.restart} set aside "
+                         f"(this run is restart {restart})")
+            continue
+        held = current.get(record.rank)
+        if held is None or (record.ended or record.started) >= (held.ended or held.started):
+            current[record.rank] = record
+    return current, notes
+
+
+def blame(records: Sequence[RankOutcome], *, world_size: int | None = None, run: str | None = None,
+          restart: int | None = None, notes: Sequence[str] = ()) -> Blame | None:
+    """Who stopped the job, from the ranks' records (None: nothing went wrong, or nothing is known).
+
+    ``world_size`` (job.json) names the ranks that left no record of this run at all."""
+    kept = [r for r in records if world_size is None or r.rank < world_size]
+    outside = [f"rank {r.rank}: a record beyond the job's {world_size} ranks set aside"
+               for r in records if world_size is not None and r.rank >= world_size]
+    by_rank, set_aside = current_run(kept, run, restart)
+    all_notes = (*notes, *outside, *set_aside)
+    size = world_size if world_size is not None else (max(by_rank) + 1 if by_rank else 0)
+    silent = [r for r in range(size) if r not in by_rank]
+    own = [o for o in by_rank.values() if o.kind == "failed" or (o.kind == "running" and o.exit_code)]
+    waited = sorted((o for o in by_rank.values() if o.kind == "waited"),
+                    key=lambda o: (o.how == LOST_CONNECTION, _ended(o), o.rank))
+    if own:
+        return _own_failure(sorted(own, key=lambda o: (_ended(o), o.rank)), by_rank, all_notes)
+    if waited:
+        return _waited(waited, by_rank, silent, all_notes)
+    stopped = sorted(o.rank for o in by_rank.values() if o.kind == "signalled")
+    if stopped:
+        first = by_rank[stopped[0]]
+        by = f" by {first.stopped_by}" if first.stopped_by else ""
+        return Blame(kind="stopped", ranks=tuple(stopped), exit_code=first.exit_code, notes=all_notes,
+                     message=f"rank {_ranks(stopped)} {_was(stopped)} stopped{by} ({first.signal or 'a signal'}) "
+                             "while running (scancel, the time limit, or an interrupt)")
+    return None
+
+
+def _own_failure(own: list[RankOutcome], by_rank: dict[int, RankOutcome], notes: tuple[str, ...]) -> Blame:
+    first = own[0]
+    code = first.exit_code if first.exit_code is not None else 1
+    message = f"rank {first.rank} {describe_exit(code)}" + (f" ({first.reason})" if first.reason else "")
+    if first.kind == "running":
+        message += " without a word (SIGKILL, out of memory, or its node was lost)" if code < 0 else ""
+    early = sorted(o.rank for o in by_rank.values()
+                   if o.kind == "completed" and o.ended is not None and o.ended <= _ended(first))
+    if early:
+        message += (f" (rank {_ranks(early)} had already exited with code 0 in the middle of the run)")
+    others = [f"rank {o.rank} {_final_words(o)}" for o in sorted(by_rank.values(), key=lambda o: o.rank)
+              if o.rank != first.rank and o.kind != "completed"]
+    if others:
+        message += f"; then: {'; '.join(others)}"
+    return Blame(kind="vanished" if first.kind == "running" else "failed", ranks=(first.rank,), message=message,
+                 exit_code=code, notes=notes)
+
+
+def _waited(waited: list[RankOutcome], by_rank: dict[int, RankOutcome], silent: list[int],
+            notes: tuple[str, ...]) -> Blame:
+    first = waited[0]
+    code = first.exit_code if first.exit_code is not None else 1
+    timed = next((o for o in waited if o.how == TIMED_OUT), None)
+    timeout = (timed.timeout_s, timed.timeout_setting) if timed else (None, None)
+    gave_up = first.reason or "a collective failed"
+    stuck = sorted([o.rank for o in by_rank.values() if o.kind in ("signalled", "running")] + silent)
+    waiting = tuple(o.rank for o in waited)
+    if stuck:
+        fates = "; ".join(f"rank {r} {_fate(by_rank.get(r), first)}" for r in stuck)
+        message = (f"rank {_ranks(stuck)} stopped making progress: rank {first.rank} waited for it in a "
+                   f"collective and gave up ({gave_up}{_setting(timeout[1])}); {fates}")
+        return Blame(kind="stuck", ranks=tuple(stuck), waiting=waiting, message=message, exit_code=code,
+                     timeout_s=timeout[0], timeout_setting=timeout[1], notes=notes)
+    early = sorted(o.rank for o in by_rank.values() if o.kind == "completed")
+    if early:
+        message = (f"rank {_ranks(early)} had already exited with code 0 in the middle of the run: rank "
+                   f"{first.rank} waited for it in a collective and gave up ({gave_up}{_setting(timeout[1])})")
+        return Blame(kind="early_exit", ranks=tuple(early), waiting=waiting, message=message, exit_code=code,
+                     timeout_s=timeout[0], timeout_setting=timeout[1], notes=notes)
+    behind = _behind(waited)
+    message = (f"every rank gave up waiting in a collective: rank {first.rank} {describe_exit(code)} ({gave_up}"
+               f"{_setting(timeout[1])}); the ranks were in different collectives (e.g. a barrier() under "
+               "`if rank == 0`)")
+    if behind:
+        message += f"; rank {_ranks(behind)} had finished the fewest steps"
+    return Blame(kind="all_waited", ranks=tuple(behind) or (first.rank,), waiting=waiting, message=message,
+                 exit_code=code, timeout_s=timeout[0], timeout_setting=timeout[1], notes=notes)
+
+
+def _fate(record: RankOutcome | None, waiter: RankOutcome) -> str:
+    """What became of a rank that stopped making progress, with its last step when known."""
+    if record is None:
+        text = "left no record of this run (it never started, or its node was lost)"
+    elif record.kind == "signalled":
+        by = f" by {record.stopped_by}" if record.stopped_by else ""
+        text = f"was still running and was stopped{by} ({record.signal or 'a signal'})"
+    elif record.exit_code:
+        text = f"was still running and {describe_exit(record.exit_code)}"
+    else:
+        text = "was still running and ended without a word (killed, or stuck where it could not answer a signal)"
+    last = record.last_step if record is not None else None
+    if last is not None:
+        ago = (waiter.ended or waiter.started) - last.time
+        when = f", {ago:.0f} s before rank {waiter.rank} gave up" if ago >= 0 else ""
+        text += f"; its last step: epoch {last.epoch}, step {last.step}{when}"
+    elif record is not None:
+        text += "; it had finished no training step"
+    return text
+
+
+def _behind(waited: list[RankOutcome]) -> list[int]:
+    """The ranks with the fewest finished steps, when the ranks differ (else none)."""
+    counts = {o.rank: (o.last_step.epoch, o.last_step.step) if o.last_step else (0, 0) for o in waited}
+    if len(set(counts.values())) < 2:
+        return []
+    low = min(counts.values())
+    return sorted(r for r, c in counts.items() if c == low)
+
+
+def _final_words(record: RankOutcome) -> str:
+    if record.kind == "signalled":
+        return f"was stopped ({record.signal or 'a signal'})" if record.exit_code is None else \
+            describe_exit(record.exit_code)
+    if record.exit_code is None:
+        return "ended without a word" if record.kind == "running" else f"ended ({record.kind})"
+    return describe_exit(record.exit_code)
+
+
+def _setting(name: str | None) -> str:
+    return f"; {name} sets the wait" if name else ""
+
+
+def _ended(record: RankOutcome) -> float:
+    return record.ended if record.ended is not None else float("inf")
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    return ", ".join(map(str, ranks))
+
+
+def _was(ranks: Sequence[int]) -> str:
+    return "was" if len(ranks) == 1 else "were"
+
+
+def observed(records: Sequence[RankOutcome], *, codes: dict[int, int], ended: dict[int, float],
+             stopped: set[int], stopped_by: str, reasons: dict[int, str | None], run: str = "local",
+             restart: int = 0) -> list[RankOutcome]:
+    """The records completed with what a runner saw (``orch run`` waits for every rank): a rank
+    whose record is missing or still says ``running`` gets its exit code; one the runner stopped
+    (``stopped``) is ``signalled``, one that exited 0 ``completed``; ``reasons``: its last error line."""
+    by_rank, _ = current_run(records)
+    out = [r for r in records if r.rank not in codes]
+    for rank, code in sorted(codes.items()):
+        held = by_rank.get(rank)
+        if held is not None and held.kind in FINAL_KINDS:
+            out.append(held)
+            continue
+        base: dict[str, Any] = held.model_dump() if held is not None else {
+            "rank": rank, "world_size": max(codes) + 1, "run": run, "restart": restart,
+            "started": ended.get(rank, 0.0)}
+        base.update(exit_code=max(-128, min(code, 255)), ended=ended.get(rank), reason=reasons.get(rank))
+        if rank in stopped and code < 0:
+            base.update(kind="signalled", signal=_signal_name(-code), stopped_by=stopped_by)
+        elif code == 0:
+            base.update(kind="completed")
+        elif held is None and reasons.get(rank):
+            base.update(kind="failed")  # it said why before its record could start
+        else:
+            base.update(kind="running")  # it ended without a word
+        out.append(RankOutcome.model_validate(base))
+    return out
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

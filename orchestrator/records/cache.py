@@ -1,0 +1,195 @@
+"""The user's cache folder for the CLI's start-up (an edge: it reads the environment).
+
+``$XDG_CACHE_HOME/orch`` (default ``~/.cache/orch``), created mode 0700. A folder that is not a
+directory owned by this user, or that group or others may write, is never used: a planted cache
+must not change what orch renders. Every failure (read-only home, full disk) means "no cache",
+never an error; a cache only saves time.
+
+:func:`template_bytecode_cache` is Jinja2's bytecode cache for the sbatch templates. Jinja2 keys
+each entry by the template's name and file path and stores the SHA-1 of its source next to the
+code: an edited template (built-in or ``--templates DIR``) is compiled again, never taken stale.
+The folder name adds the orch and Jinja2 versions and the environment's settings, which change
+the generated code.
+
+:func:`find_cluster` / :func:`load_cluster`: the cluster.yaml in use, loaded, with its parse (not the
+validation, which :mod:`orchestrator.spec.cluster` owns) cached here: a dry run then skips the YAML parser.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator import __version__
+from orchestrator.errors import ConfigError
+from orchestrator.records.atomic import write_text_atomic
+from orchestrator.spec import cluster
+
+if TYPE_CHECKING:
+    import jinja2.bccache
+
+log = logging.getLogger(__name__)
+
+CACHE_ENV_VAR = "ORCH_CACHE_DIR"  # overrides $XDG_CACHE_HOME/orch; "off" (or empty) disables the cache
+
+
+def cache_root(environ: Mapping[str, str]) -> Path | None:
+    """Where orch may cache: ``$ORCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/orch``, else ``~/.cache/orch``."""
+    if CACHE_ENV_VAR in environ:
+        value = environ[CACHE_ENV_VAR]
+        return None if value in ("", "off", "0") else Path(value).expanduser()
+    base = environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):  # the XDG spec: relative values are invalid and ignored
+        home = environ.get("HOME") or os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / "orch"
+
+
+def private_dir(path: Path) -> Path | None:
+    """``path`` created (mode 0700, parents as needed) and checked: a directory (not a link) owned by
+    this user that neither group nor others may write; else None."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(path)
+    except OSError as exc:
+        log.debug("no cache in %s: %s", path, exc)
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        log.debug("no cache in %s: not a private directory of this user", path)
+        return None
+    return path
+
+
+def template_bytecode_cache(settings: Mapping[str, Any], environ: Mapping[str, str] | None = None
+                            ) -> jinja2.bccache.BytecodeCache | None:
+    """A Jinja2 bytecode cache for an environment with these ``settings`` (``environ``: default
+    ``os.environ``); None when there is no safe folder."""
+    import jinja2
+    import jinja2.bccache
+
+    root = cache_root(os.environ if environ is None else environ)
+    if root is None or private_dir(root) is None:
+        return None
+    digest = hashlib.sha256(repr(sorted(settings.items())).encode()).hexdigest()[:12]
+    folder = private_dir(root / f"templates-{__version__}-jinja{jinja2.__version__}-{digest}")
+    if folder is None:
+        return None
+
+    class QuietCache(jinja2.bccache.FileSystemBytecodeCache):
+        """Jinja2's file cache, but a cache that cannot be read or written is just a miss."""
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception as exc:  # a truncated or foreign file: compile the template instead
+                log.debug("template cache entry unreadable: %s", exc)
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError as exc:
+                log.debug("template cache not written: %s", exc)
+
+    return QuietCache(str(folder), "%s.jinja")
+
+
+def _parsed_file(path: Path, environ: Mapping[str, str]) -> Path | None:
+    """The cache entry of the parsed file ``path``: keyed by its absolute path, inode, size, mtime and
+    ctime (a chmod changes the ctime) and orch's version; None when there is no safe folder or no file."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    root = cache_root(environ)
+    if root is None or private_dir(root) is None:
+        return None
+    folder = private_dir(root / "parsed")
+    if folder is None:
+        return None
+    key = f"{os.path.abspath(path)}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|{info.st_ctime_ns}|{__version__}"
+    return folder / (hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json")
+
+
+def load_parsed(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """What :func:`store_parsed` kept for ``path`` as it is now on disk, else None."""
+    entry = _parsed_file(path, os.environ if environ is None else environ)
+    if entry is None:
+        return None
+    import json
+
+    try:
+        data = json.loads(entry.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def store_parsed(path: Path, data: Any, environ: Mapping[str, str] | None = None) -> None:
+    """Keep ``data`` (a YAML file's parse) for ``path``, if JSON gives back exactly the same values
+    (plain mappings with text keys, lists, text, numbers, booleans, null; no dates or NaN)."""
+    if not _plain(data) or not isinstance(data, dict):
+        return
+    entry = _parsed_file(path, os.environ if environ is None else environ)
+    if entry is None:
+        return
+    import json
+
+    try:
+        write_text_atomic(entry, json.dumps(data), mode=0o600, fsync=False)  # a cache only saves time
+    except OSError as exc:
+        log.debug("parsed file not cached: %s", exc)
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if type(value) is float:
+        return value == value and value not in (float("inf"), float("-inf"))
+    return value is None or type(value) in (str, int, bool)
+
+
+# --- cluster.yaml, found and loaded with its parse cached --------------------------------------
+
+def find_cluster(explicit: str | Path | None, environ: Mapping[str, str], cwd: Path, *,
+                 required: bool = True) -> cluster.Cluster | None:
+    """The cluster.yaml in use, loaded: ``explicit`` (--cluster), ``$ORCH_CLUSTER``, ``./cluster.yaml``.
+
+    ``required=False``: None when none was named and ./cluster.yaml does not exist (the follow-up
+    verbs and local runs work without one); a named file that is missing or invalid stays an error.
+    """
+    named = str(explicit) if explicit else None
+    try:
+        path = cluster.find_cluster_file(named, environ, cwd)
+    except ConfigError:
+        if required or named or environ.get(cluster.CLUSTER_ENV_VAR):
+            raise
+        return None
+    return load_cluster(path)
+
+
+def load_cluster(path: Path) -> cluster.Cluster:
+    """Read, parse and validate ``path``. The parse (not the validation) is cached per user, keyed by
+    the file's path, size and times (this module): a dry run then skips the YAML parser."""
+    data = load_parsed(path)
+    if data is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror}",
+                              hint="check the path and its permissions") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                              hint="save the file as UTF-8") from None
+        data = cluster.parse_yaml(text, str(path))
+        store_parsed(path, data)
+    return cluster.validate_cluster(data, str(path))

@@ -1,0 +1,376 @@
+"""Job folders on disk, the one owner of their layout: names, creation, log file names; find them
+(by path or Slurm job id), list them, read what runs left there.
+
+A job folder is ``<launcher.job_root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` holding ``job.json`` and,
+depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt``, ``logs/``,
+``checkpoints/``, ``metrics.jsonl`` and ``result.json`` (the file names are the constants in
+:mod:`orchestrator.spec.runconfig`). Logs: ``logs/slurm-<id>.out`` (batch shell), ``logs/<id>-rank<R>.out``
+(Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``); how each rank ended: ``logs/rank<R>.outcome.json``
+(:mod:`orchestrator.task.outcome` writes and reads it, :mod:`orchestrator.records.blame` judges it).
+
+A job array (a sweep) is one folder with ``sbatch.sh``, ``array.json`` (the elements' overrides) and
+``job_id`` (the array's id), and one element folder per index, ``<folder>/<index>/``, which is a
+complete job folder of its own (``job.json``, ``job_id`` = ``<array id>_<index>``, logs, checkpoints).
+Nothing here runs Slurm: the verbs combine these records with :mod:`orchestrator.slurm.client`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import OrchError
+from orchestrator.records.atomic import write_text_atomic
+from orchestrator.records.trust import JOB_ROOT_MODE, fs_error, make_job_root
+from orchestrator.spec.cluster import Cluster, Launcher
+from orchestrator.spec.runconfig import (
+    CHECKPOINT_DIR,
+    JOB_FILE,
+    JOB_ID_FILE,
+    LOG_DIR,
+    METRICS_FILE,
+    PROGRESS_FILE,
+    RESULT_FILE,
+    SCRIPT_FILE,
+    SUBMIT_ERROR_FILE,
+    RunConfig,
+    read_run_config,
+    run_config_text,
+)
+
+log = logging.getLogger(__name__)
+
+JOB_DIR_MODE = JOB_ROOT_MODE  # 0o750, then narrowed by the umask; never group- or world-writable
+NOT_WRITABLE_BY_OTHERS = 0o022
+ARRAY_FILE = "array.json"  # in an array's folder: the overrides of each element
+RAW_JOB_ID_FILE = "slurm_job_id"  # in an array element's folder: its raw SLURM_JOB_ID (the batch script writes it)
+# Slurm's filename patterns (sbatch --output, srun --output) of the logs, inside LOG_DIR
+BATCH_LOG_PATTERN = "slurm-%j.out"  # %j: the job id
+RANK_LOG_PATTERN = "%j-rank%t.out"  # %t: the task (global rank) id
+ARRAY_BATCH_LOG_PATTERN = "slurm-%A_%a.out"  # %A_%a: <array id>_<index>, the element's job id
+ARRAY_RANK_LOG_PATTERN = "%A_%a-rank%t.out"
+ARRAY_INDEX_PATTERN = "%a"  # the element folder's name in Slurm's filename patterns
+_OUTCOME_RE = re.compile(r"rank([0-9]{1,9})\.outcome\.json")
+_FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+# "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
+# job_dir_path's "-<YYYYmmdd>-<HHMMSS>-<hex>" at the end of a folder name
+_STAMP_RE = re.compile(r"-([0-9]{8})-([0-9]{6})-[0-9a-f]+$")
+_JOB_ID_RE = re.compile(r"[0-9]+(_[0-9]+)?")  # fullmatch, ASCII digits: "12\n" and "١٢" are no job ids
+
+
+@dataclass(frozen=True)
+class JobDir:
+    """One job folder and what it records. ``config`` is None when job.json is missing or damaged."""
+
+    path: Path
+    config: RunConfig | None
+    job_id: str | None
+    submit_error: str | None
+    raw_job_id: str | None = None  # array elements: the raw Slurm job id (the completion log's name for it)
+
+    @property
+    def name(self) -> str:
+        return self.config.job_name if self.config else self.path.name
+
+    @property
+    def created(self) -> str:
+        return self.config.created if self.config else ""
+
+    @property
+    def mode(self) -> str:
+        return self.config.mode if self.config else "?"
+
+    def log_file(self, rank: int | None = None) -> Path:
+        """The batch log (``rank=None``) or one rank's log, as the templates and ``orch run`` name them."""
+        job_id = None if self.mode == "local" else self.queued_id()
+        return log_path(self.path, job_id, rank)
+
+    def queued_id(self) -> str:
+        """The Slurm job id; a folder that was never queued raises an error saying why."""
+        if self.job_id is None:
+            raise OrchError(f"job folder {self.path} has no job id: it was never queued",
+                            hint=_not_queued_hint(self))
+        return self.job_id
+
+
+def write_run_config(job_dir: Path, config: RunConfig) -> Path:
+    """Write ``job.json`` whole or not at all, mode 0o640 at most."""
+    return write_text_atomic(job_dir / JOB_FILE, run_config_text(config), mode=0o640)
+
+
+def _not_queued_hint(job: JobDir) -> str:
+    if job.submit_error:
+        reason = job.submit_error.strip().splitlines()[-1] if job.submit_error.strip() else "no message"
+        return f"sbatch refused it: {reason} (details in {SUBMIT_ERROR_FILE})"
+    return "submit it with orch submit"
+
+
+def folder_name(job_name: str) -> str:
+    """The job name as a safe folder name part (the script still gets the name as given)."""
+    return _FOLDER_SAFE_RE.sub("_", job_name).strip("_.")[:64] or "job"
+
+
+def job_dir_path(root: Path, job_name: str, now: datetime, token: str) -> Path:
+    """``<root>/<name>-<YYYYmmdd-HHMMSS>-<hex>`` (pure: the caller passes the time and the token)."""
+    return root / f"{folder_name(job_name)}-{now:%Y%m%d-%H%M%S}-{token}"
+
+
+def local_log_name(rank: int) -> str:
+    """A rank's log of a local run (``orch run``, the API's local mode)."""
+    return f"local-rank{rank}.out"
+
+
+def outcome_path(job_dir: Path, rank: int) -> Path:
+    """How rank ``rank`` ended (its outcome record; one per rank, rewritten by every run)."""
+    return job_dir / LOG_DIR / f"rank{rank}.outcome.json"
+
+
+def outcome_rank(name: str) -> int | None:
+    """The rank of an outcome record's file name (``rank<R>.outcome.json``), else None."""
+    match = _OUTCOME_RE.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def log_path(job_dir: Path, job_id: str | None, rank: int | None = None) -> Path:
+    """A log file of a job folder: the batch log (``rank=None``) or one rank's; ``job_id=None``: local run."""
+    logs = job_dir / LOG_DIR
+    if job_id is None:
+        return logs / local_log_name(0 if rank is None else rank)
+    return logs / (f"slurm-{job_id}.out" if rank is None else f"{job_id}-rank{rank}.out")
+
+
+def create_job_dir(job_dir: Path) -> Path:
+    """Create a new job folder with ``logs/`` and ``checkpoints/`` (Slurm does not create --output
+    folders). Never reuses one. Modes ``0o750`` narrowed by the umask: never group- or world-writable.
+    The job root is created with the same mode and checked first (:mod:`orchestrator.records.trust`); a
+    file-system error is a ConfigError naming launcher.job_root and leaves no folder behind."""
+    make_job_root(job_dir.parent)
+    try:
+        job_dir.mkdir(mode=JOB_DIR_MODE)
+    except OSError as exc:
+        raise fs_error(job_dir, exc) from None
+    with filling(job_dir):
+        for sub in (LOG_DIR, CHECKPOINT_DIR):
+            (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
+    return job_dir
+
+
+@contextlib.contextmanager
+def filling(job_dir: Path) -> Iterator[None]:
+    """Writes into a job folder just created: on a file-system error (no space left, read-only) the
+    folder is removed whole and the error is a ConfigError naming launcher.job_root."""
+    try:
+        yield
+    except OSError as exc:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise fs_error(job_dir, exc) from None
+
+
+def write_config(job_dir: Path, config: RunConfig) -> Path:
+    """``job.json``, never writable by others."""
+    path = write_run_config(job_dir, config)
+    path.chmod(path.stat().st_mode & ~NOT_WRITABLE_BY_OTHERS & 0o7777)
+    return path
+
+
+def write_script(job_dir: Path, script: str) -> Path:
+    """``sbatch.sh`` (new file, executable by the user)."""
+    path = job_dir / SCRIPT_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o750)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(script)
+    return path
+
+
+def write_job_dir(job_dir: Path, script: str, config: RunConfig) -> Path:
+    """Create a Slurm job folder: ``sbatch.sh``, ``job.json``, ``logs/`` and ``checkpoints/`` (all or nothing)."""
+    create_job_dir(job_dir)
+    with filling(job_dir):
+        write_script(job_dir, script)
+        write_config(job_dir, config)
+    return job_dir
+
+
+def element_dir(array_dir: Path, index: int) -> Path:
+    """The folder of array element ``index`` (``%a`` in Slurm's filename patterns)."""
+    return array_dir / str(index)
+
+
+def is_job_id(text: str) -> bool:
+    return len(text) <= 40 and bool(_JOB_ID_RE.fullmatch(text))
+
+
+def job_root(cluster: Cluster | None) -> Path:
+    """Where job folders live: ``launcher.job_root`` of cluster.yaml (the default when there is none)."""
+    launcher = cluster.launcher if cluster is not None else Launcher()
+    return Path(launcher.job_root).expanduser()
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot read %s: %s", path, exc.strerror)
+        return None
+
+
+def read_job_dir(path: Path) -> JobDir:
+    """Read one job folder; a damaged job.json gives ``config=None`` rather than an error."""
+    try:
+        config: RunConfig | None = read_run_config(path)
+    except OrchError as exc:
+        log.debug("%s", exc.message)
+        config = None
+    job_id = (_read_text(path / JOB_ID_FILE) or "").strip() or None
+    raw_id = (_read_text(path / RAW_JOB_ID_FILE) or "").strip() or None
+    return JobDir(path=path, config=config, job_id=job_id, submit_error=_read_text(path / SUBMIT_ERROR_FILE),
+                  raw_job_id=raw_id)
+
+
+def iter_job_dirs(root: Path) -> Iterator[JobDir]:
+    """Every job folder under ``root`` (and every element of an array folder there), newest first
+    (by creation time, then folder name; an array's elements in index order), read one at a time:
+    the order comes from the folders' names (the time stamp :func:`job_dir_path` puts there, the
+    same ``now`` as job.json's ``created``), so ``orch status`` reads only the folders it shows.
+    A folder whose name carries no stamp (renamed by hand) is placed by its job.json."""
+    if not root.is_dir():
+        return
+    found: list[tuple[tuple[str, str, int], Path]] = []
+    for path in root.iterdir():
+        if (path / JOB_FILE).is_file():
+            found.append(((_stamp(path), path.name, 0), path))
+        elif (path / ARRAY_FILE).is_file():
+            stamp = _stamp(path)
+            found += [((stamp, path.name, -int(p.name)), p) for p in path.iterdir()
+                      if p.name.isdigit() and (p / JOB_FILE).is_file()]
+    for _, path in sorted(found, key=lambda item: item[0], reverse=True):
+        yield read_job_dir(path)
+
+
+def list_job_dirs(root: Path) -> list[JobDir]:
+    """:func:`iter_job_dirs`, all of them."""
+    return list(iter_job_dirs(root))
+
+
+def _stamp(folder: Path) -> str:
+    """``YYYYmmddHHMMSS`` of a job folder: from its name, else from its job.json's ``created``
+    (an unreadable one sorts as the oldest)."""
+    match = _STAMP_RE.search(folder.name)
+    if match:
+        return match.group(1) + match.group(2)
+    try:
+        created = json.loads((folder / JOB_FILE).read_text(encoding="utf-8")).get("created", "")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return ""
+    return re.sub(r"[^0-9]", "", created[:19]) if isinstance(created, str) else ""
+
+
+def find_job_dir(ref: str, root: Path) -> JobDir:
+    """A job folder from what a user typed: a folder path, or a Slurm job id (newest folder wins).
+
+    Job ids restart when a cluster is rebuilt, so several folders can carry one id; the newest is
+    the one a user means.
+    """
+    as_path = Path(ref).expanduser()
+    if (as_path / JOB_FILE).is_file():
+        return read_job_dir(as_path.resolve())
+    if (as_path / ARRAY_FILE).is_file():
+        raise OrchError(f"{ref} is the folder of a job array: each element has a job folder of its own",
+                        hint=f"pass an element's folder ({as_path / '0'}) or id (<array id>_0); "
+                             "orch cancel <array id> cancels every element")
+    if is_job_id(ref):
+        for job in iter_job_dirs(root):  # newest first: stop at the first match
+            if job.job_id == ref:
+                return job
+        raise OrchError(f"no job folder under {root} has job id {ref}",
+                        hint="pass the job folder instead, or the --cluster whose launcher.job_root holds it "
+                             "(orch list shows the jobs submitted from here)")
+    raise OrchError(f"{ref!r} is neither a job id nor a job folder (no {JOB_FILE} in it)",
+                    hint="pass a Slurm job id such as 1234 or the folder that orch submit printed")
+
+
+def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
+    """The per-epoch records in ``metrics.jsonl``; a line torn by a crash or preemption is skipped."""
+    text = _read_text(job_dir / METRICS_FILE)
+    if text is None:
+        return []
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            log.warning("%s line %d is not JSON; skipped", job_dir / METRICS_FILE, number)
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def read_progress(job_dir: Path) -> dict[str, Any] | None:
+    """Where the run is inside an epoch (``progress.json``: epoch, epochs, step, steps, loss, ...)."""
+    text = _read_text(job_dir / PROGRESS_FILE)
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def progress_cells(record: dict[str, Any] | None) -> dict[str, str | None]:
+    """``epoch``, ``step`` and ``loss`` as table cells ("2/10", "120/469", "0.3412") from a progress record."""
+    if not record:
+        return {"epoch": None, "step": None, "loss": None}
+
+    def fraction(key: str, total: str) -> str | None:
+        value = record.get(key)
+        return f"{value}/{record.get(total)}" if isinstance(value, int) else None
+
+    loss = record.get("loss")
+    return {"epoch": fraction("epoch", "epochs"), "step": fraction("step", "steps"),
+            "loss": f"{loss:.4f}" if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None}
+
+
+def metrics_cell(record: dict[str, Any] | None) -> str | None:
+    """The task's metrics of one metrics.jsonl record, by name: the test value when there is one
+    (``test_acc 0.9912 test_mae 0.1275``), else the training value."""
+    if not record:
+        return None
+    names = record.get("metrics")
+    if not isinstance(names, list):  # a record written before the list existed
+        names = ["acc"] if "train_acc" in record else []
+    parts = []
+    for name in ["loss", *[n for n in names if isinstance(n, str)]]:
+        for key in (f"test_{name}", f"train_{name}"):
+            value = record.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                parts.append(f"{key} {value:.4g}")
+                break
+    return " ".join(parts) or None
+
+
+def read_result(job_dir: Path) -> dict[str, Any] | None:
+    """The final metrics in ``result.json``, or None when the run has not finished."""
+    text = _read_text(job_dir / RESULT_FILE)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None

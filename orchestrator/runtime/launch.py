@@ -1,0 +1,62 @@
+"""The task process: ``python -m orchestrator.runtime.launch --job-dir DIR`` (what srun and ``orch run`` start).
+
+:mod:`orchestrator.task.launch` does everything torch-free (job.json, trust, derivation, exports,
+outcome records, the preemption flag, ``--master-port`` for the batch script); this module hands it
+torch's side (:class:`TorchRuntime`), each piece imported only when the task gets that far:
+``--master-port`` never imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.task import launch
+
+if TYPE_CHECKING:
+    from orchestrator.env.devices import DeviceChoice
+    from orchestrator.env.distenv import DistEnv
+    from orchestrator.spec.runconfig import RunConfig
+    from orchestrator.task.preempt import PreemptFlag
+
+
+class TorchRuntime:
+    """:class:`orchestrator.task.launch.TaskRuntime` with torch: the shared entrypoint and the GPU binding."""
+
+    def import_torch(self) -> None:
+        from orchestrator.runtime.imports import timed_import_torch
+
+        timed_import_torch()
+
+    def train(self, cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag,
+              environ: os._Environ[str]) -> int:
+        from orchestrator.runtime import entry
+
+        return entry.run(cfg, env, job_dir, flag, environ)
+
+    def bind_script_device(self, *, rank: int, local_rank: int, local_world_size: int, gpus_per_task: int,
+                           visible: str | None) -> DeviceChoice:
+        from orchestrator.runtime.bind import bind_script_device
+
+        return bind_script_device(rank=rank, local_rank=local_rank, local_world_size=local_world_size,
+                                  gpus_per_task=gpus_per_task, visible=visible)
+
+    def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
+        from orchestrator.runtime.dist import describe_failure
+
+        return describe_failure(exc, timeout)
+
+    def applied_timeout(self, text: str) -> int | None:
+        from orchestrator.runtime.dist import applied_timeout
+
+        return applied_timeout(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return launch.main(argv, TorchRuntime())
+
+
+if __name__ == "__main__":
+    launch.entrypoint(TorchRuntime())

@@ -1,0 +1,1 @@
+"""Slurm: plan and render the batch script, submit it, the one client that runs Slurm's commands, read its answers."""

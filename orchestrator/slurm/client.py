@@ -1,0 +1,300 @@
+"""The only module that runs Slurm's commands (sbatch, squeue, sacct, scancel, scontrol).
+
+Every call goes through one ``Runner``: ``(argv, timeout) -> CompletedProcess[str]``. The default,
+:func:`run_command`, wraps ``subprocess.run`` and turns "command not found" and timeouts into a
+SlurmError with the fix; tests inject their own runner (or put stub executables on PATH).
+Functions here return parsed values (the parsers and the job-state table are
+:mod:`orchestrator.slurm.state`'s) and raise SlurmError with Slurm's own message on refusal.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from orchestrator.errors import SlurmError
+from orchestrator.slurm.state import (
+    SACCT_FORMAT,
+    SACCT_TRES_FORMAT,
+    SQUEUE_FORMAT,
+    JobStatus,
+    parse_sacct,
+    parse_sacct_runs,
+    parse_show_job,
+    parse_squeue,
+)
+
+if TYPE_CHECKING:
+    import subprocess
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 60.0  # seconds; a missing SLURM_CONF alone makes clients retry for 60 s
+SBATCH_TIMEOUT = 120.0
+_NOT_FOUND_HINT = ("run orch on a Slurm login node, put Slurm's client commands on PATH, "
+                   "or use 'orch run' for a local run")
+_JOB_ID_RE = re.compile(r"\d+")
+
+
+class Runner(Protocol):
+    """Runs one command and returns its result (text mode); raises SlurmError when it cannot run."""
+
+    def __call__(self, argv: Sequence[str], timeout: float, /) -> subprocess.CompletedProcess[str]: ...
+
+
+def run_command(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """The default Runner: ``subprocess.run`` with captured text output and a timeout."""
+    import subprocess
+
+    log.debug("running %s", " ".join(argv))
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False,
+                              stdin=subprocess.DEVNULL, errors="replace")
+    except FileNotFoundError:
+        raise SlurmError(f"{argv[0]} not found", hint=_NOT_FOUND_HINT) from None
+    except PermissionError as exc:
+        raise SlurmError(f"cannot run {argv[0]}: {exc.strerror}", hint=_NOT_FOUND_HINT) from None
+    except subprocess.TimeoutExpired:
+        raise SlurmError(
+            f"{argv[0]} did not answer within {timeout:g} s",
+            hint="is slurmctld up and SLURM_CONF right? try 'scontrol ping'",
+        ) from None
+
+
+def command_output(argv: Sequence[str], *, runner: Runner = run_command,
+                   timeout: float = DEFAULT_TIMEOUT) -> str:
+    """Run a Slurm command; its stdout, or SlurmError with Slurm's own stderr when it fails."""
+    result = runner(argv, timeout)
+    if result.returncode != 0:
+        raise SlurmError(f"{argv[0]} failed (exit {result.returncode}): {_message(result)}",
+                         hint=f"the message above is Slurm's own; the command was: {' '.join(argv)}")
+    return result.stdout
+
+
+# sbatch reads SBATCH_<OPTION> variables (SBATCH_TIMELIMIT, SBATCH_PARTITION, ...) and lets them win
+# over the #SBATCH lines, so a variable in the user's shell would silently replace a value orch
+# validated. sbatch runs without them; the script's #SBATCH lines carry every option orch chose
+# (site options belong in cluster.yaml defaults.sbatch or --sbatch-arg).
+SBATCH_ENV_PREFIX = "SBATCH_"
+
+
+def sbatch_environment(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(the environment for sbatch, the SBATCH_* names left out of it)."""
+    dropped = sorted(name for name in environ if name.startswith(SBATCH_ENV_PREFIX))
+    return {k: v for k, v in environ.items() if not k.startswith(SBATCH_ENV_PREFIX)}, dropped
+
+
+def run_sbatch_command(environ: Mapping[str, str]) -> Runner:
+    """A Runner like :func:`run_command` whose commands see ``environ``."""
+    import subprocess
+
+    def run(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        log.debug("running %s", " ".join(argv))
+        try:
+            return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False,
+                                  stdin=subprocess.DEVNULL, errors="replace", env=dict(environ))
+        except FileNotFoundError:
+            raise SlurmError(f"{argv[0]} not found", hint=_NOT_FOUND_HINT) from None
+        except PermissionError as exc:
+            raise SlurmError(f"cannot run {argv[0]}: {exc.strerror}", hint=_NOT_FOUND_HINT) from None
+        except subprocess.TimeoutExpired:
+            raise SlurmError(f"{argv[0]} did not answer within {timeout:g} s",
+                             hint="is slurmctld up and SLURM_CONF right? try 'scontrol ping'") from None
+
+    return run
+
+
+def sbatch(script_path: Path, *, runner: Runner | None = None, timeout: float = SBATCH_TIMEOUT,
+           environ: Mapping[str, str] | None = None) -> str:
+    """Queue ``script_path`` with ``sbatch --parsable``; the job id (``jobid[;cluster]`` -> jobid).
+
+    Without a ``runner``, sbatch runs in ``environ`` (default: this process's) minus SBATCH_* variables.
+    """
+    argv = ["sbatch", "--parsable", str(script_path)]
+    if runner is None:
+        import os
+
+        clean, dropped = sbatch_environment(os.environ if environ is None else environ)
+        if dropped:
+            log.warning("ignoring %s from the environment: the script's #SBATCH lines hold the values orch "
+                        "checked (use --sbatch-arg or cluster.yaml defaults.sbatch for other options)",
+                        ", ".join(dropped))
+        runner = run_sbatch_command(clean)
+    result = runner(argv, timeout)
+    if result.returncode != 0:
+        raise SlurmError(f"sbatch refused the job: {_message(result)}",
+                         hint="the message above is Slurm's own; fix the request (or cluster.yaml) "
+                              "and submit again")
+    return parse_sbatch_output(result.stdout)
+
+
+def parse_sbatch_output(stdout: str) -> str:
+    """``sbatch --parsable`` prints ``jobid`` or ``jobid;cluster`` (the last non-empty line)."""
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    job_id = lines[-1].split(";", 1)[0].strip() if lines else ""
+    if not _JOB_ID_RE.fullmatch(job_id):
+        raise SlurmError(f"sbatch printed no job id (output: {stdout.strip()!r})",
+                         hint="check with squeue whether the job was queued; is this a real sbatch?")
+    return job_id
+
+
+def _message(result: subprocess.CompletedProcess[str]) -> str:
+    text = (result.stderr or "").strip() or (result.stdout or "").strip()
+    return text or f"no message (exit {result.returncode})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Job state: squeue, sacct, scontrol show job, scancel (follow-up verbs and the Python API).
+# The state table and the output parsers live in orchestrator.slurm.state.
+# ---------------------------------------------------------------------------------------------
+
+QUERY_TIMEOUT = 20.0  # seconds for one squeue/sacct/scontrol/scancel call (a bad SLURM_CONF stalls 60 s)
+_ACCOUNTING_DISABLED = "accounting storage is disabled"
+_INVALID_JOB = "Invalid job id"
+
+
+def check_slurm_conf(environ: Mapping[str, str]) -> None:
+    """A SLURM_CONF that names no file makes every client retry for 60 s: say so at once."""
+    conf = environ.get("SLURM_CONF")
+    if conf and not Path(conf).is_file():
+        raise SlurmError(f"SLURM_CONF={conf} does not exist",
+                         hint="unset SLURM_CONF or point it at the cluster's slurm.conf "
+                              "(for the test cluster: eval \"$(tests/slurm/cluster.sh env)\")")
+
+
+def _query(argv: Sequence[str], runner: Runner) -> subprocess.CompletedProcess[str]:
+    """Run one client (the runner turns a missing binary or a hang into a SlurmError); a failure
+    other than "Invalid job id" (which callers read as "Slurm no longer knows it") is a SlurmError."""
+    import os
+
+    check_slurm_conf(os.environ)
+    proc = runner(list(argv), QUERY_TIMEOUT)
+    if proc.returncode != 0 and _INVALID_JOB not in (proc.stderr or ""):
+        raise client_error(argv[0], proc)
+    return proc
+
+
+def client_error(tool: str, proc: subprocess.CompletedProcess[str]) -> SlurmError:
+    """Slurm's own message (its last line) as a SlurmError, with the fix for the usual causes."""
+    lines = [ln.strip() for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
+    message = lines[-1] if lines else f"{tool} exited with {proc.returncode}"
+    if any("contact slurm controller" in ln or "Connection refused" in ln for ln in lines):
+        return SlurmError(f"cannot reach slurmctld: {message}",
+                          hint="start Slurm (for the test cluster: tests/slurm/cluster.sh up) and check "
+                               "SLURM_CONF")
+    return SlurmError(message, hint=f"{tool} refused the request; see Slurm's message above")
+
+
+def squeue(job_ids: Sequence[str] = (), *, runner: Runner = run_command) -> dict[str, JobStatus]:
+    """Live jobs (and those finished less than MinJobAge ago), by job id as squeue prints it, with
+    their restart count and pending reason (``BeginTime`` after a requeue), in one call.
+
+    Text output, filtered by Slurm: ``squeue --json`` ignores ``--jobs`` in 22.05. Ids Slurm
+    no longer knows are simply absent (squeue fails with "Invalid job id" when all are unknown).
+    """
+    argv = ["squeue", "--noheader", "--states=all", f"--Format={SQUEUE_FORMAT}"]
+    if job_ids:
+        argv.append("--jobs=" + ",".join(job_ids))
+    proc = _query(argv, runner)
+    return parse_squeue(proc.stdout) if proc.returncode == 0 else {}
+
+
+def sacct(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus] | None:
+    """Finished (and live) jobs from accounting in one call; None when accounting is disabled.
+
+    Text, not ``--json``: in 22.05.8 the JSON exit code says 0 for failed jobs.
+    """
+    argv = ["sacct", "--noheader", "--parsable2", "--allocations", "--duplicates",
+            f"--format={SACCT_TRES_FORMAT}", "--jobs=" + ",".join(job_ids)]
+    try:
+        proc = _query(argv, runner)
+    except SlurmError as exc:
+        if _ACCOUNTING_DISABLED in exc.message:
+            return None
+        raise
+    if _ACCOUNTING_DISABLED in proc.stdout + proc.stderr:
+        return None
+    return parse_sacct_runs(proc.stdout, job_ids)
+
+
+def jobcomp(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus]:
+    """Finished jobs from the job completion log (``sacct --completion``), for clusters without
+    accounting. Empty when no completion log is configured."""
+    argv = ["sacct", "--completion", "--noheader", "--parsable2", f"--format={SACCT_FORMAT}",
+            "--jobs=" + ",".join(job_ids)]
+    try:
+        proc = _query(argv, runner)
+    except SlurmError as exc:
+        log.debug("sacct --completion failed: %s", exc.message)
+        return {}
+    return parse_sacct(proc.stdout, "jobcomp", job_ids)
+
+
+def show_job(job_id: str, *, runner: Runner = run_command) -> JobStatus | None:
+    """``scontrol show job``: restarts, exit code and reason of a job Slurm still holds, else None."""
+    proc = _query(["scontrol", "show", "job", job_id], runner)
+    if proc.returncode != 0:
+        return None
+    return parse_show_job(job_id, proc.stdout)
+
+
+def job_status(job_ids: Sequence[str], *, runner: Runner = run_command, details: bool = True,
+               raw_ids: Mapping[str, str] | None = None) -> dict[str, JobStatus]:
+    """The best-known status of each job, with as few calls as possible.
+
+    One batched squeue for all jobs (live and recently finished); then, for jobs that are finished
+    or unknown to squeue, one batched ``sacct`` (accounting) or else ``sacct --completion`` (the job
+    completion log) for their final state and exit code. The completion log files array elements
+    under their raw job id: ``raw_ids`` (element id -> raw id, from the element folders) maps them
+    back, with one more batched call. With ``details``, a single job squeue still holds also gets
+    ``scontrol show job`` (restart count, exit code). An empty answer means ``UNKNOWN``, never "gone".
+    """
+    ids = list(dict.fromkeys(job_ids))
+    found = squeue(ids, runner=runner) if ids else {}
+    statuses: dict[str, JobStatus | None] = {i: found.get(i) for i in ids}
+    settled = [i for i, s in statuses.items() if s is None or s.terminal]
+    if settled:
+        final = sacct(settled, runner=runner)
+        if final is None:
+            final = jobcomp(settled, runner=runner)
+            raw = {i: (raw_ids or {})[i] for i in settled if i not in final and i in (raw_ids or {})}
+            if raw:
+                by_raw = jobcomp(sorted(set(raw.values())), runner=runner)
+                final.update({i: replace(by_raw[r], job_id=i) for i, r in raw.items() if r in by_raw})
+        # accounting and the completion log have no restart count: keep squeue's while it still knows the job
+        statuses.update({i: _with_restarts(final[i], statuses[i]) for i in settled if i in final})
+    only = statuses[ids[0]] if len(ids) == 1 else None
+    if details and only is not None and only.source == "squeue":
+        try:
+            statuses[ids[0]] = show_job(ids[0], runner=runner) or only
+        except SlurmError as exc:  # the details are a bonus; squeue's answer stands
+            log.debug("scontrol show job %s: %s", ids[0], exc.message)
+    return {i: s or JobStatus(job_id=i, state="UNKNOWN", source="none") for i, s in statuses.items()}
+
+
+def _with_restarts(final: JobStatus, live: JobStatus | None) -> JobStatus:
+    return final if final.restarts is not None or live is None else replace(final, restarts=live.restarts)
+
+
+def scancel(job_ids: Sequence[str], *, signal: str | None = None, full: bool = False,
+            runner: Runner = run_command) -> None:
+    """Cancel (or, with ``signal``, only signal) jobs; Slurm's refusal is a SlurmError."""
+    argv = ["scancel"]
+    if signal:
+        argv.append(f"--signal={signal}")
+    if full:
+        argv.append("--full")
+    proc = _query([*argv, *job_ids], runner)
+    if proc.returncode != 0:
+        raise client_error("scancel", proc)
+
+
+def requeue(job_id: str, *, runner: Runner = run_command) -> None:
+    """``scontrol requeue`` (array-aware: pass ``123_4`` for an array element)."""
+    proc = _query(["scontrol", "requeue", job_id], runner)
+    if proc.returncode != 0:
+        raise client_error("scontrol", proc)

@@ -1,0 +1,119 @@
+"""One reading of a job's state, shared by ``orch status`` and ``orch list``: Slurm's answer (one
+batched :func:`orchestrator.slurm.client.job_status` call for all jobs) combined with what the job folder
+records, in one time format.
+
+States are Slurm's names (``COMPLETED``, ``CANCELLED``, ``FAILED``, ``PENDING``, ...), plus
+``NOT_QUEUED`` for a folder sbatch refused. When Slurm no longer knows a job (``UNKNOWN``) the
+folder may still tell: a ``result.json`` means it completed. Local runs (``orch run``) have no
+Slurm state: ``COMPLETED`` with a result, else ``UNKNOWN``. GPU-hours come from accounting when the
+cluster keeps it (sacct's AllocTRES x ElapsedRaw, summed over the runs of a requeued job), else they
+are the elapsed time of the current run (from whichever client answered) times the GPUs of ``job.json``.
+``failure`` says which rank to look at when the ranks' outcome records of the current run show a
+failure (:func:`orchestrator.records.blame.blame`): its own error, or the rank that stopped making progress.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from orchestrator.errors import SlurmError
+from orchestrator.records.blame import Blame, blame
+from orchestrator.records.jobdirs import JobDir, read_result
+from orchestrator.slurm import client as slurm
+from orchestrator.slurm import state as slurmstate
+from orchestrator.slurm.preflight import status_note
+from orchestrator.spec.units import parse_time
+from orchestrator.task.outcome import read_outcomes
+
+log = logging.getLogger(__name__)
+
+NOT_QUEUED = "NOT_QUEUED"  # orch's own state: sbatch refused the job, its folder says why
+FOLDER_STATES = {NOT_QUEUED: slurmstate.StateInfo("not queued", True)}
+
+
+def statuses(targets: Sequence[tuple[str | None, JobDir | None]], *, tolerant: bool = False,
+             details: bool = True) -> dict[str, slurmstate.JobStatus]:
+    """Slurm's status of every queued target, in one batched call. ``tolerant``: when Slurm cannot
+    be asked, every job is UNKNOWN (``orch list`` still lists); else the SlurmError stands."""
+    ids = [job_id for job_id, _ in targets if job_id]
+    if not ids:
+        return {}
+    raw = {job.job_id: job.raw_job_id for _, job in targets if job and job.job_id and job.raw_job_id}
+    try:
+        return slurm.job_status(ids, details=details, raw_ids=raw)
+    except SlurmError as exc:
+        if not tolerant:
+            raise
+        log.info("no job states: %s", exc.message)
+        return {}
+
+
+def describe(job_id: str | None, job: JobDir | None, status: slurmstate.JobStatus | None) -> dict[str, Any]:
+    """One row for status and list: the state (one function for both) and what the folder adds."""
+    row: dict[str, Any] = {"job_id": job_id, "state": "UNKNOWN", "source": "none", "name": None, "reason": None,
+                           "nodes": None, "elapsed": None, "exit_code": None, "signal": None, "restarts": None}
+    if status is not None:
+        row.update(status.as_dict())
+    if job is not None and (status is None or status.state == "UNKNOWN"):
+        row.update(_from_folder(job))
+    info = FOLDER_STATES.get(row["state"]) or slurmstate.state_info(row["state"])
+    row.update(orch_state=info.orch, terminal=info.terminal)
+    config = job.config if job else None
+    row["name"] = row["name"] or (job.name if job else None)
+    row["mode"] = job.mode if job else "slurm"
+    row["created"] = format_created(job.created) if job else None
+    row["job_dir"] = str(job.path) if job else None
+    gpus = config.nodes * config.gpus_per_node if config else 0
+    if row.get("gpu_hours") is None:  # accounting's TRES (every run) when it answered, else this run's time
+        row["gpu_hours"] = gpu_hours(row["elapsed"], gpus)
+    row["excluded"] = status_note(job.path) if job else None  # orch submit --preflight=exclude
+    return row
+
+
+def _from_folder(job: JobDir) -> dict[str, Any]:
+    if job.job_id is None and job.mode != "local":
+        return {"state": NOT_QUEUED if job.submit_error is not None else "UNKNOWN", "source": "folder"}
+    if read_result(job.path) is not None:
+        return {"state": "COMPLETED", "source": "folder"}
+    return {}
+
+
+def failure(job: JobDir, restart: int | None = None) -> Blame | None:
+    """Who stopped the job, from the outcome records of its current run (``restart``: Slurm's restart
+    count when known, else the newest run recorded); None when they show no failure."""
+    records, notes = read_outcomes(job.path)
+    if not records:
+        return None
+    run = job.job_id if job.mode == "slurm" else "local"
+    size = job.config.world_size if job.config else None
+    return blame(records, world_size=size, run=run, restart=restart, notes=notes)
+
+
+def rows(targets: Sequence[tuple[str | None, JobDir | None]], *, tolerant: bool = False,
+         details: bool = True) -> list[dict[str, Any]]:
+    found = statuses(targets, tolerant=tolerant, details=details)
+    return [describe(job_id, job, found.get(job_id) if job_id else None) for job_id, job in targets]
+
+
+def format_created(text: str) -> str:
+    """A job folder's creation time in one format: ISO 8601 with the UTC offset, to the second
+    (older folders may hold naive local times: read as local)."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    return moment.astimezone().isoformat(timespec="seconds")
+
+
+def gpu_hours(elapsed: str | None, gpus: int) -> float | None:
+    """GPU-hours of ``elapsed`` (``[D-]HH:MM:SS``) on ``gpus`` GPUs, to 1/1000; None when unknown."""
+    if not elapsed or not gpus:
+        return None
+    try:
+        seconds = parse_time(elapsed)
+    except ValueError:
+        return None
+    return None if seconds is None else round(seconds * gpus / 3600, 3)

@@ -1,0 +1,359 @@
+"""Plan a submission: job + cluster.yaml + command line -> SubmitPlan. The dry run stops here.
+
+``build_plan`` is pure: the caller passes the cluster, the loaded job, the python path, the time and
+a random token (no subprocess, no ``os.environ``). It resolves every value (command line, then the
+job's resources, then cluster.yaml's defaults), checks it against the partition before anything
+runs, builds ``job.json``, renders the script, and derives the rank table from simulated Slurm
+task environments with the same ``distenv.derive`` the tasks use. ``write_job_dir`` is the edge
+(the folder layout itself belongs to :mod:`orchestrator.records.jobdirs`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator.env import distenv, hostlist, masterport, taskenv
+from orchestrator.env.devices import task_gpu_indices
+from orchestrator.errors import ConfigError
+from orchestrator.records.jobdirs import folder_name, job_dir_path
+from orchestrator.records.jobdirs import write_job_dir as _write_job_dir
+from orchestrator.slurm.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
+from orchestrator.spec.cluster import Cluster, Partition
+from orchestrator.spec.containers import ContainerPlan, resolve_container
+from orchestrator.spec.extras import merge_sbatch, placement
+from orchestrator.spec.job import LoadedJob, make_params
+from orchestrator.spec.runconfig import Preflight, RunConfig
+from orchestrator.spec.script import ScriptTarget
+from orchestrator.spec.units import format_time, parse_mem_mb, parse_time
+
+# The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
+# port is derived the same way from the real job id (and SLURM_RESTART_COUNT) inside the batch step.
+DRY_RUN_JOB_ID = "12345"
+__all__ = ["DRY_RUN_JOB_ID", "RankRow", "SubmitPlan", "SubmitRequest", "build_plan", "folder_name", "make_request",
+           "simulate_ranks", "write_job_dir"]
+
+
+class SubmitRequest(BaseModel):
+    """What the user asked for (``orch submit`` flags; None = not given)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    job: str
+    nodes: int | None = Field(default=None, ge=1)
+    gpus: int | None = Field(default=None, ge=0, description="GPUs per node (one task per GPU)")
+    ntasks_per_node: int | None = Field(default=None, ge=1)
+    cpus_per_task: int | None = Field(default=None, ge=1)
+    partition: str | None = None
+    time: str | None = None
+    job_name: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    templates: Path | None = None
+    data_dir: str | None = None
+    # Bring your own script (None: the job file's SPEC) and several GPUs per task.
+    script: ScriptTarget | None = None
+    gpus_per_task: int | None = Field(default=None, ge=1)
+    # Site options: extra #SBATCH options (after cluster.yaml's) and --env variables (after its env).
+    sbatch_extra: dict[str, str | None] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    # Containers (None: launcher.container of cluster.yaml).
+    container_runtime: Literal["none", "pyxis", "apptainer"] | None = None
+    container_image: str | None = None
+    container_mounts: list[str] = Field(default_factory=list)
+    # orch submit --preflight[=exclude] (None: launcher.preflight of cluster.yaml; "off": none).
+    preflight: Literal["off", "stop", "exclude"] | None = None
+
+
+def make_request(values: Mapping[str, Any]) -> SubmitRequest:
+    """Validate request values; errors name the command-line flag."""
+    try:
+        return SubmitRequest.model_validate(dict(values))
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = str(err["loc"][0]) if err["loc"] else "request"
+            problems.append(f"--{name.replace('_', '-')} {values.get(name)!r}: {err['msg']}")
+        raise ConfigError("; ".join(problems), hint="see orch submit --help") from None
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One rank of the dry-run table: where it runs and what derive() says about it."""
+
+    host: str
+    device: str
+    env: distenv.DistEnv
+    devices: tuple[int, ...] = ()  # the node's GPUs (indices) this rank holds
+
+    def as_dict(self) -> dict[str, int | str | list[int]]:
+        return {"host": self.host, "device": self.device, **self.env.as_dict(), "devices": list(self.devices)}
+
+
+@dataclass(frozen=True)
+class SubmitPlan:
+    request: SubmitRequest
+    script: str
+    ranks: tuple[RankRow, ...]
+    run_config: RunConfig
+    job_dir: Path
+    context: ScriptContext
+    assumed_job_id: str = DRY_RUN_JOB_ID
+
+
+def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, *, python: str,
+               now: datetime, token: str, job_root: Path) -> SubmitPlan:
+    """Resolve, validate, render and simulate (pure). Raises ConfigError naming the field and the fix."""
+    spec, res = loaded_job.spec, loaded_job.spec.resources
+    partition = cluster.partition(request.partition or res.partition)
+    hosts = hostlist.expand(partition.nodes)
+    nodes = request.nodes if request.nodes is not None else res.nodes
+    gpus = request.gpus if request.gpus is not None else res.gpus
+    _check_nodes(nodes, len(hosts), partition)
+    _check_gpus(nodes, gpus, partition)
+    tasks, per_task = gpu_layout(request.ntasks_per_node, request.gpus_per_task, gpus,
+                                 script=request.script is not None)
+    cpus = _cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
+                          tasks, partition, per_task if gpus else 0)
+    time_text = _time(request.time or res.time, cluster.defaults.time, partition,
+                      cluster.launcher.preempt_before)
+    mem_per_gpu, mem = _memory(cluster, partition, gpus, tasks * cpus)
+    params = make_params(spec, request.overrides)
+    if request.templates is not None:
+        check_templates_dir(request.templates)
+    if not job_root.is_absolute():
+        raise ConfigError(f"job root {job_root} is not absolute", hint="resolve launcher.job_root first")
+    job_name = request.job_name if request.job_name is not None else spec.name
+    if not job_name.strip():
+        raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
+    job_dir = job_dir_path(job_root, job_name, now, token)
+    launcher = cluster.launcher.model_copy(update={"python": python})
+    extras = merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra)
+    placed = placement(hosts, extras, nodes, partition.name)
+    env = {**cluster.env, **request.env}
+    preflight = _preflight(request.preflight or cluster.launcher.preflight, extras, hosts)
+    box = resolve_container(cluster.launcher.container, runtime=request.container_runtime,
+                            image=request.container_image, mounts=request.container_mounts,
+                            always=_task_paths(job_dir, request.script))
+    context = ScriptContext(
+        job_name=job_name, nodes=nodes, ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=cpus,
+        time=time_text, partition=partition.name, job_dir=str(job_dir), python=python,
+        gpu_flag=launcher.gpu_flag, gpu_spec=_gpu_spec(gpus, partition),
+        mem_per_gpu_mb=mem_per_gpu, mem_mb=mem,
+        account=request.account or cluster.defaults.account, qos=request.qos or cluster.defaults.qos,
+        env=dict(cluster.env), extra_env=dict(request.env), setup=tuple(launcher.setup),
+        pass_env=tuple(launcher.pass_env),
+        sbatch_extra=extras,
+        gpus_per_task=per_task, **_container_fields(box),
+        srun_wait=launcher.srun_wait,
+        preempt_signal=launcher.preempt_signal, preempt_before=launcher.preempt_before,
+        requeue=launcher.requeue, master_addr=LOOPBACK_ADDR if nodes == 1 else None,
+        preflight=preflight.mode if preflight else None,
+    )
+    script = render_script(context, request.templates)
+    run_config = RunConfig(
+        mode="slurm", job_name=job_name,
+        job_file=str(loaded_job.path) if request.script is None else request.script.target,
+        params=params.model_dump(mode="json") if request.script is None else {},
+        nodes=nodes, gpus_per_node=gpus, tasks_per_node=tasks, cpus_per_task=cpus, partition=partition.name,
+        time=time_text, data_dir=request.data_dir, job_dir=str(job_dir), cluster_name=cluster.name,
+        launcher=launcher, env=env, created=now.isoformat(timespec="seconds"),
+        script=request.script, gpus_per_task=per_task,
+        expect=partition.expect.model_dump(exclude_none=True) if partition.expect else {},
+        preflight=preflight,
+    )
+    head = context.master_addr or placed[0]
+    ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)
+    return SubmitPlan(request=request, script=script, ranks=ranks, run_config=run_config, job_dir=job_dir,
+                      context=context)
+
+
+def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, master_addr: str,
+                   port_range: tuple[int, int], *, gpus_per_task: int = 1) -> tuple[RankRow, ...]:
+    """Every rank of the allocation, through the same ``derive()`` the tasks run."""
+    port = masterport.master_port(DRY_RUN_JOB_ID, 0, port_range)
+    envs = taskenv.simulate_slurm_task_envs(hosts, tasks_per_node, DRY_RUN_JOB_ID, gpus_per_node,
+                                            master_addr, port)
+    rows = []
+    for environ in envs:
+        env = distenv.derive(environ, port_range=port_range)
+        held = tuple(task_gpu_indices(env.local_rank, gpus_per_task)) if gpus_per_node else ()
+        device = _device_label(held)
+        rows.append(RankRow(host=environ["SLURMD_NODENAME"], device=device, env=env, devices=held))
+    return tuple(rows)
+
+
+def _preflight(mode: str, extras: Mapping[str, str | None], hosts: list[str]) -> Preflight | None:
+    """--preflight: what the batch script needs to exclude a failed node (the submit-time node lists)."""
+    if mode == "off":
+        return None
+    nodes = {key: hostlist.expand(value) if value else [] for key in ("exclude", "nodelist")
+             for value in [extras.get(key)]}
+    return Preflight(mode="exclude" if mode == "exclude" else "stop", exclude=nodes["exclude"],
+                     nodelist=nodes["nodelist"], partition_nodes=hosts)
+
+
+def _task_paths(job_dir: Path, script: ScriptTarget | None) -> list[str]:
+    """Host folders every task reads: the job folder, and for scripts the submit and script folders."""
+    paths = [str(job_dir)]
+    if script is not None:
+        paths.append(script.cwd)
+        if script.kind == "script":
+            paths.append(str(Path(script.target).parent))
+    return list(dict.fromkeys(paths))
+
+
+def _container_fields(box: ContainerPlan | None) -> dict[str, Any]:
+    if box is None:
+        return {}
+    return {"container_runtime": box.runtime, "container_image": box.image, "container_mounts": box.mounts,
+            "container_python": box.python, "apptainer": box.apptainer}
+
+
+def _device_label(held: tuple[int, ...]) -> str:
+    """``cuda:3`` for one GPU; ``gpus 4,5`` for several (the task sees them as cuda:0 and cuda:1)."""
+    if not held:
+        return "cpu"
+    return f"cuda:{held[0]}" if len(held) == 1 else "gpus " + ",".join(map(str, held))
+
+
+def _check_nodes(nodes: int, available: int, partition: Partition) -> None:
+    if nodes > available:
+        raise ConfigError(
+            f"--nodes {nodes} exceeds the {available} node(s) of partition {partition.name}",
+            hint=f"use --nodes {available} or fewer, or another partition (--partition)",
+        )
+
+
+def _check_gpus(nodes: int, gpus: int, partition: Partition) -> None:
+    limit = partition.gpus_per_node
+    if gpus <= limit:
+        return
+    if limit == 0:
+        hint = f"use --gpus 0 --ntasks-per-node N on partition {partition.name}, or a GPU partition"
+    else:
+        hint = f"use --gpus {limit} and --nodes {math.ceil(nodes * gpus / limit)}"
+    raise ConfigError(f"--gpus {gpus} exceeds gpus_per_node={limit} of partition {partition.name}",
+                      hint=hint)
+
+
+def gpu_layout(tasks: int | None, per_task: int | None, gpus: int, *, script: bool) -> tuple[int, int]:
+    """(tasks per node, GPUs per task) from --ntasks-per-node, --gpus-per-task and --gpus (per node).
+
+    Every GPU of the node belongs to exactly one task: ``tasks x per_task == gpus``. Several GPUs per
+    task are for scripts (model parallel); the built-in DDP entrypoint trains on one GPU per rank.
+    """
+    if gpus == 0:
+        if per_task is not None:
+            raise ConfigError(f"--gpus-per-task {per_task} without GPUs (--gpus 0)",
+                              hint="leave out --gpus-per-task on CPU partitions, or ask for --gpus")
+        if tasks is None:
+            raise ConfigError("--gpus 0: orch cannot derive the number of tasks per node from the GPUs",
+                              hint="use --ntasks-per-node N (tasks per node, each a CPU rank)")
+        return tasks, 1
+    if per_task is not None:
+        if gpus % per_task:
+            fits = ", ".join(str(k) for k in range(1, gpus + 1) if gpus % k == 0)
+            raise ConfigError(f"--gpus {gpus} is not a multiple of --gpus-per-task {per_task}: GPUs would idle",
+                              hint=f"use --gpus-per-task with one of {fits}, or --gpus a multiple of {per_task}")
+        if tasks is not None and tasks * per_task != gpus:
+            raise ConfigError(f"--ntasks-per-node {tasks} x --gpus-per-task {per_task} is not --gpus {gpus}",
+                              hint=f"leave out --ntasks-per-node (it is --gpus / --gpus-per-task = {gpus // per_task})")
+    elif tasks is not None:
+        if tasks > gpus:
+            raise ConfigError(f"--ntasks-per-node {tasks} exceeds --gpus {gpus}: orch runs one task per GPU",
+                              hint=f"use --ntasks-per-node {gpus} or fewer, or leave it out")
+        if gpus % tasks:
+            raise ConfigError(f"--gpus {gpus} cannot be shared evenly by --ntasks-per-node {tasks}",
+                              hint=f"use --ntasks-per-node {gpus} (one GPU per task), or --gpus a multiple of {tasks}")
+        per_task = gpus // tasks
+    per_task = per_task or 1
+    if per_task > 1 and not script:
+        raise ConfigError(
+            f"{per_task} GPUs per task (--gpus {gpus} over {gpus // per_task} task(s) per node): the built-in DDP "
+            "entrypoint trains on one GPU per rank, so the others would idle",
+            hint=f"leave out --gpus-per-task/--ntasks-per-node (one task per GPU), or run your own script: "
+                 f"orch submit train.py --gpus {gpus} --gpus-per-task {per_task}")
+    return gpus // per_task, per_task
+
+
+def _cpus_per_task(requested: int | None, tasks: int, partition: Partition, gpus_per_task: int = 0) -> int:
+    """CPUs per task: asked for, else the CPU share of the GPUs the task holds (of the node on CPU jobs)."""
+    limit = partition.cpus_per_node
+    if gpus_per_task and partition.gpus_per_node:
+        default = limit * gpus_per_task // partition.gpus_per_node
+    else:
+        default = limit // tasks
+    cpus = requested or max(1, default)
+    if cpus * tasks > limit:
+        fits = limit // tasks
+        fix = (f"use --cpus-per-task {fits} or fewer" if fits else
+               f"use --ntasks-per-node {limit} or fewer")
+        raise ConfigError(
+            f"{cpus} CPUs per task x {tasks} tasks per node = {cpus * tasks} CPUs exceeds "
+            f"cpus_per_node={limit} of partition {partition.name}",
+            hint=fix + " (--cpus-per-task, the job's resources.cpus_per_task or defaults.cpus_per_task)",
+        )
+    return cpus
+
+
+def _time(asked: str | None, default: str, partition: Partition, preempt_before: int) -> str:
+    """The time limit: asked for (--time, else the job's), else defaults.time capped at max_time."""
+    value = asked or default
+    try:
+        seconds = parse_time(value)
+    except ValueError as exc:
+        raise ConfigError(f"--time: {exc}", hint="use e.g. --time 04:00:00 or --time 1-12:00:00") from None
+    limit = partition.max_time_seconds
+    if asked is None and limit is not None and (seconds is None or seconds > limit):
+        seconds = limit
+    elif limit is not None and (seconds is None or seconds > limit):
+        raise ConfigError(
+            f"--time {value} exceeds max_time={partition.max_time} of partition {partition.name}",
+            hint=f"use --time {partition.max_time} or less, or a partition with a longer limit",
+        )
+    if seconds is None:
+        return "UNLIMITED"
+    if seconds <= preempt_before:
+        raise ConfigError(
+            f"--time {value} is not longer than launcher.preempt_before={preempt_before} s: the "
+            "preemption signal would fire at once and the job would requeue itself forever",
+            hint=f"use a --time above {format_time(preempt_before)} or lower launcher.preempt_before",
+        )
+    return format_time(seconds)
+
+
+def _memory(cluster: Cluster, partition: Partition, gpus: int,
+            cpus_per_node: int) -> tuple[int | None, int | None]:
+    """(--mem-per-gpu MB, --mem MB): per GPU on GPU jobs, else the CPU share of the node's memory."""
+    total = partition.mem_mb
+    if gpus:
+        wanted = cluster.defaults.mem_per_gpu
+        per_gpu = parse_mem_mb(wanted) if wanted is not None else total // partition.gpus_per_node
+        if per_gpu * gpus > total:
+            raise ConfigError(
+                f"defaults.mem_per_gpu={wanted} x {gpus} GPUs exceeds mem_per_node={partition.mem_per_node} "
+                f"of partition {partition.name}",
+                hint=f"set defaults.mem_per_gpu to {total // gpus}M or less, or leave it null",
+            )
+        return (per_gpu or None), None
+    share = total * cpus_per_node // partition.cpus_per_node
+    return None, (share or None)
+
+
+def _gpu_spec(gpus: int, partition: Partition) -> str:
+    if not gpus:
+        return ""
+    return f"{partition.gpu_type}:{gpus}" if partition.gpu_type else str(gpus)
+
+
+def write_job_dir(plan: SubmitPlan) -> Path:
+    """Create the job folder with sbatch.sh, job.json, logs/ and checkpoints/ (:func:`jobdirs.write_job_dir`)."""
+    return _write_job_dir(plan.job_dir, plan.script, plan.run_config)

@@ -1,0 +1,216 @@
+"""What Slurm's clients say about jobs, read: the job-state table, ``JobStatus`` and the parsers of
+squeue, sacct and ``scontrol show job`` output.
+
+Pure: :mod:`orchestrator.slurm.client` runs the commands (with the formats named here) and hands their
+output to these functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from orchestrator.spec.units import format_time, parse_time
+
+
+@dataclass(frozen=True)
+class StateInfo:
+    """orch's reading of a Slurm job state: a coarse name and whether the job can still change."""
+
+    orch: str
+    terminal: bool
+
+
+# Slurm's job state names (squeue %T, sacct State, scontrol JobState) -> orch's view. One table.
+JOB_STATES: dict[str, StateInfo] = {
+    "PENDING": StateInfo("queued", False),
+    "REQUEUED": StateInfo("queued", False),
+    "REQUEUE_FED": StateInfo("queued", False),
+    "REQUEUE_HOLD": StateInfo("queued", False),
+    "RESV_DEL_HOLD": StateInfo("queued", False),
+    "CONFIGURING": StateInfo("starting", False),
+    "RUNNING": StateInfo("running", False),
+    "RESIZING": StateInfo("running", False),
+    "SIGNALING": StateInfo("running", False),
+    "COMPLETING": StateInfo("ending", False),
+    "STAGE_OUT": StateInfo("ending", False),
+    "SUSPENDED": StateInfo("suspended", False),
+    "STOPPED": StateInfo("suspended", False),
+    "SPECIAL_EXIT": StateInfo("held", False),
+    "COMPLETED": StateInfo("completed", True),
+    "CANCELLED": StateInfo("cancelled", True),
+    "REVOKED": StateInfo("cancelled", True),
+    "FAILED": StateInfo("failed", True),
+    "BOOT_FAIL": StateInfo("failed", True),
+    "NODE_FAIL": StateInfo("failed", True),
+    "OUT_OF_MEMORY": StateInfo("failed", True),
+    "TIMEOUT": StateInfo("timeout", True),
+    "DEADLINE": StateInfo("timeout", True),
+    "PREEMPTED": StateInfo("preempted", True),
+}
+UNKNOWN = StateInfo("unknown", False)
+
+
+def state_info(slurm_state: str) -> StateInfo:
+    """The table entry for a state as any client prints it (``CANCELLED by 0``, ``RUNNING+``)."""
+    words = slurm_state.split()
+    return JOB_STATES.get(words[0].rstrip("+").upper(), UNKNOWN) if words else UNKNOWN
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """What Slurm says about one job. ``state`` is Slurm's own name (``COMPLETED``)."""
+
+    job_id: str
+    state: str
+    source: str  # which client said so: squeue, sacct, jobcomp (sacct -c), scontrol
+    name: str | None = None
+    reason: str | None = None
+    nodes: str | None = None
+    elapsed: str | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    restarts: int | None = None
+    gpu_hours: float | None = None  # from accounting (sacct TRES), every run of a requeued job included
+
+    @property
+    def orch_state(self) -> str:
+        return state_info(self.state).orch
+
+    @property
+    def terminal(self) -> bool:
+        return state_info(self.state).terminal
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(orch_state=self.orch_state, terminal=self.terminal)
+        return data
+
+
+def parse_exit_code(text: str) -> tuple[int | None, int | None]:
+    """``"3:0"`` (exit code : signal, as sacct and scontrol print it) -> ``(3, 0)``."""
+    code, _, sig = text.strip().partition(":")
+    if not code.isdigit():
+        return None, None
+    return int(code), int(sig) if sig.isdigit() else None
+
+
+def _none_if_blank(value: str) -> str | None:
+    value = value.strip()
+    return None if value in ("", "(null)", "None", "Unknown") else value
+
+
+def normalize_elapsed(text: str | None) -> str | None:
+    """One format for elapsed times: ``[D-]HH:MM:SS`` (squeue prints ``0:16``, sacct ``00:00:16``)."""
+    if text is None or not text.strip():
+        return None
+    if not text.strip().strip("0:-"):  # 0:00 (a job that has not started): parse_time refuses a zero time
+        return format_time(0)
+    try:
+        seconds = parse_time(text.strip())
+    except ValueError:
+        return text.strip()
+    return None if seconds is None else format_time(seconds)
+
+
+# squeue -O fields (``FIELD:|``: no padding, a '|' after it), in the order parsed below; the name last
+# (it may contain '|'). JobArrayID prints an array element as 123_4 (JobID would print its raw id).
+SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "NodeList", "TimeUsed", "RestartCnt", "Name")
+SQUEUE_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_FIELDS[:-1]) + f",{SQUEUE_FIELDS[-1]}:"
+
+
+def parse_squeue(stdout: str) -> dict[str, JobStatus]:
+    """``squeue --Format=SQUEUE_FORMAT`` lines, by job id as squeue prints it (other lines are skipped)."""
+    jobs: dict[str, JobStatus] = {}
+    for line in stdout.splitlines():
+        fields = line.split("|", len(SQUEUE_FIELDS) - 1)
+        if len(fields) != len(SQUEUE_FIELDS):
+            continue
+        job_id, state, reason, nodes, elapsed, restarts, name = fields
+        job_id = job_id.strip()
+        jobs[job_id] = JobStatus(job_id=job_id, state=state.strip(), source="squeue", name=name,
+                                 reason=_none_if_blank(reason), nodes=_none_if_blank(nodes),
+                                 elapsed=normalize_elapsed(elapsed),
+                                 restarts=int(restarts) if restarts.strip().isdigit() else None)
+    return jobs
+
+
+SACCT_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,JobName"
+
+
+def parse_sacct(stdout: str, source: str, wanted: Sequence[str]) -> dict[str, JobStatus]:
+    """``sacct --parsable2 --format=SACCT_FORMAT`` lines of the ``wanted`` jobs (array elements too)."""
+    jobs: dict[str, JobStatus] = {}
+    for line in stdout.splitlines():
+        fields = line.split("|", 5)
+        if len(fields) != 6:
+            continue
+        job_id, state, exit_code, nodes, elapsed, name = (f.strip() for f in fields)
+        if wanted and job_id not in wanted and job_id.partition("_")[0] not in wanted:
+            continue
+        code, sig = parse_exit_code(exit_code)
+        # later lines win: a rebuilt test cluster reuses job ids, and its newest record comes last
+        jobs[job_id] = JobStatus(job_id=job_id, state=state.split()[0] if state else "UNKNOWN", source=source,
+                                 name=name, nodes=_none_if_blank(nodes), elapsed=normalize_elapsed(elapsed),
+                                 exit_code=code, signal=sig)
+    return jobs
+
+
+# accounting: each run of a requeued job is a record of its own (--duplicates); the name last
+SACCT_TRES_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,ElapsedRaw,AllocTRES,JobName"
+GPU_TRES = "gres/gpu"  # AllocTRES "billing=8,cpu=8,gres/gpu=4,mem=64G,node=1" (typed: gres/gpu:a100=4 too)
+
+
+def tres_gpus(tres: str) -> int:
+    """The GPUs an ``AllocTRES`` string holds (0 when none)."""
+    for item in tres.split(","):
+        key, _, value = item.partition("=")
+        if key.strip() == GPU_TRES and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+def parse_sacct_runs(stdout: str, wanted: Sequence[str]) -> dict[str, JobStatus]:
+    """``sacct --duplicates --format=SACCT_TRES_FORMAT`` records: the last run's state, GPU-hours
+    summed over all runs."""
+    gpu_seconds: dict[str, int] = {}
+    kept: list[str] = []
+    for line in stdout.splitlines():
+        fields = line.split("|", 7)
+        if len(fields) != 8:
+            continue
+        job_id, raw, tres = fields[0].strip(), fields[5].strip(), fields[6]
+        gpu_seconds[job_id] = gpu_seconds.get(job_id, 0) + (int(raw) if raw.isdigit() else 0) * tres_gpus(tres)
+        kept.append("|".join([*fields[:5], fields[7]]))
+    jobs = parse_sacct("\n".join(kept), "sacct", wanted)
+    return {i: replace(s, gpu_hours=round(gpu_seconds.get(i, 0) / 3600, 3)) for i, s in jobs.items()}
+
+
+_SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
+
+
+def parse_scontrol(text: str) -> dict[str, str]:
+    """``Key=Value`` pairs of one ``scontrol show`` record (a value may contain spaces)."""
+    matches = list(_SCONTROL_KEY.finditer(text))
+    out: dict[str, str] = {}
+    for this, nxt in zip(matches, [*matches[1:], None], strict=True):
+        end = nxt.start() if nxt else len(text)
+        out.setdefault(this.group(1), text[this.end():end].strip())
+    return out
+
+
+def parse_show_job(job_id: str, stdout: str) -> JobStatus | None:
+    """``scontrol show job JOB_ID`` output: restarts, exit code and reason; None without a job record."""
+    fields = parse_scontrol(stdout.split("\n\n")[0])
+    if "JobState" not in fields:
+        return None
+    code, sig = parse_exit_code(fields.get("ExitCode", ""))
+    restarts = fields.get("Restarts", "")
+    # the id as asked: for an array element (123_4) scontrol's JobId is the element's raw job id
+    return JobStatus(job_id=job_id, state=fields["JobState"], source="scontrol",
+                     name=fields.get("JobName"), reason=_none_if_blank(fields.get("Reason", "")),
+                     nodes=_none_if_blank(fields.get("NodeList", "")),
+                     elapsed=normalize_elapsed(fields.get("RunTime")),
+                     exit_code=code, signal=sig, restarts=int(restarts) if restarts.isdigit() else None)

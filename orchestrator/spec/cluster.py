@@ -1,0 +1,320 @@
+"""cluster.yaml: pydantic models, discovery and loading.
+
+Discovery order (one table, used by every verb): ``--cluster PATH``, then ``$ORCH_CLUSTER``,
+then ``./cluster.yaml`` (:func:`find_cluster`, the one lookup). Validation errors name the field and
+the fix. The data directory's variable (``$ORCH_DATA_DIR``) is read here too, at the edge, by
+:func:`resolve_data_dir`; the tasks trust ``job.json``'s ``data_dir``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from orchestrator.env.masterport import DEFAULT_PORT_RANGE
+from orchestrator.errors import ConfigError
+from orchestrator.spec.extras import check_env_var, check_sbatch_key
+from orchestrator.spec.units import parse_mem_mb, parse_time
+
+CLUSTER_ENV_VAR = "ORCH_CLUSTER"
+DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"  # the dataset folder when --data-dir / data_dir= is not given
+DEFAULT_CLUSTER_FILE = "cluster.yaml"
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")  # always fullmatch: "gpu\n" is not a name
+
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_time(value: str) -> str:
+    parse_time(value)
+    return value
+
+
+def _check_mem(value: str | int) -> str | int:
+    parse_mem_mb(value)
+    return value
+
+
+SbatchExtras = dict[str, str | bool | int]  # sbatch option (long name) -> value; true: a flag, false: left out
+
+
+def _check_sbatch(value: SbatchExtras) -> SbatchExtras:
+
+    for key in value:
+        check_sbatch_key(key)
+    return value
+
+
+SlurmTime = Annotated[str, Field(description="Slurm time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S")]
+
+
+class Expect(_Model):
+    """Figures a partition promises; ``orch submit selftest`` fails below them."""
+
+    busbw_gbps: float | None = Field(default=None, gt=0, description="all-reduce bus bandwidth, GB/s (nccl-tests)")
+    gemm_gflops: float | None = Field(default=None, gt=0, description="GEMM rate of the slowest rank, GFLOP/s")
+
+
+class Partition(_Model):
+    """One Slurm partition: where jobs run and the limits orch checks before submitting."""
+
+    name: str
+    nodes: str = Field(description="Slurm hostlist of the partition's nodes, e.g. gpu[001-064]")
+    gpus_per_node: int = Field(ge=0, le=64)
+    cpus_per_node: int = Field(ge=1)
+    mem_per_node: str | int = Field(description="memory per node, e.g. 480G (MB when no unit)")
+    max_time: SlurmTime = "UNLIMITED"
+    gpu_type: str | None = None
+    sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for this partition")
+    expect: Expect | None = None
+
+    _v_name = field_validator("name")(lambda v: _check_name(v, "partition name"))
+    _v_sbatch = field_validator("sbatch")(_check_sbatch)
+    _v_time = field_validator("max_time")(_check_time)
+    _v_mem = field_validator("mem_per_node")(_check_mem)
+
+    @field_validator("nodes")
+    @classmethod
+    def _v_nodes(cls, value: str) -> str:
+        from orchestrator.env.hostlist import expand
+
+        if not expand(value):
+            raise ValueError("the node list is empty")
+        return value
+
+    @property
+    def max_time_seconds(self) -> int | None:
+        return parse_time(self.max_time)
+
+    @property
+    def mem_mb(self) -> int:
+        return parse_mem_mb(self.mem_per_node)
+
+
+class Defaults(_Model):
+    """Values used when neither the command line nor the job sets them."""
+
+    partition: str | None = None
+    time: SlurmTime = "01:00:00"
+    account: str | None = None
+    qos: str | None = None
+    cpus_per_task: int | None = Field(default=None, ge=1)
+    mem_per_gpu: str | int | None = None
+    sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for every job, "
+                                 "e.g. {constraint: a100, exclusive: true}")
+
+    _v_time = field_validator("time")(_check_time)
+    _v_sbatch = field_validator("sbatch")(_check_sbatch)
+
+    @field_validator("mem_per_gpu")
+    @classmethod
+    def _v_mem(cls, value: str | int | None) -> str | int | None:
+        return None if value is None else _check_mem(value)
+
+
+class Container(_Model):
+    """Run every task in a container: pyxis/enroot (srun --container-image) or Apptainer/Singularity."""
+
+    runtime: Literal["none", "pyxis", "apptainer"] = "none"
+    image: str | None = Field(default=None, description="pyxis: an enroot image (nvcr.io#nvidia/pytorch:24.05-py3 "
+                              "or a .sqsh file); apptainer: a .sif file or a docker:// URI")
+    mounts: list[str] = Field(default_factory=list, description="SRC[:DST[:FLAGS]] bind mounts; the job folder "
+                              "and the submit directory are always added")
+    python: str = Field(default="python3", description="python inside the image (orch must be importable there)")
+    apptainer: str = Field(default="apptainer", description="the command: apptainer or singularity")
+
+
+class Launcher(_Model):
+    """How tasks are started and wired together."""
+
+    port_range: tuple[int, int] = DEFAULT_PORT_RANGE
+    init_timeout: int = Field(default=300, ge=10, description="seconds for rendezvous, start-up (building the "
+                              "job, resuming) and checkpoint writes, the phases where ranks legitimately wait")
+    collective_timeout: int = Field(default=30, ge=5, description="seconds a training or evaluation collective "
+                                    "may wait: a crashed, stuck or diverging rank ends the job this fast")
+    srun_wait: int = Field(default=60, ge=0, description="srun --wait: seconds before the step is ended "
+                           "after the first task exits")
+    preempt_signal: Literal["USR1", "USR2", "TERM", "INT", "HUP", "URG"] = "USR2"
+    preempt_before: int = Field(default=120, ge=0, description="seconds before the time limit to signal")
+    requeue: bool = True
+    job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
+    gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"
+    python: str | None = Field(default=None, description="python on the compute nodes (default: the "
+                               "interpreter running orch)")
+    setup: list[str] = Field(default_factory=list, description="shell lines run before srun "
+                             "(module load ..., source venv)")
+    pass_env: list[str] = Field(default_factory=list, description="names of variables (secrets such as "
+                                "WANDB_API_KEY) that tasks take from the shell running orch submit; only "
+                                "the names are written to the script and job.json, never the values")
+    container: Container = Field(default_factory=Container)
+    preflight: Literal["off", "stop", "exclude"] = Field(
+        default="off", description="orch submit --preflight default: run the selftest checks first in every "
+        "job (stop: a failed node stops the job; exclude: the job is submitted again without it)")
+
+    @field_validator("port_range")
+    @classmethod
+    def _v_ports(cls, value: tuple[int, int]) -> tuple[int, int]:
+        low, high = value
+        if not 1024 <= low <= high <= 65535:
+            raise ValueError("must be [low, high] with 1024 <= low <= high <= 65535")
+        return value
+
+    @field_validator("pass_env")
+    @classmethod
+    def _v_pass_env(cls, value: list[str]) -> list[str]:
+        for name in value:
+            check_env_var(name)
+        return value
+
+
+class Cluster(_Model):
+    """The whole cluster.yaml."""
+
+    name: str
+    partitions: list[Partition] = Field(min_length=1)
+    defaults: Defaults = Field(default_factory=Defaults)
+    env: dict[str, str] = Field(default_factory=dict, description="exported to every task")
+    launcher: Launcher = Field(default_factory=Launcher)
+
+    _v_name = field_validator("name")(lambda v: _check_name(v, "cluster name"))
+
+    @field_validator("env")
+    @classmethod
+    def _v_env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, val in value.items():
+            check_env_var(key, val)
+        return value
+
+    @model_validator(mode="after")
+    def _v_partitions(self) -> Cluster:
+        names = [p.name for p in self.partitions]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"partition names must be unique; repeated: {', '.join(dupes)}")
+        if self.defaults.partition is not None and self.defaults.partition not in names:
+            raise ValueError(
+                f"defaults.partition {self.defaults.partition!r} is not one of the partitions: {', '.join(names)}"
+            )
+        return self
+
+    def partition(self, name: str | None) -> Partition:
+        """The named partition, else the default one, else the first; unknown names raise ConfigError."""
+        wanted = name or self.defaults.partition
+        if wanted is None:
+            return self.partitions[0]
+        for part in self.partitions:
+            if part.name == wanted:
+                return part
+        known = ", ".join(p.name for p in self.partitions)
+        raise ConfigError(f"unknown partition {wanted!r}", hint=f"use --partition with one of: {known}")
+
+
+def _check_name(value: str, what: str) -> str:
+    if not _NAME_RE.fullmatch(value):
+        raise ValueError(f"{what} {value!r} may only use letters, digits, '_', '.' and '-'")
+    return value
+
+
+def find_cluster_file(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> Path:
+    """Resolve which cluster.yaml to use (pure: the caller passes the environment and cwd)."""
+    if explicit:
+        path, source = Path(explicit), "--cluster"
+    elif environ.get(CLUSTER_ENV_VAR):
+        path, source = Path(environ[CLUSTER_ENV_VAR]), f"${CLUSTER_ENV_VAR}"
+    else:
+        path, source = cwd / DEFAULT_CLUSTER_FILE, "the current directory"
+    path = path.expanduser()
+    if not path.is_absolute():
+        path = cwd / path
+    if not path.is_file():
+        raise ConfigError(
+            f"no cluster file at {path} (from {source})",
+            hint=f"pass --cluster PATH, set {CLUSTER_ENV_VAR}, or run from a folder with a cluster.yaml",
+        )
+    return path
+
+
+def resolve_data_dir(given: str | Path | None, environ: Mapping[str, str], cwd: Path) -> str | None:
+    """The data directory: ``given`` (--data-dir, data_dir=), else ``$ORCH_DATA_DIR``, as a normalized
+    absolute path (``~`` expanded); None when neither is set."""
+    value = str(given) if given else environ.get(DATA_DIR_ENV_VAR)
+    if not value:
+        return None
+    import os
+
+    return os.path.normpath(cwd / Path(value).expanduser())
+
+
+def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
+    """Parse and validate cluster.yaml text."""
+    return validate_cluster(parse_yaml(text, source), source)
+
+
+def parse_yaml(text: str, source: str) -> dict[str, Any]:
+    """The top-level mapping of cluster.yaml text; ConfigError for invalid YAML or another top level."""
+    import yaml
+
+    try:
+        # libyaml's loader when built in (10x faster); on an error the pure-Python loader parses again,
+        # so the message (line, column, context) is the same with or without libyaml
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, ValueError, RecursionError):
+        data = None
+    try:
+        data = yaml.safe_load(text) if data is None else data
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source} is not valid YAML: {exc}", hint="check indentation and quoting") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of thousands of digits, deep nesting
+        raise ConfigError(f"{source}: a value cannot be read: {str(exc)[:200]}",
+                          hint="check the numbers in it (a typo with many digits?) and its nesting") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} must be a mapping at the top level", hint="start with 'name: mycluster'")
+    return data
+
+
+def validate_cluster(data: Mapping[str, Any], source: str) -> Cluster:
+    try:
+        return Cluster.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, source) from None
+
+
+_FIX_BY_TYPE = {
+    "extra_forbidden": "remove it or check its spelling",
+    "missing": "add it",
+    "int_parsing": "use a whole number",
+    "int_type": "use a whole number",
+    "int_from_float": "use a whole number",
+    "float_parsing": "use a number",
+    "bool_parsing": "use true or false",
+    "greater_than_equal": "use a larger value",
+    "less_than_equal": "use a smaller value",
+    "too_short": "add at least one entry",
+    "literal_error": "use one of the values listed",
+    "string_type": "use text (quote it in YAML)",
+    "list_type": "use a YAML list (one '- item' per line, or [a, b])",
+    "tuple_type": "use a YAML list of two numbers, e.g. [29500, 39499]",
+    "dict_type": "use a mapping (one 'key: value' per line)",
+}
+
+
+def validation_error(exc: ValidationError, source: str) -> ConfigError:
+    """Turn a pydantic error into one ConfigError that names every bad field and its fix."""
+    lines = []
+    hints = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"{field}: {msg}")
+        fix = _FIX_BY_TYPE.get(err["type"])
+        if fix:
+            hints.append(f"{field}: {fix}")
+    hint = "; ".join(hints) if hints else "see the cluster.yaml reference in README.md"
+    return ConfigError(f"invalid {source}:\n  " + "\n  ".join(lines), hint=hint)

@@ -1,0 +1,1 @@
+"""One task's process, torch-free: the launcher, the script runner, outcome records, hang evidence, preemption."""

@@ -1,0 +1,322 @@
+"""One task's process, torch-free: what ``python -m orchestrator.runtime.launch --job-dir DIR`` does
+(what srun and ``orch run`` start) before and around the torch side it is handed (:class:`TaskRuntime`).
+
+1. read ``job.json`` of the job folder (the contract written by ``orch submit``/``orch run``);
+2. install the preemption handler (before torch is imported: a signal during start-up is kept);
+3. derive this task's DistEnv from the environment (``distenv.derive``, the same code for Slurm
+   and local runs) and export it: this is the only module that sets RANK, LOCAL_RANK, WORLD_SIZE,
+   LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR and MASTER_PORT, and the cluster's ``env``;
+4. import torch and run the job through the shared entrypoint, or the user's script: both through the
+   :class:`TaskRuntime` the caller passes (``orchestrator.runtime.launch``; tests may pass their own).
+
+``python -m orchestrator.runtime.launch --master-port --job-dir DIR`` prints the job's MASTER_PORT (from
+SLURM_JOB_ID and SLURM_RESTART_COUNT) for the batch script and exits, without importing torch. It
+checks the job folder's checkpoint first (``resumecheck``): a requeued or resubmitted job whose
+checkpoint belongs to another job stops there, with the error in the batch log and no srun.
+
+Errors print ``orch: error: rank R: ...`` and a HINT (exit 2 for bad input or environment, 1 for
+a failure during training, with the traceback above it), never a bare traceback.
+
+Each task also leaves how it ended in ``logs/rank<R>.outcome.json`` (:mod:`orchestrator.task.outcome`):
+``running`` from the moment its rank is known, then completed, failed, gave up waiting in a
+collective (exit 3, with the timeout that applied), or stopped by SIGTERM while running (written by
+the SIGTERM handler, which then ends the task's children and lets the signal take its course).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import re
+import signal
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Protocol
+
+from orchestrator.env import distenv, taskenv
+from orchestrator.errors import DistEnvError, OrchError, RendezvousTimeout
+from orchestrator.records.jobdirs import outcome_path
+from orchestrator.records.resumecheck import check_resume_folder
+from orchestrator.records.startup import CLOCK
+from orchestrator.records.trust import check_job_dir
+from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
+from orchestrator.task import hang
+from orchestrator.task.outcome import RECORDER
+from orchestrator.task.preempt import PreemptFlag
+
+if TYPE_CHECKING:
+    from orchestrator.env.devices import DeviceChoice
+
+
+class TaskRuntime(Protocol):
+    """Torch's side of a task, handed to :func:`main` by ``orchestrator.runtime.launch`` (the layer above):
+    this module never imports torch or the runtime itself."""
+
+    def import_torch(self) -> None:
+        """``import torch`` (timed as the ``import_torch`` start-up phase)."""
+
+    def train(self, cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, flag: PreemptFlag,
+              environ: os._Environ[str]) -> int:
+        """Run the job through the shared entrypoint; the exit code."""
+
+    def bind_script_device(self, *, rank: int, local_rank: int, local_world_size: int, gpus_per_task: int,
+                           visible: str | None) -> DeviceChoice:
+        """Bind a script task's GPU before the script runs."""
+
+    def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
+        """(message, hint) when ``exc`` is a collective that failed or timed out (another rank's failure)."""
+
+    def applied_timeout(self, text: str) -> int | None:
+        """The timeout a collective's error message names, if any."""
+
+
+FAILURE_EXIT = 1  # this rank failed (an exception in training or in the job's code)
+PEER_FAILURE_EXIT = 3  # a collective failed or timed out: most likely another rank's failure
+RANK_VARS = ("RANK", *distenv.SLURM_VARS["rank"])  # to name the rank in errors raised before derivation
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m orchestrator.runtime.launch",
+                                     description="Run one task (rank) of an orch job.")
+    parser.add_argument("--job-dir", required=True, metavar="DIR", help="the job folder (holds job.json)")
+    parser.add_argument("--master-port", action="store_true",
+                        help="print the job's MASTER_PORT (batch script) and exit")
+    parser.add_argument("--preflight", action="store_true",
+                        help="run the selftest checks instead of the job (orch submit --preflight)")
+    return parser
+
+
+def export_environment(cfg: RunConfig, env: distenv.DistEnv, environ: os._Environ[str]) -> None:
+    """The cluster's ``env`` first, then the rank variables (which nothing may override)."""
+    environ.update(cfg.env)
+    environ.update(env.torch_env())
+
+
+# Slurm's default MaxBatchRequeue: how often a preempted script job may be requeued.
+SLURM_MAX_REQUEUE = 5
+
+
+def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path,
+                              environ: os._Environ[str]) -> None:
+    """Scripts: the cluster's ``env``, then exactly torchrun's variables (no NODE_RANK), and with
+    ``--gpus-per-task`` K > 1 this task's K GPUs in CUDA_VISIBLE_DEVICES (before torch is imported)."""
+    from orchestrator.env.devices import VISIBLE_VAR, narrowed_visible
+
+    environ.update(cfg.env)
+    for name in taskenv.ORCH_ONLY_VARS:
+        environ.pop(name, None)
+    max_restarts = SLURM_MAX_REQUEUE if cfg.mode == "slurm" and cfg.launcher.requeue else 0
+    environ.update(taskenv.script_env(
+        env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
+        run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
+    environ["ORCH_JOB_DIR"] = str(job_dir)
+    environ["ORCH_PREEMPT_SIGNAL"] = cfg.launcher.preempt_signal  # the script may handle it (README)
+    narrowed = narrowed_visible(environ.get(VISIBLE_VAR), local_rank=env.local_rank,
+                                gpus_per_task=cfg.gpus_per_task, node_gpus=cfg.gpus_per_node)
+    if narrowed is not None:
+        environ[VISIBLE_VAR] = narrowed
+
+
+def preflight_config(cfg: RunConfig, environ: Mapping[str, str]) -> RunConfig:
+    """The job's configuration with the built-in selftest (quick settings) in place of its training."""
+    from orchestrator.spec.job import BUILTIN_JOBS_DIR
+    from orchestrator.task.selftest import selftest_params
+
+    return cfg.model_copy(update={"job_file": str(BUILTIN_JOBS_DIR / "selftest.py"), "script": None,
+                                  "params": selftest_params(environ), "data_dir": None})
+
+
+def check_world(cfg: RunConfig, env: distenv.DistEnv) -> None:
+    if env.world_size != cfg.world_size:
+        raise DistEnvError(
+            f"rank {env.rank}: the job was set up for {cfg.world_size} ranks ({cfg.nodes} node(s) x "
+            f"{cfg.tasks_per_node}), but this step has {env.world_size}",
+            hint="start the tasks with the job's own script (orch submit) or orch run --resume, "
+                 "not with a hand-made srun/torchrun of another size")
+
+
+def _rank_label(environ: Mapping[str, str], env: distenv.DistEnv | None) -> str:
+    if env is not None:
+        return f"rank {env.rank}"
+    for var in RANK_VARS:
+        if environ.get(var, "").strip().isdigit():
+            return f"rank {environ[var].strip()}"
+    return "rank ?"
+
+
+def start_outcome(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, environ: Mapping[str, str]) -> None:
+    """This task's outcome record: ``running`` from now on, for this run (job id and restart)."""
+    slurm = cfg.mode == "slurm"
+    RECORDER.start(outcome_path(job_dir, env.rank), rank=env.rank, world_size=env.world_size,
+                   run=distenv.script_run_id(environ, "local") if slurm else "local",
+                   restart=distenv.restart_count(environ, cfg.restarts), stopped_by="Slurm" if slurm else "orch run",
+                   init_timeout=cfg.launcher.init_timeout, collective_timeout=cfg.launcher.collective_timeout)
+
+
+def install_term_record(preempt_signal: str) -> None:
+    """On SIGTERM (unless it is the preemption signal): record "stopped by SIGTERM while running"
+    with the last step, end this task's own children, then die of SIGTERM as without a handler.
+    Installed before :func:`hang.install_stack_dumps`, whose handler dumps the stacks and chains here."""
+    if not hang.stack_dump_signals(preempt_signal):
+        return
+    owner = os.getpid()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() == owner:  # not in a forked child (a DataLoader worker inherits the handler)
+            RECORDER.finish("signalled", -signum, signal_name=signal.Signals(signum).name)
+            end_children()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def _reason(message: str) -> str:
+    """The message without its ``rank R:`` / ``rank R failed:`` label (the record names the rank)."""
+    return re.sub(r"^rank \d+( failed)?: ", "", message)
+
+
+def main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
+    code = _main(argv, runtime)
+    if code == 0:
+        RECORDER.finish("completed", 0)
+    else:  # a script's own exit code (errors were recorded where they were caught)
+        RECORDER.finish("failed", code, reason=f"the script exited with code {code}")
+    return code
+
+
+def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
+    args = build_parser().parse_args(argv)
+    os.umask(os.umask(0o022) | 0o022)  # checkpoints, metrics, results: the user's umask, never g+w or o+w
+    job_dir = Path(args.job_dir).expanduser().absolute()
+    env: distenv.DistEnv | None = None
+    timeout = 0
+    try:
+        check_job_dir(job_dir, job_file=JOB_FILE, checkpoint_dir=CHECKPOINT_DIR)
+        cfg = read_run_config(job_dir)
+        if args.master_port:  # the batch script, before srun: a checkpoint of another job stops it here
+            check_resume_folder(job_dir, cfg)
+            print(distenv.job_master_port(os.environ, cfg.launcher.port_range))
+            return 0
+        if args.preflight:
+            cfg = preflight_config(cfg, os.environ)
+
+        CLOCK.start(os.environ, job_dir)  # queued, batch, to_task: the batch script's and the kernel's times
+        flag = PreemptFlag(cfg.launcher.preempt_signal).install()
+        install_term_record(cfg.launcher.preempt_signal)
+        hang.install_stack_dumps(cfg.launcher.preempt_signal)  # a stopped (stuck) rank shows where it was
+        timeout = cfg.launcher.collective_timeout
+        env = distenv.derive(os.environ, port_range=cfg.launcher.port_range)
+        if not args.preflight:  # the preflight step has its own verdict (preflight.json)
+            start_outcome(cfg, env, job_dir, os.environ)
+        check_world(cfg, env)
+        if cfg.script is not None:  # bring your own script: run it as torchrun would
+            from orchestrator.task import scriptrun
+
+            export_script_environment(cfg, env, job_dir, os.environ)
+            return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
+                                 bind=runtime.bind_script_device)
+        export_environment(cfg, env, os.environ)
+        os.environ.update(hang.flight_recorder_env(job_dir, os.environ))  # NCCL: last collectives, on timeout
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                            format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
+        runtime.import_torch()
+        CLOCK.lap("imports")
+        return runtime.train(cfg, env, job_dir, flag, os.environ)
+    except OrchError as exc:
+        if args.master_port:  # the batch script's step: no rank yet
+            print(exc.render(), file=sys.stderr, flush=True)
+            return exc.exit_code
+        label = _rank_label(os.environ, env)
+        message = exc.message if exc.message.startswith("rank ") else f"{label}: {exc.message}"
+        print(OrchError(message, exc.hint).render(), file=sys.stderr, flush=True)
+        if isinstance(exc, RendezvousTimeout):
+            RECORDER.finish("waited", exc.exit_code, reason=_reason(message), how="timeout", timeout_s=exc.timeout_s)
+        else:
+            RECORDER.finish("failed", exc.exit_code, reason=_reason(message))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"orch: {_rank_label(os.environ, env)} interrupted", file=sys.stderr, flush=True)
+        RECORDER.finish("signalled", 130, signal_name="SIGINT")
+        return 130
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        peer = None
+        applied: int | None = None
+        if "torch" in sys.modules:
+            # the timeout in force (init_timeout in build and at start-up) when the error names none
+            peer = runtime.describe_failure(exc, RECORDER.timeout[0] if RECORDER.timeout else timeout)
+            if peer is not None:
+                applied = runtime.applied_timeout(str(exc))
+                hang.dump_stacks()  # which collective this rank was in, next to the stuck rank's stacks
+        text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        label = _rank_label(os.environ, env)
+        if peer is not None:
+            message, hint = f"{label} failed: {peer[0]} ({detail})", peer[1]
+        else:
+            message, hint = f"{label} failed: {detail}", "see the traceback above"
+        print(OrchError(message, hint).render(), file=sys.stderr, flush=True)
+        if peer is None:
+            RECORDER.finish("failed", FAILURE_EXIT, reason=_reason(message))
+            return FAILURE_EXIT
+        how = "timeout" if "timed out" in peer[0] else "lost"
+        RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=_reason(message), how=how, timeout_s=applied)
+        return PEER_FAILURE_EXIT
+
+
+def entrypoint(runtime: TaskRuntime) -> None:
+    """Run ``main`` and leave without interpreter teardown: once the process group is destroyed
+    and the output flushed, nothing is left to do, and torch's C++ threads can abort a normal exit
+    ("terminate called without an active exception") after an error, changing the exit code."""
+    code = main(None, runtime)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    end_children()
+    os._exit(code)
+
+
+def end_children() -> None:
+    """SIGTERM to every process this task started (a data server, a ``sleep`` in build) and their
+    children, before the task exits: they would outlive it otherwise. By process ids, not by
+    process group: under srun all tasks of a node share one group (local task 0 leads it)."""
+    for pid in descendants(os.getpid(), _parent_map()):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+
+
+def descendants(pid: int, parents: Mapping[int, int]) -> list[int]:
+    """Every process below ``pid`` in a {pid: parent pid} map, parents before their children (pure)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    out: list[int] = []
+    todo = sorted(children.get(pid, []))
+    while todo:
+        current = todo.pop(0)
+        if current in out or current == pid:
+            continue
+        out.append(current)
+        todo.extend(sorted(children.get(current, [])))
+    return out
+
+
+def _parent_map() -> dict[int, int]:
+    """{pid: parent pid} of the processes on this machine (Linux /proc; empty elsewhere)."""
+    parents: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                        stat = fh.read().decode("ascii", "replace")
+                    parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    return parents
+

@@ -1,0 +1,111 @@
+"""Run a user's script in a task, as torchrun would (``launch.py`` calls this for ``job.json`` ``script``).
+
+By the time :func:`run` is called, ``launch.py`` has derived this task's place and exported
+torchrun's variables (:func:`orchestrator.env.taskenv.script_env`). Here, in this process:
+
+1. change to the working directory of submit time;
+2. on a GPU task, import torch and bind the task's GPU (``torch.cuda.set_device``), so a script
+   that never calls ``set_device`` (or calls ``.cuda()``) does not open a context on GPU 0;
+3. set ``sys.argv`` to ``[script, ARGS...]`` and ``sys.path[0]`` to the script's folder (for ``-m``:
+   the working directory), as ``python script.py`` does, and run it with :mod:`runpy`;
+4. the script's exit status is the task's. Exit code ``REQUEUE_EXIT`` (75) asks for a requeue
+   after a preemption: the task leaves the job folder's ``requeue`` file and exits 0, the batch
+   script requeues the job, and the next run sees ``TORCHELASTIC_RESTART_COUNT`` one higher.
+
+The preemption handler that ``launch.py`` installed stays in place: a script that does not install
+its own handler for the signal keeps running (and is ended at the time limit, as Slurm does).
+When the script returns, its ``atexit`` handlers run and the task leaves with ``os._exit`` (as
+orch's own tasks do): threads the script left running are not waited for.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import runpy
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from orchestrator.env.devices import VISIBLE_VAR, parse_visible_devices
+from orchestrator.errors import ConfigError
+from orchestrator.spec.runconfig import REQUEUE_FILE, RunConfig
+from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
+
+NVIDIA_DEVICE = Path("/dev/nvidiactl")  # present where an NVIDIA driver is loaded
+
+
+def should_bind(cfg: RunConfig, visible: str | None, has_nvidia: bool) -> bool:
+    """Whether to import torch and bind a GPU before the script (pure)."""
+    ids = parse_visible_devices(visible)
+    if ids is not None and not ids:  # CUDA_VISIBLE_DEVICES="" (orch run --cpu, or no GPUs given)
+        return False
+    if cfg.mode == "slurm":
+        return cfg.gpus_per_node > 0
+    return has_nvidia
+
+
+def exit_code(exc: SystemExit) -> int:
+    """The process exit status Python gives ``raise SystemExit(code)``."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code & 0xFF
+    print(code, file=sys.stderr, flush=True)
+    return 1
+
+
+def script_argv(target: ScriptTarget, module_file: str | None = None) -> list[str]:
+    return [target.target if target.kind == "script" else (module_file or target.target), *target.args]
+
+
+def run(cfg: RunConfig, rank: int, local_rank: int, local_world_size: int, job_dir: Path,
+        environ: Mapping[str, str], *, bind: Callable[..., object]) -> int:
+    """Run the job's script in this process; ``bind`` binds a GPU task's device first (torch's side:
+    ``orchestrator.runtime.bind.bind_script_device``, handed down by the runtime's launcher)."""
+    target = cfg.script
+    if target is None:
+        raise ConfigError("job.json has no script", hint="the job folder is damaged; submit again")
+    try:
+        os.chdir(target.cwd)
+    except OSError as exc:
+        raise ConfigError(f"cannot change to the submit directory {target.cwd}: {exc.strerror}",
+                          hint="submit from a directory the compute nodes share") from None
+    if target.kind == "script" and not Path(target.target).is_file():
+        raise ConfigError(f"script {target.target} does not exist on this node",
+                          hint="keep the script on a file system the compute nodes share")
+    if should_bind(cfg, environ.get(VISIBLE_VAR), NVIDIA_DEVICE.exists()):
+        bind(rank=rank, local_rank=local_rank, local_world_size=local_world_size,
+                           gpus_per_task=cfg.gpus_per_task, visible=environ.get(VISIBLE_VAR))
+    requeue = job_dir / REQUEUE_FILE
+    code = _run_target(target)
+    atexit._run_exitfuncs()  # what a normal interpreter exit does; launch leaves with os._exit
+    if code == REQUEUE_EXIT:
+        requeue.touch()
+        print(f"orch: rank {rank}: the script exited with {REQUEUE_EXIT}: requeue requested", file=sys.stderr,
+              flush=True)
+        return 0
+    return code
+
+
+def _run_target(target: ScriptTarget) -> int:
+    sys.argv = script_argv(target)
+    first = str(Path(target.target).parent) if target.kind == "script" else target.cwd
+    if sys.path:
+        sys.path[0] = first
+    else:
+        sys.path.insert(0, first)
+    try:
+        if target.kind == "script":
+            runpy.run_path(target.target, run_name="__main__")
+        else:
+            runpy.run_module(target.target, run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        return exit_code(exc)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a script may have closed or replaced them
+                stream.flush()
+    return 0
