@@ -211,12 +211,13 @@ def main() -> int:
             Row(f"orch list ({JOB_FOLDERS} job folders, stub Slurm)", [ORCH, "list", "--cluster", str(big)]),
         ]
         if args.compare:
-            other = {"PYTHONPATH": str(Path(args.compare).resolve())}
-            its_own = [*dry_2x8[:-1], str(Path(args.compare).resolve() / "cluster.yaml")]  # its cluster.yaml
-            rows += [Row(f"[{Path(args.compare).name}] orch submit mnist --nodes 2 --gpus 8 --dry-run",
-                         [ORCH, *its_own], env=other),
-                     Row(f"[{Path(args.compare).name}] orch submit mnist --nodes 1024 --gpus 8 --dry-run",
-                         [ORCH, *dry_big], env=other)]
+            checkout = Path(args.compare).resolve()  # run from its root: its own jobs/ come first
+            other = {"PYTHONPATH": str(checkout)}
+            its_own = [*dry_2x8[:-1], str(checkout / "cluster.yaml")]  # its cluster.yaml
+            rows += [Row(f"[{checkout.name}] orch submit mnist --nodes 2 --gpus 8 --dry-run",
+                         [ORCH, *its_own], cwd=checkout, env=other),
+                     Row(f"[{checkout.name}] orch submit mnist --nodes 1024 --gpus 8 --dry-run",
+                         [ORCH, *dry_big], cwd=checkout, env=other)]
         torchx, why_not = find_torchx(args.torchx)
         torchx_row = None
         if torchx is not None:
