@@ -149,7 +149,7 @@ def split_script_args(argv: Sequence[str]) -> tuple[list[str], list[str] | None]
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list, script_args = split_script_args(sys.argv[1:] if argv is None else argv)
-    skip_pydantic_plugins(os.environ)  # no entry-point scan at the first model build (lean.py)
+    skip_pydantic_plugins(os.environ)  # no entry-point scan at the first model build (above)
     try:
         args, extra = build_parser(_verb_in(args_list)).parse_known_args(args_list)
         if extra:  # reported here, so the hint names the verb's own help, not orch --help

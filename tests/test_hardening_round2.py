@@ -226,7 +226,7 @@ def test_the_owned_table_lists_every_variable_the_templates_assign() -> None:
         assigned |= _assigned_names(re.sub(r"\{[{%].*?[}%]\}", "", text))
     assigned -= {"MASTER_ADDR", "MASTER_PORT"}  # derived variables: refused by their own table
     assert assigned, "the pattern found no assignments at all"
-    assert assigned <= SCRIPT_VARIABLES, f"add to config.SCRIPT_VARIABLES: {sorted(assigned - SCRIPT_VARIABLES)}"
+    assert assigned <= SCRIPT_VARIABLES, f"add to extras.SCRIPT_VARIABLES: {sorted(assigned - SCRIPT_VARIABLES)}"
 
 
 # --- 3. quoting filters are safe in both contexts ----------------------------------------------------

@@ -1,9 +1,13 @@
-"""The training runtime: the only package that imports torch.
+"""The training runtime, torch's side of a task: the only package that imports torch.
 
-Importing the package itself is cheap (no torch): ``launch`` installs the preemption handler from
-``runtime.preempt`` before torch is imported. The modules that need torch import it themselves:
+Nothing outside this package imports it (an import-linter contract). Importing the package itself is
+cheap (no torch): ``launch`` (``python -m orchestrator.runtime.launch``, the task process) runs the
+torch-free :mod:`orchestrator.task.launch` first and imports the rest only when the task gets that
+far. The modules that need torch import it themselves:
 
-- ``device``: which device and backend a rank uses (pure, no torch), duplicate (host, device) check
+- ``launch``: the task process; torch's side handed to ``task.launch`` (train, bind a script's GPU)
+- ``imports``: ``import torch`` timed, ``torch._dynamo`` prefetched during the rendezvous
+- ``bind``: a script task's GPU bound before the script runs (the choice is ``env.devices``)
 - ``dist``: process group setup/teardown, reductions that return floats, stop votes, parameter checksums
 - ``data``: ``TensorData`` (in-memory sets), sharding and padding, nested batches
 - ``sources``: per data set, the in-memory fast path or a DataLoader (workers, seeds per batch)
@@ -16,6 +20,7 @@ Importing the package itself is cheap (no torch): ``launch`` installs the preemp
 - ``metrics``: the per-epoch line, ``metrics.jsonl`` and ``result.json`` (strict JSON)
 - ``state``: the typed contents of a checkpoint (``Resume``)
 - ``checkpoint``: atomic save, resume, fallback to the previous checkpoint
-- ``preempt``: the signal flag and the step at which every rank agrees to stop
+- ``identity``: is this checkpoint this job's (name, counters, model keys and shapes), on every rank
+- ``selftest``: the cluster self-test's measurements (the verdicts are ``task.selftest``)
 - ``entry``: the shared entrypoint tying them together (``Trainer.run``: the loop)
 """
