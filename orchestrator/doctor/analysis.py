@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ast
 from functools import cached_property
+from pathlib import Path
 
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.doctor.flow import Flow, Loop, Site
 from orchestrator.doctor.names import Module, dotted
+from orchestrator.doctor.project import Project, Reach
 from orchestrator.doctor.ranks import Ranks
 
 _D = "torch.distributed."
@@ -31,13 +33,56 @@ SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.acc
                         "torch.accelerator.device_index"})
 
 
+def project_path(filename: str) -> Path | None:
+    """The script's path when ``filename`` names a file on disk (not ``<string>``)."""
+    path = Path(filename)
+    return path if filename and not filename.startswith("<") and path.is_file() else None
+
+
 class Analysis:
     def __init__(self, tree: ast.Module, filename: str) -> None:
         self.filename = filename
         self.module = Module(tree)
+        script = project_path(filename)
+        self.project = Project(script, self.module, tree) if script is not None else None
         self.ranks = Ranks(self.module)
         self.flow = Flow(self.module, self.ranks)
         self._trains: dict[str, bool] = {}
+        self._helpers: dict[int, Reach | None] = {}
+
+    # -- the script's own project -------------------------------------------------------------------
+    def helper(self, site: Site) -> Reach | None:
+        """What ``site`` reaches when it calls a function of a local module (None: it does not)."""
+        key = id(site.call)
+        if key not in self._helpers:
+            self._helpers[key] = self.project.reach(site.qual) if self.project is not None else None
+        return self._helpers[key]
+
+    def helper_reaches(self, site: Site, wanted: frozenset[str]) -> bool:
+        reach = self.helper(site)
+        return reach is not None and not reach.quals.isdisjoint(wanted)
+
+    def helper_sites(self, wanted: frozenset[str]) -> list[Site]:
+        return [site for site in self.flow.sites if self.helper_reaches(site, wanted)]
+
+    @cached_property
+    def helper_quals(self) -> frozenset[str]:
+        """Every qualified name reached through the project's helpers the script calls."""
+        out: set[str] = set()
+        for site in self.flow.sites:
+            reach = self.helper(site)
+            if reach is not None:
+                out |= reach.quals
+        return frozenset(out)
+
+    @cached_property
+    def unread(self) -> str | None:
+        """A local helper the script calls that could not be read (its file or module), if any."""
+        return next((r.unread for s in self.flow.sites if (r := self.helper(s)) is not None and r.unread), None)
+
+    def guess(self, severity: Severity) -> Severity:
+        """An error that a helper nobody could read might make wrong is a warning (the severity policy)."""
+        return "warning" if self.unread else severity
 
     def finding(self, code: str, node: ast.AST, detail: str = "", severity: Severity | None = None,
                 title: str | None = None) -> Finding:
@@ -55,21 +100,18 @@ class Analysis:
     @cached_property
     def distributed(self) -> bool:
         """The file sets up or uses torch.distributed, DDP/FSDP or a DistributedSampler."""
-        for site in self.flow.sites:
-            q = site.qual or ""
-            if q.startswith(_D) or q in WRAPPERS or q.endswith("DistributedSampler") or q.endswith(
-                    "multiprocessing.spawn"):
-                return True
-        return False
+        quals = [site.qual or "" for site in self.flow.sites] + list(self.helper_quals)
+        return any(q.startswith(_D) or q in WRAPPERS or q.endswith("DistributedSampler") or q.endswith(
+            "multiprocessing.spawn") for q in quals)
 
     @cached_property
     def data_parallel(self) -> bool:
         """The file wraps a model in DDP/FSDP or starts a process group (data-parallel training)."""
-        return bool(self.sites(WRAPPERS | INIT))
+        return bool(self.sites(WRAPPERS | INIT)) or not self.helper_quals.isdisjoint(WRAPPERS | INIT)
 
     def reaching(self, site: Site, wanted: frozenset[str]) -> ast.Call | None:
         """The call of ``wanted`` that ``site`` makes, itself or through a function of this file."""
-        if site.qual in wanted:
+        if site.qual in wanted or self.helper_reaches(site, wanted):
             return site.call
         target = self.module.local_function(site.call)
         return self.flow.reaches(target, wanted) if target is not None else None

@@ -1,4 +1,17 @@
-"""The doctor's catalog: one row per code (severity, what goes wrong, the fix). Codes are stable."""
+"""The doctor's catalog: one row per code (severity, what goes wrong, the fix). Codes are stable.
+
+Severity policy (``orch submit``/``orch run`` refuse a script with an error; a warning never stops it):
+
+- **error**: a certain defect that would hang or corrupt the run *under orch's launcher* (which sets
+  RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT and binds each rank's GPU before the script
+  starts), read from the code itself: a collective only some ranks reach, a loader that feeds every
+  rank the whole data set, the process group destroyed inside the training loop.
+- **warning**: everything that depends on a guess: about a branch (a flag may select another path),
+  about a helper (a function of a local module the doctor could not read, or did not follow), about a
+  flag's value (an argparse default), or about a name (``is_main`` taken for a rank-0 flag). A rule
+  that is an error when the evidence is in the script downgrades that finding to a warning when the
+  evidence is a guess (``Analysis.guess``); the rows below give each code's highest severity.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +30,11 @@ class Rule:
 
 
 CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
-    Rule("DDP001", "error",
-         "CUDA used with no torch.cuda.set_device() before it: every rank opens a context on GPU 0",
-         "call torch.cuda.set_device(local_rank) right after init_process_group, before any CUDA use"),
+    Rule("DDP001", "warning",
+         "CUDA used with no torch.cuda.set_device() before it: under plain torchrun every rank opens a context "
+         "on GPU 0 (orch run/submit bind each rank's GPU before the script starts, so not there)",
+         "call torch.cuda.set_device(local_rank) right after init_process_group, before any CUDA use "
+         "(or name the device: torch.device('cuda', local_rank))"),
     Rule("DDP002", "error",
          "collective reachable only under a rank condition: the other ranks never call it, the job hangs",
          "call the collective on every rank: move it out of the rank condition (keep only the I/O inside)"),
@@ -33,13 +48,15 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "loss/metric printed or logged in the training loop on every rank, unreduced",
          "print on rank 0 only (if rank == 0:), after dist.all_reduce(...) if you want the global value"),
     Rule("DDP006", "warning",
-         "torch.save on every rank, or of the DDP wrapper instead of .module",
-         "save once (if rank == 0:) and save model.module.state_dict(), not the DDP wrapper's"),
+         "checkpoint written to one path by every rank (or by every node's local rank 0), or the DDP wrapper "
+         "saved instead of .module",
+         "save once, on global rank 0 (if dist.get_rank() == 0:), and save model.module.state_dict(), not the "
+         "DDP wrapper's"),
     Rule("DDP007", "error",
          "destroy_process_group inside a loop or before later collectives",
          "call dist.destroy_process_group() once, after the last collective (at the end of the run)"),
     Rule("DDP008", "warning",
-         "MASTER_ADDR / MASTER_PORT / world size / rank hard-coded",
+         "MASTER_ADDR / MASTER_PORT / world size / rank / rendezvous address hard-coded",
          "let the launcher set them (init_process_group('nccl') reads MASTER_ADDR, MASTER_PORT, "
          "WORLD_SIZE and RANK from the environment)"),
     Rule("DDP009", "warning",
@@ -49,4 +66,17 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "device chosen from the global rank: wrong from the second node on",
          "use the local rank (int(os.environ['LOCAL_RANK'])) for the device; keep the global rank for "
          "the process group and the sampler"),
+    Rule("DDP011", "warning",
+         "data split or shuffled with no seeded generator in a distributed script: each rank gets a different "
+         "split",
+         "pass generator=torch.Generator().manual_seed(SEED) (or seed every rank alike before the split: "
+         "torch.manual_seed(SEED), the same SEED on every rank)"),
+    Rule("DDP012", "warning",
+         "device context manager used as a statement, never entered: no device is bound",
+         "call torch.cuda.set_device(i) (or torch.accelerator.set_device_index(i)), or enter it: "
+         "with torch.cuda.device(i): ..."),
+    Rule("DDP013", "warning",
+         "metric of the rank's own shard printed by rank 0 without a reduction: the number is rank 0's "
+         "shard only",
+         "dist.all_reduce the sums (correct, total, loss sum) on every rank before rank 0 prints them"),
 )}

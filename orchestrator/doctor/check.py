@@ -9,7 +9,7 @@ import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from orchestrator.doctor import rules_data, rules_devices, rules_output, rules_sync
+from orchestrator.doctor import rules_data, rules_devices, rules_metrics, rules_output, rules_random, rules_sync
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import DoctorInputError, Finding
 
@@ -25,6 +25,9 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_output.check_hard_coded,       # DDP008
     rules_devices.check_load,            # DDP009
     rules_devices.check_global_rank_device,  # DDP010
+    rules_random.check_splits,           # DDP011
+    rules_devices.check_unentered_context,  # DDP012
+    rules_metrics.check_unreduced_metrics,  # DDP013
 )
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")

@@ -168,6 +168,30 @@ class Module:
             scope = scope.parent
         return (True, None) if entries else (False, None)
 
+    def values_anywhere(self, key: str) -> list[ast.expr]:
+        """Every value assigned to ``key`` (``args.rank``) in any function of the file."""
+        return [value for scope in self.scopes.values() for _, value in scope.assigned.get(key, ())
+                if value is not None]
+
+    def argument_for(self, function: FunctionNode, name: str) -> list[ast.expr]:
+        """What the calls of ``function`` in this file pass for its parameter ``name``."""
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        index = params.index(name) if name in params else None
+        found: list[ast.expr] = []
+        for node in self.nodes:
+            if isinstance(node, ast.Call) and self.local_function(node) is function:
+                offset = 1 if isinstance(node.func, ast.Attribute) and params[:1] == ["self"] else 0
+                if index is not None and 0 <= index - offset < len(node.args):
+                    found.append(node.args[index - offset])
+                found.extend(k.value for k in node.keywords if k.arg == name)
+        return found
+
+    def spawned(self, function: FunctionNode) -> bool:
+        """``function`` is passed around (``mp.spawn(train, ...)``): its callers are not in sight."""
+        return any(isinstance(n, ast.Name) and n.id == function.name and isinstance(n.ctx, ast.Load)
+                   and not (isinstance(self.parents.get(n), ast.Call) and self.parents[n].func is n)  # type: ignore[attr-defined]
+                   for n in self.nodes)
+
     def local_function(self, call: ast.Call) -> FunctionNode | None:
         """The function defined in this file that ``call`` calls (``f(...)`` or ``self.f(...)``)."""
         func = call.func

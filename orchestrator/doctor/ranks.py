@@ -8,7 +8,7 @@ import operator
 from collections.abc import Callable
 from typing import Literal
 
-from orchestrator.doctor.names import FunctionNode, Module, last_name
+from orchestrator.doctor.names import FunctionNode, Module, dotted, last_name
 
 RankKind = Literal["global", "local", "rankish"]
 DeviceKind = Literal["default", "index"]
@@ -70,6 +70,8 @@ class Ranks:
             q = self.module.qualname(expr.func)
             if q in _RANK_CALLS:
                 return _RANK_CALLS[q]
+            if q is not None and "." in q and q.rsplit(".", 1)[1] in _RANK_CALLS:  # utils.get_rank()
+                return _RANK_CALLS[q.rsplit(".", 1)[1]]
             if q in ("int", "str") and expr.args:
                 return self.source(expr.args[0], depth + 1)
             return None
@@ -245,8 +247,22 @@ class Ranks:
         if self.source(expr, depth) == "global":
             return True
         if isinstance(expr, ast.Name):
-            _, value = self.module.resolve(expr.id, expr)
+            found, value = self.module.resolve(expr.id, expr)
+            if value is None and found:  # a parameter: what the callers in this file pass for it
+                function = self.module.function_of(expr)
+                params = [p.arg for p in function.args.args] if function is not None else []
+                if function is None or expr.id not in params or self.module.spawned(function):
+                    return False
+                return any(self.device_from_global_rank(arg, depth + 2)
+                           for arg in self.module.argument_for(function, expr.id))
             return value is not None and self.device_from_global_rank(value, depth + 1)
+        if isinstance(expr, ast.Attribute):
+            key = dotted(expr)
+            if key is None or "." not in key:
+                return False
+            found, value = self.module.resolve(key, expr)
+            values = [value] if value is not None else self.module.values_anywhere(key)
+            return any(self.device_from_global_rank(v, depth + 2) for v in values)
         if isinstance(expr, ast.Call):
             parts = list(expr.args)
             if isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.analysis import INIT, WRAPPERS, Analysis
+from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
 from orchestrator.doctor.names import dotted, last_name
@@ -25,7 +26,8 @@ def _is_true(expr: ast.expr | None) -> bool:
 def check_loaders(a: Analysis) -> Iterator[Finding]:
     """DDP003: a training DataLoader in a data-parallel script, with no DistributedSampler and no other
     sharding in sight (a rank-dependent subset, an IterableDataset, a custom sampler)."""
-    if not a.data_parallel or a.sites_ending("DistributedSampler"):
+    if not a.data_parallel or a.sites_ending("DistributedSampler") or any(
+            q.endswith("DistributedSampler") or any(w in q.lower() for w in _SHARD_WORDS) for q in a.helper_quals):
         return
     for site in a.sites_ending("DataLoader"):
         call = site.call
@@ -36,7 +38,34 @@ def check_loaders(a: Analysis) -> Iterator[Finding]:
             continue
         if not (_is_true(_kw(call, "shuffle")) or _iterated_in_training(a, site)):
             continue
-        yield a.finding("DDP003", call, f"{ast.unparse(call.func)}({ast.unparse(dataset)}, ...) has no sampler")
+        yield a.finding("DDP003", call, f"{ast.unparse(call.func)}({ast.unparse(dataset)}, ...) has no sampler",
+                        severity=_loader_severity(a, site, dataset))
+
+
+def _loader_severity(a: Analysis, site: Site, dataset: ast.expr) -> Severity:
+    """An error only when the script shows it all: no flag-dependent branch around the loader, a data set
+    not built by a helper of the project, no helper that could not be read, DDP set up in the script."""
+    if a.unread or not (a.sites(WRAPPERS) or a.sites(INIT)):
+        return "warning"
+    current = a.module.parents.get(site.call)
+    while current is not None:
+        if isinstance(current, ast.If | ast.IfExp | ast.Try):
+            return "warning"
+        current = a.module.parents.get(current)
+    for node in ast.walk(dataset):
+        if isinstance(node, ast.Name):
+            _, value = a.module.resolve(node.id, node)
+            if isinstance(value, ast.Call) and _built_elsewhere(a, value):
+                return "warning"
+    return "error"
+
+
+def _built_elsewhere(a: Analysis, call: ast.Call) -> bool:
+    """The data set comes from a helper of the project or an unknown library (it may shard itself)."""
+    if a.module.local_function(call) is not None:
+        return False
+    q = a.module.qualname(call.func) or ""
+    return a.project is not None and a.project.reach(q) is not None
 
 
 def _custom_sampler(a: Analysis, call: ast.Call) -> bool:
@@ -94,7 +123,8 @@ def _iterated_in_training(a: Analysis, site: Site) -> bool:
 
 def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere."""
-    if any(isinstance(s.call.func, ast.Attribute) and s.call.func.attr == "set_epoch" for s in a.flow.sites):
+    if any(isinstance(s.call.func, ast.Attribute) and s.call.func.attr == "set_epoch" for s in a.flow.sites) or any(
+            q.endswith("set_epoch") for q in a.helper_quals):
         return
     for site in a.sites_ending("DistributedSampler"):
         shuffle = _kw(site.call, "shuffle")

@@ -1,5 +1,5 @@
 """DDP001 (CUDA before set_device), DDP009 (torch.load without map_location), DDP010 (device from the
-global rank)."""
+global rank), DDP012 (a device context manager never entered)."""
 
 from __future__ import annotations
 
@@ -75,24 +75,44 @@ def _sets_visible_devices(a: Analysis) -> bool:
     return False
 
 
+_CONTEXTS = frozenset({"torch.cuda.device", "torch.accelerator.device_index"})
+
+
+def _bare_context(a: Analysis, site: Site) -> bool:
+    """``torch.cuda.device(i)`` as a statement of its own: the context manager is built, never entered."""
+    return site.qual in _CONTEXTS and isinstance(a.module.parents.get(site.call), ast.Expr)
+
+
 def check_set_device(a: Analysis) -> Iterator[Finding]:
-    """DDP001, once per file, at the first CUDA use."""
+    """DDP001, once per file, at the first use of the *current* CUDA device (``.cuda()``, ``"cuda"``)
+    with no set_device before it, in the script or in a helper it calls. An explicit device
+    (``f"cuda:{local_rank}"``, ``torch.device("cuda", i)``, ``.to(local_rank)``) is bound: not reported.
+    At most a warning: under orch run/submit the launcher binds each rank's GPU before the script starts."""
     if not a.distributed:
         return
-    cpu_only = _cpu_backend_only(a)
-    uses = [(site, kind) for site in a.flow.sites if (kind := _cuda_use(a, site)) is not None]
-    uses = [(site, kind) for site, kind in uses if kind == "default" or not cpu_only]
+    uses = [site for site in a.flow.sites if _cuda_use(a, site) == "default"]
     if not uses:
         return
-    first, _ = uses[0]
-    setters = a.sites(SET_DEVICE)
+    first = uses[0]
+    setters = [s for s in a.sites(SET_DEVICE) if not _bare_context(a, s)] + a.helper_sites(SET_DEVICE)
+    setters.sort(key=lambda s: s.call.lineno)
     if setters or _sets_visible_devices(a):
         late = [s for s in setters if s.function is first.function and s.call.lineno > first.call.lineno]
         if late and len(late) == len(setters):
             yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]} before set_device at line "
                                                   f"{late[0].call.lineno}")
         return
-    yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the file")
+    if a.unread:
+        return  # a helper nobody could read may well bind the device: silence over a guess
+    yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the script or its "
+                                          "helpers")
+
+
+def check_unentered_context(a: Analysis) -> Iterator[Finding]:
+    """DDP012: ``torch.cuda.device(i)`` / ``torch.accelerator.device_index(i)`` as a bare statement."""
+    for site in a.flow.sites:
+        if _bare_context(a, site):
+            yield a.finding("DDP012", site.call, f"{ast.unparse(site.call)[:60]} binds nothing")
 
 
 def check_load(a: Analysis) -> Iterator[Finding]:

@@ -11,8 +11,9 @@ from orchestrator.doctor.analysis import INIT, REDUCTIONS, Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
 from orchestrator.doctor.names import dotted, last_name
+from orchestrator.doctor.project import PRINT_GUARD
 
-_METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
+METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
 _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
 _LOG_CALLS = frozenset({"print", "wandb.log", "tqdm.write", "mlflow.log_metric", "mlflow.log_metrics"})
 # TensorBoard writers and tqdm bars: one per rank is as wrong as one print per rank
@@ -20,7 +21,7 @@ _DISPLAY_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_d
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
 
 
-def _is_log(site: Site) -> bool:
+def is_log(site: Site) -> bool:
     if site.qual in _LOG_CALLS:
         return True
     func = site.call.func
@@ -38,22 +39,32 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
     """DDP005: a print/log of a loss or metric inside a training loop, on every rank, not reduced."""
     if not a.data_parallel:
         return
-    reduced = _reduced_names(a)
+    reduced = reduced_names(a)
+    print_guarded = print_replaced(a)
     for site in a.flow.sites:
-        if not _is_log(site) or a.flow.guarded(site):
+        if not is_log(site) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
             continue
         loop = a.in_training_loop(site)
         if loop is None:
             continue
         parts = [*site.call.args, *[k.value for k in site.call.keywords]]
         metrics = [n for part in parts for n in ast.walk(part)
-                   if isinstance(n, ast.Name | ast.Attribute) and _METRIC.search(last_name(n) or "")]
-        if not metrics or _is_reduced(a, parts, reduced):
+                   if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")]
+        if not metrics or is_reduced(a, parts, reduced):
             continue
         yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}")
 
 
-def _reduced_names(a: Analysis) -> set[str]:
+def print_replaced(a: Analysis) -> bool:
+    """``builtins.print`` is replaced (DINO's/MAE's ``setup_for_distributed``: print on the main rank only),
+    in the script or in a helper it calls."""
+    return PRINT_GUARD in a.helper_quals or any(
+        isinstance(n, ast.Assign) and any(a.module.qualname(t) in ("builtins.print", "__builtin__.print")
+                                          for t in n.targets if isinstance(t, ast.Attribute))
+        for n in a.module.nodes)
+
+
+def reduced_names(a: Analysis) -> set[str]:
     """Names handed to a reduction (all_reduce, all_gather, ...), or to a helper of this file that makes one."""
     names: set[str] = set()
     for site in a.flow.sites:
@@ -67,13 +78,13 @@ def _reduced_names(a: Analysis) -> set[str]:
     return names
 
 
-def _is_reduced(a: Analysis, parts: list[ast.expr], reduced: set[str], depth: int = 0) -> bool:
+def is_reduced(a: Analysis, parts: list[ast.expr], reduced: set[str], depth: int = 0) -> bool:
     for part in parts:
         for name in _names(part):
             if name.id in reduced:
                 return True
             _, value = a.module.resolve(name.id, name)
-            if value is not None and depth < 3 and _is_reduced(a, [value], reduced, depth + 1):
+            if value is not None and depth < 3 and is_reduced(a, [value], reduced, depth + 1):
                 return True
     return False
 
@@ -89,11 +100,25 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         if wrapper is not None:
             problems.append(f"saves the DDP wrapper {wrapper}, not {wrapper}.module: its keys start with 'module.'")
         path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "f"), None)
-        if (path is not None and not a.flow.guarded(site) and _file_path(a, path, 0)
-                and not a.ranks.dependent(path)):
+        one_path = path is not None and _file_path(a, path, 0) and not a.ranks.dependent(path)
+        if one_path and not a.flow.guarded(site):
             problems.append("runs on every rank, all writing the same file")
+        elif one_path and _per_node_guard(a, site):
+            problems.append("guarded by the local rank: local rank 0 of every node writes the same file "
+                            "(one shared file system)")
         if problems:
             yield a.finding("DDP006", call, "; ".join(problems))
+
+
+def _per_node_guard(a: Analysis, site: Site) -> bool:
+    """The rank condition around ``site`` in its function tests only a local rank (``local_rank == 0``)."""
+    test = site.branch.node.test if site.branch is not None else (
+        site.early_guard.test if site.early_guard is not None else None)
+    if test is None:
+        return False
+    kinds = {a.ranks.source(n) for n in ast.walk(test) if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
+    kinds.discard(None)
+    return kinds == {"local"}
 
 
 _PATH_CALLS = frozenset({"join", "Path", "joinpath", "with_suffix", "with_name", "format", "expanduser"})
@@ -159,6 +184,32 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
             if k.arg == "init_method" and isinstance(k.value, ast.Constant) and str(k.value.value).startswith("tcp://"):
                 yield a.finding("DDP008", site.call, f"init_method={k.value.value!r}")
                 break
+    if a.data_parallel or a.sites(INIT):
+        yield from _rendezvous_defaults(a)
+
+
+_URL_FLAGS = re.compile(r"dist.?url|init.?method|rdzv|rendezvous|master", re.IGNORECASE)
+
+
+def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
+    """``parser.add_argument("--dist-url", default="tcp://10.0.0.1:23456")``: a flag forgotten under a
+    launcher means every rank meets at that address (or, with world_size/rank flags at their defaults,
+    each process trains its own copy) instead of the launcher's MASTER_ADDR/MASTER_PORT."""
+    for site in a.flow.sites:
+        if not (isinstance(site.call.func, ast.Attribute) and site.call.func.attr == "add_argument"):
+            continue
+        default = next((k.value for k in site.call.keywords if k.arg == "default"), None)
+        flags = [x.value for x in site.call.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+        if not (isinstance(default, ast.Constant) and isinstance(default.value, str)):
+            continue
+        value = default.value
+        if value.startswith(("tcp://", "file://")) or (value and any(_URL_FLAGS.search(f) for f in flags)
+                                                        and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value)):
+            flag = flags[0] if flags else "the flag"
+            yield a.finding("DDP008", site.call, f"{flag} defaults to {value!r}: when the flag is forgotten, "
+                                                 "the launcher's MASTER_ADDR/MASTER_PORT are ignored and the "
+                                                 "ranks rendezvous there, or train N independent copies; "
+                                                 "default to 'env://'")
 
 
 def _constant(a: Analysis, expr: ast.expr, depth: int = 0) -> bool:

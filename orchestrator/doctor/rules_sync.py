@@ -51,7 +51,11 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
         if {True, False} <= sides[(id(site.function), a.module.qualname(collective.func))]:
             continue
         via = "" if collective is site.call else f" (it calls {_short(collective.func)}() at line {collective.lineno})"
-        yield a.finding("DDP002", site.call, f"{_short(site.call.func)}(){via} {where}")
+        helper = collective is site.call and site.qual not in COLLECTIVES
+        if helper:
+            via = " (a helper of the project that makes a collective)"
+        yield a.finding("DDP002", site.call, f"{_short(site.call.func)}(){via} {where}",
+                        severity="warning" if helper else a.guess("error"))
 
 
 def _exit_word(guard: ast.If) -> str:
@@ -99,12 +103,14 @@ def check_destroy(a: Analysis) -> Iterator[Finding]:
     for site in destroys:
         if site.loops and not a.exits_after(site.call) and not _loop_inits(a, site):
             loop = site.loops[-1]
-            yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() inside the loop at line {loop.lineno}")
+            yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() inside the loop at line {loop.lineno}",
+                            severity=a.guess("error"))
             continue
         later = _later_collective(a, site)
         if later is not None and not a.exits_after(site.call):
             yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() comes before "
-                                                 f"{_short(later.func)}() at line {later.lineno}")
+                                                 f"{_short(later.func)}() at line {later.lineno}",
+                            severity=a.guess("error"))
 
 
 def _loop_inits(a: Analysis, destroy: Site) -> bool:

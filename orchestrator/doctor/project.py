@@ -1,0 +1,216 @@
+"""The script's own project: the local modules it imports (siblings, its package, relative imports)
+and what the functions it calls in them do, a few levels deep.
+
+``Project.reach(qual)`` answers, for a call the script makes (``utils.init_distributed_mode``, after
+``import utils``), which qualified names that helper calls, itself or through the helpers it calls in
+turn (``torch.cuda.set_device``, ``torch.distributed.init_process_group``, ...), or that it could not be
+read (a relative import with no file, a syntax error): then the findings that depend on it are warnings.
+Reading is bounded: at most ``MAX_FILES`` files, ``MAX_BYTES`` bytes each, ``MAX_DEPTH`` calls deep.
+Modules that are not files of the project (torch, numpy, an installed package) are not followed.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.doctor.names import FunctionNode, Module
+
+MAX_FILES = 40  # local modules read per script
+MAX_BYTES = 400_000  # a bigger file is not read (a generated or vendored module, not a helper)
+MAX_DEPTH = 3  # helper -> helper -> helper
+PRINT_GUARD = "<print replaced>"  # a helper that replaces builtins.print (print on the main rank only)
+_PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print", "__builtins__.print"})
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What a call into the project reaches: the qualified names called, and whether some helper on
+    the way could not be read (``unread``: its file)."""
+
+    quals: frozenset[str]
+    unread: str | None = None
+
+
+class _Unreadable(Exception):
+    pass
+
+
+class Project:
+    def __init__(self, script: Path, module: Module, tree: ast.Module) -> None:
+        self.script = script.resolve()
+        self.roots = _roots(self.script)
+        self.package = _package_of(self.script)
+        self._modules: dict[Path, Module | None] = {}
+        self._reach: dict[tuple[Path, str], Reach] = {}
+        self._found: dict[str, Path | None] = {}
+        self.files_read = 0
+        _add_relative_aliases(module, tree, self.package)
+        self.module = module
+
+    # -- files --------------------------------------------------------------------------------------
+    def find(self, dotted_name: str) -> Path | None:
+        """The file of a local module ``a.b`` (``a/b.py`` or ``a/b/__init__.py`` under a root)."""
+        if dotted_name not in self._found:
+            self._found[dotted_name] = None
+            parts = dotted_name.split(".")
+            for root in self.roots:
+                base = root.joinpath(*parts)
+                found = next((c for c in (base.with_suffix(".py"), base / "__init__.py") if c.is_file()), None)
+                if found is not None and found.resolve() != self.script:
+                    self._found[dotted_name] = found.resolve()
+                    break
+        return self._found[dotted_name]
+
+    def load(self, path: Path) -> Module:
+        """The parsed module at ``path``; raises _Unreadable (missing, too big, syntax error, the cap)."""
+        if path in self._modules:
+            cached = self._modules[path]
+            if cached is None:
+                raise _Unreadable(str(path))
+            return cached
+        self._modules[path] = None
+        if self.files_read >= MAX_FILES:
+            raise _Unreadable(str(path))
+        self.files_read += 1
+        try:
+            if path.stat().st_size > MAX_BYTES:
+                raise _Unreadable(str(path))
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            raise _Unreadable(str(path)) from None
+        module = Module(tree)
+        _add_relative_aliases(module, tree, _package_of(path))
+        self._modules[path] = module
+        return module
+
+    # -- reach --------------------------------------------------------------------------------------
+    def split(self, qual: str) -> tuple[Path, str] | None:
+        """``(file, "f")`` for a qualified name that names a function/class of a local module; None
+        when it is not local."""
+        parts = qual.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            name = ".".join(parts[:cut])
+            path = self.find(name)
+            if path is not None:
+                return path, ".".join(parts[cut:])
+        return None
+
+    def reach(self, qual: str | None, depth: int = 0) -> Reach | None:
+        """What calling ``qual`` reaches in the project (None: not a project function)."""
+        if qual is None or depth > MAX_DEPTH:
+            return None
+        if qual.startswith("<missing>"):
+            return Reach(frozenset(), unread=qual.removeprefix("<missing>").split(":")[0])
+        where = self.split(qual)
+        if where is None:
+            return None
+        path, name = where
+        key = (path, name)
+        if key not in self._reach:
+            self._reach[key] = Reach(frozenset())  # a cycle adds nothing
+            self._reach[key] = self._compute(path, name, depth)
+        return self._reach[key]
+
+    def _compute(self, path: Path, name: str, depth: int) -> Reach:
+        try:
+            module = self.load(path)
+        except _Unreadable as exc:
+            return Reach(frozenset(), unread=str(exc))
+        head, _, rest = name.partition(".")
+        node = _definition(module, head)
+        if node is None:
+            imported = module.aliases.get(head)  # re-exported: `from .misc import init_distributed_mode`
+            if imported is not None and imported != head and depth < MAX_DEPTH:
+                return self.reach(f"{imported}.{rest}" if rest else imported, depth + 1) or Reach(frozenset())
+            return Reach(frozenset())
+        if rest and isinstance(node, ast.ClassDef):
+            method = _definition_in(node.body, rest.split(".")[0])
+            node = method if method is not None else node
+        quals: set[str] = set()
+        unread: str | None = None
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Assign) and any(module.qualname(t) in _PRINT_TARGETS for t in inner.targets
+                                                     if isinstance(t, ast.Attribute)):
+                quals.add(PRINT_GUARD)
+            if not isinstance(inner, ast.Call):
+                continue
+            q = module.qualname(inner.func)
+            if q is not None:
+                quals.add(q)
+            local = module.local_function(inner)
+            target = f"{_module_name(path, self.roots)}.{local.name}" if local is not None else q
+            sub = self.reach(target, depth + 1) if target else None
+            if sub is not None:
+                quals |= sub.quals
+                unread = unread or sub.unread
+        return Reach(frozenset(quals), unread)
+
+
+def _definition(module: Module, name: str) -> FunctionNode | ast.ClassDef | None:
+    return _definition_in(module.tree.body, name)
+
+
+def _definition_in(body: list[ast.stmt], name: str) -> FunctionNode | ast.ClassDef | None:
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and stmt.name == name:
+            return stmt
+        if isinstance(stmt, ast.If | ast.Try):  # `if HAS_X: def f(): ...`, `try: ... except: def f()`
+            for block in (stmt.body, stmt.orelse, *[h.body for h in getattr(stmt, "handlers", [])]):
+                found = _definition_in(block, name)
+                if found is not None:
+                    return found
+    return None
+
+
+def _roots(script: Path) -> list[Path]:
+    """Where local modules are looked for: the script's folder, then the folder above its package."""
+    roots = [script.parent]
+    top = script.parent
+    while (top / "__init__.py").is_file() and top.parent != top:
+        top = top.parent
+    if top != script.parent:
+        roots.append(top)
+    return roots
+
+
+def _package_of(path: Path) -> str | None:
+    """``a.b`` for ``.../a/b/x.py`` when a and b hold ``__init__.py``; None outside a package."""
+    parts: list[str] = []
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.append(folder.name)
+        folder = folder.parent
+    return ".".join(reversed(parts)) or None
+
+
+def _module_name(path: Path, roots: list[Path]) -> str:
+    for root in roots:
+        try:
+            rel = path.relative_to(root.resolve())
+        except ValueError:
+            continue
+        parts = list(rel.with_suffix("").parts)
+        if parts and parts[-1] == "__init__":
+            parts.pop()
+        return ".".join(parts)
+    return path.stem
+
+
+def _add_relative_aliases(module: Module, tree: ast.Module, package: str | None) -> None:
+    """``from .utils import f`` / ``from . import utils`` as absolute names (``pkg.utils.f``); in a script
+    outside a package the relative import cannot work: its names map to ``<missing>``."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.level):
+            continue
+        base = package.split(".") if package else None
+        if base is not None and node.level > 1:
+            base = base[: len(base) - (node.level - 1)] or None
+        for alias in node.names:
+            local = alias.asname or alias.name
+            if base is None:
+                module.aliases[local] = f"<missing>{node.module or '.'}:{alias.name}"
+                continue
+            head = ".".join([*base, *([node.module] if node.module else [])])
+            module.aliases[local] = f"{head}.{alias.name}"
