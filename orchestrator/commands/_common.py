@@ -27,6 +27,13 @@ def add_job_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
     parser.add_argument("--data-dir", metavar="DIR", help=f"dataset directory (default: ${DATA_DIR_ENV_VAR})")
     parser.add_argument("--no-check", action="store_true",
                         help="launch a script even when orch doctor finds errors in it (they are still printed)")
+    add_ignore_argument(parser)
+
+
+def add_ignore_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODE[,CODE]",
+                        help="orch doctor codes not to report for this script (repeatable), e.g. --ignore "
+                             "DDP001,DDP005; cluster.yaml's doctor.ignore adds its own")
 
 
 def add_cluster_argument(parser: argparse.ArgumentParser) -> None:

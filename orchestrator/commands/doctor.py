@@ -6,23 +6,29 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands._common import add_json_argument, print_json
+from orchestrator.commands._common import add_cluster_argument, add_ignore_argument, add_json_argument, print_json
+from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.doctor import DoctorInputError, Finding, check_file, exit_code, format_findings
+from orchestrator.spec.doctorcodes import parse_codes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="Python scripts to check (a directory: its *.py "
                                                                  "files, recursively)")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    add_ignore_argument(parser)
+    add_cluster_argument(parser)
     add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    cluster = cluster_or_none(args)  # its doctor.ignore applies here as in orch submit / orch run
+    ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
     findings: list[Finding] = []
     unreadable: list[DoctorInputError] = []
     for path in _expand(args.files):
         try:
-            findings.extend(check_file(path))
+            findings.extend(f for f in check_file(path) if f.code not in ignore)
         except DoctorInputError as exc:
             unreadable.append(exc)
     if args.json:

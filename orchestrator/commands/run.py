@@ -27,6 +27,7 @@ from orchestrator.records.jobdirs import job_root, local_log_name, metrics_cell,
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.cluster import resolve_data_dir
+from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
 from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
@@ -53,8 +54,9 @@ def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Pat
     if target.note() is not None:  # a local run needs the module here (a submit may find it on the nodes)
         raise ConfigError(target.note() or "", hint="check the name and run orch from the folder that holds the "
                                                     "package (or put it on PYTHONPATH)")
-    check_script(target, refuse=not args.no_check)  # orch doctor first: errors stop the run
     cluster = cluster_or_none(args)
+    ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
+    check_script(target, refuse=not args.no_check, ignore=ignore)  # orch doctor first: errors stop the run
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
     per_task, gpus, nproc = args.gpus_per_task, 0, args.nproc or 1
     if per_task is not None:

@@ -18,6 +18,7 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ from orchestrator.commands._common import (
 from orchestrator.errors import ConfigError
 
 if TYPE_CHECKING:
+    from orchestrator.doctor.findings import Finding
     from orchestrator.slurm.plan import SubmitPlan
     from orchestrator.slurm.submission import ArrayPlan
     from orchestrator.spec.job import LoadedJob
@@ -102,8 +104,10 @@ def run(args: argparse.Namespace) -> int:
     cluster = cluster_from_args(args)
     cwd = Path.cwd()
     # a script is checked by orch doctor first: errors stop the submission (the dry run only shows them)
-    request, loaded = build_request(submit_options(vars(args)), cwd=cwd, environ=os.environ,
-                                    search=[Path(p) for p in sys.path if p], dry_run=args.dry_run)
+    options = replace(submit_options(vars(args)), ignore=[*args.ignore, *cluster.doctor.ignore])
+    findings: list[Finding] = []
+    request, loaded = build_request(options, cwd=cwd, environ=os.environ, search=[Path(p) for p in sys.path if p],
+                                    dry_run=args.dry_run, findings=findings)
     target = request.script
     plan = new_plan(request, cluster, loaded, cwd)
     if args.sweep or args.array_throttle is not None:
@@ -113,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
         if target is not None and target.note():
             note += f"# note: {target.note()}\n"
-        sys.stdout.write(dry_run_json(plan) if args.json else dry_run_text(plan) + note)
+        sys.stdout.write(dry_run_json(plan, findings) if args.json else dry_run_text(plan) + note)
         return 0
     if data_problem:
         raise data_problem
@@ -241,8 +245,9 @@ def dry_run_text(plan: SubmitPlan) -> str:
     return plan.script + "\n" + templates + header + "\n".join(lines) + "\n"
 
 
-def dry_run_json(plan: SubmitPlan) -> str:
-    """``{"script": ..., "assumed_job_id": ..., "ranks": [...]}`` with one rank per line.
+def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = ()) -> str:
+    """``{"script": ..., "assumed_job_id": ..., "findings": [...], "ranks": [...]}`` with one rank per line
+    (``findings``: orch doctor's on the script, each ``{code, severity, file, line, message, fix}``).
 
     Built from per-rank ``json.dumps`` calls (the C encoder; ``indent=`` would switch to the slow
     pure-Python one, which takes ~0.15 s for 8,192 ranks).
@@ -257,4 +262,5 @@ def dry_run_json(plan: SubmitPlan) -> str:
             else {**target.model_dump(mode="json"), "command": target.command(), "note": target.note()})
     return (f'{{"script": {dumps(plan.script)},\n "runs": {dumps(runs)},\n'
             f' "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
+            f' "findings": {dumps([f.as_dict() for f in findings])},\n'
             f' "ranks": [\n  ' + ",\n  ".join(ranks) + "\n ]}\n")

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from orchestrator.spec.doctorcodes import DOCTOR_CODES
+
 Severity = Literal["error", "warning"]
 
 
@@ -80,3 +82,5 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "shard only",
          "dist.all_reduce the sums (correct, total, loss sum) on every rank before rank 0 prints them"),
 )}
+
+assert tuple(CATALOG) == DOCTOR_CODES, "orchestrator/spec/doctorcodes.py lists the catalog's codes"

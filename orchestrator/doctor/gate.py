@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -19,26 +19,36 @@ class ScriptRefused(OrchError):
     """The doctor found errors in a script about to be launched (exit 2: nothing was launched)."""
 
 
-def gate(paths: Sequence[str | Path], out: TextIO, *, refuse: bool = True) -> list[Finding]:
-    """Check ``paths``, print the findings (if any) to ``out``, and raise ScriptRefused when one is an
-    error and ``refuse`` (``--no-check`` and the dry run pass ``refuse=False``: they only show them).
-    An unreadable script raises DoctorInputError (exit 2) either way."""
-    findings = check_files(paths)
+_SILENCE = ("fix them (each finding says how), silence a false alarm with # orch: ignore[CODE] on its line, "
+            "--ignore CODE or doctor: {ignore: [CODE]} in cluster.yaml, or pass --no-check to launch anyway")
+
+
+def gate(paths: Sequence[str | Path], out: TextIO, *, refuse: bool = True, ignore: Collection[str] = (),
+         would_refuse: str | None = None) -> list[Finding]:
+    """Check ``paths``, drop the codes in ``ignore``, print the findings (if any) to ``out``, and raise
+    ScriptRefused when one is an error and ``refuse`` (``--no-check`` and the dry run pass
+    ``refuse=False``: they only show them; the dry run passes ``would_refuse="orch submit"`` and gets the
+    line saying so). An unreadable script raises DoctorInputError (exit 2) either way."""
+    findings = [f for f in check_files(paths) if f.code not in ignore]
     if findings:
         print(format_findings(findings), file=out, flush=True)
-    if refuse and has_errors(findings):
-        codes = ", ".join(sorted({f.code for f in findings if f.severity == "error"}))
+    if not has_errors(findings):
+        return findings
+    codes = ", ".join(sorted({f.code for f in findings if f.severity == "error"}))
+    if refuse:
         raise ScriptRefused(f"orch doctor found errors ({codes}) in {', '.join(map(str, paths))}; nothing was "
-                            "launched",
-                            hint="fix them (each finding says how), silence a false alarm on its line with "
-                                 "# orch: ignore[CODE], or pass --no-check to launch anyway")
+                            "launched", hint=_SILENCE)
+    if would_refuse:
+        print(f"{would_refuse} would refuse this script: orch doctor found errors ({codes}); {_SILENCE}",
+              file=out, flush=True)
     return findings
 
 
-def check_script(target: ScriptTarget, *, refuse: bool) -> list[Finding]:
+def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] = (),
+                 would_refuse: str | None = None) -> list[Finding]:
     """``gate`` for what ``orch submit``/``orch run`` were given: a ``train.py`` is checked (findings on
     stderr: stdout stays the dry run's script or JSON); ``-m module`` is not (which file runs is
     only known where it runs)."""
     if target.kind != "script":
         return []
-    return gate([target.target], sys.stderr, refuse=refuse)
+    return gate([target.target], sys.stderr, refuse=refuse, ignore=ignore, would_refuse=would_refuse)

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import ConfigError, SlurmError
 from orchestrator.records.jobdirs import (
@@ -38,6 +38,9 @@ from orchestrator.records.trust import fs_error, make_job_root
 from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.slurm.render import render_script
 from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, resolve_data_dir
+
+if TYPE_CHECKING:
+    from orchestrator.doctor.findings import Finding
 from orchestrator.spec.job import LoadedJob, make_params, parse_overrides
 from orchestrator.spec.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE, RunConfig
 
@@ -114,19 +117,23 @@ class SubmitOptions:
     templates: str | Path | None = None
     data_dir: str | Path | None = None
     no_check: bool = False  # launch a script even when orch doctor finds errors in it (they are still shown)
+    ignore: Sequence[str] = ()  # orch doctor codes not reported (--ignore, cluster.yaml's doctor.ignore)
 
 
 OPTION_NAMES = tuple(f.name for f in fields(SubmitOptions))
 
 
 def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, str],
-                  search: Sequence[Path], dry_run: bool = False) -> tuple[SubmitRequest, LoadedJob]:
+                  search: Sequence[Path], dry_run: bool = False,
+                  findings: list[Finding] | None = None) -> tuple[SubmitRequest, LoadedJob]:
     """The one translation of submit options into a validated request and its job (CLI and API alike).
 
     Resolves a script or ``-m`` module (``search``: where modules are looked for after ``cwd``) and
     runs ``orch doctor`` on a script (its errors refuse it unless ``no_check`` or ``dry_run``: then
-    they are only shown), else loads the job file. ConfigError names the field.
+    they are only shown; ``findings``, when given, receives them), else loads the job file. ConfigError
+    names the field.
     """
+    from orchestrator.spec.doctorcodes import parse_codes
     from orchestrator.spec.extras import NAMED_OPTIONS, parse_env_args, parse_sbatch_args
     from orchestrator.spec.job import load_job
     from orchestrator.spec.script import resolve_target, script_job
@@ -139,7 +146,10 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
     if target is not None:
         from orchestrator.doctor.gate import check_script  # a job file: the doctor stays unimported
 
-        check_script(target, refuse=not (options.no_check or dry_run))
+        found = check_script(target, refuse=not (options.no_check or dry_run), ignore=parse_codes(
+            options.ignore, "--ignore"), would_refuse="orch submit" if dry_run and not options.no_check else None)
+        if findings is not None:
+            findings.extend(found)
     loaded = script_job(target) if target is not None else load_job(str(options.job), environ, cwd)
     named = {dest: getattr(options, dest) for dest in NAMED_OPTIONS}
     sbatch_items = (_items(options.sbatch_args, flag=True) if isinstance(options.sbatch_args, Mapping)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.env.masterport import DEFAULT_PORT_RANGE
 from orchestrator.errors import ConfigError
+from orchestrator.spec.doctorcodes import DOCTOR_CODES
 from orchestrator.spec.extras import check_env_var, check_sbatch_key
 from orchestrator.spec.units import parse_mem_mb, parse_time
 
@@ -174,6 +175,23 @@ class Launcher(_Model):
         return value
 
 
+class Doctor(_Model):
+    """How ``orch submit``/``orch run``/``orch doctor`` treat a script's findings on this cluster."""
+
+    ignore: list[str] = Field(default_factory=list, description="orch doctor codes never reported here, "
+                              "e.g. [DDP001, DDP005] (as --ignore on the command line)")
+
+    @field_validator("ignore")
+    @classmethod
+    def _v_ignore(cls, value: list[str]) -> list[str]:
+        codes = [str(code).strip().upper() for code in value]
+        unknown = [c for c in codes if c not in DOCTOR_CODES]
+        if unknown:
+            raise ValueError(f"unknown orch doctor code {unknown[0]!r}: the codes are {DOCTOR_CODES[0]}.."
+                             f"{DOCTOR_CODES[-1]} (docs/doctor.md)")
+        return codes
+
+
 class Cluster(_Model):
     """The whole cluster.yaml."""
 
@@ -182,6 +200,7 @@ class Cluster(_Model):
     defaults: Defaults = Field(default_factory=Defaults)
     env: dict[str, str] = Field(default_factory=dict, description="exported to every task")
     launcher: Launcher = Field(default_factory=Launcher)
+    doctor: Doctor = Field(default_factory=Doctor)
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "cluster name"))
 
@@ -314,6 +333,8 @@ def validation_error(exc: ValidationError, source: str) -> ConfigError:
         msg = err["msg"].removeprefix("Value error, ")
         lines.append(f"{field}: {msg}")
         fix = _FIX_BY_TYPE.get(err["type"])
+        if field.startswith("doctor.ignore"):
+            fix = "list codes of orch doctor's catalog, e.g. ignore: [DDP001, DDP005]"
         if fix:
             hints.append(f"{field}: {fix}")
     hint = "; ".join(hints) if hints else "see the cluster.yaml reference in README.md"
