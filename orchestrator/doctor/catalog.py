@@ -78,8 +78,8 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "call torch.cuda.set_device(i) (or torch.accelerator.set_device_index(i)), or enter it: "
          "with torch.cuda.device(i): ..."),
     Rule("DDP013", "warning",
-         "metric of the rank's own shard printed by rank 0 without a reduction: the number is rank 0's "
-         "shard only",
+         "metric of the rank's own shard printed without a reduction (by rank 0, or by each rank after "
+         "training): the number is one shard's, not the data set's",
          "dist.all_reduce the sums (correct, total, loss sum) on every rank before rank 0 prints them"),
 )}
 
