@@ -49,9 +49,15 @@ class Ranks:
     # -- rank values --------------------------------------------------------------------------------
     def env_key(self, expr: ast.expr) -> str | None:
         """``K`` for ``os.environ["K"]``, ``os.environ.get("K", ...)``, ``os.getenv("K")``."""
-        if isinstance(expr, ast.Subscript) and self.module.qualname(expr.value) == "os.environ":
+        if isinstance(expr, ast.Subscript):
             key = expr.slice
-            return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None
+            if self.module.qualname(expr.value) == "os.environ":
+                return key.value
+            # a copy of the environment: env_dict = {k: os.environ[k] for k in ...}; env["RANK"]
+            holder = (last_name(expr.value) or "").lower()
+            return key.value if "env" in holder and key.value in GLOBAL_ENV | LOCAL_ENV else None
         if isinstance(expr, ast.Call) and expr.args and isinstance(expr.args[0], ast.Constant):
             q = self.module.qualname(expr.func)
             if q in ("os.environ.get", "os.getenv", "os.environ.__getitem__") and isinstance(expr.args[0].value, str):
@@ -104,9 +110,19 @@ class Ranks:
                 return True
             if isinstance(node, ast.Name):
                 _, value = self.module.resolve(node.id, node)
-                if value is not None and value is not expr and self.dependent(value, depth + 1):
+                if value is not None and value is not expr and not self._opaque(value) and self.dependent(
+                        value, depth + 1):
                     return True
         return False
+
+    def _opaque(self, value: ast.expr) -> bool:
+        """The result of a call that merely takes a rank (``loss = validate(model, rank, loader)``) is not
+        a rank: only rank calls, ``int(...)``/``str(...)`` and the environment pass one on."""
+        if not isinstance(value, ast.Call) or self.env_key(value) is not None:
+            return False
+        q = self.module.qualname(value.func) or ""
+        return not (q in _RANK_CALLS or q.rsplit(".", 1)[-1] in _RANK_CALLS or q in ("int", "str", "torch.device")
+                    or self.module.local_function(value) is not None)
 
     # -- rank conditions ----------------------------------------------------------------------------
     def is_condition(self, test: ast.expr, depth: int = 0) -> bool:

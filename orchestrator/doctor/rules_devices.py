@@ -4,11 +4,13 @@ global rank), DDP012 (a device context manager never entered)."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import INIT, SET_DEVICE, WRAPPERS, Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
+from orchestrator.doctor.names import last_name
 from orchestrator.doctor.ranks import DeviceKind
 
 
@@ -125,7 +127,38 @@ def check_load(a: Analysis) -> Iterator[Finding]:
     for site in a.sites(frozenset({"torch.load"})):
         if len(site.call.args) >= 2 or _kw(site.call, "map_location") is not None or a.flow.guarded(site):
             continue
+        if not (_checkpoint_like(a, site.call.args[0] if site.call.args else _kw(site.call, "f"))
+                or _loads_state(a, site.call)):
+            continue  # features or tensors saved from the CPU load onto the CPU: only checkpoints are judged
         yield a.finding("DDP009", site.call, ast.unparse(site.call)[:60])
+
+
+_CHECKPOINT = re.compile(r"ckpt|checkpoint|resume|pretrain|weight|snapshot|model|state|finetune", re.IGNORECASE)
+
+
+def _checkpoint_like(a: Analysis, expr: ast.expr | None, depth: int = 0) -> bool:
+    """``expr`` names a checkpoint (a name or a string that says so), where tensors saved on a GPU live."""
+    if expr is None or depth > 3:
+        return False
+    for node in ast.walk(expr):
+        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else (
+            last_name(node) if isinstance(node, ast.Name | ast.Attribute) else None)
+        if text and _CHECKPOINT.search(text):
+            return True
+    if isinstance(expr, ast.Name):
+        _, value = a.module.resolve(expr.id, expr)
+        return value is not None and _checkpoint_like(a, value, depth + 1)
+    return False
+
+
+def _loads_state(a: Analysis, call: ast.Call) -> bool:
+    """``model.load_state_dict(torch.load(p))``, ``checkpoint = torch.load(p)``: a checkpoint's tensors."""
+    parent = a.module.parents.get(call)
+    if isinstance(parent, ast.Call) and last_name(parent.func) in ("load_state_dict", "load"):
+        return True
+    if isinstance(parent, ast.Assign):
+        return any(_CHECKPOINT.search(last_name(t) or "") for t in parent.targets)
+    return False
 
 
 def check_global_rank_device(a: Analysis) -> Iterator[Finding]:

@@ -112,13 +112,32 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
 
 def _per_node_guard(a: Analysis, site: Site) -> bool:
     """The rank condition around ``site`` in its function tests only a local rank (``local_rank == 0``)."""
-    test = site.branch.node.test if site.branch is not None else (
-        site.early_guard.test if site.early_guard is not None else None)
-    if test is None:
+    tests = _guard_tests(a, site, 0)
+    if not tests or any((s.qual or "").endswith("multiprocessing.spawn") for s in a.flow.sites):
+        return False  # mp.spawn: one node, where the local rank is the global one
         return False
-    kinds = {a.ranks.source(n) for n in ast.walk(test) if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
+    kinds = {a.ranks.source(n) for t in tests for n in ast.walk(t)
+             if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
     kinds.discard(None)
     return kinds == {"local"}
+
+
+def _guard_tests(a: Analysis, site: Site, depth: int) -> list[ast.expr]:
+    """The rank conditions that guard ``site``: around it, or around every call of its function."""
+    if site.branch is not None:
+        return [site.branch.node.test]
+    if site.early_guard is not None:
+        return [site.early_guard.test]
+    if depth > 3 or site.function is None or site.function not in a.flow.guarded_functions:
+        return []
+    tests: list[ast.expr] = []
+    for caller in a.flow.sites:
+        if a.module.local_function(caller.call) is site.function:
+            found = _guard_tests(a, caller, depth + 1)
+            if not found:
+                return []
+            tests += found
+    return tests
 
 
 _PATH_CALLS = frozenset({"join", "Path", "joinpath", "with_suffix", "with_name", "format", "expanduser"})

@@ -91,15 +91,9 @@ def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:
 
 
 def check_destroy(a: Analysis) -> Iterator[Finding]:
-    """DDP007: destroy_process_group inside a loop, before later collectives, or (warning) never."""
-    inits = a.sites(INIT)
+    """DDP007: destroy_process_group inside a loop or before later collectives."""
     destroys = [site for site in a.flow.sites if a.reaching(site, DESTROY) is not None]
-    referenced = any(a.module.qualname(node) in DESTROY for node in a.module.nodes
-                     if isinstance(node, ast.Attribute | ast.Name))
-    if inits and not destroys and not referenced:
-        yield a.finding("DDP007", inits[0].call, f"init_process_group at line {inits[0].call.lineno}",
-                        severity="warning", title="destroy_process_group is never called: the process group leaks")
-        return
+    # never calling it is not reported: the process exits after training; nothing hangs or leaks that matters
     for site in destroys:
         if site.loops and not a.exits_after(site.call) and not _loop_inits(a, site):
             loop = site.loops[-1]

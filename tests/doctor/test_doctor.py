@@ -150,8 +150,7 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", "--json", path, str(FIXTURES / "seed002_fixed.py")]) == 0  # warnings only
     data = json.loads(capsys.readouterr().out)
     assert [list(item) for item in data] == [["code", "severity", "file", "line", "message", "fix"]] * len(data)
-    assert [(d["code"], d["line"]) for d in data] == [("DDP007", 17), ("DDP004", 22), ("DDP008", 44),
-                                                      ("DDP008", 45)]
+    assert [(d["code"], d["line"]) for d in data] == [("DDP004", 22), ("DDP008", 44), ("DDP008", 45)]
     assert {d["severity"] for d in data} == {"warning"}
 
 
@@ -255,15 +254,15 @@ def test_gate_refuses_errors_unless_told_not_to(tmp_path: Path) -> None:
     out = io.StringIO()
     assert len(gate([bad], out, refuse=False)) == 11 and "DDP002" in out.getvalue()
     out = io.StringIO()
-    assert [f.code for f in gate([FIXTURES / "seed001_ddp_note.py"], out)] == ["DDP007", "DDP008", "DDP008"]
+    assert [f.code for f in gate([FIXTURES / "seed001_ddp_note.py"], out)] == ["DDP008", "DDP008"]
     out = io.StringIO()
     assert gate([FIXTURES / "seed001_fixed.py"], out) == [] and out.getvalue() == ""
 
 
 def test_suppression_anywhere_on_a_multi_line_statement() -> None:
     call = "dist.init_process_group(\n    'gloo',\n    world_size=4)"
-    assert [f.code for f in check_source(_HEAD + call + "\n")] == ["DDP007", "DDP008"]
-    assert [f.code for f in check_source(_HEAD + call + "  # orch: ignore[DDP008]\n")] == ["DDP007"]
+    assert [f.code for f in check_source(_HEAD + call + "\n")] == ["DDP008"]
+    assert [f.code for f in check_source(_HEAD + call + "  # orch: ignore[DDP008]\n")] == []
     assert check_source(_HEAD + call + "\n" + "x = 1  # orch: ignore[DDP008, DDP007]\n") != []
 
 
