@@ -38,8 +38,10 @@ def check_loaders(a: Analysis) -> Iterator[Finding]:
             continue
         if not (_is_true(_kw(call, "shuffle")) or _iterated_in_training(a, site)):
             continue
-        yield a.finding("DDP003", call, f"{ast.unparse(call.func)}({ast.unparse(dataset)}, ...) has no sampler",
-                        severity=_loader_severity(a, site, dataset))
+        detail = f"{ast.unparse(call.func)}({ast.unparse(dataset)}, ...) has no sampler"
+        if a.unread:
+            detail += f"; a warning: {a.unread} could not be read (it may shard the data)"
+        yield a.finding("DDP003", call, detail, severity=_loader_severity(a, site, dataset))
 
 
 def _loader_severity(a: Analysis, site: Site, dataset: ast.expr) -> Severity:

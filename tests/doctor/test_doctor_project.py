@@ -1,0 +1,156 @@
+"""orch doctor reads the script's own project (siblings, its package, relative imports) within bounds, keeps
+to the catalog's severity policy (no error for a guess), and finds issue 19's misses (DDP006 per node,
+DDP008 argparse defaults, DDP010 through data flow, DDP011..DDP013)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.doctor import CATALOG, check_file, check_source
+from orchestrator.doctor.project import MAX_FILES
+from orchestrator.spec.doctorcodes import DOCTOR_CODES
+
+PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
+_HEAD = "import os\nimport argparse\nimport torch\nimport torch.distributed as dist\n" \
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+
+
+def found(path: Path) -> list[tuple[str, str, int]]:
+    return [(f.code, f.severity, f.line) for f in check_file(path)]
+
+
+def codes(source: str) -> list[tuple[str, str]]:
+    return [(f.code, f.severity) for f in check_source(_HEAD + source, "t.py")]
+
+
+# -- the project -----------------------------------------------------------------------------------
+def test_set_device_sampler_seed_and_rank_zero_print_in_a_sibling_module_count() -> None:
+    assert found(PROJECTS / "sibling" / "main.py") == []
+
+
+def test_the_same_script_with_a_helper_that_does_none_of_it_is_reported_as_warnings() -> None:
+    assert found(PROJECTS / "sibling_bare" / "main.py") == [
+        ("DDP011", "warning", 12), ("DDP001", "warning", 15), ("DDP005", "warning", 21)]
+
+
+def test_a_package_relative_import_is_followed() -> None:
+    assert found(PROJECTS / "pkg_relative" / "pkg" / "train.py") == []
+
+
+@pytest.mark.parametrize("script", ["unreadable/pkg/train.py", "missing_relative/train.py"])
+def test_an_unreadable_or_missing_helper_makes_an_error_a_warning(script: str) -> None:
+    findings = check_file(PROJECTS / script)
+    assert [(f.code, f.severity) for f in findings] == [("DDP003", "warning")]
+    assert "could not be read" in findings[0].message
+
+
+def test_the_same_loader_without_any_helper_is_an_error(tmp_path: Path) -> None:
+    text = (PROJECTS / "missing_relative" / "train.py").read_text()
+    script = tmp_path / "train.py"
+    script.write_text(text.replace("from .helpers import setup\n", "").replace("    setup()\n", ""))
+    # (and DDP001, which the unread helper might have made moot, is reported again: as a warning)
+    assert [(f.code, f.severity) for f in check_file(script)] == [("DDP001", "warning"), ("DDP003", "error")]
+
+
+def test_reading_the_project_is_bounded(tmp_path: Path) -> None:
+    """A chain of 200 helper modules: at most MAX_FILES are read, and the check stays fast."""
+    for i in range(200):
+        (tmp_path / f"m{i}.py").write_text(f"import m{i + 1}\n\ndef f():\n    m{i + 1}.f()\n" + "x = 1\n" * 2000)
+    (tmp_path / "train.py").write_text(_HEAD + "import m0\n\ndef main():\n    m0.f()\n    dist.init_process_group('nccl')\n"
+                                       "    model = DDP(torch.nn.Linear(2, 2).cuda())\n")
+    start = time.monotonic()
+    findings = check_file(tmp_path / "train.py")
+    assert time.monotonic() - start < 5
+    assert [f.code for f in findings] == ["DDP001"]  # the helpers bind no device as far as they were read
+    import ast
+
+    from orchestrator.doctor.analysis import Analysis
+    analysis = Analysis(ast.parse((tmp_path / "train.py").read_text()), str(tmp_path / "train.py"))
+    list(analysis.helper_quals)
+    assert analysis.project is not None and analysis.project.files_read <= MAX_FILES
+
+
+def test_a_big_or_broken_sibling_never_breaks_the_check(tmp_path: Path) -> None:
+    (tmp_path / "utils.py").write_bytes(b"\x00\xff" * 10)
+    (tmp_path / "train.py").write_text(_HEAD + "import utils\nutils.setup()\n")
+    assert check_file(tmp_path / "train.py") == []
+
+
+# -- the severity policy -----------------------------------------------------------------------------
+def test_the_catalog_lists_the_codes_the_spec_validates() -> None:
+    assert tuple(CATALOG) == DOCTOR_CODES
+
+
+def test_only_certain_defects_are_errors() -> None:
+    assert {c for c, rule in CATALOG.items() if rule.severity == "error"} == {"DDP002", "DDP003", "DDP007"}
+    assert CATALOG["DDP001"].severity == "warning" and "orch run/submit bind" in CATALOG["DDP001"].title
+
+
+def test_ddp001_is_a_warning_and_silent_for_explicit_devices() -> None:
+    assert codes("dist.init_process_group('nccl')\nm = torch.nn.Linear(2, 2).cuda()\n") == [("DDP001", "warning")]
+    for device in ('f"cuda:{local_rank}"', 'torch.device("cuda", local_rank)', "local_rank"):
+        src = (f"local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
+               f"m = torch.nn.Linear(2, 2).to({device})\n")
+        assert codes(src) == [], device
+    assert codes("local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
+                 "m = torch.nn.Linear(2, 2).cuda(local_rank)\n") == []
+
+
+def test_a_collective_reached_through_a_project_helper_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "comm.py").write_text("import torch.distributed as dist\n\ndef sync():\n    dist.barrier()\n")
+    (tmp_path / "train.py").write_text(_HEAD + "import comm\n\ndef main():\n    dist.init_process_group('nccl')\n"
+                                       "    if dist.get_rank() == 0:\n        comm.sync()\n"
+                                       "    dist.destroy_process_group()\n")
+    assert [(f.code, f.severity) for f in check_file(tmp_path / "train.py")] == [("DDP002", "warning")]
+
+
+# -- extended and new checks ---------------------------------------------------------------------------
+def test_ddp010_through_any_data_flow() -> None:
+    pre = "dist.init_process_group('nccl')\n"
+    assert codes(pre + "rank = dist.get_rank()\ndev = rank\nm = torch.nn.Linear(2, 2).to(dev)\n") == [
+        ("DDP010", "warning")]
+    assert codes(pre + "def setup(args):\n    args.rank = int(os.environ['RANK'])\n"
+                       "def main(args):\n    torch.cuda.set_device(args.rank)\n") == [("DDP010", "warning")]
+    assert codes(pre + "def bind(r):\n    torch.cuda.set_device(r)\nbind(dist.get_rank())\n") == [
+        ("DDP010", "warning")]
+    assert codes(pre + "d = torch.device('cuda', int(os.environ['RANK']))\n") == [("DDP010", "warning")]
+    assert codes(pre + "r = dist.get_rank()\nm = DDP(torch.nn.Linear(2, 2), device_ids=[r])\n") == [
+        ("DDP010", "warning")]
+    # the local rank, the global rank modulo the GPUs, and an mp.spawn worker's index are fine
+    assert codes(pre + "def bind(r):\n    torch.cuda.set_device(r)\nbind(int(os.environ['LOCAL_RANK']))\n") == []
+    assert codes(pre + "torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())\n") == []
+    assert codes("import torch.multiprocessing as mp\ndef work(rank, n):\n    dist.init_process_group('nccl')\n"
+                 "    torch.cuda.set_device(rank)\nmp.spawn(work, args=(2,), nprocs=2)\n") == []
+
+
+def test_ddp006_per_node_guard_and_wrapper_state_dict() -> None:
+    pre = ("local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
+           "model = DDP(torch.nn.Linear(2, 2))\n")
+    assert codes(pre + "if local_rank == 0:\n    torch.save(model.module.state_dict(), 'ckpt.pt')\n") == [
+        ("DDP006", "warning")]
+    assert codes(pre + "if dist.get_rank() == 0:\n    torch.save(model.module.state_dict(), 'ckpt.pt')\n") == []
+    assert codes(pre + "if dist.get_rank() == 0:\n    torch.save(model.state_dict(), 'ckpt.pt')\n") == [
+        ("DDP006", "warning")]
+    assert codes(pre + "def save():\n    torch.save(model.module.state_dict(), 'ckpt.pt')\n"
+                       "if local_rank == 0:\n    save()\n") == [("DDP006", "warning")]
+
+
+def test_ddp008_argparse_rendezvous_defaults() -> None:
+    pre = "p = argparse.ArgumentParser()\n"
+    post = "a = p.parse_args()\ndist.init_process_group('nccl', init_method=a.dist_url)\n"
+    bad = codes(pre + "p.add_argument('--dist-url', default='tcp://127.0.0.1:23456')\n" + post)
+    assert bad == [("DDP008", "warning")]
+    finding = check_source(_HEAD + pre + "p.add_argument('--dist-url', default='tcp://10.1.1.1:23456')\n" + post)[0]
+    assert "independent copies" in finding.message and "env://" in finding.message
+    assert codes(pre + "p.add_argument('--dist-url', default='env://')\n" + post) == []
+    assert codes(pre + "p.add_argument('--master-addr', default='10.0.0.1')\n" + post) == [("DDP008", "warning")]
+    assert codes("p = argparse.ArgumentParser()\np.add_argument('--url', default='tcp://x:1')\n") == []  # not DDP
+
+
+@pytest.mark.parametrize("code", ["DDP011", "DDP012", "DDP013"])
+def test_new_codes_have_a_catalog_row(code: str) -> None:
+    rule = CATALOG[code]
+    assert rule.severity == "warning" and rule.title and rule.fix
