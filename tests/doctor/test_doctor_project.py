@@ -59,7 +59,8 @@ def test_reading_the_project_is_bounded(tmp_path: Path) -> None:
     """A chain of 200 helper modules: at most MAX_FILES are read, and the check stays fast."""
     for i in range(200):
         (tmp_path / f"m{i}.py").write_text(f"import m{i + 1}\n\ndef f():\n    m{i + 1}.f()\n" + "x = 1\n" * 2000)
-    (tmp_path / "train.py").write_text(_HEAD + "import m0\n\ndef main():\n    m0.f()\n    dist.init_process_group('nccl')\n"
+    (tmp_path / "train.py").write_text(_HEAD + "import m0\n\ndef main():\n    m0.f()\n"
+                                       "    dist.init_process_group('nccl')\n"
                                        "    model = DDP(torch.nn.Linear(2, 2).cuda())\n")
     start = time.monotonic()
     findings = check_file(tmp_path / "train.py")
