@@ -40,10 +40,13 @@ def project_path(filename: str) -> Path | None:
 
 
 class Analysis:
-    def __init__(self, tree: ast.Module, filename: str) -> None:
+    def __init__(self, tree: ast.Module, filename: str, *, outer: Analysis | None = None) -> None:
+        """``outer``: the script whose project this module (a helper) belongs to; a helper is not followed
+        further, and what the script does (its calls, its helpers' calls) counts for it too."""
         self.filename = filename
         self.module = Module(tree)
-        script = project_path(filename)
+        self.outer = outer
+        script = project_path(filename) if outer is None else None
         self.project = Project(script, self.module, tree) if script is not None else None
         self.ranks = Ranks(self.module)
         self.flow = Flow(self.module, self.ranks)
@@ -69,6 +72,8 @@ class Analysis:
     def helper_quals(self) -> frozenset[str]:
         """Every qualified name reached through the project's helpers the script calls."""
         out: set[str] = set()
+        if self.outer is not None:
+            out |= self.outer.helper_quals | {s.qual for s in self.outer.flow.sites if s.qual}
         for site in self.flow.sites:
             reach = self.helper(site)
             if reach is not None:

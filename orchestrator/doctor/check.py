@@ -6,11 +6,21 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.doctor import rules_data, rules_devices, rules_metrics, rules_output, rules_random, rules_sync
+from orchestrator.doctor import (
+    rules_data,
+    rules_devices,
+    rules_metrics,
+    rules_output,
+    rules_random,
+    rules_rendezvous,
+    rules_sync,
+)
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import DoctorInputError, Finding
 
 # The rules, in catalog order; each takes the analysis of one file and yields findings.
@@ -22,13 +32,20 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_output.check_prints,           # DDP005
     rules_output.check_saves,            # DDP006
     rules_sync.check_destroy,            # DDP007
-    rules_output.check_hard_coded,       # DDP008
+    rules_rendezvous.check_hard_coded,       # DDP008
     rules_devices.check_load,            # DDP009
     rules_devices.check_global_rank_device,  # DDP010
     rules_random.check_splits,           # DDP011
     rules_devices.check_unentered_context,  # DDP012
     rules_metrics.check_unreduced_metrics,  # DDP013
 )
+
+# In the script's helpers (the local modules it calls), findings are warnings, and only the rules that judge
+# code where it stands: not DDP001 (the script's first CUDA use), DDP003 (the script's loaders), DDP002/DDP007
+# (whether a helper's collective or destroy runs on some ranks depends on its callers).
+HELPER_RULES = (rules_data.check_set_epoch, rules_output.check_prints, rules_output.check_saves,
+                rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
+                rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 
@@ -64,14 +81,31 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
     findings: set[Finding] = set()
     try:
         analysis = Analysis(tree, filename)
-        for rule in RULES:
-            for finding in rule(analysis):
-                span = range(finding.line, max(finding.line, finding.end_line) + 1)
-                if not any(finding.code in ignored.get(line, ()) for line in span):
-                    findings.add(finding)
+        _run(analysis, RULES, ignored, findings)
+        list(analysis.helper_quals)  # reads the project's helpers the script calls
+        if analysis.project is not None:
+            for path, module in analysis.project.helpers():
+                helper = Analysis(module.tree, str(path), outer=analysis)
+                _run(helper, HELPER_RULES, suppressions(_text(path)), findings, severity="warning")
     except RecursionError:
         raise DoctorInputError(f"{filename}: too deeply nested to analyse", hint="pass a Python source file") from None
-    return sorted(findings, key=lambda f: (f.line, f.code, f.message))
+    return sorted(findings, key=lambda f: (f.file != filename, f.file, f.line, f.code, f.message))
+
+
+def _run(analysis: Analysis, rules: Sequence[Callable[[Analysis], Iterator[Finding]]], ignored: dict[int, set[str]],
+         findings: set[Finding], severity: Severity | None = None) -> None:
+    for rule in rules:
+        for finding in rule(analysis):
+            span = range(finding.line, max(finding.line, finding.end_line) + 1)
+            if not any(finding.code in ignored.get(line, ()) for line in span):
+                findings.add(replace(finding, severity=severity) if severity else finding)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def read_script(path: str | Path) -> str:

@@ -41,6 +41,8 @@ class Project:
     def __init__(self, script: Path, module: Module, tree: ast.Module) -> None:
         self.script = script.resolve()
         self.roots = _roots(self.script)
+        # a repository's scripts/ or tools/ folder: its packages sit one or two folders up (run from the root)
+        self.above = [p for p in self.script.parents[1:3] if p not in self.roots]
         self.package = _package_of(self.script)
         self._modules: dict[Path, Module | None] = {}
         self._reach: dict[tuple[Path, str], Reach] = {}
@@ -55,7 +57,9 @@ class Project:
         if dotted_name not in self._found:
             self._found[dotted_name] = None
             parts = dotted_name.split(".")
-            for root in self.roots:
+            for root, packages_only in [*((r, False) for r in self.roots), *((r, True) for r in self.above)]:
+                if packages_only and (len(parts) < 2 or not (root / parts[0]).is_dir()):
+                    continue  # above the script, only a package (a folder) counts: a stray utils.py is not its
                 base = root.joinpath(*parts)
                 found = next((c for c in (base.with_suffix(".py"), base / "__init__.py") if c.is_file()), None)
                 if found is not None and found.resolve() != self.script:
@@ -84,6 +88,10 @@ class Project:
         _add_relative_aliases(module, tree, _package_of(path))
         self._modules[path] = module
         return module
+
+    def helpers(self) -> list[tuple[Path, Module]]:
+        """The local modules read so far (those the script's calls reached), in reading order."""
+        return [(path, module) for path, module in self._modules.items() if module is not None]
 
     # -- reach --------------------------------------------------------------------------------------
     def split(self, qual: str) -> tuple[Path, str] | None:
@@ -114,6 +122,7 @@ class Project:
         return self._reach[key]
 
     def _compute(self, path: Path, name: str, depth: int) -> Reach:
+        """What ``name`` (a function, a class or ``Class.method``) of the module at ``path`` reaches."""
         try:
             module = self.load(path)
         except _Unreadable as exc:

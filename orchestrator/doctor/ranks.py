@@ -41,6 +41,11 @@ _RANK_CALLS: dict[str, RankKind] = {
 }
 
 
+# calls whose result carries their arguments (a path, a string, a number): a rank in, a rank out
+_TRANSPARENT = frozenset({"int", "str", "join", "format", "Path", "joinpath", "with_name", "with_suffix", "abspath",
+                          "expanduser", "normpath", "replace", "min", "max", "tensor"})
+
+
 class Ranks:
     def __init__(self, module: Module) -> None:
         self.module = module
@@ -121,7 +126,8 @@ class Ranks:
         if not isinstance(value, ast.Call) or self.env_key(value) is not None:
             return False
         q = self.module.qualname(value.func) or ""
-        return not (q in _RANK_CALLS or q.rsplit(".", 1)[-1] in _RANK_CALLS or q in ("int", "str", "torch.device")
+        last = q.rsplit(".", 1)[-1]
+        return not (q in _RANK_CALLS or last in _RANK_CALLS or last in _TRANSPARENT or q == "torch.device"
                     or self.module.local_function(value) is not None)
 
     # -- rank conditions ----------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""DDP005 (metrics printed on every rank), DDP006 (torch.save on every rank / of the DDP wrapper),
-DDP008 (MASTER_ADDR, MASTER_PORT, world size or rank hard-coded)."""
+"""DDP005 (metrics printed on every rank), DDP006 (torch.save on every rank / of the DDP wrapper)."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import INIT, REDUCTIONS, Analysis
+from orchestrator.doctor.analysis import REDUCTIONS, Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
 from orchestrator.doctor.names import dotted, last_name
@@ -18,7 +17,6 @@ _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical
 _LOG_CALLS = frozenset({"print", "wandb.log", "tqdm.write", "mlflow.log_metric", "mlflow.log_metrics"})
 # TensorBoard writers and tqdm bars: one per rank is as wrong as one print per rank
 _DISPLAY_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description"})
-_ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
 
 
 def is_log(site: Site) -> bool:
@@ -44,6 +42,8 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
     for site in a.flow.sites:
         if not is_log(site) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
             continue
+        if _rank_zero_object(a, site):
+            continue
         loop = a.in_training_loop(site)
         if loop is None:
             continue
@@ -53,6 +53,27 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         if not metrics or is_reduced(a, parts, reduced):
             continue
         yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}")
+
+
+_RANK_ZERO_OBJECTS = re.compile(r"log|writer|wandb|tensorboard|(^|_)tb($|_)|summary", re.IGNORECASE)
+
+
+def _rank_zero_object(a: Analysis, site: Site) -> bool:
+    """Logging through an object that exists on rank 0 only: under ``if wandb_logger:`` / ``if writer is not
+    None:``, or a progress bar made with ``disable=`` (``tqdm(..., disable=local_rank not in [-1, 0])``)."""
+    func = site.call.func
+    if isinstance(func, ast.Attribute) and func.attr in _DISPLAY_METHODS and isinstance(func.value, ast.Name):
+        _, bar = a.module.resolve(func.value.id, func.value)
+        if isinstance(bar, ast.Call) and any(k.arg == "disable" for k in bar.keywords):
+            return True
+    current = a.module.parents.get(site.call)
+    while current is not None:
+        if isinstance(current, ast.If):
+            test = current.test.left if isinstance(current.test, ast.Compare) else current.test
+            if _RANK_ZERO_OBJECTS.search(last_name(test) or ""):
+                return True
+        current = a.module.parents.get(current)
+    return False
 
 
 def print_replaced(a: Analysis) -> bool:
@@ -101,13 +122,22 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
             problems.append(f"saves the DDP wrapper {wrapper}, not {wrapper}.module: its keys start with 'module.'")
         path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "f"), None)
         one_path = path is not None and _file_path(a, path, 0) and not a.ranks.dependent(path)
-        if one_path and not a.flow.guarded(site):
+        if one_path and not a.flow.guarded(site) and not _guarded_by_script(a, site):
             problems.append("runs on every rank, all writing the same file")
         elif one_path and _per_node_guard(a, site):
             problems.append("guarded by the local rank: local rank 0 of every node writes the same file "
                             "(one shared file system)")
         if problems:
             yield a.finding("DDP006", call, "; ".join(problems))
+
+
+def _guarded_by_script(a: Analysis, site: Site) -> bool:
+    """In a helper module: the script calls the function around ``site`` only under a rank condition (or
+    not at all, as far as can be seen: then nothing says every rank runs it)."""
+    if a.outer is None or site.function is None:
+        return False
+    calls = [s for s in a.outer.flow.sites if last_name(s.call.func) == site.function.name]
+    return not calls or all(a.outer.flow.guarded(s) for s in calls)
 
 
 def _per_node_guard(a: Analysis, site: Site) -> bool:
@@ -178,80 +208,3 @@ def _saved_wrapper(a: Analysis, expr: ast.expr) -> str | None:
             if not isinstance(parent, ast.Attribute):
                 return node.id
     return None
-
-
-def check_hard_coded(a: Analysis) -> Iterator[Finding]:
-    """DDP008: os.environ[MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK] = constant (not a fallback under
-    ``if "X" not in os.environ``), or init_process_group with a constant world size, rank or tcp:// address."""
-    for node in a.module.nodes:
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                key = a.ranks.env_key(target)
-                if key in _ENV_KEYS and _constant(a, node.value) and not _fallback(a, node, key):
-                    yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}")
-    for site in a.sites(INIT):
-        backend = site.call.args[0] if site.call.args else next(
-            (k.value for k in site.call.keywords if k.arg == "backend"), None)
-        size = next((k.value for k in site.call.keywords if k.arg == "world_size"), None)
-        if (isinstance(backend, ast.Constant) and backend.value == "fake") or (
-                isinstance(size, ast.Constant) and size.value == 1):
-            continue  # a fake or one-process group: nothing to rendezvous with
-        for k in site.call.keywords:
-            if k.arg in ("world_size", "rank") and _constant(a, k.value):
-                yield a.finding("DDP008", site.call, f"{k.arg}={ast.unparse(k.value)}")
-                break
-            if k.arg == "init_method" and isinstance(k.value, ast.Constant) and str(k.value.value).startswith("tcp://"):
-                yield a.finding("DDP008", site.call, f"init_method={k.value.value!r}")
-                break
-    if a.data_parallel or a.sites(INIT):
-        yield from _rendezvous_defaults(a)
-
-
-_URL_FLAGS = re.compile(r"dist.?url|init.?method|rdzv|rendezvous|master", re.IGNORECASE)
-
-
-def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
-    """``parser.add_argument("--dist-url", default="tcp://10.0.0.1:23456")``: a flag forgotten under a
-    launcher means every rank meets at that address (or, with world_size/rank flags at their defaults,
-    each process trains its own copy) instead of the launcher's MASTER_ADDR/MASTER_PORT."""
-    for site in a.flow.sites:
-        if not (isinstance(site.call.func, ast.Attribute) and site.call.func.attr == "add_argument"):
-            continue
-        default = next((k.value for k in site.call.keywords if k.arg == "default"), None)
-        flags = [x.value for x in site.call.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
-        if not (isinstance(default, ast.Constant) and isinstance(default.value, str)):
-            continue
-        value = default.value
-        if value.startswith(("tcp://", "file://")) or (value and any(_URL_FLAGS.search(f) for f in flags)
-                                                        and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value)):
-            flag = flags[0] if flags else "the flag"
-            yield a.finding("DDP008", site.call, f"{flag} defaults to {value!r}: when the flag is forgotten, "
-                                                 "the launcher's MASTER_ADDR/MASTER_PORT are ignored and the "
-                                                 "ranks rendezvous there, or train N independent copies; "
-                                                 "default to 'env://'")
-
-
-def _constant(a: Analysis, expr: ast.expr, depth: int = 0) -> bool:
-    if depth > 4:
-        return False
-    if isinstance(expr, ast.Constant):
-        return expr.value is not None
-    if isinstance(expr, ast.JoinedStr):
-        return all(isinstance(v, ast.Constant)
-                   or (isinstance(v, ast.FormattedValue) and _constant(a, v.value, depth + 1)) for v in expr.values)
-    if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("str", "int") and len(expr.args) == 1:
-        return _constant(a, expr.args[0], depth + 1)
-    if isinstance(expr, ast.Name):
-        _, value = a.module.resolve(expr.id, expr)
-        return value is not None and _constant(a, value, depth + 1)
-    return False
-
-
-def _fallback(a: Analysis, node: ast.AST, key: str) -> bool:
-    current = a.module.parents.get(node)
-    while current is not None:
-        if isinstance(current, ast.If) and any(isinstance(n, ast.Constant) and n.value == key
-                                               for n in ast.walk(current.test)):
-            return True
-        current = a.module.parents.get(current)
-    return False

@@ -1,0 +1,159 @@
+"""DDP008: MASTER_ADDR, MASTER_PORT, world size, rank or the rendezvous address hard-coded or overwritten
+(an ``os.environ`` assignment, an ``init_process_group`` argument, an argparse default, a ``tcp://`` URL)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import INIT, Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.names import dotted
+
+_ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
+
+
+def _tcp_literal(expr: ast.expr) -> bool:
+    """``"tcp://host:port"`` or ``f"tcp://{host}:58472"``."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str) and expr.value.startswith("tcp://")
+    if isinstance(expr, ast.JoinedStr) and expr.values:
+        head = expr.values[0]
+        return isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("tcp://")
+    return False
+
+
+def _overwrites(a: Analysis, value: ast.expr, key: str) -> bool:
+    """A computed value for a variable the launcher sets (MPI's rank, a free port), not one read back from
+    the environment (``os.environ["RANK"] = str(args.rank)`` with ``args.rank`` from ``OMPI_COMM_WORLD_RANK``)."""
+    return not _from_env(a, value, 0)
+
+
+def _from_env(a: Analysis, expr: ast.expr, depth: int) -> bool:
+    if depth > 4:
+        return False
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Subscript | ast.Call) and (a.ranks.env_key(node) is not None or (
+                isinstance(node, ast.Call) and _ENVIRONMENT.search(a.module.qualname(node.func) or ""))):
+            return True
+        if isinstance(node, ast.Call):
+            helper = a.module.local_function(node)  # world_info_from_env(): reads the environment itself
+            if helper is not None and any(isinstance(n, ast.Subscript) and a.module.qualname(n.value) == "os.environ"
+                                          for n in ast.walk(helper)):
+                return True
+        if isinstance(node, ast.Name | ast.Attribute):
+            key = dotted(node)
+            if key is None:
+                continue
+            _, value = a.module.resolve(key, node)
+            values = [value] if value is not None else a.module.values_anywhere(key)
+            if value is None and isinstance(node, ast.Name):
+                values += _unpacked_from(a, node)
+            if any(v is not expr and _from_env(a, v, depth + 1) for v in values):
+                return True
+    return False
+
+
+_ENVIRONMENT = re.compile(r"^os\.|environ|Environment")
+
+
+def _unpacked_from(a: Analysis, name: ast.Name) -> list[ast.expr]:
+    """``a, b, c = f()``: the call ``name`` was unpacked from, in its scope."""
+    scope = a.module.scope_of(name).node
+    return [node.value for node in ast.walk(scope) if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id for e in t.elts)
+        for t in node.targets)]
+
+
+def check_hard_coded(a: Analysis) -> Iterator[Finding]:
+    """DDP008: os.environ[MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK] = constant (not a fallback under
+    ``if "X" not in os.environ``), or init_process_group with a constant world size, rank or tcp:// address."""
+    launched = a.data_parallel or bool(a.sites(INIT))
+    for node in a.module.nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                key = a.ranks.env_key(target)
+                if key in _ENV_KEYS and not _fallback(a, node, key) and (
+                        _constant(a, node.value) or (launched and _overwrites(a, node.value, key))):
+                    yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
+                                                    "launcher's value is overwritten")
+                elif launched and not isinstance(target, ast.Subscript) and _tcp_literal(node.value):
+                    yield a.finding("DDP008", node, f"{ast.unparse(target)} = {ast.unparse(node.value)[:50]}: a "
+                                                    "fixed rendezvous address")
+    for site in a.sites(INIT):
+        backend = site.call.args[0] if site.call.args else next(
+            (k.value for k in site.call.keywords if k.arg == "backend"), None)
+        size = next((k.value for k in site.call.keywords if k.arg == "world_size"), None)
+        if (isinstance(backend, ast.Constant) and backend.value == "fake") or (
+                isinstance(size, ast.Constant) and size.value == 1):
+            continue  # a fake or one-process group: nothing to rendezvous with
+        for k in site.call.keywords:
+            if k.arg in ("world_size", "rank") and _constant(a, k.value):
+                yield a.finding("DDP008", site.call, f"{k.arg}={ast.unparse(k.value)}")
+                break
+            if k.arg == "init_method" and isinstance(k.value, ast.Constant) and str(k.value.value).startswith("tcp://"):
+                yield a.finding("DDP008", site.call, f"init_method={k.value.value!r}")
+                break
+    if a.data_parallel or a.sites(INIT):
+        yield from _rendezvous_defaults(a)
+
+
+_URL_FLAGS = re.compile(r"dist.?url|init.?method|rdzv|rendezvous|master", re.IGNORECASE)
+
+
+def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
+    """``parser.add_argument("--dist-url", default="tcp://10.0.0.1:23456")``: a flag forgotten under a
+    launcher means every rank meets at that address (or, with world_size/rank flags at their defaults,
+    each process trains its own copy) instead of the launcher's MASTER_ADDR/MASTER_PORT."""
+    for site in a.flow.sites:
+        if not (isinstance(site.call.func, ast.Attribute) and site.call.func.attr == "add_argument"):
+            continue
+        default = next((k.value for k in site.call.keywords if k.arg == "default"), None)
+        flags = [x.value for x in site.call.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+        if not (isinstance(default, ast.Constant) and isinstance(default.value, str)):
+            continue
+        value = default.value
+        if value.startswith(("tcp://", "file://")) or (value and any(_URL_FLAGS.search(f) for f in flags)
+                                                        and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value)):
+            flag = flags[0] if flags else "the flag"
+            yield a.finding("DDP008", site.call, f"{flag} defaults to {value!r}: when the flag is forgotten, "
+                                                 "the launcher's MASTER_ADDR/MASTER_PORT are ignored and the "
+                                                 "ranks rendezvous there, or train N independent copies; "
+                                                 "default to 'env://'")
+
+
+def _constant(a: Analysis, expr: ast.expr, depth: int = 0) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(expr, ast.Constant):
+        return expr.value is not None
+    if isinstance(expr, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant)
+                   or (isinstance(v, ast.FormattedValue) and _constant(a, v.value, depth + 1)) for v in expr.values)
+    if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("str", "int") and len(expr.args) == 1:
+        return _constant(a, expr.args[0], depth + 1)
+    if isinstance(expr, ast.Name):
+        _, value = a.module.resolve(expr.id, expr)
+        return value is not None and _constant(a, value, depth + 1)
+    return False
+
+
+_LAUNCHED = _ENV_KEYS | {"SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK", "LOCAL_WORLD_SIZE"}
+
+
+def _fallback(a: Analysis, node: ast.AST, key: str) -> bool:
+    """A default for runs with no launcher: under ``if "X" not in os.environ``, or in the ``else`` of
+    ``if "RANK" in os.environ`` (DINO's single-GPU path)."""
+    child: ast.AST = node
+    current = a.module.parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.If):
+            names = {n.value for n in ast.walk(current.test) if isinstance(n, ast.Constant)}
+            if key in names:
+                return True
+            if names & _LAUNCHED and any(isinstance(n, ast.In) for n in ast.walk(current.test)) and (
+                    child in current.orelse):
+                return True
+        child, current = current, a.module.parents.get(current)
+    return False
