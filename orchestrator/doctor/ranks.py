@@ -38,6 +38,7 @@ _RANK_CALLS: dict[str, RankKind] = {
     "torch.distributed.get_node_local_rank": "local",
     "get_rank": "rankish",
     "get_local_rank": "local",
+    "Get_rank": "global",  # mpi4py: MPI.COMM_WORLD.Get_rank()
 }
 
 
@@ -149,7 +150,11 @@ class Ranks:
                 return True
             return test.id in MAIN_FLAGS or self.source(test, depth + 1) is not None
         if isinstance(test, ast.Attribute):
-            return test.attr in MAIN_FLAGS
+            if test.attr in MAIN_FLAGS:
+                return True
+            key = dotted(test)  # args.save_logs = args.logs and is_master(args)
+            values = self.module.values_anywhere(key) if key is not None else []
+            return bool(values) and all(self.is_condition(v, depth + 1) for v in values)
         if isinstance(test, ast.Call):
             function = self.module.local_function(test)
             if function is not None:
@@ -262,6 +267,12 @@ class Ranks:
             return "index" if expr.attr in RANK_NAMES | LOCAL_NAMES else None
         return "index" if self.source(expr, depth + 1) else None
 
+    def _int_constant(self, expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Name):
+            _, value = self.module.resolve(expr.id, expr)
+            expr = value if value is not None else expr
+        return isinstance(expr, ast.Constant) and isinstance(expr.value, int) and not isinstance(expr.value, bool)
+
     def device_from_global_rank(self, expr: ast.expr, depth: int = 0) -> bool:
         """Whether the device ``expr`` names is numbered by the global rank (RANK, get_rank())."""
         if depth > _MAX_DEPTH:
@@ -297,6 +308,9 @@ class Ranks:
                        for v in expr.values if isinstance(v, ast.FormattedValue))
         if isinstance(expr, ast.BinOp) and isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, str):
             return self.device_from_global_rank(expr.right, depth + 1)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod) and self._int_constant(expr.right):
+            # rank % 8: a GPU count written in the code, wrong on a node with another count
+            return self.device_from_global_rank(expr.left, depth + 1)
         if isinstance(expr, ast.IfExp):
             return self.device_from_global_rank(expr.body, depth + 1) or self.device_from_global_rank(
                 expr.orelse, depth + 1)

@@ -163,9 +163,13 @@ def _loads_state(a: Analysis, call: ast.Call) -> bool:
 
 def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
     """DDP010, once per file, at the first device picked from the global rank."""
-    hits = [site for site in a.flow.sites
-            if any(a.ranks.device_from_global_rank(expr) for expr in device_args(a, site))]
+    hits: list[ast.AST] = [site.call for site in a.flow.sites
+                           if any(a.ranks.device_from_global_rank(expr) for expr in device_args(a, site))]
+    hits += [node for node in a.module.nodes if isinstance(node, ast.Assign) and any(
+        a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
+        and a.ranks.device_from_global_rank(node.value)]
+    hits.sort(key=lambda n: getattr(n, "lineno", 0))
     if hits:
-        more = len({s.call.lineno for s in hits}) - 1
+        more = len({getattr(n, "lineno", 0) for n in hits}) - 1
         extra = f"; {more} more line{'s' * (more != 1)}" if more else ""
-        yield a.finding("DDP010", hits[0].call, f"{ast.unparse(hits[0].call)[:60]}{extra}")
+        yield a.finding("DDP010", hits[0], f"{ast.unparse(hits[0])[:60]}{extra}")

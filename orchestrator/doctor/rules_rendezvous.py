@@ -27,7 +27,19 @@ def _tcp_literal(expr: ast.expr) -> bool:
 def _overwrites(a: Analysis, value: ast.expr, key: str) -> bool:
     """A computed value for a variable the launcher sets (MPI's rank, a free port), not one read back from
     the environment (``os.environ["RANK"] = str(args.rank)`` with ``args.rank`` from ``OMPI_COMM_WORLD_RANK``)."""
-    return not _from_env(a, value, 0)
+    return not _from_env(a, value, 0) and not _from_arguments(a, value)
+
+
+def _from_arguments(a: Analysis, expr: ast.expr) -> bool:
+    """The user's own flags (``str(args.nodes * args.gpus)``, a parameter): their choice, not a guess to flag."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Attribute) and (dotted(node) or "").split(".")[0] in ("args", "opt", "opts", "cfg",
+                                                                                     "config", "hparams"):
+            return True
+        if isinstance(node, ast.Name) and a.module.resolve(node.id, node) == (True, None) and (
+                a.module.function_of(node) is not None):
+            return True
+    return False
 
 
 def _from_env(a: Analysis, expr: ast.expr, depth: int) -> bool:
