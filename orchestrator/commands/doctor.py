@@ -9,6 +9,7 @@ from pathlib import Path
 from orchestrator.commands._common import add_cluster_argument, add_ignore_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.doctor import DoctorInputError, Finding, check_file, exit_code, format_findings
+from orchestrator.doctor.check import dedupe
 from orchestrator.spec.doctorcodes import parse_codes
 
 
@@ -31,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
             findings.extend(f for f in check_file(path) if f.code not in ignore)
         except DoctorInputError as exc:
             unreadable.append(exc)
+    findings = dedupe(findings)
     if args.json:
         print_json([f.as_dict() for f in findings])
     else:

@@ -129,7 +129,8 @@ class Analysis:
         if key is None:
             return False
         _, value = self.module.resolve(key, expr)
-        return isinstance(value, ast.Call) and self.module.qualname(value.func) in WRAPPERS
+        values = [value] if value is not None else self.module.values_anywhere(key) if "." in key else []
+        return any(isinstance(v, ast.Call) and self.module.qualname(v.func) in WRAPPERS for v in values)
 
     # -- training loops -----------------------------------------------------------------------------
     def trains(self, node: ast.AST, seen: frozenset[str] = frozenset()) -> bool:

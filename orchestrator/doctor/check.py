@@ -128,7 +128,14 @@ def check_file(path: str | Path) -> list[Finding]:
 
 def check_files(paths: Iterable[str | Path]) -> list[Finding]:
     """All findings of ``paths``, file by file. Raises DoctorInputError for the first unreadable one."""
-    findings: list[Finding] = []
-    for path in paths:
-        findings.extend(check_file(path))
-    return findings
+    return dedupe(finding for path in paths for finding in check_file(path))
+
+
+def dedupe(findings: Iterable[Finding]) -> list[Finding]:
+    """A helper of two scripts (or one also given itself) reported once per place and code, at its worst."""
+    kept: dict[tuple[str, int, str], Finding] = {}
+    for finding in findings:
+        key = (str(Path(finding.file).resolve()), finding.line, finding.code)
+        if key not in kept or (finding.severity == "error" and kept[key].severity != "error"):
+            kept[key] = finding
+    return list(kept.values())

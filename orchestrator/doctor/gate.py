@@ -47,8 +47,12 @@ def gate(paths: Sequence[str | Path], out: TextIO, *, refuse: bool = True, ignor
 def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] = (),
                  would_refuse: str | None = None) -> list[Finding]:
     """``gate`` for what ``orch submit``/``orch run`` were given: a ``train.py`` is checked (findings on
-    stderr: stdout stays the dry run's script or JSON); ``-m module`` is not (which file runs is
-    only known where it runs)."""
-    if target.kind != "script":
+    stderr: stdout stays the dry run's script or JSON); ``-m package.module`` is checked when it is a file
+    of the working directory's project (an installed module is not: which file runs is only known where
+    it runs)."""
+    from orchestrator.spec.script import find_module
+
+    path = Path(target.target) if target.kind == "script" else find_module(target.target, [Path(target.cwd)])
+    if path is None:
         return []
-    return gate([target.target], sys.stderr, refuse=refuse, ignore=ignore, would_refuse=would_refuse)
+    return gate([path], sys.stderr, refuse=refuse, ignore=ignore, would_refuse=would_refuse)

@@ -105,3 +105,21 @@ def test_run_ignore_flag_and_cluster_setting(bad: Path, tmp_path: Path) -> None:
     by_cluster = run("--cluster", str(_cluster(tmp_path, ["DDP003"])))
     assert by_cluster.returncode == 0, by_cluster.stderr[-3000:]
     assert "DDP003" not in by_cluster.stderr
+
+
+def test_a_module_of_the_working_directory_is_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "train.py").write_text(BAD)
+    monkeypatch.chdir(tmp_path)
+    cluster = _cluster(tmp_path)
+    assert main(["submit", "-m", "pkg.train", "--cluster", str(cluster), "--nodes", "1", "--gpus", "2"]) == 2
+    assert "orch doctor found errors (DDP003)" in capsys.readouterr().err
+    assert main(["submit", "-m", "pkg.train", "--cluster", str(cluster), "--nodes", "1", "--gpus", "2", "--dry-run",
+                 "--json"]) == 0
+    assert [f["code"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["DDP003"]
+    # an installed module (not a file of this folder) is not checked
+    assert main(["submit", "-m", "json.tool", "--cluster", str(cluster), "--nodes", "1", "--gpus", "2", "--dry-run",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["findings"] == []
