@@ -54,8 +54,20 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
         helper = collective is site.call and site.qual not in COLLECTIVES
         if helper:
             via = " (a helper of the project that makes a collective)"
+        condition = site.branch.node.test if site.branch is not None else (
+            site.early_guard.test if site.early_guard is not None else None)
+        flag = condition is not None and _mixes_flags(a, condition)
+        if flag:
+            where += "; a warning: the condition also tests a flag"
         yield a.finding("DDP002", site.call, f"{_short(site.call.func)}(){via} {where}",
-                        severity="warning" if helper else a.guess("error"))
+                        severity="warning" if helper or flag else a.guess("error"))
+
+
+def _mixes_flags(a: Analysis, test: ast.expr) -> bool:
+    """``if not use_fsdp_eval and not is_rank0``: which ranks pass depends on a flag too (a guess)."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, ast.BoolOp) and any(not a.ranks.is_condition(v) for v in test.values)
 
 
 def _exit_word(guard: ast.If) -> str:

@@ -155,3 +155,10 @@ def test_ddp008_argparse_rendezvous_defaults() -> None:
 def test_new_codes_have_a_catalog_row(code: str) -> None:
     rule = CATALOG[code]
     assert rule.severity == "warning" and rule.title and rule.fix
+
+
+def test_ddp002_is_an_error_only_when_the_condition_is_the_rank_alone() -> None:
+    body = "def f(flag):\n    dist.init_process_group('nccl')\n    if {test}:\n        return\n    dist.barrier()\n" \
+           "    dist.destroy_process_group()\n"
+    assert codes(body.format(test="dist.get_rank() != 0")) == [("DDP002", "error")]
+    assert codes(body.format(test="not flag and dist.get_rank() != 0")) == [("DDP002", "warning")]
