@@ -21,6 +21,9 @@ MAX_FILES = 40  # local modules read per script
 MAX_BYTES = 400_000  # a bigger file is not read (a generated or vendored module, not a helper)
 MAX_DEPTH = 3  # helper -> helper -> helper
 PRINT_GUARD = "<print replaced>"  # a helper that replaces builtins.print (print on the main rank only)
+# helpers parsed in this process, by (path, mtime, size): `orch doctor DIR` reads a shared utils.py once
+_PARSED: dict[tuple[str, int, int], Module] = {}
+_PARSED_MAX = 256
 _PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print", "__builtins__.print"})
 
 
@@ -79,13 +82,20 @@ class Project:
             raise _Unreadable(str(path))
         self.files_read += 1
         try:
-            if path.stat().st_size > MAX_BYTES:
+            stat = path.stat()
+            if stat.st_size > MAX_BYTES:
                 raise _Unreadable(str(path))
-            tree = ast.parse(path.read_bytes(), filename=str(path))
+            key = (str(path), stat.st_mtime_ns, stat.st_size)
+            module = _PARSED.get(key)
+            if module is None:
+                tree = ast.parse(path.read_bytes(), filename=str(path))
+                module = Module(tree)
+                _add_relative_aliases(module, tree, _package_of(path))
+                if len(_PARSED) >= _PARSED_MAX:
+                    _PARSED.pop(next(iter(_PARSED)))
+                _PARSED[key] = module
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             raise _Unreadable(str(path)) from None
-        module = Module(tree)
-        _add_relative_aliases(module, tree, _package_of(path))
         self._modules[path] = module
         return module
 
