@@ -110,6 +110,11 @@ class Analysis:
             "multiprocessing.spawn") for q in quals)
 
     @cached_property
+    def spawns(self) -> bool:
+        """The script starts its own processes with torch.multiprocessing.spawn (one node)."""
+        return any((site.qual or "").endswith("multiprocessing.spawn") for site in self.flow.sites)
+
+    @cached_property
     def data_parallel(self) -> bool:
         """The file wraps a model in DDP/FSDP or starts a process group (data-parallel training)."""
         return bool(self.sites(WRAPPERS | INIT)) or not self.helper_quals.isdisjoint(WRAPPERS | INIT)

@@ -30,6 +30,8 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
     the training loop on every rank)."""
     if not a.data_parallel:
         return
+    _LOOPS.clear()
+    _SUMS.clear()
     reduced = reduced_names(a)
     for site in a.flow.sites:
         guarded = a.flow.guarded(site)
@@ -120,12 +122,26 @@ def _loop_sharded(a: Analysis, loop: ast.For) -> bool:
                and _sharded(a, n.func.value, 0) for n in ast.walk(loop))
 
 
+_LOOPS: dict[int, tuple[ast.AST, list[ast.For]]] = {}
+_SUMS: dict[int, tuple[ast.For, frozenset[str]]] = {}
+
+
 def _loops(scope: ast.AST) -> list[ast.For]:
-    return [n for n in ast.walk(scope) if isinstance(n, ast.For)]
+    """The for-loops in ``scope`` (cached per scope for the run of this rule)."""
+    cached = _LOOPS.get(id(scope))
+    if cached is None or cached[0] is not scope:
+        cached = (scope, [n for n in ast.walk(scope) if isinstance(n, ast.For)])
+        _LOOPS[id(scope)] = cached
+    return cached[1]
 
 
 def _accumulates(loop: ast.For, name: str) -> bool:
-    return any(isinstance(n, ast.AugAssign) and dotted(n.target) == name for n in ast.walk(loop))
+    cached = _SUMS.get(id(loop))
+    if cached is None or cached[0] is not loop:
+        sums = frozenset(k for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and (k := dotted(n.target)))
+        cached = (loop, sums)
+        _SUMS[id(loop)] = cached
+    return name in cached[1]
 
 
 def _assigned(scope: ast.AST, name: str, before: int) -> ast.expr | None:

@@ -142,9 +142,11 @@ def _guarded_by_script(a: Analysis, site: Site) -> bool:
 
 def _per_node_guard(a: Analysis, site: Site) -> bool:
     """The rank condition around ``site`` in its function tests only a local rank (``local_rank == 0``)."""
-    tests = _guard_tests(a, site, 0)
-    if not tests or any((s.qual or "").endswith("multiprocessing.spawn") for s in a.flow.sites):
+    if a.spawns:
         return False  # mp.spawn: one node, where the local rank is the global one
+    tests = _guard_tests(a, site, 0)
+    if not tests:
+        return False
         return False
     kinds = {a.ranks.source(n) for t in tests for n in ast.walk(t)
              if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
