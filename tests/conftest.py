@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ORCH", "ROOT", "STUBS_DIR", "TEST_CLUSTER", "Stubs", "clean_environ", "is_leaky_var"]
 
+# Public training scripts kept verbatim as orch doctor's real corpus: read by tests, never collected.
+collect_ignore = ["doctor/real"]
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
     """No Slurm/torchrun/orch variables, and a working directory without a cluster.yaml."""

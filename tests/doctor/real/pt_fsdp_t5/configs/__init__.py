@@ -1,0 +1,2 @@
+from .fsdp import fsdp_config
+from .training import train_config

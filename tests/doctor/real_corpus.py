@@ -1,0 +1,206 @@
+"""orch doctor judged on real code: public training scripts (tests/doctor/real/) and their hand-read truth.
+
+``tests/doctor/real/truth.yaml`` lists, per script, the real distributed-training pitfalls (code, file,
+line, reason, severity_ok) and known false findings. This module runs the doctor's Python API on each
+script's entry file, matches every finding to the truth and scores it:
+
+* a finding is **true** when a pitfall has the same code and file and its line is within
+  ``LINE_TOLERANCE`` of the pitfall's ``line`` or one of its ``also`` lines (a statement spread over a few
+  lines, or the ``torch.save`` inside the helper a guarded call reaches); every other finding is false;
+* **precision**: true findings / all findings; **error precision**: error-severity findings that are true
+  and whose pitfall has ``severity_ok: true`` / all error-severity findings (1.0 when there are none);
+* **recall**: pitfalls matched by at least one finding / all pitfalls (``OTHER`` pitfalls, which no code
+  covers, count as misses).
+
+Run ``python tests/doctor/real_corpus.py`` for the per-code table and the figures (``--findings`` lists
+every finding with its verdict).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = Path(__file__).resolve().parent / "real"
+TRUTH = REAL / "truth.yaml"
+LINE_TOLERANCE = 2
+OTHER = "OTHER"
+
+
+@dataclass(frozen=True)
+class Pitfall:
+    script: str
+    code: str
+    file: str
+    line: int
+    also: tuple[int, ...]
+    reason: str
+    severity_ok: bool
+    name: str = ""
+
+    def distance(self, code: str, file: str, line: int) -> int | None:
+        """How far ``line`` is from this pitfall's lines, or None when the finding cannot be this pitfall."""
+        if code != self.code or file != self.file:
+            return None
+        gap = min(abs(line - at) for at in (self.line, *self.also))
+        return gap if gap <= LINE_TOLERANCE else None
+
+
+@dataclass(frozen=True)
+class Judged:
+    script: str
+    code: str
+    severity: str
+    file: str
+    line: int
+    message: str
+    pitfall: Pitfall | None
+
+    @property
+    def true(self) -> bool:
+        return self.pitfall is not None
+
+    @property
+    def error_ok(self) -> bool:
+        return self.pitfall is not None and self.pitfall.severity_ok
+
+
+@dataclass
+class Score:
+    findings: list[Judged] = field(default_factory=list)
+    pitfalls: list[Pitfall] = field(default_factory=list)
+
+    @property
+    def found(self) -> list[Pitfall]:
+        return [p for p in self.pitfalls if any(j.pitfall == p for j in self.findings)]
+
+    @property
+    def precision(self) -> float:
+        return _ratio(sum(j.true for j in self.findings), len(self.findings))
+
+    @property
+    def error_precision(self) -> float:
+        errors = [j for j in self.findings if j.severity == "error"]
+        return _ratio(sum(j.error_ok for j in errors), len(errors))
+
+    @property
+    def recall(self) -> float:
+        return _ratio(len(self.found), len(self.pitfalls))
+
+
+def _ratio(part: int, whole: int) -> float:
+    return part / whole if whole else 1.0
+
+
+def truth() -> dict[str, dict[str, Any]]:
+    data = yaml.safe_load(TRUTH.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def pitfalls(name: str, entry: dict[str, Any]) -> list[Pitfall]:
+    return [Pitfall(script=name, code=p["code"], file=p["file"], line=int(p["line"]),
+                    also=tuple(int(x) for x in p.get("also", ())), reason=p["reason"],
+                    severity_ok=bool(p["severity_ok"]), name=p.get("name", ""))
+            for p in entry.get("pitfalls") or ()]
+
+
+def run_doctor(entry: Path) -> list[Any]:
+    """The doctor's findings for one script, following its local imports when the doctor can."""
+    from orchestrator.doctor.check import check_files
+    params = inspect.signature(check_files).parameters
+    options = {name: True for name in params if "follow" in name or name in ("imports", "local_imports")}
+    return check_files([entry], **options)
+
+
+def _relative(file: str, folder: Path) -> str:
+    path = Path(file)
+    path = path if path.is_absolute() else (Path.cwd() / path)
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return file
+
+
+def judge(name: str, entry: dict[str, Any]) -> Score:
+    folder = REAL / name
+    real = pitfalls(name, entry)
+    score = Score(pitfalls=real)
+    for f in run_doctor(folder / entry["entry"]):
+        file = _relative(f.file, folder)
+        near = [(gap, i) for i, p in enumerate(real) if (gap := p.distance(f.code, file, f.line)) is not None]
+        hit = real[min(near)[1]] if near else None  # the closest pitfall
+        score.findings.append(Judged(name, f.code, f.severity, file, f.line, f.message, hit))
+    return score
+
+
+def score_all(names: Sequence[str] | None = None) -> dict[str, Score]:
+    data = truth()
+    return {name: judge(name, data[name]) for name in (names or sorted(data))}
+
+
+def total(scores: dict[str, Score]) -> Score:
+    out = Score()
+    for s in scores.values():
+        out.findings.extend(s.findings)
+        out.pitfalls.extend(s.pitfalls)
+    return out
+
+
+def table(scores: dict[str, Score]) -> str:
+    """Per code: findings, true, false, errors (of which justified), pitfalls, found; then the figures."""
+    all_ = total(scores)
+    codes = sorted({j.code for j in all_.findings} | {p.code for p in all_.pitfalls}, key=lambda c: (c == OTHER, c))
+    rows = ["| code | findings | true | false | errors (justified) | pitfalls | found | missed |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for code in codes:
+        fs = [j for j in all_.findings if j.code == code]
+        ps = [p for p in all_.pitfalls if p.code == code]
+        errors = [j for j in fs if j.severity == "error"]
+        found = [p for p in all_.found if p.code == code]
+        rows.append(f"| {code} | {len(fs)} | {sum(j.true for j in fs)} | {sum(not j.true for j in fs)} | "
+                    f"{len(errors)} ({sum(j.error_ok for j in errors)}) | {len(ps)} | {len(found)} | "
+                    f"{len(ps) - len(found)} |")
+    rows.append(f"| all | {len(all_.findings)} | {sum(j.true for j in all_.findings)} | "
+                f"{sum(not j.true for j in all_.findings)} | "
+                f"{sum(j.severity == 'error' for j in all_.findings)} "
+                f"({sum(j.error_ok for j in all_.findings if j.severity == 'error')}) | {len(all_.pitfalls)} | "
+                f"{len(all_.found)} | {len(all_.pitfalls) - len(all_.found)} |")
+    rows.append("")
+    rows.append(f"{len(scores)} scripts: precision {all_.precision:.2f}, error precision "
+                f"{all_.error_precision:.2f}, recall {all_.recall:.2f}")
+    return "\n".join(rows)
+
+
+def listing(scores: dict[str, Score]) -> str:
+    lines = []
+    for name, s in scores.items():
+        for j in s.findings:
+            verdict = "TRUE " if j.true else "FALSE"
+            lines.append(f"{verdict} {name}/{j.file}:{j.line}: {j.code} {j.severity}: {j.message[:90]}")
+        for p in s.pitfalls:
+            if p not in s.found:
+                label = f"{p.code} ({p.name})" if p.name else p.code
+                lines.append(f"MISSED {name}/{p.file}:{p.line}: {label}: {p.reason[:90]}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    sys.path.insert(0, str(ROOT))
+    scores = score_all([a for a in argv if not a.startswith("-")] or None)
+    if "--findings" in argv:
+        print(listing(scores))
+        print()
+    print(table(scores))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
