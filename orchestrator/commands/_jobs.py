@@ -72,5 +72,16 @@ def format_rows(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -
     return "\n".join(lines)
 
 
+# columns a job may leave empty: hidden when every row is empty there (a script reports no epochs)
+OPTIONAL_COLUMNS = ("GPU_H", "EPOCH", "STEP", "LOSS", "METRICS")
+
+
+def shown_columns(rows: list[dict[str, Any]], columns: dict[str, str],
+                  optional: tuple[str, ...] = OPTIONAL_COLUMNS) -> dict[str, str]:
+    """``columns`` without the optional ones that no row fills."""
+    return {title: key for title, key in columns.items()
+            if title not in optional or any(row.get(key) not in (None, "") for row in rows)}
+
+
 def _cell(value: Any) -> str:
     return "-" if value is None or value == "" else str(value)
