@@ -345,6 +345,31 @@ def test_same_submit(slurm: str, ours: str, same: bool | None) -> None:
     assert jobindex.same_submit(slurm, ours) is same
 
 
+def test_a_requeue_moves_slurms_submit_time_and_is_no_reuse() -> None:
+    # Slurm resets SubmitTime when it requeues a job: a later time fits when Slurm counts restarts
+    assert jobindex.same_submit("2026-11-25T15:00:00", "2026-11-25T13:04:06", requeued=True) is True
+    assert jobindex.same_submit("2026-11-25T15:00:00", "2026-11-25T13:04:06") is False
+    assert jobindex.same_submit("2026-11-24T15:00:00", "2026-11-25T13:04:06", requeued=True) is False
+    # accounting: the submission is the first run of the last chain of runs (earlier runs end REQUEUED);
+    # an older job with the same id (a rebuilt cluster) came before it
+    text = ("5|COMPLETED|0:0|n1|00:01:00|60||2026-01-01T00:00:00|old\n"
+            "5|REQUEUED|0:0|n1|00:01:00|60||2026-11-25T13:04:05|new\n"
+            "5|RUNNING|0:0|n1|00:01:00|60||2026-11-25T15:00:00|new\n")
+    assert parse_sacct_runs(text, ["5"])["5"].submit_time == "2026-11-25T13:04:05"
+
+
+def test_a_requeued_job_keeps_its_slurm_state(fake_slurm: FakeSlurm, job_root: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    folder(job_root, "train", job_id="12", submitted="2026-01-02T03:04:07")
+    fake_slurm.set({"squeue": {"stdout": "12|RUNNING|None|node1|0:30|1|2026-01-02T05:00:00|train\n"},
+                    "scontrol": {"stdout": "JobId=12 JobName=train\n   JobState=RUNNING Reason=None Restarts=1\n"
+                                           "   SubmitTime=2026-01-02T05:00:00 ExitCode=0:0\n"}})
+    code, out, _ = run_cli(capsys, "status", "12", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["state"] == "RUNNING" and data["reused"] is None and data["restarts"] == 1
+    assert data["source"] == "scontrol" and data["submit_time"] == "2026-01-02T05:00:00"
+
+
 def reused_setup(root: Path) -> tuple[Path, Path]:
     """Two folders whose job id is 1 (ids restarted): the old one's job is not Slurm's job 1."""
     old = folder(root, "mnist", job_id="1", created="2026-01-01T00:00:00", submitted="2026-01-01T00:00:01",

@@ -163,12 +163,14 @@ def parse_time(text: str | None) -> float | None:
     return moment.timestamp()  # naive: local time, as datetime.timestamp() reads it
 
 
-def same_submit(slurm_submit: str | None, recorded: str | None, *, created: bool = False) -> bool | None:
+def same_submit(slurm_submit: str | None, recorded: str | None, *, created: bool = False,
+                requeued: bool = False) -> bool | None:
     """Does Slurm's SubmitTime fit the time orch recorded? None when either is unknown. ``created``:
-    ``recorded`` is job.json's creation time (before sbatch), so it may be earlier by more."""
+    ``recorded`` is job.json's creation time (before sbatch), so it may be earlier by more.
+    ``requeued`` (Slurm counts restarts): Slurm resets SubmitTime to the requeue, so any later time fits."""
     slurm_at, ours = parse_time(slurm_submit), parse_time(recorded)
     if slurm_at is None or ours is None:
         return None
-    if created:
-        return -SLACK_BEFORE <= slurm_at - ours <= CREATED_SLACK_AFTER
-    return -SLACK_BEFORE <= ours - slurm_at <= SLACK_AFTER
+    after = slurm_at - ours  # how much later Slurm's SubmitTime is than orch's record
+    low, high = (-SLACK_BEFORE, CREATED_SLACK_AFTER) if created else (-SLACK_AFTER, SLACK_BEFORE)
+    return low <= after and (requeued or after <= high)

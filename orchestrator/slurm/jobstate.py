@@ -64,16 +64,19 @@ def reused(job: JobDir | None, status: slurmstate.JobStatus | None, cluster: str
     if job is None or status is None or status.source == "none" or job.config is None:
         return None
     record = read_submitted(job.path)
+    if record is not None and record.job_id != job.job_id:
+        record = None  # an earlier attempt's (--preflight=exclude resubmits): not this id's record
     theirs = (record.cluster if record else None) or job.config.cluster_name
     if cluster and theirs and cluster != theirs:
         return f"the folder's job was submitted to cluster {theirs}, not {cluster}"
     ours = record.job_name if record else job.config.job_name
     if status.name is not None and status.name.strip() != ours:
         return f"Slurm's job {status.job_id} is named {status.name.strip()!r}, the folder's job {ours!r}"
+    requeued = bool(status.restarts)  # Slurm moves SubmitTime to the requeue
     if record is not None:
-        same = same_submit(status.submit_time, record.submitted)
+        same = same_submit(status.submit_time, record.submitted, requeued=requeued)
     else:
-        same = same_submit(status.submit_time, job.config.created, created=True)
+        same = same_submit(status.submit_time, job.config.created, created=True, requeued=requeued)
     if same is False:
         return (f"Slurm's job {status.job_id} was submitted at {status.submit_time}, the folder's job at "
                 f"{record.submitted if record else job.config.created}")

@@ -205,6 +205,10 @@ def parse_sacct_runs(stdout: str, wanted: Sequence[str]) -> dict[str, JobStatus]
     """``sacct --duplicates --format=SACCT_TRES_FORMAT`` records: the last run's state, GPU-hours
     summed over all runs."""
     gpu_seconds: dict[str, int] = {}
+    # A requeue moves Submit: the job's submission is the Submit of the first run of the last chain of
+    # runs (each earlier run of a requeued job ends REQUEUED); an older job with the same id came before.
+    first_submit: dict[str, str | None] = {}
+    last_state: dict[str, str] = {}
     kept: list[str] = []
     for line in stdout.splitlines():
         fields = _split_with_time(line, 9, 7)
@@ -212,9 +216,13 @@ def parse_sacct_runs(stdout: str, wanted: Sequence[str]) -> dict[str, JobStatus]
             continue
         job_id, raw, tres = fields[0].strip(), fields[5].strip(), fields[6]
         gpu_seconds[job_id] = gpu_seconds.get(job_id, 0) + (int(raw) if raw.isdigit() else 0) * tres_gpus(tres)
-        kept.append("|".join([*fields[:5], fields[7] if is_time_field(fields[7]) else "", fields[8]]))
+        if not last_state.get(job_id, "").startswith("REQUEUED"):
+            first_submit[job_id] = submit_field(fields[7])
+        last_state[job_id] = fields[1].strip()
+        kept.append("|".join([*fields[:5], fields[7], fields[8]]))
     jobs = parse_sacct("\n".join(kept), "sacct", wanted)
-    return {i: replace(s, gpu_hours=round(gpu_seconds.get(i, 0) / 3600, 3)) for i, s in jobs.items()}
+    return {i: replace(s, gpu_hours=round(gpu_seconds.get(i, 0) / 3600, 3), submit_time=first_submit.get(i))
+            for i, s in jobs.items()}
 
 
 _SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
