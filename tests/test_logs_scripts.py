@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -290,6 +291,7 @@ def test_job_name_option_wins_for_scripts(clean_env: pytest.MonkeyPatch, write_c
 
 GLOO_SCRIPT = """\
 import os
+import shutil
 import torch
 import torch.distributed as dist
 
@@ -436,3 +438,16 @@ def test_logs_follow_stops_when_the_id_was_reused(fake_slurm: FakeSlurm, job_roo
     code, out, err = run_cli(capsys, "logs", str(old), "-f", "--interval", "0.02")
     assert code == 0 and "old run\n" in out and "job id 1 was reused" in err
 
+
+
+def test_the_index_prefers_the_folder_of_the_cluster_in_use(fake_slurm: FakeSlurm, job_root: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    ours = folder(tmp_path / "root-t", "train", job_id="8", cluster="t", submitted="2026-01-02T03:04:07",
+                  logs={"8-rank0.out": "cluster t\n"})
+    folder(tmp_path / "root-other", "train", job_id="8", cluster="other", created="2026-01-03T00:00:00",
+           submitted="2026-01-03T00:00:02", logs={"8-rank0.out": "cluster other\n"})  # newer, another cluster
+    assert run_cli(capsys, "logs", "8") == (0, "cluster t\n", "")  # ./cluster.yaml is cluster "t"
+    (tmp_path / "cluster.yaml").unlink()
+    assert run_cli(capsys, "logs", "8") == (0, "cluster other\n", "")  # no cluster in use: the newest
+    shutil.rmtree(tmp_path / "root-other")  # a folder that is gone: the next record
+    assert run_cli(capsys, "logs", "8")[1] == "cluster t\n" and ours.is_dir()
