@@ -60,7 +60,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "status": ("orchestrator.commands.status",
                "show the Slurm state of jobs (default: the newest jobs submitted from here)"),
     "logs": ("orchestrator.commands.logs",
-             "print a job's batch log or one rank's log (-f follows it until the job ends)"),
+             "print a job's logs: rank 0's output with the batch lines, --batch, --rank R or --all-ranks (-f follows)"),
     "cancel": ("orchestrator.commands.cancel", "cancel jobs (scancel), or send them a signal with --signal"),
     "list": ("orchestrator.commands.list_jobs", "list the jobs submitted from here (from their job folders)"),
     "plot": ("orchestrator.commands.plot", "draw loss and the task's metrics per epoch of a job to a PNG"),

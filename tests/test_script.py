@@ -304,7 +304,7 @@ def test_script_plan_carries_the_script_and_devices(write_cluster: Callable[...,
     plan = _script_plan(write_cluster(), nodes=2, gpus=8, gpus_per_task=2)
     cfg = plan.run_config
     assert cfg.script is not None and cfg.script.args == ["--lr", "0.1"] and cfg.gpus_per_task == 2
-    assert (cfg.tasks_per_node, cfg.params, cfg.job_name) == (4, {}, "ddp_train")
+    assert (cfg.tasks_per_node, cfg.params, cfg.job_name) == (4, {}, "scripts/ddp_train")
     assert [r.devices for r in plan.ranks[:4]] == [(0, 1), (2, 3), (4, 5), (6, 7)]
     assert [r.device for r in plan.ranks[:2]] == ["gpus 0,1", "gpus 2,3"]
     assert "#SBATCH --ntasks-per-node=4\n" in plan.script and "#SBATCH --cpus-per-task=24\n" in plan.script
