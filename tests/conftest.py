@@ -31,6 +31,7 @@ __all__ = ["ORCH", "ROOT", "STUBS_DIR", "TEST_CLUSTER", "Stubs", "clean_environ"
 # Public training scripts kept verbatim as orch doctor's real corpus: read by tests, never collected.
 collect_ignore = ["doctor/real"]
 
+
 @pytest.fixture(autouse=True)
 def state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The user's state folder (the index of submitted jobs) for this test only: ``$ORCH_STATE_DIR``."""
