@@ -92,6 +92,13 @@ def install_stack_dumps(preempt_signal: str, stream: TextIO | None = None) -> No
         faulthandler.register(signum, file=out, all_threads=True, chain=True)
 
 
+def remove_stack_dumps() -> None:
+    """The task is leaving (its outcome recorded): a SIGTERM now (orch run stopping the other ranks
+    of a failed run) finds nothing stuck, so it dumps no stacks into the log after the real error."""
+    for signum in stack_dump_signals(""):
+        faulthandler.unregister(signum)
+
+
 def dump_stacks(stream: TextIO | None = None) -> None:
     """Every thread's stack now (a collective timed out on this rank)."""
     out = _with_fd(stream or sys.stderr)

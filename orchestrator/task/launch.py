@@ -225,7 +225,8 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
             return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
                                  bind=runtime.bind_script_device)
         export_environment(cfg, env, os.environ)
-        os.environ.update(hang.flight_recorder_env(job_dir, os.environ, hang.installed_torch_version()))  # NCCL: last collectives, on timeout
+        # NCCL: last collectives, on timeout (under the names the installed torch reads)
+        os.environ.update(hang.flight_recorder_env(job_dir, os.environ, hang.installed_torch_version()))
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                             format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
         runtime.import_torch()
@@ -284,6 +285,7 @@ def entrypoint(runtime: TaskRuntime) -> None:
     and the output flushed, nothing is left to do, and torch's C++ threads can abort a normal exit
     ("terminate called without an active exception") after an error, changing the exit code."""
     code = main(None, runtime)
+    hang.remove_stack_dumps()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
