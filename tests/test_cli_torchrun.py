@@ -230,3 +230,14 @@ def test_the_submit_line_says_it(here: Path, capsys: pytest.CaptureFixture[str],
     assert main(["submit", "train.py", "--nodes", "2"]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "resources: 2 nodes x 8 GPUs (all of partition gpu's; --gpus N to change)" in out, out
+
+
+def test_a_default_that_does_not_fit_says_orch_chose_it(here: Path, capsys: pytest.CaptureFixture[str],
+                                                         write_cluster: Callable[..., Path],
+                                                         clean_env: pytest.MonkeyPatch) -> None:
+    """A node with fewer CPUs than GPUs: the refusal names the default orch chose and --gpus."""
+    small = write_cluster(name="small.yaml", partitions=[
+        {"name": "gpu", "nodes": "n[1-2]", "gpus_per_node": 8, "cpus_per_node": 4, "mem_per_node": "16G"}])
+    err = _refused(["submit", "train.py", "--cluster", str(small), "--dry-run"], capsys)
+    assert "orch chose 1 node x 8 GPUs (all of partition gpu's" in err and "--gpus N" in err, err
+    assert main(["submit", "train.py", "--cluster", str(small), "--gpus", "4", "--dry-run"]) == 0

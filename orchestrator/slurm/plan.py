@@ -120,8 +120,14 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     _check_nodes(nodes, len(hosts), partition)
     _check_gpus(nodes, gpus, partition)
     tasks, per_task = gpu_layout(asked_tasks, request.gpus_per_task, gpus, script=request.script is not None)
-    cpus = _cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
-                          tasks, partition, per_task if gpus else 0)
+    try:
+        cpus = _cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
+                              tasks, partition, per_task if gpus else 0)
+    except ConfigError as exc:
+        if defaulted is None:
+            raise
+        raise ConfigError(f"{exc.message} (orch chose {resources_line(nodes, gpus, tasks, defaulted)})",
+                          hint=f"{exc.hint}; or ask for fewer GPUs with --gpus N") from None
     time_text = _time(request.time or res.time, cluster.defaults.time, partition,
                       cluster.launcher.preempt_before)
     mem_per_gpu, mem = _memory(cluster, partition, gpus, tasks * cpus)
