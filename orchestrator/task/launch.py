@@ -219,9 +219,8 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         if cfg.script is not None:  # bring your own script: run it as torchrun would
             from orchestrator.task import scriptrun
 
-            script = True
-
             export_script_environment(cfg, env, job_dir, os.environ)
+            script = True
             return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
                                  bind=runtime.bind_script_device)
         export_environment(cfg, env, os.environ)
@@ -270,8 +269,10 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
             message, hint = f"{label} failed: {peer[0]} ({detail})", peer[1]
         else:
             message, hint = f"{label} failed: {detail}", "see the traceback above"
-        if not (script and peer is None):  # a script's own error: its traceback says it (orch run: and then
-            print(OrchError(message, hint).render(), file=sys.stderr, flush=True)  # one orch: error: line)
+        # A script's own error: its traceback says it all (orch run then prints the one orch: error: line,
+        # from this rank's record); orch's diagnosis of a collective that failed for a peer is still printed.
+        if not (script and peer is None):
+            print(OrchError(message, hint).render(), file=sys.stderr, flush=True)
         if peer is None:
             RECORDER.finish("failed", FAILURE_EXIT, reason=_reason(message))
             return FAILURE_EXIT
