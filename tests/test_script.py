@@ -335,7 +335,7 @@ def cli(clean_env: pytest.MonkeyPatch, stubs: Any, write_cluster: Callable[..., 
     (["submit", "train.py", "lr=0.1"], "is a script"),
     (["submit", "mnist", "--", "--lr", "0.1"], "not arguments after --"),
     (["submit", "--gpus", "1"], "needs a JOB"),
-    (["status", "--", "x"], "does not run"),
+    (["status", "--", "x"], "neither a job id nor a job folder"),  # `--` ends every verb's options
     (["run", "a dir", "--nproc", "2"], "is a directory"),
     (["run", "-m", "not.here"], "not importable on this machine"),
     (["run", "--resume", "somewhere", "--", "--lr", "1"], "--resume takes no script"),
