@@ -60,7 +60,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "status": ("orchestrator.commands.status",
                "show the Slurm state of jobs (default: the newest jobs submitted from here)"),
     "logs": ("orchestrator.commands.logs",
-             "print a job's batch log or one rank's log (-f follows it until the job ends)"),
+             "print a job's logs: rank 0's output with the batch lines, --batch, --rank R or --all-ranks (-f follows)"),
     "cancel": ("orchestrator.commands.cancel", "cancel jobs (scancel), or send them a signal with --signal"),
     "list": ("orchestrator.commands.list_jobs", "list the jobs submitted from here (from their job folders)"),
     "plot": ("orchestrator.commands.plot", "draw loss and the task's metrics per epoch of a job to a PNG"),
@@ -86,17 +86,42 @@ class _Parser(argparse.ArgumentParser):
         raise OrchError(message, hint=f"run '{self.prog} --help' for usage")
 
     _intermixing = False
+    plain = False  # parse_operands: argparse's own `--` handling (intermixed parsing loses it)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         # A verb takes `JOB key=value ...` with its options anywhere (`orch run smoke --nproc 2 lr=0.1`):
         # plain argparse stops filling positionals at the first option, so verbs parse intermixed.
-        if self._subparsers is None and not self._intermixing:
+        if self._subparsers is None and not self._intermixing and not _Parser.plain:
             self._intermixing = True
             try:
                 return self.parse_known_intermixed_args(args, namespace)
             finally:
                 self._intermixing = False
         return super().parse_known_args(args, namespace)
+
+
+def parse_operands(parser: argparse.ArgumentParser, before: Sequence[str],
+                   operands: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """A verb that runs no script: ``--`` ends its options and what follows is operands, as in every
+    POSIX tool (``orch hosts -- 'node[1-3]'``, ``orch cancel -- 123``)."""
+    if not any(word.startswith("-") for word in operands):  # `--` changes nothing: options stay anywhere
+        result: tuple[argparse.Namespace, list[str]] = parser.parse_known_args([*before, *operands])
+        return result
+    _Parser.plain = True  # an operand that looks like an option: argparse's own `--` rule
+    try:
+        result = parser.parse_known_args([*before, "--", *operands])
+        return result
+    finally:
+        _Parser.plain = False
+
+
+def _takes_script_args(parser: argparse.ArgumentParser, verb: str | None) -> bool:
+    """Whether ``verb`` runs a script that takes the arguments after ``--`` (orch run, orch submit)."""
+    if parser._subparsers is None or verb is None:
+        return False
+    choices = parser._subparsers._group_actions[0].choices
+    verb_parser = choices.get(verb) if isinstance(choices, dict) else None
+    return isinstance(verb_parser, argparse.ArgumentParser) and bool(verb_parser.get_default("takes_script_args"))
 
 
 def _verb_in(argv: Sequence[str]) -> str | None:
@@ -147,17 +172,30 @@ def split_script_args(argv: Sequence[str]) -> tuple[list[str], list[str] | None]
     return args[:at], args[at + 1:]
 
 
+def _unrecognized(args: argparse.Namespace, argv: Sequence[str], extra: Sequence[str],
+                  script_args: Sequence[str] | None) -> OrchError:
+    """argparse's leftovers as one error; torchrun's names and a script's own options get their hint."""
+    from orchestrator.commands._torchrun import explain, is_script_target
+
+    hint = explain(args.verb, argv, extra, script_args, script=is_script_target(args))
+    return OrchError(f"unrecognized arguments: {' '.join(extra)}",
+                     hint=hint or f"run 'orch {args.verb} --help' for usage")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list, script_args = split_script_args(sys.argv[1:] if argv is None else argv)
+    full = list(sys.argv[1:] if argv is None else argv)
+    args_list, script_args = split_script_args(full)
     skip_pydantic_plugins(os.environ)  # no entry-point scan at the first model build (above)
     try:
-        args, extra = build_parser(_verb_in(args_list)).parse_known_args(args_list)
+        verb = _verb_in(args_list)
+        parser = build_parser(verb)
+        if script_args is not None and not _takes_script_args(parser, verb):
+            args, extra = parse_operands(parser, args_list, script_args)  # every other verb: `--` ends options
+            args_list, script_args = full, None
+        else:
+            args, extra = parser.parse_known_args(args_list)
         if extra:  # reported here, so the hint names the verb's own help, not orch --help
-            raise OrchError(f"unrecognized arguments: {' '.join(extra)}",
-                            hint=f"run 'orch {args.verb} --help' for usage")
-        if script_args is not None and not getattr(args, "takes_script_args", False):
-            raise OrchError(f"orch {args.verb}: '--' passes arguments to a script, which this verb does not run",
-                            hint="only orch run and orch submit take a script and its arguments after --")
+            raise _unrecognized(args, args_list, extra, script_args)
         args.script_args = script_args
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")

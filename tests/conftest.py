@@ -5,6 +5,8 @@
 * ``write_job``: write a small job file (planning only: its build() is never called).
 * ``make_plan``: ``build_plan`` for a cluster.yaml and a job file with fixed time, token and paths.
 * ``stubs``: stub ``sbatch``/``srun``/``scontrol`` first on PATH, recording every call (tests/stubs).
+* ``state_dir`` (autouse): ``$ORCH_STATE_DIR`` is a fresh folder, so no test writes the user's index of
+  submitted jobs (``~/.local/state/orch/jobs.jsonl``) or reads the developer's.
 """
 
 from __future__ import annotations
@@ -28,6 +30,15 @@ __all__ = ["ORCH", "ROOT", "STUBS_DIR", "TEST_CLUSTER", "Stubs", "clean_environ"
 
 # Public training scripts kept verbatim as orch doctor's real corpus: read by tests, never collected.
 collect_ignore = ["doctor/real"]
+
+
+@pytest.fixture(autouse=True)
+def state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The user's state folder (the index of submitted jobs) for this test only: ``$ORCH_STATE_DIR``."""
+    folder = tmp_path_factory.mktemp("orch-state")
+    monkeypatch.setenv("ORCH_STATE_DIR", str(folder))
+    return folder
+
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:

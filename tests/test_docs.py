@@ -6,7 +6,8 @@ one ``orch ...`` command (a trailing ``# comment`` and ``\\`` continuations are 
 ``shlex`` and run without a shell, with the installed CLI, in a fresh folder per block that holds a
 copy of the shipped cluster.yaml, the torchrun-style ``train.py`` of tests/scripts and ``my_job.py``
 (a copy of jobs/smoke.py), and a clean environment (HOME and XDG_CACHE_HOME inside that folder).
-Blocks that show output (``console``) or need Slurm or an existing job (plain ``bash``) are not run.
+Blocks that need Slurm or an existing job (plain ``bash``) are not run. Blocks that show output
+(``console``) of a dry run or of ``orch hosts`` are run and compared with what orch prints today.
 See docs/testing.md, "The docs test".
 """
 
@@ -332,3 +333,100 @@ def test_the_link_checker_sees_a_broken_link(tmp_path: Path) -> None:
     broken = _broken(page, root=tmp_path)
     assert [b.split(": ", 1)[1] for b in broken] == ["no-such-page.md: no such file",
                                                      "cli.md#no-such-heading: no heading #no-such-heading in cli.md"]
+
+
+# ---------------------------------------------------------------- shown output
+
+
+# Output that differs per run or per machine, made the same on both sides before comparing.
+VOLATILE = (
+    (re.compile(r"[\w.$/-]*/orch-jobs/[\w.-]+-\d{8}-\d{6}-[0-9a-f]{6}"), "~/orch-jobs/JOB"),
+    (re.compile(r"^PYTHON=\S+$"), "PYTHON=..."),
+)
+ELLIPSIS = "..."
+SHOWN_WORK, SHOWN_ROOT = "/home/me/work", "/home/me/orch"
+
+
+def _normal(line: str) -> str:
+    for pattern, replacement in VOLATILE:
+        line = pattern.sub(replacement, line)
+    return line.rstrip()
+
+
+def shown_dry_runs() -> list[Block]:
+    """``console`` blocks that show what a command without side effects printed: ``$ orch`` with
+    ``--dry-run`` (or ``orch hosts``) on their first line."""
+    found = []
+    for page in PAGES:
+        for block in fenced_blocks(page.read_text(encoding="utf-8"), page):
+            first = block.lines[0][1] if block.lines else ""
+            if block.words[:1] == ["console"] and first.startswith("$ orch ") \
+                    and ("--dry-run" in first.split() or first.split()[2:3] == ["hosts"]):
+                found.append(block)
+    return found
+
+
+def _prefix(want: list[str], got: list[str]) -> int:
+    """How many of ``want``'s first lines ``got`` starts with."""
+    n = 0
+    while n < min(len(want), len(got)) and want[n] == got[n]:
+        n += 1
+    return n
+
+
+def excerpt_problem(shown: list[str], printed: list[str]) -> str | None:
+    """None when the shown lines appear in ``printed`` in order; else the first line of the first part
+    that does not. ``...`` lines cut ``shown`` into parts: each part is a run of consecutive printed
+    lines, later than the part before; the first part starts at the first printed line."""
+    parts: list[list[str]] = [[]]
+    for line in shown:
+        if line.strip() == ELLIPSIS:
+            parts.append([])
+        else:
+            parts[-1].append(_normal(line))
+    lines = [_normal(line) for line in printed]
+    at = 0
+    for number, part in enumerate(parts):
+        if not part:
+            continue
+        starts = [at] if number == 0 else range(at, len(lines))
+        matched = [(_prefix(part, lines[i:i + len(part)]), i) for i in starts] or [(0, at)]
+        longest, found = max(matched, key=lambda m: (m[0], -m[1]))
+        if longest < len(part):
+            return part[longest]
+        at = found + len(part)
+    return None
+
+
+def test_the_excerpt_comparison_can_fail() -> None:
+    printed = ["a", "b", "c", "d"]
+    assert excerpt_problem(["a", "b", "...", "d"], printed) is None
+    assert excerpt_problem(["a", "c"], printed) == "c"  # no "..." between: the lines must follow
+    assert excerpt_problem(["...", "d", "...", "c"], printed) == "c"  # order counts
+    assert excerpt_problem(["...", "d", "c"], printed) == "c"
+    assert excerpt_problem(["a", "x"], printed) == "x"
+    assert excerpt_problem(["b"], printed) == "b"  # the first part starts at the first line
+    assert excerpt_problem(["...", "c", "d"], printed) is None
+
+
+SHOWN = shown_dry_runs()
+
+
+def test_the_readme_shows_dry_run_output() -> None:
+    assert [b for b in SHOWN if b.page == README], "the README's dry-run excerpt is no longer compared"
+
+
+@pytest.mark.parametrize("block", SHOWN, ids=[b.where for b in SHOWN])
+def test_shown_output_is_what_orch_prints(block: Block, tmp_path: Path) -> None:
+    """The output a page shows (an excerpt: ``...`` marks skipped lines) is what the command prints today."""
+    work, env = _workdir(tmp_path)
+    env.pop("ORCH_DATA_DIR", None)  # the pages show a machine where none is set
+    argv = shlex.split(block.lines[0][1][2:])
+    proc = subprocess.run([ORCH, *argv[1:]], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=COMMAND_TIMEOUT, check=False)
+    # The pages show the submitting folder as /home/me/work and the checkout as /home/me/orch.
+    out = (proc.stdout + proc.stderr).replace(str(work), SHOWN_WORK).replace(str(ROOT), SHOWN_ROOT)
+    printed = out.splitlines()
+    problem = excerpt_problem([text for _, text in block.lines[1:]], printed)
+    assert problem is None, (f"{block.where}: {shlex.join(argv)} no longer prints {problem!r} where the page "
+                             f"shows it (exit {proc.returncode}); paste its output again:\n" + "\n".join(printed))

@@ -188,7 +188,8 @@ def test_a_hang_in_build_names_the_start_up_timeout(tmp_path: Path) -> None:
 def test_flight_recorder_variables() -> None:
     from orchestrator.task.hang import flight_recorder_env
 
-    got = flight_recorder_env(Path("/j"), {})
+    got = flight_recorder_env(Path("/j"), {}, "2.7.1+cu126")  # torch before 2.8: the TORCH_NCCL_* names
     assert got["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "2000" and got["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
     assert got["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == "/j/logs/nccl_trace_rank_"
-    assert "TORCH_NCCL_DUMP_ON_TIMEOUT" not in flight_recorder_env(Path("/j"), {"TORCH_NCCL_DUMP_ON_TIMEOUT": "0"})
+    assert "TORCH_NCCL_DUMP_ON_TIMEOUT" not in flight_recorder_env(Path("/j"), {"TORCH_NCCL_DUMP_ON_TIMEOUT": "0"},
+                                                                   "2.7.1")

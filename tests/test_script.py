@@ -304,7 +304,7 @@ def test_script_plan_carries_the_script_and_devices(write_cluster: Callable[...,
     plan = _script_plan(write_cluster(), nodes=2, gpus=8, gpus_per_task=2)
     cfg = plan.run_config
     assert cfg.script is not None and cfg.script.args == ["--lr", "0.1"] and cfg.gpus_per_task == 2
-    assert (cfg.tasks_per_node, cfg.params, cfg.job_name) == (4, {}, "ddp_train")
+    assert (cfg.tasks_per_node, cfg.params, cfg.job_name) == (4, {}, "scripts/ddp_train")
     assert [r.devices for r in plan.ranks[:4]] == [(0, 1), (2, 3), (4, 5), (6, 7)]
     assert [r.device for r in plan.ranks[:2]] == ["gpus 0,1", "gpus 2,3"]
     assert "#SBATCH --ntasks-per-node=4\n" in plan.script and "#SBATCH --cpus-per-task=24\n" in plan.script
@@ -335,7 +335,7 @@ def cli(clean_env: pytest.MonkeyPatch, stubs: Any, write_cluster: Callable[..., 
     (["submit", "train.py", "lr=0.1"], "is a script"),
     (["submit", "mnist", "--", "--lr", "0.1"], "not arguments after --"),
     (["submit", "--gpus", "1"], "needs a JOB"),
-    (["status", "--", "x"], "does not run"),
+    (["status", "--", "x"], "neither a job id nor a job folder"),  # `--` ends every verb's options
     (["run", "a dir", "--nproc", "2"], "is a directory"),
     (["run", "-m", "not.here"], "not importable on this machine"),
     (["run", "--resume", "somewhere", "--", "--lr", "1"], "--resume takes no script"),

@@ -223,7 +223,8 @@ def test_logs_batch_rank_and_missing(fake_slurm: FakeSlurm, job_root: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     logs = {"slurm-9.out": "batch line\n", "9-rank0.out": "rank 0 says\n", "9-rank1.out": ""}
     make_job(job_root, "smoke", job_id="9", logs=logs)
-    assert run_cli(capsys, "logs", "9") == (0, "batch line\n", "")
+    assert run_cli(capsys, "logs", "9", "--batch") == (0, "batch line\n", "")
+    assert run_cli(capsys, "logs", "9") == (0, "batch line\nrank 0 says\n", "")  # rank 0, with the batch lines
     assert run_cli(capsys, "logs", "9", "--rank", "0") == (0, "rank 0 says\n", "")
     code, _, err = run_cli(capsys, "logs", "9", "--rank", "5")
     assert code == 2 and "no log for rank 5" in err and "9-rank0.out, 9-rank1.out" in err
@@ -330,7 +331,7 @@ def test_list_states_from_squeue_and_folders(fake_slurm: FakeSlurm, job_root: Pa
     assert [r["orch_state"] for r in rows] == ["running", "not queued", "completed"]
     assert rows[0]["elapsed"] == "00:00:30" and rows[0]["created"].startswith("2026-01-03T00:00:00")
     assert fake_slurm.calls() == [["squeue", "--noheader", "--states=all",
-                                   "--Format=JobArrayID:|,State:|,Reason:|,NodeList:|,TimeUsed:|,RestartCnt:|,Name:",
+                                   "--Format=JobArrayID:|,State:|,Reason:|,NodeList:|,TimeUsed:|,RestartCnt:|,SubmitTime:|,Name:",
                                    "--jobs=21"]]
     code, out, _ = run_cli(capsys, "list")
     assert out.splitlines()[0].split() == ["NAME", "JOBID", "CREATED", "STATE", "RESTARTS", "ELAPSED", "REASON",

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records.cache import find_cluster
-from orchestrator.records.jobdirs import job_root
+from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id, job_root, read_job_dir
+from orchestrator.records.jobindex import lookup
 from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.runconfig import JOB_FILE
 
 
 def cluster_or_none(args: argparse.Namespace) -> Cluster | None:
@@ -26,6 +28,40 @@ def job_root_from_args(args: argparse.Namespace) -> Path:
     return job_root(cluster_or_none(args))
 
 
+def cluster_name(args: argparse.Namespace) -> str | None:
+    """The name of the cluster.yaml in use (None: none), to tell one cluster's job ids from another's."""
+    cluster = cluster_or_none(args)
+    return cluster.name if cluster is not None else None
+
+
+def indexed_job(job_id: str, cluster: str | None) -> JobDir | None:
+    """The folder of ``job_id`` from the user's index of submitted jobs (records/jobindex.py): the
+    newest whose folder still holds that id, one of the cluster in use first."""
+    found: list[JobDir] = []
+    for record in lookup(job_id):
+        path = Path(record.job_dir)
+        if not (path / JOB_FILE).is_file():
+            continue
+        job = read_job_dir(path)
+        if job.job_id != job_id:
+            continue
+        if cluster is None or record.cluster in (None, cluster):
+            return job
+        found.append(job)
+    return found[0] if found else None
+
+
+def find_job(ref: str, args: argparse.Namespace) -> JobDir:
+    """A job folder from a job id or a folder path. Without ``--cluster``, a job id is looked up in the
+    user's index of submitted jobs first (so the submit's --cluster is not needed again), then under
+    the job root of the cluster.yaml in use."""
+    if is_job_id(ref) and not getattr(args, "cluster", None):
+        job = indexed_job(ref, cluster_name(args))
+        if job is not None:
+            return job
+    return find_job_dir(ref, job_root_from_args(args))
+
+
 def format_rows(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> str:
     """A plain text table: ``columns`` maps each title to a row key; empty cells show ``-``."""
     header = list(columns)
@@ -34,6 +70,17 @@ def format_rows(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in body]
     return "\n".join(lines)
+
+
+# columns a job may leave empty: hidden when every row is empty there (a script reports no epochs)
+OPTIONAL_COLUMNS = ("GPU_H", "EPOCH", "STEP", "LOSS", "METRICS")
+
+
+def shown_columns(rows: list[dict[str, Any]], columns: dict[str, str],
+                  optional: tuple[str, ...] = OPTIONAL_COLUMNS) -> dict[str, str]:
+    """``columns`` without the optional ones that no row fills."""
+    return {title: key for title, key in columns.items()
+            if title not in optional or any(row.get(key) not in (None, "") for row in rows)}
 
 
 def _cell(value: Any) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import job_root_from_args
-from orchestrator.errors import SlurmError
-from orchestrator.records.jobdirs import find_job_dir, is_job_id
+from orchestrator.commands._jobs import cluster_name, find_job, indexed_job, job_root_from_args
+from orchestrator.errors import OrchError, SlurmError
+from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id
 from orchestrator.slurm import client as slurm
+from orchestrator.slurm import jobstate
 from orchestrator.slurm import state as slurmstate
 
 
@@ -20,18 +21,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
+def _folder(ref: str, args: argparse.Namespace) -> JobDir | None:
+    """The job folder of a job id (the index of submitted jobs, else the job root), None when orch
+    did not submit it; a folder path must be one."""
+    if not is_job_id(ref):
+        return find_job(ref, args)
+    found = None if args.cluster else indexed_job(ref, cluster_name(args))
+    if found is not None:
+        return found
+    try:
+        return find_job_dir(ref, job_root_from_args(args))
+    except OrchError:
+        return None  # a job orch did not submit: Slurm's answer is all there is
+
+
 def run(args: argparse.Namespace) -> int:
-    root = None
-    ids: list[str] = []
+    folders: dict[str, JobDir | None] = {}
     for ref in args.jobs:
-        if is_job_id(ref):
-            ids.append(ref)
-        else:
-            root = root or job_root_from_args(args)
-            ids.append(find_job_dir(ref, root).queued_id())
-    ids = list(dict.fromkeys(ids))
+        job = _folder(ref, args)
+        folders.setdefault(job.queued_id() if job is not None else ref, job)
+    ids = list(folders)
     # scancel says nothing about unknown or finished jobs: ask squeue first, so the answer is true.
     found = slurm.squeue(ids)
+    cluster = cluster_name(args)
+    for job_id, job in folders.items():  # an id Slurm gave to another job since: never cancel that one
+        why = jobstate.reused(job, found.get(job_id), cluster)
+        if why is not None:
+            where = job.path if job is not None else "?"
+            raise OrchError(f"job id {job_id} was reused: Slurm's job {job_id} is not the job of {where} ({why}); "
+                            "nothing was cancelled",
+                            hint=f"the folder's job has ended; to cancel Slurm's job {job_id} anyway: scancel {job_id}")
     known = {i: _whole(i, found) for i in ids}
     live = [i for i, s in known.items() if s is not None and not s.terminal]
     done = {i: s.state for i, s in known.items() if s is not None and s.terminal}

@@ -3,6 +3,8 @@
 The state is ``orch status``'s (:mod:`orchestrator.slurm.jobstate`: one batched squeue, sacct or the job
 completion log for finished jobs, then the folder: ``NOT_QUEUED`` when sbatch refused a job,
 ``COMPLETED`` when Slurm forgot it but its result.json exists). Without Slurm the folders still list.
+A folder whose job id Slurm now gives to another job (ids restart; two clusters may share one job
+root) shows its own records, with REASON "job id reused".
 Array elements are listed as jobs of their own (``<array id>_<index>``).
 """
 
@@ -12,7 +14,7 @@ import argparse
 import itertools
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import format_rows, job_root_from_args
+from orchestrator.commands._jobs import cluster_name, format_rows, job_root_from_args
 from orchestrator.records.jobdirs import iter_job_dirs
 from orchestrator.slurm import jobstate
 
@@ -29,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     newest = iter_job_dirs(job_root_from_args(args))  # newest first, read lazily
     jobs = list(itertools.islice(newest, args.limit) if args.limit > 0 else newest)
-    table = jobstate.rows([(job.job_id, job) for job in jobs], tolerant=True, details=False)
+    table = jobstate.rows([(job.job_id, job) for job in jobs], tolerant=True, details=False,
+                          cluster=cluster_name(args))
     if args.json:
         print_json(table)
     elif table:

@@ -1,10 +1,15 @@
-"""``orch logs JOBID|DIR [--rank R] [-f]``: print a job's batch log or one rank's log.
+"""``orch logs JOBID|DIR [--batch | --rank R | --all-ranks] [-f] [--lines N]``: a job's logs.
 
+By default rank 0's output with the batch script's own lines around it; ``--batch`` the batch log
+alone, ``--rank R`` one rank's log, ``--all-ranks`` every rank's lines with a ``[rank R]`` prefix
+(:mod:`orchestrator.records.logview` reads them, from the end: the last ``--lines`` lines of each).
 The logs live in the job folder (``logs/slurm-<id>.out`` for the batch step, ``logs/<id>-rank<R>.out``
-per rank; ``logs/local-rank<R>.out`` for ``orch run``). ``-f`` follows the file until the job ends,
-across a requeue (the logs are opened in append mode). When the ranks' outcome records show a
-failure, a last note (on stderr) names the rank to look at and why (:func:`orchestrator.slurm.jobstate.failure`),
-with the last lines of that rank's log.
+per rank; ``logs/local-rank<R>.out`` for ``orch run``); a job id is found in the user's index of
+submitted jobs first, so the submit's ``--cluster`` is not needed. ``-f`` follows the files until the
+job ends, across a requeue (the logs are opened in append mode). When the ranks' outcome records show
+a failure, a last note (on stderr) names the rank to look at and why
+(:func:`orchestrator.slurm.jobstate.failure`), with the last lines of that rank's log. When Slurm's
+job of this id is another job (the id was reused), following stops at once and a note says so.
 """
 
 from __future__ import annotations
@@ -12,25 +17,31 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import time
 from pathlib import Path
-from typing import BinaryIO
 
 from orchestrator.commands._common import add_cluster_argument
-from orchestrator.commands._jobs import job_root_from_args
+from orchestrator.commands._jobs import cluster_name, find_job
 from orchestrator.errors import OrchError, SlurmError
-from orchestrator.records.jobdirs import JobDir, find_job_dir, progress_cells, read_progress, read_result
+from orchestrator.records.jobdirs import JobDir, progress_cells, read_progress, read_result
+from orchestrator.records.logview import View, rank_logs, tail_lines
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate
 from orchestrator.spec.runconfig import LOG_DIR
 
 STATE_EVERY = 2.0  # seconds between job state checks while following
-TAIL_LINES = 20  # of the rank to look at, below the log shown
+TAIL_LINES = 20
+ALL_SHOWN = -1  # blame_note's ``shown`` when every rank's log was shown  # of the rank to look at, below the log shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", metavar="JOBID|DIR", help="Slurm job id or job folder")
-    parser.add_argument("--rank", type=int, metavar="R", help="show rank R's log instead of the batch log")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--batch", action="store_true", help="only the batch script's log")
+    which.add_argument("--rank", type=int, metavar="R", help="only rank R's log")
+    which.add_argument("--all-ranks", action="store_true",
+                       help="every rank's log, each line prefixed with [rank R]")
+    parser.add_argument("-n", "--lines", type=int, default=1000, metavar="N",
+                        help="show the last N lines of each log (default 1000)")
     parser.add_argument("-f", "--follow", action="store_true",
                         help="keep printing new lines until the job ends")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between reads when following")
@@ -54,19 +65,22 @@ def blame_note(job: JobDir, shown: int | None) -> str | None:
         return None
     rank = found.ranks[0]
     note = f"orch: look at rank {rank}: {found.message}"
-    if shown == rank:
+    if shown in (rank, ALL_SHOWN):
         return note
     try:
         path = job.log_file(rank)
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[-TAIL_LINES:]
-    except (OrchError, OSError):
+    except OrchError:
         return note
+    last, _, _ = tail_lines(path, TAIL_LINES, max_bytes=1 << 20)
+    if not last:
+        return note
+    lines = b"".join(last).decode("utf-8", errors="replace").rstrip("\n")
     ref = job.job_id or job.path
-    return note + f"\n--- last lines of {path} (orch logs {ref} --rank {rank}) ---\n" + "\n".join(lines) + "\n---"
+    return note + f"\n--- last lines of {path} (orch logs {ref} --rank {rank}) ---\n" + lines + "\n---"
 
 
 def _missing(job: JobDir, path: Path, rank: int | None) -> OrchError:
-    ranks = sorted(p.name for p in (job.path / LOG_DIR).glob("*rank*.out"))
+    ranks = sorted(p.name for p in rank_logs(job).values())
     if rank is not None and ranks:
         return OrchError(f"no log for rank {rank}: {path} does not exist",
                          hint=f"rank logs in {job.path / LOG_DIR}: {', '.join(ranks)}")
@@ -75,77 +89,87 @@ def _missing(job: JobDir, path: Path, rank: int | None) -> OrchError:
                      hint=f"Slurm creates it {when} (orch status {job.job_id or job.path})")
 
 
-def _copy_new(path: Path, offset: int, out: BinaryIO) -> int:
-    """Write what was appended to ``path`` since ``offset``; returns the new offset."""
-    try:
-        with path.open("rb") as handle:
-            size = path.stat().st_size
-            if size < offset:  # truncated: start again
-                offset = 0
-            handle.seek(offset)
-            data = handle.read()
-    except FileNotFoundError:
-        return offset
-    if data:
-        out.write(data)
-        out.flush()
-    return offset + len(data)
-
-
-def _ended(job: JobDir) -> bool:
-    """Has the run finished? Slurm jobs: squeue says terminal or no longer knows the job."""
+def _ended(job: JobDir, cluster: str | None) -> bool:
+    """Has the run finished? Slurm jobs: squeue says terminal, no longer knows the job, or knows
+    another job under its id."""
     if job.mode != "slurm" or job.job_id is None:
         return read_result(job.path) is not None
     try:
         found = slurm.squeue([job.job_id]).get(job.job_id)
     except SlurmError:
         return False  # a slow controller is no reason to stop following
+    if jobstate.reused(job, found, cluster) is not None:
+        print(f"orch: job id {job.job_id} was reused: Slurm's job {job.job_id} is not this folder's job "
+              "(it has ended)", file=sys.stderr)
+        return True
     return found is None or found.terminal
 
 
-def follow(job: JobDir, path: Path, interval: float, out: BinaryIO) -> bool:
-    """Print the log as it grows until the job ends; False when the log never appeared."""
-    offset = 0
-    next_check = 0.0
-    waiting_noted = False
-    while True:
-        offset = _copy_new(path, offset, out)
-        if not path.exists() and not waiting_noted:
-            print(f"orch: waiting for {path} (the job has not started yet)", file=sys.stderr)
-            waiting_noted = True
-        now = time.monotonic()
-        if now >= next_check:
-            next_check = now + STATE_EVERY
-            if _ended(job):
-                _copy_new(path, offset, out)  # what was written between the last read and the end
-                return path.exists()
-        time.sleep(interval)
+def _view(args: argparse.Namespace, job: JobDir) -> View:
+    if args.lines < 0:
+        raise OrchError(f"--lines {args.lines} must be 0 or more", hint="e.g. --lines 200")
+    if args.rank is not None and args.rank < 0:
+        raise OrchError(f"--rank {args.rank} must be 0 or more", hint="ranks count from 0")
+    mode = "batch" if args.batch else "rank" if args.rank is not None else "all" if args.all_ranks else "default"
+    if job.mode == "local" and mode == "batch":
+        raise OrchError(f"{job.path} is a local run (orch run): it has no batch log",
+                        hint=f"orch logs {job.path} shows rank 0's log; --rank R or --all-ranks the others")
+    if job.mode == "slurm":
+        job.queued_id()  # a folder sbatch refused: say why
+    return View(job=job, mode=mode, rank=args.rank, lines=args.lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    job = find_job_dir(args.job, job_root_from_args(args))
-    path = job.log_file(args.rank)
+    job = find_job(args.job, args)
+    view = _view(args, job)
     out = sys.stdout.buffer
-    if args.follow:
-        appeared = True
-        with contextlib.suppress(KeyboardInterrupt):
-            appeared = follow(job, path, args.interval, out)
-        if not appeared:
-            raise _missing(job, path, args.rank)
-        _print_blame(job, args.rank)
-        return 0
-    note = progress_note(job)
-    if not path.is_file():
+    sources = [s for s in view.sources() if s.path.is_file()]
+    shown_rank = {"batch": None, "all": ALL_SHOWN}.get(view.mode, view.rank or 0)
+    if not sources and not args.follow:
+        note = progress_note(job)
         if note is not None:
             print(note, file=sys.stderr)
-        raise _missing(job, path, args.rank)
-    if _copy_new(path, 0, out) == 0:
-        who = "the batch shell" if args.rank is None else f"rank {args.rank}"
-        print(f"orch: {path} is empty: {who} has written nothing yet", file=sys.stderr)
+        raise _view_missing(view)
+    sources, written = view.show(out, following=args.follow)
+    _print_notes(view)
+    if args.follow:
+        if not any(s.path.is_file() for s in sources) and view.mode != "all":
+            print(f"orch: waiting for {sources[-1].path} (the job has not started yet)", file=sys.stderr)
+        cluster = cluster_name(args)
+        with contextlib.suppress(KeyboardInterrupt):
+            view.follow(sources, out, lambda: _ended(job, cluster), interval=args.interval, check_every=STATE_EVERY)
+        if not any(s.path.is_file() for s in view.sources()):
+            raise _view_missing(view)
+    elif written == 0:
+        print(f"orch: {_empty_words(view)} written nothing yet", file=sys.stderr)
+        note = progress_note(job)
         if note is not None:
             print(note, file=sys.stderr)  # what is happening meanwhile
-    _print_blame(job, args.rank)
+    if view.mode == "default" and not view.rank_path(0).is_file() and not args.follow:
+        print(f"orch: rank 0's log {view.rank_path(0)} does not exist yet", file=sys.stderr)
+    _print_blame(job, shown_rank)
     return 0
+
+
+def _view_missing(view: View) -> OrchError:
+    if view.mode == "all":
+        return OrchError(f"no rank logs in {view.job.path / LOG_DIR} yet",
+                         hint="the ranks create them when the job starts "
+                              f"(orch status {view.job.job_id or view.job.path})")
+    if view.mode == "rank":
+        return _missing(view.job, view.rank_path(view.rank or 0), view.rank)
+    path = view.batch_path() if view.mode == "batch" else view.rank_path(0)
+    return _missing(view.job, path or view.rank_path(0), None)
+
+
+def _empty_words(view: View) -> str:
+    words = {"batch": "the batch shell has", "rank": f"rank {view.rank} has", "all": "the ranks have"}
+    return words.get(view.mode, "rank 0 has")
+
+
+def _print_notes(view: View) -> None:
+    for note in view.notes:
+        print(note, file=sys.stderr)
 
 
 def _print_blame(job: JobDir, shown: int | None) -> None:

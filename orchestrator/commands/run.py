@@ -46,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job-root", metavar="DIR",
                         help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
+    parser.add_argument("--all-ranks", action="store_true",
+                        help="show every rank's output, each line prefixed with [rank R] (default: rank 0's)")
     add_json_argument(parser)
 
 
@@ -143,7 +145,7 @@ def _run_locked(args: argparse.Namespace, job_dir: Path, cfg: RunConfig) -> int:
     print(f"orch: {cfg.job_name}: {cfg.tasks_per_node} local process(es); job folder {job_dir}",
           file=out, flush=True)
     runner = LocalRunner(job_dir=job_dir, nproc=cfg.tasks_per_node,
-                         preempt_signal=cfg.launcher.preempt_signal, echo=out,
+                         preempt_signal=cfg.launcher.preempt_signal, echo=out, all_ranks=args.all_ranks,
                          extra_env={"CUDA_VISIBLE_DEVICES": ""} if args.cpu else {})
     result = runner.run()
     if args.json:

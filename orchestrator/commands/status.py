@@ -20,11 +20,17 @@ import itertools
 from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import format_rows, job_root_from_args
+from orchestrator.commands._jobs import (
+    cluster_name,
+    find_job,
+    format_rows,
+    indexed_job,
+    job_root_from_args,
+    shown_columns,
+)
 from orchestrator.errors import OrchError
 from orchestrator.records.jobdirs import (
     JobDir,
-    find_job_dir,
     is_job_id,
     iter_job_dirs,
     list_job_dirs,
@@ -69,17 +75,23 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
         # newest first, read lazily: only the folders shown are read
         with_ids = ((j.job_id, j) for j in iter_job_dirs(root) if j.job_id)
         return list(itertools.islice(with_ids, max(args.limit, 0)))
-    by_id: dict[str, JobDir] = {}
-    for job in reversed(list_job_dirs(root)):  # oldest first, so the newest folder of an id wins
-        if job.job_id:
-            by_id[job.job_id] = job
+    by_id: dict[str, JobDir] | None = None
+    cluster = cluster_name(args)
     targets: list[tuple[str, JobDir | None]] = []
     for ref in args.jobs:
-        if is_job_id(ref):
-            targets.append((ref, by_id.get(ref)))
+        if not is_job_id(ref):
+            job = find_job(ref, args)
+            targets.append((job.queued_id(), job))
             continue
-        job = find_job_dir(ref, root)
-        targets.append((job.queued_id(), job))
+        found = None if args.cluster else indexed_job(ref, cluster)  # the index first: no --cluster needed
+        if found is None:
+            if by_id is None:
+                by_id = {}
+                for job in reversed(list_job_dirs(root)):  # oldest first, so the newest folder of an id wins
+                    if job.job_id:
+                        by_id[job.job_id] = job
+            found = by_id.get(ref)
+        targets.append((ref, found))
     return targets
 
 
@@ -113,15 +125,17 @@ def run(args: argparse.Namespace) -> int:
         raise OrchError("no jobs submitted from here yet",
                         hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
     jobs = [job for _, job in targets]
-    table = with_failure(with_training(jobstate.rows(list(targets)), jobs), jobs)
+    table = with_failure(with_training(jobstate.rows(list(targets), cluster=cluster_name(args)), jobs), jobs)
     startup = _startup(targets[0][1]) if len(args.jobs) == 1 else None
     if startup:
         table[0]["startup"] = startup
     if args.json:
         print_json(table[0] if len(args.jobs) == 1 else table)
     else:
-        print(format_rows(table, COLUMNS))
+        print(format_rows(table, shown_columns(table, COLUMNS)))
         for row in table:  # orch submit --preflight=exclude: the nodes a preflight took out
+            if row.get("reused"):
+                print(f"# job {row['job_id']}: {jobstate.REUSED}: {row['reused']}; shown from its folder's records")
             if row.get("excluded"):
                 print(f"# job {row['job_id']}: {row['excluded']}")
             if row.get("failure"):

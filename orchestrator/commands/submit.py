@@ -144,6 +144,8 @@ def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
         print_json({"job_id": job_id, "job_dir": str(plan.job_dir)})
     else:
         print(f"submitted job {job_id}\njob folder: {plan.job_dir}")
+        if plan.resources is not None:
+            print(f"resources: {plan.resources}")
     return 0
 
 
@@ -225,6 +227,8 @@ def dry_run_text(plan: SubmitPlan) -> str:
         runs += ("# preflight: the selftest checks run first in the allocation (logs/preflight-<job id>.out, "
                  "preflight.json); a failing node " + ("stops the job\n" if ctx.preflight == "stop" else
                  "is excluded and the job submitted again (preflight_attempts.json)\n"))
+    if plan.resources is not None:
+        runs += f"# resources: {plan.resources}\n"
     header = runs + (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
               f"job id {plan.assumed_job_id}\n# MASTER_PORT follows the real job id (range {low}-{high}); "
               f"MASTER_ADDR is {where}\n")

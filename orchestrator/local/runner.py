@@ -141,11 +141,13 @@ class LocalRunner:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     extra_env: Mapping[str, str] = field(default_factory=dict)
     echo: IO[str] | None = None  # where rank 0's output is shown (None: nowhere)
+    all_ranks: bool = False  # show every rank's output, each line prefixed with [rank R]
     grace: float = GRACE_SECONDS
     port: int | None = None
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, init=False)
     _forwarded: list[int] = field(default_factory=list, init=False)
     _quiet: bool = field(default=False, init=False)
+    _quiet_all: bool = field(default=False, init=False)  # the other ranks' stack dumps (all_ranks)
 
     def run(self) -> LocalResult:
         port = self.port or free_port()
@@ -168,23 +170,29 @@ class LocalRunner:
             log_file = (logs / log_name(rank)).open("ab")
             self._files.append(log_file)
             env = child_env(self.environ, rank=rank, nproc=self.nproc, port=port, extra=self.extra_env)
-            out: int | IO[bytes] = subprocess.PIPE if rank == 0 else log_file
+            out: int | IO[bytes] = subprocess.PIPE if rank == 0 or self.all_ranks else log_file
             # Own session: a terminal's Ctrl-C reaches orch run only, which forwards it once.
             self._procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL, start_new_session=True,
                                                 preexec_fn=preexec))
-        self._tee = threading.Thread(target=self._copy_rank0, daemon=True)
-        self._tee.start()
+        self._echo_lock = threading.Lock()
+        shown = range(self.nproc) if self.all_ranks else range(1)
+        self._tees = [threading.Thread(target=self._copy_rank, args=(rank,), daemon=True) for rank in shown]
+        for tee in self._tees:
+            tee.start()
 
-    def _copy_rank0(self) -> None:
-        stream = self._procs[0].stdout
+    def _copy_rank(self, rank: int) -> None:
+        """Copy a rank's output to its log and show it (``[rank R]`` before each line with all_ranks)."""
+        stream = self._procs[rank].stdout
         assert stream is not None
+        prefix = f"[rank {rank}] " if self.all_ranks else ""
         for chunk in iter(lambda: stream.readline(), b""):
-            self._files[0].write(chunk)
-            self._files[0].flush()
-            if self.echo is not None and not self._quiet:
-                with contextlib.suppress(ValueError, OSError):
-                    self.echo.write(chunk.decode("utf-8", errors="replace"))
+            self._files[rank].write(chunk)
+            self._files[rank].flush()
+            if self.echo is not None and not (self._quiet and rank == 0) and not (self._quiet_all and rank):
+                text = chunk.decode("utf-8", errors="replace")
+                with self._echo_lock, contextlib.suppress(ValueError, OSError):  # one whole line at a time
+                    self.echo.write(prefix + text if text.endswith("\n") else prefix + text + "\n")
                     self.echo.flush()
 
     def _watch(self) -> tuple[list[int | None], dict[int, float], set[int]]:
@@ -215,6 +223,7 @@ class LocalRunner:
                 stopped_by_us = {r for r in range(n) if r not in exited_at}
                 # rank 0's stack dump on SIGTERM (orchestrator.task.hang) belongs in its log, not on the terminal
                 self._quiet = 0 in stopped_by_us and not self._forwarded
+                self._quiet_all = not self._forwarded
                 self._send_all(signal.SIGTERM)
                 kill_at = now + self.grace
             if kill_at is not None and now >= kill_at:
@@ -222,7 +231,8 @@ class LocalRunner:
                 kill_at = float("inf")
             time.sleep(POLL_SECONDS)
         self._end_groups()
-        self._tee.join(timeout=5)
+        for tee in self._tees:
+            tee.join(timeout=5)
         for fh in self._files:
             fh.close()
         return [p.returncode for p in self._procs], exited_at, stopped_by_us

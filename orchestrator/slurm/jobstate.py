@@ -22,6 +22,7 @@ from typing import Any
 from orchestrator.errors import SlurmError
 from orchestrator.records.blame import Blame, blame
 from orchestrator.records.jobdirs import JobDir, read_result
+from orchestrator.records.jobindex import read_submitted, same_submit
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import state as slurmstate
 from orchestrator.slurm.preflight import status_note
@@ -30,6 +31,7 @@ from orchestrator.task.outcome import read_outcomes
 
 log = logging.getLogger(__name__)
 
+REUSED = "job id reused"  # the reason shown when Slurm's job of this id is another job
 NOT_QUEUED = "NOT_QUEUED"  # orch's own state: sbatch refused the job, its folder says why
 FOLDER_STATES = {NOT_QUEUED: slurmstate.StateInfo("not queued", True)}
 
@@ -51,10 +53,48 @@ def statuses(targets: Sequence[tuple[str | None, JobDir | None]], *, tolerant: b
         return {}
 
 
-def describe(job_id: str | None, job: JobDir | None, status: slurmstate.JobStatus | None) -> dict[str, Any]:
-    """One row for status and list: the state (one function for both) and what the folder adds."""
+def reused(job: JobDir | None, status: slurmstate.JobStatus | None, cluster: str | None = None) -> str | None:
+    """Why Slurm's answer for this folder's job id is about another job, or None when it may be trusted.
+
+    Slurm's ids restart when a cluster is rebuilt, and two clusters may share one job root: Slurm's
+    job is this folder's only when the cluster in use (``cluster``, cluster.yaml's name, when known)
+    is the folder's, and Slurm's job name and SubmitTime agree with what the folder recorded
+    (``submitted.json``, else job.json's creation time). What either side does not know is no mismatch.
+    """
+    if job is None or status is None or status.source == "none" or job.config is None:
+        return None
+    record = read_submitted(job.path)
+    if record is not None and record.job_id != job.job_id:
+        record = None  # an earlier attempt's (--preflight=exclude resubmits): not this id's record
+    theirs = (record.cluster if record else None) or job.config.cluster_name
+    if cluster and theirs and cluster != theirs:
+        return f"the folder's job was submitted to cluster {theirs}, not {cluster}"
+    ours = record.job_name if record else job.config.job_name
+    if status.name is not None and status.name.strip() != ours:
+        return f"Slurm's job {status.job_id} is named {status.name.strip()!r}, the folder's job {ours!r}"
+    requeued = bool(status.restarts)  # Slurm moves SubmitTime to the requeue
+    if record is not None:
+        same = same_submit(status.submit_time, record.submitted, requeued=requeued)
+    else:
+        same = same_submit(status.submit_time, job.config.created, created=True, requeued=requeued)
+    if same is False:
+        return (f"Slurm's job {status.job_id} was submitted at {status.submit_time}, the folder's job at "
+                f"{record.submitted if record else job.config.created}")
+    return None
+
+
+def describe(job_id: str | None, job: JobDir | None, status: slurmstate.JobStatus | None,
+             cluster: str | None = None) -> dict[str, Any]:
+    """One row for status and list: the state (one function for both) and what the folder adds.
+    When Slurm's job of this id is another job (:func:`reused`), the row is the folder's own records,
+    with ``reason`` "job id reused" and ``reused`` saying why."""
     row: dict[str, Any] = {"job_id": job_id, "state": "UNKNOWN", "source": "none", "name": None, "reason": None,
-                           "nodes": None, "elapsed": None, "exit_code": None, "signal": None, "restarts": None}
+                           "nodes": None, "elapsed": None, "exit_code": None, "signal": None, "restarts": None,
+                           "submit_time": None, "reused": None}
+    why = reused(job, status, cluster)
+    if why is not None:
+        row.update(reason=REUSED, reused=why)
+        status = None
     if status is not None:
         row.update(status.as_dict())
     if job is not None and (status is None or status.state == "UNKNOWN"):
@@ -67,7 +107,9 @@ def describe(job_id: str | None, job: JobDir | None, status: slurmstate.JobStatu
     row["created"] = format_created(job.created) if job else None
     row["job_dir"] = str(job.path) if job else None
     gpus = config.nodes * config.gpus_per_node if config else 0
-    if row.get("gpu_hours") is None:  # accounting's TRES (every run) when it answered, else this run's time
+    if (not gpus and config is not None) or row.get("gpu_hours") == 0:
+        row["gpu_hours"] = None  # a CPU run has no GPU-hours (nor has a job accounting gave no GPUs)
+    elif row.get("gpu_hours") is None:  # accounting's TRES (every run) when it answered, else this run's time
         row["gpu_hours"] = gpu_hours(row["elapsed"], gpus)
     row["excluded"] = status_note(job.path) if job else None  # orch submit --preflight=exclude
     return row
@@ -93,9 +135,10 @@ def failure(job: JobDir, restart: int | None = None) -> Blame | None:
 
 
 def rows(targets: Sequence[tuple[str | None, JobDir | None]], *, tolerant: bool = False,
-         details: bool = True) -> list[dict[str, Any]]:
+         details: bool = True, cluster: str | None = None) -> list[dict[str, Any]]:
+    """One row per target; ``cluster``: the name of the cluster.yaml in use (None: not known)."""
     found = statuses(targets, tolerant=tolerant, details=details)
-    return [describe(job_id, job, found.get(job_id) if job_id else None) for job_id, job in targets]
+    return [describe(job_id, job, found.get(job_id) if job_id else None, cluster) for job_id, job in targets]
 
 
 def format_created(text: str) -> str:

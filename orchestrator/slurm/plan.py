@@ -106,6 +106,7 @@ class SubmitPlan:
     job_dir: Path
     context: ScriptContext
     assumed_job_id: str = DRY_RUN_JOB_ID
+    resources: str | None = None  # "2 nodes x 8 GPUs (all of partition gpu's; ...)" when orch chose them
 
 
 def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, *, python: str,
@@ -115,13 +116,18 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     partition = cluster.partition(request.partition or res.partition)
     hosts = hostlist.expand(partition.nodes)
     nodes = request.nodes if request.nodes is not None else res.nodes
-    gpus = request.gpus if request.gpus is not None else res.gpus
+    gpus, asked_tasks, defaulted = default_gpus(request, res.gpus, partition)
     _check_nodes(nodes, len(hosts), partition)
     _check_gpus(nodes, gpus, partition)
-    tasks, per_task = gpu_layout(request.ntasks_per_node, request.gpus_per_task, gpus,
-                                 script=request.script is not None)
-    cpus = _cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
-                          tasks, partition, per_task if gpus else 0)
+    tasks, per_task = gpu_layout(asked_tasks, request.gpus_per_task, gpus, script=request.script is not None)
+    try:
+        cpus = _cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
+                              tasks, partition, per_task if gpus else 0)
+    except ConfigError as exc:
+        if defaulted is None:
+            raise
+        raise ConfigError(f"{exc.message} (orch chose {resources_line(nodes, gpus, tasks, defaulted)})",
+                          hint=f"{exc.hint}; or ask for fewer GPUs with --gpus N") from None
     time_text = _time(request.time or res.time, cluster.defaults.time, partition,
                       cluster.launcher.preempt_before)
     mem_per_gpu, mem = _memory(cluster, partition, gpus, tasks * cpus)
@@ -172,7 +178,38 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     head = context.master_addr or placed[0]
     ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)
     return SubmitPlan(request=request, script=script, ranks=ranks, run_config=run_config, job_dir=job_dir,
-                      context=context)
+                      context=context, resources=resources_line(nodes, gpus, tasks, defaulted))
+
+
+def default_gpus(request: SubmitRequest, job_gpus: int, partition: Partition) -> tuple[int, int | None, str | None]:
+    """(GPUs per node, tasks per node asked for, why when orch chose them) (pure).
+
+    A job file keeps its own ``resources``. A script without ``--gpus`` gets what sbatch and torchrun
+    users expect: every GPU of the partition's nodes (``--ntasks-per-node T``: T tasks of
+    ``--gpus-per-task`` GPUs each); on a partition without GPUs, one CPU task per node unless
+    ``--ntasks-per-node`` says more (torchrun's own default is one process per node).
+    """
+    asked = request.ntasks_per_node
+    if request.gpus is not None or request.script is None:
+        return (request.gpus if request.gpus is not None else job_gpus), asked, None
+    limit = partition.gpus_per_node
+    if limit == 0:
+        if asked is not None:
+            return 0, asked, None
+        return 0, 1, (f"partition {partition.name} has no GPUs: one CPU task per node; "
+                      "--ntasks-per-node N to change")
+    if asked is not None:  # T ranks of K GPUs each (K = --gpus-per-task, default 1)
+        per_task = request.gpus_per_task or 1
+        return asked * per_task, asked, (f"{per_task} per task of --ntasks-per-node {asked}; --gpus N to change")
+    return limit, None, f"all of partition {partition.name}'s; --gpus N to change"
+
+
+def resources_line(nodes: int, gpus: int, tasks: int, why: str | None) -> str | None:
+    """``2 nodes x 8 GPUs (all of partition gpu's; --gpus N to change)`` when orch chose the GPUs, else None."""
+    if why is None:
+        return None
+    each = f"{gpus} GPU{'s' if gpus != 1 else ''}" if gpus else f"{tasks} CPU task{'s' if tasks != 1 else ''}"
+    return f"{nodes} node{'s' if nodes != 1 else ''} x {each} ({why})"
 
 
 def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, master_addr: str,

@@ -110,6 +110,19 @@ def _write_record(job_dir: Path, record: Mapping[str, Any]) -> None:
     write_text_atomic(job_dir / PREFLIGHT_RECORD_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
+def _record_resubmit(job_dir: Path, job_id: str) -> None:
+    """The next attempt's submitted.json and index line (the folder's job is now that id)."""
+    from orchestrator.records.jobindex import Submitted, now_text, record_submit
+
+    submitted = now_text()  # right after the batch script's sbatch returned
+    try:
+        cfg = read_run_config(job_dir)
+    except OrchError:
+        return
+    record_submit(job_dir, Submitted(job_id=job_id, job_dir=str(job_dir), submitted=submitted,
+                                     job_name=cfg.job_name, cluster=cfg.cluster_name))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m orchestrator.slurm.preflight",
                                      description="Decide what a job does after its preflight step failed.")
@@ -126,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _write_record(job_dir, record)
             # orch status, logs and cancel follow the job folder's job_id: the attempt that runs now.
             (job_dir / JOB_ID_FILE).write_text(args.resubmitted + "\n", encoding="utf-8")
+            _record_resubmit(job_dir, args.resubmitted)
             return 0
         cfg = read_run_config(job_dir)
         try:

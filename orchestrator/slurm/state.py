@@ -74,6 +74,7 @@ class JobStatus:
     signal: int | None = None
     restarts: int | None = None
     gpu_hours: float | None = None  # from accounting (sacct TRES), every run of a requeued job included
+    submit_time: str | None = None  # Slurm's SubmitTime (squeue, sacct), local time: 2026-11-25T13:04:05
 
     @property
     def orch_state(self) -> str:
@@ -117,22 +118,48 @@ def normalize_elapsed(text: str | None) -> str | None:
 
 # squeue -O fields (``FIELD:|``: no padding, a '|' after it), in the order parsed below; the name last
 # (it may contain '|'). JobArrayID prints an array element as 123_4 (JobID would print its raw id).
-SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "NodeList", "TimeUsed", "RestartCnt", "Name")
+# SubmitTime tells a job from an older one with the same id (ids restart when a cluster is rebuilt).
+SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "NodeList", "TimeUsed", "RestartCnt", "SubmitTime", "Name")
 SQUEUE_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_FIELDS[:-1]) + f",{SQUEUE_FIELDS[-1]}:"
+_TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2})?")
+_BLANK_TIMES = ("", "N/A", "Unknown", "None", "(null)")
+
+
+def is_time_field(text: str) -> bool:
+    """Is this a SubmitTime as Slurm prints it (``2026-11-25T13:04:05``, or a blank such as ``N/A``)?"""
+    value = text.strip()
+    return value in _BLANK_TIMES or bool(_TIME_RE.fullmatch(value))
+
+
+def submit_field(text: str) -> str | None:
+    value = text.strip()
+    return None if value in _BLANK_TIMES else value
+
+
+def _split_with_time(line: str, count: int, at: int) -> list[str] | None:
+    """``line``'s ``count`` fields (the last, a name, may hold '|'), with the time field at index ``at``.
+    A line without that field (an older format, ``count - 1`` fields) gets ``""`` there; None: no record."""
+    fields = line.split("|", count - 1)
+    if len(fields) == count and is_time_field(fields[at]):
+        return fields
+    fields = line.split("|", count - 2)
+    if len(fields) != count - 1:
+        return None
+    return [*fields[:at], "", *fields[at:]]
 
 
 def parse_squeue(stdout: str) -> dict[str, JobStatus]:
     """``squeue --Format=SQUEUE_FORMAT`` lines, by job id as squeue prints it (other lines are skipped)."""
     jobs: dict[str, JobStatus] = {}
     for line in stdout.splitlines():
-        fields = line.split("|", len(SQUEUE_FIELDS) - 1)
-        if len(fields) != len(SQUEUE_FIELDS):
+        fields = _split_with_time(line, len(SQUEUE_FIELDS), SQUEUE_FIELDS.index("SubmitTime"))
+        if fields is None:
             continue
-        job_id, state, reason, nodes, elapsed, restarts, name = fields
+        job_id, state, reason, nodes, elapsed, restarts, submit, name = fields
         job_id = job_id.strip()
         jobs[job_id] = JobStatus(job_id=job_id, state=state.strip(), source="squeue", name=name,
                                  reason=_none_if_blank(reason), nodes=_none_if_blank(nodes),
-                                 elapsed=normalize_elapsed(elapsed),
+                                 elapsed=normalize_elapsed(elapsed), submit_time=submit_field(submit),
                                  restarts=int(restarts) if restarts.strip().isdigit() else None)
     return jobs
 
@@ -141,25 +168,27 @@ SACCT_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,JobName"
 
 
 def parse_sacct(stdout: str, source: str, wanted: Sequence[str]) -> dict[str, JobStatus]:
-    """``sacct --parsable2 --format=SACCT_FORMAT`` lines of the ``wanted`` jobs (array elements too)."""
+    """``sacct --parsable2 --format=SACCT_FORMAT`` lines of the ``wanted`` jobs (array elements too); a
+    line may carry a SubmitTime before the name (``parse_sacct_runs`` passes it on)."""
     jobs: dict[str, JobStatus] = {}
     for line in stdout.splitlines():
-        fields = line.split("|", 5)
-        if len(fields) != 6:
+        fields = _split_with_time(line, 7, 5)
+        if fields is None:
             continue
-        job_id, state, exit_code, nodes, elapsed, name = (f.strip() for f in fields)
+        job_id, state, exit_code, nodes, elapsed = (f.strip() for f in fields[:5])
+        submit, name = fields[5], fields[6].strip()
         if wanted and job_id not in wanted and job_id.partition("_")[0] not in wanted:
             continue
         code, sig = parse_exit_code(exit_code)
         # later lines win: a rebuilt test cluster reuses job ids, and its newest record comes last
         jobs[job_id] = JobStatus(job_id=job_id, state=state.split()[0] if state else "UNKNOWN", source=source,
                                  name=name, nodes=_none_if_blank(nodes), elapsed=normalize_elapsed(elapsed),
-                                 exit_code=code, signal=sig)
+                                 exit_code=code, signal=sig, submit_time=submit_field(submit))
     return jobs
 
 
 # accounting: each run of a requeued job is a record of its own (--duplicates); the name last
-SACCT_TRES_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,ElapsedRaw,AllocTRES,JobName"
+SACCT_TRES_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,ElapsedRaw,AllocTRES,Submit,JobName"
 GPU_TRES = "gres/gpu"  # AllocTRES "billing=8,cpu=8,gres/gpu=4,mem=64G,node=1" (typed: gres/gpu:a100=4 too)
 
 
@@ -176,16 +205,24 @@ def parse_sacct_runs(stdout: str, wanted: Sequence[str]) -> dict[str, JobStatus]
     """``sacct --duplicates --format=SACCT_TRES_FORMAT`` records: the last run's state, GPU-hours
     summed over all runs."""
     gpu_seconds: dict[str, int] = {}
+    # A requeue moves Submit: the job's submission is the Submit of the first run of the last chain of
+    # runs (each earlier run of a requeued job ends REQUEUED); an older job with the same id came before.
+    first_submit: dict[str, str | None] = {}
+    last_state: dict[str, str] = {}
     kept: list[str] = []
     for line in stdout.splitlines():
-        fields = line.split("|", 7)
-        if len(fields) != 8:
+        fields = _split_with_time(line, 9, 7)
+        if fields is None:
             continue
         job_id, raw, tres = fields[0].strip(), fields[5].strip(), fields[6]
         gpu_seconds[job_id] = gpu_seconds.get(job_id, 0) + (int(raw) if raw.isdigit() else 0) * tres_gpus(tres)
-        kept.append("|".join([*fields[:5], fields[7]]))
+        if not last_state.get(job_id, "").startswith("REQUEUED"):
+            first_submit[job_id] = submit_field(fields[7])
+        last_state[job_id] = fields[1].strip()
+        kept.append("|".join([*fields[:5], fields[7], fields[8]]))
     jobs = parse_sacct("\n".join(kept), "sacct", wanted)
-    return {i: replace(s, gpu_hours=round(gpu_seconds.get(i, 0) / 3600, 3)) for i, s in jobs.items()}
+    return {i: replace(s, gpu_hours=round(gpu_seconds.get(i, 0) / 3600, 3), submit_time=first_submit.get(i))
+            for i, s in jobs.items()}
 
 
 _SCONTROL_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
@@ -210,7 +247,8 @@ def parse_show_job(job_id: str, stdout: str) -> JobStatus | None:
     restarts = fields.get("Restarts", "")
     # the id as asked: for an array element (123_4) scontrol's JobId is the element's raw job id
     return JobStatus(job_id=job_id, state=fields["JobState"], source="scontrol",
-                     name=fields.get("JobName"), reason=_none_if_blank(fields.get("Reason", "")),
+                     name=fields.get("JobName"), submit_time=submit_field(fields.get("SubmitTime", "")),
+                     reason=_none_if_blank(fields.get("Reason", "")),
                      nodes=_none_if_blank(fields.get("NodeList", "")),
                      elapsed=normalize_elapsed(fields.get("RunTime")),
                      exit_code=code, signal=sig, restarts=int(restarts) if restarts.isdigit() else None)

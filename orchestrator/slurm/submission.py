@@ -34,6 +34,7 @@ from orchestrator.records.jobdirs import (
     write_job_dir,
     write_script,
 )
+from orchestrator.records.jobindex import Submitted, now_text, record_submit
 from orchestrator.records.trust import fs_error, make_job_root
 from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.slurm.render import render_script
@@ -275,7 +276,9 @@ def queue(plan: SubmitPlan, environ: Mapping[str, str]) -> str:
     check_pass_env(plan.run_config.launcher.pass_env, environ)
     job_dir = write_job_dir(plan.job_dir, plan.script, plan.run_config)
     job_id = _sbatch(job_dir, [job_dir])
+    submitted = now_text()  # right after sbatch returned: a little later than Slurm's SubmitTime
     _write_id(job_dir, job_id)
+    _record(job_dir, job_id, plan.run_config, submitted)
     return job_id
 
 
@@ -298,10 +301,12 @@ def queue_array(array: ArrayPlan, environ: Mapping[str, str]) -> tuple[str, list
             write_config(element.job_dir, element.run_config)
     folders = [folder, *(e.job_dir for e in array.elements)]
     array_id = _sbatch(folder, folders)
+    submitted = now_text()
     _write_id(folder, array_id)
     ids = [f"{array_id}_{e.index}" for e in array.elements]
     for element, job_id in zip(array.elements, ids, strict=True):
         _write_id(element.job_dir, job_id)
+        _record(element.job_dir, job_id, element.run_config, submitted)
     return array_id, ids
 
 
@@ -323,6 +328,12 @@ def _sbatch(job_dir: Path, folders: Sequence[Path]) -> str:
         for path in folders:
             (path / SUBMIT_ERROR_FILE).write_text(exc.message + "\n", encoding="utf-8")
         raise
+
+
+def _record(job_dir: Path, job_id: str, config: RunConfig, submitted: str) -> None:
+    """``submitted.json`` and the user's index of submitted jobs (:mod:`orchestrator.records.jobindex`)."""
+    record_submit(job_dir, Submitted(job_id=job_id, job_dir=str(job_dir), submitted=submitted,
+                                     job_name=config.job_name, cluster=config.cluster_name))
 
 
 def _write_id(job_dir: Path, job_id: str) -> None:

@@ -47,8 +47,14 @@ class ScriptTarget(BaseModel):
 
     @property
     def name(self) -> str:
-        """A job name: the script's file name without .py, or the module's last part."""
-        return Path(self.target).stem if self.kind == "script" else self.target.rsplit(".", 1)[-1]
+        """A job name: the script's folder and file name without .py (``dino/main_dino`` for
+        ``.../dino/main_dino.py``: every project has its ``train.py``), or the dotted module name
+        (``pkg.mod``). Slurm takes it as ``--job-name`` as it is (the templates quote it)."""
+        if self.kind == "module":
+            return self.target
+        path = Path(self.target)
+        folder = path.parent.name
+        return f"{folder}/{path.stem}" if folder else path.stem
 
     def command(self) -> str:
         """How it reads as a command line (``python train.py --lr 0.1``), for the dry run."""

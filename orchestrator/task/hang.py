@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import faulthandler
 import io
+import re
 import signal
 import sys
 from collections.abc import Mapping
@@ -24,15 +25,57 @@ from orchestrator.spec.runconfig import LOG_DIR
 TRACE_PREFIX = "nccl_trace_rank_"  # torch appends the rank
 TRACE_ENTRIES = "2000"
 
+# The flight recorder's settings under the name the installed torch reads. torch 2.8 made the flight
+# recorder vendor neutral (pytorch/pytorch#152563, merged 2025-05-07, after the 2.7 branch cut) and reads
+# TORCH_FR_* first, the old TORCH_NCCL_* names only as deprecated aliases: setting an old name prints
+# "Environment variable TORCH_NCCL_TRACE_BUFFER_SIZE is deprecated; use TORCH_FR_BUFFER_SIZE instead" in
+# every rank. Earlier torch reads only the old names (a new name there would turn the recorder off).
+# Certainty: TORCH_FR_BUFFER_SIZE from 2.8 is high (the PR's diff and date; NVIDIA/nvidia-resiliency-ext
+# switches at 2.8 too); TORCH_FR_DUMP_TEMP_FILE is read beside it in the same FlightRecorder code (both
+# names are in torch 2.13's libtorch_cpu.so), its landing release inferred from the same change.
+# TORCH_NCCL_DUMP_ON_TIMEOUT keeps its name. (setting, old name, new name, first torch that reads the new)
+FLIGHT_RECORDER_NAMES: tuple[tuple[str, str, str, tuple[int, int]], ...] = (
+    ("buffer", "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE", (2, 8)),
+    ("dump_file", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE", (2, 8)),
+)
 
-def flight_recorder_env(job_dir: Path, environ: Mapping[str, str]) -> dict[str, str]:
-    """The NCCL flight recorder variables this task should set (pure; the user's own values win)."""
+
+def torch_release(version: str | None) -> tuple[int, int] | None:
+    """``"2.8.0+cu128"`` -> ``(2, 8)`` (nightlies and release candidates count as their release);
+    None when unknown or unreadable (pure)."""
+    match = re.match(r"\s*(\d+)\.(\d+)", version or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def installed_torch_version() -> str | None:
+    """The installed torch's version from its package metadata, without importing torch."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def flight_recorder_names(torch_version: str | None) -> dict[str, str]:
+    """Setting -> the variable name this torch reads (an unknown version: today's names) (pure)."""
+    release = torch_release(torch_version)
+    return {setting: new if release is None or release >= since else old
+            for setting, old, new, since in FLIGHT_RECORDER_NAMES}
+
+
+def flight_recorder_env(job_dir: Path, environ: Mapping[str, str], torch_version: str | None) -> dict[str, str]:
+    """The NCCL flight recorder variables this task should set, under the names ``torch_version``
+    reads (pure; a value the user set, under either name, wins)."""
+    names = flight_recorder_names(torch_version)
+    given = {setting for setting, old, new, _ in FLIGHT_RECORDER_NAMES if old in environ or new in environ}
     wanted = {
-        "TORCH_NCCL_TRACE_BUFFER_SIZE": TRACE_ENTRIES,
-        "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
-        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": str(job_dir / LOG_DIR / TRACE_PREFIX),
+        "buffer": (names["buffer"], TRACE_ENTRIES),
+        "dump_on_timeout": ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1"),
+        "dump_file": (names["dump_file"], str(job_dir / LOG_DIR / TRACE_PREFIX)),
     }
-    return {key: value for key, value in wanted.items() if key not in environ}
+    return {name: value for setting, (name, value) in wanted.items()
+            if setting not in given and name not in environ}
 
 
 def stack_dump_signals(preempt_signal: str) -> tuple[signal.Signals, ...]:
@@ -47,6 +90,13 @@ def install_stack_dumps(preempt_signal: str, stream: TextIO | None = None) -> No
         return
     for signum in stack_dump_signals(preempt_signal):
         faulthandler.register(signum, file=out, all_threads=True, chain=True)
+
+
+def remove_stack_dumps() -> None:
+    """The task is leaving (its outcome recorded): a SIGTERM now (orch run stopping the other ranks
+    of a failed run) finds nothing stuck, so it dumps no stacks into the log after the real error."""
+    for signum in stack_dump_signals(""):
+        faulthandler.unregister(signum)
 
 
 def dump_stacks(stream: TextIO | None = None) -> None:

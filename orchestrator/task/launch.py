@@ -196,6 +196,7 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
     job_dir = Path(args.job_dir).expanduser().absolute()
     env: distenv.DistEnv | None = None
     timeout = 0
+    script = False  # the job runs a user's script (its exceptions are the script's, not orch's)
     try:
         check_job_dir(job_dir, job_file=JOB_FILE, checkpoint_dir=CHECKPOINT_DIR)
         cfg = read_run_config(job_dir)
@@ -219,10 +220,12 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
             from orchestrator.task import scriptrun
 
             export_script_environment(cfg, env, job_dir, os.environ)
+            script = True
             return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
                                  bind=runtime.bind_script_device)
         export_environment(cfg, env, os.environ)
-        os.environ.update(hang.flight_recorder_env(job_dir, os.environ))  # NCCL: last collectives, on timeout
+        # NCCL: last collectives, on timeout (under the names the installed torch reads)
+        os.environ.update(hang.flight_recorder_env(job_dir, os.environ, hang.installed_torch_version()))
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                             format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
         runtime.import_torch()
@@ -245,7 +248,12 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         RECORDER.finish("signalled", 130, signal_name="SIGINT")
         return 130
     except Exception as exc:
-        traceback.print_exc(file=sys.stderr)
+        if script:  # the script's own error: its traceback as python prints it (without orch's frames)
+            from orchestrator.task.scriptrun import format_script_error
+
+            sys.stderr.write(format_script_error(exc, os.environ))
+        else:
+            traceback.print_exc(file=sys.stderr)
         peer = None
         applied: int | None = None
         if "torch" in sys.modules:
@@ -261,7 +269,10 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
             message, hint = f"{label} failed: {peer[0]} ({detail})", peer[1]
         else:
             message, hint = f"{label} failed: {detail}", "see the traceback above"
-        print(OrchError(message, hint).render(), file=sys.stderr, flush=True)
+        # A script's own error: its traceback says it all (orch run then prints the one orch: error: line,
+        # from this rank's record); orch's diagnosis of a collective that failed for a peer is still printed.
+        if not (script and peer is None):
+            print(OrchError(message, hint).render(), file=sys.stderr, flush=True)
         if peer is None:
             RECORDER.finish("failed", FAILURE_EXIT, reason=_reason(message))
             return FAILURE_EXIT
@@ -275,6 +286,7 @@ def entrypoint(runtime: TaskRuntime) -> None:
     and the output flushed, nothing is left to do, and torch's C++ threads can abort a normal exit
     ("terminate called without an active exception") after an error, changing the exit code."""
     code = main(None, runtime)
+    hang.remove_stack_dumps()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

@@ -25,6 +25,7 @@ import contextlib
 import os
 import runpy
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -34,6 +35,9 @@ from orchestrator.spec.runconfig import REQUEUE_FILE, RunConfig
 from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
 
 NVIDIA_DEVICE = Path("/dev/nvidiactl")  # present where an NVIDIA driver is loaded
+DEBUG_ENV_VAR = "ORCH_DEBUG"  # =1: a script's traceback keeps orch's own frames (launch, scriptrun, runpy)
+_ORCH_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
+_RUNPY_FILES = frozenset({"<frozen runpy>", runpy.__file__})
 
 
 def should_bind(cfg: RunConfig, visible: str | None, has_nvidia: bool) -> bool:
@@ -55,6 +59,38 @@ def exit_code(exc: SystemExit) -> int:
         return code & 0xFF
     print(code, file=sys.stderr, flush=True)
     return 1
+
+
+def _orch_frame(filename: str) -> bool:
+    return filename in _RUNPY_FILES or os.path.abspath(filename).startswith(_ORCH_DIR)
+
+
+def _trim(error: traceback.TracebackException) -> None:
+    """Drop the frames above the script's own (launch, scriptrun, runpy), in chained errors too."""
+    seen: set[int] = set()
+    stack = [error]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        frames = list(current.stack)
+        start = 0
+        while start < len(frames) and _orch_frame(frames[start].filename):
+            start += 1
+        if start < len(frames):  # an error raised by orch itself keeps its frames
+            current.stack = traceback.StackSummary.from_list(frames[start:])
+        stack += [e for e in (current.__cause__, current.__context__) if e is not None]
+        stack += getattr(current, "exceptions", None) or []  # exception groups
+
+
+def format_script_error(exc: BaseException, environ: Mapping[str, str]) -> str:
+    """A script's uncaught exception as ``python script.py`` prints it: the traceback starts at the
+    script's own frames, without orch's launcher and runpy above them (``ORCH_DEBUG=1``: all frames)."""
+    error = traceback.TracebackException.from_exception(exc)
+    if environ.get(DEBUG_ENV_VAR) != "1":
+        _trim(error)
+    return "".join(error.format())
 
 
 def script_argv(target: ScriptTarget, module_file: str | None = None) -> list[str]:

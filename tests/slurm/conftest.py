@@ -144,6 +144,9 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     # job folders must be reachable by the daemons (root) and by tasks; tmp is fine on one host
     env["SLURM_CONF"] = str(conf)
     env.pop("ORCH_CLUSTER", None)
+    # the index of submitted jobs: this session's own, never the user's (the autouse state_dir
+    # fixture is per test and comes after this session fixture copied os.environ)
+    env["ORCH_STATE_DIR"] = str(tmp_path_factory.mktemp("orch-state"))
     data = yaml.safe_load((state / "cluster.yaml").read_text())
     data["launcher"]["job_root"] = str(job_root)
     cluster_yaml = job_root.parent / "cluster.yaml"

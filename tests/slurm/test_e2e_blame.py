@@ -50,7 +50,7 @@ def test_the_rank_that_stopped_progressing_is_named_by_status_and_logs(
         assert fault == "stop", detail
     human = cluster.orch("status", job_id, "--cluster", str(cluster.cluster_yaml), check=True)
     assert f"# job {job_id}: rank {stuck} stopped making progress" in human.stdout, human.stdout
-    logs = cluster.orch("logs", job_id, "--cluster", str(cluster.cluster_yaml), check=True)
+    logs = cluster.orch("logs", job_id, "--batch", "--cluster", str(cluster.cluster_yaml), check=True)
     assert f"orch: look at rank {stuck}: rank {stuck} stopped making progress" in logs.stderr, logs.stderr
     assert f"{job_id}-rank{stuck}.out (orch logs {job_id} --rank {stuck})" in logs.stderr, logs.stderr
     print(json.dumps(failure, indent=2), [r.model_dump() for r in records])

@@ -112,3 +112,26 @@ def test_preempted_script_requeues_and_sees_the_restart_count(slurm_cluster: Slu
         assert second["TORCHELASTIC_RESTART_COUNT"] == "1" and second["TORCHELASTIC_RUN_ID"] == job_id
         assert second["ORCH_JOB_DIR"] == str(job_dir)
         assert second["MASTER_PORT"] == str(masterport.master_port(job_id, 1, (29500, 39499))) != first["MASTER_PORT"]
+
+
+def test_script_without_gpus_gets_every_gpu_of_its_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """Issue 19: ``orch submit train.py --nodes 2`` (no --gpus) runs one rank per GPU of the partition's
+    nodes (here a partition of 2 GPUs per node: 4 ranks), and the submit line says so."""
+
+    def two_gpus(data: dict[str, Any]) -> None:
+        data["partitions"][0]["gpus_per_node"] = 2
+
+    yaml_path = slurm_cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", two_gpus)
+    out = tmp_path / "out"
+    proc = subprocess.run([ORCH, "submit", str(DDP), "--nodes", "2", "--cluster", str(yaml_path), "--",
+                           "--out", str(out), "--steps", "2"], cwd=tmp_path, env=slurm_cluster.env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "resources: 2 nodes x 2 GPUs (all of partition debug's; --gpus N to change)" in proc.stdout, proc.stdout
+    job_id = proc.stdout.split("submitted job ", 1)[1].split()[0]
+    job_dir = Path(proc.stdout.split("job folder: ", 1)[1].split("\n", 1)[0])
+    final = slurm_cluster.wait_done(job_id, job_dir=job_dir)
+    assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
+    records = _records(out, 4)
+    assert [r["env"]["WORLD_SIZE"] for r in records] == ["4"] * 4
+    assert [r["env"]["LOCAL_WORLD_SIZE"] for r in records] == ["2"] * 4

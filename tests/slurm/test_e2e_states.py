@@ -120,7 +120,9 @@ def test_requeued_job_shows_restarts_and_why_it_waits(slurm_cluster: SlurmCluste
         while True:
             listed, status = _states(slurm_cluster, [job_id, other_id])
             row = status[job_id]
-            if row["state"] == "PENDING" and row["reason"] == "BeginTime":
+            # list ran just before status: wait until both saw the reason Slurm sets a moment after the requeue
+            if row["state"] == "PENDING" and row["reason"] == "BeginTime" \
+                    and listed[job_id]["reason"] == "BeginTime":
                 break
             assert time.monotonic() < deadline, row
             time.sleep(0.5)

@@ -72,7 +72,7 @@ def test_smoke_2x2_status_logs_list_plot(slurm_cluster: SlurmCluster, tmp_path: 
     assert result["in_sync"] is True and len(set(result["param_digests"])) == 1
 
     cluster = ["--cluster", str(slurm_cluster.cluster_yaml)]
-    batch = slurm_cluster.orch("logs", job_id, *cluster, check=True).stdout
+    batch = slurm_cluster.orch("logs", job_id, "--batch", *cluster, check=True).stdout
     assert f"orch: job {job_id}" in batch  # the batch step's MASTER_ADDR line
     rank0 = slurm_cluster.orch("logs", job_id, "--rank", "0", *cluster, check=True).stdout
     assert "epoch 2/2" in rank0 and "world size 4" in rank0
@@ -169,7 +169,7 @@ def test_kill_9_of_one_task_ends_the_job_and_names_the_rank(slurm_cluster: Slurm
     assert final["state"] in ("FAILED", "CANCELLED"), final
     assert final["exit_code"] != 0 or final["signal"] not in (None, 0), final
     cluster = ["--cluster", str(slurm_cluster.cluster_yaml)]
-    batch = slurm_cluster.orch("logs", job_id, *cluster, check=True).stdout
+    batch = slurm_cluster.orch("logs", job_id, "--batch", *cluster, check=True).stdout
     assert "task 2" in batch or "rank 2" in batch, batch
     print(f"kill -9 of rank 2 -> {final['state']} after {took:.1f} s")
 
