@@ -353,17 +353,38 @@ def _normal(line: str) -> str:
     return line.rstrip()
 
 
-def shown_dry_runs() -> list[Block]:
-    """``console`` blocks that show what a command without side effects printed: ``$ orch`` with
-    ``--dry-run`` (or ``orch hosts``) on their first line."""
-    found = []
-    for page in PAGES:
-        for block in fenced_blocks(page.read_text(encoding="utf-8"), page):
-            first = block.lines[0][1] if block.lines else ""
-            if block.words[:1] == ["console"] and first.startswith("$ orch ") \
-                    and ("--dry-run" in first.split() or first.split()[2:3] == ["hosts"]):
-                found.append(block)
+@dataclass(frozen=True)
+class Shown:
+    """One ``$ orch ...`` line of a ``console`` block and the output shown under it."""
+
+    block: Block
+    line: int
+    argv: tuple[str, ...]  # without the leading "orch"
+    output: tuple[str, ...]
+
+    @property
+    def where(self) -> str:
+        return f"{self.block.page.relative_to(ROOT)}:{self.line}"
+
+
+def shown_outputs(block: Block) -> list[Shown]:
+    """The commands a ``console`` block shows (``$ orch ...`` lines) with the lines under each."""
+    found: list[Shown] = []
+    for number, text in block.lines:
+        if text.startswith("$ "):
+            argv = shlex.split(text[2:])
+            found.append(Shown(block, number, tuple(argv[1:]) if argv[:1] == ["orch"] else (), ()))
+        elif found:
+            last = found[-1]
+            found[-1] = Shown(block, last.line, last.argv, (*last.output, text))
     return found
+
+
+def shown_dry_runs() -> list[Shown]:
+    """What the pages show of commands without side effects: ``$ orch ... --dry-run`` and ``orch hosts``."""
+    return [shown for page in PAGES for block in fenced_blocks(page.read_text(encoding="utf-8"), page)
+            if block.words[:1] == ["console"] for shown in shown_outputs(block)
+            if shown.argv and ("--dry-run" in shown.argv or shown.argv[0] == "hosts")]
 
 
 def _prefix(want: list[str], got: list[str]) -> int:
@@ -413,20 +434,20 @@ SHOWN = shown_dry_runs()
 
 
 def test_the_readme_shows_dry_run_output() -> None:
-    assert [b for b in SHOWN if b.page == README], "the README's dry-run excerpt is no longer compared"
+    assert [s for s in SHOWN if s.block.page == README], "the README's dry-run excerpt is no longer compared"
 
 
-@pytest.mark.parametrize("block", SHOWN, ids=[b.where for b in SHOWN])
-def test_shown_output_is_what_orch_prints(block: Block, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shown", SHOWN, ids=[s.where for s in SHOWN])
+def test_shown_output_is_what_orch_prints(shown: Shown, tmp_path: Path) -> None:
     """The output a page shows (an excerpt: ``...`` marks skipped lines) is what the command prints today."""
     work, env = _workdir(tmp_path)
     env.pop("ORCH_DATA_DIR", None)  # the pages show a machine where none is set
-    argv = shlex.split(block.lines[0][1][2:])
-    proc = subprocess.run([ORCH, *argv[1:]], cwd=work, env=env, capture_output=True, text=True,
+    proc = subprocess.run([ORCH, *shown.argv], cwd=work, env=env, capture_output=True, text=True,
                           timeout=COMMAND_TIMEOUT, check=False)
     # The pages show the submitting folder as /home/me/work and the checkout as /home/me/orch.
     out = (proc.stdout + proc.stderr).replace(str(work), SHOWN_WORK).replace(str(ROOT), SHOWN_ROOT)
     printed = out.splitlines()
-    problem = excerpt_problem([text for _, text in block.lines[1:]], printed)
-    assert problem is None, (f"{block.where}: {shlex.join(argv)} no longer prints {problem!r} where the page "
-                             f"shows it (exit {proc.returncode}); paste its output again:\n" + "\n".join(printed))
+    problem = excerpt_problem(list(shown.output), printed)
+    assert problem is None, (f"{shown.where}: orch {shlex.join(shown.argv)} no longer prints {problem!r} where "
+                             f"the page shows it (exit {proc.returncode}); paste its output again:\n"
+                             + "\n".join(printed))
