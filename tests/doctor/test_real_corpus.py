@@ -1,6 +1,7 @@
 """orch doctor on real public training scripts (tests/doctor/real/): precision and recall against truth
 read by hand (truth.yaml). The floors are today's figures, rounded down: a change that makes the doctor
-worse on real code fails here. `pytest -s` prints the per-code table."""
+worse on real code fails here (and the corpus was read while the doctor was tuned: new scripts
+judged before the doctor sees them are the honest measure; see docs/doctor.md). `pytest -s` prints the per-code table."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from real_corpus import LINE_TOLERANCE, OTHER, REAL, score_all, table, total, tr
 
 from orchestrator.doctor.catalog import CATALOG
 
-# Measured on main's doctor when the corpus was built; the lead raises them with the doctor.
-MIN_PRECISION = 0.18
-MIN_ERROR_PRECISION = 0.0
-MIN_RECALL = 0.17
+# Before issue 19's doctor: precision 0.19, error precision 0.00, recall 0.17 (7 of 40). After it:
+# 1.00 (35 of 35), 1.00 (no error finding), 0.70 (28 of 40). A new false finding or a lost pitfall fails.
+MIN_PRECISION = 0.97
+MIN_ERROR_PRECISION = 1.0
+MIN_RECALL = 0.70
 
 _CODE = re.compile(r"^(DDP\d{3}|OTHER)$")
 # Codes the truth may use before the doctor's catalog has them (issue 19's new checks).
@@ -66,7 +68,7 @@ def test_real_corpus_scores(scores, capsys) -> None:  # type: ignore[no-untyped-
     all_ = total(scores)
     with capsys.disabled():
         print(f"\n(line tolerance {LINE_TOLERANCE})\n" + table(scores))
-    assert len(scores) >= 12
+    assert len(scores) >= 40
     assert all_.precision >= MIN_PRECISION, table(scores)
     assert all_.error_precision >= MIN_ERROR_PRECISION, table(scores)
     assert all_.recall >= MIN_RECALL, table(scores)
