@@ -12,6 +12,10 @@ script's entry file, matches every finding to the truth and scores it:
 * **recall**: pitfalls matched by at least one finding / all pitfalls (``OTHER`` pitfalls, which no code
   covers, count as misses).
 
+Scripts whose entry has ``heldout: true`` were read (and their truth written) after the doctor was tuned, and
+the doctor was not changed for them: they are the honest measure. The table ends with one line per subset
+(tuned, held out); ``--heldout`` / ``--tuned`` score one subset alone.
+
 Run ``python tests/doctor/real_corpus.py`` for the per-code table and the figures (``--findings`` lists
 every finding with its verdict).
 """
@@ -105,6 +109,18 @@ def truth() -> dict[str, dict[str, Any]]:
     return data
 
 
+def is_heldout(entry: dict[str, Any]) -> bool:
+    """Whether the script was judged after the doctor was tuned (``heldout: true``)."""
+    value = entry.get("heldout", False)
+    assert isinstance(value, bool), f"heldout must be true or false, not {value!r}"
+    return value
+
+
+def subset(heldout: bool) -> list[str]:
+    """The scripts of one subset: held out (``heldout: true``) or tuned (the rest)."""
+    return [name for name, entry in sorted(truth().items()) if is_heldout(entry) == heldout]
+
+
 def pitfalls(name: str, entry: dict[str, Any]) -> list[Pitfall]:
     return [Pitfall(script=name, code=p["code"], file=p["file"], line=int(p["line"]),
                     also=tuple(int(x) for x in p.get("also", ())), reason=p["reason"],
@@ -154,6 +170,26 @@ def total(scores: dict[str, Score]) -> Score:
     return out
 
 
+def figures(label: str, scores: dict[str, Score]) -> str:
+    s = total(scores)
+    true = sum(j.true for j in s.findings)
+    errors = [j for j in s.findings if j.severity == "error"]
+    return (f"{label} ({len(scores)} scripts): precision {s.precision:.2f} ({true} of {len(s.findings)}), "
+            f"error precision {s.error_precision:.2f} ({sum(j.error_ok for j in errors)} of {len(errors)}), "
+            f"recall {s.recall:.2f} ({len(s.found)} of {len(s.pitfalls)})")
+
+
+def subset_lines(scores: dict[str, Score]) -> list[str]:
+    """One figures line per subset present in ``scores`` (tuned, held out)."""
+    data = truth()
+    lines = []
+    for label, heldout in (("tuned", False), ("held out", True)):
+        part = {n: s for n, s in scores.items() if is_heldout(data[n]) == heldout}
+        if part:
+            lines.append(figures(label, part))
+    return lines
+
+
 def table(scores: dict[str, Score]) -> str:
     """Per code: findings, true, false, errors (of which justified), pitfalls, found; then the figures."""
     all_ = total(scores)
@@ -176,6 +212,7 @@ def table(scores: dict[str, Score]) -> str:
     rows.append("")
     rows.append(f"{len(scores)} scripts: precision {all_.precision:.2f}, error precision "
                 f"{all_.error_precision:.2f}, recall {all_.recall:.2f}")
+    rows.extend(subset_lines(scores))
     return "\n".join(rows)
 
 
@@ -194,7 +231,10 @@ def listing(scores: dict[str, Score]) -> str:
 
 def main(argv: Sequence[str]) -> int:
     sys.path.insert(0, str(ROOT))
-    scores = score_all([a for a in argv if not a.startswith("-")] or None)
+    names = [a for a in argv if not a.startswith("-")]
+    if "--heldout" in argv or "--tuned" in argv:
+        names = names or subset(heldout="--heldout" in argv)
+    scores = score_all(names or None)
     if "--findings" in argv:
         print(listing(scores))
         print()

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from real_corpus import LINE_TOLERANCE, OTHER, REAL, score_all, table, total, truth
+from real_corpus import LINE_TOLERANCE, OTHER, REAL, is_heldout, score_all, table, total, truth
 
 from orchestrator.doctor.catalog import CATALOG
 
@@ -33,6 +33,8 @@ def test_truth_is_well_formed() -> None:
     for name, entry in data.items():
         folder = REAL / name
         assert (folder / entry["entry"]).is_file(), f"{name}: entry {entry['entry']} missing"
+        assert set(entry) <= {"entry", "heldout", "pitfalls", "not_pitfalls"}, f"{name}: unknown key"
+        is_heldout(entry)  # a bool when present
         for kind in ("pitfalls", "not_pitfalls"):
             for item in entry.get(kind) or ():
                 where = f"{name}/{item['file']}:{item['line']} {item['code']}"
