@@ -6,7 +6,9 @@ script's entry file, matches every finding to the truth and scores it:
 
 * a finding is **true** when a pitfall has the same code and file and its line is within
   ``LINE_TOLERANCE`` of the pitfall's ``line`` or one of its ``also`` lines (a statement spread over a few
-  lines, or the ``torch.save`` inside the helper a guarded call reaches); every other finding is false;
+  lines, or the ``torch.save`` inside the helper a guarded call reaches; an ``also`` entry written
+  ``"other/file.py:LINE"`` is a line in another file of the script's folder, for a helper module);
+  every other finding is false;
 * **precision**: true findings / all findings; **error precision**: error-severity findings that are true
   and whose pitfall has ``severity_ok: true`` / all error-severity findings (1.0 when there are none);
 * **recall**: pitfalls matched by at least one finding / all pitfalls (``OTHER`` pitfalls, which no code
@@ -48,12 +50,17 @@ class Pitfall:
     reason: str
     severity_ok: bool
     name: str = ""
+    elsewhere: tuple[tuple[str, int], ...] = ()  # (file, line) in other files of the folder
 
     def distance(self, code: str, file: str, line: int) -> int | None:
         """How far ``line`` is from this pitfall's lines, or None when the finding cannot be this pitfall."""
-        if code != self.code or file != self.file:
+        if code != self.code:
             return None
-        gap = min(abs(line - at) for at in (self.line, *self.also))
+        here = (self.line, *self.also) if file == self.file else ()
+        lines = [*here, *(at for f, at in self.elsewhere if f == file)]
+        if not lines:
+            return None
+        gap = min(abs(line - at) for at in lines)
         return gap if gap <= LINE_TOLERANCE else None
 
 
@@ -121,11 +128,24 @@ def subset(heldout: bool) -> list[str]:
     return [name for name, entry in sorted(truth().items()) if is_heldout(entry) == heldout]
 
 
+def also_lines(item: dict[str, Any]) -> list[tuple[str, int]]:
+    """A truth item's ``line`` and ``also`` lines as (file, line); ``"file.py:LINE"`` names another file."""
+    out = [(item["file"], int(item["line"]))]
+    for x in item.get("also", ()):
+        file, _, line = str(x).rpartition(":")
+        out.append((file or item["file"], int(line)))
+    return out
+
+
 def pitfalls(name: str, entry: dict[str, Any]) -> list[Pitfall]:
-    return [Pitfall(script=name, code=p["code"], file=p["file"], line=int(p["line"]),
-                    also=tuple(int(x) for x in p.get("also", ())), reason=p["reason"],
-                    severity_ok=bool(p["severity_ok"]), name=p.get("name", ""))
-            for p in entry.get("pitfalls") or ()]
+    out = []
+    for p in entry.get("pitfalls") or ():
+        lines = also_lines(p)[1:]
+        out.append(Pitfall(script=name, code=p["code"], file=p["file"], line=int(p["line"]),
+                           also=tuple(at for f, at in lines if f == p["file"]), reason=p["reason"],
+                           severity_ok=bool(p["severity_ok"]), name=p.get("name", ""),
+                           elsewhere=tuple((f, at) for f, at in lines if f != p["file"])))
+    return out
 
 
 def run_doctor(entry: Path) -> list[Any]:
