@@ -1,7 +1,8 @@
 """orch doctor on real public training scripts (tests/doctor/real/): precision and recall against truth
 read by hand (truth.yaml). The floors are today's figures, rounded down: a change that makes the doctor
 worse on real code fails here (and the corpus was read while the doctor was tuned: new scripts
-judged before the doctor sees them are the honest measure; see docs/doctor.md). `pytest -s` prints the per-code table."""
+judged before the doctor sees them are the honest measure; see docs/doctor.md).
+`pytest -s` prints the per-code table."""
 
 from __future__ import annotations
 
