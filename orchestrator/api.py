@@ -237,9 +237,14 @@ def sweep(job: str | Path, grid: Sequence[Mapping[str, Any]], *, nodes: int | No
             for job_id, element in zip(ids, array.elements, strict=True)]
 
 
-def _request(options: SubmitOptions) -> tuple[SubmitRequest, LoadedJob]:
+def _request(options: SubmitOptions, cluster: Cluster | None) -> tuple[SubmitRequest, LoadedJob]:
+    """build_request as ``orch submit`` calls it: the doctor also leaves out cluster.yaml's doctor.ignore."""
+    from dataclasses import replace
+
     from orchestrator.slurm.submission import build_request
 
+    if cluster is not None and cluster.doctor.ignore:
+        options = replace(options, ignore=[*options.ignore, *cluster.doctor.ignore])
     return build_request(options, cwd=Path.cwd(), environ=os.environ, search=[Path(p) for p in sys.path if p])
 
 
@@ -248,7 +253,7 @@ def _plan(options: SubmitOptions, cluster: Cluster | None) -> tuple[SubmitPlan, 
     from orchestrator.slurm.submission import data_dir_problem, new_plan
 
     assert cluster is not None  # find_cluster(required=True) raised otherwise
-    request, loaded = _request(options)
+    request, loaded = _request(options, cluster)
     plan = new_plan(request, cluster, loaded, Path.cwd())
     problem = data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
     if problem is not None:  # as orch submit: refused before anything is written
@@ -291,7 +296,7 @@ def _queue_local(options: SubmitOptions, cluster: Cluster | None,
     from orchestrator.local.plan import local_gpu_layout, local_gpus, new_local_run
     from orchestrator.spec.job import make_params
 
-    request, loaded = _request(options)
+    request, loaded = _request(options, cluster)
     if request.script is not None and any(entries):
         raise ConfigError("a sweep varies a job file's parameters; a script takes its arguments in script_args",
                           hint="submit one job per argument set, or write a job file for the sweep")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import ORCH, TEST_CLUSTER, clean_environ
+from support import ORCH, TEST_CLUSTER, Stubs, clean_environ
 from test_doctor_launch import BAD, CLEAN, TIMEOUT
 
 from orchestrator.cli import main
@@ -123,3 +123,18 @@ def test_a_module_of_the_working_directory_is_checked_too(tmp_path: Path, monkey
     assert main(["submit", "-m", "json.tool", "--cluster", str(cluster), "--nodes", "1", "--gpus", "2", "--dry-run",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["findings"] == []
+
+
+def test_the_python_api_reads_doctor_ignore_too(bad: Path, tmp_path: Path, clean_env: pytest.MonkeyPatch,
+                                               stubs: Stubs) -> None:
+    """orchestrator.submit refuses the script as orch submit does, and cluster.yaml's doctor.ignore lifts
+    the refusal there too (not only on the CLI)."""
+    import orchestrator
+    from orchestrator.doctor import ScriptRefused
+
+    with pytest.raises(ScriptRefused):
+        orchestrator.submit(bad, nodes=1, gpus=2, cluster=_cluster(tmp_path), executor="slurm")
+    assert stubs.argvs("sbatch") == []
+    handle = orchestrator.submit(bad, nodes=1, gpus=2, cluster=_cluster(tmp_path, ["DDP002", "DDP003"]),
+                                 executor="slurm")
+    assert handle.job_id and len(stubs.argvs("sbatch")) == 1
