@@ -5,8 +5,8 @@ first one is the runtime's bucket-settling pass, so ``nan_from`` of 1 makes ever
 
 - ``none``: a plain run;
 - ``eval``: the model's output is NaN in evaluation only (the training loss stays finite);
-- ``eval_inf``: the same with +inf;
 - ``metric``: the task's metric returns NaN on test batches only (the losses stay finite);
+- ``metric_inf``: the same with +inf;
 - ``train``: training outputs are NaN from the ``nan_from``-th forward pass on (use with
   ``on_nonfinite=skip``).
 """
@@ -28,7 +28,7 @@ class NonFiniteParams(TrainParams):
     lr: float = 0.05
     samples: int = Field(default=128, ge=1)
     test_samples: int = Field(default=32, ge=0)
-    nan_in: Literal["none", "eval", "eval_inf", "metric", "train"] = "none"
+    nan_in: Literal["none", "eval", "metric", "metric_inf", "train"] = "none"
     nan_from: int = 1
 
 
@@ -50,8 +50,8 @@ def build(params: NonFiniteParams, ctx: BuildContext) -> TrainTask:
                 step, self.calls = self.calls, self.calls + 1
                 if params.nan_in == "train" and step >= params.nan_from:
                     return out * float("nan")
-            elif params.nan_in in ("eval", "eval_inf"):
-                return out * float("nan" if params.nan_in == "eval" else "inf")
+            elif params.nan_in == "eval":
+                return out * float("nan")
             return out
 
     model = Model()
@@ -60,6 +60,8 @@ def build(params: NonFiniteParams, ctx: BuildContext) -> TrainTask:
         correct = (outputs.argmax(dim=1) == targets).sum().to(torch.float64)
         if params.nan_in == "metric" and not model.training:
             return correct * float("nan")
+        if params.nan_in == "metric_inf" and not model.training:
+            return correct + float("inf")
         return correct
 
     gen = torch.Generator().manual_seed(params.seed)
