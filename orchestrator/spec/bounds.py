@@ -140,7 +140,7 @@ TRAIN_PARAMS = frozenset({"epochs", "batch_size", "eval_batch_size", "max_steps_
 def check_float32(name: str, value: float) -> str | None:
     """A job's own float hyperparameter: finite and within float32 (torch's default dtype)."""
     if not math.isfinite(value):
-        return f"{name}={value} is not a finite number"
+        return f"{name}={value} is not a finite number (job.json, which carries it to the ranks, is JSON)"
     if abs(value) > FLOAT32_MAX:
         return f"{name}={value:g} does not fit in float32 (at most {FLOAT32_MAX:.4g}), torch's default dtype"
     return None

@@ -24,8 +24,6 @@ from orchestrator.spec.bounds import param_problem, within
 
 JOBS_ENV_VAR = "ORCH_JOBS_DIR"
 BUILTIN_JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs"
-_C_INT_MAX = 2**31 - 1  # counts that reach torch as a C int
-_SEED_MAX = 2**63 - 1  # torch.manual_seed takes 64 bits; DistributedSampler seeds with seed + epoch
 
 
 class TrainParams(BaseModel):
@@ -34,23 +32,23 @@ class TrainParams(BaseModel):
     # allow_inf_nan=False: job.json (JSON) cannot carry inf/nan, so they would reach the ranks as null.
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
-    epochs: int = Field(default=1, ge=1, le=_C_INT_MAX)
-    batch_size: int = Field(default=64, ge=1, le=_C_INT_MAX,
-                            description="per rank; the global batch is this x world size")
+    epochs: Annotated[int, within("epochs")] = 1
+    batch_size: Annotated[int, within("batch_size")] = Field(
+        default=64, description="per rank; the global batch is this x world size")
     lr: Annotated[float, within("lr")] = 0.01
     momentum: Annotated[float, within("momentum")] = 0.9
     weight_decay: Annotated[float, within("weight_decay")] = 0.0
-    seed: int = Field(default=0, ge=0, le=_SEED_MAX, description="torch's generators take 64 bits; the "
+    seed: Annotated[int, within("seed")] = Field(default=0, description="torch's generators take 64 bits; the "
                       "sampler adds the epoch")
     amp: bool = Field(default=False, description="automatic mixed precision (CUDA only)")
     channels_last: bool = Field(default=False, description="channels_last memory format (CUDA only)")
     check_sync: bool = Field(default=False, description="compare a parameter checksum across ranks")
-    max_steps_per_epoch: int | None = Field(default=None, ge=1, le=_C_INT_MAX,
-                                            description="cut epochs short (smoke tests)")
-    eval_batch_size: int = Field(default=1000, ge=1, le=_C_INT_MAX)
+    max_steps_per_epoch: Annotated[int, within("max_steps_per_epoch")] | None = Field(
+        default=None, description="cut epochs short (smoke tests)")
+    eval_batch_size: Annotated[int, within("eval_batch_size")] = 1000
     checkpoint: bool = Field(default=True, description="write a checkpoint every epoch")
-    num_threads: int | None = Field(default=None, ge=1, le=4096, description="torch threads per rank (default: "
-                                    "cpus per task)")
+    num_threads: Annotated[int, within("num_threads")] | None = Field(
+        default=None, description="torch threads per rank (default: cpus per task)")
     num_workers: Annotated[int, within("num_workers")] | None = Field(default=None,
             description="DataLoader worker processes per rank "
                                     "for Dataset-backed sets (default: cpus per task - 1, at most 4)")
