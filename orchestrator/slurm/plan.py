@@ -25,8 +25,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.records.jobdirs import folder_name, job_dir_path
 from orchestrator.records.jobdirs import write_job_dir as _write_job_dir
 from orchestrator.slurm.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
-from orchestrator.spec.bounds import check as check_bound
-from orchestrator.spec.bounds import within
+from orchestrator.spec.bounds import BOUNDS, within
 from orchestrator.spec.cluster import Cluster, Partition
 from orchestrator.spec.containers import ContainerPlan, resolve_container
 from orchestrator.spec.extras import merge_sbatch, placement
@@ -348,10 +347,13 @@ def _time(asked: str | None, default: str, partition: Partition, preempt_before:
     value = asked or default
     try:
         seconds = parse_time(value)
-        check_bound("time_limit", seconds)
     except ValueError as exc:
-        raise ConfigError(f"--time {value}: {exc}", hint="use e.g. --time 04:00:00 or --time 1-12:00:00, "
-                          "or UNLIMITED when the partition allows it") from None
+        raise ConfigError(f"--time: {exc}", hint="use e.g. --time 04:00:00 or --time 1-12:00:00") from None
+    problem = BOUNDS["time_limit"].problem(seconds) if seconds is not None else None
+    if problem is not None:
+        raise ConfigError(f"--time {value} is {seconds} s: it {problem}",
+                          hint="use e.g. --time 04:00:00 or --time 1-12:00:00, or UNLIMITED when the partition "
+                               "allows it")
     limit = partition.max_time_seconds
     if asked is None and limit is not None and (seconds is None or seconds > limit):
         seconds = limit
