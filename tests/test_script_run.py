@@ -97,15 +97,14 @@ def test_torchrun_and_orch_run_give_the_script_the_same_variables(tmp_path: Path
                      "--out", str(orch_out))
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     cpus = json.loads((_job_dir(tmp_path / "jobs") / "job.json").read_text())["cpus_per_task"]
-    # Differ by design: the port and run id; torchrun's agent hosts the store, orch has no agent
-    # (rank 0 hosts it); OMP_NUM_THREADS is 1 under torchrun, the task's CPUs under orch.
-    differ = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "OMP_NUM_THREADS"}
+    # Differ by design: the port and run id; OMP_NUM_THREADS is 1 under torchrun, the task's CPUs under orch.
+    differ = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS"}
     for theirs, ours in zip(_records(torchrun_out, 2), _records(orch_out, 2), strict=True):
         assert set(theirs["env"]) == set(ours["env"])
         assert {k: v for k, v in theirs["env"].items() if k not in differ} == \
                {k: v for k, v in ours["env"].items() if k not in differ}
-        assert (theirs["env"]["TORCHELASTIC_USE_AGENT_STORE"], ours["env"]["TORCHELASTIC_USE_AGENT_STORE"]) == \
-               ("True", "False")
+        # one machine: torchrun's agent hosts the store, orch's rank 0 task does (on loopback): both True
+        assert theirs["env"]["TORCHELASTIC_USE_AGENT_STORE"] == ours["env"]["TORCHELASTIC_USE_AGENT_STORE"] == "True"
         assert ours["env"]["OMP_NUM_THREADS"] == str(cpus)
         assert theirs["path0"] == ours["path0"] == str(SCRIPTS)
         assert theirs["argv0"] == ours["argv0"]
