@@ -14,7 +14,8 @@ import torch.distributed as dist
 
 OUT, HOW = sys.argv[1], sys.argv[2]
 url = "env://" if HOW == "env" else f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
-dist.init_process_group("gloo", init_method=url)
+dist.init_process_group("gloo", init_method=url, rank=int(os.environ["RANK"]),
+                        world_size=int(os.environ["WORLD_SIZE"]))
 dist.barrier()
 if dist.get_rank() == 0:
     with open(os.path.join(OUT, "ready.tmp"), "w") as fh:
