@@ -43,7 +43,7 @@ def _wait_for(paths: list[Path], proc: subprocess.Popen[bytes], timeout: float =
     deadline = time.monotonic() + timeout
     while not all(p.exists() for p in paths):
         if proc.poll() is not None:
-            out, err = proc.communicate()
+            _, err = proc.communicate()
             raise AssertionError(f"orch run ended early ({proc.returncode}): {err.decode(errors='replace')}")
         assert time.monotonic() < deadline, f"timed out waiting for {paths}"
         time.sleep(0.05)
@@ -164,7 +164,8 @@ def test_a_stopped_rank_and_every_helper_end_when_orch_run_is_killed(tmp_path: P
 
 
 def test_stop_kills_what_ignores_sigterm_and_wakes_what_is_stopped(tmp_path: Path) -> None:
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    code = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(60)")
     stubborn = subprocess.Popen(["python3", "-c", code], stdout=subprocess.PIPE)
     assert stubborn.stdout is not None and stubborn.stdout.readline() == b"ready\n"
     polite = subprocess.Popen(["sleep", "60"])

@@ -11,7 +11,6 @@ Pure: the launcher exports the result.
 from __future__ import annotations
 
 import ipaddress
-
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from orchestrator.errors import ConfigError
-from orchestrator.task import reaper
 from orchestrator.records.blame import Blame, blame, observed
 from orchestrator.records.jobdirs import local_log_name as log_name
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
+from orchestrator.task import reaper
 from orchestrator.task.launch import PEER_FAILURE_EXIT
 from orchestrator.task.outcome import read_outcomes, remove_outcomes
 from orchestrator.task.preempt import SIGNALS

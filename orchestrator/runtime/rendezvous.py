@@ -19,8 +19,9 @@ from __future__ import annotations
 import datetime
 import socket
 
-from orchestrator.env.taskenv import LOOPBACK_NAMES, is_loopback
 from torch.distributed import TCPStore  # type: ignore[attr-defined]  # (not re-exported in the stubs)
+
+from orchestrator.env.taskenv import LOOPBACK_NAMES, is_loopback
 
 __all__ = ["LOOPBACK_NAMES", "host_script_store", "is_loopback", "loopback_store"]
 

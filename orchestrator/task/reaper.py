@@ -44,10 +44,9 @@ def marked(token: str, *, exclude: Iterable[int] = ()) -> list[int]:
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit() or int(entry.name) in skip:
                 continue
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{entry.name}/environ", "rb") as fh:
-                    if needle in fh.read().split(b"\0"):
-                        found.append(int(entry.name))
+            with contextlib.suppress(OSError), open(f"/proc/{entry.name}/environ", "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    found.append(int(entry.name))
     return found
 
 
