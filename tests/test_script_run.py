@@ -68,7 +68,7 @@ def test_unmodified_script_runs_in_two_ranks_from_another_directory(tmp_path: Pa
             "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1", "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": "2",
             "ROLE_NAME": "default", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": records[0]["env"]["MASTER_PORT"],
             "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
-            "TORCHELASTIC_RUN_ID": job_dir.name, "TORCHELASTIC_USE_AGENT_STORE": "False",
+            "TORCHELASTIC_RUN_ID": job_dir.name, "TORCHELASTIC_USE_AGENT_STORE": "True",
             "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "OMP_NUM_THREADS": rec["env"]["OMP_NUM_THREADS"],
         }
         assert [bytes.fromhex(h) for h in rec["argv_hex"]] == [os.fsencode(a) for a in expected_argv]
