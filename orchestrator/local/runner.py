@@ -9,6 +9,11 @@ over the ranks' outcome records, completed with the exit codes seen here): the f
 failed, or the rank that stopped making progress while the others gave up waiting for it. Ctrl-C (SIGINT), SIGTERM
 and the job's preemption signal sent to ``orch run`` are forwarded to every process.
 
+No process outlives the run (:mod:`orchestrator.task.reaper`): each rank leads its own process group
+and carries ``ORCH_RUN_TOKEN``; when the ranks have ended, what is left in their groups or carries the
+token gets SIGCONT, SIGTERM and, after the grace period, SIGKILL; a watchdog does the same if orch run
+itself is killed.
+
 No torch here: only the child processes import it.
 """
 
