@@ -68,7 +68,7 @@ def test_unmodified_script_runs_in_two_ranks_from_another_directory(tmp_path: Pa
             "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1", "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": "2",
             "ROLE_NAME": "default", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": records[0]["env"]["MASTER_PORT"],
             "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
-            "TORCHELASTIC_RUN_ID": job_dir.name, "TORCHELASTIC_USE_AGENT_STORE": "False",
+            "TORCHELASTIC_RUN_ID": job_dir.name, "TORCHELASTIC_USE_AGENT_STORE": "True",
             "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "OMP_NUM_THREADS": rec["env"]["OMP_NUM_THREADS"],
         }
         assert [bytes.fromhex(h) for h in rec["argv_hex"]] == [os.fsencode(a) for a in expected_argv]
@@ -97,15 +97,14 @@ def test_torchrun_and_orch_run_give_the_script_the_same_variables(tmp_path: Path
                      "--out", str(orch_out))
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     cpus = json.loads((_job_dir(tmp_path / "jobs") / "job.json").read_text())["cpus_per_task"]
-    # Differ by design: the port and run id; torchrun's agent hosts the store, orch has no agent
-    # (rank 0 hosts it); OMP_NUM_THREADS is 1 under torchrun, the task's CPUs under orch.
-    differ = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "OMP_NUM_THREADS"}
+    # Differ by design: the port and run id; OMP_NUM_THREADS is 1 under torchrun, the task's CPUs under orch.
+    differ = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS"}
     for theirs, ours in zip(_records(torchrun_out, 2), _records(orch_out, 2), strict=True):
         assert set(theirs["env"]) == set(ours["env"])
         assert {k: v for k, v in theirs["env"].items() if k not in differ} == \
                {k: v for k, v in ours["env"].items() if k not in differ}
-        assert (theirs["env"]["TORCHELASTIC_USE_AGENT_STORE"], ours["env"]["TORCHELASTIC_USE_AGENT_STORE"]) == \
-               ("True", "False")
+        # one machine: torchrun's agent hosts the store, orch's rank 0 task does (on loopback): both True
+        assert theirs["env"]["TORCHELASTIC_USE_AGENT_STORE"] == ours["env"]["TORCHELASTIC_USE_AGENT_STORE"] == "True"
         assert ours["env"]["OMP_NUM_THREADS"] == str(cpus)
         assert theirs["path0"] == ours["path0"] == str(SCRIPTS)
         assert theirs["argv0"] == ours["argv0"]

@@ -10,6 +10,7 @@ Pure: the launcher exports the result.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -66,8 +67,10 @@ def simulate_slurm_task_envs(hosts: Sequence[str], tasks_per_node: int, job_id: 
 # --- scripts: exactly the variables torchrun gives a worker ----------------------------------------
 # torch/distributed/elastic/agent/server/local_elastic_agent.py (torch 2.x) sets these for every
 # worker; a script run by orch sees the same names (values from derive(); one role, "default").
-# Under torchrun TORCHELASTIC_USE_AGENT_STORE is True (its agent hosts the store); orch has no agent,
-# so it is False and rank 0 hosts the store of init_process_group("env://"), as without torchrun.
+# Under torchrun TORCHELASTIC_USE_AGENT_STORE is True (its agent hosts the store). orch has no agent:
+# on one machine (MASTER_ADDR loopback) it is True and rank 0's task hosts the store itself, listening on
+# loopback only, before the script runs (torch's own store would listen on every interface); across
+# nodes it is False and rank 0 hosts the store of init_process_group("env://"), as without torchrun.
 SCRIPT_ROLE_NAME = "default"
 SCRIPT_DEFAULTS: dict[str, str] = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}  # torchrun's, unless set
 ORCH_ONLY_VARS = ("NODE_RANK",)  # orch's launcher sets it for its own jobs; torchrun does not
@@ -92,9 +95,23 @@ def script_env(env: DistEnv, *, restart_count: int, max_restarts: int, run_id: s
         "ROLE_RANK": str(env.rank), "ROLE_WORLD_SIZE": str(env.world_size), "ROLE_NAME": SCRIPT_ROLE_NAME,
         "MASTER_ADDR": env.master_addr, "MASTER_PORT": str(env.master_port),
         "TORCHELASTIC_RESTART_COUNT": str(restart_count), "TORCHELASTIC_MAX_RESTARTS": str(max_restarts),
-        "TORCHELASTIC_RUN_ID": run_id, "TORCHELASTIC_USE_AGENT_STORE": "False",
+        "TORCHELASTIC_RUN_ID": run_id, "TORCHELASTIC_USE_AGENT_STORE": str(is_loopback(env.master_addr)),
         "OMP_NUM_THREADS": environ.get("OMP_NUM_THREADS") or str(max(1, cpus_per_task)),
     }
     for name, default in SCRIPT_DEFAULTS.items():
         out[name] = environ.get(name) or default
     return out
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def is_loopback(addr: str) -> bool:
+    """Whether MASTER_ADDR is this machine's loopback (every rank on one node) (pure)."""
+    text = addr.strip().strip("[]")
+    if text.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False

@@ -9,6 +9,11 @@ over the ranks' outcome records, completed with the exit codes seen here): the f
 failed, or the rank that stopped making progress while the others gave up waiting for it. Ctrl-C (SIGINT), SIGTERM
 and the job's preemption signal sent to ``orch run`` are forwarded to every process.
 
+No process outlives the run (:mod:`orchestrator.task.reaper`): each rank leads its own process group
+and carries ``ORCH_RUN_TOKEN``; when the ranks have ended, what is left in their groups or carries the
+token gets SIGCONT, SIGTERM and, after the grace period, SIGKILL; a watchdog does the same if orch run
+itself is killed.
+
 No torch here: only the child processes import it.
 """
 
@@ -26,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +41,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.records.blame import Blame, blame, observed
 from orchestrator.records.jobdirs import local_log_name as log_name
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
+from orchestrator.task import reaper
 from orchestrator.task.launch import PEER_FAILURE_EXIT
 from orchestrator.task.outcome import read_outcomes, remove_outcomes
 from orchestrator.task.preempt import SIGNALS
@@ -46,7 +53,8 @@ TAIL_LINES = 20
 ERROR_PREFIX = "orch: error: "
 # Inherited variables that would tell a child it is some other launcher's task: dropped.
 STRIP_VARS = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
-                        "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"})
+                        "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+                        reaper.TOKEN_VAR})
 STRIP_PREFIXES = ("SLURM_",)
 
 
@@ -155,12 +163,35 @@ class LocalRunner:
         logs.mkdir(parents=True, exist_ok=True)
         (self.job_dir / REQUEUE_FILE).unlink(missing_ok=True)
         remove_outcomes(self.job_dir)  # the records of an earlier run of this folder
-        with self._signals_forwarded():
-            self._start(port, logs)
-            codes, exited_at, stopped = self._watch()
+        # every process of this run carries the token; the watchdog stops them if orch run dies (reaper)
+        self._token = uuid.uuid4().hex
+        watchdog = self._start_watchdog()
+        try:
+            with self._signals_forwarded():
+                self._start(port, logs)
+                codes, exited_at, stopped = self._watch()
+        finally:
+            reaper.stop_marked(self._token, self.grace)  # what left the ranks' groups (setsid daemons)
+            if watchdog is not None:
+                with contextlib.suppress(OSError):
+                    if watchdog.stdin is not None:
+                        watchdog.stdin.close()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    watchdog.wait(timeout=5)
         return self._result(codes, exited_at, stopped, logs)
 
     # --- processes ------------------------------------------------------------------------------
+
+    def _start_watchdog(self) -> subprocess.Popen[bytes] | None:
+        if not sys.platform.startswith("linux"):
+            return None
+        env = {k: v for k, v in self.environ.items() if k != reaper.TOKEN_VAR}
+        try:
+            return subprocess.Popen([self.python, "-m", reaper.__name__, self._token, str(self.grace)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env,
+                                    start_new_session=True)
+        except OSError:
+            return None
 
     def _start(self, port: int, logs: Path) -> None:
         argv = [self.python, "-u", "-m", "orchestrator.runtime.launch", "--job-dir", str(self.job_dir)]
@@ -170,6 +201,7 @@ class LocalRunner:
             log_file = (logs / log_name(rank)).open("ab")
             self._files.append(log_file)
             env = child_env(self.environ, rank=rank, nproc=self.nproc, port=port, extra=self.extra_env)
+            env[reaper.TOKEN_VAR] = self._token
             out: int | IO[bytes] = subprocess.PIPE if rank == 0 or self.all_ranks else log_file
             # Own session: a terminal's Ctrl-C reaches orch run only, which forwards it once.
             self._procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -213,8 +245,9 @@ class LocalRunner:
             for rank, proc in enumerate(self._procs):
                 if rank not in exited_at and proc.poll() is not None:
                     exited_at[rank] = time.time()
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(proc.pid, signal.SIGTERM)  # the rank's own children do not outlive it
+                    for signum in (signal.SIGCONT, signal.SIGTERM):  # the rank's own children do not outlive it
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(proc.pid, signum)  # (_end_groups kills those that ignore TERM)
             bad = [r for r in exited_at if self._procs[r].returncode != 0]
             if term_at is None and (bad or self._forwarded):
                 cause_known = any(self._procs[r].returncode != PEER_FAILURE_EXIT for r in bad)
@@ -255,8 +288,9 @@ class LocalRunner:
         """After the ranks have exited: what their process groups still hold gets TERM, then KILL."""
         alive = [p.pid for p in self._procs if _group_alive(p.pid)]
         for pgid in alive:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGTERM)
+            for signum in (signal.SIGCONT, signal.SIGTERM):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signum)
         deadline = time.monotonic() + self.grace
         while alive and time.monotonic() < deadline:
             time.sleep(POLL_SECONDS)

@@ -43,6 +43,17 @@ class TorchRuntime:
         return bind_script_device(rank=rank, local_rank=local_rank, local_world_size=local_world_size,
                                   gpus_per_task=gpus_per_task, visible=visible)
 
+    def host_script_store(self, addr: str, port: int, *, world_size: int, timeout: int) -> None:
+        import datetime
+
+        from orchestrator.runtime.dist import init_error
+        from orchestrator.runtime.rendezvous import host_script_store
+
+        try:
+            host_script_store(addr, port, world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
+        except OSError as exc:  # the port is taken: said as init_process_group's failure would be
+            raise init_error(exc, rank=0, master_addr=addr, master_port=port, timeout=timeout) from None
+
     def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
         from orchestrator.runtime.dist import describe_failure
 

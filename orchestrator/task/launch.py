@@ -68,6 +68,9 @@ class TaskRuntime(Protocol):
                            visible: str | None) -> DeviceChoice:
         """Bind a script task's GPU before the script runs."""
 
+    def host_script_store(self, addr: str, port: int, *, world_size: int, timeout: int) -> None:
+        """Rank 0 of a script on one machine: host the rendezvous store on loopback (runtime.rendezvous)."""
+
     def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
         """(message, hint) when ``exc`` is a collective that failed or timed out (another rank's failure)."""
 
@@ -192,6 +195,7 @@ def main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
 
 def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
     args = build_parser().parse_args(argv)
+    become_subreaper()
     os.umask(os.umask(0o022) | 0o022)  # checkpoints, metrics, results: the user's umask, never g+w or o+w
     job_dir = Path(args.job_dir).expanduser().absolute()
     env: distenv.DistEnv | None = None
@@ -221,6 +225,9 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
 
             export_script_environment(cfg, env, job_dir, os.environ)
             script = True
+            if env.rank == 0 and taskenv.is_loopback(env.master_addr):  # the store on loopback only
+                runtime.host_script_store(env.master_addr, env.master_port, world_size=env.world_size,
+                                          timeout=cfg.launcher.init_timeout)
             return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
                                  bind=runtime.bind_script_device)
         export_environment(cfg, env, os.environ)
@@ -295,13 +302,28 @@ def entrypoint(runtime: TaskRuntime) -> None:
     os._exit(code)
 
 
-def end_children() -> None:
-    """SIGTERM to every process this task started (a data server, a ``sleep`` in build) and their
-    children, before the task exits: they would outlive it otherwise. By process ids, not by
+CHILD_GRACE_SECONDS = 2.0  # how long the task's children have to exit after SIGTERM before SIGKILL
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    """Linux: orphaned descendants (a double-forked daemon, also after ``setsid()``) are reparented to
+    this task instead of init, so :func:`end_children` still finds them under it."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def end_children(grace: float = CHILD_GRACE_SECONDS) -> None:
+    """SIGCONT and SIGTERM to every process this task started (a data server, a ``sleep`` in build)
+    and their children, before the task exits, and SIGKILL to those still there after ``grace``
+    seconds (one that ignores SIGTERM): they would outlive it otherwise. By process ids, not by
     process group: under srun all tasks of a node share one group (local task 0 leads it)."""
-    for pid in descendants(os.getpid(), _parent_map()):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGTERM)
+    from orchestrator.task.reaper import stop
+
+    stop(descendants(os.getpid(), _parent_map()), grace)
 
 
 def descendants(pid: int, parents: Mapping[int, int]) -> list[int]:

@@ -16,6 +16,7 @@ import pytest
 from support import ORCH
 
 from orchestrator.env import masterport
+from orchestrator.env.taskenv import is_loopback
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster
@@ -66,7 +67,8 @@ def test_unmodified_script_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: P
             "GROUP_RANK": str(rank // 2), "GROUP_WORLD_SIZE": "2", "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": "4",
             "ROLE_NAME": "default", "MASTER_ADDR": master, "MASTER_PORT": str(port),
             "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "5", "TORCHELASTIC_RUN_ID": ddp_id,
-            "TORCHELASTIC_USE_AGENT_STORE": "False", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+            # the test cluster's nodes are all this host (NodeAddr 127.0.0.1): the store is on loopback
+            "TORCHELASTIC_USE_AGENT_STORE": str(is_loopback(master)), "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
             "OMP_NUM_THREADS": "1",
         }
         expected = ["--out", str(out_ddp), "--steps", "3", "--", *HOSTILE]
