@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,16 @@ def test_paths_are_listed_without_reading_folders(big_root: Path) -> None:
     found = newest_with_id(big_root, ["500001", "529999", "499999"])
     assert sorted(found) == ["500001", "529999"]
     assert found["500001"].path == _folder(big_root, 1)
+
+
+@pytest.mark.parametrize("answer", ["", "\n", "   \n\n", "no pairs here"])
+def test_an_empty_scontrol_answer_leaves_squeues_status(answer: str) -> None:
+    from orchestrator.slurm.state import parse_scontrol
+
+    assert parse_scontrol(answer) == {}  # raised ValueError (zip strict) before
+
+    def runner(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(list(argv), 0, answer, "")
+
+    status = client.show_job("42", runner=runner)
+    assert status is None or status.job_id == "42"

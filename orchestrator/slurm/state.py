@@ -233,7 +233,8 @@ def parse_scontrol(text: str) -> dict[str, str]:
     """``Key=Value`` pairs of one ``scontrol show`` record (a value may contain spaces)."""
     matches = list(_SCONTROL_KEY.finditer(text))
     out: dict[str, str] = {}
-    for this, nxt in zip(matches, [*matches[1:], None], strict=True):
+    for index, this in enumerate(matches):  # an empty answer has no pairs (zip(strict) raised here)
+        nxt = matches[index + 1] if index + 1 < len(matches) else None
         end = nxt.start() if nxt else len(text)
         out.setdefault(this.group(1), text[this.end():end].strip())
     return out
