@@ -214,3 +214,20 @@ def test_an_empty_scontrol_answer_leaves_squeues_status(answer: str) -> None:
 
     status = client.show_job("42", runner=runner)
     assert status is None or status.job_id == "42"
+
+
+@pytest.mark.parametrize("limit", ["9" * 20, str(2**63), "0"])
+def test_list_and_status_take_any_limit(scale_slurm: Path, tmp_path: Path, limit: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "few"
+    root.mkdir()
+    for i in range(5):
+        folder = _folder(root, i)
+        folder.mkdir()
+        (folder / "job.json").write_text(_config_text(folder, "2026-02-01T00:00:00"))
+        (folder / "job_id").write_text(f"{700 + i}\n")
+    _cluster(tmp_path, root)
+    assert main(["list", "--limit", limit, "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 5
+    assert main(["status", "--limit", limit, "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == (0 if limit == "0" else 5)

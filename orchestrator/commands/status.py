@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
@@ -74,7 +75,7 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
     if not args.jobs:
         # newest first, read lazily: only the folders shown are read
         with_ids = ((j.job_id, j) for j in iter_job_dirs(root) if j.job_id)
-        return list(itertools.islice(with_ids, max(args.limit, 0)))
+        return list(itertools.islice(with_ids, min(max(args.limit, 0), sys.maxsize)))  # islice's bound
     by_id: dict[str, JobDir] | None = None
     cluster = cluster_name(args)
     targets: list[tuple[str, JobDir | None]] = []
