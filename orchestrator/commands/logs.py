@@ -21,11 +21,12 @@ from pathlib import Path
 
 from orchestrator.commands._common import add_cluster_argument
 from orchestrator.commands._jobs import cluster_name, find_job
-from orchestrator.errors import OrchError, SlurmError
+from orchestrator.errors import ConfigError, OrchError, SlurmError
 from orchestrator.records.jobdirs import JobDir, progress_cells, read_progress, read_result
 from orchestrator.records.logview import View, rank_logs, tail_lines
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate
+from orchestrator.spec.bounds import BOUNDS
 from orchestrator.spec.runconfig import LOG_DIR
 
 STATE_EVERY = 2.0  # seconds between job state checks while following
@@ -110,6 +111,7 @@ def _view(args: argparse.Namespace, job: JobDir) -> View:
         raise OrchError(f"--lines {args.lines} must be 0 or more", hint="e.g. --lines 200")
     if args.rank is not None and args.rank < 0:
         raise OrchError(f"--rank {args.rank} must be 0 or more", hint="ranks count from 0")
+    check_interval(args.interval)
     mode = "batch" if args.batch else "rank" if args.rank is not None else "all" if args.all_ranks else "default"
     if job.mode == "local" and mode == "batch":
         raise OrchError(f"{job.path} is a local run (orch run): it has no batch log",
@@ -119,7 +121,15 @@ def _view(args: argparse.Namespace, job: JobDir) -> View:
     return View(job=job, mode=mode, rank=args.rank, lines=args.lines)
 
 
+def check_interval(interval: float) -> None:
+    """``--interval``: finite, no busy loop, no endless sleep (orchestrator.spec.bounds)."""
+    problem = BOUNDS["interval"].problem(interval)
+    if problem is not None:
+        raise ConfigError(f"--interval {interval} {problem}", hint="e.g. --interval 0.5 (the default) or --interval 5")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_interval(args.interval)  # before looking for the job: bad input is refused first
     job = find_job(args.job, args)
     view = _view(args, job)
     out = sys.stdout.buffer

@@ -31,6 +31,7 @@ from orchestrator.spec.runconfig import LOG_DIR
 BLOCK = 64 * 1024
 MAX_TAIL_BYTES = 64 * 1024 * 1024  # a view never reads more than this of one file
 FOLLOW_CHUNK = 4 * 1024 * 1024  # what one poll reads of a growing file, at most
+MAX_PENDING = 1024 * 1024  # an unfinished line kept while following, at most (longer: shown as it is)
 # the batch script's start line (templates/base.sbatch.j2) and the preflight lines that follow it
 _START_RE = re.compile(rb"^orch: job \S+ \(restart [0-9]+\) on ")
 _PREFLIGHT_PREFIX = b"orch: preflight:"
@@ -42,13 +43,16 @@ def tail_lines(path: Path, lines: int, *, max_bytes: int = MAX_TAIL_BYTES) -> tu
     try:
         with path.open("rb") as fh:
             size = fh.seek(0, os.SEEK_END)
-            pos, data = size, b""
+            pos, blocks, newlines = size, [], 0
             limit = min(max_bytes, size)
-            while pos > 0 and data.count(b"\n") <= lines and size - pos < limit:
+            while pos > 0 and newlines <= lines and size - pos < limit:  # blocks, never the whole file
                 step = min(BLOCK, pos, limit - (size - pos))
                 pos -= step
                 fh.seek(pos)
-                data = fh.read(step) + data
+                block = fh.read(step)
+                blocks.append(block)
+                newlines += block.count(b"\n")
+            data = b"".join(reversed(blocks))
     except (FileNotFoundError, IsADirectoryError):
         return [], 0, False
     found = data.splitlines(keepends=True)
@@ -186,6 +190,8 @@ def copy_new(sources: list[Source], out: BinaryIO, *, final: bool = False) -> No
         source.offset += len(data)
         data = source.pending + data
         complete, newline, rest = data.rpartition(b"\n")
+        if len(rest) > MAX_PENDING:  # a "line" without end (binary output, a progress bar): shown in parts
+            complete, newline, rest = data, b"\n", b""
         source.pending = rest
         lines = [line + b"\n" for line in complete.split(b"\n")] if newline else []
         if final and rest:

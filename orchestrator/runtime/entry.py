@@ -42,7 +42,7 @@ from orchestrator.runtime.identity import check_identity
 from orchestrator.runtime.imports import join, prefetch_dynamo
 from orchestrator.runtime.loop import EpochPlan, decode_nonfinite, evaluate, train_epoch
 from orchestrator.runtime.measures import Tally, TrainingError, means
-from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, write_json_atomic
+from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, epoch_problem, write_json_atomic
 from orchestrator.runtime.progress import PROGRESS_FILE, Progress
 from orchestrator.runtime.setup import Parts, build_task, set_up
 from orchestrator.runtime.sources import TensorSource
@@ -144,6 +144,10 @@ class Trainer:
                 print(last.line(), flush=True)
                 metrics_log.append(last)
                 progress.end_epoch(last.values.get("train_loss"), last.samples_per_s)
+            # every rank sees the same reduced numbers, so every rank stops here together
+            problem = epoch_problem(last, self.spec.name, -(-parts.num_steps // p.grad_accum))
+            if problem is not None:
+                raise TrainingError(problem[0], hint=problem[1])
             if p.checkpoint:
                 self._save(checkpointer, parts, epoch + 1, 0, None, 0.0)
         vote.drain()

@@ -58,6 +58,32 @@ class EpochMetrics:
         return text + f"  {self.samples_per_s:,.0f} samples/s  {self.seconds:.1f} s"
 
 
+def epoch_problem(m: EpochMetrics, job: str, opt_steps: int) -> tuple[str, str] | None:
+    """Why epoch ``m`` cannot count as trained, with the fix; None when it can.
+
+    A run whose numbers are not numbers is a failure, never a success: a non-finite value of any
+    metric (train or test: a loss that is finite in training but NaN in evaluation too), an epoch
+    whose every optimizer step was skipped for a non-finite loss (``on_nonfinite=skip``), and an epoch
+    that trained on no sample at all.
+    """
+    where = f"job {job}, epoch {m.epoch}"
+    bad = [k for k, v in m.values.items() if v is not None and not math.isfinite(v)]
+    if bad:
+        return (f"{where}: non-finite {', '.join(f'{k}={m.values[k]}' for k in bad)}; the run is not counted as "
+                "completed, no checkpoint was written for the epoch",
+                "lower lr, check the data, the model's evaluation path and the metrics (a metric returns the "
+                "batch SUM; a division by zero gives NaN); resume continues from the last checkpoint")
+    if opt_steps and m.skipped_steps >= opt_steps:
+        return (f"{where}: every optimizer step ({m.skipped_steps} of {opt_steps}) was skipped for a non-finite "
+                "loss (on_nonfinite=skip): nothing was trained",
+                "lower lr, check the data and the loss; on_nonfinite=skip is for rare bad batches, not a loss "
+                "that is never finite")
+    if m.train_samples <= 0:
+        return (f"{where}: trained on no sample (train_samples=0)",
+                "check train_set and max_steps_per_epoch: the epoch must see at least one real sample")
+    return None
+
+
 def _number(value: float | None, spec: str) -> str:
     return format(value, spec) if value is not None else "-"
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,6 +25,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.records.jobdirs import folder_name, job_dir_path
 from orchestrator.records.jobdirs import write_job_dir as _write_job_dir
 from orchestrator.slurm.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
+from orchestrator.spec.bounds import BOUNDS, within
 from orchestrator.spec.cluster import Cluster, Partition
 from orchestrator.spec.containers import ContainerPlan, resolve_container
 from orchestrator.spec.extras import merge_sbatch, placement
@@ -46,10 +47,10 @@ class SubmitRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     job: str
-    nodes: int | None = Field(default=None, ge=1)
-    gpus: int | None = Field(default=None, ge=0, description="GPUs per node (one task per GPU)")
-    ntasks_per_node: int | None = Field(default=None, ge=1)
-    cpus_per_task: int | None = Field(default=None, ge=1)
+    nodes: Annotated[int, within("nodes")] | None = None
+    gpus: Annotated[int, within("gpus")] | None = Field(default=None, description="GPUs per node (one task per GPU)")
+    ntasks_per_node: Annotated[int, within("ntasks_per_node")] | None = None
+    cpus_per_task: Annotated[int, within("cpus_per_task")] | None = None
     partition: str | None = None
     time: str | None = None
     job_name: str | None = None
@@ -60,7 +61,7 @@ class SubmitRequest(BaseModel):
     data_dir: str | None = None
     # Bring your own script (None: the job file's SPEC) and several GPUs per task.
     script: ScriptTarget | None = None
-    gpus_per_task: int | None = Field(default=None, ge=1)
+    gpus_per_task: Annotated[int, within("gpus_per_task")] | None = None
     # Site options: extra #SBATCH options (after cluster.yaml's) and --env variables (after its env).
     sbatch_extra: dict[str, str | None] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
@@ -348,6 +349,11 @@ def _time(asked: str | None, default: str, partition: Partition, preempt_before:
         seconds = parse_time(value)
     except ValueError as exc:
         raise ConfigError(f"--time: {exc}", hint="use e.g. --time 04:00:00 or --time 1-12:00:00") from None
+    problem = BOUNDS["time_limit"].problem(seconds) if seconds is not None else None
+    if problem is not None:
+        raise ConfigError(f"--time {value} is {seconds} s: it {problem}",
+                          hint="use e.g. --time 04:00:00 or --time 1-12:00:00, or UNLIMITED when the partition "
+                               "allows it")
     limit = partition.max_time_seconds
     if asked is None and limit is not None and (seconds is None or seconds > limit):
         seconds = limit

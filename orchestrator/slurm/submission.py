@@ -38,14 +38,13 @@ from orchestrator.records.jobindex import Submitted, now_text, record_submit
 from orchestrator.records.trust import fs_error, make_job_root
 from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.slurm.render import render_script
+from orchestrator.spec.bounds import BOUNDS, MAX_ARRAY_SIZE
 from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, resolve_data_dir
 
 if TYPE_CHECKING:
     from orchestrator.doctor.findings import Finding
 from orchestrator.spec.job import LoadedJob, make_params, parse_overrides
 from orchestrator.spec.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE, RunConfig
-
-MAX_ARRAY_SIZE = 1000  # Slurm's default MaxArraySize is 1001 (indices 0-1000)
 
 
 @dataclass(frozen=True)
@@ -231,9 +230,10 @@ def plan_array(plan: SubmitPlan, loaded: LoadedJob, grid: Sequence[Mapping[str, 
     if len(grid) > MAX_ARRAY_SIZE:
         raise ConfigError(f"the sweep has {len(grid)} elements; a Slurm job array holds at most {MAX_ARRAY_SIZE}",
                           hint="split it into several sweeps")
-    if throttle is not None and throttle < 1:
-        raise ConfigError(f"--array-throttle {throttle} must be at least 1",
-                          hint="e.g. --array-throttle 4 (at most 4 elements run at once)")
+    problem = BOUNDS["array_throttle"].problem(throttle) if throttle is not None else None
+    if problem is not None:
+        raise ConfigError(f"--array-throttle {throttle} {problem}",
+                          hint=f"e.g. --array-throttle 4 (at most 4 elements run at once; this sweep has {len(grid)})")
     if plan.context.preflight:
         raise ConfigError("--preflight is not supported with --sweep (a job array) yet",
                           hint="leave out --preflight, or run orch submit selftest first and sweep after it")

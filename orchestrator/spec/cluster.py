@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.env.masterport import DEFAULT_PORT_RANGE
 from orchestrator.errors import ConfigError
+from orchestrator.spec.bounds import check, within
 from orchestrator.spec.doctorcodes import DOCTOR_CODES
 from orchestrator.spec.extras import check_env_var, check_sbatch_key
 from orchestrator.spec.units import parse_mem_mb, parse_time
@@ -34,12 +35,12 @@ class _Model(BaseModel):
 
 
 def _check_time(value: str) -> str:
-    parse_time(value)
+    check("time_limit", parse_time(value))
     return value
 
 
 def _check_mem(value: str | int) -> str | int:
-    parse_mem_mb(value)
+    check("mem_mb", parse_mem_mb(value))
     return value
 
 
@@ -68,8 +69,8 @@ class Partition(_Model):
 
     name: str
     nodes: str = Field(description="Slurm hostlist of the partition's nodes, e.g. gpu[001-064]")
-    gpus_per_node: int = Field(ge=0, le=64)
-    cpus_per_node: int = Field(ge=1)
+    gpus_per_node: Annotated[int, within("gpus")]
+    cpus_per_node: Annotated[int, within("cpus_per_node")]
     mem_per_node: str | int = Field(description="memory per node, e.g. 480G (MB when no unit)")
     max_time: SlurmTime = "UNLIMITED"
     gpu_type: str | None = None
@@ -106,7 +107,7 @@ class Defaults(_Model):
     time: SlurmTime = "01:00:00"
     account: str | None = None
     qos: str | None = None
-    cpus_per_task: int | None = Field(default=None, ge=1)
+    cpus_per_task: Annotated[int, within("cpus_per_task")] | None = None
     mem_per_gpu: str | int | None = None
     sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for every job, "
                                  "e.g. {constraint: a100, exclusive: true}")
@@ -136,14 +137,18 @@ class Launcher(_Model):
     """How tasks are started and wired together."""
 
     port_range: tuple[int, int] = DEFAULT_PORT_RANGE
-    init_timeout: int = Field(default=300, ge=10, description="seconds for rendezvous, start-up (building the "
+    init_timeout: Annotated[int, within("init_timeout")] = Field(default=300,
+            description="seconds for rendezvous, start-up (building the "
                               "job, resuming) and checkpoint writes, the phases where ranks legitimately wait")
-    collective_timeout: int = Field(default=30, ge=5, description="seconds a training or evaluation collective "
+    collective_timeout: Annotated[int, within("collective_timeout")] = Field(default=30,
+            description="seconds a training or evaluation collective "
                                     "may wait: a crashed, stuck or diverging rank ends the job this fast")
-    srun_wait: int = Field(default=60, ge=0, description="srun --wait: seconds before the step is ended "
+    srun_wait: Annotated[int, within("srun_wait")] = Field(default=60,
+            description="srun --wait: seconds before the step is ended "
                            "after the first task exits")
     preempt_signal: Literal["USR1", "USR2", "TERM", "INT", "HUP", "URG"] = "USR2"
-    preempt_before: int = Field(default=120, ge=0, description="seconds before the time limit to signal")
+    preempt_before: Annotated[int, within("preempt_before")] = Field(default=120,
+            description="seconds before the time limit to signal")
     requeue: bool = True
     job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
     gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"

@@ -15,16 +15,15 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from orchestrator.errors import ConfigError
+from orchestrator.spec.bounds import param_problem, within
 
 JOBS_ENV_VAR = "ORCH_JOBS_DIR"
 BUILTIN_JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs"
-_C_INT_MAX = 2**31 - 1  # counts that reach torch as a C int
-_SEED_MAX = 2**63 - 1  # torch.manual_seed takes 64 bits; DistributedSampler seeds with seed + epoch
 
 
 class TrainParams(BaseModel):
@@ -33,47 +32,53 @@ class TrainParams(BaseModel):
     # allow_inf_nan=False: job.json (JSON) cannot carry inf/nan, so they would reach the ranks as null.
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
-    epochs: int = Field(default=1, ge=1, le=_C_INT_MAX)
-    batch_size: int = Field(default=64, ge=1, le=_C_INT_MAX,
-                            description="per rank; the global batch is this x world size")
-    lr: float = Field(default=0.01, gt=0)
-    momentum: float = Field(default=0.9, ge=0)
-    weight_decay: float = Field(default=0.0, ge=0)
-    seed: int = Field(default=0, ge=0, le=_SEED_MAX, description="torch's generators take 64 bits; the "
+    epochs: Annotated[int, within("epochs")] = 1
+    batch_size: Annotated[int, within("batch_size")] = Field(
+        default=64, description="per rank; the global batch is this x world size")
+    lr: Annotated[float, within("lr")] = 0.01
+    momentum: Annotated[float, within("momentum")] = 0.9
+    weight_decay: Annotated[float, within("weight_decay")] = 0.0
+    seed: Annotated[int, within("seed")] = Field(default=0, description="torch's generators take 64 bits; the "
                       "sampler adds the epoch")
     amp: bool = Field(default=False, description="automatic mixed precision (CUDA only)")
     channels_last: bool = Field(default=False, description="channels_last memory format (CUDA only)")
     check_sync: bool = Field(default=False, description="compare a parameter checksum across ranks")
-    max_steps_per_epoch: int | None = Field(default=None, ge=1, le=_C_INT_MAX,
-                                            description="cut epochs short (smoke tests)")
-    eval_batch_size: int = Field(default=1000, ge=1, le=_C_INT_MAX)
+    max_steps_per_epoch: Annotated[int, within("max_steps_per_epoch")] | None = Field(
+        default=None, description="cut epochs short (smoke tests)")
+    eval_batch_size: Annotated[int, within("eval_batch_size")] = 1000
     checkpoint: bool = Field(default=True, description="write a checkpoint every epoch")
-    num_threads: int | None = Field(default=None, ge=1, le=4096, description="torch threads per rank (default: "
-                                    "cpus per task)")
-    num_workers: int | None = Field(default=None, ge=0, description="DataLoader worker processes per rank "
+    num_threads: Annotated[int, within("num_threads")] | None = Field(
+        default=None, description="torch threads per rank (default: cpus per task)")
+    num_workers: Annotated[int, within("num_workers")] | None = Field(default=None,
+            description="DataLoader worker processes per rank "
                                     "for Dataset-backed sets (default: cpus per task - 1, at most 4)")
-    grad_accum: int = Field(default=1, ge=1, description="micro-batches per optimizer step (DDP no_sync "
+    grad_accum: Annotated[int, within("grad_accum")] = Field(default=1,
+            description="micro-batches per optimizer step (DDP no_sync "
                             "on the others); the effective batch is batch_size x grad_accum x world size")
     lr_schedule: Literal["constant", "cosine", "step"] = Field(
         default="constant", description="learning-rate schedule over optimizer steps, after the warm-up")
-    warmup_steps: int = Field(default=0, ge=0, description="linear warm-up from 0 to lr (optimizer steps)")
-    lr_step_epochs: int = Field(default=1, ge=1, description="lr_schedule=step: multiply lr by lr_gamma "
+    warmup_steps: Annotated[int, within("warmup_steps")] = Field(default=0,
+            description="linear warm-up from 0 to lr (optimizer steps)")
+    lr_step_epochs: Annotated[int, within("lr_step_epochs")] = Field(default=1,
+            description="lr_schedule=step: multiply lr by lr_gamma "
                                 "every this many epochs")
-    lr_gamma: float = Field(default=0.1, gt=0, description="lr_schedule=step: the factor")
-    lr_min: float = Field(default=0.0, ge=0, description="lr_schedule=cosine: the final lr")
+    lr_gamma: Annotated[float, within("lr_gamma")] = Field(default=0.1, description="lr_schedule=step: the factor")
+    lr_min: Annotated[float, within("lr_min")] = Field(default=0.0, description="lr_schedule=cosine: the final lr")
     on_nonfinite: Literal["stop", "skip"] = Field(
         default="stop", description="a NaN/inf loss: stop the run (exit 1), or skip that optimizer step and "
         "count it")
-    progress_every: float = Field(default=30.0, ge=0, description="seconds between progress lines in the "
+    progress_every: Annotated[float, within("progress_every")] = Field(default=30.0,
+            description="seconds between progress lines in the "
                                   "log inside an epoch (0: none)")
 
     @model_validator(mode="after")
-    def _v_int64(self) -> TrainParams:
-        """Every integer, the job's own ones too, reaches torch as a 64-bit value."""
+    def _v_bounds(self) -> TrainParams:
+        """Every integer, the job's own ones too, reaches torch as a 64-bit value, every float as float32;
+        the built-in fields keep their bounds (orchestrator.spec.bounds) when a job redeclares them."""
         for name in type(self).model_fields:
-            value = getattr(self, name)
-            if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
-                raise ValueError(f"{name} does not fit in 64 bits (torch's integers)")
+            problem = param_problem(name, getattr(self, name))
+            if problem is not None:
+                raise ValueError(problem)
         return self
 
 
@@ -82,11 +87,11 @@ class Resources(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    nodes: int = Field(default=1, ge=1)
-    gpus: int = Field(default=1, ge=0, description="GPUs (= tasks) per node")
+    nodes: Annotated[int, within("nodes")] = 1
+    gpus: Annotated[int, within("gpus")] = Field(default=1, description="GPUs (= tasks) per node")
     time: str | None = None
     partition: str | None = None
-    cpus_per_task: int | None = Field(default=None, ge=1)
+    cpus_per_task: Annotated[int, within("cpus_per_task")] | None = None
 
 
 @dataclass(frozen=True)

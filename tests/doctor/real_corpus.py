@@ -6,11 +6,17 @@ script's entry file, matches every finding to the truth and scores it:
 
 * a finding is **true** when a pitfall has the same code and file and its line is within
   ``LINE_TOLERANCE`` of the pitfall's ``line`` or one of its ``also`` lines (a statement spread over a few
-  lines, or the ``torch.save`` inside the helper a guarded call reaches); every other finding is false;
+  lines, or the ``torch.save`` inside the helper a guarded call reaches; an ``also`` entry written
+  ``"other/file.py:LINE"`` is a line in another file of the script's folder, for a helper module);
+  every other finding is false;
 * **precision**: true findings / all findings; **error precision**: error-severity findings that are true
   and whose pitfall has ``severity_ok: true`` / all error-severity findings (1.0 when there are none);
 * **recall**: pitfalls matched by at least one finding / all pitfalls (``OTHER`` pitfalls, which no code
   covers, count as misses).
+
+Scripts whose entry has ``heldout: true`` were read (and their truth written) after the doctor was tuned, and
+the doctor was not changed for them: they are the honest measure. The table ends with one line per subset
+(tuned, held out); ``--heldout`` / ``--tuned`` score one subset alone.
 
 Run ``python tests/doctor/real_corpus.py`` for the per-code table and the figures (``--findings`` lists
 every finding with its verdict).
@@ -44,12 +50,17 @@ class Pitfall:
     reason: str
     severity_ok: bool
     name: str = ""
+    elsewhere: tuple[tuple[str, int], ...] = ()  # (file, line) in other files of the folder
 
     def distance(self, code: str, file: str, line: int) -> int | None:
         """How far ``line`` is from this pitfall's lines, or None when the finding cannot be this pitfall."""
-        if code != self.code or file != self.file:
+        if code != self.code:
             return None
-        gap = min(abs(line - at) for at in (self.line, *self.also))
+        here = (self.line, *self.also) if file == self.file else ()
+        lines = [*here, *(at for f, at in self.elsewhere if f == file)]
+        if not lines:
+            return None
+        gap = min(abs(line - at) for at in lines)
         return gap if gap <= LINE_TOLERANCE else None
 
 
@@ -105,11 +116,36 @@ def truth() -> dict[str, dict[str, Any]]:
     return data
 
 
+def is_heldout(entry: dict[str, Any]) -> bool:
+    """Whether the script was judged after the doctor was tuned (``heldout: true``)."""
+    value = entry.get("heldout", False)
+    assert isinstance(value, bool), f"heldout must be true or false, not {value!r}"
+    return value
+
+
+def subset(heldout: bool) -> list[str]:
+    """The scripts of one subset: held out (``heldout: true``) or tuned (the rest)."""
+    return [name for name, entry in sorted(truth().items()) if is_heldout(entry) == heldout]
+
+
+def also_lines(item: dict[str, Any]) -> list[tuple[str, int]]:
+    """A truth item's ``line`` and ``also`` lines as (file, line); ``"file.py:LINE"`` names another file."""
+    out = [(item["file"], int(item["line"]))]
+    for x in item.get("also", ()):
+        file, _, line = str(x).rpartition(":")
+        out.append((file or item["file"], int(line)))
+    return out
+
+
 def pitfalls(name: str, entry: dict[str, Any]) -> list[Pitfall]:
-    return [Pitfall(script=name, code=p["code"], file=p["file"], line=int(p["line"]),
-                    also=tuple(int(x) for x in p.get("also", ())), reason=p["reason"],
-                    severity_ok=bool(p["severity_ok"]), name=p.get("name", ""))
-            for p in entry.get("pitfalls") or ()]
+    out = []
+    for p in entry.get("pitfalls") or ():
+        lines = also_lines(p)[1:]
+        out.append(Pitfall(script=name, code=p["code"], file=p["file"], line=int(p["line"]),
+                           also=tuple(at for f, at in lines if f == p["file"]), reason=p["reason"],
+                           severity_ok=bool(p["severity_ok"]), name=p.get("name", ""),
+                           elsewhere=tuple((f, at) for f, at in lines if f != p["file"])))
+    return out
 
 
 def run_doctor(entry: Path) -> list[Any]:
@@ -154,6 +190,26 @@ def total(scores: dict[str, Score]) -> Score:
     return out
 
 
+def figures(label: str, scores: dict[str, Score]) -> str:
+    s = total(scores)
+    true = sum(j.true for j in s.findings)
+    errors = [j for j in s.findings if j.severity == "error"]
+    return (f"{label} ({len(scores)} scripts): precision {s.precision:.2f} ({true} of {len(s.findings)}), "
+            f"error precision {s.error_precision:.2f} ({sum(j.error_ok for j in errors)} of {len(errors)}), "
+            f"recall {s.recall:.2f} ({len(s.found)} of {len(s.pitfalls)})")
+
+
+def subset_lines(scores: dict[str, Score]) -> list[str]:
+    """One figures line per subset present in ``scores`` (tuned, held out)."""
+    data = truth()
+    lines = []
+    for label, heldout in (("tuned", False), ("held out", True)):
+        part = {n: s for n, s in scores.items() if is_heldout(data[n]) == heldout}
+        if part:
+            lines.append(figures(label, part))
+    return lines
+
+
 def table(scores: dict[str, Score]) -> str:
     """Per code: findings, true, false, errors (of which justified), pitfalls, found; then the figures."""
     all_ = total(scores)
@@ -176,6 +232,7 @@ def table(scores: dict[str, Score]) -> str:
     rows.append("")
     rows.append(f"{len(scores)} scripts: precision {all_.precision:.2f}, error precision "
                 f"{all_.error_precision:.2f}, recall {all_.recall:.2f}")
+    rows.extend(subset_lines(scores))
     return "\n".join(rows)
 
 
@@ -194,7 +251,10 @@ def listing(scores: dict[str, Score]) -> str:
 
 def main(argv: Sequence[str]) -> int:
     sys.path.insert(0, str(ROOT))
-    scores = score_all([a for a in argv if not a.startswith("-")] or None)
+    names = [a for a in argv if not a.startswith("-")]
+    if "--heldout" in argv or "--tuned" in argv:
+        names = names or subset(heldout="--heldout" in argv)
+    scores = score_all(names or None)
     if "--findings" in argv:
         print(listing(scores))
         print()

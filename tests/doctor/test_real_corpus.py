@@ -1,8 +1,13 @@
 """orch doctor on real public training scripts (tests/doctor/real/): precision and recall against truth
 read by hand (truth.yaml). The floors are today's figures, rounded down: a change that makes the doctor
-worse on real code fails here (and the corpus was read while the doctor was tuned: new scripts
-judged before the doctor sees them are the honest measure; see docs/doctor.md).
-`pytest -s` prints the per-code table."""
+worse on real code fails here. `pytest -s` prints the per-code table and one line per subset.
+
+Two subsets: the 42 *tuned* scripts were read while the doctor was built (their figures are optimistic);
+the 12 *held-out* ones (``heldout: true``) were read and judged before the doctor was run on them, and the
+doctor was not changed for them: the honest measure (docs/doctor.md, "Judged on real code"). Adding them
+lowered the whole-corpus recall from 0.70 to 0.56 (36 of 64), so MIN_RECALL is now the whole corpus's 0.56;
+to keep a regression on the tuned scripts from hiding behind that lower floor, each subset keeps its own
+floors too (the doctor is deterministic, so the subset figures are stable)."""
 
 from __future__ import annotations
 
@@ -11,15 +16,18 @@ import re
 from pathlib import Path
 
 import pytest
-from real_corpus import LINE_TOLERANCE, OTHER, REAL, score_all, table, total, truth
+from real_corpus import LINE_TOLERANCE, OTHER, REAL, also_lines, is_heldout, score_all, table, total, truth
 
 from orchestrator.doctor.catalog import CATALOG
 
-# Before issue 19's doctor: precision 0.19, error precision 0.00, recall 0.17 (7 of 40). After it:
-# 1.00 (35 of 35), 1.00 (no error finding), 0.70 (28 of 40). A new false finding or a lost pitfall fails.
+# Before issue 19's doctor, on the 42 tuned scripts: precision 0.19, error precision 0.00, recall 0.17 (7 of
+# 40). After it: 1.00 (35 of 35), 1.00 (no error finding), 0.70 (28 of 40). Held out (12 scripts): 1.00
+# (9 of 9), 1.00 (no error finding), 0.33 (8 of 24). Whole corpus (54): 1.00 (44 of 44), 1.00, 0.56 (36 of 64).
 MIN_PRECISION = 0.97
 MIN_ERROR_PRECISION = 1.0
-MIN_RECALL = 0.70
+MIN_RECALL = 0.56
+# Per subset: (precision, recall) floors.
+MIN_SUBSET = {"tuned": (0.97, 0.70), "held out": (1.0, 0.33)}
 
 _CODE = re.compile(r"^(DDP\d{3}|OTHER)$")
 # Codes the truth may use before the doctor's catalog has them (issue 19's new checks).
@@ -34,16 +42,18 @@ def test_truth_is_well_formed() -> None:
     for name, entry in data.items():
         folder = REAL / name
         assert (folder / entry["entry"]).is_file(), f"{name}: entry {entry['entry']} missing"
+        assert set(entry) <= {"entry", "heldout", "pitfalls", "not_pitfalls"}, f"{name}: unknown key"
+        is_heldout(entry)  # a bool when present
         for kind in ("pitfalls", "not_pitfalls"):
             for item in entry.get(kind) or ():
                 where = f"{name}/{item['file']}:{item['line']} {item['code']}"
                 assert _CODE.match(item["code"]), where
                 assert item["code"] in CATALOG or item["code"] in _PLANNED or item["code"] == OTHER, where
-                path = folder / item["file"]
-                assert path.is_file(), f"{where}: no such file"
-                lines = path.read_text(encoding="utf-8").splitlines()
-                for line in (item["line"], *item.get("also", ())):
-                    assert 1 <= line <= len(lines) and lines[line - 1].strip(), f"{where}: line {line} is blank/out"
+                for file, line in also_lines(item):
+                    path = folder / file
+                    assert path.is_file(), f"{where}: no such file {file}"
+                    lines = path.read_text(encoding="utf-8").splitlines()
+                    assert 1 <= line <= len(lines) and lines[line - 1].strip(), f"{where}: {file}:{line} is blank/out"
                 if kind == "pitfalls":
                     assert isinstance(item["severity_ok"], bool) and item["reason"].strip(), where
                     assert item["code"] != OTHER or item.get("name"), f"{where}: OTHER needs a name"
@@ -73,6 +83,14 @@ def test_real_corpus_scores(scores, capsys) -> None:  # type: ignore[no-untyped-
     assert all_.precision >= MIN_PRECISION, table(scores)
     assert all_.error_precision >= MIN_ERROR_PRECISION, table(scores)
     assert all_.recall >= MIN_RECALL, table(scores)
+    data = truth()
+    for label, heldout in (("tuned", False), ("held out", True)):
+        part = total({n: s for n, s in scores.items() if is_heldout(data[n]) == heldout})
+        precision, recall = MIN_SUBSET[label]
+        assert part.pitfalls, f"no {label} scripts"
+        assert part.precision >= precision, f"{label}: precision {part.precision:.2f}\n" + table(scores)
+        assert part.error_precision >= MIN_ERROR_PRECISION, f"{label}: error precision\n" + table(scores)
+        assert part.recall >= recall, f"{label}: recall {part.recall:.2f}\n" + table(scores)
 
 
 def test_matching_rule_is_strict() -> None:
@@ -84,4 +102,8 @@ def test_matching_rule_is_strict() -> None:
     assert p.distance("DDP006", "a.py", 10 + LINE_TOLERANCE + 1) is None
     assert p.distance("DDP006", "b.py", 10) is None
     assert p.distance("DDP005", "a.py", 10) is None
+    q = Pitfall("s", "DDP006", "a.py", 10, (), "r", False, elsewhere=(("h.py", 40),))
+    assert q.distance("DDP006", "h.py", 40 + LINE_TOLERANCE) == LINE_TOLERANCE
+    assert q.distance("DDP006", "h.py", 10) is None  # a.py's lines do not count in h.py
+    assert q.distance("DDP006", "a.py", 40) is None
     assert Path(REAL).is_dir()
