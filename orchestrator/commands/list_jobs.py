@@ -28,7 +28,7 @@ COLUMNS: dict[str, str] = {"NAME": "name", "JOBID": "job_id", "CREATED": "create
                            "RESTARTS": "restarts", "ELAPSED": "elapsed", "REASON": "reason", "FOLDER": "job_dir"}
 
 
-DEFAULT_LIMIT = 200  # jobs shown without --limit: a root of 100,000 folders lists in a second
+DEFAULT_LIMIT = 200  # jobs shown without --limit: about 200 folders read, whatever the root holds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
