@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
@@ -33,8 +34,8 @@ from orchestrator.records.jobdirs import (
     JobDir,
     is_job_id,
     iter_job_dirs,
-    list_job_dirs,
     metrics_cell,
+    newest_with_id,
     progress_cells,
     read_metrics,
     read_progress,
@@ -74,7 +75,7 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
     if not args.jobs:
         # newest first, read lazily: only the folders shown are read
         with_ids = ((j.job_id, j) for j in iter_job_dirs(root) if j.job_id)
-        return list(itertools.islice(with_ids, max(args.limit, 0)))
+        return list(itertools.islice(with_ids, min(max(args.limit, 0), sys.maxsize)))  # islice's bound
     by_id: dict[str, JobDir] | None = None
     cluster = cluster_name(args)
     targets: list[tuple[str, JobDir | None]] = []
@@ -85,11 +86,8 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
             continue
         found = None if args.cluster else indexed_job(ref, cluster)  # the index first: no --cluster needed
         if found is None:
-            if by_id is None:
-                by_id = {}
-                for job in reversed(list_job_dirs(root)):  # oldest first, so the newest folder of an id wins
-                    if job.job_id:
-                        by_id[job.job_id] = job
+            if by_id is None:  # one pass for all ids given: reads only job_id files until all are found
+                by_id = newest_with_id(root, [r for r in args.jobs if is_job_id(r)])
             found = by_id.get(ref)
         targets.append((ref, found))
     return targets

@@ -10,7 +10,16 @@ and before each task reads a job folder, orch checks that the folder, every fold
   others own;
 * every folder above: not writable by others without the sticky bit (a group-writable project
   folder is the group's choice and stays allowed);
-* regular files and real folders, not symbolic links, for job.json, the checkpoints and their sidecars.
+* regular files and real folders, not symbolic links, for job.json, the checkpoints and their sidecars;
+* a symbolic link anywhere on the path (the job folder, ``checkpoints/``, a folder above) is itself
+  owned by you or root (another user could point it elsewhere at any time), and what it leads to is
+  checked as above, folder by folder; ``checkpoints/`` linked out of the job folder (to scratch space)
+  must lead into folders that are all owned by you or root (a folder another user owns can be
+  emptied and refilled by them).
+
+Every path a resume reads goes through :func:`check_job_dir` (``orch run --resume``, the batch script
+before srun, each task at start, so a requeue too) and :func:`check_checkpoint` (rank 0, right before
+it loads the checkpoint it chose), before any rank unpickles anything.
 
 ``JOB_ROOT_MODE`` is the one mode orch creates job roots and job folders with (orch run and orch
 submit alike); ``make_job_root`` creates a root and checks it. Functions take the stat results or
@@ -70,8 +79,16 @@ def _raise(path: Path, what: str, reason: str, fix: str) -> None:
                      hint=fix)
 
 
-def check_folder(path: Path, what: str, *, uid: int | None = None, ancestors: bool = True) -> None:
-    """``path`` and (with ``ancestors``) every folder above it must be trusted folders."""
+_ROOT_FIX = "use a launcher.job_root (or --job-root) in a folder only you can write, or chmod go-w {folder}"
+_CKPT_FIX = ("keep checkpoints/ a real folder inside the job folder, or link it only into folders that you "
+             "own and only you can write (chmod go-w {folder}); then resume again")
+
+
+def check_folder(path: Path, what: str, *, uid: int | None = None, ancestors: bool = True,
+                 owned: bool = False, fix: str = _ROOT_FIX) -> None:
+    """``path`` and (with ``ancestors``) every folder above it must be trusted folders; a symbolic
+    link on the way must be yours (or root's), and the folders it leads to are checked too.
+    ``owned``: the folders above must also be owned by you or root (a link's target outside the job)."""
     uid = os.getuid() if uid is None else uid
     path = Path(os.path.abspath(path))
     chain = [path, *path.parents] if ancestors else [path]
@@ -83,20 +100,49 @@ def check_folder(path: Path, what: str, *, uid: int | None = None, ancestors: bo
         except OSError as exc:
             raise TrustError(f"cannot check {what} {folder}: {exc.strerror}",
                              hint="check the path and its permissions") from None
+        label = what if index == 0 else f"the folder above {what}"
         if stat.S_ISLNK(st.st_mode):
-            if index == 0:
-                st = folder.stat()  # a job root may be a symlink the user made; its target is checked
-            else:
+            if not _owner_ok(st, uid):  # its owner can point it anywhere, at any time
+                _raise(folder, f"{label} (a symbolic link)",
+                       f"is owned by uid {st.st_uid}, not by you (uid {uid})",
+                       f"replace the link {folder} with one you own (or the real path)")
+            if index != 0:
                 continue  # resolved parents are checked through os.path.realpath below
-        reason = problem(st, uid, is_dir=True) if index == 0 else _ancestor_problem(st)
+            try:
+                st = folder.stat()  # a job root may be a symlink the user made; its target is checked
+            except OSError as exc:
+                raise TrustError(f"cannot check {what} {folder}: {exc.strerror}",
+                                 hint="the link leads nowhere: fix or remove it") from None
+        if index == 0:
+            reason = problem(st, uid, is_dir=True)
+        else:
+            reason = _ancestor_problem(st) or (problem_owner(st, uid) if owned and folder != folder.parent else None)
         if reason is not None:
-            label = what if index == 0 else f"the folder above {what}"
-            _raise(folder, label, reason,
-                   f"use a launcher.job_root (or --job-root) in a folder only you can write, or "
-                   f"chmod go-w {folder}")
+            _raise(folder, label, reason, fix.format(folder=folder))
     real = Path(os.path.realpath(path))
     if ancestors and real != path:
-        check_folder(real, what, uid=uid, ancestors=True)
+        check_folder(real, what, uid=uid, ancestors=True, owned=owned, fix=fix)
+
+
+def problem_owner(st: os.stat_result, uid: int) -> str | None:
+    return None if _owner_ok(st, uid) else f"is owned by uid {st.st_uid}, not by you (uid {uid})"
+
+
+def check_checkpoint_folder(ckpt: Path, job_dir: Path, *, uid: int | None = None) -> None:
+    """``checkpoints/`` of ``job_dir``: trusted folder, links yours; when it leads out of the job folder
+    (a link to scratch space), every folder it leads through must be owned by you or root."""
+    real, home = os.path.realpath(ckpt), os.path.realpath(job_dir)
+    outside = os.path.commonpath([real, home]) != home
+    check_folder(ckpt, "the checkpoint folder", uid=uid, ancestors=True, owned=outside, fix=_CKPT_FIX)
+
+
+def check_checkpoint(checkpoint: Path, *, uid: int | None = None, sidecar_suffix: str = ".json") -> None:
+    """Right before a rank loads ``checkpoint``: its folder (as :func:`check_checkpoint_folder`), the
+    file and its sidecar (regular files, yours, not writable by others, not links)."""
+    folder = checkpoint.parent
+    check_checkpoint_folder(folder, folder.parent, uid=uid)
+    check_file(checkpoint, "the checkpoint", uid=uid)
+    check_file(checkpoint.with_name(checkpoint.name + sidecar_suffix), "the checkpoint's sidecar", uid=uid)
 
 
 def check_file(path: Path, what: str, *, uid: int | None = None) -> None:
@@ -120,7 +166,7 @@ def check_job_dir(job_dir: Path, *, job_file: str, checkpoint_dir: str,
     check_file(job_dir / job_file, "the job file", uid=uid)
     ckpt = job_dir / checkpoint_dir
     if ckpt.is_symlink() or ckpt.exists():
-        check_folder(ckpt, "the checkpoint folder", uid=uid, ancestors=False)
+        check_checkpoint_folder(ckpt, job_dir, uid=uid)
         for pattern in checkpoints:
             for path in sorted(ckpt.glob(pattern)):
                 check_file(path, "the checkpoint", uid=uid)

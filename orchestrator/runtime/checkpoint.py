@@ -35,6 +35,7 @@ from orchestrator.errors import OrchError
 from orchestrator.records.resumecheck import LATEST as LATEST  # the names live where the CLI reads them (no torch)
 from orchestrator.records.resumecheck import PREVIOUS as PREVIOUS
 from orchestrator.records.resumecheck import JobIdentity, make_sidecar, sidecar_path, zip_members_digest
+from orchestrator.records.trust import TrustError, check_checkpoint
 from orchestrator.runtime.dist import Dist, barrier, broadcast_object, gather_objects
 
 log = logging.getLogger(__name__)
@@ -209,6 +210,11 @@ class Checkpointer:
         latest, previous = self.directory / LATEST, self.directory / PREVIOUS
         if not latest.exists() and not previous.exists():
             return None, None
+        for path in (latest, previous):  # the trust rules, right before any rank unpickles a file
+            try:
+                check_checkpoint(path)
+            except TrustError as exc:
+                return None, f"{exc.message} (fix: {exc.hint})" if exc.hint else exc.message
         try:
             if latest.exists():
                 read_checkpoint(latest)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -153,6 +153,11 @@ def _message(result: subprocess.CompletedProcess[str]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 QUERY_TIMEOUT = 20.0  # seconds for one squeue/sacct/scontrol/scancel call (a bad SLURM_CONF stalls 60 s)
+# Many job ids are asked for in batches: Linux bounds one argument to 128 KiB (MAX_ARG_STRLEN) and
+# the whole command line to about 2 MiB; 15,000 ids on one ``--jobs=`` died with E2BIG. Each call
+# carries ids worth at most ID_BATCH_BYTES (about 3,000 ids of 7 digits), so a query of N ids makes
+# ceil(N / 3000)-ish calls, each well under both limits and under the controller's RPC size.
+ID_BATCH_BYTES = 24 * 1024
 _ACCOUNTING_DISABLED = "accounting storage is disabled"
 _INVALID_JOB = "Invalid job id"
 
@@ -189,18 +194,40 @@ def client_error(tool: str, proc: subprocess.CompletedProcess[str]) -> SlurmErro
     return SlurmError(message, hint=f"{tool} refused the request; see Slurm's message above")
 
 
+def id_batches(job_ids: Sequence[str], limit: int = ID_BATCH_BYTES) -> Iterator[list[str]]:
+    """``job_ids`` in order, cut into lists whose comma-joined length stays within ``limit`` bytes
+    (an id longer than the limit alone is its own batch: ids are bounded to 40 characters upstream)."""
+    batch: list[str] = []
+    size = 0
+    for job_id in job_ids:
+        cost = len(job_id.encode("utf-8", "surrogatepass")) + 1
+        if batch and size + cost > limit:
+            yield batch
+            batch, size = [], 0
+        batch.append(job_id)
+        size += cost
+    if batch:
+        yield batch
+
+
 def squeue(job_ids: Sequence[str] = (), *, runner: Runner = run_command) -> dict[str, JobStatus]:
     """Live jobs (and those finished less than MinJobAge ago), by job id as squeue prints it, with
     their restart count and pending reason (``BeginTime`` after a requeue), in one call.
 
     Text output, filtered by Slurm: ``squeue --json`` ignores ``--jobs`` in 22.05. Ids Slurm
     no longer knows are simply absent (squeue fails with "Invalid job id" when all are unknown).
+    Many ids are asked for in batches (:func:`id_batches`), one call per batch.
     """
     argv = ["squeue", "--noheader", "--states=all", f"--Format={SQUEUE_FORMAT}"]
-    if job_ids:
-        argv.append("--jobs=" + ",".join(job_ids))
-    proc = _query(argv, runner)
-    return parse_squeue(proc.stdout) if proc.returncode == 0 else {}
+    if not job_ids:
+        proc = _query(argv, runner)
+        return parse_squeue(proc.stdout) if proc.returncode == 0 else {}
+    found: dict[str, JobStatus] = {}
+    for batch in id_batches(job_ids):
+        proc = _query([*argv, "--jobs=" + ",".join(batch)], runner)
+        if proc.returncode == 0:
+            found.update(parse_squeue(proc.stdout))
+    return found
 
 
 def sacct(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus] | None:
@@ -208,30 +235,34 @@ def sacct(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, 
 
     Text, not ``--json``: in 22.05.8 the JSON exit code says 0 for failed jobs.
     """
-    argv = ["sacct", "--noheader", "--parsable2", "--allocations", "--duplicates",
-            f"--format={SACCT_TRES_FORMAT}", "--jobs=" + ",".join(job_ids)]
-    try:
-        proc = _query(argv, runner)
-    except SlurmError as exc:
-        if _ACCOUNTING_DISABLED in exc.message:
+    argv = ["sacct", "--noheader", "--parsable2", "--allocations", "--duplicates", f"--format={SACCT_TRES_FORMAT}"]
+    found: dict[str, JobStatus] = {}
+    for batch in id_batches(job_ids):
+        try:
+            proc = _query([*argv, "--jobs=" + ",".join(batch)], runner)
+        except SlurmError as exc:
+            if _ACCOUNTING_DISABLED in exc.message:
+                return None
+            raise
+        if _ACCOUNTING_DISABLED in proc.stdout + proc.stderr:
             return None
-        raise
-    if _ACCOUNTING_DISABLED in proc.stdout + proc.stderr:
-        return None
-    return parse_sacct_runs(proc.stdout, job_ids)
+        found.update(parse_sacct_runs(proc.stdout, batch))
+    return found
 
 
 def jobcomp(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus]:
     """Finished jobs from the job completion log (``sacct --completion``), for clusters without
     accounting. Empty when no completion log is configured."""
-    argv = ["sacct", "--completion", "--noheader", "--parsable2", f"--format={SACCT_FORMAT}",
-            "--jobs=" + ",".join(job_ids)]
-    try:
-        proc = _query(argv, runner)
-    except SlurmError as exc:
-        log.debug("sacct --completion failed: %s", exc.message)
-        return {}
-    return parse_sacct(proc.stdout, "jobcomp", job_ids)
+    argv = ["sacct", "--completion", "--noheader", "--parsable2", f"--format={SACCT_FORMAT}"]
+    found: dict[str, JobStatus] = {}
+    for batch in id_batches(job_ids):
+        try:
+            proc = _query([*argv, "--jobs=" + ",".join(batch)], runner)
+        except SlurmError as exc:
+            log.debug("sacct --completion failed: %s", exc.message)
+            return found
+        found.update(parse_sacct(proc.stdout, "jobcomp", batch))
+    return found
 
 
 def show_job(job_id: str, *, runner: Runner = run_command) -> JobStatus | None:
@@ -288,9 +319,10 @@ def scancel(job_ids: Sequence[str], *, signal: str | None = None, full: bool = F
         argv.append(f"--signal={signal}")
     if full:
         argv.append("--full")
-    proc = _query([*argv, *job_ids], runner)
-    if proc.returncode != 0:
-        raise client_error("scancel", proc)
+    for batch in id_batches(job_ids):  # one argument per id: the same bound on the command line
+        proc = _query([*argv, *batch], runner)
+        if proc.returncode != 0:
+            raise client_error("scancel", proc)
 
 
 def requeue(job_id: str, *, runner: Runner = run_command) -> None:

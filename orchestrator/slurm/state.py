@@ -171,13 +171,14 @@ def parse_sacct(stdout: str, source: str, wanted: Sequence[str]) -> dict[str, Jo
     """``sacct --parsable2 --format=SACCT_FORMAT`` lines of the ``wanted`` jobs (array elements too); a
     line may carry a SubmitTime before the name (``parse_sacct_runs`` passes it on)."""
     jobs: dict[str, JobStatus] = {}
+    wanted_set = frozenset(wanted)  # a set: thousands of ids against thousands of lines stay linear
     for line in stdout.splitlines():
         fields = _split_with_time(line, 7, 5)
         if fields is None:
             continue
         job_id, state, exit_code, nodes, elapsed = (f.strip() for f in fields[:5])
         submit, name = fields[5], fields[6].strip()
-        if wanted and job_id not in wanted and job_id.partition("_")[0] not in wanted:
+        if wanted_set and job_id not in wanted_set and job_id.partition("_")[0] not in wanted_set:
             continue
         code, sig = parse_exit_code(exit_code)
         # later lines win: a rebuilt test cluster reuses job ids, and its newest record comes last
@@ -232,7 +233,8 @@ def parse_scontrol(text: str) -> dict[str, str]:
     """``Key=Value`` pairs of one ``scontrol show`` record (a value may contain spaces)."""
     matches = list(_SCONTROL_KEY.finditer(text))
     out: dict[str, str] = {}
-    for this, nxt in zip(matches, [*matches[1:], None], strict=True):
+    for index, this in enumerate(matches):  # an empty answer has no pairs (zip(strict) raised here)
+        nxt = matches[index + 1] if index + 1 < len(matches) else None
         end = nxt.start() if nxt else len(text)
         out.setdefault(this.group(1), text[this.end():end].strip())
     return out
