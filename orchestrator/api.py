@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.records.cache import find_cluster
-from orchestrator.records.jobdirs import job_root, log_path, read_job_dir, read_result
+from orchestrator.records.jobdirs import job_root, log_path, read_job_dir
+from orchestrator.records.training import read_result
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import state as slurmstate
 from orchestrator.spec.cluster import Cluster

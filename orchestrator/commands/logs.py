@@ -22,8 +22,9 @@ from pathlib import Path
 from orchestrator.commands._common import add_cluster_argument
 from orchestrator.commands._jobs import cluster_name, find_job
 from orchestrator.errors import ConfigError, OrchError, SlurmError
-from orchestrator.records.jobdirs import JobDir, progress_cells, read_progress, read_result
+from orchestrator.records.jobdirs import JobDir
 from orchestrator.records.logview import View, rank_logs, tail_lines
+from orchestrator.records.training import progress_cells, read_progress, read_result
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate
 from orchestrator.spec.bounds import BOUNDS

@@ -11,7 +11,8 @@ from typing import Any
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import OrchError
-from orchestrator.records.jobdirs import find_job_dir, read_metrics
+from orchestrator.records.jobdirs import find_job_dir
+from orchestrator.records.training import read_metrics
 from orchestrator.spec.runconfig import METRICS_FILE
 
 log = logging.getLogger(__name__)

@@ -23,8 +23,9 @@ from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
 from orchestrator.local.plan import available_cpus, cpus_per_rank, local_gpu_layout, local_gpus, new_local_run
 from orchestrator.local.runner import LocalResult, LocalRunner, job_lock, tail
-from orchestrator.records.jobdirs import job_root, local_log_name, metrics_cell, write_run_config
+from orchestrator.records.jobdirs import job_root, local_log_name, write_run_config
 from orchestrator.records.resumecheck import check_resume_folder
+from orchestrator.records.training import metrics_cell
 from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.cluster import resolve_data_dir
 from orchestrator.spec.doctorcodes import parse_codes

@@ -34,13 +34,9 @@ from orchestrator.records.jobdirs import (
     JobDir,
     is_job_id,
     iter_job_dirs,
-    metrics_cell,
     newest_with_id,
-    progress_cells,
-    read_metrics,
-    read_progress,
-    read_result,
 )
+from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
 from orchestrator.slurm import jobstate
 
 # column title -> key of a row (one table for the human view)

@@ -1,5 +1,6 @@
 """Job folders on disk, the one owner of their layout: names, creation, log file names; find them
-(by path or Slurm job id), list them, read what runs left there.
+(by path or Slurm job id), list them. What a run wrote about its training (metrics, progress, result)
+is read by :mod:`orchestrator.records.training`.
 
 A job folder is ``<launcher.job_root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` holding ``job.json`` and,
 depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt``, ``logs/``,
@@ -26,7 +27,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from orchestrator.errors import OrchError
 from orchestrator.records.atomic import write_text_atomic
@@ -37,9 +37,6 @@ from orchestrator.spec.runconfig import (
     JOB_FILE,
     JOB_ID_FILE,
     LOG_DIR,
-    METRICS_FILE,
-    PROGRESS_FILE,
-    RESULT_FILE,
     SCRIPT_FILE,
     SUBMIT_ERROR_FILE,
     RunConfig,
@@ -216,7 +213,8 @@ def job_root(cluster: Cluster | None) -> Path:
     return Path(launcher.job_root).expanduser()
 
 
-def _read_text(path: Path) -> str | None:
+def read_text_or_none(path: Path) -> str | None:
+    """A record file's text; None when it is missing or unreadable (logged)."""
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -233,9 +231,9 @@ def read_job_dir(path: Path) -> JobDir:
     except OrchError as exc:
         log.debug("%s", exc.message)
         config = None
-    job_id = (_read_text(path / JOB_ID_FILE) or "").strip() or None
-    raw_id = (_read_text(path / RAW_JOB_ID_FILE) or "").strip() or None
-    return JobDir(path=path, config=config, job_id=job_id, submit_error=_read_text(path / SUBMIT_ERROR_FILE),
+    job_id = (read_text_or_none(path / JOB_ID_FILE) or "").strip() or None
+    raw_id = (read_text_or_none(path / RAW_JOB_ID_FILE) or "").strip() or None
+    return JobDir(path=path, config=config, job_id=job_id, submit_error=read_text_or_none(path / SUBMIT_ERROR_FILE),
                   raw_job_id=raw_id)
 
 
@@ -288,7 +286,7 @@ def newest_with_id(root: Path, job_ids: Iterable[str]) -> dict[str, JobDir]:
     for path in iter_job_paths(root):
         if not wanted:
             break
-        job_id = (_read_text(path / JOB_ID_FILE) or "").strip()
+        job_id = (read_text_or_none(path / JOB_ID_FILE) or "").strip()
         if job_id in wanted:
             wanted.discard(job_id)
             found[job_id] = read_job_dir(path)
@@ -335,78 +333,3 @@ def find_job_dir(ref: str, root: Path) -> JobDir:
                              "(orch list shows the jobs submitted from here)")
     raise OrchError(f"{ref!r} is neither a job id nor a job folder (no {JOB_FILE} in it)",
                     hint="pass a Slurm job id such as 1234 or the folder that orch submit printed")
-
-
-def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
-    """The per-epoch records in ``metrics.jsonl``; a line torn by a crash or preemption is skipped."""
-    text = _read_text(job_dir / METRICS_FILE)
-    if text is None:
-        return []
-    records: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            log.warning("%s line %d is not JSON; skipped", job_dir / METRICS_FILE, number)
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
-
-
-def read_progress(job_dir: Path) -> dict[str, Any] | None:
-    """Where the run is inside an epoch (``progress.json``: epoch, epochs, step, steps, loss, ...)."""
-    text = _read_text(job_dir / PROGRESS_FILE)
-    if text is None:
-        return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def progress_cells(record: dict[str, Any] | None) -> dict[str, str | None]:
-    """``epoch``, ``step`` and ``loss`` as table cells ("2/10", "120/469", "0.3412") from a progress record."""
-    if not record:
-        return {"epoch": None, "step": None, "loss": None}
-
-    def fraction(key: str, total: str) -> str | None:
-        value = record.get(key)
-        return f"{value}/{record.get(total)}" if isinstance(value, int) else None
-
-    loss = record.get("loss")
-    return {"epoch": fraction("epoch", "epochs"), "step": fraction("step", "steps"),
-            "loss": f"{loss:.4f}" if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None}
-
-
-def metrics_cell(record: dict[str, Any] | None) -> str | None:
-    """The task's metrics of one metrics.jsonl record, by name: the test value when there is one
-    (``test_acc 0.9912 test_mae 0.1275``), else the training value."""
-    if not record:
-        return None
-    names = record.get("metrics")
-    if not isinstance(names, list):  # a record written before the list existed
-        names = ["acc"] if "train_acc" in record else []
-    parts = []
-    for name in ["loss", *[n for n in names if isinstance(n, str)]]:
-        for key in (f"test_{name}", f"train_{name}"):
-            value = record.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                parts.append(f"{key} {value:.4g}")
-                break
-    return " ".join(parts) or None
-
-
-def read_result(job_dir: Path) -> dict[str, Any] | None:
-    """The final metrics in ``result.json``, or None when the run has not finished."""
-    text = _read_text(job_dir / RESULT_FILE)
-    if text is None:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None

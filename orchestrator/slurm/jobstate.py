@@ -21,8 +21,9 @@ from typing import Any
 
 from orchestrator.errors import SlurmError
 from orchestrator.records.blame import Blame, blame
-from orchestrator.records.jobdirs import JobDir, read_result
+from orchestrator.records.jobdirs import JobDir
 from orchestrator.records.jobindex import read_submitted, same_submit
+from orchestrator.records.training import read_result
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import state as slurmstate
 from orchestrator.slurm.preflight import status_note

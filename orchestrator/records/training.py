@@ -1,0 +1,90 @@
+"""What a run wrote about its training in its job folder: ``metrics.jsonl`` (one record per epoch),
+``progress.json`` (where it is inside an epoch) and ``result.json`` (the final metrics), read
+tolerantly (a torn line, a missing or damaged file is no error), and their table cells."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from orchestrator.records.jobdirs import read_text_or_none
+from orchestrator.spec.runconfig import METRICS_FILE, PROGRESS_FILE, RESULT_FILE
+
+log = logging.getLogger(__name__)
+
+
+def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
+    """The per-epoch records in ``metrics.jsonl``; a line torn by a crash or preemption is skipped."""
+    text = read_text_or_none(job_dir / METRICS_FILE)
+    if text is None:
+        return []
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            log.warning("%s line %d is not JSON; skipped", job_dir / METRICS_FILE, number)
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def read_progress(job_dir: Path) -> dict[str, Any] | None:
+    """Where the run is inside an epoch (``progress.json``: epoch, epochs, step, steps, loss, ...)."""
+    text = read_text_or_none(job_dir / PROGRESS_FILE)
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def progress_cells(record: dict[str, Any] | None) -> dict[str, str | None]:
+    """``epoch``, ``step`` and ``loss`` as table cells ("2/10", "120/469", "0.3412") from a progress record."""
+    if not record:
+        return {"epoch": None, "step": None, "loss": None}
+
+    def fraction(key: str, total: str) -> str | None:
+        value = record.get(key)
+        return f"{value}/{record.get(total)}" if isinstance(value, int) else None
+
+    loss = record.get("loss")
+    return {"epoch": fraction("epoch", "epochs"), "step": fraction("step", "steps"),
+            "loss": f"{loss:.4f}" if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None}
+
+
+def metrics_cell(record: dict[str, Any] | None) -> str | None:
+    """The task's metrics of one metrics.jsonl record, by name: the test value when there is one
+    (``test_acc 0.9912 test_mae 0.1275``), else the training value."""
+    if not record:
+        return None
+    names = record.get("metrics")
+    if not isinstance(names, list):  # a record written before the list existed
+        names = ["acc"] if "train_acc" in record else []
+    parts = []
+    for name in ["loss", *[n for n in names if isinstance(n, str)]]:
+        for key in (f"test_{name}", f"train_{name}"):
+            value = record.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                parts.append(f"{key} {value:.4g}")
+                break
+    return " ".join(parts) or None
+
+
+def read_result(job_dir: Path) -> dict[str, Any] | None:
+    """The final metrics in ``result.json``, or None when the run has not finished."""
+    text = read_text_or_none(job_dir / RESULT_FILE)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
