@@ -33,10 +33,14 @@ def test_a_requeued_job_with_another_jobs_checkpoint_stops_before_srun(slurm_clu
         assert slurm_cluster.client("scontrol", "requeue", job_id).returncode == 0
         deadline = time.monotonic() + 300
         batch_log = job_dir / "logs" / f"slurm-{job_id}.out"
+        started_soon = False
         while "was written by job 'other'" not in (batch_log.read_text() if batch_log.exists() else ""):
             assert time.monotonic() < deadline, f"{slurm_cluster.status(job_id)}\n{slurm_cluster.describe(job_dir)}"
-            # no 120 s BeginTime wait (refused until the requeued job is pending again: retried)
-            slurm_cluster.client("scontrol", "update", f"JobId={job_id}", "StartTime=now")
+            # no 120 s BeginTime wait (refused until the requeued job is pending again: retried). now+2, not
+            # now: a start in the second of the requeue is killed by slurmd ("Job credential revoked")
+            if not started_soon:
+                started_soon = slurm_cluster.client("scontrol", "update", f"JobId={job_id}",
+                                                    "StartTime=now+2").returncode == 0
             time.sleep(1)
         second = slurm_cluster.wait_done(job_id, 120, job_dir)
     finally:
