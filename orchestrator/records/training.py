@@ -36,14 +36,7 @@ def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
 
 def read_progress(job_dir: Path) -> dict[str, Any] | None:
     """Where the run is inside an epoch (``progress.json``: epoch, epochs, step, steps, loss, ...)."""
-    text = read_text_or_none(job_dir / PROGRESS_FILE)
-    if text is None:
-        return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
+    return _read_object(job_dir / PROGRESS_FILE)
 
 
 def progress_cells(record: dict[str, Any] | None) -> dict[str, str | None]:
@@ -80,7 +73,12 @@ def metrics_cell(record: dict[str, Any] | None) -> str | None:
 
 def read_result(job_dir: Path) -> dict[str, Any] | None:
     """The final metrics in ``result.json``, or None when the run has not finished."""
-    text = read_text_or_none(job_dir / RESULT_FILE)
+    return _read_object(job_dir / RESULT_FILE)
+
+
+def _read_object(path: Path) -> dict[str, Any] | None:
+    """A JSON object file; None when it is missing, unreadable, not JSON or not an object."""
+    text = read_text_or_none(path)
     if text is None:
         return None
     try:
