@@ -112,7 +112,6 @@ def _view(args: argparse.Namespace, job: JobDir) -> View:
         raise OrchError(f"--lines {args.lines} must be 0 or more", hint="e.g. --lines 200")
     if args.rank is not None and args.rank < 0:
         raise OrchError(f"--rank {args.rank} must be 0 or more", hint="ranks count from 0")
-    check_interval(args.interval)
     mode = "batch" if args.batch else "rank" if args.rank is not None else "all" if args.all_ranks else "default"
     if job.mode == "local" and mode == "batch":
         raise OrchError(f"{job.path} is a local run (orch run): it has no batch log",
