@@ -17,6 +17,7 @@ from orchestrator.doctor import (
     rules_output,
     rules_random,
     rules_rendezvous,
+    rules_spawn,
     rules_sync,
 )
 from orchestrator.doctor.analysis import Analysis
@@ -38,6 +39,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_random.check_splits,           # DDP011
     rules_devices.check_unentered_context,  # DDP012
     rules_metrics.check_unreduced_metrics,  # DDP013
+    rules_spawn.check_self_spawn,        # DDP014
 )
 
 # In the script's helpers (the local modules it calls), findings are warnings, and only the rules that judge
@@ -45,7 +47,8 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
 # (whether a helper's collective or destroy runs on some ranks depends on its callers).
 HELPER_RULES = (rules_data.check_set_epoch, rules_output.check_prints, rules_output.check_saves,
                 rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
-                rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics)
+                rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
+                rules_spawn.check_self_spawn)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 

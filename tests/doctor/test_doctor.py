@@ -136,7 +136,7 @@ def test_cli_errors_exit_1_and_name_code_line_and_fix(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert f"{path}:152: DDP002 error:" in out
     assert "fix: call the collective on every rank" in out
-    assert "5 errors, 6 warnings in 1 file" in out
+    assert "5 errors, 7 warnings in 1 file" in out
 
 
 def test_cli_warnings_only_exit_0_unless_strict(capsys: pytest.CaptureFixture[str]) -> None:
@@ -150,7 +150,7 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", "--json", path, str(FIXTURES / "seed002_fixed.py")]) == 0  # warnings only
     data = json.loads(capsys.readouterr().out)
     assert [list(item) for item in data] == [["code", "severity", "file", "line", "message", "fix"]] * len(data)
-    assert [(d["code"], d["line"]) for d in data] == [("DDP004", 22), ("DDP008", 44), ("DDP008", 45)]
+    assert [(d["code"], d["line"]) for d in data] == [("DDP004", 22), ("DDP008", 44), ("DDP008", 45), ("DDP014", 46)]
     assert {d["severity"] for d in data} == {"warning"}
 
 
@@ -252,9 +252,9 @@ def test_gate_refuses_errors_unless_told_not_to(tmp_path: Path) -> None:
     assert info.value.exit_code == 2 and "(DDP002, DDP003, DDP007)" in info.value.message
     assert "--no-check" in (info.value.hint or "") and "DDP002 error" in out.getvalue()
     out = io.StringIO()
-    assert len(gate([bad], out, refuse=False)) == 11 and "DDP002" in out.getvalue()
+    assert len(gate([bad], out, refuse=False)) == 12 and "DDP002" in out.getvalue()
     out = io.StringIO()
-    assert [f.code for f in gate([FIXTURES / "seed001_ddp_note.py"], out)] == ["DDP008", "DDP008"]
+    assert [f.code for f in gate([FIXTURES / "seed001_ddp_note.py"], out)] == ["DDP014", "DDP008", "DDP008"]
     out = io.StringIO()
     assert gate([FIXTURES / "seed001_fixed.py"], out) == [] and out.getvalue() == ""
 

@@ -124,7 +124,8 @@ def test_ddp010_through_any_data_flow() -> None:
     assert codes(pre + "def bind(r):\n    torch.cuda.set_device(r)\nbind(int(os.environ['LOCAL_RANK']))\n") == []
     assert codes(pre + "torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())\n") == []
     assert codes("import torch.multiprocessing as mp\ndef work(rank, n):\n    dist.init_process_group('nccl')\n"
-                 "    torch.cuda.set_device(rank)\nmp.spawn(work, args=(2,), nprocs=2)\n") == []
+                 "    torch.cuda.set_device(rank)\nif 'LOCAL_RANK' not in os.environ:\n"
+                 "    mp.spawn(work, args=(2,), nprocs=2)\n") == []
 
 
 def test_ddp006_per_node_guard_and_wrapper_state_dict() -> None:
