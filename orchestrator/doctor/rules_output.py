@@ -11,6 +11,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
 from orchestrator.doctor.names import dotted, last_name
 from orchestrator.doctor.project import PRINT_GUARD
+from orchestrator.doctor.ranks import RANK_NAMES
 
 METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
 _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
@@ -140,18 +141,46 @@ def _guarded_by_script(a: Analysis, site: Site) -> bool:
     return not calls or all(a.outer.flow.guarded(s) for s in calls)
 
 
+# "this is the node's first process": helpers and flags that test the local rank
+LOCAL_MAIN = frozenset({"is_local_master", "is_local_main_process", "is_local_main", "local_master",
+                        "is_local_rank0", "is_local_rank_zero", "is_local_zero", "is_node_master", "local_main"})
+
+
 def _per_node_guard(a: Analysis, site: Site) -> bool:
-    """The rank condition around ``site`` in its function tests only a local rank (``local_rank == 0``)."""
-    if a.spawns:
-        return False  # mp.spawn: one node, where the local rank is the global one
-    tests = _guard_tests(a, site, 0)
+    """The rank condition around ``site`` in its function tests only a local rank (``local_rank == 0``,
+    ``args.gpu == 0``, ``dist.is_local_master()``)."""
+    if a.spawns and not _multi_node_spawn(a):
+        return False  # mp.spawn on one node, where the local rank is the global one
+    tests = [(a, t) for t in _guard_tests(a, site, 0)]
+    if not tests and a.outer is not None and site.function is not None:  # a helper: the script's guards
+        outer = a.outer
+        calls = [s for s in outer.flow.sites if last_name(s.call.func) == site.function.name]
+        found = [_guard_tests(outer, s, 0) for s in calls]
+        if not calls or not all(found):
+            return False
+        tests = [(outer, t) for ts in found for t in ts]
     if not tests:
         return False
-        return False
-    kinds = {a.ranks.source(n) for t in tests for n in ast.walk(t)
-             if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
+    kinds = {"local" if last_name(n.func if isinstance(n, ast.Call) else n) in LOCAL_MAIN else where.ranks.source(n)
+             for where, t in tests for n in ast.walk(t) if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
     kinds.discard(None)
     return kinds == {"local"}
+
+
+def _multi_node_spawn(a: Analysis) -> bool:
+    """The spawned ranks span nodes: the global rank is a node's offset plus the spawn index
+    (``args.rank = args.rank * ngpus_per_node + gpu``, ``rank = args.nr * args.gpus + gpu``, ``args.rank += gpu``),
+    so the spawn index is a local rank."""
+    for node in a.module.nodes:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
+            targets, parts = node.targets, [node.value.left, node.value.right]
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+            targets, parts = [node.target], [node.value]
+        else:
+            continue
+        if any(last_name(t) in RANK_NAMES for t in targets) and any(a.ranks.source(p) == "local" for p in parts):
+            return True
+    return False
 
 
 def _guard_tests(a: Analysis, site: Site, depth: int) -> list[ast.expr]:
@@ -195,8 +224,25 @@ def _file_path(a: Analysis, expr: ast.expr, depth: int) -> bool:
         value = a.module.resolve(key, expr)[1] if key is not None else None
         if value is not None:
             return _file_path(a, value, depth + 1)
+        opened = _opened_as(a, expr) if isinstance(expr, ast.Name) else None
+        if opened is not None:
+            return _file_path(a, opened, depth + 1)
         return bool(_PATH_WORDS.search(last_name(expr) or ""))
     return False
+
+
+def _opened_as(a: Analysis, name: ast.Name) -> ast.expr | None:
+    """The path of ``with open(path, "wb") as f`` (or ``PathManager.open``, ``fs.open``) around ``name``."""
+    current = a.module.parents.get(name)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+        if isinstance(current, ast.With | ast.AsyncWith):
+            for item in current.items:
+                target, call = item.optional_vars, item.context_expr
+                if isinstance(target, ast.Name) and target.id == name.id and isinstance(call, ast.Call) \
+                        and last_name(call.func) == "open" and call.args:
+                    return call.args[0]
+        current = a.module.parents.get(current)
+    return None
 
 
 def _saved_wrapper(a: Analysis, expr: ast.expr) -> str | None:
