@@ -44,9 +44,10 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
 
 # In the script's helpers (the local modules it calls), findings are warnings, and only the rules that judge
 # code where it stands: not DDP001 (the script's first CUDA use), DDP003 (the script's loaders), DDP002/DDP007
-# (whether a helper's collective or destroy runs on some ranks depends on its callers).
-HELPER_RULES = (rules_data.check_set_epoch, rules_output.check_prints, rules_output.check_saves,
-                rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
+# (whether a helper's collective or destroy runs on some ranks depends on its callers). DDP009 in a helper:
+# a torch.load with no map_location in a function or method of the project (a CheckpointManager's load).
+HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_output.check_prints,
+                rules_output.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
                 rules_spawn.check_self_spawn)
 

@@ -118,11 +118,9 @@ def check_unentered_context(a: Analysis) -> Iterator[Finding]:
 
 
 def check_load(a: Analysis) -> Iterator[Finding]:
-    """DDP009: torch.load without map_location, in a distributed script that uses CUDA."""
-    if not a.distributed:
-        return
-    uses_cuda = any(_cuda_use(a, site) for site in a.flow.sites) or (not _cpu_backend_only(a) and bool(_backends(a)))
-    if not uses_cuda:
+    """DDP009: torch.load without map_location, in a distributed script that uses CUDA (in a helper module the
+    script calls, a class's ``load_checkpoint`` method included, when the script does)."""
+    if not a.distributed or not (_uses_cuda(a) or (a.outer is not None and _uses_cuda(a.outer))):
         return
     for site in a.sites(frozenset({"torch.load"})):
         if len(site.call.args) >= 2 or _kw(site.call, "map_location") is not None or a.flow.guarded(site):
@@ -131,6 +129,10 @@ def check_load(a: Analysis) -> Iterator[Finding]:
                 or _loads_state(a, site.call)):
             continue  # features or tensors saved from the CPU load onto the CPU: only checkpoints are judged
         yield a.finding("DDP009", site.call, ast.unparse(site.call)[:60])
+
+
+def _uses_cuda(a: Analysis) -> bool:
+    return any(_cuda_use(a, site) for site in a.flow.sites) or (not _cpu_backend_only(a) and bool(_backends(a)))
 
 
 _CHECKPOINT = re.compile(r"ckpt|checkpoint|resume|pretrain|weight|snapshot|model|state|finetune", re.IGNORECASE)
@@ -154,6 +156,8 @@ def _checkpoint_like(a: Analysis, expr: ast.expr | None, depth: int = 0) -> bool
 def _loads_state(a: Analysis, call: ast.Call) -> bool:
     """``model.load_state_dict(torch.load(p))``, ``checkpoint = torch.load(p)``: a checkpoint's tensors."""
     parent = a.module.parents.get(call)
+    while isinstance(parent, ast.Subscript):  # load_state_dict(torch.load(p)["model"])
+        parent = a.module.parents.get(parent)
     if isinstance(parent, ast.Call) and last_name(parent.func) in ("load_state_dict", "load"):
         return True
     if isinstance(parent, ast.Assign):

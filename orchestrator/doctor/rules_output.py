@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import REDUCTIONS, Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
-from orchestrator.doctor.names import dotted, last_name
+from orchestrator.doctor.names import FunctionNode, dotted, last_name
 from orchestrator.doctor.project import PRINT_GUARD
 from orchestrator.doctor.ranks import RANK_NAMES
 
@@ -137,8 +137,19 @@ def _guarded_by_script(a: Analysis, site: Site) -> bool:
     not at all, as far as can be seen: then nothing says every rank runs it)."""
     if a.outer is None or site.function is None:
         return False
-    calls = [s for s in a.outer.flow.sites if last_name(s.call.func) == site.function.name]
-    return not calls or all(a.outer.flow.guarded(s) for s in calls)
+    return _script_guarded(a, site.function, 0)
+
+
+def _script_guarded(a: Analysis, function: FunctionNode, depth: int) -> bool:
+    """Every way the script reaches ``function`` is guarded: its own calls of it, and the helper's calls of
+    it from functions (methods: ``Trainer.train`` calling ``self.save``) that the script reaches unguarded."""
+    assert a.outer is not None
+    calls = [s for s in a.outer.flow.sites if last_name(s.call.func) == function.name]
+    inner = [s for s in a.flow.sites if a.module.local_function(s.call) is function]
+    if depth > 3 or any(not a.outer.flow.guarded(s) for s in calls):
+        return depth > 3
+    return all(a.flow.guarded(s) or (s.function is not None and _script_guarded(a, s.function, depth + 1))
+               for s in inner)
 
 
 # "this is the node's first process": helpers and flags that test the local rank

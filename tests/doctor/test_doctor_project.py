@@ -163,3 +163,59 @@ def test_ddp002_is_an_error_only_when_the_condition_is_the_rank_alone() -> None:
            "    dist.destroy_process_group()\n"
     assert codes(body.format(test="dist.get_rank() != 0")) == [("DDP002", "error")]
     assert codes(body.format(test="not flag and dist.get_rank() != 0")) == [("DDP002", "warning")]
+
+
+_TRAINER = '''import os
+
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, loader):
+        self.local_rank = int(os.environ["LOCAL_RANK"])
+        self.model = DDP(model.cuda(self.local_rank), device_ids=[self.local_rank])
+        self.loader = loader
+
+    def save(self, epoch):
+        torch.save({"model": self.model.module.state_dict(), "epoch": epoch}, "checkpoint.pt")
+
+    def load(self, path):
+        self.model.module.load_state_dict(torch.load(path)["model"])
+
+    def train(self, epochs):
+        for epoch in range(epochs):
+            for x, y in self.loader:
+                torch.nn.functional.mse_loss(self.model(x.cuda()), y.cuda()).backward()
+            SAVE
+'''
+_USES_TRAINER = '''import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+from trainer import Trainer
+
+
+def main():
+    dist.init_process_group("nccl")
+    ds = TensorDataset(torch.zeros(8, 4), torch.zeros(8, 2))
+    trainer = Trainer(torch.nn.Linear(4, 2), DataLoader(ds, sampler=DistributedSampler(ds, shuffle=False)))
+    trainer.load("checkpoint.pt")
+    trainer.train(3)
+    dist.destroy_process_group()
+'''
+
+
+@pytest.mark.parametrize("save, found", [
+    ("self.save(epoch)", [("DDP006", 14), ("DDP009", 17)]),
+    ("if torch.distributed.get_rank() == 0:\n                self.save(epoch)", [("DDP009", 17)]),
+])
+def test_ddp006_ddp009_in_the_methods_of_a_project_class(tmp_path: Path, save: str, found: list[tuple[str, int]]
+                                                          ) -> None:
+    """A Trainer class in a module of the project: its save() reached unguarded through train(), which the
+    script calls on every rank; its load() with no map_location."""
+    (tmp_path / "trainer.py").write_text(_TRAINER.replace("SAVE", save))
+    (tmp_path / "train.py").write_text(_USES_TRAINER)
+    got = [(f.code, f.line, f.severity) for f in check_file(tmp_path / "train.py")]
+    assert got == [(code, line, "warning") for code, line in found]
