@@ -27,8 +27,9 @@ DROPPED = 255  # ssh's exit code for its own failures
 
 def overlap(printed: Sequence[bytes], again: Sequence[bytes]) -> int:
     """How many of ``again``'s first lines are the last lines of ``printed`` (the longest such run)."""
-    for k in range(min(len(printed), len(again)), 0, -1):
-        if list(again[:k]) == list(printed[len(printed) - k:]):
+    before, after = list(printed), list(again)
+    for k in range(min(len(before), len(after)), 0, -1):
+        if after[:k] == before[len(before) - k:]:
             return k
     return 0
 

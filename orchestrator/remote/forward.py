@@ -179,8 +179,8 @@ def _submit(args: argparse.Namespace, words: list[str], cluster: Cluster, path: 
     cwd_there = remote.workdir
     if tree is not None:
         shipped = ship(conn, tree, remote.workdir, os.environ)
-        print(f"orch: shipped {shipped.sent} changed file(s) of {tree.root} to {conn.dest}:{shipped.dest}"
-              + (f" ({shipped.method})" if shipped.sent else ""), file=sys.stderr)
+        done = f"shipped {shipped.sent} changed file(s) ({shipped.method})" if shipped.sent else "no file changed"
+        print(f"orch: {tree.root} -> {conn.dest}:{shipped.dest}: {done}", file=sys.stderr)
         inside = cwd == tree.root or tree.root in cwd.parents
         base = cwd if inside else tree.root
         cwd_there = f"{shipped.dest}/{cwd.relative_to(tree.root).as_posix()}" if inside else shipped.dest

@@ -5,8 +5,8 @@ size or time differ are sent, with ``rsync`` over the same SSH connection when r
 here (``ORCH_REMOTE_SHIP=tar`` turns it off), else as a tar stream; files that left the tree are
 removed there. An unchanged tree costs that one round trip and sends nothing.
 
-The remote copy of a tree is ``<remote.workdir>/code/<folder name>-<10 hex digits of this host and
-the tree's path>``: one per tree and laptop, so repeated submits only send edits.
+The remote copy of a tree is ``<remote.workdir>/code/<10 hex digits of this host and the tree's path>/<folder
+name>``: one per tree and laptop, so repeated submits only send edits.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def dest_for(workdir: str, tree: CodeTree) -> str:
     digest = hashlib.sha256(f"{socket.gethostname()}:{tree.root}".encode()).hexdigest()[:10]
     base = workdir.rstrip("/") or "/"
     base = base[2:] if base.startswith("~/") else "." if base == "~" else base
-    return f"{base}/code/{tree.root.name or 'root'}-{digest}"
+    return f"{base}/code/{digest}/{tree.root.name or 'root'}"  # the folder keeps its name (job names use it)
 
 
 Signature = tuple[int, int]  # (size, whole seconds of the modification time)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import logging
 import os
 import shlex
@@ -69,7 +70,8 @@ def socket_dir(environ: Mapping[str, str]) -> Path:
 # ssh's message -> (what happened, the fix); the first that matches ssh's stderr wins
 FAILURES: tuple[tuple[str, str, str], ...] = (
     ("REMOTE HOST IDENTIFICATION HAS CHANGED", "the host key of {dest} changed since it was recorded",
-     "if the cluster's admins changed it, remove the old key (ssh-keygen -R HOST) and connect once by hand"),
+     "if the cluster's admins changed it, remove the old key (ssh-keygen -R HOST) and connect once by hand; "
+     "orch never accepts a changed or unknown host key"),
     ("Host key verification failed", "the host key of {dest} is unknown or does not match known_hosts",
      "check the key and record it: connect once by hand (ssh {dest}), or add it to the known_hosts file "
      "your ssh config names; orch never accepts an unknown host key"),
@@ -126,7 +128,7 @@ class Connection:
         """ssh's options for every call (also rsync's ``-e``): config, login, the control socket, bounds."""
         r = self.remote
         opts: list[str] = ["-F", str(Path(r.ssh_config).expanduser())] if r.ssh_config else []
-        opts += ["-o", "BatchMode=yes", "-o", f"ControlPath={socket_dir(self.environ)}/%C",
+        opts += ["-o", "BatchMode=yes", "-o", f"ControlPath={self.control_path()}",
                  "-o", f"ConnectTimeout={CONNECT_TIMEOUT}", "-o", "ServerAliveInterval=5",
                  "-o", "ServerAliveCountMax=3"]
         if r.port:
@@ -138,6 +140,13 @@ class Connection:
         if r.proxy_jump:
             opts += ["-J", r.proxy_jump]
         return opts
+
+    def control_path(self) -> Path:
+        """The control socket: one per destination and per way of reaching it (another config, key
+        or jump host never reuses a connection that was checked with this one's)."""
+        r = self.remote
+        key = repr((r.host, r.port, r.user, r.ssh_config, r.identity_file, r.proxy_jump))
+        return socket_dir(self.environ) / hashlib.sha256(key.encode()).hexdigest()[:20]
 
     def ssh(self) -> list[str]:
         return [self.environ.get(SSH_ENV_VAR) or "ssh"]
@@ -164,6 +173,8 @@ class Connection:
         with open(sockets / ".lock", "a") as lock:  # two orch commands at once start one master
             fcntl.flock(lock, fcntl.LOCK_EX)
             if self.master_pid() is None:
+                with contextlib.suppress(FileNotFoundError):  # a master that was killed leaves its socket
+                    self.control_path().unlink()
                 self._start_master()
         self._open = True
 
