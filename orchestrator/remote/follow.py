@@ -45,7 +45,7 @@ def _reconnect(conn: Connection) -> None:
     while True:
         conn._open = False
         try:
-            conn.open()
+            conn.open(check=True)
             return
         except RemoteError:
             if time.monotonic() >= deadline:

@@ -5,8 +5,8 @@ orch with the same arguments in the shipped copy, so the rendered script, the ch
 folder are exactly those of a submit on the login node; the laptop records the job in its index of
 submitted jobs (:mod:`orchestrator.records.jobindex`, with ``remote`` set) so ``orch list`` shows it
 and ``orch status/logs/cancel/plot JOBID`` find its cluster without ``--cluster``. Every call
-passes the cluster file (without its ``remote:`` block) to the remote orch on stdin, written to
-``<remote.workdir>/.orch/cluster-<name>.yaml`` in the same round trip.
+passes the cluster file (without its ``remote:`` block) to the remote orch, written (when not there
+yet) to ``<remote.workdir>/.orch/cluster-<name>-<digest>.yaml`` in the same round trip.
 
 The dry run of a remote submit runs nothing remotely (it says what would be shipped, then renders
 here) unless ``--remote-check``: then the code is shipped and the cluster's orch does the dry run.
@@ -51,10 +51,10 @@ def forwarded(args: argparse.Namespace, argv: Sequence[str]) -> int | None:
     if args.verb == "logs" and args.follow:
         from orchestrator.remote.follow import follow
 
-        return follow(conn, _command(cluster, words), cluster_text(cluster), lines=args.lines)
+        return follow(conn, _command(cluster, words), b"", lines=args.lines)
     if args.verb == "plot" and args.output:
         return _plot(conn, cluster, words, Path(args.output))
-    return _passthrough(conn, _command(cluster, words), cluster_text(cluster))
+    return _passthrough(conn, _command(cluster, words), b"")
 
 
 def _remote_cluster(args: argparse.Namespace) -> tuple[Cluster, Path] | None:
@@ -92,12 +92,18 @@ def _strip_cluster(argv: list[str]) -> list[str]:
 
 
 def _prelude(cluster: Cluster) -> str:
-    """Write the cluster file (stdin) under remote.workdir and set ``$c`` to it, ``$d`` to the folder."""
+    """Set ``$d`` to ``<remote.workdir>/.orch`` and ``$c`` to the cluster file there (without its
+    ``remote:`` block), written when that content is not there yet: the name carries a digest of the
+    content, so an unchanged file costs one ``test -f`` and no process."""
+    import hashlib
+
     assert cluster.remote is not None
-    folder = f"{remote_path(cluster.remote.workdir)}/.orch"
-    name = f"cluster-{cluster.name}.yaml"
-    return (f'umask 077; d={folder}; mkdir -p "$d" && d=$(cd "$d" && pwd) && cat > "$d/.{name}.$$" && '
-            f'mv -f "$d/.{name}.$$" "$d/{name}" && c="$d/{name}" && ')
+    text = cluster_text(cluster)
+    name = f"cluster-{cluster.name}-{hashlib.sha256(text).hexdigest()[:12]}.yaml"
+    workdir = cluster.remote.workdir
+    base = remote_path(workdir) if workdir.startswith(("/", "~")) else '"$HOME"/' + shlex.quote(workdir)
+    return (f'umask 077; d={base}/.orch; c="$d/{name}"; [ -f "$c" ] || {{ mkdir -p "$d" && '
+            f'printf %s {shlex.quote(text.decode())} > "$c.$$" && mv -f "$c.$$" "$c"; }} && ')
 
 
 def cluster_text(cluster: Cluster) -> bytes:
@@ -120,6 +126,7 @@ def _command(cluster: Cluster, words: list[str], *, cwd: str | None = None, tail
 
 def _run(conn: Connection, command: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
     proc = conn.run(command, stdin=stdin)
+    proc.stderr = conn.forget_stale(proc.stderr)
     problem = missing_orch(proc.returncode, proc.stderr.decode(errors="replace"), conn.remote, conn.dest)
     if problem is not None:
         raise problem
@@ -151,7 +158,7 @@ def _plot(conn: Connection, cluster: Cluster, words: list[str], output: Path) ->
             keep.append(word)
     line = _command(cluster, keep, tail=' -o "$d/plot-$$.png" >&2 && cat "$d/plot-$$.png"; r=$?; '
                     'rm -f "$d/plot-$$.png"; exit $r')
-    proc = _run(conn, line, cluster_text(cluster))
+    proc = _run(conn, line, b"")
     sys.stderr.buffer.write(proc.stderr)
     if proc.returncode == 0:
         output.write_bytes(proc.stdout)
@@ -186,7 +193,7 @@ def _submit(args: argparse.Namespace, words: list[str], cluster: Cluster, path: 
         cwd_there = f"{shipped.dest}/{cwd.relative_to(tree.root).as_posix()}" if inside else shipped.dest
         if job is not None and target is job:
             words = _replace_job(words, args.job, os.path.relpath(job.resolve(), base.resolve()))
-    proc = _run(conn, _command(cluster, words, cwd=cwd_there), cluster_text(cluster))
+    proc = _run(conn, _command(cluster, words, cwd=cwd_there), b"")
     sys.stdout.buffer.write(proc.stdout)
     sys.stdout.flush()
     sys.stderr.buffer.write(proc.stderr)

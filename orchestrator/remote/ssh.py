@@ -165,9 +165,12 @@ class Connection:
         digits = text.partition("pid=")[2].partition(")")[0]
         return int(digits) if digits.isdigit() else 0
 
-    def open(self) -> None:
-        """Make sure the control master runs: start it (bounded by :data:`OPEN_TIMEOUT`) when not."""
-        if self._open:
+    def open(self, *, check: bool = False) -> None:
+        """Make sure the control master runs: start it (bounded by :data:`OPEN_TIMEOUT`) when not.
+        Without ``check``, an existing socket is trusted (no extra process: a killed master's socket
+        is removed by :meth:`forget_stale` after the call that found it dead)."""
+        if self._open or (not check and self.control_path().exists()):
+            self._open = True
             return
         sockets = socket_dir(self.environ)
         with open(sockets / ".lock", "a") as lock:  # two orch commands at once start one master
@@ -200,6 +203,15 @@ class Connection:
             text = err.read(64 * 1024)
         if code != 0:
             raise classify(text, self.dest)
+
+    def forget_stale(self, stderr: bytes) -> bytes:
+        """ssh's stderr without its note on a dead control socket; that socket is removed, so the next
+        call opens a new master (ssh itself fell back to a connection of its own)."""
+        if b"Control socket connect(" not in stderr:
+            return stderr
+        with contextlib.suppress(FileNotFoundError):
+            self.control_path().unlink()
+        return b"".join(line for line in stderr.splitlines(keepends=True) if b"Control socket connect(" not in line)
 
     def run(self, command: str, *, stdin: bytes | None = None, capture: bool = True,
             timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
