@@ -296,3 +296,31 @@ def test_logs_follow_survives_a_dropped_connection(remote: Setup) -> None:
     assert "dropped; reconnecting" in err
     lines = [line for line in out.splitlines() if line.startswith("line ")]
     assert lines == [f"line {i}" for i in range(40)], (out, err)
+
+
+@pytest.mark.parametrize(("remote_block", "field"), [
+    ({"host": "-oProxyCommand=touch /tmp/orch-pwned"}, "remote.host"),
+    ({"host": "login", "user": "a b"}, "remote.user"),
+    ({"host": "login", "proxy_jump": "-J evil"}, "remote.proxy_jump"),
+    ({"host": "login", "port": 0}, "remote.port"),
+    ({"host": "login", "workdir": "a\nb"}, "remote.workdir"),
+    ({"host": "login", "hostname": "x"}, "remote.hostname"),
+    ({"user": "a"}, "remote.host"),
+])
+def test_remote_block_is_validated(remote_block: dict[str, object], field: str) -> None:
+    from orchestrator.errors import ConfigError
+    from orchestrator.spec.cluster import validate_cluster
+
+    with pytest.raises(ConfigError) as caught:
+        validate_cluster(dict(TEST_CLUSTER, remote=remote_block), "cluster.yaml")
+    assert field in caught.value.message
+
+
+def test_control_socket_folder_must_be_private(tmp_path: Path) -> None:
+    from orchestrator.remote.ssh import RemoteError, socket_dir
+
+    folder = tmp_path / "sockets"
+    assert socket_dir({"ORCH_SSH_DIR": str(folder)}) == folder and (folder.stat().st_mode & 0o777) == 0o700
+    folder.chmod(0o755)
+    with pytest.raises(RemoteError, match="not private"):
+        socket_dir({"ORCH_SSH_DIR": str(folder)})
