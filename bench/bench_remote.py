@@ -10,7 +10,7 @@ master is open (as after any first command):
 * ``ssh HOST true`` on the open connection: the transport's floor;
 * ``orch status JOB`` on the login node (the cluster file without ``remote:``);
 * ``orch status JOB`` from the "laptop" (the cluster file with ``remote:``), target: within 0.3 s of the row above;
-* shipping an unchanged tree (this checkout's files) in-process: one listing round trip, nothing sent.
+* shipping an unchanged tree (a copy of this checkout's orchestrator/, tests/, docs/) in-process: one listing round trip, nothing sent.
 
     sudo .venv/bin/python bench/bench_remote.py [--runs 21] [--slurm]
 """
@@ -98,7 +98,9 @@ def main() -> int:
         spec = parse_cluster((base / "laptop.yaml").read_text()).remote
         assert spec is not None
         conn = Connection(spec, laptop_env)
-        tree = code_tree(ROOT / "orchestrator" / "cli.py")
+        for part in ("orchestrator", "tests", "docs"):  # a fixed copy: edits in this checkout change nothing
+            shutil.copytree(ROOT / part, base / "tree" / part, ignore=shutil.ignore_patterns("__pycache__"))
+        tree = code_tree(base / "tree")
         ship(conn, tree, spec.workdir, laptop_env)
         for round_ in range(args.runs + 2):
             for name, (argv, env) in rows.items():
