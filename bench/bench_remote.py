@@ -10,7 +10,8 @@ master is open (as after any first command):
 * ``ssh HOST true`` on the open connection: the transport's floor;
 * ``orch status JOB`` on the login node (the cluster file without ``remote:``);
 * ``orch status JOB`` from the "laptop" (the cluster file with ``remote:``), target: within 0.3 s of the row above;
-* shipping an unchanged tree (a copy of this checkout's orchestrator/, tests/, docs/) in-process: one listing round trip, nothing sent.
+* shipping an unchanged tree (a copy of this checkout's orchestrator/, tests/, docs/) in-process: one
+  listing round trip, nothing sent.
 
     sudo .venv/bin/python bench/bench_remote.py [--runs 21] [--slurm]
 """
