@@ -136,6 +136,13 @@ def test_dry_run_runs_nothing_remotely(remote: Setup) -> None:
     checked = remote.orch("submit", "train.py", "--gpus", "1", "--dry-run", "--remote-check", cwd=proj)
     assert checked.returncode == 0, checked.stderr
     assert "#SBATCH" in checked.stdout and str(remote.workdir) in checked.stdout  # rendered there
+    as_json = remote.orch("submit", "train.py", "--gpus", "1", "--dry-run", "--json", cwd=proj, cluster=dead)
+    assert as_json.returncode == 0 and "# remote:" in as_json.stderr and yaml.safe_load(as_json.stdout)["script"]
+    # from outside the tree: the script's path is rewritten to the shipped copy's
+    outside = remote.orch("submit", "proj-dry/train.py", "--gpus", "1", "--dry-run", "--remote-check",
+                          cwd=proj.parent)
+    assert outside.returncode == 0, outside.stderr
+    assert "proj-dry/train.py" in outside.stdout and str(remote.workdir) in outside.stdout
     failing = remote.orch("submit", "train.py", "--gpus", "1", "--dry-run", "--remote-check", cwd=proj, cluster=dead)
     assert failing.returncode == 1 and "refused the connection" in failing.stderr
 

@@ -181,7 +181,7 @@ def _submit(args: argparse.Namespace, words: list[str], cluster: Cluster, path: 
         what = (f"ships {len(tree.files)} files of {tree.root} (the changed ones) to "
                 f"{conn.dest}:{dest_for(remote.workdir, tree)}, then " if tree is not None else "")
         print(f"# remote: {what}runs {remote.orch} submit there (the script below is this machine's rendering; "
-              "--remote-check renders it there)")
+              "--remote-check renders it there)", file=sys.stderr if args.json else sys.stdout)
         return None  # the local dry run follows
     cwd_there = remote.workdir
     if tree is not None:
