@@ -53,6 +53,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--slurm", action="store_true", help="the real Slurm clients (SLURM_CONF of this shell)")
+    parser.add_argument("--with-bashrc", action="store_true", help="let ssh commands read ~/.bashrc")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="orch-bench-remote-"))
     quiet = base / "bin"
@@ -65,7 +66,9 @@ def main() -> int:
                    "ORCH_STUB_PYTHON": sys.executable, "PATH": path, "ORCH_CACHE_DIR": str(base / "cache")}
     if os.environ.get("SLURM_CONF"):
         cluster_env["SLURM_CONF"] = os.environ["SLURM_CONF"]
-    with start_sshd(base / "sshd") as server:
+    # SHLVL=1: bash then skips ~/.bashrc for ssh commands (here it runs pyenv init, ~0.6 s): the rows time
+    # orch and the transport, not the user's shell start-up (--with-bashrc keeps it)
+    with start_sshd(base / "sshd", {} if args.with_bashrc else {"SHLVL": "1"}) as server:
         wrapper = orch_wrapper(base / "orch-there", ORCH, cluster_env)
         local = dict(TEST_CLUSTER, launcher={"job_root": str(base / "jobs")})
         (base / "login.yaml").write_text(yaml.safe_dump(local))
@@ -115,7 +118,8 @@ def main() -> int:
             assert shipped.sent == 0
         conn.close()
     print(f"{args.runs} runs each, alternated; {len(tree.files)} files in the shipped tree; "
-          f"{'real Slurm clients' if args.slurm else 'stub Slurm clients'}")
+          f"{'real Slurm clients' if args.slurm else 'stub Slurm clients'}; ~/.bashrc "
+          f"{'read' if args.with_bashrc else 'not read'} by ssh commands; load average {os.getloadavg()[0]:.1f}")
     print(f"{'row':<40} {'median s':>9} {'min s':>7}")
     for name, values in times.items():
         print(f"{name:<40} {statistics.median(values):>9.3f} {min(values):>7.3f}")
