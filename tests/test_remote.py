@@ -58,7 +58,7 @@ class Setup:
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     base = tmp_path_factory.mktemp("remote")
-    with sshd_or_skip(base / "sshd") as server:
+    with sshd_or_skip(base / "sshd", {"SHLVL": "1"}) as server:  # SHLVL=1: bash skips ~/.bashrc (faster)
         there_state, stub_log = base / "state-there", base / "stub.log"
         orch_wrapper(base / "orch-there", ORCH, {
             "ORCH_STATE_DIR": str(there_state), "ORCH_CACHE_DIR": "off", "ORCH_STUB_LOG": str(stub_log),
@@ -119,8 +119,11 @@ def test_logs_of_a_remote_job_id_need_no_cluster_flag(remote: Setup) -> None:
     logs = Path(job["job_dir"]) / "logs"
     logs.mkdir(exist_ok=True)
     (logs / f"{job['job_id']}-rank0.out").write_text("hello from the cluster\n")
+    elsewhere = remote.base / "laptop" / "local-cluster"  # a local cluster.yaml here: the index still wins
+    elsewhere.mkdir(exist_ok=True)
+    (elsewhere / "cluster.yaml").write_text(yaml.safe_dump(dict(TEST_CLUSTER)))
     shown = subprocess.run([ORCH, "logs", job["job_id"]], capture_output=True, text=True, env=remote.env(),
-                           cwd=proj, timeout=60, check=False)
+                           cwd=elsewhere, timeout=60, check=False)
     assert shown.returncode == 0, shown.stderr
     assert "hello from the cluster" in shown.stdout
 

@@ -58,20 +58,28 @@ def forwarded(args: argparse.Namespace, argv: Sequence[str]) -> int | None:
 
 
 def _remote_cluster(args: argparse.Namespace) -> tuple[Cluster, Path] | None:
+    """The remote cluster this command goes to: the cluster file in use when it has ``remote:``; else,
+    without ``--cluster``, the one that the job ids were submitted to from here (the index)."""
     cwd = Path.cwd()
-    cluster = find_cluster(getattr(args, "cluster", None), os.environ, cwd, required=False)
-    if cluster is not None:
-        if cluster.remote is None:
-            return None
-        return cluster, find_cluster_file(getattr(args, "cluster", None), os.environ, cwd)
-    if args.verb not in REF_VERBS:
+    explicit = getattr(args, "cluster", None)
+    if not explicit and args.verb in REF_VERBS:
+        indexed = _indexed_remote(args, cwd)
+        if indexed is not None:
+            return indexed
+    cluster = find_cluster(explicit, os.environ, cwd, required=False)
+    if cluster is None or cluster.remote is None:
         return None
-    refs = list(getattr(args, "jobs", None) or [getattr(args, "job", None)])
-    files = {record.remote for ref in refs if ref for record in lookup(str(ref))[:1] if record.remote}
-    if len(files) != 1 or any(not lookup(str(ref)) for ref in refs):
-        return None  # not all of them remote jobs of one cluster: the local verb says what it finds
-    path = Path(files.pop())
-    remote = find_cluster(str(path), os.environ, cwd)
+    return cluster, find_cluster_file(explicit, os.environ, cwd)
+
+
+def _indexed_remote(args: argparse.Namespace, cwd: Path) -> tuple[Cluster, Path] | None:
+    refs = [str(ref) for ref in (getattr(args, "jobs", None) or [getattr(args, "job", None)]) if ref]
+    newest = [next(iter(lookup(ref)), None) for ref in refs]
+    files = {record.remote if record is not None else None for record in newest}
+    if not refs or len(files) != 1 or None in files:
+        return None  # not all of them jobs sent to one remote cluster: the cluster file in use decides
+    path = Path(str(files.pop()))
+    remote = find_cluster(str(path), os.environ, cwd, required=False)
     return (remote, path) if remote is not None and remote.remote is not None else None
 
 
