@@ -37,7 +37,7 @@ for i in range(20):
 
 def test_submit_from_a_laptop_over_ssh(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     there_state = tmp_path / "state-there"
-    with sshd_or_skip(tmp_path / "sshd", {"SLURM_CONF": str(slurm_cluster.conf)}) as server:
+    with sshd_or_skip(tmp_path / "sshd", {"SLURM_CONF": str(slurm_cluster.conf), "SHLVL": "1"}) as server:
         wrapper = orch_wrapper(tmp_path / "orch-there", ORCH, {"ORCH_STATE_DIR": str(there_state)})
         sockets = short_socket_dir()
 
