@@ -127,6 +127,7 @@ def main() -> int:
         times["orch status JOB (login node)"])
     print(f"remote - login node (medians): {gap:+.3f} s (target: within 0.3 s)")
     shutil.rmtree(base, ignore_errors=True)
+    shutil.rmtree(laptop_env["ORCH_SSH_DIR"], ignore_errors=True)
     return 0
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -108,6 +109,7 @@ def test_submit_from_a_laptop_over_ssh(slurm_cluster: SlurmCluster, tmp_path: Pa
         assert any(first in line and "COMPLETED" in line for line in there.stdout.splitlines())
         subprocess.run(["ssh", "-F", str(server.ssh_config), "-o", f"ControlPath={sockets}/{_one(sockets)}",
                         "-O", "exit", "orchtest"], capture_output=True, check=False, timeout=10)
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def _one(folder: Path) -> str:
