@@ -73,6 +73,9 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
+REMOTE_VERBS = frozenset({"submit", "status", "logs", "cancel", "list", "plot"})  # see orchestrator/remote/
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors go through the same path as every other bad input, and options
     must be spelled out: ``--node 2`` is an error, not a silent ``--nodes 2``."""
@@ -200,6 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         with no_world_write():
+            if verb in REMOTE_VERBS:  # a cluster file with remote: runs the verb on the cluster (over SSH)
+                from orchestrator.remote.forward import forwarded
+
+                there = forwarded(args, full)
+                if there is not None:
+                    return there
             code: int = args._run(args)
         return code
     except OrchError as exc:

@@ -22,6 +22,7 @@ import sys
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_name, format_rows, job_root_from_args
 from orchestrator.records import jobdirs
+from orchestrator.remote.forward import remote_rows
 from orchestrator.slurm import jobstate
 
 COLUMNS: dict[str, str] = {"NAME": "name", "JOBID": "job_id", "CREATED": "created", "STATE": "state",
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = [jobdirs.read_job_dir(path) for path in (paths[:limit] if more else paths)]  # only the folders shown
     table = jobstate.rows([(job.job_id, job) for job in jobs], tolerant=True, details=False,
                           cluster=cluster_name(args))
+    table += remote_rows(limit)  # jobs submitted from here to remote clusters (docs/remote.md)
     if args.json:
         print_json(table)
     elif table:

@@ -95,6 +95,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "node (--preflight=exclude); default: launcher.preflight of cluster.yaml ('off')")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
+    parser.add_argument("--remote-check", action="store_true",
+                        help="with a remote cluster file and --dry-run: ship the code and dry-run it on the cluster")
     add_json_argument(parser)
 
 

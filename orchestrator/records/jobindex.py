@@ -49,6 +49,7 @@ class Submitted:
     submitted: str  # ISO 8601 with the UTC offset, right after sbatch returned
     job_name: str  # the name Slurm knows (sbatch --job-name)
     cluster: str | None = None  # cluster.yaml's name
+    remote: str | None = None  # submitted over SSH (docs/remote.md): the cluster file used; job_dir is there
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,9 +108,10 @@ def _parse(line: bytes) -> Submitted | None:
     fields = ("job_id", "job_dir", "submitted", "job_name")
     if not all(isinstance(data.get(k), str) and data[k] for k in fields):
         return None
-    cluster = data.get("cluster")
+    cluster, remote = data.get("cluster"), data.get("remote")
     return Submitted(job_id=data["job_id"], job_dir=data["job_dir"], submitted=data["submitted"],
-                     job_name=data["job_name"], cluster=cluster if isinstance(cluster, str) else None)
+                     job_name=data["job_name"], cluster=cluster if isinstance(cluster, str) else None,
+                     remote=remote if isinstance(remote, str) else None)
 
 
 def read_index(environ: Mapping[str, str] | None = None, *,
