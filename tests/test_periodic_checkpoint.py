@@ -165,3 +165,23 @@ def test_a_run_killed_after_a_periodic_checkpoint_resumes_bit_exact(cluster_file
     assert f"resuming from checkpoint at epoch 1, step {steps[-1]}" in \
         (job_dir / LOG_DIR / "local-rank0.out").read_text()
     assert digest(again) == straight
+
+
+@pytest.mark.slow
+def test_with_accumulation_checkpoints_fall_on_optimizer_steps_and_resume_bit_exact(cluster_file: Path) -> None:
+    from orchestrator.runtime.checkpoint import read_checkpoint
+
+    proc, summary = faulty(cluster_file, "grad_accum=3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reference = digest(summary)
+    killed, summary = faulty(cluster_file, "grad_accum=3", "fault=kill", "fault_step=45", "step_sleep=0.04",
+                             "checkpoint_every=0.2")
+    assert killed.returncode == 128 + signal.SIGKILL, killed.stderr[-3000:]
+    job_dir = Path(summary["job_dir"])
+    steps = [(int(e), int(s)) for e, s in CHECKPOINT_LINE.findall((job_dir / LOG_DIR / "local-rank0.out").read_text())]
+    assert steps and all(s % 3 == 0 for _, s in steps), steps  # never half an accumulation window
+    state = read_checkpoint(job_dir / CHECKPOINT_DIR / "latest.pt")
+    assert state["epoch"] == 1 and state["step"] == steps[-1][1] > 0, (state["epoch"], state["step"], steps)
+    resumed, again = orch_run(cluster_file, "--resume", str(job_dir), "fault=none", "step_sleep=0")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert digest(again) == reference
