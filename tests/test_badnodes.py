@@ -319,5 +319,20 @@ def test_a_failed_jobs_blame_records_its_node(tmp_path: Path) -> None:
     (job_dir / "logs" / "rank1.outcome.json").write_text(
         _rec(1, "failed", code=1, reason="KeyError: 'x'").model_dump_json(), encoding="utf-8")
     badnodes.forget(tmp_path / "jobs", None)
-    assert main(["--job-dir", str(job_dir), "--job-id", "55"]) == 0
+    (job_dir / "job_id").write_text("55\n", encoding="utf-8")  # what the batch script passes: the folder's id
+    assert main(["--job-dir", str(job_dir)]) == 0
     assert badnodes.active(tmp_path / "jobs", HOUR) == []
+
+
+def test_a_sweep_elements_nodes_go_to_the_job_root(tmp_path: Path) -> None:
+    from orchestrator.slurm.nodememory import main
+
+    element = tmp_path / "jobs" / "sweep-1" / "3"
+    (element / "logs").mkdir(parents=True)
+    (tmp_path / "jobs" / "sweep-1" / "array.json").write_text("{}", encoding="utf-8")
+    (element / "job_id").write_text("90_3\n", encoding="utf-8")
+    for rec in [_rec(0, "waited", code=3, **WAITED), _rec(1, "signalled", signal="SIGTERM", stopped_by="srun")]:
+        record = rec.model_copy(update={"run": "90_3"})
+        (element / "logs" / f"rank{rec.rank}.outcome.json").write_text(record.model_dump_json(), encoding="utf-8")
+    assert main(["--job-dir", str(element)]) == 0
+    assert [(n.node, n.kind, n.job_id) for n in badnodes.active(tmp_path / "jobs", HOUR)] == [("node2", "hang", "90_3")]

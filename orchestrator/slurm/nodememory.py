@@ -6,8 +6,8 @@
   says which and why (the dry run prints it). A node the user names in ``--nodelist`` is kept (the
   user's word wins, and the dry run says so); when leaving the nodes out would leave too few, the
   submit stops with a hint (``orch nodes --forget``) instead of queueing a job that cannot start.
-- :func:`record_finished` / ``python -m orchestrator.slurm.nodememory --job-dir DIR --job-id ID``
-  (for the batch script once a training step failed): the job's blame
+- :func:`record_finished` / ``python -m orchestrator.slurm.nodememory --job-dir DIR [--job-id ID]``
+  (the batch script, once its training step failed): the job's blame
   (``records.blame``) and its ranks' records -> ``records.nodeevidence`` -> ``badnodes.record``.
   The preflight step records its failed nodes itself (``slurm.preflight``).
 """
@@ -27,6 +27,7 @@ from orchestrator.records import badnodes
 from orchestrator.records.badnodes import BadNode
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.extras import merge_sbatch
+from orchestrator.spec.runconfig import JOB_ID_FILE
 
 FORGET_HINT = "orch nodes lists them; orch nodes --forget NODE (or --all) uses a node again"
 
@@ -136,10 +137,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m orchestrator.slurm.nodememory",
                                      description="Record the nodes a failed job's evidence points at.")
     parser.add_argument("--job-dir", required=True)
-    parser.add_argument("--job-id", required=True)
+    parser.add_argument("--job-id", help="the job's id (default: the folder's job_id, an array element's "
+                                         "<array id>_<index>)")
     args = parser.parse_args(argv)
+    job_dir = Path(args.job_dir)
     try:
-        pairs = record_finished(Path(args.job_dir), args.job_id)
+        job_id = args.job_id or (job_dir / JOB_ID_FILE).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        print(f"orch: warning: no node recorded: {job_dir / JOB_ID_FILE}: {exc.strerror}", file=sys.stderr)
+        return 1
+    try:
+        pairs = record_finished(job_dir, job_id)
     except OrchError as exc:
         print(exc.render(), file=sys.stderr)
         return 1
