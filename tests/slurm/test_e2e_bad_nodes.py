@@ -20,14 +20,13 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
-def _remembering(slurm_cluster: SlurmCluster, tmp_path: Path) -> tuple[Path, Path]:
-    """(cluster.yaml with bad_node_ttl 1 day and its own job root, that job root)."""
+def _remembering(slurm_cluster: SlurmCluster, tmp_path: Path, **launcher: Any) -> tuple[Path, Path]:
+    """(cluster.yaml with bad_node_ttl 1 day, its own job root and ``launcher``, that job root)."""
     root = tmp_path / "jobs"
     root.mkdir()
 
     def edit(data: dict[str, Any]) -> None:
-        data["launcher"]["job_root"] = str(root)
-        data["launcher"]["bad_node_ttl"] = 86400
+        data["launcher"].update(job_root=str(root), bad_node_ttl=86400, **launcher)
 
     return slurm_cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", edit), root
 
@@ -69,3 +68,29 @@ def test_a_failed_preflight_records_its_node_for_later_jobs(slurm_cluster: Slurm
     dry = slurm_cluster.orch("submit", "smoke", "--nodes", "1", "--gpus", "1", "--cluster", str(cluster_yaml),
                              "--dry-run", check=True)
     assert f"# left out: node2 (it failed the preflight checks: job {job_id}" in dry.stdout
+
+
+TEST_JOBS = Path(__file__).resolve().parents[1] / "jobs"
+
+
+def test_a_hang_records_the_blamed_node_and_a_user_exception_none(slurm_cluster: SlurmCluster,
+                                                                    tmp_path: Path) -> None:
+    cluster_yaml, root = _remembering(slurm_cluster, tmp_path, collective_timeout=6)
+    # rank 1 (node2) spins in Python at step 3: rank 0 gives up waiting, the blame names rank 1
+    job_id, job_dir = slurm_cluster.submit(str(TEST_JOBS / "hang.py"), "--nodes", "2", "--gpus", "1",
+                                           "--cpus-per-task", "1", "fault=spin", "fault_rank=1", "fault_step=3",
+                                           "epochs=3", cluster_yaml=cluster_yaml)
+    final = slurm_cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
+    assert final["state"] == "FAILED", slurm_cluster.describe(job_dir)
+    assert [(n.node, n.kind, n.job_id) for n in badnodes.active(root, 3600)] == [("node2", "hang", job_id)], \
+        slurm_cluster.describe(job_dir)
+    batch = (job_dir / "logs" / f"slurm-{job_id}.out").read_text(errors="replace")
+    assert "orch: node node2 recorded as bad" in batch
+    slurm_cluster.orch("nodes", "--cluster", str(cluster_yaml), "--all", check=True)
+    # an exception in the job's own code: FAILED, no node recorded
+    job_id, job_dir = slurm_cluster.submit(str(TEST_JOBS / "faulty.py"), "--nodes", "2", "--gpus", "1",
+                                           "--cpus-per-task", "1", "fault=raise", "fault_rank=1",
+                                           cluster_yaml=cluster_yaml)
+    final = slurm_cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
+    assert final["state"] == "FAILED", slurm_cluster.describe(job_dir)
+    assert badnodes.active(root, 3600) == []
