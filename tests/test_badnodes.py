@@ -336,3 +336,30 @@ def test_a_sweep_elements_nodes_go_to_the_job_root(tmp_path: Path) -> None:
         (element / "logs" / f"rank{rec.rank}.outcome.json").write_text(record.model_dump_json(), encoding="utf-8")
     assert main(["--job-dir", str(element)]) == 0
     assert [(n.node, n.kind, n.job_id) for n in badnodes.active(tmp_path / "jobs", HOUR)] == [("node2", "hang", "90_3")]
+
+
+def test_in_the_batch_script_a_rank_that_never_started_is_placed_by_the_allocation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.records.jobdirs import write_run_config
+    from orchestrator.slurm.nodememory import allocation_hosts, main
+    from orchestrator.spec.runconfig import RunConfig
+
+    job_dir = tmp_path / "jobs" / "job-3"
+    (job_dir / "logs").mkdir(parents=True)
+    write_run_config(job_dir, RunConfig(mode="slurm", job_name="j", job_file="/j.py", params={}, nodes=2,
+                                        gpus_per_node=2, tasks_per_node=2, cpus_per_task=1, job_dir=str(job_dir),
+                                        created="now"))
+    (job_dir / "job_id").write_text("66\n", encoding="utf-8")
+    assert allocation_hosts(job_dir, {"SLURM_JOB_NODELIST": "gpu[07-08]"}) == \
+        {0: "gpu07", 1: "gpu07", 2: "gpu08", 3: "gpu08"}
+    assert allocation_hosts(job_dir, {"SLURM_JOB_NODELIST": "gpu[07-09]"}) is None  # not the whole allocation
+    assert allocation_hosts(job_dir, {}) is None
+    # ranks 0, 1 and 3 waited for rank 2, which left no record at all: its task never started on gpu08
+    for rank in (0, 1, 3):
+        rec = RankOutcome(rank=rank, world_size=4, run="66", restart=0, kind="waited", exit_code=3, host="x",
+                          started=1.0, ended=5.0, **WAITED)  # type: ignore[arg-type]
+        (job_dir / "logs" / f"rank{rank}.outcome.json").write_text(rec.model_dump_json(), encoding="utf-8")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "gpu[07-08]")
+    assert main(["--job-dir", str(job_dir)]) == 0
+    assert [(n.node, n.kind, n.job_id) for n in badnodes.active(tmp_path / "jobs", HOUR)] == \
+        [("gpu08", "not_started", "66")]

@@ -11,7 +11,8 @@ of every node)::
 
 The file is only ever appended to, each line by one ``write`` on a descriptor opened with
 ``O_APPEND``: the kernel places every write at the end of the file at once, so several jobs (batch
-scripts, ``orch nodes --forget``) writing at the same time never tear or lose a line. Forgetting is
+scripts, ``orch nodes --forget``) writing at the same time never tear or lose a line (a POSIX lock
+around the write covers NFS, whose clients do not make ``O_APPEND`` atomic). Forgetting is
 a line too, so no writer ever rewrites the file. Readers skip lines that are not records (noted, never
 an error) and read at most ``MAX_READ`` bytes from the end.
 
@@ -22,6 +23,8 @@ Python exception in user code is never evidence against a node (``records.nodeev
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -96,14 +99,21 @@ def _append(job_root: Path, entry: dict[str, Any]) -> None:
     try:
         fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), MODE)
         try:
+            _lock(fd)  # belt and braces where O_APPEND alone is not atomic (NFS clients)
             written = os.write(fd, data)
         finally:
-            os.close(fd)
+            os.close(fd)  # releases the lock
     except OSError as exc:
         raise ConfigError(f"cannot append to {target}: {exc.strerror or exc}",
                           hint="the job root (launcher.job_root) must be writable") from None
     if written != len(data):  # a full disk: the reader skips the short line
         raise ConfigError(f"{target}: only {written} of {len(data)} bytes written", hint="is the disk full?")
+
+
+def _lock(fd: int) -> None:
+    """An exclusive POSIX lock on the whole file (lockd serves it over NFS); none where locks fail."""
+    with contextlib.suppress(OSError):
+        fcntl.lockf(fd, fcntl.LOCK_EX)
 
 
 def record(job_root: Path, node: str, kind: str, job_id: str, now: float | None = None) -> None:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -133,6 +134,21 @@ def record_preflight(job_dir: Path, verdict: Mapping[str, Any] | None, job_id: s
     return recorded
 
 
+def allocation_hosts(job_dir: Path, environ: Mapping[str, str]) -> dict[int, str] | None:
+    """rank -> node in the batch script (srun's block distribution over ``SLURM_JOB_NODELIST``), when the
+    step ran on the whole allocation (else None: the caller knows better)."""
+    from orchestrator.spec.runconfig import read_run_config
+
+    try:
+        cfg = read_run_config(job_dir)
+        nodes = hostlist.expand(environ.get("SLURM_JOB_NODELIST", ""))
+    except OrchError:
+        return None
+    if len(nodes) != cfg.nodes:
+        return None
+    return {rank: nodes[rank // cfg.tasks_per_node] for rank in range(cfg.world_size)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m orchestrator.slurm.nodememory",
                                      description="Record the nodes a failed job's evidence points at.")
@@ -147,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"orch: warning: no node recorded: {job_dir / JOB_ID_FILE}: {exc.strerror}", file=sys.stderr)
         return 1
     try:
-        pairs = record_finished(job_dir, job_id)
+        pairs = record_finished(job_dir, job_id, allocation_hosts(job_dir, os.environ))
     except OrchError as exc:
         print(exc.render(), file=sys.stderr)
         return 1
