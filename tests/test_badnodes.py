@@ -363,3 +363,22 @@ def test_in_the_batch_script_a_rank_that_never_started_is_placed_by_the_allocati
     assert main(["--job-dir", str(job_dir)]) == 0
     assert [(n.node, n.kind, n.job_id) for n in badnodes.active(tmp_path / "jobs", HOUR)] == \
         [("gpu08", "not_started", "66")]
+
+
+def test_a_real_submit_says_what_it_left_out_and_sbatch_gets_it(clean_env: pytest.MonkeyPatch, stubs: Any,
+                                                                write_cluster: Callable[..., Path],
+                                                                write_job: Callable[..., Path], tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from orchestrator.cli import main
+
+    cluster = write_cluster()
+    clean_env.setenv("ORCH_CLUSTER", str(cluster))
+    root = tmp_path / "jobs"
+    root.mkdir()
+    badnodes.record(root, "dbg1", "nccl_cuda", "31")
+    assert main(["submit", str(write_job(nodes=2, gpus=4, partition="debug")), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["job_id"] == "4242"  # stdout stays JSON
+    assert "orch: left out: dbg1 (a rank on it reported an NCCL or CUDA error: job 31" in err
+    [call] = stubs.records("sbatch")
+    assert "--exclude=dbg1" in call["sbatch_options"]

@@ -140,6 +140,9 @@ def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
         print(exc.render(), file=sys.stderr)
         print(f"orch: the job was not queued; its folder is {plan.job_dir}", file=sys.stderr)
         return exc.exit_code
+    if plan.left_out is not None:  # nodes recorded as bad, left out (slurm/nodememory.py)
+        for line in plan.left_out.lines():
+            print(f"orch: {line}", file=sys.stderr)
     if as_json:
         print_json({"job_id": job_id, "job_dir": str(plan.job_dir)})
     else:

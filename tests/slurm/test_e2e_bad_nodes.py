@@ -38,8 +38,11 @@ def test_a_recorded_node_is_left_out_until_forgotten(slurm_cluster: SlurmCluster
                              "--dry-run", check=True)
     assert "#SBATCH --exclude=node2" in dry.stdout
     assert "# left out: node2 (a rank on it stopped making progress (blamed for a hang): job 4711" in dry.stdout
-    ids = [slurm_cluster.submit("smoke", "--nodes", "1", "--gpus", "1", cluster_yaml=cluster_yaml)
-           for _ in range(2)]
+    said = slurm_cluster.orch("submit", "smoke", "--nodes", "1", "--gpus", "1", "--cluster", str(cluster_yaml),
+                              "--json", check=True)
+    assert "orch: left out: node2 (" in said.stderr
+    ids = [(str(json.loads(said.stdout)["job_id"]), Path(json.loads(said.stdout)["job_dir"])),
+           slurm_cluster.submit("smoke", "--nodes", "1", "--gpus", "1", cluster_yaml=cluster_yaml)]
     for job_id, job_dir in ids:
         shown = slurm_cluster.client("scontrol", "show", "job", job_id).stdout
         assert "ExcNodeList=node2" in shown, shown
