@@ -68,6 +68,8 @@ VERBS: dict[str, tuple[str, str]] = {
             "print this task's rank, local rank, world size, node rank and master address (run it under srun)"),
     "hosts": ("orchestrator.commands.hosts",
               "expand a Slurm hostlist to one host per line (--compress: host names to a hostlist)"),
+    "nodes": ("orchestrator.commands.nodes",
+              "list the nodes recorded as bad that orch submit leaves out (--forget NODE, --all to use them again)"),
     "doctor": ("orchestrator.commands.doctor",
                "check training scripts for DDP pitfalls (DDP001..DDP010) without running them"),
 }

@@ -142,6 +142,9 @@ def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
         print(exc.render(), file=sys.stderr)
         print(f"orch: the job was not queued; its folder is {plan.job_dir}", file=sys.stderr)
         return exc.exit_code
+    if plan.left_out is not None:  # nodes recorded as bad, left out (slurm/nodememory.py)
+        for line in plan.left_out.lines():
+            print(f"orch: {line}", file=sys.stderr)
     if as_json:
         print_json({"job_id": job_id, "job_dir": str(plan.job_dir)})
     else:
@@ -231,6 +234,8 @@ def dry_run_text(plan: SubmitPlan) -> str:
                  "is excluded and the job submitted again (preflight_attempts.json)\n"))
     if plan.resources is not None:
         runs += f"# resources: {plan.resources}\n"
+    if plan.left_out is not None:  # nodes recorded as bad (slurm/nodememory.py)
+        runs += "".join(f"# {line}\n" for line in plan.left_out.lines())
     header = runs + (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
               f"job id {plan.assumed_job_id}\n# MASTER_PORT follows the real job id (range {low}-{high}); "
               f"MASTER_ADDR is {where}\n")
@@ -269,4 +274,5 @@ def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = ()) -> str:
     return (f'{{"script": {dumps(plan.script)},\n "runs": {dumps(runs)},\n'
             f' "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
             f' "findings": {dumps([f.as_dict() for f in findings])},\n'
+            f' "bad_nodes": {dumps(plan.left_out.as_dict() if plan.left_out is not None else None)},\n'
             f' "ranks": [\n  ' + ",\n  ".join(ranks) + "\n ]}\n")

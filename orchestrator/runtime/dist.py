@@ -6,7 +6,7 @@ import datetime
 import hashlib
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -190,21 +190,36 @@ class StopVote:
 
     ``problem`` (a non-negative code, 0 for none) rides along: after a vote that says stop,
     ``self.problem`` is the largest code any rank sent (the trainer encodes a non-finite loss).
+
+    A periodic checkpoint rides along too: ``due`` (rank 0's clock; None on the other ranks) adds
+    rank 0's "a checkpoint is due" to the vote, so every rank learns it from the same reduction, never
+    from its own clock. When it is due, ``should_stop`` starts no new vote (nothing is in flight on the
+    control group while the checkpoint gathers over it) and ``take_checkpoint()`` says so once.
     """
 
-    def __init__(self, flag: PreemptFlag, ctx: Dist) -> None:
+    def __init__(self, flag: PreemptFlag, ctx: Dist, due: Callable[[], bool] | None = None) -> None:
         self.flag = flag
         self.ctx = ctx
+        self.due = due
         self.problem = 0
+        self._checkpoint = False
         self._pending: tuple[Any, torch.Tensor] | None = None
 
     def should_stop(self, problem: int = 0) -> bool:
         if self._pending is not None and self._collect():
             return True
-        vote = torch.tensor([1 if self.flag.requested else 0, problem], dtype=torch.int64)
+        if self._checkpoint:
+            return False  # the caller checkpoints now; its next call starts the next vote
+        due = 1 if self.due is not None and self.due() else 0
+        vote = torch.tensor([1 if self.flag.requested else 0, problem, due], dtype=torch.int64)
         work = dist.all_reduce(vote, op=dist.ReduceOp.MAX, group=self.ctx.control, async_op=True)
         self._pending = (work, vote)
         return False
+
+    def take_checkpoint(self) -> bool:
+        """Whether the last vote said a periodic checkpoint is due (the same on every rank); once."""
+        due, self._checkpoint = self._checkpoint, False
+        return due
 
     def _collect(self) -> bool:
         assert self._pending is not None
@@ -212,6 +227,7 @@ class StopVote:
         self._pending = None
         work.wait()
         self.problem = max(self.problem, int(vote[1].item()))
+        self._checkpoint = self._checkpoint or bool(vote[2].item())
         return bool(vote[0].item()) or self.problem > 0
 
     def settle(self, problem: int) -> int:

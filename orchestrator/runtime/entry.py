@@ -14,8 +14,8 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from orchestrator.runtime.imports import join, prefetch_dynamo
 from orchestrator.runtime.loop import EpochPlan, decode_nonfinite, evaluate, train_epoch
 from orchestrator.runtime.measures import Tally, TrainingError, means
 from orchestrator.runtime.metrics import EpochMetrics, MetricsLog, epoch_problem, write_json_atomic
+from orchestrator.runtime.periodic import PeriodicClock
 from orchestrator.runtime.progress import PROGRESS_FILE, Progress
 from orchestrator.runtime.setup import Parts, build_task, set_up
 from orchestrator.runtime.sources import TensorSource
@@ -103,6 +104,7 @@ class Trainer:
     job_dir: Path
     flag: PreemptFlag
     data_dir: Path | None
+    periodic: PeriodicClock = field(default_factory=lambda: PeriodicClock(0.0))
 
     def say(self, text: str) -> None:
         """A line for people, from rank 0 only."""
@@ -126,7 +128,9 @@ class Trainer:
             (self.job_dir / REQUEUE_FILE).unlink(missing_ok=True)
             metrics_log.trim(resume.epoch if resume else 0)
         self._banner(parts, resume)
-        vote = StopVote(self.flag, ctx)
+        # checkpoint_every: rank 0's clock decides, the vote tells every rank (runtime/periodic.py)
+        self.periodic = PeriodicClock(p.checkpoint_every if p.checkpoint else 0.0)
+        vote = StopVote(self.flag, ctx, due=self.periodic.due if ctx.is_main and self.periodic.every else None)
         progress = Progress(self.job_dir / PROGRESS_FILE, p.epochs, p.progress_every, ctx.world_size)
         last: EpochMetrics | None = None
         # Start-up is over: from here a collective that waits longer than launcher.collective_timeout
@@ -135,7 +139,14 @@ class Trainer:
         for epoch in range(resume.epoch if resume else 0, p.epochs):
             began = time.perf_counter()
             start, spent, tally = self._epoch_start(parts, epoch, resume)
-            step, stopped = self._train(parts, epoch, start, tally, vote, progress)
+
+            def save_now(step: int, epoch: int = epoch, spent: float = spent, began: float = began,
+                         tally: Tally = tally) -> None:
+                self._save(checkpointer, parts, epoch, step, tally, spent + time.perf_counter() - began)
+                self.say(f"orch: checkpoint at epoch {epoch + 1}, step {step} (checkpoint_every "
+                         f"{p.checkpoint_every:g} s)")
+
+            step, stopped = self._train(parts, epoch, start, tally, vote, progress, save_now)
             if stopped:
                 self._stop(checkpointer, parts, epoch, step, tally, spent + time.perf_counter() - began, vote)
                 return 0
@@ -150,6 +161,7 @@ class Trainer:
                 raise TrainingError(problem[0], hint=problem[1])
             if p.checkpoint:
                 self._save(checkpointer, parts, epoch + 1, 0, None, 0.0)
+                vote.take_checkpoint()  # one due in the epoch's last vote: this checkpoint is it
         vote.drain()
         if p.check_sync:
             check_sync(parts.ddp.module, ctx, "at the end of training")
@@ -184,7 +196,7 @@ class Trainer:
         return resume.step, resume.seconds, tally
 
     def _train(self, parts: Parts, epoch: int, start: int, tally: Tally, vote: StopVote,
-               progress: Progress) -> tuple[int, bool]:
+               progress: Progress, checkpoint: Callable[[int], None]) -> tuple[int, bool]:
         p, ctx = self.params, self.ctx
         parts.sampler.set_epoch(epoch)
         order = list(parts.sampler)
@@ -217,7 +229,7 @@ class Trainer:
         batches = parts.train.batches(order[:parts.num_steps * p.batch_size], epoch=epoch, start_step=start)
         try:
             return train_epoch(parts.stepper, batches, plan, start_step=start, vote=vote, tally=tally,
-                               metrics=parts.metrics, ctx=ctx, after_step=after_step)
+                               metrics=parts.metrics, ctx=ctx, after_step=after_step, checkpoint=checkpoint)
         except (OrchError, KeyboardInterrupt):
             raise
         except Exception as exc:
@@ -283,6 +295,7 @@ class Trainer:
             params=p.model_dump(mode="json"), job=self.spec.name)
         with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes
             checkpointer.save(state, {"tally": tally.saved() if tally is not None else None})
+        self.periodic.reset()
 
     def _stop(self, checkpointer: Checkpointer, parts: Parts, epoch: int, step: int, tally: Tally, seconds: float,
               vote: StopVote) -> None:

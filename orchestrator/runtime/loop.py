@@ -191,12 +191,16 @@ class FiniteWatch:
 
 def train_epoch(stepper: Stepper, batches: Iterator[Batch], plan: EpochPlan, *, start_step: int, vote: StopVote,
                 tally: Tally, metrics: Mapping[str, MetricFn], ctx: Dist,
-                after_step: Callable[[int], None] | None = None) -> tuple[int, bool]:
+                after_step: Callable[[int], None] | None = None,
+                checkpoint: Callable[[int], None] | None = None) -> tuple[int, bool]:
     """Run steps ``start_step .. num_steps - 1`` of this epoch (``start_step`` starts a window).
 
     Returns ``(next step, stopped)``. A non-finite loss stops every rank at the next vote (and at the
     latest at the end of the epoch; ``vote.problem`` says where), or with ``skip_nonfinite`` drops
-    that optimizer step on every rank and counts it.
+    that optimizer step on every rank and counts it. When the vote says a periodic checkpoint is due
+    (``vote.take_checkpoint``, the same on every rank), ``checkpoint(step)`` saves before that step,
+    at an optimizer-step boundary; the losses not yet checked are settled first, so the weights of a
+    non-finite step are never saved (the run stops instead, as it would have at the next vote).
     """
     stepper.model.train()
     accum, bs = plan.grad_accum, plan.batch_size
@@ -208,6 +212,14 @@ def train_epoch(stepper: Stepper, batches: Iterator[Batch], plan: EpochPlan, *, 
         if step % accum == 0:
             if vote.should_stop(bad_code):
                 return step, True
+            if vote.take_checkpoint() and checkpoint is not None:
+                if not plan.skip_nonfinite:
+                    if not bad_code:
+                        bad = watch.poll(wait=True)
+                        bad_code = nonfinite_code(bad, ctx.rank) if bad is not None else 0
+                    if vote.settle(bad_code):
+                        return step, True
+                checkpoint(step)
             window = min(accum, plan.num_steps - step)
             window_bad = False
             stepper.optimizer.zero_grad(set_to_none=True)

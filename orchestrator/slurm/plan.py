@@ -108,6 +108,7 @@ class SubmitPlan:
     context: ScriptContext
     assumed_job_id: str = DRY_RUN_JOB_ID
     resources: str | None = None  # "2 nodes x 8 GPUs (all of partition gpu's; ...)" when orch chose them
+    left_out: Any = None  # slurm.nodememory.LeftOut: the nodes recorded as bad that --exclude gained
 
 
 def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, *, python: str,

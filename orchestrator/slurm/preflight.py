@@ -147,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):
             verdict = None
         decision = decide(cfg, verdict, read_record(job_dir), job_id=args.job_id, step_rc=args.step_rc)
+        from orchestrator.slurm.nodememory import record_preflight
+
+        record_preflight(job_dir, verdict, args.job_id)  # later submits leave them out (launcher.bad_node_ttl)
     except OrchError as exc:
         print(exc.render(), file=sys.stderr)
         return STOP_EXIT

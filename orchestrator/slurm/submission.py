@@ -193,9 +193,17 @@ def _items(mapping: Mapping[str, Any], *, flag: bool = False) -> list[str]:
 def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: Path) -> SubmitPlan:
     """``build_plan`` with this moment's values: now (timezone-aware), a random token, the python of
     ``launcher.python`` (else this one) and the job root resolved against ``cwd``."""
-    return build_plan(request, cluster, loaded, python=cluster.launcher.python or sys.executable,
-                      now=datetime.now().astimezone(), token=os.urandom(3).hex(),
-                      job_root=Path(os.path.normpath(cwd / job_root(cluster))))
+    from orchestrator.slurm.nodememory import leave_out
+
+    root = Path(os.path.normpath(cwd / job_root(cluster)))
+    # nodes recorded as bad within launcher.bad_node_ttl join --exclude (slurm/nodememory.py)
+    extra, left_out = leave_out(request.sbatch_extra, cluster, request.partition or loaded.spec.resources.partition,
+                                request.nodes if request.nodes is not None else loaded.spec.resources.nodes, root)
+    if extra != request.sbatch_extra:
+        request = request.model_copy(update={"sbatch_extra": extra})
+    plan = build_plan(request, cluster, loaded, python=cluster.launcher.python or sys.executable,
+                      now=datetime.now().astimezone(), token=os.urandom(3).hex(), job_root=root)
+    return replace(plan, left_out=left_out)
 
 
 def parse_sweep(axes: Sequence[str]) -> list[dict[str, str]]:

@@ -74,6 +74,7 @@ BOUNDS: dict[str, Bound] = {
     "collective_timeout": Bound(5, MAX_TIMEOUT_S, "7 days"),
     "srun_wait": Bound(0, MAX_TIMEOUT_S, "7 days"),
     "preempt_before": Bound(0, MAX_TIMEOUT_S, "7 days"),
+    "bad_node_ttl": Bound(0, 365 * DAY, "365 days; 0 to remember no bad node"),
     # TrainParams
     "lr": Bound(0, MAX_LR, "a larger step overflows float32 weights at the first update", open_low=True),
     "momentum": Bound(0, 1, "momentum above 1 makes every update grow"),
@@ -81,6 +82,7 @@ BOUNDS: dict[str, Bound] = {
     "lr_gamma": Bound(0, MAX_LR, "as lr", open_low=True),
     "lr_min": Bound(0, MAX_LR, "as lr"),
     "progress_every": Bound(0, DAY, "1 day; 0 for no progress lines"),
+    "checkpoint_every": Bound(0, MAX_TIMEOUT_S, "7 days; 0 for checkpoints at epoch ends only"),
     "num_workers": Bound(0, 1024, "DataLoader processes per rank"),
     "epochs": Bound(1, C_INT_MAX, "a C int"),
     "batch_size": Bound(1, C_INT_MAX, "a C int"),
@@ -134,7 +136,8 @@ def param_problem(name: str, value: object) -> str | None:
 # TrainParams' own fields with a bound (orchestrator.spec.job checks this list has them all)
 TRAIN_PARAMS = frozenset({"epochs", "batch_size", "eval_batch_size", "max_steps_per_epoch", "seed", "num_threads",
                           "grad_accum", "warmup_steps", "lr_step_epochs", "lr", "momentum", "weight_decay",
-                          "lr_gamma", "lr_min", "progress_every", "num_workers"})
+                          "lr_gamma", "lr_min", "progress_every", "num_workers",
+                          "checkpoint_every"})
 
 
 def check_float32(name: str, value: float) -> str | None:

@@ -151,6 +151,9 @@ class Launcher(_Model):
     preempt_before: Annotated[int, within("preempt_before")] = Field(default=120,
             description="seconds before the time limit to signal")
     requeue: bool = True
+    bad_node_ttl: Annotated[int, within("bad_node_ttl")] = Field(default=86_400,
+            description="seconds orch submit leaves out a node recorded as bad (bad_nodes.jsonl in "
+                        "job_root; orch nodes); 0: never")
     job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
     gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"
     python: str | None = Field(default=None, description="python on the compute nodes (default: the "

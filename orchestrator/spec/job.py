@@ -47,6 +47,9 @@ class TrainParams(BaseModel):
         default=None, description="cut epochs short (smoke tests)")
     eval_batch_size: Annotated[int, within("eval_batch_size")] = 1000
     checkpoint: bool = Field(default=True, description="write a checkpoint every epoch")
+    checkpoint_every: Annotated[float, within("checkpoint_every")] = Field(default=1800.0,
+            description="seconds of training between checkpoints inside an epoch, on rank 0's clock "
+                        "(0: at epoch ends only; off with checkpoint=false)")
     num_threads: Annotated[int, within("num_threads")] | None = Field(
         default=None, description="torch threads per rank (default: cpus per task)")
     num_workers: Annotated[int, within("num_workers")] | None = Field(default=None,

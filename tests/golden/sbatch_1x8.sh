@@ -96,4 +96,11 @@ if [[ -e $REQUEUE_FILE ]]; then
     fi
     exit 0
 fi
+
+# A failed training step: the nodes its evidence points at (a hang, a death by a signal, an NCCL or
+# CUDA error; never the job's own exception) go to the job root's bad_nodes.jsonl, and later submits
+# leave them out for launcher.bad_node_ttl (orch nodes lists them).
+if ((srun_rc != 0)); then
+    "$PYTHON" -m orchestrator.slurm.nodememory --job-dir "$JOB_DIR" || true
+fi
 exit "$srun_rc"

@@ -149,6 +149,9 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     env["ORCH_STATE_DIR"] = str(tmp_path_factory.mktemp("orch-state"))
     data = yaml.safe_load((state / "cluster.yaml").read_text())
     data["launcher"]["job_root"] = str(job_root)
+    # no memory of bad nodes in the shared session: a test that fails a node on purpose (preflight,
+    # a killed rank) would leave it out of every later test's jobs (test_e2e_bad_nodes.py turns it on)
+    data["launcher"]["bad_node_ttl"] = 0
     cluster_yaml = job_root.parent / "cluster.yaml"
     cluster_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
     yield SlurmCluster(state=state, conf=conf, cluster_yaml=cluster_yaml, job_root=job_root, env=env)
