@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator.env.devices import host_name
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.blame import Kind, LastStep, RankOutcome, parse_outcome
 from orchestrator.records.jobdirs import outcome_rank
@@ -50,7 +51,7 @@ class Recorder:
         self.settings = {INIT_TIMEOUT: init_timeout, COLLECTIVE_TIMEOUT: collective_timeout}
         self.timeout = (init_timeout, INIT_TIMEOUT)  # start-up until the runtime says otherwise
         self.base = {"rank": rank, "world_size": world_size, "run": run[:200], "restart": restart,
-                     "host": socket.gethostname()[:255], "pid": os.getpid(), "started": time.time()}
+                     "host": host_name(os.environ, socket.gethostname())[:255], "pid": os.getpid(), "started": time.time()}
         self._write("running")
 
     def step(self, epoch: int, step: int) -> None:
