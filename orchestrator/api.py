@@ -58,8 +58,8 @@ LOCAL_STATES = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED", "INTERRUPTED": "C
 REQUEST_FIELDS = ("module", "script_args", "gpus_per_task", "ntasks_per_node", "cpus_per_task", "partition",
                   "time", "job_name", "account", "qos", "constraint", "exclusive", "nodelist", "exclude",
                   "reservation", "dependency", "mail_type", "mail_user", "sbatch_args", "env",
-                  "container_runtime", "container_image", "container_mounts", "preflight", "templates", "data_dir",
-                  "no_check", "ignore")
+                  "container_runtime", "container_image", "container_mounts", "preflight", "max_restarts",
+                  "spare_nodes", "templates", "data_dir", "no_check", "ignore")
 
 
 # --- what runs in the local task (pickled by submitit) -----------------------------------------

@@ -150,6 +150,9 @@ class Launcher(_Model):
     preempt_before: Annotated[int, within("preempt_before")] = Field(default=120,
             description="seconds before the time limit to signal")
     requeue: bool = True
+    max_restarts: Annotated[int, within("max_restarts")] = Field(default=0, description="orch submit/run "
+            "--max-restarts default: failed training steps restarted inside the allocation from the newest "
+            "checkpoint (0: none; the job fails at the first failure)")
     job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
     gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"
     python: str | None = Field(default=None, description="python on the compute nodes (default: the "
