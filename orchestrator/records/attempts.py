@@ -95,7 +95,8 @@ def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
         allocations.setdefault(_int(a.get("requeue")), []).append(a)
     allocated = startup = 0.0
     for group in allocations.values():
-        start = _num(group[0].get("batch_started")) or _num(group[0].get("started"))
+        start = _num(group[0].get("batch_started"))
+        start = _num(group[0].get("started")) if start is None else start
         end = max((_num(a.get("ended")) or 0.0) for a in group)
         if start is not None and end >= start:
             allocated += end - start
