@@ -44,9 +44,21 @@ def next_nodes(allocation: Sequence[str], blamed: Sequence[str], nodes: int) -> 
     return chosen, left_out
 
 
-def _blamed_here(job_dir: Path, requeue: int) -> list[str]:
+def _blamed_here(job_dir: Path, requeue: int, before: int | None = None) -> list[str]:
     return [str(a["blamed_node"]) for a in read_attempts(job_dir)
-            if a.get("requeue", 0) == requeue and isinstance(a.get("blamed_node"), str)]
+            if a.get("requeue", 0) == requeue and isinstance(a.get("blamed_node"), str)
+            and (before is None or (isinstance(a.get("attempt"), int) and a["attempt"] < before))]
+
+
+def step_nodes(cfg: RunConfig, job_dir: Path, environ: Mapping[str, str], requeue: int, attempt: int) -> list[str]:
+    """The nodes attempt ``attempt`` ran on, in order (the same choice :func:`node_options` made for it)."""
+    try:
+        allocation = hostlist.expand(environ.get("SLURM_JOB_NODELIST", ""))
+    except OrchError:
+        return []
+    if cfg.spare_nodes == 0:
+        return allocation[:cfg.nodes]
+    return next_nodes(allocation, _blamed_here(job_dir, requeue, before=attempt), cfg.nodes)[0]
 
 
 def _node_addr(node: str) -> str:
@@ -70,7 +82,8 @@ def node_options(cfg: RunConfig, job_dir: Path, environ: Mapping[str, str], requ
     if left_out:
         print(f"orch: restart: leaving out {', '.join(left_out)} (blamed); running on {', '.join(chosen)}",
               file=sys.stderr)
-    return [f"--nodelist={','.join(chosen)}"], chosen[0]
+    # --ntasks too: srun inherits the allocation's SLURM_NTASKS (nodes + spares), too many for fewer nodes
+    return [f"--nodelist={','.join(chosen)}", f"--ntasks={cfg.nodes * cfg.tasks_per_node}"], chosen[0]
 
 
 def _float(text: str | None) -> float | None:
@@ -100,7 +113,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         facts = AttemptFacts(attempt=args.attempt, requeue=requeue, exit_code=args.step_rc,
                              started=_float(env.get("ORCH_SRUN_START")) or now,
                              batch_started=_float(env.get("ORCH_BATCH_START")), interrupted=args.signals > 0,
-                             run=distenv.script_run_id(env, "") or None)
+                             run=distenv.script_run_id(env, "") or None,
+                             step_nodes=tuple(step_nodes(cfg, job_dir, env, requeue, args.attempt)))
         decision = end_attempt(job_dir, cfg, facts, now=now)
         if not decision.restart:
             if decision.message:

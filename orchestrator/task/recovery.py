@@ -6,6 +6,7 @@ records, checkpoint sidecar, progress.json); the rules themselves are pure. No t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -37,6 +38,7 @@ class AttemptFacts:
     interrupted: bool = False  # the job itself got a signal (preemption signal, scancel, Ctrl-C)
     run: str | None = None  # Slurm's job id of the records (None: the newest present)
     resumed_step: int | None = None  # known by the caller (the previous decision's checkpoint), else read
+    step_nodes: tuple[str, ...] = ()  # Slurm: the step's nodes in order (rank R on R // tasks_per_node)
 
 
 def checkpoint_step(job_dir: Path, steps_per_epoch: int | None) -> int:
@@ -71,6 +73,10 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
     ended = Ended(attempt=facts.attempt, exit_code=facts.exit_code, blame=found, records=by_rank,
                   requeue=(job_dir / REQUEUE_FILE).exists(), interrupted=facts.interrupted, previous=previous)
     decision = decide(ended, max_restarts=cfg.launcher.max_restarts)
+    if decision.blamed_node is not None and decision.blamed_rank is not None and facts.step_nodes:
+        index = decision.blamed_rank // max(1, cfg.tasks_per_node)  # srun's block distribution
+        if index < len(facts.step_nodes):  # Slurm's node name, not the host name the rank saw
+            decision = dataclasses.replace(decision, blamed_node=facts.step_nodes[index])
     per_epoch = steps_per_epoch(job_dir)
     firsts = [r.first_step for r in by_rank.values() if r.first_step is not None]
     lasts = [r.last_step for r in by_rank.values() if r.last_step is not None]

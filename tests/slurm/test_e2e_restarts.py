@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -89,3 +89,32 @@ def test_a_script_sees_torchelastic_restart_count_1_in_its_second_attempt(slurm_
         seen = (job_dir / f"restart_count-rank{rank}.txt").read_text().split()
         assert seen == ["0", "1"], (rank, seen, detail)
     assert [a["attempt"] for a in _attempts(job_dir)] == [0, 1]
+
+
+HANG = TESTS / "jobs" / "hang.py"
+
+
+def test_a_sigstopped_rank_is_caught_and_the_next_attempt_runs_on_the_spare(slurm_cluster: SlurmCluster,
+                                                                             tmp_path: Path) -> None:
+    """Needs three nodes (ORCH_SLURM_NODES=3 tests/slurm/cluster.sh up): 2 + 1 spare. Rank 1 (node2)
+    SIGSTOPs itself; the watchdog (collective_timeout) fires, node2 is blamed, and attempt 1 runs on
+    node1 and node3, where the fault (node2 only) does not happen: COMPLETED."""
+    cluster = slurm_cluster
+    if len(cluster.client("sinfo", "-h", "-N", "-o", "%N").stdout.split()) < 3:
+        pytest.skip("needs a third node: ORCH_SLURM_NODES=3 tests/slurm/cluster.sh up")
+
+    def short_timeout(data: dict[str, Any]) -> None:
+        data["launcher"]["collective_timeout"] = 6
+
+    cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", short_timeout)
+    job_id, job_dir = cluster.submit(str(HANG), "--nodes", "2", "--gpus", "1", "--cpus-per-task", "1",
+                                     "--max-restarts", "1", "--spare-nodes", "1", "fault=stop", "fault_rank=1",
+                                     "fault_step=3", "fault_node=node2", cluster_yaml=cluster_yaml)
+    status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
+    detail = f"{status}\n{cluster.describe(job_dir)}"
+    assert status["state"] == "COMPLETED", detail
+    attempts = _attempts(job_dir)
+    assert [a["kind"] for a in attempts] == ["stuck", "completed"], (attempts, detail)
+    assert attempts[0]["blamed_rank"] == 1 and attempts[0]["blamed_node"] == "node2", attempts
+    batch = (job_dir / "logs" / f"slurm-{job_id}.out").read_text(errors="replace")
+    assert "orch: restart: leaving out node2 (blamed); running on node1, node3" in batch, batch
