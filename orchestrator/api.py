@@ -72,12 +72,13 @@ class LocalTask:
     nproc: int
 
     def __call__(self) -> dict[str, Any] | None:
+        from orchestrator.local.restarts import run_attempts
         from orchestrator.local.runner import LocalRunner
 
         folder = Path(self.job_dir)
         cfg = read_run_config(folder)
-        runner = LocalRunner(job_dir=folder, nproc=self.nproc, preempt_signal=cfg.launcher.preempt_signal)
-        outcome = runner.run()
+        outcome = run_attempts(lambda extra: LocalRunner(job_dir=folder, nproc=self.nproc, extra_env=extra,
+                                                         preempt_signal=cfg.launcher.preempt_signal), folder, cfg)
         if outcome.exit_code != 0:
             raise RuntimeError(outcome.message)
         return outcome.result

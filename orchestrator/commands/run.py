@@ -158,10 +158,10 @@ def _run_locked(args: argparse.Namespace, job_dir: Path, cfg: RunConfig) -> int:
         cfg = RunConfig.model_validate({**cfg.model_dump(), "launcher": {
             **cfg.launcher.model_dump(), "max_restarts": args.max_restarts}})
         write_run_config(job_dir, cfg)
-    runner = LocalRunner(job_dir=job_dir, nproc=cfg.tasks_per_node,
-                         preempt_signal=cfg.launcher.preempt_signal, echo=out, all_ranks=args.all_ranks,
-                         extra_env={"CUDA_VISIBLE_DEVICES": ""} if args.cpu else {})
-    result = run_attempts(runner, cfg, out=out)
+    base = {"CUDA_VISIBLE_DEVICES": ""} if args.cpu else {}
+    result = run_attempts(lambda extra: LocalRunner(
+        job_dir=job_dir, nproc=cfg.tasks_per_node, preempt_signal=cfg.launcher.preempt_signal, echo=out,
+        all_ranks=args.all_ranks, extra_env={**base, **extra}), job_dir, cfg, out=out)
     if args.json:
         print_json(result.summary())
     _report(result, job_dir, out)

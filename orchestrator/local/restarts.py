@@ -8,29 +8,30 @@ one, which resumes from the newest checkpoint like ``orch run --resume``.
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from orchestrator.env.distenv import ATTEMPT_VAR
-from orchestrator.local.runner import LocalResult, LocalRunner, _read_json
+from orchestrator.local.runner import LocalResult, _read_json
 from orchestrator.spec.runconfig import RESULT_FILE, RunConfig
 from orchestrator.task.recovery import AttemptFacts, end_attempt
 
 
-def run_attempts(runner: LocalRunner, cfg: RunConfig, *, out: IO[str] | None = None,
-                 clock: Callable[[], float] = time.time) -> LocalResult:
-    """Run ``runner``'s ranks until an attempt completes, stops for good, or the restarts are used up."""
-    job_dir: Path = runner.job_dir
+class Runner(Protocol):
+    def run(self) -> LocalResult: ...
+
+
+def run_attempts(make_runner: Callable[[Mapping[str, str]], Runner], job_dir: Path, cfg: RunConfig, *,
+                 out: IO[str] | None = None, clock: Callable[[], float] = time.time) -> LocalResult:
+    """Run the ranks (``make_runner(extra_env)``: a fresh runner per attempt, with a new port) until an
+    attempt completes, stops for good, or the restarts are used up."""
     batch_started = clock()
     attempt = 0
     while True:
-        extra = {**runner.extra_env, ATTEMPT_VAR: str(attempt)}
-        this = dataclasses.replace(runner, extra_env=extra, port=None)
         started = clock()
-        result = this.run()
+        result = make_runner({ATTEMPT_VAR: str(attempt)}).run()
         facts = AttemptFacts(attempt=attempt, requeue=cfg.restarts, exit_code=result.exit_code, started=started,
                              batch_started=batch_started, interrupted=result.status == "interrupted", run="local")
         decision = end_attempt(job_dir, cfg, facts)
