@@ -134,3 +134,24 @@ def test_orch_run_restarts_a_killed_rank_and_ends_with_the_same_parameters(tmp_p
     assert [a["attempt"] for a in history] == [0, 1] and history[0]["blamed_rank"] == 1
     assert history[1]["resumed_step"] == 32 and history[0]["lost_steps"] > 0
     assert "goodput" in restarted["result"]
+
+
+def test_dry_run_shows_restarts_and_allocates_the_spares(capsys: pytest.CaptureFixture[str],
+                                                         write_cluster: Any, clean_env: pytest.MonkeyPatch) -> None:
+    from orchestrator.cli import main
+
+    path = write_cluster(launcher={"max_restarts": 2})
+    code = main(["submit", "smoke", "--cluster", str(path), "--nodes", "2", "--gpus", "1", "--spare-nodes", "1",
+                 "--dry-run", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    script = data["script"]
+    assert "#SBATCH --nodes=3\n" in script and "--nodes=2 --ntasks-per-node=1" in script
+    assert "-m orchestrator.slurm.restart --job-dir \"$JOB_DIR\" --first" in script
+    assert [r["host"] for r in data["ranks"]] == ["gpu001", "gpu002"]
+    code = main(["submit", "smoke", "--cluster", str(path), "--nodes", "1", "--gpus", "1", "--dry-run"])
+    assert "# restarts: a failed training step is restarted up to 2 time(s)" in capsys.readouterr().out
+    code = main(["submit", "smoke", "--cluster", str(path), "--max-restarts", "0", "--dry-run"])
+    assert "# restarts:" not in capsys.readouterr().out
+    assert main(["submit", "smoke", "--cluster", str(path), "--max-restarts", "-1", "--dry-run"]) == 2
+    assert "--max-restarts -1" in capsys.readouterr().err
