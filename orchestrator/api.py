@@ -58,8 +58,8 @@ LOCAL_STATES = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED", "INTERRUPTED": "C
 REQUEST_FIELDS = ("module", "script_args", "gpus_per_task", "ntasks_per_node", "cpus_per_task", "partition",
                   "time", "job_name", "account", "qos", "constraint", "exclusive", "nodelist", "exclude",
                   "reservation", "dependency", "mail_type", "mail_user", "sbatch_args", "env",
-                  "container_runtime", "container_image", "container_mounts", "preflight", "templates", "data_dir",
-                  "no_check", "ignore")
+                  "container_runtime", "container_image", "container_mounts", "preflight", "max_restarts",
+                  "spare_nodes", "templates", "data_dir", "no_check", "ignore")
 
 
 # --- what runs in the local task (pickled by submitit) -----------------------------------------
@@ -72,12 +72,13 @@ class LocalTask:
     nproc: int
 
     def __call__(self) -> dict[str, Any] | None:
+        from orchestrator.local.restarts import run_attempts
         from orchestrator.local.runner import LocalRunner
 
         folder = Path(self.job_dir)
         cfg = read_run_config(folder)
-        runner = LocalRunner(job_dir=folder, nproc=self.nproc, preempt_signal=cfg.launcher.preempt_signal)
-        outcome = runner.run()
+        outcome = run_attempts(lambda extra: LocalRunner(job_dir=folder, nproc=self.nproc, extra_env=extra,
+                                                         preempt_signal=cfg.launcher.preempt_signal), folder, cfg)
         if outcome.exit_code != 0:
             raise RuntimeError(outcome.message)
         return outcome.result

@@ -497,7 +497,7 @@ def test_list_and_status_agree(fake_slurm: FakeSlurm, job_root: Path, capsys: Ca
     code, out, _ = run_cli(capsys, "status", "1", "2", "3")
     assert out.splitlines()[0].split()[:6] == ["JOBID", "STATE", "EXIT", "RESTARTS", "ELAPSED", "GPU_H"]
     requeued = next(line.split() for line in out.splitlines() if line.startswith("3 "))
-    assert requeued[1:4] == ["PENDING", "-", "2"] and "BeginTime" in requeued
+    assert requeued[1:4] == ["PENDING", "-", "0+2"] and "BeginTime" in requeued  # in-job restarts + requeues
     code, out, _ = run_cli(capsys, "list")
     requeued = next(line.split() for line in out.splitlines() if line.startswith("requeued "))
     assert requeued[3:5] == ["PENDING", "2"] and "BeginTime" in requeued

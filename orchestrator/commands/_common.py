@@ -30,6 +30,26 @@ def add_job_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
     add_ignore_argument(parser)
 
 
+def add_restart_arguments(parser: argparse.ArgumentParser, *, spares: bool) -> None:
+    """``--max-restarts`` (orch submit and orch run) and ``--spare-nodes`` (orch submit): issue 20."""
+    parser.add_argument("--max-restarts", type=int, metavar="N",
+                        help="restart a failed training step N times inside the allocation (or the local run), "
+                             "from the newest checkpoint (default: launcher.max_restarts of cluster.yaml; 0: never)")
+    if spares:
+        parser.add_argument("--spare-nodes", type=int, metavar="K",
+                            help="allocate K nodes more than --nodes; a restart runs without a blamed node, on a spare")
+
+
+def restarts_note(max_restarts: int, spare_nodes: int = 0) -> str:
+    """The dry run's line on restarts inside the allocation (empty when they are off)."""
+    if max_restarts == 0:
+        return ""
+    spares = (f"; {spare_nodes} spare node(s) allocated: a restart runs without a blamed node"
+              if spare_nodes else "")
+    return (f"# restarts: a failed training step is restarted up to {max_restarts} time(s) in the allocation "
+            f"from the newest checkpoint (attempts.json){spares}\n")
+
+
 def add_ignore_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", default=[], metavar="CODE[,CODE]",
                         help="orch doctor codes not to report for this script (repeatable), e.g. --ignore "

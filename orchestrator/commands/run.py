@@ -17,7 +17,13 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from orchestrator.commands._common import add_cluster_argument, add_job_arguments, add_json_argument, print_json
+from orchestrator.commands._common import (
+    add_cluster_argument,
+    add_job_arguments,
+    add_json_argument,
+    add_restart_arguments,
+    print_json,
+)
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
@@ -46,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cluster_argument(parser)
     parser.add_argument("--job-root", metavar="DIR",
                         help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
+    add_restart_arguments(parser, spares=False)
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
     parser.add_argument("--all-ranks", action="store_true",
                         help="show every rank's output, each line prefixed with [rank R] (default: rank 0's)")
@@ -145,10 +152,16 @@ def _run_locked(args: argparse.Namespace, job_dir: Path, cfg: RunConfig) -> int:
     out = sys.stderr if args.json else sys.stdout
     print(f"orch: {cfg.job_name}: {cfg.tasks_per_node} local process(es); job folder {job_dir}",
           file=out, flush=True)
-    runner = LocalRunner(job_dir=job_dir, nproc=cfg.tasks_per_node,
-                         preempt_signal=cfg.launcher.preempt_signal, echo=out, all_ranks=args.all_ranks,
-                         extra_env={"CUDA_VISIBLE_DEVICES": ""} if args.cpu else {})
-    result = runner.run()
+    from orchestrator.local.restarts import run_attempts
+
+    if args.max_restarts is not None and args.max_restarts != cfg.launcher.max_restarts:
+        cfg = RunConfig.model_validate({**cfg.model_dump(), "launcher": {
+            **cfg.launcher.model_dump(), "max_restarts": args.max_restarts}})
+        write_run_config(job_dir, cfg)
+    base = {"CUDA_VISIBLE_DEVICES": ""} if args.cpu else {}
+    result = run_attempts(lambda extra: LocalRunner(
+        job_dir=job_dir, nproc=cfg.tasks_per_node, preempt_signal=cfg.launcher.preempt_signal, echo=out,
+        all_ranks=args.all_ranks, extra_env={**base, **extra}), job_dir, cfg, out=out)
     if args.json:
         print_json(result.summary())
     _report(result, job_dir, out)

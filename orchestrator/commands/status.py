@@ -30,6 +30,8 @@ from orchestrator.commands._jobs import (
     shown_columns,
 )
 from orchestrator.errors import OrchError
+from orchestrator.records.attempts import format_attempts, format_ledger, read_attempts
+from orchestrator.records.attempts import restarts as attempt_restarts
 from orchestrator.records.jobdirs import (
     JobDir,
     is_job_id,
@@ -44,7 +46,7 @@ COLUMNS: dict[str, str] = {
     "JOBID": "job_id",
     "STATE": "state",
     "EXIT": "exit_code",
-    "RESTARTS": "restarts",
+    "RESTARTS": "restarts_shown",  # in-job restarts + requeues (issue 20), e.g. 1+0
     "ELAPSED": "elapsed",
     "GPU_H": "gpu_hours",
     "EPOCH": "epoch",
@@ -101,11 +103,35 @@ def with_training(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list
     return rows
 
 
+def with_attempts(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[dict[str, Any]]:
+    """Add ``attempts`` (attempts.json), ``in_job_restarts`` and ``restarts_shown`` (``1+0``)."""
+    for row, job in zip(rows, jobs, strict=True):
+        found = read_attempts(job.path) if job else []
+        in_job, requeues = attempt_restarts(found)
+        slurm = row.get("restarts")
+        requeues = slurm if isinstance(slurm, int) else requeues
+        row.update(attempts=found, in_job_restarts=in_job,
+                   restarts_shown=f"{in_job}+{requeues}" if found or isinstance(slurm, int) else None)
+    return rows
+
+
+def _records_restart(row: dict[str, Any]) -> int | None:
+    """The restart count the current run's outcome records carry: requeues plus its attempt in the allocation."""
+    restarts = row.get("restarts")
+    if not isinstance(restarts, int):
+        return None
+    mine = [a for a in row.get("attempts") or [] if a.get("requeue") == restarts]
+    if not mine:
+        return restarts
+    last = mine[-1]
+    attempt = last.get("attempt") if isinstance(last.get("attempt"), int) else 0
+    return restarts + attempt + (1 if last.get("restarted") else 0)
+
+
 def with_failure(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[dict[str, Any]]:
     """Add ``failure``: which rank to look at, from the ranks' outcome records (None: no failure)."""
     for row, job in zip(rows, jobs, strict=True):
-        restarts = row.get("restarts")
-        found = jobstate.failure(job, restarts if isinstance(restarts, int) else None) if job else None
+        found = jobstate.failure(job, _records_restart(row)) if job else None
         row["failure"] = found.as_dict() if found is not None else None
     return rows
 
@@ -119,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         raise OrchError("no jobs submitted from here yet",
                         hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
     jobs = [job for _, job in targets]
-    table = with_failure(with_training(jobstate.rows(list(targets), cluster=cluster_name(args)), jobs), jobs)
+    table = with_failure(with_attempts(with_training(jobstate.rows(list(targets), cluster=cluster_name(args)),
+                                                     jobs), jobs), jobs)
     startup = _startup(targets[0][1]) if len(args.jobs) == 1 else None
     if startup:
         table[0]["startup"] = startup
@@ -139,7 +166,19 @@ def run(args: argparse.Namespace) -> int:
             from orchestrator.records.startup import format_startup
 
             print(format_startup(startup))
+        if len(args.jobs) == 1:
+            _print_attempts(table[0], targets[0][1])
     return 0
+
+
+def _print_attempts(row: dict[str, Any], job: JobDir | None) -> None:
+    """orch status JOB: each attempt (attempts.json) and where the time went (result.json's goodput)."""
+    for line in format_attempts(row.get("attempts") or []):
+        print(f"# {line}")
+    result = read_result(job.path) if job is not None else None
+    goodput = result.get("goodput") if isinstance(result, dict) else None
+    if isinstance(goodput, dict):
+        print(f"# {format_ledger(goodput)}")
 
 
 def _startup(job: JobDir | None) -> dict[str, float] | None:

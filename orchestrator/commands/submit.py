@@ -26,8 +26,10 @@ from orchestrator.commands._common import (
     add_cluster_argument,
     add_job_arguments,
     add_json_argument,
+    add_restart_arguments,
     cluster_from_args,
     print_json,
+    restarts_note,
 )
 from orchestrator.errors import ConfigError
 
@@ -93,6 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the selftest checks as the job's first step, in its own allocation: a failing "
                              "node is named and the job stops (--preflight), or is submitted again without that "
                              "node (--preflight=exclude); default: launcher.preflight of cluster.yaml ('off')")
+    add_restart_arguments(parser, spares=True)
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
     parser.add_argument("--remote-check", action="store_true",
@@ -232,6 +235,7 @@ def dry_run_text(plan: SubmitPlan) -> str:
         runs += ("# preflight: the selftest checks run first in the allocation (logs/preflight-<job id>.out, "
                  "preflight.json); a failing node " + ("stops the job\n" if ctx.preflight == "stop" else
                  "is excluded and the job submitted again (preflight_attempts.json)\n"))
+    runs += restarts_note(cfg.launcher.max_restarts, ctx.spare_nodes)
     if plan.resources is not None:
         runs += f"# resources: {plan.resources}\n"
     if plan.left_out is not None:  # nodes recorded as bad (slurm/nodememory.py)

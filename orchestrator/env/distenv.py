@@ -343,10 +343,14 @@ def script_run_id(environ: Mapping[str, str], fallback: str) -> str:
     return found[1] if found else fallback
 
 
+ATTEMPT_VAR = "ORCH_ATTEMPT"  # the attempt inside the allocation (0 first), set by the batch script and orch run
+
+
 def restart_count(environ: Mapping[str, str], fallback: int = 0) -> int:
-    """How often the job was requeued: SLURM_RESTART_COUNT inside Slurm, else ``fallback`` (the one
-    reading of that variable: the master port, the outcome records, the start-up clock)."""
+    """How often the job was started again: SLURM_RESTART_COUNT inside Slurm (requeues), else ``fallback``,
+    plus ORCH_ATTEMPT (restarts inside the allocation, issue 20). The one reading of those variables:
+    the master port, the outcome records, the start-up clock, TORCHELASTIC_RESTART_COUNT."""
     found = _lookup(environ, SLURM_VARS["restart_count"])
-    if found is None or not found[1].strip():
-        return fallback
-    return _parse_int(*found, hint=_COPIED_HINT)
+    base = fallback if found is None or not found[1].strip() else _parse_int(*found, hint=_COPIED_HINT)
+    attempt = environ.get(ATTEMPT_VAR, "").strip()
+    return base + (_parse_int(ATTEMPT_VAR, attempt, hint=_COPIED_HINT) if attempt else 0)

@@ -71,6 +71,7 @@ class RankOutcome(BaseModel):
     started: float = Field(ge=0, allow_inf_nan=False)  # wall clock
     ended: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     last_step: LastStep | None = None
+    first_step: float | None = Field(default=None, ge=0, allow_inf_nan=False)  # when its first step ended
 
 
 def parse_outcome(text: str) -> RankOutcome | str:

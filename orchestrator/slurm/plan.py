@@ -71,6 +71,9 @@ class SubmitRequest(BaseModel):
     container_mounts: list[str] = Field(default_factory=list)
     # orch submit --preflight[=exclude] (None: launcher.preflight of cluster.yaml; "off": none).
     preflight: Literal["off", "stop", "exclude"] | None = None
+    # Restarts inside the allocation (None: launcher.max_restarts of cluster.yaml) and spare nodes.
+    max_restarts: Annotated[int, within("max_restarts")] | None = None
+    spare_nodes: Annotated[int, within("spare_nodes")] | None = None
 
 
 def make_request(values: Mapping[str, Any]) -> SubmitRequest:
@@ -119,7 +122,8 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     hosts = hostlist.expand(partition.nodes)
     nodes = request.nodes if request.nodes is not None else res.nodes
     gpus, asked_tasks, defaulted = default_gpus(request, res.gpus, partition)
-    _check_nodes(nodes, len(hosts), partition)
+    spares = request.spare_nodes or 0
+    _check_nodes(nodes + spares, len(hosts), partition)
     _check_gpus(nodes, gpus, partition)
     tasks, per_task = gpu_layout(asked_tasks, request.gpus_per_task, gpus, script=request.script is not None)
     try:
@@ -142,9 +146,10 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     if not job_name.strip():
         raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
     job_dir = job_dir_path(job_root, job_name, now, token)
-    launcher = cluster.launcher.model_copy(update={"python": python})
+    launcher = cluster.launcher.model_copy(update={"python": python, **(
+        {"max_restarts": request.max_restarts} if request.max_restarts is not None else {})})
     extras = merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra)
-    placed = placement(hosts, extras, nodes, partition.name)
+    placed = placement(hosts, extras, nodes + spares, partition.name)[:nodes]
     env = {**cluster.env, **request.env}
     preflight = _preflight(request.preflight or cluster.launcher.preflight, extras, hosts)
     box = resolve_container(cluster.launcher.container, runtime=request.container_runtime,
@@ -162,7 +167,8 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         gpus_per_task=per_task, **_container_fields(box),
         srun_wait=launcher.srun_wait,
         preempt_signal=launcher.preempt_signal, preempt_before=launcher.preempt_before,
-        requeue=launcher.requeue, master_addr=LOOPBACK_ADDR if nodes == 1 else None,
+        requeue=launcher.requeue, master_addr=LOOPBACK_ADDR if nodes + spares == 1 else None,
+        spare_nodes=spares,
         preflight=preflight.mode if preflight else None,
     )
     script = render_script(context, request.templates)
@@ -175,7 +181,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         launcher=launcher, env=env, created=now.isoformat(timespec="seconds"),
         script=request.script, gpus_per_task=per_task,
         expect=partition.expect.model_dump(exclude_none=True) if partition.expect else {},
-        preflight=preflight,
+        preflight=preflight, spare_nodes=spares,
     )
     head = context.master_addr or placed[0]
     ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import ConfigError
+from orchestrator.records.attempts import RESTART_NEXT_FILE
 from orchestrator.records.jobdirs import (
     ARRAY_BATCH_LOG_PATTERN,
     ARRAY_INDEX_PATTERN,
@@ -122,10 +123,11 @@ class ScriptContext:
     container_python: str = "python3"
     apptainer: str = "apptainer"
     preflight: Literal["stop", "exclude"] | None = None  # orch submit --preflight: the selftest step first
+    spare_nodes: int = 0  # orch submit --spare-nodes: allocated beyond `nodes`, for restarts without a blamed node
 
     @property
     def template_name(self) -> str:
-        return SINGLE_NODE_TEMPLATE if self.nodes == 1 else MULTI_NODE_TEMPLATE
+        return SINGLE_NODE_TEMPLATE if self.nodes + self.spare_nodes == 1 else MULTI_NODE_TEMPLATE
 
     def variables(self) -> dict[str, Any]:
         """The template variables: the fields plus the job folder paths derived from ``job_dir``."""
@@ -147,6 +149,8 @@ class ScriptContext:
             preflight_next_name=PREFLIGHT_NEXT_FILE,
             preflight_result_name=PREFLIGHT_RESULT_FILE,
             script_name=SCRIPT_FILE,
+            alloc_nodes=self.nodes + self.spare_nodes,
+            restart_next_name=RESTART_NEXT_FILE,
         )
         return values
 

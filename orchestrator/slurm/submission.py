@@ -114,6 +114,8 @@ class SubmitOptions:
     container_image: str | None = None
     container_mounts: Sequence[str] = field(default_factory=tuple)
     preflight: str | None = None  # "stop", "exclude", "off" (None: launcher.preflight of cluster.yaml)
+    max_restarts: int | None = None  # restarts inside the allocation (None: launcher.max_restarts)
+    spare_nodes: int | None = None  # nodes allocated beyond `nodes` for those restarts
     templates: str | Path | None = None
     data_dir: str | Path | None = None
     no_check: bool = False  # launch a script even when orch doctor finds errors in it (they are still shown)
@@ -162,6 +164,7 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
         "env": parse_env_args(env_items),
         "container_runtime": options.container_runtime, "container_image": options.container_image,
         "container_mounts": list(options.container_mounts), "preflight": options.preflight,
+        "max_restarts": options.max_restarts, "spare_nodes": options.spare_nodes,
         "job": options.job if options.job is not None else f"-m {options.module}",
         "nodes": options.nodes, "gpus": options.gpus, "ntasks_per_node": options.ntasks_per_node,
         "cpus_per_task": options.cpus_per_task, "partition": options.partition, "time": options.time,

@@ -75,6 +75,9 @@ BOUNDS: dict[str, Bound] = {
     "srun_wait": Bound(0, MAX_TIMEOUT_S, "7 days"),
     "preempt_before": Bound(0, MAX_TIMEOUT_S, "7 days"),
     "bad_node_ttl": Bound(0, 365 * DAY, "365 days; 0 to remember no bad node"),
+    # restarts inside the allocation (issue 20)
+    "max_restarts": Bound(0, 100, "each restart redoes the work since the last checkpoint"),
+    "spare_nodes": Bound(0, MAX_NODES, "the partition's node list is the real limit"),
     # TrainParams
     "lr": Bound(0, MAX_LR, "a larger step overflows float32 weights at the first update", open_low=True),
     "momentum": Bound(0, 1, "momentum above 1 makes every update grow"),

@@ -154,6 +154,9 @@ class Launcher(_Model):
     bad_node_ttl: Annotated[int, within("bad_node_ttl")] = Field(default=86_400,
             description="seconds orch submit leaves out a node recorded as bad (bad_nodes.jsonl in "
                         "job_root; orch nodes); 0: never")
+    max_restarts: Annotated[int, within("max_restarts")] = Field(default=0, description="orch submit/run "
+            "--max-restarts default: failed training steps restarted inside the allocation from the newest "
+            "checkpoint (0: none; the job fails at the first failure)")
     job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
     gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"
     python: str | None = Field(default=None, description="python on the compute nodes (default: the "

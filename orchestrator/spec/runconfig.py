@@ -71,6 +71,8 @@ class RunConfig(BaseModel):
     gpus_per_task: int = Field(default=1, ge=1, description="GPUs each task holds (tasks = gpus / this)")
     restarts: int = Field(default=0, ge=0, description="local runs: how often orch run --resume continued it")
     preflight: Preflight | None = Field(default=None, description="orch submit --preflight (None: no preflight)")
+    spare_nodes: int = Field(default=0, ge=0, description="orch submit --spare-nodes: allocated beyond nodes, for "
+                             "a restart without a blamed node")
 
     @field_validator("env")
     @classmethod

@@ -113,7 +113,8 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
     environ.update(cfg.env)
     for name in taskenv.ORCH_ONLY_VARS:
         environ.pop(name, None)
-    max_restarts = SLURM_MAX_REQUEUE if cfg.mode == "slurm" and cfg.launcher.requeue else 0
+    requeues = SLURM_MAX_REQUEUE if cfg.mode == "slurm" and cfg.launcher.requeue else 0
+    max_restarts = cfg.launcher.max_restarts + requeues
     environ.update(taskenv.script_env(
         env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
         run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))

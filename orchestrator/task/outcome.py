@@ -43,11 +43,13 @@ class Recorder:
     timeout: tuple[int, str] | None = None  # in force: seconds, the setting that sets it
     settings: dict[str, int] = field(default_factory=dict)  # launcher.init_timeout and collective_timeout
     stopped_by: str = ""  # who sends this task SIGTERM: "srun" or "orch run"
+    first_step: float | None = None  # when the first training step of this attempt ended (recovery_s)
     final: bool = False
 
     def start(self, path: Path, *, rank: int, world_size: int, run: str, restart: int, stopped_by: str,
               init_timeout: int, collective_timeout: int) -> None:
         self.path, self.final, self.last_step, self.stopped_by = path, False, None, stopped_by
+        self.first_step = None
         self.settings = {INIT_TIMEOUT: init_timeout, COLLECTIVE_TIMEOUT: collective_timeout}
         self.timeout = (init_timeout, INIT_TIMEOUT)  # start-up until the runtime says otherwise
         self.base = {"rank": rank, "world_size": world_size, "run": run[:200], "restart": restart,
@@ -57,6 +59,8 @@ class Recorder:
     def step(self, epoch: int, step: int) -> None:
         """A training step finished (called after every step: an assignment, no I/O)."""
         self.last_step = (epoch, step, time.time())
+        if self.first_step is None:
+            self.first_step = self.last_step[2]
 
     def timeout_in_force(self, seconds: int, setting: str) -> None:
         self.timeout = (seconds, setting)
@@ -92,7 +96,7 @@ class Recorder:
             last = LastStep(epoch=self.last_step[0], step=self.last_step[1], time=self.last_step[2])
         try:
             record = RankOutcome(**self.base, kind=kind, ended=None if kind == "running" else time.time(),
-                                 last_step=last, **extra)
+                                 last_step=last, first_step=self.first_step, **extra)
             write_text_atomic(self.path, json.dumps(record.model_dump(mode="json", exclude_none=True),
                                                     sort_keys=True) + "\n")
         except (OSError, ValueError) as exc:  # a full disk must not change how the task ends

@@ -60,8 +60,17 @@ echo "orch: job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_J
     "MASTER_ADDR=${MASTER_ADDR} MASTER_PORT=${MASTER_PORT}" >&2
 
 # One task per GPU. srun of Slurm 22.05 does not inherit --cpus-per-task, so it is repeated here.
+# A failed step is restarted in the allocation from the newest checkpoint (--max-restarts, job.json):
+# orchestrator.slurm.restart records each attempt (attempts.json) and the nodes a failure points at
+# (bad_nodes.jsonl: a hang, a signal death, an NCCL/CUDA error; never the job's own exception), and
+# says whether to try again.
+attempt=0
+srun_nodes=()
+restart_next="$JOB_DIR"/restart_next
+while :; do
+export ORCH_ATTEMPT="$attempt"
 export ORCH_SRUN_START="${EPOCHREALTIME:-$(date +%s.%N)}"
-srun --kill-on-bad-exit=1 --wait=60 --export=ALL \
+srun --kill-on-bad-exit=1 --wait=60 --export=ALL "${srun_nodes[@]}" \
     --nodes=1 --ntasks-per-node=2 --cpus-per-task=12 \
     --output=/home/user/orch-jobs/work_train-20240102-030405-abcdef/logs/%j-rank%t.out \
     --error=/home/user/orch-jobs/work_train-20240102-030405-abcdef/logs/%j-rank%t.out --open-mode=append \
@@ -81,6 +90,14 @@ while ((seen != signals)); do
     srun_rc=0
     wait "$srun_pid" || srun_rc=$?
 done
+"$PYTHON" -m orchestrator.slurm.restart --job-dir "$JOB_DIR" --attempt "$attempt" --step-rc "$srun_rc" \
+    --signals "$signals" >"$restart_next" || break
+mapfile -t restart_args <"$restart_next"
+MASTER_ADDR=${restart_args[0]}
+MASTER_PORT=${restart_args[1]}
+srun_nodes=("${restart_args[@]:2}")
+attempt=$((attempt + 1))
+done
 
 REQUEUE_FILE=/home/user/orch-jobs/work_train-20240102-030405-abcdef/requeue
 if [[ -e $REQUEUE_FILE ]]; then
@@ -96,12 +113,5 @@ if [[ -e $REQUEUE_FILE ]]; then
         exit 1
     fi
     exit 0
-fi
-
-# A failed training step: the nodes its evidence points at (a hang, a death by a signal, an NCCL or
-# CUDA error; never the job's own exception) go to the job root's bad_nodes.jsonl, and later submits
-# leave them out for launcher.bad_node_ttl (orch nodes lists them).
-if ((srun_rc != 0)); then
-    "$PYTHON" -m orchestrator.slurm.nodememory --job-dir "$JOB_DIR" || true
 fi
 exit "$srun_rc"

@@ -12,7 +12,8 @@ bucket-settling pass, ``orchestrator.runtime.loop.settle_buckets``):
 - ``desync``: the rank changes its parameters outside DDP (``check_sync`` must catch it).
 
 ``signal_step`` with ``signal_rank`` (-1: every rank) makes those ranks send themselves the preemption signal
-(SIGUSR2) at that step, as Slurm would; ``step_sleep`` slows every step down.
+(SIGUSR2) at that step, as Slurm would; ``step_sleep`` slows every step down; ``fault_restart`` N makes
+the fault only in restart N (requeues plus restarts inside the allocation), so a restarted job completes.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class FaultyParams(TrainParams):
     signal_step: int | None = None
     signal_rank: int = Field(default=-1, description="the rank that gets the signal; -1: every rank")
     step_sleep: float = 0.0
+    fault_restart: int = Field(default=-1, description="fault only in this restart (SLURM_RESTART_COUNT + "
+                               "ORCH_ATTEMPT: requeues and restarts in the allocation); -1: in every one")
 
 
 def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
@@ -65,7 +68,7 @@ def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
                     time.sleep(params.step_sleep)
                 if step == params.signal_step and params.signal_rank in (-1, ctx.rank):
                     os.kill(os.getpid(), signal.SIGUSR2)
-                if step == params.fault_step and ctx.rank == params.fault_rank:
+                if step == params.fault_step and ctx.rank == params.fault_rank and faulty:
                     if params.fault == "raise":
                         raise RuntimeError(f"injected failure on rank {ctx.rank} at step {step}")
                     if params.fault == "kill":
@@ -79,6 +82,9 @@ def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
                             self.linear.bias.add_(1.0)
             out: torch.Tensor = self.linear(inputs)
             return out
+
+    restart = int(os.environ.get("SLURM_RESTART_COUNT") or 0) + int(os.environ.get("ORCH_ATTEMPT") or 0)
+    faulty = params.fault_restart in (-1, restart)
 
     gen = torch.Generator().manual_seed(params.seed)
     teacher = torch.randn(10, 10, generator=gen)

@@ -37,6 +37,7 @@ class HangParams(TrainParams):
     probe: bool = False
     step_sleep: float = 0.0
     checkpoint: bool = False
+    fault_node: str = Field(default="", description="fault only on this Slurm node (SLURMD_NODENAME); '': any")
 
 
 def spin_forever() -> None:
@@ -71,6 +72,7 @@ def build(params: HangParams, ctx: BuildContext) -> TrainTask:
             {"master_port": int(os.environ["MASTER_PORT"]), "listening": listening}))
     if params.fault == "build_hang" and ctx.rank == params.fault_rank:
         time.sleep(3600)
+    on_node = params.fault_node in ("", os.environ.get("SLURMD_NODENAME", ""))
 
     class Model(nn.Module):
         def __init__(self) -> None:
@@ -83,7 +85,7 @@ def build(params: HangParams, ctx: BuildContext) -> TrainTask:
                 step, self.calls = self.calls, self.calls + 1
                 if params.step_sleep:
                     time.sleep(params.step_sleep)
-                if step == params.fault_step and ctx.rank == params.fault_rank:
+                if step == params.fault_step and ctx.rank == params.fault_rank and on_node:
                     if params.fault == "spin":
                         spin_forever()
                     if params.fault == "stop":

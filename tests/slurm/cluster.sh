@@ -20,7 +20,8 @@
 #   ORCH_SLURM_ACCOUNTING  1: also run slurmdbd + a private mariadbd, so that `sacct` works (same as --accounting)
 #   ORCH_SLURM_NO_INSTALL  1: never run apt-get; fail with the command to run instead
 #   ORCH_SLURM_TIMEOUT     seconds to wait for idle nodes (default 30)
-#   ORCH_SLURM_PORT_BASE   first of five TCP ports (default 16815: mariadbd, slurmdbd, slurmctld, 2 x slurmd);
+#   ORCH_SLURM_NODES       how many nodes (default 2; 3 for the spare-node tests)
+#   ORCH_SLURM_PORT_BASE   first of five TCP ports (one more per node past two) (default 16815: mariadbd, slurmdbd, slurmctld, 2 x slurmd);
 #                          a second cluster beside the first needs its own state directory and ports
 set -euo pipefail
 umask 022
@@ -29,13 +30,15 @@ STATE=${ORCH_SLURM_STATE:-/tmp/orch-slurm}
 JOB_ROOT=${ORCH_SLURM_JOB_ROOT:-}
 ACCOUNTING=${ORCH_SLURM_ACCOUNTING:-0}
 WAIT_SECONDS=${ORCH_SLURM_TIMEOUT:-30}
-NODES=(node1 node2)
-NODE_EXPR="node[1-2]"
+NODE_COUNT=${ORCH_SLURM_NODES:-2}  # ORCH_SLURM_NODES=3: a third node (spare-node tests); ports grow by one each
+NODES=()
+for ((i = 1; i <= NODE_COUNT; i++)); do NODES+=("node$i"); done
+NODE_EXPR="node[1-$NODE_COUNT]"
 PORT_BASE=${ORCH_SLURM_PORT_BASE:-16815}   # mariadbd, slurmdbd, slurmctld, then one port per slurmd
 DB_PORT=$PORT_BASE
 DBD_PORT=$((PORT_BASE + 1))
 CTLD_PORT=$((PORT_BASE + 2))
-NODE_PORTS="$((PORT_BASE + 3))-$((PORT_BASE + 4))"
+NODE_PORTS="$((PORT_BASE + 3))-$((PORT_BASE + 2 + NODE_COUNT))"
 GPUS_PER_NODE=8
 CPUS_PER_NODE=4
 MEM_PER_NODE=4096

@@ -131,6 +131,6 @@ def test_requeued_job_shows_restarts_and_why_it_waits(slurm_cluster: SlurmCluste
         table = slurm_cluster.orch("status", job_id, other_id, "--cluster", str(slurm_cluster.cluster_yaml),
                                    check=True).stdout
         line = next(ln.split() for ln in table.splitlines() if ln.startswith(f"{job_id} "))
-        assert line[1] == "PENDING" and line[3] == "1" and "BeginTime" in line, table
+        assert line[1] == "PENDING" and line[3] == "0+1" and "BeginTime" in line, table
     finally:
         slurm_cluster.client("scancel", job_id, other_id)

@@ -1,0 +1,48 @@
+"""``orch run`` with restarts (issue 20): the same as inside a Slurm allocation, with local processes.
+
+Each attempt is one :class:`~orchestrator.local.runner.LocalRunner` run with ``ORCH_ATTEMPT`` set (a
+script sees ``TORCHELASTIC_RESTART_COUNT`` one higher, and a new MASTER_PORT is picked); after it,
+``task/recovery.py`` records it in ``attempts.json`` and the ledger, and says whether to start the next
+one, which resumes from the newest checkpoint like ``orch run --resume``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Protocol
+
+from orchestrator.env.distenv import ATTEMPT_VAR
+from orchestrator.local.runner import LocalResult, _read_json
+from orchestrator.spec.runconfig import RESULT_FILE, RunConfig
+from orchestrator.task.recovery import AttemptFacts, end_attempt
+
+
+class Runner(Protocol):
+    def run(self) -> LocalResult: ...
+
+
+def run_attempts(make_runner: Callable[[Mapping[str, str]], Runner], job_dir: Path, cfg: RunConfig, *,
+                 out: IO[str] | None = None, clock: Callable[[], float] = time.time) -> LocalResult:
+    """Run the ranks (``make_runner(extra_env)``: a fresh runner per attempt, with a new port) until an
+    attempt completes, stops for good, or the restarts are used up."""
+    batch_started = clock()
+    attempt = 0
+    while True:
+        started = clock()
+        result = make_runner({ATTEMPT_VAR: str(attempt)}).run()
+        facts = AttemptFacts(attempt=attempt, requeue=cfg.restarts, exit_code=result.exit_code, started=started,
+                             batch_started=batch_started, interrupted=result.status == "interrupted", run="local")
+        decision = end_attempt(job_dir, cfg, facts)
+        if not decision.restart:
+            result.result = _read_json(job_dir / RESULT_FILE)
+            if decision.message and result.status == "failed" and attempt > 0:
+                result.message = f"{result.message}; {decision.message}"
+            return result
+        if out is not None:
+            where = f" (rank {decision.blamed_rank})" if decision.blamed_rank is not None else ""
+            print(f"orch: attempt {attempt} {decision.kind}{where}: {result.message}; restarting from the newest "
+                  f"checkpoint (attempt {attempt + 1} of at most {cfg.launcher.max_restarts + 1})", file=out,
+                  flush=True)
+        attempt += 1

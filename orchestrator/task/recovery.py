@@ -1,0 +1,136 @@
+"""After a training attempt ends (an ``srun`` step, or the ranks of ``orch run``): record it in
+``attempts.json``, decide whether to restart it (``records/restartpolicy.py``), and keep rank 0's
+``result.json`` ``goodput`` ledger current (``records/attempts.py``). Reads the job folder (outcome
+records, checkpoint sidecar, progress.json); the rules themselves are pure. No torch here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import OrchError
+from orchestrator.records import attempts as attempts_file
+from orchestrator.records.atomic import write_text_atomic
+from orchestrator.records.blame import blame, current_run
+from orchestrator.records.restartpolicy import Decision, Ended, decide
+from orchestrator.records.resumecheck import LATEST, parse_sidecar, sidecar_path
+from orchestrator.spec.runconfig import CHECKPOINT_DIR, PROGRESS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
+from orchestrator.task.outcome import read_outcomes
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AttemptFacts:
+    """What the caller saw of the attempt (the batch script or orch run)."""
+
+    attempt: int  # 0-based, inside this allocation
+    requeue: int  # SLURM_RESTART_COUNT (0 for orch run)
+    exit_code: int
+    started: float  # when the attempt's step started
+    batch_started: float | None = None  # when the allocation's batch script (or orch run) started
+    interrupted: bool = False  # the job itself got a signal (preemption signal, scancel, Ctrl-C)
+    run: str | None = None  # Slurm's job id of the records (None: the newest present)
+    resumed_step: int | None = None  # known by the caller (the previous decision's checkpoint), else read
+    step_nodes: tuple[str, ...] = ()  # Slurm: the step's nodes in order (rank R on R // tasks_per_node)
+
+
+def checkpoint_step(job_dir: Path, steps_per_epoch: int | None) -> int:
+    """The global step of the newest checkpoint (0: none, the next attempt starts from the beginning)."""
+    try:
+        raw = sidecar_path(job_dir / CHECKPOINT_DIR / LATEST).read_bytes()[:65536]
+        sidecar = parse_sidecar(raw, LATEST + ".json")
+    except (OSError, ValueError, OrchError):  # no sidecar or a damaged one: nothing to resume
+        return 0
+    step = attempts_file.global_step((sidecar.epoch, sidecar.step), steps_per_epoch, one_based=False)
+    return step or 0
+
+
+def steps_per_epoch(job_dir: Path) -> int | None:
+    try:
+        data = json.loads((job_dir / PROGRESS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    steps = data.get("steps") if isinstance(data, dict) else None
+    return steps if isinstance(steps, int) and steps > 0 else None
+
+
+def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: float | None = None) -> Decision:
+    """Record the attempt that just ended in ``attempts.json``, update the ledger, and say whether to restart."""
+    now = time.time() if now is None else now
+    records, notes = read_outcomes(job_dir)
+    kept = [r for r in records if r.rank < cfg.world_size and (facts.run is None or r.run == facts.run)]
+    by_rank, _ = current_run(kept)
+    found = blame(kept, world_size=cfg.world_size, notes=notes)
+    history = attempts_file.read_attempts(job_dir)
+    previous = history[-1] if history else None
+    ended = Ended(attempt=facts.attempt, exit_code=facts.exit_code, blame=found, records=by_rank,
+                  requeue=(job_dir / REQUEUE_FILE).exists(), interrupted=facts.interrupted, previous=previous)
+    decision = decide(ended, max_restarts=cfg.launcher.max_restarts)
+    if decision.blamed_node is not None and decision.blamed_rank is not None and facts.step_nodes:
+        index = decision.blamed_rank // max(1, cfg.tasks_per_node)  # srun's block distribution
+        if index < len(facts.step_nodes):  # Slurm's node name, not the host name the rank saw
+            decision = dataclasses.replace(decision, blamed_node=facts.step_nodes[index])
+    per_epoch = steps_per_epoch(job_dir)
+    firsts = [r.first_step for r in by_rank.values() if r.first_step is not None]
+    lasts = [r.last_step for r in by_rank.values() if r.last_step is not None]
+    last_time = max((s.time for s in lasts), default=None)
+    last_global = max((g for s in lasts if (g := attempts_file.global_step((s.epoch, s.step), per_epoch,
+                                                                          one_based=True)) is not None), default=None)
+    resumed = facts.resumed_step
+    if resumed is None:
+        resumed = previous.get("next_step") if previous is not None else 0
+    if not isinstance(resumed, int):
+        resumed = None
+    finished = decision.kind in ("completed", "preempted")
+    ends = [r.ended for r in by_rank.values() if r.ended is not None and r.kind != "completed"]
+    failed_at = None if finished else min(ends, default=now)
+    hung = None
+    if decision.kind == "stuck" and failed_at is not None and decision.blamed_rank is not None:
+        stuck = by_rank.get(decision.blamed_rank)
+        if stuck is not None and stuck.last_step is not None:
+            hung = round(max(0.0, failed_at - stuck.last_step.time), 3)
+    next_step = checkpoint_step(job_dir, per_epoch) if decision.kind != "completed" else None
+    entry: dict[str, Any] = {
+        "attempt": facts.attempt, "requeue": facts.requeue, "started": round(facts.started, 3),
+        "ended": round(now, 3), "exit_code": facts.exit_code, "kind": decision.kind,
+        "blamed_rank": decision.blamed_rank, "blamed_node": decision.blamed_node, "resumed_step": resumed,
+        "lost_steps": attempts_file.lost(last_global, next_step),
+        "recovery_s": None, "first_step": min(firsts, default=None), "last_step_time": last_time,
+        "last_global_step": last_global, "failed_at": failed_at, "hung_s": hung, "reason": decision.reason,
+        "last_step": list(decision.last_step) if decision.last_step else None, "message": decision.message or None,
+        "restarted": decision.restart, "next_step": next_step, "batch_started": facts.batch_started,
+    }
+    history.append(entry)
+    attempts_file.fill_recovery(history)
+    try:
+        attempts_file.write_attempts(job_dir, history)
+        update_ledger(job_dir, history, cfg)
+    except OSError as exc:  # a full disk must not change how the job ends
+        log.warning("cannot write %s: %s", job_dir / attempts_file.ATTEMPTS_FILE, exc)
+    return decision
+
+
+def update_ledger(job_dir: Path, history: list[dict[str, Any]], cfg: RunConfig) -> None:
+    """Rank 0's ``result.json`` gets ``goodput`` (when the job wrote one: a finished run)."""
+    path = job_dir / RESULT_FILE
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(result, dict):
+        return
+    queued = None
+    startup = result.get("startup")
+    if isinstance(startup, dict) and isinstance(startup.get("queued"), (int, float)):
+        queued = float(startup["queued"])
+    checkpoint_s = result.get("checkpoint_s")
+    result["goodput"] = attempts_file.ledger(
+        history, queued_s=queued, checkpoint_s=float(checkpoint_s) if isinstance(checkpoint_s, (int, float)) else 0.0)
+    write_text_atomic(path, json.dumps(result, indent=1, sort_keys=True) + "\n")
