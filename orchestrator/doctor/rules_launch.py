@@ -8,7 +8,8 @@ branch never taken (each rank trains alone), or argparse stopping on a ``require
 when the script's project (the script and the local modules it calls, as read) reads ``LOCAL_RANK`` from
 the environment anywhere (``os.environ["LOCAL_RANK"]``, ``os.getenv("LOCAL_RANK", ...)``, a flag whose
 default is the variable), nor when the flag is declared only for old torch versions
-(``if PYTORCH_MAJOR_VERSION == 1: parser.add_argument("--local_rank", ...)``).
+(``if PYTORCH_MAJOR_VERSION == 1: parser.add_argument("--local_rank", ...)``), nor when the flag's value is
+never read (declared only so that the old launcher's argument parses).
 """
 
 from __future__ import annotations
