@@ -106,8 +106,16 @@ class Analysis:
     def distributed(self) -> bool:
         """The file sets up or uses torch.distributed, DDP/FSDP or a DistributedSampler."""
         quals = [site.qual or "" for site in self.flow.sites] + list(self.helper_quals)
-        return any(q.startswith(_D) or q in WRAPPERS or q.endswith("DistributedSampler") or q.endswith(
-            "multiprocessing.spawn") for q in quals)
+        return self.env_launched or any(q.startswith(_D) or q in WRAPPERS or q.endswith("DistributedSampler")
+                                        or q.endswith("multiprocessing.spawn") for q in quals)
+
+    @cached_property
+    def env_launched(self) -> bool:
+        """The script reads the launcher's WORLD_SIZE and LOCAL_RANK (alpaca-lora's ``ddp = world_size != 1``
+        with ``device_map={"": int(os.environ.get("LOCAL_RANK") or 0)}``): a library (the HF Trainer) runs the
+        data-parallel training that the script sets up for the launcher."""
+        keys = {self.ranks.env_key(node) for node in self.module.nodes if isinstance(node, ast.Subscript | ast.Call)}
+        return self.outer is None and {"WORLD_SIZE", "LOCAL_RANK"} <= keys
 
     @cached_property
     def spawns(self) -> bool:
@@ -117,7 +125,8 @@ class Analysis:
     @cached_property
     def data_parallel(self) -> bool:
         """The file wraps a model in DDP/FSDP or starts a process group (data-parallel training)."""
-        return bool(self.sites(WRAPPERS | INIT)) or not self.helper_quals.isdisjoint(WRAPPERS | INIT)
+        return bool(self.sites(WRAPPERS | INIT)) or not self.helper_quals.isdisjoint(WRAPPERS | INIT) or (
+            self.env_launched)
 
     def reaching(self, site: Site, wanted: frozenset[str]) -> ast.Call | None:
         """The call of ``wanted`` that ``site`` makes, itself or through a function of this file."""

@@ -87,6 +87,11 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "under orch or torchrun run the worker directly with RANK/LOCAL_RANK/WORLD_SIZE from the environment; "
          "spawn only when they are absent: if 'LOCAL_RANK' not in os.environ: mp.spawn(...) else: "
          "main_worker(int(os.environ['LOCAL_RANK']), ...)"),
+    Rule("DDP015", "warning",
+         "the local rank (device or distributed mode) taken only from the legacy --local_rank flag: orch and "
+         "torchrun pass no flag but set LOCAL_RANK, so every rank keeps the flag's default (all on one GPU, "
+         "or not distributed at all)",
+         "read the environment first: local_rank = int(os.environ.get(\"LOCAL_RANK\", args.local_rank))"),
 )}
 
 assert tuple(CATALOG) == DOCTOR_CODES, "orchestrator/spec/doctorcodes.py lists the catalog's codes"

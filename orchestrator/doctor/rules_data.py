@@ -123,6 +123,16 @@ def _iterated_in_training(a: Analysis, site: Site) -> bool:
     return False
 
 
+def _passed_true(a: Analysis, site: Site, param: str) -> bool:
+    """``def data_sampler(dataset, shuffle, ...): return DistributedSampler(dataset, shuffle=shuffle)`` and a
+    call of it (in this file or the script) with ``shuffle=True``: the sampler built there shuffles."""
+    function = site.function
+    if function is None or param not in {arg.arg for arg in function.args.args + function.args.kwonlyargs}:
+        return False
+    calls = [node for x in (a, a.outer) if x is not None for node in x.module.nodes if isinstance(node, ast.Call)]
+    return any(last_name(call.func) == function.name and _is_true(_kw(call, param)) for call in calls)
+
+
 def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere."""
     if any(isinstance(s.call.func, ast.Attribute) and s.call.func.attr == "set_epoch" for s in a.flow.sites) or any(
@@ -132,3 +142,6 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
         shuffle = _kw(site.call, "shuffle")
         if shuffle is None or _is_true(shuffle):
             yield a.finding("DDP004", site.call, "the sampler shuffles and nothing calls set_epoch")
+        elif isinstance(shuffle, ast.Name) and _passed_true(a, site, shuffle.id):
+            yield a.finding("DDP004", site.call, f"the sampler shuffles (a caller passes {shuffle.id}=True) and "
+                                                 "nothing calls set_epoch")

@@ -39,6 +39,10 @@ def check_splits(a: Analysis) -> Iterator[Finding]:
                 continue
             yield a.finding("DDP011", site.call, f"{ast.unparse(site.call)[:60]} has no generator=")
             continue
+        if _dataset_shuffle(a, site) and "numpy" not in seeded:
+            yield a.finding("DDP011", site.call, f"{ast.unparse(site.call)[:60]} shuffles with no seed= on each "
+                                                 "rank's own random state")
+            continue
         state = _DRAWS.get(site.qual or "")
         if state is None or state in seeded or any(k.arg == "generator" for k in site.call.keywords):
             continue
@@ -46,6 +50,15 @@ def check_splits(a: Analysis) -> Iterator[Finding]:
             continue
         yield a.finding("DDP011", site.call, f"{ast.unparse(site.call)[:60]} picks the data on each rank's own "
                                              "random state")
+
+
+def _dataset_shuffle(a: Analysis, site: Site) -> bool:
+    """``data["train"].shuffle()`` (a Hugging Face data set's method, no ``seed=``): a different order, and
+    with a split after it a different split, on each rank; its default seed comes from numpy's state."""
+    func = site.call.func
+    return (isinstance(func, ast.Attribute) and func.attr == "shuffle" and not site.call.args
+            and not site.call.keywords and site.qual not in _DRAWS and a.in_training_loop(site) is None
+            and any(word in ast.unparse(func.value).lower() for word in ("data", "train", "ds", "set", "split")))
 
 
 def _seeded_states(a: Analysis) -> set[str]:

@@ -24,6 +24,30 @@ def _tcp_literal(expr: ast.expr) -> bool:
     return False
 
 
+def _env_url(a: Analysis, expr: ast.expr) -> bool:
+    """``f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"``: every part that is not
+    punctuation read from the environment (the launcher's address), none hard-coded."""
+    if not isinstance(expr, ast.JoinedStr):
+        return False
+    parts = [v for v in expr.values if isinstance(v, ast.FormattedValue)]
+    text = "".join(str(v.value) for v in expr.values if isinstance(v, ast.Constant))
+    return bool(parts) and text.strip(":/") in ("tcp", "tcp:/") and all(_from_env(a, v.value, 0) for v in parts)
+
+
+def _opted_in(a: Analysis, node: ast.Assign) -> bool:
+    """``if dist_url == "auto": dist_url = f"tcp://127.0.0.1:{port}"``: a value the user asked for by
+    passing a keyword (``auto``), not one that overrides the launcher's."""
+    names = {dotted(t) for t in node.targets}
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+        test = current.test if isinstance(current, ast.If) else None
+        if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Eq) and dotted(test.left) in names and (
+                isinstance(test.comparators[0], ast.Constant) and isinstance(test.comparators[0].value, str)):
+            return True
+        current = a.module.parents.get(current)
+    return False
+
+
 def _overwrites(a: Analysis, value: ast.expr, key: str) -> bool:
     """A computed value for a variable the launcher sets (MPI's rank, a free port), not one read back from
     the environment (``os.environ["RANK"] = str(args.rank)`` with ``args.rank`` from ``OMPI_COMM_WORLD_RANK``)."""
@@ -90,7 +114,8 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
                         _constant(a, node.value) or (launched and _overwrites(a, node.value, key))):
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
                                                     "launcher's value is overwritten")
-                elif launched and not isinstance(target, ast.Subscript) and _tcp_literal(node.value):
+                elif launched and not isinstance(target, ast.Subscript) and _tcp_literal(node.value) and not (
+                        _env_url(a, node.value) or _opted_in(a, node)):
                     yield a.finding("DDP008", node, f"{ast.unparse(target)} = {ast.unparse(node.value)[:50]}: a "
                                                     "fixed rendezvous address")
     for site in a.sites(INIT):
@@ -123,9 +148,12 @@ def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
             continue
         default = next((k.value for k in site.call.keywords if k.arg == "default"), None)
         flags = [x.value for x in site.call.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
-        if not (isinstance(default, ast.Constant) and isinstance(default.value, str)):
+        if isinstance(default, ast.JoinedStr) and _tcp_literal(default) and not _env_url(a, default):
+            value = "tcp://" + ast.unparse(default)[len('f"tcp://'):-1]  # f"tcp://127.0.0.1:{port}"
+        elif isinstance(default, ast.Constant) and isinstance(default.value, str):
+            value = default.value
+        else:
             continue
-        value = default.value
         if value.startswith(("tcp://", "file://")) or (value and any(_URL_FLAGS.search(f) for f in flags)
                                                         and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value)):
             flag = flags[0] if flags else "the flag"

@@ -1,0 +1,103 @@
+"""DDP015: the local rank (the device, or whether to run distributed at all) taken only from the legacy
+``--local_rank``/``--local-rank`` flag that ``torch.distributed.launch`` passed.
+
+torchrun and orch's launcher pass no such flag (nor does ``torch.distributed.launch --use-env``): they set
+``LOCAL_RANK`` in the environment. A script that reads the flag alone keeps its default on every
+rank: every rank of a node on GPU 0 (NCCL refuses duplicate GPUs), ``set_device(-1)``, a distributed
+branch never taken (each rank trains alone), or argparse stopping on a ``required=True`` flag. Not reported
+when the script's project (the script and the local modules it calls, as read) reads ``LOCAL_RANK`` from
+the environment anywhere (``os.environ["LOCAL_RANK"]``, ``os.getenv("LOCAL_RANK", ...)``, a flag whose
+default is the variable), nor when the flag is declared only for old torch versions
+(``if PYTORCH_MAJOR_VERSION == 1: parser.add_argument("--local_rank", ...)``), nor when the flag's value is
+never read (declared only so that the old launcher's argument parses).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.findings import Finding
+
+_FLAGS = frozenset({"--local_rank", "--local-rank"})
+_VERSION = re.compile(r"version|VERSION|__version__")
+
+
+def check_legacy_local_rank(a: Analysis) -> Iterator[Finding]:
+    """DDP015 at each ``add_argument("--local_rank", ...)`` of a project that never reads LOCAL_RANK."""
+    sites = [node for node in a.module.nodes if isinstance(node, ast.Call) and _declares_flag(node)]
+    if not sites:
+        return
+    trees = _project_trees(a)
+    if not _flag_used(trees) or any(_env_use(node, tree) for tree in trees for node in ast.walk(tree)
+                                    if isinstance(node, ast.Constant) and node.value == "LOCAL_RANK"):
+        return
+    for call in sites:
+        if _version_guarded(a, call):
+            continue
+        default = next((k.value for k in call.keywords if k.arg == "default"), None)
+        required = any(k.arg == "required" and isinstance(k.value, ast.Constant) and k.value.value
+                       for k in call.keywords)
+        what = "is required" if required else (
+            f"defaults to {ast.unparse(default)}" if default is not None else "defaults to None")
+        yield a.finding("DDP015", call, f"{ast.unparse(call.args[0])} {what} and LOCAL_RANK is never read from "
+                                        "the environment: under orch or torchrun (no flag passed) every rank "
+                                        "keeps that value; local_rank = int(os.environ.get(\"LOCAL_RANK\", "
+                                        "args.local_rank))")
+
+
+def _declares_flag(node: ast.Call) -> bool:
+    return (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+            and any(isinstance(x, ast.Constant) and x.value in _FLAGS for x in node.args))
+
+
+def _project_trees(a: Analysis) -> list[ast.Module]:
+    """The script's and the local modules' of its project that were read (the helpers it calls)."""
+    root = a.outer if a.outer is not None else a
+    trees = [a.module.tree] if root is a else [a.module.tree, root.module.tree]
+    list(root.helper_quals)  # read the helpers the script calls
+    if root.project is not None:
+        trees += [module.tree for _, module in root.project.helpers()]
+    return trees
+
+
+def _flag_used(trees: list[ast.Module]) -> bool:
+    """The flag's value is read somewhere (``args.local_rank``, ``config.LOCAL_RANK``, ``opt["local_rank"]``):
+    a flag declared only so that the old launcher's argument parses is harmless."""
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("local_rank", "LOCAL_RANK") and isinstance(
+                    node.ctx, ast.Load):
+                return True
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and (
+                    node.slice.value == "local_rank") and isinstance(node.ctx, ast.Load):
+                return True
+    return False
+
+
+def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
+    """``"LOCAL_RANK"`` as an environment key that is read (a subscript load, ``.get``/``getenv``, an ``in``
+    test), not written (``os.environ["LOCAL_RANK"] = ...``) nor a mere string (a config key, a message)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and node.slice is constant:
+            return isinstance(node.ctx, ast.Load) and "environ" in ast.unparse(node.value)
+        if isinstance(node, ast.Call) and constant in node.args[:1]:
+            return bool(re.search(r"environ|getenv", ast.unparse(node.func)))
+        if isinstance(node, ast.Compare) and node.left is constant:
+            return any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+        if isinstance(node, ast.Tuple | ast.List | ast.Set) and constant in node.elts:
+            # for v in ("LOCAL_RANK", "SLURM_LOCALID"): if v in os.environ: local_rank = int(os.environ[v])
+            return any(isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Constant)
+                       and "environ" in ast.unparse(n.value) for n in ast.walk(tree))
+    return False
+
+
+def _version_guarded(a: Analysis, node: ast.AST) -> bool:
+    current = a.module.parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.If) and _VERSION.search(ast.unparse(current.test)):
+            return True
+        current = a.module.parents.get(current)
+    return False
