@@ -289,6 +289,7 @@ launcher:
   preempt_signal: USR2
   preempt_before: 60
   requeue: true
+  bad_node_ttl: 0              # a throwaway cluster whose tests fail nodes on purpose: remember none
   job_root: $JOB_ROOT
 EOF
 }
