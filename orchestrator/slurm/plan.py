@@ -71,6 +71,8 @@ class SubmitRequest(BaseModel):
     container_mounts: list[str] = Field(default_factory=list)
     # orch submit --preflight[=exclude] (None: launcher.preflight of cluster.yaml; "off": none).
     preflight: Literal["off", "stop", "exclude"] | None = None
+    # Code snapshot at submit (None: launcher.snapshot of cluster.yaml; False: --no-snapshot).
+    snapshot: bool | None = None
 
 
 def make_request(values: Mapping[str, Any]) -> SubmitRequest:

@@ -17,6 +17,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.extras import check_env_var
 from orchestrator.spec.script import ScriptTarget
+from orchestrator.spec.snapshot import Snapshot
 
 JOB_FILE = "job.json"
 SCRIPT_FILE = "sbatch.sh"
@@ -71,6 +72,8 @@ class RunConfig(BaseModel):
     gpus_per_task: int = Field(default=1, ge=1, description="GPUs each task holds (tasks = gpus / this)")
     restarts: int = Field(default=0, ge=0, description="local runs: how often orch run --resume continued it")
     preflight: Preflight | None = Field(default=None, description="orch submit --preflight (None: no preflight)")
+    snapshot: Snapshot | None = Field(default=None, description="the code snapshot every task runs from "
+                                      "(None: the files in place; docs/snapshots.md)")
 
     @field_validator("env")
     @classmethod

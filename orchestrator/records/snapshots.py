@@ -1,0 +1,406 @@
+"""Code snapshots on disk (the edge): collect, store, reuse and clean ``<job_root>/.snapshots/``.
+
+Layout (a content-addressed tree with a manifest, so a snapshot can be shipped elsewhere as is)::
+
+    <job_root>/.snapshots/.objects/<sha[:2]>/<sha>[x]   one read-only file per content (x: executable)
+    <job_root>/.snapshots/<digest>/                      the tree: folders, hard links to objects, and
+                                                         symbolic links to what it leaves out
+    <job_root>/.snapshots/<digest>.json                  the manifest: files (path, sha256, executable,
+                                                         size), links (path, target), git commit, dirty
+    <job_root>/.snapshots/.stat/<source key>.json        (size, mtime, inode, ctime) -> sha256 per file,
+                                                         so an unchanged tree is not read again
+
+What is copied (:func:`collect`): in a git work tree, ``git ls-files -co --exclude-standard`` (tracked
+files and untracked files git does not ignore); in no repository, the folder's files. Never copied
+(each left-out entry becomes a symbolic link to the original, so relative paths still reach it):
+git-ignored entries, the folders and file kinds of :mod:`orchestrator.spec.snapshot` (environments,
+caches, weights, archives; outside git also data and output folders that are no Python package) and
+files over ``FILE_MAX_MB``. A snapshot's folders and files are read-only: a job cannot change the
+code another job (or its own requeue) runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.errors import ConfigError
+from orchestrator.records.atomic import write_text_atomic
+from orchestrator.records.trust import JOB_ROOT_MODE, make_job_root
+from orchestrator.spec.job import BUILTIN_JOBS_DIR
+from orchestrator.spec.runconfig import RunConfig
+from orchestrator.spec.snapshot import (
+    FILE_MAX_MB,
+    MANIFEST_SUFFIX,
+    OBJECTS_DIR,
+    SNAPSHOT_DIR,
+    Snapshot,
+    manifest_digest,
+    skip_reason,
+    source_folder,
+    too_large_message,
+    top_skipped,
+)
+
+log = logging.getLogger(__name__)
+
+GIT_TIMEOUT = 20.0
+STAT_DIR = ".stat"
+TMP_PREFIX = ".tmp-"
+# Folders skipped by name outside git unless they hold a Python package (data, outputs, checkpoints)
+DATA_DIRS = frozenset({"data", "datasets", "checkpoints", "ckpt", "wandb", "mlruns", "lightning_logs", "outputs",
+                       "runs"})
+# orch clean leaves snapshots used (created or reused) this recently: a submit may be writing job.json
+CLEAN_GRACE_S = 3600.0
+_CHUNK = 1 << 20
+
+
+@dataclass
+class Collected:
+    """What a snapshot of ``source`` would hold (no file written yet)."""
+
+    source: Path
+    commit: str | None
+    dirty: bool
+    files: list[tuple[str, int, bool]] = field(default_factory=list)  # (relpath, size, executable)
+    links: list[tuple[str, str]] = field(default_factory=list)  # (relpath, absolute target)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (relpath, why)
+
+    @property
+    def size(self) -> int:
+        return sum(size for _, size, _ in self.files)
+
+    def largest(self, count: int = 5) -> list[tuple[str, int]]:
+        return [(rel, size) for rel, size, _ in sorted(self.files, key=lambda f: -f[1])[:count]]
+
+
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes] | None:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT, check=False,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    except FileNotFoundError:
+        return None  # no git on this machine: the folder is copied as it is
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"git in {cwd} did not answer within {GIT_TIMEOUT:g} s",
+                          hint="check the repository (a huge untracked folder?), or pass --no-snapshot") from None
+
+
+def git_root(folder: Path) -> Path | None:
+    """The git work tree ``folder`` lies in, else None (no repository, or no git)."""
+    proc = _git(["rev-parse", "--show-toplevel"], folder)
+    if proc is None or proc.returncode != 0:
+        return None
+    return Path(os.fsdecode(proc.stdout.rstrip(b"\n")))
+
+
+def _z(data: bytes) -> list[str]:
+    return [os.fsdecode(item) for item in data.split(b"\0") if item]
+
+
+def collect(folder: Path, job_root: Path | None = None) -> Collected:
+    """The files a snapshot of ``folder``'s work tree (or of ``folder``, outside git) holds; a job root
+    inside it (job folders, snapshots) is left out whole."""
+    root = git_root(folder)
+    if root is None:
+        found = _collect_folder(folder, _inside(job_root, folder))
+        return found
+    head = _git(["rev-parse", "-q", "--verify", "HEAD"], root)
+    commit = head.stdout.decode().strip() if head is not None and head.returncode == 0 else None
+    listed = _git(["ls-files", "-z", "-co", "--exclude-standard"], root)
+    ignored = _git(["ls-files", "-z", "-oi", "--exclude-standard", "--directory"], root)
+    status = _git(["status", "--porcelain", "-z", "--untracked-files=normal"], root)
+    if listed is None or listed.returncode != 0:
+        raise ConfigError(f"git ls-files failed in {root}: {(listed.stderr if listed else b'').decode()[:200]}",
+                          hint="fix the repository, or pass --no-snapshot")
+    found = Collected(source=root, commit=commit, dirty=bool(status and status.stdout.strip()) or commit is None)
+    links: set[str] = set()
+    own = _inside(job_root, root)
+    for rel in dict.fromkeys(_z(listed.stdout)):
+        if not _under(rel, own):
+            _add(found, root, rel, links)
+    for rel in _z(ignored.stdout if ignored is not None else b""):
+        rel = rel.rstrip("/")
+        if rel and os.path.basename(rel) != "__pycache__" and not _under(rel, own):
+            links.add(rel)
+    _finish(found, root, links)
+    return found
+
+
+def _inside(job_root: Path | None, root: Path) -> str | None:
+    """``job_root`` relative to ``root`` when it lies inside it (then never copied), else None."""
+    if job_root is None:
+        return None
+    try:
+        rel = Path(os.path.realpath(job_root)).relative_to(os.path.realpath(root)).as_posix()
+    except ValueError:
+        return None
+    return rel
+
+
+def _under(rel: str, prefix: str | None) -> bool:
+    if prefix == ".":  # the job root is the source itself: only its snapshots are left out
+        prefix = SNAPSHOT_DIR
+    return prefix is not None and (rel == prefix or rel.startswith(prefix + "/"))
+
+
+def _add(found: Collected, root: Path, rel: str, links: set[str]) -> None:
+    try:
+        info = os.lstat(root / rel)
+    except OSError:
+        return  # tracked but deleted in the work tree: not part of what runs
+    if stat.S_ISLNK(info.st_mode):
+        links.add(rel)  # a link of the tree stays a link to where it led
+        return
+    if not stat.S_ISREG(info.st_mode):
+        return  # a submodule (a folder) or a special file
+    why = skip_reason(rel, info.st_size)
+    if why is not None:
+        found.skipped.append((rel, why))
+        links.add(top_skipped(rel))
+        return
+    found.files.append((rel, info.st_size, bool(info.st_mode & stat.S_IXUSR)))
+
+
+def _collect_folder(folder: Path, own: str | None) -> Collected:
+    found = Collected(source=folder, commit=None, dirty=False)
+    links: set[str] = set()
+    for here, dirs, names in os.walk(folder):
+        base = Path(here)
+        rel_here = base.relative_to(folder).as_posix()
+        prefix = "" if rel_here == "." else rel_here + "/"
+        keep = []
+        for name in sorted(dirs):
+            path = base / name
+            if _under(prefix + name, own):
+                continue
+            skipped = skip_reason(f"{prefix}{name}/x", 0) is not None or (
+                name in DATA_DIRS and not (path / "__init__.py").exists())
+            if skipped or path.is_symlink():
+                links.add(prefix + name)
+                found.skipped.append((prefix + name + "/", "a data, output or environment folder"))
+            else:
+                keep.append(name)
+        dirs[:] = keep
+        for name in sorted(names):
+            if not _under(prefix + name, own):
+                _add(found, folder, prefix + name, links)
+    _finish(found, folder, links)
+    return found
+
+
+def _finish(found: Collected, root: Path, links: set[str]) -> None:
+    """Links: only the outermost of nested ones, never over a copied file's folder."""
+    copied_dirs = {os.path.dirname(rel) for rel, _, _ in found.files}
+    parents = set()
+    for folder in copied_dirs:
+        while folder:
+            parents.add(folder)
+            folder = os.path.dirname(folder)
+    kept: list[str] = []
+    for rel in sorted(links):
+        if rel in parents or any(rel.startswith(other + "/") for other in kept):
+            continue
+        kept.append(rel)
+    found.links = [(rel, str(root / rel)) for rel in kept]
+    found.files.sort()
+
+
+# --- the content store ------------------------------------------------------------------------
+
+def snapshot_root(job_root: Path) -> Path:
+    return job_root / SNAPSHOT_DIR
+
+
+def _object(store: Path, sha: str, executable: bool) -> Path:
+    return store / OBJECTS_DIR / sha[:2] / (sha + ("x" if executable else ""))
+
+
+def _stat_key(info: os.stat_result) -> list[int]:
+    return [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns]
+
+
+def _stat_file(store: Path, source: Path) -> Path:
+    return store / STAT_DIR / (hashlib.sha256(os.fsencode(str(source))).hexdigest()[:24] + ".json")
+
+
+def _load_stats(path: Path) -> dict[str, list[object]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _mkdir(path: Path) -> None:
+    path.mkdir(mode=JOB_ROOT_MODE, parents=True, exist_ok=True)
+
+
+def _store_object(store: Path, src: Path, executable: bool) -> str:
+    """Copy ``src`` into the store (hashing what is read); its sha256. An object already there is kept."""
+    tmp_dir = store / OBJECTS_DIR
+    _mkdir(tmp_dir)
+    digest = hashlib.sha256()
+    tmp = tmp_dir / f"{TMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        with open(src, "rb") as fin, open(tmp, "xb") as fout:
+            while chunk := fin.read(_CHUNK):
+                digest.update(chunk)
+                fout.write(chunk)
+        sha = digest.hexdigest()
+        target = _object(store, sha, executable)
+        if target.exists():
+            tmp.unlink()
+        else:
+            _mkdir(target.parent)
+            tmp.chmod(0o555 if executable else 0o444)
+            os.replace(tmp, target)
+        return sha
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def create(found: Collected, job_root: Path) -> Snapshot:
+    """Store ``found`` under ``job_root``: reuse the snapshot when the tree is unchanged (nothing copied)."""
+    make_job_root(job_root)
+    store = snapshot_root(job_root)
+    _mkdir(store)
+    stats_path = _stat_file(store, found.source)
+    stats = _load_stats(stats_path)
+    new_stats: dict[str, list[object]] = {}
+    entries: list[tuple[str, str, bool]] = []
+    for rel, _size, executable in found.files:
+        path = found.source / rel
+        try:
+            info = os.stat(path)
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path} for the code snapshot: {exc.strerror}",
+                              hint="fix the file, or pass --no-snapshot") from None
+        key = _stat_key(info)
+        cached = stats.get(rel)
+        sha = str(cached[4]) if isinstance(cached, list) and len(cached) == 5 and cached[:4] == key else None
+        if sha is None or not _object(store, sha, executable).exists():
+            try:
+                sha = _store_object(store, path, executable)
+            except OSError as exc:
+                raise ConfigError(f"cannot copy {path} into the code snapshot: {exc.strerror}",
+                                  hint=f"check the space and permissions of {store}, or pass --no-snapshot") from None
+        new_stats[rel] = [*key, sha]
+        entries.append((rel, sha, executable))
+    digest = manifest_digest(entries, found.links)
+    tree = store / digest
+    manifest = store / (digest + MANIFEST_SUFFIX)
+    if not (tree.is_dir() and manifest.is_file()):
+        _build_tree(store, tree, entries, found.links)
+        text = json.dumps({"version": 1, "digest": digest, "source": str(found.source), "commit": found.commit,
+                           "dirty": found.dirty, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                           "files": [[rel, sha, exe, size] for (rel, sha, exe), (_, size, _) in
+                                     zip(entries, found.files, strict=True)],
+                           "links": [list(link) for link in found.links]}, indent=1)
+        write_text_atomic(manifest, text + "\n", mode=0o640, fsync=False)
+    else:
+        os.utime(manifest)  # in use again: orch clean keeps it for CLEAN_GRACE_S
+    if new_stats != stats:
+        with contextlib.suppress(OSError):
+            _mkdir(stats_path.parent)
+            write_text_atomic(stats_path, json.dumps(new_stats), mode=0o600, fsync=False)
+    return Snapshot(digest=digest, path=str(tree), source=str(found.source), commit=found.commit, dirty=found.dirty,
+                    files=len(entries), bytes=found.size)
+
+
+def _build_tree(store: Path, tree: Path, entries: Iterable[tuple[str, str, bool]],
+                links: Iterable[tuple[str, str]]) -> None:
+    tmp = store / f"{TMP_PREFIX}{tree.name[:16]}-{os.getpid()}-{os.urandom(3).hex()}"
+    tmp.mkdir(mode=0o700)
+    try:
+        folders = {tmp}
+        for rel, sha, executable in entries:
+            dest = tmp / rel
+            if dest.parent not in folders:
+                dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                folders.add(dest.parent)
+            obj = _object(store, sha, executable)
+            try:
+                os.link(obj, dest)
+            except OSError:  # too many links to one object, or a file system without hard links
+                shutil.copy2(obj, dest)
+        for rel, target in links:
+            dest = tmp / rel
+            dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.symlink(target, dest)
+        for here, dirs, _ in os.walk(tmp, topdown=False):
+            for name in dirs:
+                path = Path(here) / name
+                if not path.is_symlink():
+                    path.chmod(0o555)
+        tmp.chmod(0o555)
+        try:
+            os.rename(tmp, tree)
+        except OSError:
+            if not tree.is_dir():
+                raise
+            remove_tree(tmp)  # another submit made the same snapshot meanwhile
+    except BaseException:
+        remove_tree(tmp)
+        raise
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a (read-only) snapshot tree."""
+    if not path.exists() and not path.is_symlink():
+        return
+    for here, dirs, _ in os.walk(path):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                sub = Path(here) / name
+                if not sub.is_symlink():
+                    sub.chmod(0o700)
+    with contextlib.suppress(OSError):
+        path.chmod(0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def check_size(found: Collected, limit_mb: int) -> None:
+    """A snapshot over ``launcher.snapshot_max_mb`` stops the submit, naming the largest files."""
+    if found.size > limit_mb * 2**20:
+        message, hint = too_large_message(found.size, limit_mb, found.largest(), str(found.source))
+        raise ConfigError(message, hint=hint)
+
+
+def take(folder: Path, job_root: Path, limit_mb: int) -> Snapshot:
+    """Collect, check the size and store: the snapshot a job runs from."""
+    found = collect(folder, job_root)
+    check_size(found, limit_mb)
+    return create(found, job_root)
+
+
+def source_of(config: RunConfig) -> Path | None:
+    """The folder whose tree a job's snapshot copies (None: a built-in job, nothing to copy)."""
+    script = config.script
+    return source_folder(config.job_file, script.kind if script else None, script.target if script else None,
+                         script.cwd if script else None, BUILTIN_JOBS_DIR)
+
+
+def snapshot_config(config: RunConfig, enabled: bool | None) -> RunConfig:
+    """``config`` with the snapshot of its code taken (``enabled`` None: ``launcher.snapshot``)."""
+    on = config.launcher.snapshot if enabled is None else enabled
+    folder = source_of(config) if on else None
+    if folder is None:
+        return config
+    job_root = Path(config.job_dir).parent
+    snap = take(folder, job_root, config.launcher.snapshot_max_mb)
+    return config.model_copy(update={"snapshot": snap})
+
+
+__all__ = ["FILE_MAX_MB", "Collected", "check_size", "collect", "create", "git_root", "remove_tree",
+           "snapshot_root", "take"]
