@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from orchestrator.slurm.plan import SubmitPlan
     from orchestrator.slurm.submission import ArrayPlan
     from orchestrator.spec.job import LoadedJob
-    from orchestrator.spec.snapshot import Snapshot
 
 RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
              "master_addr", "master_port", "devices")  # the JSON of each rank in --dry-run --json
@@ -144,24 +143,13 @@ def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
         print(exc.render(), file=sys.stderr)
         print(f"orch: the job was not queued; its folder is {plan.job_dir}", file=sys.stderr)
         return exc.exit_code
-    snap = _snapshot_of(plan.job_dir)
     if as_json:
-        print_json({"job_id": job_id, "job_dir": str(plan.job_dir),
-                    **({"snapshot": snap.model_dump(mode="json")} if snap else {})})
+        print_json({"job_id": job_id, "job_dir": str(plan.job_dir)})
     else:
         print(f"submitted job {job_id}\njob folder: {plan.job_dir}")
         if plan.resources is not None:
             print(f"resources: {plan.resources}")
-        if snap is not None:
-            print(f"code snapshot: {snap.summary()}")
     return 0
-
-
-def _snapshot_of(job_dir: Path) -> Snapshot | None:
-    """The code snapshot job.json records (queue took it)."""
-    from orchestrator.spec.runconfig import read_run_config
-
-    return read_run_config(job_dir).snapshot
 
 
 def _sweep(args: argparse.Namespace, plan: SubmitPlan, loaded: LoadedJob) -> int:

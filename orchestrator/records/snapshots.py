@@ -74,11 +74,21 @@ class Collected:
     dirty: bool
     files: list[tuple[str, int, bool]] = field(default_factory=list)  # (relpath, size, executable)
     links: list[tuple[str, str]] = field(default_factory=list)  # (relpath, absolute target)
+    dirs: list[str] = field(default_factory=list)  # folders made even when empty (the submit directory)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (relpath, why)
 
     @property
     def size(self) -> int:
         return sum(size for _, size, _ in self.files)
+
+    def add_dir(self, path: str) -> None:
+        """Make ``path`` (absolute) a folder of the snapshot when it lies in the tree and under no link."""
+        try:
+            rel = Path(path).relative_to(self.source).as_posix()
+        except ValueError:
+            return
+        if rel != "." and not any(rel == link or rel.startswith(link + "/") for link, _ in self.links):
+            self.dirs.append(rel)
 
     def largest(self, count: int = 5) -> list[tuple[str, int]]:
         return [(rel, size) for rel, size, _ in sorted(self.files, key=lambda f: -f[1])[:count]]
@@ -297,16 +307,16 @@ def create(found: Collected, job_root: Path) -> Snapshot:
                                   hint=f"check the space and permissions of {store}, or pass --no-snapshot") from None
         new_stats[rel] = [*key, sha]
         entries.append((rel, sha, executable))
-    digest = manifest_digest(entries, found.links)
+    digest = manifest_digest(entries, found.links, found.dirs)
     tree = store / digest
     manifest = store / (digest + MANIFEST_SUFFIX)
     if not (tree.is_dir() and manifest.is_file()):
-        _build_tree(store, tree, entries, found.links)
+        _build_tree(store, tree, entries, found.links, found.dirs)
         text = json.dumps({"version": 1, "digest": digest, "source": str(found.source), "commit": found.commit,
                            "dirty": found.dirty, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                            "files": [[rel, sha, exe, size] for (rel, sha, exe), (_, size, _) in
                                      zip(entries, found.files, strict=True)],
-                           "links": [list(link) for link in found.links]}, indent=1)
+                           "links": [list(link) for link in found.links], "dirs": found.dirs}, indent=1)
         write_text_atomic(manifest, text + "\n", mode=0o640, fsync=False)
     else:
         os.utime(manifest)  # in use again: orch clean keeps it for CLEAN_GRACE_S
@@ -319,11 +329,13 @@ def create(found: Collected, job_root: Path) -> Snapshot:
 
 
 def _build_tree(store: Path, tree: Path, entries: Iterable[tuple[str, str, bool]],
-                links: Iterable[tuple[str, str]]) -> None:
+                links: Iterable[tuple[str, str]], dirs: Iterable[str]) -> None:
     tmp = store / f"{TMP_PREFIX}{tree.name[:16]}-{os.getpid()}-{os.urandom(3).hex()}"
     tmp.mkdir(mode=0o700)
     try:
         folders = {tmp}
+        for rel in dirs:
+            (tmp / rel).mkdir(mode=0o700, parents=True, exist_ok=True)
         for rel, sha, executable in entries:
             dest = tmp / rel
             if dest.parent not in folders:
@@ -377,10 +389,13 @@ def check_size(found: Collected, limit_mb: int) -> None:
         raise ConfigError(message, hint=hint)
 
 
-def take(folder: Path, job_root: Path, limit_mb: int) -> Snapshot:
-    """Collect, check the size and store: the snapshot a job runs from."""
+def take(folder: Path, job_root: Path, limit_mb: int, cwd: str | None = None) -> Snapshot:
+    """Collect, check the size and store: the snapshot a job runs from (``cwd``: the submit directory,
+    made in the snapshot when it lies in the tree, even without files of its own)."""
     found = collect(folder, job_root)
     check_size(found, limit_mb)
+    if cwd is not None:
+        found.add_dir(cwd)
     return create(found, job_root)
 
 
@@ -398,7 +413,7 @@ def snapshot_config(config: RunConfig, enabled: bool | None) -> RunConfig:
     if folder is None:
         return config
     job_root = Path(config.job_dir).parent
-    snap = take(folder, job_root, config.launcher.snapshot_max_mb)
+    snap = take(folder, job_root, config.launcher.snapshot_max_mb, config.script.cwd if config.script else None)
     return config.model_copy(update={"snapshot": snap})
 
 

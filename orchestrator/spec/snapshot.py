@@ -33,12 +33,11 @@ SNAPSHOT_DIR = ".snapshots"  # under launcher.job_root
 OBJECTS_DIR = ".objects"  # under SNAPSHOT_DIR: one read-only file per content (sha256, executable bit)
 MANIFEST_SUFFIX = ".json"  # <job_root>/.snapshots/<digest>.json: the manifest of <digest>/
 FILE_MAX_MB = 10  # a single file larger than this is never copied (it is linked, as data is)
-# Folders never copied, at any depth (linked to the original instead): environments, caches, data,
-# checkpoints and run outputs of the usual tools.
+# Folders never copied, at any depth (linked to the original instead): version control, environments
+# and caches. (Outside git, data and output folders are left out too: records/snapshots.py DATA_DIRS.)
 SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".venv", "venv", "env", ".tox", ".nox", "__pycache__", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", "node_modules", "data", "datasets",
-    "checkpoints", "ckpt", "wandb", "mlruns", "lightning_logs", "outputs", "runs", ".snapshots",
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", "node_modules", ".snapshots",
 })
 # File suffixes never copied (weights, arrays, archives, datasets), linked to the original instead.
 SKIP_SUFFIXES = frozenset({
@@ -105,11 +104,12 @@ def top_skipped(relpath: str) -> str:
     return relpath
 
 
-def manifest_digest(files: Iterable[tuple[str, str, bool]], links: Iterable[tuple[str, str]]) -> str:
+def manifest_digest(files: Iterable[tuple[str, str, bool]], links: Iterable[tuple[str, str]],
+                    dirs: Iterable[str] = ()) -> str:
     """The snapshot's digest: sha256 of its sorted entries (path, content sha256, executable) and links
     (path, target). Identical trees from one place get one digest; the links name the source's
     location, so two clones of one repository get two (their files are stored once all the same)."""
-    text = json.dumps({"files": sorted(files), "links": sorted(links)}, separators=(",", ":"))
+    text = json.dumps({"files": sorted(files), "links": sorted(links), "dirs": sorted(dirs)}, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
