@@ -96,7 +96,8 @@ def test_orch_clusters_lists_files_partitions_and_reachability(home: dict[str, A
     assert proc.returncode == 0, proc.stderr
     rows = {r["pick"]: r for r in json.loads(proc.stdout)}
     assert list(rows) == ["./cluster.yaml", "alpha", "beta", "broken"]
-    assert (rows["alpha"]["name"], rows["alpha"]["partitions"], rows["alpha"]["reachable"]) == ("alpha", ["a100"], False)
+    alpha = rows["alpha"]
+    assert (alpha["name"], alpha["partitions"], alpha["reachable"]) == ("alpha", ["a100"], False)
     assert "Slurm's commands are not installed here" in rows["alpha"]["reason"]
     assert rows["./cluster.yaml"]["default"] is True and rows["alpha"]["default"] is False
     assert rows["broken"]["reason"].startswith("invalid:") and rows["broken"]["partitions"] == []

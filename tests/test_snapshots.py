@@ -28,7 +28,8 @@ import helper
 out = {"version": 1, "helper": helper.VERSION, "cwd": os.getcwd(), "path0": sys.path[0], "argv0": sys.argv[0],
        "args": sys.argv[1:]}
 out["data"] = open(os.environ.get("DATA_REL", "data/input.txt")).read().strip()
-with open(os.environ.get("OUT_REL", "runs/written.txt"), "w") as fh:  # an ignored folder of the tree: the original, through a link
+# runs/: an ignored folder of the tree, so the original, through the snapshot's link
+with open(os.environ.get("OUT_REL", "runs/written.txt"), "w") as fh:
     fh.write("from the job")
 print("RESULT " + json.dumps(out), flush=True)
 """
