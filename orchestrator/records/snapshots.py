@@ -75,6 +75,7 @@ class Collected:
     files: list[tuple[str, int, bool]] = field(default_factory=list)  # (relpath, size, executable)
     links: list[tuple[str, str]] = field(default_factory=list)  # (relpath, absolute target)
     dirs: list[str] = field(default_factory=list)  # folders made even when empty (the submit directory)
+    stat_keys: dict[str, list[int]] = field(default_factory=dict)  # relpath -> (size, mtime, inode, ctime)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (relpath, why)
 
     @property
@@ -94,23 +95,43 @@ class Collected:
         return [(rel, size) for rel, size, _ in sorted(self.files, key=lambda f: -f[1])[:count]]
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes] | None:
+_GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+
+
+def _git_all(commands: list[list[str]], cwd: Path) -> list[tuple[int, bytes, bytes]] | None:
+    """Run git commands at once (their walks of the tree overlap); (rc, stdout, stderr) each.
+    None: no git on this machine (the folder is then copied as it is)."""
+    env = {**os.environ, **_GIT_ENV}
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT, check=False,
-                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+        procs = [subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                 for args in commands]
     except FileNotFoundError:
-        return None  # no git on this machine: the folder is copied as it is
+        return None
+    results = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=GIT_TIMEOUT)
+            results.append((proc.returncode, out, err))
     except subprocess.TimeoutExpired:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
         raise ConfigError(f"git in {cwd} did not answer within {GIT_TIMEOUT:g} s",
                           hint="check the repository (a huge untracked folder?), or pass --no-snapshot") from None
+    return results
 
 
-def git_root(folder: Path) -> Path | None:
-    """The git work tree ``folder`` lies in, else None (no repository, or no git)."""
-    proc = _git(["rev-parse", "--show-toplevel"], folder)
-    if proc is None or proc.returncode != 0:
+def git_root(folder: Path) -> tuple[Path, str | None] | None:
+    """(the git work tree ``folder`` lies in, its HEAD commit or None), else None (no repository or git)."""
+    done = _git_all([["rev-parse", "--show-toplevel", "HEAD"]], folder)
+    if done is None:
         return None
-    return Path(os.fsdecode(proc.stdout.rstrip(b"\n")))
+    [(code, out, _)] = done
+    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    if not lines or not lines[0].startswith("/"):
+        return None  # not in a work tree
+    commit = lines[1] if code == 0 and len(lines) > 1 else None  # None: a repository without commits
+    return Path(os.fsdecode(lines[0].encode("utf-8", "surrogateescape"))), commit
 
 
 def _z(data: bytes) -> list[str]:
@@ -120,25 +141,27 @@ def _z(data: bytes) -> list[str]:
 def collect(folder: Path, job_root: Path | None = None) -> Collected:
     """The files a snapshot of ``folder``'s work tree (or of ``folder``, outside git) holds; a job root
     inside it (job folders, snapshots) is left out whole."""
-    root = git_root(folder)
-    if root is None:
-        found = _collect_folder(folder, _inside(job_root, folder))
-        return found
-    head = _git(["rev-parse", "-q", "--verify", "HEAD"], root)
-    commit = head.stdout.decode().strip() if head is not None and head.returncode == 0 else None
-    listed = _git(["ls-files", "-z", "-co", "--exclude-standard"], root)
-    ignored = _git(["ls-files", "-z", "-oi", "--exclude-standard", "--directory"], root)
-    status = _git(["status", "--porcelain", "-z", "--untracked-files=normal"], root)
-    if listed is None or listed.returncode != 0:
-        raise ConfigError(f"git ls-files failed in {root}: {(listed.stderr if listed else b'').decode()[:200]}",
+    where = git_root(folder)
+    if where is None:
+        return _collect_folder(folder, _inside(job_root, folder))
+    root, commit = where
+    done = _git_all([["ls-files", "-z", "-t", "-co", "--exclude-standard"],
+                     ["ls-files", "-z", "-oi", "--exclude-standard", "--directory"],
+                     ["diff-index", "--quiet", "HEAD", "--"] if commit else ["--version"]], root)
+    assert done is not None  # git answered rev-parse just now
+    (listed_rc, listed, listed_err), (_, ignored, _), (changed_rc, _, _) = done
+    if listed_rc != 0:
+        raise ConfigError(f"git ls-files failed in {root}: {listed_err.decode(errors='replace')[:200]}",
                           hint="fix the repository, or pass --no-snapshot")
-    found = Collected(source=root, commit=commit, dirty=bool(status and status.stdout.strip()) or commit is None)
+    tagged = _z(listed)  # "H path" tracked, "? path" untracked (not ignored), ...
+    untracked = any(item.startswith("? ") for item in tagged)
+    found = Collected(source=root, commit=commit, dirty=commit is None or untracked or changed_rc != 0)
     links: set[str] = set()
     own = _inside(job_root, root)
-    for rel in dict.fromkeys(_z(listed.stdout)):
+    for rel in dict.fromkeys(item[2:] for item in tagged):
         if not _under(rel, own):
             _add(found, root, rel, links)
-    for rel in _z(ignored.stdout if ignored is not None else b""):
+    for rel in _z(ignored):
         rel = rel.rstrip("/")
         if rel and os.path.basename(rel) != "__pycache__" and not _under(rel, own):
             links.add(rel)
@@ -165,7 +188,7 @@ def _under(rel: str, prefix: str | None) -> bool:
 
 def _add(found: Collected, root: Path, rel: str, links: set[str]) -> None:
     try:
-        info = os.lstat(root / rel)
+        info = os.lstat(os.path.join(root, rel))
     except OSError:
         return  # tracked but deleted in the work tree: not part of what runs
     if stat.S_ISLNK(info.st_mode):
@@ -179,6 +202,7 @@ def _add(found: Collected, root: Path, rel: str, links: set[str]) -> None:
         links.add(top_skipped(rel))
         return
     found.files.append((rel, info.st_size, bool(info.st_mode & stat.S_IXUSR)))
+    found.stat_keys[rel] = _stat_key(info)
 
 
 def _collect_folder(folder: Path, own: str | None) -> Collected:
@@ -281,7 +305,8 @@ def _store_object(store: Path, src: Path, executable: bool) -> str:
 
 
 def create(found: Collected, job_root: Path) -> Snapshot:
-    """Store ``found`` under ``job_root``: reuse the snapshot when the tree is unchanged (nothing copied)."""
+    """Store ``found`` under ``job_root``: reuse the snapshot when the tree is unchanged (nothing copied,
+    nothing read: each file's content is known from its stat in the stat cache)."""
     make_job_root(job_root)
     store = snapshot_root(job_root)
     _mkdir(store)
@@ -289,28 +314,26 @@ def create(found: Collected, job_root: Path) -> Snapshot:
     stats = _load_stats(stats_path)
     new_stats: dict[str, list[object]] = {}
     entries: list[tuple[str, str, bool]] = []
-    for rel, _size, executable in found.files:
-        path = found.source / rel
-        try:
-            info = os.stat(path)
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path} for the code snapshot: {exc.strerror}",
-                              hint="fix the file, or pass --no-snapshot") from None
-        key = _stat_key(info)
+    misses: list[int] = []
+    for index, (rel, _size, executable) in enumerate(found.files):
+        key = found.stat_keys.get(rel) or []
         cached = stats.get(rel)
-        sha = str(cached[4]) if isinstance(cached, list) and len(cached) == 5 and cached[:4] == key else None
-        if sha is None or not _object(store, sha, executable).exists():
-            try:
-                sha = _store_object(store, path, executable)
-            except OSError as exc:
-                raise ConfigError(f"cannot copy {path} into the code snapshot: {exc.strerror}",
-                                  hint=f"check the space and permissions of {store}, or pass --no-snapshot") from None
-        new_stats[rel] = [*key, sha]
+        sha = str(cached[4]) if isinstance(cached, list) and len(cached) == 5 and cached[:4] == key else ""
+        if not sha:
+            misses.append(index)
         entries.append((rel, sha, executable))
+        new_stats[rel] = [*key, sha]
+    if misses or not _reusable(store, manifest_digest(entries, found.links, found.dirs)):
+        missing = set(misses)  # a new tree: every object it links must be there (orch clean may have run)
+        for index, (rel, sha, executable) in enumerate(entries):
+            if index in missing or not _object(store, sha, executable).exists():
+                sha = _copy_in(store, found.source / rel, executable)
+                entries[index] = (rel, sha, executable)
+                new_stats[rel][4:] = [sha]
     digest = manifest_digest(entries, found.links, found.dirs)
     tree = store / digest
     manifest = store / (digest + MANIFEST_SUFFIX)
-    if not (tree.is_dir() and manifest.is_file()):
+    if not _reusable(store, digest):
         _build_tree(store, tree, entries, found.links, found.dirs)
         text = json.dumps({"version": 1, "digest": digest, "source": str(found.source), "commit": found.commit,
                            "dirty": found.dirty, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -326,6 +349,18 @@ def create(found: Collected, job_root: Path) -> Snapshot:
             write_text_atomic(stats_path, json.dumps(new_stats), mode=0o600, fsync=False)
     return Snapshot(digest=digest, path=str(tree), source=str(found.source), commit=found.commit, dirty=found.dirty,
                     files=len(entries), bytes=found.size)
+
+
+def _reusable(store: Path, digest: str) -> bool:
+    return (store / (digest + MANIFEST_SUFFIX)).is_file() and (store / digest).is_dir()
+
+
+def _copy_in(store: Path, path: Path, executable: bool) -> str:
+    try:
+        return _store_object(store, path, executable)
+    except OSError as exc:
+        raise ConfigError(f"cannot copy {path} into the code snapshot: {exc.strerror}",
+                          hint=f"check the file, the space and permissions of {store}, or pass --no-snapshot") from None
 
 
 def _build_tree(store: Path, tree: Path, entries: Iterable[tuple[str, str, bool]],
