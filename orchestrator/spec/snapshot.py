@@ -150,3 +150,10 @@ def source_folder(job_file: str, script_kind: str | None, script_target: str | N
 def relocate_paths(paths: Sequence[str], snapshot: Snapshot | None) -> list[str]:
     """``sys.path`` of a task: every absolute entry inside the source moved into the snapshot."""
     return [relocate(p, snapshot) if os.path.isabs(p) else p for p in paths]
+
+
+def takes_snapshot(asked: bool | None, default: bool, script: bool, job_file: Path, builtin_jobs: Path) -> bool:
+    """Whether a submit takes a code snapshot: ``asked`` (False: --no-snapshot) else ``launcher.snapshot``;
+    never for a built-in job (part of orch)."""
+    on = default if asked is None else asked
+    return on and (script or not job_file.is_relative_to(builtin_jobs))
