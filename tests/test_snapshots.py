@@ -301,3 +301,43 @@ def test_relocate_is_the_one_rule() -> None:
     assert relocate("/home/u", snap) == "/home/u"
     assert relocate("/home/u/proj/x", None) == "/home/u/proj/x"
     assert relocate_paths(["", "/home/u/proj/lib", sys.prefix], snap) == ["", "/jr/.snapshots/d/lib", sys.prefix]
+
+
+def test_a_sweep_of_a_job_file_runs_every_element_from_one_snapshot(repo: Path, cluster: Path, stubs: Stubs,
+                                                                    write_job: Callable[..., Path]) -> None:
+    job = write_job()  # tmp_path/tiny.py: outside the repository, so its folder is the snapshot
+    inside = repo / "jobs" / "tiny.py"
+    inside.parent.mkdir()
+    inside.write_text(job.read_text())
+    proc = orch(stubs, repo, "submit", "jobs/tiny.py", "--cluster", str(cluster), "--sweep", "width=1,2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    elements = [Path(e["job_dir"]) for e in json.loads(proc.stdout)["elements"]]
+    snaps = [config(e)["snapshot"] for e in elements]
+    assert snaps[0] == snaps[1] and snaps[0]["source"] == str(repo)
+    assert config(elements[0])["job_file"] == str(inside)  # what was submitted; the task loads the copy
+    assert (Path(snaps[0]["path"]) / "jobs" / "tiny.py").read_text() == job.read_text()
+    assert "snapshots" not in proc.stderr
+
+
+def test_builtin_jobs_take_no_snapshot(cluster: Path, stubs: Stubs, tmp_path: Path) -> None:
+    proc = orch(stubs, tmp_path, "submit", "smoke", "--cluster", str(cluster), "--partition", "cpu",
+                "--gpus", "0", "--ntasks-per-node", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert config(Path(json.loads(proc.stdout)["job_dir"]))["snapshot"] is None
+    assert not (tmp_path / "jobroot" / ".snapshots").exists()
+
+
+def test_a_huge_folder_outside_git_stops_early(tmp_path: Path, stubs: Stubs,
+                                               write_cluster: Callable[..., Path]) -> None:
+    home = tmp_path / "home"
+    (home / "a").mkdir(parents=True)
+    (home / "train.py").write_text("print(1)\n")
+    for i in range(3):
+        (home / "a" / f"table{i}.csv").write_bytes(b"x" * (2**20 + 1))
+    (home / ".cache").mkdir()
+    (home / ".cache" / "big.txt").write_bytes(b"c" * (5 * 2**20))  # hidden: never walked
+    small = write_cluster(name="small.yaml", launcher={"job_root": str(tmp_path / "jobroot"), "snapshot_max_mb": 1})
+    proc = orch(stubs, home, "submit", "train.py", "--cluster", str(small), "--partition", "cpu")
+    assert proc.returncode == 2
+    assert f"the code snapshot of {home} would be more than 3.0 MB, over launcher.snapshot_max_mb (1 MB)" in proc.stderr
+    assert "a/table" in proc.stderr and ".cache" not in proc.stderr

@@ -76,6 +76,7 @@ class Collected:
     links: list[tuple[str, str]] = field(default_factory=list)  # (relpath, absolute target)
     dirs: list[str] = field(default_factory=list)  # folders made even when empty (the submit directory)
     stat_keys: dict[str, list[int]] = field(default_factory=dict)  # relpath -> (size, mtime, inode, ctime)
+    partial: bool = False  # the walk stopped early: already over the size limit
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (relpath, why)
 
     @property
@@ -138,12 +139,12 @@ def _z(data: bytes) -> list[str]:
     return [os.fsdecode(item) for item in data.split(b"\0") if item]
 
 
-def collect(folder: Path, job_root: Path | None = None) -> Collected:
+def collect(folder: Path, job_root: Path | None = None, limit: int | None = None) -> Collected:
     """The files a snapshot of ``folder``'s work tree (or of ``folder``, outside git) holds; a job root
     inside it (job folders, snapshots) is left out whole."""
     where = git_root(folder)
     if where is None:
-        return _collect_folder(folder, _inside(job_root, folder))
+        return _collect_folder(folder, _inside(job_root, folder), limit)
     root, commit = where
     done = _git_all([["ls-files", "-z", "-t", "-co", "--exclude-standard"],
                      ["ls-files", "-z", "-oi", "--exclude-standard", "--directory"],
@@ -205,7 +206,9 @@ def _add(found: Collected, root: Path, rel: str, links: set[str]) -> None:
     found.stat_keys[rel] = _stat_key(info)
 
 
-def _collect_folder(folder: Path, own: str | None) -> Collected:
+def _collect_folder(folder: Path, own: str | None, limit: int | None) -> Collected:
+    """Outside git: the folder's files, without hidden, data and environment folders; the walk stops
+    once more than ``limit`` bytes are found (a script in a home folder must not read the whole home)."""
     found = Collected(source=folder, commit=None, dirty=False)
     links: set[str] = set()
     for here, dirs, names in os.walk(folder):
@@ -217,7 +220,7 @@ def _collect_folder(folder: Path, own: str | None) -> Collected:
             path = base / name
             if _under(prefix + name, own):
                 continue
-            skipped = skip_reason(f"{prefix}{name}/x", 0) is not None or (
+            skipped = skip_reason(f"{prefix}{name}/x", 0) is not None or name.startswith(".") or (
                 name in DATA_DIRS and not (path / "__init__.py").exists())
             if skipped or path.is_symlink():
                 links.add(prefix + name)
@@ -228,6 +231,9 @@ def _collect_folder(folder: Path, own: str | None) -> Collected:
         for name in sorted(names):
             if not _under(prefix + name, own):
                 _add(found, folder, prefix + name, links)
+        if limit is not None and found.size > limit:
+            found.partial = True
+            break
     _finish(found, folder, links)
     return found
 
@@ -421,13 +427,15 @@ def check_size(found: Collected, limit_mb: int) -> None:
     """A snapshot over ``launcher.snapshot_max_mb`` stops the submit, naming the largest files."""
     if found.size > limit_mb * 2**20:
         message, hint = too_large_message(found.size, limit_mb, found.largest(), str(found.source))
+        if found.partial:
+            message = message.replace(" would be ", " would be more than ", 1)
         raise ConfigError(message, hint=hint)
 
 
 def take(folder: Path, job_root: Path, limit_mb: int, cwd: str | None = None) -> Snapshot:
     """Collect, check the size and store: the snapshot a job runs from (``cwd``: the submit directory,
     made in the snapshot when it lies in the tree, even without files of its own)."""
-    found = collect(folder, job_root)
+    found = collect(folder, job_root, limit_mb * 2**20)
     check_size(found, limit_mb)
     if cwd is not None:
         found.add_dir(cwd)
