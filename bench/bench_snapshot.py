@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.records.snapshots import take  # noqa: E402
+from orchestrator.records.snapshots import take
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_MB = 1000
