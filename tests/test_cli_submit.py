@@ -42,7 +42,7 @@ def run_main(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def folders(root: Path) -> list[Path]:
-    return sorted(root.iterdir()) if root.exists() else []
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.exists() else []  # .snapshots
 
 
 def test_dry_run_prints_script_and_every_rank(env: dict[str, Any], capsys: Capsys) -> None:

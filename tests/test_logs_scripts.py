@@ -174,7 +174,7 @@ def test_submit_records_the_job_and_logs_find_it_without_cluster(
     before = datetime.now().astimezone() - timedelta(seconds=1)
     code, out, err = run_cli(capsys, "submit", str(script), "--cluster", str(cluster), "--gpus", "1")
     assert code == 0, err
-    [job_dir] = [p for p in (tmp_path / "elsewhere-jobs").iterdir()]
+    [job_dir] = [p for p in (tmp_path / "elsewhere-jobs").iterdir() if not p.name.startswith(".")]  # not .snapshots
     assert out == f"submitted job 4242\njob folder: {job_dir}\n"
     assert job_dir.name.startswith("dino_main_dino-")
     [call] = stubs.records("sbatch")

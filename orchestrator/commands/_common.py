@@ -57,8 +57,9 @@ def add_ignore_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cluster", metavar="PATH",
-                        help="cluster.yaml to use (default: $ORCH_CLUSTER, then ./cluster.yaml)")
+    parser.add_argument("--cluster", metavar="PATH|NAME",
+                        help="cluster file to use: a path, or NAME for ~/.config/orch/clusters/NAME.yaml "
+                             "(default: $ORCH_CLUSTER, then ./cluster.yaml)")
 
 
 def add_json_argument(parser: argparse.ArgumentParser) -> None:

@@ -40,6 +40,7 @@ from orchestrator.records.jobdirs import (
 )
 from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
 from orchestrator.slurm import jobstate
+from orchestrator.spec.snapshot import Snapshot
 
 # column title -> key of a row (one table for the human view)
 COLUMNS: dict[str, str] = {
@@ -150,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
     startup = _startup(targets[0][1]) if len(args.jobs) == 1 else None
     if startup:
         table[0]["startup"] = startup
+    snap = _snapshot(targets[0][1]) if len(args.jobs) == 1 else None
+    if snap is not None:
+        table[0]["snapshot"] = snap.model_dump(mode="json")
     if args.json:
         print_json(table[0] if len(args.jobs) == 1 else table)
     else:
@@ -162,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
             if row.get("failure"):
                 print(f"# job {row['job_id']}: {row['failure']['message']} (orch logs {row['job_id']} shows "
                       "that rank's last lines)")
+        if snap is not None:
+            print(f"# code snapshot: {snap.summary()}, {snap.path}")
         if startup:
             from orchestrator.records.startup import format_startup
 
@@ -179,6 +185,11 @@ def _print_attempts(row: dict[str, Any], job: JobDir | None) -> None:
     goodput = result.get("goodput") if isinstance(result, dict) else None
     if isinstance(goodput, dict):
         print(f"# {format_ledger(goodput)}")
+
+
+def _snapshot(job: JobDir | None) -> Snapshot | None:
+    """The code snapshot the job runs from (job.json's ``snapshot``: digest, git commit, dirty)."""
+    return job.config.snapshot if job is not None and job.config is not None else None
 
 
 def _startup(job: JobDir | None) -> dict[str, float] | None:

@@ -96,6 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "node is named and the job stops (--preflight), or is submitted again without that "
                              "node (--preflight=exclude); default: launcher.preflight of cluster.yaml ('off')")
     add_restart_arguments(parser, spares=True)
+    parser.add_argument("--no-snapshot", action="store_true",
+                        help="run the code in place, as it is on disk when each task starts (default: a copy "
+                             "taken now, launcher.snapshot; docs/snapshots.md)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the script and every rank; run nothing, write nothing")
     parser.add_argument("--remote-check", action="store_true",

@@ -51,6 +51,7 @@ from orchestrator.runtime.state import Resume, checkpoint_state
 from orchestrator.runtime.task import TrainTask
 from orchestrator.spec.job import JobSpec, TrainParams, load_job_file
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
+from orchestrator.spec.snapshot import relocate
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
 
@@ -64,7 +65,7 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
         cuda_available=cuda, device_count=torch.cuda.device_count() if cuda else 0,
         visible=environ.get(devices.VISIBLE_VAR), rank=env.rank, local_rank=env.local_rank,
         local_world_size=env.local_world_size)
-    spec = load_job_file(Path(cfg.job_file))
+    spec = load_job_file(Path(relocate(cfg.job_file, cfg.snapshot)))  # the code snapshot's copy, if any
     params = spec.params.model_validate(cfg.params)
     torch.set_num_threads(devices.num_threads(params.num_threads, cfg.cpus_per_task))
     dynamo = prefetch_dynamo()  # DDP imports torch._dynamo: overlap that with the rendezvous

@@ -29,9 +29,10 @@ from orchestrator.spec.bounds import BOUNDS, within
 from orchestrator.spec.cluster import Cluster, Partition
 from orchestrator.spec.containers import ContainerPlan, resolve_container
 from orchestrator.spec.extras import merge_sbatch, placement
-from orchestrator.spec.job import LoadedJob, make_params
+from orchestrator.spec.job import BUILTIN_JOBS_DIR, LoadedJob, make_params
 from orchestrator.spec.runconfig import Preflight, RunConfig
 from orchestrator.spec.script import ScriptTarget
+from orchestrator.spec.snapshot import SNAPSHOT_DIR, takes_snapshot
 from orchestrator.spec.units import format_time, parse_mem_mb, parse_time
 
 # The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
@@ -74,6 +75,8 @@ class SubmitRequest(BaseModel):
     # Restarts inside the allocation (None: launcher.max_restarts of cluster.yaml) and spare nodes.
     max_restarts: Annotated[int, within("max_restarts")] | None = None
     spare_nodes: Annotated[int, within("spare_nodes")] | None = None
+    # Code snapshot at submit (None: launcher.snapshot of cluster.yaml; False: --no-snapshot).
+    snapshot: bool | None = None
 
 
 def make_request(values: Mapping[str, Any]) -> SubmitRequest:
@@ -154,7 +157,9 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     preflight = _preflight(request.preflight or cluster.launcher.preflight, extras, hosts)
     box = resolve_container(cluster.launcher.container, runtime=request.container_runtime,
                             image=request.container_image, mounts=request.container_mounts,
-                            always=_task_paths(job_dir, request.script))
+                            always=_task_paths(job_dir, request.script, takes_snapshot(
+                                request.snapshot, cluster.launcher.snapshot, request.script is not None,
+                                loaded_job.path, BUILTIN_JOBS_DIR)))
     context = ScriptContext(
         job_name=job_name, nodes=nodes, ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=cpus,
         time=time_text, partition=partition.name, job_dir=str(job_dir), python=python,
@@ -245,9 +250,10 @@ def _preflight(mode: str, extras: Mapping[str, str | None], hosts: list[str]) ->
                      nodelist=nodes["nodelist"], partition_nodes=hosts)
 
 
-def _task_paths(job_dir: Path, script: ScriptTarget | None) -> list[str]:
-    """Host folders every task reads: the job folder, and for scripts the submit and script folders."""
-    paths = [str(job_dir)]
+def _task_paths(job_dir: Path, script: ScriptTarget | None, snapshots: bool = False) -> list[str]:
+    """Host folders every task reads: the job folder, the code snapshots (``<job root>/.snapshots``), and
+    for scripts the submit and script folders."""
+    paths = [str(job_dir), *([str(job_dir.parent / SNAPSHOT_DIR)] if snapshots else [])]
     if script is not None:
         paths.append(script.cwd)
         if script.kind == "script":

@@ -65,8 +65,8 @@ def _remember_bad_nodes(job_dir: Path, run: str | None, nodes: Sequence[str], pe
     """A failed attempt's evidence (hang, signal death, NCCL/CUDA error; never the job's own exception)
     goes to the job root's bad_nodes.jsonl (slurm.nodememory), after every attempt, not only the last."""
     from orchestrator.records import badnodes
-    from orchestrator.records.jobdirs import JOB_ID_FILE
     from orchestrator.slurm import nodememory
+    from orchestrator.spec.runconfig import JOB_ID_FILE
 
     hosts = {rank: node for i, node in enumerate(nodes) for rank in range(i * per_node, (i + 1) * per_node)}
     try:

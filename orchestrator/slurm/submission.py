@@ -35,6 +35,7 @@ from orchestrator.records.jobdirs import (
     write_script,
 )
 from orchestrator.records.jobindex import Submitted, now_text, record_submit
+from orchestrator.records.snapshots import snapshot_config
 from orchestrator.records.trust import fs_error, make_job_root
 from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.slurm.render import render_script
@@ -120,6 +121,7 @@ class SubmitOptions:
     data_dir: str | Path | None = None
     no_check: bool = False  # launch a script even when orch doctor finds errors in it (they are still shown)
     ignore: Sequence[str] = ()  # orch doctor codes not reported (--ignore, cluster.yaml's doctor.ignore)
+    no_snapshot: bool = False  # run the files in place, not a copy taken at submit (docs/snapshots.md)
 
 
 OPTION_NAMES = tuple(f.name for f in fields(SubmitOptions))
@@ -162,6 +164,7 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
         "script": target, "gpus_per_task": options.gpus_per_task,
         "sbatch_extra": parse_sbatch_args(named, sbatch_items),
         "env": parse_env_args(env_items),
+        "snapshot": False if options.no_snapshot else None,
         "container_runtime": options.container_runtime, "container_image": options.container_image,
         "container_mounts": list(options.container_mounts), "preflight": options.preflight,
         "max_restarts": options.max_restarts, "spare_nodes": options.spare_nodes,
@@ -285,7 +288,8 @@ def queue(plan: SubmitPlan, environ: Mapping[str, str]) -> str:
     """Write the job folder and sbatch its script; the job id. SlurmError when sbatch refuses (its
     message is then in ``submit_error.txt``)."""
     check_pass_env(plan.run_config.launcher.pass_env, environ)
-    job_dir = write_job_dir(plan.job_dir, plan.script, plan.run_config)
+    config = snapshot_config(plan.run_config, plan.request.snapshot)
+    job_dir = write_job_dir(plan.job_dir, plan.script, config)
     job_id = _sbatch(job_dir, [job_dir])
     submitted = now_text()  # right after sbatch returned: a little later than Slurm's SubmitTime
     _write_id(job_dir, job_id)
@@ -297,6 +301,7 @@ def queue_array(array: ArrayPlan, environ: Mapping[str, str]) -> tuple[str, list
     """Write the array folder (sbatch.sh, array.json, one element folder each) and sbatch it once;
     the array's id and each element's (``<array id>_<index>``)."""
     check_pass_env(array.plan.run_config.launcher.pass_env, environ)
+    snap = snapshot_config(array.plan.run_config, array.plan.request.snapshot).snapshot
     folder = array.job_dir
     make_job_root(folder.parent)  # trusted, created with the one mode (orchestrator.records.trust)
     try:
@@ -309,7 +314,7 @@ def queue_array(array: ArrayPlan, environ: Mapping[str, str]) -> tuple[str, list
                                          encoding="utf-8")
         for element in array.elements:
             create_job_dir(element.job_dir)
-            write_config(element.job_dir, element.run_config)
+            write_config(element.job_dir, element.run_config.model_copy(update={"snapshot": snap}))
     folders = [folder, *(e.job_dir for e in array.elements)]
     array_id = _sbatch(folder, folders)
     submitted = now_text()

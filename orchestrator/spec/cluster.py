@@ -167,6 +167,10 @@ class Launcher(_Model):
                                 "WANDB_API_KEY) that tasks take from the shell running orch submit; only "
                                 "the names are written to the script and job.json, never the values")
     container: Container = Field(default_factory=Container)
+    snapshot: bool = Field(default=True, description="orch submit copies the job's code into "
+                           "<job_root>/.snapshots/ and every task runs from the copy (off: the files in place)")
+    snapshot_max_mb: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        default=100, description="a code snapshot larger than this stops the submit")
     preflight: Literal["off", "stop", "exclude"] = Field(
         default="off", description="orch submit --preflight default: run the selftest checks first in every "
         "job (stop: a failed node stops the job; exclude: the job is submitted again without it)")
@@ -254,21 +258,56 @@ def _check_name(value: str, what: str) -> str:
     return value
 
 
+def clusters_dir(environ: Mapping[str, str]) -> Path | None:
+    """Where named cluster files live: ``$XDG_CONFIG_HOME/orch/clusters`` (default ``~/.config/...``)."""
+    base = environ.get("XDG_CONFIG_HOME") or ""
+    if not base.startswith("/"):  # the XDG spec: a relative value is invalid and ignored
+        home = environ.get("HOME") or ""
+        if not home.startswith("/"):
+            return None
+        base = home.rstrip("/") + "/.config"
+    return Path(base) / "orch" / "clusters"
+
+
+def is_cluster_name(text: str) -> bool:
+    """``--cluster NAME`` (a named cluster file) rather than a path: no '/', no .yaml/.yml suffix."""
+    return bool(_NAME_RE.fullmatch(text)) and not text.endswith((".yaml", ".yml")) and text not in (".", "..")
+
+
+def named_cluster_files(environ: Mapping[str, str]) -> dict[str, Path]:
+    """NAME -> file of every ``NAME.yaml`` in :func:`clusters_dir`, sorted by name."""
+    folder = clusters_dir(environ)
+    if folder is None or not folder.is_dir():
+        return {}
+    found = {p.stem: p for p in folder.glob("*.yaml") if is_cluster_name(p.stem) and p.is_file()}
+    return dict(sorted(found.items()))
+
+
 def find_cluster_file(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> Path:
-    """Resolve which cluster.yaml to use (pure: the caller passes the environment and cwd)."""
+    """Resolve which cluster file to use (pure: the caller passes the environment and cwd).
+
+    ``--cluster``, then ``$ORCH_CLUSTER``, then ``./cluster.yaml``. The first two take a path or a NAME:
+    ``NAME`` is ``<clusters_dir>/NAME.yaml`` when that exists (a file ``./NAME`` otherwise still works).
+    """
     if explicit:
-        path, source = Path(explicit), "--cluster"
+        text, source = explicit, "--cluster"
     elif environ.get(CLUSTER_ENV_VAR):
-        path, source = Path(environ[CLUSTER_ENV_VAR]), f"${CLUSTER_ENV_VAR}"
+        text, source = environ[CLUSTER_ENV_VAR], f"${CLUSTER_ENV_VAR}"
     else:
-        path, source = cwd / DEFAULT_CLUSTER_FILE, "the current directory"
-    path = path.expanduser()
+        text, source = str(cwd / DEFAULT_CLUSTER_FILE), "the current directory"
+    folder = clusters_dir(environ)
+    if is_cluster_name(text) and folder is not None and (folder / f"{text}.yaml").is_file():
+        return folder / f"{text}.yaml"
+    path = Path(text).expanduser()
     if not path.is_absolute():
         path = cwd / path
     if not path.is_file():
+        names = ", ".join(named_cluster_files(environ)) or "none"
+        where = f" nor {folder}/{text}.yaml" if is_cluster_name(text) and folder is not None else ""
         raise ConfigError(
-            f"no cluster file at {path} (from {source})",
-            hint=f"pass --cluster PATH, set {CLUSTER_ENV_VAR}, or run from a folder with a cluster.yaml",
+            f"no cluster file at {path}{where} (from {source})",
+            hint=f"pass --cluster PATH or NAME (named clusters: {names}; orch clusters lists them), "
+                 f"set {CLUSTER_ENV_VAR}, or run from a folder with a cluster.yaml",
         )
     return path
 

@@ -17,6 +17,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.extras import check_env_var
 from orchestrator.spec.script import ScriptTarget
+from orchestrator.spec.snapshot import Snapshot
 
 JOB_FILE = "job.json"
 SCRIPT_FILE = "sbatch.sh"
@@ -73,6 +74,8 @@ class RunConfig(BaseModel):
     preflight: Preflight | None = Field(default=None, description="orch submit --preflight (None: no preflight)")
     spare_nodes: int = Field(default=0, ge=0, description="orch submit --spare-nodes: allocated beyond nodes, for "
                              "a restart without a blamed node")
+    snapshot: Snapshot | None = Field(default=None, description="the code snapshot every task runs from "
+                                      "(None: the files in place; docs/snapshots.md)")
 
     @field_validator("env")
     @classmethod

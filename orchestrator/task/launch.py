@@ -39,12 +39,13 @@ from types import FrameType
 from typing import TYPE_CHECKING, Protocol
 
 from orchestrator.env import distenv, taskenv
-from orchestrator.errors import DistEnvError, OrchError, RendezvousTimeout
+from orchestrator.errors import ConfigError, DistEnvError, OrchError, RendezvousTimeout
 from orchestrator.records.jobdirs import outcome_path
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.startup import CLOCK
 from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
+from orchestrator.spec.snapshot import relocate_paths
 from orchestrator.task import hang
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
@@ -185,6 +186,19 @@ def _reason(message: str) -> str:
     return re.sub(r"^rank \d+( failed)?: ", "", message)
 
 
+def use_snapshot(cfg: RunConfig) -> None:
+    """A job with a code snapshot imports from it: ``sys.path`` entries inside its source move into it
+    (the script's or job file's own path is moved by scriptrun and the entrypoint)."""
+    snap = cfg.snapshot
+    if snap is None:
+        return
+    if not Path(snap.path).is_dir():
+        raise ConfigError(f"the job's code snapshot {snap.path} is missing",
+                          hint="it was removed (by hand? orch clean keeps the snapshots job folders name); "
+                               "submit the job again")
+    sys.path[:] = relocate_paths(sys.path, snap)
+
+
 def main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
     code = _main(argv, runtime)
     if code == 0:
@@ -221,6 +235,7 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         if not args.preflight:  # the preflight step has its own verdict (preflight.json)
             start_outcome(cfg, env, job_dir, os.environ)
         check_world(cfg, env)
+        use_snapshot(cfg)
         if cfg.script is not None:  # bring your own script: run it as torchrun would
             from orchestrator.task import scriptrun
 

@@ -53,7 +53,8 @@ class Recorder:
         self.settings = {INIT_TIMEOUT: init_timeout, COLLECTIVE_TIMEOUT: collective_timeout}
         self.timeout = (init_timeout, INIT_TIMEOUT)  # start-up until the runtime says otherwise
         self.base = {"rank": rank, "world_size": world_size, "run": run[:200], "restart": restart,
-                     "host": host_name(os.environ, socket.gethostname())[:255], "pid": os.getpid(), "started": time.time()}
+                     "host": host_name(os.environ, socket.gethostname())[:255], "pid": os.getpid(),
+                     "started": time.time()}
         self._write("running")
 
     def step(self, epoch: int, step: int) -> None:

@@ -33,6 +33,7 @@ from orchestrator.env.devices import VISIBLE_VAR, parse_visible_devices
 from orchestrator.errors import ConfigError
 from orchestrator.spec.runconfig import REQUEUE_FILE, RunConfig
 from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
+from orchestrator.spec.snapshot import relocate
 
 NVIDIA_DEVICE = Path("/dev/nvidiactl")  # present where an NVIDIA driver is loaded
 DEBUG_ENV_VAR = "ORCH_DEBUG"  # =1: a script's traceback keeps orch's own frames (launch, scriptrun, runpy)
@@ -97,13 +98,23 @@ def script_argv(target: ScriptTarget, module_file: str | None = None) -> list[st
     return [target.target if target.kind == "script" else (module_file or target.target), *target.args]
 
 
+def in_snapshot(cfg: RunConfig) -> ScriptTarget:
+    """The job's script as this task runs it: with a code snapshot, its path and the working
+    directory moved into the snapshot when they lie in its source (:func:`orchestrator.spec.snapshot.relocate`)."""
+    target = cfg.script
+    if target is None:
+        raise ConfigError("job.json has no script", hint="the job folder is damaged; submit again")
+    if cfg.snapshot is None:
+        return target
+    moved = relocate(target.target, cfg.snapshot) if target.kind == "script" else target.target
+    return target.model_copy(update={"target": moved, "cwd": relocate(target.cwd, cfg.snapshot)})
+
+
 def run(cfg: RunConfig, rank: int, local_rank: int, local_world_size: int, job_dir: Path,
         environ: Mapping[str, str], *, bind: Callable[..., object]) -> int:
     """Run the job's script in this process; ``bind`` binds a GPU task's device first (torch's side:
     ``orchestrator.runtime.bind.bind_script_device``, handed down by the runtime's launcher)."""
-    target = cfg.script
-    if target is None:
-        raise ConfigError("job.json has no script", hint="the job folder is damaged; submit again")
+    target = in_snapshot(cfg)
     try:
         os.chdir(target.cwd)
     except OSError as exc:

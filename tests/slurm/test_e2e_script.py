@@ -17,6 +17,7 @@ from support import ORCH
 
 from orchestrator.env import masterport
 from orchestrator.env.taskenv import is_loopback
+from orchestrator.spec.snapshot import Snapshot, relocate
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster
@@ -59,6 +60,8 @@ def test_unmodified_script_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: P
     shown = slurm_cluster.client("scontrol", "show", "job", ddp_id).stdout
     assert "TimeLimit=00:10:00" in shown and "Partition=debug" in shown  # SBATCH_* did not win
     records = _records(out_ddp, 4)
+    # the script runs from the code snapshot taken at submit (issue 21); the submit directory is outside it
+    snap = Snapshot.model_validate(json.loads((ddp_dir / "job.json").read_text(encoding="utf-8"))["snapshot"])
     port = masterport.master_port(ddp_id, 0, (29500, 39499))
     master = records[0]["env"]["MASTER_ADDR"]
     for rank, rec in enumerate(records):
@@ -73,7 +76,9 @@ def test_unmodified_script_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: P
         }
         expected = ["--out", str(out_ddp), "--steps", "3", "--", *HOSTILE]
         assert [bytes.fromhex(h) for h in rec["argv_hex"]] == [os.fsencode(a) for a in expected]
-        assert (rec["cwd"], rec["path0"], rec["argv0"]) == (str(elsewhere), str(SCRIPTS), str(DDP))
+        assert (rec["cwd"], rec["path0"], rec["argv0"]) == (str(elsewhere), relocate(str(SCRIPTS), snap),
+                                                            relocate(str(DDP), snap))
+        assert rec["argv0"] != str(DDP)
         assert (rec["backend"], rec["world"]) == ("gloo", 4)
         # K = 1: the node's two GPUs (which ones depends on the cluster's other jobs), as torchrun leaves them
         assert len(rec["cuda_visible"].split(",")) == 2

@@ -1,0 +1,108 @@
+"""``orch clusters [--json]``: the cluster files orch can use, whether each is reachable, its partitions.
+
+The files: ``./cluster.yaml`` and every ``NAME.yaml`` in ``$XDG_CONFIG_HOME/orch/clusters``
+(``~/.config/orch/clusters``), picked with ``--cluster NAME`` or ``ORCH_CLUSTER=NAME``; the one a
+verb would use without ``--cluster`` is marked. Reachable, for a cluster on this machine: Slurm's
+commands are installed and its controller answers ``scontrol ping`` (within ``PING_TIMEOUT`` s,
+asked once for every file: they all reach the controller of this machine's Slurm configuration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from orchestrator.commands._common import add_json_argument, print_json
+from orchestrator.errors import OrchError
+
+PING_TIMEOUT = 5.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json_argument(parser)
+
+
+def cluster_files(environ: dict[str, str] | os._Environ[str], cwd: Path) -> list[tuple[str, Path, str]]:
+    """(what picks it, file, source) of every cluster file: ./cluster.yaml, then the named ones."""
+    from orchestrator.spec.cluster import DEFAULT_CLUSTER_FILE, named_cluster_files
+
+    found = []
+    local = cwd / DEFAULT_CLUSTER_FILE
+    if local.is_file():
+        found.append((f"./{DEFAULT_CLUSTER_FILE}", local, "current directory"))
+    found += [(name, path, "named") for name, path in named_cluster_files(environ).items()]
+    return found
+
+
+def slurm_reachable() -> tuple[bool, str]:
+    """(reachable, why) of this machine's Slurm: its commands present, its controller answering."""
+    import shutil
+
+    from orchestrator.slurm.client import run_command
+
+    missing = [tool for tool in ("sbatch", "squeue", "scontrol") if shutil.which(tool) is None]
+    if missing:
+        return False, f"Slurm's commands are not installed here ({', '.join(missing)} not on PATH)"
+    try:
+        proc = run_command(["scontrol", "ping"], PING_TIMEOUT)
+    except OrchError as exc:
+        return False, exc.message
+    text = (proc.stdout + proc.stderr).strip()
+    if "is UP" in text:
+        return True, text.splitlines()[0] if text else "up"
+    return False, (text.splitlines()[0] if text else f"scontrol ping exited {proc.returncode}")[:200]
+
+
+def describe(environ: dict[str, str] | os._Environ[str], cwd: Path) -> list[dict[str, Any]]:
+    from orchestrator.records.cache import load_cluster
+    from orchestrator.spec.cluster import find_cluster_file
+
+    try:
+        default: Path | None = find_cluster_file(None, environ, cwd)
+    except OrchError:
+        default = None
+    rows: list[dict[str, Any]] = []
+    reach: tuple[bool, str] | None = None
+    for label, path, source in cluster_files(environ, cwd):
+        row: dict[str, Any] = {"pick": label, "file": str(path), "source": source, "default": path == default,
+                               "name": None, "partitions": [], "reachable": False, "reason": None}
+        try:
+            cluster = load_cluster(path)
+        except OrchError as exc:
+            row["reason"] = f"invalid: {exc.message.splitlines()[0]}"
+            rows.append(row)
+            continue
+        row["name"] = cluster.name
+        row["partitions"] = [p.name for p in cluster.partitions]
+        reach = reach or slurm_reachable()
+        row["reachable"], row["reason"] = reach
+        rows.append(row)
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.spec.cluster import clusters_dir
+
+    rows = describe(os.environ, Path.cwd())
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        raise OrchError("no cluster files: no ./cluster.yaml here and none in "
+                        f"{clusters_dir(os.environ) or '~/.config/orch/clusters'}",
+                        hint="copy a cluster.yaml to ~/.config/orch/clusters/NAME.yaml, then use --cluster NAME")
+    width = max(len("CLUSTER"), *(len(r["pick"]) + 2 for r in rows))
+    print(f"{'CLUSTER':<{width}}  {'NAME':<16}  {'REACHABLE':<9}  {'PARTITIONS':<24}  FILE")
+    for r in rows:
+        pick = r["pick"] + (" *" if r["default"] else "")
+        parts = ",".join(r["partitions"]) or "-"
+        print(f"{pick:<{width}}  {r['name'] or '-':<16}  {'yes' if r['reachable'] else 'no':<9}  {parts:<24}  "
+              f"{r['file']}")
+    reasons = dict.fromkeys(r["reason"] for r in rows if r["reason"])
+    for reason in reasons:
+        print(f"# {reason}")
+    if any(r["default"] for r in rows):
+        print("# *: used when --cluster and $ORCH_CLUSTER are not given")
+    return 0
