@@ -20,6 +20,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.spec.bounds import check, within
 from orchestrator.spec.doctorcodes import DOCTOR_CODES
 from orchestrator.spec.extras import check_env_var, check_sbatch_key
+from orchestrator.spec.tracking import TrackerName
 from orchestrator.spec.units import parse_mem_mb, parse_time
 
 CLUSTER_ENV_VAR = "ORCH_CLUSTER"
@@ -206,6 +207,8 @@ class Cluster(_Model):
     env: dict[str, str] = Field(default_factory=dict, description="exported to every task")
     launcher: Launcher = Field(default_factory=Launcher)
     doctor: Doctor = Field(default_factory=Doctor)
+    tracking: list[TrackerName] = Field(default_factory=list, description="experiment trackers every job logs to "
+                                        "besides TensorBoard: wandb, mlflow (--track adds to them)")
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "cluster name"))
 

@@ -17,6 +17,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.extras import check_env_var
 from orchestrator.spec.script import ScriptTarget
+from orchestrator.spec.tracking import TrackerName
 
 JOB_FILE = "job.json"
 SCRIPT_FILE = "sbatch.sh"
@@ -71,6 +72,7 @@ class RunConfig(BaseModel):
     gpus_per_task: int = Field(default=1, ge=1, description="GPUs each task holds (tasks = gpus / this)")
     restarts: int = Field(default=0, ge=0, description="local runs: how often orch run --resume continued it")
     preflight: Preflight | None = Field(default=None, description="orch submit --preflight (None: no preflight)")
+    tracking: list[TrackerName] = Field(default_factory=list, description="W&B / MLflow (TensorBoard is always on)")
 
     @field_validator("env")
     @classmethod
