@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 import torch
 from torch import nn
@@ -59,6 +59,7 @@ class StepsLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.file: TextIO | None = None
 
     def trim(self, after: int) -> None:
         if not self.path.exists():
@@ -74,11 +75,15 @@ class StepsLog:
         write_text_atomic(self.path, "".join(kept))
 
     def scalars(self, values: Mapping[str, float], step: int) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(dumps({"step": step, "time": time.time(), **values}) + "\n")
+        if self.file is None:
+            self.file = self.path.open("a", encoding="utf-8")
+        self.file.write(dumps({"step": step, "time": time.time(), **values}) + "\n")
+        self.file.flush()  # whole lines in the file (orch plot reads it while the job runs)
 
     def close(self, status: str) -> None:
-        pass
+        if self.file is not None:
+            self.file.close()
+            self.file = None
 
 
 class TensorBoardSink:
@@ -88,11 +93,16 @@ class TensorBoardSink:
         except ImportError:
             raise ConfigError("TensorBoard logging needs the tensorboard package, which is not installed",
                               hint="pip install tensorboard (a dependency of orch: reinstall orch)") from None
-        self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge_step, flush_secs=10)
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge_step, flush_secs=10, max_queue=1000)
+        self.files = self.writer._get_file_writer()  # type: ignore[no-untyped-call]
+        self.summary = Summary
 
     def scalars(self, values: Mapping[str, float], step: int) -> None:
-        for key, value in values.items():
-            self.writer.add_scalar(key, value, global_step=step)
+        # one event with every scalar of the step (add_scalar would make one event per scalar, at 4x the cost)
+        summary = self.summary(value=[self.summary.Value(tag=k, simple_value=v) for k, v in values.items()])
+        self.files.add_summary(summary, global_step=step)
 
     def close(self, status: str) -> None:
         self.writer.close()
@@ -103,8 +113,8 @@ def grad_norm(model: nn.Module) -> float | None:
     grads = [p.grad.detach() for p in model.parameters() if p.grad is not None]
     if not grads:
         return None
-    norms = torch.stack([torch.linalg.vector_norm(g, dtype=torch.float32) for g in grads])
-    return float(torch.linalg.vector_norm(norms))
+    # the per-tensor norms in one fused call (what clip_grad_norm_ does), then their norm: no copy of the grads
+    return float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
 
 
 @dataclass
