@@ -44,10 +44,16 @@ def test_a_missing_package_names_its_extra(name: str, monkeypatch: pytest.Monkey
     assert f"orch[{name}]" in (caught.value.hint or "")
 
 
+def wandb_dirs(tmp_path: Path) -> dict[str, str]:
+    """W&B's own folders (settings, cache, artifacts) inside the test's folder, not the user's home."""
+    return {name: str(tmp_path / "wandb-home") for name in ("WANDB_DIR", "WANDB_CONFIG_DIR", "WANDB_CACHE_DIR",
+                                                            "WANDB_DATA_DIR")}
+
+
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     store = tmp_path / "mlruns"
-    for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(tmp_path),
+    for key, value in {**wandb_dirs(tmp_path), "WANDB_MODE": "offline", "WANDB_SILENT": "true",
                        "MLFLOW_TRACKING_URI": f"file:{store}", "MLFLOW_ALLOW_FILE_STORE": "true"}.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("WANDB_RUN_ID", raising=False)
@@ -124,7 +130,7 @@ def test_orch_run_with_both_trackers_continues_one_run_after_preemption(tmp_path
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # this process reads the store too
     store = tmp_path / "mlruns"
     env = clean_environ(WANDB_MODE="offline", WANDB_SILENT="true", MLFLOW_TRACKING_URI=f"file:{store}",
-                        MLFLOW_ALLOW_FILE_STORE="true")
+                        MLFLOW_ALLOW_FILE_STORE="true", **wandb_dirs(tmp_path))
 
     def orch(*args: str) -> dict[str, Any]:
         proc = subprocess.run([ORCH, "run", "--json", *args], capture_output=True, text=True, env=env, timeout=180,
