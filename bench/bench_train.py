@@ -21,8 +21,13 @@ excluded), and reports samples per second over all ranks (best of ``--repeats``)
 The context lines show the machine's own limits: how the compute limit itself scales from 1 to 2
 ranks, and what DDP's gradient all-reduce costs a plain loop (no orch code at all).
 
+``--logging``: only the cost of the per-step scalars (steps.jsonl + TensorBoard, issue 22): the same
+``orch run mnist`` with ``log_every=1`` (a point every step: the worst case; the default gives about
+200 points per run) against ``log_every`` larger than the run (no point at all), interleaved, best of ``--repeats``.
+
 Targets: entrypoint >= 1.5x naive; >= 90% of the compute limit; 2 ranks >= 1.8x 1 rank;
-overhead over the plain loop <= 5%; DataLoader path within 5% of the plain DataLoader loop.
+overhead over the plain loop <= 5%; DataLoader path within 5% of the plain DataLoader loop; per-step
+logging < 2%.
 """
 
 from __future__ import annotations
@@ -162,12 +167,57 @@ def run_entrypoint(world: int, data_dir: Path, steps: int, tmp: Path, job: str =
     return float(json.loads(proc.stdout)["final"]["samples_per_s"])
 
 
+def point_cost(points: int = 2000) -> tuple[float, float]:
+    """(ms per LeNet-5 training step, ms per logged point) in this process, 1 thread: one point is the
+    tracker's whole work at a step (loss read, gradient norm, steps.jsonl line, TensorBoard scalars)."""
+    import torch
+    from torch import nn
+
+    sys.path.insert(0, str(ROOT))
+    from jobs.mnist import make_model
+    from orchestrator.runtime.tracking import open_tracker
+
+    torch.set_num_threads(1)
+    model = make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    inputs, targets = torch.randn(BATCH, 1, 28, 28), torch.randint(0, 10, (BATCH,))
+
+    def step() -> None:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(inputs), targets).backward()
+        optimizer.step()
+
+    for _ in range(20):
+        step()
+    begin = time.perf_counter()
+    for _ in range(200):
+        step()
+    step_ms = (time.perf_counter() - begin) / 200 * 1e3
+    with tempfile.TemporaryDirectory() as tmp:
+        tracker = open_tracker(Path(tmp), is_main=True, tracking=[], params={}, log_every=1,
+                               total_opt_steps=points, samples_per_step=BATCH, resumed_at=None, job_name="bench")
+        loss_sum = torch.zeros((), dtype=torch.float64)
+
+        def total() -> float:
+            return float(loss_sum)
+
+        tracker.begin(0, 0.0, 0)
+        begin = time.perf_counter()
+        for index in range(1, points + 1):
+            loss_sum += 0.5
+            tracker.point(index, loss_sum=total, count=index * BATCH, lr=0.01, model=model)
+        point_ms = (time.perf_counter() - begin) / points * 1e3
+        tracker.close("completed")
+    return step_ms, point_ms
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir",
                         default=os.environ.get("ORCH_DATA_DIR") or str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--steps", type=int, default=200, help="training steps per measurement")
     parser.add_argument("--repeats", type=int, default=2, help="measurements per row (best counts)")
+    parser.add_argument("--logging", action="store_true", help="only the per-step logging overhead")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -197,6 +247,13 @@ def main() -> None:
                 2, data, args.steps, tmp, str(ROOT / "bench" / "jobs" / "mnist_dataset.py"), f"num_workers={WORKERS}"),
             "plain loop, same DataLoader, 2 ranks": lambda: run_workers("loader", 2, data, args.steps, tmp),
         }
+        if args.logging:
+            measures = {
+                "entrypoint, 2 ranks, a point every step": lambda: run_entrypoint(
+                    2, data, args.steps, tmp, "mnist", "log_every=1"),
+                "entrypoint, 2 ranks, no per-step point": lambda: run_entrypoint(
+                    2, data, args.steps, tmp, "mnist", f"log_every={args.steps * 10}"),
+            }
         for repeat in range(args.repeats):
             for name, measure in measures.items():
                 rate = measure()
@@ -209,6 +266,13 @@ def main() -> None:
     print(f"{'measurement':<44}{'samples/s':>12}")
     for name, rate in rows.items():
         print(f"{name:<44}{rate:>12,.0f}")
+    if args.logging:
+        step_ms, point_ms = point_cost()
+        print(f"\none LeNet-5 step {step_ms:.2f} ms, one logged point {point_ms:.3f} ms: "
+              f"{point_ms / step_ms * 100:.2f}% of a step at log_every=1 (in-process, no other rank)")
+        cost = 1 - rows["entrypoint, 2 ranks, a point every step"] / rows["entrypoint, 2 ranks, no per-step point"]
+        print(f"\nper-step logging overhead: {cost * 100:.2f}% (target < 2%): {'ok' if cost < 0.02 else 'MISSED'}")
+        return
     entry2, entry1 = rows["entrypoint, 2 ranks"], rows["entrypoint, 1 rank"]
     ratios = [
         ("entrypoint / naive (2 ranks)", entry2 / rows["naive DataLoader, 2 ranks"], ">= 1.50x", 1.5),

@@ -22,7 +22,7 @@ STUBS_DIR = Path(__file__).resolve().parent / "stubs"
 ORCH = shutil.which("orch", path=str(Path(sys.executable).parent)) or "orch"
 
 # Variables that would leak the developer's (or an allocation's) setup into a test.
-_LEAKY_PREFIXES = ("SLURM_", "SLURMD_", "SBATCH_", "SRUN_", "ORCH_")
+_LEAKY_PREFIXES = ("SLURM_", "SLURMD_", "SBATCH_", "SRUN_", "ORCH_", "WANDB_", "MLFLOW_")  # trackers: never online
 _LEAKY_NAMES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
                           "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES"})
 

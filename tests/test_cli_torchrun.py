@@ -157,7 +157,7 @@ def test_dashdash_list(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--"]) == 0, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("verb", ["status", "logs", "cancel", "plot"])
+@pytest.mark.parametrize("verb", ["status", "logs", "cancel", "plot", "compare", "tb"])
 def test_dashdash_job_verbs_take_the_operand(here: Path, capsys: pytest.CaptureFixture[str], verb: str) -> None:
     """The operand after -- reaches the verb (it looks like an option, so only -- can pass it)."""
     err = _refused([verb, "--", "-nojob"], capsys)
@@ -175,7 +175,7 @@ def test_dashdash_run_and_submit_pass_script_arguments(here: Path, capsys: pytes
 
 
 def test_every_verb_is_covered() -> None:
-    covered = {"hosts", "env", "list", "status", "logs", "cancel", "plot", "doctor", "run", "submit"}
+    covered = {"hosts", "env", "list", "status", "logs", "cancel", "plot", "doctor", "run", "submit", "compare", "tb"}
     assert covered == set(VERBS), set(VERBS) ^ covered
 
 

@@ -185,6 +185,25 @@ def test_status_shows_epoch_step_and_loss_from_progress_json(fake_slurm: FakeSlu
     assert code == 0 and json.loads(out)["progress"] is None
 
 
+def test_status_shows_samples_per_s_and_eta_of_running_jobs_only(fake_slurm: FakeSlurm, job_root: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    for name, job_id in (("running", "9"), ("done", "10")):
+        folder = make_job(job_root, name, job_id=job_id)
+        (folder / "progress.json").write_text(json.dumps({"epoch": 2, "epochs": 3, "step": 120, "steps": 469,
+                                                          "loss": 0.5, "samples_per_s": 12345.6, "eta_s": 349.0}))
+    fake_slurm.set({"squeue": {"stdout": "9|RUNNING|None|node1|0:12|0|running\n"}, "sacct": DISABLED,
+                    "sacct --completion": {"stdout": "10|COMPLETED|0:0|node1|00:00:09|done\n"}})
+    code, out, err = run_cli(capsys, "status", "9", "10")
+    lines = out.splitlines()
+    header = lines[0].split()
+    assert code == 0 and header[8:11] == ["LOSS", "SAMPLES/S", "ETA"], err
+    rows = {line.split()[0]: dict(zip(header, line.split(), strict=False)) for line in lines[1:3]}
+    assert (rows["9"]["SAMPLES/S"], rows["9"]["ETA"]) == ("12,346", "0:13:38")  # this epoch + the last one
+    assert (rows["10"]["SAMPLES/S"], rows["10"]["ETA"]) == ("-", "-")
+    code, out, _ = run_cli(capsys, "status", "9", "--json")
+    assert (json.loads(out)["rate"], json.loads(out)["eta"]) == ("12,346", "0:13:38")
+
+
 def test_status_of_a_folder_that_was_never_queued(fake_slurm: FakeSlurm, job_root: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     folder = make_job(job_root, "refused", submit_error="sbatch: error: invalid partition specified: gpu\n")

@@ -28,6 +28,10 @@ def add_job_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
     parser.add_argument("--no-check", action="store_true",
                         help="launch a script even when orch doctor finds errors in it (they are still printed)")
     add_ignore_argument(parser)
+    parser.add_argument("--track", action="append", default=[], metavar="NAME",
+                        help="also log to this experiment tracker (wandb, mlflow; repeatable), one run per job "
+                             "across requeues and restarts; cluster.yaml's tracking adds its own (TensorBoard is "
+                             "always on)")
 
 
 def add_restart_arguments(parser: argparse.ArgumentParser, *, spares: bool) -> None:

@@ -73,7 +73,7 @@ def format_rows(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -
 
 
 # columns a job may leave empty: hidden when every row is empty there (a script reports no epochs)
-OPTIONAL_COLUMNS = ("GPU_H", "EPOCH", "STEP", "LOSS", "METRICS")
+OPTIONAL_COLUMNS = ("GPU_H", "EPOCH", "STEP", "LOSS", "SAMPLES/S", "ETA", "METRICS")
 
 
 def shown_columns(rows: list[dict[str, Any]], columns: dict[str, str],

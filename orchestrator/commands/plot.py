@@ -1,4 +1,11 @@
-"""``orch plot JOBID|DIR``: loss and the task's metrics per epoch from metrics.jsonl, drawn to a PNG."""
+"""``orch plot JOB [JOB ...]``: a run's curves drawn to a PNG; several runs (or a sweep) overlaid.
+
+With ``steps.jsonl`` (the shared entrypoint's per-step scalars): one panel per scalar over the global
+optimizer step, a smoothed line with the raw points faint, the epochs' evaluation metrics as markers
+and, for one run, the epoch ends as dotted lines. Without it (older runs, scripts): loss and the task's
+metrics per epoch from ``metrics.jsonl``. Several runs: one colour per run, labelled by the parameters
+that differ between them (a sweep's folder or array id stands for its elements).
+"""
 
 from __future__ import annotations
 
@@ -11,21 +18,26 @@ from typing import Any
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import OrchError
-from orchestrator.records.jobdirs import find_job_dir
+from orchestrator.records.curves import Run, expand, load_runs
+from orchestrator.records.jobdirs import ARRAY_FILE, JobDir
 from orchestrator.records.training import read_metrics
 from orchestrator.spec.runconfig import METRICS_FILE
 
 log = logging.getLogger(__name__)
 
 PLOT_FILE = "metrics.png"
+OVERLAY_FILE = "orch-plot.png"
 TITLES: dict[str, str] = {"loss": "loss", "acc": "accuracy"}  # metric name -> panel title (others: the name)
 SPLITS = ("train", "test")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job", metavar="JOBID|DIR", help="Slurm job id or job folder")
+    parser.add_argument("jobs", nargs="+", metavar="JOBID|DIR",
+                        help="Slurm job ids or job folders; a sweep's folder or array id overlays its elements")
     parser.add_argument("-o", "--output", metavar="PNG",
-                        help=f"where to write (default: <job folder>/{PLOT_FILE})")
+                        help=f"where to write (default: <job folder>/{PLOT_FILE}; several runs: <sweep folder>/"
+                             f"{PLOT_FILE} or ./{OVERLAY_FILE})")
+    parser.add_argument("--epochs", action="store_true", help="per epoch from metrics.jsonl, even with per-step data")
     add_cluster_argument(parser)
     add_json_argument(parser)
 
@@ -68,8 +80,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def draw(epochs: Sequence[float], panels: dict[str, dict[str, list[float]]], title: str, out: Path) -> None:
-    """Write the PNG (matplotlib, Agg backend, imported only here)."""
+def _pyplot() -> Any:
     try:
         import matplotlib
 
@@ -78,6 +89,12 @@ def draw(epochs: Sequence[float], panels: dict[str, dict[str, list[float]]], tit
     except ImportError:
         raise OrchError("matplotlib is not installed",
                         hint="pip install 'orch[plot]' (or matplotlib)") from None
+    return plt
+
+
+def draw(epochs: Sequence[float], panels: dict[str, dict[str, list[float]]], title: str, out: Path) -> None:
+    """Write the PNG of one run per epoch (matplotlib, Agg backend, imported only here)."""
+    plt = _pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
     for ax, (panel, metrics) in zip(axes[0], panels.items(), strict=True):
         for name, values in metrics.items():
@@ -95,8 +112,118 @@ def draw(epochs: Sequence[float], panels: dict[str, dict[str, list[float]]], tit
     plt.close(fig)
 
 
+def smooth(values: Sequence[float], weight: float) -> list[float]:
+    """TensorBoard's smoothing: an exponential moving average with its start debiased."""
+    out, last, norm = [], 0.0, 0.0
+    for value in values:
+        last, norm = last * weight + value, norm * weight + 1.0
+        out.append(last / norm)
+    return out
+
+
+def step_panels(runs: Sequence[Run]) -> list[str]:
+    """The scalars to draw, in a stable order: train/* first (loss first), then the epochs' metrics."""
+    keys = {k for run in runs for k in run.steps}
+    train = sorted((k for k in keys if k.startswith("train/")), key=lambda k: (k != "train/loss", k))
+    return train + sorted(k for k in keys if not k.startswith("train/"))
+
+
+def step_figure(runs: Sequence[Run], title: str) -> Any:
+    """The figure of per-step curves: one panel per scalar, one colour per run (pure but for matplotlib)."""
+    plt = _pyplot()
+    panels = step_panels(runs)
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, key in zip(axes.flat, panels, strict=False):
+        for index, run in enumerate(runs):
+            if key not in run.steps:
+                continue
+            steps, values = run.steps[key]
+            colour = colours[index % len(colours)]
+            if key.startswith("epoch/"):  # a point per epoch
+                ax.plot(steps, values, marker="o", color=colour, label=run.label)
+                continue
+            ax.plot(steps, values, color=colour, alpha=0.25, linewidth=0.8, label=f"_raw {run.label}")
+            weight = 0.6 if len(values) < 50 else 0.9
+            ax.plot(steps, smooth(values, weight), color=colour, linewidth=1.6, label=run.label)
+        if len(runs) == 1:
+            for record in runs[0].epochs[:-1]:  # the epoch ends (the last one is the end of the plot)
+                if isinstance(record.get("global_step"), int):
+                    ax.axvline(record["global_step"], color="grey", linestyle=":", linewidth=0.8)
+        ax.set_title(key)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if len(runs) > 1:
+            ax.legend(fontsize="small")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def epoch_overlay_figure(runs: Sequence[Run], title: str) -> Any:
+    """Several runs without per-step data: their per-epoch curves, one colour per run."""
+    plt = _pyplot()
+    panel_data = [series(run.epochs) for run in runs]
+    names = list(dict.fromkeys(p for _, panels in panel_data for p in panels))
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 3.8), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        for run, (epochs, panels) in zip(runs, panel_data, strict=True):
+            for key, values in panels.get(name, {}).items():
+                ax.plot(epochs, values, marker="o", label=f"{run.label} {key}")
+        ax.set_title(name)
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def figure_lines(fig: Any) -> dict[str, list[str]]:
+    """Each panel's labelled lines (the raw, faint ones are not labelled): what ``--json`` reports."""
+    return {ax.get_title(): [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+            for ax in fig.axes if ax.get_visible()}
+
+
+def _output(args: argparse.Namespace, runs: Sequence[Run]) -> Path:
+    if args.output:
+        return Path(args.output).expanduser()
+    if len(runs) == 1:
+        return runs[0].job.path / PLOT_FILE
+    parents = {run.job.path.parent for run in runs}
+    if len(parents) == 1 and (next(iter(parents)) / ARRAY_FILE).is_file():
+        return next(iter(parents)) / PLOT_FILE
+    return Path.cwd() / OVERLAY_FILE
+
+
 def run(args: argparse.Namespace) -> int:
-    job = find_job_dir(args.job, job_root_from_args(args))
+    runs = load_runs(expand(args.jobs, job_root_from_args(args)))
+    if len(runs) == 1 and (args.epochs or not runs[0].steps):
+        return _one_per_epoch(args, runs[0].job)
+    if any(not (run.steps or run.epochs) for run in runs):
+        empty = next(run for run in runs if not (run.steps or run.epochs))
+        raise OrchError(f"{empty.job.path} has no per-step or per-epoch records yet",
+                        hint="rank 0 writes steps.jsonl every log_every steps and metrics.jsonl after each epoch")
+    out = _output(args, runs)
+    title = runs[0].job.name if len({r.job.name for r in runs}) == 1 else "runs"
+    per_step = not args.epochs and all(run.steps for run in runs)
+    fig = step_figure(runs, title) if per_step else epoch_overlay_figure(runs, title)
+    lines = figure_lines(fig)
+    fig.savefig(out, dpi=100)
+    _pyplot().close(fig)
+    if args.json:
+        print_json({"plot": str(out), "x": "step" if per_step else "epoch", "runs": [r.label for r in runs],
+                    "jobs": [str(r.job.path) for r in runs], "panels": lines})
+    else:
+        print(out)
+    return 0
+
+
+def _one_per_epoch(args: argparse.Namespace, job: JobDir) -> int:
     records = read_metrics(job.path)
     if not records:
         raise OrchError(f"{job.path / METRICS_FILE} has no records yet",

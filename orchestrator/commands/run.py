@@ -33,11 +33,12 @@ from orchestrator.records.jobdirs import job_root, local_log_name, write_run_con
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.training import metrics_cell
 from orchestrator.records.trust import check_job_dir
-from orchestrator.spec.cluster import resolve_data_dir
+from orchestrator.spec.cluster import Cluster, resolve_data_dir
 from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
 from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
+from orchestrator.spec.tracking import TRACKERS, TrackerName, merge_tracking, missing_extra
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +60,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
+def checked_tracking(cluster: Cluster | None, args: argparse.Namespace) -> list[TrackerName]:
+    """--track on top of cluster.yaml's tracking; a tracker whose package this python lacks is refused now."""
+    import importlib.util
+
+    names = merge_tracking(cluster.tracking if cluster is not None else (), args.track)
+    for name in names:
+        if importlib.util.find_spec(TRACKERS[name][0]) is None:
+            raise missing_extra(name)
+    return names
+
+
 def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Path, RunConfig]:
     """``orch run train.py --nproc N -- ARGS``: the script in N local ranks, as torchrun would run it."""
     if target.note() is not None:  # a local run needs the module here (a submit may find it on the nodes)
@@ -74,7 +86,7 @@ def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Pat
         nproc = local_gpu_layout(args.nproc, per_task, gpus)
     return new_local_run(script_job(target), {}, nproc=nproc, root=root,
                          data_dir=resolve_data_dir(args.data_dir, os.environ, Path.cwd()), cluster=cluster,
-                         script=target, gpus_per_task=per_task, gpus=gpus)
+                         script=target, gpus_per_task=per_task, gpus=gpus, tracking=checked_tracking(cluster, args))
 
 
 def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
@@ -91,7 +103,7 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
     return new_local_run(loaded, parse_overrides(args.overrides), nproc=args.nproc or 1, root=root,
                          data_dir=resolve_data_dir(args.data_dir, os.environ, cwd), cluster=cluster,
-                         gpus_per_task=args.gpus_per_task)
+                         gpus_per_task=args.gpus_per_task, tracking=checked_tracking(cluster, args))
 
 
 def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path, RunConfig]:

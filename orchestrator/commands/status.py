@@ -5,7 +5,8 @@ cluster keeps accounting, else from the job completion log (see ``slurm.job_stat
 read by :mod:`orchestrator.slurm.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs
 submitted from here (their folders under ``launcher.job_root``). With ``--json`` one job gives one
 object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's name, e.g.
-``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``. EPOCH/STEP/LOSS come from the job
+``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``. EPOCH/STEP/LOSS (and, while it runs,
+SAMPLES/S and ETA: the rest of this epoch plus the epochs after it at its pace) come from the job
 folder's ``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in
 ``--json``); METRICS is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``).
 When the ranks' outcome records show a failure, ``failure`` (``--json``; a ``# job ...`` line below the
@@ -53,6 +54,8 @@ COLUMNS: dict[str, str] = {
     "EPOCH": "epoch",
     "STEP": "step",
     "LOSS": "loss",
+    "SAMPLES/S": "rate",
+    "ETA": "eta",
     "METRICS": "metrics",
     "NODES": "nodes",
     "REASON": "reason",
@@ -96,7 +99,9 @@ def with_training(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list
     """Add where training is (progress.json) and the last epoch's metrics (metrics.jsonl) to each row."""
     for row, job in zip(rows, jobs, strict=True):
         progress = read_progress(job.path) if job else None
-        row.update(progress_cells(progress))  # EPOCH/STEP/LOSS
+        row.update(progress_cells(progress))  # EPOCH/STEP/LOSS/SAMPLES/S/ETA
+        if row.get("state") != "RUNNING":  # a pace and a time left only while it runs
+            row["rate"] = row["eta"] = None
         row["progress"] = progress
         records = read_metrics(job.path) if job else []
         row["last_epoch"] = records[-1] if records else None  # the task's metrics, by name

@@ -32,6 +32,7 @@ from orchestrator.commands._common import (
     restarts_note,
 )
 from orchestrator.errors import ConfigError
+from orchestrator.spec.tracking import merge_tracking
 
 if TYPE_CHECKING:
     from orchestrator.doctor.findings import Finding
@@ -110,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.slurm.submission import build_request, new_plan, submit_options
 
     cluster = cluster_from_args(args)
+    if args.track:  # --track adds to cluster.yaml's tracking
+        cluster = cluster.model_copy(update={"tracking": merge_tracking(cluster.tracking, args.track)})
     cwd = Path.cwd()
     # a script is checked by orch doctor first: errors stop the submission (the dry run only shows them)
     options = replace(submit_options(vars(args)), ignore=[*args.ignore, *cluster.doctor.ignore])

@@ -79,8 +79,25 @@ LAUNCHER_OWNED_VARS = frozenset({
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "NODE_RANK",
     "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
     "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "CUDA_VISIBLE_DEVICES",
-    "ORCH_JOB_DIR", "ORCH_PREEMPT_SIGNAL", "ORCH_ATTEMPT",
+    "ORCH_JOB_DIR", "ORCH_PREEMPT_SIGNAL", "ORCH_ATTEMPT", "ORCH_RUN_ID",
 })
+# Tracker ids (orch.spec.tracking): ORCH_RUN_ID for every task; the trackers' own variables only for
+# the trackers a script opted into (--track / cluster.yaml tracking), so its wandb.init() / mlflow.start_run()
+# continue the job folder's one run after a requeue or restart.
+RUN_ID_VAR = "ORCH_RUN_ID"
+
+
+def tracking_env(run_id: str, group: str | None, tracking: Sequence[str],
+                 mlflow_run_id: str | None = None) -> dict[str, str]:
+    """The tracker variables of a script's task (pure)."""
+    out = {RUN_ID_VAR: run_id}
+    if "wandb" in tracking:
+        out.update({"WANDB_RUN_ID": run_id, "WANDB_RESUME": "allow"})
+        if group:
+            out["WANDB_RUN_GROUP"] = group
+    if "mlflow" in tracking and mlflow_run_id:
+        out["MLFLOW_RUN_ID"] = mlflow_run_id
+    return out
 
 
 def script_env(env: DistEnv, *, restart_count: int, max_restarts: int, run_id: str, cpus_per_task: int,

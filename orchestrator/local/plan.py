@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, Launcher
 from orchestrator.spec.job import LoadedJob, make_params
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget
+from orchestrator.spec.tracking import merge_tracking
 
 
 def available_cpus() -> int:
@@ -79,7 +80,8 @@ def local_gpu_layout(nproc: int | None, gpus_per_task: int, gpus: int) -> int:
 def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int, job_dir: Path,
                        now: datetime, cpus: int, data_dir: str | None = None, job_name: str | None = None,
                        cluster: Cluster | None = None, script: ScriptTarget | None = None,
-                       gpus_per_task: int | None = None, gpus: int = 0) -> RunConfig:
+                       gpus_per_task: int | None = None, gpus: int = 0,
+                       tracking: Sequence[str] = ()) -> RunConfig:
     """``job.json`` of a local run with ``nproc`` ranks (pure). ConfigError names the field and the fix.
 
     ``gpus_per_task`` (scripts only): each rank holds that many of the ``gpus`` local GPUs."""
@@ -104,20 +106,22 @@ def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc
         data_dir=data_dir, job_dir=str(job_dir), cluster_name=cluster.name if cluster else None,
         launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
         created=now.isoformat(timespec="seconds"),
+        tracking=merge_tracking(cluster.tracking if cluster else (), tracking),
     )
 
 
 def new_local_run(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int, root: Path,
                   data_dir: str | None = None, job_name: str | None = None,
                   cluster: Cluster | None = None, script: ScriptTarget | None = None,
-                  gpus_per_task: int | None = None, gpus: int = 0) -> tuple[Path, RunConfig]:
+                  gpus_per_task: int | None = None, gpus: int = 0,
+                  tracking: Sequence[str] = ()) -> tuple[Path, RunConfig]:
     """Validate, then create the job folder under ``root`` and write its ``job.json``."""
     now = datetime.now().astimezone()
     name = job_name or loaded.spec.name
     job_dir = job_dir_path(root, name, now, secrets.token_hex(3))
     cfg = build_local_config(loaded, overrides, nproc=nproc, job_dir=job_dir, now=now, cpus=available_cpus(),
                              data_dir=data_dir, job_name=name, cluster=cluster, script=script,
-                             gpus_per_task=gpus_per_task, gpus=gpus)
+                             gpus_per_task=gpus_per_task, gpus=gpus, tracking=tracking)
     create_job_dir(job_dir)
     with filling(job_dir):  # no space left, ...: no half-written folder stays behind
         write_config(job_dir, cfg)

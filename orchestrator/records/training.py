@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +43,35 @@ def read_progress(job_dir: Path) -> dict[str, Any] | None:
 def progress_cells(record: dict[str, Any] | None) -> dict[str, str | None]:
     """``epoch``, ``step`` and ``loss`` as table cells ("2/10", "120/469", "0.3412") from a progress record."""
     if not record:
-        return {"epoch": None, "step": None, "loss": None}
+        return {"epoch": None, "step": None, "loss": None, "rate": None, "eta": None}
 
     def fraction(key: str, total: str) -> str | None:
         value = record.get(key)
         return f"{value}/{record.get(total)}" if isinstance(value, int) else None
 
-    loss = record.get("loss")
+    loss, rate = record.get("loss"), record.get("samples_per_s")
     return {"epoch": fraction("epoch", "epochs"), "step": fraction("step", "steps"),
-            "loss": f"{loss:.4f}" if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None}
+            "loss": f"{loss:.4f}" if _is_number(loss) else None,
+            "rate": f"{rate:,.0f}" if _is_number(rate) else None, "eta": eta_cell(record)}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def eta_cell(record: dict[str, Any]) -> str | None:
+    """The time the run still needs: the rest of this epoch (progress.json's ``eta_s``) and, at the
+    epoch's pace, the epochs after it (``H:MM:SS``); None when the numbers are not there."""
+    eta: Any = record.get("eta_s")
+    counts: list[Any] = [record.get(k) for k in ("step", "steps", "epoch", "epochs")]
+    if not _is_number(eta) or not all(isinstance(v, int) and not isinstance(v, bool) for v in counts):
+        return None
+    step, steps, epoch, epochs = (int(v) for v in counts)
+    left = float(eta)
+    if 0 < step < steps and epochs > epoch:  # the epochs still to come, at this epoch's pace
+        left += float(eta) / (steps - step) * steps * (epochs - epoch)
+    whole = max(0, round(left))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def metrics_cell(record: dict[str, Any] | None) -> str | None:

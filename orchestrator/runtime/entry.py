@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from orchestrator.runtime.setup import Parts, build_task, set_up
 from orchestrator.runtime.sources import TensorSource
 from orchestrator.runtime.state import Resume, checkpoint_state
 from orchestrator.runtime.task import TrainTask
+from orchestrator.runtime.tracking import StepTracker, global_step, open_tracker
 from orchestrator.spec.job import JobSpec, TrainParams, load_job_file
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.spec.snapshot import relocate
@@ -83,7 +84,10 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
         data_dir = cfg.data_dir  # resolved at submit/run time ($ORCH_DATA_DIR is read there, not here)
         trainer = Trainer(cfg=cfg, spec=spec, params=params, ctx=ctx, job_dir=job_dir, flag=flag,
                           data_dir=Path(data_dir).expanduser() if data_dir else None)
-        return trainer.run()
+        try:
+            return trainer.run()
+        finally:
+            trainer.tracker.close(trainer.status)
 
 
 def describe(exc: BaseException) -> str:
@@ -106,6 +110,8 @@ class Trainer:
     flag: PreemptFlag
     data_dir: Path | None
     periodic: PeriodicClock = field(default_factory=lambda: PeriodicClock(0.0))
+    tracker: StepTracker = field(default_factory=lambda: StepTracker([], 1, 0))
+    status: str = "failed"  # how the run ended, for the trackers: completed, preempted or failed
 
     def say(self, text: str) -> None:
         """A line for people, from rank 0 only."""
@@ -133,6 +139,7 @@ class Trainer:
         self.periodic = PeriodicClock(p.checkpoint_every if p.checkpoint else 0.0)
         vote = StopVote(self.flag, ctx, due=self.periodic.due if ctx.is_main and self.periodic.every else None)
         progress = Progress(self.job_dir / PROGRESS_FILE, p.epochs, p.progress_every, ctx.world_size)
+        self.tracker = self._open_tracker(parts, resume)
         last: EpochMetrics | None = None
         # Start-up is over: from here a collective that waits longer than launcher.collective_timeout
         # means a crashed, stuck or diverging rank (checkpoints switch back to the patient timeout).
@@ -152,7 +159,9 @@ class Trainer:
                 self._stop(checkpointer, parts, epoch, step, tally, spent + time.perf_counter() - began, vote)
                 return 0
             last = self._finish_epoch(parts, epoch, tally, spent, began)
+            last = replace(last, global_step=global_step(epoch + 1, 0, parts.num_steps, p.grad_accum))
             if ctx.is_main:
+                self.tracker.epoch(last, last.global_step or 0)
                 print(last.line(), flush=True)
                 metrics_log.append(last)
                 progress.end_epoch(last.values.get("train_loss"), last.samples_per_s)
@@ -169,9 +178,18 @@ class Trainer:
         digests = gather_objects(state_digest(parts.ddp.module), ctx)
         if ctx.is_main:
             self._write_result(last, metrics_log, digests)
+        self.status = "completed"
         return 0
 
     # --- pieces ---------------------------------------------------------------------------------
+
+    def _open_tracker(self, parts: Parts, resume: Resume | None) -> StepTracker:
+        p = self.params
+        return open_tracker(
+            self.job_dir, is_main=self.ctx.is_main, tracking=self.cfg.tracking, params=p.model_dump(mode="json"),
+            log_every=p.log_every, total_opt_steps=global_step(p.epochs, 0, parts.num_steps, p.grad_accum),
+            samples_per_step=p.batch_size * p.grad_accum * self.ctx.world_size, job_name=self.spec.name,
+            resumed_at=global_step(resume.epoch, resume.step, parts.num_steps, p.grad_accum) if resume else None)
 
     def _resume(self, checkpointer: Checkpointer, task: TrainTask) -> Resume | None:
         state = checkpointer.resume()
@@ -208,6 +226,9 @@ class Trainer:
             progress.start_epoch(epoch, parts.num_steps, start)
         synced = not p.check_sync
         current = start  # the step running now (for error messages)
+        tracker = self.tracker
+        if tracker.active:
+            tracker.begin(global_step(epoch, start, plan.num_steps, p.grad_accum), float(tally.loss_sum), tally.count)
 
         def running_loss() -> float | None:
             return float(tally.loss_sum) / tally.count if tally.count else None
@@ -221,6 +242,11 @@ class Trainer:
             if not synced and (step % p.grad_accum == 0 or step == plan.num_steps):  # after an optimizer step
                 check_sync(parts.ddp.module, ctx, "after the first step")
                 synced = True
+            if tracker.active and (step % p.grad_accum == 0 or step == plan.num_steps):
+                done = global_step(epoch, step, plan.num_steps, p.grad_accum)
+                if tracker.due(done):
+                    tracker.point(done, loss_sum=lambda: float(tally.loss_sum), count=tally.count,
+                                  lr=parts.optimizer.param_groups[0]["lr"], model=parts.ddp.module)
             if ctx.is_main:
                 samples = min(step * p.batch_size, plan.real) - min(start * p.batch_size, plan.real)
                 line = progress.step(step, samples, running_loss)
@@ -308,6 +334,7 @@ class Trainer:
                 hint="lower lr, check the data and the loss (or set on_nonfinite=skip to skip such steps; resume "
                      "continues from the last checkpoint)")
         self._save(checkpointer, parts, epoch, step, tally, seconds)
+        self.status = "preempted"
         if not self.ctx.is_main:
             return
         where = f"epoch {epoch + 1}, step {step}"

@@ -31,11 +31,13 @@ class EpochMetrics:
     train_samples: int
     steps: int  # training steps (micro-batches) of this epoch per rank
     skipped_steps: int = 0  # optimizer steps skipped for a non-finite loss
+    global_step: int | None = None  # optimizer steps of the run at the end of the epoch (steps.jsonl's x axis)
 
     def as_dict(self) -> dict[str, Any]:
+        extra = {"global_step": self.global_step} if self.global_step is not None else {}
         return {"epoch": self.epoch, "epochs": self.epochs, **self.values, "samples_per_s": self.samples_per_s,
                 "seconds": self.seconds, "world_size": self.world_size, "train_samples": self.train_samples,
-                "steps": self.steps, "skipped_steps": self.skipped_steps, "metrics": list(self.names)}
+                "steps": self.steps, "skipped_steps": self.skipped_steps, "metrics": list(self.names), **extra}
 
     def _part(self, prefix: str) -> str:
         loss = self.values.get(f"{prefix}_loss")

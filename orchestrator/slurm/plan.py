@@ -186,7 +186,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         launcher=launcher, env=env, created=now.isoformat(timespec="seconds"),
         script=request.script, gpus_per_task=per_task,
         expect=partition.expect.model_dump(exclude_none=True) if partition.expect else {},
-        preflight=preflight, spare_nodes=spares,
+        preflight=preflight, spare_nodes=spares, tracking=list(cluster.tracking),
     )
     head = context.master_addr or placed[0]
     ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)

@@ -96,6 +96,7 @@ BOUNDS: dict[str, Bound] = {
     "grad_accum": Bound(1, 2**31 - 1, "a C int"),
     "warmup_steps": Bound(0, 2**31 - 1, "a C int"),
     "lr_step_epochs": Bound(1, 2**31 - 1, "a C int"),
+    "log_every": Bound(1, 2**31 - 1, "a C int"),
     # orch's own loops
     "interval": Bound(0.01, 3600, "seconds between reads: above 0.01 (no busy loop), at most an hour"),
 }
@@ -140,7 +141,7 @@ def param_problem(name: str, value: object) -> str | None:
 TRAIN_PARAMS = frozenset({"epochs", "batch_size", "eval_batch_size", "max_steps_per_epoch", "seed", "num_threads",
                           "grad_accum", "warmup_steps", "lr_step_epochs", "lr", "momentum", "weight_decay",
                           "lr_gamma", "lr_min", "progress_every", "num_workers",
-                          "checkpoint_every"})
+                          "checkpoint_every", "log_every"})
 
 
 def check_float32(name: str, value: float) -> str | None:

@@ -21,6 +21,7 @@ from orchestrator.spec.bounds import check, within
 from orchestrator.spec.doctorcodes import DOCTOR_CODES
 from orchestrator.spec.extras import check_env_var, check_sbatch_key
 from orchestrator.spec.remote import Remote
+from orchestrator.spec.tracking import TrackerName
 from orchestrator.spec.units import parse_mem_mb, parse_time
 
 CLUSTER_ENV_VAR = "ORCH_CLUSTER"
@@ -218,6 +219,8 @@ class Cluster(_Model):
     launcher: Launcher = Field(default_factory=Launcher)
     doctor: Doctor = Field(default_factory=Doctor)
     remote: Remote | None = Field(default=None, description="submit from another machine over SSH (docs/remote.md)")
+    tracking: list[TrackerName] = Field(default_factory=list, description="experiment trackers every job logs to "
+                                        "besides TensorBoard: wandb, mlflow (--track adds to them)")
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "cluster name"))
 

@@ -73,6 +73,9 @@ class TrainParams(BaseModel):
     progress_every: Annotated[float, within("progress_every")] = Field(default=30.0,
             description="seconds between progress lines in the "
                                   "log inside an epoch (0: none)")
+    log_every: Annotated[int, within("log_every")] | None = Field(
+        default=None, description="optimizer steps between per-step scalars (loss, lr, samples/s, gradient norm) "
+        "in steps.jsonl, TensorBoard and the trackers (default: about 200 points per run)")
 
     @model_validator(mode="after")
     def _v_bounds(self) -> TrainParams:

@@ -18,6 +18,7 @@ from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.extras import check_env_var
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.snapshot import Snapshot
+from orchestrator.spec.tracking import TrackerName
 
 JOB_FILE = "job.json"
 SCRIPT_FILE = "sbatch.sh"
@@ -76,6 +77,7 @@ class RunConfig(BaseModel):
                              "a restart without a blamed node")
     snapshot: Snapshot | None = Field(default=None, description="the code snapshot every task runs from "
                                       "(None: the files in place; docs/snapshots.md)")
+    tracking: list[TrackerName] = Field(default_factory=list, description="W&B / MLflow (TensorBoard is always on)")
 
     @field_validator("env")
     @classmethod

@@ -121,10 +121,27 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
         run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
     environ["ORCH_JOB_DIR"] = str(job_dir)
     environ["ORCH_PREEMPT_SIGNAL"] = cfg.launcher.preempt_signal  # the script may handle it (README)
+    environ.update(script_tracking_env(cfg, job_dir, rank=env.rank))
     narrowed = narrowed_visible(environ.get(VISIBLE_VAR), local_rank=env.local_rank,
                                 gpus_per_task=cfg.gpus_per_task, node_gpus=cfg.gpus_per_node)
     if narrowed is not None:
         environ[VISIBLE_VAR] = narrowed
+
+
+def script_tracking_env(cfg: RunConfig, job_dir: Path, *, rank: int) -> dict[str, str]:
+    """ORCH_RUN_ID, and the variables of the trackers the script opted into (MLflow's run id: rank 0,
+    which creates the run when it is the job's first attempt)."""
+    from orchestrator.records.jobdirs import ARRAY_FILE
+    from orchestrator.spec.tracking import group_id, run_id
+
+    rid = run_id(job_dir)
+    group = group_id(job_dir, (job_dir.parent / ARRAY_FILE).is_file())
+    mlflow_id = None
+    if "mlflow" in cfg.tracking and rank == 0:
+        from orchestrator.task.trackers import mlflow_run_id
+
+        mlflow_id = mlflow_run_id(job_dir=job_dir, run_id=rid, group=group, job_name=cfg.job_name)
+    return taskenv.tracking_env(rid, group, cfg.tracking, mlflow_id)
 
 
 def preflight_config(cfg: RunConfig, environ: Mapping[str, str]) -> RunConfig:

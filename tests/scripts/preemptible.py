@@ -21,7 +21,8 @@ out = Path(sys.argv[sys.argv.index("--out") + 1])
 out.mkdir(parents=True, exist_ok=True)
 rank = os.environ["RANK"]
 restarts = os.environ["TORCHELASTIC_RESTART_COUNT"]
-names = ("RANK", "WORLD_SIZE", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_RUN_ID", "ORCH_JOB_DIR")
+names = ("RANK", "WORLD_SIZE", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_RUN_ID", "ORCH_JOB_DIR",
+         "ORCH_RUN_ID", "WANDB_RUN_ID", "WANDB_RESUME", "WANDB_RUN_GROUP", "MLFLOW_RUN_ID")
 (out / f"seen{rank}-{restarts}.json").write_text(json.dumps({n: os.environ.get(n) for n in names}))
 if restarts == "0":
     (out / f"ready{rank}").touch()
