@@ -19,6 +19,7 @@ from typing import Any
 
 from orchestrator import __version__
 from orchestrator.errors import OrchError
+from orchestrator.spec.numbers import ascii_float, ascii_int, check_path_arguments, os_error
 
 # --- what the orch process skips at start-up (the CLI only; never the tasks, never the Python API) ---
 #
@@ -80,6 +81,8 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        self.register("type", int, ascii_int)  # every type=int/float option: ASCII digits, bounded length
+        self.register("type", float, ascii_float)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         # render() adds "orch: error: "; the hint names this verb's help (argparse's prog is "orch VERB")
@@ -197,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra:  # reported here, so the hint names the verb's own help, not orch --help
             raise _unrecognized(args, args_list, extra, script_args)
         args.script_args = script_args
+        check_path_arguments(vars(args))  # 100k-character paths: an error naming the option, before any stat
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         with no_world_write():
@@ -210,6 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the last net: a file-system error no verb expected (EROFS, ENAMETOOLONG, ELOOP, ...)
+        print(os_error(exc).render(), file=sys.stderr)
+        return 2
 
 
 def entrypoint() -> None:

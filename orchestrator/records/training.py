@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records.jobdirs import read_text_or_none
+from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import METRICS_FILE, PROGRESS_FILE, RESULT_FILE
+from orchestrator.spec.safefile import read_json
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,7 @@ def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             log.warning("%s line %d is not JSON; skipped", job_dir / METRICS_FILE, number)
             continue
         if isinstance(record, dict):
@@ -45,12 +47,12 @@ def progress_cells(record: dict[str, Any] | None) -> dict[str, str | None]:
         return {"epoch": None, "step": None, "loss": None}
 
     def fraction(key: str, total: str) -> str | None:
-        value = record.get(key)
-        return f"{value}/{record.get(total)}" if isinstance(value, int) else None
+        value, of = to_int(record.get(key)), to_int(record.get(total))
+        return f"{value}/{of if of is not None else '?'}" if value is not None else None
 
-    loss = record.get("loss")
+    loss = to_float(record.get("loss"))
     return {"epoch": fraction("epoch", "epochs"), "step": fraction("step", "steps"),
-            "loss": f"{loss:.4f}" if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None}
+            "loss": f"{loss:.4f}" if loss is not None else None}
 
 
 def metrics_cell(record: dict[str, Any] | None) -> str | None:
@@ -64,8 +66,8 @@ def metrics_cell(record: dict[str, Any] | None) -> str | None:
     parts = []
     for name in ["loss", *[n for n in names if isinstance(n, str)]]:
         for key in (f"test_{name}", f"train_{name}"):
-            value = record.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = to_float(record.get(key))
+            if value is not None:
                 parts.append(f"{key} {value:.4g}")
                 break
     return " ".join(parts) or None
@@ -77,12 +79,5 @@ def read_result(job_dir: Path) -> dict[str, Any] | None:
 
 
 def _read_object(path: Path) -> dict[str, Any] | None:
-    """A JSON object file; None when it is missing, unreadable, not JSON or not an object."""
-    text = read_text_or_none(path)
-    if text is None:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    """A JSON object file; None when it is missing, not a regular file, not JSON or not an object (warned)."""
+    return read_json(path, dict)
