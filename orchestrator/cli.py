@@ -88,6 +88,12 @@ class _Parser(argparse.ArgumentParser):
         # render() adds "orch: error: "; the hint names this verb's help (argparse's prog is "orch VERB")
         raise OrchError(message, hint=f"run '{self.prog} --help' for usage")
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # `--env=--`: argparse drops the '--' and hands the action an empty list instead of a string
+        if action.option_strings and action.nargs is None and "--" in arg_strings:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, not '--'")
+        return super()._get_values(action, arg_strings)
+
     _intermixing = False
     plain = False  # parse_operands: argparse's own `--` handling (intermixed parsing loses it)
 

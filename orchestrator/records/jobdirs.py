@@ -282,7 +282,8 @@ def iter_job_paths(root: Path) -> Iterator[Path]:
             yield path
         elif (path / ARRAY_FILE).is_file():
             try:
-                indexes = sorted(int(p.name) for p in os.scandir(path) if p.name.isdigit() and len(p.name) < 10)
+                indexes = sorted(int(p.name) for p in os.scandir(path)
+                                 if p.name.isascii() and p.name.isdigit() and len(p.name) < 10)
             except OSError:
                 continue
             yield from (p for p in (path / str(i) for i in indexes) if (p / JOB_FILE).is_file())

@@ -92,7 +92,7 @@ def rank_logs(job: JobDir) -> dict[int, Path]:
     for name in names:
         if name.startswith(prefix) and name.endswith(".out"):
             number = name[len(prefix):-len(".out")]
-            if number.isdigit() and len(number) < 10:
+            if number.isascii() and number.isdigit() and len(number) < 10:
                 found[int(number)] = folder / name
     return dict(sorted(found.items()))
 
