@@ -127,7 +127,8 @@ def test_paths_longer_than_linux_takes_are_named(text: str) -> None:
 def _sleeper(tmp_path: Path) -> Path:
     """A stand-in python for the ranks: records its pid, sleeps until signalled."""
     script = tmp_path / "fake-python"
-    script.write_text(f"#!/bin/sh\ncase \"$*\" in *orchestrator.runtime.launch*) ;; *) exec {sys.executable} \"$@\";; esac\n"
+    script.write_text(f"#!/bin/sh\ncase \"$*\" in *orchestrator.runtime.launch*) ;; "
+                      f"*) exec {sys.executable} \"$@\";; esac\n"
                       f"echo $$ >> {tmp_path / 'started'}\nexec sleep 60\n")  # the watchdog: the real python
     script.chmod(0o755)
     return script
@@ -189,7 +190,8 @@ def test_a_spawn_refused_by_the_process_limit_is_one_clear_error(limit: int, tmp
     code = ("import sys; from pathlib import Path; from orchestrator.local.runner import LocalRunner\n"
             "from orchestrator.errors import OrchError\n"
             f"r = LocalRunner(job_dir=Path({str(tmp_path / 'job')!r}), nproc=8, python={str(fake)!r}, grace=1.0)\n"
-            "try:\n    r.run()\nexcept OrchError as e:\n    print(e.render(), file=sys.stderr); sys.exit(e.exit_code)\n")
+            "try:\n    r.run()\nexcept OrchError as e:\n"
+            "    print(e.render(), file=sys.stderr); sys.exit(e.exit_code)\n")
     procs = group / ("cgroup.procs" if (group / "cgroup.procs").exists() else "tasks")
     try:
         (group / "pids.max").write_text(f"{limit}\n")
