@@ -44,8 +44,16 @@ class Unread:
                         self.count - SHOWN_UNREAD)
 
 
+_STATE_RE = re.compile(r"[A-Z][A-Z_]*\+?(?: by [0-9]{1,10})?", re.ASCII)  # RUNNING, CANCELLED by 0, RUNNING+
+
+
 def is_slurm_id(text: str) -> bool:
     return bool(_ID_RE.fullmatch(text))
+
+
+def _readable(fields: list[str] | None) -> bool:
+    """A record's job id and state look like Slurm's (anything else: a line orch cannot read)."""
+    return fields is not None and is_slurm_id(fields[0].strip()) and bool(_STATE_RE.fullmatch(fields[1].strip()))
 
 
 @dataclass(frozen=True)
@@ -191,7 +199,7 @@ def parse_squeue(stdout: str) -> dict[str, JobStatus]:
         if not line.strip():
             continue
         fields = _split_with_time(line, len(SQUEUE_FIELDS), SQUEUE_FIELDS.index("SubmitTime"))
-        if fields is None or not is_slurm_id(fields[0].strip()):
+        if fields is None or not _readable(fields):
             unread.add(line)
             continue
         job_id, state, reason, nodes, elapsed, restarts, submit, name = fields
@@ -217,7 +225,7 @@ def parse_sacct(stdout: str, source: str, wanted: Sequence[str]) -> dict[str, Jo
         if not line.strip():
             continue
         fields = _split_with_time(line, 7, 5)
-        if fields is None or not is_slurm_id(fields[0].strip()):
+        if fields is None or not _readable(fields):
             unread.add(line)
             continue
         job_id, state, exit_code, nodes, elapsed = (f.strip() for f in fields[:5])
@@ -262,7 +270,7 @@ def parse_sacct_runs(stdout: str, wanted: Sequence[str]) -> dict[str, JobStatus]
         if not line.strip():
             continue
         fields = _split_with_time(line, 9, 7)
-        if fields is None or not is_slurm_id(fields[0].strip()):
+        if fields is None or not _readable(fields):
             unread.add(line)
             continue
         job_id, raw, tres = fields[0].strip(), fields[5].strip(), fields[6]
