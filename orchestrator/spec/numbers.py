@@ -28,6 +28,7 @@ LOCAL_RANKS_PER_CPU = 4  # ... and at most 4 per CPU core (at least MIN_LOCAL_RA
 MIN_LOCAL_RANK_LIMIT = 8
 
 _INT_RE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_OVERRIDE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*=")
 
 
 def parse_int(text: str | bytes | None, *, digits: int = MAX_INT_DIGITS, signed: bool = False) -> int | None:
@@ -124,8 +125,8 @@ def check_path_arguments(values: dict[str, object]) -> None:
     for dest, what in PATH_ARGUMENTS.items():
         value = values.get(dest)
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str):
-                check_path(item, what)
+            if isinstance(item, str) and not (dest == "job" and _OVERRIDE_RE.match(item)):
+                check_path(item, what)  # (`orch run --resume DIR key=value`: the override lands in JOB)
 
 
 _OS_HINTS = {
