@@ -39,6 +39,7 @@ from orchestrator.slurm import client as slurm
 from orchestrator.slurm import state as slurmstate
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.runconfig import LOG_DIR, read_run_config
+from orchestrator.spec.safefile import open_regular
 
 if TYPE_CHECKING:
     from orchestrator.slurm.plan import SubmitPlan, SubmitRequest
@@ -167,7 +168,8 @@ class JobHandle:
     def logs(self, rank: int | None = 0) -> str:
         """The text of one rank's log (``rank=None``: the batch log); empty before it exists."""
         try:
-            return self.log_path(rank).read_text(encoding="utf-8", errors="replace")
+            with open_regular(self.log_path(rank)) as fh:  # a FIFO or a device under the log's name: never read
+                return fh.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
             return ""
 

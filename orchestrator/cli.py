@@ -19,6 +19,7 @@ from typing import Any
 
 from orchestrator import __version__
 from orchestrator.errors import OrchError
+from orchestrator.spec.numbers import ascii_float, ascii_int, check_path_arguments, os_error
 
 # --- what the orch process skips at start-up (the CLI only; never the tasks, never the Python API) ---
 #
@@ -92,10 +93,18 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        self.register("type", int, ascii_int)  # every type=int/float option: ASCII digits, bounded length
+        self.register("type", float, ascii_float)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         # render() adds "orch: error: "; the hint names this verb's help (argparse's prog is "orch VERB")
         raise OrchError(message, hint=f"run '{self.prog} --help' for usage")
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # `--env=--`: argparse drops the '--' and hands the action an empty list instead of a string
+        if action.option_strings and action.nargs is None and "--" in arg_strings:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, not '--'")
+        return super()._get_values(action, arg_strings)
 
     _intermixing = False
     plain = False  # parse_operands: argparse's own `--` handling (intermixed parsing loses it)
@@ -209,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra:  # reported here, so the hint names the verb's own help, not orch --help
             raise _unrecognized(args, args_list, extra, script_args)
         args.script_args = script_args
+        check_path_arguments(vars(args))  # 100k-character paths: an error naming the option, before any stat
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         with no_world_write():
@@ -228,6 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the last net: a file-system error no verb expected (EROFS, ENAMETOOLONG, ELOOP, ...)
+        print(os_error(exc).render(), file=sys.stderr)
+        return 2
 
 
 def entrypoint() -> None:

@@ -10,6 +10,7 @@ from orchestrator.commands._common import add_cluster_argument, add_ignore_argum
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.doctor import DoctorInputError, Finding, check_file, exit_code, format_findings
 from orchestrator.doctor.check import dedupe
+from orchestrator.doctor.findings import DoctorSkipped
 from orchestrator.spec.doctorcodes import parse_codes
 
 
@@ -30,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     for path in _expand(args.files):
         try:
             findings.extend(f for f in check_file(path) if f.code not in ignore)
+        except DoctorSkipped as exc:  # cannot be parsed (too deep, too large, not a file): a warning
+            print(exc.warning(), file=sys.stderr, flush=True)
         except DoctorInputError as exc:
             unreadable.append(exc)
     findings = dedupe(findings)

@@ -11,6 +11,7 @@ from orchestrator.env.distenv import derive
 from orchestrator.env.masterport import DEFAULT_PORT_RANGE
 from orchestrator.errors import ConfigError
 from orchestrator.records.cache import find_cluster
+from orchestrator.spec.numbers import parse_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,9 +44,10 @@ def _port_range(args: argparse.Namespace) -> tuple[int, int]:
 
 def _parse_port_range(text: str) -> tuple[int, int]:
     low, sep, high = text.partition("-")
-    if not (sep and low.strip().isdigit() and high.strip().isdigit()):
-        raise ConfigError(f"--port-range {text!r} is not LOW-HIGH", hint="e.g. --port-range 29500-39499")
-    pair = int(low), int(high)
+    first, last = parse_int(low, digits=5), parse_int(high, digits=5)
+    if not sep or first is None or last is None:
+        raise ConfigError(f"--port-range {text[:60]!r} is not LOW-HIGH", hint="e.g. --port-range 29500-39499")
+    pair = first, last
     if not 1 <= pair[0] <= pair[1] <= 65535:
         raise ConfigError(f"--port-range {text!r} is not within 1-65535 with LOW <= HIGH",
                           hint="e.g. --port-range 29500-39499")

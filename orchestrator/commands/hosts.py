@@ -9,6 +9,8 @@ from orchestrator.commands._common import add_json_argument, print_json
 from orchestrator.env.hostlist import compress, expand
 from orchestrator.errors import ConfigError
 
+MAX_INPUT = 16 * 1024 * 1024  # what orch hosts reads from stdin, at most
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exprs", nargs="*", metavar="EXPR",
@@ -26,7 +28,11 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("no hostlist given",
                               hint="pass one, e.g. orch hosts 'node[1-4]', or pipe it: "
                                    "echo \"$SLURM_JOB_NODELIST\" | orch hosts")
-        exprs = [sys.stdin.read()]
+        text = sys.stdin.read(MAX_INPUT + 1)
+        if len(text) > MAX_INPUT:
+            raise ConfigError(f"the hostlist on stdin is longer than {MAX_INPUT:,} characters",
+                              hint="pass a Slurm nodelist, e.g. echo \"$SLURM_JOB_NODELIST\" | orch hosts")
+        exprs = [text]
     hosts = [host for expr in exprs for host in expand(expr)]
     if args.compress:
         ranged = compress(hosts)

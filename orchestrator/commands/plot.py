@@ -21,6 +21,7 @@ from orchestrator.errors import OrchError
 from orchestrator.records.curves import Run, expand, load_runs
 from orchestrator.records.jobdirs import ARRAY_FILE, JobDir
 from orchestrator.records.training import read_metrics
+from orchestrator.spec.numbers import to_float
 from orchestrator.spec.runconfig import METRICS_FILE
 
 log = logging.getLogger(__name__)
@@ -59,9 +60,9 @@ def series(records: Sequence[dict[str, Any]]) -> tuple[list[float], dict[str, di
     from the ``epoch`` key when present (a resumed run may repeat one: the last record of an epoch wins)."""
     by_epoch: dict[float, dict[str, Any]] = {}
     for index, record in enumerate(records):
-        epoch = record.get("epoch", index)
-        if isinstance(epoch, (int, float)) and not isinstance(epoch, bool):
-            by_epoch[float(epoch)] = record
+        epoch = to_float(record.get("epoch", index))
+        if epoch is not None:
+            by_epoch[epoch] = record
     epochs = sorted(by_epoch)
     panels: dict[str, dict[str, list[float]]] = {}
     for name in metric_names(list(by_epoch.values())):
@@ -73,11 +74,12 @@ def series(records: Sequence[dict[str, Any]]) -> tuple[list[float], dict[str, di
 
 def _value(value: Any) -> float:
     """A number to draw; a missing value (no evaluation that epoch) leaves a gap."""
-    return float(value) if _is_number(value) else float("nan")
+    number = to_float(value)
+    return number if number is not None else float("nan")
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return to_float(value) is not None
 
 
 def _pyplot() -> Any:
@@ -231,7 +233,11 @@ def _one_per_epoch(args: argparse.Namespace, job: JobDir) -> int:
     epochs, panels = series(records)
     out = Path(args.output).expanduser() if args.output else job.path / PLOT_FILE
     title = f"{job.name} (job {job.job_id})" if job.job_id else job.name
-    draw(epochs, panels, title, out)
+    try:
+        draw(epochs, panels, title, out)
+    except OSError as exc:
+        raise OrchError(f"cannot write the plot {out}: {exc.strerror or type(exc).__name__}",
+                        hint="pass -o PNG in a folder you can write (the job folder may be read-only)") from None
     if args.json:
         metrics = sorted(m for p in panels.values() for m in p)
         print_json({"plot": str(out), "epochs": len(epochs), "metrics": metrics})

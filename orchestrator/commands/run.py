@@ -27,7 +27,14 @@ from orchestrator.commands._common import (
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
-from orchestrator.local.plan import available_cpus, cpus_per_rank, local_gpu_layout, local_gpus, new_local_run
+from orchestrator.local.plan import (
+    available_cpus,
+    check_nproc,
+    cpus_per_rank,
+    local_gpu_layout,
+    local_gpus,
+    new_local_run,
+)
 from orchestrator.local.runner import LocalResult, LocalRunner, job_lock, tail
 from orchestrator.records.jobdirs import job_root, local_log_name, write_run_config
 from orchestrator.records.resumecheck import check_resume_folder
@@ -149,8 +156,8 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.nproc is not None and args.nproc < 1:
-        raise ConfigError(f"--nproc {args.nproc} must be at least 1", hint="e.g. --nproc 2")
+    if args.nproc is not None:
+        check_nproc(args.nproc)  # before anything is read, written or started
     with contextlib.ExitStack() as stack:
         if args.resume:
             job_dir, cfg = _resume(args, stack)

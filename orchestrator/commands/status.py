@@ -41,6 +41,7 @@ from orchestrator.records.jobdirs import (
 )
 from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
 from orchestrator.slurm import jobstate
+from orchestrator.spec.numbers import to_float
 from orchestrator.spec.snapshot import Snapshot
 
 # column title -> key of a row (one table for the human view)
@@ -203,4 +204,5 @@ def _startup(job: JobDir | None) -> dict[str, float] | None:
     startup = result.get("startup") if isinstance(result, dict) else None
     if not isinstance(startup, dict):
         return None
-    return {str(k): float(v) for k, v in startup.items() if isinstance(v, (int, float))}
+    found = {str(k): to_float(v) for k, v in startup.items()}
+    return {k: v for k, v in found.items() if v is not None}

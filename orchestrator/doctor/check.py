@@ -23,7 +23,10 @@ from orchestrator.doctor import (
 )
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
-from orchestrator.doctor.findings import DoctorInputError, Finding
+from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped, Finding
+from orchestrator.spec.safefile import NotAFile, open_regular
+
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a script larger than this is not read (skipped with a warning)
 
 # The rules, in catalog order; each takes the analysis of one file and yields findings.
 RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
@@ -81,8 +84,9 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
                                hint="fix the syntax first (python -m py_compile FILE)") from None
     except ValueError as exc:  # null bytes
         raise DoctorInputError(f"{filename}: cannot parse: {exc}", hint="pass a Python source file") from None
-    except (RecursionError, MemoryError):
-        raise DoctorInputError(f"{filename}: too deeply nested to parse", hint="pass a Python source file") from None
+    except (RecursionError, MemoryError) as exc:
+        what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
+        raise DoctorSkipped(f"{filename}: {what} to parse", hint="pass a Python source file") from None
     ignored = suppressions(source)
     findings: set[Finding] = set()
     try:
@@ -93,8 +97,9 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
             for path, module in analysis.project.helpers():
                 helper = Analysis(module.tree, str(path), outer=analysis)
                 _run(helper, HELPER_RULES, suppressions(_text(path)), findings, severity="warning")
-    except RecursionError:
-        raise DoctorInputError(f"{filename}: too deeply nested to analyse", hint="pass a Python source file") from None
+    except (RecursionError, MemoryError) as exc:
+        what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
+        raise DoctorSkipped(f"{filename}: {what} to analyse", hint="pass a Python source file") from None
     return sorted(findings, key=lambda f: (f.file != filename, f.file, f.line, f.code, f.message))
 
 
@@ -117,11 +122,17 @@ def _text(path: Path) -> str:
 def read_script(path: str | Path) -> str:
     p = Path(path)
     try:
-        data = p.read_bytes()
-    except IsADirectoryError:
-        raise DoctorInputError(f"{p}: is a directory", hint="pass Python files (orch doctor train.py)") from None
+        with open_regular(p) as fh:  # a FIFO or a device is never read (no hang): skipped
+            data = fh.read(MAX_SCRIPT_BYTES + 1)
+    except NotAFile as exc:
+        if p.is_dir():
+            raise DoctorInputError(f"{p}: is a directory", hint="pass Python files (orch doctor train.py)") from None
+        raise DoctorSkipped(f"{p}: {exc.strerror}", hint="pass a Python source file") from None
     except OSError as exc:
         raise DoctorInputError(f"{p}: cannot read: {exc.strerror}", hint="check the path") from None
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise DoctorSkipped(f"{p}: larger than {MAX_SCRIPT_BYTES // (1024 * 1024)} MiB",
+                            hint="pass a Python source file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -13,6 +13,14 @@ class DoctorInputError(OrchError):
     """A file the doctor cannot read or parse (exit 2, with the place of a syntax error)."""
 
 
+class DoctorSkipped(DoctorInputError):
+    """A file the doctor cannot take in (nested or long beyond what the parser can hold, not a regular
+    file, too large): skipped with a warning, never a traceback or a hang."""
+
+    def warning(self) -> str:
+        return f"orch doctor: warning: {self.message}; not checked"
+
+
 @dataclass(frozen=True, order=True)
 class Finding:
     file: str

@@ -7,8 +7,8 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from orchestrator.doctor.check import check_files
-from orchestrator.doctor.findings import Finding, format_findings, has_errors
+from orchestrator.doctor.check import check_files, dedupe
+from orchestrator.doctor.findings import DoctorSkipped, Finding, format_findings, has_errors
 from orchestrator.errors import OrchError
 
 if TYPE_CHECKING:
@@ -29,7 +29,13 @@ def gate(paths: Sequence[str | Path], out: TextIO, *, refuse: bool = True, ignor
     ScriptRefused when one is an error and ``refuse`` (``--no-check`` and the dry run pass
     ``refuse=False``: they only show them; the dry run passes ``would_refuse="orch submit"`` and gets the
     line saying so). An unreadable script raises DoctorInputError (exit 2) either way."""
-    findings = [f for f in check_files(paths) if f.code not in ignore]
+    checked: list[Finding] = []
+    for path in paths:
+        try:
+            checked.extend(check_files([path]))
+        except DoctorSkipped as exc:  # cannot be parsed (too deep, too large, not a file): said, not checked
+            print(exc.warning(), file=out, flush=True)
+    findings = [f for f in dedupe(checked) if f.code not in ignore]
     if findings:
         print(format_findings(findings), file=out, flush=True)
     if not has_errors(findings):

@@ -17,7 +17,8 @@ Grammar (checked against ``scontrol`` 22.05.8 and ``src/common/hostlist.c``)::
 * Slurm 22.05's limits: a single range of more than 65,536 hosts, a group of more than 262,144
   (256 x 1024) ranges, and a group before the last one with more than 65,536 values are invalid.
 * Bounded: the hosts are counted from the parsed ranges before any name is built, so an expression
-  naming more than ``MAX_HOSTS`` hosts is refused in milliseconds; a number in brackets above 2**64-1
+  naming more than ``MAX_HOSTS`` hosts, or names of more than ``MAX_BYTES`` in all (a 3,000-character
+  prefix times 65,536 hosts), is refused in milliseconds; a number in brackets above 2**64-1
   (Slurm clamps it) or longer than 64 digits is refused too, never reaching Python's int-string limit.
 
 Refused here although Slurm silently guesses something (its guesses are never what was meant):
@@ -44,6 +45,7 @@ MAX_RANGES = 256 * 1024  # Slurm 22.05 (hostlist.c MAX_RANGES): max comma-separa
 MAX_DIGITS = 64  # digits of one host number, zero padding included (longer: a typo, not a host name)
 MAX_NUMBER = 2**64 - 1  # Slurm keeps host numbers in an unsigned long and clamps larger ones silently
 MAX_PREFIX_COUNT = 64 * 1024  # Slurm 22.05 (MAX_PREFIX_CNT): max values of a group that is not the last one
+MAX_BYTES = 32 * 1024 * 1024  # the expanded names, one separator each (ours: long names x many hosts)
 
 _DIGITS = "0123456789"
 _SPACE = frozenset(" \t\n\r\f\v")
@@ -89,17 +91,23 @@ def expand_cached(expr: str) -> tuple[str, ...]:
             raise _too_many(expr)
         return tuple(items)
     parsed: list[tuple[str, list[str], list[list[_Range]]] | str] = []
-    total = 0
+    total = size = 0
     for item in items:
         if "[" in item:
             texts, groups = _parse_item(expr, item)
-            total += math.prod(_count(ranges) for ranges in groups)
+            hosts_here = math.prod(_count(ranges) for ranges in groups)
+            total += hosts_here
+            size += _bytes(texts, groups, hosts_here)
             parsed.append((item, texts, groups))
         else:
             total += 1
+            size += len(item) + 1
             parsed.append(item)
         if total > MAX_HOSTS:
             raise _too_many(expr)
+        if size > MAX_BYTES:
+            raise _error(expr, f"its host names would take more than {MAX_BYTES // (1024 * 1024)} MiB",
+                         hint="check the host names and ranges for a typo (a long prefix times many hosts)")
     hosts: list[str] = []
     for entry in parsed:
         if isinstance(entry, str):
@@ -118,6 +126,15 @@ def count(expr: str) -> int:
         else:
             total += 1
     return total
+
+
+def _bytes(texts: list[str], groups: list[list[_Range]], hosts: int) -> int:
+    """At most how many bytes the names of one item take (a separator each), without building them."""
+    size = hosts * (sum(len(t) for t in texts) + 1)
+    for ranges in groups:
+        widest = max(max(len(lo_text), len(str(hi))) for lo_text, _, hi in ranges)
+        size += hosts * widest
+    return size
 
 
 def _too_many(expr: str) -> HostlistError:

@@ -19,6 +19,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.records.jobdirs import create_job_dir, filling, job_dir_path, write_config
 from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, Launcher
 from orchestrator.spec.job import LoadedJob, make_params
+from orchestrator.spec.numbers import LOCAL_RANKS_PER_CPU, MAX_LOCAL_RANKS, MIN_LOCAL_RANK_LIMIT, max_local_ranks
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.tracking import merge_tracking
@@ -30,6 +31,19 @@ def available_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def check_nproc(nproc: int, cpus: int | None = None) -> None:
+    """``--nproc`` within 1 .. :func:`orchestrator.spec.numbers.max_local_ranks` of this machine (ConfigError),
+    checked before a single process starts."""
+    limit = max_local_ranks(available_cpus() if cpus is None else cpus)
+    if nproc < 1:
+        raise ConfigError(f"--nproc {nproc} must be at least 1", hint="e.g. --nproc 2")
+    if nproc > limit:
+        shown = str(nproc) if nproc < 10**12 else f"{str(nproc)[:12]}... ({len(str(nproc))} digits)"
+        raise ConfigError(f"--nproc {shown} is more than this machine can run: at most {limit} local processes "
+                          f"({LOCAL_RANKS_PER_CPU} per CPU core, at least {MIN_LOCAL_RANK_LIMIT}, at most "
+                          f"{MAX_LOCAL_RANKS})", hint="more ranks than that belong on a cluster: orch submit")
 
 
 def cpus_per_rank(cpus: int, nproc: int) -> int:
@@ -85,8 +99,7 @@ def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc
     """``job.json`` of a local run with ``nproc`` ranks (pure). ConfigError names the field and the fix.
 
     ``gpus_per_task`` (scripts only): each rank holds that many of the ``gpus`` local GPUs."""
-    if nproc < 1:
-        raise ConfigError(f"--nproc {nproc} must be at least 1", hint="e.g. --nproc 2")
+    check_nproc(nproc, cpus)
     if loaded.spec.needs_data and data_dir is None:
         raise ConfigError(f"job {loaded.spec.name} needs a data directory, and none was given",
                           hint=f"pass --data-dir DIR (data_dir= in Python) or set {DATA_DIR_ENV_VAR}=DIR")

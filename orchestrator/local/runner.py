@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
-import json
 import os
 import re
 import signal
@@ -40,7 +39,9 @@ from typing import IO, Any
 from orchestrator.errors import ConfigError
 from orchestrator.records.blame import Blame, blame, observed
 from orchestrator.records.jobdirs import local_log_name as log_name
+from orchestrator.records.logview import tail_lines
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
+from orchestrator.spec.safefile import read_json
 from orchestrator.task import reaper
 from orchestrator.task.launch import PEER_FAILURE_EXIT
 from orchestrator.task.outcome import read_outcomes, remove_outcomes
@@ -50,6 +51,7 @@ LOCAL_ADDR = "127.0.0.1"
 GRACE_SECONDS = 5.0
 POLL_SECONDS = 0.05
 TAIL_LINES = 20
+TAIL_BYTES = 1024 * 1024  # what a failure report reads of a rank's log, at most
 ERROR_PREFIX = "orch: error: "
 # Inherited variables that would tell a child it is some other launcher's task: dropped.
 STRIP_VARS = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
@@ -131,11 +133,8 @@ def last_error(text: str) -> str | None:
 
 
 def tail(path: Path, lines: int = TAIL_LINES) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
+    found, _, _ = tail_lines(path, lines, max_bytes=TAIL_BYTES)
+    return "\n".join(b"".join(found).decode("utf-8", errors="replace").splitlines()[-lines:])
 
 
 @dataclass
@@ -198,17 +197,30 @@ class LocalRunner:
         preexec: Callable[[], None] | None = _die_with_parent if sys.platform.startswith("linux") else None
         self._files: list[IO[bytes]] = []
         for rank in range(self.nproc):
+            if self._forwarded:  # Ctrl-C or SIGTERM while starting: start no more ranks
+                break
             log_file = (logs / log_name(rank)).open("ab")
             self._files.append(log_file)
             env = child_env(self.environ, rank=rank, nproc=self.nproc, port=port, extra=self.extra_env)
             env[reaper.TOKEN_VAR] = self._token
             out: int | IO[bytes] = subprocess.PIPE if rank == 0 or self.all_ranks else log_file
             # Own session: a terminal's Ctrl-C reaches orch run only, which forwards it once.
-            self._procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                                preexec_fn=preexec))
+            try:
+                self._procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                                    preexec_fn=preexec))
+            except OSError as exc:  # EAGAIN: the user's process limit (ulimit -u), ENOMEM
+                self._send_all(signal.SIGKILL)
+                for proc in self._procs:
+                    proc.wait()
+                for fh in self._files:
+                    fh.close()
+                raise ConfigError(f"could not start rank {rank} of {self.nproc}: {exc.strerror or exc} (the "
+                                  f"{len(self._procs)} rank(s) started were stopped)",
+                                  hint="run fewer processes (--nproc), or raise the process limit (ulimit -u)"
+                                  ) from None
         self._echo_lock = threading.Lock()
-        shown = range(self.nproc) if self.all_ranks else range(1)
+        shown = range(len(self._procs)) if self.all_ranks else range(min(1, len(self._procs)))
         self._tees = [threading.Thread(target=self._copy_rank, args=(rank,), daemon=True) for rank in shown]
         for tee in self._tees:
             tee.start()
@@ -368,8 +380,4 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json(path, dict)

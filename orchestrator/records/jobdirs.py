@@ -18,7 +18,6 @@ Nothing here runs Slurm: the verbs combine these records with :mod:`orchestrator
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -32,6 +31,7 @@ from orchestrator.errors import OrchError
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.trust import JOB_ROOT_MODE, fs_error, make_job_root
 from orchestrator.spec.cluster import Cluster, Launcher
+from orchestrator.spec.numbers import check_path
 from orchestrator.spec.runconfig import (
     CHECKPOINT_DIR,
     JOB_FILE,
@@ -43,6 +43,7 @@ from orchestrator.spec.runconfig import (
     read_run_config,
     run_config_text,
 )
+from orchestrator.spec.safefile import RECORD_LIMIT, note, read_json, read_text
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ _FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 # "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
 # job_dir_path's "-<YYYYmmdd>-<HHMMSS>-<hex>" at the end of a folder name
 _STAMP_RE = re.compile(r"-([0-9]{8})-([0-9]{6})-[0-9a-f]+$")
+ID_FILE_LIMIT = 4096  # a job_id file holds one id and a newline
 _JOB_ID_RE = re.compile(r"[0-9]+(_[0-9]+)?")  # fullmatch, ASCII digits: "12\n" and "١٢" are no job ids
 
 
@@ -213,15 +215,23 @@ def job_root(cluster: Cluster | None) -> Path:
     return Path(launcher.job_root).expanduser()
 
 
-def read_text_or_none(path: Path) -> str | None:
-    """A record file's text; None when it is missing or unreadable (logged)."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+def read_text_or_none(path: Path, limit: int = RECORD_LIMIT) -> str | None:
+    """A record file's text; None when it is missing, not a regular file, too large or unreadable
+    (:mod:`orchestrator.spec.safefile` warns)."""
+    return read_text(path, limit)
+
+
+def read_id(path: Path) -> str | None:
+    """A ``job_id`` file's Slurm job id (ASCII digits, ``<array>_<index>``), or None: missing, not a
+    regular file, or not a job id (warned: a damaged folder must not send its text to squeue)."""
+    text = read_text_or_none(path, limit=ID_FILE_LIMIT)
+    if text is None or not text.strip():
         return None
-    except OSError as exc:
-        log.warning("cannot read %s: %s", path, exc.strerror)
+    job_id = text.strip()
+    if not is_job_id(job_id):
+        note(path, f"holds {job_id[:40]!r}, not a Slurm job id")
         return None
+    return job_id
 
 
 def read_job_dir(path: Path) -> JobDir:
@@ -231,8 +241,8 @@ def read_job_dir(path: Path) -> JobDir:
     except OrchError as exc:
         log.debug("%s", exc.message)
         config = None
-    job_id = (read_text_or_none(path / JOB_ID_FILE) or "").strip() or None
-    raw_id = (read_text_or_none(path / RAW_JOB_ID_FILE) or "").strip() or None
+    job_id = read_id(path / JOB_ID_FILE)
+    raw_id = read_id(path / RAW_JOB_ID_FILE)
     return JobDir(path=path, config=config, job_id=job_id, submit_error=read_text_or_none(path / SUBMIT_ERROR_FILE),
                   raw_job_id=raw_id)
 
@@ -272,7 +282,8 @@ def iter_job_paths(root: Path) -> Iterator[Path]:
             yield path
         elif (path / ARRAY_FILE).is_file():
             try:
-                indexes = sorted(int(p.name) for p in os.scandir(path) if p.name.isdigit() and len(p.name) < 10)
+                indexes = sorted(int(p.name) for p in os.scandir(path)
+                                 if p.name.isascii() and p.name.isdigit() and len(p.name) < 10)
             except OSError:
                 continue
             yield from (p for p in (path / str(i) for i in indexes) if (p / JOB_FILE).is_file())
@@ -286,8 +297,8 @@ def newest_with_id(root: Path, job_ids: Iterable[str]) -> dict[str, JobDir]:
     for path in iter_job_paths(root):
         if not wanted:
             break
-        job_id = (read_text_or_none(path / JOB_ID_FILE) or "").strip()
-        if job_id in wanted:
+        job_id = read_id(path / JOB_ID_FILE)
+        if job_id is not None and job_id in wanted:
             wanted.discard(job_id)
             found[job_id] = read_job_dir(path)
     return found
@@ -304,10 +315,8 @@ def _stamp(folder: Path) -> str:
     match = _STAMP_RE.search(folder.name)
     if match:
         return match.group(1) + match.group(2)
-    try:
-        created = json.loads((folder / JOB_FILE).read_text(encoding="utf-8")).get("created", "")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return ""
+    data = read_json(folder / JOB_FILE, dict)
+    created = data.get("created", "") if data is not None else ""
     return re.sub(r"[^0-9]", "", created[:19]) if isinstance(created, str) else ""
 
 
@@ -317,7 +326,7 @@ def find_job_dir(ref: str, root: Path) -> JobDir:
     Job ids restart when a cluster is rebuilt, so several folders can carry one id; the newest is
     the one a user means.
     """
-    as_path = Path(ref).expanduser()
+    as_path = Path(check_path(ref, "JOB")).expanduser()
     if (as_path / JOB_FILE).is_file():
         return read_job_dir(as_path.resolve())
     if (as_path / ARRAY_FILE).is_file():

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records.atomic import write_text_atomic
+from orchestrator.spec.safefile import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ def read_index(environ: Mapping[str, str] | None = None, *,
     """The index's records, newest first, from its last ``limit`` bytes; damaged lines are skipped."""
     path = index_path(environ)
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             size = fh.seek(0, os.SEEK_END)
             start = max(0, size - limit)
             fh.seek(start)
@@ -144,7 +145,8 @@ def lookup(job_id: str, environ: Mapping[str, str] | None = None) -> list[Submit
 def read_submitted(job_dir: Path) -> Submitted | None:
     """The folder's ``submitted.json`` (None: missing or damaged, e.g. a folder from before it existed)."""
     try:
-        raw = (job_dir / SUBMITTED_FILE).read_bytes()[:LINE_LIMIT]
+        with open_regular(job_dir / SUBMITTED_FILE) as fh:  # a FIFO or a device is never read
+            raw = fh.read(LINE_LIMIT)
     except OSError:
         return None
     return _parse(raw.replace(b"\n", b" "))

@@ -27,6 +27,7 @@ from typing import BinaryIO
 
 from orchestrator.records.jobdirs import JobDir, log_path
 from orchestrator.spec.runconfig import LOG_DIR
+from orchestrator.spec.safefile import note, open_regular
 
 BLOCK = 64 * 1024
 MAX_TAIL_BYTES = 64 * 1024 * 1024  # a view never reads more than this of one file
@@ -41,7 +42,7 @@ def tail_lines(path: Path, lines: int, *, max_bytes: int = MAX_TAIL_BYTES) -> tu
     """The last ``lines`` lines of ``path`` (each with its newline, the last maybe without), the file's
     size when read, and whether earlier lines were left out. A missing file: ``([], 0, False)``."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:  # a FIFO or a device under a log's name: noted, never read
             size = fh.seek(0, os.SEEK_END)
             pos, blocks, newlines = size, [], 0
             limit = min(max_bytes, size)
@@ -53,7 +54,10 @@ def tail_lines(path: Path, lines: int, *, max_bytes: int = MAX_TAIL_BYTES) -> tu
                 blocks.append(block)
                 newlines += block.count(b"\n")
             data = b"".join(reversed(blocks))
-    except (FileNotFoundError, IsADirectoryError):
+    except FileNotFoundError:
+        return [], 0, False
+    except OSError as exc:
+        note(path, exc.strerror or f"cannot be read ({type(exc).__name__})")
         return [], 0, False
     found = data.splitlines(keepends=True)
     cut = pos > 0  # the first line may be a part of one
@@ -88,7 +92,7 @@ def rank_logs(job: JobDir) -> dict[int, Path]:
     for name in names:
         if name.startswith(prefix) and name.endswith(".out"):
             number = name[len(prefix):-len(".out")]
-            if number.isdigit() and len(number) < 10:
+            if number.isascii() and number.isdigit() and len(number) < 10:
                 found[int(number)] = folder / name
     return dict(sorted(found.items()))
 
@@ -101,6 +105,7 @@ class Source:
     prefix: bytes = b""
     offset: int = 0  # how far it was shown
     pending: bytes = b""  # a line still being written (following)
+    refused: bool = False  # not a regular file: noted once, not read again
 
 
 @dataclass
@@ -178,14 +183,20 @@ class View:
 def copy_new(sources: list[Source], out: BinaryIO, *, final: bool = False) -> None:
     """Each source's complete new lines (with its prefix); ``final``: the unfinished last line too."""
     for source in sources:
+        if source.refused:
+            continue
         try:
-            with source.path.open("rb") as fh:
+            with open_regular(source.path) as fh:
                 size = fh.seek(0, os.SEEK_END)
                 if size < source.offset:  # truncated: start again
                     source.offset, source.pending = 0, b""
                 fh.seek(source.offset)
                 data = fh.read(FOLLOW_CHUNK)
-        except (FileNotFoundError, IsADirectoryError):
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # not a file (a FIFO, a device, a folder) or unreadable: said once, then skipped
+            note(source.path, exc.strerror or f"cannot be read ({type(exc).__name__})")
+            source.refused = True
             continue
         source.offset += len(data)
         data = source.pending + data

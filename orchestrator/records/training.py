@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records.jobdirs import read_text_or_none
+from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import METRICS_FILE, PROGRESS_FILE, RESULT_FILE
+from orchestrator.spec.safefile import read_json
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +29,7 @@ def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             log.warning("%s line %d is not JSON; skipped", job_dir / METRICS_FILE, number)
             continue
         if isinstance(record, dict):
@@ -46,30 +48,31 @@ def progress_cells(record: dict[str, Any] | None) -> dict[str, str | None]:
         return {"epoch": None, "step": None, "loss": None, "rate": None, "eta": None}
 
     def fraction(key: str, total: str) -> str | None:
-        value = record.get(key)
-        return f"{value}/{record.get(total)}" if isinstance(value, int) else None
+        value, of = to_int(record.get(key)), to_int(record.get(total))
+        return f"{value}/{of if of is not None else '?'}" if value is not None else None
 
-    loss, rate = record.get("loss"), record.get("samples_per_s")
+    loss, rate = to_float(record.get("loss")), to_float(record.get("samples_per_s"))
     return {"epoch": fraction("epoch", "epochs"), "step": fraction("step", "steps"),
-            "loss": f"{loss:.4f}" if _is_number(loss) else None,
-            "rate": f"{rate:,.0f}" if _is_number(rate) else None, "eta": eta_cell(record)}
+            "loss": f"{loss:.4f}" if loss is not None else None,
+            "rate": f"{rate:,.0f}" if rate is not None else None, "eta": eta_cell(record)}
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+MAX_ETA_S = 100 * 365 * 86400  # an ETA past a century is shown as no ETA (huge or hostile numbers)
 
 
 def eta_cell(record: dict[str, Any]) -> str | None:
     """The time the run still needs: the rest of this epoch (progress.json's ``eta_s``) and, at the
-    epoch's pace, the epochs after it (``H:MM:SS``); None when the numbers are not there."""
-    eta: Any = record.get("eta_s")
-    counts: list[Any] = [record.get(k) for k in ("step", "steps", "epoch", "epochs")]
-    if not _is_number(eta) or not all(isinstance(v, int) and not isinstance(v, bool) for v in counts):
+    epoch's pace, the epochs after it (``H:MM:SS``); None when the numbers are not there or absurd."""
+    eta = to_float(record.get("eta_s"))
+    counts = [to_int(record.get(k)) for k in ("step", "steps", "epoch", "epochs")]
+    if eta is None or eta < 0 or any(v is None for v in counts):
         return None
-    step, steps, epoch, epochs = (int(v) for v in counts)
-    left = float(eta)
+    step, steps, epoch, epochs = (int(v) for v in counts if v is not None)
+    left = eta
     if 0 < step < steps and epochs > epoch:  # the epochs still to come, at this epoch's pace
-        left += float(eta) / (steps - step) * steps * (epochs - epoch)
+        left += eta / (steps - step) * steps * (epochs - epoch)
+    if not math.isfinite(left) or left > MAX_ETA_S:
+        return None
     whole = max(0, round(left))
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
@@ -85,8 +88,8 @@ def metrics_cell(record: dict[str, Any] | None) -> str | None:
     parts = []
     for name in ["loss", *[n for n in names if isinstance(n, str)]]:
         for key in (f"test_{name}", f"train_{name}"):
-            value = record.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = to_float(record.get(key))
+            if value is not None:
                 parts.append(f"{key} {value:.4g}")
                 break
     return " ".join(parts) or None
@@ -98,12 +101,5 @@ def read_result(job_dir: Path) -> dict[str, Any] | None:
 
 
 def _read_object(path: Path) -> dict[str, Any] | None:
-    """A JSON object file; None when it is missing, unreadable, not JSON or not an object."""
-    text = read_text_or_none(path)
-    if text is None:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    """A JSON object file; None when it is missing, not a regular file, not JSON or not an object (warned)."""
+    return read_json(path, dict)

@@ -37,7 +37,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds; a missing SLURM_CONF alone makes clients retr
 SBATCH_TIMEOUT = 120.0
 _NOT_FOUND_HINT = ("run orch on a Slurm login node, put Slurm's client commands on PATH, "
                    "or use 'orch run' for a local run")
-_JOB_ID_RE = re.compile(r"\d+")
+_JOB_ID_RE = re.compile(r"[0-9]{1,20}")  # ASCII digits, bounded (\d also matches other scripts' digits)
 
 
 class Runner(Protocol):

@@ -34,6 +34,7 @@ from orchestrator.spec.runconfig import (
     RunConfig,
     read_run_config,
 )
+from orchestrator.spec.safefile import note, read_json
 
 STOP_EXIT = 1
 
@@ -88,11 +89,30 @@ def decide(cfg: RunConfig, verdict: Mapping[str, Any] | None, record: Mapping[st
 
 def read_record(job_dir: Path) -> dict[str, Any] | None:
     """``preflight_attempts.json`` of a job folder, or None (no preflight exclusion happened)."""
-    try:
-        data = json.loads((job_dir / PREFLIGHT_RECORD_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    path = job_dir / PREFLIGHT_RECORD_FILE
+    data = read_json(path, dict)
+    if data is None:
         return None
-    return data if isinstance(data, dict) else None
+    attempts, excluded = data.get("attempts", []), data.get("excluded", [])
+    if (not isinstance(attempts, list) or not all(isinstance(a, dict) for a in attempts)
+            or not isinstance(excluded, list) or not all(isinstance(h, str) for h in excluded)):
+        note(path, "is not a preflight record (attempts: a list of objects, excluded: a list of host names)")
+        return None
+    return data
+
+
+def read_verdict(job_dir: Path) -> dict[str, Any] | None:
+    """``preflight.json`` when it has the shape the preflight step writes, else None (warned)."""
+    path = job_dir / PREFLIGHT_RESULT_FILE
+    data = read_json(path, dict)
+    if data is None:
+        return None
+    failed, checks = data.get("failed_nodes", []), data.get("checks", [])
+    if (not isinstance(failed, list) or not all(isinstance(f, dict) and "host" in f and "check" in f for f in failed)
+            or not isinstance(checks, list) or not all(isinstance(c, dict) for c in checks)):
+        note(path, "is not a preflight verdict (failed_nodes: objects with host and check; checks: objects)")
+        return None
+    return data
 
 
 def status_note(job_dir: Path) -> str | None:
@@ -142,10 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _record_resubmit(job_dir, args.resubmitted)
             return 0
         cfg = read_run_config(job_dir)
-        try:
-            verdict = json.loads((job_dir / PREFLIGHT_RESULT_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            verdict = None
+        verdict = read_verdict(job_dir)
         decision = decide(cfg, verdict, read_record(job_dir), job_id=args.job_id, step_rc=args.step_rc)
         from orchestrator.slurm.nodememory import record_preflight
 

@@ -7,12 +7,53 @@ output to these functions.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from orchestrator.spec.numbers import parse_int
 from orchestrator.spec.units import format_time, parse_time
+
+log = logging.getLogger(__name__)
+
+SHOWN_UNREAD = 3  # lines of one answer quoted in full when they cannot be read; the rest are counted
+# a job id as Slurm's clients print it: 123, an array element 123_4 (pending: 123_[0-3%2]), a step 123.batch,
+# a het job 123+1; ASCII only, bounded
+_ID_RE = re.compile(r"[0-9]{1,20}(?:[_+.][0-9A-Za-z_.+\[\]%,-]{0,200})?", re.ASCII)
+
+
+class Unread:
+    """The lines of one answer orch could not read: each is reported (the first few quoted, the rest
+    counted) as ``could not read Slurm's answer: <line>``; the rest of the answer is still used."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.count = 0
+
+    def add(self, line: str) -> None:
+        self.count += 1
+        if self.count <= SHOWN_UNREAD:
+            shown = line if len(line) <= 200 else f"{line[:200]}... ({len(line):,} characters)"
+            log.warning("could not read Slurm's answer (%s): %r", self.source, shown)
+
+    def done(self) -> None:
+        if self.count > SHOWN_UNREAD:
+            log.warning("could not read Slurm's answer (%s): %d more lines like these", self.source,
+                        self.count - SHOWN_UNREAD)
+
+
+_STATE_RE = re.compile(r"[A-Z][A-Z_]*\+?(?: by [0-9]{1,10})?", re.ASCII)  # RUNNING, CANCELLED by 0, RUNNING+
+
+
+def is_slurm_id(text: str) -> bool:
+    return bool(_ID_RE.fullmatch(text))
+
+
+def _readable(fields: list[str] | None) -> bool:
+    """A record's job id and state look like Slurm's (anything else: a line orch cannot read)."""
+    return fields is not None and is_slurm_id(fields[0].strip()) and bool(_STATE_RE.fullmatch(fields[1].strip()))
 
 
 @dataclass(frozen=True)
@@ -93,9 +134,11 @@ class JobStatus:
 def parse_exit_code(text: str) -> tuple[int | None, int | None]:
     """``"3:0"`` (exit code : signal, as sacct and scontrol print it) -> ``(3, 0)``."""
     code, _, sig = text.strip().partition(":")
-    if not code.isdigit():
+    number = parse_int(code, digits=3)
+    if number is None or number > 255:
         return None, None
-    return int(code), int(sig) if sig.isdigit() else None
+    signal = parse_int(sig, digits=3)
+    return number, signal if signal is not None and signal <= 255 else None
 
 
 def _none_if_blank(value: str) -> str | None:
@@ -151,16 +194,21 @@ def _split_with_time(line: str, count: int, at: int) -> list[str] | None:
 def parse_squeue(stdout: str) -> dict[str, JobStatus]:
     """``squeue --Format=SQUEUE_FORMAT`` lines, by job id as squeue prints it (other lines are skipped)."""
     jobs: dict[str, JobStatus] = {}
+    unread = Unread("squeue")
     for line in stdout.splitlines():
+        if not line.strip():
+            continue
         fields = _split_with_time(line, len(SQUEUE_FIELDS), SQUEUE_FIELDS.index("SubmitTime"))
-        if fields is None:
+        if fields is None or not _readable(fields):
+            unread.add(line)
             continue
         job_id, state, reason, nodes, elapsed, restarts, submit, name = fields
         job_id = job_id.strip()
         jobs[job_id] = JobStatus(job_id=job_id, state=state.strip(), source="squeue", name=name,
                                  reason=_none_if_blank(reason), nodes=_none_if_blank(nodes),
                                  elapsed=normalize_elapsed(elapsed), submit_time=submit_field(submit),
-                                 restarts=int(restarts) if restarts.strip().isdigit() else None)
+                                 restarts=parse_int(restarts, digits=9))
+    unread.done()
     return jobs
 
 
@@ -172,9 +220,13 @@ def parse_sacct(stdout: str, source: str, wanted: Sequence[str]) -> dict[str, Jo
     line may carry a SubmitTime before the name (``parse_sacct_runs`` passes it on)."""
     jobs: dict[str, JobStatus] = {}
     wanted_set = frozenset(wanted)  # a set: thousands of ids against thousands of lines stay linear
+    unread = Unread(source)
     for line in stdout.splitlines():
+        if not line.strip():
+            continue
         fields = _split_with_time(line, 7, 5)
-        if fields is None:
+        if fields is None or not _readable(fields):
+            unread.add(line)
             continue
         job_id, state, exit_code, nodes, elapsed = (f.strip() for f in fields[:5])
         submit, name = fields[5], fields[6].strip()
@@ -185,6 +237,7 @@ def parse_sacct(stdout: str, source: str, wanted: Sequence[str]) -> dict[str, Jo
         jobs[job_id] = JobStatus(job_id=job_id, state=state.split()[0] if state else "UNKNOWN", source=source,
                                  name=name, nodes=_none_if_blank(nodes), elapsed=normalize_elapsed(elapsed),
                                  exit_code=code, signal=sig, submit_time=submit_field(submit))
+    unread.done()
     return jobs
 
 
@@ -197,8 +250,9 @@ def tres_gpus(tres: str) -> int:
     """The GPUs an ``AllocTRES`` string holds (0 when none)."""
     for item in tres.split(","):
         key, _, value = item.partition("=")
-        if key.strip() == GPU_TRES and value.strip().isdigit():
-            return int(value)
+        count = parse_int(value, digits=6) if key.strip() == GPU_TRES else None
+        if count is not None:
+            return count
     return 0
 
 
@@ -211,16 +265,21 @@ def parse_sacct_runs(stdout: str, wanted: Sequence[str]) -> dict[str, JobStatus]
     first_submit: dict[str, str | None] = {}
     last_state: dict[str, str] = {}
     kept: list[str] = []
+    unread = Unread("sacct")
     for line in stdout.splitlines():
+        if not line.strip():
+            continue
         fields = _split_with_time(line, 9, 7)
-        if fields is None:
+        if fields is None or not _readable(fields):
+            unread.add(line)
             continue
         job_id, raw, tres = fields[0].strip(), fields[5].strip(), fields[6]
-        gpu_seconds[job_id] = gpu_seconds.get(job_id, 0) + (int(raw) if raw.isdigit() else 0) * tres_gpus(tres)
+        gpu_seconds[job_id] = gpu_seconds.get(job_id, 0) + (parse_int(raw, digits=12) or 0) * tres_gpus(tres)
         if not last_state.get(job_id, "").startswith("REQUEUED"):
             first_submit[job_id] = submit_field(fields[7])
         last_state[job_id] = fields[1].strip()
         kept.append("|".join([*fields[:5], fields[7], fields[8]]))
+    unread.done()
     jobs = parse_sacct("\n".join(kept), "sacct", wanted)
     return {i: replace(s, gpu_hours=round(gpu_seconds.get(i, 0) / 3600, 3), submit_time=first_submit.get(i))
             for i, s in jobs.items()}
@@ -253,4 +312,4 @@ def parse_show_job(job_id: str, stdout: str) -> JobStatus | None:
                      reason=_none_if_blank(fields.get("Reason", "")),
                      nodes=_none_if_blank(fields.get("NodeList", "")),
                      elapsed=normalize_elapsed(fields.get("RunTime")),
-                     exit_code=code, signal=sig, restarts=int(restarts) if restarts.isdigit() else None)
+                     exit_code=code, signal=sig, restarts=parse_int(restarts, digits=9))

@@ -8,19 +8,17 @@ path to such a file.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from orchestrator.errors import ConfigError
 from orchestrator.spec.bounds import param_problem, within
+from orchestrator.spec.jobimport import import_job_file
 
 JOBS_ENV_VAR = "ORCH_JOBS_DIR"
 BUILTIN_JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs"
@@ -162,59 +160,13 @@ def load_job_file(path: Path) -> JobSpec:
     ``SPEC`` holds the wrong types is a ConfigError, never a silent exit or a traceback.
     """
     module_name = f"orch_job_{path.stem}_{abs(hash(str(path)))}"
-    if module_name in sys.modules:
-        module = sys.modules[module_name]
-    else:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise ConfigError(f"cannot import job file {path}", hint="a job file is a Python module ending in .py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            with _no_exit_while_importing():
-                spec.loader.exec_module(module)
-        except _ExitAtImport as exc:
-            del sys.modules[module_name]
-            raise ConfigError(f"job file {path} exits while it is imported ({exc})",
-                              hint="a job file only defines SPEC (and its build function); move the code "
-                                   "that exits into build() or under if __name__ == '__main__':") from None
-        except SystemExit as exc:
-            del sys.modules[module_name]
-            raise ConfigError(f"job file {path} exits while it is imported (sys.exit({exc.code!r}))",
-                              hint="a job file only defines SPEC (and its build function); move the code "
-                                   "that exits into build() or under if __name__ == '__main__':") from None
-        except Exception as exc:
-            del sys.modules[module_name]
-            raise ConfigError(f"job file {path} failed to import: {exc!r}"[:500],
-                              hint="fix the job file; its module level must not need a GPU or data") from exc
+    # guarded: a job file that exits, forks, execs or prints at import is its error, never orch's behaviour
+    module = sys.modules[module_name] if module_name in sys.modules else import_job_file(path, module_name)
     job_spec = getattr(module, "SPEC", None)
     if job_spec is None:
         raise ConfigError(f"job file {path} defines no SPEC",
                           hint="add SPEC = JobSpec(name=..., params=..., build=...)")
     return check_spec(job_spec, path)
-
-
-class _ExitAtImport(Exception):
-    """Raised instead of os._exit / os.abort while a job file is imported."""
-
-
-@contextlib.contextmanager
-def _no_exit_while_importing() -> Iterator[None]:
-    """``os._exit`` and ``os.abort`` end the process without unwinding: while a job file is imported
-    they raise instead, so orch can say what happened (and never exits 0 with nothing submitted)."""
-    saved = os._exit, os.abort
-
-    def refuse_exit(code: int) -> NoReturn:
-        raise _ExitAtImport(f"os._exit({code!r})")
-
-    def refuse_abort() -> NoReturn:
-        raise _ExitAtImport("os.abort()")
-
-    os._exit, os.abort = refuse_exit, refuse_abort  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        os._exit, os.abort = saved
 
 
 # JobSpec fields: the type each must have, and what to write instead.

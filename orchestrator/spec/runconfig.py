@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from orchestrator.errors import ConfigError
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.extras import check_env_var
+from orchestrator.spec.safefile import RECORD_LIMIT, NotAFile, open_regular
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.snapshot import Snapshot
 from orchestrator.spec.tracking import TrackerName
@@ -99,11 +100,15 @@ def run_config_text(config: RunConfig) -> str:
 def read_run_config(job_dir: Path) -> RunConfig:
     path = job_dir / JOB_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path) as fh:
+            raw = fh.read(RECORD_LIMIT + 1)
+        if len(raw) > RECORD_LIMIT:
+            raise ValueError(f"larger than {RECORD_LIMIT:,} bytes")
+        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path} does not exist", hint="pass the job folder that orch submit/run printed") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a folder, not a file", hint="the job folder is damaged; submit again") from None
+    except NotAFile as exc:
+        raise ConfigError(f"{path} {exc.strerror}", hint="the job folder is damaged; submit again") from None
     except (OSError, ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise ConfigError(f"cannot read {path}: {str(exc)[:200]}",
                           hint="the job folder is damaged; submit again") from None

@@ -18,6 +18,7 @@ on the compute nodes, which the dry run says. Everything after ``--`` is kept by
 
 from __future__ import annotations
 
+import logging
 import re
 import shlex
 from collections.abc import Sequence
@@ -28,6 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ConfigError
 from orchestrator.spec.job import JobSpec, LoadedJob, Resources, TrainParams
+from orchestrator.spec.safefile import NotAFile, kind_of, open_regular
+
+log = logging.getLogger(__name__)
+MAX_SOURCE_BYTES = 16 * 1024 * 1024  # a script or job file larger than this is refused, not read
 
 _MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 # Exit code a script uses to ask for a requeue after a preemption (EX_TEMPFAIL: "try again later").
@@ -77,9 +82,20 @@ def has_spec(path: Path) -> bool:
     import ast  # only when a .py path is given (a job name needs no parser)
 
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        with open_regular(path) as fh:  # a FIFO or a device: refused, never read (no hang)
+            source = fh.read(MAX_SOURCE_BYTES + 1)
+    except NotAFile as exc:
+        raise ConfigError(f"{path} {exc.strerror}", hint="pass the .py file of the script or job") from None
+    if len(source) > MAX_SOURCE_BYTES:
+        raise ConfigError(f"{path} is larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB",
+                          hint="pass the .py file of the script or job")
+    try:
+        tree = ast.parse(source, filename=str(path))
     except (SyntaxError, ValueError) as exc:
         raise ConfigError(f"{path} is not valid Python: {exc}", hint="fix the script, or pass another") from None
+    except (RecursionError, MemoryError):  # nested beyond the parser: no job file (it defines SPEC simply)
+        log.warning("%s is too deeply nested or too large to parse; taken as a script, not a job file", path)
+        return False
     for node in tree.body:
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
@@ -136,6 +152,9 @@ def resolve_target(job: str | None, module: str | None, args: Sequence[str] | No
         return None
     if path.is_dir():
         raise ConfigError(f"{job} is a directory, not a script",
+                          hint="pass the .py file to run (e.g. train.py), or -m package.module")
+    if path.exists() and not path.is_file():  # a FIFO, a device: never opened
+        raise ConfigError(f"script {path} is {kind_of(path.stat().st_mode)}, not a file",
                           hint="pass the .py file to run (e.g. train.py), or -m package.module")
     if not path.is_file():
         raise ConfigError(f"script {path} does not exist",

@@ -6,7 +6,7 @@ import re
 
 _UNLIMITED = frozenset({"UNLIMITED", "INFINITE"})
 _MEM_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
-_MEM_RE = re.compile(r"^(\d{1,15})([KMGT]?)B?$", re.IGNORECASE)  # bounded: no int-string limit
+_MEM_RE = re.compile(r"^([0-9]{1,15})([KMGT]?)B?$", re.IGNORECASE | re.ASCII)  # bounded: no int-string limit
 _MAX_DIGITS = 12
 
 
@@ -22,11 +22,11 @@ def parse_time(value: str) -> int | None:
     days = 0
     if "-" in text:
         day_text, _, text = text.partition("-")
-        if not day_text.isdigit() or len(day_text) > _MAX_DIGITS:
+        if not (day_text.isascii() and day_text.isdigit()) or len(day_text) > _MAX_DIGITS:
             raise ValueError(_time_message(value))
         days = int(day_text)
     parts = text.split(":")
-    if not 1 <= len(parts) <= 3 or not all(p.isdigit() and len(p) <= _MAX_DIGITS for p in parts):
+    if not 1 <= len(parts) <= 3 or not all(p.isascii() and p.isdigit() and len(p) <= _MAX_DIGITS for p in parts):
         raise ValueError(_time_message(value))
     nums = [int(p) for p in parts]
     if "-" in value:  # D-H, D-H:M, D-H:M:S

@@ -44,6 +44,7 @@ from orchestrator.records.jobdirs import outcome_path
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.startup import CLOCK
 from orchestrator.records.trust import check_job_dir
+from orchestrator.spec.numbers import parse_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.spec.snapshot import relocate_paths
 from orchestrator.task import hang
@@ -166,7 +167,7 @@ def _rank_label(environ: Mapping[str, str], env: distenv.DistEnv | None) -> str:
     if env is not None:
         return f"rank {env.rank}"
     for var in RANK_VARS:
-        if environ.get(var, "").strip().isdigit():
+        if parse_int(environ.get(var), digits=9) is not None:
             return f"rank {environ[var].strip()}"
     return "rank ?"
 

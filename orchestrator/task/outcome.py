@@ -26,6 +26,7 @@ from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.blame import Kind, LastStep, RankOutcome, parse_outcome
 from orchestrator.records.jobdirs import outcome_rank
 from orchestrator.spec.runconfig import LOG_DIR
+from orchestrator.spec.safefile import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ def read_outcomes(job_dir: Path) -> tuple[list[RankOutcome], list[str]]:
         if rank is None:
             continue
         try:
-            with (job_dir / LOG_DIR / name).open("rb") as fh:
+            with open_regular(job_dir / LOG_DIR / name) as fh:  # a FIFO or a device is refused, never read
                 raw = fh.read(OUTCOME_MAX_BYTES + 1)
         except OSError as exc:
             notes.append(f"{name}: cannot be read ({exc.strerror})")
