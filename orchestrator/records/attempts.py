@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records.atomic import write_text_atomic
+from orchestrator.spec.numbers import to_float
+from orchestrator.spec.safefile import read_json
 
 ATTEMPTS_FILE = "attempts.json"
 RESTART_NEXT_FILE = "restart_next"  # the batch script's next srun: MASTER_ADDR, MASTER_PORT, node options
@@ -36,13 +38,8 @@ LEDGER_KEYS = ("allocated_s", "queued_s", "startup_s", "training_s", "checkpoint
 
 def read_attempts(job_dir: Path) -> list[dict[str, Any]]:
     """The job's attempts (an unreadable or damaged file reads as none; never raises)."""
-    try:
-        with (job_dir / ATTEMPTS_FILE).open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-        data = json.loads(raw.decode("utf-8", errors="replace")) if len(raw) <= MAX_BYTES else None
-    except (OSError, ValueError, RecursionError):
-        return []
-    return [a for a in data if isinstance(a, dict)] if isinstance(data, list) else []
+    data = read_json(job_dir / ATTEMPTS_FILE, list, MAX_BYTES)  # a regular file of a JSON list, bounded
+    return [a for a in data if isinstance(a, dict)] if data is not None else []
 
 
 def write_attempts(job_dir: Path, attempts: Sequence[Mapping[str, Any]]) -> None:
@@ -130,7 +127,7 @@ def _done_steps(a: Mapping[str, Any]) -> int | None:
 
 
 def _num(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return to_float(value)
 
 
 def _int(value: object) -> int:
@@ -156,6 +153,6 @@ def format_attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def format_ledger(goodput: Mapping[str, Any]) -> str:
-    shown = [f"{k[:-2]} {float(goodput[k]):.1f}s" for k in LEDGER_KEYS[:-1]
-             if isinstance(goodput.get(k), (int, float))]
-    return f"goodput {float(goodput.get('goodput', 0.0)):.1%} (" + ", ".join(shown) + ")"
+    values = {k: to_float(goodput.get(k)) for k in LEDGER_KEYS}  # numbers a float holds, else left out
+    shown = [f"{k[:-2]} {v:.1f}s" for k, v in values.items() if k != "goodput" and v is not None]
+    return f"goodput {values['goodput'] or 0.0:.1%} (" + ", ".join(shown) + ")"

@@ -5,7 +5,6 @@ folder or array id, expanded to its elements), their per-step scalars (``steps.j
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +13,12 @@ from typing import Any
 from orchestrator.errors import OrchError
 from orchestrator.records.jobdirs import ARRAY_FILE, JobDir, find_job_dir, is_job_id, iter_job_dirs, read_job_dir
 from orchestrator.records.training import read_metrics, read_result
+from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import JOB_FILE
+from orchestrator.spec.safefile import read_text
 from orchestrator.spec.tracking import STEPS_FILE
+
+STEPS_LIMIT = 256 * 1024 * 1024  # steps.jsonl: a point every step of a long run stays far below this
 
 
 @dataclass
@@ -55,28 +58,30 @@ def expand(refs: Sequence[str], root: Path) -> list[JobDir]:
 def read_steps(job_dir: Path) -> dict[str, tuple[list[int], list[float]]]:
     """``steps.jsonl`` as one series per key (``train/loss`` -> steps, values); non-numbers left out."""
     series: dict[str, tuple[list[int], list[float]]] = {}
-    try:
-        text = (job_dir / STEPS_FILE).read_text(encoding="utf-8")
-    except OSError:
+    text = read_text(job_dir / STEPS_FILE, STEPS_LIMIT)  # a regular file only (a FIFO never blocks)
+    if text is None:
         return series
     for line in text.splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(record, dict) or not isinstance(record.get("step"), int):
+        step = to_int(record.get("step")) if isinstance(record, dict) else None
+        if not isinstance(record, dict) or step is None:
             continue
         for key, value in record.items():
-            if key in ("step", "time") or not is_number(value):
+            number = to_float(value)
+            if key in ("step", "time") or number is None:
                 continue
             steps, values = series.setdefault(key, ([], []))
-            steps.append(record["step"])
-            values.append(float(value))
+            steps.append(step)
+            values.append(number)
     return series
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite JSON number a float can hold (a 400-digit integer is not: math.isfinite would overflow)."""
+    return to_float(value) is not None
 
 
 def last_per_epoch(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
