@@ -112,6 +112,7 @@ class Trainer:
     periodic: PeriodicClock = field(default_factory=lambda: PeriodicClock(0.0))
     tracker: StepTracker = field(default_factory=lambda: StepTracker([], 1, 0))
     status: str = "failed"  # how the run ended, for the trackers: completed, preempted or failed
+    checkpoint_s: float = 0.0  # time spent saving checkpoints in this run (resumed ones included): result.json
 
     def say(self, text: str) -> None:
         """A line for people, from rank 0 only."""
@@ -197,6 +198,7 @@ class Trainer:
             return None
         check_identity(state, job_name=self.spec.name, model=task.model)
         resume = Resume.from_checkpoint(state)
+        self.checkpoint_s = resume.checkpoint_s
         resume.check(world_size=self.ctx.world_size, batch_size=self.params.batch_size,
                      grad_accum=self.params.grad_accum)
         return resume
@@ -319,9 +321,11 @@ class Trainer:
             model=parts.ddp.module.state_dict(), optimizer=parts.optimizer.state_dict(),
             scaler=parts.scaler.state_dict() if parts.scaler is not None else None, epoch=epoch, step=step,
             seconds=seconds, world_size=self.ctx.world_size, batch_size=p.batch_size, grad_accum=p.grad_accum,
-            params=p.model_dump(mode="json"), job=self.spec.name)
+            params=p.model_dump(mode="json"), job=self.spec.name, checkpoint_s=self.checkpoint_s)
+        began = time.monotonic()
         with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes
             checkpointer.save(state, {"tally": tally.saved() if tally is not None else None})
+        self.checkpoint_s += time.monotonic() - began
         self.periodic.reset()
 
     def _stop(self, checkpointer: Checkpointer, parts: Parts, epoch: int, step: int, tally: Tally, seconds: float,
@@ -355,4 +359,5 @@ class Trainer:
             "job": self.spec.name, "status": "completed", "epochs": self.params.epochs,
             "world_size": self.ctx.world_size, "final": final, "param_digest": digests[0],
             "param_digests": digests, "in_sync": len(set(digests)) == 1, "startup": CLOCK.as_dict(),
+            "checkpoint_s": round(self.checkpoint_s, 3),
         })

@@ -36,6 +36,7 @@ class Resume:
     optimizer: Mapping[str, Any]
     scaler: Mapping[str, Any] | None
     ranks: list[RankState]
+    checkpoint_s: float = 0.0  # rank 0's time writing this run's checkpoints so far (the goodput ledger)
 
     @classmethod
     def from_checkpoint(cls, state: Mapping[str, Any]) -> Resume:
@@ -48,7 +49,8 @@ class Resume:
         return cls(epoch=int(state["epoch"]), step=int(state["step"]),
                    seconds=float(state.get("partial_seconds", 0.0)), world_size=int(state["world_size"]),
                    batch_size=int(state["batch_size"]), grad_accum=int(state.get("grad_accum", 1)),
-                   model=state["model"], optimizer=state["optimizer"], scaler=state.get("scaler"), ranks=ranks)
+                   model=state["model"], optimizer=state["optimizer"], scaler=state.get("scaler"), ranks=ranks,
+                   checkpoint_s=float(state.get("checkpoint_s", 0.0)))
 
     def mine(self, rank: int, world_size: int) -> RankState:
         """This rank's part (rank 0's when the world size changed between epochs)."""
@@ -65,8 +67,8 @@ class Resume:
 
 def checkpoint_state(*, model: Mapping[str, Any], optimizer: Mapping[str, Any], scaler: Mapping[str, Any] | None,
                      epoch: int, step: int, seconds: float, world_size: int, batch_size: int, grad_accum: int,
-                     params: Mapping[str, Any], job: str) -> dict[str, Any]:
+                     params: Mapping[str, Any], job: str, checkpoint_s: float = 0.0) -> dict[str, Any]:
     """The shared part of a checkpoint (``Checkpointer.save`` adds each rank's RNG and tally)."""
     return {"model": model, "optimizer": optimizer, "scaler": scaler, "epoch": epoch, "step": step,
             "partial_seconds": seconds, "world_size": world_size, "batch_size": batch_size,
-            "grad_accum": grad_accum, "params": dict(params), "job": job}
+            "grad_accum": grad_accum, "params": dict(params), "job": job, "checkpoint_s": checkpoint_s}

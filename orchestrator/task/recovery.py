@@ -20,7 +20,9 @@ from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.blame import blame, current_run
 from orchestrator.records.restartpolicy import Decision, Ended, decide
 from orchestrator.records.resumecheck import LATEST, parse_sidecar, sidecar_path
+from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, PROGRESS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
+from orchestrator.spec.safefile import read_json
 from orchestrator.task.outcome import read_outcomes
 
 log = logging.getLogger(__name__)
@@ -53,12 +55,9 @@ def checkpoint_step(job_dir: Path, steps_per_epoch: int | None) -> int:
 
 
 def steps_per_epoch(job_dir: Path) -> int | None:
-    try:
-        data = json.loads((job_dir / PROGRESS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    steps = data.get("steps") if isinstance(data, dict) else None
-    return steps if isinstance(steps, int) and steps > 0 else None
+    data = read_json(job_dir / PROGRESS_FILE, dict)
+    steps = to_int(data.get("steps")) if data is not None else None
+    return steps if steps is not None and steps > 0 else None
 
 
 def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: float | None = None) -> Decision:
@@ -120,17 +119,12 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
 def update_ledger(job_dir: Path, history: list[dict[str, Any]], cfg: RunConfig) -> None:
     """Rank 0's ``result.json`` gets ``goodput`` (when the job wrote one: a finished run)."""
     path = job_dir / RESULT_FILE
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    result = read_json(path, dict)  # a regular file holding a JSON object, bounded; else None
+    if result is None:
         return
-    if not isinstance(result, dict):
-        return
-    queued = None
     startup = result.get("startup")
-    if isinstance(startup, dict) and isinstance(startup.get("queued"), (int, float)):
-        queued = float(startup["queued"])
-    checkpoint_s = result.get("checkpoint_s")
+    queued = to_float(startup.get("queued")) if isinstance(startup, dict) else None
+    # checkpoint_s: rank 0's time saving the checkpoints of the run that completed (resumed ones included)
     result["goodput"] = attempts_file.ledger(
-        history, queued_s=queued, checkpoint_s=float(checkpoint_s) if isinstance(checkpoint_s, (int, float)) else 0.0)
+        history, queued_s=queued, checkpoint_s=to_float(result.get("checkpoint_s")) or 0.0)
     write_text_atomic(path, json.dumps(result, indent=1, sort_keys=True) + "\n")
