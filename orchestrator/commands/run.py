@@ -23,6 +23,7 @@ from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
 from orchestrator.local.plan import available_cpus, cpus_per_rank, local_gpu_layout, local_gpus, new_local_run
 from orchestrator.local.runner import LocalResult, LocalRunner, job_lock, tail
+from orchestrator.records.codetrust import check_launch
 from orchestrator.records.jobdirs import job_root, local_log_name, write_run_config
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.training import metrics_cell
@@ -74,11 +75,13 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
     target = resolve_target(args.job, getattr(args, "module", None), getattr(args, "script_args", None),
                             args.overrides, Path.cwd(),
                             [Path(p) for p in sys.path if p])
+    cwd = Path.cwd()
+    if target is not None or args.job:
+        check_launch(args.job, target, environ=os.environ, cwd=cwd)  # code others could write never runs
     if target is not None:
         return _new_script_run(args, target)
     if not args.job:
         raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
-    cwd = Path.cwd()
     loaded = load_job(args.job, os.environ, cwd)
     cluster = cluster_or_none(args)
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()

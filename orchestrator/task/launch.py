@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
 def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
     args = build_parser().parse_args(argv)
     become_subreaper()
-    os.umask(os.umask(0o022) | 0o022)  # checkpoints, metrics, results: the user's umask, never g+w or o+w
+    os.umask(0o077)  # checkpoints, metrics, results, logs: the user's alone, whatever the umask (secrets)
     job_dir = Path(args.job_dir).expanduser().absolute()
     env: distenv.DistEnv | None = None
     timeout = 0
