@@ -299,3 +299,27 @@ def test_cluster_cache_follows_the_content(project: Path, capsys: pytest.Capture
     os.chmod(path, 0o644)
     code, text = orch(capsys, "submit", "smoke", "--dry-run")
     assert code == 0 and "NCCL_DEBUG=INFO" in text.replace("'", ""), text
+
+
+@pytest.mark.parametrize(("name", "mode"), [("train.py", 0o666), ("helper.py", 0o646)])
+def test_the_job_checks_its_code_again_when_it_starts(project: Path, capsys: pytest.CaptureFixture[str],
+                                                      stubs: object, name: str, mode: int) -> None:
+    """Trusted at submit, made writable by others before the job starts: the batch script's first
+    step (before srun) and every task refuse it."""
+    import json
+
+    code = main(["submit", "train.py", "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    job_dir = json.loads(out.out)["job_dir"]
+    os.chmod(project / name, mode)
+    for extra in (["--master-port"], []):
+        proc = subprocess.run([sys.executable, "-m", "orchestrator.runtime.launch", *extra, "--job-dir", job_dir],
+                              capture_output=True, text=True, timeout=120, check=False,
+                              env=clean_environ(SLURM_JOB_ID="7", SLURM_PROCID="0", SLURM_NTASKS="1",
+                                                SLURM_LOCALID="0", SLURM_NODEID="0", SLURM_JOB_NUM_NODES="1",
+                                                SLURM_NTASKS_PER_NODE="1", SLURM_JOB_NODELIST="gpu001",
+                                                MASTER_ADDR="127.0.0.1", MASTER_PORT="29999"))
+        assert proc.returncode != 0, proc.stdout + proc.stderr
+        if name == "train.py" or extra:
+            assert "writable by" in proc.stderr and str(project / name) in proc.stderr, proc.stderr

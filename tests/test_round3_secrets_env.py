@@ -162,3 +162,11 @@ def test_newest_first_across_time_zones(stubs: Stubs, write_cluster: Callable[..
     assert listed.returncode == 0, listed.stderr
     order = [row["job_dir"] for row in json.loads(listed.stdout)]
     assert order.index(dirs[1]) < order.index(dirs[0])
+
+
+def test_run_pass_env(tmp_path: Path, stubs: Stubs) -> None:
+    proc = orch(stubs, tmp_path, "run", "smoke", "--pass-env", "NOT_SET_HERE", "--job-root", str(tmp_path / "j"))
+    assert proc.returncode == 2 and "--pass-env: NOT_SET_HERE not set" in proc.stderr, proc.stderr
+    assert not (tmp_path / "j").exists()
+    proc = orch(stubs, tmp_path, "run", "smoke", "--pass-env", "WANDB_API_KEY=x", "--job-root", str(tmp_path / "j"))
+    assert proc.returncode == 2 and "never a value" in proc.stderr, proc.stderr

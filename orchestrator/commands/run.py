@@ -30,6 +30,7 @@ from orchestrator.records.training import metrics_cell
 from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.cluster import resolve_data_dir
 from orchestrator.spec.doctorcodes import parse_codes
+from orchestrator.spec.extras import parse_pass_env
 from orchestrator.spec.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
 from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
@@ -48,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job-root", metavar="DIR",
                         help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
+    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                        help="as orch submit --pass-env (repeatable): NAME must be set here; every local rank "
+                             "inherits it, and no file holds its value")
     parser.add_argument("--all-ranks", action="store_true",
                         help="show every rank's output, each line prefixed with [rank R] (default: rank 0's)")
     add_json_argument(parser)
@@ -135,6 +139,10 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
 def run(args: argparse.Namespace) -> int:
     if args.nproc is not None and args.nproc < 1:
         raise ConfigError(f"--nproc {args.nproc} must be at least 1", hint="e.g. --nproc 2")
+    missing = [name for name in parse_pass_env(args.pass_env) if name not in os.environ]
+    if missing:  # the local ranks inherit this environment: a name must be set in it
+        raise ConfigError(f"--pass-env: {', '.join(missing)} not set in this shell",
+                          hint=f"export {missing[0]}=... before orch run")
     with contextlib.ExitStack() as stack:
         if args.resume:
             job_dir, cfg = _resume(args, stack)
