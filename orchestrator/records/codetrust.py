@@ -144,7 +144,10 @@ def _modules(folder: Path) -> Iterator[tuple[Path, bool]]:
 
 
 def check_config(path: Path, what: str, *, uid: int | None = None) -> None:
-    """A file orch reads as configuration (cluster.yaml, a template): trusted file, trusted folders."""
+    """A file orch reads as configuration (cluster.yaml, a template): trusted file, trusted folders
+    (a missing file is left to the reader, which says so)."""
+    if not os.path.lexists(path):
+        return
     real = check_trusted_file(path, what, uid=uid)
     check_folder(real.parent, f"the folder of {what}", uid=uid, ancestors=True,
                  fix="keep it in a folder only you can write (chmod go-w {folder})")
