@@ -208,10 +208,13 @@ def check_launch(job: str | None, target: ScriptTarget | None, *, environ: Mappi
 def check_task_code(script: ScriptTarget | None, job_file: str, *, siblings: bool,
                     uid: int | None = None) -> None:
     """What a task is about to import (job.json's script or job file), checked again when the job
-    starts: ``siblings`` once per job (the batch script, before srun), the file and its folder in every task."""
+    starts: ``siblings`` once per job (the batch script, before srun), the file and its folder in every task.
+    A path missing here (a container's own path) is left to the task that runs it, which says so."""
     if script is not None and script.kind == "script":
-        check_code(Path(script.target), "the script", uid=uid, siblings=siblings)
+        if os.path.lexists(script.target):
+            check_code(Path(script.target), "the script", uid=uid, siblings=siblings)
     elif script is not None:
-        check_code_folder(Path(script.cwd), "the working directory (first on sys.path for -m)", uid=uid)
-    else:
+        if os.path.isdir(script.cwd):
+            check_code_folder(Path(script.cwd), "the working directory (first on sys.path for -m)", uid=uid)
+    elif os.path.lexists(job_file):
         check_code(Path(job_file), "the job file", uid=uid, siblings=siblings)
