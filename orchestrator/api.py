@@ -58,7 +58,7 @@ LOCAL_STATES = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED", "INTERRUPTED": "C
 # (``orchestrator.slurm.submission.SubmitOptions`` less job, nodes, gpus and overrides; a test keeps them equal)
 REQUEST_FIELDS = ("module", "script_args", "gpus_per_task", "ntasks_per_node", "cpus_per_task", "partition",
                   "time", "job_name", "account", "qos", "constraint", "exclusive", "nodelist", "exclude",
-                  "reservation", "dependency", "mail_type", "mail_user", "sbatch_args", "env",
+                  "reservation", "dependency", "mail_type", "mail_user", "sbatch_args", "env", "pass_env",
                   "container_runtime", "container_image", "container_mounts", "preflight", "max_restarts",
                   "spare_nodes", "templates", "data_dir", "no_check", "ignore",
                   "no_snapshot")

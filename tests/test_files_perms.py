@@ -1,9 +1,10 @@
-"""Files: job folders follow the user's umask and are never world-writable; secrets go by name.
+"""Files: job folders are the user's alone whatever the umask (issue 23); secrets go by name.
 
 * ``orch submit`` (stub sbatch) and ``orch run`` (real processes) under umasks 000, 002, 022, 027
-  and 077, through the installed ``orch``: no file or folder of the job is world-writable, nothing
-  has a permission bit the umask removes, and sbatch runs with a umask that keeps Slurm's own log
-  files (created by slurmstepd with the job's umask) from being world-writable too.
+  and 077, through the installed ``orch``: no file or folder of the job has a group or other bit
+  (0600 files, 0700 folders and sbatch.sh), and sbatch runs with umask 077, which keeps Slurm's own log
+  files (created by slurmstepd with the job's umask) private too. (Before issue 23 the folders followed
+  the umask, narrowed to never group- or world-writable.)
 * ``launcher.pass_env: [NAMES]``: the script and job.json hold only the names; the values travel in
   the environment (sbatch exports the submitting shell's environment to the job, srun to the tasks).
   A name that is not set is refused before anything is queued, and the script checks it again.
@@ -43,8 +44,8 @@ def modes(root: Path) -> dict[Path, int]:
 
 def assert_umask_respected(root: Path, umask: int) -> None:
     for path, mode in modes(root).items():
-        assert not mode & stat.S_IWOTH, f"{path} is world-writable ({mode:o}) under umask {umask:03o}"
-        assert not mode & umask, f"{path} has bits ({mode:o}) that umask {umask:03o} removes"
+        assert not mode & 0o077, f"{path} is not private ({mode:o}) under umask {umask:03o}"
+        assert mode & 0o600 == 0o600, f"{path} is not readable and writable by its owner ({mode:o})"
 
 
 def with_umask(umask: int) -> Callable[[], None]:
@@ -71,7 +72,7 @@ def test_submitted_job_folder_follows_the_umask(
     assert {p.name for p in job_dir.iterdir()} >= {JOB_FILE, SCRIPT_FILE, "job_id", "logs", "checkpoints"}
     assert_umask_respected(job_dir.parent, umask)
     [sbatch] = stubs.records("sbatch")
-    assert sbatch["umask"] == umask | 0o022, "sbatch (and so the job and its log files) keeps g-w and o-w"
+    assert sbatch["umask"] == 0o077, "sbatch (and so the job and its log files) runs with umask 077"
 
 
 @pytest.mark.slow
@@ -164,7 +165,7 @@ def test_launcher_alone_never_writes_world_writable_files(tmp_path: Path) -> Non
     written = {p for p in job_dir.rglob("*") if p.is_file()} - {job_dir / JOB_FILE}
     assert {p.name for p in written} >= {"latest.pt", "metrics.jsonl", "result.json"}
     for path in written:
-        assert not path.stat().st_mode & stat.S_IWOTH, f"{path} is world-writable"
+        assert not path.stat().st_mode & 0o077, f"{path} is not private"
 
 
 def _free_port() -> int:

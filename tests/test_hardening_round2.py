@@ -199,7 +199,8 @@ def test_owned_names_are_refused_in_env(name: str, tmp_path: Path, capsys: pytes
     assert not (tmp_path / "PWNED").exists()
 
 
-@pytest.mark.parametrize("name", ["NCCL_DEBUG", "OMP_NUM_THREADS", "http_proxy", "PYTHONPATH", "PATH",
+# issue 23: PATH and PYTHONPATH left this list (refused: launcher.setup changes them; test_round3_secrets_env.py)
+@pytest.mark.parametrize("name", ["NCCL_DEBUG", "OMP_NUM_THREADS", "http_proxy", "PYTHONUNBUFFERED",
                                   "WANDB_API_KEY", "ORCH_DATA_DIR", "MY_SIGNALS", "slurm_x", "_"])
 def test_ordinary_names_are_accepted(name: str) -> None:
     check_env_var(name, "value with spaces and $(dollar)")

@@ -36,12 +36,14 @@ from orchestrator.local.plan import (
     new_local_run,
 )
 from orchestrator.local.runner import LocalResult, LocalRunner, job_lock, tail
+from orchestrator.records.codetrust import check_launch
 from orchestrator.records.jobdirs import job_root, local_log_name, write_run_config
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.training import metrics_cell
 from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.cluster import Cluster, resolve_data_dir
 from orchestrator.spec.doctorcodes import parse_codes
+from orchestrator.spec.extras import parse_pass_env
 from orchestrator.spec.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
 from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
@@ -62,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
     add_restart_arguments(parser, spares=False)
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
+    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                        help="as orch submit --pass-env (repeatable): NAME must be set here; every local rank "
+                             "inherits it, and no file holds its value")
     parser.add_argument("--all-ranks", action="store_true",
                         help="show every rank's output, each line prefixed with [rank R] (default: rank 0's)")
     add_json_argument(parser)
@@ -100,11 +105,13 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
     target = resolve_target(args.job, getattr(args, "module", None), getattr(args, "script_args", None),
                             args.overrides, Path.cwd(),
                             [Path(p) for p in sys.path if p])
+    cwd = Path.cwd()
+    if target is not None or args.job:
+        check_launch(args.job, target, environ=os.environ, cwd=cwd)  # code others could write never runs
     if target is not None:
         return _new_script_run(args, target)
     if not args.job:
         raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
-    cwd = Path.cwd()
     loaded = load_job(args.job, os.environ, cwd)
     cluster = cluster_or_none(args)
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
@@ -158,6 +165,10 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
 def run(args: argparse.Namespace) -> int:
     if args.nproc is not None:
         check_nproc(args.nproc)  # before anything is read, written or started
+    missing = [name for name in parse_pass_env(args.pass_env) if name not in os.environ]
+    if missing:  # the local ranks inherit this environment: a name must be set in it
+        raise ConfigError(f"--pass-env: {', '.join(missing)} not set in this shell",
+                          hint=f"export {missing[0]}=... before orch run")
     with contextlib.ExitStack() as stack:
         if args.resume:
             job_dir, cfg = _resume(args, stack)

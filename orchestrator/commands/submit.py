@@ -76,7 +76,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="any other sbatch option, long name without dashes (repeatable): "
                            "--sbatch-arg licenses=scratch --sbatch-arg hold")
     site.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                      help="a variable exported to every task (repeatable)")
+                      help="a variable exported to every task (repeatable; its value is written into the job "
+                           "folder, so a secret-looking name is refused: use --pass-env)")
+    site.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                      help="pass this shell's variable NAME to every task by name (repeatable): a secret "
+                           "such as WANDB_API_KEY; its value is never written (as launcher.pass_env)")
     box = parser.add_argument_group("containers (default: launcher.container of cluster.yaml)")
     box.add_argument("--container-runtime", choices=("none", "pyxis", "apptainer"),
                      help="pyxis/enroot (srun --container-image) or Apptainer/Singularity (apptainer exec)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +129,7 @@ def new_local_run(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int
                   gpus_per_task: int | None = None, gpus: int = 0,
                   tracking: Sequence[str] = ()) -> tuple[Path, RunConfig]:
     """Validate, then create the job folder under ``root`` and write its ``job.json``."""
-    now = datetime.now().astimezone()
+    now = datetime.now(timezone.utc)  # folder names and records in UTC, whatever TZ says
     name = job_name or loaded.spec.name
     job_dir = job_dir_path(root, name, now, secrets.token_hex(3))
     cfg = build_local_config(loaded, overrides, nproc=nproc, job_dir=job_dir, now=now, cpus=available_cpus(),

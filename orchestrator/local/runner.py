@@ -159,7 +159,8 @@ class LocalRunner:
     def run(self) -> LocalResult:
         port = self.port or free_port()
         logs = self.job_dir / LOG_DIR
-        logs.mkdir(parents=True, exist_ok=True)
+        os.umask(0o077)  # the logs and everything the ranks write: the user's alone (they inherit it)
+        logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.job_dir / REQUEUE_FILE).unlink(missing_ok=True)
         remove_outcomes(self.job_dir)  # the records of an earlier run of this folder
         # every process of this run carries the token; the watchdog stops them if orch run dies (reaper)

@@ -3,9 +3,9 @@ rewrites in place (``job.json``, outcome records, ``metrics.jsonl``, ``result.js
 ``progress.json``, the checkpoint sidecars, the cache).
 
 A temporary file beside the target (same folder, so the rename cannot cross file systems), created
-with ``mode`` less the umask and never through a symlink, written, flushed and fsynced, then renamed
-over the target. A reader sees the old file or the new one, never a part; a failure leaves the old
-file and no temporary file behind.
+with exactly ``mode`` (default 0o600: yours only, whatever the umask) and never through a symlink,
+written, flushed and fsynced, then renamed over the target. A reader sees the old file or the new
+one, never a part; a failure leaves the old file and no temporary file behind.
 """
 
 from __future__ import annotations
@@ -17,13 +17,17 @@ from pathlib import Path
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def write_text_atomic(path: Path, text: str, *, mode: int = 0o666, fsync: bool = True) -> Path:
+PRIVATE_FILE_MODE = 0o600  # every file orch writes in a job folder
+
+
+def write_text_atomic(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE, fsync: bool = True) -> Path:
     """Replace ``path`` with ``text`` (UTF-8) atomically; ``fsync=False`` for files that only save time
     (a cache). Raises OSError (the target is then unchanged)."""
     tmp = path.with_name(f".tmp-{path.name}.{os.getpid()}.{threading.get_ident()}")
     try:
         fd = os.open(tmp, _FLAGS, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
             fh.write(text)
             fh.flush()
             if fsync:
@@ -31,4 +35,15 @@ def write_text_atomic(path: Path, text: str, *, mode: int = 0o666, fsync: bool =
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)  # gone after the rename; left only by a failure
+    return path
+
+
+def write_private(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE, exclusive: bool = False) -> Path:
+    """Write a new (or replace a) small file in place with exactly ``mode``, never through a symlink
+    (``sbatch.sh``, ``job_id``, ``submit_error.txt``, ``array.json``). Raises OSError."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags | (os.O_EXCL if exclusive else 0), mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        os.fchmod(fd, mode)
+        fh.write(text)
     return path

@@ -101,26 +101,24 @@ def template_bytecode_cache(settings: Mapping[str, Any], environ: Mapping[str, s
     return QuietCache(str(folder), "%s.jinja")
 
 
-def _parsed_file(path: Path, environ: Mapping[str, str]) -> Path | None:
-    """The cache entry of the parsed file ``path``: keyed by its absolute path, inode, size, mtime and
-    ctime (a chmod changes the ctime) and orch's version; None when there is no safe folder or no file."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
+def _parsed_file(text: str, environ: Mapping[str, str]) -> Path | None:
+    """The cache entry of a file whose content is ``text``: keyed by the SHA-256 of the content and
+    orch's version (an edit that keeps the size and the times, ``cp -p``, ``rsync -t``, ``tar x``, still
+    changes the key); None when there is no safe folder."""
     root = cache_root(environ)
     if root is None or private_dir(root) is None:
         return None
     folder = private_dir(root / "parsed")
     if folder is None:
         return None
-    key = f"{os.path.abspath(path)}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|{info.st_ctime_ns}|{__version__}"
-    return folder / (hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".json")
+    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    key = f"{digest}|{__version__}"
+    return folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
 
 
-def load_parsed(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """What :func:`store_parsed` kept for ``path`` as it is now on disk, else None."""
-    entry = _parsed_file(path, os.environ if environ is None else environ)
+def load_parsed(text: str, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """What :func:`store_parsed` kept for a file with the content ``text``, else None."""
+    entry = _parsed_file(text, os.environ if environ is None else environ)
     if entry is None:
         return None
     import json
@@ -132,12 +130,12 @@ def load_parsed(path: Path, environ: Mapping[str, str] | None = None) -> dict[st
     return data if isinstance(data, dict) else None
 
 
-def store_parsed(path: Path, data: Any, environ: Mapping[str, str] | None = None) -> None:
-    """Keep ``data`` (a YAML file's parse) for ``path``, if JSON gives back exactly the same values
-    (plain mappings with text keys, lists, text, numbers, booleans, null; no dates or NaN)."""
+def store_parsed(text: str, data: Any, environ: Mapping[str, str] | None = None) -> None:
+    """Keep ``data`` (the parse of a YAML file whose content is ``text``), if JSON gives back exactly the
+    same values (plain mappings with text keys, lists, text, numbers, booleans, null; no dates or NaN)."""
     if not _plain(data) or not isinstance(data, dict):
         return
-    entry = _parsed_file(path, os.environ if environ is None else environ)
+    entry = _parsed_file(text, os.environ if environ is None else environ)
     if entry is None:
         return
     import json
@@ -178,18 +176,22 @@ def find_cluster(explicit: str | Path | None, environ: Mapping[str, str], cwd: P
 
 
 def load_cluster(path: Path) -> cluster.Cluster:
-    """Read, parse and validate ``path``. The parse (not the validation) is cached per user, keyed by
-    the file's path, size and times (this module): a dry run then skips the YAML parser."""
-    data = load_parsed(path)
+    """Check (only you or root can have written it: :mod:`orchestrator.records.codetrust`), read,
+    parse and validate ``path``. The parse (not the validation) is cached per user, keyed by the
+    digest of the file's content (this module): a dry run then skips the YAML parser."""
+    from orchestrator.records.codetrust import check_config
+
+    check_config(path, "the cluster file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}",
+                          hint="check the path and its permissions") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                          hint="save the file as UTF-8") from None
+    data = load_parsed(text)
     if data is None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror}",
-                              hint="check the path and its permissions") from None
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                              hint="save the file as UTF-8") from None
         data = cluster.parse_yaml(text, str(path))
-        store_parsed(path, data)
+        store_parsed(text, data)
     return cluster.validate_cluster(data, str(path))

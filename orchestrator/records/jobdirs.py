@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from orchestrator.errors import OrchError
-from orchestrator.records.atomic import write_text_atomic
+from orchestrator.records.atomic import write_private, write_text_atomic
 from orchestrator.records.trust import JOB_ROOT_MODE, fs_error, make_job_root
 from orchestrator.spec.cluster import Cluster, Launcher
 from orchestrator.spec.numbers import check_path
@@ -47,8 +47,8 @@ from orchestrator.spec.safefile import RECORD_LIMIT, note, read_json, read_text
 
 log = logging.getLogger(__name__)
 
-JOB_DIR_MODE = JOB_ROOT_MODE  # 0o750, then narrowed by the umask; never group- or world-writable
-NOT_WRITABLE_BY_OTHERS = 0o022
+JOB_DIR_MODE = JOB_ROOT_MODE  # 0o700 exactly (chmod), whatever the umask: yours only
+SCRIPT_MODE = 0o700  # sbatch.sh; every other file orch writes in a job folder is 0o600
 ARRAY_FILE = "array.json"  # in an array's folder: the overrides of each element
 RAW_JOB_ID_FILE = "slurm_job_id"  # in an array element's folder: its raw SLURM_JOB_ID (the batch script writes it)
 # Slurm's filename patterns (sbatch --output, srun --output) of the logs, inside LOG_DIR
@@ -103,11 +103,14 @@ class JobDir:
 
 
 def write_run_config(job_dir: Path, config: RunConfig) -> Path:
-    """Write ``job.json`` whole or not at all, mode 0o640 at most."""
-    return write_text_atomic(job_dir / JOB_FILE, run_config_text(config), mode=0o640)
+    """Write ``job.json`` whole or not at all, mode 0o600."""
+    return write_text_atomic(job_dir / JOB_FILE, run_config_text(config))
 
 
 def _not_queued_hint(job: JobDir) -> str:
+    if not job.submit_error and (job.path / JOB_ID_FILE).is_file():  # reserved before sbatch, never filled
+        return ("orch submit stopped before it recorded the id (or sbatch failed): if Slurm queued the job, "
+                "the job records its id here when it starts (see squeue --me)")
     if job.submit_error:
         reason = job.submit_error.strip().splitlines()[-1] if job.submit_error.strip() else "no message"
         return f"sbatch refused it: {reason} (details in {SUBMIT_ERROR_FILE})"
@@ -150,18 +153,25 @@ def log_path(job_dir: Path, job_id: str | None, rank: int | None = None) -> Path
 
 def create_job_dir(job_dir: Path) -> Path:
     """Create a new job folder with ``logs/`` and ``checkpoints/`` (Slurm does not create --output
-    folders). Never reuses one. Modes ``0o750`` narrowed by the umask: never group- or world-writable.
+    folders). Never reuses one. Mode ``0o700`` exactly, whatever the umask: yours only.
     The job root is created with the same mode and checked first (:mod:`orchestrator.records.trust`); a
     file-system error is a ConfigError naming launcher.job_root and leaves no folder behind."""
     make_job_root(job_dir.parent)
     try:
-        job_dir.mkdir(mode=JOB_DIR_MODE)
+        make_private_dir(job_dir)
     except OSError as exc:
         raise fs_error(job_dir, exc) from None
     with filling(job_dir):
         for sub in (LOG_DIR, CHECKPOINT_DIR):
-            (job_dir / sub).mkdir(mode=JOB_DIR_MODE)
+            make_private_dir(job_dir / sub)
     return job_dir
+
+
+def make_private_dir(path: Path) -> Path:
+    """A new folder of mode ``JOB_DIR_MODE`` exactly (the umask could take bits from mkdir's mode)."""
+    path.mkdir(mode=JOB_DIR_MODE)
+    path.chmod(JOB_DIR_MODE)
+    return path
 
 
 @contextlib.contextmanager
@@ -176,19 +186,13 @@ def filling(job_dir: Path) -> Iterator[None]:
 
 
 def write_config(job_dir: Path, config: RunConfig) -> Path:
-    """``job.json``, never writable by others."""
-    path = write_run_config(job_dir, config)
-    path.chmod(path.stat().st_mode & ~NOT_WRITABLE_BY_OTHERS & 0o7777)
-    return path
+    """``job.json``, mode 0o600."""
+    return write_run_config(job_dir, config)
 
 
 def write_script(job_dir: Path, script: str) -> Path:
-    """``sbatch.sh`` (new file, executable by the user)."""
-    path = job_dir / SCRIPT_FILE
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o750)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(script)
-    return path
+    """``sbatch.sh`` (new file, mode 0o700: the user's alone)."""
+    return write_private(job_dir / SCRIPT_FILE, script, mode=SCRIPT_MODE, exclusive=True)
 
 
 def write_job_dir(job_dir: Path, script: str, config: RunConfig) -> Path:

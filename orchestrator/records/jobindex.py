@@ -20,7 +20,7 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +70,14 @@ def index_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def now_text() -> str:
-    return datetime.now().astimezone().isoformat(timespec="seconds")
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")  # UTC, whatever TZ says
 
 
 def record_submit(job_dir: Path, record: Submitted, environ: Mapping[str, str] | None = None) -> None:
     """``submitted.json`` in the folder and one line in the index (both best effort: logged, not raised)."""
     text = json.dumps(record.as_dict(), indent=2, sort_keys=True) + "\n"
     try:
-        write_text_atomic(job_dir / SUBMITTED_FILE, text, mode=0o640)
+        write_text_atomic(job_dir / SUBMITTED_FILE, text)
     except OSError as exc:
         log.warning("cannot write %s: %s", job_dir / SUBMITTED_FILE, exc.strerror)
     append_index(record, environ)
@@ -164,7 +164,10 @@ def parse_time(text: str | None) -> float | None:
         moment = datetime.fromisoformat(value.replace(" ", "T", 1))
     except ValueError:
         return None
-    return moment.timestamp()  # naive: local time, as datetime.timestamp() reads it
+    try:
+        return moment.timestamp()  # naive: local time, as datetime.timestamp() reads it
+    except (OverflowError, OSError, ValueError):  # a TZ the C library cannot apply
+        return None
 
 
 def same_submit(slurm_submit: str | None, recorded: str | None, *, created: bool = False,

@@ -22,8 +22,9 @@ before srun, each task at start, so a requeue too) and :func:`check_checkpoint` 
 it loads the checkpoint it chose), before any rank unpickles anything.
 
 ``JOB_ROOT_MODE`` is the one mode orch creates job roots and job folders with (orch run and orch
-submit alike); ``make_job_root`` creates a root and checks it. Functions take the stat results or
-paths and raise :class:`TrustError`; nothing here changes a mode.
+submit alike, set with chmod whatever the umask: secrets in a job folder stay yours); ``make_job_root``
+creates a root and checks it. Functions take the stat results or paths and raise :class:`TrustError`;
+nothing here changes a mode but the job root's own.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from orchestrator.errors import ConfigError
 
-JOB_ROOT_MODE = 0o750  # job roots and job folders (then narrowed by the umask): never group/other-writable
+JOB_ROOT_MODE = 0o700  # job roots and job folders, set exactly (chmod: whatever the umask): yours only
 _WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 _ROOT_UID = 0
 
@@ -186,6 +187,7 @@ def make_job_root(root: Path) -> None:
     try:
         for new in reversed(missing):  # each with the one mode (mkdir(parents=True) would use 0o777 & umask)
             new.mkdir(mode=JOB_ROOT_MODE, exist_ok=True)
+            new.chmod(JOB_ROOT_MODE)  # the umask may have taken bits away (or the mode was 0o000 & ~umask)
     except OSError as exc:
         raise fs_error(root, exc) from None
     check_folder(root, "the job root (launcher.job_root)")

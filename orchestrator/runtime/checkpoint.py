@@ -229,7 +229,7 @@ class Checkpointer:
         except CheckpointError as exc:
             return None, f"{latest_problem}; the fallback failed too: {exc.message}"
         if latest.exists():
-            kept = latest.with_name(f"{LATEST}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+            kept = latest.with_name(f"{LATEST}.corrupt-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
             os.replace(latest, kept)
             latest_problem += f" (moved to {kept.name})"
         message = (f"orch: warning: {latest_problem}; resuming from {previous} "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from orchestrator.errors import SlurmError
@@ -143,13 +143,13 @@ def rows(targets: Sequence[tuple[str | None, JobDir | None]], *, tolerant: bool 
 
 
 def format_created(text: str) -> str:
-    """A job folder's creation time in one format: ISO 8601 with the UTC offset, to the second
-    (older folders may hold naive local times: read as local)."""
+    """A job folder's creation time in one format: ISO 8601 in UTC (``+00:00``), to the second, whatever
+    TZ says (older folders may hold naive local times: read as local; a TZ that cannot apply: as written)."""
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
+        return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+    except (ValueError, OverflowError, OSError):
         return text
-    return moment.astimezone().isoformat(timespec="seconds")
 
 
 def gpu_hours(elapsed: str | None, gpus: int) -> float | None:

@@ -66,6 +66,7 @@ class SubmitRequest(BaseModel):
     # Site options: extra #SBATCH options (after cluster.yaml's) and --env variables (after its env).
     sbatch_extra: dict[str, str | None] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
+    pass_env: list[str] = Field(default_factory=list)  # --pass-env: names only, added to launcher.pass_env
     # Containers (None: launcher.container of cluster.yaml).
     container_runtime: Literal["none", "pyxis", "apptainer"] | None = None
     container_image: str | None = None
@@ -149,7 +150,8 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     if not job_name.strip():
         raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
     job_dir = job_dir_path(job_root, job_name, now, token)
-    launcher = cluster.launcher.model_copy(update={"python": python, **(
+    passed = [*cluster.launcher.pass_env, *(n for n in request.pass_env if n not in cluster.launcher.pass_env)]
+    launcher = cluster.launcher.model_copy(update={"python": python, "pass_env": passed, **(
         {"max_restarts": request.max_restarts} if request.max_restarts is not None else {})})
     extras = merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra)
     placed = placement(hosts, extras, nodes + spares, partition.name)[:nodes]

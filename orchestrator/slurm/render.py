@@ -43,7 +43,14 @@ from orchestrator.records.jobdirs import (
     RAW_JOB_ID_FILE,
 )
 from orchestrator.slurm import templating
-from orchestrator.spec.runconfig import LOG_DIR, PREFLIGHT_NEXT_FILE, PREFLIGHT_RESULT_FILE, REQUEUE_FILE, SCRIPT_FILE
+from orchestrator.spec.runconfig import (
+    JOB_ID_FILE,
+    LOG_DIR,
+    PREFLIGHT_NEXT_FILE,
+    PREFLIGHT_RESULT_FILE,
+    REQUEUE_FILE,
+    SCRIPT_FILE,
+)
 
 if TYPE_CHECKING:
     import jinja2
@@ -145,6 +152,7 @@ class ScriptContext:
             requeue_file=f"{self.job_dir}/{REQUEUE_FILE}",
             requeue_name=REQUEUE_FILE,
             raw_id_name=RAW_JOB_ID_FILE,
+            job_id_name=JOB_ID_FILE,
             preflight_log=f"{log_dir}/{PREFLIGHT_LOG_PATTERN}",
             preflight_next_name=PREFLIGHT_NEXT_FILE,
             preflight_result_name=PREFLIGHT_RESULT_FILE,

@@ -14,22 +14,25 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import ConfigError, SlurmError
+from orchestrator.records.atomic import write_private
+from orchestrator.records.codetrust import check_launch
 from orchestrator.records.jobdirs import (
     ARRAY_FILE,
-    JOB_DIR_MODE,
     create_job_dir,
     element_dir,
     filling,
     job_root,
+    make_private_dir,
     write_config,
     write_job_dir,
     write_script,
@@ -39,6 +42,7 @@ from orchestrator.records.snapshots import snapshot_config
 from orchestrator.records.trust import fs_error, make_job_root
 from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.slurm.render import render_script
+from orchestrator.slurm.tracking import deferred_signals, private_umask, record_ids, reserve_id
 from orchestrator.spec.bounds import BOUNDS, MAX_ARRAY_SIZE
 from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, resolve_data_dir
 
@@ -46,6 +50,8 @@ if TYPE_CHECKING:
     from orchestrator.doctor.findings import Finding
 from orchestrator.spec.job import LoadedJob, make_params, parse_overrides
 from orchestrator.spec.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE, RunConfig
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,7 @@ class SubmitOptions:
     mail_user: str | None = None
     sbatch_args: Sequence[str] | Mapping[str, str | bool | None] = ()
     env: Sequence[str] | Mapping[str, str] = ()
+    pass_env: Sequence[str] = ()  # names of variables the job takes from this environment (values never written)
     container_runtime: str | None = None
     container_image: str | None = None
     container_mounts: Sequence[str] = field(default_factory=tuple)
@@ -138,7 +145,7 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
     names the field.
     """
     from orchestrator.spec.doctorcodes import parse_codes
-    from orchestrator.spec.extras import NAMED_OPTIONS, parse_env_args, parse_sbatch_args
+    from orchestrator.spec.extras import NAMED_OPTIONS, parse_env_args, parse_pass_env, parse_sbatch_args
     from orchestrator.spec.job import load_job
     from orchestrator.spec.script import resolve_target, script_job
 
@@ -147,6 +154,7 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
     target = resolve_target(options.job, options.module, options.script_args, items, cwd, search)
     if target is None and not options.job:
         raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
+    check_launch(options.job, target, environ=environ, cwd=cwd, templates=options.templates)  # before any import
     if target is not None:
         from orchestrator.doctor.gate import check_script  # a job file: the doctor stays unimported
 
@@ -163,7 +171,8 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
     request = make_request({
         "script": target, "gpus_per_task": options.gpus_per_task,
         "sbatch_extra": parse_sbatch_args(named, sbatch_items),
-        "env": parse_env_args(env_items),
+        "env": parse_env_args(env_items), "pass_env": parse_pass_env([options.pass_env] if isinstance(
+            options.pass_env, str) else list(options.pass_env)),
         "snapshot": False if options.no_snapshot else None,
         "container_runtime": options.container_runtime, "container_image": options.container_image,
         "container_mounts": list(options.container_mounts), "preflight": options.preflight,
@@ -197,7 +206,7 @@ def _items(mapping: Mapping[str, Any], *, flag: bool = False) -> list[str]:
 
 
 def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: Path) -> SubmitPlan:
-    """``build_plan`` with this moment's values: now (timezone-aware), a random token, the python of
+    """``build_plan`` with this moment's values: now (in UTC, whatever TZ says), a random token, the python of
     ``launcher.python`` (else this one) and the job root resolved against ``cwd``."""
     from orchestrator.slurm.nodememory import leave_out
 
@@ -208,7 +217,7 @@ def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: P
     if extra != request.sbatch_extra:
         request = request.model_copy(update={"sbatch_extra": extra})
     plan = build_plan(request, cluster, loaded, python=cluster.launcher.python or sys.executable,
-                      now=datetime.now().astimezone(), token=os.urandom(3).hex(), job_root=root)
+                      now=datetime.now(timezone.utc), token=os.urandom(3).hex(), job_root=root)
     return replace(plan, left_out=left_out)
 
 
@@ -281,19 +290,22 @@ def check_pass_env(names: Sequence[str], environ: Mapping[str, str]) -> None:
     if missing:
         raise ConfigError(
             f"launcher.pass_env: {', '.join(missing)} not set in this shell, so the job could not pass it on",
-            hint=f"export {missing[0]}=... before orch submit, or remove it from launcher.pass_env")
+            hint=f"export {missing[0]}=... before orch submit, or remove it from launcher.pass_env (--pass-env)")
 
 
 def queue(plan: SubmitPlan, environ: Mapping[str, str]) -> str:
     """Write the job folder and sbatch its script; the job id. SlurmError when sbatch refuses (its
-    message is then in ``submit_error.txt``)."""
+    message is then in ``submit_error.txt``). Never an untracked job (:mod:`orchestrator.slurm.tracking`)."""
     check_pass_env(plan.run_config.launcher.pass_env, environ)
     config = snapshot_config(plan.run_config, plan.request.snapshot)
     job_dir = write_job_dir(plan.job_dir, plan.script, config)
-    job_id = _sbatch(job_dir, [job_dir])
-    submitted = now_text()  # right after sbatch returned: a little later than Slurm's SubmitTime
-    _write_id(job_dir, job_id)
-    _record(job_dir, job_id, plan.run_config, submitted)
+    with filling(job_dir):
+        reserve_id(job_dir)  # everything that can be written is written before sbatch
+    with deferred_signals():  # Ctrl-C, SIGTERM, SIGHUP: after the id is recorded, never between
+        job_id = _sbatch(job_dir, [job_dir])
+        submitted = now_text()  # right after sbatch returned: a little later than Slurm's SubmitTime
+        record_ids([(job_dir, job_id)])
+        _record(job_dir, job_id, plan.run_config, submitted)
     return job_id
 
 
@@ -305,24 +317,25 @@ def queue_array(array: ArrayPlan, environ: Mapping[str, str]) -> tuple[str, list
     folder = array.job_dir
     make_job_root(folder.parent)  # trusted, created with the one mode (orchestrator.records.trust)
     try:
-        folder.mkdir(mode=JOB_DIR_MODE)
+        make_private_dir(folder)
     except OSError as exc:
         raise fs_error(folder, exc) from None
     with filling(folder):  # a file-system error leaves no half-written array folder
         write_script(folder, array.script)
-        (folder / ARRAY_FILE).write_text(json.dumps(array_record(array), indent=2, sort_keys=True) + "\n",
-                                         encoding="utf-8")
+        write_private(folder / ARRAY_FILE, json.dumps(array_record(array), indent=2, sort_keys=True) + "\n")
+        reserve_id(folder)
         for element in array.elements:
             create_job_dir(element.job_dir)
             write_config(element.job_dir, element.run_config.model_copy(update={"snapshot": snap}))
+            reserve_id(element.job_dir)
     folders = [folder, *(e.job_dir for e in array.elements)]
-    array_id = _sbatch(folder, folders)
-    submitted = now_text()
-    _write_id(folder, array_id)
-    ids = [f"{array_id}_{e.index}" for e in array.elements]
-    for element, job_id in zip(array.elements, ids, strict=True):
-        _write_id(element.job_dir, job_id)
-        _record(element.job_dir, job_id, element.run_config, submitted)
+    with deferred_signals():  # as queue(): the ids are recorded before a signal stops orch
+        array_id = _sbatch(folder, folders)
+        submitted = now_text()
+        ids = [f"{array_id}_{e.index}" for e in array.elements]
+        record_ids([(folder, array_id), *((e.job_dir, i) for e, i in zip(array.elements, ids, strict=True))])
+        for element, job_id in zip(array.elements, ids, strict=True):
+            _record(element.job_dir, job_id, element.run_config, submitted)
     return array_id, ids
 
 
@@ -339,10 +352,15 @@ def _sbatch(job_dir: Path, folders: Sequence[Path]) -> str:
     from orchestrator.slurm import client as slurm  # the dry run (plan only) never loads the Slurm adapter
 
     try:
-        return slurm.sbatch(job_dir / SCRIPT_FILE)
+        with private_umask():  # sbatch hands its umask to the job: the batch log is the user's alone
+            return slurm.sbatch(job_dir / SCRIPT_FILE)
     except SlurmError as exc:
         for path in folders:
-            (path / SUBMIT_ERROR_FILE).write_text(exc.message + "\n", encoding="utf-8")
+            (path / JOB_ID_FILE).unlink(missing_ok=True)  # the blanks reserved for an id that never came
+            try:
+                write_private(path / SUBMIT_ERROR_FILE, exc.message + "\n")
+            except OSError as write_exc:  # a full disk: the refusal is still reported
+                log.warning("cannot write %s: %s", path / SUBMIT_ERROR_FILE, write_exc.strerror)
         raise
 
 
@@ -351,6 +369,3 @@ def _record(job_dir: Path, job_id: str, config: RunConfig, submitted: str) -> No
     record_submit(job_dir, Submitted(job_id=job_id, job_dir=str(job_dir), submitted=submitted,
                                      job_name=config.job_name, cluster=config.cluster_name))
 
-
-def _write_id(job_dir: Path, job_id: str) -> None:
-    (job_dir / JOB_ID_FILE).write_text(job_id + "\n", encoding="utf-8")

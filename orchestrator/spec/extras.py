@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from orchestrator.env.taskenv import LAUNCHER_OWNED_VARS
 from orchestrator.errors import ConfigError
+from orchestrator.spec.envnames import interpreter_problem, secret_hint, secret_name
 
 # sbatch options orch sets or relies on -> what to use instead.
 ORCH_OPTIONS: dict[str, str] = {
@@ -121,8 +122,9 @@ def check_env_var(name: str, value: str | None = None) -> None:
 
     Refused: names that are not ``[A-Za-z_][A-Za-z0-9_]*``; the batch script's own variables; the
     variables orch derives per rank (RANK, MASTER_PORT, ...); bash's special and read-only ones;
-    ``BASH*``, ``SLURM_*`` and Slurm's other input prefixes. Values: no NUL byte, newline or
-    carriage return (Slurm's environment and the script cannot carry them).
+    ``BASH*``, ``SLURM_*`` and Slurm's other input prefixes; what the batch step or the interpreter
+    depends on (``PATH``, ``PYTHONHOME``, ``LD_*``, ...: :mod:`orchestrator.spec.envnames`). Values:
+    no NUL byte, newline or carriage return (Slurm's environment and the script cannot carry them).
     """
     if not isinstance(name, str) or not _ENV_NAME_RE.fullmatch(name):
         raise ValueError(f"{name!r} is not a valid environment variable name (use letters, digits and '_', "
@@ -138,6 +140,9 @@ def check_env_var(name: str, value: str | None = None) -> None:
         owner = "reserved for Slurm (its SLURM_/SRUN_/SBATCH_ variables)"
     if owner is not None:
         raise ValueError(f"{name} is {owner}; orch cannot export it (remove it, or use another name)")
+    problem = interpreter_problem(name)  # PATH, PYTHONHOME, LD_*, ... (spec/envnames.py, the one table)
+    if problem is not None:
+        raise ValueError(f"{problem[0]}: {problem[1]}")
     if value is not None:
         for bad, what in (("\0", "a NUL byte"), ("\n", "a newline"), ("\r", "a carriage return")):
             if bad in value:
@@ -145,7 +150,8 @@ def check_env_var(name: str, value: str | None = None) -> None:
 
 
 def parse_env_args(items: Sequence[str]) -> dict[str, str]:
-    """``--env KEY=VALUE`` items, checked by cluster.yaml's own ``env`` rule, minus orch's own names."""
+    """``--env KEY=VALUE`` items, checked by cluster.yaml's own ``env`` rule, minus orch's own names;
+    a name that looks like a secret's is refused (its value would be written): ``--pass-env NAME``."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -154,11 +160,17 @@ def parse_env_args(items: Sequence[str]) -> dict[str, str]:
         if key in LAUNCHER_OWNED_VARS or key.startswith(OWNED_ENV_PREFIXES):
             raise ConfigError(f"--env {key}: orch's launcher (or Slurm) sets {key} for every task",
                               hint=f"leave {key} out; orch submit --dry-run shows what each rank gets")
+        problem = interpreter_problem(key)
+        if problem is not None:
+            raise ConfigError(f"--env {key}: {problem[0]}", hint=problem[1])
         try:
             check_env_var(key, value)
         except ValueError as exc:
             raise ConfigError(f"--env {key}: {exc}", hint="use a name of letters, digits and '_' (not starting "
                                                           "with a digit) and a one-line value") from None
+        if secret_name(key):
+            raise ConfigError(f"--env {key}: the name looks like a secret's (*_KEY, *TOKEN*, *PASSWORD*, "
+                              "*SECRET*), and --env values are written into the job folder", hint=secret_hint(key))
         if key in out:
             raise ConfigError(f"--env {key} is given twice", hint="give each variable once")
         out[key] = value
@@ -199,3 +211,20 @@ def placement(hosts: Sequence[str], extras: Mapping[str, str | None], nodes: int
                           f"fewer than --nodes {nodes}", hint="use fewer --nodes, or exclude fewer nodes")
     picked = set(wanted + others[:nodes - len(wanted)])
     return [h for h in hosts if h in picked]  # Slurm lists (and ranks) an allocation's nodes in node order
+
+
+def parse_pass_env(names: Sequence[str]) -> list[str]:
+    """``--pass-env NAME`` items: names only (the value stays in the submitting shell), by the same rule."""
+    out: list[str] = []
+    for name in names:
+        if "=" in name:
+            raise ConfigError(f"--pass-env {name.split('=', 1)[0]}=...: --pass-env takes a name, never a value",
+                              hint=f"export {name.split('=', 1)[0]}=... in this shell, then "
+                                   f"--pass-env {name.split('=', 1)[0]}")
+        try:
+            check_env_var(name)
+        except ValueError as exc:
+            raise ConfigError(f"--pass-env {name}: {exc}", hint="pass a variable of your own by name") from None
+        if name not in out:
+            out.append(name)
+    return out

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from orchestrator.env import distenv, taskenv
 from orchestrator.errors import ConfigError, DistEnvError, OrchError, RendezvousTimeout
+from orchestrator.records.codetrust import check_task_code
 from orchestrator.records.jobdirs import outcome_path
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.startup import CLOCK
@@ -229,7 +230,7 @@ def main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
 def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
     args = build_parser().parse_args(argv)
     become_subreaper()
-    os.umask(os.umask(0o022) | 0o022)  # checkpoints, metrics, results: the user's umask, never g+w or o+w
+    os.umask(0o077)  # checkpoints, metrics, results, logs: the user's alone, whatever the umask (secrets)
     job_dir = Path(args.job_dir).expanduser().absolute()
     env: distenv.DistEnv | None = None
     timeout = 0
@@ -237,6 +238,7 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
     try:
         check_job_dir(job_dir, job_file=JOB_FILE, checkpoint_dir=CHECKPOINT_DIR)
         cfg = read_run_config(job_dir)
+        check_task_code(cfg.script, cfg.job_file, siblings=args.master_port)  # as at submit, again at start
         if args.master_port:  # the batch script, before srun: a checkpoint of another job stops it here
             check_resume_folder(job_dir, cfg)
             print(distenv.job_master_port(os.environ, cfg.launcher.port_range))

@@ -17,10 +17,17 @@
 # Every value below is single-quoted on purpose, so "$(...)" in a value is text, never run.
 # shellcheck disable=SC2016
 set -euo pipefail
+# Everything the job writes (logs, checkpoints, records) is yours alone, whatever umask sbatch had.
+umask 077
 
 # when this script and (below) srun started: the start-up phases in result.json (records/startup.py)
 export ORCH_BATCH_START="${EPOCHREALTIME:-$(date +%s.%N)}"
 JOB_DIR=/home/user/orch-jobs/golden-20240102-030405-abcdef
+# The job records its own id (orch submit does too, right after sbatch): a submit killed before it
+# could leaves a tracked job all the same.
+printf '%s\n' "$SLURM_JOB_ID" >"$JOB_DIR"/.job_id.tmp &&
+    mv -f -- "$JOB_DIR"/.job_id.tmp "$JOB_DIR"/job_id ||
+    echo "orch: cannot record the job id in $JOB_DIR" >&2
 PYTHON=/opt/orch/.venv/bin/python
 export ORCH_JOB_DIR="$JOB_DIR"
 PREEMPT_SIGNAL=USR2

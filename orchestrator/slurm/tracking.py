@@ -1,0 +1,121 @@
+"""Never an untracked job: what happens between ``sbatch`` queueing a job and orch recording its id.
+
+* Before sbatch, every file that can be written is written, and ``job_id`` is already there, filled
+  with blanks (:func:`reserve_id`, read as "no id yet"): recording the id then rewrites bytes the file
+  already holds (:func:`record_id`), which needs no free space, so a disk that fills up while sbatch
+  runs cannot lose the id.
+* SIGINT, SIGTERM and SIGHUP are held back (:func:`deferred_signals`) from just before sbatch until the
+  id is recorded, then delivered: Ctrl-C, a ``kill`` or a closed terminal stop orch after the job is
+  tracked, never between. (sbatch inherits the blocked signals: a Ctrl-C cannot kill it half-way.)
+* SIGKILL cannot be held back: the batch script records its own id in the folder when it starts
+  (``templates/base.sbatch.j2``), so a killed ``orch submit`` still leaves a tracked job.
+* When recording fails all the same (the folder was removed, a read-only remount), orch cancels the job
+  it just queued (:func:`untracked`) and exits non-zero; if scancel fails too, the error names the id and
+  the command that cancels it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from orchestrator.errors import SlurmError
+from orchestrator.spec.runconfig import JOB_ID_FILE
+
+log = logging.getLogger(__name__)
+
+DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+ID_RESERVE = 64  # bytes of blanks in job_id before sbatch: longer than any id ("<array id>_<index>")
+_FILE_MODE = 0o600
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP back while the block runs; delivered (as usual) when it ends."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield  # signals go to the main thread's handlers anyway; nothing to hold back here
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, DEFERRED_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
+def private_umask() -> Iterator[None]:
+    """umask 077 while sbatch runs: sbatch hands it to the job (SLURM_UMASK), so the batch log that
+    slurmd creates before the script starts is the user's alone."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def reserve_id(job_dir: Path) -> None:
+    """``job_id`` of blanks (no id yet), written before sbatch. Raises OSError (nothing queued yet)."""
+    fd = os.open(job_dir / JOB_ID_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 _FILE_MODE)
+    try:
+        os.fchmod(fd, _FILE_MODE)
+        os.write(fd, b" " * (ID_RESERVE - 1) + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def record_id(job_dir: Path, job_id: str) -> None:
+    """Write ``job_id`` over the blanks :func:`reserve_id` left (no new space needed). Raises OSError."""
+    data = (job_id + "\n").encode("ascii")
+    path = job_dir / JOB_ID_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))  # never created here: reserved before
+    except FileNotFoundError:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), _FILE_MODE)
+    try:
+        if len(data) > ID_RESERVE:
+            os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def record_ids(pairs: Sequence[tuple[Path, str]]) -> None:
+    """Record each (folder, id); the first failure cancels the whole submission (:func:`untracked`).
+    A signal held back meanwhile is announced (it stops orch once the ids are recorded)."""
+    for job_dir, job_id in pairs:
+        try:
+            record_id(job_dir, job_id)
+        except OSError as exc:
+            raise untracked(pairs[0][1], job_dir, exc) from None
+    pending = signal.sigpending() & set(DEFERRED_SIGNALS) if hasattr(signal, "sigpending") else set()
+    if pending and pairs:
+        names = ", ".join(sorted(signal.Signals(s).name for s in pending))
+        log.warning("job %s is queued and its id recorded in %s; stopping now on %s",
+                    pairs[0][1], pairs[0][0], names)
+
+
+def untracked(job_id: str, job_dir: Path, exc: OSError) -> SlurmError:
+    """Cancel job ``job_id``, whose id orch could not record; the error to raise (exit 1)."""
+    from orchestrator.slurm import client as slurm
+
+    reason = exc.strerror or type(exc).__name__
+    try:
+        slurm.scancel([job_id])
+    except Exception as cancel_exc:  # any failure: the user must cancel it by hand
+        log.debug("scancel %s failed: %s", job_id, cancel_exc)
+        return SlurmError(f"sbatch queued job {job_id}, but orch could not record its id in {job_dir} ({reason}) "
+                          "and could not cancel it either: the job is queued without a folder that knows it",
+                          hint=f"cancel it: scancel {job_id} (then free space or fix {job_dir.parent} and "
+                               "submit again)")
+    return SlurmError(f"sbatch queued job {job_id}, but orch could not record its id in {job_dir} ({reason}); "
+                      f"job {job_id} was cancelled, so nothing runs untracked",
+                      hint=f"free space or fix {job_dir.parent} (launcher.job_root), then submit again")
