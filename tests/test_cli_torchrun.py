@@ -174,8 +174,15 @@ def test_dashdash_run_and_submit_pass_script_arguments(here: Path, capsys: pytes
     assert json.loads(capsys.readouterr().out)["runs"]["args"] == ["--nproc", "2", "--"]
 
 
+@pytest.mark.parametrize("argv", [["nodes", "--"], ["clean", "--dry-run", "--"], ["clusters", "--"]])
+def test_dashdash_verbs_without_operands(here: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """-- alone ends the options of verbs that take no operand."""
+    assert main(argv) == 0, capsys.readouterr().err
+
+
 def test_every_verb_is_covered() -> None:
-    covered = {"hosts", "env", "list", "status", "logs", "cancel", "plot", "doctor", "run", "submit", "compare", "tb"}
+    covered = {"hosts", "env", "list", "status", "logs", "cancel", "plot", "doctor", "run", "submit", "compare", "tb",
+               "nodes", "clean", "clusters"}
     assert covered == set(VERBS), set(VERBS) ^ covered
 
 

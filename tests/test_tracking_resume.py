@@ -54,7 +54,8 @@ def test_interrupted_and_resumed_job_has_one_increasing_step_sequence(tmp_path: 
     # preempt: every rank stops at one step mid-epoch 2 with a checkpoint there.
     fault = ["fault=kill", "fault_step=40"] if stop == "kill" else ["signal_step=45"]
     common = ["epochs=2", "samples=1001", "log_every=1"]
-    first = orch(str(FAULTY), "--nproc", "2", "--job-root", str(tmp_path), *common, *fault)
+    # --max-restarts 0: the interruption ends this run, and the resume below is a second `orch run`
+    first = orch(str(FAULTY), "--nproc", "2", "--job-root", str(tmp_path), "--max-restarts", "0", *common, *fault)
     job_dir = Path(summary(first)["job_dir"])
     if stop == "kill":
         assert first.returncode == 128 + signal.SIGKILL, first.stderr[-3000:]

@@ -24,10 +24,12 @@ Python exception in user code is never evidence against a node (``records.nodeev
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError
+from orchestrator.spec.safefile import open_regular
 
 FILE = "bad_nodes.jsonl"
 MODE = 0o640  # as the job folders: never group/other-writable
@@ -97,8 +100,12 @@ def _append(job_root: Path, entry: dict[str, Any]) -> None:
                          hint="the job id or node name is too long")
     target = path(job_root)
     try:
-        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), MODE)
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
+                     MODE)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device planted in the job root
+                raise OSError(errno.EINVAL, "not a regular file")
+            os.set_blocking(fd, True)
             _lock(fd)  # belt and braces where O_APPEND alone is not atomic (NFS clients)
             written = os.write(fd, data)
         finally:
@@ -141,7 +148,7 @@ def read(job_root: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """The lines of the file in order, and a note per line that is not a record (never raises)."""
     target = path(job_root)
     try:
-        with target.open("rb") as fh:
+        with open_regular(target) as fh:  # a FIFO or a device never blocks or floods (spec/safefile)
             size = os.fstat(fh.fileno()).st_size
             if size > MAX_READ:
                 fh.seek(size - MAX_READ)
@@ -151,6 +158,8 @@ def read(job_root: Path) -> tuple[list[dict[str, Any]], list[str]]:
         return [], []
     except OSError as exc:
         return [], [f"{target}: cannot be read ({exc.strerror or exc})"]
+    except ValueError:  # a NUL byte in the job root: no such file (the plan refuses the path itself)
+        return [], []
     entries: list[dict[str, Any]] = []
     notes: list[str] = []
     for number, line in enumerate(raw.splitlines(), 1):

@@ -46,7 +46,7 @@ _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SCRIPT_VARIABLES = frozenset({
     "JOB_DIR", "PYTHON", "PREEMPT_SIGNAL", "ORCH_JOB_DIR", "REQUEUE_FILE", "srun_pid", "srun_rc", "signals",
     "seen", "requeue_id", "job_nodes", "head_node", "node_info", "preflight_rc", "preflight_next", "next_id",
-    "ORCH_BATCH_START", "ORCH_SRUN_START",
+    "ORCH_BATCH_START", "ORCH_SRUN_START", "ORCH_ATTEMPT", "attempt", "restart_next", "restart_args", "srun_nodes",
 })
 # bash's special, read-only or behaviour-changing variables (bash(1) "Shell Variables").
 SHELL_VARIABLES = frozenset({

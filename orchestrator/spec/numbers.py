@@ -13,6 +13,7 @@ command line), bounded before anything is built from them (pure).
 
 from __future__ import annotations
 
+import argparse
 import errno
 import math
 import os
@@ -109,8 +110,8 @@ def ascii_float(text: str) -> float:
     if not text.isascii() or len(text) > 100:
         raise ValueError(text)
     value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(text)
+    if not math.isfinite(value):  # argparse prints this message: "argument --interval: ... 'nan'"
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r} (use a plain decimal, e.g. 0.5)")
     return value
 
 
