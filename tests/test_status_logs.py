@@ -383,6 +383,20 @@ def test_a_reused_job_id_finds_the_newest_folder(job_root: Path) -> None:
     assert [j.name for j in list_job_dirs(job_root)] == ["after-rebuild", "before-rebuild"]
 
 
+def test_a_reused_job_id_in_the_same_second_finds_the_later_submit(job_root: Path) -> None:
+    """Two folders of one id stamped in the same second (ids restart, a stub sbatch): the folder whose
+    job_id was written last wins, not the one whose random name sorts first."""
+    names = ("zz-first", "aa-second")
+    first, second = (make_job(job_root, name, job_id="7", created="2026-03-01T00:00:00") for name in names)
+    os.utime(first / "job_id", ns=(1_000_000_000, 1_000_000_000))
+    os.utime(second / "job_id", ns=(1_000_000_500, 1_000_000_500))
+    assert find_job_dir("7", job_root).path == second
+    os.utime(first / "job_id", ns=(2_000_000_000, 2_000_000_000))
+    assert find_job_dir("7", job_root).path == first
+    make_job(job_root, "older", job_id="7", created="2026-02-01T00:00:00")  # an older second never wins
+    assert find_job_dir("7", job_root).path == first
+
+
 def test_damaged_folders_do_not_break_listing(job_root: Path) -> None:
     good = make_job(job_root, "good", job_id="2")
     bad = job_root / "bad"

@@ -297,15 +297,27 @@ def newest_with_id(root: Path, job_ids: Iterable[str]) -> dict[str, JobDir]:
     """The newest folder of each of ``job_ids``, reading only each folder's ``job_id`` file until
     all are found (then only the matches in full): ``orch status 123`` in a root of 100,000 folders."""
     wanted = set(job_ids)
-    found: dict[str, JobDir] = {}
+    found: dict[str, tuple[str, int, Path]] = {}  # id -> (stamp, job_id's mtime in ns, folder)
     for path in iter_job_paths(root):
-        if not wanted:
-            break
+        stamp = _stamp(path if _STAMP_RE.search(path.name) or path.parent == root else path.parent)
+        if not wanted and all(stamp < seen for seen, _, _ in found.values()):
+            break  # older than every match: none of its second left to compare
         job_id = read_id(path / JOB_ID_FILE)
-        if job_id is not None and job_id in wanted:
+        if job_id is None or (job_id not in wanted and found.get(job_id, ("",))[0] != stamp):
+            continue
+        # two folders of one id stamped in the same second (ids restart): the later sbatch answer wins
+        written = _mtime_ns(path / JOB_ID_FILE)
+        if job_id in wanted or written > found[job_id][1]:
             wanted.discard(job_id)
-            found[job_id] = read_job_dir(path)
-    return found
+            found[job_id] = (stamp, written, path)
+    return {job_id: read_job_dir(path) for job_id, (_, _, path) in found.items()}
+
+
+def _mtime_ns(path: Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def list_job_dirs(root: Path) -> list[JobDir]:

@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator import api
 from orchestrator.errors import OrchError, SlurmError
+from orchestrator.spec.snapshot import Snapshot, relocate
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster
@@ -124,12 +125,14 @@ def test_api_submits_a_script_job_with_extras(slurm_env: SlurmCluster, tmp_path:
     final = slurm_env.wait_done(handle.job_id, job_dir=handle.job_dir)
     assert final["state"] == "COMPLETED", slurm_env.describe(handle.job_dir)
     records = [json.loads((out / f"rank{r}.json").read_text()) for r in range(4)]
+    cfg = json.loads((handle.job_dir / "job.json").read_text())
+    snap = Snapshot.model_validate(cfg["snapshot"])  # the API submits a snapshot of the code, as the CLI
     for rank, rec in enumerate(records):
         assert rec["env"]["RANK"] == str(rank) and rec["env"]["WORLD_SIZE"] == "4"
         assert rec["env"]["TORCHELASTIC_RUN_ID"] == handle.job_id
         assert [bytes.fromhex(h).decode() for h in rec["argv_hex"]] == args
-        assert (rec["cwd"], rec["path0"], rec["orch_test_tag"]) == (str(tmp_path), str(SCRIPTS), "from the api")
+        assert (rec["cwd"], rec["path0"], rec["orch_test_tag"]) == (str(tmp_path), relocate(str(SCRIPTS), snap),
+                                                                    "from the api")
         assert rec["params"] == records[0]["params"]  # DDP kept them in sync
-    cfg = json.loads((handle.job_dir / "job.json").read_text())
     assert cfg["script"]["args"] == args and cfg["env"]["ORCH_TEST_TAG"] == "from the api"
     assert "#SBATCH --comment=" in (handle.job_dir / "sbatch.sh").read_text()
