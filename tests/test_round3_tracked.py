@@ -59,9 +59,16 @@ def fakes(tmp_path: Path) -> Path:
     return folder
 
 
+def _default_signals() -> None:
+    """orch as started from a terminal: a runner under nohup or `&` hands its children SIGHUP/SIGINT
+    ignored, and an ignored signal is rightly never acted on (seen in CI)."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def submit(fakes: Path, cluster: Path, cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([ORCH, "submit", "smoke", "--cluster", str(cluster), *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120, check=False,
+                          text=True, cwd=cwd, timeout=120, check=False, preexec_fn=_default_signals,
                           env=clean_environ(PATH=f"{fakes}{os.pathsep}{os.environ['PATH']}",
                                             FAKE_LOG=str(cwd / "calls.log"), **env))
 

@@ -111,7 +111,8 @@ def ascii_float(text: str) -> float:
         raise ValueError(text)
     value = float(text)
     if not math.isfinite(value):  # argparse prints this message: "argument --interval: ... 'nan'"
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r} (use a plain decimal, e.g. 0.5)")
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: not a finite number (use a plain decimal, "
+                                         "e.g. 0.5)")
     return value
 
 
