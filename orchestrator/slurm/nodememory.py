@@ -167,10 +167,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OrchError as exc:
         print(exc.render(), file=sys.stderr)
         return 1
+    announce(pairs)
+    return 0
+
+
+def announce(pairs: Sequence[tuple[str, str]]) -> None:
+    """One batch-log line per node just recorded as bad."""
     for node, kind in pairs:
         print(f"orch: node {node} recorded as bad ({badnodes.KINDS[kind]}); later jobs leave it out "
               "(orch nodes)", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

@@ -64,20 +64,18 @@ def step_nodes(cfg: RunConfig, job_dir: Path, environ: Mapping[str, str], requeu
 def _remember_bad_nodes(job_dir: Path, run: str | None, nodes: Sequence[str], per_node: int) -> None:
     """A failed attempt's evidence (hang, signal death, NCCL/CUDA error; never the job's own exception)
     goes to the job root's bad_nodes.jsonl (slurm.nodememory), after every attempt, not only the last."""
-    from orchestrator.records import badnodes
+    from orchestrator.records.jobdirs import read_id
     from orchestrator.slurm import nodememory
     from orchestrator.spec.runconfig import JOB_ID_FILE
 
     hosts = {rank: node for i, node in enumerate(nodes) for rank in range(i * per_node, (i + 1) * per_node)}
     try:
-        job_id = (job_dir / JOB_ID_FILE).read_text(encoding="utf-8").strip() or run or ""
+        job_id = read_id(job_dir / JOB_ID_FILE) or run or ""
         pairs = nodememory.record_finished(job_dir, job_id, hosts or None)
     except (OrchError, OSError) as exc:
         print(f"orch: warning: no bad node recorded: {exc}", file=sys.stderr)
         return
-    for node, kind in pairs:
-        print(f"orch: node {node} recorded as bad ({badnodes.KINDS[kind]}); later jobs leave it out "
-              "(orch nodes)", file=sys.stderr)
+    nodememory.announce(pairs)
 
 
 def _node_addr(node: str) -> str:
