@@ -76,7 +76,7 @@ def test_preflight_step_runs_before_the_job_in_the_same_shape(preflight_plan: Su
     assert script.count(shape) == 2  # the preflight step and the job's step
     if ctx.container_runtime == "pyxis":
         assert script.count("--container-image=") == 2
-    assert ("sbatch --parsable" in script) == (ctx.preflight == "exclude")
+    assert ("sbatch --parsable \"${preflight_args[@]}\"" in script) == (ctx.preflight == "exclude")
 
 
 def test_no_preflight_no_step(make_plan: MakePlan, write_cluster: Callable[..., Path]) -> None:

@@ -5,6 +5,8 @@ across requeues too) adds one entry to ``attempts.json`` in the job folder when 
 
 ``attempt``        the attempt inside its allocation (0 first; ``TORCHELASTIC_RESTART_COUNT`` counts both)
 ``requeue``        Slurm's restart count (SLURM_RESTART_COUNT) of the allocation it ran in
+``job``            the Slurm job it ran in (a job submitted again without a blamed node continues the
+                   attempts: ``resubmitted_as`` on the last attempt of the job before names it)
 ``started``        when its step started (wall clock); ``ended`` when it ended
 ``exit_code``      the step's exit code; ``kind`` completed, preempted, or how it failed (records/blame.py)
 ``blamed_rank``    the rank to look at; ``blamed_node`` its node when the evidence points at the node
@@ -31,6 +33,7 @@ from orchestrator.spec.safefile import read_json
 
 ATTEMPTS_FILE = "attempts.json"
 RESTART_NEXT_FILE = "restart_next"  # the batch script's next srun: MASTER_ADDR, MASTER_PORT, node options
+RESUBMIT_NEXT_FILE = "resubmit_next"  # the sbatch options of the job submitted again without a blamed node
 MAX_BYTES = 4 * 1024 * 1024
 LEDGER_KEYS = ("allocated_s", "queued_s", "startup_s", "training_s", "checkpoint_s", "redone_s", "recovery_s",
                "hung_s", "goodput")
@@ -87,9 +90,9 @@ def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
     each attempt (less checkpoint_s, rank 0's saves, when known); redone: the share of a failed
     attempt's training that the next attempt does again (its lost steps); recovery: failure to the
     next attempt's first step; hung: from the blamed rank's last step to the failure."""
-    allocations: dict[int, list[Mapping[str, Any]]] = {}
-    for a in attempts:
-        allocations.setdefault(_int(a.get("requeue")), []).append(a)
+    allocations: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    for a in attempts:  # one allocation: a Slurm job (a resubmitted one is another) and its requeue
+        allocations.setdefault((str(a.get("job") or ""), _int(a.get("requeue"))), []).append(a)
     allocated = startup = 0.0
     for group in allocations.values():
         start = _num(group[0].get("batch_started"))
@@ -148,6 +151,8 @@ def format_attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
                 parts.append(f"{label} {a[key]}")
         if a.get("message"):
             parts.append(str(a["message"]))
+        if a.get("resubmitted_as"):
+            parts.append(f"submitted again without {a.get('blamed_node')} as job {a['resubmitted_as']}")
         lines.append("; ".join(parts))
     return lines
 

@@ -30,7 +30,7 @@ from orchestrator.spec.cluster import Cluster, Partition
 from orchestrator.spec.containers import ContainerPlan, resolve_container
 from orchestrator.spec.extras import merge_sbatch, placement
 from orchestrator.spec.job import BUILTIN_JOBS_DIR, LoadedJob, make_params
-from orchestrator.spec.runconfig import Preflight, RunConfig
+from orchestrator.spec.runconfig import NodeChoice, Preflight, RunConfig
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.snapshot import SNAPSHOT_DIR, takes_snapshot
 from orchestrator.spec.units import format_time, parse_mem_mb, parse_time
@@ -156,7 +156,8 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     extras = merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra)
     placed = placement(hosts, extras, nodes + spares, partition.name)[:nodes]
     env = {**cluster.env, **request.env}
-    preflight = _preflight(request.preflight or cluster.launcher.preflight, extras, hosts)
+    choice = node_choice(extras, hosts)
+    preflight = _preflight(request.preflight or cluster.launcher.preflight, choice)
     box = resolve_container(cluster.launcher.container, runtime=request.container_runtime,
                             image=request.container_image, mounts=request.container_mounts,
                             always=_task_paths(job_dir, request.script, takes_snapshot(
@@ -188,7 +189,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         launcher=launcher, env=env, created=now.isoformat(timespec="seconds"),
         script=request.script, gpus_per_task=per_task,
         expect=partition.expect.model_dump(exclude_none=True) if partition.expect else {},
-        preflight=preflight, spare_nodes=spares, tracking=list(cluster.tracking),
+        preflight=preflight, spare_nodes=spares, node_choice=choice, tracking=list(cluster.tracking),
     )
     head = context.master_addr or placed[0]
     ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)
@@ -242,14 +243,18 @@ def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, ma
     return tuple(rows)
 
 
-def _preflight(mode: str, extras: Mapping[str, str | None], hosts: list[str]) -> Preflight | None:
-    """--preflight: what the batch script needs to exclude a failed node (the submit-time node lists)."""
-    if mode == "off":
-        return None
+def node_choice(extras: Mapping[str, str | None], hosts: list[str]) -> NodeChoice:
+    """The submit-time node lists (--exclude, --nodelist, the partition's nodes) a resubmission starts from."""
     nodes = {key: hostlist.expand(value) if value else [] for key in ("exclude", "nodelist")
              for value in [extras.get(key)]}
-    return Preflight(mode="exclude" if mode == "exclude" else "stop", exclude=nodes["exclude"],
-                     nodelist=nodes["nodelist"], partition_nodes=hosts)
+    return NodeChoice(exclude=nodes["exclude"], nodelist=nodes["nodelist"], partition_nodes=hosts)
+
+
+def _preflight(mode: str, choice: NodeChoice) -> Preflight | None:
+    """--preflight: what the batch script needs to exclude a failed node."""
+    if mode == "off":
+        return None
+    return Preflight(mode="exclude" if mode == "exclude" else "stop", **choice.model_dump())
 
 
 def _task_paths(job_dir: Path, script: ScriptTarget | None, snapshots: bool = False) -> list[str]:

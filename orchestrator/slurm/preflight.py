@@ -26,8 +26,8 @@ from typing import Any
 from orchestrator.env import hostlist
 from orchestrator.errors import OrchError
 from orchestrator.records.atomic import write_text_atomic
+from orchestrator.slurm.resubmit import record_next_job, without
 from orchestrator.spec.runconfig import (
-    JOB_ID_FILE,
     PREFLIGHT_RECORD_FILE,
     PREFLIGHT_RESULT_FILE,
     Preflight,
@@ -66,22 +66,20 @@ def decide(cfg: RunConfig, verdict: Mapping[str, Any] | None, record: Mapping[st
                      f"{hostlist.compress(bad)}, or with --preflight=exclude")
         return Decision("\n".join(lines))
     attempts = list((record or {}).get("attempts", []))
-    excluded = sorted({*(record or {}).get("excluded", pf.exclude), *bad})
+    plan = without(pf.model_copy(update={"exclude": (record or {}).get("excluded", pf.exclude)}), bad,
+                   nodes=cfg.nodes)
+    excluded = list(plan.excluded)
     attempts.append({"job_id": job_id, "failed": [{"host": h, "check": c} for h, c in failed],
                      "excluded": excluded, "next_job_id": None})
     new_record = {"version": 1, "max_attempts": pf.max_attempts, "excluded": excluded, "attempts": attempts}
-    remaining = [node for node in pf.partition_nodes if node not in excluded]
     if len(attempts) >= pf.max_attempts:
         lines.append(f"orch: preflight: giving up after {len(attempts)} attempt(s) (at most {pf.max_attempts}); "
                      f"excluded so far: {hostlist.compress(excluded)}")
         return Decision("\n".join(lines), record=new_record)
-    if len(remaining) < cfg.nodes:
-        lines.append(f"orch: preflight: giving up: without {hostlist.compress(excluded)} only {len(remaining)} "
-                     f"node(s) remain, the job needs {cfg.nodes}")
+    if not plan.sbatch_args:
+        lines.append(f"orch: preflight: giving up: {plan.why}")
         return Decision("\n".join(lines), record=new_record)
-    nodelist = [node for node in pf.nodelist if node not in excluded]
-    args = (f"--exclude={hostlist.compress(excluded)}",
-            f"--nodelist={hostlist.compress(nodelist) if nodelist else ''}")
+    args = plan.sbatch_args
     lines.append(f"orch: preflight: submitting attempt {len(attempts) + 1} of {pf.max_attempts} "
                  f"without {hostlist.compress(excluded)}")
     return Decision("\n".join(lines), sbatch_args=args, record=new_record)
@@ -130,19 +128,6 @@ def _write_record(job_dir: Path, record: Mapping[str, Any]) -> None:
     write_text_atomic(job_dir / PREFLIGHT_RECORD_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
-def _record_resubmit(job_dir: Path, job_id: str) -> None:
-    """The next attempt's submitted.json and index line (the folder's job is now that id)."""
-    from orchestrator.records.jobindex import Submitted, now_text, record_submit
-
-    submitted = now_text()  # right after the batch script's sbatch returned
-    try:
-        cfg = read_run_config(job_dir)
-    except OrchError:
-        return
-    record_submit(job_dir, Submitted(job_id=job_id, job_dir=str(job_dir), submitted=submitted,
-                                     job_name=cfg.job_name, cluster=cfg.cluster_name))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m orchestrator.slurm.preflight",
                                      description="Decide what a job does after its preflight step failed.")
@@ -157,9 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             record = read_record(job_dir) or {"attempts": [{}]}
             record["attempts"][-1]["next_job_id"] = args.resubmitted
             _write_record(job_dir, record)
-            # orch status, logs and cancel follow the job folder's job_id: the attempt that runs now.
-            (job_dir / JOB_ID_FILE).write_text(args.resubmitted + "\n", encoding="utf-8")
-            _record_resubmit(job_dir, args.resubmitted)
+            record_next_job(job_dir, args.resubmitted)  # orch status, logs and cancel follow the folder
             return 0
         cfg = read_run_config(job_dir)
         verdict = read_verdict(job_dir)

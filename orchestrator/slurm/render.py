@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import ConfigError
-from orchestrator.records.attempts import RESTART_NEXT_FILE
+from orchestrator.records.attempts import RESTART_NEXT_FILE, RESUBMIT_NEXT_FILE
 from orchestrator.records.jobdirs import (
     ARRAY_BATCH_LOG_PATTERN,
     ARRAY_INDEX_PATTERN,
@@ -158,7 +158,7 @@ class ScriptContext:
             preflight_result_name=PREFLIGHT_RESULT_FILE,
             script_name=SCRIPT_FILE,
             alloc_nodes=self.nodes + self.spare_nodes,
-            restart_next_name=RESTART_NEXT_FILE,
+            restart_next_name=RESTART_NEXT_FILE, resubmit_next_name=RESUBMIT_NEXT_FILE,
         )
         return values
 

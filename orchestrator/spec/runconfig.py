@@ -36,16 +36,22 @@ PREFLIGHT_NEXT_FILE = "preflight_next"  # --preflight=exclude: the sbatch option
 REQUEUE_FILE = "requeue"  # left by the runtime after a preemption checkpoint; the batch script requeues
 
 
-class Preflight(BaseModel):
-    """``orch submit --preflight[=exclude]``: what the batch script's preflight step needs to decide."""
+class NodeChoice(BaseModel):
+    """The nodes a submit asked for: what the job needs to be submitted again without some of them
+    (``slurm/resubmit.py``: after a preflight failure, or a restart whose blamed node has no spare)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mode: Literal["stop", "exclude"]
-    max_attempts: int = Field(default=3, ge=1, description="exclude mode: submissions in all, the first included")
     exclude: list[str] = Field(default_factory=list, description="nodes excluded at submit time (--exclude)")
     nodelist: list[str] = Field(default_factory=list, description="nodes asked for at submit time (--nodelist)")
     partition_nodes: list[str] = Field(default_factory=list, description="every node of the partition")
+
+
+class Preflight(NodeChoice):
+    """``orch submit --preflight[=exclude]``: what the batch script's preflight step needs to decide."""
+
+    mode: Literal["stop", "exclude"]
+    max_attempts: int = Field(default=3, ge=1, description="exclude mode: submissions in all, the first included")
 
 
 class RunConfig(BaseModel):
@@ -76,6 +82,8 @@ class RunConfig(BaseModel):
     preflight: Preflight | None = Field(default=None, description="orch submit --preflight (None: no preflight)")
     spare_nodes: int = Field(default=0, ge=0, description="orch submit --spare-nodes: allocated beyond nodes, for "
                              "a restart without a blamed node")
+    node_choice: NodeChoice | None = Field(default=None, description="orch submit: the nodes asked for (a job "
+                                           "submitted again leaves a blamed node out of them)")
     snapshot: Snapshot | None = Field(default=None, description="the code snapshot every task runs from "
                                       "(None: the files in place; docs/snapshots.md)")
     tracking: list[TrackerName] = Field(default_factory=list, description="W&B / MLflow (TensorBoard is always on)")

@@ -97,7 +97,7 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
             hung = round(max(0.0, failed_at - stuck.last_step.time), 3)
     next_step = checkpoint_step(job_dir, per_epoch) if decision.kind != "completed" else None
     entry: dict[str, Any] = {
-        "attempt": facts.attempt, "requeue": facts.requeue, "started": round(facts.started, 3),
+        "attempt": facts.attempt, "requeue": facts.requeue, "job": facts.run, "started": round(facts.started, 3),
         "ended": round(now, 3), "exit_code": facts.exit_code, "kind": decision.kind,
         "blamed_rank": decision.blamed_rank, "blamed_node": decision.blamed_node, "resumed_step": resumed,
         "lost_steps": attempts_file.lost(last_global, next_step),

@@ -70,8 +70,14 @@ echo "orch: job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_J
 # A failed step is restarted in the allocation from the newest checkpoint (--max-restarts, job.json):
 # orchestrator.slurm.restart records each attempt (attempts.json) and the nodes a failure points at
 # (bad_nodes.jsonl: a hang, a signal death, an NCCL/CUDA error; never the job's own exception), and
-# says whether to try again.
+# says whether to try again. A blamed node with no spare left: the job is submitted again without it
+# (resubmit_next holds the sbatch options) and resumes there; this job stops. That job counts on from
+# here (ORCH_FIRST_ATTEMPT): its attempts and --max-restarts continue this job's.
 attempt=0
+if [[ ${ORCH_FIRST_ATTEMPT:-} =~ ^[0-9]{1,6}$ ]]; then
+    attempt=$((10#$ORCH_FIRST_ATTEMPT))
+fi
+unset ORCH_FIRST_ATTEMPT
 srun_nodes=()
 restart_next="$JOB_DIR"/restart_next
 while :; do
@@ -96,8 +102,19 @@ while ((seen != signals)); do
     srun_rc=0
     wait "$srun_pid" || srun_rc=$?
 done
+restart_rc=0
 "$PYTHON" -m orchestrator.slurm.restart --job-dir "$JOB_DIR" --attempt "$attempt" --step-rc "$srun_rc" \
-    --signals "$signals" >"$restart_next" || break
+    --signals "$signals" >"$restart_next" || restart_rc=$?
+if ((restart_rc == 3)); then
+    mapfile -t resubmit_args <"$JOB_DIR"/resubmit_next
+    if next_id=$(ORCH_FIRST_ATTEMPT=$((attempt + 1)) sbatch --parsable "${resubmit_args[@]}" "$JOB_DIR"/sbatch.sh); then
+        "$PYTHON" -m orchestrator.slurm.restart --job-dir "$JOB_DIR" --resubmitted "${next_id%%;*}" || true
+        exit "$srun_rc"
+    fi
+    echo "orch: restart: sbatch of the job without the blamed node failed (above); restarting on the same nodes" >&2
+elif ((restart_rc != 0)); then
+    break
+fi
 mapfile -t restart_args <"$restart_next"
 MASTER_ADDR=${restart_args[0]}
 MASTER_PORT=${restart_args[1]}

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,3 +119,41 @@ def test_a_sigstopped_rank_is_caught_and_the_next_attempt_runs_on_the_spare(slur
     assert attempts[0]["blamed_rank"] == 1 and attempts[0]["blamed_node"] == "node2", attempts
     batch = (job_dir / "logs" / f"slurm-{job_id}.out").read_text(errors="replace")
     assert "orch: restart: leaving out node2 (blamed); running on node1, node3" in batch, batch
+
+
+def test_a_blamed_node_without_a_spare_is_left_out_by_submitting_the_job_again(slurm_cluster: SlurmCluster,
+                                                                               tmp_path: Path) -> None:
+    """A one-node job forced onto node2 loses its rank to kill -9 in epoch 2: node2 is blamed, no spare is
+    allocated, so the job is submitted again with --exclude=node2; the new job runs on another node,
+    resumes from the epoch-1 checkpoint as attempt 1 and ends COMPLETED with the parameters of a run
+    that never failed."""
+    cluster = slurm_cluster
+    first, job_dir = cluster.submit(str(FAULTY), "--nodes", "1", "--gpus", "1", "--cpus-per-task", "1",
+                                    "--nodelist", "node2", "--max-restarts", "2", "epochs=2", "fault=kill",
+                                    "fault_rank=0", "fault_step=80", "fault_restart=0")
+    deadline = time.monotonic() + 240
+    while (job_dir / "job_id").read_text().strip() == first and time.monotonic() < deadline:
+        if cluster.status(first)["terminal"]:
+            break
+        time.sleep(0.5)
+    second = (job_dir / "job_id").read_text().strip()
+    assert second != first, f"{cluster.status(first)}\n{cluster.describe(job_dir)}"
+    status = cluster.wait_done(second, timeout=300, job_dir=job_dir)
+    detail = f"{status}\n{cluster.describe(job_dir)}"
+    assert status["state"] == "COMPLETED" and status["nodes"] != "node2", detail
+    attempts = _attempts(job_dir)
+    assert [(a["attempt"], a["job"], a["kind"] == "completed") for a in attempts] == \
+        [(0, first, False), (1, second, True)], (attempts, detail)
+    assert attempts[0]["blamed_node"] == "node2" and attempts[0]["resubmitted_as"] == second, attempts
+    assert attempts[1]["resumed_step"] == 64, attempts  # the epoch-1 checkpoint (64 steps per epoch on one rank)
+    assert isinstance(attempts[0]["recovery_s"], float), attempts
+    log = (job_dir / "logs" / f"slurm-{first}.out").read_text(errors="replace")
+    assert "submitting the job again without it" in log and f"job {second} runs the next attempt" in log, log
+    human = cluster.orch("status", second, "--cluster", str(cluster.cluster_yaml), check=True).stdout
+    assert f"submitted again without node2 as job {second}" in human, human
+    result = json.loads((job_dir / "result.json").read_text())
+    env = {**os.environ, "ORCH_DATA_DIR": os.environ.get("ORCH_DATA_DIR", str(tmp_path))}
+    local = subprocess.run([ORCH, "run", str(FAULTY), "--nproc", "1", "--job-root", str(tmp_path), "--json",
+                            "epochs=2"], capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert local.returncode == 0, local.stderr
+    assert result["param_digest"] == json.loads(local.stdout)["result"]["param_digest"]
