@@ -49,7 +49,7 @@ def restarts_note(max_restarts: int, spare_nodes: int = 0) -> str:
     if max_restarts == 0:
         return ""
     spares = (f"; {spare_nodes} spare node(s) allocated: a restart runs without a blamed node"
-              if spare_nodes else "")
+              if spare_nodes else "; a failure blamed on a node: the job is submitted again without it")
     return (f"# restarts: a failed training step is restarted up to {max_restarts} time(s) in the allocation "
             f"from the newest checkpoint (attempts.json){spares}\n")
 
