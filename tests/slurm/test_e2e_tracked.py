@@ -35,8 +35,10 @@ def test_sigkilled_submit_leaves_a_tracked_private_job(slurm_cluster: SlurmClust
     assert real is not None
     wrapper = tmp_path / "bin" / "sbatch"
     wrapper.parent.mkdir()
-    wrapper.write_text(f"#!/bin/bash\nout=$({real} \"$@\") || exit $?\nkill -KILL \"$PPID\"\n"
-                       "printf '%s\\n' \"$out\" >\"$(dirname -- \"$0\")/queued\"\necho \"$out\"\n", encoding="utf-8")
+    # the answer is noted before the kill: the test reads it as soon as orch is dead
+    wrapper.write_text(f"#!/bin/bash\nout=$({real} \"$@\") || exit $?\n"
+                       "printf '%s\\n' \"$out\" >\"$(dirname -- \"$0\")/queued\"\nkill -KILL \"$PPID\"\necho \"$out\"\n",
+                       encoding="utf-8")
     wrapper.chmod(0o755)
     env = {**slurm_cluster.env, "PATH": f"{wrapper.parent}{os.pathsep}{slurm_cluster.env['PATH']}"}
     before = set(slurm_cluster.job_root.iterdir()) if slurm_cluster.job_root.exists() else set()
