@@ -1,7 +1,10 @@
 """What a code snapshot costs at submit (issue 21): the first one (every file copied), an unchanged tree
 (nothing copied: the stat cache names every file's content, the snapshot is reused) and a tree with one
 file edited (one file copied, a new tree of hard links). Each is ``records.snapshots.take`` as
-``orch submit`` calls it (git ls-files / status included), timed in this process.
+``orch submit`` calls it (git ls-files / status included), timed in this process. The dry run's answer
+(``records.snappreview``: the same listing, then whether an identical snapshot is stored; nothing
+written) is timed with nothing stored yet, for an unchanged tree, and with every file touched (each
+file hashed: the most it reads).
 
     .venv/bin/python bench/bench_snapshot.py [--runs 7] [--files 2000]
 
@@ -23,6 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from orchestrator.records.snapcollect import collect
+from orchestrator.records.snappreview import stored_digest
 from orchestrator.records.snapshots import take
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,9 +63,16 @@ def _timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
     return statistics.median(times), min(times)
 
 
+def _dry_run(tree: Path, job_root: Path) -> str | None:
+    """What ``orch submit --dry-run`` does for the snapshot line (records/snappreview.preview)."""
+    return stored_digest(collect(tree, job_root, LIMIT_MB * 2**20), job_root)
+
+
 def measure(name: str, tree: Path, scratch: Path, runs: int, edit: Path | None) -> list[str]:
     rows = []
     job_root = scratch / f"jobs-{name}"
+    median, fastest = _timed(lambda: _dry_run(tree, job_root), runs)
+    rows.append(f"| {name} | dry run, nothing stored yet | {median:.3f} s | {fastest:.3f} s |")
     start = time.perf_counter()
     snap = take(tree, job_root, LIMIT_MB)
     first = time.perf_counter() - start
@@ -68,6 +80,16 @@ def measure(name: str, tree: Path, scratch: Path, runs: int, edit: Path | None) 
                 f"{first:.3f} s | |")
     median, fastest = _timed(lambda: take(tree, job_root, LIMIT_MB), runs)
     rows.append(f"| {name} | unchanged tree (nothing copied) | {median:.3f} s | {fastest:.3f} s |")
+    assert _dry_run(tree, job_root) == snap.digest
+    median, fastest = _timed(lambda: _dry_run(tree, job_root), runs)
+    rows.append(f"| {name} | dry run, unchanged tree (reuse found) | {median:.3f} s | {fastest:.3f} s |")
+    if edit is not None:  # a generated tree: touch every file, so the dry run hashes each one
+        found = collect(tree, job_root, LIMIT_MB * 2**20)
+        for rel, _, _ in found.files:
+            (tree / rel).touch()
+        median, fastest = _timed(lambda: _dry_run(tree, job_root), runs)
+        rows.append(f"| {name} | dry run, every file touched ({snap.files} hashed) | {median:.3f} s | "
+                    f"{fastest:.3f} s |")
     if edit is not None:
         counter = [0]
 

@@ -50,7 +50,7 @@ MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...] | Non
                 ("tests/test_edges_distenv.py", "tests/test_distenv.py", "tests/test_ports.py"), None),
     "render": (("orchestrator/slurm/render.py",),
                ("tests/test_edges_render.py", "tests/test_render.py", "tests/test_hostile_values.py"), None),
-    "plan": (("orchestrator/slurm/plan.py",),
+    "plan": (("orchestrator/slurm/plan.py", "orchestrator/slurm/resources.py"),
              ("tests/test_edges_plan.py", "tests/test_plan.py", "tests/test_render.py"), None),
     "cluster": (("orchestrator/spec/cluster.py", "orchestrator/spec/extras.py"),
                 ("tests/test_edges_config.py", "tests/test_config.py", "tests/test_malformed_inputs.py",

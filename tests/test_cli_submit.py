@@ -82,8 +82,26 @@ def test_dry_run_never_starts_a_subprocess(env: dict[str, Any], capsys: Capsys,
         raise AssertionError("the dry run started a subprocess")
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
-    code, _, err = run_main(capsys, "submit", env["job"], "--nodes", "2", "--gpus", "8", "--dry-run")
+    code, _, err = run_main(capsys, "submit", env["job"], "--nodes", "2", "--gpus", "8", "--dry-run", "--no-snapshot")
     assert code == 0, err
+
+
+def test_dry_run_starts_only_the_snapshots_git_listing(env: dict[str, Any], capsys: Capsys,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a code snapshot, the dry run asks git what the submit would copy (docs/snapshots.md), read-only."""
+    started: list[list[str]] = []
+    real = subprocess.Popen.__init__
+
+    def only_git(self: subprocess.Popen[bytes], args: list[str], *rest: Any, **kwargs: Any) -> None:
+        if args[:1] != ["git"] or args[1] not in ("rev-parse", "ls-files", "diff-index", "--version"):
+            raise AssertionError(f"the dry run started {args}")
+        started.append(args)
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", only_git)
+    code, out, err = run_main(capsys, "submit", env["job"], "--nodes", "2", "--gpus", "8", "--dry-run")
+    assert code == 0, err
+    assert started and "# code snapshot: " in out
 
 
 def test_overrides_may_follow_options(env: dict[str, Any], capsys: Capsys) -> None:

@@ -136,9 +136,11 @@ def test_dry_run_runs_nothing_remotely(remote: Setup) -> None:
     proc = remote.orch("submit", "train.py", "--gpus", "1", "--dry-run", cwd=proj, cluster=dead)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("# remote: ships 2 files") and "#SBATCH" in proc.stdout
+    assert "# code snapshot: taken on the cluster by its orch at submit (--remote-check shows it)" in proc.stdout
     checked = remote.orch("submit", "train.py", "--gpus", "1", "--dry-run", "--remote-check", cwd=proj)
     assert checked.returncode == 0, checked.stderr
     assert "#SBATCH" in checked.stdout and str(remote.workdir) in checked.stdout  # rendered there
+    assert f"# code snapshot: {remote.workdir}" in checked.stdout  # the cluster's orch says what it would copy
     as_json = remote.orch("submit", "train.py", "--gpus", "1", "--dry-run", "--json", cwd=proj, cluster=dead)
     assert as_json.returncode == 0 and "# remote:" in as_json.stderr and yaml.safe_load(as_json.stdout)["script"]
     # from outside the tree: the script's path is rewritten to the shipped copy's

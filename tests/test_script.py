@@ -22,7 +22,8 @@ from orchestrator.env.devices import narrowed_visible, script_device, task_gpu_i
 from orchestrator.errors import ConfigError, DistEnvError
 from orchestrator.records.cache import load_cluster
 from orchestrator.slurm.client import sbatch_environment
-from orchestrator.slurm.plan import SubmitPlan, build_plan, gpu_layout, make_request
+from orchestrator.slurm.plan import SubmitPlan, build_plan, make_request
+from orchestrator.slurm.resources import gpu_layout
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget, find_module, has_spec, resolve_target, script_job
 from orchestrator.task.scriptrun import exit_code, should_bind

@@ -10,6 +10,7 @@ that differ between them (a sweep's folder or array id stands for its elements).
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,9 +18,10 @@ from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import job_root_from_args
-from orchestrator.errors import OrchError
+from orchestrator.errors import ConfigError, OrchError
 from orchestrator.records.curves import Run, expand, load_runs
 from orchestrator.records.jobdirs import ARRAY_FILE, JobDir
+from orchestrator.records.outfiles import write_output
 from orchestrator.records.training import read_metrics
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.runconfig import METRICS_FILE
@@ -37,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Slurm job ids or job folders; a sweep's folder or array id overlays its elements")
     parser.add_argument("-o", "--output", metavar="PNG",
                         help=f"where to write (default: <job folder>/{PLOT_FILE}; several runs: <sweep folder>/"
-                             f"{PLOT_FILE} or ./{OVERLAY_FILE})")
+                             f"{PLOT_FILE} or ./{OVERLAY_FILE}); in a job folder the file is 0600 whatever the "
+                             "umask, elsewhere it follows your umask")
     parser.add_argument("--epochs", action="store_true", help="per epoch from metrics.jsonl, even with per-step data")
     add_cluster_argument(parser)
     add_json_argument(parser)
@@ -110,8 +113,25 @@ def draw(epochs: Sequence[float], panels: dict[str, dict[str, list[float]]], tit
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    try:
+        save(fig, out)
+    finally:
+        plt.close(fig)
+
+
+def save(fig: Any, out: Path) -> None:
+    """Write ``fig`` to exactly ``out`` (the format of its suffix, PNG without one): ``0600`` inside a job
+    folder whatever the umask, elsewhere the user's umask (records/outfiles.py, docs/trust.md)."""
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, dpi=100, format=out.suffix[1:].lower() or "png")
+    except ValueError as exc:  # matplotlib: Format 'xyz' is not supported (supported formats: ...)
+        raise ConfigError(f"-o {out}: {exc}", hint="name a .png file (or .svg, .pdf)") from None
+    try:
+        write_output(out, buffer.getvalue())
+    except OSError as exc:
+        raise OrchError(f"cannot write the plot {out}: {exc.strerror or type(exc).__name__}",
+                        hint="pass -o PNG in a folder you can write (the job folder may be read-only)") from None
 
 
 def smooth(values: Sequence[float], weight: float) -> list[float]:
@@ -215,8 +235,10 @@ def run(args: argparse.Namespace) -> int:
     per_step = not args.epochs and all(run.steps for run in runs)
     fig = step_figure(runs, title) if per_step else epoch_overlay_figure(runs, title)
     lines = figure_lines(fig)
-    fig.savefig(out, dpi=100)
-    _pyplot().close(fig)
+    try:
+        save(fig, out)
+    finally:
+        _pyplot().close(fig)
     if args.json:
         print_json({"plot": str(out), "x": "step" if per_step else "epoch", "runs": [r.label for r in runs],
                     "jobs": [str(r.job.path) for r in runs], "panels": lines})
@@ -233,11 +255,7 @@ def _one_per_epoch(args: argparse.Namespace, job: JobDir) -> int:
     epochs, panels = series(records)
     out = Path(args.output).expanduser() if args.output else job.path / PLOT_FILE
     title = f"{job.name} (job {job.job_id})" if job.job_id else job.name
-    try:
-        draw(epochs, panels, title, out)
-    except OSError as exc:
-        raise OrchError(f"cannot write the plot {out}: {exc.strerror or type(exc).__name__}",
-                        hint="pass -o PNG in a folder you can write (the job folder may be read-only)") from None
+    draw(epochs, panels, title, out)
     if args.json:
         metrics = sorted(m for p in panels.values() for m in p)
         print_json({"plot": str(out), "epochs": len(epochs), "metrics": metrics})

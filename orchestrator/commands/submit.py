@@ -1,8 +1,9 @@
 """``orch submit JOB [key=value ...]``: validate, write the job folder, ``sbatch`` (or ``--dry-run``).
 
 Dry run and submit share one path (``plan.build_plan``): the dry run prints exactly the script that
-would be queued, plus every rank as ``distenv.derive`` computes it; it starts no subprocess and
-writes nothing. A real submit writes the job folder, runs ``sbatch --parsable`` and records the job
+would be queued, plus every rank as ``distenv.derive`` computes it, and the code snapshot the submit
+would take (``records/snappreview.py``: git's read-only file lists are its only subprocesses); it writes
+nothing. A real submit writes the job folder, runs ``sbatch --parsable`` and records the job
 id; when sbatch refuses, Slurm's message goes to the terminal and to ``submit_error.txt``. The
 Python API queues through the same functions (:mod:`orchestrator.slurm.submission`).
 
@@ -36,8 +37,10 @@ from orchestrator.spec.tracking import merge_tracking
 
 if TYPE_CHECKING:
     from orchestrator.doctor.findings import Finding
+    from orchestrator.records.snappreview import SnapshotPreview
     from orchestrator.slurm.plan import SubmitPlan
     from orchestrator.slurm.submission import ArrayPlan
+    from orchestrator.spec.cluster import Cluster
     from orchestrator.spec.job import LoadedJob
 
 RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
@@ -125,18 +128,29 @@ def run(args: argparse.Namespace) -> int:
                                     dry_run=args.dry_run, findings=findings)
     target = request.script
     plan = new_plan(request, cluster, loaded, cwd)
+    snap = snapshot_preview(plan, cluster) if args.dry_run else None
     if args.sweep or args.array_throttle is not None:
-        return _sweep(args, plan, loaded)
+        return _sweep(args, plan, loaded, snap)
     data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, request.data_dir)
     if args.dry_run:
         note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
         if target is not None and target.note():
             note += f"# note: {target.note()}\n"
-        sys.stdout.write(dry_run_json(plan, findings) if args.json else dry_run_text(plan) + note)
+        sys.stdout.write(dry_run_json(plan, findings, snap) if args.json else dry_run_text(plan, snap) + note)
         return 0
     if data_problem:
         raise data_problem
     return _submit(plan, as_json=args.json)
+
+
+def snapshot_preview(plan: SubmitPlan, cluster: Cluster) -> SnapshotPreview:
+    """The code snapshot the submit would take (read-only: records/snappreview.py); a remote cluster's
+    orch takes it there."""
+    from orchestrator.records.snappreview import SnapshotPreview, preview
+
+    if cluster.remote is not None:
+        return SnapshotPreview(off="taken on the cluster by its orch at submit (--remote-check shows it)")
+    return preview(plan.run_config, plan.request.snapshot)
 
 
 def _data_dir_problem(job_name: str, needs_data: bool, data_dir: str | None) -> ConfigError | None:
@@ -167,7 +181,7 @@ def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
     return 0
 
 
-def _sweep(args: argparse.Namespace, plan: SubmitPlan, loaded: LoadedJob) -> int:
+def _sweep(args: argparse.Namespace, plan: SubmitPlan, loaded: LoadedJob, snap: SnapshotPreview | None) -> int:
     """``--sweep``: the cartesian product as one job array (dry run: the script and the elements)."""
     from orchestrator.errors import SlurmError
     from orchestrator.slurm.submission import parse_sweep, plan_array, queue_array
@@ -178,7 +192,7 @@ def _sweep(args: argparse.Namespace, plan: SubmitPlan, loaded: LoadedJob) -> int
     data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
     if args.dry_run:
         note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
-        sys.stdout.write(sweep_dry_run_json(array) if args.json else sweep_dry_run_text(array) + note)
+        sys.stdout.write(sweep_dry_run_json(array, snap) if args.json else sweep_dry_run_text(array, snap) + note)
         return 0
     if data_problem:
         raise data_problem
@@ -208,25 +222,27 @@ def sweep_table(array: ArrayPlan, ids: Sequence[str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def sweep_dry_run_text(array: ArrayPlan) -> str:
+def sweep_dry_run_text(array: ArrayPlan, snap: SnapshotPreview | None = None) -> str:
     """The array's script, its elements, then the rank table every element shares."""
     head = (f"# job array: {len(array.elements)} element(s), --array={array.plan.context.array}; element I runs "
             f"in {array.job_dir}/I with these overrides:\n")
     table = "".join(f"# {line}\n" for line in sweep_table(array).splitlines())
-    return dry_run_text(array.plan) + head + table
+    return dry_run_text(array.plan, snap) + head + table
 
 
-def sweep_dry_run_json(array: ArrayPlan) -> str:
-    """``{"script", "array", "elements": [{"index", "job_dir", "overrides", "params"}], "ranks"}``."""
-    ranks = json.loads(dry_run_json(array.plan))
+def sweep_dry_run_json(array: ArrayPlan, snap: SnapshotPreview | None = None) -> str:
+    """``{"script", "array", "elements": [{"index", "job_dir", "overrides", "params"}], "snapshot", "ranks"}``."""
+    ranks = json.loads(dry_run_json(array.plan, (), snap))
     elements = [{"index": e.index, "job_dir": str(e.job_dir), "overrides": e.overrides,
                  "params": e.run_config.params} for e in array.elements]
     return json.dumps({"script": array.script, "array": array.plan.context.array, "elements": elements,
-                       "assumed_job_id": ranks["assumed_job_id"], "ranks": ranks["ranks"]}, indent=1) + "\n"
+                       "assumed_job_id": ranks["assumed_job_id"], "snapshot": ranks["snapshot"],
+                       "ranks": ranks["ranks"]}, indent=1) + "\n"
 
 
-def dry_run_text(plan: SubmitPlan) -> str:
-    """The script, then one table row per rank (built as one string: 8,192 ranks print at once)."""
+def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
+    """The script, then one table row per rank (built as one string: 8,192 ranks print at once); ``snap``:
+    the code snapshot the submit would take."""
     rows = plan.ranks
     cfg = plan.run_config
     master = rows[0].env.master_addr
@@ -236,6 +252,8 @@ def dry_run_text(plan: SubmitPlan) -> str:
     runs = (f"# runs: {cfg.script.command()}\n#   in {cfg.script.cwd}, with torchrun's variables in every rank\n"
             if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
     ctx = plan.context
+    if snap is not None:
+        runs += snap.line()
     if ctx.container_runtime != "none":
         runs += (f"# in a container: {ctx.container_runtime} image {ctx.container_image}, "
                  f"mounts {ctx.container_mounts}\n")
@@ -270,9 +288,10 @@ def dry_run_text(plan: SubmitPlan) -> str:
     return plan.script + "\n" + templates + header + "\n".join(lines) + "\n"
 
 
-def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = ()) -> str:
-    """``{"script": ..., "assumed_job_id": ..., "findings": [...], "ranks": [...]}`` with one rank per line
-    (``findings``: orch doctor's on the script, each ``{code, severity, file, line, message, fix}``).
+def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = (), snap: SnapshotPreview | None = None) -> str:
+    """``{"script": ..., "assumed_job_id": ..., "findings": [...], "snapshot": ..., "ranks": [...]}`` with one
+    rank per line (``findings``: orch doctor's on the script, each ``{code, severity, file, line, message, fix}``;
+    ``snapshot``: the code snapshot the submit would take, records/snappreview.py).
 
     Built from per-rank ``json.dumps`` calls (the C encoder; ``indent=`` would switch to the slow
     pure-Python one, which takes ~0.15 s for 8,192 ranks).
@@ -289,4 +308,5 @@ def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = ()) -> str:
             f' "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
             f' "findings": {dumps([f.as_dict() for f in findings])},\n'
             f' "bad_nodes": {dumps(plan.left_out.as_dict() if plan.left_out is not None else None)},\n'
+            f' "snapshot": {dumps(snap.as_dict() if snap is not None else None)},\n'
             f' "ranks": [\n  ' + ",\n  ".join(ranks) + "\n ]}\n")

@@ -23,12 +23,18 @@ PRIVATE_FILE_MODE = 0o600  # every file orch writes in a job folder
 def write_text_atomic(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE, fsync: bool = True) -> Path:
     """Replace ``path`` with ``text`` (UTF-8) atomically; ``fsync=False`` for files that only save time
     (a cache). Raises OSError (the target is then unchanged)."""
+    return write_bytes_atomic(path, text.encode("utf-8"), mode=mode, fsync=fsync)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, mode: int = PRIVATE_FILE_MODE, fsync: bool = True) -> Path:
+    """Replace ``path`` with ``data`` atomically (a symlink at ``path`` is replaced, never followed).
+    Raises OSError (the target is then unchanged)."""
     tmp = path.with_name(f".tmp-{path.name}.{os.getpid()}.{threading.get_ident()}")
     try:
         fd = os.open(tmp, _FLAGS, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "wb") as fh:
             os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
-            fh.write(text)
+            fh.write(data)
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())

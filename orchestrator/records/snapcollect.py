@@ -31,6 +31,7 @@ class Collected:
     dirs: list[str] = field(default_factory=list)  # folders made even when empty (the submit directory)
     stat_keys: dict[str, list[int]] = field(default_factory=dict)  # relpath -> (size, mtime, inode, ctime)
     partial: bool = False  # the walk stopped early: already over the size limit
+    git: bool = False  # source is a git work tree (False: a folder, copied as it is)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (relpath, why)
 
     @property
@@ -110,7 +111,7 @@ def collect(folder: Path, job_root: Path | None = None, limit: int | None = None
                           hint="fix the repository, or pass --no-snapshot")
     tagged = _z(listed)  # "H path" tracked, "? path" untracked (not ignored), ...
     untracked = any(item.startswith("? ") for item in tagged)
-    found = Collected(source=root, commit=commit, dirty=commit is None or untracked or changed_rc != 0)
+    found = Collected(source=root, commit=commit, dirty=commit is None or untracked or changed_rc != 0, git=True)
     links: set[str] = set()
     own = _inside(job_root, root)
     for rel in dict.fromkeys(item[2:] for item in tagged):

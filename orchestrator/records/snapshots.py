@@ -62,15 +62,15 @@ def snapshot_root(job_root: Path) -> Path:
     return job_root / SNAPSHOT_DIR
 
 
-def _object(store: Path, sha: str, executable: bool) -> Path:
+def object_path(store: Path, sha: str, executable: bool) -> Path:
     return store / OBJECTS_DIR / sha[:2] / (sha + ("x" if executable else ""))
 
 
-def _stat_file(store: Path, source: Path) -> Path:
+def stat_file(store: Path, source: Path) -> Path:
     return store / STAT_DIR / (hashlib.sha256(os.fsencode(str(source))).hexdigest()[:24] + ".json")
 
 
-def _load_stats(path: Path) -> dict[str, list[object]]:
+def load_stats(path: Path) -> dict[str, list[object]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -94,7 +94,7 @@ def _store_object(store: Path, src: Path, executable: bool) -> str:
                 digest.update(chunk)
                 fout.write(chunk)
         sha = digest.hexdigest()
-        target = _object(store, sha, executable)
+        target = object_path(store, sha, executable)
         if target.exists():
             tmp.unlink()
         else:
@@ -113,30 +113,20 @@ def create(found: Collected, job_root: Path) -> Snapshot:
     make_job_root(job_root)
     store = snapshot_root(job_root)
     _mkdir(store)
-    stats_path = _stat_file(store, found.source)
-    stats = _load_stats(stats_path)
-    new_stats: dict[str, list[object]] = {}
-    entries: list[tuple[str, str, bool]] = []
-    misses: list[int] = []
-    for index, (rel, _size, executable) in enumerate(found.files):
-        key = found.stat_keys.get(rel) or []
-        cached = stats.get(rel)
-        sha = str(cached[4]) if isinstance(cached, list) and len(cached) == 5 and cached[:4] == key else ""
-        if not sha:
-            misses.append(index)
-        entries.append((rel, sha, executable))
-        new_stats[rel] = [*key, sha]
-    if misses or not _reusable(store, manifest_digest(entries, found.links, found.dirs)):
+    stats_path = stat_file(store, found.source)
+    stats = load_stats(stats_path)
+    entries, new_stats, misses = cached_entries(found, stats)
+    if misses or not reusable(store, manifest_digest(entries, found.links, found.dirs)):
         missing = set(misses)  # a new tree: every object it links must be there (orch clean may have run)
         for index, (rel, sha, executable) in enumerate(entries):
-            if index in missing or not _object(store, sha, executable).exists():
+            if index in missing or not object_path(store, sha, executable).exists():
                 sha = _copy_in(store, found.source / rel, executable)
                 entries[index] = (rel, sha, executable)
                 new_stats[rel][4:] = [sha]
     digest = manifest_digest(entries, found.links, found.dirs)
     tree = store / digest
     manifest = store / (digest + MANIFEST_SUFFIX)
-    if not _reusable(store, digest):
+    if not reusable(store, digest):
         _build_tree(store, tree, entries, found.links, found.dirs)
         text = json.dumps({"version": 1, "digest": digest, "source": str(found.source), "commit": found.commit,
                            "dirty": found.dirty, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -154,7 +144,25 @@ def create(found: Collected, job_root: Path) -> Snapshot:
                     files=len(entries), bytes=found.size)
 
 
-def _reusable(store: Path, digest: str) -> bool:
+def cached_entries(found: Collected, stats: dict[str, list[object]]
+                   ) -> tuple[list[tuple[str, str, bool]], dict[str, list[object]], list[int]]:
+    """What the stat cache knows of ``found``: each file's (relpath, sha256, executable) with "" for a file
+    that must be read, the stat cache of this tree, and the indexes of the files that must be read."""
+    new_stats: dict[str, list[object]] = {}
+    entries: list[tuple[str, str, bool]] = []
+    misses: list[int] = []
+    for index, (rel, _size, executable) in enumerate(found.files):
+        key = found.stat_keys.get(rel) or []
+        cached = stats.get(rel)
+        sha = str(cached[4]) if isinstance(cached, list) and len(cached) == 5 and cached[:4] == key else ""
+        if not sha:
+            misses.append(index)
+        entries.append((rel, sha, executable))
+        new_stats[rel] = [*key, sha]
+    return entries, new_stats, misses
+
+
+def reusable(store: Path, digest: str) -> bool:
     return (store / (digest + MANIFEST_SUFFIX)).is_file() and (store / digest).is_dir()
 
 
@@ -179,7 +187,7 @@ def _build_tree(store: Path, tree: Path, entries: Iterable[tuple[str, str, bool]
             if dest.parent not in folders:
                 dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 folders.add(dest.parent)
-            obj = _object(store, sha, executable)
+            obj = object_path(store, sha, executable)
             try:
                 os.link(obj, dest)
             except OSError:  # too many links to one object, or a file system without hard links
@@ -257,4 +265,5 @@ def snapshot_config(config: RunConfig, enabled: bool | None) -> RunConfig:
     return config.model_copy(update={"snapshot": snap})
 
 
-__all__ = ["Collected", "check_size", "collect", "create", "remove_tree", "snapshot_config", "snapshot_root", "take"]
+__all__ = ["Collected", "cached_entries", "check_size", "collect", "create", "load_stats", "object_path",
+           "remove_tree", "reusable", "snapshot_config", "snapshot_root", "stat_file", "take"]

@@ -2,15 +2,15 @@
 
 ``build_plan`` is pure: the caller passes the cluster, the loaded job, the python path, the time and
 a random token (no subprocess, no ``os.environ``). It resolves every value (command line, then the
-job's resources, then cluster.yaml's defaults), checks it against the partition before anything
-runs, builds ``job.json``, renders the script, and derives the rank table from simulated Slurm
-task environments with the same ``distenv.derive`` the tasks use. ``write_job_dir`` is the edge
+job's resources, then cluster.yaml's defaults: :mod:`orchestrator.slurm.resources` resolves the
+resources and checks them against the partition before anything runs), builds ``job.json``, renders
+the script, and derives the rank table from simulated Slurm task environments with the same
+``distenv.derive`` the tasks use. ``write_job_dir`` is the edge
 (the folder layout itself belongs to :mod:`orchestrator.records.jobdirs`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,15 +25,25 @@ from orchestrator.errors import ConfigError
 from orchestrator.records.jobdirs import folder_name, job_dir_path
 from orchestrator.records.jobdirs import write_job_dir as _write_job_dir
 from orchestrator.slurm.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
-from orchestrator.spec.bounds import BOUNDS, within
-from orchestrator.spec.cluster import Cluster, Partition
+from orchestrator.slurm.resources import (
+    check_gpus,
+    check_nodes,
+    cpus_per_task,
+    default_gpus,
+    gpu_layout,
+    gpu_spec,
+    memory,
+    resources_line,
+    time_limit,
+)
+from orchestrator.spec.bounds import within
+from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.containers import ContainerPlan, resolve_container
 from orchestrator.spec.extras import merge_sbatch, placement
 from orchestrator.spec.job import BUILTIN_JOBS_DIR, LoadedJob, make_params
 from orchestrator.spec.runconfig import NodeChoice, Preflight, RunConfig
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.snapshot import SNAPSHOT_DIR, takes_snapshot
-from orchestrator.spec.units import format_time, parse_mem_mb, parse_time
 
 # The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
 # port is derived the same way from the real job id (and SLURM_RESTART_COUNT) inside the batch step.
@@ -127,20 +137,20 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     nodes = request.nodes if request.nodes is not None else res.nodes
     gpus, asked_tasks, defaulted = default_gpus(request, res.gpus, partition)
     spares = request.spare_nodes or 0
-    _check_nodes(nodes + spares, len(hosts), partition)
-    _check_gpus(nodes, gpus, partition)
+    check_nodes(nodes + spares, len(hosts), partition)
+    check_gpus(nodes, gpus, partition)
     tasks, per_task = gpu_layout(asked_tasks, request.gpus_per_task, gpus, script=request.script is not None)
     try:
-        cpus = _cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
+        cpus = cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
                               tasks, partition, per_task if gpus else 0)
     except ConfigError as exc:
         if defaulted is None:
             raise
         raise ConfigError(f"{exc.message} (orch chose {resources_line(nodes, gpus, tasks, defaulted)})",
                           hint=f"{exc.hint}; or ask for fewer GPUs with --gpus N") from None
-    time_text = _time(request.time or res.time, cluster.defaults.time, partition,
-                      cluster.launcher.preempt_before)
-    mem_per_gpu, mem = _memory(cluster, partition, gpus, tasks * cpus)
+    time_text = time_limit(request.time or res.time, cluster.defaults.time, partition,
+                           cluster.launcher.preempt_before)
+    mem_per_gpu, mem = memory(cluster, partition, gpus, tasks * cpus)
     params = make_params(spec, request.overrides)
     if request.templates is not None:
         check_templates_dir(request.templates)
@@ -166,7 +176,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     context = ScriptContext(
         job_name=job_name, nodes=nodes, ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=cpus,
         time=time_text, partition=partition.name, job_dir=str(job_dir), python=python,
-        gpu_flag=launcher.gpu_flag, gpu_spec=_gpu_spec(gpus, partition),
+        gpu_flag=launcher.gpu_flag, gpu_spec=gpu_spec(gpus, partition),
         mem_per_gpu_mb=mem_per_gpu, mem_mb=mem,
         account=request.account or cluster.defaults.account, qos=request.qos or cluster.defaults.qos,
         env=dict(cluster.env), extra_env=dict(request.env), setup=tuple(launcher.setup),
@@ -195,37 +205,6 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)
     return SubmitPlan(request=request, script=script, ranks=ranks, run_config=run_config, job_dir=job_dir,
                       context=context, resources=resources_line(nodes, gpus, tasks, defaulted))
-
-
-def default_gpus(request: SubmitRequest, job_gpus: int, partition: Partition) -> tuple[int, int | None, str | None]:
-    """(GPUs per node, tasks per node asked for, why when orch chose them) (pure).
-
-    A job file keeps its own ``resources``. A script without ``--gpus`` gets what sbatch and torchrun
-    users expect: every GPU of the partition's nodes (``--ntasks-per-node T``: T tasks of
-    ``--gpus-per-task`` GPUs each); on a partition without GPUs, one CPU task per node unless
-    ``--ntasks-per-node`` says more (torchrun's own default is one process per node).
-    """
-    asked = request.ntasks_per_node
-    if request.gpus is not None or request.script is None:
-        return (request.gpus if request.gpus is not None else job_gpus), asked, None
-    limit = partition.gpus_per_node
-    if limit == 0:
-        if asked is not None:
-            return 0, asked, None
-        return 0, 1, (f"partition {partition.name} has no GPUs: one CPU task per node; "
-                      "--ntasks-per-node N to change")
-    if asked is not None:  # T ranks of K GPUs each (K = --gpus-per-task, default 1)
-        per_task = request.gpus_per_task or 1
-        return asked * per_task, asked, (f"{per_task} per task of --ntasks-per-node {asked}; --gpus N to change")
-    return limit, None, f"all of partition {partition.name}'s; --gpus N to change"
-
-
-def resources_line(nodes: int, gpus: int, tasks: int, why: str | None) -> str | None:
-    """``2 nodes x 8 GPUs (all of partition gpu's; --gpus N to change)`` when orch chose the GPUs, else None."""
-    if why is None:
-        return None
-    each = f"{gpus} GPU{'s' if gpus != 1 else ''}" if gpus else f"{tasks} CPU task{'s' if tasks != 1 else ''}"
-    return f"{nodes} node{'s' if nodes != 1 else ''} x {each} ({why})"
 
 
 def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, master_addr: str,
@@ -280,141 +259,6 @@ def _device_label(held: tuple[int, ...]) -> str:
     if not held:
         return "cpu"
     return f"cuda:{held[0]}" if len(held) == 1 else "gpus " + ",".join(map(str, held))
-
-
-def _check_nodes(nodes: int, available: int, partition: Partition) -> None:
-    if nodes > available:
-        raise ConfigError(
-            f"--nodes {nodes} exceeds the {available} node(s) of partition {partition.name}",
-            hint=f"use --nodes {available} or fewer, or another partition (--partition)",
-        )
-
-
-def _check_gpus(nodes: int, gpus: int, partition: Partition) -> None:
-    limit = partition.gpus_per_node
-    if gpus <= limit:
-        return
-    if limit == 0:
-        hint = f"use --gpus 0 --ntasks-per-node N on partition {partition.name}, or a GPU partition"
-    else:
-        hint = f"use --gpus {limit} and --nodes {math.ceil(nodes * gpus / limit)}"
-    raise ConfigError(f"--gpus {gpus} exceeds gpus_per_node={limit} of partition {partition.name}",
-                      hint=hint)
-
-
-def gpu_layout(tasks: int | None, per_task: int | None, gpus: int, *, script: bool) -> tuple[int, int]:
-    """(tasks per node, GPUs per task) from --ntasks-per-node, --gpus-per-task and --gpus (per node).
-
-    Every GPU of the node belongs to exactly one task: ``tasks x per_task == gpus``. Several GPUs per
-    task are for scripts (model parallel); the built-in DDP entrypoint trains on one GPU per rank.
-    """
-    if gpus == 0:
-        if per_task is not None:
-            raise ConfigError(f"--gpus-per-task {per_task} without GPUs (--gpus 0)",
-                              hint="leave out --gpus-per-task on CPU partitions, or ask for --gpus")
-        if tasks is None:
-            raise ConfigError("--gpus 0: orch cannot derive the number of tasks per node from the GPUs",
-                              hint="use --ntasks-per-node N (tasks per node, each a CPU rank)")
-        return tasks, 1
-    if per_task is not None:
-        if gpus % per_task:
-            fits = ", ".join(str(k) for k in range(1, gpus + 1) if gpus % k == 0)
-            raise ConfigError(f"--gpus {gpus} is not a multiple of --gpus-per-task {per_task}: GPUs would idle",
-                              hint=f"use --gpus-per-task with one of {fits}, or --gpus a multiple of {per_task}")
-        if tasks is not None and tasks * per_task != gpus:
-            raise ConfigError(f"--ntasks-per-node {tasks} x --gpus-per-task {per_task} is not --gpus {gpus}",
-                              hint=f"leave out --ntasks-per-node (it is --gpus / --gpus-per-task = {gpus // per_task})")
-    elif tasks is not None:
-        if tasks > gpus:
-            raise ConfigError(f"--ntasks-per-node {tasks} exceeds --gpus {gpus}: orch runs one task per GPU",
-                              hint=f"use --ntasks-per-node {gpus} or fewer, or leave it out")
-        if gpus % tasks:
-            raise ConfigError(f"--gpus {gpus} cannot be shared evenly by --ntasks-per-node {tasks}",
-                              hint=f"use --ntasks-per-node {gpus} (one GPU per task), or --gpus a multiple of {tasks}")
-        per_task = gpus // tasks
-    per_task = per_task or 1
-    if per_task > 1 and not script:
-        raise ConfigError(
-            f"{per_task} GPUs per task (--gpus {gpus} over {gpus // per_task} task(s) per node): the built-in DDP "
-            "entrypoint trains on one GPU per rank, so the others would idle",
-            hint=f"leave out --gpus-per-task/--ntasks-per-node (one task per GPU), or run your own script: "
-                 f"orch submit train.py --gpus {gpus} --gpus-per-task {per_task}")
-    return gpus // per_task, per_task
-
-
-def _cpus_per_task(requested: int | None, tasks: int, partition: Partition, gpus_per_task: int = 0) -> int:
-    """CPUs per task: asked for, else the CPU share of the GPUs the task holds (of the node on CPU jobs)."""
-    limit = partition.cpus_per_node
-    if gpus_per_task and partition.gpus_per_node:
-        default = limit * gpus_per_task // partition.gpus_per_node
-    else:
-        default = limit // tasks
-    cpus = requested or max(1, default)
-    if cpus * tasks > limit:
-        fits = limit // tasks
-        fix = (f"use --cpus-per-task {fits} or fewer" if fits else
-               f"use --ntasks-per-node {limit} or fewer")
-        raise ConfigError(
-            f"{cpus} CPUs per task x {tasks} tasks per node = {cpus * tasks} CPUs exceeds "
-            f"cpus_per_node={limit} of partition {partition.name}",
-            hint=fix + " (--cpus-per-task, the job's resources.cpus_per_task or defaults.cpus_per_task)",
-        )
-    return cpus
-
-
-def _time(asked: str | None, default: str, partition: Partition, preempt_before: int) -> str:
-    """The time limit: asked for (--time, else the job's), else defaults.time capped at max_time."""
-    value = asked or default
-    try:
-        seconds = parse_time(value)
-    except ValueError as exc:
-        raise ConfigError(f"--time: {exc}", hint="use e.g. --time 04:00:00 or --time 1-12:00:00") from None
-    problem = BOUNDS["time_limit"].problem(seconds) if seconds is not None else None
-    if problem is not None:
-        raise ConfigError(f"--time {value} is {seconds} s: it {problem}",
-                          hint="use e.g. --time 04:00:00 or --time 1-12:00:00, or UNLIMITED when the partition "
-                               "allows it")
-    limit = partition.max_time_seconds
-    if asked is None and limit is not None and (seconds is None or seconds > limit):
-        seconds = limit
-    elif limit is not None and (seconds is None or seconds > limit):
-        raise ConfigError(
-            f"--time {value} exceeds max_time={partition.max_time} of partition {partition.name}",
-            hint=f"use --time {partition.max_time} or less, or a partition with a longer limit",
-        )
-    if seconds is None:
-        return "UNLIMITED"
-    if seconds <= preempt_before:
-        raise ConfigError(
-            f"--time {value} is not longer than launcher.preempt_before={preempt_before} s: the "
-            "preemption signal would fire at once and the job would requeue itself forever",
-            hint=f"use a --time above {format_time(preempt_before)} or lower launcher.preempt_before",
-        )
-    return format_time(seconds)
-
-
-def _memory(cluster: Cluster, partition: Partition, gpus: int,
-            cpus_per_node: int) -> tuple[int | None, int | None]:
-    """(--mem-per-gpu MB, --mem MB): per GPU on GPU jobs, else the CPU share of the node's memory."""
-    total = partition.mem_mb
-    if gpus:
-        wanted = cluster.defaults.mem_per_gpu
-        per_gpu = parse_mem_mb(wanted) if wanted is not None else total // partition.gpus_per_node
-        if per_gpu * gpus > total:
-            raise ConfigError(
-                f"defaults.mem_per_gpu={wanted} x {gpus} GPUs exceeds mem_per_node={partition.mem_per_node} "
-                f"of partition {partition.name}",
-                hint=f"set defaults.mem_per_gpu to {total // gpus}M or less, or leave it null",
-            )
-        return (per_gpu or None), None
-    share = total * cpus_per_node // partition.cpus_per_node
-    return None, (share or None)
-
-
-def _gpu_spec(gpus: int, partition: Partition) -> str:
-    if not gpus:
-        return ""
-    return f"{partition.gpu_type}:{gpus}" if partition.gpu_type else str(gpus)
 
 
 def write_job_dir(plan: SubmitPlan) -> Path:
