@@ -37,7 +37,8 @@ def test_sigkilled_submit_leaves_a_tracked_private_job(slurm_cluster: SlurmClust
     wrapper.parent.mkdir()
     # the answer is noted before the kill: the test reads it as soon as orch is dead
     wrapper.write_text(f"#!/bin/bash\nout=$({real} \"$@\") || exit $?\n"
-                       "printf '%s\\n' \"$out\" >\"$(dirname -- \"$0\")/queued\"\nkill -KILL \"$PPID\"\necho \"$out\"\n",
+                       "printf '%s\\n' \"$out\" >\"$(dirname -- \"$0\")/queued\"\n"
+                       "kill -KILL \"$PPID\"\necho \"$out\"\n",
                        encoding="utf-8")
     wrapper.chmod(0o755)
     env = {**slurm_cluster.env, "PATH": f"{wrapper.parent}{os.pathsep}{slurm_cluster.env['PATH']}"}
