@@ -47,8 +47,9 @@ def test_truth_is_well_formed() -> None:
     for name, entry in data.items():
         folder = REAL / name
         assert (folder / entry["entry"]).is_file(), f"{name}: entry {entry['entry']} missing"
-        assert set(entry) <= {"entry", "heldout", "pitfalls", "not_pitfalls"}, f"{name}: unknown key"
+        assert set(entry) <= {"entry", "heldout", "set", "pitfalls", "not_pitfalls"}, f"{name}: unknown key"
         is_heldout(entry)  # a bool when present
+        assert isinstance(entry.get("set", 3), int), f"{name}: set must be a number"
         for kind in ("pitfalls", "not_pitfalls"):
             for item in entry.get(kind) or ():
                 where = f"{name}/{item['file']}:{item['line']} {item['code']}"
