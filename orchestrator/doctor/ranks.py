@@ -27,6 +27,13 @@ MAIN_FLAGS = frozenset({
     "rank0", "rank_zero", "is_chief", "is_leader", "is_root", "is_local_main_process", "is_master_process",
     "is_global_zero", "is_local_master", "is_primary", "is_main_rank", "is_master_rank", "is_rank_0",
 })
+
+
+def is_main_flag(name: str | None) -> bool:
+    """``is_master``, or a getter of it (lingua's ``get_is_master()``)."""
+    return name is not None and (name in MAIN_FLAGS or name.removeprefix("get_") in MAIN_FLAGS)
+
+
 _FLIPPED: dict[type[ast.cmpop], ast.cmpop] = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(),
                                               ast.GtE: ast.LtE()}
 _OPERATORS: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
@@ -159,7 +166,7 @@ class Ranks:
             function = self.module.local_function(test)
             if function is not None:
                 return self._returns_condition(function, depth + 1)
-            return last_name(test.func) in MAIN_FLAGS
+            return is_main_flag(last_name(test.func))
         return False
 
     def passes_many(self, test: ast.expr, when: bool) -> bool:
@@ -220,7 +227,7 @@ class Ranks:
                           if isinstance(node, ast.Return) and node.value is not None
                           and self.is_condition(node.value, depth + 1)}
                 return values.pop() if len(values) == 1 else None
-            return True if last_name(test.func) in MAIN_FLAGS else None
+            return True if is_main_flag(last_name(test.func)) else None
         return None
 
     def _returns_condition(self, function: FunctionNode, depth: int) -> bool:

@@ -67,6 +67,8 @@ def _rank_zero_object(a: Analysis, site: Site) -> bool:
         _, bar = a.module.resolve(func.value.id, func.value)
         if isinstance(bar, ast.Call) and any(k.arg == "disable" for k in bar.keywords):
             return True
+    if isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS and _rank_aware_logger(a, func.value):
+        return True
     current = a.module.parents.get(site.call)
     while current is not None:
         if isinstance(current, ast.If):
@@ -75,6 +77,19 @@ def _rank_zero_object(a: Analysis, site: Site) -> bool:
                 return True
         current = a.module.parents.get(current)
     return False
+
+
+def _rank_aware_logger(a: Analysis, receiver: ast.expr) -> bool:
+    """A logger made by a call that is handed the rank (``setup_logger(output, distributed_rank=dist.get_rank())``,
+    ``create_logger(log_file, rank=cfg.LOCAL_RANK)``): the project's logger factory decides per rank (console on
+    rank 0, one file per rank), so its ``logger.info`` is not a print on every rank."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    _, made = a.module.resolve(receiver.id, receiver)
+    if not isinstance(made, ast.Call):
+        return False
+    return (any(a.ranks.dependent(x) for x in made.args)
+            or any(a.ranks.dependent(k.value) or "rank" in (k.arg or "").lower() for k in made.keywords))
 
 
 def print_replaced(a: Analysis) -> bool:

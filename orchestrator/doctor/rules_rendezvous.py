@@ -16,8 +16,8 @@ _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCA
 
 def _tcp_literal(expr: ast.expr) -> bool:
     """``"tcp://host:port"`` or ``f"tcp://{host}:58472"``."""
-    if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, str) and expr.value.startswith("tcp://")
+    if isinstance(expr, ast.Constant):  # a bare "tcp://" is the head of a URL built from parts
+        return isinstance(expr.value, str) and expr.value.startswith("tcp://") and expr.value != "tcp://"
     if isinstance(expr, ast.JoinedStr) and expr.values:
         head = expr.values[0]
         return isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("tcp://")
@@ -32,6 +32,22 @@ def _env_url(a: Analysis, expr: ast.expr) -> bool:
     parts = [v for v in expr.values if isinstance(v, ast.FormattedValue)]
     text = "".join(str(v.value) for v in expr.values if isinstance(v, ast.Constant))
     return bool(parts) and text.strip(":/") in ("tcp", "tcp:/") and all(_from_env(a, v.value, 0) for v in parts)
+
+
+def _fresh_local_port(a: Analysis, expr: ast.expr) -> bool:
+    """``port = find_free_port(); dist_url = f"tcp://127.0.0.1:{port}"``: a loopback address with a port
+    picked when the script runs, for the workers it spawns itself (DDP014 reports the spawn), not a fixed one."""
+    if not isinstance(expr, ast.JoinedStr):
+        return False
+    text = "".join(str(v.value) for v in expr.values if isinstance(v, ast.Constant))
+    parts = [v.value for v in expr.values if isinstance(v, ast.FormattedValue)]
+    if not parts or not any(host in text for host in ("127.0.0.1", "localhost")):
+        return False
+    port = parts[-1]
+    if isinstance(port, ast.Name):
+        _, value = a.module.resolve(port.id, port)
+        port = value if value is not None else port
+    return isinstance(port, ast.Call) and a.module.qualname(port.func) not in ("str", "int")
 
 
 def _opted_in(a: Analysis, node: ast.Assign) -> bool:
@@ -115,7 +131,7 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
                                                     "launcher's value is overwritten")
                 elif launched and not isinstance(target, ast.Subscript) and _tcp_literal(node.value) and not (
-                        _env_url(a, node.value) or _opted_in(a, node)):
+                        _env_url(a, node.value) or _opted_in(a, node) or _fresh_local_port(a, node.value)):
                     yield a.finding("DDP008", node, f"{ast.unparse(target)} = {ast.unparse(node.value)[:50]}: a "
                                                     "fixed rendezvous address")
     for site in a.sites(INIT):
