@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.doctor.names import FunctionNode, Module
+from orchestrator.doctor.syspath import extra_roots
 
 MAX_FILES = 40  # local modules read per script
 MAX_BYTES = 400_000  # a bigger file is not read (a generated or vendored module, not a helper)
@@ -44,6 +45,7 @@ class Project:
     def __init__(self, script: Path, module: Module, tree: ast.Module) -> None:
         self.script = script.resolve()
         self.roots = _roots(self.script)
+        self.roots += [r for r in extra_roots(self.script, tree) if r not in self.roots]
         # a repository's scripts/ or tools/ folder: its packages sit one or two folders up (run from the root)
         self.above = [p for p in self.script.parents[1:3] if p not in self.roots]
         self.package = _package_of(self.script)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import INIT, Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.names import dotted
+from orchestrator.doctor.names import dotted, last_name
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
 
@@ -35,8 +35,9 @@ def _env_url(a: Analysis, expr: ast.expr) -> bool:
 
 
 def _fresh_local_port(a: Analysis, expr: ast.expr) -> bool:
-    """``port = find_free_port(); dist_url = f"tcp://127.0.0.1:{port}"``: a loopback address with a port
-    picked when the script runs, for the workers it spawns itself (DDP014 reports the spawn), not a fixed one."""
+    """``port = find_free_port(); dist_url = f"tcp://127.0.0.1:{port}"``: a loopback address with a port the OS
+    says is free when the script runs, for the workers it spawns itself (DDP014 reports the spawn), not a fixed
+    one (a ``random.randrange`` port is a guess that can collide: still reported)."""
     if not isinstance(expr, ast.JoinedStr):
         return False
     text = "".join(str(v.value) for v in expr.values if isinstance(v, ast.Constant))
@@ -47,7 +48,7 @@ def _fresh_local_port(a: Analysis, expr: ast.expr) -> bool:
     if isinstance(port, ast.Name):
         _, value = a.module.resolve(port.id, port)
         port = value if value is not None else port
-    return isinstance(port, ast.Call) and a.module.qualname(port.func) not in ("str", "int")
+    return isinstance(port, ast.Call) and "port" in (last_name(port.func) or "").lower()  # find_free_port()
 
 
 def _opted_in(a: Analysis, node: ast.Assign) -> bool:
