@@ -89,8 +89,12 @@ def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
             return any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
         if isinstance(node, ast.Tuple | ast.List | ast.Set) and constant in node.elts:
             # for v in ("LOCAL_RANK", "SLURM_LOCALID"): if v in os.environ: local_rank = int(os.environ[v])
-            return any(isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Constant)
-                       and "environ" in ast.unparse(n.value) for n in ast.walk(tree))
+            # or env2int(["OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"]) with os.environ.get(e) inside
+            return any((isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Constant)
+                        and "environ" in ast.unparse(n.value))
+                       or (isinstance(n, ast.Call) and n.args and not isinstance(n.args[0], ast.Constant)
+                           and bool(re.search(r"environ\.get|getenv", ast.unparse(n.func))))
+                       for n in ast.walk(tree))
     return False
 
 

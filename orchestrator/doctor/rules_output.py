@@ -40,6 +40,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         return
     reduced = reduced_names(a)
     print_guarded = print_replaced(a)
+    seen: set[tuple[int, str]] = set()  # one finding per block and metric: a print and a writer of one loss
     for site in a.flow.sites:
         if not is_log(site) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
             continue
@@ -50,10 +51,31 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
             continue
         parts = [*site.call.args, *[k.value for k in site.call.keywords]]
         metrics = [n for part in parts for n in ast.walk(part)
-                   if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")]
+                   if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")
+                   and not _setting(n)]
         if not metrics or is_reduced(a, parts, reduced):
             continue
+        key = (id(_block(a, site.call)), last_name(metrics[0]) or "")
+        if key in seen:
+            continue
+        seen.add(key)
         yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}")
+
+
+def _block(a: Analysis, node: ast.AST) -> ast.AST | None:
+    """The statement that holds ``node``'s statement in its body (an ``if``, a loop, a function)."""
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.stmt):
+        current = a.module.parents.get(current)
+    return a.module.parents.get(current) if current is not None else None
+
+
+_SETTINGS = frozenset({"args", "opt", "opts", "cfg", "config", "hparams", "hp", "FLAGS"})
+
+
+def _setting(node: ast.expr) -> bool:
+    """``args.mlperf_acc_threshold``: a flag or config value the user set, not a measured metric."""
+    return isinstance(node, ast.Attribute) and (dotted(node) or "").split(".")[0] in _SETTINGS
 
 
 _RANK_ZERO_OBJECTS = re.compile(r"log|writer|wandb|tensorboard|(^|_)tb($|_)|summary", re.IGNORECASE)
