@@ -25,6 +25,7 @@ PRINT_GUARD = "<print replaced>"  # a helper that replaces builtins.print (print
 # helpers parsed in this process, by (path, mtime, size): `orch doctor DIR` reads a shared utils.py once
 _PARSED: dict[tuple[str, int, int], Module] = {}
 _PARSED_MAX = 256
+_SPAWNERS = frozenset({"spawn", "start_processes"})  # torch.multiprocessing's: their first argument runs
 _PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print", "__builtins__.print"})
 
 
@@ -162,10 +163,13 @@ class Project:
                 quals.add(q)
             local = module.local_function(inner)
             target = f"{_module_name(path, self.roots)}.{local.name}" if local is not None else q
-            sub = self.reach(target, depth + 1) if target else None
-            if sub is not None:
-                quals |= sub.quals
-                unread = unread or sub.unread
+            subs = [self.reach(target, depth + 1) if target else None]
+            if q is not None and q.rsplit(".", 1)[-1] in _SPAWNERS and inner.args:
+                subs.append(self.reach(module.qualname(inner.args[0]), depth + 1))  # spawn(mpu.run, ...) runs it
+            for sub in subs:
+                if sub is not None:
+                    quals |= sub.quals
+                    unread = unread or sub.unread
         return Reach(frozenset(quals), unread)
 
 

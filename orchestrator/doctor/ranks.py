@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -48,6 +49,8 @@ _RANK_CALLS: dict[str, RankKind] = {
     "Get_rank": "global",  # mpi4py: MPI.COMM_WORLD.Get_rank()
 }
 
+# a getter of some rank: get_data_parallel_rank(), get_tensor_model_parallel_rank(), get_global_rank()
+_RANK_GETTER = re.compile(r"get_\w*rank")
 
 # calls whose result carries their arguments (a path, a string, a number): a rank in, a rank out
 _TRANSPARENT = frozenset({"int", "str", "join", "format", "Path", "joinpath", "with_name", "with_suffix", "abspath",
@@ -91,6 +94,9 @@ class Ranks:
                 return _RANK_CALLS[q]
             if q is not None and "." in q and q.rsplit(".", 1)[1] in _RANK_CALLS:  # utils.get_rank()
                 return _RANK_CALLS[q.rsplit(".", 1)[1]]
+            name = last_name(expr.func) or ""
+            if _RANK_GETTER.fullmatch(name):  # fs_init.get_data_parallel_rank(), get_global_rank()
+                return "local" if "local" in name else "global" if "global" in name else "rankish"
             if q in ("int", "str") and expr.args:
                 return self.source(expr.args[0], depth + 1)
             return None

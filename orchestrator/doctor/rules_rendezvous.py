@@ -149,8 +149,19 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
             if k.arg == "init_method" and isinstance(k.value, ast.Constant) and str(k.value.value).startswith("tcp://"):
                 yield a.finding("DDP008", site.call, f"init_method={k.value.value!r}")
                 break
-    if a.data_parallel or a.sites(INIT):
+    if a.data_parallel or a.sites(INIT) or _project_inits(a):
         yield from _rendezvous_defaults(a)
+
+
+def _project_inits(a: Analysis) -> bool:
+    """The script's project starts a process group somewhere (in a module read while following the script's
+    calls): a parser module's ``--init_method`` default is the one that process group meets at."""
+    root = a.outer if a.outer is not None else a
+    if root.project is None:
+        return False
+    list(root.helper_quals)  # read the helpers the script calls
+    return any(isinstance(node, ast.Call) and module.qualname(node.func) in INIT
+               for _, module in root.project.helpers() for node in module.nodes)
 
 
 _URL_FLAGS = re.compile(r"dist.?url|init.?method|rdzv|rendezvous|master", re.IGNORECASE)
