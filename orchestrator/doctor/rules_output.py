@@ -275,7 +275,24 @@ def _file_path(a: Analysis, expr: ast.expr, depth: int) -> bool:
         opened = _opened_as(a, expr) if isinstance(expr, ast.Name) else None
         if opened is not None:
             return _file_path(a, opened, depth + 1)
-        return bool(_PATH_WORDS.search(last_name(expr) or ""))
+        return bool(_PATH_WORDS.search(last_name(expr) or "")) or _string_flag(a, expr)
+    return False
+
+
+def _string_flag(a: Analysis, expr: ast.expr) -> bool:
+    """``args.save_model`` of ``parser.add_argument("--save-model", type=str, ...)``: the value handed to
+    torch.save as its file is a string the user typed, a path."""
+    if not isinstance(expr, ast.Attribute):
+        return False
+    for node in a.module.nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+            dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
+                        None)
+            names = {dest} if dest else {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")}
+            kind = next((k.value for k in node.keywords if k.arg == "type"), None)
+            if expr.attr in names and isinstance(kind, ast.Name) and kind.id == "str":
+                return True
     return False
 
 
