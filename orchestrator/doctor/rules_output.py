@@ -167,6 +167,26 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
                             "(one shared file system)")
         if problems:
             yield a.finding("DDP006", call, "; ".join(problems))
+    yield from _per_node_savers(a)
+
+
+_SAVER = re.compile(r"saver|checkpoint", re.IGNORECASE)
+
+
+def _per_node_savers(a: Analysis) -> Iterator[Finding]:
+    """``if args.local_rank == 0: saver = CheckpointSaver(...)`` then ``saver.save_checkpoint(...)``: a
+    checkpoint writer (timm's, a project's) made on every node's local rank 0 writes the same files."""
+    made = {id(site.call): site for site in a.flow.sites}
+    for site in a.flow.sites:
+        func = site.call.func
+        if not (isinstance(func, ast.Attribute) and func.attr.startswith("save") and isinstance(func.value, ast.Name)):
+            continue
+        _, value = a.module.resolve(func.value.id, func.value)
+        creation = made.get(id(value)) if isinstance(value, ast.Call) else None
+        if creation is not None and _SAVER.search(last_name(creation.call.func) or "") and (
+                _per_node_guard(a, creation)):
+            yield a.finding("DDP006", site.call, f"{func.value.id} is made only where the local rank is 0 "
+                                                 f"(line {creation.call.lineno}): one writer per node, the same files")
 
 
 def _guarded_by_script(a: Analysis, site: Site) -> bool:
