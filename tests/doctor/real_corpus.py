@@ -262,6 +262,9 @@ def main(argv: Sequence[str]) -> int:
     names = [a for a in argv if not a.startswith("-") and not a.isdigit()]
     if "--heldout" in argv or "--tuned" in argv:
         names = names or subset(heldout="--heldout" in argv)
+        if not names:
+            print("no held-out scripts: every set has been tuned on (score one with --set N)")
+            return 0
     if "--set" in argv:  # --set 4: the scripts of one set
         wanted = f"set {argv[argv.index('--set') + 1]}"
         names = [n for n, e in sorted(truth().items()) if set_label(e) == wanted and n not in argv]
