@@ -154,13 +154,18 @@ _EVAL_WORDS = re.compile(r"(^|_)(val|eval|test|infer)", re.IGNORECASE)
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
+def _evaluation_name(name: str) -> bool:
+    """``valset``, ``test_dataset``, ``validate``; not ``train_val`` nor ``train_and_evaluate``."""
+    return bool(_EVAL_WORDS.search(name)) and "train" not in name.lower()
+
+
 def _for_evaluation(a: Analysis, site: Site) -> bool:
     """A sampler over a validation/test set (its data set's name, a ``validate()`` function around it, or
     ``with torch.no_grad():``): the order of an evaluation pass does not matter, set_epoch or not."""
     data = site.call.args[0] if site.call.args else _kw(site.call, "dataset")
-    if data is not None and _EVAL_WORDS.search(last_name(data) or ""):
+    if data is not None and _evaluation_name(last_name(data) or ""):
         return True
-    if site.function is not None and _EVAL_WORDS.search(site.function.name):
+    if site.function is not None and _evaluation_name(site.function.name):
         return True
     current = a.module.parents.get(site.call)
     while current is not None:
