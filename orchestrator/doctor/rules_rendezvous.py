@@ -146,6 +146,11 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
             if k.arg in ("world_size", "rank") and _constant(a, k.value):
                 yield a.finding("DDP008", site.call, f"{k.arg}={ast.unparse(k.value)}")
                 break
+            flag = _rank_flag(a, k.value, 0) if k.arg == "rank" else None
+            if flag is not None and not _reads_rank_env(a):
+                yield a.finding("DDP008", site.call, f"rank from the flag {flag} with a fixed default, RANK never "
+                                                     "read: under a launcher (no flag passed) every process is rank 0")
+                break
             if k.arg == "init_method" and isinstance(k.value, ast.Constant) and str(k.value.value).startswith("tcp://"):
                 yield a.finding("DDP008", site.call, f"init_method={k.value.value!r}")
                 break
@@ -225,3 +230,44 @@ def _fallback(a: Analysis, node: ast.AST, key: str) -> bool:
                 return True
         child, current = current, a.module.parents.get(current)
     return False
+
+
+def _rank_flag(a: Analysis, expr: ast.expr, depth: int) -> str | None:
+    """``--rank`` when ``expr`` is (a parameter filled with) ``args.rank`` of ``add_argument("--rank",
+    default=0)``: the rank a launcher never passes (Tacotron 2's ``train(..., args.rank, ...)``)."""
+    if depth > 3:
+        return None
+    if isinstance(expr, ast.Attribute):
+        call = _flag_declaration(a, expr.attr)
+        default = next((k.value for k in call.keywords if k.arg == "default"), None) if call is not None else None
+        if isinstance(default, ast.Constant) and isinstance(default.value, int):
+            return f"--{expr.attr}"
+        return None
+    if isinstance(expr, ast.Name):
+        function = a.module.function_of(expr)
+        if function is not None and expr.id in {p.arg for p in function.args.args}:
+            passed = a.module.argument_for(function, expr.id)
+            found = [_rank_flag(a, value, depth + 1) for value in passed]
+            return found[0] if found and all(found) else None
+    return None
+
+
+def _flag_declaration(a: Analysis, dest: str) -> ast.Call | None:
+    for node in a.module.nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+            if any(f.startswith("--") and f.lstrip("-").replace("-", "_") == dest for f in flags):
+                return node
+    return None
+
+
+def _reads_rank_env(a: Analysis) -> bool:
+    """The script's project reads a launcher's global rank from the environment anywhere."""
+    root = a.outer if a.outer is not None else a
+    modules = [root.module, a.module]
+    if root.project is not None:
+        list(root.helper_quals)
+        modules += [module for _, module in root.project.helpers()]
+    return any(isinstance(node, ast.Constant) and node.value in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
+                                                                  "PMI_RANK")
+               for module in modules for node in module.nodes)
