@@ -238,6 +238,9 @@ def _rank_flag(a: Analysis, expr: ast.expr, depth: int) -> str | None:
     if depth > 3:
         return None
     if isinstance(expr, ast.Attribute):
+        key = dotted(expr)
+        if key is None or a.module.values_anywhere(key):
+            return None  # args.rank = args.rank * ngpus_per_node + gpu: the flag is a node's offset, not the rank
         call = _flag_declaration(a, expr.attr)
         default = next((k.value for k in call.keywords if k.arg == "default"), None) if call is not None else None
         if isinstance(default, ast.Constant) and isinstance(default.value, int):
