@@ -168,6 +168,20 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         if problems:
             yield a.finding("DDP006", call, "; ".join(problems))
     yield from _per_node_savers(a)
+    yield from _every_rank_pretrained(a)
+
+
+def _every_rank_pretrained(a: Analysis) -> Iterator[Finding]:
+    """``model.save_pretrained(output_dir)`` (Hugging Face, PEFT) with no rank condition around it in a
+    distributed script: every rank writes the same files (the Trainer's own ``save_model`` checks the rank)."""
+    for site in a.flow.sites:
+        func = site.call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "save_pretrained" and site.call.args):
+            continue
+        if a.flow.guarded(site) or _guarded_by_script(a, site) or a.ranks.dependent(site.call.args[0]):
+            continue
+        if _file_path(a, site.call.args[0], 0):
+            yield a.finding("DDP006", site.call, "save_pretrained runs on every rank, all writing the same files")
 
 
 _SAVER = re.compile(r"saver|checkpoint", re.IGNORECASE)
