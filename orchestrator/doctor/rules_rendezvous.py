@@ -249,8 +249,12 @@ def _rank_flag(a: Analysis, expr: ast.expr, depth: int) -> str | None:
     if isinstance(expr, ast.Name):
         function = a.module.function_of(expr)
         if function is not None and expr.id in {p.arg for p in function.args.args}:
-            passed = a.module.argument_for(function, expr.id)
-            found = [_rank_flag(a, value, depth + 1) for value in passed]
+            found = [_rank_flag(a, value, depth + 1) for value in a.module.argument_for(function, expr.id)]
+            if not found and a.outer is not None:  # a helper module's function: what the script passes
+                index = [p.arg for p in function.args.args].index(expr.id)
+                found = [_rank_flag(a.outer, call.args[index], depth + 1) for call in a.outer.module.nodes
+                         if isinstance(call, ast.Call) and last_name(call.func) == function.name
+                         and len(call.args) > index]
             return found[0] if found and all(found) else None
     return None
 

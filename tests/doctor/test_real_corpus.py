@@ -30,14 +30,14 @@ from orchestrator.doctor.catalog import CATALOG
 # Fifth pass: set 4 (12 scripts, judged and committed before the doctor ran on them) measured first: precision 0.19
 # (3 of 16), recall 0.30 (3 of 10). Then tuned on sets 3 and 4 (DDP016; rank-aware loggers, evaluation samplers,
 # URLs built from the environment, sys.path helpers, spawn targets followed, a --rank flag's default, ...): tuned 66
-# 0.98 (84 of 86), recall 0.81 (68 of 84); set 3 0.96 (22 of 23), 0.83 (19 of 23); set 4 0.80 (8 of 10), 0.80 (8 of
-# 10); whole corpus (90) 0.96 (114 of 119), error precision 1.00 (no error finding), recall 0.81 (95 of 117). No set
+# 0.98 (84 of 86), recall 0.81 (68 of 84); set 3 0.96 (23 of 24), 0.87 (20 of 23); set 4 0.80 (8 of 10), 0.80 (8 of
+# 10); whole corpus (90) 0.96 (115 of 120), error precision 1.00 (no error finding), recall 0.82 (96 of 117). No set
 # is held out now.
 MIN_PRECISION = 0.95
 MIN_ERROR_PRECISION = 1.0
-MIN_RECALL = 0.81
+MIN_RECALL = 0.82
 # Per set: (precision, recall) floors.
-MIN_SUBSET = {"tuned": (0.97, 0.80), "set 3": (0.95, 0.82), "set 4": (0.80, 0.80)}
+MIN_SUBSET = {"tuned": (0.97, 0.80), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80)}
 
 _CODE = re.compile(r"^(DDP\d{3}|OTHER)$")
 # Codes the truth may use before the doctor's catalog has them (issue 19's new checks).
