@@ -45,6 +45,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_metrics.check_unreduced_metrics,  # DDP013
     rules_spawn.check_self_spawn,        # DDP014
     rules_launch.check_legacy_local_rank,  # DDP015
+    rules_launch.check_local_rank_as_rank,  # DDP016
 )
 
 # In the script's helpers (the local modules it calls), findings are warnings, and only the rules that judge
@@ -54,7 +55,8 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
 HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_output.check_prints,
                 rules_output.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
-                rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank)
+                rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,
+                rules_launch.check_local_rank_as_rank)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 

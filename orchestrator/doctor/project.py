@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.doctor.names import FunctionNode, Module
+from orchestrator.doctor.syspath import extra_roots
 
 MAX_FILES = 40  # local modules read per script
 MAX_BYTES = 400_000  # a bigger file is not read (a generated or vendored module, not a helper)
@@ -24,6 +25,7 @@ PRINT_GUARD = "<print replaced>"  # a helper that replaces builtins.print (print
 # helpers parsed in this process, by (path, mtime, size): `orch doctor DIR` reads a shared utils.py once
 _PARSED: dict[tuple[str, int, int], Module] = {}
 _PARSED_MAX = 256
+_SPAWNERS = frozenset({"spawn", "start_processes"})  # torch.multiprocessing's: their first argument runs
 _PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print", "__builtins__.print"})
 
 
@@ -44,6 +46,7 @@ class Project:
     def __init__(self, script: Path, module: Module, tree: ast.Module) -> None:
         self.script = script.resolve()
         self.roots = _roots(self.script)
+        self.roots += [r for r in extra_roots(self.script, tree) if r not in self.roots]
         # a repository's scripts/ or tools/ folder: its packages sit one or two folders up (run from the root)
         self.above = [p for p in self.script.parents[1:3] if p not in self.roots]
         self.package = _package_of(self.script)
@@ -160,10 +163,13 @@ class Project:
                 quals.add(q)
             local = module.local_function(inner)
             target = f"{_module_name(path, self.roots)}.{local.name}" if local is not None else q
-            sub = self.reach(target, depth + 1) if target else None
-            if sub is not None:
-                quals |= sub.quals
-                unread = unread or sub.unread
+            subs = [self.reach(target, depth + 1) if target else None]
+            if q is not None and q.rsplit(".", 1)[-1] in _SPAWNERS and inner.args:
+                subs.append(self.reach(module.qualname(inner.args[0]), depth + 1))  # spawn(mpu.run, ...) runs it
+            for sub in subs:
+                if sub is not None:
+                    quals |= sub.quals
+                    unread = unread or sub.unread
         return Reach(frozenset(quals), unread)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -27,6 +28,13 @@ MAIN_FLAGS = frozenset({
     "rank0", "rank_zero", "is_chief", "is_leader", "is_root", "is_local_main_process", "is_master_process",
     "is_global_zero", "is_local_master", "is_primary", "is_main_rank", "is_master_rank", "is_rank_0",
 })
+
+
+def is_main_flag(name: str | None) -> bool:
+    """``is_master``, or a getter of it (lingua's ``get_is_master()``)."""
+    return name is not None and (name in MAIN_FLAGS or name.removeprefix("get_") in MAIN_FLAGS)
+
+
 _FLIPPED: dict[type[ast.cmpop], ast.cmpop] = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(),
                                               ast.GtE: ast.LtE()}
 _OPERATORS: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
@@ -41,6 +49,8 @@ _RANK_CALLS: dict[str, RankKind] = {
     "Get_rank": "global",  # mpi4py: MPI.COMM_WORLD.Get_rank()
 }
 
+# a getter of some rank: get_data_parallel_rank(), get_tensor_model_parallel_rank(), get_global_rank()
+_RANK_GETTER = re.compile(r"get_\w*rank")
 
 # calls whose result carries their arguments (a path, a string, a number): a rank in, a rank out
 _TRANSPARENT = frozenset({"int", "str", "join", "format", "Path", "joinpath", "with_name", "with_suffix", "abspath",
@@ -84,6 +94,9 @@ class Ranks:
                 return _RANK_CALLS[q]
             if q is not None and "." in q and q.rsplit(".", 1)[1] in _RANK_CALLS:  # utils.get_rank()
                 return _RANK_CALLS[q.rsplit(".", 1)[1]]
+            name = last_name(expr.func) or ""
+            if _RANK_GETTER.fullmatch(name):  # fs_init.get_data_parallel_rank(), get_global_rank()
+                return "local" if "local" in name else "global" if "global" in name else "rankish"
             if q in ("int", "str") and expr.args:
                 return self.source(expr.args[0], depth + 1)
             return None
@@ -159,7 +172,7 @@ class Ranks:
             function = self.module.local_function(test)
             if function is not None:
                 return self._returns_condition(function, depth + 1)
-            return last_name(test.func) in MAIN_FLAGS
+            return is_main_flag(last_name(test.func))
         return False
 
     def passes_many(self, test: ast.expr, when: bool) -> bool:
@@ -220,7 +233,7 @@ class Ranks:
                           if isinstance(node, ast.Return) and node.value is not None
                           and self.is_condition(node.value, depth + 1)}
                 return values.pop() if len(values) == 1 else None
-            return True if last_name(test.func) in MAIN_FLAGS else None
+            return True if is_main_flag(last_name(test.func)) else None
         return None
 
     def _returns_condition(self, function: FunctionNode, depth: int) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import INIT, WRAPPERS, Analysis
@@ -139,9 +140,38 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
             q.endswith("set_epoch") for q in a.helper_quals):
         return
     for site in a.sites_ending("DistributedSampler"):
+        if _for_evaluation(a, site):
+            continue
         shuffle = _kw(site.call, "shuffle")
         if shuffle is None or _is_true(shuffle):
             yield a.finding("DDP004", site.call, "the sampler shuffles and nothing calls set_epoch")
         elif isinstance(shuffle, ast.Name) and _passed_true(a, site, shuffle.id):
             yield a.finding("DDP004", site.call, f"the sampler shuffles (a caller passes {shuffle.id}=True) and "
                                                  "nothing calls set_epoch")
+
+
+_EVAL_WORDS = re.compile(r"(^|_)(val|eval|test|infer)", re.IGNORECASE)
+_NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
+
+
+def _evaluation_name(name: str) -> bool:
+    """``valset``, ``test_dataset``, ``validate``; not ``train_val`` nor ``train_and_evaluate``."""
+    return bool(_EVAL_WORDS.search(name)) and "train" not in name.lower()
+
+
+def _for_evaluation(a: Analysis, site: Site) -> bool:
+    """A sampler over a validation/test set (its data set's name, a ``validate()`` function around it, or
+    ``with torch.no_grad():``): the order of an evaluation pass does not matter, set_epoch or not."""
+    data = site.call.args[0] if site.call.args else _kw(site.call, "dataset")
+    if data is not None and _evaluation_name(last_name(data) or ""):
+        return True
+    if site.function is not None and _evaluation_name(site.function.name):
+        return True
+    current = a.module.parents.get(site.call)
+    while current is not None:
+        if isinstance(current, ast.With) and any(
+                isinstance(item.context_expr, ast.Call) and a.module.qualname(item.context_expr.func) in _NO_GRAD
+                for item in current.items):
+            return True
+        current = a.module.parents.get(current)
+    return False

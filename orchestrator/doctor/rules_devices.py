@@ -104,10 +104,31 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]} before set_device at line "
                                                   f"{late[0].call.lineno}")
         return
-    if a.unread:
+    if a.unread or _unseen_binder(a, first):
         return  # a helper nobody could read may well bind the device: silence over a guess
     yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the script or its "
                                           "helpers")
+
+
+_DIST_SETUP = re.compile(r"init_dist|dist_init|distributed_init|setup_dist|init_distributed|setup_distributed",
+                         re.IGNORECASE)
+
+
+def _unseen_binder(a: Analysis, first: Site) -> bool:
+    """A call the doctor cannot follow that sets up distributed training before the first CUDA use: a
+    package's ``init_distributed_device(args)`` (timm binds the device there) or a dispatch into a project
+    module by name (``getattr(common_utils, "init_dist_%s" % launcher)(...)``)."""
+    for site in a.flow.sites:
+        if site.function is first.function and site.call.lineno > first.call.lineno:
+            continue
+        func = site.call.func
+        if isinstance(func, ast.Call) and last_name(func.func) == "getattr" and func.args:
+            holder = a.module.qualname(func.args[0])
+            if a.project is not None and holder is not None and a.project.find(holder) is not None:
+                return True
+        if a.helper(site) is None and _DIST_SETUP.search(last_name(func) or ""):
+            return True
+    return False
 
 
 def check_unentered_context(a: Analysis) -> Iterator[Finding]:

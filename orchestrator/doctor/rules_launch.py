@@ -1,5 +1,6 @@
 """DDP015: the local rank (the device, or whether to run distributed at all) taken only from the legacy
-``--local_rank``/``--local-rank`` flag that ``torch.distributed.launch`` passed.
+``--local_rank``/``--local-rank`` flag that ``torch.distributed.launch`` passed; DDP016: the local rank handed to
+``init_process_group`` as the global rank (see ``check_local_rank_as_rank``).
 
 torchrun and orch's launcher pass no such flag (nor does ``torch.distributed.launch --use-env``): they set
 ``LOCAL_RANK`` in the environment. A script that reads the flag alone keeps its default on every
@@ -18,7 +19,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.analysis import INIT, Analysis
 from orchestrator.doctor.findings import Finding
 
 _FLAGS = frozenset({"--local_rank", "--local-rank"})
@@ -89,8 +90,12 @@ def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
             return any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
         if isinstance(node, ast.Tuple | ast.List | ast.Set) and constant in node.elts:
             # for v in ("LOCAL_RANK", "SLURM_LOCALID"): if v in os.environ: local_rank = int(os.environ[v])
-            return any(isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Constant)
-                       and "environ" in ast.unparse(n.value) for n in ast.walk(tree))
+            # or env2int(["OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"]) with os.environ.get(e) inside
+            return any((isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Constant)
+                        and "environ" in ast.unparse(n.value))
+                       or (isinstance(n, ast.Call) and n.args and not isinstance(n.args[0], ast.Constant)
+                           and bool(re.search(r"environ\.get|getenv", ast.unparse(n.func))))
+                       for n in ast.walk(tree))
     return False
 
 
@@ -101,3 +106,34 @@ def _version_guarded(a: Analysis, node: ast.AST) -> bool:
             return True
         current = a.module.parents.get(current)
     return False
+
+
+def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
+    """DDP016 at ``init_process_group(rank=X)`` where X holds the node-local rank (``LOCAL_RANK``, a
+    ``local_rank`` passed down as ``rank``): from the second node on, two processes claim each rank. Not in a
+    script that spawns its own workers (there the spawn index is the rank by design; DDP014 owns it)."""
+    if a.spawns:
+        return
+    for site in a.sites(INIT):
+        rank = next((k.value for k in site.call.keywords if k.arg == "rank"), None)
+        if rank is not None and _holds_local(a, rank, 0):
+            yield a.finding("DDP016", site.call, f"rank={ast.unparse(rank)[:40]} holds the local rank")
+
+
+def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
+    """Whether some value ``expr`` may hold is the local rank: any assignment of the name in its scope
+    (``rank = int(os.environ["LOCAL_RANK"])`` in one branch), or what the callers pass for a parameter."""
+    if depth > 4:
+        return False
+    if a.ranks.source(expr) == "local":
+        return True
+    if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("int", "str") and expr.args:
+        return _holds_local(a, expr.args[0], depth + 1)
+    if not isinstance(expr, ast.Name):
+        return False
+    scope = a.module.scope_of(expr)
+    values = [v for _, v in scope.assigned.get(expr.id, ()) if v is not None and v is not expr]
+    function = a.module.function_of(expr)
+    if function is not None and expr.id in {p.arg for p in function.args.args + function.args.kwonlyargs}:
+        values += a.module.argument_for(function, expr.id)
+    return any(_holds_local(a, v, depth + 1) for v in values)

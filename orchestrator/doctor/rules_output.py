@@ -40,6 +40,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         return
     reduced = reduced_names(a)
     print_guarded = print_replaced(a)
+    seen: set[tuple[int, str]] = set()  # one finding per block and metric: a print and a writer of one loss
     for site in a.flow.sites:
         if not is_log(site) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
             continue
@@ -50,10 +51,31 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
             continue
         parts = [*site.call.args, *[k.value for k in site.call.keywords]]
         metrics = [n for part in parts for n in ast.walk(part)
-                   if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")]
+                   if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")
+                   and not _setting(n)]
         if not metrics or is_reduced(a, parts, reduced):
             continue
+        key = (id(_block(a, site.call)), last_name(metrics[0]) or "")
+        if key in seen:
+            continue
+        seen.add(key)
         yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}")
+
+
+def _block(a: Analysis, node: ast.AST) -> ast.AST | None:
+    """The statement that holds ``node``'s statement in its body (an ``if``, a loop, a function)."""
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.stmt):
+        current = a.module.parents.get(current)
+    return a.module.parents.get(current) if current is not None else None
+
+
+_SETTINGS = frozenset({"args", "opt", "opts", "cfg", "config", "hparams", "hp", "FLAGS"})
+
+
+def _setting(node: ast.expr) -> bool:
+    """``args.mlperf_acc_threshold``: a flag or config value the user set, not a measured metric."""
+    return isinstance(node, ast.Attribute) and (dotted(node) or "").split(".")[0] in _SETTINGS
 
 
 _RANK_ZERO_OBJECTS = re.compile(r"log|writer|wandb|tensorboard|(^|_)tb($|_)|summary", re.IGNORECASE)
@@ -67,6 +89,8 @@ def _rank_zero_object(a: Analysis, site: Site) -> bool:
         _, bar = a.module.resolve(func.value.id, func.value)
         if isinstance(bar, ast.Call) and any(k.arg == "disable" for k in bar.keywords):
             return True
+    if isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS and _rank_aware_logger(a, func.value):
+        return True
     current = a.module.parents.get(site.call)
     while current is not None:
         if isinstance(current, ast.If):
@@ -75,6 +99,19 @@ def _rank_zero_object(a: Analysis, site: Site) -> bool:
                 return True
         current = a.module.parents.get(current)
     return False
+
+
+def _rank_aware_logger(a: Analysis, receiver: ast.expr) -> bool:
+    """A logger made by a call that is handed the rank (``setup_logger(output, distributed_rank=dist.get_rank())``,
+    ``create_logger(log_file, rank=cfg.LOCAL_RANK)``): the project's logger factory decides per rank (console on
+    rank 0, one file per rank), so its ``logger.info`` is not a print on every rank."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    _, made = a.module.resolve(receiver.id, receiver)
+    if not isinstance(made, ast.Call):
+        return False
+    return (any(a.ranks.dependent(x) for x in made.args)
+            or any(a.ranks.dependent(k.value) or "rank" in (k.arg or "").lower() for k in made.keywords))
 
 
 def print_replaced(a: Analysis) -> bool:
@@ -130,6 +167,40 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
                             "(one shared file system)")
         if problems:
             yield a.finding("DDP006", call, "; ".join(problems))
+    yield from _per_node_savers(a)
+    yield from _every_rank_pretrained(a)
+
+
+def _every_rank_pretrained(a: Analysis) -> Iterator[Finding]:
+    """``model.save_pretrained(output_dir)`` (Hugging Face, PEFT) with no rank condition around it in a
+    distributed script: every rank writes the same files (the Trainer's own ``save_model`` checks the rank)."""
+    for site in a.flow.sites:
+        func = site.call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "save_pretrained" and site.call.args):
+            continue
+        if a.flow.guarded(site) or _guarded_by_script(a, site) or a.ranks.dependent(site.call.args[0]):
+            continue
+        if _file_path(a, site.call.args[0], 0):
+            yield a.finding("DDP006", site.call, "save_pretrained runs on every rank, all writing the same files")
+
+
+_SAVER = re.compile(r"saver|checkpoint", re.IGNORECASE)
+
+
+def _per_node_savers(a: Analysis) -> Iterator[Finding]:
+    """``if args.local_rank == 0: saver = CheckpointSaver(...)`` then ``saver.save_checkpoint(...)``: a
+    checkpoint writer (timm's, a project's) made on every node's local rank 0 writes the same files."""
+    made = {id(site.call): site for site in a.flow.sites}
+    for site in a.flow.sites:
+        func = site.call.func
+        if not (isinstance(func, ast.Attribute) and func.attr.startswith("save") and isinstance(func.value, ast.Name)):
+            continue
+        _, value = a.module.resolve(func.value.id, func.value)
+        creation = made.get(id(value)) if isinstance(value, ast.Call) else None
+        if creation is not None and _SAVER.search(last_name(creation.call.func) or "") and (
+                _per_node_guard(a, creation)):
+            yield a.finding("DDP006", site.call, f"{func.value.id} is made only where the local rank is 0 "
+                                                 f"(line {creation.call.lineno}): one writer per node, the same files")
 
 
 def _guarded_by_script(a: Analysis, site: Site) -> bool:
@@ -238,7 +309,24 @@ def _file_path(a: Analysis, expr: ast.expr, depth: int) -> bool:
         opened = _opened_as(a, expr) if isinstance(expr, ast.Name) else None
         if opened is not None:
             return _file_path(a, opened, depth + 1)
-        return bool(_PATH_WORDS.search(last_name(expr) or ""))
+        return bool(_PATH_WORDS.search(last_name(expr) or "")) or _string_flag(a, expr)
+    return False
+
+
+def _string_flag(a: Analysis, expr: ast.expr) -> bool:
+    """``args.save_model`` of ``parser.add_argument("--save-model", type=str, ...)``: the value handed to
+    torch.save as its file is a string the user typed, a path."""
+    if not isinstance(expr, ast.Attribute):
+        return False
+    for node in a.module.nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+            dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
+                        None)
+            names = {dest} if dest else {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")}
+            kind = next((k.value for k in node.keywords if k.arg == "type"), None)
+            if expr.attr in names and isinstance(kind, ast.Name) and kind.id == "str":
+                return True
     return False
 
 

@@ -9,15 +9,15 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import INIT, Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.names import dotted
+from orchestrator.doctor.names import dotted, last_name
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
 
 
 def _tcp_literal(expr: ast.expr) -> bool:
     """``"tcp://host:port"`` or ``f"tcp://{host}:58472"``."""
-    if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, str) and expr.value.startswith("tcp://")
+    if isinstance(expr, ast.Constant):  # a bare "tcp://" is the head of a URL built from parts
+        return isinstance(expr.value, str) and expr.value.startswith("tcp://") and expr.value != "tcp://"
     if isinstance(expr, ast.JoinedStr) and expr.values:
         head = expr.values[0]
         return isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("tcp://")
@@ -32,6 +32,23 @@ def _env_url(a: Analysis, expr: ast.expr) -> bool:
     parts = [v for v in expr.values if isinstance(v, ast.FormattedValue)]
     text = "".join(str(v.value) for v in expr.values if isinstance(v, ast.Constant))
     return bool(parts) and text.strip(":/") in ("tcp", "tcp:/") and all(_from_env(a, v.value, 0) for v in parts)
+
+
+def _fresh_local_port(a: Analysis, expr: ast.expr) -> bool:
+    """``port = find_free_port(); dist_url = f"tcp://127.0.0.1:{port}"``: a loopback address with a port the OS
+    says is free when the script runs, for the workers it spawns itself (DDP014 reports the spawn), not a fixed
+    one (a ``random.randrange`` port is a guess that can collide: still reported)."""
+    if not isinstance(expr, ast.JoinedStr):
+        return False
+    text = "".join(str(v.value) for v in expr.values if isinstance(v, ast.Constant))
+    parts = [v.value for v in expr.values if isinstance(v, ast.FormattedValue)]
+    if not parts or not any(host in text for host in ("127.0.0.1", "localhost")):
+        return False
+    port = parts[-1]
+    if isinstance(port, ast.Name):
+        _, value = a.module.resolve(port.id, port)
+        port = value if value is not None else port
+    return isinstance(port, ast.Call) and "port" in (last_name(port.func) or "").lower()  # find_free_port()
 
 
 def _opted_in(a: Analysis, node: ast.Assign) -> bool:
@@ -115,7 +132,7 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
                                                     "launcher's value is overwritten")
                 elif launched and not isinstance(target, ast.Subscript) and _tcp_literal(node.value) and not (
-                        _env_url(a, node.value) or _opted_in(a, node)):
+                        _env_url(a, node.value) or _opted_in(a, node) or _fresh_local_port(a, node.value)):
                     yield a.finding("DDP008", node, f"{ast.unparse(target)} = {ast.unparse(node.value)[:50]}: a "
                                                     "fixed rendezvous address")
     for site in a.sites(INIT):
@@ -129,11 +146,27 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
             if k.arg in ("world_size", "rank") and _constant(a, k.value):
                 yield a.finding("DDP008", site.call, f"{k.arg}={ast.unparse(k.value)}")
                 break
+            flag = _rank_flag(a, k.value, 0) if k.arg == "rank" else None
+            if flag is not None and not _reads_rank_env(a):
+                yield a.finding("DDP008", site.call, f"rank from the flag {flag} with a fixed default, RANK never "
+                                                     "read: under a launcher (no flag passed) every process is rank 0")
+                break
             if k.arg == "init_method" and isinstance(k.value, ast.Constant) and str(k.value.value).startswith("tcp://"):
                 yield a.finding("DDP008", site.call, f"init_method={k.value.value!r}")
                 break
-    if a.data_parallel or a.sites(INIT):
+    if a.data_parallel or a.sites(INIT) or _project_inits(a):
         yield from _rendezvous_defaults(a)
+
+
+def _project_inits(a: Analysis) -> bool:
+    """The script's project starts a process group somewhere (in a module read while following the script's
+    calls): a parser module's ``--init_method`` default is the one that process group meets at."""
+    root = a.outer if a.outer is not None else a
+    if root.project is None:
+        return False
+    list(root.helper_quals)  # read the helpers the script calls
+    return any(isinstance(node, ast.Call) and module.qualname(node.func) in INIT
+               for _, module in root.project.helpers() for node in module.nodes)
 
 
 _URL_FLAGS = re.compile(r"dist.?url|init.?method|rdzv|rendezvous|master", re.IGNORECASE)
@@ -197,3 +230,51 @@ def _fallback(a: Analysis, node: ast.AST, key: str) -> bool:
                 return True
         child, current = current, a.module.parents.get(current)
     return False
+
+
+def _rank_flag(a: Analysis, expr: ast.expr, depth: int) -> str | None:
+    """``--rank`` when ``expr`` is (a parameter filled with) ``args.rank`` of ``add_argument("--rank",
+    default=0)``: the rank a launcher never passes (Tacotron 2's ``train(..., args.rank, ...)``)."""
+    if depth > 3:
+        return None
+    if isinstance(expr, ast.Attribute):
+        key = dotted(expr)
+        if key is None or a.module.values_anywhere(key):
+            return None  # args.rank = args.rank * ngpus_per_node + gpu: the flag is a node's offset, not the rank
+        call = _flag_declaration(a, expr.attr)
+        default = next((k.value for k in call.keywords if k.arg == "default"), None) if call is not None else None
+        if isinstance(default, ast.Constant) and isinstance(default.value, int):
+            return f"--{expr.attr}"
+        return None
+    if isinstance(expr, ast.Name):
+        function = a.module.function_of(expr)
+        if function is not None and expr.id in {p.arg for p in function.args.args}:
+            found = [_rank_flag(a, value, depth + 1) for value in a.module.argument_for(function, expr.id)]
+            if not found and a.outer is not None:  # a helper module's function: what the script passes
+                index = [p.arg for p in function.args.args].index(expr.id)
+                found = [_rank_flag(a.outer, call.args[index], depth + 1) for call in a.outer.module.nodes
+                         if isinstance(call, ast.Call) and last_name(call.func) == function.name
+                         and len(call.args) > index]
+            return found[0] if found and all(found) else None
+    return None
+
+
+def _flag_declaration(a: Analysis, dest: str) -> ast.Call | None:
+    for node in a.module.nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+            if any(f.startswith("--") and f.lstrip("-").replace("-", "_") == dest for f in flags):
+                return node
+    return None
+
+
+def _reads_rank_env(a: Analysis) -> bool:
+    """The script's project reads a launcher's global rank from the environment anywhere."""
+    root = a.outer if a.outer is not None else a
+    modules = [root.module, a.module]
+    if root.project is not None:
+        list(root.helper_quals)
+        modules += [module for _, module in root.project.helpers()]
+    return any(isinstance(node, ast.Constant) and node.value in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
+                                                                  "PMI_RANK")
+               for module in modules for node in module.nodes)

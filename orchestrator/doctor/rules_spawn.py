@@ -88,6 +88,11 @@ def _trains_distributed(a: Analysis, target: ast.expr | None, how: str) -> bool:
     file or the project's helpers); a spawned function that cannot be followed counts when the file does
     (a ``Process`` target that cannot be followed is not judged: a logger, a file sync)."""
     function = _function(a, target)
+    if function is None and target is not None:  # mp.spawn(mpu.run, ...): a function of a project module
+        project = (a.outer or a).project
+        reach = project.reach(a.module.qualname(target)) if project is not None else None
+        if reach is not None and not reach.quals.isdisjoint(_SETS_UP):
+            return True
     if function is None:
         return target is not None and how != "Process" and a.data_parallel
     if a.flow.reaches(function, _SETS_UP) is not None:

@@ -16,7 +16,8 @@ script's entry file, matches every finding to the truth and scores it:
 
 Scripts whose entry has ``heldout: true`` were read (and their truth written) after the doctor was tuned, and
 the doctor was not changed for them: they are the honest measure. The table ends with one line per subset
-(tuned, held out); ``--heldout`` / ``--tuned`` score one subset alone.
+(tuned, set 3, set 4: ``set: N`` in truth.yaml) and one for the scripts still held out; ``--heldout`` /
+``--tuned`` / ``--set N`` score one subset alone.
 
 Run ``python tests/doctor/real_corpus.py`` for the per-code table and the figures (``--findings`` lists
 every finding with its verdict).
@@ -123,6 +124,11 @@ def is_heldout(entry: dict[str, Any]) -> bool:
     return value
 
 
+def set_label(entry: dict[str, Any]) -> str:
+    """The set a script came in: ``set 3``, ``set 4`` (``set: N`` in truth.yaml), or ``tuned`` (the first 66)."""
+    return f"set {entry['set']}" if "set" in entry else "tuned"
+
+
 def subset(heldout: bool) -> list[str]:
     """The scripts of one subset: held out (``heldout: true``) or tuned (the rest)."""
     return [name for name, entry in sorted(truth().items()) if is_heldout(entry) == heldout]
@@ -200,13 +206,15 @@ def figures(label: str, scores: dict[str, Score]) -> str:
 
 
 def subset_lines(scores: dict[str, Score]) -> list[str]:
-    """One figures line per subset present in ``scores`` (tuned, held out)."""
+    """One figures line per set present in ``scores`` (tuned, set 3, set 4, ...), then one for the scripts
+    still held out (``heldout: true``: judged, never tuned on), if any."""
     data = truth()
     lines = []
-    for label, heldout in (("tuned", False), ("held out", True)):
-        part = {n: s for n, s in scores.items() if is_heldout(data[n]) == heldout}
-        if part:
-            lines.append(figures(label, part))
+    for label in sorted({set_label(data[n]) for n in scores}, key=lambda x: (x != "tuned", x)):
+        lines.append(figures(label, {n: s for n, s in scores.items() if set_label(data[n]) == label}))
+    held = {n: s for n, s in scores.items() if is_heldout(data[n])}
+    if held:
+        lines.append(figures("held out", held))
     return lines
 
 
@@ -251,9 +259,15 @@ def listing(scores: dict[str, Score]) -> str:
 
 def main(argv: Sequence[str]) -> int:
     sys.path.insert(0, str(ROOT))
-    names = [a for a in argv if not a.startswith("-")]
+    names = [a for a in argv if not a.startswith("-") and not a.isdigit()]
     if "--heldout" in argv or "--tuned" in argv:
         names = names or subset(heldout="--heldout" in argv)
+        if not names:
+            print("no held-out scripts: every set has been tuned on (score one with --set N)")
+            return 0
+    if "--set" in argv:  # --set 4: the scripts of one set
+        wanted = f"set {argv[argv.index('--set') + 1]}"
+        names = [n for n, e in sorted(truth().items()) if set_label(e) == wanted and n not in argv]
     scores = score_all(names or None)
     if "--findings" in argv:
         print(listing(scores))
