@@ -423,6 +423,8 @@ def test_remote_follower_ends_when_its_client_is_gone(remote: Setup) -> None:
         started.append(laptop)
         master = conn.master_pid()
         assert master
+        time.sleep(2.0)  # a quiet log whose session is there: followed on, on both sides
+        assert laptop.poll() is None and _remote_followers(remote, job_dir) == [there]
         os.killpg(laptop.pid, signal.SIGKILL)
         laptop.wait()
         took = _gone_within([there])

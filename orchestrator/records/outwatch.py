@@ -18,7 +18,8 @@ import select
 import time
 from typing import IO
 
-_GONE = select.POLLERR | select.POLLHUP
+_POLL = hasattr(select, "poll")  # not on every platform: there a follower only sleeps
+_GONE = (select.POLLERR | select.POLLHUP) if _POLL else 0
 
 
 def _fileno(stream: IO[bytes] | IO[str] | int) -> int | None:
@@ -33,7 +34,7 @@ def _fileno(stream: IO[bytes] | IO[str] | int) -> int | None:
 def wait(stream: IO[bytes] | IO[str] | int, seconds: float) -> bool:
     """Wait ``seconds``, or less when the reader of ``stream`` goes away: True when it is gone (then at
     once); False after the full wait. A stream without a descriptor (a BytesIO) is a plain sleep."""
-    fd = _fileno(stream)
+    fd = _fileno(stream) if _POLL else None
     if fd is None:
         time.sleep(seconds)
         return False
@@ -44,7 +45,8 @@ def wait(stream: IO[bytes] | IO[str] | int, seconds: float) -> bool:
     flags = events[0][1] if events else 0
     if flags & _GONE:
         return True
-    if flags:  # POLLNVAL (a closed descriptor): nothing to watch; the next write says what is wrong
+    if flags:  # POLLNVAL: a closed descriptor (the next write says what is wrong), or one this system's
+        # poll() cannot watch (macOS: a terminal); a plain sleep then
         time.sleep(max(0.0, seconds - (time.monotonic() - start)))
     return False
 
