@@ -455,6 +455,38 @@ def test_remote_follower_ends_when_its_client_is_gone(remote: Setup) -> None:
     assert took < GONE_WITHIN and not _remote_followers(remote, job_dir)
 
 
+def _sshd_of(pid: int) -> int:
+    """The sshd process above ``pid`` (the one that holds its session's pipes)."""
+    while pid > 1:
+        stat = Path("/proc", str(pid), "stat").read_text()
+        pid = int(stat.rpartition(")")[2].split()[1])
+        if Path("/proc", str(pid), "comm").read_text().startswith("sshd"):
+            return pid
+    raise AssertionError("no sshd above the remote follower")
+
+
+def test_a_silent_drop_leaves_no_follower_behind(remote: Setup) -> None:
+    """A connection that drops without a word (a suspended laptop): the cluster's sshd never learns it
+    (here: stopped with SIGSTOP), so the follower keeps its pipe. The laptop's master gives up (server
+    alive checks, 15 s), orch logs -f reconnects, and its restart ends the follower it left there."""
+    job_dir = _quiet_job(remote, "silent")
+    laptop, there = _laptop_follower(remote, job_dir)
+    stopped = _sshd_of(there)
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 90
+        while not [pid for pid in _remote_followers(remote, job_dir) if pid != there]:
+            assert time.monotonic() < deadline and laptop.poll() is None, "orch logs -f did not reconnect"
+            time.sleep(0.2)
+        _gone_within([there])
+        assert laptop.poll() is None  # the new one goes on
+    finally:
+        os.kill(stopped, signal.SIGKILL)
+        os.killpg(laptop.pid, signal.SIGKILL)
+        laptop.wait()
+    _gone_within(_remote_followers(remote, job_dir))
+
+
 @pytest.mark.parametrize(("remote_block", "field"), [
     ({"host": "-oProxyCommand=touch /tmp/orch-pwned"}, "remote.host"),
     ({"host": "login", "user": "a b"}, "remote.user"),

@@ -12,12 +12,19 @@ The cluster's ``orch logs -f`` ends by itself when its SSH session goes away (it
 when it stops: the ssh client is ended on every way out (the job ended, an error, Ctrl-C, SIGTERM or
 SIGHUP to this orch alone, a reader of this orch's output that quit), and the master then closes
 the session's channel on the cluster.
+
+A connection that drops silently (a suspended laptop, a changed network: nothing reaches the cluster)
+leaves sshd there unaware for a while, and the follower it runs with it. So every start of the remote
+``orch logs -f`` carries one id of this ``orch logs -f`` (:data:`ID_VAR` in its environment), and a
+restart first ends the processes that carry it (``/proc/PID/environ``; Linux, the user's own): the
+follower of the dropped connection never outlives the one that takes over.
 """
 
 from __future__ import annotations
 
 import contextlib
 import queue
+import secrets
 import signal
 import subprocess
 import sys
@@ -34,6 +41,7 @@ from orchestrator.remote.ssh import Connection, RemoteError
 RETRY_FOR = 120.0  # seconds to keep trying to reconnect
 PAUSE = 1.0  # seconds without a line that end the repeated start of a restarted stream
 DROPPED = 255  # ssh's exit code for its own failures
+ID_VAR = "ORCH_FOLLOW_ID"  # the id of one laptop orch logs -f, in its remote followers' environment
 WATCH_EVERY = 1.0  # seconds between checks that this orch's output is still read, while the stream is quiet
 
 
@@ -107,9 +115,11 @@ def _follow(conn: Connection, command: str, stdin: bytes, *, lines: int) -> int:
     printed: deque[bytes] = deque(maxlen=max(lines, 0) + 1)
     out = sys.stdout.buffer
     restarted = False
+    ident = secrets.token_hex(8)
     conn.open()
     while True:
-        proc = subprocess.Popen(conn.argv(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = remote_line(command, ident, restarted=restarted)
+        proc = subprocess.Popen(conn.argv(line), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
             code = _stream(proc, stdin, out, printed, lines, restarted)
         finally:
@@ -119,6 +129,15 @@ def _follow(conn: Connection, command: str, stdin: bytes, *, lines: int) -> int:
         print(f"orch: the connection to {conn.dest} dropped; reconnecting", file=sys.stderr, flush=True)
         _reconnect(conn)
         restarted = True
+
+
+def remote_line(command: str, ident: str, *, restarted: bool) -> str:
+    """``command`` with :data:`ID_VAR` set to ``ident``; after a restart it first ends the followers of
+    the earlier connections (those whose environment holds the id: never another command's)."""
+    mark = f"{ID_VAR}={ident}"
+    handover = (f"kill $(grep -ls {mark} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3) 2>/dev/null; "
+                if restarted else "")
+    return f"{handover}export {mark}; {command}"
 
 
 def _stream(proc: subprocess.Popen[bytes], stdin: bytes, out: BinaryIO, printed: deque[bytes], lines: int,
