@@ -13,6 +13,10 @@ master is open (as after any first command):
 * shipping an unchanged tree (a copy of this checkout's orchestrator/, tests/, docs/) in-process: one
   listing round trip, nothing sent.
 
+"cpu s" is the median CPU time (user + system) of the row's processes on this side: for the laptop
+row the laptop's orch and its ssh client (the cluster's orch runs under sshd), so on a machine with
+idle cores the laptop row's wall time is about its cpu s plus the login node row's wall time.
+
     sudo .venv/bin/python bench/bench_remote.py [--runs 21] [--slurm]
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,13 +45,17 @@ from support import STUBS_DIR, TEST_CLUSTER  # noqa: E402
 ORCH = str(Path(sys.executable).parent / "orch")
 
 
-def _time(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+def _time(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall time, and CPU time (user + system) of the process and its children on this side (over SSH:
+    the laptop's orch and ssh client, not the cluster's orch, which sshd runs)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, env=env, cwd=cwd, check=False)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr.decode(errors='replace')}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -93,6 +102,7 @@ def main() -> int:
                                                    laptop_env),
         }
         times: dict[str, list[float]] = {name: [] for name in rows}
+        cpu: dict[str, list[float]] = {name: [] for name in rows}
         times["ship unchanged tree (in-process)"] = []
         from orchestrator.remote.ship import ship
         from orchestrator.remote.ssh import Connection
@@ -108,9 +118,10 @@ def main() -> int:
         ship(conn, tree, spec.workdir, laptop_env)
         for round_ in range(args.runs + 2):
             for name, (argv, env) in rows.items():
-                took = _time(argv, env, base / "proj")
+                took, used = _time(argv, env, base / "proj")
                 if round_ >= 2:
                     times[name].append(took)
+                    cpu[name].append(used)
             start = time.perf_counter()
             shipped = ship(conn, tree, spec.workdir, laptop_env)
             if round_ >= 2:
@@ -120,9 +131,10 @@ def main() -> int:
     print(f"{args.runs} runs each, alternated; {len(tree.files)} files in the shipped tree; "
           f"{'real Slurm clients' if args.slurm else 'stub Slurm clients'}; ~/.bashrc "
           f"{'read' if args.with_bashrc else 'not read'} by ssh commands; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'row':<40} {'median s':>9} {'min s':>7}")
+    print(f"{'row':<40} {'median s':>9} {'min s':>7} {'cpu s':>7}")
     for name, values in times.items():
-        print(f"{name:<40} {statistics.median(values):>9.3f} {min(values):>7.3f}")
+        used = f"{statistics.median(cpu[name]):>7.3f}" if name in cpu else f"{'-':>7}"
+        print(f"{name:<40} {statistics.median(values):>9.3f} {min(values):>7.3f} {used}")
     gap = statistics.median(times["orch status JOB (laptop, over SSH)"]) - statistics.median(
         times["orch status JOB (login node)"])
     print(f"remote - login node (medians): {gap:+.3f} s (target: within 0.3 s)")

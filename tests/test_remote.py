@@ -8,21 +8,27 @@ test on real Slurm is tests/slurm/test_e2e_remote.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 from sshd import Sshd, orch_wrapper, short_socket_dir, sshd_or_skip, write_client_config
 from support import ORCH, STUBS_DIR, TEST_CLUSTER, clean_environ
+
+if TYPE_CHECKING:
+    from orchestrator.remote.ssh import Connection
 
 
 @dataclass
@@ -72,6 +78,60 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                 subprocess.run(["ssh", "-F", str(server.ssh_config), "-o", f"ControlPath={setup.sockets}/{name}",
                                 "-O", "exit", "orchtest"], capture_output=True, check=False, timeout=10)
         shutil.rmtree(setup.sockets, ignore_errors=True)
+    left = _reap(str(base) + "/")
+    assert not left, f"processes this module started outlived it (killed now): {left}"
+
+
+GONE_WITHIN = 10.0  # seconds a remote follower may outlive its SSH session (it is woken at once)
+
+
+def _processes(match: Callable[[list[str]], bool]) -> dict[int, list[str]]:
+    """The live processes (not zombies) whose argv ``match`` accepts, by pid (read from /proc)."""
+    found: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            raw = Path("/proc", entry, "cmdline").read_bytes()
+        except OSError:
+            continue
+        argv = [word.decode(errors="replace") for word in raw.split(b"\0") if word]
+        if argv and match(argv):
+            found[int(entry)] = argv
+    return found
+
+
+def _reap(marker: str, wait: float = 10.0) -> dict[int, list[str]]:
+    """Processes with ``marker`` in their command line still there after ``wait`` s: SIGKILLed, returned."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = _processes(lambda argv: any(marker in word for word in argv))
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def _remote_followers(remote: Setup, job_dir: Path) -> list[int]:
+    """The cluster's ``orch logs JOB_DIR -f`` processes (the laptop's has a --cluster outside workdir)."""
+    there = str(remote.workdir / ".orch") + "/cluster-"
+
+    def match(argv: list[str]) -> bool:
+        return "logs" in argv and str(job_dir) in argv and any(word.startswith(there) for word in argv)
+
+    return sorted(_processes(match))
+
+
+def _gone_within(pids: Sequence[int], seconds: float = GONE_WITHIN) -> float:
+    start = time.monotonic()
+    while any(Path("/proc", str(pid), "cmdline").exists() and Path("/proc", str(pid), "cmdline").read_bytes()
+              for pid in pids):
+        assert time.monotonic() - start < seconds, f"remote follower(s) {list(pids)} still run after {seconds} s"
+        time.sleep(0.1)
+    return time.monotonic() - start
 
 
 def _project(base: Path, name: str = "proj") -> Path:
@@ -267,12 +327,15 @@ def test_git_tree_ships_tracked_and_unignored_files(tmp_path: Path) -> None:
 
 
 def test_logs_follow_survives_a_dropped_connection(remote: Setup) -> None:
-    """orch logs -f through SSH; the control master is killed mid-stream; every line comes once."""
+    """orch logs -f through SSH; the control master is killed mid-stream; every line comes once. The
+    cluster's follower of the dropped connection ends; the one started anew ends with the job."""
     script = remote.base / "slow.py"
     script.write_text("import time\nfor i in range(40):\n    print(f'line {i}', flush=True)\n    time.sleep(0.25)\n")
     run = subprocess.Popen([ORCH, "run", str(script), "--nproc", "1", "--job-root", str(remote.job_root / "runs")],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=remote.base,
-                           env=clean_environ(ORCH_STATE_DIR=str(remote.there_state)))
+                           env=clean_environ(ORCH_STATE_DIR=str(remote.there_state)), start_new_session=True)
+    follower: subprocess.Popen[str] | None = None
+    dropped: list[int] = []  # the cluster's follower when the master was killed
     try:
         deadline = time.monotonic() + 60
         while not list((remote.job_root / "runs").glob("*/logs/local-rank0.out")):
@@ -281,33 +344,149 @@ def test_logs_follow_survives_a_dropped_connection(remote: Setup) -> None:
         job_dir = next((remote.job_root / "runs").glob("*/job.json")).parent
         follower = subprocess.Popen([ORCH, "logs", str(job_dir), "-f", "--cluster", str(remote.cluster)],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=remote.env(),
-                                    cwd=remote.base)
+                                    cwd=remote.base, start_new_session=True)
         killed = threading.Event()
 
         def kill_master() -> None:
             time.sleep(3)
-            from orchestrator.remote.ssh import Connection
-            from orchestrator.spec.cluster import parse_cluster
-
-            spec = parse_cluster(remote.cluster.read_text()).remote
-            assert spec is not None
-            pid = Connection(spec, remote.env()).master_pid()
+            pid = _connection(remote).master_pid()
             if pid:
+                dropped.extend(_remote_followers(remote, job_dir))
                 os.kill(pid, 9)
                 killed.set()
 
         threading.Thread(target=kill_master, daemon=True).start()
         run.wait(timeout=90)
+        assert killed.wait(30)
+        _gone_within(dropped)  # the dropped connection's follower did not wait for the job's end
         # an orch run of a script writes no result.json: the test ends the run the way a job's does
         (job_dir / "result.json").write_text('{"status": "completed"}')
         out, err = follower.communicate(timeout=60)
+        _gone_within(_remote_followers(remote, job_dir))  # the second one ended with the job
     finally:
-        run.kill()
-        run.wait()
-    assert killed.is_set()
+        for proc in (run, follower):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert len(dropped) == 1, dropped
     assert "dropped; reconnecting" in err
     lines = [line for line in out.splitlines() if line.startswith("line ")]
     assert lines == [f"line {i}" for i in range(40)], (out, err)
+
+
+def _connection(remote: Setup) -> Connection:
+    from orchestrator.remote.ssh import Connection
+    from orchestrator.spec.cluster import parse_cluster
+
+    spec = parse_cluster(remote.cluster.read_text()).remote
+    assert spec is not None
+    return Connection(spec, remote.env())
+
+
+def _quiet_job(remote: Setup, name: str) -> Path:
+    """A local run's folder on the "cluster" whose log says one line and never ends (no result.json)."""
+    from orchestrator.records.jobdirs import write_run_config
+    from orchestrator.spec.runconfig import RunConfig
+
+    folder = remote.job_root / "quiet" / f"{name}-20260102T030405-abc123"
+    (folder / "logs").mkdir(parents=True)
+    write_run_config(folder, RunConfig(
+        mode="local", job_name=name, job_file="/jobs/x.py", params={}, nodes=1, gpus_per_node=0,
+        tasks_per_node=1, cpus_per_task=1, job_dir=str(folder), created="2026-01-02T03:04:05"))
+    (folder / "logs" / "local-rank0.out").write_text("first\n")
+    return folder
+
+
+def _laptop_follower(remote: Setup, job_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """The laptop's orch logs -f (its own session: killpg reaches its ssh client), once the first line
+    came; and the cluster's follower it started."""
+    proc = subprocess.Popen([ORCH, "logs", str(job_dir), "-f", "--cluster", str(remote.cluster)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            env=remote.env(), cwd=remote.base, start_new_session=True)
+    assert proc.stdout is not None and proc.stdout.readline() == b"first\n"
+    deadline = time.monotonic() + 30
+    while not (there := _remote_followers(remote, job_dir)):
+        assert time.monotonic() < deadline, "no orch logs -f on the cluster"
+        time.sleep(0.1)
+    assert len(there) == 1, there
+    return proc, there[0]
+
+
+def test_remote_follower_ends_when_its_client_is_gone(remote: Setup) -> None:
+    """The cluster's orch logs -f of a quiet log (it writes nothing that could fail) ends within seconds
+    when its SSH session goes away, whichever way the laptop's side goes: killed outright (the
+    connection stays: only the session's channel closes), SIGTERM to orch alone, its reader quitting."""
+    job_dir = _quiet_job(remote, "quiet")
+    conn = _connection(remote)
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        # 1. the laptop's orch and its ssh client SIGKILLed (a closed laptop lid is kinder)
+        laptop, there = _laptop_follower(remote, job_dir)
+        started.append(laptop)
+        master = conn.master_pid()
+        assert master
+        time.sleep(2.0)  # a quiet log whose session is there: followed on, on both sides
+        assert laptop.poll() is None and _remote_followers(remote, job_dir) == [there]
+        os.killpg(laptop.pid, signal.SIGKILL)
+        laptop.wait()
+        took = _gone_within([there])
+        assert conn.master_pid() == master  # the same connection: the channel's end was enough
+        # 2. SIGTERM to the laptop's orch alone: it ends its ssh client, which would outlive it
+        laptop, there = _laptop_follower(remote, job_dir)
+        started.append(laptop)
+        clients = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(laptop.pid)], capture_output=True,
+                                                      text=True, check=False).stdout.split()]
+        assert clients
+        laptop.send_signal(signal.SIGTERM)
+        code = laptop.wait(timeout=30)
+        _gone_within([there])
+        _gone_within(clients)
+        assert code == 128 + signal.SIGTERM
+        # 3. the laptop's reader quits (orch logs -f JOB | head -1): orch notices, its session ends
+        laptop, there = _laptop_follower(remote, job_dir)
+        started.append(laptop)
+        assert laptop.stdout is not None
+        laptop.stdout.close()
+        assert laptop.wait(timeout=GONE_WITHIN) == 0
+        _gone_within([there])
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert took < GONE_WITHIN and not _remote_followers(remote, job_dir)
+
+
+def _sshd_of(pid: int) -> int:
+    """The sshd process above ``pid`` (the one that holds its session's pipes)."""
+    while pid > 1:
+        stat = Path("/proc", str(pid), "stat").read_text()
+        pid = int(stat.rpartition(")")[2].split()[1])
+        if Path("/proc", str(pid), "comm").read_text().startswith("sshd"):
+            return pid
+    raise AssertionError("no sshd above the remote follower")
+
+
+def test_a_silent_drop_leaves_no_follower_behind(remote: Setup) -> None:
+    """A connection that drops without a word (a suspended laptop): the cluster's sshd never learns it
+    (here: stopped with SIGSTOP), so the follower keeps its pipe. The laptop's master gives up (server
+    alive checks, 15 s), orch logs -f reconnects, and its restart ends the follower it left there."""
+    job_dir = _quiet_job(remote, "silent")
+    laptop, there = _laptop_follower(remote, job_dir)
+    stopped = _sshd_of(there)
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 90
+        while not [pid for pid in _remote_followers(remote, job_dir) if pid != there]:
+            assert time.monotonic() < deadline and laptop.poll() is None, "orch logs -f did not reconnect"
+            time.sleep(0.2)
+        _gone_within([there])
+        assert laptop.poll() is None  # the new one goes on
+    finally:
+        os.kill(stopped, signal.SIGKILL)
+        os.killpg(laptop.pid, signal.SIGKILL)
+        laptop.wait()
+    _gone_within(_remote_followers(remote, job_dir))
 
 
 @pytest.mark.parametrize(("remote_block", "field"), [

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from orchestrator.records import outwatch
 from orchestrator.records.jobdirs import JobDir, log_path
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import note, open_regular
@@ -164,7 +165,9 @@ class View:
     def follow(self, sources: list[Source], out: BinaryIO, ended: Callable[[], bool], *,
                interval: float = 0.5, check_every: float = 2.0) -> None:
         """Write what is appended to ``sources`` (and, for --all-ranks, to rank logs that appear) until
-        ``ended()`` says the job is over; then what was written meanwhile, and any unfinished line."""
+        ``ended()`` says the job is over; then what was written meanwhile, and any unfinished line.
+        Between reads it waits on ``out``: when the reader of ``out`` goes away (an SSH session that
+        ended, a pipe's reader that quit) it stops at once with BrokenPipeError (:mod:`.outwatch`)."""
         next_check = 0.0
         while True:
             if self.mode == "all":
@@ -177,7 +180,8 @@ class View:
                 if ended():
                     copy_new(sources, out, final=True)
                     return
-            time.sleep(interval)
+            if outwatch.wait(out, interval):
+                raise outwatch.reader_gone_error()
 
 
 def copy_new(sources: list[Source], out: BinaryIO, *, final: bool = False) -> None:
