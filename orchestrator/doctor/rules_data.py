@@ -13,6 +13,7 @@ from orchestrator.doctor.flow import Site
 from orchestrator.doctor.names import dotted, last_name
 
 _PLAIN_SAMPLERS = frozenset({"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"})
+_SELF_SHARDING = ("use_ddp", "distributed")
 _SHARD_WORDS = ("shard", "world_size", "num_replicas", "split_dataset_by_node", "num_shards", "nprocs")
 
 
@@ -32,7 +33,7 @@ def check_loaders(a: Analysis) -> Iterator[Finding]:
         return
     for site in a.sites_ending("DataLoader"):
         call = site.call
-        if _custom_sampler(a, call) or a.flow.guarded(site):
+        if _custom_sampler(a, call) or _shards_itself(call) or a.flow.guarded(site):
             continue
         dataset = call.args[0] if call.args else _kw(call, "dataset")
         if dataset is None or _sharded(a, dataset, 0):
@@ -69,6 +70,16 @@ def _built_elsewhere(a: Analysis, call: ast.Call) -> bool:
         return False
     q = a.module.qualname(call.func) or ""
     return a.project is not None and a.project.reach(q) is not None
+
+
+def _shards_itself(call: ast.Call) -> bool:
+    """A loader asked to shard by rank itself (DGL's ``DataLoader(..., use_ddp=True)``, FFCV's
+    ``Loader(..., distributed=True)``): anything but a literal false counts."""
+    for name in _SELF_SHARDING:
+        value = _kw(call, name)
+        if value is not None and not (isinstance(value, ast.Constant) and not value.value):
+            return True
+    return False
 
 
 def _custom_sampler(a: Analysis, call: ast.Call) -> bool:

@@ -104,7 +104,8 @@ def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:
 
 def check_destroy(a: Analysis) -> Iterator[Finding]:
     """DDP007: destroy_process_group inside a loop or before later collectives."""
-    destroys = [site for site in a.flow.sites if a.reaching(site, DESTROY) is not None]
+    destroys = [site for site in a.flow.sites
+                if (call := a.reaching(site, DESTROY)) is not None and not _destroys_subgroup(a, call)]
     # never calling it is not reported: the process exits after training; nothing hangs or leaks that matters
     for site in destroys:
         if site.loops and not a.exits_after(site.call) and not _loop_inits(a, site):
@@ -117,6 +118,18 @@ def check_destroy(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() comes before "
                                                  f"{_short(later.func)}() at line {later.lineno}",
                             severity=a.guess("error"))
+
+
+def _destroys_subgroup(a: Analysis, call: ast.Call) -> bool:
+    """``destroy_process_group(group)`` with a group of the script's own (``dist.new_group(...)``): the default
+    group lives on, so a loop that makes and destroys one group per iteration is fine. ``None`` or
+    ``group.WORLD`` is the default group."""
+    if a.module.qualname(call.func) not in DESTROY:
+        return False
+    group = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "group"), None)
+    if group is None or (isinstance(group, ast.Constant) and group.value is None):
+        return False
+    return not (isinstance(group, ast.Attribute) and group.attr == "WORLD")
 
 
 def _loop_inits(a: Analysis, destroy: Site) -> bool:
