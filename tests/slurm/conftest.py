@@ -93,6 +93,11 @@ class SlurmCluster:
             parts.append(f"==> {path.name} <==\n{text[-3000:]}")
         return "\n".join(parts)
 
+    def nodes(self) -> list[str]:
+        """The cluster's nodes as Slurm lists them (tests ask how many rather than assume a count)."""
+        listed = self.client("sinfo", "-h", "-N", "-o", "%N").stdout.split()
+        return sorted(set(listed), key=lambda name: (len(name), name))
+
     def derived_cluster_yaml(self, path: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
         """A copy of this session's cluster.yaml changed by ``edit`` (for refusal tests)."""
         data = yaml.safe_load(self.cluster_yaml.read_text())

@@ -99,12 +99,13 @@ HANG = TESTS / "jobs" / "hang.py"
 
 def test_a_sigstopped_rank_is_caught_and_the_next_attempt_runs_on_the_spare(slurm_cluster: SlurmCluster,
                                                                              tmp_path: Path) -> None:
-    """Needs three nodes (ORCH_SLURM_NODES=3 tests/slurm/cluster.sh up): 2 + 1 spare. Rank 1 (node2)
+    """Needs three nodes (tests/slurm/cluster.sh starts three): 2 + 1 spare. Rank 1 (node2)
     SIGSTOPs itself; the watchdog (collective_timeout) fires, node2 is blamed, and attempt 1 runs on
     node1 and node3, where the fault (node2 only) does not happen: COMPLETED."""
     cluster = slurm_cluster
-    if len(cluster.client("sinfo", "-h", "-N", "-o", "%N").stdout.split()) < 3:
-        pytest.skip("needs a third node: ORCH_SLURM_NODES=3 tests/slurm/cluster.sh up")
+    if len(cluster.nodes()) < 3:
+        pytest.skip(f"needs a third node; the cluster has {cluster.nodes()} (tests/slurm/cluster.sh down, then up: "
+                    "it starts three)")
 
     def short_timeout(data: dict[str, Any]) -> None:
         data["launcher"]["collective_timeout"] = 6
