@@ -561,3 +561,43 @@ def test_the_roles_table_gives_every_record_exactly_one_role() -> None:
              "silent": rec(0, "running")}
     assert {name: role(record) for name, record in cases.items()} == {name: name for name in cases}
     assert [name for name, _ in ROLES] == list(cases)
+
+
+def test_a_sigterm_during_the_final_write_waits_until_the_record_is_whole(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """orch run (or srun) stops a rank that lost its peer while it writes its final record: the record lands
+    whole (with its last step) before the handler ends the process, never the old ``running`` one."""
+    import signal
+
+    from orchestrator.task import outcome as outcome_module
+
+    path = tmp_path / "rank0.outcome.json"
+    recorder = Recorder()
+    recorder.start(path, rank=0, world_size=2, run="local", restart=0, stopped_by="orch run", init_timeout=5,
+                   collective_timeout=5)
+    recorder.step(2, 7)
+    real_write = outcome_module.write_text_atomic
+
+    def write_after_a_sigterm(target: Path, text: str) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # lands between the decision to write and the write
+        real_write(target, text)
+
+    class Stopped(Exception):
+        pass
+
+    on_disk_when_stopped: list[str] = []
+
+    def on_term(signum: int, frame: object) -> None:
+        on_disk_when_stopped.append(json.loads(path.read_text())["kind"])
+        raise Stopped
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    monkeypatch.setattr(outcome_module, "write_text_atomic", write_after_a_sigterm)
+    try:
+        with pytest.raises(Stopped):
+            recorder.finish("waited", 3, reason="lost the connection to another rank", how="lost")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert on_disk_when_stopped == ["waited"]
+    data = json.loads(path.read_text())
+    assert data["kind"] == "waited" and data["last_step"]["epoch"] == 2 and data["last_step"]["step"] == 7

@@ -15,8 +15,10 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +83,8 @@ class Recorder:
                 extra.update(timeout_s=seconds, timeout_setting=self._setting(seconds))
         if kind == "signalled":
             extra.update(signal=signal_name, stopped_by=self.stopped_by)
-        self._write(kind, **extra)
+        with signals_held():  # orch run's or srun's SIGTERM right now must not cut the final record off
+            self._write(kind, **extra)
 
     def _setting(self, seconds: int | None) -> str | None:
         """The setting that set ``seconds``: the one in force when the value matches it, else the one
@@ -103,6 +106,26 @@ class Recorder:
                                                     sort_keys=True) + "\n")
         except (OSError, ValueError) as exc:  # a full disk must not change how the task ends
             log.warning("cannot write %s: %s", self.path, exc)
+
+
+HELD_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGTERM and SIGINT wait while the final record is written: their handlers end the process, and one
+    running between the temporary file and its rename would leave the record saying ``running`` (a rank
+    that gave up waiting, its last step lost, judged as one that ended without a word). They are
+    delivered as soon as the record is whole."""
+    try:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    except (AttributeError, OSError, ValueError):  # no pthread_sigmask here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 RECORDER = Recorder()  # this process's record (the runtime reports steps and timeouts to it)
