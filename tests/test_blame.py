@@ -601,3 +601,9 @@ def test_a_sigterm_during_the_final_write_waits_until_the_record_is_whole(tmp_pa
     assert on_disk_when_stopped == ["waited"]
     data = json.loads(path.read_text())
     assert data["kind"] == "waited" and data["last_step"]["epoch"] == 2 and data["last_step"]["step"] == 7
+
+
+def test_a_rank_with_no_record_beside_stopped_ones_is_no_culprit() -> None:
+    """scancel while rank 1 was still importing torch: rank 0 was stopped, rank 1 wrote nothing yet."""
+    found = blame([rec(0, "signalled", exit_code=-15, signal="SIGTERM", stopped_by="Slurm")], world_size=2)
+    assert found is not None and found.kind == "stopped" and found.ranks == (0,), found

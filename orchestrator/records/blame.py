@@ -221,8 +221,9 @@ def _by_lost_peer(run: _Run) -> Blame | None:
 
 
 def _by_silent(run: _Run) -> Blame | None:
-    """Ranks its launcher stopped, and one that ended without a word (killed, or where no handler runs)."""
-    stopped, silent = run.roles["stopped"], sorted([o.rank for o in run.roles["silent"]] + run.missing)
+    """Ranks its launcher stopped, and one still "running" that ended without a word (killed, or where no
+    handler runs). A rank with no record at all is not named here: scancel in start-up leaves those."""
+    stopped, silent = run.roles["stopped"], sorted(o.rank for o in run.roles["silent"])
     if not stopped or not silent:
         return None
     first, ranks = stopped[0], sorted(o.rank for o in stopped)
