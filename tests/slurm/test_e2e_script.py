@@ -1,4 +1,4 @@
-"""Bring your own script on the local two-node Slurm cluster: the unmodified torchrun-style
+"""Bring your own script on the local Slurm cluster: the unmodified torchrun-style
 ``tests/scripts/ddp_train.py`` submitted with ``orch submit SCRIPT --nodes 2 --gpus 2 -- ARGS`` from
 another directory (4 gloo ranks on node1 and node2), and with ``--gpus-per-task 2`` (each task sees
 exactly its two fake GPUs). A hostile SBATCH_TIMELIMIT in the submitting shell changes nothing."""

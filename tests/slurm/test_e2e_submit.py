@@ -1,4 +1,4 @@
-"""End to end on the local two-node Slurm cluster: orch submit, status, logs, list, plot, cancel,
+"""End to end on the local Slurm cluster: orch submit, status, logs, list, plot, cancel,
 refusals by sbatch, a killed task, and preemption with requeue and resume.
 
 Every job here is real: sbatch queues it, slurmd starts the tasks on node1 and node2, the ranks
