@@ -74,16 +74,17 @@ class Recorder:
         """The final record (the first call wins: a signal arriving while exiting changes nothing)."""
         if self.path is None or self.final or os.getpid() != self.base.get("pid"):
             return
-        self.final = True
-        extra: dict[str, Any] = {"exit_code": exit_code, "reason": reason[:2000] if reason else None}
-        if kind == "waited":
-            extra["how"] = how
-            if how == "timeout":
-                seconds = timeout_s if timeout_s is not None else (self.timeout[0] if self.timeout else None)
-                extra.update(timeout_s=seconds, timeout_setting=self._setting(seconds))
-        if kind == "signalled":
-            extra.update(signal=signal_name, stopped_by=self.stopped_by)
-        with signals_held():  # orch run's or srun's SIGTERM right now must not cut the final record off
+        # orch run's or srun's SIGTERM from here on waits: once this call is the first, its record lands whole
+        with signals_held():
+            self.final = True
+            extra: dict[str, Any] = {"exit_code": exit_code, "reason": reason[:2000] if reason else None}
+            if kind == "waited":
+                extra["how"] = how
+                if how == "timeout":
+                    seconds = timeout_s if timeout_s is not None else (self.timeout[0] if self.timeout else None)
+                    extra.update(timeout_s=seconds, timeout_setting=self._setting(seconds))
+            if kind == "signalled":
+                extra.update(signal=signal_name, stopped_by=self.stopped_by)
             self._write(kind, **extra)
 
     def _setting(self, seconds: int | None) -> str | None:
