@@ -14,8 +14,12 @@ from typing import Any
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.records.blame import RankOutcome, blame, current_run, observed, parse_outcome
+from orchestrator.records import nodeevidence
+from orchestrator.records.blame import ROLES, RankOutcome, blame, current_run, parse_outcome, role
 from orchestrator.records.jobdirs import outcome_path, write_run_config
+from orchestrator.records.restartpolicy import Ended, decide
+from orchestrator.records.seen import Seen, complete, observed
+from orchestrator.slurm.stepreport import parse, seen_from, step_lines
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import JOB_ID_FILE, LOG_DIR, RunConfig
 from orchestrator.task.outcome import COLLECTIVE_TIMEOUT, INIT_TIMEOUT, Recorder, read_outcomes, remove_outcomes
@@ -427,3 +431,179 @@ def write_cluster(where: Path, root: Path) -> Path:
     path.write_text("name: t\npartitions:\n  - {name: cpu, nodes: 'n[1-2]', gpus_per_node: 0, cpus_per_node: 2, "
                     f"mem_per_node: 4G}}\nlauncher: {{job_root: '{root}'}}\n", encoding="utf-8")
     return path
+
+
+# --- the rank that was killed, not the rank that lost its peer (issue 20) --------------------------------
+# Records captured from real runs of tests/jobs/faulty.py (fault=kill, rank 1 SIGKILLs itself at step 40),
+# just before the attempt was judged (the record files, verbatim).
+
+# orch run, the flaky case: orch run saw rank 1 die (-9) and stopped rank 0 (SIGTERM) while rank 0 was still
+# printing its lost-connection traceback; rank 1's record still says running.
+LOCAL_KILLED = [
+    '{"ended": 1795636044.275232, "exit_code": -15, "first_step": 1795636043.8104553, "host": "vm", "kind": '
+    '"signalled", "last_step": {"epoch": 2, "step": 7, "time": 1795636044.1830182}, "pid": 32465, "rank": 0, '
+    '"restart": 0, "run": "local", "signal": "SIGTERM", "started": 1795636037.9009886, "stopped_by": "orch run", '
+    '"version": 1, "world_size": 2}',
+    '{"host": "vm", "kind": "running", "pid": 32496, "rank": 1, "restart": 0, "run": "local", "started": '
+    '1795636037.8327093, "version": 1, "world_size": 2}',
+]
+# srun: srun took rank 0 down before it wrote a word; both records say running (job 1 of the local cluster)
+SRUN_BOTH_SILENT = [
+    '{"host": "node1", "kind": "running", "pid": 2203, "rank": 0, "restart": 0, "run": "1", "started": '
+    '1795636098.6836812, "version": 1, "world_size": 2}',
+    '{"host": "node2", "kind": "running", "pid": 2206, "rank": 1, "restart": 0, "run": "1", "started": '
+    '1795636098.7563853, "version": 1, "world_size": 2}',
+]
+SRUN_BOTH_SILENT_LOG = """orch: job 1 (restart 0) on node[1-2]: MASTER_ADDR=127.0.0.1 MASTER_PORT=41001
+srun: error: node2: task 1: Killed
+srun: launch/slurm: _step_signal: Terminating StepId=1.0
+srun: error: node1: task 0: Terminated
+srun: Force Terminated StepId=1.0
+"""
+# srun: rank 0 lost the connection and said so (job 3)
+SRUN_WAITED = [
+    '{"ended": 1795636114.805188, "exit_code": 3, "first_step": 1795636114.410957, "host": "node1", "how": "lost", '
+    '"kind": "waited", "last_step": {"epoch": 2, "step": 7, "time": 1795636114.695796}, "pid": 2392, "rank": 0, '
+    '"reason": "lost the connection to another rank in a collective (RuntimeError: [/__w/pytorch/pytorch/'
+    'third_party/gloo/gloo/transport/tcp/pair.cc:545] Read error [127.0.0.1]:56530: Connection reset by peer. '
+    'This is typically caused by a remote worker hanging or bugs in the application.)", "restart": 0, "run": "3", '
+    '"started": 1795636101.2565863, "version": 1, "world_size": 2}',
+    '{"host": "node2", "kind": "running", "pid": 2394, "rank": 1, "restart": 0, "run": "3", "started": '
+    '1795636101.2481518, "version": 1, "world_size": 2}',
+]
+SRUN_WAITED_LOG = """srun: error: node2: task 1: Killed
+srun: launch/slurm: _step_signal: Terminating StepId=3.0
+srun: error: node1: task 0: Exited with exit code 3
+srun: Force Terminated StepId=3.0
+"""
+
+
+def parsed(texts: list[str]) -> list[RankOutcome]:
+    out = [parse_outcome(t) for t in texts]
+    assert all(isinstance(r, RankOutcome) for r in out), out
+    return [r for r in out if isinstance(r, RankOutcome)]
+
+
+def test_the_flaky_orch_run_case_blames_the_killed_rank_with_or_without_the_exit_codes() -> None:
+    records = parsed(LOCAL_KILLED)
+    # the records alone (what attempts.json was judged from before): rank 0 was named, as "stopped"
+    alone = blame(records, world_size=2)
+    assert alone is not None and alone.ranks == (1,) and alone.kind == "vanished", alone
+    assert alone.message.startswith("rank 1 was still running and ended without a word"), alone.message
+    assert "rank 0 was stopped by orch run (SIGTERM) after it" in alone.message
+    # with what orch run saw: rank 1 was killed by SIGKILL, rank 0 stopped by orch run
+    seen = Seen(codes={0: -15, 1: -9}, stopped=frozenset({0}), stopped_by="orch run",
+                ended={0: 1795636044.29, 1: 1795636044.20})
+    found = blame(complete(records, seen), world_size=2)
+    assert found is not None and found.kind == "vanished" and found.ranks == (1,), found
+    assert found.message.startswith("rank 1 was killed by SIGKILL without a word")
+    assert nodeevidence.evidence(found, complete(records, seen)) == [("vm", "signal")]
+
+
+@pytest.mark.parametrize(("texts", "log", "waited"), [(SRUN_BOTH_SILENT, SRUN_BOTH_SILENT_LOG, False),
+                                                      (SRUN_WAITED, SRUN_WAITED_LOG, True)])
+def test_under_srun_the_batch_log_names_the_killed_task(texts: list[str], log: str, waited: bool) -> None:
+    records = parsed(texts)
+    run = records[0].run
+    before = blame(records, world_size=2, run=run)
+    assert (before is None) if not waited else (before is not None and before.ranks == (1,))
+    seen = seen_from(parse(step_lines(log.splitlines())), run=run, restart=0, nodes=["node1", "node2"])
+    assert seen is not None and seen.codes == {1: -9, 0: -15 if not waited else 3}
+    assert seen.stopped == (frozenset({0}) if not waited else frozenset())
+    merged = complete(records, seen)
+    found = blame(merged, world_size=2, run=run)
+    assert found is not None and found.kind == "vanished" and found.ranks == (1,), found
+    assert found.message.startswith("rank 1 was killed by SIGKILL without a word"), found.message
+    assert nodeevidence.evidence(found, merged, run=run) == [("node2", "signal")]
+    decision = decide(Ended(attempt=0, exit_code=137, blame=found, records=current_run(merged, run)[0]),
+                      max_restarts=2)
+    assert decision.restart and decision.blamed_rank == 1 and decision.blamed_node == "node2"
+
+
+LOST_PEER = "rank 0 failed: RuntimeError: [gloo/transport/tcp/pair.cc:545] Read error: Connection closed by peer"
+
+
+@pytest.mark.parametrize("reason", [
+    LOST_PEER, "rank 0 failed: checkpoint: Connection reset by peer", "DistBackendError: Broken pipe",
+    "a collective timed out after 6 s (RuntimeError: Timed out waiting 6000ms)",
+])
+def test_a_rank_killed_by_a_signal_wins_over_the_rank_that_only_lost_it(reason: str) -> None:
+    """The consequence may end first (orch run sees the dead rank a poll later): the killed rank still wins."""
+    consequence = rec(0, "failed", exit_code=1, reason=reason, ended=T0 + 1)
+    killed = rec(1, "running", exit_code=-9, ended=T0 + 2)
+    found = blame([consequence, killed], world_size=2)
+    assert found is not None and found.ranks == (1,) and found.kind == "vanished", found
+    # an exit with the waiter's code and no record says the same
+    found = blame([rec(0, "running", exit_code=3, ended=T0 + 1), killed], world_size=2)
+    assert found is not None and found.ranks == (1,), found
+
+
+def test_a_lost_peer_failure_points_at_a_silent_peer_and_is_named_only_alone() -> None:
+    consequence = rec(0, "failed", exit_code=1, reason=LOST_PEER)
+    silent = blame([consequence, rec(1, "running")], world_size=2)
+    assert silent is not None and silent.kind == "stuck" and silent.ranks == (1,) and silent.waiting == (0,)
+    stopped = blame([consequence, rec(1, "signalled", exit_code=-15, signal="SIGTERM", stopped_by="srun")],
+                    world_size=2)
+    assert stopped is not None and stopped.ranks == (1,) and stopped.waiting == (0,)
+    alone = blame([consequence, rec(1, "completed", exit_code=0)], world_size=2)  # nobody else to blame
+    assert alone is not None and alone.kind == "failed" and alone.ranks == (0,)
+    # a rank's own error still wins over a lost-peer one that ended before it
+    own = blame([rec(0, "failed", exit_code=1, reason=LOST_PEER, ended=T0 + 1),
+                 rec(1, "failed", exit_code=1, reason="ValueError: bad batch", ended=T0 + 2)], world_size=2)
+    assert own is not None and own.kind == "failed" and own.ranks == (1,)
+
+
+def test_the_roles_table_gives_every_record_exactly_one_role() -> None:
+    cases = {"completed": rec(0, "completed", exit_code=0), "waited": timed_out(0),
+             "stopped": rec(0, "signalled", exit_code=-15), "died": rec(0, "running", exit_code=-9),
+             "lost_peer": rec(0, "failed", exit_code=1, reason=LOST_PEER),
+             "failed": rec(0, "failed", exit_code=1, reason="ValueError: x"),
+             "silent": rec(0, "running")}
+    assert {name: role(record) for name, record in cases.items()} == {name: name for name in cases}
+    assert [name for name, _ in ROLES] == list(cases)
+
+
+def test_a_sigterm_during_the_final_write_waits_until_the_record_is_whole(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """orch run (or srun) stops a rank that lost its peer while it writes its final record: the record lands
+    whole (with its last step) before the handler ends the process, never the old ``running`` one."""
+    import signal
+
+    from orchestrator.task import outcome as outcome_module
+
+    path = tmp_path / "rank0.outcome.json"
+    recorder = Recorder()
+    recorder.start(path, rank=0, world_size=2, run="local", restart=0, stopped_by="orch run", init_timeout=5,
+                   collective_timeout=5)
+    recorder.step(2, 7)
+    real_write = outcome_module.write_text_atomic
+
+    def write_after_a_sigterm(target: Path, text: str) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # lands between the decision to write and the write
+        real_write(target, text)
+
+    class Stopped(Exception):
+        pass
+
+    on_disk_when_stopped: list[str] = []
+
+    def on_term(signum: int, frame: object) -> None:
+        on_disk_when_stopped.append(json.loads(path.read_text())["kind"])
+        raise Stopped
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    monkeypatch.setattr(outcome_module, "write_text_atomic", write_after_a_sigterm)
+    try:
+        with pytest.raises(Stopped):
+            recorder.finish("waited", 3, reason="lost the connection to another rank", how="lost")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert on_disk_when_stopped == ["waited"]
+    data = json.loads(path.read_text())
+    assert data["kind"] == "waited" and data["last_step"]["epoch"] == 2 and data["last_step"]["step"] == 7
+
+
+def test_a_rank_with_no_record_beside_stopped_ones_is_no_culprit() -> None:
+    """scancel while rank 1 was still importing torch: rank 0 was stopped, rank 1 wrote nothing yet."""
+    found = blame([rec(0, "signalled", exit_code=-15, signal="SIGTERM", stopped_by="Slurm")], world_size=2)
+    assert found is not None and found.kind == "stopped" and found.ranks == (0,), found

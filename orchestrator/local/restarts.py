@@ -33,7 +33,8 @@ def run_attempts(make_runner: Callable[[Mapping[str, str]], Runner], job_dir: Pa
         started = clock()
         result = make_runner({ATTEMPT_VAR: str(attempt)}).run()
         facts = AttemptFacts(attempt=attempt, requeue=cfg.restarts, exit_code=result.exit_code, started=started,
-                             batch_started=batch_started, interrupted=result.status == "interrupted", run="local")
+                             batch_started=batch_started, interrupted=result.status == "interrupted", run="local",
+                             seen=result.seen)
         decision = end_attempt(job_dir, cfg, facts)
         if not decision.restart:
             result.result = _read_json(job_dir / RESULT_FILE)

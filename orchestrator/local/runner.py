@@ -37,13 +37,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from orchestrator.errors import ConfigError
-from orchestrator.records.blame import Blame, blame, observed
+from orchestrator.records.blame import PEER_FAILURE_EXIT, Blame, blame
 from orchestrator.records.jobdirs import local_log_name as log_name
 from orchestrator.records.logview import tail_lines
+from orchestrator.records.seen import Seen, complete
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
 from orchestrator.spec.safefile import read_json
 from orchestrator.task import reaper
-from orchestrator.task.launch import PEER_FAILURE_EXIT
 from orchestrator.task.outcome import read_outcomes, remove_outcomes
 from orchestrator.task.preempt import SIGNALS
 
@@ -119,6 +119,7 @@ class LocalResult:
     rank_codes: list[int | None] = field(default_factory=list)
     result: dict[str, Any] | None = None
     failure: dict[str, Any] | None = None  # orchestrator.records.blame's verdict (as orch status --json shows it)
+    seen: Seen | None = None  # what this runner saw of the ranks' ends (the records are completed with it)
 
     def summary(self) -> dict[str, Any]:
         return {"job_dir": str(self.job_dir), "exit_code": self.exit_code, "status": self.status,
@@ -339,13 +340,14 @@ class LocalRunner:
 
     def _result(self, codes: list[int | None], exited_at: dict[int, float], stopped: set[int],
                 logs: Path) -> LocalResult:
-        found = self._blame(codes, exited_at, stopped, logs)
+        seen = self._seen(codes, exited_at, stopped, logs)
+        found = self._blame(seen)
 
         def outcome(exit_code: int, status: str, message: str) -> LocalResult:
             return LocalResult(job_dir=self.job_dir, exit_code=exit_code, status=status, message=message,
                                failed_rank=found.ranks[0] if found and found.ranks else None, rank_codes=codes,
                                result=_read_json(self.job_dir / RESULT_FILE),
-                               failure=found.as_dict() if found is not None else None)
+                               failure=found.as_dict() if found is not None else None, seen=seen)
 
         interrupted = bool(self._forwarded)
         # interrupted: 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
@@ -361,15 +363,16 @@ class LocalRunner:
                                            f"orch run --resume {self.job_dir}")
         return outcome(0, "completed", "completed")
 
-    def _blame(self, codes: list[int | None], exited_at: dict[int, float], stopped: set[int],
-               logs: Path) -> Blame | None:
-        """Who stopped the run: the ranks' outcome records, completed with what this runner saw."""
-        records, notes = read_outcomes(self.job_dir)
+    def _seen(self, codes: list[int | None], exited_at: dict[int, float], stopped: set[int], logs: Path) -> Seen:
+        """What this runner saw: every exit code, when each rank exited, the ranks it stopped, their last errors."""
         known = {r: c for r, c in enumerate(codes) if c is not None}
         reasons = {r: last_error(tail(logs / log_name(r), 200)) for r, c in known.items() if c}
-        merged = observed(records, codes=known, ended=exited_at, stopped=stopped, stopped_by="orch run",
-                          reasons=reasons)
-        return blame(merged, world_size=self.nproc, notes=notes)
+        return Seen(codes=known, ended=exited_at, stopped=frozenset(stopped), stopped_by="orch run", reasons=reasons)
+
+    def _blame(self, seen: Seen) -> Blame | None:
+        """Who stopped the run: the ranks' outcome records, completed with what this runner saw."""
+        records, notes = read_outcomes(self.job_dir)
+        return blame(complete(records, seen), world_size=self.nproc, notes=notes)
 
 
 def _group_alive(pgid: int) -> bool:

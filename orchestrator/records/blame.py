@@ -15,18 +15,27 @@ A record still saying ``running`` after the job ended means the task ended witho
 the out-of-memory killer, a lost node) or was stuck where no signal handler could run. Records of an
 earlier run of the folder (a requeue, ``orch run --resume``) carry another ``restart`` and are set aside.
 
-:func:`blame` reads the records of the current run and says who stopped the job: a rank's own
-failure first; else, when ranks gave up waiting, the ranks that did not (still running, stopped from
-outside, or silent) are the ones that stopped making progress, and the message names the rank that
-waited for them and the timeout that applied. ``orch run`` (``orchestrator.local.runner``), ``orch status``
-and ``orch logs`` all use it. No I/O here: the callers read the files (``outcome.read_outcomes``).
+:func:`blame` reads the records of the current run and says who stopped the job. Each record gets a
+role (:data:`ROLES`), and the first verdict of :data:`VERDICTS` that applies wins: a rank killed by a
+signal (not by its launcher) first, then a rank's own failure; then, when ranks gave up waiting (or
+failed only because a peer went away: :data:`PEER_LOSS`), the ranks that did not (still running,
+stopped from outside, or silent) are the ones that stopped making progress, and the message names the
+rank that waited for them and the timeout that applied; then a failure that only says a peer was lost;
+then a silent rank beside ranks its launcher stopped; then the stopped ranks. A rank whose error is
+only the consequence of a lost peer never wins over the rank that was lost.
+
+What a launcher saw of the ends (:class:`Seen`: ``orch run`` waits for every rank; under Slurm srun's
+report in the batch log, ``slurm/stepreport.py``) completes the records first (:func:`complete`).
+``orch run`` (``orchestrator.local.runner``), ``orch status``, ``orch logs`` and the restart policy all
+use it. No I/O here: the callers read the files (``outcome.read_outcomes``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +45,10 @@ Kind = Literal["running", "completed", "failed", "waited", "signalled"]
 FINAL_KINDS = frozenset({"completed", "failed", "waited", "signalled"})
 LOST_CONNECTION = "lost"  # ``waited.how``: the connection to another rank closed (it exited)
 TIMED_OUT = "timeout"  # ``waited.how``: the collective timed out
+PEER_FAILURE_EXIT = 3  # a task's exit code when a collective failed or timed out: most likely another rank's failure
+# A rank's own error that only says another rank went away (gloo, NCCL, the store): the consequence of a lost peer.
+PEER_LOSS = re.compile(r"connection (closed|reset)|closed by peer|broken pipe|lost the connection to another rank|"
+                       r"timed out|timeout|communicator was aborted|socket timeout", re.IGNORECASE)
 
 
 class LastStep(BaseModel):
@@ -142,6 +155,106 @@ def current_run(records: Sequence[RankOutcome], run: str | None = None,
     return current, notes
 
 
+Role = Literal["completed", "waited", "stopped", "died", "lost_peer", "failed", "silent"]
+
+
+def _died(o: RankOutcome) -> bool:
+    """Ended by a signal its launcher did not send (SIGKILL, the OOM killer, a lost node)."""
+    return o.kind == "running" and o.exit_code is not None and o.exit_code < 0
+
+
+def _lost_peer(o: RankOutcome) -> bool:
+    """Failed only because another rank went away (its error says so, or it exited as a waiter does)."""
+    return (o.kind == "failed" and PEER_LOSS.search(o.reason or "") is not None) or \
+        (o.kind == "running" and o.exit_code == PEER_FAILURE_EXIT)
+
+
+# A record's role: the first row that matches.
+ROLES: tuple[tuple[Role, Callable[[RankOutcome], bool]], ...] = (
+    ("completed", lambda o: o.kind == "completed"),
+    ("waited", lambda o: o.kind == "waited"),
+    ("stopped", lambda o: o.kind == "signalled"),
+    ("died", _died),
+    ("lost_peer", _lost_peer),
+    ("failed", lambda o: o.kind == "failed" or bool(o.exit_code)),
+    ("silent", lambda o: True),  # still "running", no exit code known: ended without a word, or stuck
+)
+
+
+def role(record: RankOutcome) -> Role:
+    return next(name for name, test in ROLES if test(record))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The current run's records by role (each list by end time, then rank), for the verdicts."""
+
+    by_rank: dict[int, RankOutcome]
+    roles: dict[Role, list[RankOutcome]]
+    missing: list[int]  # ranks with no record of this run
+    notes: tuple[str, ...]
+
+    def stuck(self) -> list[int]:
+        """The ranks that did not give up waiting and did not end on their own: stopped, silent or missing."""
+        return sorted([o.rank for o in self.roles["stopped"] + self.roles["silent"]] + self.missing)
+
+
+def _by_died(run: _Run) -> Blame | None:
+    return _own_failure(run.roles["died"], run.by_rank, run.notes) if run.roles["died"] else None
+
+
+def _by_failed(run: _Run) -> Blame | None:
+    return _own_failure(run.roles["failed"], run.by_rank, run.notes) if run.roles["failed"] else None
+
+
+def _by_waited(run: _Run) -> Blame | None:
+    """Ranks that gave up waiting; a failure that only says a peer was lost counts as one when a rank is stuck."""
+    waiters = run.roles["waited"] + (run.roles["lost_peer"] if run.stuck() else [])
+    if not waiters:
+        return None
+    waiters.sort(key=lambda o: (o.how != TIMED_OUT, _ended(o), o.rank))
+    return _waited(waiters, run.by_rank, run.stuck(), run.notes)
+
+
+def _by_lost_peer(run: _Run) -> Blame | None:
+    return _own_failure(run.roles["lost_peer"], run.by_rank, run.notes) if run.roles["lost_peer"] else None
+
+
+def _by_silent(run: _Run) -> Blame | None:
+    """Ranks its launcher stopped, and one still "running" that ended without a word (killed, or where no
+    handler runs). A rank with no record at all is not named here: scancel in start-up leaves those."""
+    stopped, silent = run.roles["stopped"], sorted(o.rank for o in run.roles["silent"])
+    if not stopped or not silent:
+        return None
+    first, ranks = stopped[0], sorted(o.rank for o in stopped)
+    by = f" by {first.stopped_by}" if first.stopped_by else ""
+    fates = "; ".join(f"rank {r} {_fate(run.by_rank.get(r), first)}" for r in silent)
+    message = f"{fates}; rank {_ranks(ranks)} {_was(ranks)} stopped{by} ({first.signal or 'a signal'}) after it"
+    return Blame(kind="vanished", ranks=tuple(silent), message=message, notes=run.notes)
+
+
+def _by_stopped(run: _Run) -> Blame | None:
+    stopped = sorted(o.rank for o in run.roles["stopped"])
+    if not stopped:
+        return None
+    first = run.by_rank[stopped[0]]
+    by = f" by {first.stopped_by}" if first.stopped_by else ""
+    return Blame(kind="stopped", ranks=tuple(stopped), exit_code=first.exit_code, notes=run.notes,
+                 message=f"rank {_ranks(stopped)} {_was(stopped)} stopped{by} ({first.signal or 'a signal'}) "
+                         "while running (scancel, the time limit, or an interrupt)")
+
+
+# Who stopped the job: the first verdict that applies (strongest evidence first).
+VERDICTS: tuple[tuple[str, Callable[[_Run], Blame | None]], ...] = (
+    ("a rank killed by a signal its launcher did not send", _by_died),
+    ("a rank's own failure", _by_failed),
+    ("ranks that gave up waiting for a rank that stopped making progress", _by_waited),
+    ("a failure that only says a peer was lost, no peer to blame", _by_lost_peer),
+    ("a silent rank beside ranks its launcher stopped", _by_silent),
+    ("ranks stopped from outside", _by_stopped),
+)
+
+
 def blame(records: Sequence[RankOutcome], *, world_size: int | None = None, run: str | None = None,
           restart: int | None = None, notes: Sequence[str] = ()) -> Blame | None:
     """Who stopped the job, from the ranks' records (None: nothing went wrong, or nothing is known).
@@ -151,24 +264,13 @@ def blame(records: Sequence[RankOutcome], *, world_size: int | None = None, run:
     outside = [f"rank {r.rank}: a record beyond the job's {world_size} ranks set aside"
                for r in records if world_size is not None and r.rank >= world_size]
     by_rank, set_aside = current_run(kept, run, restart)
-    all_notes = (*notes, *outside, *set_aside)
     size = world_size if world_size is not None else (max(by_rank) + 1 if by_rank else 0)
-    silent = [r for r in range(size) if r not in by_rank]
-    own = [o for o in by_rank.values() if o.kind == "failed" or (o.kind == "running" and o.exit_code)]
-    waited = sorted((o for o in by_rank.values() if o.kind == "waited"),
-                    key=lambda o: (o.how == LOST_CONNECTION, _ended(o), o.rank))
-    if own:
-        return _own_failure(sorted(own, key=lambda o: (_ended(o), o.rank)), by_rank, all_notes)
-    if waited:
-        return _waited(waited, by_rank, silent, all_notes)
-    stopped = sorted(o.rank for o in by_rank.values() if o.kind == "signalled")
-    if stopped:
-        first = by_rank[stopped[0]]
-        by = f" by {first.stopped_by}" if first.stopped_by else ""
-        return Blame(kind="stopped", ranks=tuple(stopped), exit_code=first.exit_code, notes=all_notes,
-                     message=f"rank {_ranks(stopped)} {_was(stopped)} stopped{by} ({first.signal or 'a signal'}) "
-                             "while running (scancel, the time limit, or an interrupt)")
-    return None
+    roles: dict[Role, list[RankOutcome]] = {name: [] for name, _ in ROLES}
+    for record in sorted(by_rank.values(), key=lambda o: (_ended(o), o.rank)):
+        roles[role(record)].append(record)
+    state = _Run(by_rank=by_rank, roles=roles, missing=[r for r in range(size) if r not in by_rank],
+                 notes=(*notes, *outside, *set_aside))
+    return next((found for _, verdict in VERDICTS if (found := verdict(state)) is not None), None)
 
 
 def _own_failure(own: list[RankOutcome], by_rank: dict[int, RankOutcome], notes: tuple[str, ...]) -> Blame:
@@ -189,14 +291,13 @@ def _own_failure(own: list[RankOutcome], by_rank: dict[int, RankOutcome], notes:
                  exit_code=code, notes=notes)
 
 
-def _waited(waited: list[RankOutcome], by_rank: dict[int, RankOutcome], silent: list[int],
+def _waited(waited: list[RankOutcome], by_rank: dict[int, RankOutcome], stuck: list[int],
             notes: tuple[str, ...]) -> Blame:
     first = waited[0]
     code = first.exit_code if first.exit_code is not None else 1
     timed = next((o for o in waited if o.how == TIMED_OUT), None)
     timeout = (timed.timeout_s, timed.timeout_setting) if timed else (None, None)
     gave_up = first.reason or "a collective failed"
-    stuck = sorted([o.rank for o in by_rank.values() if o.kind in ("signalled", "running")] + silent)
     waiting = tuple(o.rank for o in waited)
     if stuck:
         fates = "; ".join(f"rank {r} {_fate(by_rank.get(r), first)}" for r in stuck)
@@ -273,39 +374,3 @@ def _ranks(ranks: Sequence[int]) -> str:
 
 def _was(ranks: Sequence[int]) -> str:
     return "was" if len(ranks) == 1 else "were"
-
-
-def observed(records: Sequence[RankOutcome], *, codes: dict[int, int], ended: dict[int, float],
-             stopped: set[int], stopped_by: str, reasons: dict[int, str | None], run: str = "local",
-             restart: int = 0) -> list[RankOutcome]:
-    """The records completed with what a runner saw (``orch run`` waits for every rank): a rank
-    whose record is missing or still says ``running`` gets its exit code; one the runner stopped
-    (``stopped``) is ``signalled``, one that exited 0 ``completed``; ``reasons``: its last error line."""
-    by_rank, _ = current_run(records)
-    out = [r for r in records if r.rank not in codes]
-    for rank, code in sorted(codes.items()):
-        held = by_rank.get(rank)
-        if held is not None and held.kind in FINAL_KINDS:
-            out.append(held)
-            continue
-        base: dict[str, Any] = held.model_dump() if held is not None else {
-            "rank": rank, "world_size": max(codes) + 1, "run": run, "restart": restart,
-            "started": ended.get(rank, 0.0)}
-        base.update(exit_code=max(-128, min(code, 255)), ended=ended.get(rank), reason=reasons.get(rank))
-        if rank in stopped and code < 0:
-            base.update(kind="signalled", signal=_signal_name(-code), stopped_by=stopped_by)
-        elif code == 0:
-            base.update(kind="completed")
-        elif held is None and reasons.get(rank):
-            base.update(kind="failed")  # it said why before its record could start
-        else:
-            base.update(kind="running")  # it ended without a word
-        out.append(RankOutcome.model_validate(base))
-    return out
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"

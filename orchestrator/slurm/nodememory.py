@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.env import hostlist
 from orchestrator.errors import ConfigError, OrchError
@@ -29,6 +29,9 @@ from orchestrator.records.badnodes import BadNode
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.extras import merge_sbatch
 from orchestrator.spec.runconfig import JOB_ID_FILE
+
+if TYPE_CHECKING:
+    from orchestrator.records.seen import Seen
 
 FORGET_HINT = "orch nodes lists them; orch nodes --forget NODE (or --all) uses a node again"
 
@@ -101,14 +104,18 @@ def job_root_of(job_dir: Path) -> Path:
     return parent.parent if (parent / ARRAY_FILE).exists() else parent
 
 
-def record_finished(job_dir: Path, job_id: str, hosts: Mapping[int, str] | None = None) -> list[tuple[str, str]]:
-    """Record the nodes a failed job's evidence points at; the ``(node, kind)`` pairs recorded."""
+def record_finished(job_dir: Path, job_id: str, hosts: Mapping[int, str] | None = None,
+                    seen: Seen | None = None) -> list[tuple[str, str]]:
+    """Record the nodes a failed job's evidence points at; the ``(node, kind)`` pairs recorded. ``seen``:
+    what srun said of the ranks' ends (``slurm.stepreport``), completing the records."""
     from orchestrator.records.blame import blame
     from orchestrator.records.nodeevidence import evidence
+    from orchestrator.records.seen import complete
     from orchestrator.spec.runconfig import read_run_config
     from orchestrator.task.outcome import read_outcomes
 
     records, notes = read_outcomes(job_dir)
+    records = complete([r for r in records if r.run == job_id], seen) if seen is not None else records
     try:
         size: int | None = read_run_config(job_dir).world_size
     except OrchError:

@@ -35,6 +35,8 @@ from pathlib import Path
 from orchestrator.env import distenv, hostlist
 from orchestrator.errors import OrchError
 from orchestrator.records.attempts import RESUBMIT_NEXT_FILE, read_attempts
+from orchestrator.records.seen import Seen
+from orchestrator.slurm.stepreport import read_seen
 from orchestrator.spec.runconfig import RunConfig, read_run_config
 from orchestrator.task.recovery import AttemptFacts, end_attempt
 
@@ -107,7 +109,8 @@ def step_nodes(cfg: RunConfig, job_dir: Path, environ: Mapping[str, str], requeu
     return next_nodes(allocation, _blamed_here(job_dir, requeue, before=attempt, job=_job(environ)), cfg.nodes)[0]
 
 
-def _remember_bad_nodes(job_dir: Path, run: str | None, nodes: Sequence[str], per_node: int) -> None:
+def _remember_bad_nodes(job_dir: Path, run: str | None, nodes: Sequence[str], per_node: int,
+                        seen: Seen | None = None) -> None:
     """A failed attempt's evidence (hang, signal death, NCCL/CUDA error; never the job's own exception)
     goes to the job root's bad_nodes.jsonl (slurm.nodememory), after every attempt, not only the last."""
     from orchestrator.records.jobdirs import read_id
@@ -117,7 +120,7 @@ def _remember_bad_nodes(job_dir: Path, run: str | None, nodes: Sequence[str], pe
     hosts = {rank: node for i, node in enumerate(nodes) for rank in range(i * per_node, (i + 1) * per_node)}
     try:
         job_id = read_id(job_dir / JOB_ID_FILE) or run or ""
-        pairs = nodememory.record_finished(job_dir, job_id, hosts or None)
+        pairs = nodememory.record_finished(job_dir, job_id, hosts or None, seen=seen)
     except (OrchError, OSError) as exc:
         print(f"orch: warning: no bad node recorded: {exc}", file=sys.stderr)
         return
@@ -202,14 +205,17 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             print("\n".join(node_options(cfg, job_dir, env, requeue)[0]))
             return 0
         now = time.time()
+        run, nodes = distenv.script_run_id(env, "") or None, tuple(step_nodes(cfg, job_dir, env, requeue, args.attempt))
+        # srun's report in the batch log: the ranks killed before they could write their records
+        seen = read_seen(job_dir, run, restart=requeue + args.attempt, nodes=nodes,
+                         tasks_per_node=cfg.tasks_per_node) if args.step_rc != 0 else None
         facts = AttemptFacts(attempt=args.attempt, requeue=requeue, exit_code=args.step_rc,
                              started=_float(env.get("ORCH_SRUN_START")) or now,
                              batch_started=_float(env.get("ORCH_BATCH_START")), interrupted=args.signals > 0,
-                             run=distenv.script_run_id(env, "") or None,
-                             step_nodes=tuple(step_nodes(cfg, job_dir, env, requeue, args.attempt)))
+                             run=run, step_nodes=nodes, seen=seen)
         decision = end_attempt(job_dir, cfg, facts, now=now)
         if args.step_rc != 0 and not facts.interrupted:
-            _remember_bad_nodes(job_dir, facts.run, facts.step_nodes, cfg.tasks_per_node)
+            _remember_bad_nodes(job_dir, facts.run, facts.step_nodes, cfg.tasks_per_node, seen)
         if not decision.restart:
             if decision.message:
                 print(f"orch: attempt {args.attempt} {decision.kind} (exit {args.step_rc}): {decision.message}",

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from orchestrator.env import distenv, taskenv
 from orchestrator.errors import ConfigError, DistEnvError, OrchError, RendezvousTimeout
+from orchestrator.records.blame import PEER_FAILURE_EXIT  # a collective failed or timed out
 from orchestrator.records.codetrust import check_task_code
 from orchestrator.records.jobdirs import outcome_path
 from orchestrator.records.resumecheck import check_resume_folder
@@ -82,7 +83,6 @@ class TaskRuntime(Protocol):
 
 
 FAILURE_EXIT = 1  # this rank failed (an exception in training or in the job's code)
-PEER_FAILURE_EXIT = 3  # a collective failed or timed out: most likely another rank's failure
 RANK_VARS = ("RANK", *distenv.SLURM_VARS["rank"])  # to name the rank in errors raised before derivation
 
 

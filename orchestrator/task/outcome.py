@@ -15,8 +15,10 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,16 +74,18 @@ class Recorder:
         """The final record (the first call wins: a signal arriving while exiting changes nothing)."""
         if self.path is None or self.final or os.getpid() != self.base.get("pid"):
             return
-        self.final = True
-        extra: dict[str, Any] = {"exit_code": exit_code, "reason": reason[:2000] if reason else None}
-        if kind == "waited":
-            extra["how"] = how
-            if how == "timeout":
-                seconds = timeout_s if timeout_s is not None else (self.timeout[0] if self.timeout else None)
-                extra.update(timeout_s=seconds, timeout_setting=self._setting(seconds))
-        if kind == "signalled":
-            extra.update(signal=signal_name, stopped_by=self.stopped_by)
-        self._write(kind, **extra)
+        # orch run's or srun's SIGTERM from here on waits: once this call is the first, its record lands whole
+        with signals_held():
+            self.final = True
+            extra: dict[str, Any] = {"exit_code": exit_code, "reason": reason[:2000] if reason else None}
+            if kind == "waited":
+                extra["how"] = how
+                if how == "timeout":
+                    seconds = timeout_s if timeout_s is not None else (self.timeout[0] if self.timeout else None)
+                    extra.update(timeout_s=seconds, timeout_setting=self._setting(seconds))
+            if kind == "signalled":
+                extra.update(signal=signal_name, stopped_by=self.stopped_by)
+            self._write(kind, **extra)
 
     def _setting(self, seconds: int | None) -> str | None:
         """The setting that set ``seconds``: the one in force when the value matches it, else the one
@@ -103,6 +107,26 @@ class Recorder:
                                                     sort_keys=True) + "\n")
         except (OSError, ValueError) as exc:  # a full disk must not change how the task ends
             log.warning("cannot write %s: %s", self.path, exc)
+
+
+HELD_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGTERM and SIGINT wait while the final record is written: their handlers end the process, and one
+    running between the temporary file and its rename would leave the record saying ``running`` (a rank
+    that gave up waiting, its last step lost, judged as one that ended without a word). They are
+    delivered as soon as the record is whole."""
+    try:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    except (AttributeError, OSError, ValueError):  # no pthread_sigmask here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 RECORDER = Recorder()  # this process's record (the runtime reports steps and timeouts to it)

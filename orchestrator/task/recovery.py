@@ -20,6 +20,7 @@ from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.blame import blame, current_run
 from orchestrator.records.restartpolicy import Decision, Ended, decide
 from orchestrator.records.resumecheck import LATEST, parse_sidecar, sidecar_path
+from orchestrator.records.seen import Seen, complete
 from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, PROGRESS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.spec.safefile import read_json
@@ -41,6 +42,7 @@ class AttemptFacts:
     run: str | None = None  # Slurm's job id of the records (None: the newest present)
     resumed_step: int | None = None  # known by the caller (the previous decision's checkpoint), else read
     step_nodes: tuple[str, ...] = ()  # Slurm: the step's nodes in order (rank R on R // tasks_per_node)
+    seen: Seen | None = None  # what the launcher saw of the ranks' ends (orch run; srun's report in the batch log)
 
 
 def checkpoint_step(job_dir: Path, steps_per_epoch: int | None) -> int:
@@ -65,6 +67,7 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
     now = time.time() if now is None else now
     records, notes = read_outcomes(job_dir)
     kept = [r for r in records if r.rank < cfg.world_size and (facts.run is None or r.run == facts.run)]
+    kept = [r for r in complete(kept, facts.seen) if r.rank < cfg.world_size]  # a rank killed without a word
     by_rank, _ = current_run(kept)
     found = blame(kept, world_size=cfg.world_size, notes=notes)
     history = attempts_file.read_attempts(job_dir)

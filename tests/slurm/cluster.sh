@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A throwaway two-node Slurm cluster on this machine, for orch's end-to-end tests and demos.
+# A throwaway three-node Slurm cluster on this machine, for orch's end-to-end tests and demos.
 #
 #   tests/slurm/cluster.sh up [--accounting]   start (a no-op when the same cluster is healthy);
 #                                              prints `export SLURM_CONF=...` on stdout
@@ -11,7 +11,7 @@
 #
 # Everything (slurm.conf, gres.conf, munge key and socket, state, spool, logs, PID files, fake GPU
 # devices, job folders, cluster.yaml for orch) lives under one state directory; nothing under /etc
-# is used, except a tagged `127.0.0.1 node1 node2` line in /etc/hosts while the cluster is up.
+# is used, except a tagged `127.0.0.1 node1 node2 node3` line in /etc/hosts while the cluster is up.
 # Needs root (the daemons run as root). Facts behind the choices: ../shared/slurm/NOTES.md.
 #
 # Environment:
@@ -20,9 +20,11 @@
 #   ORCH_SLURM_ACCOUNTING  1: also run slurmdbd + a private mariadbd, so that `sacct` works (same as --accounting)
 #   ORCH_SLURM_NO_INSTALL  1: never run apt-get; fail with the command to run instead
 #   ORCH_SLURM_TIMEOUT     seconds to wait for idle nodes (default 30)
-#   ORCH_SLURM_NODES       how many nodes (default 2; 3 for the spare-node tests)
-#   ORCH_SLURM_PORT_BASE   first of five TCP ports (one more per node past two) (default 16815: mariadbd, slurmdbd, slurmctld, 2 x slurmd);
-#                          a second cluster beside the first needs its own state directory and ports
+#   ORCH_SLURM_NODES       how many nodes `up` starts (default 3: 2 to train on + 1 spare); status, env and down
+#                          describe the cluster that runs (its slurm.conf) unless it is set
+#   ORCH_SLURM_PORT_BASE   first of 3 + nodes TCP ports (default 16815: mariadbd, slurmdbd, slurmctld, then one
+#                          slurmd each: 16815-16820 for 3 nodes); a second cluster beside the first needs its own
+#                          state directory and ports
 set -euo pipefail
 umask 022
 
@@ -30,15 +32,19 @@ STATE=${ORCH_SLURM_STATE:-/tmp/orch-slurm}
 JOB_ROOT=${ORCH_SLURM_JOB_ROOT:-}
 ACCOUNTING=${ORCH_SLURM_ACCOUNTING:-0}
 WAIT_SECONDS=${ORCH_SLURM_TIMEOUT:-30}
-NODE_COUNT=${ORCH_SLURM_NODES:-2}  # ORCH_SLURM_NODES=3: a third node (spare-node tests); ports grow by one each
-NODES=()
-for ((i = 1; i <= NODE_COUNT; i++)); do NODES+=("node$i"); done
-NODE_EXPR="node[1-$NODE_COUNT]"
 PORT_BASE=${ORCH_SLURM_PORT_BASE:-16815}   # mariadbd, slurmdbd, slurmctld, then one port per slurmd
 DB_PORT=$PORT_BASE
 DBD_PORT=$((PORT_BASE + 1))
 CTLD_PORT=$((PORT_BASE + 2))
-NODE_PORTS="$((PORT_BASE + 3))-$((PORT_BASE + 2 + NODE_COUNT))"
+set_nodes() {  # set_nodes N: node1..nodeN, one slurmd port each after slurmctld's
+  [[ $1 =~ ^[1-9][0-9]?$ ]] || die "ORCH_SLURM_NODES must be a number of nodes from 1 to 99, not '$1'"
+  NODE_COUNT=$1
+  NODES=()
+  local i
+  for ((i = 1; i <= NODE_COUNT; i++)); do NODES+=("node$i"); done
+  NODE_EXPR="node[1-$NODE_COUNT]"
+  NODE_PORTS="$((PORT_BASE + 3))-$((PORT_BASE + 2 + NODE_COUNT))"
+}
 GPUS_PER_NODE=8
 CPUS_PER_NODE=4
 MEM_PER_NODE=4096
@@ -114,11 +120,17 @@ daemon_list() {
   for node in "${NODES[@]}"; do printf 'slurmd-%s:slurmd\n' "$node"; done
 }
 
-# every daemon name we may have started, in any mode (down stops all of them)
+# every daemon name we may have started, in any mode and with any number of nodes (down stops all of them)
 all_daemons() {
   printf '%s\n' munged:munged mariadbd:mariadbd slurmdbd:slurmdbd slurmctld:slurmctld
-  local node
+  local node file
   for node in "${NODES[@]}"; do printf 'slurmd-%s:slurmd\n' "$node"; done
+  for file in "$RUN"/slurmd-*.pid; do  # a node of a run with more nodes than this one
+    [[ -e $file ]] || continue
+    node=${file##*/slurmd-}
+    node=${node%.pid}
+    [[ " ${NODES[*]} " == *" $node "* ]] || printf 'slurmd-%s:slurmd\n' "$node"
+  done
 }
 
 stop_pids() {  # stop_pids GRACE PID...: TERM, wait up to GRACE seconds (zombies count as gone), KILL
@@ -263,6 +275,17 @@ StorageLoc=slurm_acct_db
 EOF
 }
 
+# The jobs' MASTER_PORTs (launcher.port_range): job ids start at 1 on every cluster, so a second cluster
+# beside the default one (another ORCH_SLURM_PORT_BASE) gets ports of its own, 2000 of them, from 40000 up.
+job_port_range() {
+  if ((PORT_BASE == 16815)); then
+    printf '29500, 39499'
+  else
+    local low=$((40000 + (PORT_BASE / 1000 % 12) * 2000))
+    printf '%d, %d' "$low" $((low + 1999))
+  fi
+}
+
 # cluster.yaml for orch: the same nodes and GPUs, small timeouts so faults show up fast.
 cluster_yaml() {
   cat <<EOF
@@ -283,7 +306,7 @@ env:
   OMP_NUM_THREADS: "1"
   GLOO_SOCKET_IFNAME: lo
 launcher:
-  port_range: [29500, 39499]
+  port_range: [$(job_port_range)]
   init_timeout: 30
   srun_wait: 10
   preempt_signal: USR2
@@ -460,11 +483,11 @@ start_slurm() {
 
 hosts_line() { printf '127.0.0.1 %s %s %s' "${NODES[*]}" "$HOSTS_TAG" "$STATE"; }
 
-hosts_remove() {
+hosts_remove() {  # this state directory's line, whatever nodes it names (a run with another node count)
   [[ -w /etc/hosts ]] || return 0
-  grep -qxF "$(hosts_line)" /etc/hosts || return 0
-  local kept
-  kept=$(grep -vxF "$(hosts_line)" /etc/hosts || true)
+  local suffix=" $HOSTS_TAG $STATE" kept
+  kept=$(awk -v s="$suffix" 'length($0) < length(s) || substr($0, length($0) - length(s) + 1) != s' /etc/hosts)
+  [[ $kept != "$(cat /etc/hosts)" ]] || return 0
   # Rewrite in place: /etc/hosts is often a bind mount that cannot be replaced by rename.
   printf '%s\n' "$kept" > /etc/hosts
 }
@@ -585,6 +608,15 @@ main() {
     shift
   done
   set_paths
+  # up starts ORCH_SLURM_NODES nodes (3 by default); status, env and down describe the cluster that runs:
+  # its node count is the one in its slurm.conf, unless ORCH_SLURM_NODES says otherwise
+  local running
+  running=$(sed -n 's/^NodeName=node\[1-\([0-9]*\)\] .*/\1/p' "$CONF" 2>/dev/null | head -n1 || true)
+  if [[ -n ${ORCH_SLURM_NODES:-} || $verb == up || -z $running ]]; then
+    set_nodes "${ORCH_SLURM_NODES:-3}"
+  else
+    set_nodes "$running"
+  fi
   # status and env describe the cluster that runs: its mode is the one in its slurm.conf
   if [[ $verb == status || $verb == env ]] && [[ -z ${ORCH_SLURM_ACCOUNTING:-} && $ACCOUNTING == 0 ]] \
     && grep -qs '^AccountingStorageType=accounting_storage/slurmdbd' "$CONF"; then

@@ -93,6 +93,16 @@ class SlurmCluster:
             parts.append(f"==> {path.name} <==\n{text[-3000:]}")
         return "\n".join(parts)
 
+    def port_range(self) -> tuple[int, int]:
+        """launcher.port_range of this cluster's cluster.yaml (a second cluster's jobs get ports of their own)."""
+        low, high = yaml.safe_load(self.cluster_yaml.read_text())["launcher"]["port_range"]
+        return int(low), int(high)
+
+    def nodes(self) -> list[str]:
+        """The cluster's nodes as Slurm lists them (tests ask how many rather than assume a count)."""
+        listed = self.client("sinfo", "-h", "-N", "-o", "%N").stdout.split()
+        return sorted(set(listed), key=lambda name: (len(name), name))
+
     def derived_cluster_yaml(self, path: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
         """A copy of this session's cluster.yaml changed by ``edit`` (for refusal tests)."""
         data = yaml.safe_load(self.cluster_yaml.read_text())

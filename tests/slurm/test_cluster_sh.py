@@ -17,6 +17,7 @@ CLUSTER_SH = Path(__file__).resolve().parent / "cluster.sh"
 PORT_BASE = "19815"  # far from the default 16815 of the session's cluster
 
 pytestmark = [pytest.mark.slurm]
+DAEMONS_3 = ("slurmd-node1", "slurmd-node2", "slurmd-node3")
 
 
 def test_shellcheck_is_clean() -> None:
@@ -64,7 +65,7 @@ def test_up_is_idempotent_and_status_tells_the_truth(second: dict[str, str]) -> 
     conf = f"{second['ORCH_SLURM_STATE']}/etc/slurm.conf"
     assert up.stdout.splitlines()[0] == f"export SLURM_CONF={conf}"
     first = pids(second)
-    assert set(first) == {"munged", "slurmctld", "slurmd-node1", "slurmd-node2"}
+    assert set(first) == {"munged", "slurmctld", *DAEMONS_3}  # three nodes by default
     again = sh(second, "up")
     assert again.returncode == 0 and "already up" in again.stderr
     assert pids(second) == first  # nothing restarted
@@ -72,7 +73,7 @@ def test_up_is_idempotent_and_status_tells_the_truth(second: dict[str, str]) -> 
     assert status.returncode == 0 and "idle" in status.stdout
     assert sh(second, "env").stdout.splitlines()[0] == f"export SLURM_CONF={conf}"
     yaml_text = (Path(second["ORCH_SLURM_STATE"]) / "cluster.yaml").read_text()
-    assert "nodes: node[1-2]" in yaml_text and f"job_root: {second['ORCH_SLURM_STATE']}/jobs" in yaml_text
+    assert "nodes: node[1-3]" in yaml_text and f"job_root: {second['ORCH_SLURM_STATE']}/jobs" in yaml_text
     # a dead daemon makes it unhealthy, and up brings it back
     os.kill(int(first["slurmd-node2"]), signal.SIGKILL)
     assert sh(second, "status").returncode == 1
@@ -86,7 +87,7 @@ def test_stale_pid_files_never_hit_other_processes(second: dict[str, str]) -> No
         assert sh(second, "down").returncode == 0
         # a crash left PID files behind, and the PIDs now belong to someone else
         run = Path(second["ORCH_SLURM_STATE"]) / "run"
-        for name in ("munged", "slurmctld", "slurmd-node1", "slurmd-node2"):
+        for name in ("munged", "slurmctld", *DAEMONS_3):
             (run / f"{name}.pid").write_text(f"{bystander.pid}\n")
         up = sh(second, "up")
         assert up.returncode == 0, up.stderr
@@ -112,3 +113,23 @@ def test_down_stops_only_its_own_cluster(second: dict[str, str]) -> None:
     assert sh(second, "status").returncode == 1
     # the same daemon names, another state directory: the session's cluster is untouched
     assert all(alive(pid) for pid in session_alive)
+
+
+def test_status_and_down_follow_the_running_clusters_node_count(second: dict[str, str]) -> None:
+    """A cluster started with ORCH_SLURM_NODES=2: status describes it without the variable, up (3 by
+    default) starts it again with three, and down stops every node a run left, whatever the variable says."""
+    two = {**second, "ORCH_SLURM_NODES": "2"}
+    up = sh(two, "up")
+    assert up.returncode == 0, up.stderr
+    assert set(pids(second)) == {"munged", "slurmctld", "slurmd-node1", "slurmd-node2"}
+    status = sh(second, "status")
+    assert status.returncode == 0 and "node[1-2]" in status.stdout, status.stdout
+    up = sh(second, "up")
+    assert up.returncode == 0 and "nodes node1 node2 node3 idle" in up.stderr, up.stderr
+    started = pids(second)
+    assert set(started) == {"munged", "slurmctld", *DAEMONS_3}
+    one = {**second, "ORCH_SLURM_NODES": "1"}
+    down = sh(one, "down")
+    assert down.returncode == 0, down.stderr
+    assert not any(alive(int(pid)) for pid in started.values())  # node2's and node3's slurmd too
+    assert sh({**second, "ORCH_SLURM_NODES": "x"}, "status").returncode != 0

@@ -1,4 +1,4 @@
-"""The memory of bad nodes on the local two-node Slurm cluster (issue 20 part 3): a node recorded as bad
+"""The memory of bad nodes on the local Slurm cluster (issue 20 part 3): a node recorded as bad
 is left out by the next orch submit (the dry run says which and why, sbatch gets --exclude, Slurm
 honours it), a job that would need it is refused with the hint, orch nodes --forget gives it back, and
 a failed preflight records its node. Each test has its own job root (its own bad_nodes.jsonl) and
@@ -49,9 +49,11 @@ def test_a_recorded_node_is_left_out_until_forgotten(slurm_cluster: SlurmCluster
         final = slurm_cluster.wait_done(job_id, job_dir=job_dir)
         assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
         assert final["nodes"] == "node1"
-    refused = slurm_cluster.orch("submit", "smoke", "--nodes", "2", "--gpus", "1", "--cluster", str(cluster_yaml))
-    assert refused.returncode == 2
-    assert "fewer than the 2 the job needs" in refused.stderr and "orch nodes --forget" in refused.stderr
+    every = len(slurm_cluster.nodes())  # a job on every node of the cluster would need node2 too
+    refused = slurm_cluster.orch("submit", "smoke", "--nodes", str(every), "--gpus", "1", "--cluster",
+                                 str(cluster_yaml))
+    assert refused.returncode == 2, refused.stderr
+    assert f"fewer than the {every} the job needs" in refused.stderr and "orch nodes --forget" in refused.stderr
     listed = json.loads(slurm_cluster.orch("nodes", "--cluster", str(cluster_yaml), "--json", check=True).stdout)
     assert [(n["node"], n["kind"], n["job_id"]) for n in listed["nodes"]] == [("node2", "hang", "4711")]
     slurm_cluster.orch("nodes", "--cluster", str(cluster_yaml), "--forget", "node2", check=True)

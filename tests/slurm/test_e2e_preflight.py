@@ -1,9 +1,9 @@
-"""orch submit --preflight on the local two-node Slurm cluster, with the preflight made to fail on node2
+"""orch submit --preflight on the local Slurm cluster, with the preflight made to fail on node2
 by its test hook (ORCH_PREFLIGHT_FAIL_NODE, matched against SLURMD_NODENAME on each node):
 - stop mode: the batch log names node2 and the check, the job fails before training;
 - exclude mode: a one-node job forced onto node2 (--nodelist node2) submits itself again with
   --exclude=node2, and the new attempt runs on node1 (job_id, preflight_attempts.json, orch status);
-- exclude mode with both nodes needed: too few nodes remain, so it gives up with a clear message."""
+- exclude mode with every node of the cluster needed: too few nodes remain, so it gives up with a clear message."""
 
 from __future__ import annotations
 
@@ -65,9 +65,11 @@ def test_preflight_exclude_resubmits_without_the_node(slurm_cluster: SlurmCluste
 
 
 def test_preflight_exclude_gives_up_when_too_few_nodes_remain(slurm_cluster: SlurmCluster) -> None:
-    job_id, job_dir = slurm_cluster.submit("smoke", "--nodes", "2", "--gpus", "1", "--preflight=exclude", *HOOK)
+    every = len(slurm_cluster.nodes())  # the job needs every node of the cluster, node2 included
+    job_id, job_dir = slurm_cluster.submit("smoke", "--nodes", str(every), "--gpus", "1", "--preflight=exclude",
+                                           *HOOK)
     final = slurm_cluster.wait_done(job_id, job_dir=job_dir)
     assert final["state"] == "FAILED", slurm_cluster.describe(job_dir)
     log = _batch_log(job_dir, job_id)
-    assert "giving up: without node2 only 1 node(s) remain, the job needs 2" in log, log
+    assert f"giving up: without node2 only {every - 1} node(s) remain, the job needs {every}" in log, log
     assert (job_dir / "job_id").read_text().strip() == job_id

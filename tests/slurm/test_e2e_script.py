@@ -1,4 +1,4 @@
-"""Bring your own script on the local two-node Slurm cluster: the unmodified torchrun-style
+"""Bring your own script on the local Slurm cluster: the unmodified torchrun-style
 ``tests/scripts/ddp_train.py`` submitted with ``orch submit SCRIPT --nodes 2 --gpus 2 -- ARGS`` from
 another directory (4 gloo ranks on node1 and node2), and with ``--gpus-per-task 2`` (each task sees
 exactly its two fake GPUs). A hostile SBATCH_TIMELIMIT in the submitting shell changes nothing."""
@@ -62,7 +62,7 @@ def test_unmodified_script_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: P
     records = _records(out_ddp, 4)
     # the script runs from the code snapshot taken at submit (issue 21); the submit directory is outside it
     snap = Snapshot.model_validate(json.loads((ddp_dir / "job.json").read_text(encoding="utf-8"))["snapshot"])
-    port = masterport.master_port(ddp_id, 0, (29500, 39499))
+    port = masterport.master_port(ddp_id, 0, slurm_cluster.port_range())
     master = records[0]["env"]["MASTER_ADDR"]
     for rank, rec in enumerate(records):
         assert rec["env"] == {
@@ -118,7 +118,8 @@ def test_preempted_script_requeues_and_sees_the_restart_count(slurm_cluster: Slu
         second = json.loads((out / f"seen{rank}-1.json").read_text())
         assert second["TORCHELASTIC_RESTART_COUNT"] == "1" and second["TORCHELASTIC_RUN_ID"] == job_id
         assert second["ORCH_JOB_DIR"] == str(job_dir)
-        assert second["MASTER_PORT"] == str(masterport.master_port(job_id, 1, (29500, 39499))) != first["MASTER_PORT"]
+        ports = slurm_cluster.port_range()
+        assert second["MASTER_PORT"] == str(masterport.master_port(job_id, 1, ports)) != first["MASTER_PORT"]
 
 
 def test_script_without_gpus_gets_every_gpu_of_its_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The self-test on the local two-node Slurm cluster: 2 nodes x 2 tasks through orch submit, healthy;
+"""The self-test on the local Slurm cluster: 2 nodes x 2 tasks through orch submit, healthy;
 then with the partition expecting an impossible bus bandwidth, which must fail the job (non-zero exit)."""
 
 from __future__ import annotations

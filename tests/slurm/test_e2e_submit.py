@@ -1,4 +1,4 @@
-"""End to end on the local two-node Slurm cluster: orch submit, status, logs, list, plot, cancel,
+"""End to end on the local Slurm cluster: orch submit, status, logs, list, plot, cancel,
 refusals by sbatch, a killed task, and preemption with requeue and resume.
 
 Every job here is real: sbatch queues it, slurmd starts the tasks on node1 and node2, the ranks
@@ -138,12 +138,14 @@ def test_sbatch_refuses_an_unknown_partition(slurm_cluster: SlurmCluster, tmp_pa
 
 
 def test_sbatch_refuses_too_many_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    def more_nodes(data: dict[str, Any]) -> None:  # orch believes in four nodes, Slurm has two
-        data["partitions"][0]["nodes"] = "node[1-4]"
+    every = len(slurm_cluster.nodes())
+
+    def more_nodes(data: dict[str, Any]) -> None:  # orch believes in two nodes more than Slurm has
+        data["partitions"][0]["nodes"] = f"node[1-{every + 2}]"
 
     cluster_yaml = slurm_cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", more_nodes)
     before = set(slurm_cluster.job_root.iterdir())
-    proc = slurm_cluster.orch("submit", "smoke", "--nodes", "3", "--gpus", "1", "--cpus-per-task", "1",
+    proc = slurm_cluster.orch("submit", "smoke", "--nodes", str(every + 1), "--gpus", "1", "--cpus-per-task", "1",
                               "--cluster", str(cluster_yaml))
     assert proc.returncode != 0
     assert "Node count specification invalid" in proc.stderr, proc.stderr
