@@ -7,7 +7,12 @@ epoch 2 (``fault=kill``, only in its first run: ``fault_restart=0``), recovered
 * **in-job**: ``--max-restarts 1``: the batch script starts a new srun step in the same allocation, which
   resumes from the newest checkpoint;
 * **requeue**: ``--max-restarts 0``: the job fails, then ``scontrol requeue`` puts it back in the queue
-  (Slurm's own requeue path, with its begin-time delay), and the new run resumes from the checkpoint.
+  (Slurm's own requeue path, with its begin-time delay), and the new run resumes from the checkpoint;
+* **resubmit** (a cluster of three nodes or more): ``--max-restarts 1`` with a free node left: the blamed
+  node has no spare, so the batch script submits the job again without it (``sbatch --exclude``) and the
+  new job resumes from the checkpoint on another node.
+
+The in-job and requeue runs exclude every node past the first two, so no node is free to move to.
 
 Prints each path's recovery time (``attempts.json``: from the failure to the first training step of the
 next attempt), their ratio, the lost steps, and whether the final parameters equal an uninterrupted
@@ -59,10 +64,27 @@ def attempts(job_dir: Path) -> list[dict[str, Any]]:
     return data
 
 
-def submit(cluster: str, restarts: int) -> tuple[str, Path]:
+def nodes() -> list[str]:
+    listed = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True, check=True,
+                            timeout=30).stdout.split()
+    return sorted(set(listed), key=lambda name: (len(name), name))
+
+
+def submit(cluster: str, restarts: int, *more: str) -> tuple[str, Path]:
     data = json.loads(orch("submit", str(FAULTY), "--cluster", cluster, "--json", *SHAPE,
-                           "--max-restarts", str(restarts), *PARAMS))
+                           "--max-restarts", str(restarts), *more, *PARAMS))
     return str(data["job_id"]), Path(data["job_dir"])
+
+
+def follow(job_dir: Path, job_id: str, cluster: str) -> str:
+    """The folder's job once it is over (a resubmitted job hands the folder to the next id)."""
+    while True:
+        done = wait(job_id, cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
+        time.sleep(2)  # the batch script records the next job right after its sbatch
+        nxt = (job_dir / "job_id").read_text().strip()
+        if nxt == job_id or done["state"] == "COMPLETED":
+            return job_id
+        job_id = nxt
 
 
 def main() -> int:
@@ -75,10 +97,15 @@ def main() -> int:
             [ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", tmp, "--json", "--max-restarts", "0",
              "epochs=2"], capture_output=True, text=True, check=True, timeout=600).stdout)["result"]["param_digest"]
     rows = []
-    job_id, job_dir = submit(args.cluster, 1)
+    others = nodes()[2:]
+    pinned = ["--exclude", ",".join(others)] if others else []
+    job_id, job_dir = submit(args.cluster, 1, *pinned)
     wait(job_id, args.cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
     rows.append(("in-job restart", job_id, job_dir))
-    job_id, job_dir = submit(args.cluster, 0)
+    if others:
+        job_id, job_dir = submit(args.cluster, 1)
+        rows.append(("resubmit", follow(job_dir, job_id, args.cluster), job_dir))
+    job_id, job_dir = submit(args.cluster, 0, *pinned)
     wait(job_id, args.cluster, {"FAILED"})
     subprocess.run(["scontrol", "requeue", job_id], check=True, timeout=30)
     wait(job_id, args.cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
@@ -94,8 +121,9 @@ def main() -> int:
         good = result.get("goodput", {}).get("goodput", float("nan"))
         print(f"{name:<16} {jid:>5} {state(jid, args.cluster)['state']:<10} {recovery[name]:>10.1f} "
               f"{hist[0].get('lost_steps')!s:>10} {good:>8.3f}  {equal}")
-    ratio = recovery["requeue"] / recovery["in-job restart"] if recovery["in-job restart"] else float("nan")
-    print(f"requeue / in-job recovery: {ratio:.1f}x")
+    for name in recovery:
+        if name != "in-job restart" and recovery["in-job restart"]:
+            print(f"{name} / in-job recovery: {recovery[name] / recovery['in-job restart']:.1f}x")
     return 0
 
 
