@@ -166,7 +166,8 @@ def test_the_restart_helper_blames_the_task_srun_names(tmp_path: Path, capsys: p
     attempt = json.loads((folder / "attempts.json").read_text())[0]
     assert (attempt["blamed_rank"], attempt["blamed_node"], attempt["kind"]) == (rank, node, kind), attempt
     err = capsys.readouterr().err
-    assert f"orch: attempt 0 {kind}{f' rank {rank}' if rank is not None else ''} (exit 143)" in err, err
+    where = (f" rank {rank}" if rank is not None else "") + (f" on {node}" if node else "")
+    assert f"orch: attempt 0 {kind}{where} (exit 143)" in err, err
     bad = tmp_path / "jobs" / "bad_nodes.jsonl"
     recorded = [json.loads(line) for line in bad.read_text().splitlines()] if bad.exists() else []
     assert [(r["node"], r["kind"]) for r in recorded] == ([(node, "signal")] if node else [])
