@@ -154,8 +154,42 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
             if k.arg == "init_method" and isinstance(k.value, ast.Constant) and str(k.value.value).startswith("tcp://"):
                 yield a.finding("DDP008", site.call, f"init_method={k.value.value!r}")
                 break
+            fixed = _formatted_url(a, k.value) if k.arg == "init_method" else None
+            if fixed is not None:
+                yield a.finding("DDP008", site.call, f"init_method={ast.unparse(k.value)[:50]}: {fixed}")
+                break
     if a.data_parallel or a.sites(INIT) or _project_inits(a):
         yield from _rendezvous_defaults(a)
+
+
+def _formatted_url(a: Analysis, expr: ast.expr) -> str | None:
+    """``'tcp://%s' % args.dist_address`` or ``'tcp://{}:{}'.format(host, port)``: a URL built by formatting,
+    none of whose parts reads the environment, with a part that is a constant or a flag (never reassigned) with a
+    fixed default. Returns what fixes it (the flag and its default), or None."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod):
+        head = expr.left
+        parts = list(expr.right.elts) if isinstance(expr.right, ast.Tuple) else [expr.right]
+    elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
+        head = expr.func.value
+        parts = list(expr.args)
+    else:
+        return None
+    if not (isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("tcp://")):
+        return None
+    if any(a.ranks.env_key(n) is not None for part in parts for n in ast.walk(part)
+           if isinstance(n, ast.Subscript | ast.Call)):
+        return None  # "tcp://%s:%s" % (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]): the launcher's
+    for part in parts:
+        if _constant(a, part):
+            return f"the constant {ast.unparse(part)}"
+        if not isinstance(part, ast.Attribute) or a.module.values_anywhere(dotted(part) or ""):
+            continue
+        call = _flag_declaration(a, part.attr)
+        default = next((k.value for k in call.keywords if k.arg == "default"), None) if call is not None else None
+        if isinstance(default, ast.Constant) and isinstance(default.value, str | int) and default.value != "":
+            return (f"--{part.attr} defaults to {default.value!r}: when the flag is forgotten, the launcher's "
+                    "MASTER_ADDR/MASTER_PORT are ignored")
+    return None
 
 
 def _project_inits(a: Analysis) -> bool:
