@@ -129,11 +129,14 @@ def reduced_names(a: Analysis) -> set[str]:
     for site in a.flow.sites:
         if a.reaching(site, REDUCTIONS) is None:
             continue
-        for arg in [*site.call.args, *[k.value for k in site.call.keywords]]:
-            names.update(n.id for n in _names(arg))
         parent = a.module.parents.get(site.call)
         if isinstance(parent, ast.Assign):
             names.update(n.id for t in parent.targets for n in _names(t))
+        if site.qual in REDUCTIONS or not isinstance(parent, ast.Assign):
+            # a collective, or a helper that reduces in place (reduce_meters(meters)); a helper whose results are
+            # kept (eval_ppl, eval_loss = evaluation(model, train_config, ...)) reduced those, not its inputs
+            for arg in [*site.call.args, *[k.value for k in site.call.keywords]]:
+                names.update(n.id for n in _names(arg))
     return names
 
 
