@@ -5,8 +5,8 @@ worse on real code fails here. `pytest -s` prints the per-code table and one lin
 Three sets: the 66 *tuned* scripts were read while the doctor was built (12 of them were the first held-out set,
 seen by issue 19's third pass, 12 the second, seen by its fourth); sets 3 and 4 (``set: N``) were each read and
 judged, and their truth committed, before the doctor was run on them (the honest measure, docs/doctor.md, "Judged
-on real code"), then tuned on by the fifth pass; set 5 is still held out (``heldout: true``: measured, not tuned
-on). Each set keeps its own floors so a regression on one cannot hide behind another (the doctor is deterministic)."""
+on real code"), then tuned on by the fifth pass; set 5 likewise, measured held out, then tuned on by the sixth pass
+(no set is held out now). Each set keeps its own floors so a regression on one cannot hide behind another (the doctor is deterministic)."""
 
 from __future__ import annotations
 
@@ -35,12 +35,15 @@ from orchestrator.doctor.catalog import CATALOG
 # Set 5 (11 scripts, held out: judged and committed before the doctor ran on them, never tuned on): measured 0.76
 # (13 of 17), error precision 0.00 (3 error findings, all false: DGL's use_ddp loaders, WeNet's subgroup destroy),
 # recall 0.48 (10 of 21); after fixing only those two error false findings 0.93 (13 of 14), 1.00, 0.48. Whole corpus
-# (101) then 0.96 (128 of 134), 1.00, recall 0.77 (106 of 138): the floor below follows set 5's misses.
+# (101) then 0.96 (128 of 134), 1.00, recall 0.77 (106 of 138).
+# Sixth pass (set 5 no longer held out; DDP008 on %-/format-built URLs, DDP005 past a helper's kept results): set 5
+# 0.94 (15 of 16), 1.00, recall 0.57 (12 of 21); other sets unchanged; whole corpus 0.96 (130 of 136), 1.00, recall
+# 0.78 (108 of 138).
 MIN_PRECISION = 0.95
 MIN_ERROR_PRECISION = 1.0
-MIN_RECALL = 0.76
+MIN_RECALL = 0.78
 # Per set: (precision, recall) floors.
-MIN_SUBSET = {"tuned": (0.97, 0.80), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80), "set 5": (0.92, 0.47)}
+MIN_SUBSET = {"tuned": (0.97, 0.80), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80), "set 5": (0.93, 0.57)}
 
 _CODE = re.compile(r"^(DDP\d{3}|OTHER)$")
 # Codes the truth may use before the doctor's catalog has them (issue 19's new checks).
