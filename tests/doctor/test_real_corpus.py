@@ -6,7 +6,8 @@ Three sets: the 66 *tuned* scripts were read while the doctor was built (12 of t
 seen by issue 19's third pass, 12 the second, seen by its fourth); sets 3 and 4 (``set: N``) were each read and
 judged, and their truth committed, before the doctor was run on them (the honest measure, docs/doctor.md, "Judged
 on real code"), then tuned on by the fifth pass; set 5 likewise, measured held out, then tuned on by the sixth pass
-(no set is held out now). Each set keeps its own floors so a regression on one cannot hide behind another (the doctor is deterministic)."""
+(no set is held out now). Each set keeps its own floors so a regression on one cannot hide behind another (the
+doctor is deterministic)."""
 
 from __future__ import annotations
 
