@@ -82,7 +82,7 @@ echo "orch: job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_J
 # (resubmit_next holds the sbatch options) and resumes there; this job stops. That job counts on from
 # here (ORCH_FIRST_ATTEMPT): its attempts and --max-restarts continue this job's.
 attempt=0
-if [[ ${ORCH_FIRST_ATTEMPT:-} =~ ^[0-9]{1,6}$ ]]; then
+if [[ -n ${ORCH_FIRST_ATTEMPT:-} && $ORCH_FIRST_ATTEMPT != *[!0-9]* && -z ${ORCH_FIRST_ATTEMPT:6} ]]; then
     attempt=$((10#$ORCH_FIRST_ATTEMPT))
 fi
 unset ORCH_FIRST_ATTEMPT

@@ -116,7 +116,7 @@ echo "orch: preflight: every check passed; starting the job" >&2
 # (resubmit_next holds the sbatch options) and resumes there; this job stops. That job counts on from
 # here (ORCH_FIRST_ATTEMPT): its attempts and --max-restarts continue this job's.
 attempt=0
-if [[ ${ORCH_FIRST_ATTEMPT:-} =~ ^[0-9]{1,6}$ ]]; then
+if [[ -n ${ORCH_FIRST_ATTEMPT:-} && $ORCH_FIRST_ATTEMPT != *[!0-9]* && -z ${ORCH_FIRST_ATTEMPT:6} ]]; then
     attempt=$((10#$ORCH_FIRST_ATTEMPT))
 fi
 unset ORCH_FIRST_ATTEMPT
