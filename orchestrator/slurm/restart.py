@@ -205,7 +205,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             print("\n".join(node_options(cfg, job_dir, env, requeue)[0]))
             return 0
         now = time.time()
-        run, nodes = distenv.script_run_id(env, "") or None, tuple(step_nodes(cfg, job_dir, env, requeue, args.attempt))
+        run, nodes = _job(env), tuple(step_nodes(cfg, job_dir, env, requeue, args.attempt))
         # srun's report in the batch log: the ranks killed before they could write their records
         seen = read_seen(job_dir, run, restart=requeue + args.attempt, nodes=nodes,
                          tasks_per_node=cfg.tasks_per_node) if args.step_rc != 0 else None

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from orchestrator.env import hostlist
 from orchestrator.errors import OrchError
-from orchestrator.records.atomic import write_text_atomic
-from orchestrator.spec.runconfig import JOB_ID_FILE, NodeChoice, read_run_config
+from orchestrator.slurm.tracking import record_id
+from orchestrator.spec.runconfig import NodeChoice, read_run_config
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,11 @@ def sbatch_lines(args: Sequence[str]) -> str:
 
 
 def record_next_job(job_dir: Path, job_id: str) -> None:
-    """The folder's job is now ``job_id``: its ``job_id`` file (atomically) and a line in the job index."""
+    """The folder's job is now ``job_id``: its ``job_id`` file and a line in the job index."""
     from orchestrator.records.jobindex import Submitted, now_text, record_submit
 
     submitted = now_text()  # right after the batch script's sbatch returned
-    write_text_atomic(job_dir / JOB_ID_FILE, job_id + "\n")
+    record_id(job_dir, job_id)  # the one writer of job_id (orch submit's too)
     try:
         cfg = read_run_config(job_dir)
     except OrchError:
