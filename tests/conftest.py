@@ -7,6 +7,10 @@
 * ``stubs``: stub ``sbatch``/``srun``/``scontrol`` first on PATH, recording every call (tests/stubs).
 * ``state_dir`` (autouse): ``$ORCH_STATE_DIR`` is a fresh folder, so no test writes the user's index of
   submitted jobs (``~/.local/state/orch/jobs.jsonl``) or reads the developer's.
+
+Hypothesis runs derandomized (profile ``gate``): the same examples on every run, so a test run passes
+or fails by the code alone. ``ORCH_HYPOTHESIS=explore`` searches with fresh random examples (run it
+when touching a lexer or parser; pin what it finds with ``@example``).
 """
 
 from __future__ import annotations
@@ -21,12 +25,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from hypothesis import settings
 from support import ORCH, ROOT, STUBS_DIR, TEST_CLUSTER, Stubs, clean_environ, is_leaky_var
 
 if TYPE_CHECKING:
     from orchestrator.slurm.plan import SubmitPlan
 
 __all__ = ["ORCH", "ROOT", "STUBS_DIR", "TEST_CLUSTER", "Stubs", "clean_environ", "is_leaky_var"]
+
+settings.register_profile("gate", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("ORCH_HYPOTHESIS", "gate"))
 
 # Public training scripts kept verbatim as orch doctor's real corpus: read by tests, never collected.
 collect_ignore = ["doctor/real"]

@@ -72,10 +72,19 @@ def log_of(summary: dict[str, Any], rank: int = 0) -> str:
     return (Path(summary["job_dir"]) / LOG_DIR / f"local-rank{rank}.out").read_text()
 
 
+def why(summary: dict[str, Any]) -> str:
+    """What a failed run said: orch run's stderr, then the end of each rank's log (a rank that orch
+    run stopped for a hang holds the stacks of all its threads there: faulthandler on SIGTERM)."""
+    parts = [summary["stderr"][-3000:]]
+    for log in sorted((Path(summary.get("job_dir") or ".") / LOG_DIR).glob("local-rank*.out")):
+        parts.append(f"--- {log.name} (end) ---\n{log.read_text(errors='replace')[-6000:]}")
+    return "\n".join(parts)
+
+
 @pytest.fixture(scope="module")
 def straight(setup: tuple[Path, Path]) -> dict[str, Any]:
     run = orch(setup, *COMMON)
-    assert run["code"] == 0 and run["status"] == "completed", run["stderr"][-3000:]
+    assert run["code"] == 0 and run["status"] == "completed", why(run)
     return run
 
 
@@ -105,13 +114,13 @@ def test_preempted_and_resumed_with_workers_and_accumulation_is_bit_identical(
         setup: tuple[Path, Path], straight: dict[str, Any]) -> None:
     # forward call 18 (call 0 settles DDP's buckets; 13 per epoch): in the middle of epoch 2
     stopped = orch(setup, *COMMON, "signal_step=18")
-    assert stopped["code"] == 0 and stopped["status"] == "preempted", stopped["stderr"][-3000:]
+    assert stopped["code"] == 0 and stopped["status"] == "preempted", why(stopped)
     marker = (Path(stopped["job_dir"]) / REQUEUE_FILE).read_text()
     assert marker.startswith("epoch 2, step ")
     step = int(marker.split()[-1])
     assert 0 < step < 13 and step % 2 == 0, "stops only between optimizer steps"
     resumed = orch(setup, "--resume", stopped["job_dir"], "signal_step=-1")
-    assert resumed["code"] == 0 and resumed["status"] == "completed", resumed["stderr"][-3000:]
+    assert resumed["code"] == 0 and resumed["status"] == "completed", why(resumed)
     assert f"resuming from checkpoint at epoch 2, step {step}" in log_of(resumed)
     assert resumed["result"]["param_digest"] == straight["result"]["param_digest"]
     mine = strict_lines(Path(stopped["job_dir"]) / METRICS_FILE)
@@ -122,7 +131,7 @@ def test_preempted_and_resumed_with_workers_and_accumulation_is_bit_identical(
 
 def test_non_finite_loss_stops_every_rank_naming_epoch_and_step(setup: tuple[Path, Path]) -> None:
     run = orch(setup, *COMMON, "fault=nan", "fault_step=5")  # rank 1, its 5th training step (index 4)
-    assert run["code"] == 1 and run["status"] == "failed", run["stderr"][-3000:]
+    assert run["code"] == 1 and run["status"] == "failed", why(run)
     assert "non-finite loss (NaN or inf) on rank 1 at epoch 1, step 4" in run["message"]
     assert run["rank_exit_codes"] == [1, 1], "every rank stops by itself, with the message"
     for rank in (0, 1):
@@ -133,7 +142,7 @@ def test_non_finite_loss_stops_every_rank_naming_epoch_and_step(setup: tuple[Pat
 
 def test_non_finite_loss_can_be_skipped_and_counted(setup: tuple[Path, Path]) -> None:
     run = orch(setup, *COMMON, "fault=nan", "fault_step=5", "on_nonfinite=skip")
-    assert run["code"] == 0 and run["status"] == "completed", run["stderr"][-3000:]
+    assert run["code"] == 0 and run["status"] == "completed", why(run)
     entries = strict_lines(Path(run["job_dir"]) / METRICS_FILE)
     assert [e["skipped_steps"] for e in entries] == [1, 0, 0]
     assert all(isinstance(e["train_loss"], float) for e in entries), "the skipped batch is not in the loss"
@@ -149,21 +158,21 @@ def test_non_finite_loss_can_be_skipped_and_counted(setup: tuple[Path, Path]) ->
 def test_bad_task_is_refused_on_every_rank_before_training(setup: tuple[Path, Path], fault: str, code: int,
                                                            says: str) -> None:
     run = orch(setup, *COMMON, f"fault={fault}")
-    assert run["code"] == code and run["rank_exit_codes"] == [code, code], run["stderr"][-3000:]
+    assert run["code"] == code and run["rank_exit_codes"] == [code, code], why(run)
     assert says in run["message"]
     assert "HINT:" in log_of(run, 1)
 
 
 def test_sample_of_the_wrong_shape_names_job_epoch_and_step(setup: tuple[Path, Path]) -> None:
     run = orch(setup, *COMMON[1:], "fault=bad_shape", "epochs=1")
-    assert run["code"] in (1, 3) and run["status"] == "failed", run["stderr"][-3000:]
+    assert run["code"] in (1, 3) and run["status"] == "failed", why(run)
     assert "stack expects each tensor to be equal size" in run["message"], run["message"]
     assert "(job lazy_regression, epoch 1, step " in run["message"], run["message"]
 
 
 def test_more_workers_than_cpus_is_a_warning(setup: tuple[Path, Path]) -> None:
     run = orch(setup, "epochs=1", "num_workers=2", "max_steps_per_epoch=2")
-    assert run["code"] == 0, run["stderr"][-3000:]
+    assert run["code"] == 0, why(run)
     assert "warning: job lazy_regression: num_workers=2 DataLoader workers per rank, but the task has 1 CPU" \
         in log_of(run)
 
@@ -173,11 +182,11 @@ def test_four_ranks_in_process_loading_with_accumulation_resume_bit_identical(se
     the rank itself (num_workers=0): preempted in epoch 2 and resumed, as an uninterrupted run."""
     four = ["--nproc", "4", "epochs=2", "num_workers=0", "grad_accum=2", "lr_schedule=step"]
     straight4 = orch(setup, *four)
-    assert straight4["code"] == 0 and straight4["result"]["in_sync"] is True, straight4["stderr"][-3000:]
+    assert straight4["code"] == 0 and straight4["result"]["in_sync"] is True, why(straight4)
     stopped = orch(setup, *four, "signal_step=11")  # 7 steps per epoch: epoch 2, step 3
-    assert stopped["status"] == "preempted", stopped["stderr"][-3000:]
+    assert stopped["status"] == "preempted", why(stopped)
     step = int((Path(stopped["job_dir"]) / REQUEUE_FILE).read_text().split()[-1])
     assert 0 < step < 7 and step % 2 == 0
     resumed = orch(setup, "--resume", stopped["job_dir"], "signal_step=-1")
-    assert resumed["code"] == 0, resumed["stderr"][-3000:]
+    assert resumed["code"] == 0, why(resumed)
     assert resumed["result"]["param_digest"] == straight4["result"]["param_digest"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import jinja2
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.errors import ConfigError
@@ -163,6 +163,7 @@ def test_an_edited_cached_template_is_checked_again(tmp_path: Path, make_plan: C
 
 @settings(max_examples=500, deadline=None)
 @given(text=st.text(alphabet=st.sampled_from(list("ab \t\n#'\"`$(){}\\<-;|EOF")), max_size=200))
+@example(text="<<\\\n\n")  # an empty quoted delimiter: the empty line that ends it is still a line
 def test_the_lexer_reads_any_text_to_its_end(text: str) -> None:
     lexer = shellctx.Lexer()
     lexer.feed(text)

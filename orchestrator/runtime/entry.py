@@ -178,6 +178,7 @@ class Trainer:
             check_sync(parts.ddp.module, ctx, "at the end of training")
         digests = gather_objects(state_digest(parts.ddp.module), ctx)
         if ctx.is_main:
+            metrics_log.sync()
             self._write_result(last, metrics_log, digests)
         self.status = "completed"
         return 0
@@ -324,6 +325,8 @@ class Trainer:
             params=p.model_dump(mode="json"), job=self.spec.name, checkpoint_s=self.checkpoint_s)
         began = time.monotonic()
         with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes
+            if self.ctx.is_main:
+                MetricsLog(self.job_dir / METRICS_FILE).sync()  # the epochs this checkpoint claims are on disk
             checkpointer.save(state, {"tally": tally.saved() if tally is not None else None})
         self.checkpoint_s += time.monotonic() - began
         self.periodic.reset()

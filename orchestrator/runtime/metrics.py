@@ -132,11 +132,25 @@ class MetricsLog:
             write_text_atomic(self.path, "".join(dumps(e) + "\n" for e in kept))
 
     def append(self, metrics: EpochMetrics) -> None:
+        """One whole line, flushed (readers see it at once) but not fsynced: rank 0 writes it while the
+        other ranks may already wait in a collective under the short training timeout, and an fsync on a
+        busy network file system can take longer than that. :meth:`sync` makes it durable, inside the
+        checkpoint's patient window, before the checkpoint that covers the epoch is written."""
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(dumps(metrics.as_dict()) + "\n")
             fh.flush()
-            os.fsync(fh.fileno())
+
+    def sync(self) -> None:
+        """fsync the log (when it exists): its lines are on disk before a checkpoint claims their epochs."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
-def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    write_text_atomic(path, dumps(dict(data), indent=2, sort_keys=True) + "\n")
+def write_json_atomic(path: Path, data: Mapping[str, Any], *, fsync: bool = True) -> None:
+    write_text_atomic(path, dumps(dict(data), indent=2, sort_keys=True) + "\n", fsync=fsync)

@@ -2,7 +2,9 @@
 
 The line: ``epoch 2/10  step 120/469 (26%)  loss 0.3412  12,345 samples/s  ETA 0:35`` (samples/s
 over all ranks). ``progress.json`` in the job folder (epoch, step, steps, loss, samples/s, ETA,
-time) is rewritten atomically at most every ``JSON_EVERY`` seconds; ``orch status`` shows it.
+time) is rewritten atomically at most every ``JSON_EVERY`` seconds; ``orch status`` shows it. It is
+not fsynced: it is written inside the training loop while the other ranks wait in the step's
+collectives, a display needs no durability, and a rename shows readers the old or the new file.
 No torch here: the caller passes a function that reads the running loss only when it is needed.
 """
 
@@ -82,4 +84,4 @@ class Progress:
     def _write(self, step: int, loss: float | None, rate: float, eta: float) -> None:
         write_json_atomic(self.path, {"epoch": self._epoch + 1, "epochs": self.epochs, "step": step,
                                       "steps": self._steps, "loss": loss, "samples_per_s": rate, "eta_s": eta,
-                                      "time": time.time()})
+                                      "time": time.time()}, fsync=False)

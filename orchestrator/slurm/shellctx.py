@@ -119,7 +119,8 @@ class Lexer:
             line = text[i:] if end < 0 else text[i:end]
             if (line.lstrip("\t") if frame.strip_tabs else line) == frame.delimiter:
                 self.stack.pop()
-                return self._advance(text, i, len(line))
+                # an empty line ends a here-document with an empty delimiter: its newline is read next
+                return self._advance(text, i, len(line)) if line else i
         if not INTERESTING[frame.kind].match(text, i):
             found = INTERESTING[frame.kind].search(text, i)
             return self._advance(text, i, (found.start() if found else len(text)) - i)

@@ -47,7 +47,7 @@ SCRIPT_VARIABLES = frozenset({
     "JOB_DIR", "PYTHON", "PREEMPT_SIGNAL", "ORCH_JOB_DIR", "REQUEUE_FILE", "srun_pid", "srun_rc", "signals",
     "seen", "requeue_id", "job_nodes", "head_node", "node_info", "preflight_rc", "preflight_next", "next_id",
     "ORCH_BATCH_START", "ORCH_SRUN_START", "ORCH_ATTEMPT", "attempt", "restart_next", "restart_args", "srun_nodes",
-    "restart_rc", "resubmit_args", "ORCH_FIRST_ATTEMPT", "preflight_args",
+    "restart_rc", "resubmit_args", "preflight_args",
 })
 # bash's special, read-only or behaviour-changing variables (bash(1) "Shell Variables").
 SHELL_VARIABLES = frozenset({
