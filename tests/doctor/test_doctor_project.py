@@ -219,3 +219,25 @@ def test_ddp006_ddp009_in_the_methods_of_a_project_class(tmp_path: Path, save: s
     (tmp_path / "train.py").write_text(_USES_TRAINER)
     got = [(f.code, f.line, f.severity) for f in check_file(tmp_path / "train.py")]
     assert got == [(code, line, "warning") for code, line in found]
+
+
+def test_an_absolute_import_beside_its_relative_fallback_is_followed(tmp_path: Path) -> None:
+    """``try: from loaders import ...`` / ``except ImportError: from .loaders import ...`` in a script outside a
+    package (TorchRec's BERT4Rec): the absolute import is the one that works; the helper is read, and the local
+    rank the script hands it reaches a DistributedSampler's rank= there (DDP016, through a method's parameter)."""
+    (tmp_path / "loaders.py").write_text(
+        "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+        "class Loaders:\n"
+        "    def get(self, rank, world_size):\n"
+        "        return self._train(rank, world_size)\n\n"
+        "    def _train(self, rank, world_size):\n"
+        "        sampler = DistributedSampler([1, 2], num_replicas=world_size, rank=rank, shuffle=False)\n"
+        "        return DataLoader([1, 2], sampler=sampler)\n")
+    script = tmp_path / "main.py"
+    script.write_text(_HEAD + "try:\n    from loaders import Loaders\nexcept ImportError:\n"
+                      "    from .loaders import Loaders\n\n"
+                      "rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
+                      "loader = Loaders().get(rank, dist.get_world_size())\n"
+                      "model = DDP(torch.nn.Linear(2, 2).cuda(rank), device_ids=[rank])\n")
+    findings = [(Path(f.file).name, f.code, f.line) for f in check_file(script)]
+    assert findings == [("loaders.py", "DDP016", 9)]
