@@ -110,6 +110,13 @@ class Ranks:
                     return None
             return _by_name(expr.id)
         if isinstance(expr, ast.Attribute):
+            # what the file assigns to it, over its name: Cutie's ``self.local_rank = local_rank`` where
+            # ``local_rank = torch.distributed.get_rank()`` holds the global rank
+            key = dotted(expr)
+            values = self.module.values_anywhere(key) if key is not None and "." in key else []
+            kinds = {self.source(v, depth + 1) for v in values if v is not expr}
+            if len(kinds) == 1 and None not in kinds:
+                return kinds.pop()
             return _by_name(expr.attr)
         return None
 
