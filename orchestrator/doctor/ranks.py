@@ -58,8 +58,9 @@ _TRANSPARENT = frozenset({"int", "str", "join", "format", "Path", "joinpath", "w
 
 
 class Ranks:
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, outer: Ranks | None = None) -> None:
         self.module = module
+        self.outer = outer  # the script's, for a helper module: flags the script sets (args.should_save)
         self._dependent: dict[int, bool] = {}
 
     # -- rank values --------------------------------------------------------------------------------
@@ -110,14 +111,10 @@ class Ranks:
                     return None
             return _by_name(expr.id)
         if isinstance(expr, ast.Attribute):
-            # what the file assigns to it, over its name: Cutie's ``self.local_rank = local_rank`` where
-            # ``local_rank = torch.distributed.get_rank()`` holds the global rank
+            # what the file assigns to it, over its name (Cutie's self.local_rank = dist.get_rank())
             key = dotted(expr)
-            values = self.module.values_anywhere(key) if key is not None and "." in key else []
-            kinds = {self.source(v, depth + 1) for v in values if v is not expr}
-            if len(kinds) == 1 and None not in kinds:
-                return kinds.pop()
-            return _by_name(expr.attr)
+            kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr}
+            return kinds.pop() if len(kinds) == 1 and None not in kinds else _by_name(expr.attr)
         return None
 
     def dependent(self, expr: ast.expr, depth: int = 0) -> bool:
@@ -174,6 +171,8 @@ class Ranks:
                 return True
             key = dotted(test)  # args.save_logs = args.logs and is_master(args)
             values = self.module.values_anywhere(key) if key is not None else []
+            if not values and self.outer is not None and key is not None and "." in key:
+                return self.outer.is_condition(test, depth + 1)  # set in the script, tested in its helper
             return bool(values) and all(self.is_condition(v, depth + 1) for v in values)
         if isinstance(test, ast.Call):
             function = self.module.local_function(test)

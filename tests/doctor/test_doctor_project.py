@@ -241,3 +241,26 @@ def test_an_absolute_import_beside_its_relative_fallback_is_followed(tmp_path: P
                       "model = DDP(torch.nn.Linear(2, 2).cuda(rank), device_ids=[rank])\n")
     findings = [(Path(f.file).name, f.code, f.line) for f in check_file(script)]
     assert findings == [("loaders.py", "DDP016", 9)]
+
+
+def test_a_rank_zero_flag_set_in_the_script_guards_a_save_in_its_helper(tmp_path: Path) -> None:
+    """Chinese-CLIP: ``args.should_save = (args.logs is not None) and is_master(args)`` in the script, ``if
+    args.should_save: torch.save(...)`` in the training module it calls: one writer, no DDP006. A flag the
+    script does not set that way is not a guard."""
+    (tmp_path / "engine.py").write_text(
+        "import os\nimport torch\n\n\n"
+        "def train(model, args):\n"
+        "    for step in range(3):\n"
+        "        model(torch.zeros(2, 2)).sum().backward()\n"
+        "        if args.should_save:\n"
+        "            torch.save(model.module.state_dict(), os.path.join(args.logs, 'latest.pt'))\n"
+        "        if args.verbose:\n"
+        "            torch.save(model.module.state_dict(), os.path.join(args.logs, 'every.pt'))\n")
+    script = tmp_path / "main.py"
+    script.write_text(_HEAD + "from engine import train\n\n\ndef is_master(args):\n    return args.rank == 0\n\n\n"
+                      "def main(args):\n    dist.init_process_group('nccl')\n    args.rank = dist.get_rank()\n"
+                      "    args.should_save = (args.logs is not None and args.logs != '') and is_master(args)\n"
+                      "    args.verbose = args.logs is not None\n"
+                      "    train(DDP(torch.nn.Linear(2, 2).cuda()), args)\n")
+    findings = [(Path(f.file).name, f.code, f.line) for f in check_file(script) if f.code == "DDP006"]
+    assert findings == [("engine.py", "DDP006", 11)]
