@@ -116,11 +116,20 @@ def _rank_aware_logger(a: Analysis, receiver: ast.expr) -> bool:
 
 def print_replaced(a: Analysis) -> bool:
     """``builtins.print`` is replaced (DINO's/MAE's ``setup_for_distributed``: print on the main rank only),
-    in the script or in a helper it calls."""
+    in the script or in a helper it calls; or ``sys.stdout`` is sent elsewhere under a rank condition (MONAI's
+    ``if args.local_rank != 0: sys.stdout = open(os.devnull, "w")``)."""
     return PRINT_GUARD in a.helper_quals or any(
         isinstance(n, ast.Assign) and any(a.module.qualname(t) in ("builtins.print", "__builtin__.print")
+                                          or (a.module.qualname(t) == "sys.stdout" and _under_rank_test(a, n))
                                           for t in n.targets if isinstance(t, ast.Attribute))
         for n in a.module.nodes)
+
+
+def _under_rank_test(a: Analysis, node: ast.AST) -> bool:
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.If):
+        current = a.module.parents.get(current)
+    return current is not None and a.ranks.is_condition(current.test)
 
 
 def reduced_names(a: Analysis) -> set[str]:
