@@ -1,5 +1,4 @@
-"""Ranks and devices: which expressions hold a rank, which tests are rank conditions, which values
-name a CUDA device (and whether that device comes from the global rank)."""
+"""Ranks and devices: which expressions hold a rank, which tests are rank conditions, which values are devices."""
 
 from __future__ import annotations
 
@@ -90,7 +89,11 @@ class Ranks:
         if key is not None:
             return "global" if key in GLOBAL_ENV else "local" if key in LOCAL_ENV else None
         if isinstance(expr, ast.Call):
-            q = self.module.qualname(expr.func)
+            q, function = self.module.qualname(expr.func), self.module.local_function(expr)
+            kinds = {self.source(r.value, depth + 1) for r in ast.walk(function) if isinstance(r, ast.Return)
+                     and r.value is not None and not isinstance(r.value, ast.Constant)} if function else set()
+            if len(kinds) == 1 and None not in kinds:  # def get_rank(): ... return dist.get_rank()
+                return kinds.pop()
             if q in _RANK_CALLS:
                 return _RANK_CALLS[q]
             if q is not None and "." in q and q.rsplit(".", 1)[1] in _RANK_CALLS:  # utils.get_rank()
@@ -288,8 +291,7 @@ class Ranks:
 
     def _int_constant(self, expr: ast.expr) -> bool:
         if isinstance(expr, ast.Name):
-            _, value = self.module.resolve(expr.id, expr)
-            expr = value if value is not None else expr
+            expr = self.module.resolve(expr.id, expr)[1] or expr
         return isinstance(expr, ast.Constant) and isinstance(expr.value, int) and not isinstance(expr.value, bool)
 
     def device_from_global_rank(self, expr: ast.expr, depth: int = 0) -> bool:
