@@ -264,3 +264,17 @@ def test_a_rank_zero_flag_set_in_the_script_guards_a_save_in_its_helper(tmp_path
                       "    train(DDP(torch.nn.Linear(2, 2).cuda()), args)\n")
     findings = [(Path(f.file).name, f.code, f.line) for f in check_file(script) if f.code == "DDP006"]
     assert findings == [("engine.py", "DDP006", 11)]
+
+
+def test_a_helper_that_binds_the_gpu_makes_the_script_a_cuda_one_for_ddp009(tmp_path: Path) -> None:
+    """CodeT5: the device is bound in configs.set_dist (torch.cuda.set_device); run_gen.py then reloads its best
+    checkpoint with torch.load and no map_location: every rank loads it onto the GPU it was saved from."""
+    (tmp_path / "configs.py").write_text(
+        "import torch\n\n\ndef set_dist(args):\n    torch.cuda.set_device(args.local_rank)\n"
+        "    args.device = torch.device('cuda', args.local_rank)\n"
+        "    torch.distributed.init_process_group(backend='nccl')\n")
+    script = tmp_path / "run_gen.py"
+    script.write_text(_HEAD + "from configs import set_dist\n\n\ndef main(args, model):\n    set_dist(args)\n"
+                      "    model.to(args.device)\n    file = os.path.join(args.output_dir, 'best/model.bin')\n"
+                      "    model.load_state_dict(torch.load(file))\n")
+    assert [(f.code, f.line) for f in check_file(script) if f.code == "DDP009"] == [("DDP009", 13)]
