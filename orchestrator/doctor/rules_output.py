@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import REDUCTIONS, Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
+from orchestrator.doctor.metric_values import full_set_value, is_counter
 from orchestrator.doctor.names import FunctionNode, dotted, last_name
 from orchestrator.doctor.project import PRINT_GUARD
 from orchestrator.doctor.ranks import RANK_NAMES
@@ -53,7 +54,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         metrics = [n for part in parts for n in ast.walk(part)
                    if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")
                    and not _setting(n)]
-        metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (_counter(a, n) or _full_set(a, n)))]
+        metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (is_counter(a, n) or full_set_value(a, n)))]
         if not metrics or is_reduced(a, parts, reduced):
             continue
         key = (id(_block(a, site.call)), last_name(metrics[0]) or "")
@@ -61,36 +62,6 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
             continue
         seen.add(key)
         yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}")
-
-
-def _counter(a: Analysis, name: ast.Name) -> bool:
-    """``not_loss_dec_cnt``: every assignment an integer constant (``= 0``, ``+= 1``): a count, not a metric."""
-    values: list[ast.expr] = []
-    for node in ast.walk(a.module.function_of(name) or a.module.tree):
-        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name.id:
-            values.append(node.value)
-        if not isinstance(node, ast.Assign):
-            continue
-        for target in node.targets:
-            value = node.value
-            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
-                pairs = list(zip(target.elts, value.elts, strict=True))
-            else:
-                pairs = [(target, value)]
-            values += [v for t, v in pairs if isinstance(t, ast.Name) and t.id == name.id]
-    parts = [p for v in values for p in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
-    return bool(parts) and all(isinstance(p, ast.Constant) and type(p.value) is int for p in parts)
-
-
-def _full_set(a: Analysis, name: ast.Name) -> bool:
-    """A metric returned by a function of this file that reads its data with a SequentialSampler (CodeT5's
-    ``eval_ppl = eval_ppl_epoch(...)``): the whole set on every rank, the same value everywhere."""
-    _, value = a.module.resolve(name.id, name)
-    function = a.module.local_function(value) if isinstance(value, ast.Call) else None
-    if function is None:
-        return False
-    samplers = [last_name(n.func) or "" for n in ast.walk(function) if isinstance(n, ast.Call)]
-    return "SequentialSampler" in samplers and not any("Distributed" in s for s in samplers)
 
 
 def _block(a: Analysis, node: ast.AST) -> ast.AST | None:
@@ -199,7 +170,7 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         call = site.call
         problems: list[str] = []
         wrapper = _saved_wrapper(a, call.args[0]) if call.args else None
-        if wrapper is not None:
+        if wrapper is not None and not _knows_prefix(a):
             problems.append(f"saves the DDP wrapper {wrapper}, not {wrapper}.module: its keys start with 'module.'")
         path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "f"), None)
         one_path = path is not None and _file_path(a, path, 0) and not a.ranks.dependent(path)
@@ -385,6 +356,12 @@ def _opened_as(a: Analysis, name: ast.Name) -> ast.expr | None:
                     return call.args[0]
         current = a.module.parents.get(current)
     return None
+
+
+def _knows_prefix(a: Analysis) -> bool:
+    """The file handles the wrapper's ``"module."`` key prefix (Chinese-CLIP's ``resize_pos_embed(sd, model,
+    prefix="module.")``, ``k.replace("module.", "")``): its checkpoints are loaded back with that prefix."""
+    return any(isinstance(n, ast.Constant) and n.value == "module." for n in a.module.nodes)
 
 
 def _saved_wrapper(a: Analysis, expr: ast.expr) -> str | None:
