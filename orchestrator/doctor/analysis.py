@@ -48,7 +48,7 @@ class Analysis:
         self.outer = outer
         script = project_path(filename) if outer is None else None
         self.project = Project(script, self.module, tree) if script is not None else None
-        self.ranks = Ranks(self.module)
+        self.ranks: Ranks = Ranks(self.module, outer.ranks if outer is not None else None)
         self.flow = Flow(self.module, self.ranks)
         self._trains: dict[str, bool] = {}
         self._helpers: dict[int, Reach | None] = {}

@@ -93,8 +93,9 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "or not distributed at all)",
          "read the environment first: local_rank = int(os.environ.get(\"LOCAL_RANK\", args.local_rank))"),
     Rule("DDP016", "warning",
-         "the local rank passed as the global rank (init_process_group(rank=LOCAL_RANK)): from the second node "
-         "on two processes claim each rank, and the rendezvous fails or hangs",
+         "the local rank passed as the global rank (init_process_group(rank=LOCAL_RANK), or a DistributedSampler's "
+         "rank=): from the second node on two processes claim each rank and the rendezvous fails or hangs (or the "
+         "nodes read the same shards)",
          "pass the global rank (int(os.environ['RANK'])) to init_process_group, or nothing: it reads RANK from "
          "the environment; keep LOCAL_RANK for the device"),
 )}

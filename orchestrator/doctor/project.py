@@ -225,7 +225,8 @@ def _module_name(path: Path, roots: list[Path]) -> str:
 
 def _add_relative_aliases(module: Module, tree: ast.Module, package: str | None) -> None:
     """``from .utils import f`` / ``from . import utils`` as absolute names (``pkg.utils.f``); in a script
-    outside a package the relative import cannot work: its names map to ``<missing>``."""
+    outside a package the relative import cannot work: its names map to ``<missing>``, unless the file also
+    imports the name absolutely (``try: from data.x import f`` / ``except ImportError: from .data.x import f``)."""
     for node in ast.walk(tree):
         if not (isinstance(node, ast.ImportFrom) and node.level):
             continue
@@ -235,6 +236,8 @@ def _add_relative_aliases(module: Module, tree: ast.Module, package: str | None)
         for alias in node.names:
             local = alias.asname or alias.name
             if base is None:
+                if not module.aliases.get(local, "<missing>").startswith("<missing>"):
+                    continue  # the absolute import of the same name is the one that works here
                 module.aliases[local] = f"<missing>{node.module or '.'}:{alias.name}"
                 continue
             head = ".".join([*base, *([node.module] if node.module else [])])

@@ -1,5 +1,4 @@
-"""Ranks and devices: which expressions hold a rank, which tests are rank conditions, which values
-name a CUDA device (and whether that device comes from the global rank)."""
+"""Ranks and devices: which expressions hold a rank, which tests are rank conditions, which values are devices."""
 
 from __future__ import annotations
 
@@ -58,8 +57,9 @@ _TRANSPARENT = frozenset({"int", "str", "join", "format", "Path", "joinpath", "w
 
 
 class Ranks:
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, outer: Ranks | None = None) -> None:
         self.module = module
+        self.outer = outer  # the script's, for a helper module: flags the script sets (args.should_save)
         self._dependent: dict[int, bool] = {}
 
     # -- rank values --------------------------------------------------------------------------------
@@ -89,7 +89,11 @@ class Ranks:
         if key is not None:
             return "global" if key in GLOBAL_ENV else "local" if key in LOCAL_ENV else None
         if isinstance(expr, ast.Call):
-            q = self.module.qualname(expr.func)
+            q, function = self.module.qualname(expr.func), self.module.local_function(expr)
+            kinds = {self.source(r.value, depth + 1) for r in ast.walk(function) if isinstance(r, ast.Return)
+                     and r.value is not None and not isinstance(r.value, ast.Constant)} if function else set()
+            if len(kinds) == 1 and None not in kinds:  # def get_rank(): ... return dist.get_rank()
+                return kinds.pop()
             if q in _RANK_CALLS:
                 return _RANK_CALLS[q]
             if q is not None and "." in q and q.rsplit(".", 1)[1] in _RANK_CALLS:  # utils.get_rank()
@@ -110,7 +114,10 @@ class Ranks:
                     return None
             return _by_name(expr.id)
         if isinstance(expr, ast.Attribute):
-            return _by_name(expr.attr)
+            # what the file assigns to it, over its name (Cutie's self.local_rank = dist.get_rank())
+            key = dotted(expr)
+            kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr}
+            return kinds.pop() if len(kinds) == 1 and None not in kinds else _by_name(expr.attr)
         return None
 
     def dependent(self, expr: ast.expr, depth: int = 0) -> bool:
@@ -167,6 +174,8 @@ class Ranks:
                 return True
             key = dotted(test)  # args.save_logs = args.logs and is_master(args)
             values = self.module.values_anywhere(key) if key is not None else []
+            if not values and self.outer is not None and key is not None and "." in key:
+                return self.outer.is_condition(test, depth + 1)  # set in the script, tested in its helper
             return bool(values) and all(self.is_condition(v, depth + 1) for v in values)
         if isinstance(test, ast.Call):
             function = self.module.local_function(test)
@@ -282,8 +291,7 @@ class Ranks:
 
     def _int_constant(self, expr: ast.expr) -> bool:
         if isinstance(expr, ast.Name):
-            _, value = self.module.resolve(expr.id, expr)
-            expr = value if value is not None else expr
+            expr = self.module.resolve(expr.id, expr)[1] or expr
         return isinstance(expr, ast.Constant) and isinstance(expr.value, int) and not isinstance(expr.value, bool)
 
     def device_from_global_rank(self, expr: ast.expr, depth: int = 0) -> bool:

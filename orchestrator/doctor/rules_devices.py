@@ -153,7 +153,10 @@ def check_load(a: Analysis) -> Iterator[Finding]:
 
 
 def _uses_cuda(a: Analysis) -> bool:
-    return any(_cuda_use(a, site) for site in a.flow.sites) or (not _cpu_backend_only(a) and bool(_backends(a)))
+    """The file puts something on a GPU, starts an NCCL group, or calls a helper that binds a CUDA device
+    (CodeT5's ``set_dist(args)``: ``torch.cuda.set_device(args.local_rank)`` in configs.py)."""
+    return any(_cuda_use(a, site) for site in a.flow.sites) or (not _cpu_backend_only(a) and bool(_backends(a))) or (
+        "torch.cuda.set_device" in a.helper_quals)
 
 
 _CHECKPOINT = re.compile(r"ckpt|checkpoint|resume|pretrain|weight|snapshot|model|state|finetune", re.IGNORECASE)

@@ -1,6 +1,6 @@
 """DDP015: the local rank (the device, or whether to run distributed at all) taken only from the legacy
 ``--local_rank``/``--local-rank`` flag that ``torch.distributed.launch`` passed; DDP016: the local rank handed to
-``init_process_group`` as the global rank (see ``check_local_rank_as_rank``).
+``init_process_group`` (or a ``DistributedSampler``) as the global rank (see ``check_local_rank_as_rank``).
 
 torchrun and orch's launcher pass no such flag (nor does ``torch.distributed.launch --use-env``): they set
 ``LOCAL_RANK`` in the environment. A script that reads the flag alone keeps its default on every
@@ -21,9 +21,18 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import INIT, Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.names import dotted, last_name
+from orchestrator.doctor.ranks import LOCAL_ENV
 
 _FLAGS = frozenset({"--local_rank", "--local-rank"})
 _VERSION = re.compile(r"version|VERSION|__version__")
+_PER_NODE = re.compile(r"(?i)local|device_count|per_node")
+
+
+def _text(a: Analysis, expr: ast.expr) -> str:
+    """``expr``'s source, and the value a name holds (``world = int(os.environ["LOCAL_WORLD_SIZE"])``)."""
+    value = a.module.resolve(expr.id, expr)[1] if isinstance(expr, ast.Name) else None
+    return ast.unparse(expr) + (" " + ast.unparse(value) if value is not None else "")
 
 
 def check_legacy_local_rank(a: Analysis) -> Iterator[Finding]:
@@ -118,6 +127,17 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
         rank = next((k.value for k in site.call.keywords if k.arg == "rank"), None)
         if rank is not None and _holds_local(a, rank, 0):
             yield a.finding("DDP016", site.call, f"rank={ast.unparse(rank)[:40]} holds the local rank")
+    for site in a.sites_ending("DistributedSampler"):
+        # DistributedSampler(ds, rank=LOCAL_RANK): num_replicas is the world size, so from the second node on the
+        # nodes read the same shards (Cutie's, TorchRec's BERT4Rec loaders); a per-node world (num_replicas=
+        # LOCAL_WORLD_SIZE, device_count()) is left alone
+        rank = next((k.value for k in site.call.keywords if k.arg == "rank"), None)
+        replicas = next((k.value for k in site.call.keywords if k.arg == "num_replicas"), None)
+        if rank is None or (replicas is not None and _PER_NODE.search(_text(a, replicas))):
+            continue
+        if _env_local(a, rank, 0):
+            yield a.finding("DDP016", site.call, f"DistributedSampler(rank={ast.unparse(rank)[:40]}) holds the local "
+                            "rank: from the second node on, nodes read the same shards")
 
 
 def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
@@ -137,3 +157,41 @@ def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
     if function is not None and expr.id in {p.arg for p in function.args.args + function.args.kwonlyargs}:
         values += a.module.argument_for(function, expr.id)
     return any(_holds_local(a, v, depth + 1) for v in values)
+
+
+def _env_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
+    """Whether ``expr`` is (traced to) the local rank read from the environment or a local-rank call: through
+    assignments, ``args.x`` set anywhere in the file, the callers' arguments for a parameter, and in a helper
+    the script's calls of the function. A name alone (a parameter called ``local_rank``) is not enough."""
+    if depth > 6:
+        return False
+    if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("int", "str") and expr.args:
+        return _env_local(a, expr.args[0], depth + 1)
+    if isinstance(expr, ast.Call | ast.Subscript):
+        key = a.ranks.env_key(expr)
+        return key in LOCAL_ENV if key is not None else isinstance(expr, ast.Call) and a.ranks.source(expr) == "local"
+    if isinstance(expr, ast.Attribute):
+        key = dotted(expr)
+        return key is not None and any(_env_local(a, v, depth + 1) for v in a.module.values_anywhere(key))
+    if not isinstance(expr, ast.Name):
+        return False
+    _, value = a.module.resolve(expr.id, expr)
+    if value is not None:
+        return _env_local(a, value, depth + 1)
+    function = a.module.function_of(expr)
+    if function is None or expr.id not in {p.arg for p in function.args.args + function.args.kwonlyargs}:
+        return False
+    if any(_env_local(a, v, depth + 1) for v in a.module.argument_for(function, expr.id)):
+        return True
+    outer = a.outer  # a helper's parameter: what the script passes to the function of that name
+    if outer is None:
+        return False
+    params = [p.arg for p in function.args.args]
+    index = params.index(expr.id) - (1 if params[:1] == ["self"] else 0)
+    for site in outer.flow.sites:
+        if last_name(site.call.func) == function.name:
+            values = [k.value for k in site.call.keywords if k.arg == expr.id]
+            values += [site.call.args[index]] if 0 <= index < len(site.call.args) else []
+            if any(_env_local(outer, v, depth + 1) for v in values):
+                return True
+    return False

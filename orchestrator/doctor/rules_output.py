@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import REDUCTIONS, Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
+from orchestrator.doctor.metric_values import full_set_value, is_counter
 from orchestrator.doctor.names import FunctionNode, dotted, last_name
 from orchestrator.doctor.project import PRINT_GUARD
 from orchestrator.doctor.ranks import RANK_NAMES
@@ -53,6 +54,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         metrics = [n for part in parts for n in ast.walk(part)
                    if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")
                    and not _setting(n)]
+        metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (is_counter(a, n) or full_set_value(a, n)))]
         if not metrics or is_reduced(a, parts, reduced):
             continue
         key = (id(_block(a, site.call)), last_name(metrics[0]) or "")
@@ -116,11 +118,20 @@ def _rank_aware_logger(a: Analysis, receiver: ast.expr) -> bool:
 
 def print_replaced(a: Analysis) -> bool:
     """``builtins.print`` is replaced (DINO's/MAE's ``setup_for_distributed``: print on the main rank only),
-    in the script or in a helper it calls."""
+    in the script or in a helper it calls; or ``sys.stdout`` is sent elsewhere under a rank condition (MONAI's
+    ``if args.local_rank != 0: sys.stdout = open(os.devnull, "w")``)."""
     return PRINT_GUARD in a.helper_quals or any(
         isinstance(n, ast.Assign) and any(a.module.qualname(t) in ("builtins.print", "__builtin__.print")
+                                          or (a.module.qualname(t) == "sys.stdout" and _under_rank_test(a, n))
                                           for t in n.targets if isinstance(t, ast.Attribute))
         for n in a.module.nodes)
+
+
+def _under_rank_test(a: Analysis, node: ast.AST) -> bool:
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.If):
+        current = a.module.parents.get(current)
+    return current is not None and a.ranks.is_condition(current.test)
 
 
 def reduced_names(a: Analysis) -> set[str]:
@@ -159,7 +170,7 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         call = site.call
         problems: list[str] = []
         wrapper = _saved_wrapper(a, call.args[0]) if call.args else None
-        if wrapper is not None:
+        if wrapper is not None and not _knows_prefix(a):
             problems.append(f"saves the DDP wrapper {wrapper}, not {wrapper}.module: its keys start with 'module.'")
         path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "f"), None)
         one_path = path is not None and _file_path(a, path, 0) and not a.ranks.dependent(path)
@@ -345,6 +356,12 @@ def _opened_as(a: Analysis, name: ast.Name) -> ast.expr | None:
                     return call.args[0]
         current = a.module.parents.get(current)
     return None
+
+
+def _knows_prefix(a: Analysis) -> bool:
+    """The file handles the wrapper's ``"module."`` key prefix (Chinese-CLIP's ``resize_pos_embed(sd, model,
+    prefix="module.")``, ``k.replace("module.", "")``): its checkpoints are loaded back with that prefix."""
+    return any(isinstance(n, ast.Constant) and n.value == "module." for n in a.module.nodes)
 
 
 def _saved_wrapper(a: Analysis, expr: ast.expr) -> str | None:

@@ -219,3 +219,62 @@ def test_ddp006_ddp009_in_the_methods_of_a_project_class(tmp_path: Path, save: s
     (tmp_path / "train.py").write_text(_USES_TRAINER)
     got = [(f.code, f.line, f.severity) for f in check_file(tmp_path / "train.py")]
     assert got == [(code, line, "warning") for code, line in found]
+
+
+def test_an_absolute_import_beside_its_relative_fallback_is_followed(tmp_path: Path) -> None:
+    """``try: from loaders import ...`` / ``except ImportError: from .loaders import ...`` in a script outside a
+    package (TorchRec's BERT4Rec): the absolute import is the one that works; the helper is read, and the local
+    rank the script hands it reaches a DistributedSampler's rank= there (DDP016, through a method's parameter)."""
+    (tmp_path / "loaders.py").write_text(
+        "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+        "class Loaders:\n"
+        "    def get(self, rank, world_size):\n"
+        "        return self._train(rank, world_size)\n\n"
+        "    def _train(self, rank, world_size):\n"
+        "        sampler = DistributedSampler([1, 2], num_replicas=world_size, rank=rank, shuffle=False)\n"
+        "        return DataLoader([1, 2], sampler=sampler)\n")
+    script = tmp_path / "main.py"
+    script.write_text(_HEAD + "try:\n    from loaders import Loaders\nexcept ImportError:\n"
+                      "    from .loaders import Loaders\n\n"
+                      "rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
+                      "loader = Loaders().get(rank, dist.get_world_size())\n"
+                      "model = DDP(torch.nn.Linear(2, 2).cuda(rank), device_ids=[rank])\n")
+    findings = [(Path(f.file).name, f.code, f.line) for f in check_file(script)]
+    assert findings == [("loaders.py", "DDP016", 9)]
+
+
+def test_a_rank_zero_flag_set_in_the_script_guards_a_save_in_its_helper(tmp_path: Path) -> None:
+    """Chinese-CLIP: ``args.should_save = (args.logs is not None) and is_master(args)`` in the script, ``if
+    args.should_save: torch.save(...)`` in the training module it calls: one writer, no DDP006. A flag the
+    script does not set that way is not a guard."""
+    (tmp_path / "engine.py").write_text(
+        "import os\nimport torch\n\n\n"
+        "def train(model, args):\n"
+        "    for step in range(3):\n"
+        "        model(torch.zeros(2, 2)).sum().backward()\n"
+        "        if args.should_save:\n"
+        "            torch.save(model.module.state_dict(), os.path.join(args.logs, 'latest.pt'))\n"
+        "        if args.verbose:\n"
+        "            torch.save(model.module.state_dict(), os.path.join(args.logs, 'every.pt'))\n")
+    script = tmp_path / "main.py"
+    script.write_text(_HEAD + "from engine import train\n\n\ndef is_master(args):\n    return args.rank == 0\n\n\n"
+                      "def main(args):\n    dist.init_process_group('nccl')\n    args.rank = dist.get_rank()\n"
+                      "    args.should_save = (args.logs is not None and args.logs != '') and is_master(args)\n"
+                      "    args.verbose = args.logs is not None\n"
+                      "    train(DDP(torch.nn.Linear(2, 2).cuda()), args)\n")
+    findings = [(Path(f.file).name, f.code, f.line) for f in check_file(script) if f.code == "DDP006"]
+    assert findings == [("engine.py", "DDP006", 11)]
+
+
+def test_a_helper_that_binds_the_gpu_makes_the_script_a_cuda_one_for_ddp009(tmp_path: Path) -> None:
+    """CodeT5: the device is bound in configs.set_dist (torch.cuda.set_device); run_gen.py then reloads its best
+    checkpoint with torch.load and no map_location: every rank loads it onto the GPU it was saved from."""
+    (tmp_path / "configs.py").write_text(
+        "import torch\n\n\ndef set_dist(args):\n    torch.cuda.set_device(args.local_rank)\n"
+        "    args.device = torch.device('cuda', args.local_rank)\n"
+        "    torch.distributed.init_process_group(backend='nccl')\n")
+    script = tmp_path / "run_gen.py"
+    script.write_text(_HEAD + "from configs import set_dist\n\n\ndef main(args, model):\n    set_dist(args)\n"
+                      "    model.to(args.device)\n    file = os.path.join(args.output_dir, 'best/model.bin')\n"
+                      "    model.load_state_dict(torch.load(file))\n")
+    assert [(f.code, f.line) for f in check_file(script) if f.code == "DDP009"] == [("DDP009", 13)]

@@ -5,9 +5,9 @@ worse on real code fails here. `pytest -s` prints the per-code table and one lin
 Three sets: the 66 *tuned* scripts were read while the doctor was built (12 of them were the first held-out set,
 seen by issue 19's third pass, 12 the second, seen by its fourth); sets 3 and 4 (``set: N``) were each read and
 judged, and their truth committed, before the doctor was run on them (the honest measure, docs/doctor.md, "Judged
-on real code"), then tuned on by the fifth pass; set 5 likewise, measured held out, then tuned on by the sixth pass
-(no set is held out now). Each set keeps its own floors so a regression on one cannot hide behind another (the
-doctor is deterministic)."""
+on real code"), then tuned on by the fifth pass; sets 5 and 6 likewise, measured held out, then tuned on by the
+sixth and seventh passes (no set is held out now). Each set keeps its own floors so a regression on one cannot
+hide behind another (the doctor is deterministic)."""
 
 from __future__ import annotations
 
@@ -40,11 +40,20 @@ from orchestrator.doctor.catalog import CATALOG
 # Sixth pass (set 5 no longer held out; DDP008 on %-/format-built URLs, DDP005 past a helper's kept results): set 5
 # 0.94 (15 of 16), 1.00, recall 0.57 (12 of 21); other sets unchanged; whole corpus 0.96 (130 of 136), 1.00, recall
 # 0.78 (108 of 138).
-MIN_PRECISION = 0.95
+# Set 6 (11 scripts, held out: judged and committed before the doctor ran on them): measured 0.39 (12 of 31), error
+# precision 1.00 (no error finding), recall 0.62 (10 of 16); whole corpus (112) then 0.85 (142 of 167), recall 0.77
+# (118 of 154). Seventh pass (set 6 no longer held out; DDP016 on a DistributedSampler's rank=, an absolute import
+# beside its relative fallback, attributes/own rank helpers by what they hold, a script's rank-0 flag in its helpers,
+# stdout silenced off rank 0, full-set and counter values in DDP005, the 'module.' prefix handled, DDP009 after a
+# helper's set_device; two reader misses added to the truth): set 6 0.80 (20 of 25), recall 0.89 (16 of 18); other
+# sets unchanged; whole corpus 0.93 (150 of 161), 1.00, recall 0.79 (124 of 156). The whole-corpus precision floor
+# falls from 0.95 to 0.93 because set 6 joined the corpus (no set lost a true finding or gained a false one).
+MIN_PRECISION = 0.93
 MIN_ERROR_PRECISION = 1.0
-MIN_RECALL = 0.78
+MIN_RECALL = 0.79
 # Per set: (precision, recall) floors.
-MIN_SUBSET = {"tuned": (0.97, 0.80), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80), "set 5": (0.93, 0.57)}
+MIN_SUBSET = {"tuned": (0.97, 0.80), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80), "set 5": (0.93, 0.57),
+              "set 6": (0.80, 0.88)}
 
 _CODE = re.compile(r"^(DDP\d{3}|OTHER)$")
 # Codes the truth may use before the doctor's catalog has them (issue 19's new checks).

@@ -1,0 +1,3 @@
+
+from .logger import *
+from .visualizer import *
