@@ -68,6 +68,27 @@ def test_loader_batches_resume_at_a_step_with_the_same_augmentation(workers: int
     assert same(collect(reference.batches(order, epoch=2, start_step=0)), full), "any number of workers"
 
 
+def test_workers_started_at_set_up_serve_every_later_pass_without_a_new_fork() -> None:
+    """start_workers forks the persistent workers before training (no key to fetch yet); the passes
+    after it resume those very processes and give the batches of a source started lazily."""
+    order = list(np.random.default_rng(1).permutation(40))
+    source = LoaderSource(Noisy(), CPU, batch_size=6, eval_batch_size=16, num_workers=2, seed=3, rank=0)
+    source.start_workers(evaluation=False)
+    source.start_workers(evaluation=True)
+    pids = {name: [w.pid for w in getattr(source, name)._iterator._workers] for name in ("train_loader", "eval_loader")}
+    assert all(len(found) == 2 for found in pids.values()), pids
+    train = collect(source.batches(order, epoch=0, start_step=0))
+    evaluated = collect(source.eval_batches(range(40)))
+    again = collect(source.batches(order, epoch=1, start_step=0))
+    assert pids == {name: [w.pid for w in getattr(source, name)._iterator._workers]
+                    for name in ("train_loader", "eval_loader")}, "no worker was forked after set-up"
+    lazy = LoaderSource(Noisy(), CPU, batch_size=6, eval_batch_size=16, num_workers=2, seed=3, rank=0)
+    assert same(train, collect(lazy.batches(order, epoch=0, start_step=0)))
+    assert same(evaluated, collect(lazy.eval_batches(range(40))))
+    assert same(again, collect(lazy.batches(order, epoch=1, start_step=0)))
+    assert [int(t.shape[0]) for _, t in evaluated] == [16, 16, 8]
+
+
 def test_loader_in_the_main_process_leaves_the_training_rng_alone() -> None:
     source = LoaderSource(Noisy(), CPU, batch_size=8, eval_batch_size=8, num_workers=0, seed=0, rank=0)
     torch.manual_seed(5)

@@ -91,6 +91,9 @@ def set_up(task: TrainTask, p: TrainParams, ctx: Dist, *, job: str, cpus_per_tas
 
     train = source(task.train_set)
     test = source(task.test_set) if task.test_set is not None else None
+    for src, evaluation in ((train, False), (test, True)):
+        if isinstance(src, LoaderSource):
+            src.start_workers(evaluation=evaluation)  # before any other thread of the training runs
     # gradient_as_bucket_view: gradients live in DDP's all-reduce buckets (no copy in and out)
     ddp = DistributedDataParallel(model, device_ids=[ctx.device.index] if cuda else None,
                                   gradient_as_bucket_view=True)

@@ -153,6 +153,16 @@ class LoaderSource:
     def __len__(self) -> int:
         return len(self.dataset)
 
+    def start_workers(self, *, evaluation: bool) -> None:
+        """Fork the persistent workers of the loader this source serves (evaluation or training) now,
+        at set-up, with no key to fetch yet; each pass then only resumes them. Forked later, at the first
+        step or the first evaluation, a worker is copied from a process whose other threads are busy
+        (a collective in flight, rank 0's TensorBoard writer): a lock one of them held stays held in the
+        worker forever, and the rank waits for a batch that never comes."""
+        loader = self.eval_loader if evaluation else self.train_loader
+        if loader.num_workers > 0:
+            iter(loader)
+
     def _move(self, batch: Any) -> Batch:
         if not isinstance(batch, (tuple, list)) or len(batch) != 2:
             raise ConfigError(f"a batch of the data set is a {type(batch).__name__}"
