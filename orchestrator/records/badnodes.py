@@ -40,7 +40,9 @@ from orchestrator.errors import ConfigError
 from orchestrator.spec.safefile import open_regular
 
 FILE = "bad_nodes.jsonl"
-MODE = 0o640  # as the job folders: never group/other-writable
+# A job-root record, as the snapshot manifests: group-readable (a team may share a job root), never
+# group/other-writable; the files in a job folder are 0600.
+MODE = 0o640
 MAX_LINE = 4096  # bytes; a record is far smaller (one write of it is one append)
 MAX_READ = 8 << 20  # bytes read from the end of the file
 ALL = "*"
