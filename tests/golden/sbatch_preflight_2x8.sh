@@ -114,12 +114,12 @@ echo "orch: preflight: every check passed; starting the job" >&2
 # (bad_nodes.jsonl: a hang, a signal death, an NCCL/CUDA error; never the job's own exception), and
 # says whether to try again. A blamed node with no spare left: the job is submitted again without it
 # (resubmit_next holds the sbatch options) and resumes there; this job stops. That job counts on from
-# here (ORCH_FIRST_ATTEMPT): its attempts and --max-restarts continue this job's.
+# here (its attempt number is this script's first argument, which sbatch passes whatever --export says):
+# its attempts and --max-restarts continue this job's.
 attempt=0
-if [[ -n ${ORCH_FIRST_ATTEMPT:-} && $ORCH_FIRST_ATTEMPT != *[!0-9]* && -z ${ORCH_FIRST_ATTEMPT:6} ]]; then
-    attempt=$((10#$ORCH_FIRST_ATTEMPT))
+if [[ -n ${1:-} && $1 != *[!0-9]* && -z ${1:6} ]]; then
+    attempt=$((10#$1))
 fi
-unset ORCH_FIRST_ATTEMPT
 srun_nodes=()
 restart_next="$JOB_DIR"/restart_next
 while :; do
@@ -149,7 +149,7 @@ restart_rc=0
     --signals "$signals" >"$restart_next" || restart_rc=$?
 if ((restart_rc == 3)); then
     mapfile -t resubmit_args <"$JOB_DIR"/resubmit_next
-    if next_id=$(ORCH_FIRST_ATTEMPT=$((attempt + 1)) sbatch --parsable "${resubmit_args[@]}" "$JOB_DIR"/sbatch.sh); then
+    if next_id=$(sbatch --parsable "${resubmit_args[@]}" "$JOB_DIR"/sbatch.sh "$((attempt + 1))"); then
         "$PYTHON" -m orchestrator.slurm.restart --job-dir "$JOB_DIR" --resubmitted "${next_id%%;*}" || true
         exit "$srun_rc"
     fi
