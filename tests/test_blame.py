@@ -607,3 +607,113 @@ def test_a_rank_with_no_record_beside_stopped_ones_is_no_culprit() -> None:
     """scancel while rank 1 was still importing torch: rank 0 was stopped, rank 1 wrote nothing yet."""
     found = blame([rec(0, "signalled", exit_code=-15, signal="SIGTERM", stopped_by="Slurm")], world_size=2)
     assert found is not None and found.kind == "stopped" and found.ranks == (0,), found
+
+
+# --- orch status / orch logs with srun's report (issue 20): every record says running, srun knows --------
+
+HELPER_LINE = "orch: attempt 0 vanished rank 1 on node2 (exit 137): restarts are off (--max-restarts 0)\n"
+
+
+def silent_folder(root: Path, log: str) -> Path:
+    """Job 1 of the local cluster as srun left it: both records say running, the batch log ends in ``log``."""
+    folder = slurm_folder(root, "1", parsed(SRUN_BOTH_SILENT))
+    (folder / LOG_DIR / "slurm-1.out").write_text(log)
+    return folder
+
+
+def test_status_and_logs_name_the_task_srun_names_when_every_record_says_running(no_slurm: Path) -> None:
+    folder = silent_folder(no_slurm / "jobs", SRUN_BOTH_SILENT_LOG)
+    status = orch("status", str(folder), "--json", cwd=no_slurm)
+    assert status.returncode == 0, status.stderr
+    failure = json.loads(status.stdout)["failure"]
+    assert (failure["rank"], failure["node"], failure["kind"]) == (1, "node2", "vanished"), failure
+    assert failure["message"].startswith("rank 1 was killed by SIGKILL without a word"), failure
+    assert "rank 0 was killed by SIGTERM" in failure["message"]  # srun stopped it after rank 1 died
+    assert any("srun's report" in note and "slurm-1.out" in note for note in failure["notes"]), failure
+    human = orch("status", str(folder), cwd=no_slurm)
+    assert "# job 1: rank 1 was killed by SIGKILL" in human.stdout and "rank 1 ran on node2" in human.stdout, \
+        human.stdout
+    logs = orch("logs", str(folder), cwd=no_slurm)
+    assert logs.returncode == 0, logs.stderr
+    assert "orch: look at rank 1: rank 1 was killed by SIGKILL" in logs.stderr, logs.stderr
+    assert "rank 0 was killed by SIGTERM (rank 1 ran on node2)\n" in logs.stderr, logs.stderr
+    assert "1-rank1.out (orch logs 1 --rank 1)" in logs.stderr  # that rank's last lines
+    # srun said nothing (the batch log ends in the script's own line): as before, nobody is named
+    (folder / LOG_DIR / "slurm-1.out").write_text(SRUN_BOTH_SILENT_LOG + HELPER_LINE)
+    quiet = orch("status", str(folder), "--json", cwd=no_slurm)
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["failure"] is None, quiet.stdout
+    assert "look at" not in orch("logs", str(folder), cwd=no_slurm).stderr
+
+
+def test_attempts_json_holds_the_verdict_once_the_restart_helper_judged_the_attempt(
+        no_slurm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The helper ran after the step and printed its line: the batch log's tail is no longer srun's, and
+    attempts.json names the rank and node it blamed; that verdict is what status and logs say."""
+    from orchestrator.slurm import restart
+
+    folder = silent_folder(no_slurm / "jobs", SRUN_BOTH_SILENT_LOG)
+    env = {"SLURM_JOB_ID": "1", "SLURM_JOB_NODELIST": "node[1-2]"}
+    assert restart.main(["--job-dir", str(folder), "--attempt", "0", "--step-rc", "137"], environ=env) == 1
+    helper = capsys.readouterr().err
+    assert "orch: attempt 0 vanished (exit 137)" in helper, helper
+    with (folder / LOG_DIR / "slurm-1.out").open("a") as log:
+        log.write(helper)
+    attempt = json.loads((folder / "attempts.json").read_text())[0]
+    assert (attempt["blamed_rank"], attempt["blamed_node"]) == (1, "node2"), attempt
+    status = orch("status", str(folder), "--json", cwd=no_slurm)
+    failure = json.loads(status.stdout)["failure"]
+    assert (failure["rank"], failure["node"], failure["kind"]) == (1, "node2", "vanished"), failure
+    assert "rank 1 ended without a word" in failure["message"] and "attempt 0" in failure["message"], failure
+    logs = orch("logs", str(folder), cwd=no_slurm)
+    assert "orch: look at rank 1: rank 1 ended without a word" in logs.stderr, logs.stderr
+    assert "in attempts.json) (rank 1 ran on node2)\n" in logs.stderr, logs.stderr
+    # the helper's verdict on its attempt wins over a report read afterwards (here: another task named)
+    (folder / LOG_DIR / "slurm-1.out").write_text("srun: error: node1: task 0: Killed\n")
+    again = json.loads(orch("status", str(folder), "--json", cwd=no_slurm).stdout)["failure"]
+    assert (again["rank"], again["node"]) == (1, "node2"), again
+
+
+def test_the_batch_log_s_last_step_is_the_last_attempt_s(no_slurm: Path) -> None:
+    """Attempt 0 was judged (rank 0 on node1, restarted); attempt 1's ranks (restart 1) say running and the
+    batch log ends in attempt 1's srun lines: those name attempt 1's culprit, attempt 0's verdict stays its own."""
+    second = [r.model_copy(update={"restart": 1, "started": r.started + 60}) for r in parsed(SRUN_BOTH_SILENT)]
+    folder = slurm_folder(no_slurm / "jobs", "1", second)  # attempt 1's records replaced attempt 0's
+    judged = {"attempt": 0, "requeue": 0, "job": "1", "started": T0, "ended": second[0].started - 50,
+              "exit_code": 137, "kind": "vanished", "blamed_rank": 0, "blamed_node": "node1", "restarted": True}
+    (folder / "attempts.json").write_text(json.dumps([judged]))
+    (folder / LOG_DIR / "slurm-1.out").write_text(
+        SRUN_BOTH_SILENT_LOG.replace("task 1", "task 0").replace("node2", "node1")
+        + "orch: attempt 0 vanished rank 0 on node1 (exit 137); restarting in the allocation\n"
+        + SRUN_BOTH_SILENT_LOG)
+    failure = json.loads(orch("status", str(folder), "--json", cwd=no_slurm).stdout)["failure"]
+    assert (failure["rank"], failure["node"]) == (1, "node2"), failure
+    assert failure["message"].startswith("rank 1 was killed by SIGKILL"), failure
+
+
+def test_a_local_run_and_an_unreadable_batch_log_are_judged_from_the_records_alone(tmp_path: Path) -> None:
+    from orchestrator.records.jobdirs import read_job_dir
+    from orchestrator.slurm.jobstate import failure
+
+    folder = silent_folder(tmp_path / "jobs", SRUN_BOTH_SILENT_LOG)
+    found = failure(read_job_dir(folder))
+    assert found is not None and (found.ranks, found.node) == ((1,), "node2"), found
+    (folder / LOG_DIR / "slurm-1.out").unlink()
+    os.mkfifo(folder / LOG_DIR / "slurm-1.out")  # never blocks, never raises
+    assert failure(read_job_dir(folder)) is None
+    (folder / LOG_DIR / "slurm-1.out").unlink()
+    assert failure(read_job_dir(folder)) is None  # no batch log at all
+    (folder / LOG_DIR / "slurm-1.out").write_text(SRUN_BOTH_SILENT_LOG)
+    (folder / "attempts.json").write_text('[7, {"attempt": "0", "job": "1", "ended": 1e300, "kind": "vanished", '
+                                          '"blamed_rank": 0}]')  # no attempt of these records: srun's report
+    found = failure(read_job_dir(folder))
+    assert found is not None and (found.ranks, found.node) == ((1,), "node2"), found
+    # an orch run folder: the same records and a log of that name are never read as srun's
+    local = [r.model_copy(update={"run": "local"}) for r in parsed(SRUN_BOTH_SILENT)]
+    for record in local:
+        outcome_path(folder, record.rank).write_text(record.model_dump_json())
+    config = json.loads((folder / "job.json").read_text())
+    config["mode"] = "local"
+    (folder / "job.json").write_text(json.dumps(config))
+    (folder / JOB_ID_FILE).unlink()
+    assert blame(local, world_size=2, run="local") is None
+    assert failure(read_job_dir(folder)) is None

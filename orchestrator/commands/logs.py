@@ -8,7 +8,8 @@ per rank; ``logs/local-rank<R>.out`` for ``orch run``); a job id is found in the
 submitted jobs first, so the submit's ``--cluster`` is not needed. ``-f`` follows the files until the
 job ends, across a requeue (the logs are opened in append mode). When the ranks' outcome records show
 a failure, a last note (on stderr) names the rank to look at and why
-(:func:`orchestrator.slurm.jobstate.failure`), with the last lines of that rank's log. When Slurm's
+(:func:`orchestrator.slurm.jobstate.failure`: under Slurm with srun's report or attempts.json's verdict,
+and the rank's node), with the last lines of that rank's log. When Slurm's
 job of this id is another job (the id was reused), following stops at once and a note says so.
 """
 
@@ -66,7 +67,7 @@ def blame_note(job: JobDir, shown: int | None) -> str | None:
     if found is None or not found.ranks:
         return None
     rank = found.ranks[0]
-    note = f"orch: look at rank {rank}: {found.message}"
+    note = f"orch: look at rank {rank}: {found.message}" + (f" (rank {rank} ran on {found.node})" if found.node else "")
     if shown in (rank, ALL_SHOWN):
         return note
     try:

@@ -12,6 +12,9 @@ folder's ``progress.json`` (rank 0 rewrites it every few seconds while training;
 When the ranks' outcome records show a failure, ``failure`` (``--json``; a ``# job ...`` line below the
 table) names the rank to look at: the one that failed, or the one that stopped making progress while
 the others gave up waiting for it in a collective, and the timeout that applied (:mod:`orchestrator.records.blame`).
+Under Slurm a rank killed without a word is named as the batch script's restart helper names it: its
+verdict in ``attempts.json``, else srun's report at the end of the batch log, with its node (``node``;
+:func:`orchestrator.slurm.jobstate.failure`).
 """
 
 from __future__ import annotations
@@ -169,8 +172,10 @@ def run(args: argparse.Namespace) -> int:
                 print(f"# job {row['job_id']}: {jobstate.REUSED}: {row['reused']}; shown from its folder's records")
             if row.get("excluded"):
                 print(f"# job {row['job_id']}: {row['excluded']}")
-            if row.get("failure"):
-                print(f"# job {row['job_id']}: {row['failure']['message']} (orch logs {row['job_id']} shows "
+            failure = row.get("failure")
+            if failure:
+                on = f"rank {failure['rank']} ran on {failure['node']}; " if failure.get("node") else ""
+                print(f"# job {row['job_id']}: {failure['message']} ({on}orch logs {row['job_id']} shows "
                       "that rank's last lines)")
         if snap is not None:
             print(f"# code snapshot: {snap.summary()}, {snap.path}")

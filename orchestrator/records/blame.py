@@ -26,8 +26,10 @@ only the consequence of a lost peer never wins over the rank that was lost.
 
 What a launcher saw of the ends (:class:`Seen`: ``orch run`` waits for every rank; under Slurm srun's
 report in the batch log, ``slurm/stepreport.py``) completes the records first (:func:`complete`).
-``orch run`` (``orchestrator.local.runner``), ``orch status``, ``orch logs`` and the restart policy all
-use it. No I/O here: the callers read the files (``outcome.read_outcomes``).
+``orch run`` (``orchestrator.local.runner``), ``orch status``, ``orch logs`` (``slurm/jobstate.py``'s
+``failure``: srun's report for the attempt the batch script has not judged yet, else its verdict in
+``attempts.json``) and the restart policy all use it. No I/O here: the callers read the files
+(``outcome.read_outcomes``).
 """
 
 from __future__ import annotations
@@ -112,12 +114,16 @@ def describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
+BlameKind = Literal["failed", "vanished", "stuck", "early_exit", "all_waited", "stopped"]
+
+
 @dataclass(frozen=True)
 class Blame:
     """Who stopped the job. ``ranks``: the rank(s) to look at; ``waiting``: the ranks that gave up
-    waiting for them; ``exit_code``: the code of the rank that reported first (the job's)."""
+    waiting for them; ``exit_code``: the code of the rank that reported first (the job's); ``node``:
+    the first rank's node when the evidence points at it (set by a caller that knows Slurm's names)."""
 
-    kind: Literal["failed", "vanished", "stuck", "early_exit", "all_waited", "stopped"]
+    kind: BlameKind
     ranks: tuple[int, ...]
     message: str
     waiting: tuple[int, ...] = ()
@@ -125,10 +131,12 @@ class Blame:
     timeout_s: int | None = None
     timeout_setting: str | None = None
     notes: tuple[str, ...] = field(default=())
+    node: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "rank": self.ranks[0] if self.ranks else None, "ranks": list(self.ranks),
-                "waiting": list(self.waiting), "exit_code": self.exit_code, "timeout_s": self.timeout_s,
+        return {"kind": self.kind, "rank": self.ranks[0] if self.ranks else None, "node": self.node,
+                "ranks": list(self.ranks), "waiting": list(self.waiting), "exit_code": self.exit_code,
+                "timeout_s": self.timeout_s,
                 "timeout_setting": self.timeout_setting, "message": self.message, "notes": list(self.notes)}
 
 

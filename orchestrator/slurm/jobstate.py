@@ -9,24 +9,31 @@ Slurm state: ``COMPLETED`` with a result, else ``UNKNOWN``. GPU-hours come from 
 cluster keeps it (sacct's AllocTRES x ElapsedRaw, summed over the runs of a requeued job), else they
 are the elapsed time of the current run (from whichever client answered) times the GPUs of ``job.json``.
 ``failure`` says which rank to look at when the ranks' outcome records of the current run show a
-failure (:func:`orchestrator.records.blame.blame`): its own error, or the rank that stopped making progress.
+failure (:func:`orchestrator.records.blame.blame`): its own error, or the rank that stopped making progress;
+under Slurm with what the batch script's restart helper knew too (srun's report, attempts.json).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from orchestrator.errors import SlurmError
-from orchestrator.records.blame import Blame, blame
-from orchestrator.records.jobdirs import JobDir
+from orchestrator.records.attempts import ATTEMPTS_FILE, read_attempts
+from orchestrator.records.blame import Blame, BlameKind, blame, current_run
+from orchestrator.records.jobdirs import JobDir, log_path
 from orchestrator.records.jobindex import read_submitted, same_submit
+from orchestrator.records.restartpolicy import Ended, blamed_node
+from orchestrator.records.seen import complete
 from orchestrator.records.training import read_result
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import state as slurmstate
 from orchestrator.slurm.preflight import status_note
+from orchestrator.slurm.stepreport import read_report, seen_from
+from orchestrator.spec.numbers import to_float
 from orchestrator.spec.units import parse_time
 from orchestrator.task.outcome import read_outcomes
 
@@ -125,14 +132,83 @@ def _from_folder(job: JobDir) -> dict[str, Any]:
 
 
 def failure(job: JobDir, restart: int | None = None) -> Blame | None:
-    """Who stopped the job, from the outcome records of its current run (``restart``: Slurm's restart
-    count when known, else the newest run recorded); None when they show no failure."""
+    """Who stopped the job, from the outcome records of its current run (``restart``: the records'
+    restart count when known, else the newest run recorded); None when they show no failure.
+
+    Under Slurm, what the batch script's restart helper (``slurm/restart.py``) knew too, as it knew it:
+    its verdict on the attempt of these records (``attempts.json``'s ``blamed_rank``/``blamed_node``)
+    when it judged it, else srun's report at the end of the batch log (``slurm/stepreport.py``: the last
+    block is the last attempt's) completes the records (``records/seen.py``) and names the node srun
+    named. A local run, a folder without either: the records alone."""
     records, notes = read_outcomes(job.path)
     if not records:
         return None
     run = job.job_id if job.mode == "slurm" else "local"
     size = job.config.world_size if job.config else None
-    return blame(records, world_size=size, run=run, restart=restart, notes=notes)
+    alone = blame(records, world_size=size, run=run, restart=restart, notes=notes)
+    if job.mode != "slurm" or run is None:
+        return alone
+    mine, _ = current_run([r for r in records if r.run == run], run, restart)
+    if not mine:
+        return alone
+    current = next(iter(mine.values())).restart
+    judged = _judged(read_attempts(job.path), run, current, min(r.started for r in mine.values()))
+    if judged is not None:
+        return _verdict(alone, judged)
+    report = read_report(job.path, run)
+    tasks_per_node = job.config.tasks_per_node if job.config else 1
+    seen = seen_from(report, run=run, restart=current, tasks_per_node=tasks_per_node)
+    codes = {k: v for k, v in seen.codes.items() if size is None or k < size} if seen is not None else {}
+    if seen is None or not codes:
+        return alone
+    seen = dataclasses.replace(seen, codes=codes)
+    ours = [r for r in records if r.run == run and r.restart == current]
+    merged = [r for r in records if r.run != run or r.restart != current] + complete(ours, seen)
+    found = blame(merged, world_size=size, run=run, restart=restart,
+                  notes=[*notes, f"completed with srun's report in {log_path(job.path, run)}"])
+    if found is None or not found.ranks:
+        return found
+    by_rank, _ = current_run([r for r in merged if r.run == run], run, restart)
+    node = blamed_node(Ended(attempt=0, exit_code=found.exit_code or 1, blame=found, records=by_rank))
+    return dataclasses.replace(found, node=report.node(found.ranks[0]) or node) if node else found
+
+
+MAX_NODE_NAME, MAX_REASON = 255, 2000  # what an outcome record holds (records/blame.py's RankOutcome)
+# attempts.json's kinds of a blamed attempt, as a line (the records alone may no longer show it)
+JUDGED_WORDS: dict[BlameKind, str] = {
+    "vanished": "ended without a word (killed by a signal, out of memory, or its node was lost)",
+    "stuck": "stopped making progress", "failed": "failed",
+    "early_exit": "exited with code 0 in the middle of the run",
+    "all_waited": "had finished the fewest steps when every rank gave up waiting",
+    "stopped": "was stopped from outside (scancel, the time limit, or an interrupt)",
+}
+
+
+def _judged(attempts: Sequence[Mapping[str, Any]], run: str, restart: int,
+            started: float) -> Mapping[str, Any] | None:
+    """The restart helper's entry for the attempt of these records: this job's, restart = requeue +
+    attempt, ended after they started (None: not judged yet, the batch log's last step is theirs)."""
+    for entry in attempts[::-1]:
+        requeue, attempt, ended = entry.get("requeue", 0), entry.get("attempt"), to_float(entry.get("ended"))
+        if not isinstance(requeue, int) or not isinstance(attempt, int) or entry.get("job") not in (None, run):
+            continue
+        if requeue + attempt == restart and ended is not None and ended >= started:
+            return entry
+    return None
+
+
+def _verdict(alone: Blame | None, entry: Mapping[str, Any]) -> Blame | None:
+    """attempts.json's verdict on the attempt (blamed_rank, blamed_node) over the records' own."""
+    rank, node, reason = entry.get("blamed_rank"), entry.get("blamed_node"), entry.get("reason")
+    kind = next((k for k in JUDGED_WORDS if k == entry.get("kind")), None)
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0 or kind is None:
+        return alone
+    node = node if isinstance(node, str) and 0 < len(node) <= MAX_NODE_NAME else None
+    if alone is not None and alone.ranks[:1] == (rank,):
+        return dataclasses.replace(alone, node=node)
+    message = (f"rank {rank} {JUDGED_WORDS[kind]}" + (f" ({reason[:MAX_REASON]})" if isinstance(reason, str) else "")
+               + f" (the batch script's verdict on attempt {entry.get('attempt')}, in {ATTEMPTS_FILE})")
+    return Blame(kind=kind, ranks=(rank,), message=message, node=node, notes=alone.notes if alone else ())
 
 
 def rows(targets: Sequence[tuple[str | None, JobDir | None]], *, tolerant: bool = False,

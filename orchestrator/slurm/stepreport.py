@@ -21,7 +21,9 @@ cluster and many sites' users lack, and its step records name no task: only the 
 The step's lines are the last block of srun's (and slurmstepd's) lines in the batch log: the helper
 runs right after srun ended, and the batch script prints its own line before each step starts
 (``orch: job ...``, ``orch: attempt N ...: restarting``). :func:`parse` and :func:`seen_from` are
-pure; :func:`read_seen` reads the log's tail (bounded) and never raises.
+pure; :func:`read_report` and :func:`read_seen` read the log's tail (bounded) and never raise. The
+restart helper and ``orch status`` / ``orch logs`` (``slurm/jobstate.py``'s ``failure``, for the attempt
+the helper has not judged yet) read it.
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ class TaskEnd:
 class StepReport:
     ends: tuple[TaskEnd, ...] = ()  # in srun's order; the first report of a task counts
     lost_nodes: tuple[str, ...] = ()  # "Node failure on NODE"
+
+    def node(self, task: int) -> str | None:
+        """The node srun named for ``task`` (its first report), None when it named none."""
+        return next((end.node for end in self.ends if end.task == task), None)
 
 
 def step_lines(lines: Sequence[str]) -> list[str]:
@@ -148,11 +154,18 @@ def seen_from(report: StepReport, *, run: str, restart: int | None = None, nodes
     return Seen(codes=codes, stopped=frozenset(stopped), stopped_by="srun", run=run, restart=restart)
 
 
+def read_report(job_dir: Path, run: str | None) -> StepReport:
+    """srun's report of the last step in the batch log, from its tail (empty: no log, no run, nothing said)."""
+    if not run:
+        return StepReport()
+    found, _, _ = tail_lines(log_path(job_dir, run), TAIL_LINES, max_bytes=TAIL_BYTES)
+    lines = b"".join(found).decode("utf-8", errors="replace").splitlines()
+    return parse(step_lines(lines))
+
+
 def read_seen(job_dir: Path, run: str | None, *, restart: int | None = None, nodes: Sequence[str] = (),
               tasks_per_node: int = 1) -> Seen | None:
     """What srun said about the step that just ended, from the tail of the batch log (None: nothing)."""
     if not run:
         return None
-    found, _, _ = tail_lines(log_path(job_dir, run), TAIL_LINES, max_bytes=TAIL_BYTES)
-    lines = b"".join(found).decode("utf-8", errors="replace").splitlines()
-    return seen_from(parse(step_lines(lines)), run=run, restart=restart, nodes=nodes, tasks_per_node=tasks_per_node)
+    return seen_from(read_report(job_dir, run), run=run, restart=restart, nodes=nodes, tasks_per_node=tasks_per_node)
