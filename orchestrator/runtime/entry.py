@@ -114,6 +114,11 @@ class Trainer:
     status: str = "failed"  # how the run ended, for the trackers: completed, preempted or failed
     checkpoint_s: float = 0.0  # time spent saving checkpoints in this run (resumed ones included): result.json
 
+    @property
+    def metrics_log(self) -> MetricsLog:
+        """The job's ``metrics.jsonl`` (one owner of its path: run() appends, _save() makes it durable)."""
+        return MetricsLog(self.job_dir / METRICS_FILE)
+
     def say(self, text: str) -> None:
         """A line for people, from rank 0 only."""
         if self.ctx.is_main:
@@ -131,7 +136,7 @@ class Trainer:
         parts = set_up(task, p, ctx, job=self.spec.name, cpus_per_task=self.cfg.cpus_per_task, resume=resume,
                        say=self.say)
         CLOCK.lap("ddp")
-        metrics_log = MetricsLog(self.job_dir / METRICS_FILE)
+        metrics_log = self.metrics_log
         if ctx.is_main:
             (self.job_dir / REQUEUE_FILE).unlink(missing_ok=True)
             metrics_log.trim(resume.epoch if resume else 0)
@@ -326,7 +331,7 @@ class Trainer:
         began = time.monotonic()
         with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes
             if self.ctx.is_main:
-                MetricsLog(self.job_dir / METRICS_FILE).sync()  # the epochs this checkpoint claims are on disk
+                self.metrics_log.sync()  # the epochs this checkpoint claims are on disk
             checkpointer.save(state, {"tally": tally.saved() if tally is not None else None})
         self.checkpoint_s += time.monotonic() - began
         self.periodic.reset()
