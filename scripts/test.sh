@@ -35,5 +35,31 @@ else
   echo "orch test: not root (or ORCH_SKIP_SLURM=1): the real-Slurm tests will be skipped"
 fi
 
+# Two passes: everything but the end-to-end tests as the caller, then tests/e2e as the cluster's
+# unprivileged user (ORCH_TEST_USER, made by cluster.sh up: jobs are submitted, followed and cancelled as
+# an ordinary user, umask 022). Options go to both passes; a path argument (tests/...) to the pass it
+# belongs to. Without that user (not root, no cluster) one pass runs everything as the caller.
+if [ -n "${ORCH_TEST_USER:-}" ] && [ -n "${ORCH_TEST_PYTHON:-}" ]; then
+  opts=() mine=() theirs=()
+  for arg in "$@"; do
+    case $arg in
+      tests/e2e | tests/e2e/*) theirs+=("$arg") ;;
+      tests | tests/*) mine+=("$arg") ;;
+      *) opts+=("$arg") ;;
+    esac
+  done
+  rc=0
+  if [ $# -eq 0 ] || [ ${#mine[@]} -gt 0 ] || [ ${#theirs[@]} -eq 0 ]; then
+    echo "orch test: pytest (as $(id -un); the end-to-end tests follow as $ORCH_TEST_USER)"
+    .venv/bin/python -m pytest --ignore=tests/e2e "${opts[@]}" "${mine[@]}" || rc=$?
+  fi
+  if [ $# -eq 0 ] || [ ${#theirs[@]} -gt 0 ] || [ ${#mine[@]} -eq 0 ]; then
+    [ ${#theirs[@]} -gt 0 ] || theirs=(tests/e2e)
+    echo "orch test: pytest ${theirs[*]} as $ORCH_TEST_USER (umask 022)"
+    (umask 022 && runuser -u "$ORCH_TEST_USER" -- "$ORCH_TEST_PYTHON" -B -m pytest -p no:cacheprovider \
+      --rootdir "$root" "${opts[@]}" "${theirs[@]}") || rc=$?
+  fi
+  exit "$rc"
+fi
 echo "orch test: pytest"
 .venv/bin/python -m pytest "$@"

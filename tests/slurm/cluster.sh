@@ -12,7 +12,9 @@
 # Everything (slurm.conf, gres.conf, munge key and socket, state, spool, logs, PID files, fake GPU
 # devices, job folders, cluster.yaml for orch) lives under one state directory; nothing under /etc
 # is used, except a tagged `127.0.0.1 node1 node2 node3` line in /etc/hosts while the cluster is up.
-# Needs root (the daemons run as root). Facts behind the choices: ../shared/slurm/NOTES.md.
+# Needs root (the daemons run as root). `up` also makes the unprivileged user the end-to-end tests run
+# as, and a Python that user can run (tests/slurm/testuser.sh; exported as ORCH_TEST_USER and
+# ORCH_TEST_PYTHON). Facts behind the choices: ../shared/slurm/NOTES.md.
 #
 # Environment:
 #   ORCH_SLURM_STATE       state directory (default /tmp/orch-slurm); every directory up to it must be o+x
@@ -55,6 +57,8 @@ DB_PACKAGES=(slurmdbd mariadb-server)
 
 log() { printf 'cluster.sh: %s\n' "$*" >&2; }
 die() { printf 'cluster.sh: error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=tests/slurm/testuser.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testuser.sh"
 
 usage() {
   sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -319,6 +323,7 @@ EOF
 
 exports() {
   printf 'export SLURM_CONF=%s\n' "$CONF"
+  test_user_exports
   printf '# orch cluster file: %s/cluster.yaml (orch ... --cluster %s/cluster.yaml)\n' "$STATE" "$STATE"
 }
 
@@ -335,6 +340,10 @@ write_cluster_yaml() {  # orch's view only: (re)written at every up, no restart 
     mkdir -p "$JOB_ROOT"
     cluster_yaml > "$STATE/cluster.yaml.tmp"
     mv -f "$STATE/cluster.yaml.tmp" "$STATE/cluster.yaml"
+  fi
+  # the default job root is shared like /tmp (sticky, world-writable): each user's job folders are their own
+  if [[ $JOB_ROOT == "$STATE/jobs" && -d $JOB_ROOT ]]; then
+    chmod 1777 "$JOB_ROOT"
   fi
 }
 
@@ -508,9 +517,11 @@ cmd_up() {
   require_root
   ensure_packages
   check_traversable
+  ensure_test_user
   if healthy; then
     hosts_add
     write_cluster_yaml
+    ensure_user_python || log "the end-to-end tests will run as root (see above)"
     log "already up (state: $STATE)"
     exports
     return 0
@@ -525,6 +536,7 @@ cmd_up() {
   [[ $ACCOUNTING == 1 ]] && start_db
   start_slurm
   hosts_add
+  ensure_user_python || log "the end-to-end tests will run as root (see above)"
   log "up in $((SECONDS - started))s: nodes ${NODES[*]} idle (state: $STATE, accounting: $ACCOUNTING)"
   exports
 }
