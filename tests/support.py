@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent  # tests/: the fixture folders jobs/, scripts/, stubs/, golden/
 STUBS_DIR = Path(__file__).resolve().parent / "stubs"
 # The installed console script next to this interpreter (tests prove the real CLI too).
 ORCH = shutil.which("orch", path=str(Path(sys.executable).parent)) or "orch"
@@ -116,3 +117,21 @@ def check_golden(name: str, text: str) -> None:
                                             f"{name} (golden)", f"{name} (rendered)"))
         pytest.fail(f"the rendered script differs from tests/golden/{name}; if the change is intended, "
                     f"rerun with {UPDATE_GOLDEN}=1 and review the diff:\n{diff}")
+
+
+# /proc/net/tcp{,6}: the rendezvous store's listening addresses (tests/task/test_reaper.py, tests/e2e/test_e2e_procs.py).
+LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
+LOOPBACK4 = "0100007F"
+LOOPBACK6 = "00000000000000000000000001000000"
+
+
+def listeners(port: int) -> list[str]:
+    """The local addresses (hex, as /proc/net/tcp{,6} write them) listening on ``port``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            addr, hexport = fields[1].rsplit(":", 1)
+            if int(hexport, 16) == port and fields[3] == LISTEN:
+                found.append(addr)
+    return found
