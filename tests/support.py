@@ -119,7 +119,7 @@ def check_golden(name: str, text: str) -> None:
                     f"rerun with {UPDATE_GOLDEN}=1 and review the diff:\n{diff}")
 
 
-# /proc/net/tcp{,6}: the rendezvous store's listening addresses (tests/task/test_reaper.py, tests/e2e/test_e2e_procs.py).
+# Who listens where, from /proc/net/tcp{,6} (tests/task/test_reaper.py, tests/e2e/test_e2e_procs.py).
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 LOOPBACK4 = "0100007F"
 LOOPBACK6 = "00000000000000000000000001000000"
