@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ROOT
 
 from orchestrator.cli import main, split_script_args
 from orchestrator.env import distenv, taskenv
@@ -29,7 +30,6 @@ from orchestrator.spec.script import ScriptTarget, find_module, has_spec, resolv
 from orchestrator.task.scriptrun import exit_code, should_bind
 
 MakePlan = Callable[..., SubmitPlan]
-ROOT = Path(__file__).resolve().parent.parent
 DDP = ROOT / "tests" / "scripts" / "ddp_train.py"
 
 

@@ -1,0 +1,153 @@
+"""Damaged resume folders are refused before any rank starts: a job.json edited or truncated, a checkpoint of
+another job or with bad counters. Folders come from one real ``orch run smoke`` (copied per test); refusals
+go through the real CLI (exit 2, ``orch: error:``, a HINT, no traceback, no rank started).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import ORCH, clean_environ
+
+
+def orch(*args: str, cwd: Path, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([ORCH, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env=clean_environ(PYTHONPATH=os.environ.get("PYTHONPATH", "")), **kwargs)
+
+
+def assert_refused(proc: subprocess.CompletedProcess[str], *names: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "orch: error:" in proc.stderr and "HINT:" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    for name in names:
+        assert name in proc.stderr, f"{name!r} not in {proc.stderr!r}"
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished local smoke run (2 epochs, checkpoints), made once; tests copy it."""
+    base = tmp_path_factory.mktemp("finished")
+    proc = orch("run", "smoke", "--nproc", "1", "--job-root", str(base / "jobs"), "samples=64", "test_samples=16",
+                "epochs=1", cwd=base)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (folder,) = (base / "jobs").iterdir()
+    assert (folder / "checkpoints" / "latest.pt").is_file()
+    return folder
+
+
+@pytest.fixture
+def job_copy(finished_run: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "jobs"
+    root.mkdir(mode=0o750)
+    folder = root / finished_run.name
+    shutil.copytree(finished_run, folder, symlinks=True)
+    cfg = json.loads((folder / "job.json").read_text())
+    cfg["job_dir"] = str(folder)
+    (folder / "job.json").write_text(json.dumps(cfg))
+    os.chmod(folder / "job.json", 0o640)
+    return folder
+
+
+def resume(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return orch("run", "--resume", str(folder), *extra, "epochs=2", cwd=folder.parent)
+
+
+def no_rank_started(folder: Path, before: float) -> bool:
+    log = folder / "logs" / "local-rank0.out"
+    return not log.exists() or log.stat().st_mtime <= before
+
+
+# --- damaged resume folders ----------------------------------------------------------------------------
+
+def _edit_json(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    data = json.loads((folder / "job.json").read_text())
+    change(data)
+    (folder / "job.json").write_text(json.dumps(data))
+
+JOB_JSON_DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
+    ("params lr text", lambda f: _edit_json(f, lambda d: d["params"].update(lr="fast")), "lr"),
+    ("params lr negative", lambda f: _edit_json(f, lambda d: d["params"].update(lr=-1)), "lr"),
+    ("params lr null", lambda f: _edit_json(f, lambda d: d["params"].update(lr=None)), "lr"),
+    ("params unknown key", lambda f: _edit_json(f, lambda d: d["params"].update(colour=1)), "colour"),
+    ("params seed huge", lambda f: _edit_json(f, lambda d: d["params"].update(seed=2**70)), "seed"),
+    ("env key with =", lambda f: _edit_json(f, lambda d: d["env"].update({"A=B": "1"})), "env"),
+    ("env key NUL", lambda f: _edit_json(f, lambda d: d["env"].update({"A\0B": "1"})), "env"),
+    ("env value NUL", lambda f: _edit_json(f, lambda d: d["env"].update({"NCCL_DEBUG": "a\0b"})), "env"),
+    ("env owned name", lambda f: _edit_json(f, lambda d: d["env"].update({"MASTER_PORT": "1"})), "MASTER_PORT"),
+    ("ranks zero", lambda f: _edit_json(f, lambda d: d.update(tasks_per_node=0)), "tasks_per_node"),
+    ("deep nesting", lambda f: (f / "job.json").write_text("[" * 100_000 + "]" * 100_000), "job.json"),
+    ("not an object", lambda f: (f / "job.json").write_text("[]"), "job.json"),
+    ("job.json a folder", lambda f: ((f / "job.json").unlink(), (f / "job.json").mkdir()), "job.json"),
+    ("checkpoints a file", lambda f: (shutil.rmtree(f / "checkpoints"), (f / "checkpoints").write_text("x")),
+     "checkpoints"),
+    ("job file gone", lambda f: _edit_json(f, lambda d: d.update(job_file="/nonexistent/job.py")), "job file"),
+]
+
+
+@pytest.mark.parametrize(("damage", "name"), [(d, n) for _, d, n in JOB_JSON_DAMAGE],
+                         ids=[i for i, _, _ in JOB_JSON_DAMAGE])
+def test_damaged_job_json_is_refused_before_any_rank_starts(damage: Callable[[Path], None], name: str,
+                                                            job_copy: Path) -> None:
+    damage(job_copy)
+    before = time.time()
+    proc = resume(job_copy)
+    assert_refused(proc, name)
+    assert no_rank_started(job_copy, before)
+
+
+def _edit_checkpoint(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit the checkpoints and drop their sidecars: a folder of an older orch, so these cases test the
+    check every rank makes as it loads (with a sidecar, the CLI refuses first: test_resume_sidecar.py)."""
+    import torch
+
+    for name in ("latest.pt", "previous.pt"):
+        path = folder / "checkpoints" / name
+        if path.exists():
+            state = torch.load(path, weights_only=True)
+            change(state)
+            torch.save(state, path)
+        (folder / "checkpoints" / f"{name}.json").unlink(missing_ok=True)
+
+
+def _rename_first_key(state: dict[str, Any]) -> None:
+    key = next(iter(state["model"]))
+    state["model"]["renamed." + key] = state["model"].pop(key)
+
+
+def _grow_first_tensor(state: dict[str, Any]) -> None:
+    import torch
+
+    key = next(iter(state["model"]))
+    state["model"][key] = torch.zeros(tuple(s + 1 for s in state["model"][key].shape))
+
+CHECKPOINT_DAMAGE: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    ("another job", lambda s: s.update(job="mnist"), "written by job 'mnist'"),
+    ("renamed weight", _rename_first_key, "does not match the job's model"),
+    ("reshaped weight", _grow_first_tensor, "does not match the job's model"),
+    ("ranks empty", lambda s: s.update(ranks=[]), "ranks hold 0 entries"),
+    ("ranks too many", lambda s: s.update(ranks=s["ranks"] * 3), "ranks hold 3 entries"),
+    ("epoch negative", lambda s: s.update(epoch=-1), "epoch is -1"),
+    ("step negative", lambda s: s.update(step=-5), "step is -5"),
+    ("world size zero", lambda s: s.update(world_size=0), "world_size is 0"),
+    ("epoch text", lambda s: s.update(epoch="1"), "epoch is '1'"),
+]
+
+
+@pytest.mark.parametrize(("damage", "message"), [(d, m) for _, d, m in CHECKPOINT_DAMAGE],
+                         ids=[i for i, _, _ in CHECKPOINT_DAMAGE])
+def test_a_checkpoint_of_another_job_or_with_bad_counters_is_a_clear_error(
+        damage: Callable[[dict[str, Any]], None], message: str, job_copy: Path) -> None:
+    _edit_checkpoint(job_copy, damage)
+    proc = resume(job_copy)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and "HINT:" in proc.stderr, proc.stderr
+    assert "load_state_dict" not in proc.stderr and "Traceback" not in proc.stderr
+    assert not (job_copy / "metrics.jsonl").read_text().count('"epoch": 2')
