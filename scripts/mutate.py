@@ -45,20 +45,24 @@ COPY = ("orchestrator", "jobs", "templates", "tests", "pyproject.toml", "cluster
 # module -> (source files, test files (edge tests first: -x stops early), top-level names to mutate or None for all)
 MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...] | None]] = {
     "hostlist": (("orchestrator/env/hostlist.py",),
-                 ("tests/test_edges_hostlist.py", "tests/test_hostlist.py", "tests/test_cli_hosts_env.py"), None),
+                 ("tests/env/test_hostlist_limits.py", "tests/env/test_hostlist.py",
+                  "tests/commands/test_hosts_env.py"), None),
     "distenv": (("orchestrator/env/distenv.py", "orchestrator/env/masterport.py", "orchestrator/env/taskenv.py"),
-                ("tests/test_edges_distenv.py", "tests/test_distenv.py", "tests/test_ports.py"), None),
+                ("tests/env/test_distenv_limits.py", "tests/env/test_distenv.py", "tests/env/test_masterport.py"), None),
     "render": (("orchestrator/slurm/render.py",),
-               ("tests/test_edges_render.py", "tests/test_render.py", "tests/test_hostile_values.py"), None),
+               ("tests/slurm/test_render_limits.py", "tests/slurm/test_render.py",
+                "tests/slurm/test_render_hostile_values.py"), None),
     "plan": (("orchestrator/slurm/plan.py", "orchestrator/slurm/resources.py"),
-             ("tests/test_edges_plan.py", "tests/test_plan.py", "tests/test_render.py"), None),
+             ("tests/slurm/test_slurm_plan_limits.py", "tests/slurm/test_slurm_plan.py", "tests/slurm/test_render.py"),
+             None),
     "cluster": (("orchestrator/spec/cluster.py", "orchestrator/spec/extras.py"),
-                ("tests/test_edges_config.py", "tests/test_config.py", "tests/test_malformed_inputs.py",
-                 "tests/test_hardening_round2.py"), None),
+                ("tests/spec/test_cluster_limits.py", "tests/spec/test_cluster.py",
+                 "tests/commands/test_submit_malformed.py", "tests/spec/test_cluster_bounds.py",
+                 "tests/spec/test_extras_env_names.py"), None),
     "checkpoint": (("orchestrator/runtime/checkpoint.py",),
-                   ("tests/test_edges_checkpoint.py", "tests/test_runtime_checkpoint.py"), None),
+                   ("tests/runtime/test_runtime_checkpoint_limits.py", "tests/runtime/test_runtime_checkpoint.py"), None),
     "slurm": (("orchestrator/slurm/state.py", "orchestrator/slurm/client.py"),  # client.py: where it was (--from)
-              ("tests/test_edges_slurm_state.py", "tests/test_slurm_state.py"),
+              ("tests/slurm/test_slurm_state_names.py", "tests/slurm/test_slurm_state.py"),
               ("JOB_STATES", "UNKNOWN", "state_info", "JobStatus")),
 }
 

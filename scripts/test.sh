@@ -25,7 +25,7 @@ echo "orch test: ruff"
 echo "orch test: mypy --strict"
 .venv/bin/mypy
 echo "orch test: lint-imports (the layer contracts in pyproject.toml)"
-PYTHONPATH=tests .venv/bin/lint-imports --no-cache --no-logo
+PYTHONPATH=tests/architecture .venv/bin/lint-imports --no-cache --no-logo
 
 if [ "$(id -u)" = 0 ] && [ "${ORCH_SKIP_SLURM:-0}" != 1 ]; then
   echo "orch test: starting the local Slurm test cluster"

@@ -21,7 +21,7 @@ CONTRACT_IDS = ("layers", "acyclic", "torch-only-in-runtime", "pure-core", "cli-
 
 def lint(cwd: Path, *contracts: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = os.pathsep.join([str(cwd), str(ROOT / "tests")])
+    env["PYTHONPATH"] = os.pathsep.join([str(cwd), str(ROOT / "tests" / "architecture")])
     args = [str(LINT), "--no-cache", "--no-logo", *(a for c in contracts for a in ("--contract", c))]
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 

@@ -1,7 +1,7 @@
 """The Python API without Slurm: submitit's local executor and validation before anything runs.
 
-That the API queues orch submit's own script is proven in tests/test_sweep.py (stub sbatch); the
-real-cluster side (one job, job arrays, preemption) in tests/slurm/test_e2e_api.py.
+That the API queues orch submit's own script is proven in tests/commands/test_submit_sweep.py (stub sbatch); the
+real-cluster side (one job, job arrays, preemption) in tests/e2e/test_e2e_api.py.
 """
 
 from __future__ import annotations

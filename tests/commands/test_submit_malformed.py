@@ -5,7 +5,7 @@ installed ``orch``) as a real submission, with stub ``sbatch``/``srun``/``scontr
 Each must exit 2 with ``orch: error:`` naming the field, a ``HINT:`` line with the fix, no
 traceback, no job folder, and no call to any Slurm command (the stub log is never created).
 ``orch run`` cases must also start no process and create no job folder.
-(tests/test_cli_submit.py and tests/test_local_run.py hold a few more; these do not repeat them.)
+(tests/commands/test_submit.py and tests/local/test_runner.py hold a few more; these do not repeat them.)
 """
 
 from __future__ import annotations

@@ -199,7 +199,7 @@ def test_the_readme_shows_a_known_number_of_runnable_commands() -> None:
 def test_every_page_has_commands_or_is_known_not_to() -> None:
     """A page that lost all its runnable blocks is probably a mistake (these pages have none on purpose)."""
     without = {"README.md", "layout.md", "benchmarks.md", "startup-phases.md", "testing.md",
-               "remote.md"}  # remote.md: its commands need an SSH server (tests/test_remote.py)
+               "remote.md"}  # remote.md: its commands need an SSH server (tests/remote/test_remote.py)
     for page in DOCS.glob("*.md"):
         assert bool(page_commands(page)) != (page.name in without), page.name
 

@@ -1,6 +1,6 @@
 """Dying and stuck ranks: real processes, gloo on CPU, tests/jobs/faulty.py (faults on purpose).
 
-tests/test_local_run.py covers ``orch run`` when rank 1 raises, is killed, skips a collective or
+tests/local/test_runner.py covers ``orch run`` when rank 1 raises, is killed, skips a collective or
 exits 0. This file fills the gaps:
 
 * the shared entrypoint alone, as ``srun`` starts it (Slurm task variables, no ``orch run``

@@ -3,7 +3,7 @@
 The "cluster" is this machine behind a real ``sshd`` on a loopback port (tests/sshd.py): its orch
 is this checkout's, run through a wrapper that gives it its own state folder and the stub Slurm
 commands (tests/stubs). The "laptop" is the test's orch with another state folder. The end-to-end
-test on real Slurm is tests/slurm/test_e2e_remote.py.
+test on real Slurm is tests/e2e/test_e2e_remote.py.
 """
 
 from __future__ import annotations

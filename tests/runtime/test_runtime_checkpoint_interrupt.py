@@ -1,4 +1,4 @@
-"""Interrupted and damaged checkpoints (complements tests/test_runtime_checkpoint.py, which kills
+"""Interrupted and damaged checkpoints (complements tests/runtime/test_runtime_checkpoint.py, which kills
 the writer at random times): here the writer is killed at every step of ``write_atomic`` and at
 random byte offsets inside ``torch.save``; damaged files (every truncation length class, hundreds
 of single-byte flips) are refused naming the file or load unchanged, never as different weights;

@@ -1,7 +1,7 @@
 """MNIST from the real files (ORCH_DATA_DIR; ../shared/data next to the repository by default).
 
 Skipped, with the reason, where the files are absent; the IDX decoding itself is also tested on
-small files the tests write (tests/test_runtime_data.py).
+small files the tests write (tests/runtime/test_runtime_data.py).
 """
 
 from __future__ import annotations

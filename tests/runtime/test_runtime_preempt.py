@@ -1,5 +1,5 @@
 """Preemption: the handler only sets a flag; every rank stops at the same step (one-rank world here,
-two ranks in tests/test_local_run.py)."""
+two ranks in tests/local/test_runner.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """orch submit --preflight[=exclude]: the rendered preflight step (golden, bash -n, shellcheck), the
 verdict's blamed nodes, the decision after a failed preflight (stop, exclude, give up) and its CLI.
-The real run on the local Slurm cluster: tests/slurm/test_e2e_preflight.py."""
+The real run on the local Slurm cluster: tests/e2e/test_e2e_preflight.py."""
 
 from __future__ import annotations
 

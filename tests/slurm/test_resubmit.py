@@ -2,7 +2,7 @@
 
 The rule (``slurm/resubmit.py``, shared with ``--preflight=exclude``) is pure; the batch-script helper
 (``python -m orchestrator.slurm.restart``) is run here on a job folder holding the records a killed rank
-leaves; the end-to-end run is ``tests/slurm/test_e2e_restarts.py``."""
+leaves; the end-to-end run is ``tests/e2e/test_e2e_restarts.py``."""
 
 from __future__ import annotations
 

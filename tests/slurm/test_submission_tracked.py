@@ -11,7 +11,7 @@ A fake ``sbatch`` first on PATH does the unlucky thing while orch waits for it, 
   run as Slurm would start it, records its own id.
 
 A disk full before anything was queued leaves no job and no folder (exit 2, sbatch never called).
-The real-Slurm counterpart is tests/slurm/test_e2e_tracked.py.
+The real-Slurm counterpart is tests/e2e/test_e2e_tracked.py.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def test_owned_names_are_refused_in_env(name: str, tmp_path: Path, capsys: pytes
     assert not (tmp_path / "PWNED").exists()
 
 
-# issue 23: PATH and PYTHONPATH left this list (refused: launcher.setup changes them; test_round3_secrets_env.py)
+# PATH and PYTHONPATH are not here: refused (launcher.setup changes them; tests/spec/test_envnames.py)
 @pytest.mark.parametrize("name", ["NCCL_DEBUG", "OMP_NUM_THREADS", "http_proxy", "PYTHONUNBUFFERED",
                                   "WANDB_API_KEY", "ORCH_DATA_DIR", "MY_SIGNALS", "slurm_x", "_"])
 def test_ordinary_names_are_accepted(name: str) -> None:

@@ -3,7 +3,7 @@
 The real CLI follows a local run's folder whose log is quiet (a run ends when result.json appears):
 into a pipe whose reader quits (it ends within seconds, though it writes nothing), into a file and
 into a terminal (it follows as before until the run ends), into a terminal that hangs up (it ends).
-The same follower through SSH, whose session goes away, is tests/test_remote.py's.
+The same follower through SSH, whose session goes away, is tests/remote/test_remote.py's.
 """
 
 from __future__ import annotations

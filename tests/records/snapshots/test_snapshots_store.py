@@ -4,7 +4,7 @@ its ``srun`` (the stub, ``ORCH_STUB_SRUN_EXEC=1``) starting the real task proces
 the submitted code, whatever was edited after the submit; a requeue (restart 1) runs it too.
 
 ``orch run`` takes no snapshot (it starts the code right away); the Slurm test of the same contract is
-tests/slurm/test_e2e_snapshot.py.
+tests/e2e/test_e2e_snapshot.py.
 """
 
 from __future__ import annotations
