@@ -105,7 +105,8 @@ def test_damaged_job_json_is_refused_before_any_rank_starts(damage: Callable[[Pa
 
 def _edit_checkpoint(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
     """Edit the checkpoints and drop their sidecars: a folder of an older orch, so these cases test the
-    check every rank makes as it loads (with a sidecar, the CLI refuses first: tests/records/test_resumecheck_cli.py)."""
+    check every rank makes as it loads (with a sidecar, the CLI refuses first:
+    tests/records/test_resumecheck_cli.py)."""
     import torch
 
     for name in ("latest.pt", "previous.pt"):
