@@ -1,4 +1,4 @@
-"""Named clusters (issue 21): ``~/.config/orch/clusters/NAME.yaml`` (``$XDG_CONFIG_HOME``) beside
+"""Named clusters: ``~/.config/orch/clusters/NAME.yaml`` (``$XDG_CONFIG_HOME``) beside
 ./cluster.yaml, picked by ``--cluster NAME`` or ``ORCH_CLUSTER=NAME`` (a path still works), and
 ``orch clusters [--json]``: each file, its partitions, whether Slurm answers here. Real CLI, real files."""
 

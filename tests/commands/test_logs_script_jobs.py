@@ -1,4 +1,4 @@
-"""orch logs / status / list / cancel for script jobs, through the real CLI (issue 19, items 4 and 5):
+"""orch logs / status / list / cancel for script jobs, through the real CLI:
 the log views (rank 0 with the batch lines, --batch, --rank, --all-ranks, -f, tail reads), the index
 of submitted jobs (no --cluster needed), hidden columns, script names, no GPU-hours for CPU jobs,
 ``orch run --all-ranks`` and job ids that Slurm reused for another job.

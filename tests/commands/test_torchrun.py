@@ -1,4 +1,4 @@
-"""A CLI that speaks torchrun (issue 19), through the real CLI (``main``): torchrun's option names get
+"""A CLI that speaks torchrun, through the real CLI (``main``): torchrun's option names get
 "did you mean" or why orch needs none, a script's own options before ``--`` get the command rewritten,
 ``--`` ends the options of every verb, and a script submitted without ``--gpus`` gets the partition's GPUs."""
 

@@ -1,4 +1,4 @@
-"""The memory of bad nodes on the local Slurm cluster (issue 20 part 3): a node recorded as bad
+"""The memory of bad nodes on the local Slurm cluster: a node recorded as bad
 is left out by the next orch submit (the dry run says which and why, sbatch gets --exclude, Slurm
 honours it), a job that would need it is refused with the hint, orch nodes --forget gives it back, and
 a failed preflight records its node. Each test has its own job root (its own bad_nodes.jsonl) and

@@ -1,4 +1,4 @@
-"""End to end on the local Slurm cluster (issue 10, class 11): a rank stuck in Python, or SIGSTOPped,
+"""End to end on the local Slurm cluster: a rank stuck in Python, or SIGSTOPped,
 on a 2-node job. The other rank gives up waiting after ``launcher.collective_timeout``, srun ends the
 step, and only the ranks' outcome records in the job folder say who stopped: ``orch status --json``
 (``failure``) and ``orch logs`` must name the stuck rank, the rank that waited, and the timeout."""

@@ -1,4 +1,4 @@
-"""``orch logs JOB`` of a real script job on the local Slurm cluster (issue 19): rank 0's output with
+"""``orch logs JOB`` of a real script job on the local Slurm cluster: rank 0's output with
 the batch script's own lines, found without the submit's ``--cluster`` (the index of submitted jobs),
 ``--all-ranks`` with a prefix per rank, and ``orch status`` of the script trusting Slurm's answer (the
 folder's submit time and name agree with Slurm's SubmitTime and JobName)."""

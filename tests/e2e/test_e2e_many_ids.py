@@ -1,4 +1,4 @@
-"""End to end on the local Slurm cluster (issue 24): ``orch status`` / the Python API asked about 20,000
+"""End to end on the local Slurm cluster: ``orch status`` / the Python API asked about 20,000
 job ids (the jobs the cluster holds among made-up ones) answer every id, with real squeue and sacct,
 instead of dying with ``Argument list too long`` (ids are asked for in batches, ``client.id_batches``)."""
 

@@ -1,4 +1,4 @@
-"""Issue 24 on the local Slurm cluster: a single-node script job's rendezvous store listens on loopback
+"""On the local Slurm cluster: a single-node script job's rendezvous store listens on loopback
 only, and no process of a job (a helper that ignores SIGTERM, a double-forked daemon that left the
 session) is left after ``scancel``.
 

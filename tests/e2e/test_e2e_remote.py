@@ -1,4 +1,4 @@
-"""Submission from a laptop over SSH, end to end on the local Slurm cluster (issue 21, part 4).
+"""Submission from a laptop over SSH, end to end on the local Slurm cluster.
 
 A real sshd (tests/sshd.py) stands in front of the cluster, with ``SetEnv SLURM_CONF=...``; the
 "laptop" is a folder outside the cluster's paths and a state folder of its own, reaching the cluster

@@ -1,4 +1,4 @@
-"""End to end on the local Slurm cluster (issue 20): a failed training step is restarted inside the
+"""End to end on the local Slurm cluster: a failed training step is restarted inside the
 allocation from the newest checkpoint (``--max-restarts``), and ``attempts.json`` says what happened."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A requeued job whose resume folder is damaged fails in its batch script, before srun (issue 10, class 13):
+"""A requeued job whose resume folder is damaged fails in its batch script, before srun:
 the checkpoint's sidecar names another job, so the batch log holds the error and no task starts."""
 
 from __future__ import annotations

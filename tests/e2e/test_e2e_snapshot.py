@@ -1,4 +1,4 @@
-"""Code snapshots on the local Slurm cluster (issue 21): a script in a git work tree is submitted, edited
+"""Code snapshots on the local Slurm cluster: a script in a git work tree is submitted, edited
 right after the submit, and the job runs the submitted version, in its first attempt and after a requeue
 (the script asks for one with exit 75; the requeued run sees TORCHELASTIC_RESTART_COUNT 1). With
 --no-snapshot the same edit is what runs. ``orch status JOB`` shows the snapshot's commit and digest."""

@@ -1,4 +1,4 @@
-"""Issue 23 on the local Slurm cluster: a SIGKILLed ``orch submit`` still leaves a tracked job, and the
+"""On the local Slurm cluster: a SIGKILLed ``orch submit`` still leaves a tracked job, and the
 batch log Slurm creates is private.
 
 A wrapper ``sbatch`` first on PATH runs the real sbatch, then SIGKILLs ``orch submit`` (its parent)

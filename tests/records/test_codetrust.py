@@ -1,4 +1,4 @@
-"""Issue 23, class 1: code and configuration that another user can change are never run or read as you.
+"""Code and configuration that another user can change are never run or read as you.
 
 ``orch submit`` / ``orch run`` refuse (exit 2, ``orch: error:`` naming the file, a HINT with the fix, no
 traceback) a script, its sibling modules and packages, a job file, ``./jobs/NAME.py``, ``./cluster.yaml``

@@ -1,9 +1,9 @@
-"""Files: job folders are the user's alone whatever the umask (issue 23); secrets go by name.
+"""Files: job folders are the user's alone whatever the umask; secrets go by name.
 
 * ``orch submit`` (stub sbatch) and ``orch run`` (real processes) under umasks 000, 002, 022, 027
   and 077, through the installed ``orch``: no file or folder of the job has a group or other bit
   (0600 files, 0700 folders and sbatch.sh), and sbatch runs with umask 077, which keeps Slurm's own log
-  files (created by slurmstepd with the job's umask) private too. (Before issue 23 the folders followed
+  files (created by slurmstepd with the job's umask) private too. (The folders once followed
   the umask, narrowed to never group- or world-writable.)
 * ``launcher.pass_env: [NAMES]``: the script and job.json hold only the names; the values travel in
   the environment (sbatch exports the submitting shell's environment to the job, srun to the tasks).

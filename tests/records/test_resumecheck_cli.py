@@ -1,4 +1,4 @@
-"""Damaged resume folders are refused before any rank starts (issue 10, class 13), through the real CLI
+"""Damaged resume folders are refused before any rank starts, through the real CLI
 (``orch run --resume``, 2 gloo ranks) and the rendered batch script (stub srun): the checkpoint's sidecar
 (``latest.pt.json``) is checked against job.json first; the ranks' own check stays the second line."""
 

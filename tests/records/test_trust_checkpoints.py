@@ -1,4 +1,4 @@
-"""Issue 24, "checkpoints through a symlink into a world-writable folder are resumed from": the trust
+"""Checkpoints through a symlink into a folder others can write are never resumed from: the trust
 rules (orchestrator/records/trust.py) apply to every path a resume reads: the checkpoint folder and
 where a link leads it, every folder on the way, the links themselves, the checkpoint files and their
 sidecars, in ``orch run --resume`` (real CLI, one finished smoke run copied per test), in the task's

@@ -1,4 +1,4 @@
-"""Submission from another machine over SSH (issue 21, parts 3-4), against a real OpenSSH server.
+"""Submission from another machine over SSH, against a real OpenSSH server.
 
 The "cluster" is this machine behind a real ``sshd`` on a loopback port (tests/sshd.py): its orch
 is this checkout's, run through a wrapper that gives it its own state folder and the stub Slurm

@@ -1,4 +1,4 @@
-"""Periodic checkpoints (``TrainParams.checkpoint_every``, issue 20 part 4).
+"""Periodic checkpoints (``TrainParams.checkpoint_every``).
 
 Rank 0's clock decides and the stop vote carries its word to every rank (never a per-rank clock);
 the checkpoint is the preemption path's mid-epoch one, so a run killed after it resumes bit-exact.

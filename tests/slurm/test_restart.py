@@ -1,4 +1,4 @@
-"""Issue 20: the restart policy table, attempts.json's arithmetic and the goodput ledger (pure), the
+"""The restart policy table, attempts.json's arithmetic and the goodput ledger (pure), the
 spare-node choice, the batch-script helper on a job folder, and orch run's restarts with real ranks."""
 
 from __future__ import annotations

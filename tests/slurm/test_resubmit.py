@@ -1,4 +1,4 @@
-"""Issue 20: a restart whose blamed node has no spare left submits the job again without that node.
+"""A restart whose blamed node has no spare left submits the job again without that node.
 
 The rule (``slurm/resubmit.py``, shared with ``--preflight=exclude``) is pure; the batch-script helper
 (``python -m orchestrator.slurm.restart``) is run here on a job folder holding the records a killed rank

@@ -1,4 +1,4 @@
-"""srun's report of a failed step in the batch log (issue 20): the pure parser (real srun lines of Slurm
+"""srun's report of a failed step in the batch log: the pure parser (real srun lines of Slurm
 22.05, captured on the local cluster, and hostile ones), the file reader, and the batch script's restart
 helper filling attempts.json's blamed_rank/blamed_node from it when no record names a culprit."""
 

@@ -1,4 +1,4 @@
-"""Issue 23, classes 3 and 11: a job sbatch queued is never left untracked.
+"""A job sbatch queued is never left untracked.
 
 A fake ``sbatch`` first on PATH does the unlucky thing while orch waits for it, then prints the id:
 

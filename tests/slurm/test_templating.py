@@ -1,5 +1,5 @@
-"""A quoting filter inside quotes the template opened is refused when the template compiles (issue 10,
-class 3): hostile templates of our own, each unsafe context refused (and shown to run a hostile value
+"""A quoting filter inside quotes the template opened is refused when the template compiles:
+hostile templates of our own, each unsafe context refused (and shown to run a hostile value
 without the check), each safe context rendered and run in bash without running anything."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hardening, third round (issue 24): the rendezvous store of one machine listens on loopback only,
+"""The rendezvous store of one machine listens on loopback only,
 also for a user's script, and every process a local run started ends with it.
 
 Real ``orch run`` of torchrun-style scripts (tests/scripts/hold_store.py, tests/scripts/leaky.py) in

@@ -1,4 +1,4 @@
-"""One error line per failure (issue 19): ``orch run`` of a script that raises prints exactly one
+"""One error line per failure: ``orch run`` of a script that raises prints exactly one
 ``orch: error:`` line (with its hint) and the script's traceback as ``python script.py`` would, without
 orch's own frames (``ORCH_DEBUG=1`` keeps them); the flight recorder's variables carry the names the
 installed torch reads (no deprecated name set by orch)."""

@@ -1,9 +1,9 @@
-"""Hardening, second round (issue 10): the processes of ``orch run`` and of a task.
+"""The processes of ``orch run`` and of a task.
 
 Real multi-process gloo runs of tests/jobs/hang.py through the installed CLI: the rendezvous
-listens on loopback only (9), a rank's own subprocesses end with it (6), SIGTERM makes orch run
-exit 143, the report blames the rank that stopped progressing and the timeout that applied (11),
-and every rank leaves its Python stacks in its log (14).
+listens on loopback only, a rank's own subprocesses end with it, SIGTERM makes orch run
+exit 143, the report blames the rank that stopped progressing and the timeout that applied,
+and every rank leaves its Python stacks in its log.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def alive(pid: int) -> bool:
     return not (status.exists() and "State:\tZ" in status.read_text())
 
 
-# --- 9. loopback rendezvous ----------------------------------------------------------------------------
+# --- loopback rendezvous ----------------------------------------------------------------------------
 
 def test_the_local_rendezvous_listens_on_loopback_only(tmp_path: Path) -> None:
     proc = run(tmp_path, "--nproc", "2", "probe=true")
@@ -80,7 +80,7 @@ def test_loopback_addresses(addr: str, loopback: bool) -> None:
     assert is_loopback(addr) == loopback
 
 
-# --- 6. process groups, and SIGTERM ----------------------------------------------------------------------
+# --- process groups, and SIGTERM ----------------------------------------------------------------------
 
 def test_a_dying_ranks_own_processes_end_with_it(tmp_path: Path) -> None:
     proc = run(tmp_path, "--nproc", "2", "child=true", "fault=raise", "fault_step=2")
@@ -146,7 +146,7 @@ def test_descendants(parents: dict[int, int], expected: list[int]) -> None:
     assert descendants(1, parents) == expected
 
 
-# --- 11. blame, and 14. evidence ----------------------------------------------------------------------------
+# --- blame, and evidence ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("fault", "stuck", "waiting"), [("spin", 1, 0), ("stop", 0, 1)])
 def test_the_rank_that_stopped_progressing_is_blamed_and_leaves_its_stacks(

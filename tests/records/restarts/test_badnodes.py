@@ -1,4 +1,4 @@
-"""The memory of bad nodes across jobs (issue 20 part 3; records/badnodes.py, records/nodeevidence.py,
+"""The memory of bad nodes across jobs (records/badnodes.py, records/nodeevidence.py,
 slurm/nodememory.py, orch nodes): the record file, several writers at once, the evidence table, the
 submit-time exclusion as the dry run shows it, and orch nodes. No Slurm here (tests/slurm/ has it)."""
 

@@ -1,4 +1,4 @@
-"""Blame (issue 10, class 11): the pure function over the ranks' outcome records, the records on
+"""Blame: the pure function over the ranks' outcome records, the records on
 disk (hostile and odd ones), the task-side recorder, and ``orch status`` / ``orch logs`` naming the
 rank to look at from a job folder's records (the real CLI, records written by hand)."""
 

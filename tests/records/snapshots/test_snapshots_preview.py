@@ -1,4 +1,4 @@
-"""``orch submit --dry-run`` says what the code snapshot would be (issue 21, docs/snapshots.md): the tree's
+"""``orch submit --dry-run`` says what the code snapshot would be (docs/snapshots.md): the tree's
 root, git commit and dirty flag (or which folder, outside git), the file count and size, and whether an
 identical snapshot is reused; or that snapshots are off. Through the real ``orch`` (subprocess) with stub
 Slurm commands; the dry run writes nothing under the job root, even when it holds snapshots already.

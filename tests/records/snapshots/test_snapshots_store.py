@@ -1,4 +1,4 @@
-"""Code snapshots (issue 21): the real ``orch`` (subprocess), a real git repository in a temporary folder,
+"""Code snapshots: the real ``orch`` (subprocess), a real git repository in a temporary folder,
 stub ``sbatch``/``srun`` (tests/stubs). The job's batch script is then run by bash as Slurm would run it,
 its ``srun`` (the stub, ``ORCH_STUB_SRUN_EXEC=1``) starting the real task process: the code that runs is
 the submitted code, whatever was edited after the submit; a requeue (restart 1) runs it too.
