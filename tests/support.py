@@ -1,6 +1,6 @@
 """Helpers shared by the tests (plain module: import it as ``from support import ...``).
 
-Test modules must not import ``conftest``: with tests/ and tests/slurm/ each holding one, the name
+Test modules must not import ``conftest``: with tests/ and tests/e2e/ each holding one, the name
 ``conftest`` means whichever pytest loaded first. Fixtures stay in conftest.py.
 """
 

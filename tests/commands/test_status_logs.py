@@ -3,7 +3,7 @@
 The stand-ins (squeue, sacct, scancel, scontrol) are small executables put first on PATH: they
 print canned Slurm 22.05.8 output read from a JSON file the test can change at any time, and
 record every call. So the verbs run their real code path (the default runner, subprocess and
-all); only Slurm's answers are canned. The real cluster runs them in tests/slurm/.
+all); only Slurm's answers are canned. The real cluster runs them in tests/e2e/.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The memory of bad nodes across jobs (records/badnodes.py, records/nodeevidence.py,
 slurm/nodememory.py, orch nodes): the record file, several writers at once, the evidence table, the
-submit-time exclusion as the dry run shows it, and orch nodes. No Slurm here (tests/slurm/ has it)."""
+submit-time exclusion as the dry run shows it, and orch nodes. No Slurm here (tests/e2e/ has it)."""
 
 from __future__ import annotations
 
