@@ -11,10 +11,14 @@ import json
 import os
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent  # tests/: the fixture folders jobs/, scripts/, stubs/, golden/
@@ -135,3 +139,53 @@ def listeners(port: int) -> list[str]:
             if int(hexport, 16) == port and fields[3] == LISTEN:
                 found.append(addr)
     return found
+
+
+# Refusals through the real CLI (``orchestrator.cli.main``, imported when called: importing support stays light).
+
+def cluster_file(tmp_path: Path, **sections: Any) -> Path:
+    """TEST_CLUSTER with its job root under ``tmp_path`` and top-level ``sections`` replaced, as cluster.yaml."""
+    data: dict[str, Any] = {**TEST_CLUSTER, "launcher": {**TEST_CLUSTER["launcher"],
+                                                          "job_root": str(tmp_path / "jobs")}}
+    data.update(sections)
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def expect_refused(argv: list[str], capsys: pytest.CaptureFixture[str], must_name: list[str],
+                   jobs: Path | None = None, stubs: Stubs | None = None) -> str:
+    """Exit 2, ``orch: error:`` naming ``must_name``, a HINT, no traceback, nothing written or queued."""
+    from orchestrator.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "orch: error:" in err and "HINT:" in err, err
+    assert "Traceback" not in err, err
+    for text in must_name:
+        assert text in err, f"{text!r} not in {err!r}"
+    if jobs is not None:
+        assert not jobs.exists() or not any(jobs.iterdir()), list(jobs.iterdir())
+    if stubs is not None:
+        assert stubs.records() == []
+    return err
+
+
+FAST = 2.0  # seconds: what a refusal may take at most (the probe ran for minutes)
+
+
+def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *names: str) -> str:
+    """Exit 2 within FAST seconds, one ``orch: error:`` naming each of ``names``, no traceback."""
+    from orchestrator.cli import main
+
+    start = time.monotonic()
+    code = main(argv)
+    took = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("orch: error:") == 1 and "Traceback" not in err, err
+    assert took < FAST, took
+    for name in names:
+        assert name in err, (name, err)
+    return err

@@ -13,26 +13,10 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import ORCH, TEST_CLUSTER, clean_environ
+from support import FAST, ORCH, TEST_CLUSTER, clean_environ, refused
 
 from orchestrator.cli import main
 from orchestrator.env import hostlist
-
-FAST = 2.0  # seconds: what a refusal may take at most (the probe ran for minutes)
-
-
-def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *names: str) -> str:
-    start = time.monotonic()
-    code = main(argv)
-    took = time.monotonic() - start
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert err.count("orch: error:") == 1 and "Traceback" not in err, err
-    assert took < FAST, took
-    for name in names:
-        assert name in err, (name, err)
-    return err
-
 
 # -- hostlists ------------------------------------------------------------------------------------
 

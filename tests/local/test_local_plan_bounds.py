@@ -4,13 +4,12 @@ single process starts.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import refused
 
-from orchestrator.cli import main
 from orchestrator.errors import ConfigError
 from orchestrator.local.plan import check_nproc
 from orchestrator.spec.numbers import (
@@ -18,22 +17,6 @@ from orchestrator.spec.numbers import (
     MIN_LOCAL_RANK_LIMIT,
     max_local_ranks,
 )
-
-FAST = 2.0  # seconds: what a refusal may take at most (the probe ran for minutes)
-
-
-def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *names: str) -> str:
-    start = time.monotonic()
-    code = main(argv)
-    took = time.monotonic() - start
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert err.count("orch: error:") == 1 and "Traceback" not in err, err
-    assert took < FAST, took
-    for name in names:
-        assert name in err, (name, err)
-    return err
-
 
 # -- --nproc -----------------------------------------------------------------------------------------
 

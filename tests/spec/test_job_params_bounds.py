@@ -7,42 +7,13 @@ no job folder and no Slurm call.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
-import yaml
-from support import TEST_CLUSTER, TESTS
-
-from orchestrator.cli import main
+from support import TESTS, cluster_file, expect_refused
 
 if TYPE_CHECKING:
     from support import Stubs
-
-
-def expect_refused(argv: list[str], capsys: pytest.CaptureFixture[str], must_name: list[str],
-                   jobs: Path | None = None, stubs: Stubs | None = None) -> str:
-    """Exit 2, ``orch: error:`` naming ``must_name``, a HINT, no traceback, nothing written or queued."""
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "orch: error:" in err and "HINT:" in err, err
-    assert "Traceback" not in err, err
-    for text in must_name:
-        assert text in err, f"{text!r} not in {err!r}"
-    if jobs is not None:
-        assert not jobs.exists() or not any(jobs.iterdir()), list(jobs.iterdir())
-    if stubs is not None:
-        assert stubs.records() == []
-    return err
-
-
-def cluster_file(tmp_path: Path, **sections: Any) -> Path:
-    data: dict[str, Any] = {**TEST_CLUSTER, "launcher": {**TEST_CLUSTER["launcher"],
-                                                          "job_root": str(tmp_path / "jobs")}}
-    data.update(sections)
-    path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
 
 
 # --- what the ranks validate is validated before sbatch --------------------------------------------

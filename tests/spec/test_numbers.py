@@ -4,15 +4,14 @@ floats from records never overflow (to_float); paths longer than Linux takes are
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import refused
 
-from orchestrator.cli import main
 from orchestrator.spec.numbers import (
     ascii_float,
     ascii_int,
@@ -20,21 +19,6 @@ from orchestrator.spec.numbers import (
     path_problem,
     to_float,
 )
-
-FAST = 2.0  # seconds: what a refusal may take at most (the probe ran for minutes)
-
-
-def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *names: str) -> str:
-    start = time.monotonic()
-    code = main(argv)
-    took = time.monotonic() - start
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert err.count("orch: error:") == 1 and "Traceback" not in err, err
-    assert took < FAST, took
-    for name in names:
-        assert name in err, (name, err)
-    return err
 
 
 @pytest.mark.parametrize("value", ["١٢", "²", "１２", "1" * 41, "0x10", "1e3", " ", "--1"])
