@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up .venv (scripts/setup.sh), then run every check: ruff, mypy (strict), the import contracts
 # (lint-imports), and pytest, including
-# the end-to-end tests on a throwaway local Slurm cluster (tests/slurm/cluster.sh, needs root and
+# the end-to-end tests (tests/e2e/) on a throwaway local Slurm cluster (tests/slurm/cluster.sh, needs root and
 # Debian's slurm packages, which it installs). The cluster is stopped again on exit, also on failure.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k hostlist`.
 set -euo pipefail
