@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -189,3 +190,28 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *names: str) ->
     for name in names:
         assert name in err, (name, err)
     return err
+
+
+# Real `orch` processes on a copy of one finished local run (the fixtures finished_run and job_copy,
+# tests/conftest.py): refused resumes, locks, damaged folders.
+
+def orch(*args: str, cwd: Path, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([ORCH, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env=clean_environ(PYTHONPATH=os.environ.get("PYTHONPATH", "")), **kwargs)
+
+
+def assert_refused(proc: subprocess.CompletedProcess[str], *names: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "orch: error:" in proc.stderr and "HINT:" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    for name in names:
+        assert name in proc.stderr, f"{name!r} not in {proc.stderr!r}"
+
+
+def resume(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return orch("run", "--resume", str(folder), *extra, "epochs=2", cwd=folder.parent)
+
+
+def no_rank_started(folder: Path, before: float) -> bool:
+    log = folder / "logs" / "local-rank0.out"
+    return not log.exists() or log.stat().st_mtime <= before

@@ -7,7 +7,6 @@ Refusals exit 2 with ``orch: error:`` naming the path, a HINT, no traceback, and
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -45,19 +44,6 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (folder,) = (base / "jobs").iterdir()
     assert (folder / "checkpoints" / "latest.pt").is_file()
-    return folder
-
-
-@pytest.fixture
-def job_copy(finished_run: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "jobs"
-    root.mkdir(mode=0o750)
-    folder = root / finished_run.name
-    shutil.copytree(finished_run, folder, symlinks=True)
-    cfg = json.loads((folder / "job.json").read_text())
-    cfg["job_dir"] = str(folder)
-    (folder / "job.json").write_text(json.dumps(cfg))
-    os.chmod(folder / "job.json", 0o640)
     return folder
 
 
