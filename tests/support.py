@@ -1,4 +1,8 @@
-"""Helpers shared by the tests (plain module: import it as ``from support import ...``).
+"""Helpers shared by the tests, in one module (plain module: import it as ``from support import ...``).
+
+Paths (``ROOT`` the checkout, ``TESTS`` this folder, ``STUBS_DIR``), a clean environment, stub Slurm commands
+(``Stubs``), golden scripts, who listens where (/proc), refusals through the real CLI (``expect_refused``,
+``refused``, ``cluster_file``) and real ``orch`` processes on a finished run (``orch``, ``resume``).
 
 Test modules must not import ``conftest``: with tests/ and tests/e2e/ each holding one, the name
 ``conftest`` means whichever pytest loaded first. Fixtures stay in conftest.py.
