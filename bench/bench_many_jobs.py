@@ -1,5 +1,6 @@
 """How do ``orch list`` / ``orch status`` scale with the number of jobs? Prints a table (a benchmark,
-not a test; tests/test_hardening_round3_scale.py asserts the results, never the times).
+not a test; tests/slurm/test_client_batches.py and tests/commands/test_list_jobs_many.py assert the results,
+never the times).
 
 For each size N it builds a job root of N folders (a job.json and a job_id each, names stamped as
 ``orch submit`` names them) and stand-in ``squeue``/``sacct``/``scontrol`` first on PATH that answer

@@ -3,7 +3,7 @@
     from orchestrator.job import JobSpec, Resources, TrainParams    # still works
     from orchestrator import JobSpec, Resources, TrainParams        # the documented path
 
-This is the one alias module in the package (tests/test_public_api.py keeps it working); it re-exports
+This is the one alias module in the package (tests/commands/test_public_api.py keeps it working); it re-exports
 :mod:`orchestrator.spec.job`'s three public names and nothing else.
 """
 

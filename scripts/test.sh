@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up .venv (scripts/setup.sh), then run every check: ruff, mypy (strict), the import contracts
 # (lint-imports), and pytest, including
-# the end-to-end tests on a throwaway local Slurm cluster (tests/slurm/cluster.sh, needs root and
+# the end-to-end tests (tests/e2e/) on a throwaway local Slurm cluster (tests/slurm/cluster.sh, needs root and
 # Debian's slurm packages, which it installs). The cluster is stopped again on exit, also on failure.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k hostlist`.
 set -euo pipefail
@@ -25,7 +25,7 @@ echo "orch test: ruff"
 echo "orch test: mypy --strict"
 .venv/bin/mypy
 echo "orch test: lint-imports (the layer contracts in pyproject.toml)"
-PYTHONPATH=tests .venv/bin/lint-imports --no-cache --no-logo
+PYTHONPATH=tests/architecture .venv/bin/lint-imports --no-cache --no-logo
 
 if [ "$(id -u)" = 0 ] && [ "${ORCH_SKIP_SLURM:-0}" != 1 ]; then
   echo "orch test: starting the local Slurm test cluster"

@@ -5,6 +5,8 @@
 * ``write_job``: write a small job file (planning only: its build() is never called).
 * ``make_plan``: ``build_plan`` for a cluster.yaml and a job file with fixed time, token and paths.
 * ``stubs``: stub ``sbatch``/``srun``/``scontrol`` first on PATH, recording every call (tests/stubs).
+* ``finished_run`` (per module): one finished local ``orch run smoke`` (1 epoch, checkpoints); ``job_copy``: a
+  copy of it in a job root of the test's own, its job.json pointing at the copy.
 * ``state_dir`` (autouse): ``$ORCH_STATE_DIR`` is a fresh folder, so no test writes the user's index of
   submitted jobs (``~/.local/state/orch/jobs.jsonl``) or reads the developer's.
 
@@ -16,7 +18,9 @@ when touching a lexer or parser; pin what it finds with ``@example``).
 from __future__ import annotations
 
 import copy
+import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -26,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 from hypothesis import settings
-from support import ORCH, ROOT, STUBS_DIR, TEST_CLUSTER, Stubs, clean_environ, is_leaky_var
+from support import ORCH, ROOT, STUBS_DIR, TEST_CLUSTER, Stubs, clean_environ, is_leaky_var, orch
 
 if TYPE_CHECKING:
     from orchestrator.slurm.plan import SubmitPlan
@@ -163,3 +167,28 @@ def stubs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stubs:
     monkeypatch.setenv("ORCH_STUB_LOG", str(found.log))
     monkeypatch.setenv("ORCH_STUB_PYTHON", sys.executable)
     return found
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished local smoke run (2 epochs, checkpoints), made once; tests copy it."""
+    base = tmp_path_factory.mktemp("finished")
+    proc = orch("run", "smoke", "--nproc", "1", "--job-root", str(base / "jobs"), "samples=64", "test_samples=16",
+                "epochs=1", cwd=base)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (folder,) = (base / "jobs").iterdir()
+    assert (folder / "checkpoints" / "latest.pt").is_file()
+    return folder
+
+
+@pytest.fixture
+def job_copy(finished_run: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "jobs"
+    root.mkdir(mode=0o750)
+    folder = root / finished_run.name
+    shutil.copytree(finished_run, folder, symlinks=True)
+    cfg = json.loads((folder / "job.json").read_text())
+    cfg["job_dir"] = str(folder)
+    (folder / "job.json").write_text(json.dumps(cfg))
+    os.chmod(folder / "job.json", 0o640)
+    return folder

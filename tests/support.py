@@ -1,6 +1,10 @@
-"""Helpers shared by the tests (plain module: import it as ``from support import ...``).
+"""Helpers shared by the tests, in one module (plain module: import it as ``from support import ...``).
 
-Test modules must not import ``conftest``: with tests/ and tests/slurm/ each holding one, the name
+Paths (``ROOT`` the checkout, ``TESTS`` this folder, ``STUBS_DIR``), a clean environment, stub Slurm commands
+(``Stubs``), golden scripts, who listens where (/proc), refusals through the real CLI (``expect_refused``,
+``refused``, ``cluster_file``) and real ``orch`` processes on a finished run (``orch``, ``resume``).
+
+Test modules must not import ``conftest``: with tests/ and tests/e2e/ each holding one, the name
 ``conftest`` means whichever pytest loaded first. Fixtures stay in conftest.py.
 """
 
@@ -10,13 +14,19 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent  # tests/: the fixture folders jobs/, scripts/, stubs/, golden/
 STUBS_DIR = Path(__file__).resolve().parent / "stubs"
 # The installed console script next to this interpreter (tests prove the real CLI too).
 ORCH = shutil.which("orch", path=str(Path(sys.executable).parent)) or "orch"
@@ -116,3 +126,96 @@ def check_golden(name: str, text: str) -> None:
                                             f"{name} (golden)", f"{name} (rendered)"))
         pytest.fail(f"the rendered script differs from tests/golden/{name}; if the change is intended, "
                     f"rerun with {UPDATE_GOLDEN}=1 and review the diff:\n{diff}")
+
+
+# Who listens where, from /proc/net/tcp{,6} (tests/task/test_reaper.py, tests/e2e/test_e2e_procs.py).
+LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
+LOOPBACK4 = "0100007F"
+LOOPBACK6 = "00000000000000000000000001000000"
+
+
+def listeners(port: int) -> list[str]:
+    """The local addresses (hex, as /proc/net/tcp{,6} write them) listening on ``port``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            addr, hexport = fields[1].rsplit(":", 1)
+            if int(hexport, 16) == port and fields[3] == LISTEN:
+                found.append(addr)
+    return found
+
+
+# Refusals through the real CLI (``orchestrator.cli.main``, imported when called: importing support stays light).
+
+def cluster_file(tmp_path: Path, **sections: Any) -> Path:
+    """TEST_CLUSTER with its job root under ``tmp_path`` and top-level ``sections`` replaced, as cluster.yaml."""
+    data: dict[str, Any] = {**TEST_CLUSTER, "launcher": {**TEST_CLUSTER["launcher"],
+                                                          "job_root": str(tmp_path / "jobs")}}
+    data.update(sections)
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def expect_refused(argv: list[str], capsys: pytest.CaptureFixture[str], must_name: list[str],
+                   jobs: Path | None = None, stubs: Stubs | None = None) -> str:
+    """Exit 2, ``orch: error:`` naming ``must_name``, a HINT, no traceback, nothing written or queued."""
+    from orchestrator.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "orch: error:" in err and "HINT:" in err, err
+    assert "Traceback" not in err, err
+    for text in must_name:
+        assert text in err, f"{text!r} not in {err!r}"
+    if jobs is not None:
+        assert not jobs.exists() or not any(jobs.iterdir()), list(jobs.iterdir())
+    if stubs is not None:
+        assert stubs.records() == []
+    return err
+
+
+FAST = 2.0  # seconds: what a refusal may take at most (the probe ran for minutes)
+
+
+def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *names: str) -> str:
+    """Exit 2 within FAST seconds, one ``orch: error:`` naming each of ``names``, no traceback."""
+    from orchestrator.cli import main
+
+    start = time.monotonic()
+    code = main(argv)
+    took = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("orch: error:") == 1 and "Traceback" not in err, err
+    assert took < FAST, took
+    for name in names:
+        assert name in err, (name, err)
+    return err
+
+
+# Real `orch` processes on a copy of one finished local run (the fixtures finished_run and job_copy,
+# tests/conftest.py): refused resumes, locks, damaged folders.
+
+def orch(*args: str, cwd: Path, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([ORCH, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env=clean_environ(PYTHONPATH=os.environ.get("PYTHONPATH", "")), **kwargs)
+
+
+def assert_refused(proc: subprocess.CompletedProcess[str], *names: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "orch: error:" in proc.stderr and "HINT:" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    for name in names:
+        assert name in proc.stderr, f"{name!r} not in {proc.stderr!r}"
+
+
+def resume(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return orch("run", "--resume", str(folder), *extra, "epochs=2", cwd=folder.parent)
+
+
+def no_rank_started(folder: Path, before: float) -> bool:
+    log = folder / "logs" / "local-rank0.out"
+    return not log.exists() or log.stat().st_mtime <= before

@@ -40,7 +40,7 @@ NAMED_OPTIONS: dict[str, str] = {
 OWNED_ENV_PREFIXES = ("SLURM_", "SLURMD_", "SBATCH_", "SRUN_")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Variable names that belong to someone else; cluster.yaml `env` keys (and --env) may not use them.
-# The batch script's own shell variables (templates/*.sbatch.j2; tests/test_hardening_round2.py checks
+# The batch script's own shell variables (templates/*.sbatch.j2; tests/spec/test_extras_env_names.py checks
 # that this table lists every name the templates assign): an env key equal to one would overwrite it,
 # and some are used in arithmetic, where a value like a[$(cmd)] runs a command.
 SCRIPT_VARIABLES = frozenset({

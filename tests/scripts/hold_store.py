@@ -1,4 +1,4 @@
-"""A torchrun-style script that holds its process group open (tests/test_hardening_round3_procs.py).
+"""A torchrun-style script that holds its process group open (tests/task/test_reaper.py).
 
     python hold_store.py OUT HOW      HOW: env (init_method="env://") or tcp ("tcp://MASTER_ADDR:MASTER_PORT")
 

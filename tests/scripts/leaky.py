@@ -1,4 +1,4 @@
-"""A torchrun-style script whose processes try to outlive the job (tests/test_hardening_round3_procs.py).
+"""A torchrun-style script whose processes try to outlive the job (tests/task/test_reaper.py).
 
     python leaky.py OUT MODE RANKS...
 

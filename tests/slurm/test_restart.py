@@ -1,0 +1,158 @@
+"""The restart policy table, attempts.json's arithmetic and the goodput ledger (pure), the
+spare-node choice, the batch-script helper on a job folder, and orch run's restarts with real ranks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import TESTS
+
+from orchestrator.records.restarts import attempts as att
+from orchestrator.records.restarts.blame import RankOutcome, blame
+from orchestrator.records.restarts.policy import SAME_ERROR, Ended, decide
+from orchestrator.slurm.restart import next_nodes
+
+FAULTY = TESTS / "jobs" / "faulty.py"
+ORCH = str(Path(sys.executable).with_name("orch"))
+
+
+def rec(rank: int, kind: str, **extra: Any) -> RankOutcome:
+    return RankOutcome.model_validate({"rank": rank, "world_size": 2, "run": "7", "restart": 0, "kind": kind,
+                                       "started": 100.0, "host": f"node{rank + 1}", **extra})
+
+
+def ended(records: list[RankOutcome], code: int, attempt: int = 0, previous: dict[str, Any] | None = None,
+          **kw: Any) -> Ended:
+    by_rank = {r.rank: r for r in records}
+    return Ended(attempt=attempt, exit_code=code, blame=blame(records, world_size=2), records=by_rank,
+                 previous=previous, **kw)
+
+
+RAISED = [rec(0, "waited", how="lost", exit_code=3, ended=105.0, reason="lost"),
+          rec(1, "failed", exit_code=1, ended=104.0, reason="RuntimeError: boom",
+              last_step={"epoch": 1, "step": 2, "time": 103.0})]
+KILLED = [rec(0, "waited", how="lost", exit_code=3, ended=105.0, reason="lost"), rec(1, "running")]
+
+
+@pytest.mark.parametrize(("records", "code", "kw", "restart", "kind", "why"), [
+    ([rec(0, "completed", exit_code=0), rec(1, "completed", exit_code=0)], 0, {}, False, "completed", ""),
+    (RAISED, 1, {}, True, "failed", ""),
+    (KILLED, 137, {}, True, "stuck", ""),
+    ([rec(0, "failed", exit_code=2, reason="bad input"), rec(1, "signalled", signal="SIGTERM")], 2, {}, False,
+     "failed", "usage or configuration error"),
+    ([rec(0, "failed", exit_code=1, reason="epoch 1: non-finite loss=nan"), rec(1, "completed", exit_code=0)], 1,
+     {}, False, "failed", "non-finite"),
+    (RAISED, 1, {"requeue": True}, False, "preempted", ""),
+    (RAISED, 1, {"interrupted": True}, False, "interrupted", "stopped by a signal"),
+    (RAISED, 1, {"attempt": 2}, False, "failed", "the 2 restarts allowed (--max-restarts 2) are used up"),
+])
+def test_the_policy_table(records: list[RankOutcome], code: int, kw: dict[str, Any], restart: bool, kind: str,
+                          why: str) -> None:
+    decision = decide(ended(records, code, **kw), max_restarts=2)
+    assert (decision.restart, decision.kind) == (restart, kind)
+    assert why in decision.message
+
+
+def test_the_same_error_at_the_same_step_is_not_restarted_again() -> None:
+    first = decide(ended(RAISED, 1), max_restarts=3)
+    assert first.restart and first.blamed_node is None  # a Python exception never marks a node
+    previous = {"kind": first.kind, "reason": first.reason, "last_step": list(first.last_step or ())}
+    again = decide(ended(RAISED, 1, attempt=1, previous=previous), max_restarts=3)
+    assert not again.restart and again.message == SAME_ERROR
+    moved = {**previous, "last_step": [1, 1]}
+    assert decide(ended(RAISED, 1, attempt=1, previous=moved), max_restarts=3).restart
+
+
+def test_a_vanished_or_stuck_rank_blames_its_node_and_a_device_error_too() -> None:
+    assert decide(ended(KILLED, 137), max_restarts=1).blamed_node == "node2"
+    nccl = [rec(0, "completed", exit_code=0), rec(1, "failed", exit_code=1, reason="NCCL error: unhandled")]
+    assert decide(ended(nccl, 1), max_restarts=1).blamed_node == "node2"
+
+
+def test_restarts_off_keeps_todays_behaviour() -> None:
+    decision = decide(ended(RAISED, 1), max_restarts=0)
+    assert not decision.restart and "--max-restarts 0" in decision.message
+
+
+@pytest.mark.parametrize(("allocation", "blamed", "nodes", "chosen", "out"), [
+    (["a", "b", "c"], [], 2, ["a", "b"], []),
+    (["a", "b", "c"], ["a"], 2, ["b", "c"], ["a"]),
+    (["a", "b", "c"], ["b", "a"], 2, ["a", "c"], ["b"]),  # one spare: the older blame comes back
+    (["a", "b"], ["b"], 2, ["a", "b"], []),  # no spare: the same nodes
+    (["a", "b", "c"], ["x"], 2, ["a", "b"], []),
+])
+def test_next_nodes(allocation: list[str], blamed: list[str], nodes: int, chosen: list[str], out: list[str]) -> None:
+    assert next_nodes(allocation, blamed, nodes) == (chosen, out)
+
+
+def test_the_ledger_adds_up() -> None:
+    history = [
+        {"attempt": 0, "requeue": 0, "batch_started": 0.0, "started": 1.0, "ended": 50.0, "first_step": 10.0,
+         "last_step_time": 40.0, "kind": "stuck", "failed_at": 45.0, "lost_steps": 10, "resumed_step": 0,
+         "last_global_step": 30, "hung_s": 5.0},
+        {"attempt": 1, "requeue": 0, "batch_started": 0.0, "started": 50.0, "ended": 100.0, "first_step": 55.0,
+         "last_step_time": 99.0, "kind": "completed", "resumed_step": 20, "last_global_step": 64},
+    ]
+    att.fill_recovery(history)
+    assert history[0]["recovery_s"] == 10.0
+    led = att.ledger(history, queued_s=3.0)
+    assert led["allocated_s"] == 100.0 and led["startup_s"] == 10.0 and led["queued_s"] == 3.0
+    assert led["training_s"] == 74.0 and led["redone_s"] == 10.0 and led["hung_s"] == 5.0
+    assert led["goodput"] == 0.64
+    assert att.restarts(history) == (1, 0)
+    assert set(att.LEDGER_KEYS) == set(led)
+
+
+def test_global_steps() -> None:
+    assert att.global_step((2, 5), 32, one_based=True) == 37
+    assert att.global_step((1, 0), 32, one_based=False) == 32
+    assert att.global_step((3, 1), None, one_based=True) is None
+    assert att.lost(37, 32) == 5 and att.lost(None, 3) is None
+
+
+@pytest.mark.slow
+def test_orch_run_restarts_a_killed_rank_and_ends_with_the_same_parameters(tmp_path: Path) -> None:
+    env = {**os.environ, "ORCH_DATA_DIR": str(tmp_path)}
+
+    def run(root: str, *extra: str) -> dict[str, Any]:
+        proc = subprocess.run([ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", str(tmp_path / root),
+                               "--json", "epochs=2", *extra], capture_output=True, text=True, env=env,
+                              timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr
+        data: dict[str, Any] = json.loads(proc.stdout)
+        return data
+
+    restarted = run("a", "fault=kill", "fault_step=40", "fault_restart=0", "--max-restarts", "1")
+    clean = run("b", "--max-restarts", "0")
+    assert restarted["result"]["param_digest"] == clean["result"]["param_digest"]
+    history = att.read_attempts(Path(restarted["job_dir"]))
+    assert [a["attempt"] for a in history] == [0, 1] and history[0]["blamed_rank"] == 1
+    assert history[1]["resumed_step"] == 32 and history[0]["lost_steps"] > 0
+    assert "goodput" in restarted["result"]
+
+
+def test_dry_run_shows_restarts_and_allocates_the_spares(capsys: pytest.CaptureFixture[str],
+                                                         write_cluster: Any, clean_env: pytest.MonkeyPatch) -> None:
+    from orchestrator.cli import main
+
+    path = write_cluster(launcher={"max_restarts": 2})
+    code = main(["submit", "smoke", "--cluster", str(path), "--nodes", "2", "--gpus", "1", "--spare-nodes", "1",
+                 "--dry-run", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    script = data["script"]
+    assert "#SBATCH --nodes=3\n" in script and "--nodes=2 --ntasks-per-node=1" in script
+    assert "-m orchestrator.slurm.restart --job-dir \"$JOB_DIR\" --first" in script
+    assert [r["host"] for r in data["ranks"]] == ["gpu001", "gpu002"]
+    code = main(["submit", "smoke", "--cluster", str(path), "--nodes", "1", "--gpus", "1", "--dry-run"])
+    assert "# restarts: a failed training step is restarted up to 2 time(s)" in capsys.readouterr().out
+    code = main(["submit", "smoke", "--cluster", str(path), "--max-restarts", "0", "--dry-run"])
+    assert "# restarts:" not in capsys.readouterr().out
+    assert main(["submit", "smoke", "--cluster", str(path), "--max-restarts", "-1", "--dry-run"]) == 2
+    assert "--max-restarts -1" in capsys.readouterr().err
