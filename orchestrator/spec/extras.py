@@ -40,8 +40,8 @@ NAMED_OPTIONS: dict[str, str] = {
 OWNED_ENV_PREFIXES = ("SLURM_", "SLURMD_", "SBATCH_", "SRUN_")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Variable names that belong to someone else; cluster.yaml `env` keys (and --env) may not use them.
-# The batch script's own shell variables (templates/*.sbatch.j2; tests/test_hardening_round2.py checks
-# that this table lists every name the templates assign): an env key equal to one would overwrite it,
+# The batch script's own shell variables (templates/*.sbatch.j2; a test checks that this
+# table lists every name the templates assign: grep the tests for SCRIPT_VARIABLES): an env key equal to one would overwrite it,
 # and some are used in arithmetic, where a value like a[$(cmd)] runs a command.
 SCRIPT_VARIABLES = frozenset({
     "JOB_DIR", "PYTHON", "PREEMPT_SIGNAL", "ORCH_JOB_DIR", "REQUEUE_FILE", "srun_pid", "srun_rc", "signals",
