@@ -40,9 +40,9 @@ NAMED_OPTIONS: dict[str, str] = {
 OWNED_ENV_PREFIXES = ("SLURM_", "SLURMD_", "SBATCH_", "SRUN_")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Variable names that belong to someone else; cluster.yaml `env` keys (and --env) may not use them.
-# The batch script's own shell variables (templates/*.sbatch.j2; a test checks that this
-# table lists every name the templates assign: grep the tests for SCRIPT_VARIABLES): an env key equal to one would overwrite it,
-# and some are used in arithmetic, where a value like a[$(cmd)] runs a command.
+# The batch script's own shell variables (templates/*.sbatch.j2; a test checks that this table lists
+# every name the templates assign: grep the tests for SCRIPT_VARIABLES): an env key equal to one would
+# overwrite it, and some are used in arithmetic, where a value like a[$(cmd)] runs a command.
 SCRIPT_VARIABLES = frozenset({
     "JOB_DIR", "PYTHON", "PREEMPT_SIGNAL", "ORCH_JOB_DIR", "REQUEUE_FILE", "srun_pid", "srun_rc", "signals",
     "seen", "requeue_id", "job_nodes", "head_node", "node_info", "preflight_rc", "preflight_next", "next_id",

@@ -31,7 +31,7 @@ HISTORY = [
     # numbered sessions: "session 3", "sessions 1-2"
     re.compile(r"\bsessions? \d+", re.IGNORECASE),
     # numbered passes of work: "the fifth pass", "the sixth and seventh passes"
-    re.compile(rf"\b(?:third|fourth|fifth|sixth|seventh|eighth|ninth|tenth) pass(?:es)?\b", re.IGNORECASE),
+    re.compile(r"\b(?:third|fourth|fifth|sixth|seventh|eighth|ninth|tenth) pass(?:es)?\b", re.IGNORECASE),
 ]
 
 
