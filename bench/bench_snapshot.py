@@ -1,8 +1,8 @@
 """What a code snapshot costs at submit: the first one (every file copied), an unchanged tree
 (nothing copied: the stat cache names every file's content, the snapshot is reused) and a tree with one
-file edited (one file copied, a new tree of hard links). Each is ``records.snapshots.take`` as
+file edited (one file copied, a new tree of hard links). Each is ``records.snapshots.store.take`` as
 ``orch submit`` calls it (git ls-files / status included), timed in this process. The dry run's answer
-(``records.snappreview``: the same listing, then whether an identical snapshot is stored; nothing
+(``records.snapshots.preview``: the same listing, then whether an identical snapshot is stored; nothing
 written) is timed with nothing stored yet, for an unchanged tree, and with every file touched (each
 file hashed: the most it reads).
 
@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.records.snapcollect import collect
-from orchestrator.records.snappreview import stored_digest
-from orchestrator.records.snapshots import take
+from orchestrator.records.snapshots.collect import collect
+from orchestrator.records.snapshots.preview import stored_digest
+from orchestrator.records.snapshots.store import take
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_MB = 1000
@@ -64,7 +64,7 @@ def _timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
 
 
 def _dry_run(tree: Path, job_root: Path) -> str | None:
-    """What ``orch submit --dry-run`` does for the snapshot line (records/snappreview.preview)."""
+    """What ``orch submit --dry-run`` does for the snapshot line (records/snapshots/preview.preview)."""
     return stored_digest(collect(tree, job_root, LIMIT_MB * 2**20), job_root)
 
 
@@ -116,7 +116,7 @@ def main() -> int:
         rows += measure(f"git repo, {args.files} files", repo, scratch, args.runs, repo / "train.py")
         plain = _make_tree(scratch / "plain", args.files, git=False)
         rows += measure(f"folder (no git), {args.files} files", plain, scratch, args.runs, plain / "train.py")
-        from orchestrator.records.snapshots import remove_tree
+        from orchestrator.records.snapshots.store import remove_tree
 
         for sub in scratch.glob("jobs-*/.snapshots/*"):
             if sub.is_dir() and not sub.name.startswith("."):

@@ -1,4 +1,4 @@
-"""The memory of bad nodes across jobs (issue 20 part 3; records/badnodes.py, records/nodeevidence.py,
+"""The memory of bad nodes across jobs (issue 20 part 3; records/restarts/badnodes.py, records/restarts/nodeevidence.py,
 slurm/nodememory.py, orch nodes): the record file, several writers at once, the evidence table, the
 submit-time exclusion as the dry run shows it, and orch nodes. No Slurm here (tests/slurm/ has it)."""
 
@@ -17,9 +17,9 @@ import pytest
 from support import ROOT, clean_environ
 
 from orchestrator.errors import ConfigError
-from orchestrator.records import badnodes
-from orchestrator.records.blame import RankOutcome, blame
-from orchestrator.records.nodeevidence import evidence
+from orchestrator.records.restarts import badnodes
+from orchestrator.records.restarts.blame import RankOutcome, blame
+from orchestrator.records.restarts.nodeevidence import evidence
 
 HOUR = 3600.0
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.records import nodeevidence
-from orchestrator.records.blame import ROLES, RankOutcome, blame, current_run, parse_outcome, role
 from orchestrator.records.jobdirs import outcome_path, write_run_config
-from orchestrator.records.restartpolicy import Ended, decide
-from orchestrator.records.seen import Seen, complete, observed
+from orchestrator.records.restarts import nodeevidence
+from orchestrator.records.restarts.blame import ROLES, RankOutcome, blame, current_run, parse_outcome, role
+from orchestrator.records.restarts.policy import Ended, decide
+from orchestrator.records.restarts.seen import Seen, complete, observed
 from orchestrator.slurm.stepreport import parse, seen_from, step_lines
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import JOB_ID_FILE, LOG_DIR, RunConfig

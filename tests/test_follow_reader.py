@@ -1,4 +1,4 @@
-"""``orch logs -f`` stops when the reader of its output is gone, and only then (records/outwatch.py).
+"""``orch logs -f`` stops when the reader of its output is gone, and only then (records/logs/outwatch.py).
 
 The real CLI follows a local run's folder whose log is quiet (a run ends when result.json appears):
 into a pipe whose reader quits (it ends within seconds, though it writes nothing), into a file and
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.records import outwatch
 from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.logs import outwatch
 from orchestrator.spec.runconfig import RunConfig
 
 BOUND = 10.0  # seconds a follower may take to notice its reader is gone (it is woken at once)

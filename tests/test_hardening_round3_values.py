@@ -25,7 +25,7 @@ import yaml
 from support import ORCH, TEST_CLUSTER, clean_environ
 
 from orchestrator.cli import main
-from orchestrator.records.logview import MAX_PENDING, MAX_TAIL_BYTES, Source, copy_new, tail_lines
+from orchestrator.records.logs.view import MAX_PENDING, MAX_TAIL_BYTES, Source, copy_new, tail_lines
 from orchestrator.runtime.metrics import EpochMetrics, epoch_problem
 from orchestrator.spec.bounds import BOUNDS, TRAIN_PARAMS, param_problem
 from orchestrator.spec.job import TrainParams

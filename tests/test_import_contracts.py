@@ -16,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).with_name("lint-imports")
-CONTRACT_IDS = ("layers", "acyclic", "torch-only-in-runtime", "pure-core", "cli-start-up", "dry-run")
+CONTRACT_IDS = ("layers", "acyclic", "records-concepts", "records-core", "torch-only-in-runtime", "pure-core",
+                "cli-start-up", "dry-run")
 
 
 def lint(cwd: Path, *contracts: str) -> subprocess.CompletedProcess[str]:
@@ -62,15 +63,18 @@ def add_line(path: Path, line: str, *, in_function: bool = False) -> None:
 BROKEN = [  # (contract, file under orchestrator/, wrong import, inside a function?)
     ("layers", "spec/job.py", "from orchestrator.api import submit", True),
     ("layers", "env/hostlist.py", "from orchestrator.spec import cluster", False),
-    ("layers", "records/blame.py", "from orchestrator.task import outcome", True),
+    ("layers", "records/restarts/blame.py", "from orchestrator.task import outcome", True),
     ("acyclic", "records/trust.py", "from orchestrator.records import jobdirs", True),
+    ("records-concepts", "records/logs/view.py", "from orchestrator.records.restarts import blame", True),
+    ("records-core", "records/jobdirs.py", "from orchestrator.records.snapshots import store", True),
     ("torch-only-in-runtime", "slurm/plan.py", "import torch", True),
     ("torch-only-in-runtime", "task/launch.py", "from orchestrator.runtime import entry", True),
     ("torch-only-in-runtime", "doctor/check.py", "import torchvision", True),
     ("pure-core", "env/hostlist.py", "import subprocess", True),
     ("pure-core", "spec/runconfig.py", "from orchestrator.records.atomic import write_text_atomic", True),
     ("cli-start-up", "commands/status.py", "import submitit", False),
-    ("cli-start-up", "records/blame.py", "import submitit", False),  # status -> slurm.jobstate -> records.blame
+    # status -> slurm.jobstate -> records.restarts.blame
+    ("cli-start-up", "records/restarts/blame.py", "import submitit", False),
     ("dry-run", "commands/submit.py", "from orchestrator.slurm import client", False),
     ("dry-run", "commands/_common.py", "from orchestrator import doctor", False),
 ]
@@ -101,6 +105,6 @@ def test_an_import_inside_a_function_does_not_run_at_import_time(tree: Path, whe
 
 def test_the_chain_is_named(tree: Path) -> None:
     """A forbidden import two layers down is found through the modules that import it at import time."""
-    add_line(tree / "orchestrator" / "records" / "blame.py", "import submitit")
+    add_line(tree / "orchestrator" / "records" / "restarts" / "blame.py", "import submitit")
     out = lint(tree, "cli-start-up").stdout
-    assert "orchestrator.commands.status -> " in out and "orchestrator.records.blame -> submitit" in out
+    assert "orchestrator.commands.status -> " in out and "orchestrator.records.restarts.blame -> submitit" in out

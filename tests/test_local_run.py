@@ -264,7 +264,7 @@ def test_a_failing_rank_ends_the_job_and_is_named(cluster_file: Path, fault: str
     assert says in run.proc.stderr and "orch: error: " in run.proc.stderr
     assert run.summary["failed_rank"] in (0, 1)
     assert all(code is not None for code in run.summary["rank_exit_codes"])
-    # the verdict of orchestrator.records.blame, as orch status --json shows it for a Slurm job
+    # the verdict of orchestrator.records.restarts.blame, as orch status --json shows it for a Slurm job
     failure = run.summary["failure"]
     assert failure["rank"] == run.summary["failed_rank"] and failure["message"] == run.summary["message"]
     assert live_processes_of(run.job_dir) == []

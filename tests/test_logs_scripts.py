@@ -25,7 +25,7 @@ from test_status_logs import DISABLED, FakeSlurm, fake_slurm, job_root, run_cli
 
 from orchestrator.records import jobindex
 from orchestrator.records.jobdirs import write_run_config
-from orchestrator.records.logview import split_batch, tail_lines
+from orchestrator.records.logs.view import split_batch, tail_lines
 from orchestrator.slurm.state import parse_sacct_runs, parse_squeue
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget

@@ -16,7 +16,7 @@ import pytest
 from support import ORCH, clean_environ
 
 from orchestrator.records.jobdirs import write_run_config
-from orchestrator.records.outfiles import job_folder_of
+from orchestrator.records.logs.outfiles import job_folder_of
 from orchestrator.spec.runconfig import RunConfig
 
 pytest.importorskip("matplotlib")

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator.records import attempts as att
-from orchestrator.records.blame import RankOutcome, blame
-from orchestrator.records.restartpolicy import SAME_ERROR, Ended, decide
+from orchestrator.records.restarts import attempts as att
+from orchestrator.records.restarts.blame import RankOutcome, blame
+from orchestrator.records.restarts.policy import SAME_ERROR, Ended, decide
 from orchestrator.slurm.restart import next_nodes
 
 FAULTY = Path(__file__).resolve().parent / "jobs" / "faulty.py"

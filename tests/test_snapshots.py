@@ -277,7 +277,7 @@ def test_orch_clean_removes_the_snapshots_no_job_folder_names(repo: Path, cluste
 
 
 def test_a_missing_snapshot_is_one_error_line(repo: Path, cluster: Path, stubs: Stubs) -> None:
-    from orchestrator.records.snapshots import remove_tree
+    from orchestrator.records.snapshots.store import remove_tree
 
     job_dir = submit(stubs, repo, cluster, "train.py")
     remove_tree(Path(config(job_dir)["snapshot"]["path"]))

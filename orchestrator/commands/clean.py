@@ -1,7 +1,7 @@
 """``orch clean [--dry-run] [--json]``: remove the code snapshots no job folder refers to any more.
 
 Looks in ``launcher.job_root`` of the cluster file in use (``--cluster``) for ``.snapshots/``; a
-snapshot stays while a job folder's ``job.json`` names it (:mod:`orchestrator.records.snapshotclean`).
+snapshot stays while a job folder's ``job.json`` names it (:mod:`orchestrator.records.snapshots.clean`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.records.snapshotclean import clean
+    from orchestrator.records.snapshots.clean import clean
     from orchestrator.spec.snapshot import human_size
 
     root = job_root_from_args(args)

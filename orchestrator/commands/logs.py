@@ -2,7 +2,7 @@
 
 By default rank 0's output with the batch script's own lines around it; ``--batch`` the batch log
 alone, ``--rank R`` one rank's log, ``--all-ranks`` every rank's lines with a ``[rank R]`` prefix
-(:mod:`orchestrator.records.logview` reads them, from the end: the last ``--lines`` lines of each).
+(:mod:`orchestrator.records.logs.view` reads them, from the end: the last ``--lines`` lines of each).
 The logs live in the job folder (``logs/slurm-<id>.out`` for the batch step, ``logs/<id>-rank<R>.out``
 per rank; ``logs/local-rank<R>.out`` for ``orch run``); a job id is found in the user's index of
 submitted jobs first, so the submit's ``--cluster`` is not needed. ``-f`` follows the files until the
@@ -24,7 +24,7 @@ from orchestrator.commands._common import add_cluster_argument
 from orchestrator.commands._jobs import cluster_name, find_job
 from orchestrator.errors import ConfigError, OrchError, SlurmError
 from orchestrator.records.jobdirs import JobDir
-from orchestrator.records.logview import View, rank_logs, tail_lines
+from orchestrator.records.logs.view import View, rank_logs, tail_lines
 from orchestrator.records.training import progress_cells, read_progress, read_result
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate

@@ -9,8 +9,8 @@ import time
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.errors import ConfigError
-from orchestrator.records import badnodes
 from orchestrator.records.jobdirs import job_root
+from orchestrator.records.restarts import badnodes
 from orchestrator.spec.cluster import Launcher
 
 

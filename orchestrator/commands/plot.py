@@ -21,7 +21,7 @@ from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.records.curves import Run, expand, load_runs
 from orchestrator.records.jobdirs import ARRAY_FILE, JobDir
-from orchestrator.records.outfiles import write_output
+from orchestrator.records.logs.outfiles import write_output
 from orchestrator.records.training import read_metrics
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.runconfig import METRICS_FILE
@@ -121,7 +121,7 @@ def draw(epochs: Sequence[float], panels: dict[str, dict[str, list[float]]], tit
 
 def save(fig: Any, out: Path) -> None:
     """Write ``fig`` to exactly ``out`` (the format of its suffix, PNG without one): ``0600`` inside a job
-    folder whatever the umask, elsewhere the user's umask (records/outfiles.py, docs/trust.md)."""
+    folder whatever the umask, elsewhere the user's umask (records/logs/outfiles.py, docs/trust.md)."""
     buffer = io.BytesIO()
     try:
         fig.savefig(buffer, dpi=100, format=out.suffix[1:].lower() or "png")

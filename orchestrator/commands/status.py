@@ -11,7 +11,8 @@ folder's ``progress.json`` (rank 0 rewrites it every few seconds while training;
 ``--json``); METRICS is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``).
 When the ranks' outcome records show a failure, ``failure`` (``--json``; a ``# job ...`` line below the
 table) names the rank to look at: the one that failed, or the one that stopped making progress while
-the others gave up waiting for it in a collective, and the timeout that applied (:mod:`orchestrator.records.blame`).
+the others gave up waiting for it in a collective, and the timeout that applied
+(:mod:`orchestrator.records.restarts.blame`).
 Under Slurm a rank killed without a word is named as the batch script's restart helper names it: its
 verdict in ``attempts.json``, else srun's report at the end of the batch log, with its node (``node``;
 :func:`orchestrator.slurm.jobstate.failure`).
@@ -34,14 +35,14 @@ from orchestrator.commands._jobs import (
     shown_columns,
 )
 from orchestrator.errors import OrchError
-from orchestrator.records.attempts import format_attempts, format_ledger, read_attempts
-from orchestrator.records.attempts import restarts as attempt_restarts
 from orchestrator.records.jobdirs import (
     JobDir,
     is_job_id,
     iter_job_dirs,
     newest_with_id,
 )
+from orchestrator.records.restarts.attempts import format_attempts, format_ledger, read_attempts
+from orchestrator.records.restarts.attempts import restarts as attempt_restarts
 from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
 from orchestrator.slurm import jobstate
 from orchestrator.spec.numbers import to_float

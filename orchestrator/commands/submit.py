@@ -2,7 +2,7 @@
 
 Dry run and submit share one path (``plan.build_plan``): the dry run prints exactly the script that
 would be queued, plus every rank as ``distenv.derive`` computes it, and the code snapshot the submit
-would take (``records/snappreview.py``: git's read-only file lists are its only subprocesses); it writes
+would take (``records/snapshots/preview.py``: git's read-only file lists are its only subprocesses); it writes
 nothing. A real submit writes the job folder, runs ``sbatch --parsable`` and records the job
 id; when sbatch refuses, Slurm's message goes to the terminal and to ``submit_error.txt``. The
 Python API queues through the same functions (:mod:`orchestrator.slurm.submission`).
@@ -37,7 +37,7 @@ from orchestrator.spec.tracking import merge_tracking
 
 if TYPE_CHECKING:
     from orchestrator.doctor.findings import Finding
-    from orchestrator.records.snappreview import SnapshotPreview
+    from orchestrator.records.snapshots.preview import SnapshotPreview
     from orchestrator.slurm.plan import SubmitPlan
     from orchestrator.slurm.submission import ArrayPlan
     from orchestrator.spec.cluster import Cluster
@@ -144,9 +144,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def snapshot_preview(plan: SubmitPlan, cluster: Cluster) -> SnapshotPreview:
-    """The code snapshot the submit would take (read-only: records/snappreview.py); a remote cluster's
+    """The code snapshot the submit would take (read-only: records/snapshots/preview.py); a remote cluster's
     orch takes it there."""
-    from orchestrator.records.snappreview import SnapshotPreview, preview
+    from orchestrator.records.snapshots.preview import SnapshotPreview, preview
 
     if cluster.remote is not None:
         return SnapshotPreview(off="taken on the cluster by its orch at submit (--remote-check shows it)")
@@ -291,7 +291,7 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
 def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = (), snap: SnapshotPreview | None = None) -> str:
     """``{"script": ..., "assumed_job_id": ..., "findings": [...], "snapshot": ..., "ranks": [...]}`` with one
     rank per line (``findings``: orch doctor's on the script, each ``{code, severity, file, line, message, fix}``;
-    ``snapshot``: the code snapshot the submit would take, records/snappreview.py).
+    ``snapshot``: the code snapshot the submit would take, records/snapshots/preview.py).
 
     Built from per-rank ``json.dumps`` calls (the C encoder; ``indent=`` would switch to the slow
     pure-Python one, which takes ~0.15 s for 8,192 ranks).

@@ -4,7 +4,8 @@ Each process gets the torchrun-style variables (RANK, LOCAL_RANK, WORLD_SIZE, LO
 NODE_RANK=0, MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port) and derives its DistEnv with the same
 ``distenv.derive`` as a Slurm task. Rank 0's output goes to the terminal and every rank's to
 ``logs/local-rank<R>.out``. When one process exits non-zero the others get SIGTERM at once and
-SIGKILL after a grace period; the result names the rank that caused it (:func:`orchestrator.records.blame.blame`
+SIGKILL after a grace period; the result names the rank that caused it
+(:func:`orchestrator.records.restarts.blame.blame`
 over the ranks' outcome records, completed with the exit codes seen here): the first rank that
 failed, or the rank that stopped making progress while the others gave up waiting for it. Ctrl-C (SIGINT), SIGTERM
 and the job's preemption signal sent to ``orch run`` are forwarded to every process.
@@ -37,10 +38,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from orchestrator.errors import ConfigError
-from orchestrator.records.blame import PEER_FAILURE_EXIT, Blame, blame
 from orchestrator.records.jobdirs import local_log_name as log_name
-from orchestrator.records.logview import tail_lines
-from orchestrator.records.seen import Seen, complete
+from orchestrator.records.logs.view import tail_lines
+from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT, Blame, blame
+from orchestrator.records.restarts.seen import Seen, complete
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
 from orchestrator.spec.safefile import read_json
 from orchestrator.task import reaper
@@ -118,7 +119,7 @@ class LocalResult:
     failed_rank: int | None = None
     rank_codes: list[int | None] = field(default_factory=list)
     result: dict[str, Any] | None = None
-    failure: dict[str, Any] | None = None  # orchestrator.records.blame's verdict (as orch status --json shows it)
+    failure: dict[str, Any] | None = None  # records.restarts.blame's verdict (as orch status --json shows it)
     seen: Seen | None = None  # what this runner saw of the ranks' ends (the records are completed with it)
 
     def summary(self) -> dict[str, Any]:
@@ -247,7 +248,7 @@ class LocalRunner:
         A rank whose collective failed because another rank died exits with PEER_FAILURE_EXIT; it
         may exit before the rank that caused it, so the others get a grace period to exit (and say
         why) before they are stopped. Returns the exit codes, when each rank exited (wall clock)
-        and the ranks this runner stopped; :mod:`orchestrator.records.blame` names the cause from them.
+        and the ranks this runner stopped; :mod:`orchestrator.records.restarts.blame` names the cause from them.
         """
         n = len(self._procs)
         exited_at: dict[int, float] = {}

@@ -7,7 +7,7 @@ depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt`
 ``checkpoints/``, ``metrics.jsonl`` and ``result.json`` (the file names are the constants in
 :mod:`orchestrator.spec.runconfig`). Logs: ``logs/slurm-<id>.out`` (batch shell), ``logs/<id>-rank<R>.out``
 (Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``); how each rank ended: ``logs/rank<R>.outcome.json``
-(:mod:`orchestrator.task.outcome` writes and reads it, :mod:`orchestrator.records.blame` judges it).
+(:mod:`orchestrator.task.outcome` writes and reads it, :mod:`orchestrator.records.restarts.blame` judges it).
 
 A job array (a sweep) is one folder with ``sbatch.sh``, ``array.json`` (the elements' overrides) and
 ``job_id`` (the array's id), and one element folder per index, ``<folder>/<index>/``, which is a

@@ -8,7 +8,7 @@ the end of the log again: they are held until the stream pauses, and the lines a
 goes on where it stopped.
 
 The cluster's ``orch logs -f`` ends by itself when its SSH session goes away (it watches its stdout:
-:mod:`orchestrator.records.outwatch`), so this side only has to make sure its session does go away
+:mod:`orchestrator.records.logs.outwatch`), so this side only has to make sure its session does go away
 when it stops: the ssh client is ended on every way out (the job ended, an error, Ctrl-C, SIGTERM or
 SIGHUP to this orch alone, a reader of this orch's output that quit), and the master then closes
 the session's channel on the cluster.
@@ -35,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 from typing import BinaryIO
 
-from orchestrator.records import outwatch
+from orchestrator.records.logs import outwatch
 from orchestrator.remote.ssh import Connection, RemoteError
 
 RETRY_FOR = 120.0  # seconds to keep trying to reconnect

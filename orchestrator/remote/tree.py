@@ -4,7 +4,7 @@ The rule: the git work tree the target lives in, its tracked files plus the untr
 files git does not ignore (``git ls-files -co --exclude-standard``); a target in no repository:
 its folder, without hidden folders, ``__pycache__`` and virtual environments.
 
-The code snapshots (:mod:`orchestrator.records.snapcollect`) apply the same rule with their own walk
+The code snapshots (:mod:`orchestrator.records.snapshots.collect`) apply the same rule with their own walk
 (a size limit, data folders linked instead of copied): keep the two rules in step; :func:`code_tree` is
 the one function to replace should they share one implementation.
 """

@@ -9,7 +9,7 @@ Slurm state: ``COMPLETED`` with a result, else ``UNKNOWN``. GPU-hours come from 
 cluster keeps it (sacct's AllocTRES x ElapsedRaw, summed over the runs of a requeued job), else they
 are the elapsed time of the current run (from whichever client answered) times the GPUs of ``job.json``.
 ``failure`` says which rank to look at when the ranks' outcome records of the current run show a
-failure (:func:`orchestrator.records.blame.blame`): its own error, or the rank that stopped making progress;
+failure (:func:`orchestrator.records.restarts.blame.blame`): its own error, or the rank that stopped making progress;
 under Slurm with what the batch script's restart helper knew too (srun's report, attempts.json).
 """
 
@@ -22,12 +22,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from orchestrator.errors import SlurmError
-from orchestrator.records.attempts import ATTEMPTS_FILE, read_attempts
-from orchestrator.records.blame import Blame, BlameKind, blame, current_run
 from orchestrator.records.jobdirs import JobDir, log_path
 from orchestrator.records.jobindex import read_submitted, same_submit
-from orchestrator.records.restartpolicy import Ended, blamed_node
-from orchestrator.records.seen import complete
+from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, read_attempts
+from orchestrator.records.restarts.blame import Blame, BlameKind, blame, current_run
+from orchestrator.records.restarts.policy import Ended, blamed_node
+from orchestrator.records.restarts.seen import complete
 from orchestrator.records.training import read_result
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import state as slurmstate
@@ -138,7 +138,7 @@ def failure(job: JobDir, restart: int | None = None) -> Blame | None:
     Under Slurm, what the batch script's restart helper (``slurm/restart.py``) knew too, as it knew it:
     its verdict on the attempt of these records (``attempts.json``'s ``blamed_rank``/``blamed_node``)
     when it judged it, else srun's report at the end of the batch log (``slurm/stepreport.py``: the last
-    block is the last attempt's) completes the records (``records/seen.py``) and names the node srun
+    block is the last attempt's) completes the records (``records/restarts/seen.py``) and names the node srun
     named. A local run, a folder without either: the records alone."""
     records, notes = read_outcomes(job.path)
     if not records:
@@ -173,7 +173,7 @@ def failure(job: JobDir, restart: int | None = None) -> Blame | None:
     return dataclasses.replace(found, node=report.node(found.ranks[0]) or node) if node else found
 
 
-MAX_NODE_NAME, MAX_REASON = 255, 2000  # what an outcome record holds (records/blame.py's RankOutcome)
+MAX_NODE_NAME, MAX_REASON = 255, 2000  # what an outcome record holds (records/restarts/blame.py's RankOutcome)
 # attempts.json's kinds of a blamed attempt, as a line (the records alone may no longer show it)
 JUDGED_WORDS: dict[BlameKind, str] = {
     "vanished": "ended without a word (killed by a signal, out of memory, or its node was lost)",

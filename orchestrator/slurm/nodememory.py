@@ -2,13 +2,13 @@
 ``launcher.bad_node_ttl``, and a failed job's evidence is recorded.
 
 - :func:`leave_out` (``submission.new_plan``, so the CLI and the API alike): the active records of the
-  job root (``records.badnodes``) on the job's partition join the request's ``--exclude``; the plan
+  job root (``records.restarts.badnodes``) on the job's partition join the request's ``--exclude``; the plan
   says which and why (the dry run prints it). A node the user names in ``--nodelist`` is kept (the
   user's word wins, and the dry run says so); when leaving the nodes out would leave too few, the
   submit stops with a hint (``orch nodes --forget``) instead of queueing a job that cannot start.
 - :func:`record_finished` / ``python -m orchestrator.slurm.nodememory --job-dir DIR [--job-id ID]``
   (the batch script, once its training step failed): the job's blame
-  (``records.blame``) and its ranks' records -> ``records.nodeevidence`` -> ``badnodes.record``.
+  (``records.restarts.blame``) and its ranks' records -> ``records.restarts.nodeevidence`` -> ``badnodes.record``.
   The preflight step records its failed nodes itself (``slurm.preflight``).
 """
 
@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.env import hostlist
 from orchestrator.errors import ConfigError, OrchError
-from orchestrator.records import badnodes
-from orchestrator.records.badnodes import BadNode
+from orchestrator.records.restarts import badnodes
+from orchestrator.records.restarts.badnodes import BadNode
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.extras import merge_sbatch
 from orchestrator.spec.runconfig import JOB_ID_FILE
 
 if TYPE_CHECKING:
-    from orchestrator.records.seen import Seen
+    from orchestrator.records.restarts.seen import Seen
 
 FORGET_HINT = "orch nodes lists them; orch nodes --forget NODE (or --all) uses a node again"
 
@@ -108,9 +108,9 @@ def record_finished(job_dir: Path, job_id: str, hosts: Mapping[int, str] | None 
                     seen: Seen | None = None) -> list[tuple[str, str]]:
     """Record the nodes a failed job's evidence points at; the ``(node, kind)`` pairs recorded. ``seen``:
     what srun said of the ranks' ends (``slurm.stepreport``), completing the records."""
-    from orchestrator.records.blame import blame
-    from orchestrator.records.nodeevidence import evidence
-    from orchestrator.records.seen import complete
+    from orchestrator.records.restarts.blame import blame
+    from orchestrator.records.restarts.nodeevidence import evidence
+    from orchestrator.records.restarts.seen import complete
     from orchestrator.spec.runconfig import read_run_config
     from orchestrator.task.outcome import read_outcomes
 

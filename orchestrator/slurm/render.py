@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import ConfigError
-from orchestrator.records.attempts import RESTART_NEXT_FILE, RESUBMIT_NEXT_FILE
 from orchestrator.records.jobdirs import (
     ARRAY_BATCH_LOG_PATTERN,
     ARRAY_INDEX_PATTERN,
@@ -42,6 +41,7 @@ from orchestrator.records.jobdirs import (
     RANK_LOG_PATTERN,
     RAW_JOB_ID_FILE,
 )
+from orchestrator.records.restarts.attempts import RESTART_NEXT_FILE, RESUBMIT_NEXT_FILE
 from orchestrator.slurm import templating
 from orchestrator.spec.runconfig import (
     JOB_ID_FILE,

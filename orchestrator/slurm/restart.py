@@ -5,7 +5,7 @@
     python -m orchestrator.slurm.restart --job-dir DIR --attempt N --step-rc RC --signals S >DIR/restart_next
 
 records the attempt in ``attempts.json`` and the goodput ledger (``task/recovery.py``) and decides
-(``records/restartpolicy.py``). It exits 1 when the job ends here (completed, preempted: the requeue
+(``records/restarts/policy.py``). It exits 1 when the job ends here (completed, preempted: the requeue
 path follows, or a failure not worth a restart, named on stderr, the batch log), and 0 when the script
 starts the next ``srun`` step: it then prints that step's MASTER_ADDR, MASTER_PORT and its node options
 (``--nodelist=...`` with ``--spare-nodes``; none without), one per line.
@@ -34,8 +34,8 @@ from pathlib import Path
 
 from orchestrator.env import distenv, hostlist
 from orchestrator.errors import OrchError
-from orchestrator.records.attempts import RESUBMIT_NEXT_FILE, read_attempts
-from orchestrator.records.seen import Seen
+from orchestrator.records.restarts.attempts import RESUBMIT_NEXT_FILE, read_attempts
+from orchestrator.records.restarts.seen import Seen
 from orchestrator.slurm.stepreport import read_seen
 from orchestrator.spec.runconfig import RunConfig, read_run_config
 from orchestrator.task.recovery import AttemptFacts, end_attempt
@@ -166,7 +166,7 @@ def _write_resubmit(job_dir: Path, args: Sequence[str]) -> None:
 
 def _resubmitted(job_dir: Path, job_id: str) -> int:
     """The batch script submitted the job again: the folder follows the new job, the attempt says so."""
-    from orchestrator.records.attempts import write_attempts
+    from orchestrator.records.restarts.attempts import write_attempts
     from orchestrator.slurm.resubmit import record_next_job
 
     record_next_job(job_dir, job_id)

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.records.jobdirs import log_path
-from orchestrator.records.logview import tail_lines
-from orchestrator.records.seen import Seen
+from orchestrator.records.logs.view import tail_lines
+from orchestrator.records.restarts.seen import Seen
 
 TASK_LINE = re.compile(r"^srun: error: (?P<node>[^\s:]+): tasks? (?P<tasks>\d[\d,\-]*): (?P<how>.+?)\s*$")
 EXIT_CODE = re.compile(r"^Exited with exit code (\d{1,3})$")

@@ -38,7 +38,7 @@ from orchestrator.records.jobdirs import (
     write_script,
 )
 from orchestrator.records.jobindex import Submitted, now_text, record_submit
-from orchestrator.records.snapshots import snapshot_config
+from orchestrator.records.snapshots.store import snapshot_config
 from orchestrator.records.trust import fs_error, make_job_root
 from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.slurm.render import render_script

@@ -1,7 +1,7 @@
 """Code snapshots: what ``job.json`` records about the copy of the code a job runs from (pure).
 
 At submit, orch copies the code a job needs into ``<job_root>/.snapshots/<digest>/`` (written by
-:mod:`orchestrator.records.snapshots`); every task of every attempt runs from there. ``job.json``
+:mod:`orchestrator.records.snapshots.store`); every task of every attempt runs from there. ``job.json``
 keeps what the user submitted (``script.target``, ``script.cwd``, ``job_file``: the paths on disk, which
 the resume check and the listings show) and adds ``snapshot``; a task maps those paths into the
 snapshot with :func:`relocate` (the one rule):
@@ -34,7 +34,7 @@ OBJECTS_DIR = ".objects"  # under SNAPSHOT_DIR: one read-only file per content (
 MANIFEST_SUFFIX = ".json"  # <job_root>/.snapshots/<digest>.json: the manifest of <digest>/
 FILE_MAX_MB = 10  # a single file larger than this is never copied (it is linked, as data is)
 # Folders never copied, at any depth (linked to the original instead): version control, environments
-# and caches. (Outside git, data and output folders are left out too: records/snapshots.py DATA_DIRS.)
+# and caches. (Outside git, data and output folders are left out too: records/snapshots/store.py DATA_DIRS.)
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
     ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", "node_modules", ".snapshots",

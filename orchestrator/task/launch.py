@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from orchestrator.env import distenv, taskenv
 from orchestrator.errors import ConfigError, DistEnvError, OrchError, RendezvousTimeout
-from orchestrator.records.blame import PEER_FAILURE_EXIT  # a collective failed or timed out
 from orchestrator.records.codetrust import check_task_code
 from orchestrator.records.jobdirs import outcome_path
+from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT  # a collective failed or timed out
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.startup import CLOCK
 from orchestrator.records.trust import check_job_dir

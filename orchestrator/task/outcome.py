@@ -1,4 +1,4 @@
-"""This task's outcome record in the job folder (the task side of :mod:`orchestrator.records.blame`).
+"""This task's outcome record in the job folder (the task side of :mod:`orchestrator.records.restarts.blame`).
 
 ``orchestrator.task.launch`` starts the record (``running``) once it knows the task's rank, and rewrites
 it once when the task ends: completed, its own failure, gave up waiting in a collective, or stopped
@@ -25,8 +25,8 @@ from typing import Any
 
 from orchestrator.env.devices import host_name
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.blame import Kind, LastStep, RankOutcome, parse_outcome
 from orchestrator.records.jobdirs import outcome_rank
+from orchestrator.records.restarts.blame import Kind, LastStep, RankOutcome, parse_outcome
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import open_regular
 

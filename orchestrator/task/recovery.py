@@ -1,6 +1,6 @@
 """After a training attempt ends (an ``srun`` step, or the ranks of ``orch run``): record it in
-``attempts.json``, decide whether to restart it (``records/restartpolicy.py``), and keep rank 0's
-``result.json`` ``goodput`` ledger current (``records/attempts.py``). Reads the job folder (outcome
+``attempts.json``, decide whether to restart it (``records/restarts/policy.py``), and keep rank 0's
+``result.json`` ``goodput`` ledger current (``records/restarts/attempts.py``). Reads the job folder (outcome
 records, checkpoint sidecar, progress.json); the rules themselves are pure. No torch here.
 """
 
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import OrchError
-from orchestrator.records import attempts as attempts_file
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.blame import blame, current_run
-from orchestrator.records.restartpolicy import Decision, Ended, decide
+from orchestrator.records.restarts import attempts as attempts_file
+from orchestrator.records.restarts.blame import blame, current_run
+from orchestrator.records.restarts.policy import Decision, Ended, decide
+from orchestrator.records.restarts.seen import Seen, complete
 from orchestrator.records.resumecheck import LATEST, parse_sidecar, sidecar_path
-from orchestrator.records.seen import Seen, complete
 from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, PROGRESS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.spec.safefile import read_json

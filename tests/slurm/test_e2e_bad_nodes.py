@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from orchestrator.records import badnodes
+from orchestrator.records.restarts import badnodes
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster

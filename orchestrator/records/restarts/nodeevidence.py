@@ -1,5 +1,5 @@
 """Which nodes a failed job's evidence points at (pure): the blame and the ranks' outcome records in,
-``(node, kind)`` pairs out, for :mod:`orchestrator.records.badnodes`.
+``(node, kind)`` pairs out, for :mod:`orchestrator.records.restarts.badnodes`.
 
 The evidence, as a table (``Blame.kind`` -> how each blamed rank's node is judged):
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from orchestrator.records.blame import Blame, RankOutcome, current_run
+from orchestrator.records.restarts.blame import Blame, RankOutcome, current_run
 
 # an NCCL or CUDA failure as torch words it (the one-line reason of a rank's record)
 NCCL_CUDA = re.compile(r"\bNCCL (error|Error|WARN)|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|"

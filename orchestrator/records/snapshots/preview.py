@@ -1,6 +1,6 @@
 """What ``orch submit --dry-run`` says about the code snapshot a submit would take (docs/snapshots.md).
 
-The same collection as the submit (:func:`orchestrator.records.snapcollect.collect`: git's file lists,
+The same collection as the submit (:func:`orchestrator.records.snapshots.collect.collect`: git's file lists,
 one ``stat`` per file, the size check), then whether an identical snapshot is already stored under the
 job root, answered read-only: a file the stat cache knows is not read; any other file is hashed, never
 copied, and the first content the store lacks ends the search (the snapshot would be new). Nothing is
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError
-from orchestrator.records.snapcollect import Collected, collect
-from orchestrator.records.snapshots import (
+from orchestrator.records.snapshots.collect import Collected, collect
+from orchestrator.records.snapshots.store import (
     cached_entries,
     check_size,
     load_stats,

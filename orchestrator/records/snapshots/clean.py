@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.records.jobdirs import iter_job_dirs
-from orchestrator.records.snapshots import CLEAN_GRACE_S, STAT_DIR, TMP_PREFIX, remove_tree, snapshot_root
+from orchestrator.records.snapshots.store import CLEAN_GRACE_S, STAT_DIR, TMP_PREFIX, remove_tree, snapshot_root
 from orchestrator.spec.snapshot import MANIFEST_SUFFIX, OBJECTS_DIR
 
 

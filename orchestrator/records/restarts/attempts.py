@@ -8,7 +8,7 @@ across requeues too) adds one entry to ``attempts.json`` in the job folder when 
 ``job``            the Slurm job it ran in (a job submitted again without a blamed node continues the
                    attempts: ``resubmitted_as`` on the last attempt of the job before names it)
 ``started``        when its step started (wall clock); ``ended`` when it ended
-``exit_code``      the step's exit code; ``kind`` completed, preempted, or how it failed (records/blame.py)
+``exit_code``      the step's exit code; ``kind`` completed, preempted, or how it failed (records/restarts/blame.py)
 ``blamed_rank``    the rank to look at; ``blamed_node`` its node when the evidence points at the node
 ``resumed_step``   the global step it resumed from (the checkpoint's; 0: from the start)
 ``lost_steps``     steps finished after the newest checkpoint, redone by the next attempt

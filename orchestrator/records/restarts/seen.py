@@ -1,6 +1,6 @@
 """What a launcher saw of its ranks' ends, and the outcome records completed with it (pure).
 
-A rank's own record (:mod:`orchestrator.records.blame`) says how it ended when it could write it; a rank
+A rank's own record (:mod:`orchestrator.records.restarts.blame`) says how it ended when it could write it; a rank
 killed by SIGKILL, or stopped where no handler runs, leaves ``running``. Its launcher knows more:
 ``orch run`` waits for every rank (each exit code, when, which ranks it stopped itself), and under Slurm
 srun reports each task that failed in the batch log (``orchestrator.slurm.stepreport``). :class:`Seen`
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.records.blame import FINAL_KINDS, RankOutcome, current_run
+from orchestrator.records.restarts.blame import FINAL_KINDS, RankOutcome, current_run
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 After every training step (an ``srun`` step under Slurm, the ranks of ``orch run``) the caller hands
 :func:`decide` what it knows about the attempt that just ended: its exit code, the ranks' outcome
-records (``records/blame.py``'s verdict over them), whether the ranks asked for a requeue (preemption
+records (``records/restarts/blame.py``'s verdict over them), whether the ranks asked for a requeue (preemption
 keeps its own path), and the attempt before it (``attempts.json``). The verdict: restart or not, the
 attempt's kind, and, when no restart is tried, the one line that says why. No I/O here.
 
@@ -19,12 +19,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from orchestrator.records.blame import Blame, RankOutcome
+from orchestrator.records.restarts.blame import Blame, RankOutcome
 
 USAGE_EXIT = 2  # OrchError's exit code for bad input (usage, configuration, doctor, resume folder)
 REQUEUE_EXIT = 75  # a script asks for a requeue (orchestrator.spec.script.REQUEUE_EXIT)
 SAME_ERROR = "the same error at the same step: not restarted again"
-# Evidence against a node (records/badnodes.py takes these): a rank that vanished or hung, or a device error.
+# Evidence against a node (records/restarts/badnodes.py takes these): a rank that vanished or hung, or a device error.
 NODE_KINDS = frozenset({"vanished", "stuck"})
 DEVICE_ERROR_WORDS = ("NCCL", "CUDA", "cuda", "ECC", "Xid")
 
@@ -35,7 +35,7 @@ class Ended:
 
     attempt: int  # 0-based
     exit_code: int  # the step's (srun's) or the run's exit code
-    blame: Blame | None  # records/blame.py over the attempt's records (None: nothing went wrong)
+    blame: Blame | None  # records/restarts/blame.py over the attempt's records (None: nothing went wrong)
     records: Mapping[int, RankOutcome]  # the attempt's records by rank
     requeue: bool = False  # the ranks checkpointed for a requeue (preemption)
     interrupted: bool = False  # the job itself was signalled (preemption signal, scancel, Ctrl-C)

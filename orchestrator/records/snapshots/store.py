@@ -33,7 +33,7 @@ from pathlib import Path
 
 from orchestrator.errors import ConfigError
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.snapcollect import Collected, collect
+from orchestrator.records.snapshots.collect import Collected, collect
 from orchestrator.records.trust import JOB_ROOT_MODE, make_job_root
 from orchestrator.spec.job import BUILTIN_JOBS_DIR
 from orchestrator.spec.runconfig import RunConfig

@@ -1,6 +1,6 @@
 """What a code snapshot holds (no file written): the git work tree's files (``git ls-files``) or a
 folder's, what is left out and linked instead, git's commit and whether the tree is dirty.
-:mod:`orchestrator.records.snapshots` stores it."""
+:mod:`orchestrator.records.snapshots.store` stores it."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ an error) and read at most ``MAX_READ`` bytes from the end.
 
 A node is *active* (left out by ``orch submit``) while its newest evidence, not forgotten since, is
 younger than ``launcher.bad_node_ttl`` seconds. The kinds of evidence are the table ``KINDS``; a
-Python exception in user code is never evidence against a node (``records.nodeevidence`` decides).
+Python exception in user code is never evidence against a node (``records.restarts.nodeevidence`` decides).
 """
 
 from __future__ import annotations
