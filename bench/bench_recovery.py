@@ -1,4 +1,4 @@
-"""How long does a crash cost? In-job restart vs the requeue path (issue 20). A benchmark, not a test.
+"""How long does a crash cost? In-job restart vs the requeue path. A benchmark, not a test.
 
 On a running Slurm cluster (the local test cluster: ``tests/slurm/cluster.sh up``), the same job
 (``tests/jobs/faulty.py``, 2 nodes x 1 task, CPU/gloo) in which rank 1 dies of SIGKILL in the middle of

@@ -1,4 +1,4 @@
-"""Remote orch over SSH vs orch on the login node, side by side (a benchmark, not a test; issue 21).
+"""Remote orch over SSH vs orch on the login node, side by side (a benchmark, not a test).
 
 A real sshd on a loopback port (tests/sshd.py; root, installs openssh-server when missing) stands for
 the login node; the cluster's orch is this checkout's. One job folder is made by ``orch submit`` with

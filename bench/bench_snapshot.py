@@ -1,4 +1,4 @@
-"""What a code snapshot costs at submit (issue 21): the first one (every file copied), an unchanged tree
+"""What a code snapshot costs at submit: the first one (every file copied), an unchanged tree
 (nothing copied: the stat cache names every file's content, the snapshot is reused) and a tree with one
 file edited (one file copied, a new tree of hard links). Each is ``records.snapshots.store.take`` as
 ``orch submit`` calls it (git ls-files / status included), timed in this process. The dry run's answer

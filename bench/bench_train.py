@@ -21,7 +21,7 @@ excluded), and reports samples per second over all ranks (best of ``--repeats``)
 The context lines show the machine's own limits: how the compute limit itself scales from 1 to 2
 ranks, and what DDP's gradient all-reduce costs a plain loop (no orch code at all).
 
-``--logging``: only the cost of the per-step scalars (steps.jsonl + TensorBoard, issue 22): the same
+``--logging``: only the cost of the per-step scalars (steps.jsonl + TensorBoard): the same
 ``orch run mnist`` with ``log_every=1`` (a point every step: the worst case; the default gives about
 200 points per run) against ``log_every`` larger than the run (no point at all), interleaved, best of ``--repeats``.
 

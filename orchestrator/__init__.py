@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 # public name -> the module that defines it (the one owner; this table is the only re-export)
 PUBLIC: dict[str, str] = {

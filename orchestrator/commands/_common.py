@@ -35,7 +35,7 @@ def add_job_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
 
 
 def add_restart_arguments(parser: argparse.ArgumentParser, *, spares: bool) -> None:
-    """``--max-restarts`` (orch submit and orch run) and ``--spare-nodes`` (orch submit): issue 20."""
+    """``--max-restarts`` (orch submit and orch run) and ``--spare-nodes`` (orch submit)."""
     parser.add_argument("--max-restarts", type=int, metavar="N",
                         help="restart a failed training step N times inside the allocation (or the local run), "
                              "from the newest checkpoint (default: launcher.max_restarts of cluster.yaml; 0: never)")

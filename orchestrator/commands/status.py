@@ -53,7 +53,7 @@ COLUMNS: dict[str, str] = {
     "JOBID": "job_id",
     "STATE": "state",
     "EXIT": "exit_code",
-    "RESTARTS": "restarts_shown",  # in-job restarts + requeues (issue 20), e.g. 1+0
+    "RESTARTS": "restarts_shown",  # in-job restarts + requeues, e.g. 1+0
     "ELAPSED": "elapsed",
     "GPU_H": "gpu_hours",
     "EPOCH": "epoch",

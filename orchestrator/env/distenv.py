@@ -348,7 +348,7 @@ ATTEMPT_VAR = "ORCH_ATTEMPT"  # the attempt inside the allocation (0 first), set
 
 def restart_count(environ: Mapping[str, str], fallback: int = 0) -> int:
     """How often the job was started again: SLURM_RESTART_COUNT inside Slurm (requeues), else ``fallback``,
-    plus ORCH_ATTEMPT (restarts inside the allocation, issue 20). The one reading of those variables:
+    plus ORCH_ATTEMPT (restarts inside the allocation). The one reading of those variables:
     the master port, the outcome records, the start-up clock, TORCHELASTIC_RESTART_COUNT."""
     found = _lookup(environ, SLURM_VARS["restart_count"])
     base = fallback if found is None or not found[1].strip() else _parse_int(*found, hint=_COPIED_HINT)

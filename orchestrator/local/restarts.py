@@ -1,4 +1,4 @@
-"""``orch run`` with restarts (issue 20): the same as inside a Slurm allocation, with local processes.
+"""``orch run`` with restarts: the same as inside a Slurm allocation, with local processes.
 
 Each attempt is one :class:`~orchestrator.local.runner.LocalRunner` run with ``ORCH_ATTEMPT`` set (a
 script sees ``TORCHELASTIC_RESTART_COUNT`` one higher, and a new MASTER_PORT is picked); after it,

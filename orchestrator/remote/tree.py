@@ -1,11 +1,12 @@
 """The files of a code tree: what a submit from elsewhere ships (and what a snapshot copies).
 
-The rule (issue 21): the git work tree the target lives in, its tracked files plus the untracked
+The rule: the git work tree the target lives in, its tracked files plus the untracked
 files git does not ignore (``git ls-files -co --exclude-standard``); a target in no repository:
 its folder, without hidden folders, ``__pycache__`` and virtual environments.
 
-NOTE for the merge: the code snapshots (issue 21, part 1) own this rule; :func:`code_tree` is the
-one function to replace with theirs.
+The code snapshots (:mod:`orchestrator.records.snapshots.collect`) apply the same rule with their own walk
+(a size limit, data folders linked instead of copied): keep the two rules in step; :func:`code_tree` is
+the one function to replace should they share one implementation.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The memory of bad nodes at work (issue 20): ``orch submit`` leaves out the nodes recorded within
+"""The memory of bad nodes at work: ``orch submit`` leaves out the nodes recorded within
 ``launcher.bad_node_ttl``, and a failed job's evidence is recorded.
 
 - :func:`leave_out` (``submission.new_plan``, so the CLI and the API alike): the active records of the

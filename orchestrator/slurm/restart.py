@@ -1,4 +1,4 @@
-"""Restart inside the allocation: what the batch script runs after each training step (issue 20).
+"""Restart inside the allocation: what the batch script runs after each training step.
 
 ::
 

@@ -2,7 +2,7 @@
 
 Two paths hand a job to a fresh ``sbatch`` of its own batch script, with ``--exclude``: a failed
 preflight (``--preflight=exclude``, ``slurm/preflight.py``) and a restart whose blamed node has no spare
-left in the allocation (``slurm/restart.py``, issue 20). Both start from the nodes the submit asked for
+left in the allocation (``slurm/restart.py``). Both start from the nodes the submit asked for
 (``job.json``'s ``node_choice``): the options are computed here (:func:`without`, pure), and the new
 job's id is recorded here (:func:`record_next_job`: ``job_id``, the job index), so ``orch status``,
 ``logs`` and ``cancel`` follow the folder to the job that runs now.

@@ -1,4 +1,4 @@
-"""What srun said about the training step that just ended: which task ended how (issue 20).
+"""What srun said about the training step that just ended: which task ended how.
 
 A rank killed by SIGKILL writes no outcome record, and srun's ``--kill-on-bad-exit`` may take the other
 ranks down before they write theirs: every record then still says ``running`` and names no culprit.

@@ -75,7 +75,7 @@ BOUNDS: dict[str, Bound] = {
     "srun_wait": Bound(0, MAX_TIMEOUT_S, "7 days"),
     "preempt_before": Bound(0, MAX_TIMEOUT_S, "7 days"),
     "bad_node_ttl": Bound(0, 365 * DAY, "365 days; 0 to remember no bad node"),
-    # restarts inside the allocation (issue 20)
+    # restarts inside the allocation (docs/preemption-and-restarts.md)
     "max_restarts": Bound(0, 100, "each restart redoes the work since the last checkpoint"),
     "spare_nodes": Bound(0, MAX_NODES, "the partition's node list is the real limit"),
     # TrainParams

@@ -1,4 +1,4 @@
-"""A memory of bad nodes across jobs: ``<job root>/bad_nodes.jsonl``, one per cluster (issue 20).
+"""A memory of bad nodes across jobs: ``<job root>/bad_nodes.jsonl``, one per cluster.
 
 Each line is one JSON object: a piece of evidence against a node::
 
