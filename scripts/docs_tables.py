@@ -8,7 +8,7 @@ Usage::
 Today one region: the torchrun table of docs/bring-your-own-script.md, between
 ``<!-- torchrun-table:begin -->`` and ``<!-- torchrun-table:end -->``, rendered from
 ``TORCHRUN_OPTIONS`` (``orchestrator/commands/_torchrun.py``). The docs test checks it
-(``tests/docs/test_docs_code.py``).
+(``tests/docs/test_docs_code.py``, and docs/testing.md).
 """
 
 from __future__ import annotations
