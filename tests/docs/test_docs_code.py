@@ -9,12 +9,15 @@ import argparse
 import importlib.util
 import re
 import shlex
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefinedType
 from support import ROOT
 from test_docs import PAGES, Block, _prose, fenced_blocks
 
@@ -222,3 +225,55 @@ def test_the_option_check_reads_the_prose_too(tmp_path: Path) -> None:
     probe.write_text(text, encoding="utf-8")
     found = [(s.where, s.verb, unknown_options(s)) for s in inline_commands(probe)]
     assert found == [("probe.md:1", "run", ["--gpu"]), ("probe.md:1", "submit", [])]
+
+
+# ---------------------------------------------------------------- cluster.yaml's keys and defaults
+
+
+def _leaves(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, object]]:
+    """(dotted key as cluster.yaml spells it, default) of every leaf field of a config model."""
+    for name, field in model.model_fields.items():
+        key = prefix + (field.alias or name)
+        kind = field.annotation
+        nested = next((t for t in (kind, *typing.get_args(kind)) if isinstance(t, type) and issubclass(t, BaseModel)),
+                      None)
+        if nested is not None:
+            yield from _leaves(nested, f"{key}[]." if typing.get_origin(kind) is list else f"{key}.")
+        else:
+            yield key, field.get_default(call_default_factory=True)
+
+
+def _shown_default(value: object) -> set[str]:
+    """How the table may write a default: ``true``/``on``, ``[29500, 39499]``, ``{}``, ``120``."""
+    if isinstance(value, bool):
+        return {"true", "on"} if value else {"false", "off"}
+    if isinstance(value, (list, tuple)):
+        return {"[" + ", ".join(map(str, value)) + "]"}
+    return {str(value)}
+
+
+def cluster_yaml_table() -> dict[str, str]:
+    """key -> the default column of docs/cluster-yaml.md's table of keys (its first word)."""
+    rows: dict[str, str] = {}
+    for _, line in _prose(ROOT / "docs" / "cluster-yaml.md"):
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")] if line.startswith("| `") else []
+        if len(cells) == 3:
+            default = re.sub(r"\s*\(.*$", "", cells[2]).strip("`")
+            for key in re.findall(r"`([\w.\[\]]+)`", cells[0]):
+                rows[key] = default
+    return rows
+
+
+def test_the_cluster_yaml_page_names_every_key_with_its_default() -> None:
+    from orchestrator.spec.cluster import Cluster
+    from orchestrator.spec.remote import Remote
+
+    table = cluster_yaml_table()
+    keys = [*_leaves(Cluster, ""), *_leaves(Remote, "remote.")]
+    # a key is named by its own row or by its parent's (partitions[].expect names its fields)
+    missing = [key for key, _ in keys if key != "remote" and not any(key == k or key.startswith(k + ".") for k in table)]
+    assert not missing, f"docs/cluster-yaml.md's table has no row for {missing}"
+    wrong = [f"{key}: the page says {table[key]!r}, the code {default!r}" for key, default in keys
+             if key in table and default is not None and not isinstance(default, PydanticUndefinedType)
+             and table[key] not in _shown_default(default)]
+    assert not wrong, "\n".join(wrong)
