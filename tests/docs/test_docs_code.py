@@ -271,7 +271,8 @@ def test_the_cluster_yaml_page_names_every_key_with_its_default() -> None:
     table = cluster_yaml_table()
     keys = [*_leaves(Cluster, ""), *_leaves(Remote, "remote.")]
     # a key is named by its own row or by its parent's (partitions[].expect names its fields)
-    missing = [key for key, _ in keys if key != "remote" and not any(key == k or key.startswith(k + ".") for k in table)]
+    missing = [key for key, _ in keys
+               if key != "remote" and not any(key == k or key.startswith(k + ".") for k in table)]
     assert not missing, f"docs/cluster-yaml.md's table has no row for {missing}"
     wrong = [f"{key}: the page says {table[key]!r}, the code {default!r}" for key, default in keys
              if key in table and default is not None and not isinstance(default, PydanticUndefinedType)
