@@ -20,6 +20,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,6 +259,16 @@ def _workdir(tmp_path: Path, pristine: Path) -> tuple[Path, dict[str, str]]:
     if data_dir:
         env["ORCH_DATA_DIR"] = data_dir
     return work, env
+
+
+def test_the_commands_run_in_a_fresh_clone_with_its_own_code(tmp_path: Path, pristine: Path) -> None:
+    work, env = _workdir(tmp_path, pristine)
+    assert not work.is_relative_to(ROOT) and not (work / ".venv").exists()
+    assert (work / "tests" / "scripts" / "ddp_train.py").is_file() and (work / ".git").is_dir()
+    assert not _git(["status", "--porcelain"], work, tmp_path / "home"), "the clone differs from its commit"
+    proc = subprocess.run([sys.executable, "-c", "import orchestrator, jobs; print(orchestrator.__file__); "
+                           "print(jobs.__file__)"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert all(Path(f).is_relative_to(work) for f in proc.stdout.split()), proc.stdout
 
 
 def clean_environ_data_dir() -> str | None:
