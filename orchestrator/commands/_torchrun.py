@@ -11,6 +11,7 @@ to the script, after ``--``. The hint ends with the user's own command rewritten
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -163,11 +164,16 @@ def _spelled(row: TorchrunOption) -> str:
     return f"{shown} (`{underscored}`)" if underscored != name else shown
 
 
+# what the docs set as code in a hint's text: options (with a one-letter value), variables, cluster.yaml keys
+_CODE = re.compile(r"(?<![\w`-])(--[a-z][\w-]*(?: [A-Z](?![\w]))?|[A-Z][A-Z_]{3,}(?![\w])|launcher\.\w+)")
+
+
 def markdown_table() -> str:
     """The torchrun table of docs/bring-your-own-script.md, rendered from :data:`TORCHRUN_OPTIONS`."""
     lines = ["| torchrun option | orch run | orch submit | why |", "| --- | --- | --- | --- |"]
     for row in TORCHRUN_OPTIONS:
         run, submit = ((f"`{other} {row.metavar}`" if row.takes_value else f"`{other}`") if other else "none"
                        for other in (row.run, row.submit))
-        lines.append(f"| {_spelled(row)} | {run} | {submit} | {row.why} |")
+        why = _CODE.sub(lambda m: f"`{m[1]}`", row.why)
+        lines.append(f"| {_spelled(row)} | {run} | {submit} | {why} |")
     return "\n".join(lines) + "\n"
