@@ -11,6 +11,7 @@ to the script, after ``--``. The hint ends with the user's own command rewritten
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,25 +32,29 @@ class TorchrunOption:
     why: str  # shown when a verb has no counterpart
     takes_value: bool = True
     prefix: bool = False  # name is a prefix (--rdzv-backend, --rdzv-endpoint, ...)
+    metavar: str = "N"  # the value's name in docs/bring-your-own-script.md's table
 
     def counterpart(self, verb: str) -> str | None:
         return self.run if verb == "run" else self.submit
 
 
-# torchrun option -> orch option, or why orch needs none (one row per option; docs/bring-your-own-script.md)
+# torchrun option -> orch option, or why orch needs none (one row per option). The table of
+# docs/bring-your-own-script.md is rendered from it (markdown_table; scripts/docs_tables.py writes it).
 TORCHRUN_OPTIONS: tuple[TorchrunOption, ...] = (
     TorchrunOption("--nproc-per-node", run="--nproc", submit="--gpus",
                    why="orch submit starts one rank per GPU: --gpus G per node (default: all the node's GPUs), "
                        "--ntasks-per-node T on a CPU partition"),
     TorchrunOption("--nnodes", run=None, submit="--nodes",
                    why="orch run uses this machine only; orch submit --nodes N runs on N nodes"),
-    TorchrunOption("--node-rank", run=None, submit=None, why=_RANKS),
+    TorchrunOption("--node-rank", run=None, submit=None, why=_RANKS, metavar="R"),
     TorchrunOption("--standalone", run=None, submit=None, why=_RENDEZVOUS, takes_value=False),
-    TorchrunOption("--rdzv-", run=None, submit=None, why=_RENDEZVOUS, prefix=True),
-    TorchrunOption("--master-addr", run=None, submit=None, why=_RENDEZVOUS),
-    TorchrunOption("--master-port", run=None, submit=None, why=_RENDEZVOUS),
-    TorchrunOption("--max-restarts", run=None, submit=None,
-                   why="orch requeues a preempted Slurm job itself (launcher.requeue); a failed rank ends the run"),
+    TorchrunOption("--rdzv-", run=None, submit=None, why=_RENDEZVOUS, prefix=True, metavar="VALUE"),
+    TorchrunOption("--master-addr", run=None, submit=None, why=_RENDEZVOUS, metavar="ADDR"),
+    TorchrunOption("--master-port", run=None, submit=None, why=_RENDEZVOUS, metavar="PORT"),
+    TorchrunOption("--max-restarts", run="--max-restarts", submit="--max-restarts",
+                   why="a failed training step is started again, up to N times, from the newest checkpoint "
+                       "(default: launcher.max_restarts of cluster.yaml); a preempted Slurm job is requeued "
+                       "by orch itself (launcher.requeue)"),
 )
 
 
@@ -133,7 +138,8 @@ def explain(verb: str, argv: Sequence[str], unknown: Sequence[str], script_args:
             continue
         other = row.counterpart(verb)
         if other is not None:
-            renamed.append(f"did you mean {other}? {normalize(token)} is torchrun's name; orch {verb} takes {other}")
+            given = token.split("=", 1)[0]  # --max_restarts: torchrun's spelling of orch's --max-restarts
+            renamed.append(f"did you mean {other}? {given} is torchrun's name; orch {verb} takes {other}")
             kept.extend([other, value] if value is not None else [other])
         else:
             unneeded.setdefault(row.why, []).append(" ".join(words))
@@ -148,3 +154,26 @@ def explain(verb: str, argv: Sequence[str], unknown: Sequence[str], script_args:
     else:
         lines.append(f"in orch's words: {command}")
     return "\n      ".join(lines)
+
+
+def _spelled(row: TorchrunOption) -> str:
+    """A row's torchrun option as the docs table shows it: ``--node-rank R`` (``--node_rank``)."""
+    name = row.name + "*" if row.prefix else row.name
+    shown = f"`{name} {row.metavar}`" if row.takes_value else f"`{name}`"
+    underscored = "--" + name[2:].replace("-", "_")
+    return f"{shown} (`{underscored}`)" if underscored != name else shown
+
+
+# what the docs set as code in a hint's text: options (with a one-letter value), variables, cluster.yaml keys
+_CODE = re.compile(r"(?<![\w`-])(--[a-z][\w-]*(?: [A-Z](?![\w]))?|[A-Z][A-Z_]{3,}(?![\w])|launcher\.\w+)")
+
+
+def markdown_table() -> str:
+    """The torchrun table of docs/bring-your-own-script.md, rendered from :data:`TORCHRUN_OPTIONS`."""
+    lines = ["| torchrun option | orch run | orch submit | why |", "| --- | --- | --- | --- |"]
+    for row in TORCHRUN_OPTIONS:
+        run, submit = ((f"`{other} {row.metavar}`" if row.takes_value else f"`{other}`") if other else "none"
+                       for other in (row.run, row.submit))
+        why = _CODE.sub(lambda m: f"`{m[1]}`", row.why)
+        lines.append(f"| {_spelled(row)} | {run} | {submit} | {why} |")
+    return "\n".join(lines) + "\n"

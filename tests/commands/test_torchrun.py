@@ -41,6 +41,10 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
      "orch submit train.py --nodes 2 --dry-run"),
     (["submit", "train.py", "--nnodes=2", "--dry-run"], "did you mean --nodes?",
      "orch submit train.py --nodes 2 --dry-run"),
+    (["run", "train.py", "--max_restarts", "3"], "did you mean --max-restarts?",
+     "orch run train.py --max-restarts 3"),
+    (["submit", "train.py", "--max_restarts=3", "--dry-run"], "did you mean --max-restarts?",
+     "orch submit train.py --max-restarts 3 --dry-run"),
 ])
 def test_torchrun_names_map_to_orch_options(here: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
                                             meant: str, rewritten: str) -> None:

@@ -3,9 +3,11 @@
 A fenced block is runnable when its info string is ``bash runnable`` (optionally ``exit=N``: the
 exit code every line of the block must give; 0 otherwise). Each non-blank line of such a block is
 one ``orch ...`` command (a trailing ``# comment`` and ``\\`` continuations are allowed), split with
-``shlex`` and run without a shell, with the installed CLI, in a fresh folder per block that holds a
-copy of the shipped cluster.yaml, the torchrun-style ``train.py`` of tests/scripts and ``my_job.py``
-(a copy of jobs/smoke.py), and a clean environment (HOME and XDG_CACHE_HOME inside that folder).
+``shlex`` and run without a shell, with the installed CLI, where a newcomer pastes it: in the root of
+a fresh clone (a git repository of the checkout's files, tracked and untracked-but-not-ignored, as
+they are on disk; no .venv, no data), one clone per block, with the clone's ``orchestrator`` first
+on ``PYTHONPATH`` (as ``pip install -e .`` in the clone gives) and a clean environment (HOME and
+the XDG folders in the temporary folder). Nothing runs in the real checkout.
 Blocks that need Slurm or an existing job (plain ``bash``) are not run. Blocks that show output
 (``console``) of a dry run or of ``orch hosts`` are run and compared with what orch prints today.
 See docs/testing.md, "The docs test".
@@ -18,6 +20,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,20 +210,65 @@ def test_every_page_has_commands_or_is_known_not_to() -> None:
 # ---------------------------------------------------------------- running them
 
 
-def _workdir(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    work = tmp_path / "work"
-    work.mkdir()
-    shutil.copy(ROOT / "cluster.yaml", work / "cluster.yaml")
-    shutil.copy(ROOT / "tests" / "scripts" / "ddp_train.py", work / "train.py")
-    shutil.copy(ROOT / "tests" / "scripts" / "ddp_model.py", work / "ddp_model.py")
-    shutil.copy(ROOT / "jobs" / "smoke.py", work / "my_job.py")
+# What a fresh clone holds: git's files (tracked, and untracked but not ignored: work in progress),
+# as they are on disk; without git, the tree less what a clone never has.
+NOT_IN_A_CLONE = (".git", ".venv", "venv", "__pycache__", "*.egg-info", ".mypy_cache", ".ruff_cache",
+                  ".pytest_cache", ".hypothesis", "runs", "build", "dist")
+_GIT = ("git", "-c", "user.name=orch docs test", "-c", "user.email=docs@example.invalid",
+        "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", "-c", "core.hooksPath=/dev/null")
+
+
+def _git(args: list[str], cwd: Path, home: Path) -> str:
+    env = clean_environ(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1")
+    return subprocess.run([*_GIT, *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="session")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository of the checkout's files, made once: each block clones it (``_workdir``)."""
+    base = tmp_path_factory.mktemp("pristine")
+    repo, home = base / "orch", base / "home"
+    home.mkdir()
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                                capture_output=True, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout: copy the tree
+        shutil.copytree(ROOT, repo, symlinks=True, ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
+    else:
+        for name in filter(None, listed.split("\0")):
+            source = ROOT / name
+            if source.is_file() and not source.is_symlink():  # deleted in the work tree: gone from the clone
+                (repo / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, repo / name)
+    _git(["init", "-q"], repo, home)
+    _git(["add", "-A"], repo, home)
+    _git(["commit", "-q", "-m", "the checkout, as a fresh clone has it"], repo, home)
+    return repo
+
+
+def _workdir(tmp_path: Path, pristine: Path) -> tuple[Path, dict[str, str]]:
+    """A fresh clone of ``pristine`` (the folder to run in) and the environment to run with."""
     home = tmp_path / "home"
     home.mkdir()
-    env = clean_environ(HOME=str(home), XDG_CACHE_HOME=str(tmp_path / "cache"), TMPDIR=str(tmp_path))
+    _git(["clone", "-q", str(pristine), "orch"], tmp_path, home)
+    work = tmp_path / "orch"
+    env = clean_environ(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), XDG_CONFIG_HOME=str(home / ".config"),
+                        XDG_DATA_HOME=str(home / ".local" / "share"), XDG_STATE_HOME=str(home / ".local" / "state"),
+                        TMPDIR=str(tmp_path), PYTHONPATH=str(work))
     data_dir = clean_environ_data_dir()
     if data_dir:
         env["ORCH_DATA_DIR"] = data_dir
     return work, env
+
+
+def test_the_commands_run_in_a_fresh_clone_with_its_own_code(tmp_path: Path, pristine: Path) -> None:
+    work, env = _workdir(tmp_path, pristine)
+    assert not work.is_relative_to(ROOT) and not (work / ".venv").exists()
+    assert (work / "tests" / "scripts" / "ddp_train.py").is_file() and (work / ".git").is_dir()
+    assert not _git(["status", "--porcelain"], work, tmp_path / "home"), "the clone differs from its commit"
+    proc = subprocess.run([sys.executable, "-c", "import orchestrator, jobs; print(orchestrator.__file__); "
+                           "print(jobs.__file__)"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert all(Path(f).is_relative_to(work) for f in proc.stdout.split()), proc.stdout
 
 
 def clean_environ_data_dir() -> str | None:
@@ -236,8 +284,8 @@ BLOCKS = runnable_blocks()
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
-def test_runnable_block(block: Block, tmp_path: Path) -> None:
-    work, env = _workdir(tmp_path)
+def test_runnable_block(block: Block, tmp_path: Path, pristine: Path) -> None:
+    work, env = _workdir(tmp_path, pristine)
     for command in block_commands(block):
         started = time.monotonic()
         try:
@@ -344,7 +392,7 @@ VOLATILE = (
     (re.compile(r"^PYTHON=\S+$"), "PYTHON=..."),
 )
 ELLIPSIS = "..."
-SHOWN_WORK, SHOWN_ROOT = "/home/me/work", "/home/me/orch"
+SHOWN_ROOT = "/home/me/orch"
 
 
 def _normal(line: str) -> str:
@@ -438,14 +486,14 @@ def test_the_readme_shows_dry_run_output() -> None:
 
 
 @pytest.mark.parametrize("shown", SHOWN, ids=[s.where for s in SHOWN])
-def test_shown_output_is_what_orch_prints(shown: Shown, tmp_path: Path) -> None:
+def test_shown_output_is_what_orch_prints(shown: Shown, tmp_path: Path, pristine: Path) -> None:
     """The output a page shows (an excerpt: ``...`` marks skipped lines) is what the command prints today."""
-    work, env = _workdir(tmp_path)
+    work, env = _workdir(tmp_path, pristine)
     env.pop("ORCH_DATA_DIR", None)  # the pages show a machine where none is set
     proc = subprocess.run([ORCH, *shown.argv], cwd=work, env=env, capture_output=True, text=True,
                           timeout=COMMAND_TIMEOUT, check=False)
-    # The pages show the submitting folder as /home/me/work and the checkout as /home/me/orch.
-    out = (proc.stdout + proc.stderr).replace(str(work), SHOWN_WORK).replace(str(ROOT), SHOWN_ROOT)
+    # The pages show the clone (the submitting folder and the code orch runs) as /home/me/orch.
+    out = (proc.stdout + proc.stderr).replace(str(work), SHOWN_ROOT).replace(str(ROOT), SHOWN_ROOT)
     printed = out.splitlines()
     problem = excerpt_problem(list(shown.output), printed)
     assert problem is None, (f"{shown.where}: orch {shlex.join(shown.argv)} no longer prints {problem!r} where "
