@@ -83,9 +83,17 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "/").replace("\n", " ")
 
 
+# The table's order (by the start of the check's name; others after them, as they ran).
+ORDER = ("selftest", "mnist", "script_cuda_contexts", "amp", "gpus_per_task", "framework")
+
+
+def _rank(row: dict[str, Any]) -> int:
+    return next((i for i, prefix in enumerate(ORDER) if row["check"].startswith(prefix)), len(ORDER))
+
+
 def format_table(rows: Iterable[dict[str, Any]]) -> str:
     """A Markdown table: check | result | figure | seconds, then the notes (skip and failure reasons)."""
-    rows = list(rows)
+    rows = sorted(rows, key=_rank)
     lines = ["| check | result | figure | seconds |", "| --- | --- | --- | ---: |"]
     for row in rows:
         lines.append(f"| {_cell(row['check'])} | {_cell(row['result'])} | {_cell(row['figure'] or '-')} "

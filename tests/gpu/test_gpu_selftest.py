@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 from gpu_support import BACKEND, CUDA, DEVICE_TYPE, explain, job_dir, nproc, requires_cuda, run_orch
 
+from orchestrator.task.selftest import human_bytes
+
 pytestmark = [pytest.mark.gpu, requires_cuda]
 
 CHECKS = ["rendezvous", "devices", "master_addr", "allreduce", "gemm"]
+
+
+def flops(gflops: float) -> str:
+    return f"{gflops / 1000:.1f} TFLOP/s" if gflops >= 1000 else f"{gflops:.1f} GFLOP/s"
 
 
 def test_selftest_nccl_allreduce(tmp_path: Path, gpu_figure: Callable[[str], None]) -> None:
@@ -44,10 +50,10 @@ def test_selftest_nccl_allreduce(tmp_path: Path, gpu_figure: Callable[[str], Non
     if n >= 2:
         best = max(points, key=lambda p: p["busbw_gbps"])
         assert best["busbw_gbps"] > 0
-        gpu_figure(f"{BACKEND} all-reduce ok, {n} ranks: peak bus bandwidth {best['busbw_gbps']:.1f} GB/s at "
-                   f"{best['bytes'] >> 20} MiB; GEMM {gemm / 1000:.1f} TFLOP/s (slowest rank)")
+        gpu_figure(f"{BACKEND} all-reduce ok, {n} ranks: peak bus bandwidth {best['busbw_gbps']:.2f} GB/s at "
+                   f"{human_bytes(best['bytes'])}; GEMM {flops(gemm)} (slowest rank)")
     else:
         largest = points[-1]
         gpu_figure(f"{BACKEND} all-reduce ok, 1 rank (no link: bus bandwidth 0 by definition): "
-                   f"{largest['algbw_gbps']:.1f} GB/s algbw at {largest['bytes'] >> 20} MiB; "
-                   f"bf16 GEMM {gemm / 1000:.1f} TFLOP/s")
+                   f"{largest['algbw_gbps']:.1f} GB/s algbw at {human_bytes(largest['bytes'])}; "
+                   f"GEMM {flops(gemm)}")
