@@ -2,8 +2,8 @@
 TorchElasticEnvironment: RANK, LOCAL_RANK, ... and TORCHELASTIC_RUN_ID) instead of starting processes itself.
 
 A linear model learns a fixed teacher for ``--steps`` steps, ``strategy="ddp"``, bf16-mixed on GPUs that have
-it. ``<out>/rank<R>.json``: Lightning's global rank and world size, its cluster environment, the device, the
-losses and a SHA-256 of the final parameters (float32 bytes).
+it. ``<out>/rank<R>.json``: Lightning's global rank and world size, its cluster environment, the device it
+trained on, the losses and a SHA-256 of the final parameters (float32 bytes).
 
     python lightning_train.py --out DIR [--steps N]
 """
@@ -30,8 +30,10 @@ class Regressor(pl.LightningModule):
         super().__init__()
         self.net = nn.Linear(16, 4)
         self.losses: list[float] = []
+        self.trained_on = ""  # Lightning moves the module back to the CPU when fit() ends
 
     def training_step(self, batch, batch_idx):
+        self.trained_on = str(self.device)
         x, y = batch
         loss = F.mse_loss(self.net(x).float(), y)
         self.losses.append(float(loss.detach()))
@@ -61,7 +63,7 @@ def main() -> int:
     flat = torch.cat([p.detach().float().flatten().cpu() for p in model.parameters()])
     record = {
         "global_rank": trainer.global_rank, "world_size": trainer.world_size, "precision": precision,
-        "environment": type(trainer.strategy.cluster_environment).__name__, "device": str(model.device),
+        "environment": type(trainer.strategy.cluster_environment).__name__, "device": model.trained_on,
         "losses": model.losses, "param_sha256": hashlib.sha256(flat.numpy().tobytes()).hexdigest(),
     }
     (Path(args.out) / f"rank{os.environ['RANK']}.json").write_text(json.dumps(record), encoding="utf-8")
