@@ -33,6 +33,7 @@ def run_framework_script(tmp_path: Path, script: str) -> list[dict]:
 
 @pytest.mark.skipif(not installed("lightning", "pytorch_lightning"),
                     reason="Lightning is not installed in orch's venv (pip install lightning to check it)")
+@requires_cuda  # again, below: without CUDA that is the reason shown
 def test_framework_lightning(tmp_path: Path, gpu_figure: Callable[[str], None]) -> None:
     """Proves: a Lightning ``Trainer(strategy="ddp", devices=LOCAL_WORLD_SIZE)`` script under orch takes orch's
     ranks (TorchElasticEnvironment; global rank = RANK, world size = N: it started no processes of its own),
@@ -48,6 +49,7 @@ def test_framework_lightning(tmp_path: Path, gpu_figure: Callable[[str], None]) 
 
 @pytest.mark.skipif(not installed("accelerate"),
                     reason="Accelerate is not installed in orch's venv (pip install accelerate to check it)")
+@requires_cuda  # again, below: without CUDA that is the reason shown
 def test_framework_accelerate(tmp_path: Path, gpu_figure: Callable[[str], None]) -> None:
     """Proves: an ``Accelerator()`` script under orch takes orch's ranks from the environment (process index =
     RANK, N processes), puts each on its own CUDA device, trains with finite losses and ends with the same

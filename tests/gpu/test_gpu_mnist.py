@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.gpu, requires_cuda]
 
 
 @pytest.mark.skipif(not HAVE_MNIST, reason=NO_MNIST)
+@requires_cuda  # again, below: without CUDA that is the reason shown, not MNIST's
 def test_mnist_cuda_nccl(tmp_path: Path, gpu_figure: Callable[[str], None]) -> None:
     """Proves: ``orch run mnist --nproc N`` (one rank per GPU) trains on CUDA with the NCCL backend (rank
     0's banner in logs/local-rank0.out: ``cuda:0 (physical GPU ..., nccl)``; orch's entrypoint stops when two

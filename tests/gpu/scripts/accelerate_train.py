@@ -28,7 +28,7 @@ def main() -> int:
     args = parser.parse_args()
     cuda = torch.cuda.is_available()
     precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "no"
-    accelerator = Accelerator(mixed_precision=precision)
+    accelerator = Accelerator(mixed_precision=precision, cpu=not cuda)  # on CPU ranks: cpu=True, else 1 process
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(4096, 16, generator=gen)
     y = x @ (torch.randn(16, 4, generator=gen) / 4)
