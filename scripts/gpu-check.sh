@@ -8,17 +8,25 @@
 #
 # Exit status: 0 every check passed or was skipped with its reason printed, and also when this machine
 # has no CUDA device ("no CUDA device: nothing to check"); 1 a check failed, or pytest ran past its time,
-# or no check reported; 2 the setup failed.
+# or no check reported; 2 the setup failed and .venv cannot import orch, torch and pytest.
 #
 # Environment: ORCH_DATA_DIR (MNIST; default ../shared/data beside the checkout when present),
-# ORCH_GPU_CHECK_TIMEOUT (seconds for the whole pytest run, default 285), ORCH_GPU_CPU_DRYRUN=1 (no GPU:
+# ORCH_GPU_CHECK_TIMEOUT (seconds for the whole pytest run, default 270), ORCH_GPU_CPU_DRYRUN=1 (no GPU:
 # run the same tests on CPU ranks to check the harness itself; its figures are not GPU figures).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 2
 py=.venv/bin/python
 
-bash scripts/setup.sh || { echo "orch gpu-check: scripts/setup.sh failed" >&2; exit 2; }
+if ! bash scripts/setup.sh; then
+  # a machine without network may fail to reinstall what is there: go on when .venv works as it is
+  if "$py" -c 'import orchestrator, torch, pytest' >/dev/null 2>&1; then
+    echo "orch gpu-check: scripts/setup.sh failed, but .venv imports orch, torch and pytest: going on" >&2
+  else
+    echo "orch gpu-check: scripts/setup.sh failed" >&2
+    exit 2
+  fi
+fi
 
 echo
 echo "== orch GPU checks"
@@ -75,7 +83,7 @@ if [ -z "${ORCH_DATA_DIR:-}" ] && [ -d "$root/../shared/data/MNIST/raw" ]; then
 fi
 
 report="$(mktemp -t orch-gpu-check.XXXXXX)"
-limit="${ORCH_GPU_CHECK_TIMEOUT:-285}"
+limit="${ORCH_GPU_CHECK_TIMEOUT:-270}"
 echo
 echo "== pytest tests/gpu -m gpu (at most ${limit} s)"
 started=$SECONDS

@@ -31,10 +31,11 @@ pytestmark = [pytest.mark.gpu, requires_cuda]
 def test_mnist_cuda_nccl(tmp_path: Path, gpu_figure: Callable[[str], None]) -> None:
     """Proves: ``orch run mnist --nproc N`` (one rank per GPU) trains on CUDA with the NCCL backend (rank
     0's banner in logs/local-rank0.out: ``cuda:0 (physical GPU ..., nccl)``; orch's entrypoint stops when two
-    ranks share a GPU, so N ranks passing means N distinct GPUs), completes one epoch (exit 0, result.json
-    ``completed``, every rank's parameter digest equal: DDP over NCCL kept the replicas in sync), learns
-    (test accuracy at least 90% after one epoch) and records its throughput. Figure: samples/s of the epoch,
-    from metrics.jsonl (what ``orch run`` wrote, not what it printed), cross-checked with progress.json."""
+    ranks share a GPU, so N ranks passing means N distinct GPUs) and completes one epoch: exit 0, result.json
+    ``completed`` after a single attempt (attempts.json), every rank's parameter digest equal (DDP over NCCL
+    kept the replicas in sync). It learns (test accuracy at least 80% after one epoch; about 98% with one
+    rank) and records its throughput. Figure: samples/s of the epoch from metrics.jsonl (what ``orch run``
+    wrote, not what it printed), cross-checked with progress.json."""
     n = nproc()
     root = tmp_path / "jobs"
     limit = [] if CUDA else ["max_steps_per_epoch=30"]  # dry run: a few steps on the CPU
@@ -50,6 +51,8 @@ def test_mnist_cuda_nccl(tmp_path: Path, gpu_figure: Callable[[str], None]) -> N
     assert result["status"] == "completed" and result["world_size"] == n, result
     assert len(result["param_digests"]) == n and len(set(result["param_digests"])) == 1, result["param_digests"]
     assert result["in_sync"] is True
+    attempts = json.loads((folder / "attempts.json").read_text(encoding="utf-8"))
+    assert [a["kind"] for a in attempts] == ["completed"], attempts  # one attempt: no restart hid a failure
     metrics = last_metrics(folder)
     progress = json.loads((folder / "progress.json").read_text(encoding="utf-8"))
     assert metrics["epoch"] == metrics["epochs"] == 1 and metrics["world_size"] == n
