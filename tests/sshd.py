@@ -1,6 +1,7 @@
 """A real OpenSSH server for the remote tests (plain module: ``from sshd import start_sshd``).
 
-``/usr/sbin/sshd -f CONFIG -D -e`` as root on ``127.0.0.1:<free port>`` with a throwaway host key,
+``/usr/sbin/sshd -f CONFIG -D -e`` as whoever runs the tests (root, or the test cluster's unprivileged user: an
+unprivileged sshd lets only its own user in) on ``127.0.0.1:<free port>`` with a throwaway host key,
 ``AuthorizedKeysFile`` holding a throwaway user key, its own ``PidFile`` and ``SetEnv`` lines (e.g.
 ``SLURM_CONF`` for the Slurm tests). The client side is an ssh config file (``Host orchtest``) with
 the user key and a known_hosts file holding the host key: the ssh client reads ``~/.ssh/config`` from
@@ -113,7 +114,8 @@ def start_sshd(folder: Path, setenv: Mapping[str, str] | None = None) -> Iterato
         f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n"
         "MaxSessions 50\nMaxStartups 50\nLogLevel ERROR\n" + (f"SetEnv {env_line}\n" if env_line else ""))
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    if os.geteuid() == 0:  # as root, sshd separates privileges into this folder; as a user it runs as is
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     log = open(folder / "sshd.log", "wb")  # noqa: SIM115  # closed below
     proc = subprocess.Popen([SSHD, "-f", str(config), "-D", "-e"], stdout=log, stderr=log)
     try:
@@ -144,8 +146,6 @@ def sshd_or_skip(folder: Path, setenv: Mapping[str, str] | None = None) -> Itera
     why = _install()
     if why is not None:
         pytest.skip(why)
-    if os.geteuid() != 0:
-        pytest.skip("sshd needs root here (it runs as root with its own config)")
     with start_sshd(folder, setenv) as server:
         yield server
 
