@@ -493,7 +493,7 @@ def test_installed_orch_status_json(fake_slurm: FakeSlurm, job_root: Path, tmp_p
     assert data["state"] == "PENDING" and data["reason"] == "Resources" and data["restarts"] == 0
 
 
-# --- one state for list and status; honest waits, logs and errors (issue 8) ----------------------
+# --- one state for list and status; honest waits, logs and errors -------------------------------
 
 Capsys = pytest.CaptureFixture[str]
 

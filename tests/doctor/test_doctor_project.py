@@ -1,5 +1,5 @@
 """orch doctor reads the script's own project (siblings, its package, relative imports) within bounds, keeps
-to the catalog's severity policy (no error for a guess), and finds issue 19's misses (DDP006 per node,
+to the catalog's severity policy (no error for a guess), and finds the misses seen on real code (DDP006 per node,
 DDP008 argparse defaults, DDP010 through data flow, DDP011..DDP013)."""
 
 from __future__ import annotations

@@ -3,10 +3,10 @@ read by hand (truth.yaml). The floors are today's figures, rounded down: a chang
 worse on real code fails here. `pytest -s` prints the per-code table and one line per subset.
 
 Three sets: the 66 *tuned* scripts were read while the doctor was built (12 of them were the first held-out set,
-seen by issue 19's third pass, 12 the second, seen by its fourth); sets 3 and 4 (``set: N``) were each read and
+seen by the third tuning, 12 the second, seen by the fourth); sets 3 and 4 (``set: N``) were each read and
 judged, and their truth committed, before the doctor was run on them (the honest measure, docs/doctor.md, "Judged
-on real code"), then tuned on by the fifth pass; sets 5 and 6 likewise, measured held out, then tuned on by the
-sixth and seventh passes (no set is held out now). Each set keeps its own floors so a regression on one cannot
+on real code"), then tuned on by the fifth tuning; sets 5 and 6 likewise, measured held out, then tuned on by the
+sixth and seventh tunings (no set is held out now). Each set keeps its own floors so a regression on one cannot
 hide behind another (the doctor is deterministic)."""
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from real_corpus import LINE_TOLERANCE, OTHER, REAL, also_lines, is_heldout, sco
 
 from orchestrator.doctor.catalog import CATALOG
 
-# Before issue 19's doctor, on the first 42 scripts: precision 0.19, error precision 0.00, recall 0.17 (7 of 40).
-# After its second pass: 1.00 (35 of 35), 1.00 (no error finding), 0.70 (28 of 40); its first held-out 12: 1.00
-# (9 of 9), 0.33 (8 of 24). Third pass (DDP014, DDP006's per-node guards, DDP009/DDP006 in the project's classes):
+# Before the doctor's rules, on the first 42 scripts: precision 0.19, error precision 0.00, recall 0.17 (7 of 40).
+# After the second tuning: 1.00 (35 of 35), 1.00 (no error finding), 0.70 (28 of 40); its first held-out 12: 1.00
+# (9 of 9), 0.33 (8 of 24). Third tuning (DDP014, DDP006's per-node guards, DDP009/DDP006 in the project's classes):
 # the 54 tuned scripts 1.00 (61 of 61), recall 0.77 (49 of 64); the new held-out 12: precision 0.40 (4 of 10),
 # recall 0.20 (4 of 20); whole corpus (66): 0.92 (65 of 71), 1.00 (no error finding), 0.63 (53 of 84).
-# Fourth pass (DDP015, DDP008 on environment-built URLs, DDP004/DDP011 through helpers and .shuffle()): the 66 tuned
+# Fourth tuning (DDP015, DDP008 on environment-built URLs, DDP004/DDP011 through helpers and .shuffle()): the 66 tuned
 # scripts 0.96 (79 of 82), recall 0.77 (65 of 84); set 3 (judged before the doctor ran on them): precision 0.84
 # (21 of 25), recall 0.78 (18 of 23).
-# Fifth pass: set 4 (12 scripts, judged and committed before the doctor ran on them) measured first: precision 0.19
+# Fifth tuning: set 4 (12 scripts, judged and committed before the doctor ran on them) measured first: precision 0.19
 # (3 of 16), recall 0.30 (3 of 10). Then tuned on sets 3 and 4 (DDP016; rank-aware loggers, evaluation samplers,
 # URLs built from the environment, sys.path helpers, spawn targets followed, a --rank flag's default, ...): tuned 66
 # 0.98 (84 of 86), recall 0.81 (68 of 84); set 3 0.96 (23 of 24), 0.87 (20 of 23); set 4 0.80 (8 of 10), 0.80 (8 of
@@ -37,12 +37,12 @@ from orchestrator.doctor.catalog import CATALOG
 # (13 of 17), error precision 0.00 (3 error findings, all false: DGL's use_ddp loaders, WeNet's subgroup destroy),
 # recall 0.48 (10 of 21); after fixing only those two error false findings 0.93 (13 of 14), 1.00, 0.48. Whole corpus
 # (101) then 0.96 (128 of 134), 1.00, recall 0.77 (106 of 138).
-# Sixth pass (set 5 no longer held out; DDP008 on %-/format-built URLs, DDP005 past a helper's kept results): set 5
+# Sixth tuning (set 5 no longer held out; DDP008 on %-/format-built URLs, DDP005 past a helper's kept results): set 5
 # 0.94 (15 of 16), 1.00, recall 0.57 (12 of 21); other sets unchanged; whole corpus 0.96 (130 of 136), 1.00, recall
 # 0.78 (108 of 138).
 # Set 6 (11 scripts, held out: judged and committed before the doctor ran on them): measured 0.39 (12 of 31), error
 # precision 1.00 (no error finding), recall 0.62 (10 of 16); whole corpus (112) then 0.85 (142 of 167), recall 0.77
-# (118 of 154). Seventh pass (set 6 no longer held out; DDP016 on a DistributedSampler's rank=, an absolute import
+# (118 of 154). Seventh tuning (set 6 no longer held out; DDP016 on a DistributedSampler's rank=, an absolute import
 # beside its relative fallback, attributes/own rank helpers by what they hold, a script's rank-0 flag in its helpers,
 # stdout silenced off rank 0, full-set and counter values in DDP005, the 'module.' prefix handled, DDP009 after a
 # helper's set_device; two reader misses added to the truth): set 6 0.80 (20 of 25), recall 0.89 (16 of 18); other
@@ -56,7 +56,7 @@ MIN_SUBSET = {"tuned": (0.97, 0.80), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80
               "set 6": (0.80, 0.88)}
 
 _CODE = re.compile(r"^(DDP\d{3}|OTHER)$")
-# Codes the truth may use before the doctor's catalog has them (issue 19's new checks).
+# Codes the truth may use before the doctor's catalog has them (checks being added).
 _PLANNED = {"DDP011": "unseeded split/shuffle feeding distributed data",
             "DDP012": "device context manager as a bare statement",
             "DDP013": "rank 0's validation shard printed unreduced"}

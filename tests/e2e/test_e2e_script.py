@@ -60,7 +60,7 @@ def test_unmodified_script_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: P
     shown = slurm_cluster.client("scontrol", "show", "job", ddp_id).stdout
     assert "TimeLimit=00:10:00" in shown and "Partition=debug" in shown  # SBATCH_* did not win
     records = _records(out_ddp, 4)
-    # the script runs from the code snapshot taken at submit (issue 21); the submit directory is outside it
+    # the script runs from the code snapshot taken at submit; the submit directory is outside it
     snap = Snapshot.model_validate(json.loads((ddp_dir / "job.json").read_text(encoding="utf-8"))["snapshot"])
     port = masterport.master_port(ddp_id, 0, slurm_cluster.port_range())
     master = records[0]["env"]["MASTER_ADDR"]
@@ -123,7 +123,7 @@ def test_preempted_script_requeues_and_sees_the_restart_count(slurm_cluster: Slu
 
 
 def test_script_without_gpus_gets_every_gpu_of_its_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    """Issue 19: ``orch submit train.py --nodes 2`` (no --gpus) runs one rank per GPU of the partition's
+    """``orch submit train.py --nodes 2`` (no --gpus) runs one rank per GPU of the partition's
     nodes (here a partition of 2 GPUs per node: 4 ranks), and the submit line says so."""
 
     def two_gpus(data: dict[str, Any]) -> None:

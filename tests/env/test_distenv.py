@@ -13,7 +13,7 @@ from orchestrator.env.masterport import DEFAULT_PORT_RANGE, master_port
 from orchestrator.env.taskenv import simulate_slurm_task_envs
 from orchestrator.errors import ConfigError, DistEnvError
 
-# Rank 3 of `sbatch -N2 --ntasks-per-node=2 --gpus-per-node=2` + `srun`, Slurm 22.05 (issue 2).
+# Rank 3 of `sbatch -N2 --ntasks-per-node=2 --gpus-per-node=2` + `srun`, Slurm 22.05 (read off a real allocation).
 RANK3_SAMPLE = (
     "SLURM_JOB_ID=1 SLURM_JOB_NODELIST=node[1-2] SLURM_JOB_NUM_NODES=2 SLURM_NNODES=2 SLURM_NODEID=1 "
     "SLURM_LOCALID=1 SLURM_PROCID=3 SLURM_NTASKS=4 SLURM_NTASKS_PER_NODE=2 SLURM_TASKS_PER_NODE=2(x2) "

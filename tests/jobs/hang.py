@@ -1,4 +1,4 @@
-"""Test-only job (issue 10 tests): ranks that stop progressing, start their own processes, or report
+"""Test-only job (the hang and process tests): ranks that stop progressing, start their own processes, or report
 how the rendezvous listens.
 
 ``fault`` (on rank ``fault_rank`` at training step ``fault_step``):

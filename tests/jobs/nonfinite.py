@@ -1,4 +1,4 @@
-"""Test job (hardening, issue 24): numbers that are not numbers where a finite training loss hides them.
+"""Test job (hostile values): numbers that are not numbers where a finite training loss hides them.
 
 ``nan_in`` picks where a NaN appears (training-mode forward passes counted from 0 in this process; the
 first one is the runtime's bucket-settling pass, so ``nan_from`` of 1 makes every counted step NaN):

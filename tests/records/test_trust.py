@@ -122,4 +122,4 @@ def test_run_and_submit_create_the_job_root_with_one_mode(tmp_path: Path, stubs:
     finally:
         os.umask(old)
     modes = {stat.S_IMODE((tmp_path / where / "root").stat().st_mode) for where in ("sub", "local")}
-    assert modes == {0o700}  # issue 23: 0700 whatever the umask (was 0750 less the umask)
+    assert modes == {0o700}  # 0700 whatever the umask (a job folder holds secrets)

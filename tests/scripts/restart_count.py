@@ -1,4 +1,4 @@
-"""Test script (issue 20): records TORCHELASTIC_RESTART_COUNT per rank in the job folder; rank 1 fails
+"""Test script (restarts): records TORCHELASTIC_RESTART_COUNT per rank in the job folder; rank 1 fails
 in the first attempt (count 0), so a job with restarts runs it a second time, which completes."""
 
 import os

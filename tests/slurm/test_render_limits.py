@@ -91,7 +91,7 @@ def test_filters_refuse_values_without_text(value: object) -> None:
 def test_verbatim_is_the_text_itself() -> None:
     line = render.SetupLine("module load x && echo $HOME")
     assert verbatim(line) == "module load x && echo $HOME"
-    for other in ("module load x", 3):  # only launcher.setup lines pass (issue 10)
+    for other in ("module load x", 3):  # only launcher.setup lines pass
         with pytest.raises(ConfigError, match=r"only for the lines of launcher\.setup"):
             verbatim(other)
 

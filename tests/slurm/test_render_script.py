@@ -139,7 +139,7 @@ def test_executed_pyxis_script_gives_srun_the_container(write_cluster: Callable[
     proc = _execute(plan, stubs)
     assert proc.returncode == 0, proc.stderr
     [srun] = stubs.records("srun")
-    job_dir, snaps = str(plan.job_dir), str(plan.job_dir.parent / ".snapshots")  # the code snapshots (issue 21)
+    job_dir, snaps = str(plan.job_dir), str(plan.job_dir.parent / ".snapshots")  # the code snapshots
     tail = srun["argv"][srun["argv"].index("--open-mode=append") + 1:]
     assert tail == ["--container-image=nvcr.io#nvidia/pytorch:24.05-py3",
                     f"--container-mounts=/scratch:/scratch,/data:/data:ro,{job_dir}:{job_dir},{snaps}:{snaps},"
@@ -154,7 +154,7 @@ def test_executed_apptainer_script_runs_apptainer_exec_in_every_task(write_clust
     proc = _execute(plan, stubs, ORCH_STUB_SRUN_EXEC="1", ORCH_STUB_APPTAINER_RC="5")
     assert proc.returncode == 5, proc.stderr  # apptainer's (the task's) exit code is the job's
     [apptainer] = stubs.records("apptainer")
-    job_dir, snaps = str(plan.job_dir), str(plan.job_dir.parent / ".snapshots")  # the code snapshots (issue 21)
+    job_dir, snaps = str(plan.job_dir), str(plan.job_dir.parent / ".snapshots")  # the code snapshots
     assert apptainer["argv"] == ["exec", "--nv", "--bind",
                                  f"/scratch:/mnt/scratch,{job_dir}:{job_dir},{snaps}:{snaps},"
                                  "/home/user/work:/home/user/work",

@@ -225,7 +225,7 @@ def umask() -> Iterator[Callable[[int], None]]:
     os.umask(old)
 
 
-# issue 23: the folders are 0700 and the files 0600 (sbatch.sh 0700) whatever the umask (was: the umask, 0o750 at most)
+# the folders are 0700 and the files 0600 (sbatch.sh 0700) whatever the umask: a job folder holds secrets
 @pytest.mark.parametrize(("mask", "dir_mode"), [(0o022, 0o700), (0o002, 0o700), (0o000, 0o700),
                                                 (0o077, 0o700), (0o027, 0o700), (0o277, 0o700)])
 def test_job_folder_respects_the_umask_and_is_never_world_writable(

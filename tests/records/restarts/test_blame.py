@@ -433,7 +433,7 @@ def write_cluster(where: Path, root: Path) -> Path:
     return path
 
 
-# --- the rank that was killed, not the rank that lost its peer (issue 20) --------------------------------
+# --- the rank that was killed, not the rank that lost its peer ------------------------------------------
 # Records captured from real runs of tests/jobs/faulty.py (fault=kill, rank 1 SIGKILLs itself at step 40),
 # just before the attempt was judged (the record files, verbatim).
 
@@ -609,7 +609,7 @@ def test_a_rank_with_no_record_beside_stopped_ones_is_no_culprit() -> None:
     assert found is not None and found.kind == "stopped" and found.ranks == (0,), found
 
 
-# --- orch status / orch logs with srun's report (issue 20): every record says running, srun knows --------
+# --- orch status / orch logs with srun's report: every record says running, srun knows --------
 
 HELPER_LINE = "orch: attempt 0 vanished rank 1 on node2 (exit 137): restarts are off (--max-restarts 0)\n"
 
