@@ -298,6 +298,7 @@ def job_status(job_ids: Sequence[str], *, runner: Runner = run_command, details:
                 final.update({i: replace(by_raw[r], job_id=i) for i, r in raw.items() if r in by_raw})
         # accounting and the completion log have no restart count: keep squeue's while it still knows the job
         statuses.update({i: _with_restarts(final[i], statuses[i]) for i in settled if i in final})
+        _exit_codes_from_scontrol([i for i in settled if i not in final], statuses, runner)
     only = statuses[ids[0]] if len(ids) == 1 else None
     if details and only is not None and only.source == "squeue":
         try:
@@ -305,6 +306,26 @@ def job_status(job_ids: Sequence[str], *, runner: Runner = run_command, details:
         except SlurmError as exc:  # the details are a bonus; squeue's answer stands
             log.debug("scontrol show job %s: %s", ids[0], exc.message)
     return {i: s or JobStatus(job_id=i, state="UNKNOWN", source="none") for i, s in statuses.items()}
+
+
+# Finished jobs whose exit code only scontrol can give, asked one by one: at most this many per call.
+MAX_SCONTROL_EXIT_CODES = 32
+
+
+def _exit_codes_from_scontrol(ids: Sequence[str], statuses: dict[str, JobStatus | None], runner: Runner) -> None:
+    """A job squeue lists as finished has no exit code there; without accounting the completion log gives it,
+    but ``sacct --completion`` opens that file for writing, so an ordinary user gets "Permission denied"
+    where only root (or SlurmUser) may write it. ``scontrol show job`` has it while the controller still
+    holds the job (MinJobAge): ask it for those, a bounded number per call (the rest keep squeue's answer)."""
+    missing = [i for i in ids if (s := statuses[i]) is not None and s.terminal and s.exit_code is None]
+    for job_id in missing[:MAX_SCONTROL_EXIT_CODES]:
+        try:
+            shown = show_job(job_id, runner=runner)
+        except SlurmError as exc:
+            log.debug("scontrol show job %s: %s", job_id, exc.message)
+            return
+        if shown is not None and shown.terminal:
+            statuses[job_id] = shown
 
 
 def _with_restarts(final: JobStatus, live: JobStatus | None) -> JobStatus:

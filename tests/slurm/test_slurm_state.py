@@ -206,6 +206,35 @@ def test_job_status_batches_one_call_per_client() -> None:
     assert runner.calls[1][-1] == "--jobs=6,5,4"
 
 
+def test_an_unreadable_completion_log_leaves_the_exit_codes_to_scontrol() -> None:
+    """As a user: sacct --completion opens the completion log for appending, which only root may."""
+    denied: Reply = (1, "", "sacct: fatal: open /var/log/slurm/jobcomp.txt: Permission denied\n")
+
+    def scontrol(argv: list[str]) -> Reply:
+        job_id = argv[-1]
+        code = {"6": "0:0", "5": "3:0"}[job_id]
+        return 0, f"JobId={job_id} JobName=x\n   JobState={'COMPLETED' if job_id == '6' else 'FAILED'} " \
+                  f"Reason=None Dependency=(null)\n   Restarts=0 BatchFlag=1 Reboot=0 ExitCode={code}\n", ""
+
+    runner = FakeRunner({"squeue": (0, SQUEUE_OUT, ""), "sacct": SACCT_DISABLED, "sacct -c": denied,
+                         "scontrol": scontrol})
+    statuses = slurm.job_status(["7", "6", "5", "4"], runner=runner)
+    assert runner.tools() == ["squeue", "sacct", "sacct --completion", "scontrol", "scontrol"]
+    assert (statuses["6"].state, statuses["6"].exit_code, statuses["6"].source) == ("COMPLETED", 0, "scontrol")
+    assert (statuses["5"].state, statuses["5"].exit_code) == ("FAILED", 3)
+    assert statuses["7"].source == "squeue" and statuses["4"].state == "UNKNOWN"  # live and unknown: not asked
+
+
+def test_scontrol_is_asked_for_a_bounded_number_of_exit_codes() -> None:
+    many = "".join(f"{i}|FAILED|NonZeroExitCode|node1|0:00|0|x\n" for i in range(100, 200))
+    runner = FakeRunner({"squeue": (0, many, ""), "sacct": SACCT_DISABLED, "sacct -c": (0, "", ""),
+                         "scontrol": (0, "JobId=1 JobName=x\n   JobState=FAILED Reason=None ExitCode=1:0\n", "")})
+    statuses = slurm.job_status([str(i) for i in range(100, 200)], runner=runner)
+    assert runner.tools().count("scontrol") == slurm.MAX_SCONTROL_EXIT_CODES
+    assert sum(s.exit_code == 1 for s in statuses.values()) == slurm.MAX_SCONTROL_EXIT_CODES
+    assert all(s.state == "FAILED" for s in statuses.values())
+
+
 def test_job_status_prefers_accounting_when_it_exists() -> None:
     runner = FakeRunner({"squeue": (1, "", "slurm_load_jobs error: Invalid job id specified\n"),
                          "sacct": (0, "3|TIMEOUT|0:0|node1|00:01:10|70|cpu=1,gres/gpu=2|t\n", "")})
