@@ -131,6 +131,7 @@ class ScriptContext:
     apptainer: str = "apptainer"
     preflight: Literal["stop", "exclude"] | None = None  # orch submit --preflight: the selftest step first
     spare_nodes: int = 0  # orch submit --spare-nodes: allocated beyond `nodes`, for restarts without a blamed node
+    workdir: str | None = None  # a script's working directory: the submit directory (sbatch --chdir)
 
     @property
     def template_name(self) -> str:

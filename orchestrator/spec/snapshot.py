@@ -147,9 +147,13 @@ def source_folder(job_file: str, script_kind: str | None, script_target: str | N
     return path.parent
 
 
-def relocate_paths(paths: Sequence[str], snapshot: Snapshot | None) -> list[str]:
-    """``sys.path`` of a task: every absolute entry inside the source moved into the snapshot."""
-    return [relocate(p, snapshot) if os.path.isabs(p) else p for p in paths]
+def relocate_paths(paths: Sequence[str], snapshot: Snapshot | None, workdir: str) -> list[str]:
+    """``sys.path`` of a task: every entry inside the source moved into the snapshot. A relative entry
+    (``PYTHONPATH=.``, ``''``) names a folder of the working directory (the submit directory), which is
+    not in the snapshot: it is made absolute first, so it imports the snapshot's copy all the same."""
+    if snapshot is None:
+        return list(paths)
+    return [relocate(os.path.normpath(os.path.join(workdir, p)), snapshot) for p in paths]
 
 
 def takes_snapshot(asked: bool | None, default: bool, script: bool, job_file: Path, builtin_jobs: Path) -> bool:
