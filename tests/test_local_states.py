@@ -54,18 +54,18 @@ def test_list_and_status_show_how_local_script_runs_ended(tmp_path: Path,
     (tmp_path / "train.py").write_text(SCRIPT)
     done = _run(tmp_path, "train.py", "--nproc", "2", "--cpu")
     failed = _run(tmp_path, "train.py", "--nproc", "2", "--cpu", "--", "3")
-    assert (_status(tmp_path, done)["state"], _status(tmp_path, done)["exit_code"]) == ("COMPLETED", 0)
-    row = _status(tmp_path, failed)
-    assert (row["state"], row["exit_code"], row["reason"], row["terminal"]) == ("FAILED", 3, "exit code 3", True)
-    assert row["elapsed"] is not None and row["elapsed"].count(":") == 2
-    text = _orch(tmp_path, "status", str(failed)).stdout.splitlines()
-    assert text[1].split()[:3] == ["-", "FAILED", "3"], text  # JOBID STATE EXIT
     listing = _orch(tmp_path, "list", "--json")
     assert listing.returncode == 0, listing.stderr
     states = {r["job_dir"]: (r["state"], r["exit_code"]) for r in json.loads(listing.stdout)}
     assert states == {str(done): ("COMPLETED", 0), str(failed): ("FAILED", 3)}
     table = _orch(tmp_path, "list").stdout
     assert "UNKNOWN" not in table and "FAILED" in table and "exit code 3" in table and "COMPLETED" in table
+    assert (_status(tmp_path, done)["state"], _status(tmp_path, done)["exit_code"]) == ("COMPLETED", 0)
+    row = _status(tmp_path, failed)
+    assert (row["state"], row["exit_code"], row["reason"], row["terminal"]) == ("FAILED", 3, "exit code 3", True)
+    assert row["elapsed"] is not None and row["elapsed"].count(":") == 2
+    text = _orch(tmp_path, "status", str(failed)).stdout.splitlines()
+    assert text[1].split()[:3] == ["-", "FAILED", "3"], text  # JOBID STATE EXIT
 
 
 def test_a_failed_local_run_of_a_job_file_reads_failed(tmp_path: Path, write_job: Callable[..., Path]) -> None:
