@@ -11,9 +11,9 @@
 #SBATCH --output=/home/user/orch-jobs/work_train-20240102-030405-abcdef/logs/slurm-%j.out
 #SBATCH --error=/home/user/orch-jobs/work_train-20240102-030405-abcdef/logs/slurm-%j.out
 #SBATCH --open-mode=append
+#SBATCH --chdir=/home/user/work
 #SBATCH --signal=B:USR2@180
 #SBATCH --requeue
-#SBATCH --chdir=/home/user/work
 
 # Every value below is single-quoted on purpose, so "$(...)" in a value is text, never run.
 # shellcheck disable=SC2016
