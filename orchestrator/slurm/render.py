@@ -80,6 +80,7 @@ FIELD_LABELS: dict[str, str] = {
     "time": "the time limit (--time)",
     "gpu_spec": "gpu_type of the partition",
     "job_dir": "the job folder (launcher.job_root)",
+    "workdir": "the submit directory (a script's working directory, --chdir)",
     "python": "the python path (launcher.python)",
     "env": "env of cluster.yaml",
     "setup": "launcher.setup",
