@@ -20,6 +20,7 @@ from typing import Any
 from orchestrator import __version__
 from orchestrator.errors import OrchError
 from orchestrator.spec.numbers import ascii_float, ascii_int, check_path_arguments, os_error
+from orchestrator.spec.umask import remember_user_umask
 
 # --- what the orch process skips at start-up (the CLI only; never the tasks, never the Python API) ---
 #
@@ -175,8 +176,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def no_world_write() -> Iterator[None]:
     """What a verb creates (job folders, logs, checkpoints, and Slurm's own log files: sbatch passes
     the umask on to the job) follows the user's umask, but is never group- or world-writable: the tasks
-    refuse job folders and checkpoints that others could have changed (orchestrator.records.trust)."""
+    refuse job folders and checkpoints that others could have changed (orchestrator.records.trust).
+    A job's script gets the user's own umask back (remembered here; orchestrator.spec.umask)."""
     previous = os.umask(0o022)
+    remember_user_umask(previous)
     os.umask(previous | 0o022)
     try:
         yield

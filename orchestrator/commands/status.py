@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
@@ -77,19 +78,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def _targets(args: argparse.Namespace) -> list[tuple[str, JobDir | None]]:
+def _targets(args: argparse.Namespace) -> list[tuple[str | None, JobDir | None]]:
     root = job_root_from_args(args)
     if not args.jobs:
         # newest first, read lazily: only the folders shown are read
-        with_ids = ((j.job_id, j) for j in iter_job_dirs(root) if j.job_id)
+        with_ids: Iterator[tuple[str | None, JobDir]] = ((j.job_id, j) for j in iter_job_dirs(root) if j.job_id)
         return list(itertools.islice(with_ids, min(max(args.limit, 0), sys.maxsize)))  # islice's bound
     by_id: dict[str, JobDir] | None = None
     cluster = cluster_name(args)
-    targets: list[tuple[str, JobDir | None]] = []
+    targets: list[tuple[str | None, JobDir | None]] = []
     for ref in args.jobs:
         if not is_job_id(ref):
-            job = find_job(ref, args)
-            targets.append((job.queued_id(), job))
+            job = find_job(ref, args)  # a local run (orch run) has no job id: its folder's records tell
+            targets.append((job.job_id if job.mode == "local" else job.queued_id(), job))
             continue
         found = None if args.cluster else indexed_job(ref, cluster)  # the index first: no --cluster needed
         if found is None:
@@ -164,11 +165,15 @@ def run(args: argparse.Namespace) -> int:
     snap = _snapshot(targets[0][1]) if len(args.jobs) == 1 else None
     if snap is not None:
         table[0]["snapshot"] = snap.model_dump(mode="json")
+    workdir = _workdir(targets[0][1]) if len(args.jobs) == 1 else None
+    if workdir is not None:
+        table[0]["workdir"] = workdir
     if args.json:
         print_json(table[0] if len(args.jobs) == 1 else table)
     else:
         print(format_rows(table, shown_columns(table, COLUMNS)))
         for row in table:  # orch submit --preflight=exclude: the nodes a preflight took out
+            row_job = row["job_id"] or row["job_dir"]  # a local run: its folder
             if row.get("reused"):
                 print(f"# job {row['job_id']}: {jobstate.REUSED}: {row['reused']}; shown from its folder's records")
             if row.get("excluded"):
@@ -176,10 +181,12 @@ def run(args: argparse.Namespace) -> int:
             failure = row.get("failure")
             if failure:
                 on = f"rank {failure['rank']} ran on {failure['node']}; " if failure.get("node") else ""
-                print(f"# job {row['job_id']}: {failure['message']} ({on}orch logs {row['job_id']} shows "
+                print(f"# job {row_job}: {failure['message']} ({on}orch logs {row_job} shows "
                       "that rank's last lines)")
         if snap is not None:
             print(f"# code snapshot: {snap.summary()}, {snap.path}")
+        if workdir is not None:
+            print(f"# working directory: {workdir} (the submit directory: relative paths the script writes land there)")
         if startup:
             from orchestrator.records.startup import format_startup
 
@@ -202,6 +209,12 @@ def _print_attempts(row: dict[str, Any], job: JobDir | None) -> None:
 def _snapshot(job: JobDir | None) -> Snapshot | None:
     """The code snapshot the job runs from (job.json's ``snapshot``: digest, git commit, dirty)."""
     return job.config.snapshot if job is not None and job.config is not None else None
+
+
+def _workdir(job: JobDir | None) -> str | None:
+    """Where the job's script runs (job.json's ``script.cwd``: the submit directory); None: a job file."""
+    config = job.config if job is not None else None
+    return config.script.cwd if config is not None and config.script is not None else None
 
 
 def _startup(job: JobDir | None) -> dict[str, float] | None:

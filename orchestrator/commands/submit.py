@@ -249,7 +249,9 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
     where = (f"the NodeAddr of {master} (the first node), looked up at run time" if cfg.nodes > 1
              else "loopback: every rank runs on one node")
     low, high = cfg.launcher.port_range
-    runs = (f"# runs: {cfg.script.command()}\n#   in {cfg.script.cwd}, with torchrun's variables in every rank\n"
+    runs = (f"# runs: {cfg.script.command()}\n#   with torchrun's variables in every rank\n"
+            f"# working directory of every rank: {cfg.script.cwd} (the submit directory, snapshot or not: "
+            "relative paths the script writes land there)\n"
             if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
     ctx = plan.context
     if snap is not None:
@@ -303,7 +305,8 @@ def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = (), snap: Snaps
         ranks.append(dumps({key: values[key] for key in RANK_KEYS}))
     target = plan.run_config.script
     runs = ({"kind": "job", "job": plan.run_config.job_name, "job_file": plan.run_config.job_file} if target is None
-            else {**target.model_dump(mode="json"), "command": target.command(), "note": target.note()})
+            else {**target.model_dump(mode="json"), "command": target.command(), "note": target.note(),
+                  "workdir": target.cwd})  # every rank's working directory: the submit directory
     return (f'{{"script": {dumps(plan.script)},\n "runs": {dumps(runs)},\n'
             f' "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
             f' "findings": {dumps([f.as_dict() for f in findings])},\n'

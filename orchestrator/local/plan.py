@@ -23,6 +23,7 @@ from orchestrator.spec.numbers import LOCAL_RANKS_PER_CPU, MAX_LOCAL_RANKS, MIN_
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.tracking import merge_tracking
+from orchestrator.spec.umask import script_umask
 
 
 def available_cpus() -> int:
@@ -120,6 +121,7 @@ def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc
         launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
         created=now.isoformat(timespec="seconds"),
         tracking=merge_tracking(cluster.tracking if cluster else (), tracking),
+        umask=script_umask(cluster.launcher.umask if cluster else None),
     )
 
 

@@ -5,7 +5,10 @@ records, in one time format.
 States are Slurm's names (``COMPLETED``, ``CANCELLED``, ``FAILED``, ``PENDING``, ...), plus
 ``NOT_QUEUED`` for a folder sbatch refused. When Slurm no longer knows a job (``UNKNOWN``) the
 folder may still tell: a ``result.json`` means it completed. Local runs (``orch run``) have no
-Slurm state: ``COMPLETED`` with a result, else ``UNKNOWN``. GPU-hours come from accounting when the
+Slurm state: ``COMPLETED`` with a result, else how their last attempt ended (``attempts.json``, written
+by ``orch run`` for a script and a job file alike: ``LOCAL_END_STATES``, ``FAILED`` for every kind of
+failure, with its exit code), else ``UNKNOWN`` (still running, or killed before it could record its
+end). GPU-hours come from accounting when the
 cluster keeps it (sacct's AllocTRES x ElapsedRaw, summed over the runs of a requeued job), else they
 are the elapsed time of the current run (from whichever client answered) times the GPUs of ``job.json``.
 ``failure`` says which rank to look at when the ranks' outcome records of the current run show a
@@ -128,7 +131,37 @@ def _from_folder(job: JobDir) -> dict[str, Any]:
         return {"state": NOT_QUEUED if job.submit_error is not None else "UNKNOWN", "source": "folder"}
     if read_result(job.path) is not None:
         return {"state": "COMPLETED", "source": "folder"}
-    return {}
+    return _local_end(job) if job.mode == "local" else {}
+
+
+# attempts.json's kind of a local run's last attempt -> its state (any other kind: a failure, FAILED)
+LOCAL_END_STATES = {"completed": "COMPLETED", "preempted": "PREEMPTED", "stopped": "CANCELLED"}
+
+
+def _local_end(job: JobDir) -> dict[str, Any]:
+    """How a local run ended, from its last attempt; nothing while an attempt may still be running (the
+    last one asked for a restart, or ``orch run --resume`` started a run that has not ended yet)."""
+    attempts = read_attempts(job.path)
+    if not attempts:
+        return {}
+    last = attempts[-1]
+    resumed = job.config.restarts if job.config is not None else 0
+    if last.get("restarted") or last.get("requeue", 0) != resumed:
+        return {}
+    code = last.get("exit_code")
+    code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    state = LOCAL_END_STATES.get(str(last.get("kind")), "FAILED")
+    reason = f"exit code {code}" if state == "FAILED" and code is not None else None
+    starts = [to_float(a.get("started")) for a in attempts if a.get("requeue", 0) == resumed]
+    begun, ended = min((t for t in starts if t is not None), default=None), to_float(last.get("ended"))
+    elapsed = _hms(ended - begun) if begun is not None and ended is not None else None
+    return {"state": state, "source": "folder", "exit_code": code, "reason": reason, "elapsed": elapsed}
+
+
+def _hms(seconds: float) -> str:
+    """Seconds as ``[D-]HH:MM:SS``, the one format of elapsed times (``slurm.state.normalize_elapsed``)."""
+    days, rest = divmod(int(max(0.0, seconds)), 86_400)
+    return (f"{days}-" if days else "") + f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
 
 
 def failure(job: JobDir, restart: int | None = None) -> Blame | None:

@@ -44,6 +44,7 @@ from orchestrator.spec.job import BUILTIN_JOBS_DIR, LoadedJob, make_params
 from orchestrator.spec.runconfig import NodeChoice, Preflight, RunConfig
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.snapshot import SNAPSHOT_DIR, takes_snapshot
+from orchestrator.spec.umask import script_umask
 
 # The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
 # port is derived the same way from the real job id (and SLURM_RESTART_COUNT) inside the batch step.
@@ -188,6 +189,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         requeue=launcher.requeue, master_addr=LOOPBACK_ADDR if nodes + spares == 1 else None,
         spare_nodes=spares,
         preflight=preflight.mode if preflight else None,
+        workdir=request.script.cwd if request.script is not None else None,
     )
     script = render_script(context, request.templates)
     run_config = RunConfig(
@@ -200,6 +202,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         script=request.script, gpus_per_task=per_task,
         expect=partition.expect.model_dump(exclude_none=True) if partition.expect else {},
         preflight=preflight, spare_nodes=spares, node_choice=choice, tracking=list(cluster.tracking),
+        umask=script_umask(launcher.umask),
     )
     head = context.master_addr or placed[0]
     ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)

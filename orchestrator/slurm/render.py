@@ -80,6 +80,7 @@ FIELD_LABELS: dict[str, str] = {
     "time": "the time limit (--time)",
     "gpu_spec": "gpu_type of the partition",
     "job_dir": "the job folder (launcher.job_root)",
+    "workdir": "the submit directory (a script's working directory, --chdir)",
     "python": "the python path (launcher.python)",
     "env": "env of cluster.yaml",
     "setup": "launcher.setup",
@@ -131,6 +132,7 @@ class ScriptContext:
     apptainer: str = "apptainer"
     preflight: Literal["stop", "exclude"] | None = None  # orch submit --preflight: the selftest step first
     spare_nodes: int = 0  # orch submit --spare-nodes: allocated beyond `nodes`, for restarts without a blamed node
+    workdir: str | None = None  # a script's working directory: the submit directory (sbatch --chdir)
 
     @property
     def template_name(self) -> str:

@@ -22,6 +22,7 @@ from orchestrator.spec.doctorcodes import DOCTOR_CODES
 from orchestrator.spec.extras import check_env_var, check_sbatch_key
 from orchestrator.spec.remote import Remote
 from orchestrator.spec.tracking import TrackerName
+from orchestrator.spec.umask import check_umask
 from orchestrator.spec.units import parse_mem_mb, parse_time
 
 CLUSTER_ENV_VAR = "ORCH_CLUSTER"
@@ -29,7 +30,6 @@ DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"  # the dataset folder when --data-dir / data_
 DEFAULT_CLUSTER_FILE = "cluster.yaml"
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")  # always fullmatch: "gpu\n" is not a name
-
 
 
 class _Model(BaseModel):
@@ -50,7 +50,6 @@ SbatchExtras = dict[str, str | bool | int]  # sbatch option (long name) -> value
 
 
 def _check_sbatch(value: SbatchExtras) -> SbatchExtras:
-
     for key in value:
         check_sbatch_key(key)
     return value
@@ -175,6 +174,9 @@ class Launcher(_Model):
     preflight: Literal["off", "stop", "exclude"] = Field(
         default="off", description="orch submit --preflight default: run the selftest checks first in every "
         "job (stop: a failed node stops the job; exclude: the job is submitted again without it)")
+    umask: str | None = Field(default=None, description='the umask of the script\'s ranks, e.g. "0022" (quoted): '
+                              "what its outputs get (orch's own records stay 0600/0700); unset: yours at submit")
+    _v_umask = field_validator("umask")(check_umask)
 
     @field_validator("port_range")
     @classmethod
@@ -377,6 +379,10 @@ _FIX_BY_TYPE = {
     "tuple_type": "use a YAML list of two numbers, e.g. [29500, 39499]",
     "dict_type": "use a mapping (one 'key: value' per line)",
 }
+_FIX_BY_FIELD = {  # fields whose fix is their own, whatever pydantic's error type
+    "doctor.ignore": "list codes of orch doctor's catalog, e.g. ignore: [DDP001, DDP005]",
+    "launcher.umask": 'quote it (YAML reads a bare 0022 as the number 18), e.g. umask: "0022"',
+}
 
 
 def validation_error(exc: ValidationError, source: str) -> ConfigError:
@@ -387,9 +393,7 @@ def validation_error(exc: ValidationError, source: str) -> ConfigError:
         field = ".".join(str(p) for p in err["loc"]) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
         lines.append(f"{field}: {msg}")
-        fix = _FIX_BY_TYPE.get(err["type"])
-        if field.startswith("doctor.ignore"):
-            fix = "list codes of orch doctor's catalog, e.g. ignore: [DDP001, DDP005]"
+        fix = next((f for name, f in _FIX_BY_FIELD.items() if field.startswith(name)), _FIX_BY_TYPE.get(err["type"]))
         if fix:
             hints.append(f"{field}: {fix}")
     hint = "; ".join(hints) if hints else "see the cluster.yaml reference in README.md"

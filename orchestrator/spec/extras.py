@@ -30,6 +30,7 @@ ORCH_OPTIONS: dict[str, str] = {
     "requeue": "launcher.requeue", "no-requeue": "launcher.requeue: false", "array": "--sweep (one job array)",
     "export": "--env KEY=VALUE or launcher.pass_env", "wrap": "a script or job", "parsable": "nothing",
     "wait": "orch status / orch logs -f", "test-only": "orch submit --dry-run", "ntasks-per-gpu": "--gpus-per-task",
+    "chdir": "orch submit from the folder the job should work in (a script's ranks work in the submit directory)",
 }
 # orch submit's named flags for common site options (argparse dest -> sbatch option).
 NAMED_OPTIONS: dict[str, str] = {

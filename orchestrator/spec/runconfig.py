@@ -20,6 +20,7 @@ from orchestrator.spec.safefile import RECORD_LIMIT, NotAFile, open_regular
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.snapshot import Snapshot
 from orchestrator.spec.tracking import TrackerName
+from orchestrator.spec.umask import check_umask
 
 JOB_FILE = "job.json"
 SCRIPT_FILE = "sbatch.sh"
@@ -87,6 +88,10 @@ class RunConfig(BaseModel):
     snapshot: Snapshot | None = Field(default=None, description="the code snapshot every task runs from "
                                       "(None: the files in place; docs/snapshots.md)")
     tracking: list[TrackerName] = Field(default_factory=list, description="W&B / MLflow (TensorBoard is always on)")
+    umask: str | None = Field(default=None, description="the umask the script runs under (spec/umask.py): "
+                              "launcher.umask, else the user's at submit/run time; None: an older job.json, 0077")
+
+    _v_umask = field_validator("umask")(check_umask)
 
     @field_validator("env")
     @classmethod

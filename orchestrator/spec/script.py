@@ -47,7 +47,7 @@ class ScriptTarget(BaseModel):
     kind: Literal["script", "module"]
     target: str = Field(description="absolute path of the script, or the dotted module name")
     args: list[str] = Field(default_factory=list, description="everything after --, verbatim")
-    cwd: str = Field(description="the working directory at submit time; every task starts there")
+    cwd: str = Field(description="the submit directory: every rank's working directory, snapshot or not")
     found: bool = Field(default=True, description="-m: the module was found on the login node")
 
     @property

@@ -11,12 +11,13 @@ snapshot with :func:`relocate` (the one rule):
 | inside the snapshot's source (``source``)    | the same relative path inside ``path``            |
 | anywhere else                                | unchanged                                         |
 
-So a submit directory inside the work tree becomes the same directory inside the snapshot, and one
-outside it stays where it was. What the snapshot leaves out of its tree (git-ignored files and
-folders, data, checkpoints, ``.venv``, large files) is a symbolic link in the snapshot to the original
-(``links`` in the manifest), so a relative path to ``data/`` or ``runs/`` reaches the same files as
-before, for reading and writing. Only a relative path that climbs above the source (``../data`` from
-its top folder) does not: the snapshot lives in the job root (see docs/snapshots.md).
+That moves the code: the script, its folder (first on ``sys.path``), ``sys.path`` entries inside the
+source, the job file, and for ``-m`` the submit directory as the import folder. The working directory is
+not moved: every rank of a script works in the submit directory itself (``script.cwd``), so a relative
+path it writes lands there and never in the read-only snapshot (docs/snapshots.md, "Where the script
+runs"). What the snapshot leaves out of its tree (git-ignored files and folders, data, checkpoints,
+``.venv``, large files) is a symbolic link in the snapshot to the original (``links`` in the manifest),
+so a path relative to the script's own file (``Path(__file__).parent / "data"``) reaches the same files.
 """
 
 from __future__ import annotations
@@ -147,9 +148,13 @@ def source_folder(job_file: str, script_kind: str | None, script_target: str | N
     return path.parent
 
 
-def relocate_paths(paths: Sequence[str], snapshot: Snapshot | None) -> list[str]:
-    """``sys.path`` of a task: every absolute entry inside the source moved into the snapshot."""
-    return [relocate(p, snapshot) if os.path.isabs(p) else p for p in paths]
+def relocate_paths(paths: Sequence[str], snapshot: Snapshot | None, workdir: str) -> list[str]:
+    """``sys.path`` of a task: every entry inside the source moved into the snapshot. A relative entry
+    (``PYTHONPATH=.``, ``''``) names a folder of the working directory (the submit directory), which is
+    not in the snapshot: it is made absolute first, so it imports the snapshot's copy all the same."""
+    if snapshot is None:
+        return list(paths)
+    return [relocate(os.path.normpath(os.path.join(workdir, p)), snapshot) for p in paths]
 
 
 def takes_snapshot(asked: bool | None, default: bool, script: bool, job_file: Path, builtin_jobs: Path) -> bool:

@@ -215,7 +215,7 @@ def use_snapshot(cfg: RunConfig) -> None:
         raise ConfigError(f"the job's code snapshot {snap.path} is missing",
                           hint="it was removed (by hand? orch clean keeps the snapshots job folders name); "
                                "submit the job again")
-    sys.path[:] = relocate_paths(sys.path, snap)
+    sys.path[:] = relocate_paths(sys.path, snap, cfg.script.cwd if cfg.script is not None else os.getcwd())
 
 
 def main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
 def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
     args = build_parser().parse_args(argv)
     become_subreaper()
-    os.umask(0o077)  # checkpoints, metrics, results, logs: the user's alone, whatever the umask (secrets)
+    os.umask(0o077)  # orch's records, a job file's outputs: the user's alone (a script: scriptrun, the user's)
     job_dir = Path(args.job_dir).expanduser().absolute()
     env: distenv.DistEnv | None = None
     timeout = 0

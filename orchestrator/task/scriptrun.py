@@ -3,11 +3,15 @@
 By the time :func:`run` is called, ``launch.py`` has derived this task's place and exported
 torchrun's variables (:func:`orchestrator.env.taskenv.script_env`). Here, in this process:
 
-1. change to the working directory of submit time;
+1. change to the submit directory (``script.cwd`` in ``job.json``: where ``orch submit``/``orch run``
+   was started, as plain ``sbatch`` does), with or without a code snapshot: a relative path the script
+   writes (``runs/a``, ``lightning_logs/``) lands there, never in the read-only snapshot;
 2. on a GPU task, import torch and bind the task's GPU (``torch.cuda.set_device``), so a script
    that never calls ``set_device`` (or calls ``.cuda()``) does not open a context on GPU 0;
 3. set ``sys.argv`` to ``[script, ARGS...]`` and ``sys.path[0]`` to the script's folder (for ``-m``:
-   the working directory), as ``python script.py`` does, and run it with :mod:`runpy`;
+   the submit directory), both in the snapshot when there is one (what was submitted is what runs),
+   as ``python script.py`` does, and run it with :mod:`runpy` under the user's umask (``job.json``
+   ``umask``; orch's own records keep their explicit modes, and umask 077 is back once it returns);
 4. the script's exit status is the task's. Exit code ``REQUEUE_EXIT`` (75) asks for a requeue
    after a preemption: the task leaves the job folder's ``requeue`` file and exits 0, the batch
    script requeues the job, and the next run sees ``TORCHELASTIC_RESTART_COUNT`` one higher.
@@ -34,6 +38,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.spec.runconfig import REQUEUE_FILE, RunConfig
 from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
 from orchestrator.spec.snapshot import relocate
+from orchestrator.spec.umask import PRIVATE_UMASK, umask_value
 
 NVIDIA_DEVICE = Path("/dev/nvidiactl")  # present where an NVIDIA driver is loaded
 DEBUG_ENV_VAR = "ORCH_DEBUG"  # =1: a script's traceback keeps orch's own frames (launch, scriptrun, runpy)
@@ -98,23 +103,24 @@ def script_argv(target: ScriptTarget, module_file: str | None = None) -> list[st
     return [target.target if target.kind == "script" else (module_file or target.target), *target.args]
 
 
-def in_snapshot(cfg: RunConfig) -> ScriptTarget:
-    """The job's script as this task runs it: with a code snapshot, its path and the working
-    directory moved into the snapshot when they lie in its source (:func:`orchestrator.spec.snapshot.relocate`)."""
+def in_snapshot(cfg: RunConfig) -> tuple[ScriptTarget, str]:
+    """The job's script as this task runs it, and the folder first on ``sys.path``: with a code snapshot,
+    the script's path and (``-m``) the import folder moved into the snapshot when they lie in its source
+    (:func:`orchestrator.spec.snapshot.relocate`). ``cwd`` stays the submit directory: the working directory."""
     target = cfg.script
     if target is None:
         raise ConfigError("job.json has no script", hint="the job folder is damaged; submit again")
-    if cfg.snapshot is None:
-        return target
-    moved = relocate(target.target, cfg.snapshot) if target.kind == "script" else target.target
-    return target.model_copy(update={"target": moved, "cwd": relocate(target.cwd, cfg.snapshot)})
+    if target.kind == "script":
+        moved = relocate(target.target, cfg.snapshot)
+        return target.model_copy(update={"target": moved}), str(Path(moved).parent)
+    return target, relocate(target.cwd, cfg.snapshot)
 
 
 def run(cfg: RunConfig, rank: int, local_rank: int, local_world_size: int, job_dir: Path,
         environ: Mapping[str, str], *, bind: Callable[..., object]) -> int:
     """Run the job's script in this process; ``bind`` binds a GPU task's device first (torch's side:
     ``orchestrator.runtime.bind.bind_script_device``, handed down by the runtime's launcher)."""
-    target = in_snapshot(cfg)
+    target, first = in_snapshot(cfg)
     try:
         os.chdir(target.cwd)
     except OSError as exc:
@@ -127,8 +133,12 @@ def run(cfg: RunConfig, rank: int, local_rank: int, local_world_size: int, job_d
         bind(rank=rank, local_rank=local_rank, local_world_size=local_world_size,
                            gpus_per_task=cfg.gpus_per_task, visible=environ.get(VISIBLE_VAR))
     requeue = job_dir / REQUEUE_FILE
-    code = _run_target(target)
-    atexit._run_exitfuncs()  # what a normal interpreter exit does; launch leaves with os._exit
+    os.umask(umask_value(cfg.umask))  # the script's outputs are the user's: the umask of submit time
+    try:
+        code = _run_target(target, first)
+        atexit._run_exitfuncs()  # what a normal interpreter exit does; launch leaves with os._exit
+    finally:
+        os.umask(PRIVATE_UMASK)  # orch's own records again (the requeue file, the outcome record)
     if code == REQUEUE_EXIT:
         requeue.touch()
         print(f"orch: rank {rank}: the script exited with {REQUEUE_EXIT}: requeue requested", file=sys.stderr,
@@ -137,9 +147,8 @@ def run(cfg: RunConfig, rank: int, local_rank: int, local_world_size: int, job_d
     return code
 
 
-def _run_target(target: ScriptTarget) -> int:
+def _run_target(target: ScriptTarget, first: str) -> int:
     sys.argv = script_argv(target)
-    first = str(Path(target.target).parent) if target.kind == "script" else target.cwd
     if sys.path:
         sys.path[0] = first
     else:

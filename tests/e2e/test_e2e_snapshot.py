@@ -64,8 +64,8 @@ def test_the_job_runs_the_submitted_version_after_an_edit_and_a_requeue(slurm_cl
     assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
     log = (job_dir / "logs" / f"{job_id}-rank0.out").read_text()
     snap = json.loads((job_dir / "job.json").read_text())["snapshot"]
-    assert f"VERSION 1 attempt 0 cwd {snap['path']}" in log, log
-    assert f"VERSION 1 attempt 1 cwd {snap['path']}" in log, log
+    assert f"VERSION 1 attempt 0 cwd {repo}" in log, log  # the snapshot's code, in the submit directory
+    assert f"VERSION 1 attempt 1 cwd {repo}" in log, log
     assert "VERSION 2" not in log and "data read through the snapshot's link" in log
     status = slurm_cluster.orch("status", job_id, "--cluster", str(slurm_cluster.cluster_yaml))
     assert f"# code snapshot: {snap['digest'][:12]} (git {snap['commit'][:12]}; 2 files" in status.stdout, status.stdout

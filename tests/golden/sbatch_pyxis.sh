@@ -11,13 +11,16 @@
 #SBATCH --output=/home/user/orch-jobs/work_train-20240102-030405-abcdef/logs/slurm-%j.out
 #SBATCH --error=/home/user/orch-jobs/work_train-20240102-030405-abcdef/logs/slurm-%j.out
 #SBATCH --open-mode=append
+#SBATCH --chdir=/home/user/work
 #SBATCH --signal=B:USR2@180
 #SBATCH --requeue
 
 # Every value below is single-quoted on purpose, so "$(...)" in a value is text, never run.
 # shellcheck disable=SC2016
 set -euo pipefail
-# Everything the job writes (logs, checkpoints, records) is yours alone, whatever umask sbatch had.
+# Everything orch writes for the job (logs, checkpoints, records) is yours alone, whatever umask sbatch had.
+# A script's own outputs get the umask job.json records (yours at submit, or launcher.umask): the rank
+# hands it to the script right before running it.
 umask 077
 
 # when this script and (below) srun started: the start-up phases in result.json (records/startup.py)
