@@ -61,5 +61,8 @@ if [ -n "${ORCH_TEST_USER:-}" ] && [ -n "${ORCH_TEST_PYTHON:-}" ]; then
   fi
   exit "$rc"
 fi
+if [ "$(id -u)" = 0 ] && [ "${ORCH_SKIP_SLURM:-0}" != 1 ]; then
+  echo "orch test: WARNING: no unprivileged test user (see cluster.sh's messages above): the end-to-end tests run as root"
+fi
 echo "orch test: pytest"
 .venv/bin/python -m pytest "$@"
