@@ -30,7 +30,19 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 from hypothesis import settings
-from support import ORCH, ROOT, STUBS_DIR, TEST_CLUSTER, Stubs, clean_environ, is_leaky_var, orch
+from support import (
+    CANNED_JOB_ID,
+    CANNED_SUBMIT,
+    ORCH,
+    ROOT,
+    SCALE_STAND_IN,
+    STUBS_DIR,
+    TEST_CLUSTER,
+    Stubs,
+    clean_environ,
+    is_leaky_var,
+    orch,
+)
 
 if TYPE_CHECKING:
     from orchestrator.slurm.plan import SubmitPlan
@@ -192,3 +204,36 @@ def job_copy(finished_run: Path, tmp_path: Path) -> Path:
     (folder / "job.json").write_text(json.dumps(cfg))
     os.chmod(folder / "job.json", 0o640)
     return folder
+
+
+@pytest.fixture
+def slurm_answers(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Stand-in squeue/sacct/scontrol/scancel printing ``<dir>/<name>.out``; returns that folder."""
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("squeue", "sacct", "scontrol", "scancel"):
+        exe = bin_dir / name
+        exe.write_text(f"#!/bin/sh\ncat {answers / name}.out 2>/dev/null\nexit 0\n")
+        exe.chmod(0o755)
+    clean_env.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    (answers / "sacct.out").write_text(
+        f"{CANNED_JOB_ID}|COMPLETED|0:0|node1|00:00:10|10|billing=1,cpu=1,node=1|{CANNED_SUBMIT}|smoke\n")
+    return answers
+
+
+@pytest.fixture
+def scale_slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Stand-in squeue/sacct/scancel/scontrol on PATH; returns the file their calls are logged in."""
+    bin_dir = tmp_path / "scale-bin"
+    bin_dir.mkdir()
+    for name in ("squeue", "sacct", "scancel", "scontrol"):
+        exe = bin_dir / name
+        exe.write_text(f"#!{sys.executable}\n{SCALE_STAND_IN}")
+        exe.chmod(0o755)
+    log = tmp_path / "scale-calls.jsonl"
+    clean_env.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    clean_env.setenv("SCALE_SLURM_LOG", str(log))
+    clean_env.setenv("ORCH_STATE_DIR", str(tmp_path / "state"))
+    return log

@@ -10,13 +10,16 @@ Test modules must not import ``conftest``: with tests/ and tests/e2e/ each holdi
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -219,3 +222,111 @@ def resume(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 def no_rank_started(folder: Path, before: float) -> bool:
     log = folder / "logs" / "local-rank0.out"
     return not log.exists() or log.stat().st_mtime <= before
+
+
+# --- a job folder orch reads back and canned answers of the Slurm clients (status/list/logs of damaged records)
+
+CANNED_JOB_ID = "4242"
+
+CANNED_SUBMIT = "2026-11-25T10:00:00"
+
+HANG = 20  # seconds: anything slower is a hang
+
+
+@contextlib.contextmanager
+def no_hang(seconds: int = HANG) -> Iterator[None]:
+    def fire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"hung for {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from orchestrator.cli import main
+
+    with no_hang():
+        code = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    assert code in (0, 1, 2), (code, err)
+    return code, out, err
+
+
+def make_job(root: Path, name: str = "smoke-20261125-100000-abc123") -> Path:
+    from orchestrator.spec.runconfig import RunConfig, run_config_text
+
+    folder = root / name
+    (folder / "logs").mkdir(parents=True)
+    (folder / "checkpoints").mkdir()
+    folder.chmod(0o750)
+    config = RunConfig(mode="slurm", job_name="smoke", job_file="/jobs/smoke.py", params={"epochs": 2}, nodes=1,
+                       gpus_per_node=0, tasks_per_node=1, cpus_per_task=1, job_dir=str(folder),
+                       created="2026-11-25T10:00:00+00:00")
+    (folder / "job.json").write_text(run_config_text(config))
+    (folder / "job_id").write_text(CANNED_JOB_ID + "\n")
+    (folder / "logs" / f"slurm-{CANNED_JOB_ID}.out").write_text(f"orch: job {CANNED_JOB_ID} (restart 0) on node1: hi\n")
+    (folder / "logs" / f"{CANNED_JOB_ID}-rank0.out").write_text("epoch 1 loss 0.5\n")
+    (folder / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "train_loss": 0.5, "test_loss": 0.4}) + "\n")
+    return folder
+
+
+def cluster_for(tmp_path: Path, root: Path) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text("name: t\npartitions:\n  - {name: debug, nodes: 'node[1-2]', gpus_per_node: 0, cpus_per_node: 4, "
+                    f"mem_per_node: 4096}}\nlauncher:\n  job_root: {root}\n")
+    return path
+
+
+# --- stand-in Slurm clients that answer any number of ids and log the size of every call (batching)
+
+ARGV_BOUND = 64 * 1024  # what a call may carry in all (Linux: 128 KiB per argument, ~2 MiB in all)
+
+
+# SubmitTime N/A: no folder is taken for a reused id. squeue holds the ids divisible by 3 (RUNNING);
+# sacct answers the others (COMPLETED, or FAILED for ids ending in 7): every id gets an answer only if
+# every batch is asked.
+SCALE_STAND_IN = """\
+import json, os, sys
+name = os.path.basename(sys.argv[0])
+args = sys.argv[1:]
+ids = []
+for arg in args:
+    if arg.startswith("--jobs="):
+        ids += [i for i in arg[len("--jobs="):].split(",") if i]
+if name == "scancel":
+    ids = [a for a in args if not a.startswith("-")]
+with open(os.environ["SCALE_SLURM_LOG"], "a") as fh:
+    fh.write(json.dumps({"name": name, "argv_bytes": sum(len(a.encode()) + 1 for a in sys.argv),
+                         "longest": max(len(a.encode()) for a in sys.argv), "ids": len(ids),
+                         "first": ids[0] if ids else None, "completion": "--completion" in args}) + "\\n")
+if name == "squeue":
+    out = [f"{i}|RUNNING|None|node1|1:00|0|N/A|scale" for i in ids if int(i.split("_")[0]) % 3 == 0]
+elif name == "sacct" and "--completion" in args:
+    out = [f"{i}|COMPLETED|0:0|node1|00:01:00|scale" for i in ids]
+elif name == "sacct":
+    out = [f"{i}|{'FAILED' if i.endswith('7') else 'COMPLETED'}|{'1:0' if i.endswith('7') else '0:0'}|node1|"
+           f"00:01:00|60|cpu=1,gres/gpu=2|N/A|scale" for i in ids]
+else:
+    out = []
+sys.stdout.write("".join(line + "\\n" for line in out))
+"""
+
+
+def calls(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def assert_bounded(log: Path, name: str) -> list[dict[str, Any]]:
+    made = [c for c in calls(log) if c["name"] == name]
+    assert made, f"no {name} call"
+    assert max(c["argv_bytes"] for c in made) <= ARGV_BOUND
+    from orchestrator.slurm import client
+
+    assert max(c["longest"] for c in made) <= client.ID_BATCH_BYTES + 64
+    return made

@@ -8,80 +8,16 @@ The Slurm clients are stand-ins first on PATH (real subprocesses, as the CLI run
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support import assert_bounded
 
 from orchestrator.cli import main
 from orchestrator.commands.list_jobs import DEFAULT_LIMIT
 from orchestrator.records.jobdirs import iter_job_paths, newest_with_id
-from orchestrator.slurm import client
 from orchestrator.spec.runconfig import RunConfig, run_config_text
-
-ARGV_BOUND = 64 * 1024  # what a call may carry in all (Linux: 128 KiB per argument, ~2 MiB in all)
-
-
-# SubmitTime N/A: no folder is taken for a reused id. squeue holds the ids divisible by 3 (RUNNING);
-# sacct answers the others (COMPLETED, or FAILED for ids ending in 7): every id gets an answer only if
-# every batch is asked.
-STAND_IN = """\
-import json, os, sys
-name = os.path.basename(sys.argv[0])
-args = sys.argv[1:]
-ids = []
-for arg in args:
-    if arg.startswith("--jobs="):
-        ids += [i for i in arg[len("--jobs="):].split(",") if i]
-if name == "scancel":
-    ids = [a for a in args if not a.startswith("-")]
-with open(os.environ["SCALE_SLURM_LOG"], "a") as fh:
-    fh.write(json.dumps({"name": name, "argv_bytes": sum(len(a.encode()) + 1 for a in sys.argv),
-                         "longest": max(len(a.encode()) for a in sys.argv), "ids": len(ids),
-                         "first": ids[0] if ids else None, "completion": "--completion" in args}) + "\\n")
-if name == "squeue":
-    out = [f"{i}|RUNNING|None|node1|1:00|0|N/A|scale" for i in ids if int(i.split("_")[0]) % 3 == 0]
-elif name == "sacct" and "--completion" in args:
-    out = [f"{i}|COMPLETED|0:0|node1|00:01:00|scale" for i in ids]
-elif name == "sacct":
-    out = [f"{i}|{'FAILED' if i.endswith('7') else 'COMPLETED'}|{'1:0' if i.endswith('7') else '0:0'}|node1|"
-           f"00:01:00|60|cpu=1,gres/gpu=2|N/A|scale" for i in ids]
-else:
-    out = []
-sys.stdout.write("".join(line + "\\n" for line in out))
-"""
-
-
-@pytest.fixture
-def scale_slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Stand-in squeue/sacct/scancel/scontrol on PATH; returns the file their calls are logged in."""
-    bin_dir = tmp_path / "scale-bin"
-    bin_dir.mkdir()
-    for name in ("squeue", "sacct", "scancel", "scontrol"):
-        exe = bin_dir / name
-        exe.write_text(f"#!{sys.executable}\n{STAND_IN}")
-        exe.chmod(0o755)
-    log = tmp_path / "scale-calls.jsonl"
-    clean_env.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    clean_env.setenv("SCALE_SLURM_LOG", str(log))
-    clean_env.setenv("ORCH_STATE_DIR", str(tmp_path / "state"))
-    return log
-
-
-def calls(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def assert_bounded(log: Path, name: str) -> list[dict[str, Any]]:
-    made = [c for c in calls(log) if c["name"] == name]
-    assert made, f"no {name} call"
-    assert max(c["argv_bytes"] for c in made) <= ARGV_BOUND
-    assert max(c["longest"] for c in made) <= client.ID_BATCH_BYTES + 64
-    return made
-
 
 # -- a job root of 30,000 folders ------------------------------------------------------------------
 

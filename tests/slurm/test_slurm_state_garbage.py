@@ -4,83 +4,24 @@ read Slurm's answer: <line>`` and the rest of the table still shows; the parsers
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import CANNED_JOB_ID, CANNED_SUBMIT, make_job, run_cli
 
-from orchestrator.cli import main
 from orchestrator.slurm import state
-from orchestrator.spec.runconfig import RunConfig, run_config_text
 
-JOB_ID = "4242"
-
-SUBMIT = "2026-11-25T10:00:00"
-
-HANG = 20  # seconds: anything slower is a hang
-
-
-@contextlib.contextmanager
-def no_hang(seconds: int = HANG) -> Iterator[None]:
-    def fire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"hung for {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with no_hang():
-        code = main(argv)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    assert code in (0, 1, 2), (code, err)
-    return code, out, err
+JOB_ID = CANNED_JOB_ID
+SUBMIT = CANNED_SUBMIT
 
 
 @pytest.fixture
-def slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Stand-in squeue/sacct/scontrol/scancel printing ``<dir>/<name>.out``; returns that folder."""
-    answers = tmp_path / "answers"
-    answers.mkdir()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name in ("squeue", "sacct", "scontrol", "scancel"):
-        exe = bin_dir / name
-        exe.write_text(f"#!/bin/sh\ncat {answers / name}.out 2>/dev/null\nexit 0\n")
-        exe.chmod(0o755)
-    clean_env.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    (answers / "sacct.out").write_text(
-        f"{JOB_ID}|COMPLETED|0:0|node1|00:00:10|10|billing=1,cpu=1,node=1|{SUBMIT}|smoke\n")
-    return answers
-
-
-def make_job(root: Path, name: str = "smoke-20261125-100000-abc123") -> Path:
-    folder = root / name
-    (folder / "logs").mkdir(parents=True)
-    (folder / "checkpoints").mkdir()
-    folder.chmod(0o750)
-    config = RunConfig(mode="slurm", job_name="smoke", job_file="/jobs/smoke.py", params={"epochs": 2}, nodes=1,
-                       gpus_per_node=0, tasks_per_node=1, cpus_per_task=1, job_dir=str(folder),
-                       created="2026-11-25T10:00:00+00:00")
-    (folder / "job.json").write_text(run_config_text(config))
-    (folder / "job_id").write_text(JOB_ID + "\n")
-    (folder / "logs" / f"slurm-{JOB_ID}.out").write_text(f"orch: job {JOB_ID} (restart 0) on node1: hi\n")
-    (folder / "logs" / f"{JOB_ID}-rank0.out").write_text("epoch 1 loss 0.5\n")
-    (folder / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "train_loss": 0.5, "test_loss": 0.4}) + "\n")
-    return folder
+def slurm(slurm_answers: Path) -> Path:
+    """The canned Slurm answers (tests/conftest.py), under the name these tests use."""
+    return slurm_answers
 
 
 # -- Slurm's answers -------------------------------------------------------------------------
