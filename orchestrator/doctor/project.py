@@ -23,7 +23,9 @@ MAX_BYTES = 400_000  # a bigger file is not read (a generated or vendored module
 MAX_DEPTH = 3  # helper -> helper -> helper
 PRINT_GUARD = "<print replaced>"  # a helper that replaces builtins.print (print on the main rank only)
 # helpers parsed in this process, by (path, mtime, size): `orch doctor DIR` reads a shared utils.py once
-_PARSED: dict[tuple[str, int, int], Module] = {}
+# keyed by what a write always changes: inode and ctime (the user cannot set it) with size and mtime, so an
+# edit that keeps the size and the mtime (cp -p, rsync -t, tar x) is parsed again
+_PARSED: dict[tuple[str, int, int, int, int], Module] = {}
 _PARSED_MAX = 256
 _SPAWNERS = frozenset({"spawn", "start_processes"})  # torch.multiprocessing's: their first argument runs
 _PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print", "__builtins__.print"})
@@ -88,7 +90,7 @@ class Project:
             stat = path.stat()
             if stat.st_size > MAX_BYTES:
                 raise _Unreadable(str(path))
-            key = (str(path), stat.st_mtime_ns, stat.st_size)
+            key = (str(path), stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns)
             module = _PARSED.get(key)
             if module is None:
                 tree = ast.parse(path.read_bytes(), filename=str(path))
