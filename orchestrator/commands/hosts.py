@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from orchestrator.commands._common import add_json_argument, print_json
-from orchestrator.env.hostlist import compress, expand
+from orchestrator.env.hostlist import compress, expand_all
 from orchestrator.errors import ConfigError
 
 MAX_INPUT = 16 * 1024 * 1024  # what orch hosts reads from stdin, at most
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"the hostlist on stdin is longer than {MAX_INPUT:,} characters",
                               hint="pass a Slurm nodelist, e.g. echo \"$SLURM_JOB_NODELIST\" | orch hosts")
         exprs = [text]
-    hosts = [host for expr in exprs for host in expand(expr)]
+    hosts = expand_all(exprs)  # the host caps hold for the whole call, not per expression
     if args.compress:
         ranged = compress(hosts)
         if args.json:

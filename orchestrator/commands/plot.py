@@ -20,9 +20,8 @@ from orchestrator.commands._common import add_cluster_argument, add_json_argumen
 from orchestrator.commands._jobs import job_root_from_args
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.records.curves import Run, expand, load_runs
-from orchestrator.records.jobdirs import ARRAY_FILE, JobDir
+from orchestrator.records.jobdirs import ARRAY_FILE
 from orchestrator.records.logs.outfiles import write_output
-from orchestrator.records.training import read_metrics
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.runconfig import METRICS_FILE
 
@@ -225,7 +224,7 @@ def _output(args: argparse.Namespace, runs: Sequence[Run]) -> Path:
 def run(args: argparse.Namespace) -> int:
     runs = load_runs(expand(args.jobs, job_root_from_args(args)))
     if len(runs) == 1 and (args.epochs or not runs[0].steps):
-        return _one_per_epoch(args, runs[0].job)
+        return _one_per_epoch(args, runs[0])
     if any(not (run.steps or run.epochs) for run in runs):
         empty = next(run for run in runs if not (run.steps or run.epochs))
         raise OrchError(f"{empty.job.path} has no per-step or per-epoch records yet",
@@ -247,8 +246,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_per_epoch(args: argparse.Namespace, job: JobDir) -> int:
-    records = read_metrics(job.path)
+def _one_per_epoch(args: argparse.Namespace, run: Run) -> int:
+    job, records = run.job, run.records  # metrics.jsonl read once (its damaged lines warned once)
     if not records:
         raise OrchError(f"{job.path / METRICS_FILE} has no records yet",
                         hint="rank 0 appends one line per finished epoch; wait for the first epoch")

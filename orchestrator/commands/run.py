@@ -30,6 +30,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.local.plan import (
     available_cpus,
     check_nproc,
+    check_resumed,
     cpus_per_rank,
     local_gpu_layout,
     local_gpus,
@@ -138,6 +139,8 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
     if cfg.mode != "local":
         raise ConfigError(f"{job_dir} is a Slurm job folder", hint="requeue or resubmit it with Slurm; "
                           "orch run --resume continues local runs")
+    if not args.nproc:  # --nproc replaces job.json's ranks (checked before anything was read)
+        check_resumed(cfg, job_dir / JOB_FILE)
     changes: dict[str, object] = {}
     if cfg.script is not None:  # a script sees TORCHELASTIC_RESTART_COUNT one higher
         if overrides:

@@ -12,6 +12,7 @@ Modules that are not files of the project (torch, numpy, an installed package) a
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,9 @@ MAX_BYTES = 400_000  # a bigger file is not read (a generated or vendored module
 MAX_DEPTH = 3  # helper -> helper -> helper
 PRINT_GUARD = "<print replaced>"  # a helper that replaces builtins.print (print on the main rank only)
 # helpers parsed in this process, by (path, mtime, size): `orch doctor DIR` reads a shared utils.py once
-_PARSED: dict[tuple[str, int, int], Module] = {}
+# keyed by the path and the digest of the bytes read (never size and mtime: an edit that keeps both, cp -p,
+# rsync -t, tar x, is parsed again); reading is cheap next to parsing
+_PARSED: dict[tuple[str, bytes], Module] = {}
 _PARSED_MAX = 256
 _SPAWNERS = frozenset({"spawn", "start_processes"})  # torch.multiprocessing's: their first argument runs
 _PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print", "__builtins__.print"})
@@ -88,10 +91,11 @@ class Project:
             stat = path.stat()
             if stat.st_size > MAX_BYTES:
                 raise _Unreadable(str(path))
-            key = (str(path), stat.st_mtime_ns, stat.st_size)
+            source = path.read_bytes()
+            key = (str(path), hashlib.sha256(source).digest())
             module = _PARSED.get(key)
             if module is None:
-                tree = ast.parse(path.read_bytes(), filename=str(path))
+                tree = ast.parse(source, filename=str(path))
                 module = Module(tree)
                 _add_relative_aliases(module, tree, _package_of(path))
                 if len(_PARSED) >= _PARSED_MAX:

@@ -20,6 +20,8 @@ Grammar (checked against ``scontrol`` 22.05.8 and ``src/common/hostlist.c``)::
   naming more than ``MAX_HOSTS`` hosts, or names of more than ``MAX_BYTES`` in all (a 3,000-character
   prefix times 65,536 hosts), is refused in milliseconds; a number in brackets above 2**64-1
   (Slurm clamps it) or longer than 64 digits is refused too, never reaching Python's int-string limit.
+* Per call, not per expression: ``expand_all`` (``orch hosts A B C``) counts every expression first and
+  holds ``MAX_HOSTS`` and ``MAX_BYTES`` for all of them together.
 
 Refused here although Slurm silently guesses something (its guesses are never what was meant):
 unbalanced or nested brackets, whitespace inside brackets, ``+`` signs, an open range ``n[1-]``,
@@ -59,6 +61,9 @@ _FORBIDDEN_IN_HOST = frozenset("[],") | _SPACE
 _GRAMMAR_HINT = "write it like Slurm does, e.g. node[01-04,07],gpu[1-2]-ib[1-2]"
 
 
+_Range = tuple[str, int, int]  # (start as written, start, end): the width is len(start as written)
+
+
 class HostlistError(ConfigError, ValueError):
     """An invalid Slurm hostlist. Also a ValueError, so pydantic validators report it per field."""
 
@@ -85,11 +90,28 @@ def expand_cached(expr: str) -> tuple[str, ...]:
     computed from them, so an expression that would expand to more than ``MAX_HOSTS`` names is
     refused in milliseconds, before a single name is built.
     """
+    parsed, _, _ = _measure(expr)
+    if "[" not in expr:
+        return tuple(item for item in parsed if isinstance(item, str))
+    hosts: list[str] = []
+    for entry in parsed:
+        if isinstance(entry, str):
+            hosts.append(entry)
+        else:
+            hosts.extend(_expand_item(*entry))
+    return tuple(hosts)
+
+
+def _measure(expr: str) -> tuple[list[tuple[str, list[str], list[list[_Range]]] | str], int, int]:
+    """Parse ``expr``: its items, how many hosts and how many bytes of names (nothing expanded).
+
+    Refuses as soon as the running totals pass ``MAX_HOSTS`` or ``MAX_BYTES``.
+    """
     items = _split_items(expr)
     if "[" not in expr:
         if len(items) > MAX_HOSTS:
             raise _too_many(expr)
-        return tuple(items)
+        return list(items), len(items), sum(len(item) + 1 for item in items)
     parsed: list[tuple[str, list[str], list[list[_Range]]] | str] = []
     total = size = 0
     for item in items:
@@ -108,13 +130,26 @@ def expand_cached(expr: str) -> tuple[str, ...]:
         if size > MAX_BYTES:
             raise _error(expr, f"its host names would take more than {MAX_BYTES // (1024 * 1024)} MiB",
                          hint="check the host names and ranges for a typo (a long prefix times many hosts)")
-    hosts: list[str] = []
-    for entry in parsed:
-        if isinstance(entry, str):
-            hosts.append(entry)
-        else:
-            hosts.extend(_expand_item(*entry))
-    return tuple(hosts)
+    return parsed, total, size
+
+
+def expand_all(exprs: Sequence[str]) -> list[str]:
+    """The hosts of several expressions in turn, ``MAX_HOSTS`` and ``MAX_BYTES`` holding for all together.
+
+    Every expression is counted before any is expanded, so thirty expressions of a million hosts
+    each are refused like one of thirty million: the caps bound a call, not an item.
+    """
+    total = size = 0
+    for expr in exprs:
+        _, hosts_here, bytes_here = _measure(expr)
+        total += hosts_here
+        size += bytes_here
+        if total > MAX_HOSTS or size > MAX_BYTES:
+            raise HostlistError(
+                f"the {len(exprs)} hostlists together name more than {MAX_HOSTS:,} hosts or "
+                f"{MAX_BYTES // (1024 * 1024)} MiB of host names (the limit is for all of them, not each)",
+                hint="expand them in several calls, or check the ranges for a typo (an extra digit?)")
+    return [host for expr in exprs for host in expand_cached(expr)]
 
 
 def count(expr: str) -> int:
@@ -196,9 +231,6 @@ def _scan_items(expr: str) -> list[str]:
     elif commas:
         raise _error(expr, "empty host name after the last ','", hint="remove the trailing comma")
     return items
-
-
-_Range = tuple[str, int, int]  # (start as written, start, end): the width is len(start as written)
 
 
 def _count(ranges: list[_Range]) -> int:

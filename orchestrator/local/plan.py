@@ -47,6 +47,16 @@ def check_nproc(nproc: int, cpus: int | None = None) -> None:
                           f"{MAX_LOCAL_RANKS})", hint="more ranks than that belong on a cluster: orch submit")
 
 
+def check_resumed(cfg: RunConfig, path: Path, cpus: int | None = None) -> None:
+    """``orch run --resume``: job.json's ranks within what ``orch run`` would start here (the Slurm-wide
+    bounds are RunConfig's own, checked when job.json is read), before a single process starts."""
+    limit = max_local_ranks(available_cpus() if cpus is None else cpus)
+    if cfg.tasks_per_node > limit:
+        raise ConfigError(f"{path}: tasks_per_node {cfg.tasks_per_node} is more local processes than orch run "
+                          f"starts on this machine (at most {limit})",
+                          hint="the folder's job.json was edited by hand; resume with --nproc N, or start a new run")
+
+
 def cpus_per_rank(cpus: int, nproc: int) -> int:
     return max(1, cpus // nproc)
 

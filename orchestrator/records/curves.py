@@ -12,10 +12,9 @@ from typing import Any
 
 from orchestrator.errors import OrchError
 from orchestrator.records.jobdirs import ARRAY_FILE, JobDir, find_job_dir, is_job_id, iter_job_dirs, read_job_dir
-from orchestrator.records.training import read_metrics, read_result
+from orchestrator.records.training import read_json_lines, read_metrics, read_result
 from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import JOB_FILE
-from orchestrator.spec.safefile import read_text
 from orchestrator.spec.tracking import STEPS_FILE
 
 STEPS_LIMIT = 256 * 1024 * 1024  # steps.jsonl: a point every step of a long run stays far below this
@@ -27,6 +26,7 @@ class Run:
     label: str = ""
     steps: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict)  # key -> (steps, values)
     epochs: list[dict[str, Any]] = field(default_factory=list)  # metrics.jsonl, the last record of each epoch
+    records: list[dict[str, Any]] = field(default_factory=list)  # metrics.jsonl, every record (read once)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -58,16 +58,9 @@ def expand(refs: Sequence[str], root: Path) -> list[JobDir]:
 def read_steps(job_dir: Path) -> dict[str, tuple[list[int], list[float]]]:
     """``steps.jsonl`` as one series per key (``train/loss`` -> steps, values); non-numbers left out."""
     series: dict[str, tuple[list[int], list[float]]] = {}
-    text = read_text(job_dir / STEPS_FILE, STEPS_LIMIT)  # a regular file only (a FIFO never blocks)
-    if text is None:
-        return series
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        step = to_int(record.get("step")) if isinstance(record, dict) else None
-        if not isinstance(record, dict) or step is None:
+    for record in read_json_lines(job_dir / STEPS_FILE, STEPS_LIMIT):  # damaged lines skipped, warned once
+        step = to_int(record.get("step"))
+        if step is None:
             continue
         for key, value in record.items():
             number = to_float(value)
@@ -103,7 +96,10 @@ def labels(params: Sequence[dict[str, Any]], names: Sequence[str]) -> list[str]:
 
 
 def load_runs(jobs: Sequence[JobDir]) -> list[Run]:
-    runs = [Run(job, steps=read_steps(job.path), epochs=last_per_epoch(read_metrics(job.path))) for job in jobs]
+    runs = []
+    for job in jobs:
+        records = read_metrics(job.path)
+        runs.append(Run(job, steps=read_steps(job.path), epochs=last_per_epoch(records), records=records))
     for run, label in zip(runs, labels([r.params for r in runs], [r.job.path.name for r in runs]), strict=True):
         run.label = label
     return runs

@@ -10,31 +10,53 @@ import math
 from pathlib import Path
 from typing import Any
 
-from orchestrator.records.jobdirs import read_text_or_none
 from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import METRICS_FILE, PROGRESS_FILE, RESULT_FILE
-from orchestrator.spec.safefile import read_json
+from orchestrator.spec.safefile import RECORD_LIMIT, read_json, read_text
 
 log = logging.getLogger(__name__)
 
 
 def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
     """The per-epoch records in ``metrics.jsonl``; a line torn by a crash or preemption is skipped."""
-    text = read_text_or_none(job_dir / METRICS_FILE)
+    return read_json_lines(job_dir / METRICS_FILE)
+
+
+def read_json_lines(path: Path, limit: int = RECORD_LIMIT) -> list[dict[str, Any]]:
+    """The JSON objects of a ``.jsonl`` record file of at most ``limit`` bytes, in order.
+
+    Damaged lines (torn by a crash, not JSON, not an object) are skipped and counted, with one
+    warning for the whole file: a file of a million garbage lines costs one cheap test per line
+    (a line that does not start with ``{`` is never parsed) and one line on stderr, not a million.
+    """
+    text = read_text(path, limit)  # bounded bytes; a regular file only (a FIFO never blocks)
     if text is None:
         return []
     records: list[dict[str, Any]] = []
+    skipped = 0
+    first = 0
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+        line = line.strip()
+        if not line:
             continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            log.warning("%s line %d is not JSON; skipped", job_dir / METRICS_FILE, number)
+        record = _object(line) if line[0] == "{" else None
+        if record is None:
+            skipped += 1
+            first = first or number
             continue
-        if isinstance(record, dict):
-            records.append(record)
+        records.append(record)
+    if skipped:
+        log.warning("%s: %d damaged line(s) skipped (not a JSON object; the first is line %d)",
+                    path, skipped, first)
     return records
+
+
+def _object(line: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def read_progress(job_dir: Path) -> dict[str, Any] | None:

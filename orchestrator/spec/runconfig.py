@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from orchestrator.errors import ConfigError
+from orchestrator.spec.bounds import within
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.extras import check_env_var
 from orchestrator.spec.safefile import RECORD_LIMIT, NotAFile, open_regular
@@ -63,10 +64,10 @@ class RunConfig(BaseModel):
     job_name: str
     job_file: str = Field(description="absolute path of the job's .py file")
     params: dict[str, Any] = Field(description="validated hyperparameters (the job's params model)")
-    nodes: int = Field(ge=1)
-    gpus_per_node: int = Field(ge=0)
-    tasks_per_node: int = Field(ge=1)
-    cpus_per_task: int = Field(ge=1)
+    nodes: Annotated[int, within("nodes")]  # the bounds a submit checks (spec/bounds.py): a hand edit too
+    gpus_per_node: Annotated[int, within("gpus")]
+    tasks_per_node: Annotated[int, within("ntasks_per_node")]
+    cpus_per_task: Annotated[int, within("cpus_per_task")]
     partition: str | None = None
     time: str | None = None
     data_dir: str | None = None
@@ -78,10 +79,12 @@ class RunConfig(BaseModel):
     created: str = Field(description="ISO 8601 time of submission")
     # Bring your own script: what every task runs instead of the job file's SPEC (None: a job file).
     script: ScriptTarget | None = None
-    gpus_per_task: int = Field(default=1, ge=1, description="GPUs each task holds (tasks = gpus / this)")
+    gpus_per_task: Annotated[int, within("gpus_per_task")] = Field(
+        default=1, description="GPUs each task holds (tasks = gpus / this)")
     restarts: int = Field(default=0, ge=0, description="local runs: how often orch run --resume continued it")
     preflight: Preflight | None = Field(default=None, description="orch submit --preflight (None: no preflight)")
-    spare_nodes: int = Field(default=0, ge=0, description="orch submit --spare-nodes: allocated beyond nodes, for "
+    spare_nodes: Annotated[int, within("spare_nodes")] = Field(
+        default=0, description="orch submit --spare-nodes: allocated beyond nodes, for "
                              "a restart without a blamed node")
     node_choice: NodeChoice | None = Field(default=None, description="orch submit: the nodes asked for (a job "
                                            "submitted again leaves a blamed node out of them)")

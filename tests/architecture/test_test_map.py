@@ -68,8 +68,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "local/restarts.py": "orch run's restarts with real ranks: tests/slurm/test_restart.py",
     "records/atomic.py": ("exercised by every writer; tests/records/test_jobdirs.py, "
                           "tests/runtime/test_runtime_checkpoint.py"),
-    "records/cache.py": ("the template and cluster.yaml caches: "
-                         "tests/records/test_startup.py, tests/spec/test_cluster.py"),
     "records/curves.py": "orch plot/compare: tests/commands/test_plot_compare_tb.py",
     "records/jobindex.py": "the index of submitted jobs: tests/commands/test_logs_script_jobs.py, test_status_logs.py",
     "records/training.py": "the training records orch status reads: tests/commands/test_status_logs.py",
