@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 
+
 class UnreadableSource(Exception):
     """A Python source orch cannot read fully: ``str()`` names the file and why."""
 
