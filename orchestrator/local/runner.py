@@ -12,9 +12,7 @@ and the job's preemption signal sent to ``orch run`` are forwarded to every proc
 No process outlives the run (:mod:`orchestrator.task.reaper`): each rank leads its own process group
 and carries ``ORCH_RUN_TOKEN``; when the ranks have ended, what is left in their groups or carries the
 token gets SIGCONT, SIGTERM and, after the grace period, SIGKILL; a watchdog does the same if orch run
-itself is killed.
-
-No torch here: only the child processes import it.
+itself is killed. No torch here: only the child processes import it.
 """
 
 from __future__ import annotations
@@ -180,8 +178,6 @@ class LocalRunner:
                         watchdog.stdin.close()
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     watchdog.wait(timeout=5)
-        for tee in self._tees:
-            tee.join(timeout=5)
         if self._log_error is not None:  # the disk filled up under a rank's log: said once, never a thread's traceback
             path, exc = self._log_error
             raise ConfigError(f"cannot write {path}: {exc.strerror or exc} (the rank's log stopped there)",
@@ -294,7 +290,10 @@ class LocalRunner:
         for tee in self._tees:
             tee.join(timeout=5)
         for fh in self._files:
-            fh.close()
+            try:
+                fh.close()  # flushes what is left: ENOSPC here too
+            except OSError as exc:
+                self._log_error = self._log_error or (Path(os.fsdecode(fh.name)), exc)
         return [p.returncode for p in self._procs], exited_at, stopped_by_us
 
     def _send_all(self, signum: int) -> None:
