@@ -206,12 +206,22 @@ def _unrecognized(args: argparse.Namespace, argv: Sequence[str], extra: Sequence
                      hint=hint or f"run 'orch {args.verb} --help' for usage")
 
 
+def _no_verb_before_double_dash(after: Sequence[str]) -> None:
+    """``orch -- submit ...``: the verb is orch's first operand, so it goes before ``--``."""
+    first = next((word for word in after if not word.startswith("-")), None)
+    if first in VERBS:
+        raise OrchError(f"the verb {first!r} comes after '--': give the verb before '--' (what follows '--' is "
+                        "the script's own arguments)", hint=f"e.g. orch {first} JOB [options] -- SCRIPT-ARGS")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     full = list(sys.argv[1:] if argv is None else argv)
     args_list, script_args = split_script_args(full)
     skip_pydantic_plugins(os.environ)  # no entry-point scan at the first model build (above)
     try:
         verb = _verb_in(args_list)
+        if verb is None and script_args:
+            _no_verb_before_double_dash(script_args)
         parser = build_parser(verb)
         if script_args is not None and not _takes_script_args(parser, verb):
             args, extra = parse_operands(parser, args_list, script_args)  # every other verb: `--` ends options
@@ -231,7 +241,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 there = forwarded(args, full)
                 if there is not None:
                     return there
-            code: int = args._run(args)
+            run = getattr(args, "_run", None)
+            if run is None:  # no verb module was loaded: the command line named no verb where orch reads one
+                raise OrchError("no verb before '--'", hint="run 'orch --help' for usage")
+            code: int = run(args)
         return code
     except OrchError as exc:
         print(exc.render(), file=sys.stderr)

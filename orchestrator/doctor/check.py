@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import tokenize
@@ -24,6 +23,7 @@ from orchestrator.doctor import (
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped, Finding
+from orchestrator.spec.pysource import UnreadableSource, parse_source
 from orchestrator.spec.safefile import NotAFile, open_regular
 
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a script larger than this is not read (skipped with a warning)
@@ -79,16 +79,14 @@ def suppressions(source: str) -> dict[int, set[str]]:
 def check_source(source: str, filename: str = "<string>") -> list[Finding]:
     """The findings for one file's text, sorted by line. Raises DoctorInputError on a syntax error."""
     try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        where = f"{filename}:{exc.lineno or '?'}:{exc.offset or '?'}"
-        raise DoctorInputError(f"{where}: syntax error: {exc.msg}",
+        tree = parse_source(source, filename)
+    except UnreadableSource as exc:
+        if exc.limit:  # a parser limit: said, not checked
+            raise DoctorSkipped(str(exc), hint="pass a Python source file") from None
+        if exc.line is None:  # null bytes
+            raise DoctorInputError(str(exc), hint="pass a Python source file") from None
+        raise DoctorInputError(f"{filename}:{exc.line}:{exc.offset or '?'}: {exc.why}",
                                hint="fix the syntax first (python -m py_compile FILE)") from None
-    except ValueError as exc:  # null bytes
-        raise DoctorInputError(f"{filename}: cannot parse: {exc}", hint="pass a Python source file") from None
-    except (RecursionError, MemoryError) as exc:
-        what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
-        raise DoctorSkipped(f"{filename}: {what} to parse", hint="pass a Python source file") from None
     ignored = suppressions(source)
     findings: set[Finding] = set()
     try:

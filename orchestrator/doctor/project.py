@@ -18,6 +18,7 @@ from pathlib import Path
 
 from orchestrator.doctor.names import FunctionNode, Module
 from orchestrator.doctor.syspath import extra_roots
+from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 MAX_FILES = 40  # local modules read per script
 MAX_BYTES = 400_000  # a bigger file is not read (a generated or vendored module, not a helper)
@@ -95,13 +96,13 @@ class Project:
             key = (str(path), hashlib.sha256(source).digest())
             module = _PARSED.get(key)
             if module is None:
-                tree = ast.parse(source, filename=str(path))
+                tree = parse_source(source, str(path))
                 module = Module(tree)
                 _add_relative_aliases(module, tree, _package_of(path))
                 if len(_PARSED) >= _PARSED_MAX:
                     _PARSED.pop(next(iter(_PARSED)))
                 _PARSED[key] = module
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        except (OSError, UnreadableSource, RecursionError, MemoryError):  # Module() walks the tree too
             raise _Unreadable(str(path)) from None
         self._modules[path] = module
         return module

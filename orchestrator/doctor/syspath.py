@@ -10,9 +10,13 @@ counts from the script's folder); anything else is ignored.
 from __future__ import annotations
 
 import ast
+import logging
 from pathlib import Path
 
 from orchestrator.doctor.names import last_name
+from orchestrator.spec.pysource import UnreadableSource, parse_source
+
+log = logging.getLogger(__name__)
 
 _PASS_THROUGH = frozenset({"abspath", "realpath", "normpath", "expanduser", "str", "Path", "resolve"})
 
@@ -27,8 +31,12 @@ def extra_roots(script: Path, tree: ast.Module) -> list[Path]:
             sibling = script.parent / f"{name}.py"
             if "." not in name and sibling.is_file() and sibling.stat().st_size < 100_000:
                 try:
-                    files.append((sibling.resolve(), ast.parse(sibling.read_bytes())))
-                except (OSError, SyntaxError, ValueError):
+                    files.append((sibling.resolve(), parse_source(sibling.read_bytes(), str(sibling))))
+                except OSError:
+                    continue
+                except UnreadableSource as exc:  # its sys.path changes are not followed; the script still is
+                    if exc.limit:
+                        log.warning("%s; its sys.path changes are not followed", exc)
                     continue
     found: list[Path] = []
     for path, module in files:

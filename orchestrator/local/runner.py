@@ -5,17 +5,14 @@ NODE_RANK=0, MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port) and derives its Dis
 ``distenv.derive`` as a Slurm task. Rank 0's output goes to the terminal and every rank's to
 ``logs/local-rank<R>.out``. When one process exits non-zero the others get SIGTERM at once and
 SIGKILL after a grace period; the result names the rank that caused it
-(:func:`orchestrator.records.restarts.blame.blame`
-over the ranks' outcome records, completed with the exit codes seen here): the first rank that
-failed, or the rank that stopped making progress while the others gave up waiting for it. Ctrl-C (SIGINT), SIGTERM
+(:func:`orchestrator.records.restarts.blame.blame` over the ranks' outcome records, with the exit codes seen here):
+the first rank that failed, or the rank that stopped progressing while the others gave up. Ctrl-C (SIGINT), SIGTERM
 and the job's preemption signal sent to ``orch run`` are forwarded to every process.
 
 No process outlives the run (:mod:`orchestrator.task.reaper`): each rank leads its own process group
 and carries ``ORCH_RUN_TOKEN``; when the ranks have ended, what is left in their groups or carries the
 token gets SIGCONT, SIGTERM and, after the grace period, SIGKILL; a watchdog does the same if orch run
-itself is killed.
-
-No torch here: only the child processes import it.
+itself is killed. No torch here: only the child processes import it.
 """
 
 from __future__ import annotations
@@ -167,6 +164,7 @@ class LocalRunner:
         remove_outcomes(self.job_dir)  # the records of an earlier run of this folder
         # every process of this run carries the token; the watchdog stops them if orch run dies (reaper)
         self._token = uuid.uuid4().hex
+        self._log_error: tuple[Path, OSError] | None = None
         watchdog = self._start_watchdog()
         try:
             with self._signals_forwarded():
@@ -180,6 +178,10 @@ class LocalRunner:
                         watchdog.stdin.close()
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     watchdog.wait(timeout=5)
+        if self._log_error is not None:  # the disk filled up under a rank's log: said once, never a thread's traceback
+            path, exc = self._log_error
+            raise ConfigError(f"cannot write {path}: {exc.strerror or exc} (the rank's log stopped there)",
+                              hint=f"free space on the file system of {self.job_dir} or point --job-root elsewhere")
         return self._result(codes, exited_at, stopped, logs)
 
     # --- processes ------------------------------------------------------------------------------
@@ -233,9 +235,15 @@ class LocalRunner:
         stream = self._procs[rank].stdout
         assert stream is not None
         prefix = f"[rank {rank}] " if self.all_ranks else ""
+        logging = True  # drained to the end below: a rank never blocks on its pipe
         for chunk in iter(lambda: stream.readline(), b""):
-            self._files[rank].write(chunk)
-            self._files[rank].flush()
+            if logging:
+                try:
+                    self._files[rank].write(chunk)
+                    self._files[rank].flush()
+                except OSError as exc:  # ENOSPC, EDQUOT: the log stops; the rank and the echo go on
+                    logging = False
+                    self._log_error = self._log_error or (Path(os.fsdecode(self._files[rank].name)), exc)
             if self.echo is not None and not (self._quiet and rank == 0) and not (self._quiet_all and rank):
                 text = chunk.decode("utf-8", errors="replace")
                 with self._echo_lock, contextlib.suppress(ValueError, OSError):  # one whole line at a time
@@ -282,7 +290,10 @@ class LocalRunner:
         for tee in self._tees:
             tee.join(timeout=5)
         for fh in self._files:
-            fh.close()
+            try:
+                fh.close()  # flushes what is left: ENOSPC here too
+            except OSError as exc:
+                self._log_error = self._log_error or (Path(os.fsdecode(fh.name)), exc)
         return [p.returncode for p in self._procs], exited_at, stopped_by_us
 
     def _send_all(self, signum: int) -> None:

@@ -9,8 +9,9 @@ that names what the file did:
   submitting the job), the ``os.exec*`` family (orch would be replaced), ``os.posix_spawn*``,
   ``os.spawn*``, ``os.system``: each raises instead while the file is imported;
 - raising an exception of any kind, ``BaseException`` subclasses included (Ctrl-C stays Ctrl-C);
-- printing: ``sys.stdout`` is standard error while the file is imported, so ``orch ... --json``
-  keeps printing JSON only; closing ``sys.stdout`` or ``sys.stderr`` there closes nothing of orch's.
+- printing: ``sys.stdout`` and file descriptor 1 are standard error while the file is imported (a
+  ``print``, ``os.write(1, ...)``, a subprocess's output), so ``orch ... --json`` keeps printing JSON
+  only; closing ``sys.stdout`` or ``sys.stderr`` there closes nothing of orch's.
 """
 
 from __future__ import annotations
@@ -71,8 +72,43 @@ def _refuser(name: str) -> Callable[..., NoReturn]:
     return refuse
 
 
+def _flush(*streams: Any) -> None:
+    for stream in streams:
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
 @contextlib.contextmanager
-def _guarded() -> Iterator[None]:
+def _fd1_to_stderr(closed: list[str]) -> Iterator[None]:
+    """File descriptor 1 is standard error's while a job file is imported: ``os.write(1, ...)``, a
+    subprocess's output and ``sys.__stdout__`` reach standard error, not orch's (JSON) output. Appends
+    to ``closed`` when the file closed descriptor 1 (it is reopened on orch's output afterwards)."""
+    _flush(sys.stdout, sys.__stdout__)
+    try:
+        saved = os.dup(1)
+    except OSError:  # no standard output to keep apart
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no standard error to send it to
+        os.close(saved)
+        yield
+        return
+    try:
+        yield
+    finally:
+        _flush(sys.__stdout__)
+        try:
+            os.fstat(1)
+        except OSError:
+            closed.append("closed orch's standard output (file descriptor 1) while it is imported")
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+@contextlib.contextmanager
+def _guarded(closed: list[str]) -> Iterator[None]:
     saved_os = {name: getattr(os, name) for name in _REFUSED if hasattr(os, name)}
     saved_out, saved_err = sys.stdout, sys.stderr
     stderr = _ToStderr(saved_err)
@@ -80,12 +116,12 @@ def _guarded() -> Iterator[None]:
         setattr(os, name, _refuser(name))
     sys.stdout, sys.stderr = stderr, stderr
     try:
-        yield
+        with _fd1_to_stderr(closed):
+            yield
     finally:
         for name, function in saved_os.items():
             setattr(os, name, function)
-        with contextlib.suppress(Exception):
-            stderr.flush()
+        _flush(stderr)
         sys.stdout, sys.stderr = saved_out, saved_err
 
 
@@ -112,8 +148,9 @@ def import_job_file(path: Path, module_name: str) -> ModuleType:
     sys.modules[module_name] = module
     problem: str | None = None
     cause: BaseException | None = None
+    closed: list[str] = []
     try:
-        with _guarded():
+        with _guarded(closed):
             spec.loader.exec_module(module)
     except DidAtImport as exc:
         problem = str(exc)
@@ -127,7 +164,7 @@ def import_job_file(path: Path, module_name: str) -> ModuleType:
     except BaseException as exc:  # a BaseException subclass of the file's own: still the file's error
         problem = f"raised {type(exc).__name__} (a BaseException) while it is imported: {exc!r}"[:400]
     if problem is None:
-        problem = _closed_output()
+        problem = closed[0] if closed else _closed_output()
     if problem is None:
         return module
     del sys.modules[module_name]

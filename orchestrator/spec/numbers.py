@@ -136,8 +136,8 @@ _OS_HINTS = {
                  "job folder)",
     errno.ENAMETOOLONG: f"a file name holds at most {NAME_MAX} bytes and a path {PATH_MAX - 1}: shorten it",
     errno.ELOOP: "a symbolic link on the way points back to itself (a loop): fix or remove it",
-    errno.ENOSPC: "the file system is full: free some space",
-    errno.EDQUOT: "your disk quota is used up: free some space",
+    errno.ENOSPC: "the file system is full: free space on it (orch run, orch submit: or point --job-root elsewhere)",
+    errno.EDQUOT: "your disk quota is used up: free some space (orch run, orch submit: or point --job-root elsewhere)",
     errno.EACCES: "you may not access it: check the permissions",
     errno.EPERM: "you may not access it: check the permissions",
 }

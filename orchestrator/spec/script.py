@@ -81,6 +81,8 @@ def has_spec(path: Path) -> bool:
     """Does this .py file assign ``SPEC`` at module level (a job file)? Read, not imported."""
     import ast  # only when a .py path is given (a job name needs no parser)
 
+    from orchestrator.spec.pysource import UnreadableSource, parse_source
+
     try:
         with open_regular(path) as fh:  # a FIFO or a device: refused, never read (no hang)
             source = fh.read(MAX_SOURCE_BYTES + 1)
@@ -90,11 +92,13 @@ def has_spec(path: Path) -> bool:
         raise ConfigError(f"{path} is larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB",
                           hint="pass the .py file of the script or job")
     try:
-        tree = ast.parse(source, filename=str(path))
-    except (SyntaxError, ValueError) as exc:
-        raise ConfigError(f"{path} is not valid Python: {exc}", hint="fix the script, or pass another") from None
-    except (RecursionError, MemoryError):  # nested beyond the parser: no job file (it defines SPEC simply)
-        log.warning("%s is too deeply nested or too large to parse; taken as a script, not a job file", path)
+        tree = parse_source(source, str(path))
+    except UnreadableSource as exc:
+        if not exc.limit:
+            raise ConfigError(f"{path} is not valid Python: {exc.why} (line {exc.line or '?'})",
+                              hint="fix the script, or pass another") from None
+        # nested beyond the parser: no job file (it defines SPEC simply); Python itself may refuse it too
+        log.warning("%s; taken as a script, not a job file", exc)
         return False
     for node in tree.body:
         targets: list[ast.expr] = []

@@ -67,6 +67,19 @@ def exit_code(exc: SystemExit) -> int:
     return 1
 
 
+def _while_compiling(exc: BaseException) -> bool:
+    """True when ``exc`` came from compiling the script (every frame is orch's or runpy's, none the script's)."""
+    return all(_orch_frame(frame.filename) for frame in traceback.extract_tb(exc.__traceback__))
+
+
+def _compile_failure(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"{exc.msg} (line {exc.lineno or '?'})"
+    if isinstance(exc, RecursionError):
+        return "too deeply nested (the compiler ran out of recursion)"
+    return "too large or too deeply nested (out of memory while compiling)"
+
+
 def _orch_frame(filename: str) -> bool:
     return filename in _RUNPY_FILES or os.path.abspath(filename).startswith(_ORCH_DIR)
 
@@ -160,6 +173,11 @@ def _run_target(target: ScriptTarget, first: str) -> int:
             runpy.run_module(target.target, run_name="__main__", alter_sys=True)
     except SystemExit as exc:
         return exit_code(exc)
+    except (SyntaxError, RecursionError, MemoryError) as exc:
+        if not _while_compiling(exc):  # the script's own error, raised while it ran
+            raise
+        raise ConfigError(f"Python cannot compile {target.target}: {_compile_failure(exc)}",
+                          hint="split the deeply nested expression or statement into smaller parts") from None
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # a script may have closed or replaced them
