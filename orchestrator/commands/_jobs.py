@@ -13,8 +13,8 @@ from orchestrator.errors import SlurmError
 from orchestrator.records.cache import find_cluster
 from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id, job_root, read_job_dir
 from orchestrator.records.jobindex import lookup
-from orchestrator.spec.cluster import Cluster
 from orchestrator.slurm.tracking import reconcile
+from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.runconfig import JOB_FILE
 
 log = logging.getLogger(__name__)

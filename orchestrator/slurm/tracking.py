@@ -134,7 +134,8 @@ TOKEN_PREFIX = "orch:"
 
 def write_token(job_dir: Path, extra: Mapping[str, str | None]) -> str:
     """Record the token before sbatch; the ``--comment`` to give sbatch (``extra``: the sbatch options,
-    whose ``comment``, when the user gave one, comes first). Raises OSError (nothing queued yet)."""
+    whose ``comment``, when the user gave one, follows the token: the command line's wins over the
+    script's, and squeue's first word is then still the token). Raises OSError (nothing queued yet)."""
     token = TOKEN_PREFIX + job_dir.name
     fd = os.open(job_dir / SUBMIT_TOKEN_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
                  _FILE_MODE)
@@ -144,7 +145,7 @@ def write_token(job_dir: Path, extra: Mapping[str, str | None]) -> str:
     finally:
         os.close(fd)
     theirs = (extra.get("comment") or "").strip()
-    return f"{theirs} {token}" if theirs else token
+    return f"{token} {theirs}" if theirs else token
 
 
 def read_token(job_dir: Path) -> str | None:
@@ -183,7 +184,7 @@ def reconcile(job_dirs: Iterable[Path]) -> dict[Path, str]:
               if (token := read_token(owner)) is not None}
     if not owners:
         return {}
-    by_word = {comment.split()[-1]: job_id for comment, job_id in slurm.comments().items()}
+    by_word = {comment.split()[0]: job_id for comment, job_id in slurm.comments().items()}
     recorded: dict[Path, str] = {}
     for owner, token in owners.items():
         job_id = by_word.get(token)

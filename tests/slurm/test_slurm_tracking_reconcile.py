@@ -96,3 +96,19 @@ def test_a_job_slurm_forgot_is_unknown_with_a_reason(verb: str, write_cluster: C
     assert row["state"] == "UNKNOWN" and row["job_id"] is None
     assert "orch submit was stopped" in row["reason"], row
     assert (folder / "job_id").read_text(encoding="ascii").strip() == ""
+
+
+def test_the_users_own_comment_follows_the_token(write_cluster: Callable[..., Path], tmp_path: Path) -> None:
+    folder = killed_submit(tmp_path, write_cluster(), "--sbatch-arg", "comment=mine | and more")
+    [call] = calls(tmp_path, "sbatch")
+    assert call["argv"][1] == f"--comment=orch:{folder.name} mine | and more"
+    proc = orch(tmp_path, "status", str(folder), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["job_id"] == "4242"
+
+
+def test_logs_of_the_folder_finds_the_queued_job(write_cluster: Callable[..., Path], tmp_path: Path) -> None:
+    folder = killed_submit(tmp_path, write_cluster())
+    proc = orch(tmp_path, "logs", str(folder))
+    assert "Traceback" not in proc.stderr and "no job id" not in proc.stderr, proc.stderr
+    assert (folder / "job_id").read_text(encoding="ascii") == "4242\n"
