@@ -25,6 +25,7 @@ import contextlib
 import logging
 import os
 import signal
+import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -151,12 +152,10 @@ def write_token(job_dir: Path, extra: Mapping[str, str | None]) -> str:
 def read_token(job_dir: Path) -> str | None:
     """The token of a folder whose submit may have died after sbatch: ``job_id`` blank (reserved, never
     filled), sbatch not refused; None otherwise."""
-    try:
-        if (job_dir / SUBMIT_ERROR_FILE).exists() or not _blank(job_dir):
-            return None
-        text = (job_dir / SUBMIT_TOKEN_FILE).read_bytes()[:1024].decode("utf-8", "surrogateescape").strip()
-    except OSError:
+    if os.path.lexists(job_dir / SUBMIT_ERROR_FILE) or not _blank(job_dir):
         return None
+    data = _head(job_dir / SUBMIT_TOKEN_FILE, 1024)
+    text = data.decode("utf-8", "surrogateescape").strip() if data is not None else ""
     return text if text.startswith(TOKEN_PREFIX) else None
 
 
@@ -209,8 +208,19 @@ def _elements(owner: Path) -> list[Path]:
 
 def _blank(job_dir: Path) -> bool:
     """``job_id`` holds only the blanks :func:`reserve_id` wrote (no id yet)."""
+    data = _head(job_dir / JOB_ID_FILE, ID_RESERVE + 1)
+    return data is not None and not data.strip()
+
+
+def _head(path: Path, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of a regular file (never a FIFO, a device or a link's target); None else."""
     try:
-        with open(job_dir / JOB_ID_FILE, "rb") as file:
-            return not file.read(ID_RESERVE + 1).strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
-        return False
+        return None
+    try:
+        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
