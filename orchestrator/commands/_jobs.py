@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import SlurmError
 from orchestrator.records.cache import find_cluster
 from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id, job_root, read_job_dir
 from orchestrator.records.jobindex import lookup
+from orchestrator.slurm.tracking import reconcile
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.runconfig import JOB_FILE
+
+log = logging.getLogger(__name__)
 
 
 def cluster_or_none(args: argparse.Namespace) -> Cluster | None:
@@ -59,7 +64,21 @@ def find_job(ref: str, args: argparse.Namespace) -> JobDir:
         job = indexed_job(ref, cluster_name(args))
         if job is not None:
             return job
-    return find_job_dir(ref, job_root_from_args(args))
+    return reconciled([find_job_dir(ref, job_root_from_args(args))])[0]
+
+
+def reconciled(jobs: Sequence[JobDir]) -> list[JobDir]:
+    """``jobs``, with the id of each job whose ``orch submit`` died after sbatch queued it found now (one
+    squeue call, only when a Slurm folder has no id: :func:`orchestrator.slurm.tracking.reconcile`)."""
+    waiting = [job.path for job in jobs if job.job_id is None and job.mode == "slurm"]
+    if not waiting:
+        return list(jobs)
+    try:
+        found = reconcile(waiting)
+    except SlurmError as exc:  # the folder's own records still answer (UNKNOWN, and why)
+        log.info("cannot look for the jobs of %d folders without an id: %s", len(waiting), exc.message)
+        return list(jobs)
+    return [read_job_dir(job.path) if job.path in found else job for job in jobs]
 
 
 def format_rows(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> str:

@@ -20,7 +20,7 @@ import itertools
 import sys
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import cluster_name, format_rows, job_root_from_args
+from orchestrator.commands._jobs import cluster_name, format_rows, job_root_from_args, reconciled
 from orchestrator.records import jobdirs
 from orchestrator.remote.forward import remote_rows
 from orchestrator.slurm import jobstate
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     limit = min(args.limit, sys.maxsize - 1)  # a 20-digit --limit means "all" (islice takes no more)
     paths = list(itertools.islice(newest, limit + 1) if limit > 0 else newest)
     more = limit > 0 and len(paths) > limit
-    jobs = [jobdirs.read_job_dir(path) for path in (paths[:limit] if more else paths)]  # only the folders shown
+    jobs = reconciled([jobdirs.read_job_dir(path) for path in (paths[:limit] if more else paths)])  # shown only
     table = jobstate.rows([(job.job_id, job) for job in jobs], tolerant=True, details=False,
                           cluster=cluster_name(args))
     table += remote_rows(limit)  # jobs submitted from here to remote clusters (docs/remote.md)

@@ -46,6 +46,7 @@ from orchestrator.records.restarts.attempts import format_attempts, format_ledge
 from orchestrator.records.restarts.attempts import restarts as attempt_restarts
 from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
 from orchestrator.slurm import jobstate
+from orchestrator.slurm.tracking import interrupted
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.snapshot import Snapshot
 
@@ -90,7 +91,8 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, JobDir | None]]
     for ref in args.jobs:
         if not is_job_id(ref):
             job = find_job(ref, args)  # a local run (orch run) has no job id: its folder's records tell
-            targets.append((job.job_id if job.mode == "local" else job.queued_id(), job))
+            lost = job.job_id is None and interrupted(job.path) is not None  # UNKNOWN, and why
+            targets.append((job.job_id if job.mode == "local" or lost else job.queued_id(), job))
             continue
         found = None if args.cluster else indexed_job(ref, cluster)  # the index first: no --cluster needed
         if found is None:

@@ -39,6 +39,7 @@ from orchestrator.spec.runconfig import (
     LOG_DIR,
     SCRIPT_FILE,
     SUBMIT_ERROR_FILE,
+    SUBMIT_TOKEN_FILE,
     RunConfig,
     read_run_config,
     run_config_text,
@@ -109,6 +110,9 @@ def write_run_config(job_dir: Path, config: RunConfig) -> Path:
 
 def _not_queued_hint(job: JobDir) -> str:
     if not job.submit_error and (job.path / JOB_ID_FILE).is_file():  # reserved before sbatch, never filled
+        if (job.path / SUBMIT_TOKEN_FILE).is_file():  # orch looked for its job by the token: Slurm has none
+            return ("orch submit stopped before it recorded the id (or sbatch failed), and Slurm holds no job "
+                    f"whose --comment is this folder's {SUBMIT_TOKEN_FILE}: nothing of it is queued now")
         return ("orch submit stopped before it recorded the id (or sbatch failed): if Slurm queued the job, "
                 "the job records its id here when it starts (see squeue --me)")
     if job.submit_error:

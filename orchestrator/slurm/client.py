@@ -109,12 +109,13 @@ def run_sbatch_command(environ: Mapping[str, str]) -> Runner:
 
 
 def sbatch(script_path: Path, *, runner: Runner | None = None, timeout: float = SBATCH_TIMEOUT,
-           environ: Mapping[str, str] | None = None) -> str:
+           environ: Mapping[str, str] | None = None, comment: str | None = None) -> str:
     """Queue ``script_path`` with ``sbatch --parsable``; the job id (``jobid[;cluster]`` -> jobid).
 
     Without a ``runner``, sbatch runs in ``environ`` (default: this process's) minus SBATCH_* variables.
+    ``comment``: the job's ``--comment`` (on the command line: it wins over the script's ``#SBATCH``).
     """
-    argv = ["sbatch", "--parsable", str(script_path)]
+    argv = ["sbatch", "--parsable", *([f"--comment={comment}"] if comment is not None else []), str(script_path)]
     if runner is None:
         import os
 
@@ -227,6 +228,22 @@ def squeue(job_ids: Sequence[str] = (), *, runner: Runner = run_command) -> dict
         proc = _query([*argv, "--jobs=" + ",".join(batch)], runner)
         if proc.returncode == 0:
             found.update(parse_squeue(proc.stdout))
+    return found
+
+
+# squeue -O fields of :func:`comments`: the array's id (a plain job's own id), then its comment (may hold '|')
+COMMENT_FORMAT = "ArrayJobID:|,Comment:"
+
+
+def comments(*, runner: Runner = run_command) -> dict[str, str]:
+    """This user's jobs that Slurm holds, as {comment: job id (an array's own id)}, in one squeue call
+    (``--me``: squeue cannot filter by comment, so every job of the user is listed, unpadded)."""
+    proc = _query(["squeue", "--noheader", "--states=all", "--me", f"--Format={COMMENT_FORMAT}"], runner)
+    found: dict[str, str] = {}
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        job_id, sep, comment = line.partition("|")
+        if sep and _JOB_ID_RE.fullmatch(job_id.strip()) and comment.strip():
+            found.setdefault(comment.strip(), job_id.strip())
     return found
 
 

@@ -36,6 +36,7 @@ from orchestrator.slurm import client as slurm
 from orchestrator.slurm import state as slurmstate
 from orchestrator.slurm.preflight import status_note
 from orchestrator.slurm.stepreport import read_report, seen_from
+from orchestrator.slurm.tracking import interrupted
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.units import parse_time
 from orchestrator.task.outcome import read_outcomes
@@ -128,7 +129,8 @@ def describe(job_id: str | None, job: JobDir | None, status: slurmstate.JobStatu
 
 def _from_folder(job: JobDir) -> dict[str, Any]:
     if job.job_id is None and job.mode != "local":
-        return {"state": NOT_QUEUED if job.submit_error is not None else "UNKNOWN", "source": "folder"}
+        return {"state": NOT_QUEUED if job.submit_error is not None else "UNKNOWN", "source": "folder",
+                "reason": interrupted(job.path)}
     if read_result(job.path) is not None:
         return {"state": "COMPLETED", "source": "folder"}
     return _local_end(job) if job.mode == "local" else {}

@@ -42,7 +42,7 @@ from orchestrator.records.snapshots.store import snapshot_config
 from orchestrator.records.trust import fs_error, make_job_root
 from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.slurm.render import render_script
-from orchestrator.slurm.tracking import deferred_signals, private_umask, record_ids, reserve_id
+from orchestrator.slurm.tracking import deferred_signals, private_umask, record_ids, reserve_id, write_token
 from orchestrator.spec.bounds import BOUNDS, MAX_ARRAY_SIZE
 from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, resolve_data_dir
 
@@ -301,8 +301,9 @@ def queue(plan: SubmitPlan, environ: Mapping[str, str]) -> str:
     job_dir = write_job_dir(plan.job_dir, plan.script, config)
     with filling(job_dir):
         reserve_id(job_dir)  # everything that can be written is written before sbatch
+        comment = write_token(job_dir, plan.context.sbatch_extra)  # finds the job if orch is SIGKILLed
     with deferred_signals():  # Ctrl-C, SIGTERM, SIGHUP: after the id is recorded, never between
-        job_id = _sbatch(job_dir, [job_dir])
+        job_id = _sbatch(job_dir, [job_dir], comment)
         submitted = now_text()  # right after sbatch returned: a little later than Slurm's SubmitTime
         record_ids([(job_dir, job_id)])
         _record(job_dir, job_id, plan.run_config, submitted)
@@ -324,13 +325,14 @@ def queue_array(array: ArrayPlan, environ: Mapping[str, str]) -> tuple[str, list
         write_script(folder, array.script)
         write_private(folder / ARRAY_FILE, json.dumps(array_record(array), indent=2, sort_keys=True) + "\n")
         reserve_id(folder)
+        comment = write_token(folder, array.plan.context.sbatch_extra)
         for element in array.elements:
             create_job_dir(element.job_dir)
             write_config(element.job_dir, element.run_config.model_copy(update={"snapshot": snap}))
             reserve_id(element.job_dir)
     folders = [folder, *(e.job_dir for e in array.elements)]
     with deferred_signals():  # as queue(): the ids are recorded before a signal stops orch
-        array_id = _sbatch(folder, folders)
+        array_id = _sbatch(folder, folders, comment)
         submitted = now_text()
         ids = [f"{array_id}_{e.index}" for e in array.elements]
         record_ids([(folder, array_id), *((e.job_dir, i) for e, i in zip(array.elements, ids, strict=True))])
@@ -348,12 +350,12 @@ def array_record(array: ArrayPlan) -> dict[str, Any]:
                          for e in array.elements]}
 
 
-def _sbatch(job_dir: Path, folders: Sequence[Path]) -> str:
+def _sbatch(job_dir: Path, folders: Sequence[Path], comment: str) -> str:
     from orchestrator.slurm import client as slurm  # the dry run (plan only) never loads the Slurm adapter
 
     try:
         with private_umask():  # sbatch hands its umask to the job: the batch log is the user's alone
-            return slurm.sbatch(job_dir / SCRIPT_FILE)
+            return slurm.sbatch(job_dir / SCRIPT_FILE, comment=comment)
     except SlurmError as exc:
         for path in folders:
             (path / JOB_ID_FILE).unlink(missing_ok=True)  # the blanks reserved for an id that never came

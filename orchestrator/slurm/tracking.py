@@ -7,8 +7,13 @@
 * SIGINT, SIGTERM and SIGHUP are held back (:func:`deferred_signals`) from just before sbatch until the
   id is recorded, then delivered: Ctrl-C, a ``kill`` or a closed terminal stop orch after the job is
   tracked, never between. (sbatch inherits the blocked signals: a Ctrl-C cannot kill it half-way.)
-* SIGKILL cannot be held back: the batch script records its own id in the folder when it starts
-  (``templates/base.sbatch.j2``), so a killed ``orch submit`` still leaves a tracked job.
+* SIGKILL cannot be held back. Before sbatch, the folder records a token (``submit_token``,
+  :func:`write_token`: ``orch:<folder name>``) that sbatch gives the job as its ``--comment``. A folder
+  whose ``job_id`` is still blank is reconciled the next time orch reads it (:func:`reconcile`: ``orch
+  status``, ``list``, ``cancel``, ``logs``): one squeue call lists the user's jobs by comment, and the id of
+  the job carrying the token is recorded (:func:`record_ids`, the one writer), an array's elements too.
+  The batch script also records its own id when it starts (``templates/base.sbatch.j2``). A job Slurm
+  no longer holds stays without an id: ``orch status`` says UNKNOWN and why (:func:`interrupted`).
 * When recording fails all the same (the folder was removed, a read-only remount), orch cancels the job
   it just queued (:func:`untracked`) and exits non-zero; if scancel fails too, the error names the id and
   the command that cancels it.
@@ -20,12 +25,14 @@ import contextlib
 import logging
 import os
 import signal
+import stat
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from orchestrator.errors import SlurmError
-from orchestrator.spec.runconfig import JOB_ID_FILE
+from orchestrator.records.jobdirs import ARRAY_FILE
+from orchestrator.spec.runconfig import JOB_ID_FILE, SUBMIT_ERROR_FILE, SUBMIT_TOKEN_FILE
 
 log = logging.getLogger(__name__)
 
@@ -119,3 +126,101 @@ def untracked(job_id: str, job_dir: Path, exc: OSError) -> SlurmError:
     return SlurmError(f"sbatch queued job {job_id}, but orch could not record its id in {job_dir} ({reason}); "
                       f"job {job_id} was cancelled, so nothing runs untracked",
                       hint=f"free space or fix {job_dir.parent} (launcher.job_root), then submit again")
+
+
+# --- a submit that died after sbatch: find the job by its token ----------------------------------
+
+TOKEN_PREFIX = "orch:"
+
+
+def write_token(job_dir: Path, extra: Mapping[str, str | None]) -> str:
+    """Record the token before sbatch; the ``--comment`` to give sbatch (``extra``: the sbatch options,
+    whose ``comment``, when the user gave one, follows the token: the command line's wins over the
+    script's, and squeue's first word is then still the token). Raises OSError (nothing queued yet)."""
+    token = TOKEN_PREFIX + job_dir.name
+    fd = os.open(job_dir / SUBMIT_TOKEN_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 _FILE_MODE)
+    try:
+        os.write(fd, (token + "\n").encode("utf-8", "surrogateescape"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    theirs = (extra.get("comment") or "").strip()
+    return f"{token} {theirs}" if theirs else token
+
+
+def read_token(job_dir: Path) -> str | None:
+    """The token of a folder whose submit may have died after sbatch: ``job_id`` blank (reserved, never
+    filled), sbatch not refused; None otherwise."""
+    if os.path.lexists(job_dir / SUBMIT_ERROR_FILE) or not _blank(job_dir):
+        return None
+    data = _head(job_dir / SUBMIT_TOKEN_FILE, 1024)
+    text = data.decode("utf-8", "surrogateescape").strip() if data is not None else ""
+    return text if text.startswith(TOKEN_PREFIX) else None
+
+
+def interrupted(job_dir: Path) -> str | None:
+    """Why a folder has no job id although sbatch may have queued it (UNKNOWN's reason), else None."""
+    token = read_token(job_dir)
+    if token is None:
+        return None
+    return (f"orch submit was stopped before it recorded the id, and Slurm holds no job of comment {token} "
+            "(it never ran, or finished long ago)")
+
+
+def _owner(job_dir: Path) -> Path:
+    """The folder that sbatch queued: an array element's is the array's folder (its parent)."""
+    return job_dir.parent if (job_dir.parent / ARRAY_FILE).is_file() and job_dir.name.isdigit() else job_dir
+
+
+def reconcile(job_dirs: Iterable[Path]) -> dict[Path, str]:
+    """Record the id of every job queued for these folders whose submit died before recording it (one
+    squeue call, only when some folder needs it); {folder: id recorded}. Slurm's refusal to answer is a
+    SlurmError; a failure to record is logged (the folder stays as it was)."""
+    from orchestrator.slurm import client as slurm
+
+    owners = {owner: token for owner in dict.fromkeys(_owner(p) for p in job_dirs)
+              if (token := read_token(owner)) is not None}
+    if not owners:
+        return {}
+    by_word = {comment.split()[0]: job_id for comment, job_id in slurm.comments().items()}
+    recorded: dict[Path, str] = {}
+    for owner, token in owners.items():
+        job_id = by_word.get(token)
+        if job_id is None:
+            continue
+        pairs = [(owner, job_id), *((e, f"{job_id}_{e.name}") for e in _elements(owner))]
+        try:
+            for folder, element_id in pairs:
+                record_id(folder, element_id)
+                recorded[folder] = element_id
+        except OSError as exc:
+            log.warning("cannot record job %s in %s: %s", job_id, owner, exc.strerror)
+    return recorded
+
+
+def _elements(owner: Path) -> list[Path]:
+    """An array folder's element folders that still wait for their id."""
+    if not (owner / ARRAY_FILE).is_file():
+        return []
+    return sorted((p for p in owner.iterdir() if p.name.isdigit() and _blank(p)), key=lambda p: int(p.name))
+
+
+def _blank(job_dir: Path) -> bool:
+    """``job_id`` holds only the blanks :func:`reserve_id` wrote (no id yet)."""
+    data = _head(job_dir / JOB_ID_FILE, ID_RESERVE + 1)
+    return data is not None and not data.strip()
+
+
+def _head(path: Path, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of a regular file (never a FIFO, a device or a link's target); None else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

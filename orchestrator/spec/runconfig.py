@@ -27,6 +27,7 @@ JOB_FILE = "job.json"
 SCRIPT_FILE = "sbatch.sh"
 JOB_ID_FILE = "job_id"
 SUBMIT_ERROR_FILE = "submit_error.txt"
+SUBMIT_TOKEN_FILE = "submit_token"  # written before sbatch: the --comment that finds the job if orch dies after it
 METRICS_FILE = "metrics.jsonl"
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.json"  # rank 0's position inside an epoch, rewritten every few seconds

@@ -122,7 +122,7 @@ def test_submit_writes_the_folder_and_queues(env: dict[str, Any], capsys: Capsys
     assert (job_dir / "job_id").read_text(encoding="utf-8") == "4242\n"
     assert json.loads((job_dir / "job.json").read_text(encoding="utf-8"))["params"]["lr"] == 0.25
     [call] = env["stubs"].records("sbatch")
-    assert call["argv"] == ["--parsable", str(job_dir / "sbatch.sh")]
+    assert call["argv"] == ["--parsable", f"--comment=orch:{job_dir.name}", str(job_dir / "sbatch.sh")]
     assert call["script"] == (job_dir / "sbatch.sh").read_text(encoding="utf-8")
     assert "--job-name=my run" in call["sbatch_options"]
     assert (job_dir / "logs").is_dir()

@@ -61,3 +61,31 @@ def test_sigkilled_submit_leaves_a_tracked_private_job(slurm_cluster: SlurmClust
     for path in [job_dir, *job_dir.rglob("*")]:
         assert not stat.S_IMODE(path.lstat().st_mode) & 0o077, f"{path} is not private"
     assert (job_dir / "logs" / f"slurm-{job_id}.out").is_file()
+
+
+def test_sigkilled_submit_of_a_held_job_is_found_by_its_token(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """The job stays pending (held), so its batch script never records its id: ``orch status FOLDER``
+    finds it by the folder's token (its ``--comment``, one ``squeue --me`` call), and ``orch cancel FOLDER``
+    cancels it."""
+    real = shutil.which("sbatch", path=slurm_cluster.env.get("PATH"))
+    assert real is not None
+    wrapper = tmp_path / "bin" / "sbatch"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"#!/bin/bash\nout=$({real} \"$@\") || exit $?\n"
+                       "printf '%s\\n' \"$out\" >\"$(dirname -- \"$0\")/queued\"\n"
+                       "kill -KILL \"$PPID\"\necho \"$out\"\n",
+                       encoding="utf-8")
+    wrapper.chmod(0o755)
+    env = {**slurm_cluster.env, "PATH": f"{wrapper.parent}{os.pathsep}{slurm_cluster.env['PATH']}"}
+    before = set(slurm_cluster.job_root.iterdir()) if slurm_cluster.job_root.exists() else set()
+    proc = subprocess.run([ORCH, "submit", "smoke", "--cluster", str(slurm_cluster.cluster_yaml), "--sbatch-arg",
+                           "hold", *SMOKE_FAST], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == -9, proc.stderr
+    job_id = (wrapper.parent / "queued").read_text(encoding="utf-8").strip().split(";")[0]
+    [job_dir] = set(slurm_cluster.job_root.iterdir()) - before
+    assert (job_dir / "job_id").read_text(encoding="ascii").strip() == ""
+    status = slurm_cluster.orch("status", str(job_dir), "--json", check=True)
+    assert f'"job_id": "{job_id}"' in status.stdout and "PENDING" in status.stdout, status.stdout
+    assert (job_dir / "job_id").read_text(encoding="ascii") == f"{job_id}\n"
+    cancel = slurm_cluster.orch("cancel", str(job_dir), check=True)
+    assert f"cancelled {job_id}" in cancel.stdout

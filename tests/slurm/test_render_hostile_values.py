@@ -684,7 +684,7 @@ def test_submit_cli_carries_values_to_sbatch_and_srun(
     assert code == 0, out.err
     job_dir = Path(json.loads(out.out)["job_dir"])
     [sbatch] = stubs.records("sbatch")
-    assert sbatch["argv"] == ["--parsable", str(job_dir / SCRIPT_FILE)]
+    assert sbatch["argv"] == ["--parsable", f"--comment=orch:{job_dir.name}", str(job_dir / SCRIPT_FILE)]
     options = sbatch["sbatch_options"]
     assert (
         f"--job-name={value}" in options and f"--account={value}" in options and f"--qos={value}" in options

@@ -7,8 +7,9 @@ A fake ``sbatch`` first on PATH does the unlucky thing while orch waits for it, 
 * the job folder disappears: orch cancels the job it just queued (fake ``scancel`` records it) and exits
   1 saying so; when scancel fails too, the error names the id and the scancel command;
 * SIGINT, SIGTERM or SIGHUP reach ``orch submit`` (and ``--sweep``): held back until the id is recorded;
-* SIGKILL: the id stays unrecorded, ``orch status FOLDER`` explains (no traceback), and the batch script,
-  run as Slurm would start it, records its own id.
+* SIGKILL: the id stays unrecorded; when Slurm holds no job of the folder's token, ``orch status FOLDER``
+  says UNKNOWN and why (no traceback), and the batch script, run as Slurm would start it, records its own
+  id (finding the job by its token: test_slurm_tracking_reconcile.py).
 
 A disk full before anything was queued leaves no job and no folder (exit 2, sbatch never called).
 The real-Slurm counterpart is tests/e2e/test_e2e_tracked.py.
@@ -160,9 +161,12 @@ def test_sigkilled_submit_leaves_a_job_that_records_its_own_id(fakes: Path, writ
     assert proc.returncode == -signal.SIGKILL
     folder = the_folder(tmp_path / "jobs")
     assert (folder / "job_id").read_text(encoding="ascii").strip() == ""  # reserved, never filled
+    # Slurm holds no job of the folder's token (the stub squeue's queue is empty): UNKNOWN, and why
     status = subprocess.run([ORCH, "status", str(folder)], capture_output=True, text=True, timeout=120,
-                            check=False, env=clean_environ())
-    assert "Traceback" not in status.stderr and "records its id" in status.stdout + status.stderr, status
+                            check=False, env=clean_environ(
+                                PATH=f"{STUBS_DIR / 'queue'}{os.pathsep}{STUBS_DIR}{os.pathsep}{os.environ['PATH']}",
+                                ORCH_STUB_PYTHON=sys.executable))
+    assert "Traceback" not in status.stderr and "orch submit was stopped" in status.stdout, status
     # Slurm starts the job: the batch script records its own id before anything else can fail
     run = subprocess.run(["bash", str(folder / "sbatch.sh")], capture_output=True, text=True, timeout=120,
                          check=False, cwd=tmp_path,

@@ -29,7 +29,15 @@ ORCH_STUB_SCONTROL_RC           exit code of ``scontrol requeue`` and other scon
 ORCH_STUB_SRUN_EXEC             1: srun runs its command (the first argument after its options) once,
                                 and exits with its code (instead of ORCH_STUB_SRUN_RC)
 ORCH_STUB_APPTAINER_RC          exit code of ``apptainer`` (default 0); it runs nothing
+ORCH_STUB_QUEUE                 a JSON-lines file: sbatch appends the job it queued (id, ``--comment``,
+                                name, PENDING); ``squeue``/``scancel``/``sacct`` in ``stubs/queue/``
+                                answer from it (scancel marks the job CANCELLED); unset: no queue kept
+ORCH_STUB_SBATCH_KILL_PARENT    1: sbatch SIGKILLs its parent (``orch submit``) right after it printed
+                                the id (the job stays queued): a submit killed at the worst moment
 =============================== ========================================================================
+
+``stubs/queue/`` holds ``squeue``, ``scancel`` and ``sacct`` (answering from ``ORCH_STUB_QUEUE``); only
+tests that put that folder on PATH see them, so the other tests' PATH stays as it was.
 """
 
 from __future__ import annotations
@@ -167,10 +175,84 @@ def sbatch(argv: list[str]) -> int:
     out = os.environ.get("ORCH_STUB_SBATCH_STDOUT", "4242")
     err = os.environ.get("ORCH_STUB_SBATCH_STDERR", "")
     if out:
-        print(out)
+        print(out, flush=True)
     if err:
         print(err, file=sys.stderr)
+    if rc == 0 and out:
+        enqueue(out.strip().split(";")[0], argv, entry.get("sbatch_options", []))
+    if os.environ.get("ORCH_STUB_SBATCH_KILL_PARENT") == "1":
+        os.kill(os.getppid(), signal.SIGKILL)
     return rc
+
+
+# --- the queue: squeue, scancel, sacct (stubs/queue/) ------------------------------------------
+
+def _option(options: list[str], long: str, short: str) -> str | None:
+    """The last value of ``--long=V`` / ``--long V`` / ``-sV`` in ``options`` (as sbatch lets the last win)."""
+    value = None
+    for i, arg in enumerate(options):
+        if arg.startswith(f"--{long}="):
+            value = arg.split("=", 1)[1]
+        elif arg in (f"--{long}", short) and i + 1 < len(options):
+            value = options[i + 1]
+        elif arg.startswith(short) and len(arg) > len(short):
+            value = arg[len(short):]
+    return value
+
+
+def enqueue(job_id: str, argv: list[str], script_options: list[str]) -> None:
+    """Keep the job sbatch queued in ``$ORCH_STUB_QUEUE`` (command-line options win over ``#SBATCH``)."""
+    path = os.environ.get("ORCH_STUB_QUEUE")
+    if not path:
+        return
+    options = [*script_options, *argv[:-1]]
+    job = {"JobArrayID": job_id, "ArrayJobID": job_id, "State": "PENDING", "Reason": "Priority",
+           "NodeList": "", "TimeUsed": "0:00", "RestartCnt": "0",
+           "SubmitTime": time.strftime("%Y-%m-%dT%H:%M:%S"), "Name": _option(options, "job-name", "-J") or "job",
+           "Comment": _option(options, "comment", "--comment") or "(null)"}
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(job) + "\n")
+
+
+def _queue() -> list[dict[str, str]]:
+    path = os.environ.get("ORCH_STUB_QUEUE")
+    if not path or not Path(path).exists():
+        return []
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def squeue(argv: list[str]) -> int:
+    """``--Format=F:|,...,G:`` lines of the queued jobs (``--jobs=`` filters; the rest is ignored)."""
+    record(call_entry("squeue", argv))
+    spec = next((a.split("=", 1)[1] for a in argv if a.startswith("--Format=")), "JobArrayID:")
+    wanted = next((a.split("=", 1)[1].split(",") for a in argv if a.startswith("--jobs=")), None)
+    fields = [(item.split(":", 1)[0], item.split(":", 1)[1] if ":" in item else "") for item in spec.split(",")]
+    jobs = [j for j in _queue() if wanted is None or j["JobArrayID"] in wanted]
+    if wanted is not None and not jobs:
+        print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
+        return 1
+    for job in jobs:
+        print("".join(job.get(name, "") + suffix for name, suffix in fields))
+    return 0
+
+
+def scancel(argv: list[str]) -> int:
+    record(call_entry("scancel", argv))
+    path = os.environ.get("ORCH_STUB_QUEUE")
+    ids = [a for a in argv if not a.startswith("-")]
+    jobs = _queue()
+    for job in jobs:
+        if job["JobArrayID"] in ids:
+            job["State"] = "CANCELLED"
+    if path:
+        Path(path).write_text("".join(json.dumps(j) + "\n" for j in jobs), encoding="utf-8")
+    return 0
+
+
+def sacct(argv: list[str]) -> int:
+    """No accounting records (the queue's jobs are squeue's)."""
+    record(call_entry("sacct", argv))
+    return 0
 
 
 # --- srun --------------------------------------------------------------------------------------
@@ -242,7 +324,8 @@ def apptainer(argv: list[str]) -> int:
     return int(os.environ.get("ORCH_STUB_APPTAINER_RC", "0"))
 
 
-COMMANDS = {"sbatch": sbatch, "srun": srun, "scontrol": scontrol, "apptainer": apptainer}
+COMMANDS = {"sbatch": sbatch, "srun": srun, "scontrol": scontrol, "apptainer": apptainer, "squeue": squeue,
+            "scancel": scancel, "sacct": sacct}
 
 
 def main() -> int:
