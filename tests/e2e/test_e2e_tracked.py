@@ -84,8 +84,9 @@ def test_sigkilled_submit_of_a_held_job_is_found_by_its_token(slurm_cluster: Slu
     job_id = (wrapper.parent / "queued").read_text(encoding="utf-8").strip().split(";")[0]
     [job_dir] = set(slurm_cluster.job_root.iterdir()) - before
     assert (job_dir / "job_id").read_text(encoding="ascii").strip() == ""
-    status = slurm_cluster.orch("status", str(job_dir), "--json", check=True)
+    where = ["--cluster", str(slurm_cluster.cluster_yaml)]
+    status = slurm_cluster.orch("status", str(job_dir), "--json", *where, check=True)
     assert f'"job_id": "{job_id}"' in status.stdout and "PENDING" in status.stdout, status.stdout
     assert (job_dir / "job_id").read_text(encoding="ascii") == f"{job_id}\n"
-    cancel = slurm_cluster.orch("cancel", str(job_dir), check=True)
+    cancel = slurm_cluster.orch("cancel", str(job_dir), *where, check=True)
     assert f"cancelled {job_id}" in cancel.stdout
