@@ -65,16 +65,20 @@ def private_umask() -> Iterator[None]:
         os.umask(old)
 
 
-def reserve_id(job_dir: Path) -> None:
-    """``job_id`` of blanks (no id yet), written before sbatch. Raises OSError (nothing queued yet)."""
-    fd = os.open(job_dir / JOB_ID_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                 _FILE_MODE)
+def _write_new(path: Path, data: bytes) -> None:
+    """A new file of the job folder, mode ``_FILE_MODE`` exactly whatever the umask, on disk before sbatch."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), _FILE_MODE)
     try:
         os.fchmod(fd, _FILE_MODE)
-        os.write(fd, b" " * (ID_RESERVE - 1) + b"\n")
+        os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def reserve_id(job_dir: Path) -> None:
+    """``job_id`` of blanks (no id yet), written before sbatch. Raises OSError (nothing queued yet)."""
+    _write_new(job_dir / JOB_ID_FILE, b" " * (ID_RESERVE - 1) + b"\n")
 
 
 def record_id(job_dir: Path, job_id: str) -> None:
@@ -138,13 +142,7 @@ def write_token(job_dir: Path, extra: Mapping[str, str | None]) -> str:
     whose ``comment``, when the user gave one, follows the token: the command line's wins over the
     script's, and squeue's first word is then still the token). Raises OSError (nothing queued yet)."""
     token = TOKEN_PREFIX + job_dir.name
-    fd = os.open(job_dir / SUBMIT_TOKEN_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                 _FILE_MODE)
-    try:
-        os.write(fd, (token + "\n").encode("utf-8", "surrogateescape"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _write_new(job_dir / SUBMIT_TOKEN_FILE, (token + "\n").encode("utf-8", "surrogateescape"))
     theirs = (extra.get("comment") or "").strip()
     return f"{token} {theirs}" if theirs else token
 

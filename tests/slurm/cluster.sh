@@ -57,7 +57,7 @@ DB_PACKAGES=(slurmdbd mariadb-server)
 
 log() { printf 'cluster.sh: %s\n' "$*" >&2; }
 die() { printf 'cluster.sh: error: %s\n' "$*" >&2; exit 1; }
-# shellcheck source=tests/slurm/testuser.sh
+# shellcheck source-path=SCRIPTDIR source=testuser.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testuser.sh"
 
 usage() {

@@ -23,7 +23,8 @@ DAEMONS_3 = ("slurmd-node1", "slurmd-node2", "slurmd-node3")
 def test_shellcheck_is_clean() -> None:
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck is not installed (apt-get install shellcheck)")
-    proc = subprocess.run(["shellcheck", str(CLUSTER_SH)], capture_output=True, text=True, check=False)
+    # -x: the files it sources (testuser.sh) are checked too
+    proc = subprocess.run(["shellcheck", "-x", str(CLUSTER_SH)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout
 
 
