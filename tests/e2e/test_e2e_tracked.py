@@ -30,7 +30,9 @@ ORCH = shutil.which("orch", path=str(Path(sys.executable).parent)) or "orch"
 SMOKE_FAST = ["epochs=1", "samples=256", "test_samples=64"]
 
 
-def test_sigkilled_submit_leaves_a_tracked_private_job(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+def _killing_sbatch(slurm_cluster: SlurmCluster, tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """(the environment, the file the job id lands in) of an sbatch that queues for real, then SIGKILLs the
+    ``orch submit`` that called it before orch can record the id."""
     real = shutil.which("sbatch", path=slurm_cluster.env.get("PATH"))
     assert real is not None
     wrapper = tmp_path / "bin" / "sbatch"
@@ -41,13 +43,18 @@ def test_sigkilled_submit_leaves_a_tracked_private_job(slurm_cluster: SlurmClust
                        "kill -KILL \"$PPID\"\necho \"$out\"\n",
                        encoding="utf-8")
     wrapper.chmod(0o755)
-    env = {**slurm_cluster.env, "PATH": f"{wrapper.parent}{os.pathsep}{slurm_cluster.env['PATH']}"}
+    return {**slurm_cluster.env, "PATH": f"{wrapper.parent}{os.pathsep}{slurm_cluster.env['PATH']}"}, \
+        wrapper.parent / "queued"
+
+
+def test_sigkilled_submit_leaves_a_tracked_private_job(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    env, queued = _killing_sbatch(slurm_cluster, tmp_path)
     before = set(slurm_cluster.job_root.iterdir()) if slurm_cluster.job_root.exists() else set()
     proc = subprocess.run([ORCH, "submit", "smoke", "--cluster", str(slurm_cluster.cluster_yaml), "--json",
                            *SMOKE_FAST], capture_output=True, text=True, env=env, timeout=120, check=False,
                           preexec_fn=lambda: os.umask(0o022))
     assert proc.returncode == -9, proc.stderr
-    job_id = (wrapper.parent / "queued").read_text(encoding="utf-8").strip().split(";")[0]
+    job_id = queued.read_text(encoding="utf-8").strip().split(";")[0]
     [job_dir] = set(slurm_cluster.job_root.iterdir()) - before
     deadline = time.monotonic() + 120
     while (job_dir / "job_id").read_text(encoding="ascii").strip() != job_id:  # blanks until the job starts
@@ -67,21 +74,12 @@ def test_sigkilled_submit_of_a_held_job_is_found_by_its_token(slurm_cluster: Slu
     """The job stays pending (held), so its batch script never records its id: ``orch status FOLDER``
     finds it by the folder's token (its ``--comment``, one ``squeue --me`` call), and ``orch cancel FOLDER``
     cancels it."""
-    real = shutil.which("sbatch", path=slurm_cluster.env.get("PATH"))
-    assert real is not None
-    wrapper = tmp_path / "bin" / "sbatch"
-    wrapper.parent.mkdir()
-    wrapper.write_text(f"#!/bin/bash\nout=$({real} \"$@\") || exit $?\n"
-                       "printf '%s\\n' \"$out\" >\"$(dirname -- \"$0\")/queued\"\n"
-                       "kill -KILL \"$PPID\"\necho \"$out\"\n",
-                       encoding="utf-8")
-    wrapper.chmod(0o755)
-    env = {**slurm_cluster.env, "PATH": f"{wrapper.parent}{os.pathsep}{slurm_cluster.env['PATH']}"}
+    env, queued = _killing_sbatch(slurm_cluster, tmp_path)
     before = set(slurm_cluster.job_root.iterdir()) if slurm_cluster.job_root.exists() else set()
     proc = subprocess.run([ORCH, "submit", "smoke", "--cluster", str(slurm_cluster.cluster_yaml), "--sbatch-arg",
                            "hold", *SMOKE_FAST], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert proc.returncode == -9, proc.stderr
-    job_id = (wrapper.parent / "queued").read_text(encoding="utf-8").strip().split(";")[0]
+    job_id = queued.read_text(encoding="utf-8").strip().split(";")[0]
     [job_dir] = set(slurm_cluster.job_root.iterdir()) - before
     assert (job_dir / "job_id").read_text(encoding="ascii").strip() == ""
     where = ["--cluster", str(slurm_cluster.cluster_yaml)]
