@@ -121,6 +121,7 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
     environ.update(taskenv.script_env(
         env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
         run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
+    apply_launch_style(cfg, env, environ)
     environ["ORCH_JOB_DIR"] = str(job_dir)
     environ["ORCH_PREEMPT_SIGNAL"] = cfg.launcher.preempt_signal  # the script may handle it (README)
     environ.update(script_tracking_env(cfg, job_dir, rank=env.rank))
@@ -128,6 +129,18 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
                                 gpus_per_task=cfg.gpus_per_task, node_gpus=cfg.gpus_per_node)
     if narrowed is not None:
         environ[VISIBLE_VAR] = narrowed
+
+
+def apply_launch_style(cfg: RunConfig, env: distenv.DistEnv, environ: os._Environ[str]) -> None:
+    """The variables of the script's launch style on top of torchrun's (``orchestrator.spec.launch``):
+    per-node, the node's launcher's (no rank of its own); slurm, Slurm's task variables made this rank's."""
+    if cfg.script is None:
+        return
+    launch = cfg.script.launch
+    dropped, added = taskenv.STYLE_VARIABLES[launch.style](env, launch.procs_per_task)
+    for name in dropped:
+        environ.pop(name, None)
+    environ.update(added)
 
 
 def script_tracking_env(cfg: RunConfig, job_dir: Path, *, rank: int) -> dict[str, str]:
@@ -261,7 +274,8 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
 
             export_script_environment(cfg, env, job_dir, os.environ)
             script = True
-            if env.rank == 0 and taskenv.is_loopback(env.master_addr):  # the store on loopback only
+            per_node = cfg.script.launch.style == "per-node"  # its own rank 0 hosts the store
+            if env.rank == 0 and taskenv.is_loopback(env.master_addr) and not per_node:  # on loopback only
                 runtime.host_script_store(env.master_addr, env.master_port, world_size=env.world_size,
                                           timeout=cfg.launcher.init_timeout)
             return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
