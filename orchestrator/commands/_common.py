@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.records.cache import find_cluster
 from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster
+from orchestrator.spec.launch import AUTO, STYLES
 
 
 def add_job_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
@@ -28,6 +29,7 @@ def add_job_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
     parser.add_argument("--no-check", action="store_true",
                         help="launch a script even when orch doctor finds errors in it (they are still printed)")
     add_ignore_argument(parser)
+    add_launch_argument(parser)
     parser.add_argument("--track", action="append", default=[], metavar="NAME",
                         help="also log to this experiment tracker (wandb, mlflow; repeatable), one run per job "
                              "across requeues and restarts; cluster.yaml's tracking adds its own (TensorBoard is "
@@ -52,6 +54,15 @@ def restarts_note(max_restarts: int, spare_nodes: int = 0) -> str:
               if spare_nodes else "; a failure blamed on a node: the job is submitted again without it")
     return (f"# restarts: a failed training step is restarted up to {max_restarts} time(s) in the allocation "
             f"from the newest checkpoint (attempts.json){spares}\n")
+
+
+def add_launch_argument(parser: argparse.ArgumentParser) -> None:
+    """``--launch STYLE``: how a script's ranks are started (``orchestrator.spec.launch``)."""
+    parser.add_argument("--launch", choices=(AUTO, *STYLES), default=AUTO, metavar="STYLE",
+                        help="how the script starts its ranks: env (torchrun's variables), local-rank-arg "
+                             "(torch.distributed.launch's --local-rank=N), per-node (it spawns its own processes: "
+                             "one task per node), slurm (it reads SLURM_PROCID); default auto: read from the script, "
+                             "shown by the dry run")
 
 
 def add_ignore_argument(parser: argparse.ArgumentParser) -> None:

@@ -46,6 +46,7 @@ from orchestrator.spec.cluster import Cluster, resolve_data_dir
 from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.extras import parse_pass_env
 from orchestrator.spec.job import load_job, load_job_file, make_params, parse_overrides
+from orchestrator.spec.launch import check_style
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
 from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
 from orchestrator.spec.tracking import TRACKERS, TrackerName, merge_tracking, missing_extra
@@ -91,7 +92,9 @@ def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Pat
                                                     "package (or put it on PYTHONPATH)")
     cluster = cluster_or_none(args)
     ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
-    check_script(target, refuse=not args.no_check, ignore=ignore)  # orch doctor first: errors stop the run
+    _, style = check_script(target, refuse=not args.no_check, ignore=ignore,  # orch doctor first: errors stop it
+                            launch=check_style(args.launch, script=True))
+    target = target.model_copy(update={"launch": style})
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
     per_task, gpus, nproc = args.gpus_per_task, 0, args.nproc or 1
     if per_task is not None:
@@ -113,6 +116,7 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
         return _new_script_run(args, target)
     if not args.job:
         raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
+    check_style(args.launch, script=False)
     loaded = load_job(args.job, os.environ, cwd)
     cluster = cluster_or_none(args)
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
@@ -128,8 +132,10 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
             raise ConfigError(f"--resume takes no JOB (got {args.job!r}): the job comes from the folder's "
                               "job.json", hint="orch run --resume DIR [key=value ...]")
         overrides.insert(0, args.job)
-    if getattr(args, "script_args", None) is not None or getattr(args, "module", None) or args.gpus_per_task:
-        raise ConfigError("--resume takes no script, -m, --gpus-per-task or arguments after --: they come from the "
+    if getattr(args, "script_args", None) is not None or getattr(args, "module", None) or args.gpus_per_task or (
+            args.launch != "auto"):
+        raise ConfigError("--resume takes no script, -m, --gpus-per-task, --launch or arguments after --: they come "
+                          "from the "
                           "folder's job.json",
                           hint="orch run --resume DIR")
     job_dir = Path(args.resume).expanduser().absolute()
@@ -183,7 +189,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_locked(args: argparse.Namespace, job_dir: Path, cfg: RunConfig) -> int:
     out = sys.stderr if args.json else sys.stdout
-    print(f"orch: {cfg.job_name}: {cfg.tasks_per_node} local process(es); job folder {job_dir}",
+    launch = cfg.script.launch if cfg.script is not None else None
+    spawned = (f" (a per-node script: it starts {launch.procs_per_task} rank(s) itself)"
+               if launch is not None and launch.style == "per-node" else "")
+    print(f"orch: {cfg.job_name}: {cfg.tasks_per_node} local process(es){spawned}; job folder {job_dir}",
           file=out, flush=True)
     from orchestrator.local.restarts import run_attempts
 

@@ -249,7 +249,7 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
     where = (f"the NodeAddr of {master} (the first node), looked up at run time" if cfg.nodes > 1
              else "loopback: every rank runs on one node")
     low, high = cfg.launcher.port_range
-    runs = (f"# runs: {cfg.script.command()}\n#   with torchrun's variables in every rank\n"
+    runs = (f"# runs: {cfg.script.command()}\n#   launch: {cfg.script.launch.describe()}\n"
             f"# working directory of every rank: {cfg.script.cwd} (the submit directory, snapshot or not: "
             "relative paths the script writes land there)\n"
             if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
@@ -270,7 +270,12 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
         runs += f"# resources: {plan.resources}\n"
     if plan.left_out is not None:  # nodes recorded as bad (slurm/nodememory.py)
         runs += "".join(f"# {line}\n" for line in plan.left_out.lines())
-    header = runs + (f"# {len(rows)} ranks: {cfg.nodes} node(s) x {cfg.tasks_per_node} task(s), derived as for "
+    procs = cfg.script.launch.procs_per_task if cfg.script is not None and cfg.script.launch.style == "per-node" else 0
+    if procs:
+        runs += (f"# per-node: each task below starts {procs} process(es) itself: {cfg.nodes * procs} ranks in all, "
+                 f"NODE_RANK x {procs} + its own index\n")
+    header = runs + (f"# {len(rows)} {'tasks' if procs else 'ranks'}: {cfg.nodes} node(s) x {cfg.tasks_per_node} "
+                     f"task(s), derived as for "
               f"job id {plan.assumed_job_id}\n# MASTER_PORT follows the real job id (range {low}-{high}); "
               f"MASTER_ADDR is {where}\n")
     titles = ("HOST", "RANK", "LOCAL_RANK", "NODE_RANK", "DEVICE", "MASTER")

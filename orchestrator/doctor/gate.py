@@ -7,9 +7,11 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from orchestrator.doctor import launchstyle
 from orchestrator.doctor.check import check_files, dedupe
 from orchestrator.doctor.findings import DoctorSkipped, Finding, format_findings, has_errors
 from orchestrator.errors import OrchError
+from orchestrator.spec.launch import AUTO, Launch
 
 if TYPE_CHECKING:
     from orchestrator.spec.script import ScriptTarget
@@ -29,13 +31,24 @@ def gate(paths: Sequence[str | Path], out: TextIO, *, refuse: bool = True, ignor
     ScriptRefused when one is an error and ``refuse`` (``--no-check`` and the dry run pass
     ``refuse=False``: they only show them; the dry run passes ``would_refuse="orch submit"`` and gets the
     line saying so). An unreadable script raises DoctorInputError (exit 2) either way."""
-    checked: list[Finding] = []
+    return report(checked(paths, out), paths, out, refuse=refuse, ignore=ignore, would_refuse=would_refuse)
+
+
+def checked(paths: Sequence[str | Path], out: TextIO) -> list[Finding]:
+    """Every finding of ``paths`` (a file that cannot be parsed is said on ``out``, not checked)."""
+    found: list[Finding] = []
     for path in paths:
         try:
-            checked.extend(check_files([path]))
+            found.extend(check_files([path]))
         except DoctorSkipped as exc:  # cannot be parsed (too deep, too large, not a file): said, not checked
             print(exc.warning(), file=out, flush=True)
-    findings = [f for f in dedupe(checked) if f.code not in ignore]
+    return dedupe(found)
+
+
+def report(found: Sequence[Finding], paths: Sequence[str | Path], out: TextIO, *, refuse: bool,
+           ignore: Collection[str], would_refuse: str | None) -> list[Finding]:
+    """``gate``'s second half: drop ``ignore``, print, refuse on errors."""
+    findings = [f for f in found if f.code not in ignore]
     if findings:
         print(format_findings(findings), file=out, flush=True)
     if not has_errors(findings):
@@ -51,14 +64,19 @@ def gate(paths: Sequence[str | Path], out: TextIO, *, refuse: bool = True, ignor
 
 
 def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] = (),
-                 would_refuse: str | None = None) -> list[Finding]:
-    """``gate`` for what ``orch submit``/``orch run`` were given: a ``train.py`` is checked (findings on
-    stderr: stdout stays the dry run's script or JSON); ``-m package.module`` is checked when it is a file
-    of the working directory's project (an installed module is not: which file runs is only known where
-    it runs)."""
+                 would_refuse: str | None = None, launch: str = AUTO) -> tuple[list[Finding], Launch]:
+    """``gate`` for what ``orch submit``/``orch run`` were given, and the launch style it runs in
+    (``launch``: ``--launch``; ``auto`` reads the script, ``orchestrator.doctor.launchstyle``): a
+    ``train.py`` is checked (findings on stderr: stdout stays the dry run's script or JSON); ``-m
+    package.module`` is checked when it is a file of the working directory's project (an installed module is
+    not: which file runs is only known where it runs). The finding the style answers is not shown."""
     from orchestrator.spec.script import find_module
 
     path = Path(target.target) if target.kind == "script" else find_module(target.target, [Path(target.cwd)])
     if path is None:
-        return []
-    return gate([path], sys.stderr, refuse=refuse, ignore=ignore, would_refuse=would_refuse)
+        return [], launchstyle.choose(launch, None, [])
+    found = checked([path], sys.stderr)
+    chosen = launchstyle.choose(launch, path, found)
+    kept = report(launchstyle.answered(chosen, found), [path], sys.stderr, refuse=refuse, ignore=ignore,
+                  would_refuse=would_refuse)
+    return kept, chosen

@@ -11,9 +11,10 @@ Pure: the launcher exports the result.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from orchestrator.env.distenv import SLURM_VARS
 from orchestrator.env.hostlist import compress
 from orchestrator.errors import ConfigError
 
@@ -132,3 +133,41 @@ def is_loopback(addr: str) -> bool:
         return ipaddress.ip_address(text).is_loopback
     except ValueError:
         return False
+
+
+# --- the other launch styles (orchestrator.spec.launch) --------------------------------------------
+# per-node: the task is the node's launcher, as a user's `python train.py -nr N` on each node was: it gets
+# where to meet and how many ranks there are, not a rank of its own (its processes take theirs).
+PER_NODE_DROPPED = ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+                    "ROLE_WORLD_SIZE", "ROLE_NAME", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE")
+
+
+def per_node_env(env: DistEnv, procs_per_node: int) -> dict[str, str]:
+    """The variables of a per-node task (one task per node; ``env`` is the task's, rank = node) (pure)."""
+    return {"MASTER_ADDR": env.master_addr, "MASTER_PORT": str(env.master_port), "NODE_RANK": str(env.node_rank),
+            "NNODES": str(env.num_nodes), "NPROC_PER_NODE": str(procs_per_node),
+            "WORLD_SIZE": str(env.num_nodes * procs_per_node)}
+
+
+def slurm_style_env(env: DistEnv) -> dict[str, str]:
+    """Slurm's task variables as the rank's own step gives them (pure): a script that reads SLURM_PROCID,
+    SLURM_NTASKS... sees this rank's place in this job's one step, not the allocation's figures (the
+    job-level SLURM_NTASKS/SLURM_NNODES of an allocation with spare nodes, the batch step's values), and
+    ``orch run`` gives a local run the same names. Every name of distenv's table for each field."""
+    values = {"rank": env.rank, "local_rank": env.local_rank, "node_rank": env.node_rank,
+              "world_size": env.world_size, "num_nodes": env.num_nodes}
+    return {name: str(value) for field, value in values.items() for name in SLURM_VARS[field]}
+
+
+def _no_change(env: DistEnv, procs: int) -> tuple[tuple[str, ...], dict[str, str]]:
+    return (), {}
+
+
+# style -> (the torchrun variables it drops, the ones it sets) for a task of that style; orch's launcher
+# applies it after torchrun's (local-rank-arg's difference is an argument: task/scriptrun.py)
+STYLE_VARIABLES: dict[str, Callable[[DistEnv, int], tuple[tuple[str, ...], dict[str, str]]]] = {
+    "env": _no_change,
+    "local-rank-arg": _no_change,
+    "per-node": lambda env, procs: (PER_NODE_DROPPED, per_node_env(env, procs)),
+    "slurm": lambda env, procs: ((), slurm_style_env(env)),
+}

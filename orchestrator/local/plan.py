@@ -120,12 +120,20 @@ def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc
                               "per rank", hint="leave out --gpus-per-task, or run your own script: "
                                                f"orch run train.py --gpus-per-task {gpus_per_task}")
         local_gpu_layout(nproc, gpus_per_task, gpus)
+    tasks = nproc
+    if script is not None and script.launch.style == "per-node":  # one process: the script starts nproc itself
+        if gpus_per_task is not None:
+            raise ConfigError(f"--gpus-per-task {gpus_per_task}: a per-node script's one process holds every GPU "
+                              "of this machine", hint="leave out --gpus-per-task (or --launch env for one rank "
+                                                      "per GPU)")
+        script = script.model_copy(update={"launch": script.launch.model_copy(update={"procs_per_task": nproc})})
+        tasks = 1
     params = make_params(loaded.spec, overrides).model_dump(mode="json") if script is None else {}
     name = job_name or loaded.spec.name
     return RunConfig(
         mode="local", job_name=name, job_file=str(loaded.path) if script is None else script.target, params=params,
         script=script,
-        nodes=1, gpus_per_node=gpus if gpus_per_task is not None else 0, tasks_per_node=nproc,
+        nodes=1, gpus_per_node=gpus if gpus_per_task is not None else 0, tasks_per_node=tasks,
         gpus_per_task=gpus_per_task or 1, cpus_per_task=cpus_per_rank(cpus, nproc),
         data_dir=data_dir, job_dir=str(job_dir), cluster_name=cluster.name if cluster else None,
         launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},

@@ -32,6 +32,7 @@ from orchestrator.slurm.resources import (
     default_gpus,
     gpu_layout,
     gpu_spec,
+    launch_layout,
     memory,
     resources_line,
     time_limit,
@@ -141,6 +142,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     check_nodes(nodes + spares, len(hosts), partition)
     check_gpus(nodes, gpus, partition)
     tasks, per_task = gpu_layout(asked_tasks, request.gpus_per_task, gpus, script=request.script is not None)
+    script_target, tasks, per_task = launch_layout(request.script, tasks, per_task, gpus, request.gpus_per_task)
     try:
         cpus = cpus_per_task(request.cpus_per_task or res.cpus_per_task or cluster.defaults.cpus_per_task,
                               tasks, partition, per_task if gpus else 0)
@@ -199,7 +201,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         nodes=nodes, gpus_per_node=gpus, tasks_per_node=tasks, cpus_per_task=cpus, partition=partition.name,
         time=time_text, data_dir=request.data_dir, job_dir=str(job_dir), cluster_name=cluster.name,
         launcher=launcher, env=env, created=now.isoformat(timespec="seconds"),
-        script=request.script, gpus_per_task=per_task,
+        script=script_target, gpus_per_task=per_task,
         expect=partition.expect.model_dump(exclude_none=True) if partition.expect else {},
         preflight=preflight, spare_nodes=spares, node_choice=choice, tracking=list(cluster.tracking),
         umask=script_umask(launcher.umask),

@@ -13,6 +13,7 @@ from typing import Protocol
 from orchestrator.errors import ConfigError
 from orchestrator.spec.bounds import BOUNDS
 from orchestrator.spec.cluster import Cluster, Partition
+from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.units import format_time, parse_mem_mb, parse_time
 
 __all__ = ["Asked", "check_gpus", "check_nodes", "cpus_per_task", "default_gpus", "gpu_layout", "gpu_spec",
@@ -53,6 +54,22 @@ def default_gpus(request: Asked, job_gpus: int, partition: Partition) -> tuple[i
         per_task = request.gpus_per_task or 1
         return asked * per_task, asked, (f"{per_task} per task of --ntasks-per-node {asked}; --gpus N to change")
     return limit, None, f"all of partition {partition.name}'s; --gpus N to change"
+
+
+def launch_layout(script: ScriptTarget | None, tasks: int, per_task: int, gpus: int,
+                  asked_per_task: int | None) -> tuple[ScriptTarget | None, int, int]:
+    """A per-node script (``orchestrator.spec.launch``) runs as one task per node that holds every GPU of the
+    node and starts the node's processes itself: (the script with its processes per node, tasks per node,
+    GPUs per task). Other styles keep the layout."""
+    if script is None or script.launch.style != "per-node":
+        return script, tasks, per_task
+    if asked_per_task is not None and asked_per_task != gpus:
+        raise ConfigError(f"--gpus-per-task {asked_per_task}: a per-node script's one task per node holds all "
+                          f"{gpus} GPUs of its node", hint="leave out --gpus-per-task (or --launch env for one task "
+                                                           "per GPU)")
+    procs = tasks * per_task if gpus else tasks
+    launch = script.launch.model_copy(update={"procs_per_task": procs})
+    return script.model_copy(update={"launch": launch}), 1, gpus or 1
 
 
 def resources_line(nodes: int, gpus: int, tasks: int, why: str | None) -> str | None:

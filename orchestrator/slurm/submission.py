@@ -129,6 +129,7 @@ class SubmitOptions:
     no_check: bool = False  # launch a script even when orch doctor finds errors in it (they are still shown)
     ignore: Sequence[str] = ()  # orch doctor codes not reported (--ignore, cluster.yaml's doctor.ignore)
     no_snapshot: bool = False  # run the files in place, not a copy taken at submit (docs/snapshots.md)
+    launch: str | None = None  # how a script's ranks start (orchestrator.spec.launch; None/"auto": read the script)
 
 
 OPTION_NAMES = tuple(f.name for f in fields(SubmitOptions))
@@ -147,6 +148,7 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
     from orchestrator.spec.doctorcodes import parse_codes
     from orchestrator.spec.extras import NAMED_OPTIONS, parse_env_args, parse_pass_env, parse_sbatch_args
     from orchestrator.spec.job import load_job
+    from orchestrator.spec.launch import check_style
     from orchestrator.spec.script import resolve_target, script_job
 
     raw = options.overrides
@@ -155,11 +157,14 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
     if target is None and not options.job:
         raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
     check_launch(options.job, target, environ=environ, cwd=cwd, templates=options.templates)  # before any import
+    asked = check_style(options.launch, script=target is not None)
     if target is not None:
         from orchestrator.doctor.gate import check_script  # a job file: the doctor stays unimported
 
-        found = check_script(target, refuse=not (options.no_check or dry_run), ignore=parse_codes(
-            options.ignore, "--ignore"), would_refuse="orch submit" if dry_run and not options.no_check else None)
+        found, style = check_script(target, refuse=not (options.no_check or dry_run), ignore=parse_codes(
+            options.ignore, "--ignore"), would_refuse="orch submit" if dry_run and not options.no_check else None,
+            launch=asked)
+        target = target.model_copy(update={"launch": style})
         if findings is not None:
             findings.extend(found)
     loaded = script_job(target) if target is not None else load_job(str(options.job), environ, cwd)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ConfigError
 from orchestrator.spec.job import JobSpec, LoadedJob, Resources, TrainParams
+from orchestrator.spec.launch import Launch
 from orchestrator.spec.safefile import NotAFile, kind_of, open_regular
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class ScriptTarget(BaseModel):
     args: list[str] = Field(default_factory=list, description="everything after --, verbatim")
     cwd: str = Field(description="the submit directory: every rank's working directory, snapshot or not")
     found: bool = Field(default=True, description="-m: the module was found on the login node")
+    launch: Launch = Field(default_factory=Launch, description="how its ranks are started (spec/launch.py)")
 
     @property
     def name(self) -> str:

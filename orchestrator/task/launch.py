@@ -4,8 +4,9 @@
 1. read ``job.json`` of the job folder (the contract written by ``orch submit``/``orch run``);
 2. install the preemption handler (before torch is imported: a signal during start-up is kept);
 3. derive this task's DistEnv from the environment (``distenv.derive``, the same code for Slurm
-   and local runs) and export it: this is the only module that sets RANK, LOCAL_RANK, WORLD_SIZE,
-   LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR and MASTER_PORT, and the cluster's ``env``;
+   and local runs) and export it: this module and, for a script, :mod:`orchestrator.task.scriptenv` are
+   the only ones that set RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR and
+   MASTER_PORT, and the cluster's ``env``;
 4. import torch and run the job through the shared entrypoint, or the user's script: both through the
    :class:`TaskRuntime` the caller passes (``orchestrator.runtime.launch``; tests may pass their own).
 
@@ -101,49 +102,6 @@ def export_environment(cfg: RunConfig, env: distenv.DistEnv, environ: os._Enviro
     """The cluster's ``env`` first, then the rank variables (which nothing may override)."""
     environ.update(cfg.env)
     environ.update(env.torch_env())
-
-
-# Slurm's default MaxBatchRequeue: how often a preempted script job may be requeued.
-SLURM_MAX_REQUEUE = 5
-
-
-def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path,
-                              environ: os._Environ[str]) -> None:
-    """Scripts: the cluster's ``env``, then exactly torchrun's variables (no NODE_RANK), and with
-    ``--gpus-per-task`` K > 1 this task's K GPUs in CUDA_VISIBLE_DEVICES (before torch is imported)."""
-    from orchestrator.env.devices import VISIBLE_VAR, narrowed_visible
-
-    environ.update(cfg.env)
-    for name in taskenv.ORCH_ONLY_VARS:
-        environ.pop(name, None)
-    requeues = SLURM_MAX_REQUEUE if cfg.mode == "slurm" and cfg.launcher.requeue else 0
-    max_restarts = cfg.launcher.max_restarts + requeues
-    environ.update(taskenv.script_env(
-        env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
-        run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
-    environ["ORCH_JOB_DIR"] = str(job_dir)
-    environ["ORCH_PREEMPT_SIGNAL"] = cfg.launcher.preempt_signal  # the script may handle it (README)
-    environ.update(script_tracking_env(cfg, job_dir, rank=env.rank))
-    narrowed = narrowed_visible(environ.get(VISIBLE_VAR), local_rank=env.local_rank,
-                                gpus_per_task=cfg.gpus_per_task, node_gpus=cfg.gpus_per_node)
-    if narrowed is not None:
-        environ[VISIBLE_VAR] = narrowed
-
-
-def script_tracking_env(cfg: RunConfig, job_dir: Path, *, rank: int) -> dict[str, str]:
-    """ORCH_RUN_ID, and the variables of the trackers the script opted into (MLflow's run id: rank 0,
-    which creates the run when it is the job's first attempt)."""
-    from orchestrator.records.jobdirs import ARRAY_FILE
-    from orchestrator.spec.tracking import group_id, run_id
-
-    rid = run_id(job_dir)
-    group = group_id(job_dir, (job_dir.parent / ARRAY_FILE).is_file())
-    mlflow_id = None
-    if "mlflow" in cfg.tracking and rank == 0:
-        from orchestrator.task.trackers import mlflow_run_id
-
-        mlflow_id = mlflow_run_id(job_dir=job_dir, run_id=rid, group=group, job_name=cfg.job_name)
-    return taskenv.tracking_env(rid, group, cfg.tracking, mlflow_id)
 
 
 def preflight_config(cfg: RunConfig, environ: Mapping[str, str]) -> RunConfig:
@@ -257,11 +215,12 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         check_world(cfg, env)
         use_snapshot(cfg)
         if cfg.script is not None:  # bring your own script: run it as torchrun would
-            from orchestrator.task import scriptrun
+            from orchestrator.task import scriptenv, scriptrun
 
-            export_script_environment(cfg, env, job_dir, os.environ)
+            scriptenv.export_script_environment(cfg, env, job_dir, os.environ)
             script = True
-            if env.rank == 0 and taskenv.is_loopback(env.master_addr):  # the store on loopback only
+            per_node = cfg.script.launch.style == "per-node"  # its own rank 0 hosts the store
+            if env.rank == 0 and taskenv.is_loopback(env.master_addr) and not per_node:  # on loopback only
                 runtime.host_script_store(env.master_addr, env.master_port, world_size=env.world_size,
                                           timeout=cfg.launcher.init_timeout)
             return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from orchestrator.env.devices import VISIBLE_VAR, parse_visible_devices
 from orchestrator.errors import ConfigError
+from orchestrator.spec.launch import PLACEHOLDER_VARS, fill_placeholders, local_rank_argument
 from orchestrator.spec.runconfig import REQUEUE_FILE, RunConfig
 from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
 from orchestrator.spec.snapshot import relocate
@@ -48,6 +49,8 @@ _RUNPY_FILES = frozenset({"<frozen runpy>", runpy.__file__})
 
 def should_bind(cfg: RunConfig, visible: str | None, has_nvidia: bool) -> bool:
     """Whether to import torch and bind a GPU before the script (pure)."""
+    if cfg.script is not None and cfg.script.launch.style == "per-node":
+        return False  # its own processes bind their GPUs; a context here would sit on GPU 0
     ids = parse_visible_devices(visible)
     if ids is not None and not ids:  # CUDA_VISIBLE_DEVICES="" (orch run --cpu, or no GPUs given)
         return False
@@ -116,6 +119,19 @@ def script_argv(target: ScriptTarget, module_file: str | None = None) -> list[st
     return [target.target if target.kind == "script" else (module_file or target.target), *target.args]
 
 
+def styled_args(target: ScriptTarget, local_rank: int, environ: Mapping[str, str]) -> ScriptTarget:
+    """The script's arguments as its launch style gives them (``orchestrator.spec.launch``): local-rank-arg,
+    ``--local-rank=N`` first, as ``torch.distributed.launch`` passed it; per-node, ``{node_rank}``... filled
+    with this node's values (read back from the variables the launcher exported)."""
+    launch = target.launch
+    if launch.style == "local-rank-arg":
+        return target.model_copy(update={"args": [local_rank_argument(launch.flag, local_rank), *target.args]})
+    if launch.style == "per-node":
+        values = {name: environ.get(var, "") for name, var in PLACEHOLDER_VARS.items()}
+        return target.model_copy(update={"args": fill_placeholders(target.args, values)})
+    return target
+
+
 def in_snapshot(cfg: RunConfig) -> tuple[ScriptTarget, str]:
     """The job's script as this task runs it, and the folder first on ``sys.path``: with a code snapshot,
     the script's path and (``-m``) the import folder moved into the snapshot when they lie in its source
@@ -134,6 +150,7 @@ def run(cfg: RunConfig, rank: int, local_rank: int, local_world_size: int, job_d
     """Run the job's script in this process; ``bind`` binds a GPU task's device first (torch's side:
     ``orchestrator.runtime.bind.bind_script_device``, handed down by the runtime's launcher)."""
     target, first = in_snapshot(cfg)
+    target = styled_args(target, local_rank, environ)
     try:
         os.chdir(target.cwd)
     except OSError as exc:

@@ -64,7 +64,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "doctor/rules_spawn.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_sync.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/syspath.py": "the script's own project: tests/doctor/test_doctor_project.py",
-    "env/taskenv.py": "the task environments distenv derives from: tests/env/test_distenv.py, test_distenv_limits.py",
     "local/restarts.py": "orch run's restarts with real ranks: tests/slurm/test_restart.py",
     "records/atomic.py": ("exercised by every writer; tests/records/test_jobdirs.py, "
                           "tests/runtime/test_runtime_checkpoint.py"),

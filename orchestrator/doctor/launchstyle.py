@@ -1,0 +1,128 @@
+"""Which launch style a script is written for (``orchestrator.spec.launch``), read from its source.
+
+The doctor's findings decide most of it: a spawn of training processes no launcher check keeps from
+running (DDP014) is a ``per-node`` script; a project that takes the local rank only from the legacy
+``--local_rank`` flag (DDP015) is ``local-rank-arg``. A script that reads ``SLURM_PROCID`` /
+``SLURM_LOCALID`` from the environment and none of torchrun's rank variables is ``slurm``. Anything else is
+``env`` (torchrun's). The style answers its finding (the script runs as written: DDP014/DDP015 are not
+shown), and adds one refusal: a ``per-node`` script that sets ``MASTER_ADDR``/``MASTER_PORT`` to a
+constant cannot meet the other nodes at orch's address (an error, with the fix).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from orchestrator.doctor.findings import Finding
+from orchestrator.spec.launch import AUTO, LOCAL_RANK_FLAGS, Launch
+from orchestrator.spec.pysource import UnreadableSource, parse_source
+
+# style -> the finding that says a script is written for it (and that running it that way answers)
+ANSWERS: dict[str, str] = {"per-node": "DDP014", "local-rank-arg": "DDP015"}
+SLURM_RANK_VARS = frozenset({"SLURM_PROCID", "SLURM_LOCALID"})
+TORCHRUN_RANK_VARS = frozenset({"RANK", "LOCAL_RANK"})
+MASTER_VARS = ("MASTER_ADDR", "MASTER_PORT")
+_WHY_CHARS = 100
+
+
+def _line(path: str, line: int) -> str:
+    """``train.py:46: mp.spawn(train, nprocs=args.gpus)`` (the code of that line, shortened)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+        code = lines[line - 1].split("#", 1)[0].strip() if 0 < line <= len(lines) else ""
+    except OSError:
+        code = ""
+    where = f"{Path(path).name}:{line}"
+    return f"{where}: {code[:_WHY_CHARS]}" if code else where
+
+
+def _tree(path: Path) -> ast.Module | None:
+    try:
+        return parse_source(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    except (OSError, UnreadableSource, RecursionError, MemoryError):
+        return None
+
+
+def _strings(tree: ast.Module) -> dict[str, int]:
+    """Every string constant of the file and the first line it is on."""
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 40:
+            found.setdefault(node.value, getattr(node, "lineno", 0))
+    return found
+
+
+def declared_flag(tree: ast.Module | None) -> str | None:
+    """The first spelling of ``--local_rank``/``--local-rank`` an ``add_argument`` declares."""
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and arg.value in LOCAL_RANK_FLAGS:
+                    return str(arg.value)
+    return None
+
+
+def detect(path: Path, findings: Sequence[Finding]) -> Launch:
+    """The style the script at ``path`` is written for (``findings``: the doctor's, unfiltered)."""
+    tree = _tree(path)
+    for style, code in ANSWERS.items():  # per-node first: a spawning script may also declare --local_rank
+        hit = next((f for f in findings if f.code == code), None)
+        if hit is not None:
+            flag = declared_flag(tree) or LOCAL_RANK_FLAGS[1]
+            return Launch(style=style, how="detected", why=_line(hit.file, hit.line),  # type: ignore[arg-type]
+                          flag=flag if style == "local-rank-arg" else LOCAL_RANK_FLAGS[1])
+    strings = _strings(tree) if tree is not None else {}
+    slurm = sorted(line for name, line in strings.items() if name in SLURM_RANK_VARS)
+    if slurm and not TORCHRUN_RANK_VARS & strings.keys():
+        return Launch(style="slurm", how="detected", why=_line(str(path), slurm[0]))
+    return Launch()
+
+
+def choose(asked: str, path: Path | None, findings: Sequence[Finding]) -> Launch:
+    """``--launch``'s style (``auto``: read the script; a module not found here: ``env``)."""
+    if asked != AUTO:
+        flag = declared_flag(_tree(path)) if path is not None else None
+        return Launch(style=asked, how="asked", why=f"--launch {asked}",  # type: ignore[arg-type]
+                      flag=flag or LOCAL_RANK_FLAGS[1])
+    return detect(path, findings) if path is not None else Launch()
+
+
+def answered(launch: Launch, findings: Iterable[Finding]) -> list[Finding]:
+    """The findings left once the script runs in its style: the one the style answers is dropped; under
+    ``per-node``, a constant MASTER_ADDR/MASTER_PORT (DDP008 on an ``os.environ[...] =`` line) is an error."""
+    gone = ANSWERS.get(launch.style)
+    out: list[Finding] = []
+    masters: dict[str, set[int]] = {}
+    for finding in findings:
+        if finding.code == gone:
+            continue
+        if launch.style == "per-node" and finding.code == "DDP008":
+            if finding.file not in masters:
+                masters[finding.file] = master_lines(_tree(Path(finding.file)))
+            if finding.line in masters[finding.file]:
+                finding = replace(finding, severity="error", message=(
+                    f"{finding.message}: a per-node script that sets MASTER_ADDR/MASTER_PORT to a constant "
+                    "cannot meet the other nodes at the address orch gives every node"),
+                    fix="delete the line: orch exports MASTER_ADDR and MASTER_PORT to every node (a fixed address "
+                        "is one machine's, a fixed port may be taken)")
+        out.append(finding)
+    return out
+
+
+def master_lines(tree: ast.Module | None) -> set[int]:
+    """The lines of ``os.environ["MASTER_ADDR"] = ...`` / ``os.environ["MASTER_PORT"] = ...``."""
+    if tree is None:
+        return set()
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
+                        and target.slice.value in MASTER_VARS and ast.unparse(target.value) == "os.environ"):
+                    lines.add(node.lineno)
+    return lines

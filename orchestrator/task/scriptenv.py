@@ -1,0 +1,70 @@
+"""The variables a script's task gets, exported by the launcher (``launch.py``) before the script runs.
+
+torchrun's worker variables (``env/taskenv.py``, pure), then what the script's launch style changes
+(``orchestrator.spec.launch``: a per-node task is its node's launcher, a slurm-style rank gets Slurm's task
+variables made its own), orch's own (the job folder, the preemption signal), the trackers' ids, and with
+``--gpus-per-task`` K > 1 the task's K GPUs in CUDA_VISIBLE_DEVICES. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from orchestrator.env import distenv, taskenv
+from orchestrator.spec.runconfig import RunConfig
+
+# Slurm's default MaxBatchRequeue: how often a preempted script job may be requeued.
+SLURM_MAX_REQUEUE = 5
+
+
+def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path,
+                              environ: os._Environ[str]) -> None:
+    """Scripts: the cluster's ``env``, then exactly torchrun's variables (no NODE_RANK), and with
+    ``--gpus-per-task`` K > 1 this task's K GPUs in CUDA_VISIBLE_DEVICES (before torch is imported)."""
+    from orchestrator.env.devices import VISIBLE_VAR, narrowed_visible
+
+    environ.update(cfg.env)
+    for name in taskenv.ORCH_ONLY_VARS:
+        environ.pop(name, None)
+    requeues = SLURM_MAX_REQUEUE if cfg.mode == "slurm" and cfg.launcher.requeue else 0
+    max_restarts = cfg.launcher.max_restarts + requeues
+    environ.update(taskenv.script_env(
+        env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
+        run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
+    apply_launch_style(cfg, env, environ)
+    environ["ORCH_JOB_DIR"] = str(job_dir)
+    environ["ORCH_PREEMPT_SIGNAL"] = cfg.launcher.preempt_signal  # the script may handle it (README)
+    environ.update(script_tracking_env(cfg, job_dir, rank=env.rank))
+    narrowed = narrowed_visible(environ.get(VISIBLE_VAR), local_rank=env.local_rank,
+                                gpus_per_task=cfg.gpus_per_task, node_gpus=cfg.gpus_per_node)
+    if narrowed is not None:
+        environ[VISIBLE_VAR] = narrowed
+
+
+def apply_launch_style(cfg: RunConfig, env: distenv.DistEnv, environ: os._Environ[str]) -> None:
+    """The variables of the script's launch style on top of torchrun's (``orchestrator.spec.launch``):
+    per-node, the node's launcher's (no rank of its own); slurm, Slurm's task variables made this rank's."""
+    if cfg.script is None:
+        return
+    launch = cfg.script.launch
+    dropped, added = taskenv.STYLE_VARIABLES[launch.style](env, launch.procs_per_task)
+    for name in dropped:
+        environ.pop(name, None)
+    environ.update(added)
+
+
+def script_tracking_env(cfg: RunConfig, job_dir: Path, *, rank: int) -> dict[str, str]:
+    """ORCH_RUN_ID, and the variables of the trackers the script opted into (MLflow's run id: rank 0,
+    which creates the run when it is the job's first attempt)."""
+    from orchestrator.records.jobdirs import ARRAY_FILE
+    from orchestrator.spec.tracking import group_id, run_id
+
+    rid = run_id(job_dir)
+    group = group_id(job_dir, (job_dir.parent / ARRAY_FILE).is_file())
+    mlflow_id = None
+    if "mlflow" in cfg.tracking and rank == 0:
+        from orchestrator.task.trackers import mlflow_run_id
+
+        mlflow_id = mlflow_run_id(job_dir=job_dir, run_id=rid, group=group, job_name=cfg.job_name)
+    return taskenv.tracking_env(rid, group, cfg.tracking, mlflow_id)

@@ -1,0 +1,95 @@
+"""Which style a script is written for, read from its source (orchestrator/doctor/launchstyle.py), on the
+test scripts that run under each style (tests/local/test_runner_launch_styles.py) and on the seed wiki's
+script; the finding a style answers; the per-node refusal of a constant MASTER_ADDR/MASTER_PORT."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import ROOT
+
+from orchestrator.doctor.check import check_file
+from orchestrator.doctor.launchstyle import answered, choose, declared_flag, detect
+from orchestrator.spec.pysource import parse_source
+
+SCRIPTS = ROOT / "tests" / "scripts"
+WIKI = ROOT / "tests" / "doctor" / "fixtures" / "seed002_wiki_mnist_distributed.py"
+
+
+def _detect(path: Path) -> tuple[str, str, str]:
+    launch = detect(path, check_file(path))
+    return launch.style, launch.how, launch.why
+
+
+@pytest.mark.parametrize(("script", "style", "why"), [
+    ("ddp_train.py", "env", ""),
+    ("spawn_per_node.py", "per-node", "spawn_per_node.py:55: mp.spawn(train, nprocs=args.gpus, args=(args,))"),
+    ("local_rank_arg.py", "local-rank-arg", "local_rank_arg.py:21: parser.add_argument(\"--local_rank\", "
+                                            "\"--local-rank\", type=int, default=0)"),
+    ("slurm_native.py", "slurm", "slurm_native.py:24: proc = int(os.environ[\"SLURM_PROCID\"])"),
+])
+def test_each_test_script_is_read_as_its_style(script: str, style: str, why: str) -> None:
+    assert _detect(SCRIPTS / script) == (style, "detected" if why else "default", why)
+
+
+def test_the_seed_wiki_is_per_node_and_its_constant_master_is_an_error() -> None:
+    found = check_file(WIKI)
+    launch = detect(WIKI, found)
+    assert (launch.style, launch.why) == ("per-node", f"{WIKI.name}:46: mp.spawn(train, nprocs=args.gpus, "
+                                                      "args=(args,))")
+    left = answered(launch, found)
+    assert "DDP014" not in {f.code for f in left}  # running it per node is the answer
+    errors = [(f.line, f.code) for f in left if f.severity == "error"]
+    assert errors == [(44, "DDP008"), (45, "DDP008")]
+    assert all("delete the line" in f.fix for f in left if f.severity == "error")
+
+
+def test_without_its_two_master_lines_the_wiki_has_no_error(tmp_path: Path) -> None:
+    lines = WIKI.read_text(encoding="utf-8").splitlines(keepends=True)
+    fixed = tmp_path / "mnist_distributed.py"
+    fixed.write_text("".join(line for n, line in enumerate(lines, 1) if n not in (44, 45)), encoding="utf-8")
+    found = check_file(fixed)
+    launch = detect(fixed, found)
+    assert launch.style == "per-node"
+    assert not [f for f in answered(launch, found) if f.severity == "error"]
+
+
+def test_a_fallback_master_is_no_error_per_node(tmp_path: Path) -> None:
+    script = tmp_path / "spawn.py"
+    script.write_text(WIKI.read_text(encoding="utf-8").replace(
+        "    os.environ['MASTER_ADDR'] = '10.57.23.164'", "    os.environ.setdefault('MASTER_ADDR', 'localhost')"
+    ).replace("    os.environ['MASTER_PORT'] = '8888'", "    if 'MASTER_PORT' not in os.environ:\n"
+              "        os.environ['MASTER_PORT'] = '8888'"), encoding="utf-8")
+    found = check_file(script)
+    assert not [f for f in answered(detect(script, found), found) if f.severity == "error"]
+
+
+def test_other_styles_keep_every_finding() -> None:
+    found = check_file(WIKI)
+    kept = answered(choose("env", WIKI, found), found)
+    assert {f.code for f in kept} == {f.code for f in found} and not [f for f in kept if f.severity == "error"]
+
+
+@pytest.mark.parametrize(("declared", "flag"), [
+    ('"--local-rank"', "--local-rank"), ('"--local_rank"', "--local_rank"),
+    ('"--local-rank", "--local_rank"', "--local-rank"), ('"--gpu"', None)])
+def test_the_declared_spelling_is_the_one_passed(declared: str, flag: str | None) -> None:
+    source = f"import argparse\np = argparse.ArgumentParser()\np.add_argument({declared}, type=int)\n"
+    assert declared_flag(parse_source(source, "x.py")) == flag
+
+
+def test_a_script_that_reads_rank_and_slurm_procid_is_torchrun_style(tmp_path: Path) -> None:
+    script = tmp_path / "both.py"
+    script.write_text("import os\nrank = int(os.environ.get('RANK', os.environ.get('SLURM_PROCID', 0)))\n",
+                      encoding="utf-8")
+    assert _detect(script) == ("env", "default", "")
+
+
+def test_asked_beats_detected_and_keeps_the_spelling() -> None:
+    script = SCRIPTS / "local_rank_arg.py"
+    launch = choose("local-rank-arg", script, [])
+    assert (launch.style, launch.how, launch.why, launch.flag) == ("local-rank-arg", "asked", "--launch local-rank-arg",
+                                                                   "--local_rank")
+    assert choose("env", SCRIPTS / "spawn_per_node.py", check_file(SCRIPTS / "spawn_per_node.py")).style == "env"
+    assert choose("auto", None, []).style == "env"  # a module not found here: torchrun's, the default

@@ -1,0 +1,92 @@
+"""Each launch style on the local Slurm cluster, as the user: a script written for
+``torch.distributed.launch``, one that spawns its own ranks per node (the seed wiki's form) and one that
+reads srun's variables, each submitted unmodified with ``--nodes 2 --gpus 2`` (4 gloo ranks), and each
+rank's parameters compared with the style's own launcher running the same script on this machine with the
+same world: ``torch.distributed.launch --nproc_per_node 4``, the script's spawn started by hand once per
+"node" (``-n 2 -g 2 -nr 0`` and ``-nr 1``), and four processes with srun's variables for 2 nodes x 2 tasks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from orchestrator.env.taskenv import simulate_slurm_task_envs
+from orchestrator.local.runner import free_port
+
+if TYPE_CHECKING:
+    from conftest import SlurmCluster
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "tests" / "scripts"
+WORLD = 4
+TIMEOUT = 240
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads((out / f"rank{r}.json").read_text(encoding="utf-8")) for r in range(WORLD)]
+
+
+def _wait_all(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        _, err = proc.communicate(timeout=TIMEOUT)
+        assert proc.returncode == 0, err
+
+
+def _references(tmp: Path) -> dict[str, Path]:
+    """The three styles' own launchers on this machine, one world of 4 each."""
+    out = {style: tmp / f"ref-{style}" for style in ("local-rank-arg", "per-node", "slurm")}
+    legacy = subprocess.run([sys.executable, "-m", "torch.distributed.launch", "--nproc_per_node", str(WORLD),
+                             "--master_port", str(free_port()), str(SCRIPTS / "local_rank_arg.py"), "--out",
+                             str(out["local-rank-arg"])], capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert legacy.returncode == 0, legacy.stderr
+    port = str(free_port())
+    _wait_all([subprocess.Popen([sys.executable, str(SCRIPTS / "spawn_per_node.py"), "-n", "2", "-g", "2", "-nr",
+                                 str(node), "--out", str(out["per-node"])], text=True, stderr=subprocess.PIPE,
+                                env={**_base(), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}) for node in (0, 1)])
+    envs = simulate_slurm_task_envs(["node1", "node2"], 2, "4242", 0, "127.0.0.1", free_port())
+    _wait_all([subprocess.Popen([sys.executable, str(SCRIPTS / "slurm_native.py"), "--out", str(out["slurm"])],
+                                env={**_base(), **environ}, text=True, stderr=subprocess.PIPE) for environ in envs])
+    return out
+
+
+def _base() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MASTER_", "RANK", "LOCAL_RANK",
+                                                                     "WORLD_SIZE"))}
+
+
+def test_each_style_trains_one_world_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    submitted = {}
+    for style, script, extra in (
+            ("local-rank-arg", "local_rank_arg.py", []),
+            ("per-node", "spawn_per_node.py", ["-n", "{nnodes}", "-g", "{nproc_per_node}", "-nr", "{node_rank}"]),
+            ("slurm", "slurm_native.py", [])):
+        out = tmp_path / style
+        job_id, job_dir = slurm_cluster.submit(str(SCRIPTS / script), "--nodes", "2", "--gpus", "2", "--",
+                                               *extra, "--out", str(out))
+        submitted[style] = (job_id, job_dir, out)
+    refs = _references(tmp_path)
+    for style, (job_id, job_dir, out) in submitted.items():
+        final = slurm_cluster.wait_done(job_id, timeout=TIMEOUT, job_dir=job_dir)
+        assert final["state"] == "COMPLETED", f"{style}\n{slurm_cluster.describe(job_dir)}"
+        cfg = json.loads((job_dir / "job.json").read_text(encoding="utf-8"))
+        assert cfg["script"]["launch"]["style"] == style and cfg["script"]["launch"]["how"] == "detected"
+        ours, theirs = _records(out), _records(refs[style])
+        for rank, (mine, ref) in enumerate(zip(ours, theirs, strict=True)):
+            assert (mine["rank"], mine["world"]) == (rank, WORLD), style
+            assert mine["params"] == ref["params"], f"{style}: rank {rank} differs from its own launcher's"
+        assert all(r["params"] == ours[0]["params"] for r in ours), style
+    per_node = _records(submitted["per-node"][2])
+    assert sorted(r["env"]["NODE_RANK"] for r in per_node) == ["0", "0", "1", "1"]
+    assert {r["env"]["WORLD_SIZE"] for r in per_node} == {"4"} and {r["env"]["RANK"] for r in per_node} == {None}
+    assert [r["local_rank_arg"] for r in _records(submitted["local-rank-arg"][2])] == [0, 1, 0, 1]
+    slurm = _records(submitted["slurm"][2])
+    assert [(r["slurm"]["SLURM_NTASKS"], r["slurm"]["SLURM_NNODES"]) for r in slurm] == [("4", "2")] * 4
