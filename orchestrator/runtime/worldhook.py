@@ -56,13 +56,21 @@ def _wrap(c10d: ModuleType, on_join: OnJoin, orch: tuple[str, int]) -> None:
         except TypeError:  # (the call succeeded, so it bound)
             bound = {}
         at_orch = at_orch_rendezvous(bound.get("init_method"), bound.get("store"), orch)
-        on_join(c10d.get_world_size(), c10d.get_rank(), str(c10d.get_backend()), at_orch)
+        on_join(c10d.get_world_size(), c10d.get_rank(), _backend(c10d), at_orch)
         return result
 
     setattr(init_process_group, WATCHED, True)
     for name, module in list(sys.modules.items()):  # every name already bound to it (torch.distributed's)
         if name.startswith("torch") and getattr(module, "init_process_group", None) is original:
             module.init_process_group = init_process_group  # type: ignore[attr-defined]
+
+
+def _backend(c10d: ModuleType) -> str:
+    """The default group's backend: ``gloo``, or per device (``cpu:gloo,cuda:nccl``) when none was named."""
+    name = str(c10d.get_backend())
+    if name == "undefined" and hasattr(c10d, "get_backend_config"):
+        return str(c10d.get_backend_config())
+    return name
 
 
 def at_orch_rendezvous(init_method: object, store: object, orch: tuple[str, int]) -> bool | None:
