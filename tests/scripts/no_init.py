@@ -1,8 +1,17 @@
 """A script that never calls ``init_process_group``: under several ranks each trains an independent copy
-(what a framework that decides it is alone looks like from outside)."""
+(what a framework that decides it is alone looks like from outside).
+
+    python no_init.py [--sleep SECONDS]   (a pause before training, as a long data preparation)
+"""
+
+import argparse
+import time
 
 import torch
 
+parser = argparse.ArgumentParser()
+parser.add_argument("--sleep", type=float, default=0.0)
+time.sleep(parser.parse_args().sleep)
 model = torch.nn.Linear(4, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for _ in range(3):
