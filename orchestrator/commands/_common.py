@@ -46,6 +46,16 @@ def add_restart_arguments(parser: argparse.ArgumentParser, *, spares: bool) -> N
                             help="allocate K nodes more than --nodes; a restart runs without a blamed node, on a spare")
 
 
+def add_world_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--strict-world`` and ``--independent-ranks`` (orch submit and orch run): launcher.world_check for this job."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--strict-world", dest="world_check", action="store_const", const="strict",
+                       help="scripts: fail the run when its ranks never formed one process group (each trained "
+                            "alone) or never called init_process_group (default: launcher.world_check, a warning)")
+    group.add_argument("--independent-ranks", dest="world_check", action="store_const", const="independent",
+                       help="scripts: the ranks are meant to train independently (no process group): no world check")
+
+
 def restarts_note(max_restarts: int, spare_nodes: int = 0) -> str:
     """The dry run's line on restarts inside the allocation (empty when they are off)."""
     if max_restarts == 0:

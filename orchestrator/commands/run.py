@@ -22,6 +22,7 @@ from orchestrator.commands._common import (
     add_job_arguments,
     add_json_argument,
     add_restart_arguments,
+    add_world_arguments,
     print_json,
 )
 from orchestrator.commands._jobs import cluster_or_none
@@ -39,6 +40,7 @@ from orchestrator.local.plan import (
 from orchestrator.local.runner import LocalResult, LocalRunner, job_lock, tail
 from orchestrator.records.codetrust import check_launch
 from orchestrator.records.jobdirs import job_root, local_log_name, write_run_config
+from orchestrator.records.restarts.world import WorldVerdict, judge
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.training import metrics_cell
 from orchestrator.records.trust import check_job_dir
@@ -50,6 +52,7 @@ from orchestrator.spec.launch import check_style
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
 from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
 from orchestrator.spec.tracking import TRACKERS, TrackerName, merge_tracking, missing_extra
+from orchestrator.task.outcome import read_outcomes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job-root", metavar="DIR",
                         help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
     add_restart_arguments(parser, spares=False)
+    add_world_arguments(parser)
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
     parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
                         help="as orch submit --pass-env (repeatable): NAME must be set here; every local rank "
@@ -196,18 +200,30 @@ def _run_locked(args: argparse.Namespace, job_dir: Path, cfg: RunConfig) -> int:
           file=out, flush=True)
     from orchestrator.local.restarts import run_attempts
 
-    if args.max_restarts is not None and args.max_restarts != cfg.launcher.max_restarts:
-        cfg = RunConfig.model_validate({**cfg.model_dump(), "launcher": {
-            **cfg.launcher.model_dump(), "max_restarts": args.max_restarts}})
+    asked = {"max_restarts": args.max_restarts, "world_check": args.world_check}
+    changed = {k: v for k, v in asked.items() if v is not None and v != getattr(cfg.launcher, k)}
+    if changed:
+        cfg = RunConfig.model_validate({**cfg.model_dump(), "launcher": {**cfg.launcher.model_dump(), **changed}})
         write_run_config(job_dir, cfg)
     base = {"CUDA_VISIBLE_DEVICES": ""} if args.cpu else {}
     result = run_attempts(lambda extra: LocalRunner(
         job_dir=job_dir, nproc=cfg.tasks_per_node, preempt_signal=cfg.launcher.preempt_signal, echo=out,
         all_ranks=args.all_ranks, extra_env={**base, **extra}), job_dir, cfg, out=out)
+    world = _world(result, job_dir, cfg)
     if args.json:
-        print_json(result.summary())
+        print_json({**result.summary(), "world": world.as_dict() if world is not None else None})
     _report(result, job_dir, out)
+    if world is not None:
+        print(f"orch: warning: {world.message}\nHINT: {world.hint}", file=sys.stderr, flush=True)
     return result.exit_code
+
+
+def _world(result: LocalResult, job_dir: Path, cfg: RunConfig) -> WorldVerdict | None:
+    """The world check of a run that ended well (a failure says its own cause): its ranks' records."""
+    if result.status not in ("completed", "preempted"):
+        return None
+    records, _ = read_outcomes(job_dir)
+    return judge(records, cfg.world_size, run="local")
 
 
 def _report(result: LocalResult, job_dir: Path, out: TextIO) -> None:

@@ -44,11 +44,13 @@ from orchestrator.records.jobdirs import (
 )
 from orchestrator.records.restarts.attempts import format_attempts, format_ledger, read_attempts
 from orchestrator.records.restarts.attempts import restarts as attempt_restarts
+from orchestrator.records.restarts.world import judge
 from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
 from orchestrator.slurm import jobstate
 from orchestrator.slurm.tracking import interrupted
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.snapshot import Snapshot
+from orchestrator.task.outcome import read_outcomes
 
 # column title -> key of a row (one table for the human view)
 COLUMNS: dict[str, str] = {
@@ -150,6 +152,20 @@ def with_failure(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[
     return rows
 
 
+def with_world(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[dict[str, Any]]:
+    """Add ``world``: a script's ranks that never formed one process group (records/restarts/world.py); None
+    when they did, when the job is no script of several ranks, or when a failure already says what went wrong."""
+    for row, job in zip(rows, jobs, strict=True):
+        config = job.config if job is not None else None
+        found = None
+        if job is not None and config is not None and config.script is not None and not row.get("failure"):
+            records, _ = read_outcomes(job.path)
+            run = job.job_id if job.mode == "slurm" else "local"
+            found = judge(records, config.world_size, run=run, restart=_records_restart(row)) if run else None
+        row["world"] = found.as_dict() if found is not None else None
+    return rows
+
+
 def run(args: argparse.Namespace) -> int:
     targets = _targets(args)
     if not targets:
@@ -159,8 +175,8 @@ def run(args: argparse.Namespace) -> int:
         raise OrchError("no jobs submitted from here yet",
                         hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
     jobs = [job for _, job in targets]
-    table = with_failure(with_attempts(with_training(jobstate.rows(list(targets), cluster=cluster_name(args)),
-                                                     jobs), jobs), jobs)
+    table = with_world(with_failure(with_attempts(with_training(
+        jobstate.rows(list(targets), cluster=cluster_name(args)), jobs), jobs), jobs), jobs)
     startup = _startup(targets[0][1]) if len(args.jobs) == 1 else None
     if startup:
         table[0]["startup"] = startup
@@ -185,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
                 on = f"rank {failure['rank']} ran on {failure['node']}; " if failure.get("node") else ""
                 print(f"# job {row_job}: {failure['message']} ({on}orch logs {row_job} shows "
                       "that rank's last lines)")
+            if row.get("world"):
+                print(f"# job {row_job}: warning: {row['world']['message']}; {row['world']['hint']}")
         if snap is not None:
             print(f"# code snapshot: {snap.summary()}, {snap.path}")
         if workdir is not None:

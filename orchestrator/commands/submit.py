@@ -28,6 +28,7 @@ from orchestrator.commands._common import (
     add_job_arguments,
     add_json_argument,
     add_restart_arguments,
+    add_world_arguments,
     cluster_from_args,
     print_json,
     restarts_note,
@@ -104,6 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "node is named and the job stops (--preflight), or is submitted again without that "
                              "node (--preflight=exclude); default: launcher.preflight of cluster.yaml ('off')")
     add_restart_arguments(parser, spares=True)
+    add_world_arguments(parser)
     parser.add_argument("--no-snapshot", action="store_true",
                         help="run the code in place, as it is on disk when each task starts (default: a copy "
                              "taken now, launcher.snapshot; docs/snapshots.md)")

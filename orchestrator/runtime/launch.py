@@ -9,7 +9,7 @@ torch's side (:class:`TorchRuntime`), each piece imported only when the task get
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,12 @@ class TorchRuntime:
             host_script_store(addr, port, world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
         except OSError as exc:  # the port is taken: said as init_process_group's failure would be
             raise init_error(exc, rank=0, master_addr=addr, master_port=port, timeout=timeout) from None
+
+    def watch_world(self, on_join: Callable[[int, int, str, bool | None], None], *, master_addr: str,
+                    master_port: int) -> None:
+        from orchestrator.runtime.worldhook import watch_world
+
+        watch_world(on_join, master_addr=master_addr, master_port=master_port)
 
     def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
         from orchestrator.runtime.dist import describe_failure

@@ -88,6 +88,8 @@ class SubmitRequest(BaseModel):
     # Restarts inside the allocation (None: launcher.max_restarts of cluster.yaml) and spare nodes.
     max_restarts: Annotated[int, within("max_restarts")] | None = None
     spare_nodes: Annotated[int, within("spare_nodes")] | None = None
+    # The world check of a script's ranks (None: launcher.world_check of cluster.yaml).
+    world_check: Literal["warn", "strict", "independent"] | None = None
     # Code snapshot at submit (None: launcher.snapshot of cluster.yaml; False: --no-snapshot).
     snapshot: bool | None = None
 
@@ -164,8 +166,9 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
         raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
     job_dir = job_dir_path(job_root, job_name, now, token)
     passed = [*cluster.launcher.pass_env, *(n for n in request.pass_env if n not in cluster.launcher.pass_env)]
-    launcher = cluster.launcher.model_copy(update={"python": python, "pass_env": passed, **(
-        {"max_restarts": request.max_restarts} if request.max_restarts is not None else {})})
+    asked = {"max_restarts": request.max_restarts, "world_check": request.world_check}
+    launcher = cluster.launcher.model_copy(update={"python": python, "pass_env": passed,
+                                                  **{k: v for k, v in asked.items() if v is not None}})
     extras = merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra)
     placed = placement(hosts, extras, nodes + spares, partition.name)[:nodes]
     env = {**cluster.env, **request.env}

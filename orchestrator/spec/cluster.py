@@ -176,6 +176,8 @@ class Launcher(_Model):
         "job (stop: a failed node stops the job; exclude: the job is submitted again without it)")
     umask: str | None = Field(default=None, description='the umask of the script\'s ranks, e.g. "0022" (quoted): '
                               "what its outputs get (orch's own records stay 0600/0700); unset: yours at submit")
+    world_check: Literal["warn", "strict", "independent"] = Field(default="warn", description="scripts in several "
+        "ranks that never formed one process group: warn, strict (the run fails), independent (meant to be; no check)")
     _v_umask = field_validator("umask")(check_umask)
 
     @field_validator("port_range")
@@ -365,9 +367,7 @@ def validate_cluster(data: Mapping[str, Any], source: str) -> Cluster:
 _FIX_BY_TYPE = {
     "extra_forbidden": "remove it or check its spelling",
     "missing": "add it",
-    "int_parsing": "use a whole number",
-    "int_type": "use a whole number",
-    "int_from_float": "use a whole number",
+    **dict.fromkeys(("int_parsing", "int_type", "int_from_float"), "use a whole number"),
     "float_parsing": "use a number",
     "bool_parsing": "use true or false",
     "greater_than_equal": "use a larger value",

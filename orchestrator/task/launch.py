@@ -34,7 +34,7 @@ import re
 import signal
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Protocol
@@ -75,6 +75,10 @@ class TaskRuntime(Protocol):
 
     def host_script_store(self, addr: str, port: int, *, world_size: int, timeout: int) -> None:
         """Rank 0 of a script on one machine: host the rendezvous store on loopback (runtime.rendezvous)."""
+
+    def watch_world(self, on_join: Callable[[int, int, str, bool | None], None], *, master_addr: str,
+                    master_port: int) -> None:
+        """Scripts: ``on_join(size, rank, backend, at_orch)`` after each init_process_group (runtime.worldhook)."""
 
     def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
         """(message, hint) when ``exc`` is a collective that failed or timed out (another rank's failure)."""
@@ -215,7 +219,7 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         check_world(cfg, env)
         use_snapshot(cfg)
         if cfg.script is not None:  # bring your own script: run it as torchrun would
-            from orchestrator.task import scriptenv, scriptrun
+            from orchestrator.task import scriptenv, scriptrun, worldcheck
 
             scriptenv.export_script_environment(cfg, env, job_dir, os.environ)
             script = True
@@ -223,8 +227,9 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
             if env.rank == 0 and taskenv.is_loopback(env.master_addr) and not per_node:  # on loopback only
                 runtime.host_script_store(env.master_addr, env.master_port, world_size=env.world_size,
                                           timeout=cfg.launcher.init_timeout)
-            return scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
-                                 bind=runtime.bind_script_device)
+            settle = worldcheck.watch(cfg, env, runtime)  # which world this rank joins (--strict-world: fail)
+            return settle(scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
+                                        bind=runtime.bind_script_device))
         export_environment(cfg, env, os.environ)
         # NCCL: last collectives, on timeout (under the names the installed torch reads)
         os.environ.update(hang.flight_recorder_env(job_dir, os.environ, hang.installed_torch_version()))

@@ -26,7 +26,7 @@ from typing import Any
 from orchestrator.env.devices import host_name
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.jobdirs import outcome_rank
-from orchestrator.records.restarts.blame import Kind, LastStep, RankOutcome, parse_outcome
+from orchestrator.records.restarts.blame import Kind, LastStep, RankOutcome, WorldJoin, parse_outcome
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import open_regular
 
@@ -47,12 +47,13 @@ class Recorder:
     settings: dict[str, int] = field(default_factory=dict)  # launcher.init_timeout and collective_timeout
     stopped_by: str = ""  # who sends this task SIGTERM: "srun" or "orch run"
     first_step: float | None = None  # when the first training step of this attempt ended (recovery_s)
+    world: WorldJoin | None = None  # a script's world, once watched (task/worldcheck.py)
     final: bool = False
 
     def start(self, path: Path, *, rank: int, world_size: int, run: str, restart: int, stopped_by: str,
               init_timeout: int, collective_timeout: int) -> None:
         self.path, self.final, self.last_step, self.stopped_by = path, False, None, stopped_by
-        self.first_step = None
+        self.first_step, self.world = None, None
         self.settings = {INIT_TIMEOUT: init_timeout, COLLECTIVE_TIMEOUT: collective_timeout}
         self.timeout = (init_timeout, INIT_TIMEOUT)  # start-up until the runtime says otherwise
         self.base = {"rank": rank, "world_size": world_size, "run": run[:200], "restart": restart,
@@ -65,6 +66,13 @@ class Recorder:
         self.last_step = (epoch, step, time.time())
         if self.first_step is None:
             self.first_step = self.last_step[2]
+
+    def joined(self, world: WorldJoin) -> None:
+        """What this rank's world is now (watched, or joined): the running record says it at once."""
+        self.world = world
+        if self.path is not None and not self.final and os.getpid() == self.base.get("pid"):
+            with signals_held():  # a SIGTERM meanwhile writes its final record after this one, never before
+                self._write("running")
 
     def timeout_in_force(self, seconds: int, setting: str) -> None:
         self.timeout = (seconds, setting)
@@ -102,7 +110,7 @@ class Recorder:
             last = LastStep(epoch=self.last_step[0], step=self.last_step[1], time=self.last_step[2])
         try:
             record = RankOutcome(**self.base, kind=kind, ended=None if kind == "running" else time.time(),
-                                 last_step=last, first_step=self.first_step, **extra)
+                                 last_step=last, first_step=self.first_step, world=self.world, **extra)
             write_text_atomic(self.path, json.dumps(record.model_dump(mode="json", exclude_none=True),
                                                     sort_keys=True) + "\n")
         except (OSError, ValueError) as exc:  # a full disk must not change how the task ends

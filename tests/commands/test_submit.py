@@ -128,6 +128,21 @@ def test_submit_writes_the_folder_and_queues(env: dict[str, Any], capsys: Capsys
     assert (job_dir / "logs").is_dir()
 
 
+@pytest.mark.parametrize(("flags", "expected"), [
+    ([], "warn"), (["--strict-world"], "strict"), (["--independent-ranks"], "independent")])
+def test_the_world_check_flags_land_in_job_json(env: dict[str, Any], capsys: Capsys, flags: list[str],
+                                                expected: str) -> None:
+    code, _, err = run_main(capsys, "submit", env["job"], *flags)
+    assert code == 0, err
+    [job_dir] = folders(env["jobs"])
+    assert json.loads((job_dir / "job.json").read_text(encoding="utf-8"))["launcher"]["world_check"] == expected
+
+
+def test_the_world_check_flags_exclude_each_other(env: dict[str, Any], capsys: Capsys) -> None:
+    code, _, err = run_main(capsys, "submit", env["job"], "--strict-world", "--independent-ranks", "--dry-run")
+    assert code == 2 and "not allowed with argument" in err
+
+
 def test_submit_json(env: dict[str, Any], capsys: Capsys,
                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCH_STUB_SBATCH_STDOUT", "99;othercluster")

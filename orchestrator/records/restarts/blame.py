@@ -63,6 +63,17 @@ class LastStep(BaseModel):
     time: float = Field(ge=0, allow_inf_nan=False)  # wall clock (time.time())
 
 
+class WorldJoin(BaseModel):
+    """A script's rank: the default process group it joined (``size`` None: init_process_group not called)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)  # JSON types exactly
+
+    size: int | None = Field(default=None, ge=1)  # the default group's world size
+    rank: int | None = Field(default=None, ge=0)  # this rank's rank in it
+    backend: str | None = Field(default=None, max_length=40)
+    orch_rendezvous: bool | None = None  # at orch's MASTER_ADDR:MASTER_PORT (None: a store orch cannot place)
+
+
 class RankOutcome(BaseModel):
     """One task's record (``logs/rank<R>.outcome.json``)."""
 
@@ -87,6 +98,7 @@ class RankOutcome(BaseModel):
     ended: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     last_step: LastStep | None = None
     first_step: float | None = Field(default=None, ge=0, allow_inf_nan=False)  # when its first step ended
+    world: WorldJoin | None = None  # scripts in several ranks: the world it joined (records/restarts/world.py)
 
 
 def parse_outcome(text: str) -> RankOutcome | str:

@@ -1,0 +1,100 @@
+"""The world check, a script task's side: watch which world this rank joins, say so, and (strict) fail.
+
+Before a script of several ranks runs, :func:`watch` has torch's side wrap ``init_process_group``
+(``runtime/worldhook.py``); each successful call lands in this rank's outcome record (``world``, through
+:data:`~orchestrator.task.outcome.RECORDER`), and the verdict over every rank's record is
+``records/restarts/world.py``'s (``orch run``'s last lines, ``orch status``). Here, one rank's own view:
+
+- a world of another size than the job's: rank 0 prints one warning line at once (``orch: warning: ...``);
+  with ``launcher.world_check: strict`` (``--strict-world``) the rank fails right there;
+- no ``init_process_group`` after ``launcher.init_timeout`` seconds: rank 0 says so once, while it runs;
+- at the end, strict: a rank that never joined the job's world fails (exit 2, the reason in its record).
+
+``launcher.world_check: independent`` (``--independent-ranks``) and jobs of one rank are not watched. No torch here.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from orchestrator.env.distenv import DistEnv
+from orchestrator.errors import ConfigError
+from orchestrator.records.restarts.blame import WorldJoin
+from orchestrator.records.restarts.world import NEVER_FORMED_HINT, NEVER_INITIALISED_HINT, rank_problem
+from orchestrator.spec.runconfig import RunConfig
+from orchestrator.task.outcome import RECORDER
+
+Settle = Callable[[int], int]  # the script's exit code -> the task's (strict: raises instead)
+
+
+class Watcher(Protocol):
+    def watch_world(self, on_join: Callable[[int, int, str, bool | None], None], *, master_addr: str,
+                    master_port: int) -> None: ...
+
+
+def watched(cfg: RunConfig, env: DistEnv) -> bool:
+    """A script of several ranks, unless declared independent; not a per-node script (its ranks are the
+    processes it spawns: fresh interpreters this task's hook does not reach)."""
+    return (cfg.script is not None and env.world_size > 1 and cfg.launcher.world_check != "independent"
+            and cfg.script.launch.style != "per-node")
+
+
+def watch(cfg: RunConfig, env: DistEnv, runtime: Watcher) -> Settle:
+    """Watch this rank's world (when the job asks for it); the returned function settles the script's end."""
+    if not watched(cfg, env):
+        return lambda code: code
+    strict = cfg.launcher.world_check == "strict"
+    state = Check(env=env, strict=strict)
+    RECORDER.joined(WorldJoin())  # watched, nothing joined yet
+    if env.rank == 0:
+        state.timer = threading.Timer(cfg.launcher.init_timeout, state.late, args=(cfg.launcher.init_timeout,))
+        state.timer.daemon = True
+        state.timer.start()
+    runtime.watch_world(state.on_join, master_addr=env.master_addr, master_port=env.master_port)
+    return state.settle
+
+
+class Check:
+    """One rank's watch: the world it joined last, and what it says about it."""
+
+    def __init__(self, *, env: DistEnv, strict: bool) -> None:
+        self.env, self.strict = env, strict
+        self.world = WorldJoin()
+        self.timer: threading.Timer | None = None
+
+    def on_join(self, size: int, rank: int, backend: str, at_orch: bool | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.world = WorldJoin(size=max(size, 1), rank=max(rank, 0), backend=backend[:40], orch_rendezvous=at_orch)
+        RECORDER.joined(self.world)
+        problem = rank_problem(self.world, self.env.world_size)
+        if problem is None:
+            return
+        if self.strict:
+            raise ConfigError(problem, hint=NEVER_FORMED_HINT)
+        if self.env.rank == 0:
+            _say(f"orch: warning: rank 0: {problem}; the job goes on (--strict-world stops it)")
+
+    def late(self, seconds: int) -> None:
+        """Rank 0, ``launcher.init_timeout`` seconds into the script without init_process_group."""
+        if self.world.size is None:
+            _say(f"orch: warning: rank 0 has not called init_process_group {seconds} s into the script "
+                 f"(launcher.init_timeout): unless it does, the {self.env.world_size} ranks train as independent "
+                 "copies")
+
+    def settle(self, code: int) -> int:
+        if self.timer is not None:
+            self.timer.cancel()
+        problem = rank_problem(self.world, self.env.world_size)
+        if code == 0 and self.strict and problem is not None:
+            hint = NEVER_INITIALISED_HINT if self.world.size is None else NEVER_FORMED_HINT
+            raise ConfigError(problem, hint=hint)
+        return code
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

@@ -1,0 +1,126 @@
+"""The world check for real: ``orch run SCRIPT --nproc 2`` (2 gloo ranks on the CPU) through the CLI, one run per
+case: a formed world, ranks that each trained alone (a hard-coded tcp:// rendezvous with world_size=1), ranks that
+never called init_process_group, a correct script with subgroups, ranks declared independent, and the strict
+check (--strict-world, cluster.yaml's launcher.world_check); orch status on what they left."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import ORCH, ROOT, TEST_CLUSTER, clean_environ, cluster_file
+
+pytestmark = pytest.mark.slow
+
+SCRIPTS = ROOT / "tests" / "scripts"
+TIMEOUT = 180
+NEVER_FORMED = "the 2 ranks never formed a process group: 2 independent copies trained"
+NEVER_INITIALISED = "none of the 2 ranks called init_process_group: 2 independent copies trained"
+
+
+def orch(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = clean_environ(PYTHONPATH=str(ROOT))
+    return subprocess.run([ORCH, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                          check=False)
+
+
+def run(tmp_path: Path, script: str, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``orch run SCRIPT --nproc 2 --cpu ARGS``; the process and its job folder."""
+    jobs = tmp_path / "jobs"
+    proc = orch(tmp_path, "run", str(SCRIPTS / script), "--nproc", "2", "--cpu", "--job-root", str(jobs), *args)
+    [job_dir] = [p for p in jobs.iterdir() if (p / "job.json").is_file()]
+    return proc, job_dir
+
+
+def worlds(job_dir: Path) -> list[Any]:
+    return [json.loads((job_dir / "logs" / f"rank{r}.outcome.json").read_text(encoding="utf-8")).get("world")
+            for r in range(2)]
+
+
+def status(tmp_path: Path, job_dir: Path) -> tuple[str, dict[str, Any]]:
+    text = orch(tmp_path, "status", str(job_dir))
+    data = orch(tmp_path, "status", str(job_dir), "--json")
+    assert text.returncode == data.returncode == 0, text.stderr + data.stderr
+    return text.stdout, json.loads(data.stdout)
+
+
+def test_a_formed_world_raises_no_alarm(tmp_path: Path) -> None:
+    proc, job_dir = run(tmp_path, "ddp_train.py", "--json", "--", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)["world"] is None
+    assert worlds(job_dir) == [{"size": 2, "rank": r, "backend": "gloo", "orch_rendezvous": True} for r in range(2)]
+    text, data = status(tmp_path, job_dir)
+    assert data["state"] == "COMPLETED" and data["world"] is None and "warning" not in text
+
+
+def test_ranks_that_each_trained_alone_are_reported(tmp_path: Path) -> None:
+    proc, job_dir = run(tmp_path, "alone.py")
+    assert proc.returncode == 0, proc.stderr  # a warning by default: the run completed
+    last = proc.stderr.strip().splitlines()
+    assert last[-2].startswith(f"orch: warning: {NEVER_FORMED} (ranks 0, 1 initialised a world of 1 rank (gloo) "
+                               "not at orch's rendezvous"), proc.stderr
+    assert last[-1].startswith("HINT: ") and "--independent-ranks" in last[-1]
+    # rank 0 said so at once, while it ran
+    assert "orch: warning: rank 0: the job's 2 ranks never formed a process group" in proc.stdout + proc.stderr
+    assert worlds(job_dir) == [{"size": 1, "rank": 0, "backend": "gloo", "orch_rendezvous": False}] * 2
+    text, data = status(tmp_path, job_dir)
+    assert data["state"] == "COMPLETED" and data["failure"] is None
+    assert data["world"]["kind"] == "never_formed" and data["world"]["ranks"] == [0, 1]
+    assert f"# job {job_dir}: warning: {NEVER_FORMED}" in text
+
+
+def test_ranks_that_never_initialised_are_reported(tmp_path: Path) -> None:
+    proc, job_dir = run(tmp_path, "no_init.py", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert f"orch: warning: {NEVER_INITIALISED}\nHINT: call init_process_group" in proc.stderr
+    assert json.loads(proc.stdout)["world"]["kind"] == "never_initialised"
+    assert worlds(job_dir) == [{}, {}]  # watched, never joined
+    text, data = status(tmp_path, job_dir)
+    assert data["world"]["kind"] == "never_initialised" and NEVER_INITIALISED in text
+
+
+def test_a_correct_script_with_subgroups_raises_no_alarm(tmp_path: Path) -> None:
+    proc, job_dir = run(tmp_path, "subgroups.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stdout + proc.stderr
+    assert [w["size"] for w in worlds(job_dir)] == [2, 2]  # new_group is no join
+
+
+def test_ranks_meant_to_be_independent_are_left_alone(tmp_path: Path) -> None:
+    proc, job_dir = run(tmp_path, "no_init.py", "--independent-ranks")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stdout + proc.stderr
+    assert json.loads((job_dir / "job.json").read_text(encoding="utf-8"))["launcher"]["world_check"] == "independent"
+    assert worlds(job_dir) == [None, None]
+    text, data = status(tmp_path, job_dir)
+    assert data["world"] is None and "warning" not in text
+
+
+def test_strict_world_fails_ranks_that_each_trained_alone(tmp_path: Path) -> None:
+    proc, job_dir = run(tmp_path, "alone.py", "--strict-world")
+    assert proc.returncode == 2, proc.stderr
+    assert "orch: error: rank " in proc.stderr
+    assert "the job's 2 ranks never formed a process group: this rank initialised a world of 1 rank" in proc.stderr
+    text, data = status(tmp_path, job_dir)
+    assert data["state"] == "FAILED" and "never formed a process group" in data["failure"]["message"]
+    assert data["world"] is None and "warning" not in text  # the failure says it, once
+
+
+def test_cluster_yaml_makes_the_check_strict(tmp_path: Path) -> None:
+    cluster = cluster_file(tmp_path, launcher={**TEST_CLUSTER["launcher"], "world_check": "strict"})
+    proc, _ = run(tmp_path, "no_init.py", "--cluster", str(cluster))
+    assert proc.returncode == 2, proc.stderr
+    assert "never formed a process group: this rank never called init_process_group" in proc.stderr
+
+
+def test_rank_0_says_so_while_it_runs_when_no_init_came_in_time(tmp_path: Path) -> None:
+    cluster = cluster_file(tmp_path, launcher={**TEST_CLUSTER["launcher"], "init_timeout": 10})
+    proc, _ = run(tmp_path, "no_init.py", "--cluster", str(cluster), "--", "--sleep", "12")
+    assert proc.returncode == 0, proc.stderr
+    assert ("orch: warning: rank 0 has not called init_process_group 10 s into the script (launcher.init_timeout)"
+            in proc.stdout + proc.stderr)
+    assert NEVER_INITIALISED in proc.stderr
