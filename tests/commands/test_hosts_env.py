@@ -197,7 +197,7 @@ def test_export_is_torchruns_set_for_this_task_and_bash_evals_it_verbatim(tmp_pa
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("export ") and shown.stdout.count("\nexport ") == 16  # 17 variables
     dump = "import json, os; print(json.dumps(dict(os.environ)))"
-    evaluated = subprocess.run(["bash", "-c", f'eval "$("$0" env --export)" && exec "$1" -c "$2"', str(ORCH),
+    evaluated = subprocess.run(["bash", "-c", 'eval "$("$0" env --export)" && exec "$1" -c "$2"', str(ORCH),
                                 sys.executable, dump], capture_output=True, text=True, env=env, cwd=tmp_path,
                                timeout=60)
     assert evaluated.returncode == 0, evaluated.stderr
