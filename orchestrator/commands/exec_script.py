@@ -94,6 +94,32 @@ def _submitted_record(job_id: str, job_dir: Path, cfg: RunConfig) -> Submitted:
                      cluster=cfg.cluster_name)
 
 
+def head_address(environ: dict[str, str]) -> None:
+    """MASTER_ADDR, unless the batch script exported it: the step's first node when its name resolves here,
+    else its NodeAddr from slurmctld (node names need not resolve: test clusters), as orch's own batch
+    script takes it. Set in ``environ`` (this task's derivation and the task process both read it)."""
+    if environ.get("MASTER_ADDR", "").strip():
+        return
+    import socket
+
+    from orchestrator.env.hostlist import HostlistError, expand_cached
+
+    nodelist = next((environ[name] for name in distenv.SLURM_VARS["nodelist"] if environ.get(name)), "")
+    try:
+        hosts = expand_cached(nodelist)
+    except HostlistError:
+        return  # derive() says what is wrong with it
+    if not hosts:
+        return
+    try:
+        socket.getaddrinfo(hosts[0], None)
+        return
+    except (OSError, UnicodeError):
+        from orchestrator.slurm.restart import _node_addr  # the one NodeAddr lookup (the batch script's restarts)
+
+        environ["MASTER_ADDR"] = _node_addr(hosts[0])
+
+
 def prepare(args: argparse.Namespace, environ: Mapping[str, str], started: float) -> tuple[Path, RunConfig, int]:
     """The step's job folder, its job.json and this task's rank (rank 0 creates the folder)."""
     job_id, _ = stepjob.slurm_step(environ)
@@ -123,6 +149,8 @@ def prepare(args: argparse.Namespace, environ: Mapping[str, str], started: float
 def run(args: argparse.Namespace) -> int:
     started = time.time()
     environ = without_torchrun_vars(os.environ)
+    stepjob.slurm_step(environ)  # outside a step: said before anything else
+    head_address(environ)
     job_dir, cfg, rank = prepare(args, environ, started)
     job_id, _ = stepjob.slurm_step(environ)
     argv = [sys.executable, "-m", TASK_MODULE, "--job-dir", str(job_dir)]
