@@ -39,6 +39,7 @@ from orchestrator.task import stepjob, tee
 
 log = logging.getLogger(__name__)
 TASK_MODULE = "orchestrator.runtime.launch"
+UNKNOWN_TIME = "Unknown"  # Slurm's word for a time it does not know: no time to compare (records/jobindex.py)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,10 +85,11 @@ def _submitted_record(job_id: str, job_dir: Path, cfg: RunConfig) -> Submitted:
     (asked once, by rank 0; unknown when squeue does not answer: then only the name is compared)."""
     from orchestrator.slurm import client as slurm
 
-    submitted = ""
+    submitted = UNKNOWN_TIME
     try:
         found = slurm.squeue([job_id]).get(job_id)
-        submitted = (found.submit_time or "") if found is not None else ""
+        if found is not None and found.submit_time:
+            submitted = found.submit_time
     except SlurmError as exc:
         log.info("squeue did not answer for job %s: %s", job_id, exc.message)
     return Submitted(job_id=job_id, job_dir=str(job_dir), submitted=submitted, job_name=cfg.job_name,

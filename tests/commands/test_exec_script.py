@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from support import ORCH, ROOT, clean_environ, run_cli
 from test_logs_script_jobs import squeue_line
-from test_status_logs import FakeSlurm, fake_slurm
+from test_status_logs import DISABLED, FakeSlurm, fake_slurm
 
 from orchestrator.local.runner import free_port
 
@@ -89,6 +89,8 @@ def test_two_tasks_train_as_one_world_as_under_torchrun(fake_slurm: FakeSlurm, t
     config = json.loads((job_dir / "job.json").read_text())
     assert (config["mode"], config["nodes"], config["tasks_per_node"], config["job_name"]) == ("slurm", 1, 2, "byo")
     assert (job_dir / "job_id").read_text() == JOB_ID + "\n"
+    recorded = json.loads((job_dir / "submitted.json").read_text())  # what orch status compares with Slurm's
+    assert (recorded["submitted"], recorded["job_name"]) == ("2026-11-25T09:00:00", "byo")
     assert sorted(p.name for p in jobs.iterdir()) == [job_dir.name]  # one folder for the step, made once
 
     code, out, err = run_cli(["status", str(job_dir)], capsys)
@@ -117,13 +119,23 @@ def test_the_ranks_output_is_in_their_logs_and_in_sruns(fake_slurm: FakeSlurm, t
 
 
 @pytest.mark.slow
-def test_a_failing_rank_is_blamed_in_the_folder(fake_slurm: FakeSlurm, tmp_path: Path) -> None:
+def test_a_failing_rank_is_blamed_in_the_folder(fake_slurm: FakeSlurm, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "fail.py"
-    script.write_text("import os, sys\nsys.exit(5 if os.environ['RANK'] == '1' else 0)\n")
+    script.write_text("import os, sys\nprint('rank', os.environ['RANK'], 'gives up')\n"
+                      "sys.exit(5 if os.environ['RANK'] == '1' else 0)\n")
     tasks = srun(tmp_path, str(script), "--job-root", str(tmp_path / "jobs"))
     assert [t.returncode for t in tasks] == [0, 5]
-    outcome = json.loads((tmp_path / "jobs" / f"byo-{JOB_ID}.0" / "logs" / "rank1.outcome.json").read_text())
+    job_dir = tmp_path / "jobs" / f"byo-{JOB_ID}.0"
+    outcome = json.loads((job_dir / "logs" / "rank1.outcome.json").read_text())
     assert (outcome["kind"], outcome["exit_code"]) == ("failed", 5)
+    fake_slurm.set({"squeue": {"stdout": squeue_line(JOB_ID, "FAILED", "byo")}, "sacct": DISABLED})
+    code, out, err = run_cli(["status", str(job_dir)], capsys)
+    assert code == 0 and "FAILED" in out and "rank 1" in out and "reused" not in out, out + err
+    # squeue did not answer rank 0 (no canned answer then): Slurm's SubmitTime is unknown, only the name compared
+    assert json.loads((job_dir / "submitted.json").read_text())["submitted"] == "Unknown"
+    code, out, err = run_cli(["logs", str(job_dir)], capsys)
+    assert code == 0 and "look at rank 1" in err and "rank 1 gives up" in err, out + err
 
 
 def test_a_script_the_doctor_refuses_stops_every_task_alike(fake_slurm: FakeSlurm, tmp_path: Path) -> None:
