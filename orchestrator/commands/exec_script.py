@@ -128,6 +128,7 @@ def prepare(args: argparse.Namespace, environ: Mapping[str, str], started: float
     cluster = cluster_or_none(args)
     launcher = cluster.launcher if cluster is not None else Launcher()
     env = distenv.derive(environ, port_range=launcher.port_range)
+    stepjob.uniform_tasks_per_node(env, environ)  # in every task: none waits for a folder rank 0 refuses to make
     target = _target(args)
     from orchestrator.records.codetrust import check_launch
 
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     head_address(environ)
     job_dir, cfg, rank = prepare(args, environ, started)
     job_id, _ = stepjob.slurm_step(environ)
-    argv = [sys.executable, "-m", TASK_MODULE, "--job-dir", str(job_dir)]
+    argv = [sys.executable, "-u", "-m", TASK_MODULE, "--job-dir", str(job_dir)]  # as the batch script starts it
     status = tee.run_teed(argv, environ, log_path(job_dir, job_id, rank),
                           ignore=tee.ignored_signals(cfg.launcher.preempt_signal))
     return tee.end_like(status)

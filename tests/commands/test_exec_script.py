@@ -171,15 +171,16 @@ def test_a_job_file_is_no_script_for_orch_exec(clean_env: pytest.MonkeyPatch, tm
     assert code == 2 and "not one" in err and "orch submit" in err, err
 
 
-def test_unequal_tasks_per_node_are_refused_before_a_folder(clean_env: pytest.MonkeyPatch, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    env = {**task_env(0, 3), "SLURM_STEP_NODELIST": "localhost,127.0.0.1", "SLURM_STEP_NUM_NODES": "2",
-           "SLURM_STEP_TASKS_PER_NODE": "2,1"}
+@pytest.mark.parametrize("rank", [0, 2])
+def test_unequal_tasks_per_node_are_refused_by_every_task_before_a_folder(
+        rank: int, clean_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = {**task_env(rank, 3), "SLURM_STEP_NODELIST": "localhost,127.0.0.1", "SLURM_STEP_NUM_NODES": "2",
+           "SLURM_STEP_TASKS_PER_NODE": "2,1", "SLURM_NODEID": str(rank // 2), "SLURM_LOCALID": str(rank % 2)}
     for name, value in env.items():
         if name.startswith("SLURM_"):
             clean_env.setenv(name, value)
     code, _, err = run_cli(["exec", str(DDP), "--job-root", str(tmp_path / "jobs"), "--", "--out", "x"], capsys)
-    assert code == 2 and "same number of tasks on every node" in err, err
+    assert code == 2 and "same number of tasks on every node" in err, err  # rank 2 does not wait for rank 0
     assert not any((tmp_path / "jobs").glob("*/job.json"))
 
 
