@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # The arguments orch run and orch submit take for what to run (JOB or -m, --no-check, --ignore, --track,
     # --data-dir): options added there for every launching verb reach orch exec too.
     add_job_arguments(parser, example="train.py")
+    helps = {"job": "the torchrun-style script every task runs (train.py; its arguments after --)",
+             "overrides": argparse.SUPPRESS}  # a job file's overrides: orch exec runs scripts only
+    for action in parser._actions:
+        action.help = helps.get(action.dest, action.help)
+        if action.dest == "job":
+            action.metavar = "SCRIPT"
     add_cluster_argument(parser)
     parser.add_argument("--job-root", metavar="DIR",
                         help="where to create the step's job folder (default: launcher.job_root, else ~/orch-jobs); "
