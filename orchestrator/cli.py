@@ -59,6 +59,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "run": ("orchestrator.commands.run",
             "run a job or a script on this machine: N processes through the same launcher (gloo on CPU); "
             "a script's own arguments go after --"),
+    "exec": ("orchestrator.commands.exec_script",
+             "inside your own batch script: srun orch exec SCRIPT [-- ARGS] runs each task as orch's own would "
+             "(ranks from Slurm, the doctor's gate, a job folder for orch status/logs)"),
     "status": ("orchestrator.commands.status",
                "show the Slurm state of jobs (default: the newest jobs submitted from here)"),
     "logs": ("orchestrator.commands.logs",

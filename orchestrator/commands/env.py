@@ -1,14 +1,23 @@
-"""``orch env``: this task's place in the job (rank, world size, master), from Slurm or torchrun."""
+"""``orch env``: this task's place in the job (rank, world size, master), from Slurm or torchrun.
+
+``--export`` prints the variables torchrun gives a worker (the set orch gives a script), derived for this
+task, as ``export NAME=value`` lines (values shell-quoted) for ``eval "$(orch env --export)"`` inside srun:
+a torchrun-style script then runs without orch around it. Nothing hosts a store for it, so
+TORCHELASTIC_USE_AGENT_STORE is False (rank 0's init_process_group hosts it, as without torchrun).
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.env.distenv import derive
+from orchestrator.commands._common import add_cluster_argument, print_json
+from orchestrator.env.distenv import DistEnv, derive, restart_count, script_run_id
 from orchestrator.env.masterport import DEFAULT_PORT_RANGE
+from orchestrator.env.taskenv import script_env
 from orchestrator.errors import ConfigError
 from orchestrator.records.cache import find_cluster
 from orchestrator.spec.numbers import parse_int
@@ -20,11 +29,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "launcher.port_range of cluster.yaml if one is found, else "
                              f"{DEFAULT_PORT_RANGE[0]}-{DEFAULT_PORT_RANGE[1]})")
     add_cluster_argument(parser)
-    add_json_argument(parser)
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    shown.add_argument("--export", action="store_true",
+                       help="print torchrun's variables for this task as shell exports: eval \"$(orch env --export)\"")
+
+
+def export_lines(dist: DistEnv, environ: Mapping[str, str]) -> list[str]:
+    """``export NAME=value`` for each variable torchrun gives a worker, derived for this task (pure)."""
+    fields = script_env(dist, restart_count=restart_count(environ), max_restarts=0,
+                        run_id=script_run_id(environ, "none"), cpus_per_task=_task_cpus(environ), environ=environ)
+    fields["TORCHELASTIC_USE_AGENT_STORE"] = "False"  # no agent: init_process_group's rank 0 hosts the store
+    return [f"export {name}={shlex.quote(value)}" for name, value in fields.items()]
+
+
+def _task_cpus(environ: Mapping[str, str]) -> int:
+    count = parse_int(environ.get("SLURM_CPUS_PER_TASK"), digits=6)
+    if count is not None:
+        return count
+    from orchestrator.local.plan import available_cpus
+
+    return available_cpus()
 
 
 def run(args: argparse.Namespace) -> int:
     dist = derive(os.environ, port_range=_port_range(args))
+    if args.export:
+        print("\n".join(export_lines(dist, os.environ)))
+        return 0
     fields = dist.as_dict()
     if args.json:
         print_json(fields)

@@ -127,7 +127,7 @@ def _remember_bad_nodes(job_dir: Path, run: str | None, nodes: Sequence[str], pe
     nodememory.announce(pairs)
 
 
-def _node_addr(node: str) -> str:
+def node_addr(node: str) -> str:
     """A node's NodeAddr from slurmctld (names need not resolve on test clusters); the name otherwise."""
     from orchestrator.slurm.client import command_output
 
@@ -225,7 +225,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         where += f" on {decision.blamed_node}" if decision.blamed_node else ""
         elsewhere = resubmission(cfg, job_dir, env, requeue, decision.blamed_node)
         options, head = node_options(cfg, job_dir, env, requeue)
-        addr = _node_addr(head) if head else env.get("MASTER_ADDR", "")
+        addr = node_addr(head) if head else env.get("MASTER_ADDR", "")
         nxt = {**env, distenv.ATTEMPT_VAR: str(args.attempt + 1)}
         port = distenv.job_master_port(nxt, cfg.launcher.port_range)
         how = ("submitting the job again without it, to resume" if elsewhere

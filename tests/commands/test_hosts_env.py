@@ -19,7 +19,7 @@ from support import ROOT
 from orchestrator.cli import main
 from orchestrator.commands import env as env_cmd
 from orchestrator.commands import hosts as hosts_cmd
-from orchestrator.env.masterport import master_port
+from orchestrator.env.masterport import DEFAULT_PORT_RANGE, master_port
 from orchestrator.errors import OrchError
 
 ORCH = Path(sys.executable).parent / "orch"
@@ -180,3 +180,52 @@ def test_installed_orch_env(tmp_path: Path) -> None:
     assert outside.returncode == 2
     assert "orch: error: not launched by srun or torchrun" in outside.stderr
     assert "HINT:" in outside.stderr and "Traceback" not in outside.stderr
+
+
+# ---- orch env --export: torchrun's variables as shell exports ----------------------------------------
+
+HOSTILE = "$(touch {marker}) `id` \"dq\" it's; a\nb \\ *"
+
+
+def test_export_is_torchruns_set_for_this_task_and_bash_evals_it_verbatim(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    hostile = HOSTILE.format(marker=marker)
+    env = _subprocess_env(**RANK3, MASTER_ADDR=hostile, OMP_NUM_THREADS=hostile, SLURM_ARRAY_JOB_ID="7",
+                          SLURM_ARRAY_TASK_ID="3 ; touch " + str(marker), SLURM_RESTART_COUNT="2")
+    shown = subprocess.run([str(ORCH), "env", "--export"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("export ") and shown.stdout.count("\nexport ") == 16  # 17 variables
+    dump = "import json, os; print(json.dumps(dict(os.environ)))"
+    evaluated = subprocess.run(["bash", "-c", 'eval "$("$0" env --export)" && exec "$1" -c "$2"', str(ORCH),
+                                sys.executable, dump], capture_output=True, text=True, env=env, cwd=tmp_path,
+                               timeout=60)
+    assert evaluated.returncode == 0, evaluated.stderr
+    seen = json.loads(evaluated.stdout)
+    assert not marker.exists()  # nothing was run: every value is quoted
+    assert {name: seen[name] for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                                          "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME")} == {
+        "RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "1",
+        "GROUP_WORLD_SIZE": "2", "ROLE_RANK": "3", "ROLE_WORLD_SIZE": "4", "ROLE_NAME": "default"}
+    assert seen["MASTER_ADDR"] == hostile.strip()  # the exported value wins, byte for byte (derive strips it)
+    assert seen["OMP_NUM_THREADS"] == hostile  # left as the user set it, as torchrun leaves it
+    assert seen["MASTER_PORT"] == str(master_port("1", 2, DEFAULT_PORT_RANGE))  # from the job id and the requeue count
+    assert seen["TORCHELASTIC_RUN_ID"] == "7_3 ; touch " + str(marker)
+    assert (seen["TORCHELASTIC_RESTART_COUNT"], seen["TORCHELASTIC_USE_AGENT_STORE"]) == ("2", "False")
+    assert "NODE_RANK" not in seen  # torchrun does not set it
+
+
+def test_export_without_a_launcher_is_the_same_error_as_orch_env(clean_env: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["env", "--export"]) == 2
+    err = capsys.readouterr().err
+    assert "not launched by srun or torchrun" in err and "HINT:" in err
+    assert main(["env", "--export", "--json"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_export_lines_take_the_tasks_cpus(clean_env: pytest.MonkeyPatch) -> None:
+    from orchestrator.env.distenv import derive
+
+    lines = env_cmd.export_lines(derive({**RANK3, "SLURM_CPUS_PER_TASK": "6"}), {**RANK3, "SLURM_CPUS_PER_TASK": "6"})
+    assert "export OMP_NUM_THREADS=6" in lines and "export MASTER_ADDR=node1" in lines

@@ -178,6 +178,14 @@ def test_dashdash_run_and_submit_pass_script_arguments(here: Path, capsys: pytes
     assert json.loads(capsys.readouterr().out)["runs"]["args"] == ["--nproc", "2", "--"]
 
 
+def test_dashdash_exec_passes_script_arguments(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """orch exec takes a script's arguments after -- as run and submit do: here it gets as far as the
+    missing Slurm step (they were not read as orch's options)."""
+    assert main(["exec", "train.py", "--", "--nproc", "2", "--"]) == 2
+    err = capsys.readouterr().err
+    assert "SLURM_JOB_ID is not set" in err and "unrecognized" not in err, err
+
+
 @pytest.mark.parametrize("argv", [["nodes", "--"], ["clean", "--dry-run", "--"], ["clusters", "--"]])
 def test_dashdash_verbs_without_operands(here: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     """-- alone ends the options of verbs that take no operand."""
@@ -186,7 +194,7 @@ def test_dashdash_verbs_without_operands(here: Path, capsys: pytest.CaptureFixtu
 
 def test_every_verb_is_covered() -> None:
     covered = {"hosts", "env", "list", "status", "logs", "cancel", "plot", "doctor", "run", "submit", "compare", "tb",
-               "nodes", "clean", "clusters"}
+               "nodes", "clean", "clusters", "exec"}
     assert covered == set(VERBS), set(VERBS) ^ covered
 
 

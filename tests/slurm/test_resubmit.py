@@ -108,7 +108,7 @@ def test_no_node_to_move_to_restarts_in_place(tmp_path: Path, capsys: pytest.Cap
 def test_a_spare_left_restarts_in_the_allocation(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setattr(restart, "_node_addr", lambda node: node)  # no scontrol here
+    monkeypatch.setattr(restart, "node_addr", lambda node: node)  # no scontrol here
     job_dir = _folder(tmp_path, [*NODES, "node4"], spares=1)
     code, out, err = _helper(job_dir, _env("node[1-3]"), capsys)
     assert code == 0, err
