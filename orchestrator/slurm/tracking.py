@@ -180,7 +180,7 @@ def interrupted(job_dir: Path) -> str | None:
     if token is None:
         return None
     return (f"orch submit was stopped before it recorded the id, and Slurm holds no job of comment {token} "
-            "(it never ran, or finished long ago)")
+            f"(it never ran, or finished long ago): orch logs {job_dir} shows what it wrote; submit it again to run it")
 
 
 def _owner(job_dir: Path) -> Path:
