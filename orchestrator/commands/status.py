@@ -1,17 +1,17 @@
 """``orch status [JOBID|DIR ...] [--json]``: Slurm's state of jobs, live or finished.
 
-Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`` call when the
-cluster keeps accounting, else from the job completion log (see ``slurm.job_status``); the state is
-read by :mod:`orchestrator.slurm.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs
-submitted from here (their folders under ``launcher.job_root``), a submit killed after sbatch included.
-With ``--json`` one job gives one object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's name, e.g.
+Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`` call when the cluster keeps
+accounting, else from the job completion log (see ``slurm.job_status``); the state is read by
+:mod:`orchestrator.slurm.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs submitted
+from here (their folders under ``launcher.job_root``), a submit killed after sbatch included. With ``--json``
+one job gives one object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's name, e.g.
 ``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``. EPOCH/STEP/LOSS (and, while it runs,
-SAMPLES/S and ETA: the rest of this epoch plus the epochs after it at its pace) come from the job
-folder's ``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in
-``--json``); METRICS is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``).
-When the ranks' outcome records show a failure, ``failure`` (``--json``; a ``# job ...`` line below the
-table) names the rank to look at: the one that failed, or the one that stopped making progress while
-the others gave up waiting for it in a collective, and the timeout that applied
+SAMPLES/S and ETA: the rest of this epoch plus the epochs after it at its pace) come from the job folder's
+``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in ``--json``); METRICS
+is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``). When the ranks' outcome
+records show a failure, ``failure`` (``--json``; a ``# job ...`` line below the table) names the rank to look
+at: the one that failed, or the one that stopped making progress while the others gave up waiting for it in a
+collective, and the timeout that applied
 (:mod:`orchestrator.records.restarts.blame`).
 Under Slurm a rank killed without a word is named as the batch script's restart helper names it: its
 verdict in ``attempts.json``, else srun's report at the end of the batch log, with its node (``node``;
