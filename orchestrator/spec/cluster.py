@@ -37,7 +37,6 @@ class _Model(BaseModel):
 
 
 def check_time(value: str) -> str:
-    """A Slurm time (spec/units.py) within the bound ``time_limit``; ValueError otherwise."""
     check("time_limit", parse_time(value))
     return value
 
