@@ -1,17 +1,17 @@
 """``orch status [JOBID|DIR ...] [--json]``: Slurm's state of jobs, live or finished.
 
-Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`` call when the
-cluster keeps accounting, else from the job completion log (see ``slurm.job_status``); the state is
-read by :mod:`orchestrator.slurm.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs
-submitted from here (their folders under ``launcher.job_root``). With ``--json`` one job gives one
-object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's name, e.g.
+Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`` call when the cluster keeps
+accounting, else from the job completion log (see ``slurm.job_status``); the state is read by
+:mod:`orchestrator.slurm.jobstate`, as ``orch list`` reads it. Without arguments: the newest jobs submitted
+from here (their folders under ``launcher.job_root``), a submit killed after sbatch included. With ``--json``
+one job gives one object, several give a list; each has at least ``job_id`` and ``state`` (Slurm's name, e.g.
 ``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and ``gpu_hours``. EPOCH/STEP/LOSS (and, while it runs,
-SAMPLES/S and ETA: the rest of this epoch plus the epochs after it at its pace) come from the job
-folder's ``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in
-``--json``); METRICS is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``).
-When the ranks' outcome records show a failure, ``failure`` (``--json``; a ``# job ...`` line below the
-table) names the rank to look at: the one that failed, or the one that stopped making progress while
-the others gave up waiting for it in a collective, and the timeout that applied
+SAMPLES/S and ETA: the rest of this epoch plus the epochs after it at its pace) come from the job folder's
+``progress.json`` (rank 0 rewrites it every few seconds while training; ``progress`` in ``--json``); METRICS
+is the last epoch's loss and task metrics from ``metrics.jsonl`` (``last_epoch``). When the ranks' outcome
+records show a failure, ``failure`` (``--json``; a ``# job ...`` line below the table) names the rank to look
+at: the one that failed, or the one that stopped making progress while the others gave up waiting for it in a
+collective, and the timeout that applied
 (:mod:`orchestrator.records.restarts.blame`).
 Under Slurm a rank killed without a word is named as the batch script's restart helper names it: its
 verdict in ``attempts.json``, else srun's report at the end of the batch log, with its node (``node``;
@@ -33,6 +33,7 @@ from orchestrator.commands._jobs import (
     format_rows,
     indexed_job,
     job_root_from_args,
+    reconciled,
     shown_columns,
 )
 from orchestrator.errors import OrchError
@@ -47,7 +48,7 @@ from orchestrator.records.restarts.attempts import restarts as attempt_restarts
 from orchestrator.records.restarts.world import judge
 from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
 from orchestrator.slurm import jobstate
-from orchestrator.slurm.tracking import interrupted
+from orchestrator.slurm.tracking import interrupted, read_token
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.snapshot import Snapshot
 from orchestrator.task.outcome import read_outcomes
@@ -84,9 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _targets(args: argparse.Namespace) -> list[tuple[str | None, JobDir | None]]:
     root = job_root_from_args(args)
     if not args.jobs:
-        # newest first, read lazily: only the folders shown are read
-        with_ids: Iterator[tuple[str | None, JobDir]] = ((j.job_id, j) for j in iter_job_dirs(root) if j.job_id)
-        return list(itertools.islice(with_ids, min(max(args.limit, 0), sys.maxsize)))  # islice's bound
+        # newest first, read lazily: only the folders shown are read; a submit killed after sbatch (no id
+        # yet, its token written) is shown too: reconciled when Slurm holds its job, else UNKNOWN and why
+        tracked: Iterator[JobDir] = (j for j in iter_job_dirs(root)
+                                     if j.job_id or (j.mode == "slurm" and read_token(j.path) is not None))
+        shown = reconciled(list(itertools.islice(tracked, min(max(args.limit, 0), sys.maxsize))))  # islice's bound
+        return [(job.job_id, job) for job in shown]
     by_id: dict[str, JobDir] | None = None
     cluster = cluster_name(args)
     targets: list[tuple[str | None, JobDir | None]] = []

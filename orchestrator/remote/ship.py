@@ -1,8 +1,9 @@
 """Ship a code tree to the cluster before a remote submit: only the files that changed.
 
-One round trip lists what the remote copy holds (path, size, modification time); the files whose
-size or time differ are sent, with ``rsync`` over the same SSH connection when rsync is installed
-here (``ORCH_REMOTE_SHIP=tar`` turns it off), else as a tar stream; files that left the tree are
+One round trip lists what the remote copy holds (path and content: the SHA-256 of each file, the target
+of each link); the files whose content differs are sent (never trusting size and time: ``cp -p``,
+``rsync -t`` and ``tar x`` keep both across an edit), with ``rsync`` over the same SSH connection when
+rsync is installed here (``ORCH_REMOTE_SHIP=tar`` turns it off), else as a tar stream; files that left the tree are
 removed there. An unchanged tree costs that one round trip and sends nothing.
 
 The remote copy of a tree is ``<remote.workdir>/code/<10 hex digits of this host and the tree's path>/<folder
@@ -46,32 +47,52 @@ def dest_for(workdir: str, tree: CodeTree) -> str:
     return f"{base}/code/{digest}/{tree.root.name or 'root'}"  # the folder keeps its name (job names use it)
 
 
-Signature = tuple[int, int]  # (size, whole seconds of the modification time)
+Signature = str  # a file's content: "f:<SHA-256 hex>", a link's: "l:<target>"
+_CHUNK = 1 << 20
+_HEX = frozenset("0123456789abcdef")
 
 
 def local_signature(path: str) -> Signature:
-    info = os.lstat(path)
-    return info.st_size, int(info.st_mtime)
+    if os.path.islink(path):
+        return "l:" + os.readlink(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return "f:" + digest.hexdigest()
+
+
+# each file as sha256sum -z prints it ("<hex>  ./name\0", names unescaped), each link as "link  ./name\0target\0"
+_MANIFEST = (r"{ find . -type f -exec sha256sum -z -- {} + ; "
+             r"find . -type l -printf 'link  %p\0%l\0' ; }")
 
 
 def remote_manifest(conn: Connection, dest: str) -> dict[str, Signature]:
-    """What the remote copy holds (created empty when missing)."""
+    """What the remote copy holds (created empty when missing): each file's content."""
     quoted = remote_path(dest)
-    command = (f"mkdir -p {quoted} && cd {quoted} && "
-               r"find . \( -type f -o -type l \) -printf '%P\0%s\0%T@\0'")
-    proc = conn.run(command)
+    proc = conn.run(f"mkdir -p {quoted} && cd {quoted} && {_MANIFEST}")
     if proc.returncode != 0:
         err = proc.stderr.decode(errors="replace").strip()
         raise RemoteError(f"cannot list {dest} on {conn.dest}: {err[-300:]}",
                           hint="check remote.workdir (a folder you may write on the cluster)")
-    parts = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return parse_manifest(proc.stdout.decode("utf-8", "surrogateescape"))
+
+
+def parse_manifest(text: str) -> dict[str, Signature]:
+    """The remote listing (:data:`_MANIFEST`) as {name: signature}; what is not a record is skipped (that
+    file is then sent again)."""
+    parts = text.split("\0")
     found: dict[str, Signature] = {}
-    for i in range(0, len(parts) - 2, 3):
-        name, size, mtime = parts[i:i + 3]
-        try:
-            found[name] = (int(size), int(float(mtime)))
-        except ValueError:
+    i = 0
+    while i < len(parts):
+        field = parts[i]
+        if field.startswith("link  ./") and i + 1 < len(parts):
+            found[field[len("link  ./"):]] = "l:" + parts[i + 1]
+            i += 2
             continue
+        if len(field) > 68 and set(field[:64]) <= _HEX and field[64] == " " and field[66:68] == "./":
+            found[field[68:]] = "f:" + field[:64]
+        i += 1
     return found
 
 
@@ -107,7 +128,8 @@ def _rsync(conn: Connection, tree: CodeTree, dest: str, names: list[str], rsync:
     """True when rsync sent the files; False when it cannot run there (then the tar stream does)."""
     shell = shlex.join([*conn.ssh(), *conn.options(), "-o", "ControlMaster=no"])
     listing = b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in names)
-    argv = [rsync, "-a", "--from0", "--files-from=-", "-e", shell, f"{tree.root}/", f"{conn.remote.host}:{dest}/"]
+    # -I: never skip a file for its size and time (it is sent because its content differs)
+    argv = [rsync, "-a", "-I", "--from0", "--files-from=-", "-e", shell, f"{tree.root}/", f"{conn.remote.host}:{dest}/"]
     proc = subprocess.run(argv, input=listing, capture_output=True, check=False)
     if proc.returncode == 0:
         return True

@@ -15,6 +15,7 @@ checkpoint, and renamed right after it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
@@ -37,6 +38,7 @@ from orchestrator.records.resumecheck import PREVIOUS as PREVIOUS
 from orchestrator.records.resumecheck import JobIdentity, make_sidecar, sidecar_path, zip_members_digest
 from orchestrator.records.trust import TrustError, check_checkpoint
 from orchestrator.runtime.dist import Dist, barrier, broadcast_object, gather_objects
+from orchestrator.spec.numbers import writing
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +95,22 @@ def _write_sidecar(state: Mapping[str, Any], checkpoint: Path, job: JobIdentity)
 
 def write_atomic(state: Mapping[str, Any], directory: Path, job: JobIdentity | None = None) -> Path:
     """Write ``state`` as the new ``latest.pt``, keeping the old one as ``previous.pt``; with ``job``,
-    each file's sidecar too (without: any sidecar of the replaced file goes, never a stale one)."""
+    each file's sidecar too (without: any sidecar of the replaced file goes, never a stale one). A full disk
+    or quota is one orch error naming the file (:func:`orchestrator.spec.numbers.full_disk`): the partial
+    temporary files are removed (their space freed) and ``latest.pt`` stays the newest complete checkpoint."""
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f"{TMP_PREFIX}{LATEST}.{os.getpid()}"
+    try:
+        with writing(directory / LATEST):
+            return _write_atomic(state, directory, tmp, job)
+    except BaseException:
+        for left in (tmp, sidecar_path(tmp)):
+            with contextlib.suppress(OSError):
+                left.unlink(missing_ok=True)
+        raise
+
+
+def _write_atomic(state: Mapping[str, Any], directory: Path, tmp: Path, job: JobIdentity | None) -> Path:
     with tmp.open("wb") as fh:
         torch.save(dict(state), fh)
         fh.flush()

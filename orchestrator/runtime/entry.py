@@ -51,6 +51,7 @@ from orchestrator.runtime.state import Resume, checkpoint_state
 from orchestrator.runtime.task import TrainTask
 from orchestrator.runtime.tracking import StepTracker, global_step, open_tracker
 from orchestrator.spec.job import JobSpec, TrainParams, load_job_file
+from orchestrator.spec.numbers import FULL_DISK, writing
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.spec.snapshot import relocate
 from orchestrator.task.outcome import RECORDER
@@ -268,8 +269,9 @@ class Trainer:
         except (OrchError, KeyboardInterrupt):
             raise
         except Exception as exc:
-            if describe_failure(exc, ctx.collective_timeout) is not None:
-                raise  # a collective failed: another rank's problem, said by launch
+            if describe_failure(exc, ctx.collective_timeout) is not None or (
+                    isinstance(exc, OSError) and exc.errno in FULL_DISK):
+                raise  # a collective failed (another rank's problem), a full disk: said by launch
             traceback.print_exc(file=sys.stderr)
             raise TrainingError(f"rank {ctx.rank} failed: {describe(exc)} (job {self.spec.name}, epoch {epoch + 1}, "
                                 f"step {current})",
@@ -351,7 +353,8 @@ class Trainer:
             return
         where = f"epoch {epoch + 1}, step {step}"
         if self.cfg.launcher.requeue:
-            (self.job_dir / REQUEUE_FILE).write_text(f"{where}\n", encoding="utf-8")
+            with writing(self.job_dir / REQUEUE_FILE):
+                (self.job_dir / REQUEUE_FILE).write_text(f"{where}\n", encoding="utf-8")
             print(f"orch: preempted (SIG{self.flag.signal_name}); stopped at {where}; checkpoint saved; "
                   "requeue requested", flush=True)
         else:

@@ -1,5 +1,6 @@
 """Per-epoch metrics: one line printed by rank 0, one JSON object per epoch in ``metrics.jsonl``,
-and ``result.json`` at the end. No torch here: the numbers arrive already reduced over ranks."""
+and ``result.json`` at the end. No torch here: the numbers arrive already reduced over ranks. A full disk
+or quota under any of these writes is one orch error naming the file (``spec.numbers.writing``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records.atomic import write_text_atomic
+from orchestrator.spec.numbers import writing
 
 PERCENT_METRICS = ("acc",)  # shown as percentages in the epoch line
 
@@ -129,14 +131,15 @@ class MetricsLog:
         """Drop entries after the resumed checkpoint (those epochs run again and log again)."""
         if self.path.exists():
             kept = [e for e in self.read() if e["epoch"] <= completed_epochs]
-            write_text_atomic(self.path, "".join(dumps(e) + "\n" for e in kept))
+            with writing(self.path):
+                write_text_atomic(self.path, "".join(dumps(e) + "\n" for e in kept))
 
     def append(self, metrics: EpochMetrics) -> None:
         """One whole line, flushed (readers see it at once) but not fsynced: rank 0 writes it while the
         other ranks may already wait in a collective under the short training timeout, and an fsync on a
         busy network file system can take longer than that. :meth:`sync` makes it durable, inside the
         checkpoint's patient window, before the checkpoint that covers the epoch is written."""
-        with self.path.open("a", encoding="utf-8") as fh:
+        with writing(self.path), self.path.open("a", encoding="utf-8") as fh:
             fh.write(dumps(metrics.as_dict()) + "\n")
             fh.flush()
 
@@ -147,10 +150,12 @@ class MetricsLog:
         except FileNotFoundError:
             return
         try:
-            os.fsync(fd)
+            with writing(self.path):
+                os.fsync(fd)
         finally:
             os.close(fd)
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any], *, fsync: bool = True) -> None:
-    write_text_atomic(path, dumps(dict(data), indent=2, sort_keys=True) + "\n", fsync=fsync)
+    with writing(path):
+        write_text_atomic(path, dumps(dict(data), indent=2, sort_keys=True) + "\n", fsync=fsync)

@@ -232,18 +232,19 @@ def squeue(job_ids: Sequence[str] = (), *, runner: Runner = run_command) -> dict
 
 
 # squeue -O fields of :func:`comments`: the array's id (a plain job's own id), then its comment (may hold '|')
-COMMENT_FORMAT = "ArrayJobID:|,Comment:"
+COMMENT_FORMAT = "ArrayJobID:|,SubmitTime:|,Comment:"  # the comment last: it may hold "|"
 
 
-def comments(*, runner: Runner = run_command) -> dict[str, str]:
-    """This user's jobs that Slurm holds, as {comment: job id (an array's own id)}, in one squeue call
-    (``--me``: squeue cannot filter by comment, so every job of the user is listed, unpadded)."""
+def comments(*, runner: Runner = run_command) -> dict[str, tuple[str, str]]:
+    """This user's jobs that Slurm holds, as {comment: (job id (an array's own id), Slurm's SubmitTime)}, in
+    one squeue call (``--me``: squeue cannot filter by comment, so every job of the user is listed, unpadded)."""
     proc = _query(["squeue", "--noheader", "--states=all", "--me", f"--Format={COMMENT_FORMAT}"], runner)
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, str]] = {}
     for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
-        job_id, sep, comment = line.partition("|")
-        if sep and _JOB_ID_RE.fullmatch(job_id.strip()) and comment.strip():
-            found.setdefault(comment.strip(), job_id.strip())
+        job_id, sep, rest = line.partition("|")
+        submit, sep2, comment = rest.partition("|")
+        if sep and sep2 and _JOB_ID_RE.fullmatch(job_id.strip()) and comment.strip():
+            found.setdefault(comment.strip(), (job_id.strip(), submit.strip()))
     return found
 
 

@@ -37,12 +37,19 @@ from orchestrator.records.jobdirs import (
     write_job_dir,
     write_script,
 )
-from orchestrator.records.jobindex import Submitted, now_text, record_submit
+from orchestrator.records.jobindex import now_text
 from orchestrator.records.snapshots.store import snapshot_config
 from orchestrator.records.trust import fs_error, make_job_root
 from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request
 from orchestrator.slurm.render import render_script
-from orchestrator.slurm.tracking import deferred_signals, private_umask, record_ids, reserve_id, write_token
+from orchestrator.slurm.tracking import (
+    deferred_signals,
+    private_umask,
+    record_ids,
+    record_submitted,
+    reserve_id,
+    write_token,
+)
 from orchestrator.spec.bounds import BOUNDS, MAX_ARRAY_SIZE
 from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, resolve_data_dir
 
@@ -312,7 +319,7 @@ def queue(plan: SubmitPlan, environ: Mapping[str, str]) -> str:
         job_id = _sbatch(job_dir, [job_dir], comment)
         submitted = now_text()  # right after sbatch returned: a little later than Slurm's SubmitTime
         record_ids([(job_dir, job_id)])
-        _record(job_dir, job_id, plan.run_config, submitted)
+        record_submitted(job_dir, job_id, plan.run_config, submitted)
     return job_id
 
 
@@ -343,7 +350,7 @@ def queue_array(array: ArrayPlan, environ: Mapping[str, str]) -> tuple[str, list
         ids = [f"{array_id}_{e.index}" for e in array.elements]
         record_ids([(folder, array_id), *((e.job_dir, i) for e, i in zip(array.elements, ids, strict=True))])
         for element, job_id in zip(array.elements, ids, strict=True):
-            _record(element.job_dir, job_id, element.run_config, submitted)
+            record_submitted(element.job_dir, job_id, element.run_config, submitted)
     return array_id, ids
 
 
@@ -370,10 +377,3 @@ def _sbatch(job_dir: Path, folders: Sequence[Path], comment: str) -> str:
             except OSError as write_exc:  # a full disk: the refusal is still reported
                 log.warning("cannot write %s: %s", path / SUBMIT_ERROR_FILE, write_exc.strerror)
         raise
-
-
-def _record(job_dir: Path, job_id: str, config: RunConfig, submitted: str) -> None:
-    """``submitted.json`` and the user's index of submitted jobs (:mod:`orchestrator.records.jobindex`)."""
-    record_submit(job_dir, Submitted(job_id=job_id, job_dir=str(job_dir), submitted=submitted,
-                                     job_name=config.job_name, cluster=config.cluster_name))
-

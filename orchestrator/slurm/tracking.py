@@ -11,7 +11,9 @@
   :func:`write_token`: ``orch:<folder name>``) that sbatch gives the job as its ``--comment``. A folder
   whose ``job_id`` is still blank is reconciled the next time orch reads it (:func:`reconcile`: ``orch
   status``, ``list``, ``cancel``, ``logs``): one squeue call lists the user's jobs by comment, and the id of
-  the job carrying the token is recorded (:func:`record_ids`, the one writer), an array's elements too.
+  the job carrying the token is recorded (:func:`record_ids`, the one writer), an array's elements too,
+  and each folder gets the records a whole submit writes after sbatch (:func:`record_submitted`:
+  ``submitted.json`` and the user's index), with Slurm's SubmitTime as the time of submission.
   The batch script also records its own id when it starts (``templates/base.sbatch.j2``). A job Slurm
   no longer holds stays without an id: ``orch status`` says UNKNOWN and why (:func:`interrupted`).
 * When recording fails all the same (the folder was removed, a read-only remount), orch cancels the job
@@ -28,11 +30,19 @@ import signal
 import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 
-from orchestrator.errors import SlurmError
+from orchestrator.errors import OrchError, SlurmError
 from orchestrator.records.jobdirs import ARRAY_FILE
-from orchestrator.spec.runconfig import JOB_ID_FILE, SUBMIT_ERROR_FILE, SUBMIT_TOKEN_FILE
+from orchestrator.records.jobindex import Submitted, parse_time, record_submit
+from orchestrator.spec.runconfig import (
+    JOB_ID_FILE,
+    SUBMIT_ERROR_FILE,
+    SUBMIT_TOKEN_FILE,
+    RunConfig,
+    read_run_config,
+)
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +124,13 @@ def record_ids(pairs: Sequence[tuple[Path, str]]) -> None:
                     pairs[0][1], pairs[0][0], names)
 
 
+def record_submitted(job_dir: Path, job_id: str, config: RunConfig, submitted: str) -> None:
+    """What a folder records once its job is queued and its id recorded: ``submitted.json`` and the user's
+    index of submitted jobs (:mod:`orchestrator.records.jobindex`; best effort). ``submitted``: ISO 8601, UTC."""
+    record_submit(job_dir, Submitted(job_id=job_id, job_dir=str(job_dir), submitted=submitted,
+                                     job_name=config.job_name, cluster=config.cluster_name))
+
+
 def untracked(job_id: str, job_dir: Path, exc: OSError) -> SlurmError:
     """Cancel job ``job_id``, whose id orch could not record; the error to raise (exit 1)."""
     from orchestrator.slurm import client as slurm
@@ -163,7 +180,7 @@ def interrupted(job_dir: Path) -> str | None:
     if token is None:
         return None
     return (f"orch submit was stopped before it recorded the id, and Slurm holds no job of comment {token} "
-            "(it never ran, or finished long ago)")
+            f"(it never ran, or finished long ago): orch logs {job_dir} shows what it wrote; submit it again to run it")
 
 
 def _owner(job_dir: Path) -> Path:
@@ -181,12 +198,12 @@ def reconcile(job_dirs: Iterable[Path]) -> dict[Path, str]:
               if (token := read_token(owner)) is not None}
     if not owners:
         return {}
-    by_word = {comment.split()[0]: job_id for comment, job_id in slurm.comments().items()}
+    by_word = {comment.split()[0]: found for comment, found in slurm.comments().items()}
     recorded: dict[Path, str] = {}
     for owner, token in owners.items():
-        job_id = by_word.get(token)
-        if job_id is None:
+        if token not in by_word:
             continue
+        job_id, submit_time = by_word[token]
         pairs = [(owner, job_id), *((e, f"{job_id}_{e.name}") for e in _elements(owner))]
         try:
             for folder, element_id in pairs:
@@ -194,7 +211,29 @@ def reconcile(job_dirs: Iterable[Path]) -> dict[Path, str]:
                 recorded[folder] = element_id
         except OSError as exc:
             log.warning("cannot record job %s in %s: %s", job_id, owner, exc.strerror)
+            continue
+        for folder, element_id in pairs:
+            _complete(folder, element_id, submit_time)
     return recorded
+
+
+def _complete(folder: Path, job_id: str, slurm_submit: str) -> None:
+    """The records a submit writes after sbatch, for a folder whose id was recorded only now (a folder
+    with a job.json: a job, an array's element; an array's own folder has none, as after a submit)."""
+    if (folder / ARRAY_FILE).is_file():
+        return
+    moment = parse_time(slurm_submit)  # Slurm's local time: when the job was queued
+    if moment is None:
+        log.warning("no submitted.json for job %s in %s: Slurm gave no SubmitTime (%r)", job_id, folder,
+                    slurm_submit[:40])
+        return
+    try:
+        config = read_run_config(folder)
+    except OrchError as exc:
+        log.warning("no submitted.json for job %s: %s", job_id, exc.message)
+        return
+    submitted = datetime.fromtimestamp(moment, timezone.utc).isoformat(timespec="seconds")
+    record_submitted(folder, job_id, config, submitted)
 
 
 def _elements(owner: Path) -> list[Path]:

@@ -29,6 +29,7 @@ MAX_CPUS = 65_534  # Slurm keeps a node's CPU count in 16 bits (0xffff: not set)
 MAX_NODES = 100_000  # the partition's node list is the real limit; Slurm counts nodes in 32 bits
 MAX_GPUS_PER_NODE = 64
 MAX_LR = 1e4  # any larger learning rate overflows the first update of float32 weights
+MAX_RESUMES = 1_000_000  # job.json's restarts: how often orch run --resume continued a local run
 C_INT_MAX = 2**31 - 1  # counts that reach torch as a C int
 FLOAT32_MAX = 3.4028234663852886e38  # a job's float hyperparameters reach torch as float32 tensors
 
@@ -78,6 +79,7 @@ BOUNDS: dict[str, Bound] = {
     # restarts inside the allocation (docs/preemption-and-restarts.md)
     "max_restarts": Bound(0, 100, "each restart redoes the work since the last checkpoint"),
     "spare_nodes": Bound(0, MAX_NODES, "the partition's node list is the real limit"),
+    "restarts": Bound(0, MAX_RESUMES, "each one is an orch run --resume; the ranks count restarts in a C int"),
     # TrainParams
     "lr": Bound(0, MAX_LR, "a larger step overflows float32 weights at the first update", open_low=True),
     "momentum": Bound(0, 1, "momentum above 1 makes every update grow"),

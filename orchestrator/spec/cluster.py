@@ -36,7 +36,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _check_time(value: str) -> str:
+def check_time(value: str) -> str:
     check("time_limit", parse_time(value))
     return value
 
@@ -80,7 +80,7 @@ class Partition(_Model):
 
     _v_name = field_validator("name")(lambda v: _check_name(v, "partition name"))
     _v_sbatch = field_validator("sbatch")(_check_sbatch)
-    _v_time = field_validator("max_time")(_check_time)
+    _v_time = field_validator("max_time")(check_time)
     _v_mem = field_validator("mem_per_node")(_check_mem)
 
     @field_validator("nodes")
@@ -113,7 +113,7 @@ class Defaults(_Model):
     sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for every job, "
                                  "e.g. {constraint: a100, exclusive: true}")
 
-    _v_time = field_validator("time")(_check_time)
+    _v_time = field_validator("time")(check_time)
     _v_sbatch = field_validator("sbatch")(_check_sbatch)
 
     @field_validator("mem_per_gpu")

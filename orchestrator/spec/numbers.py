@@ -14,10 +14,13 @@ command line), bounded before anything is built from them (pure).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import math
 import os
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
 from orchestrator.errors import ConfigError
 
@@ -157,3 +160,27 @@ def os_error(exc: OSError) -> ConfigError:
     shown = shown if len(shown) <= 120 else f"{shown[:80]}...{shown[-30:]}"
     return ConfigError(f"{reason}: {shown}" if shown else reason,
                        hint=_OS_HINTS.get(exc.errno or 0, "check the path and try again"))
+
+
+FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT})  # a write that fails for space: the disk or the quota
+
+
+def full_disk(path: Path, exc: OSError) -> ConfigError:
+    """A rank's write of ``path`` (a checkpoint, metrics.jsonl, result.json, ...) that failed for space."""
+    reason = exc.strerror or os.strerror(exc.errno or 0)
+    return ConfigError(f"cannot write {path}: {reason}",
+                       hint=f"free space on the file system of {path.parent} (or your quota there), or point the "
+                            "job root elsewhere (launcher.job_root, orch run --job-root); the newest complete "
+                            "checkpoint is kept: a resume or requeue continues from it")
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Writes of ``path`` in the block: a full disk or quota is :func:`full_disk`'s one error (other errors
+    pass unchanged)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in FULL_DISK:
+            raise full_disk(path, exc) from None
+        raise

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.errors import ConfigError
 from orchestrator.spec.bounds import within
-from orchestrator.spec.cluster import Launcher
+from orchestrator.spec.cluster import Launcher, check_time
 from orchestrator.spec.extras import check_env_var
 from orchestrator.spec.safefile import RECORD_LIMIT, NotAFile, open_regular
 from orchestrator.spec.script import ScriptTarget
@@ -70,7 +70,7 @@ class RunConfig(BaseModel):
     tasks_per_node: Annotated[int, within("ntasks_per_node")]
     cpus_per_task: Annotated[int, within("cpus_per_task")]
     partition: str | None = None
-    time: str | None = None
+    time: str | None = None  # a Slurm time within the bound time_limit (a hand edit too)
     data_dir: str | None = None
     job_dir: str
     cluster_name: str | None = None
@@ -82,7 +82,8 @@ class RunConfig(BaseModel):
     script: ScriptTarget | None = None
     gpus_per_task: Annotated[int, within("gpus_per_task")] = Field(
         default=1, description="GPUs each task holds (tasks = gpus / this)")
-    restarts: int = Field(default=0, ge=0, description="local runs: how often orch run --resume continued it")
+    restarts: Annotated[int, within("restarts")] = Field(
+        default=0, description="local runs: how often orch run --resume continued it")
     preflight: Preflight | None = Field(default=None, description="orch submit --preflight (None: no preflight)")
     spare_nodes: Annotated[int, within("spare_nodes")] = Field(
         default=0, description="orch submit --spare-nodes: allocated beyond nodes, for "
@@ -96,6 +97,11 @@ class RunConfig(BaseModel):
                               "launcher.umask, else the user's at submit/run time; None: an older job.json, 0077")
 
     _v_umask = field_validator("umask")(check_umask)
+
+    @field_validator("time")
+    @classmethod
+    def _v_time(cls, value: str | None) -> str | None:
+        return None if value is None else check_time(value)
 
     @field_validator("env")
     @classmethod

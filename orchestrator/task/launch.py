@@ -47,7 +47,7 @@ from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT  # a collectiv
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.startup import CLOCK
 from orchestrator.records.trust import check_job_dir
-from orchestrator.spec.numbers import parse_int
+from orchestrator.spec.numbers import FULL_DISK, full_disk, parse_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.spec.snapshot import relocate_paths
 from orchestrator.task import hang
@@ -242,19 +242,14 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         if args.master_port:  # the batch script's step: no rank yet
             print(exc.render(), file=sys.stderr, flush=True)
             return exc.exit_code
-        label = _rank_label(os.environ, env)
-        message = exc.message if exc.message.startswith("rank ") else f"{label}: {exc.message}"
-        print(OrchError(message, exc.hint).render(), file=sys.stderr, flush=True)
-        if isinstance(exc, RendezvousTimeout):
-            RECORDER.finish("waited", exc.exit_code, reason=_reason(message), how="timeout", timeout_s=exc.timeout_s)
-        else:
-            RECORDER.finish("failed", exc.exit_code, reason=_reason(message))
-        return exc.exit_code
+        return _failed(exc, env)
     except KeyboardInterrupt:
         print(f"orch: {_rank_label(os.environ, env)} interrupted", file=sys.stderr, flush=True)
         RECORDER.finish("signalled", 130, signal_name="SIGINT")
         return 130
     except Exception as exc:
+        if not script and isinstance(exc, OSError) and exc.errno in FULL_DISK:  # a write orch did not name
+            return _failed(full_disk(Path(os.fsdecode(exc.filename or job_dir)), exc), env)
         if script:  # the script's own error: its traceback as python prints it (without orch's frames)
             from orchestrator.task.scriptrun import format_script_error
 
@@ -286,6 +281,18 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         how = "timeout" if "timed out" in peer[0] else "lost"
         RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=_reason(message), how=how, timeout_s=applied)
         return PEER_FAILURE_EXIT
+
+
+def _failed(exc: OrchError, env: distenv.DistEnv | None) -> int:
+    """This rank's one error line (and HINT), and its outcome record."""
+    label = _rank_label(os.environ, env)
+    message = exc.message if exc.message.startswith("rank ") else f"{label}: {exc.message}"
+    print(OrchError(message, exc.hint).render(), file=sys.stderr, flush=True)
+    if isinstance(exc, RendezvousTimeout):
+        RECORDER.finish("waited", exc.exit_code, reason=_reason(message), how="timeout", timeout_s=exc.timeout_s)
+    else:
+        RECORDER.finish("failed", exc.exit_code, reason=_reason(message))
+    return exc.exit_code
 
 
 def entrypoint(runtime: TaskRuntime) -> None:

@@ -104,7 +104,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "spec/containers.py": "apptainer and pyxis scripts: tests/slurm/test_render_script.py",
     "spec/doctorcodes.py": "the doctor's codes and their policy: tests/doctor/test_doctor_project.py",
     "spec/remote.py": "the remote section of cluster.yaml: tests/remote/test_remote.py",
-    "spec/runconfig.py": "job.json: tests/slurm/test_slurm_plan.py and every test that writes a job folder",
     "spec/safefile.py": "the safe reader: tests/commands/test_status_hostile_records.py",
     "spec/snapshot.py": "tests/records/snapshots/test_snapshots_store.py, test_snapshots_preview.py",
     "spec/tracking.py": "run ids and merged settings: tests/task/test_trackers.py",

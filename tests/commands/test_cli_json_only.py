@@ -96,11 +96,23 @@ ON_A_RUN = {
 }
 
 
-def test_every_other_json_verb_prints_one_document(world: dict[str, Any]) -> None:
-    run = _orch(world, "run", "noisy_script.py", "--job-root", "jobs")
+# the first run of each kind (user code that prints at import), and its resume
+FIRST_RUN = {"job file": ["noisy_job.py", "epochs=1", "samples=64", "test_samples=16"], "script": ["noisy_script.py"]}
+RESUMES = {"job file": ["run", "--resume", "{job}", "epochs=2"], "script": ["run", "--resume", "{job}"]}
+
+
+@pytest.mark.parametrize("kind", list(FIRST_RUN))
+def test_every_other_json_verb_prints_one_document(kind: str, world: dict[str, Any]) -> None:
+    run = _orch(world, "run", *FIRST_RUN[kind], "--job-root", "jobs")
+    assert run.returncode == 0, run.stderr
     job = _one_document(run)["job_dir"]
-    for verb, argv in ON_A_RUN.items():
+    verbs = {**ON_A_RUN, "run --resume": RESUMES[kind],
+             "submit --sweep": ["submit", "noisy_job.py", "--sweep", "lr=0.1,0.2"]}
+    for verb, argv in verbs.items():
         proc = _orch(world, *[word.format(job=job) for word in argv])
         assert "Traceback" not in proc.stderr, (verb, proc.stderr)
+        assert "noisy:" not in proc.stdout, (verb, proc.stdout)
         if proc.stdout.strip():  # a refusal (no curves to plot, not under srun) prints nothing on stdout
             _one_document(proc)
+        if verb in ("run --resume", "submit --sweep"):
+            assert proc.returncode == 0, (verb, proc.stderr)

@@ -10,6 +10,7 @@ handed over) and every file of the folder have no group or other bits.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -86,5 +87,10 @@ def test_sigkilled_submit_of_a_held_job_is_found_by_its_token(slurm_cluster: Slu
     status = slurm_cluster.orch("status", str(job_dir), "--json", *where, check=True)
     assert f'"job_id": "{job_id}"' in status.stdout and "PENDING" in status.stdout, status.stdout
     assert (job_dir / "job_id").read_text(encoding="ascii") == f"{job_id}\n"
+    submitted = json.loads((job_dir / "submitted.json").read_text(encoding="utf-8"))  # as a whole submit's
+    assert (submitted["job_id"], submitted["job_dir"]) == (job_id, str(job_dir)), submitted
+    by_id = slurm_cluster.orch("status", job_id, "--json", check=True)  # the index finds it, not "reused"
+    row = json.loads(by_id.stdout)
+    assert (row["job_dir"], row.get("reused")) == (str(job_dir), None), row
     cancel = slurm_cluster.orch("cancel", str(job_dir), *where, check=True)
     assert f"cancelled {job_id}" in cancel.stdout

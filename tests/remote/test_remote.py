@@ -515,3 +515,40 @@ def test_control_socket_folder_must_be_private(tmp_path: Path) -> None:
     folder.chmod(0o755)
     with pytest.raises(RemoteError, match="not private"):
         socket_dir({"ORCH_SSH_DIR": str(folder)})
+
+
+def test_shipping_keys_on_content_not_size_and_time(remote: Setup) -> None:
+    """An edit that keeps a file's size and modification time (``cp -p``, ``rsync -t``, ``tar x``, a clock
+    set back) is shipped: the remote copy is compared by content, with rsync and with the tar stream."""
+    from orchestrator.remote.ship import dest_for, ship
+    from orchestrator.remote.ssh import Connection
+    from orchestrator.remote.tree import code_tree
+    from orchestrator.spec.cluster import parse_cluster
+
+    cluster = parse_cluster(remote.cluster.read_text())
+    assert cluster.remote is not None
+    conn = Connection(cluster.remote, remote.env())
+    proj = _project(remote.base, "proj-same-size")
+    (proj / "cfg.py").write_text("TIME = '01:00:00'\n")
+    (proj / "latest").symlink_to("cfg.py")
+    for method in ["tar", *(["rsync"] if shutil.which("rsync") else [])]:
+        env = {**remote.env(), "ORCH_REMOTE_SHIP": method}
+        dest = remote.workdir / dest_for(str(remote.workdir), code_tree(proj))[len(str(remote.workdir)) + 1:]
+        shutil.rmtree(dest, ignore_errors=True)
+        assert ship(conn, code_tree(proj), str(remote.workdir), env).sent == len(code_tree(proj).files)
+        assert ship(conn, code_tree(proj), str(remote.workdir), env).sent == 0  # unchanged: nothing sent
+        before = (proj / "cfg.py").stat()
+        (proj / "cfg.py").write_text("TIME = '09:30:00'\n")  # the same size
+        os.utime(proj / "cfg.py", ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same time
+        assert (proj / "cfg.py").stat().st_size == before.st_size
+        (proj / "latest").unlink()
+        (proj / "latest").symlink_to("cfg.pz")  # a link to another target of the same length
+        changed = ship(conn, code_tree(proj), str(remote.workdir), env)
+        assert (changed.sent, changed.method) == (2, method), changed
+        assert (dest / "cfg.py").read_text() == "TIME = '09:30:00'\n", method
+        assert os.readlink(dest / "latest") == "cfg.pz", method
+        assert ship(conn, code_tree(proj), str(remote.workdir), env).sent == 0
+        (proj / "cfg.py").write_text("TIME = '01:00:00'\n")
+        os.utime(proj / "cfg.py", ns=(before.st_atime_ns, before.st_mtime_ns))
+        (proj / "latest").unlink()
+        (proj / "latest").symlink_to("cfg.py")

@@ -112,3 +112,51 @@ def test_logs_of_the_folder_finds_the_queued_job(write_cluster: Callable[..., Pa
     proc = orch(tmp_path, "logs", str(folder))
     assert "Traceback" not in proc.stderr and "no job id" not in proc.stderr, proc.stderr
     assert (folder / "job_id").read_text(encoding="ascii") == "4242\n"
+
+
+SUBMITTED_KEYS = {"job_id", "job_dir", "submitted", "job_name", "cluster", "remote"}
+
+
+def test_a_reconciled_folder_has_the_records_a_whole_submit_writes(write_cluster: Callable[..., Path],
+                                                                    tmp_path: Path) -> None:
+    cluster = write_cluster()
+    whole = orch(tmp_path, "submit", "smoke", "--cluster", str(cluster), "--json")
+    assert whole.returncode == 0, whole.stderr
+    reference = json.loads((Path(json.loads(whole.stdout)["job_dir"]) / "submitted.json").read_text())
+    (tmp_path / "queue.jsonl").unlink()  # the killed submit's job is then the only one Slurm holds
+    folder = killed_submit_beside(tmp_path, cluster)
+    assert not (folder / "submitted.json").exists()
+    proc = orch(tmp_path, "status", str(folder), "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    record = json.loads((folder / "submitted.json").read_text(encoding="utf-8"))
+    assert set(record) == set(reference) == SUBMITTED_KEYS
+    assert (record["job_id"], record["job_dir"], record["job_name"], record["cluster"]) == (
+        "4243", str(folder), reference["job_name"], reference["cluster"])
+    assert record["submitted"].endswith("+00:00")  # UTC, as a submit writes it
+    assert (folder / "submitted.json").stat().st_mode & 0o777 == 0o600
+    index = [json.loads(line) for line in (Path(os.environ["ORCH_STATE_DIR"]) / "jobs.jsonl").read_text().splitlines()]
+    assert [r["job_dir"] for r in index if r["job_id"] == "4243"] == [str(folder)]
+    by_id = orch(tmp_path, "status", "4243", "--json")  # the index finds it, and Slurm's job is this folder's
+    assert by_id.returncode == 0, by_id.stderr
+    row = json.loads(by_id.stdout)
+    assert (row["job_dir"], row["state"], row.get("reused")) == (str(folder), "PENDING", None), row
+
+
+def test_a_reconciled_sweep_gives_each_element_its_records(write_cluster: Callable[..., Path],
+                                                           tmp_path: Path) -> None:
+    folder = killed_submit(tmp_path, write_cluster(), "--sweep", "lr=0.1,0.2,0.3")
+    proc = orch(tmp_path, "list", "--json", "--cluster", str(tmp_path / "cluster.yaml"))
+    assert proc.returncode == 0, proc.stderr
+    for index in (0, 1, 2):
+        record = json.loads((folder / str(index) / "submitted.json").read_text(encoding="utf-8"))
+        assert (record["job_id"], record["job_dir"]) == (f"4242_{index}", str(folder / str(index)))
+
+
+def killed_submit_beside(tmp_path: Path, cluster: Path) -> Path:
+    """As :func:`killed_submit`, in a job root that already holds a folder: the new folder."""
+    before = set((tmp_path / "jobs").iterdir())
+    proc = orch(tmp_path, "submit", "smoke", "--cluster", str(cluster), ORCH_STUB_SBATCH_KILL_PARENT="1",
+                ORCH_STUB_SBATCH_STDOUT="4243")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    [folder] = [p for p in (tmp_path / "jobs").iterdir() if p.is_dir() and p not in before]
+    return folder
