@@ -35,8 +35,9 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
     Rule("DDP001", "warning",
          "CUDA used with no torch.cuda.set_device() before it: under plain torchrun every rank opens a context "
          "on GPU 0 (orch run/submit bind each rank's GPU before the script starts, so not there)",
-         "call torch.cuda.set_device(local_rank) right after init_process_group, before any CUDA use "
-         "(or name the device: torch.device('cuda', local_rank))"),
+         "call torch.cuda.set_device(local_rank) before init_process_group and any CUDA use (or pass "
+         "device_id=torch.device('cuda', local_rank) to init_process_group): a device named only in .to(i) or "
+         "device_ids=[i] leaves NCCL's communicator on GPU 0"),
     Rule("DDP002", "error",
          "collective reachable only under a rank condition: the other ranks never call it, the job hangs",
          "call the collective on every rank: move it out of the rank condition (keep only the I/O inside)"),
@@ -98,6 +99,16 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "nodes read the same shards)",
          "pass the global rank (int(os.environ['RANK'])) to init_process_group, or nothing: it reads RANK from "
          "the environment; keep LOCAL_RANK for the device"),
+    Rule("DDP017", "warning",
+         "forward through the DDP wrapper's .module in a training step (model.module(x), model.module.predict(x)): "
+         "DDP's forward is bypassed, so that module's gradients are never averaged across ranks",
+         "call the wrapper itself (model(x)); to reach another method, route it through the module's forward() "
+         "(an argument that selects it), so the call goes through DDP"),
+    Rule("DDP018", "warning",
+         "a training step skipped on one rank before backward() (if not torch.isfinite(loss): continue, an empty "
+         "batch, an exception caught with continue): the other ranks enter DDP's gradient all-reduce alone and hang",
+         "decide together: flag = torch.tensor(float(ok), device=dev); dist.all_reduce(flag, op=dist.ReduceOp.MIN); "
+         "skip on every rank when it is 0 (or zero the loss: (loss * 0).backward() keeps the all-reduce)"),
 )}
 
 assert tuple(CATALOG) == DOCTOR_CODES, "orchestrator/spec/doctorcodes.py lists the catalog's codes"

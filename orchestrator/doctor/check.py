@@ -18,6 +18,7 @@ from orchestrator.doctor import (
     rules_random,
     rules_rendezvous,
     rules_spawn,
+    rules_steps,
     rules_sync,
 )
 from orchestrator.doctor.analysis import Analysis
@@ -46,6 +47,8 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_spawn.check_self_spawn,        # DDP014
     rules_launch.check_legacy_local_rank,  # DDP015
     rules_launch.check_local_rank_as_rank,  # DDP016
+    rules_steps.check_module_forward,    # DDP017
+    rules_steps.check_skipped_backward,  # DDP018
 )
 
 # In the script's helpers (the local modules it calls), findings are warnings, and only the rules that judge

@@ -94,6 +94,7 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
         return
     uses = [site for site in a.flow.sites if _cuda_use(a, site) == "default"]
     if not uses:
+        yield from _explicit_only(a)
         return
     first = uses[0]
     setters = [s for s in a.sites(SET_DEVICE) if not _bare_context(a, s)] + a.helper_sites(SET_DEVICE)
@@ -108,6 +109,23 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
         return  # a helper nobody could read may well bind the device: silence over a guess
     yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the script or its "
                                           "helpers")
+
+
+def _explicit_only(a: Analysis) -> Iterator[Finding]:
+    """DDP001 where every device is explicit (``.to(device_id)``, ``DDP(device_ids=[device_id])``) but nothing
+    binds the current device before an NCCL group: NCCL opens its communicator on the current device, GPU 0,
+    in every rank (an extra process on GPU 0 under plain torchrun; orch's launcher binds it first)."""
+    explicit = [site for site in a.flow.sites if _cuda_use(a, site) == "index"]
+    if not explicit or a.spawns or _cpu_backend_only(a) or not _backends(a) or _sets_visible_devices(a) or a.unread:
+        return
+    if [s for s in a.sites(SET_DEVICE) if not _bare_context(a, s)] or a.helper_sites(SET_DEVICE):
+        return
+    if any(_kw(site.call, "device_id") is not None for site in a.sites(INIT)) or _unseen_binder(a, explicit[0]):
+        return
+    yield a.finding("DDP001", explicit[0].call,
+                    f"{ast.unparse(explicit[0].call)[:50]} names the device but nothing binds it: NCCL opens its "
+                    "communicator on the current device, GPU 0, in every rank (harmless under orch run/submit, "
+                    "whose launcher binds each rank's GPU; under torchrun or a plain launch an extra context on GPU 0)")
 
 
 _DIST_SETUP = re.compile(r"init_dist|dist_init|distributed_init|setup_dist|init_distributed|setup_distributed",

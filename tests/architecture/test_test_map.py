@@ -62,6 +62,7 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "doctor/rules_random.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_rendezvous.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_spawn.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
+    "doctor/rules_steps.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_sync.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/syspath.py": "the script's own project: tests/doctor/test_doctor_project.py",
     "local/restarts.py": "orch run's restarts with real ranks: tests/slurm/test_restart.py",
