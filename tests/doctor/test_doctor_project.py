@@ -90,14 +90,18 @@ def test_only_certain_defects_are_errors() -> None:
     assert CATALOG["DDP001"].severity == "warning" and "orch run/submit bind" in CATALOG["DDP001"].title
 
 
-def test_ddp001_is_a_warning_and_silent_for_explicit_devices() -> None:
+def test_ddp001_is_a_warning_also_for_explicit_devices_never_bound() -> None:
+    """An explicit device (``.to(f"cuda:{local_rank}")``) places the model, but NCCL's communicator still
+    opens on the current device, GPU 0, in every rank (seed 000): a warning, never an error (orch binds)."""
     assert codes("dist.init_process_group('nccl')\nm = torch.nn.Linear(2, 2).cuda()\n") == [("DDP001", "warning")]
     for device in ('f"cuda:{local_rank}"', 'torch.device("cuda", local_rank)', "local_rank"):
         src = (f"local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
                f"m = torch.nn.Linear(2, 2).to({device})\n")
-        assert codes(src) == [], device
+        assert codes(src) == [("DDP001", "warning")], device
+        bound = src.replace("dist.init_process_group", "torch.cuda.set_device(local_rank)\ndist.init_process_group")
+        assert codes(bound) == [], device
     assert codes("local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
-                 "m = torch.nn.Linear(2, 2).cuda(local_rank)\n") == []
+                 "m = torch.nn.Linear(2, 2).cuda(local_rank)\n") == [("DDP001", "warning")]
 
 
 def test_a_collective_reached_through_a_project_helper_is_a_warning(tmp_path: Path) -> None:
@@ -112,14 +116,15 @@ def test_a_collective_reached_through_a_project_helper_is_a_warning(tmp_path: Pa
 def test_ddp010_through_any_data_flow() -> None:
     pre = "dist.init_process_group('nccl')\n"
     assert codes(pre + "rank = dist.get_rank()\ndev = rank\nm = torch.nn.Linear(2, 2).to(dev)\n") == [
-        ("DDP010", "warning")]
+        ("DDP001", "warning"), ("DDP010", "warning")]  # and that device never bound (seed 000)
     assert codes(pre + "def setup(args):\n    args.rank = int(os.environ['RANK'])\n"
                        "def main(args):\n    torch.cuda.set_device(args.rank)\n") == [("DDP010", "warning")]
     assert codes(pre + "def bind(r):\n    torch.cuda.set_device(r)\nbind(dist.get_rank())\n") == [
         ("DDP010", "warning")]
     assert codes(pre + "d = torch.device('cuda', int(os.environ['RANK']))\n") == [("DDP010", "warning")]
+    # the global rank as the device id (DDP010), and that device never bound before NCCL (DDP001, seed 000)
     assert codes(pre + "r = dist.get_rank()\nm = DDP(torch.nn.Linear(2, 2), device_ids=[r])\n") == [
-        ("DDP010", "warning")]
+        ("DDP001", "warning"), ("DDP010", "warning")]
     # the local rank, the global rank modulo the GPUs, and an mp.spawn worker's index are fine
     assert codes(pre + "def bind(r):\n    torch.cuda.set_device(r)\nbind(int(os.environ['LOCAL_RANK']))\n") == []
     assert codes(pre + "torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())\n") == []
@@ -240,7 +245,8 @@ def test_an_absolute_import_beside_its_relative_fallback_is_followed(tmp_path: P
                       "loader = Loaders().get(rank, dist.get_world_size())\n"
                       "model = DDP(torch.nn.Linear(2, 2).cuda(rank), device_ids=[rank])\n")
     findings = [(Path(f.file).name, f.code, f.line) for f in check_file(script)]
-    assert findings == [("loaders.py", "DDP016", 9)]
+    # (DDP001: the device named in .cuda(rank)/device_ids is never bound before NCCL: seed 000's warning)
+    assert findings == [("main.py", "DDP001", 14), ("loaders.py", "DDP016", 9)]
 
 
 def test_a_rank_zero_flag_set_in_the_script_guards_a_save_in_its_helper(tmp_path: Path) -> None:
