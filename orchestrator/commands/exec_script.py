@@ -76,7 +76,8 @@ def _target(args: argparse.Namespace) -> ScriptTarget:
     return target
 
 
-def _gate(target: ScriptTarget, args: argparse.Namespace, cluster: Cluster | None, rank: int) -> ScriptTarget:
+def _gate(target: ScriptTarget, args: argparse.Namespace, cluster: Cluster | None, rank: int,
+          nodes: int) -> ScriptTarget:
     """orch doctor, in every task (the same verdict everywhere; only rank 0 prints the findings), and the
     script's launch style (read from it, or --launch)."""
     from orchestrator.doctor.gate import check_script
@@ -86,7 +87,7 @@ def _gate(target: ScriptTarget, args: argparse.Namespace, cluster: Cluster | Non
     quiet = contextlib.redirect_stderr(io.StringIO()) if rank else contextlib.nullcontext()
     with quiet:
         _, style = check_script(target, refuse=not args.no_check, ignore=ignore,
-                                launch=check_style(args.launch, script=True))
+                                launch=check_style(args.launch, script=True), nodes=nodes)
     return target.model_copy(update={"launch": style})
 
 
@@ -143,7 +144,7 @@ def prepare(args: argparse.Namespace, environ: Mapping[str, str], started: float
     from orchestrator.records.codetrust import check_launch
 
     check_launch(args.job, target, environ=environ, cwd=Path.cwd())  # code others could write never runs
-    target = _gate(target, args, cluster, env.rank)
+    target = _gate(target, args, cluster, env.rank, env.num_nodes)
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
     job_dir = stepjob.step_dir(root, environ)
     if env.rank != 0:

@@ -64,12 +64,14 @@ def report(found: Sequence[Finding], paths: Sequence[str | Path], out: TextIO, *
 
 
 def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] = (),
-                 would_refuse: str | None = None, launch: str = AUTO) -> tuple[list[Finding], Launch]:
+                 would_refuse: str | None = None, launch: str = AUTO,
+                 nodes: int = 1) -> tuple[list[Finding], Launch]:
     """``gate`` for what ``orch submit``/``orch run`` were given, and the launch style it runs in
     (``launch``: ``--launch``; ``auto`` reads the script, ``orchestrator.doctor.launchstyle``): a
     ``train.py`` is checked (findings on stderr: stdout stays the dry run's script or JSON); ``-m
     package.module`` is checked when it is a file of the working directory's project (an installed module is
-    not: which file runs is only known where it runs). The finding the style answers is not shown."""
+    not: which file runs is only known where it runs). The finding the style answers is not shown; ``nodes``:
+    how many nodes it runs on (a per-node script's loopback MASTER_ADDR meets only on one)."""
     from orchestrator.spec.script import find_module
 
     path = Path(target.target) if target.kind == "script" else find_module(target.target, [Path(target.cwd)])
@@ -77,6 +79,6 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
         return [], launchstyle.choose(launch, None, [])
     found = checked([path], sys.stderr)
     chosen = launchstyle.choose(launch, path, found)
-    kept = report(launchstyle.answered(chosen, found), [path], sys.stderr, refuse=refuse, ignore=ignore,
+    kept = report(launchstyle.answered(chosen, found, nodes), [path], sys.stderr, refuse=refuse, ignore=ignore,
                   would_refuse=would_refuse)
     return kept, chosen

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
+from orchestrator.env.taskenv import is_loopback
 from orchestrator.spec.launch import AUTO, LOCAL_RANK_FLAGS, Launch
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
@@ -92,37 +93,49 @@ def choose(asked: str, path: Path | None, findings: Sequence[Finding]) -> Launch
     return detect(path, findings) if path is not None else Launch()
 
 
-def answered(launch: Launch, findings: Iterable[Finding]) -> list[Finding]:
-    """The findings left once the script runs in its style: the one the style answers is dropped; under
-    ``per-node``, a constant MASTER_ADDR/MASTER_PORT (DDP008 on an ``os.environ[...] =`` line) is an error."""
+def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1) -> list[Finding]:
+    """The findings left once the script runs in its style on ``nodes`` nodes: the one the style answers is
+    dropped; under ``per-node``, ``os.environ["MASTER_ADDR"] = <constant>`` (a DDP008 line) is an error
+    unless it is this machine's loopback on one node (a single-node script: a warning), and a constant
+    MASTER_PORT an error across nodes."""
     gone = ANSWERS.get(launch.style)
     out: list[Finding] = []
-    masters: dict[str, set[int]] = {}
+    masters: dict[str, dict[int, tuple[str, str]]] = {}
     for finding in findings:
         if finding.code == gone:
             continue
         if launch.style == "per-node" and finding.code == "DDP008":
             if finding.file not in masters:
                 masters[finding.file] = master_lines(_tree(Path(finding.file)))
-            if finding.line in masters[finding.file]:
+            hit = masters[finding.file].get(finding.line)
+            if hit is not None and _blocks(*hit, nodes):
                 finding = replace(finding, severity="error", message=(
-                    f"{finding.message}: a per-node script that sets MASTER_ADDR/MASTER_PORT to a constant "
-                    "cannot meet the other nodes at the address orch gives every node"),
+                    f"{finding.message}: a per-node script that sets {hit[0]} to a constant cannot meet "
+                    f"{'the other nodes' if nodes > 1 else 'its processes'} at the address orch gives every node"),
                     fix="delete the line: orch exports MASTER_ADDR and MASTER_PORT to every node (a fixed address "
                         "is one machine's, a fixed port may be taken)")
         out.append(finding)
     return out
 
 
-def master_lines(tree: ast.Module | None) -> set[int]:
-    """The lines of ``os.environ["MASTER_ADDR"] = ...`` / ``os.environ["MASTER_PORT"] = ...``."""
+def _blocks(name: str, value: str, nodes: int) -> bool:
+    """Whether ``os.environ[name] = value`` keeps a per-node job of ``nodes`` nodes from meeting."""
+    if nodes > 1:
+        return True
+    return name == "MASTER_ADDR" and not is_loopback(value)  # one node: its own loopback still meets
+
+
+def master_lines(tree: ast.Module | None) -> dict[int, tuple[str, str]]:
+    """``{line: (name, value)}`` of ``os.environ["MASTER_ADDR" | "MASTER_PORT"] = value`` (the value's source
+    when it is not a constant string)."""
     if tree is None:
-        return set()
-    lines: set[int] = set()
+        return {}
+    lines: dict[int, tuple[str, str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
                         and target.slice.value in MASTER_VARS and ast.unparse(target.value) == "os.environ"):
-                    lines.add(node.lineno)
+                    value = node.value.value if isinstance(node.value, ast.Constant) else ast.unparse(node.value)
+                    lines[node.lineno] = (str(target.slice.value), str(value))
     return lines

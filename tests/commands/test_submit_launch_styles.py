@@ -70,7 +70,7 @@ def test_launch_overrides_what_the_script_says(cluster: Stubs, capsys: Capsys) -
 def test_the_seed_wiki_as_it_stands_is_refused_before_the_queue(cluster: Stubs, capsys: Capsys) -> None:
     code, _, err = run_cli(["submit", str(WIKI), "--nodes", "2", "--gpus", "8", "--", "-n", "{nnodes}"], capsys)
     assert code == 2 and "nothing was launched" in err
-    assert "DDP008" in err and "per-node script that sets MASTER_ADDR/MASTER_PORT to a constant" in err
+    assert "DDP008" in err and "per-node script that sets MASTER_ADDR to a constant cannot meet the other nodes" in err
     assert "delete the line" in err and "os.environ['MASTER_ADDR'] = '10.57.23.164'" in err
     assert cluster.records("sbatch") == []
     code, out, err = run_cli(["submit", str(WIKI), "--nodes", "2", "--gpus", "8", "--dry-run"], capsys)
@@ -91,3 +91,15 @@ def test_per_node_with_gpus_per_task_is_refused(cluster: Stubs, capsys: Capsys) 
 def test_an_unknown_style_is_a_usage_error(cluster: Stubs, capsys: Capsys) -> None:
     code, _, err = run_cli(["submit", str(SCRIPTS / "ddp_train.py"), "--launch", "mpirun", "--dry-run"], capsys)
     assert code == 2 and "invalid choice: 'mpirun'" in err
+
+
+def test_a_single_node_spawner_with_localhost_runs_on_one_node_only(cluster: Stubs, capsys: Capsys,
+                                                                   tmp_path: Path) -> None:
+    """The PyTorch DDP tutorial's multigpu.py (mp.spawn, MASTER_ADDR='localhost', a fixed port): on one node
+    its processes meet; across nodes they cannot, and the submit says so before the queue."""
+    script = tmp_path / "multigpu.py"
+    script.write_text(WIKI.read_text(encoding="utf-8").replace("'10.57.23.164'", "'localhost'"), encoding="utf-8")
+    code, out, err = run_cli(["submit", str(script), "--nodes", "1", "--gpus", "8", "--dry-run"], capsys)
+    assert code == 0 and "would refuse" not in err and "launch: per-node" in out
+    code, _, err = run_cli(["submit", str(script), "--nodes", "2", "--gpus", "8"], capsys)
+    assert code == 2 and "cannot meet the other nodes" in err and cluster.records("sbatch") == []

@@ -38,7 +38,7 @@ def test_the_seed_wiki_is_per_node_and_its_constant_master_is_an_error() -> None
     launch = detect(WIKI, found)
     assert (launch.style, launch.why) == ("per-node", f"{WIKI.name}:46: mp.spawn(train, nprocs=args.gpus, "
                                                       "args=(args,))")
-    left = answered(launch, found)
+    left = answered(launch, found, 2)
     assert "DDP014" not in {f.code for f in left}  # running it per node is the answer
     errors = [(f.line, f.code) for f in left if f.severity == "error"]
     assert errors == [(44, "DDP008"), (45, "DDP008")]
@@ -93,3 +93,24 @@ def test_asked_beats_detected_and_keeps_the_spelling() -> None:
                                                                    "--local_rank")
     assert choose("env", SCRIPTS / "spawn_per_node.py", check_file(SCRIPTS / "spawn_per_node.py")).style == "env"
     assert choose("auto", None, []).style == "env"  # a module not found here: torchrun's, the default
+
+
+def _localhost_spawner(tmp_path: Path) -> Path:
+    """The PyTorch DDP tutorial's form: mp.spawn on one machine, MASTER_ADDR=localhost and a fixed port."""
+    script = tmp_path / "multigpu.py"
+    script.write_text(WIKI.read_text(encoding="utf-8").replace("'10.57.23.164'", "'localhost'"), encoding="utf-8")
+    return script
+
+
+@pytest.mark.parametrize(("nodes", "errors"), [(1, []), (2, [44, 45])])
+def test_a_loopback_master_meets_on_one_node_only(tmp_path: Path, nodes: int, errors: list[int]) -> None:
+    script = _localhost_spawner(tmp_path)
+    found = check_file(script)
+    left = answered(detect(script, found), found, nodes)
+    assert [f.line for f in left if f.severity == "error"] == errors
+    assert {f.line for f in left if f.code == "DDP008"} == {44, 45}  # still said, as the warning it was
+
+
+def test_a_foreign_master_blocks_even_one_node() -> None:
+    found = check_file(WIKI)
+    assert [f.line for f in answered(detect(WIKI, found), found, 1) if f.severity == "error"] == [44]
