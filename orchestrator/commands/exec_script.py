@@ -88,7 +88,9 @@ def _gate(target: ScriptTarget, args: argparse.Namespace, cluster: Cluster | Non
     with quiet:
         _, style = check_script(target, refuse=not args.no_check, ignore=ignore,
                                 launch=check_style(args.launch, script=True), nodes=nodes)
-    return target.model_copy(update={"launch": style})
+    from orchestrator.doctor.frameworks import script_frameworks
+
+    return target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})
 
 
 def _submitted_record(job_id: str, job_dir: Path, cfg: RunConfig) -> Submitted:

@@ -26,6 +26,7 @@ from orchestrator.commands._common import (
     print_json,
 )
 from orchestrator.commands._jobs import cluster_or_none
+from orchestrator.doctor.frameworks import script_frameworks
 from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
 from orchestrator.local.plan import (
@@ -98,7 +99,7 @@ def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Pat
     ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
     _, style = check_script(target, refuse=not args.no_check, ignore=ignore,  # orch doctor first: errors stop it
                             launch=check_style(args.launch, script=True))
-    target = target.model_copy(update={"launch": style})
+    target = target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
     per_task, gpus, nproc = args.gpus_per_task, 0, args.nproc or 1
     if per_task is not None:

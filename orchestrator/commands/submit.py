@@ -252,6 +252,7 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
              else "loopback: every rank runs on one node")
     low, high = cfg.launcher.port_range
     runs = (f"# runs: {cfg.script.command()}\n#   launch: {cfg.script.launch.describe()}\n"
+            + "".join(f"#   framework: {fw.describe()}\n" for fw in cfg.script.frameworks) +
             f"# working directory of every rank: {cfg.script.cwd} (the submit directory, snapshot or not: "
             "relative paths the script writes land there)\n"
             if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")

@@ -18,6 +18,7 @@ from typing import Any
 from orchestrator.errors import ConfigError
 from orchestrator.records.jobdirs import create_job_dir, filling, job_dir_path, write_config
 from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, Launcher
+from orchestrator.spec.framework import check_layout, with_environment
 from orchestrator.spec.job import LoadedJob, make_params
 from orchestrator.spec.numbers import LOCAL_RANKS_PER_CPU, MAX_LOCAL_RANKS, MIN_LOCAL_RANK_LIMIT, max_local_ranks
 from orchestrator.spec.runconfig import RunConfig
@@ -121,6 +122,11 @@ def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc
                                                f"orch run train.py --gpus-per-task {gpus_per_task}")
         local_gpu_layout(nproc, gpus_per_task, gpus)
     tasks = nproc
+    if script is not None and script.frameworks:  # Trainer(devices=, num_nodes=) vs --nproc
+        check_layout(script.frameworks, style=script.launch.style, nodes=1, tasks_per_node=nproc,
+                     gpus=gpus if gpus_per_task is not None else 0, per_task=gpus_per_task or 1, command="orch run")
+        script = script.model_copy(update={"frameworks": with_environment(
+            script.frameworks, style=script.launch.style, srun=False, job_name=None)})
     if script is not None and script.launch.style == "per-node":  # one process: the script starts nproc itself
         if gpus_per_task is not None:
             raise ConfigError(f"--gpus-per-task {gpus_per_task}: a per-node script's one process holds every GPU "

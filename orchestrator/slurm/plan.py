@@ -41,6 +41,7 @@ from orchestrator.spec.bounds import within
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.containers import ContainerPlan, resolve_container
 from orchestrator.spec.extras import merge_sbatch, placement
+from orchestrator.spec.framework import check_layout, with_environment
 from orchestrator.spec.job import BUILTIN_JOBS_DIR, LoadedJob, make_params
 from orchestrator.spec.runconfig import NodeChoice, Preflight, RunConfig
 from orchestrator.spec.script import ScriptTarget
@@ -164,6 +165,11 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     job_name = request.job_name if request.job_name is not None else spec.name
     if not job_name.strip():
         raise ConfigError("the job name is empty", hint="pass --job-name NAME with at least one character")
+    if script_target is not None and script_target.frameworks:  # Trainer(devices=, num_nodes=) vs the ranks
+        check_layout(script_target.frameworks, style=script_target.launch.style, nodes=nodes, tasks_per_node=tasks,
+                     gpus=gpus, per_task=per_task, command="orch submit")
+        script_target = script_target.model_copy(update={"frameworks": with_environment(
+            script_target.frameworks, style=script_target.launch.style, srun=True, job_name=job_name)})
     job_dir = job_dir_path(job_root, job_name, now, token)
     passed = [*cluster.launcher.pass_env, *(n for n in request.pass_env if n not in cluster.launcher.pass_env)]
     asked = {"max_restarts": request.max_restarts, "world_check": request.world_check}

@@ -172,7 +172,9 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
         found, style = check_script(target, refuse=not (options.no_check or dry_run), ignore=parse_codes(
             options.ignore, "--ignore"), would_refuse="orch submit" if dry_run and not options.no_check else None,
             launch=asked, nodes=options.nodes or 1)
-        target = target.model_copy(update={"launch": style})
+        from orchestrator.doctor.frameworks import script_frameworks
+
+        target = target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})
         if findings is not None:
             findings.extend(found)
     loaded = script_job(target) if target is not None else load_job(str(options.job), environ, cwd)

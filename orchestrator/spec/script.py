@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ConfigError
+from orchestrator.spec.framework import Framework
 from orchestrator.spec.job import JobSpec, LoadedJob, Resources, TrainParams
 from orchestrator.spec.launch import Launch
 from orchestrator.spec.safefile import NotAFile, kind_of, open_regular
@@ -51,6 +52,7 @@ class ScriptTarget(BaseModel):
     cwd: str = Field(description="the submit directory: every rank's working directory, snapshot or not")
     found: bool = Field(default=True, description="-m: the module was found on the login node")
     launch: Launch = Field(default_factory=Launch, description="how its ranks are started (spec/launch.py)")
+    frameworks: list[Framework] = Field(default_factory=list, description="what it trains with (spec/framework.py)")
 
     @property
     def name(self) -> str:

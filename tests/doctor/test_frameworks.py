@@ -1,0 +1,66 @@
+"""Which frameworks a script is written with, read from small sources (orchestrator/doctor/frameworks.py): the
+imports name each call's module, the literal layout arguments of Trainer/Fabric are kept, the rest is not judged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.doctor.frameworks import frameworks_of, read_frameworks
+from orchestrator.spec.pysource import parse_source
+
+
+def _read(source: str) -> list[tuple[str, str, list[dict[str, object]]]]:
+    found = frameworks_of(parse_source(source, "t.py"), source.splitlines(), "t.py")
+    return [(f.name, f.why, [layout.model_dump(exclude={"where"}) for layout in f.layouts]) for f in found]
+
+
+DEFAULTS = {"devices": "auto", "num_nodes": 1, "strategy": "auto", "accelerator": "auto"}
+
+
+@pytest.mark.parametrize("source", [
+    "import lightning as L\nL.Trainer()\n", "import lightning.pytorch as pl\npl.Trainer()\n",
+    "import pytorch_lightning as pl\npl.Trainer()\n", "from lightning import Trainer\nTrainer()\n",
+    "from lightning.pytorch import Trainer as T\nT()\n", "import lightning\nlightning.pytorch.Trainer()\n"])
+def test_every_spelling_of_lightnings_trainer(source: str) -> None:
+    assert _read(source) == [("lightning", f"t.py:2: {source.splitlines()[1]}", [DEFAULTS])]
+
+
+def test_literal_layouts_and_their_normal_form() -> None:
+    source = ("from lightning.fabric import Fabric\nFabric(devices='0,1', num_nodes=2, strategy='ddp_spawn')\n"
+              "Fabric(devices=[0, 1, 2], accelerator='cpu')\nFabric(devices=-1)\nFabric(devices='4')\n")
+    [(name, why, layouts)] = _read(source)
+    assert (name, why) == ("fabric", "t.py:2: Fabric(devices='0,1', num_nodes=2, strategy='ddp_spawn')")
+    assert layouts == [{**DEFAULTS, "devices": 2, "num_nodes": 2, "strategy": "ddp_spawn"},
+                       {**DEFAULTS, "devices": 3, "accelerator": "cpu"}, DEFAULTS, {**DEFAULTS, "devices": 4}]
+
+
+@pytest.mark.parametrize(("call", "layout"), [
+    ("L.Trainer(devices=n, num_nodes=2)", {**DEFAULTS, "devices": None, "num_nodes": 2}),
+    ("L.Trainer(strategy=DDPStrategy(), devices=0)", {**DEFAULTS, "devices": None, "strategy": None}),
+    ("L.Trainer(num_nodes=True)", {**DEFAULTS, "num_nodes": None}),
+    ("L.Trainer(**cfg)", dict.fromkeys(DEFAULTS)), ("L.Trainer(cfg)", dict.fromkeys(DEFAULTS))])
+def test_what_is_not_a_literal_is_not_judged(call: str, layout: dict[str, object]) -> None:
+    assert _read(f"import lightning as L\n{call}\n")[0][2] == [layout]
+
+
+def test_the_other_frameworks_in_the_order_they_show() -> None:
+    source = ("import hydra\nfrom accelerate import Accelerator\nimport transformers\n"
+              "from torch.distributed.elastic.multiprocessing.errors import record\n"
+              "@record\n@hydra.main(config_path=None)\ndef main(cfg):\n    a = Accelerator()\n"
+              "    transformers.Seq2SeqTrainer(model=None)\n")
+    assert [(n, w) for n, w, _ in _read(source)] == [
+        ("torchelastic", "t.py:5: @record"), ("hydra", "t.py:6: @hydra.main(config_path=None)"),
+        ("accelerate", "t.py:8: a = Accelerator()"), ("hf-trainer", "t.py:9: transformers.Seq2SeqTrainer(model=None)")]
+
+
+def test_names_that_only_look_alike_are_no_framework() -> None:
+    assert _read("from mylib import Trainer, Accelerator\nTrainer(devices=4)\nAccelerator()\n") == []
+    assert _read("def record(f):\n    return f\n@record\ndef main():\n    Trainer()\n") == []
+
+
+def test_an_unreadable_script_has_none(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import lightning as L\nL.Trainer(\n", encoding="utf-8")
+    assert read_frameworks(bad) == [] and read_frameworks(tmp_path / "missing.py") == []
