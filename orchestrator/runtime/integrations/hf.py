@@ -17,18 +17,24 @@ parameters equal an uninterrupted run's.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
-from transformers.trainer_utils import get_last_checkpoint
 
 from orchestrator.runtime.integrations.preempt import Preemption
+
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)")  # the Trainer's folder names (PREFIX_CHECKPOINT_DIR-<step>)
 
 
 def last_checkpoint(output_dir: str | os.PathLike[str]) -> str | None:
     """The newest ``checkpoint-<step>`` folder in ``output_dir``, or None (nothing to resume from)."""
     folder = os.fspath(output_dir)
-    return get_last_checkpoint(folder) if os.path.isdir(folder) else None
+    if not os.path.isdir(folder):
+        return None
+    steps = {int(m.group(1)): name for name in os.listdir(folder)
+             if (m := _CHECKPOINT.fullmatch(name)) and os.path.isdir(os.path.join(folder, name))}
+    return os.path.join(folder, steps[max(steps)]) if steps else None
 
 
 class OrchPreemptionCallback(TrainerCallback):
