@@ -330,3 +330,34 @@ def assert_bounded(log: Path, name: str) -> list[dict[str, Any]]:
 
     assert max(c["longest"] for c in made) <= client.ID_BATCH_BYTES + 64
     return made
+
+
+def preempt_and_resume(script: Path, tmp_path: Path, timeout: float = 300) -> tuple[Path, Path]:
+    """``orch run SCRIPT --nproc 2 --cpu`` twice: once uninterrupted (``<tmp>/plain``), once signalled (USR2 to
+    orch run, once every rank wrote ``ready<rank>`` at ``--wait-at 3``), which must end preempted with the
+    requeue file, then ``orch run --resume``. Returns the two output folders (the scripts write
+    ``params<rank>.json``) and asserts both runs completed."""
+    env = clean_environ(PYTHONPATH=str(ROOT))
+    env.pop("OMP_NUM_THREADS", None)
+    plain, preempted, jobs = tmp_path / "plain", tmp_path / "preempted", tmp_path / "jobs"
+    done = subprocess.run([ORCH, "run", str(script), "--nproc", "2", "--cpu", "--job-root",
+                           str(tmp_path / "plain-jobs"), "--", "--out", str(plain)], cwd=tmp_path, env=env,
+                          capture_output=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    proc = subprocess.Popen([ORCH, "run", str(script), "--nproc", "2", "--cpu", "--job-root", str(jobs), "--",
+                             "--out", str(preempted), "--wait-at", "3"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    while not all((preempted / f"ready{r}").exists() for r in (0, 1)):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGUSR2)  # orch run forwards it to the ranks, as the batch script does
+    stdout, stderr = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, stderr.decode(errors="replace")
+    (job_dir,) = jobs.iterdir()
+    assert b"preempted" in stdout and (job_dir / "requeue").exists(), stdout.decode(errors="replace")
+    assert not (preempted / "params0.json").exists()  # it stopped before the end
+    resumed = subprocess.run([ORCH, "run", "--resume", str(job_dir)], cwd=tmp_path, env=env, capture_output=True,
+                             timeout=timeout, check=False)
+    assert resumed.returncode == 0, resumed.stderr.decode(errors="replace")
+    return plain, preempted

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -179,6 +179,14 @@ def barrier(ctx: Dist) -> None:
     dist.barrier(group=ctx.control)
 
 
+class ControlGroup(Protocol):
+    """What a stop vote needs of its place: the group its all-reduce goes through (``Dist``, or a
+    script's group: ``integrations.preempt``)."""
+
+    @property
+    def control(self) -> Any: ...
+
+
 class StopVote:
     """All ranks agree on the step at which to stop after a preemption signal on any of them.
 
@@ -197,7 +205,7 @@ class StopVote:
     control group while the checkpoint gathers over it) and ``take_checkpoint()`` says so once.
     """
 
-    def __init__(self, flag: PreemptFlag, ctx: Dist, due: Callable[[], bool] | None = None) -> None:
+    def __init__(self, flag: PreemptFlag, ctx: ControlGroup, due: Callable[[], bool] | None = None) -> None:
         self.flag = flag
         self.ctx = ctx
         self.due = due

@@ -22,6 +22,15 @@ SIGNALS: dict[str, signal.Signals] = {
 }
 
 
+_INSTALLED: list[PreemptFlag] = []  # the flag whose handler is in place (the task's, from launch)
+
+
+def installed() -> PreemptFlag | None:
+    """The flag whose handler is in place in this process, if any: a script's integration reads the one
+    the task installed before the script started, so a signal that came during start-up is not lost."""
+    return _INSTALLED[-1] if _INSTALLED else None
+
+
 class PreemptFlag:
     """Set when the preemption signal arrives; nothing else happens in the handler."""
 
@@ -50,9 +59,12 @@ class PreemptFlag:
         if not self._installed:
             self._previous = signal.signal(self.signum, self._handle)
             self._installed = True
+            _INSTALLED.append(self)
         return self
 
     def restore(self) -> None:
         if self._installed:
             signal.signal(self.signum, self._previous)
             self._installed = False
+            if self in _INSTALLED:
+                _INSTALLED.remove(self)
