@@ -83,8 +83,9 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "training): the number is one shard's, not the data set's",
          "dist.all_reduce the sums (correct, total, loss sum) on every rank before rank 0 prints them"),
     Rule("DDP014", "warning",
-         "the script starts its own ranks (mp.spawn / start_processes / multiprocessing.Process) inside every "
-         "rank the launcher started: nproc x N processes, each launched rank a world of its own",
+         "the script starts its own ranks (mp.spawn / start_processes / multiprocessing.Process, Lightning's "
+         "ddp_spawn/ddp_notebook strategies) inside every rank the launcher started: nproc x N processes, each "
+         "launched rank a world of its own",
          "under orch or torchrun run the worker directly with RANK/LOCAL_RANK/WORLD_SIZE from the environment; "
          "spawn only when they are absent: if 'LOCAL_RANK' not in os.environ: mp.spawn(...) else: "
          "main_worker(int(os.environ['LOCAL_RANK']), ...)"),
