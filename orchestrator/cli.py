@@ -83,7 +83,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "nodes": ("orchestrator.commands.nodes",
               "list the nodes recorded as bad that orch submit leaves out (--forget NODE, --all to use them again)"),
     "doctor": ("orchestrator.commands.doctor",
-               "check training scripts for DDP pitfalls (DDP001..DDP018) without running them"),
+               "check training scripts for DDP pitfalls (DDP001..DDP019) without running them"),
 }
 
 

@@ -9,20 +9,36 @@ from pathlib import Path
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.doctor.flow import Flow, Loop, Site
-from orchestrator.doctor.names import Module, dotted
+from orchestrator.doctor.names import LIGHTNING_MODULE, Module, dotted
 from orchestrator.doctor.project import Project, Reach
 from orchestrator.doctor.ranks import Ranks
 
 _D = "torch.distributed."
+# The frameworks' collectives (every rank must call them, as torch.distributed's): class -> methods
+_FRAMEWORK_COLLECTIVES: dict[str, tuple[str, ...]] = {
+    "accelerate.Accelerator": ("wait_for_everyone", "gather", "gather_for_metrics", "reduce", "pad_across_processes"),
+    "accelerate.utils": ("wait_for_everyone", "gather", "gather_object", "reduce", "broadcast",
+                         "broadcast_object_list", "pad_across_processes"),
+    "lightning.fabric.Fabric": ("barrier", "all_reduce", "all_gather", "broadcast"),
+    "lightning.pytorch.strategies.Strategy": ("barrier", "reduce", "all_gather", "broadcast",
+                                              "reduce_boolean_decision"),
+    LIGHTNING_MODULE: ("all_gather",),
+}
+_FRAMEWORK_REDUCTIONS = frozenset({"gather", "gather_for_metrics", "gather_object", "reduce", "all_reduce",
+                                   "all_gather"})
+FRAMEWORK_COLLECTIVES = frozenset(f"{owner}.{m}" for owner, methods in _FRAMEWORK_COLLECTIVES.items() for m in methods)
 COLLECTIVES = frozenset(_D + name for name in (
     "barrier", "monitored_barrier", "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
     "all_gather_object", "gather", "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
     "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast_object_list", "new_group",
-))
+)) | FRAMEWORK_COLLECTIVES
 REDUCTIONS = frozenset(_D + name for name in (
     "all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "gather",
     "gather_object", "reduce_scatter", "reduce_scatter_tensor",
-))
+)) | frozenset(q for q in FRAMEWORK_COLLECTIVES if q.rsplit(".", 1)[1] in _FRAMEWORK_REDUCTIONS)
+# A framework that runs the data-parallel training: its setup calls (Fabric's, Accelerate's)
+FRAMEWORK_SETUP = frozenset({"lightning.fabric.Fabric.setup", "lightning.fabric.Fabric.setup_module",
+                             "accelerate.Accelerator.prepare", "accelerate.Accelerator.prepare_model"})
 WRAPPERS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
     "torch.distributed.fsdp.FullyShardedDataParallel",
@@ -127,6 +143,12 @@ class Analysis:
         """The file wraps a model in DDP/FSDP or starts a process group (data-parallel training)."""
         return bool(self.sites(WRAPPERS | INIT)) or not self.helper_quals.isdisjoint(WRAPPERS | INIT) or (
             self.env_launched)
+
+    @cached_property
+    def framework_parallel(self) -> bool:
+        """A framework (Fabric, Accelerate) wraps the model for data-parallel training: ``fabric.setup(model,
+        optimizer)``, ``accelerator.prepare(model, ...)``."""
+        return bool(self.sites(FRAMEWORK_SETUP)) or not self.helper_quals.isdisjoint(FRAMEWORK_SETUP)
 
     def reaching(self, site: Site, wanted: frozenset[str]) -> ast.Call | None:
         """The call of ``wanted`` that ``site`` makes, itself or through a function of this file."""

@@ -83,8 +83,9 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "training): the number is one shard's, not the data set's",
          "dist.all_reduce the sums (correct, total, loss sum) on every rank before rank 0 prints them"),
     Rule("DDP014", "warning",
-         "the script starts its own ranks (mp.spawn / start_processes / multiprocessing.Process) inside every "
-         "rank the launcher started: nproc x N processes, each launched rank a world of its own",
+         "the script starts its own ranks (mp.spawn / start_processes / multiprocessing.Process, Lightning's "
+         "ddp_spawn/ddp_notebook strategies) inside every rank the launcher started: nproc x N processes, each "
+         "launched rank a world of its own",
          "under orch or torchrun run the worker directly with RANK/LOCAL_RANK/WORLD_SIZE from the environment; "
          "spawn only when they are absent: if 'LOCAL_RANK' not in os.environ: mp.spawn(...) else: "
          "main_worker(int(os.environ['LOCAL_RANK']), ...)"),
@@ -94,9 +95,10 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "or not distributed at all)",
          "read the environment first: local_rank = int(os.environ.get(\"LOCAL_RANK\", args.local_rank))"),
     Rule("DDP016", "warning",
-         "the local rank passed as the global rank (init_process_group(rank=LOCAL_RANK), or a DistributedSampler's "
-         "rank=): from the second node on two processes claim each rank and the rendezvous fails or hangs (or the "
-         "nodes read the same shards)",
+         "the local rank passed as the global rank (init_process_group(rank=LOCAL_RANK), a DistributedSampler's "
+         "rank=, an index into what all_gather collected in global-rank order): from the second node on two "
+         "processes claim each rank and the rendezvous fails or hangs (or the nodes read the same shards, or a "
+         "rank takes another rank's entry)",
          "pass the global rank (int(os.environ['RANK'])) to init_process_group, or nothing: it reads RANK from "
          "the environment; keep LOCAL_RANK for the device"),
     Rule("DDP017", "warning",
@@ -109,6 +111,10 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "batch, an exception caught with continue): the other ranks enter DDP's gradient all-reduce alone and hang",
          "decide together: flag = torch.tensor(float(ok), device=dev); dist.all_reduce(flag, op=dist.ReduceOp.MIN); "
          "skip on every rank when it is 0 (or zero the loss: (loss * 0).backward() keeps the all-reduce)"),
+    Rule("DDP019", "warning",
+         "a failed init_process_group caught and let go (try: ... except Exception: print(...)): the rank whose "
+         "rendezvous failed trains on alone as a world of one, silently",
+         "let the error stop the rank (no try, or re-raise in the except): the launcher reports the failure"),
 )}
 
 assert tuple(CATALOG) == DOCTOR_CODES, "orchestrator/spec/doctorcodes.py lists the catalog's codes"

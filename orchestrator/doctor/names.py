@@ -24,6 +24,16 @@ CONVENTIONAL: dict[str, str] = {
     "DataLoader": "torch.utils.data.DataLoader",
 }
 
+# The training frameworks' objects, by the name they are held in (``accelerator``, ``self.fabric``,
+# ``self.trainer.strategy``) or the class they are made from (``acc = Accelerator()``): their methods read as
+# the class's (``accelerator.wait_for_everyone`` is ``accelerate.Accelerator.wait_for_everyone``).
+FRAMEWORK_HOLDERS: dict[str, str] = {
+    "accelerator": "accelerate.Accelerator", "fabric": "lightning.fabric.Fabric",
+    "strategy": "lightning.pytorch.strategies.Strategy",
+}
+_FRAMEWORK_CLASSES: dict[str, str] = {"Accelerator": "accelerate.Accelerator", "Fabric": "lightning.fabric.Fabric"}
+LIGHTNING_MODULE = "lightning.pytorch.LightningModule"  # ``self.all_gather`` in a LightningModule
+
 
 def dotted(expr: ast.expr) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
@@ -136,9 +146,42 @@ class Module:
         name = dotted(expr)
         if name is None:
             return None
+        framework = self._framework_method(expr)
+        if framework is not None:
+            return framework
         head, _, rest = name.partition(".")
-        full = self.aliases.get(head) or CONVENTIONAL.get(head) or head
+        full = self.aliases.get(head) or CONVENTIONAL.get(head) or self._class_alias(head, expr) or head
         return f"{full}.{rest}" if rest else full
+
+    def _class_alias(self, head: str, expr: ast.expr) -> str | None:
+        """``Exp = Exp_Forecast`` (an imported name given another name): ``Exp(args)`` is ``Exp_Forecast(args)``."""
+        if head in self.aliases:
+            return None
+        _, value = self.resolve(head, expr)
+        return self.aliases.get(value.id) if isinstance(value, ast.Name) else None
+
+    def _framework_method(self, expr: ast.expr) -> str | None:
+        if not isinstance(expr, ast.Attribute):
+            return None
+        receiver = expr.value
+        root = (dotted(receiver) or "").split(".")[0]
+        if root in self.aliases or root in CONVENTIONAL:  # torch.accelerator.device_index: a module's function
+            return None
+        holder = FRAMEWORK_HOLDERS.get(last_name(receiver) or "")
+        if holder is None and isinstance(receiver, ast.Name):
+            if receiver.id == "self":
+                holder = LIGHTNING_MODULE if self._in_lightning_module(expr) else None
+            else:
+                _, value = self.resolve(receiver.id, receiver)
+                if isinstance(value, ast.Call):
+                    holder = _FRAMEWORK_CLASSES.get(last_name(value.func) or "")
+        return f"{holder}.{expr.attr}" if holder is not None else None
+
+    def _in_lightning_module(self, node: ast.AST) -> bool:
+        current = self.parents.get(node)
+        while current is not None and not isinstance(current, ast.ClassDef):
+            current = self.parents.get(current)
+        return current is not None and any((last_name(b) or "").endswith("LightningModule") for b in current.bases)
 
     def scope_of(self, node: ast.AST) -> Scope:
         current = self.parents.get(node)

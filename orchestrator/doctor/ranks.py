@@ -19,13 +19,14 @@ _MAX_DEPTH = 8
 GLOBAL_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
 LOCAL_ENV = frozenset({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
 # Names that hold a rank when nothing else says what they hold (parameters, attributes).
-RANK_NAMES = frozenset({"rank", "global_rank", "world_rank", "grank", "proc_rank"})
+RANK_NAMES = frozenset({"rank", "global_rank", "world_rank", "grank", "proc_rank", "process_index"})
 LOCAL_NAMES = frozenset({"local_rank", "gpu", "gpu_id", "local_gpu", "device_id", "lrank", "local_process_index"})
 # Flags and helpers that mean "this is the main process".
 MAIN_FLAGS = frozenset({
     "is_main", "is_master", "master_process", "is_main_process", "main_process", "is_rank_zero", "is_rank0",
     "rank0", "rank_zero", "is_chief", "is_leader", "is_root", "is_local_main_process", "is_master_process",
     "is_global_zero", "is_local_master", "is_primary", "is_main_rank", "is_master_rank", "is_rank_0",
+    "is_world_process_zero", "is_local_process_zero",
 })
 
 

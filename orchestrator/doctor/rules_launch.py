@@ -1,6 +1,8 @@
 """DDP015: the local rank (the device, or whether to run distributed at all) taken only from the legacy
 ``--local_rank``/``--local-rank`` flag that ``torch.distributed.launch`` passed; DDP016: the local rank handed to
-``init_process_group`` (or a ``DistributedSampler``) as the global rank (see ``check_local_rank_as_rank``).
+``init_process_group`` (or a ``DistributedSampler``, or compared with a list gathered over the ranks) as the global
+rank (see ``check_local_rank_as_rank``); DDP019: a failed ``init_process_group`` caught and let go, so the rank trains
+alone (see ``check_swallowed_init``).
 
 torchrun and orch's launcher pass no such flag (nor does ``torch.distributed.launch --use-env``): they set
 ``LOCAL_RANK`` in the environment. A script that reads the flag alone keeps its default on every
@@ -19,8 +21,9 @@ import ast
 import re
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import INIT, Analysis
+from orchestrator.doctor.analysis import COLLECTIVES, INIT, Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.flow import Site
 from orchestrator.doctor.names import dotted, last_name
 from orchestrator.doctor.ranks import LOCAL_ENV
 
@@ -138,6 +141,90 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
         if _env_local(a, rank, 0):
             yield a.finding("DDP016", site.call, f"DistributedSampler(rank={ast.unparse(rank)[:40]}) holds the local "
                             "rank: from the second node on, nodes read the same shards")
+    yield from _gathered_vs_local(a)
+
+
+_GATHER_INTO = frozenset({"torch.distributed.all_gather", "torch.distributed.all_gather_object"})
+_GATHER_RETURNS = frozenset(q for q in COLLECTIVES
+                            if q.rsplit(".", 1)[1] in ("all_gather", "gather", "gather_for_metrics"))
+
+
+def _gathered_vs_local(a: Analysis) -> Iterator[Finding]:
+    """A list gathered over all the ranks (``dist.all_gather(idx_list, idx)``, ``fabric.all_gather(x)``) indexed
+    by, or compared with, the local rank: its entries are in global-rank order, so from the second node on each
+    rank picks another rank's entry."""
+    for site in a.flow.sites:
+        names = _gathered_names(a, site)
+        if not names:
+            continue
+        scope: ast.AST = site.function if site.function is not None else a.module.tree
+        for _ in range(2):  # names derived from the gathered list: loop targets over it, values computed from it
+            for node in ast.walk(scope):
+                derived = (node.target, node.iter) if isinstance(node, ast.For) else (
+                    (node.targets[0], node.value) if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+                if derived is not None and _mentions(derived[1], names):
+                    names |= {n.id for n in ast.walk(derived[0]) if isinstance(n, ast.Name)}
+        for node in ast.walk(scope):
+            pairs: list[tuple[ast.expr, ast.expr]] = []
+            if isinstance(node, ast.Subscript) and _mentions(node.value, names):
+                pairs.append((node.value, node.slice))
+            elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
+                pairs += [(node.left, node.comparators[0]), (node.comparators[0], node.left)]
+            hit = next((local for gathered, local in pairs if _mentions(gathered, names)
+                        and a.ranks.source(local) == "local" and getattr(node, "lineno", 0) > site.call.lineno), None)
+            if hit is not None:
+                yield a.finding("DDP016", node, f"{ast.unparse(hit)[:40]} (the local rank) picks from what "
+                                f"{ast.unparse(site.call.func)[:40]}() gathered in global-rank order (line "
+                                f"{site.call.lineno}): from the second node on, another rank's entry")
+                break
+
+
+def _gathered_names(a: Analysis, site: Site) -> set[str]:
+    if site.qual in _GATHER_INTO and site.call.args and isinstance(site.call.args[0], ast.Name):
+        return {site.call.args[0].id}
+    stmt = a.statement_of(site.call)
+    if site.qual in _GATHER_RETURNS and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and (
+            isinstance(stmt.targets[0], ast.Name)):
+        return {stmt.targets[0].id}
+    return set()
+
+
+def _mentions(expr: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+_STOPS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+
+
+def check_swallowed_init(a: Analysis) -> Iterator[Finding]:
+    """DDP019: ``try: dist.init_process_group(...) except Exception: print(...)`` and the script goes on: a rank
+    whose rendezvous failed trains alone as a world of one. Silent when every handler raises or exits."""
+    for node in a.module.nodes:
+        if not isinstance(node, ast.Try):
+            continue
+        body = {id(call) for stmt in node.body for call in a.module.calls_in(stmt)}
+        init = next((s for s in a.flow.sites if id(s.call) in body and _starts_group(a, s)), None)
+        if init is None:
+            continue
+        for handler in node.handlers:
+            if not _stops(a, handler):
+                caught = ast.unparse(handler.type) if handler.type is not None else "everything"
+                yield a.finding("DDP019", init.call, f"{ast.unparse(init.call.func)[:40]}() fails into `except "
+                                f"{caught[:40]}` (line {handler.lineno}), which goes on")
+                break
+
+
+def _starts_group(a: Analysis, site: Site) -> bool:
+    if a.reaching(site, INIT) is not None:
+        return True
+    project = a.outer.project if a.outer is not None else None  # a helper's call into another helper
+    reach = project.reach(site.qual) if project is not None else None
+    return reach is not None and not reach.quals.isdisjoint(INIT)
+
+
+def _stops(a: Analysis, handler: ast.ExceptHandler) -> bool:
+    return any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and a.module.qualname(n.func) in _STOPS)
+               for stmt in handler.body for n in ast.walk(stmt))
 
 
 def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:

@@ -36,8 +36,9 @@ def _names(expr: ast.AST) -> list[ast.Name]:
 
 
 def check_prints(a: Analysis) -> Iterator[Finding]:
-    """DDP005: a print/log of a loss or metric inside a training loop, on every rank, not reduced."""
-    if not a.data_parallel:
+    """DDP005: a print/log of a loss or metric inside a training loop, on every rank, not reduced (also under
+    a framework: ``print`` is every rank's, ``fabric.print``/``accelerator.print`` rank 0's)."""
+    if not (a.data_parallel or a.framework_parallel):
         return
     reduced = reduced_names(a)
     print_guarded = print_replaced(a)

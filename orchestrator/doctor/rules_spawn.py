@@ -29,6 +29,12 @@ LAUNCHER_ENV = GLOBAL_ENV | LOCAL_ENV | frozenset({
     "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
 _SETS_UP = INIT | WRAPPERS
 _DEPTH = 3
+# Lightning's strategies that start the ranks themselves (a launched rank then starts ``devices`` more):
+# by name, and by class
+SPAWN_STRATEGIES = frozenset({"ddp_spawn", "ddp_notebook", "ddp_fork"})
+_SPAWN_STRATEGY_CLASSES = frozenset({"DDPSpawnStrategy", "DDPSpawnShardedStrategy"})
+_LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
+_LIGHTNING_ENTRIES = frozenset({"Trainer", "Fabric"})
 
 
 def check_self_spawn(a: Analysis) -> Iterator[Finding]:
@@ -42,6 +48,31 @@ def check_self_spawn(a: Analysis) -> Iterator[Finding]:
         nprocs = _nprocs(site.call, how)
         name = ast.unparse(site.call.func)[:40]
         yield a.finding("DDP014", site.call, f"{name}(nprocs={nprocs})" if nprocs else f"{name}(...)")
+    yield from _spawn_strategies(a)
+
+
+def _spawn_strategies(a: Analysis) -> Iterator[Finding]:
+    """``Trainer(strategy="ddp_spawn")``, ``Fabric(strategy="ddp_notebook")``, ``strategy=DDPSpawnStrategy()``:
+    Lightning starts ``devices`` processes inside every rank the launcher started."""
+    for site in a.flow.sites:
+        q = site.qual or ""
+        if last_name(site.call.func) not in _LIGHTNING_ENTRIES or not q.startswith(_LIGHTNING_ROOTS):
+            continue
+        strategy = _kw(site.call, "strategy")
+        if isinstance(strategy, ast.Name):
+            _, strategy = a.module.resolve(strategy.id, strategy)
+        name = _strategy_name(strategy)
+        if name is not None:
+            yield a.finding("DDP014", site.call, f"{last_name(site.call.func)}(strategy={name!r}): Lightning "
+                                                 f"starts its own ranks in every launched rank; use strategy=\"ddp\"")
+
+
+def _strategy_name(strategy: ast.expr | None) -> str | None:
+    if isinstance(strategy, ast.Constant) and isinstance(strategy.value, str):
+        return strategy.value if strategy.value.split("_find_unused")[0] in SPAWN_STRATEGIES else None
+    if isinstance(strategy, ast.Call) and last_name(strategy.func) in _SPAWN_STRATEGY_CLASSES:
+        return f"{last_name(strategy.func)}()"
+    return None
 
 
 def _started(a: Analysis, site: Site) -> tuple[ast.expr | None, str | None]:

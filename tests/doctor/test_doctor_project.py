@@ -284,3 +284,19 @@ def test_a_helper_that_binds_the_gpu_makes_the_script_a_cuda_one_for_ddp009(tmp_
                       "    model.to(args.device)\n    file = os.path.join(args.output_dir, 'best/model.bin')\n"
                       "    model.load_state_dict(torch.load(file))\n")
     assert [(f.code, f.line) for f in check_file(script) if f.code == "DDP009"] == [("DDP009", 13)]
+
+
+@pytest.mark.parametrize("alias", ["Exp = Exp_Forecast", "Exp = Exp_Forecast if args.task == 'f' else None"])
+def test_a_class_alias_is_followed_to_its_methods(tmp_path: Path, alias: str) -> None:
+    """``Exp = Exp_Forecast; exp = Exp(args); exp.train()``: the alias's class is the project's (its torch.load
+    without map_location is DDP009); a conditional value is not an alias (nothing is followed)."""
+    (tmp_path / "exp_forecast.py").write_text(
+        "import torch\n\n\nclass Exp_Forecast:\n    def __init__(self, args):\n        self.args = args\n\n"
+        "    def train(self):\n        return torch.load(self.args.ckpt)\n")
+    (tmp_path / "run.py").write_text(
+        _HEAD + "from exp_forecast import Exp_Forecast\n\nif __name__ == '__main__':\n"
+        "    args = argparse.ArgumentParser().parse_args()\n    dist.init_process_group('nccl')\n"
+        f"    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n    {alias}\n    exp = Exp(args)\n"
+        "    exp.train()\n")
+    got = [(Path(f.file).name, f.code, f.line) for f in check_file(tmp_path / "run.py")]
+    assert got == ([("exp_forecast.py", "DDP009", 9)] if alias == "Exp = Exp_Forecast" else [])

@@ -55,10 +55,16 @@ MIN_ERROR_PRECISION = 1.0
 # backward skipped on one rank, DDP001 on named-but-unbound devices): set 7 1.00 (12 of 12), recall 0.55 (6 of 11);
 # whole corpus (115) 0.94 (164 of 175), 1.00, recall 0.78 (132 of 169): the recall floor falls from 0.79 to 0.78
 # because set 7 joined (no set lost a true finding; sets 4 and 5 gained one each).
-MIN_RECALL = 0.78
+# Set 8 (7 framework scripts, held out: judged and committed before the doctor ran on them): measured 1.00 (0 of 0),
+# error precision 1.00, recall 0.00 (0 of 5); whole corpus (122) then 0.94 (164 of 175), 1.00, recall 0.76 (132 of
+# 174). Ninth tuning (framework collectives and conditions in DDP002, Lightning's spawn strategies in DDP014, DDP005
+# under Fabric/Accelerate, class aliases followed, DDP019 a swallowed init failure, DDP016 on gathered lists): set 8
+# 1.00 (1 of 1), recall 0.20 (1 of 5); whole corpus 0.94 (171 of 182), 1.00, recall 0.78 (136 of 175): the recall
+# floor falls from 0.78 to 0.77 because set 8 joined (5 pitfalls, 3 of them OTHER); no set lost a true finding.
+MIN_RECALL = 0.77
 # Per set: (precision, recall) floors.
-MIN_SUBSET = {"tuned": (0.97, 0.80), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80), "set 5": (0.93, 0.57),
-              "set 6": (0.80, 0.88), "set 7": (1.0, 0.54)}
+MIN_SUBSET = {"tuned": (0.97, 0.82), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80), "set 5": (0.93, 0.57),
+              "set 6": (0.80, 0.89), "set 7": (1.0, 0.63), "set 8": (1.0, 0.20)}
 
 _CODE = re.compile(r"^(DDP\d{3}|OTHER)$")
 # Codes the truth may use before the doctor's catalog has them (checks being added).
