@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.rules_spawn import STRATEGY_MARK
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.spec.launch import AUTO, LOCAL_RANK_FLAGS, Launch
 from orchestrator.spec.pysource import UnreadableSource, parse_source
@@ -72,7 +73,7 @@ def detect(path: Path, findings: Sequence[Finding]) -> Launch:
     """The style the script at ``path`` is written for (``findings``: the doctor's, unfiltered)."""
     tree = _tree(path)
     for style, code in ANSWERS.items():  # per-node first: a spawning script may also declare --local_rank
-        hit = next((f for f in findings if f.code == code), None)
+        hit = next((f for f in findings if f.code == code and not spawn_strategy(f)), None)
         if hit is not None:
             flag = declared_flag(tree) or LOCAL_RANK_FLAGS[1]
             return Launch(style=style, how="detected", why=_line(hit.file, hit.line),  # type: ignore[arg-type]
@@ -82,6 +83,12 @@ def detect(path: Path, findings: Sequence[Finding]) -> Launch:
     if slurm and not TORCHRUN_RANK_VARS & strings.keys():
         return Launch(style="slurm", how="detected", why=_line(str(path), slurm[0]))
     return Launch()
+
+
+def spawn_strategy(finding: Finding) -> bool:
+    """A DDP014 about a framework's spawning strategy (``Trainer(strategy="ddp_spawn")``): the framework, not the
+    script, spawns, and starting the script per node would not make it right (it is refused at submit)."""
+    return finding.code == "DDP014" and STRATEGY_MARK in finding.message
 
 
 def choose(asked: str, path: Path | None, findings: Sequence[Finding]) -> Launch:

@@ -32,6 +32,7 @@ _DEPTH = 3
 # Lightning's strategies that start the ranks themselves (a launched rank then starts ``devices`` more):
 # by name, and by class
 SPAWN_STRATEGIES = frozenset({"ddp_spawn", "ddp_notebook", "ddp_fork"})
+STRATEGY_MARK = "(strategy="  # in a DDP014 about a framework's spawning strategy (doctor/launchstyle.py reads it)
 _SPAWN_STRATEGY_CLASSES = frozenset({"DDPSpawnStrategy", "DDPSpawnShardedStrategy"})
 _LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
 _LIGHTNING_ENTRIES = frozenset({"Trainer", "Fabric"})
@@ -63,7 +64,7 @@ def _spawn_strategies(a: Analysis) -> Iterator[Finding]:
             _, strategy = a.module.resolve(strategy.id, strategy)
         name = _strategy_name(strategy)
         if name is not None:
-            yield a.finding("DDP014", site.call, f"{last_name(site.call.func)}(strategy={name!r}): Lightning "
+            yield a.finding("DDP014", site.call, f"{last_name(site.call.func)}{STRATEGY_MARK}{name!r}): Lightning "
                                                  f"starts its own ranks in every launched rank; use strategy=\"ddp\"")
 
 

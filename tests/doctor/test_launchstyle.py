@@ -114,3 +114,14 @@ def test_a_loopback_master_meets_on_one_node_only(tmp_path: Path, nodes: int, er
 def test_a_foreign_master_blocks_even_one_node() -> None:
     found = check_file(WIKI)
     assert [f.line for f in answered(detect(WIKI, found), found, 1) if f.severity == "error"] == [44]
+
+
+def test_a_frameworks_spawning_strategy_is_not_a_per_node_script(tmp_path: Path) -> None:
+    """``Trainer(strategy="ddp_spawn")`` spawns inside the framework (DDP014 says so): the script is no per-node
+    script (the submit refuses the strategy instead, with strategy="ddp" as the fix)."""
+    script = tmp_path / "train.py"
+    script.write_text("import lightning as L\n\nL.Trainer(devices=2, strategy='ddp_spawn').fit(None)\n",
+                      encoding="utf-8")
+    found = check_file(script)
+    assert "DDP014" in {f.code for f in found}
+    assert detect(script, found).style == "env"
