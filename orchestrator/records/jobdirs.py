@@ -9,6 +9,7 @@ depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt`
 (Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``); how each rank ended: ``logs/rank<R>.outcome.json``
 (:mod:`orchestrator.task.outcome` writes and reads it, :mod:`orchestrator.records.restarts.blame` judges it);
 a script rank's torchelastic error file: ``logs/rank<R>.error.json`` (:mod:`orchestrator.records.errorfiles`).
+A Hydra app's run directory, every rank's: ``hydra/`` (:mod:`orchestrator.spec.hydra`).
 
 A job array (a sweep) is one folder with ``sbatch.sh``, ``array.json`` (the elements' overrides) and
 ``job_id`` (the array's id), and one element folder per index, ``<folder>/<index>/``, which is a

@@ -2,9 +2,10 @@
 
 torchrun's worker variables (``env/taskenv.py``, pure), then what the script's launch style changes
 (``orchestrator.spec.launch``: a per-node task is its node's launcher, a slurm-style rank gets Slurm's task
-variables made its own), orch's own (the job folder, the preemption signal, torchelastic's error file in the job folder), the trackers' ids, and with
-``--gpus-per-task`` K > 1 the task's K GPUs in CUDA_VISIBLE_DEVICES; a task with no GPU gets what
-``accelerate launch --cpu`` sets (``taskenv.CPU_RANK_VARS``). Nothing here imports torch.
+variables made its own), orch's own (the job folder, the preemption signal, torchelastic's error file in
+the job folder), the trackers' ids, and with ``--gpus-per-task`` K > 1 the task's K GPUs in
+CUDA_VISIBLE_DEVICES; a task with no GPU gets what ``accelerate launch --cpu`` sets
+(``taskenv.CPU_RANK_VARS``). Nothing here imports torch.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ torchrun's variables (:func:`orchestrator.env.taskenv.script_env`). Here, in thi
    the submit directory), both in the snapshot when there is one (what was submitted is what runs),
    as ``python script.py`` does, and run it with :mod:`runpy` under the user's umask (``job.json``
    ``umask``; orch's own records keep their explicit modes, and umask 077 is back once it returns);
+   A Hydra app (``@hydra.main``) gets the job's one run directory as overrides after its own arguments
+   (:mod:`orchestrator.spec.hydra`: ``<job folder>/hydra`` for every rank);
 4. the script's exit status is the task's. Exit code ``REQUEUE_EXIT`` (75) asks for a requeue
    after a preemption: the task leaves the job folder's ``requeue`` file and exits 0, the batch
    script requeues the job, and the next run sees ``TORCHELASTIC_RESTART_COUNT`` one higher.
@@ -35,8 +37,9 @@ from pathlib import Path
 
 from orchestrator.env.devices import VISIBLE_VAR, parse_visible_devices
 from orchestrator.errors import ConfigError
+from orchestrator.spec.hydra import is_hydra_app, run_dir_overrides
 from orchestrator.spec.launch import PLACEHOLDER_VARS, fill_placeholders, local_rank_argument
-from orchestrator.spec.runconfig import REQUEUE_FILE, RunConfig
+from orchestrator.spec.runconfig import HYDRA_DIR, REQUEUE_FILE, RunConfig
 from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
 from orchestrator.spec.snapshot import relocate
 from orchestrator.spec.umask import PRIVATE_UMASK, umask_value
@@ -132,6 +135,28 @@ def styled_args(target: ScriptTarget, local_rank: int, environ: Mapping[str, str
     return target
 
 
+HYDRA_SOURCE_LIMIT = 4 << 20  # bytes of a script read to tell a Hydra app (a larger file is none)
+
+
+def hydra_args(target: ScriptTarget, rank: int, job_dir: Path, first: str) -> ScriptTarget:
+    """A Hydra app's arguments with orch's run directory overrides after the script's own
+    (:mod:`orchestrator.spec.hydra`); any other script's unchanged."""
+    module = Path(first, *target.target.split(".")).with_suffix(".py")
+    path = Path(target.target) if target.kind == "script" else module
+    try:
+        with path.open("rb") as fp:
+            source = fp.read(HYDRA_SOURCE_LIMIT + 1)
+    except OSError:
+        return target
+    if len(source) > HYDRA_SOURCE_LIMIT or not is_hydra_app(source, str(path)):
+        return target
+    extra = run_dir_overrides(job_dir, rank, path.stem, target.args)
+    if extra and rank == 0:
+        print(f"orch: a Hydra app: every rank's run directory is {job_dir / HYDRA_DIR} (hydra.run.dir; "
+              f"rank R > 0 logs to {path.stem}_rank<R>.log there)", file=sys.stderr, flush=True)
+    return target.model_copy(update={"args": [*target.args, *extra]})
+
+
 def in_snapshot(cfg: RunConfig) -> tuple[ScriptTarget, str]:
     """The job's script as this task runs it, and the folder first on ``sys.path``: with a code snapshot,
     the script's path and (``-m``) the import folder moved into the snapshot when they lie in its source
@@ -150,7 +175,7 @@ def run(cfg: RunConfig, rank: int, local_rank: int, local_world_size: int, job_d
     """Run the job's script in this process; ``bind`` binds a GPU task's device first (torch's side:
     ``orchestrator.runtime.bind.bind_script_device``, handed down by the runtime's launcher)."""
     target, first = in_snapshot(cfg)
-    target = styled_args(target, local_rank, environ)
+    target = hydra_args(styled_args(target, local_rank, environ), rank, job_dir, first)
     try:
         os.chdir(target.cwd)
     except OSError as exc:
