@@ -135,10 +135,10 @@ CPU_RANK_VARS: dict[str, str] = {
 }
 
 
-def cpu_rank_env(gpus: int, environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables of a script rank that has ``gpus`` GPUs: :data:`CPU_RANK_VARS` when none, unless
-    ``environ`` already sets them (pure)."""
-    if gpus > 0:
+def cpu_rank_env(has_gpu: bool, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of a script rank: :data:`CPU_RANK_VARS` when it has no GPU, unless ``environ``
+    already sets them (pure)."""
+    if has_gpu:
         return {}
     return {name: environ.get(name) or default for name, default in CPU_RANK_VARS.items()}
 

@@ -25,7 +25,7 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
                               environ: os._Environ[str]) -> None:
     """Scripts: the cluster's ``env``, then exactly torchrun's variables (no NODE_RANK), and with
     ``--gpus-per-task`` K > 1 this task's K GPUs in CUDA_VISIBLE_DEVICES (before torch is imported)."""
-    from orchestrator.env.devices import VISIBLE_VAR, narrowed_visible, visible_gpus
+    from orchestrator.env.devices import NVIDIA_DEVICE, VISIBLE_VAR, narrowed_visible, task_has_gpu
 
     environ.update(cfg.env)
     for name in taskenv.ORCH_ONLY_VARS:
@@ -46,8 +46,9 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
                                 gpus_per_task=cfg.gpus_per_task, node_gpus=cfg.gpus_per_node)
     if narrowed is not None:
         environ[VISIBLE_VAR] = narrowed
-    gpus = 0 if cfg.mode == "slurm" and cfg.gpus_per_node == 0 else visible_gpus(environ)
-    environ.update(taskenv.cpu_rank_env(gpus, environ))
+    has_gpu = task_has_gpu(environ, slurm_gpus=cfg.gpus_per_node if cfg.mode == "slurm" else None,
+                           has_nvidia=NVIDIA_DEVICE.exists())
+    environ.update(taskenv.cpu_rank_env(has_gpu, environ))
 
 
 def apply_launch_style(cfg: RunConfig, env: distenv.DistEnv, environ: os._Environ[str]) -> None:

@@ -35,7 +35,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from orchestrator.env.devices import VISIBLE_VAR, parse_visible_devices
+from orchestrator.env.devices import NVIDIA_DEVICE, VISIBLE_VAR, parse_visible_devices
 from orchestrator.errors import ConfigError
 from orchestrator.spec.hydra import is_hydra_app, run_dir_overrides
 from orchestrator.spec.launch import PLACEHOLDER_VARS, fill_placeholders, local_rank_argument
@@ -44,7 +44,6 @@ from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
 from orchestrator.spec.snapshot import relocate
 from orchestrator.spec.umask import PRIVATE_UMASK, umask_value
 
-NVIDIA_DEVICE = Path("/dev/nvidiactl")  # present where an NVIDIA driver is loaded
 DEBUG_ENV_VAR = "ORCH_DEBUG"  # =1: a script's traceback keeps orch's own frames (launch, scriptrun, runpy)
 _ORCH_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 _RUNPY_FILES = frozenset({"<frozen runpy>", runpy.__file__})

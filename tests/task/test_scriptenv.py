@@ -73,9 +73,16 @@ def test_a_rank_without_a_gpu_gets_what_accelerate_launch_cpu_sets(tmp_path: Pat
     assert {k: env[k] for k in ACCELERATE_CPU} == ACCELERATE_CPU
 
 
-def test_a_rank_with_a_gpu_gets_no_cpu_variables_and_the_users_own_win(tmp_path: Path) -> None:
+def test_a_rank_with_a_gpu_gets_no_cpu_variables_and_the_users_own_win(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    driver = tmp_path / "nvidiactl"
+    monkeypatch.setattr("orchestrator.env.devices.NVIDIA_DEVICE", driver)
+    driver.touch()
     env = _exported(tmp_path, "env", mode="slurm", gpus=2, CUDA_VISIBLE_DEVICES="0,1")
     assert not set(ACCELERATE_CPU) & set(env)
+    driver.unlink()  # Slurm's GPUs without a driver (a node that announces GPUs it lacks): a CPU rank
+    env = _exported(tmp_path, "env", mode="slurm", gpus=2, CUDA_VISIBLE_DEVICES="0,1")
+    assert {k: env[k] for k in ACCELERATE_CPU} == ACCELERATE_CPU
     env = _exported(tmp_path, "env", ACCELERATE_USE_CPU="false", KMP_BLOCKTIME="0")
     assert (env["ACCELERATE_USE_CPU"], env["KMP_BLOCKTIME"]) == ("false", "0")
 
