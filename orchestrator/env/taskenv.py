@@ -161,7 +161,8 @@ def is_loopback(addr: str) -> bool:
 # per-node: the task is the node's launcher, as a user's `python train.py -nr N` on each node was: it gets
 # where to meet and how many ranks there are, not a rank of its own (its processes take theirs).
 PER_NODE_DROPPED = ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
-                    "ROLE_WORLD_SIZE", "ROLE_NAME", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE")
+                    "ROLE_WORLD_SIZE", "ROLE_NAME", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+                    ERROR_FILE_VAR)  # one error file would be every spawned process's
 
 
 def per_node_env(env: DistEnv, procs_per_node: int) -> dict[str, str]:

@@ -10,6 +10,7 @@ CUDA_VISIBLE_DEVICES; a task with no GPU gets what ``accelerate launch --cpu`` s
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -35,11 +36,12 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
     environ.update(taskenv.script_env(
         env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
         run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
+    error_file = error_file_path(job_dir, env.rank)  # torchelastic's @record writes the script's error here
+    with contextlib.suppress(OSError):  # an earlier run's (a restart, a requeue) is not this run's error
+        error_file.unlink()
+    environ[taskenv.ERROR_FILE_VAR] = str(error_file)  # a per-node task's style drops it (its processes' own)
     apply_launch_style(cfg, env, environ)
     environ["ORCH_JOB_DIR"] = str(job_dir)
-    error_file = error_file_path(job_dir, env.rank)  # torchelastic's @record writes the script's error here
-    error_file.unlink(missing_ok=True)  # an earlier run's (a restart, a requeue) is not this run's error
-    environ[taskenv.ERROR_FILE_VAR] = str(error_file)
     environ["ORCH_PREEMPT_SIGNAL"] = cfg.launcher.preempt_signal  # the script may handle it (README)
     environ.update(script_tracking_env(cfg, job_dir, rank=env.rank))
     narrowed = narrowed_visible(environ.get(VISIBLE_VAR), local_rank=env.local_rank,

@@ -44,7 +44,8 @@ def test_per_node_gets_the_nodes_launchers_variables(tmp_path: Path) -> None:
     assert {k: env[k] for k in ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "NNODES", "NPROC_PER_NODE",
                                 "WORLD_SIZE")} == {"MASTER_ADDR": "node1", "MASTER_PORT": "31000", "NODE_RANK": "1",
                                                    "NNODES": "2", "NPROC_PER_NODE": "8", "WORLD_SIZE": "16"}
-    assert not {"RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_USE_AGENT_STORE"} & set(env)
+    assert not {"RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_USE_AGENT_STORE",
+                "TORCHELASTIC_ERROR_FILE"} & set(env)
     assert env["TORCHELASTIC_RESTART_COUNT"] == "0"  # a requeue's count still reaches it
 
 
