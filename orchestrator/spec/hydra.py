@@ -21,6 +21,7 @@ from pathlib import Path
 
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 from orchestrator.spec.runconfig import HYDRA_DIR
+from orchestrator.spec.script import ScriptTarget, find_module
 
 OWN_RUN_DIR = ("hydra.run.dir=", "+hydra.run.dir=", "++hydra.run.dir=")
 MULTIRUN_FLAGS = frozenset({"-m", "--multirun"})
@@ -47,6 +48,29 @@ def is_hydra_app(source: str | bytes, filename: str = "<script>") -> bool:
                         and func.value.id in modules):
                     return True
     return False
+
+
+SOURCE_LIMIT = 4 << 20  # bytes of a script read to tell a Hydra app (a larger file is none)
+
+
+def hydra_entry(target: ScriptTarget, search: Sequence[Path]) -> Path | None:
+    """The file of a script target when it is a Hydra app (``-m``: found in ``search`` as ``python -m`` would
+    find it), else None. Reads the file; never imports it."""
+    path = Path(target.target) if target.kind == "script" else find_module(target.target, search)
+    if path is None:
+        return None
+    try:
+        with path.open("rb") as fp:
+            source = fp.read(SOURCE_LIMIT + 1)
+    except OSError:
+        return None
+    return path if len(source) <= SOURCE_LIMIT and is_hydra_app(source, str(path)) else None
+
+
+def describe(job_dir: str | Path) -> str:
+    """What the dry run and rank 0 say of a Hydra app."""
+    return (f"a Hydra app: every rank's run directory is {Path(job_dir) / HYDRA_DIR} (orch passes hydra.run.dir "
+            "after the script's arguments; rank R > 0 logs to <job name>_rank<R>.log there)")
 
 
 def quoted(value: str) -> str:

@@ -37,9 +37,10 @@ from pathlib import Path
 
 from orchestrator.env.devices import NVIDIA_DEVICE, VISIBLE_VAR, parse_visible_devices
 from orchestrator.errors import ConfigError
-from orchestrator.spec.hydra import is_hydra_app, run_dir_overrides
+from orchestrator.spec.hydra import describe as describe_hydra
+from orchestrator.spec.hydra import hydra_entry, run_dir_overrides
 from orchestrator.spec.launch import PLACEHOLDER_VARS, fill_placeholders, local_rank_argument
-from orchestrator.spec.runconfig import HYDRA_DIR, REQUEUE_FILE, RunConfig
+from orchestrator.spec.runconfig import REQUEUE_FILE, RunConfig
 from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
 from orchestrator.spec.snapshot import relocate
 from orchestrator.spec.umask import PRIVATE_UMASK, umask_value
@@ -134,25 +135,15 @@ def styled_args(target: ScriptTarget, local_rank: int, environ: Mapping[str, str
     return target
 
 
-HYDRA_SOURCE_LIMIT = 4 << 20  # bytes of a script read to tell a Hydra app (a larger file is none)
-
-
 def hydra_args(target: ScriptTarget, rank: int, job_dir: Path, first: str) -> ScriptTarget:
     """A Hydra app's arguments with orch's run directory overrides after the script's own
     (:mod:`orchestrator.spec.hydra`); any other script's unchanged."""
-    module = Path(first, *target.target.split(".")).with_suffix(".py")
-    path = Path(target.target) if target.kind == "script" else module
-    try:
-        with path.open("rb") as fp:
-            source = fp.read(HYDRA_SOURCE_LIMIT + 1)
-    except OSError:
-        return target
-    if len(source) > HYDRA_SOURCE_LIMIT or not is_hydra_app(source, str(path)):
+    path = hydra_entry(target, [Path(first)])
+    if path is None:
         return target
     extra = run_dir_overrides(job_dir, rank, path.stem, target.args)
     if extra and rank == 0:
-        print(f"orch: a Hydra app: every rank's run directory is {job_dir / HYDRA_DIR} (hydra.run.dir; "
-              f"rank R > 0 logs to {path.stem}_rank<R>.log there)", file=sys.stderr, flush=True)
+        print(f"orch: {describe_hydra(job_dir)}", file=sys.stderr, flush=True)
     return target.model_copy(update={"args": [*target.args, *extra]})
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.spec.hydra import is_hydra_app, quoted, run_dir_overrides
+from orchestrator.spec.hydra import SOURCE_LIMIT, hydra_entry, is_hydra_app, quoted, run_dir_overrides
+from orchestrator.spec.script import ScriptTarget
 
 
 @pytest.mark.parametrize("source", [
@@ -51,3 +52,18 @@ def test_an_interpolation_in_a_path_is_escaped() -> None:
                                   ["--multirun"]])
 def test_a_run_directory_of_the_users_own_or_a_sweep_gets_nothing(tmp_path: Path, args: list[str]) -> None:
     assert run_dir_overrides(tmp_path, 1, "train", args) == []
+
+
+def test_the_entry_of_a_script_or_a_module_is_found_and_read(tmp_path: Path) -> None:
+    app = "import hydra\n@hydra.main(version_base=None)\ndef main(cfg): ...\n"
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(app)
+    (tmp_path / "plain.py").write_text("print(1)\n")
+    (tmp_path / "huge.py").write_text(app + "#" * SOURCE_LIMIT)
+    script = ScriptTarget(kind="script", target=str(tmp_path / "pkg" / "train.py"), cwd=str(tmp_path))
+    assert hydra_entry(script, []) == tmp_path / "pkg" / "train.py"
+    module = ScriptTarget(kind="module", target="pkg.train", cwd=str(tmp_path))
+    assert hydra_entry(module, [tmp_path]) == tmp_path / "pkg" / "train.py"
+    assert hydra_entry(module, [tmp_path / "elsewhere"]) is None
+    for name in ("plain.py", "huge.py", "missing.py"):
+        assert hydra_entry(script.model_copy(update={"target": str(tmp_path / name)}), []) is None
