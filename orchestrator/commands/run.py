@@ -98,7 +98,7 @@ def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Pat
     cluster = cluster_or_none(args)
     ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
     _, style = check_script(target, refuse=not args.no_check, ignore=ignore,  # orch doctor first: errors stop it
-                            launch=check_style(args.launch, script=True))
+                            launch=check_style(args.launch, script=True), gpus_per_task=args.gpus_per_task)
     target = target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
     per_task, gpus, nproc = args.gpus_per_task, 0, args.nproc or 1

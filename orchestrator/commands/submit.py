@@ -34,6 +34,8 @@ from orchestrator.commands._common import (
     restarts_note,
 )
 from orchestrator.errors import ConfigError
+from orchestrator.spec.hydra import describe as describe_hydra
+from orchestrator.spec.hydra import hydra_entry
 from orchestrator.spec.tracking import merge_tracking
 
 if TYPE_CHECKING:
@@ -256,6 +258,8 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
             f"# working directory of every rank: {cfg.script.cwd} (the submit directory, snapshot or not: "
             "relative paths the script writes land there)\n"
             if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
+    if cfg.script is not None and hydra_entry(cfg.script, [Path(cfg.script.cwd)]) is not None:
+        runs += f"# {describe_hydra(cfg.job_dir)}\n"
     ctx = plan.context
     if snap is not None:
         runs += snap.line()

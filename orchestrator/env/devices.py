@@ -19,12 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from orchestrator.errors import DistEnvError
 
 VISIBLE_VAR = "CUDA_VISIBLE_DEVICES"
 NODE_NAME_VARS = ("SLURMD_NODENAME",)  # the task's node as Slurm names it (hostname can lie)
+NVIDIA_GPUS_DIR = Path("/proc/driver/nvidia/gpus")  # one entry per GPU the driver knows
+NVIDIA_DEVICE = Path("/dev/nvidiactl")  # present where an NVIDIA driver is loaded
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,27 @@ def parse_visible_devices(value: str | None) -> list[str] | None:
         return None
     ids = [part.strip() for part in value.split(",")]
     return [i for i in ids if i and i != "-1"]
+
+
+def visible_gpus(environ: Mapping[str, str], driver_dir: Path = NVIDIA_GPUS_DIR) -> int:
+    """The GPUs a process with ``environ`` may use, without torch: CUDA_VISIBLE_DEVICES when set (empty:
+    none), else the NVIDIA driver's GPUs (reads a directory; no process is run)."""
+    ids = parse_visible_devices(environ.get(VISIBLE_VAR))
+    if ids is not None:
+        return len(ids)
+    try:
+        return sum(1 for _ in driver_dir.iterdir())
+    except OSError:
+        return 0
+
+
+def task_has_gpu(environ: Mapping[str, str], *, slurm_gpus: int | None, has_nvidia: bool) -> bool:
+    """Whether a script's task can use a GPU, without torch: a Slurm job asked for GPUs
+    (``slurm_gpus``; None: a local run), the task sees one (CUDA_VISIBLE_DEVICES, else the driver's) and
+    an NVIDIA driver is loaded (a node whose Slurm announces GPUs the machine lacks has none)."""
+    if slurm_gpus == 0 or not has_nvidia:
+        return False
+    return visible_gpus(environ) > 0
 
 
 def select_device(*, cuda_available: bool, device_count: int, visible: str | None, rank: int,

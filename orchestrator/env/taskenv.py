@@ -75,12 +75,14 @@ def simulate_slurm_task_envs(hosts: Sequence[str], tasks_per_node: int, job_id: 
 SCRIPT_ROLE_NAME = "default"
 SCRIPT_DEFAULTS: dict[str, str] = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}  # torchrun's, unless set
 ORCH_ONLY_VARS = ("NODE_RANK",)  # orch's launcher sets it for its own jobs; torchrun does not
+# torchrun gives each worker its own error file; orch: logs/rank<R>.error.json (records/jobdirs.py)
+ERROR_FILE_VAR = "TORCHELASTIC_ERROR_FILE"
 # Names a user may not set with --env: the launcher derives them per task.
 LAUNCHER_OWNED_VARS = frozenset({
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "NODE_RANK",
     "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
     "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "CUDA_VISIBLE_DEVICES",
-    "ORCH_JOB_DIR", "ORCH_PREEMPT_SIGNAL", "ORCH_ATTEMPT", "ORCH_RUN_ID",
+    "ORCH_JOB_DIR", "ORCH_PREEMPT_SIGNAL", "ORCH_ATTEMPT", "ORCH_RUN_ID", ERROR_FILE_VAR,
 })
 # Tracker ids (orch.spec.tracking): ORCH_RUN_ID for every task; the trackers' own variables only for
 # the trackers a script opted into (--track / cluster.yaml tracking), so its wandb.init() / mlflow.start_run()
@@ -121,6 +123,26 @@ def script_env(env: DistEnv, *, restart_count: int, max_restarts: int, run_id: s
     return out
 
 
+# --- a rank with no GPU: what `accelerate launch --cpu` sets (accelerate 1.x, utils/launch.py,
+# prepare_simple_launcher_cmd_env). Accelerate's state and HF TrainingArguments read ACCELERATE_USE_CPU:
+# with it, a rank that sees WORLD_SIZE > 1 joins the world over gloo (MULTI_CPU); without it, a rank with no
+# GPU trains alone (DistributedType.NO, world size 1) even under torchrun. KMP_*: Intel OpenMP's thread
+# placement, which accelerate sets along. A value the user set (--env, the shell) wins.
+CPU_RANK_VARS: dict[str, str] = {
+    "ACCELERATE_USE_CPU": "True",
+    "KMP_AFFINITY": "granularity=fine,compact,1,0",
+    "KMP_BLOCKTIME": "1",
+}
+
+
+def cpu_rank_env(has_gpu: bool, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of a script rank: :data:`CPU_RANK_VARS` when it has no GPU, unless ``environ``
+    already sets them (pure)."""
+    if has_gpu:
+        return {}
+    return {name: environ.get(name) or default for name, default in CPU_RANK_VARS.items()}
+
+
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
@@ -139,7 +161,8 @@ def is_loopback(addr: str) -> bool:
 # per-node: the task is the node's launcher, as a user's `python train.py -nr N` on each node was: it gets
 # where to meet and how many ranks there are, not a rank of its own (its processes take theirs).
 PER_NODE_DROPPED = ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
-                    "ROLE_WORLD_SIZE", "ROLE_NAME", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE")
+                    "ROLE_WORLD_SIZE", "ROLE_NAME", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+                    ERROR_FILE_VAR)  # one error file would be every spawned process's
 
 
 def per_node_env(env: DistEnv, procs_per_node: int) -> dict[str, str]:

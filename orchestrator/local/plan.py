@@ -62,21 +62,12 @@ def cpus_per_rank(cpus: int, nproc: int) -> int:
     return max(1, cpus // nproc)
 
 
-NVIDIA_GPUS_DIR = Path("/proc/driver/nvidia/gpus")  # one entry per GPU the driver knows
-
-
-def local_gpus(environ: Mapping[str, str], driver_dir: Path = NVIDIA_GPUS_DIR) -> int:
+def local_gpus(environ: Mapping[str, str], driver_dir: Path | None = None) -> int:
     """The GPUs a local run may use: CUDA_VISIBLE_DEVICES when set, else the driver's GPUs (no torch,
-    no subprocess: the CLI path stays light)."""
-    from orchestrator.env.devices import VISIBLE_VAR, parse_visible_devices
+    no subprocess: the CLI path stays light; ``orchestrator.env.devices.visible_gpus``)."""
+    from orchestrator.env.devices import NVIDIA_GPUS_DIR, visible_gpus
 
-    ids = parse_visible_devices(environ.get(VISIBLE_VAR))
-    if ids is not None:
-        return len(ids)
-    try:
-        return sum(1 for _ in driver_dir.iterdir())
-    except OSError:
-        return 0
+    return visible_gpus(environ, NVIDIA_GPUS_DIR if driver_dir is None else driver_dir)
 
 
 def local_gpu_layout(nproc: int | None, gpus_per_task: int, gpus: int) -> int:

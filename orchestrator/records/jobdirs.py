@@ -7,7 +7,9 @@ depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt`
 ``checkpoints/``, ``metrics.jsonl`` and ``result.json`` (the file names are the constants in
 :mod:`orchestrator.spec.runconfig`). Logs: ``logs/slurm-<id>.out`` (batch shell), ``logs/<id>-rank<R>.out``
 (Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``); how each rank ended: ``logs/rank<R>.outcome.json``
-(:mod:`orchestrator.task.outcome` writes and reads it, :mod:`orchestrator.records.restarts.blame` judges it).
+(:mod:`orchestrator.task.outcome` writes and reads it, :mod:`orchestrator.records.restarts.blame` judges it);
+a script rank's torchelastic error file: ``logs/rank<R>.error.json`` (:mod:`orchestrator.records.errorfiles`).
+A Hydra app's run directory, every rank's: ``hydra/`` (:mod:`orchestrator.spec.hydra`).
 
 A job array (a sweep) is one folder with ``sbatch.sh``, ``array.json`` (the elements' overrides) and
 ``job_id`` (the array's id), and one element folder per index, ``<folder>/<index>/``, which is a
@@ -139,6 +141,12 @@ def local_log_name(rank: int) -> str:
 def outcome_path(job_dir: Path, rank: int) -> Path:
     """How rank ``rank`` ended (its outcome record; one per rank, rewritten by every run)."""
     return job_dir / LOG_DIR / f"rank{rank}.outcome.json"
+
+
+def error_file_path(job_dir: Path, rank: int) -> Path:
+    """Rank ``rank``'s torchelastic error file (a script's ``TORCHELASTIC_ERROR_FILE``: what
+    ``torch.distributed.elastic``'s ``@record`` writes when the script raises; one per rank, per run)."""
+    return job_dir / LOG_DIR / f"rank{rank}.error.json"
 
 
 def outcome_rank(name: str) -> int | None:

@@ -171,7 +171,7 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
 
         found, style = check_script(target, refuse=not (options.no_check or dry_run), ignore=parse_codes(
             options.ignore, "--ignore"), would_refuse="orch submit" if dry_run and not options.no_check else None,
-            launch=asked, nodes=options.nodes or 1)
+            launch=asked, nodes=options.nodes or 1, gpus_per_task=options.gpus_per_task)
         from orchestrator.doctor.frameworks import script_frameworks
 
         target = target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})

@@ -33,6 +33,7 @@ RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.json"  # rank 0's position inside an epoch, rewritten every few seconds
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
+HYDRA_DIR = "hydra"  # a Hydra app's one run directory, every rank's (spec/hydra.py)
 PREFLIGHT_RESULT_FILE = "preflight.json"  # orch submit --preflight: the selftest's verdict in the allocation
 PREFLIGHT_RECORD_FILE = "preflight_attempts.json"  # --preflight=exclude: each attempt, the nodes it excluded
 PREFLIGHT_NEXT_FILE = "preflight_next"  # --preflight=exclude: the sbatch options of the next attempt

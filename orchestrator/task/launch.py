@@ -266,6 +266,11 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
                 hang.dump_stacks()  # which collective this rank was in, next to the stuck rank's stacks
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        if script and env is not None:  # what torchelastic's @record wrote: the message and where it was raised
+            from orchestrator.records.errorfiles import read_error_file
+
+            recorded = read_error_file(job_dir, env.rank)
+            detail = recorded.describe() if recorded is not None else detail
         label = _rank_label(os.environ, env)
         if peer is not None:
             message, hint = f"{label} failed: {peer[0]} ({detail})", peer[1]

@@ -2,16 +2,20 @@
 
 torchrun's worker variables (``env/taskenv.py``, pure), then what the script's launch style changes
 (``orchestrator.spec.launch``: a per-node task is its node's launcher, a slurm-style rank gets Slurm's task
-variables made its own), orch's own (the job folder, the preemption signal), the trackers' ids, and with
-``--gpus-per-task`` K > 1 the task's K GPUs in CUDA_VISIBLE_DEVICES. Nothing here imports torch.
+variables made its own), orch's own (the job folder, the preemption signal, torchelastic's error file in
+the job folder), the trackers' ids, and with ``--gpus-per-task`` K > 1 the task's K GPUs in
+CUDA_VISIBLE_DEVICES; a task with no GPU gets what ``accelerate launch --cpu`` sets
+(``taskenv.CPU_RANK_VARS``). Nothing here imports torch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 from orchestrator.env import distenv, taskenv
+from orchestrator.records.jobdirs import error_file_path
 from orchestrator.spec.runconfig import RunConfig
 
 # Slurm's default MaxBatchRequeue: how often a preempted script job may be requeued.
@@ -22,7 +26,7 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
                               environ: os._Environ[str]) -> None:
     """Scripts: the cluster's ``env``, then exactly torchrun's variables (no NODE_RANK), and with
     ``--gpus-per-task`` K > 1 this task's K GPUs in CUDA_VISIBLE_DEVICES (before torch is imported)."""
-    from orchestrator.env.devices import VISIBLE_VAR, narrowed_visible
+    from orchestrator.env.devices import NVIDIA_DEVICE, VISIBLE_VAR, narrowed_visible, task_has_gpu
 
     environ.update(cfg.env)
     for name in taskenv.ORCH_ONLY_VARS:
@@ -32,6 +36,10 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
     environ.update(taskenv.script_env(
         env, restart_count=distenv.restart_count(environ, cfg.restarts), max_restarts=max_restarts,
         run_id=distenv.script_run_id(environ, job_dir.name), cpus_per_task=cfg.cpus_per_task, environ=environ))
+    error_file = error_file_path(job_dir, env.rank)  # torchelastic's @record writes the script's error here
+    with contextlib.suppress(OSError):  # an earlier run's (a restart, a requeue) is not this run's error
+        error_file.unlink()
+    environ[taskenv.ERROR_FILE_VAR] = str(error_file)  # a per-node task's style drops it (its processes' own)
     apply_launch_style(cfg, env, environ)
     environ["ORCH_JOB_DIR"] = str(job_dir)
     environ["ORCH_PREEMPT_SIGNAL"] = cfg.launcher.preempt_signal  # the script may handle it (README)
@@ -40,6 +48,9 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
                                 gpus_per_task=cfg.gpus_per_task, node_gpus=cfg.gpus_per_node)
     if narrowed is not None:
         environ[VISIBLE_VAR] = narrowed
+    has_gpu = task_has_gpu(environ, slurm_gpus=cfg.gpus_per_node if cfg.mode == "slurm" else None,
+                           has_nvidia=NVIDIA_DEVICE.exists())
+    environ.update(taskenv.cpu_rank_env(has_gpu, environ))
 
 
 def apply_launch_style(cfg: RunConfig, env: distenv.DistEnv, environ: os._Environ[str]) -> None:

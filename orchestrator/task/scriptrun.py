@@ -12,6 +12,8 @@ torchrun's variables (:func:`orchestrator.env.taskenv.script_env`). Here, in thi
    the submit directory), both in the snapshot when there is one (what was submitted is what runs),
    as ``python script.py`` does, and run it with :mod:`runpy` under the user's umask (``job.json``
    ``umask``; orch's own records keep their explicit modes, and umask 077 is back once it returns);
+   A Hydra app (``@hydra.main``) gets the job's one run directory as overrides after its own arguments
+   (:mod:`orchestrator.spec.hydra`: ``<job folder>/hydra`` for every rank);
 4. the script's exit status is the task's. Exit code ``REQUEUE_EXIT`` (75) asks for a requeue
    after a preemption: the task leaves the job folder's ``requeue`` file and exits 0, the batch
    script requeues the job, and the next run sees ``TORCHELASTIC_RESTART_COUNT`` one higher.
@@ -33,15 +35,16 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from orchestrator.env.devices import VISIBLE_VAR, parse_visible_devices
+from orchestrator.env.devices import NVIDIA_DEVICE, VISIBLE_VAR, parse_visible_devices
 from orchestrator.errors import ConfigError
+from orchestrator.spec.hydra import describe as describe_hydra
+from orchestrator.spec.hydra import hydra_entry, run_dir_overrides
 from orchestrator.spec.launch import PLACEHOLDER_VARS, fill_placeholders, local_rank_argument
 from orchestrator.spec.runconfig import REQUEUE_FILE, RunConfig
 from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
 from orchestrator.spec.snapshot import relocate
 from orchestrator.spec.umask import PRIVATE_UMASK, umask_value
 
-NVIDIA_DEVICE = Path("/dev/nvidiactl")  # present where an NVIDIA driver is loaded
 DEBUG_ENV_VAR = "ORCH_DEBUG"  # =1: a script's traceback keeps orch's own frames (launch, scriptrun, runpy)
 _ORCH_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 _RUNPY_FILES = frozenset({"<frozen runpy>", runpy.__file__})
@@ -132,6 +135,18 @@ def styled_args(target: ScriptTarget, local_rank: int, environ: Mapping[str, str
     return target
 
 
+def hydra_args(target: ScriptTarget, rank: int, job_dir: Path, first: str) -> ScriptTarget:
+    """A Hydra app's arguments with orch's run directory overrides after the script's own
+    (:mod:`orchestrator.spec.hydra`); any other script's unchanged."""
+    path = hydra_entry(target, [Path(first)])
+    if path is None:
+        return target
+    extra = run_dir_overrides(job_dir, rank, path.stem, target.args)
+    if extra and rank == 0:
+        print(f"orch: {describe_hydra(job_dir)}", file=sys.stderr, flush=True)
+    return target.model_copy(update={"args": [*target.args, *extra]})
+
+
 def in_snapshot(cfg: RunConfig) -> tuple[ScriptTarget, str]:
     """The job's script as this task runs it, and the folder first on ``sys.path``: with a code snapshot,
     the script's path and (``-m``) the import folder moved into the snapshot when they lie in its source
@@ -150,7 +165,7 @@ def run(cfg: RunConfig, rank: int, local_rank: int, local_world_size: int, job_d
     """Run the job's script in this process; ``bind`` binds a GPU task's device first (torch's side:
     ``orchestrator.runtime.bind.bind_script_device``, handed down by the runtime's launcher)."""
     target, first = in_snapshot(cfg)
-    target = styled_args(target, local_rank, environ)
+    target = hydra_args(styled_args(target, local_rank, environ), rank, job_dir, first)
     try:
         os.chdir(target.cwd)
     except OSError as exc:

@@ -12,6 +12,7 @@ from orchestrator.env.devices import (
     num_threads,
     parse_visible_devices,
     select_device,
+    task_has_gpu,
 )
 from orchestrator.errors import DistEnvError
 
@@ -118,3 +119,15 @@ def test_host_name_prefers_slurm_node_name(environ: dict[str, str], expected: st
                          [(None, 4, 4), (2, 8, 2), (None, 1, 1), (1, 16, 1)])
 def test_num_threads(requested: int | None, cpus: int, expected: int) -> None:
     assert num_threads(requested, cpus) == expected
+
+
+@pytest.mark.parametrize(("environ", "slurm_gpus", "has_nvidia", "expected"), [
+    ({"CUDA_VISIBLE_DEVICES": "0"}, None, True, True),
+    ({"CUDA_VISIBLE_DEVICES": ""}, None, True, False),  # orch run --cpu
+    ({"CUDA_VISIBLE_DEVICES": "0"}, 0, True, False),  # a Slurm job that asked for no GPUs
+    ({"CUDA_VISIBLE_DEVICES": "0,1"}, 2, False, False),  # no NVIDIA driver: GPUs announced, none usable
+    ({"CUDA_VISIBLE_DEVICES": "0,1"}, 2, True, True),
+])
+def test_whether_a_task_has_a_gpu(environ: dict[str, str], slurm_gpus: int | None, has_nvidia: bool,
+                                   expected: bool) -> None:
+    assert task_has_gpu(environ, slurm_gpus=slurm_gpus, has_nvidia=has_nvidia) is expected

@@ -100,8 +100,9 @@ def test_torchrun_and_orch_run_give_the_script_the_same_variables(tmp_path: Path
                      "--out", str(orch_out))
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     cpus = json.loads((_job_dir(tmp_path / "jobs") / "job.json").read_text())["cpus_per_task"]
-    # Differ by design: the port and run id; OMP_NUM_THREADS is 1 under torchrun, the task's CPUs under orch.
-    differ = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS"}
+    # Differ by design: the port and run id; OMP_NUM_THREADS is 1 under torchrun, the task's CPUs under orch;
+    # the error file is in torchrun's temporary folder, in the job folder under orch.
+    differ = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS", "TORCHELASTIC_ERROR_FILE"}
     for theirs, ours in zip(_records(torchrun_out, 2), _records(orch_out, 2), strict=True):
         assert set(theirs["env"]) == set(ours["env"])
         assert {k: v for k, v in theirs["env"].items() if k not in differ} == \
@@ -109,6 +110,8 @@ def test_torchrun_and_orch_run_give_the_script_the_same_variables(tmp_path: Path
         # one machine: torchrun's agent hosts the store, orch's rank 0 task does (on loopback): both True
         assert theirs["env"]["TORCHELASTIC_USE_AGENT_STORE"] == ours["env"]["TORCHELASTIC_USE_AGENT_STORE"] == "True"
         assert ours["env"]["OMP_NUM_THREADS"] == str(cpus)
+        assert ours["env"]["TORCHELASTIC_ERROR_FILE"] == str(_job_dir(tmp_path / "jobs") / "logs" /
+                                                             f"rank{ours['env']['RANK']}.error.json")
         assert theirs["path0"] == ours["path0"] == str(SCRIPTS)
         assert theirs["argv0"] == ours["argv0"]
 
