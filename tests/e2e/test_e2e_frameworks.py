@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from orchestrator.local.runner import free_port
+from orchestrator.spec.snapshot import Snapshot, relocate
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster
@@ -75,7 +76,9 @@ def test_a_record_scripts_error_is_blamed_under_slurm(slurm_cluster: SlurmCluste
     final = slurm_cluster.wait_done(job_id, timeout=TIMEOUT, job_dir=job_dir)
     assert final["state"] == "FAILED", slurm_cluster.describe(job_dir)
     assert final["failure"]["rank"] == 1, final["failure"]
-    assert (f"ValueError: rank 1: batch 3 has no labels (raised at {SCRIPTS / 'record_error.py'}:15; torchelastic "
+    snap = Snapshot.model_validate(json.loads((job_dir / "job.json").read_text(encoding="utf-8"))["snapshot"])
+    ran = relocate(str(SCRIPTS / "record_error.py"), snap)  # the code snapshot's copy is what ran
+    assert (f"ValueError: rank 1: batch 3 has no labels (raised at {ran}:15; torchelastic "
             f"error file {job_dir / 'logs' / 'rank1.error.json'})") in final["failure"]["message"]
 
 

@@ -89,7 +89,7 @@ def test_sigkilled_submit_of_a_held_job_is_found_by_its_token(slurm_cluster: Slu
     assert (job_dir / "job_id").read_text(encoding="ascii") == f"{job_id}\n"
     submitted = json.loads((job_dir / "submitted.json").read_text(encoding="utf-8"))  # as a whole submit's
     assert (submitted["job_id"], submitted["job_dir"]) == (job_id, str(job_dir)), submitted
-    by_id = slurm_cluster.orch("status", job_id, "--json", check=True)  # the index finds it, not "reused"
+    by_id = slurm_cluster.orch("status", job_id, "--json", *where, check=True)  # the index finds it, not "reused"
     row = json.loads(by_id.stdout)
     assert (row["job_dir"], row.get("reused")) == (str(job_dir), None), row
     cancel = slurm_cluster.orch("cancel", str(job_dir), *where, check=True)
