@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,32 @@ def wait_for(paths: list[Path], proc: subprocess.Popen[str], timeout: float) -> 
             return False
         time.sleep(0.2)
     return False
+
+
+@dataclass(frozen=True)
+class Held:
+    """A run whose ranks held their GPUs until released: how it ended, and what nvidia-smi saw meanwhile."""
+
+    done: subprocess.CompletedProcess[str]
+    ready: bool  # every rank wrote its record before the run ended or the time ran out
+    apps: list[tuple[int, str]] | None  # nvidia-smi's (pid, gpu uuid) while they held them
+    ours: set[int]  # the run's processes at that moment
+
+
+def hold_and_release(argv: list[str], cwd: Path, out: Path, n: int) -> Held:
+    """Start ``argv`` (an ``orch run`` of a script that writes ``out/rank<R>.json`` and then holds its GPU until
+    ``out/release`` exists), read nvidia-smi while every rank holds its GPU, then release them."""
+    with subprocess.Popen(argv, cwd=cwd, env=run_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:
+        try:
+            ready = wait_for([out / f"rank{r}.json" for r in range(n)], proc, timeout=RUN_TIMEOUT / 2)
+            apps = compute_apps() if ready else None
+            ours = descendants(proc.pid) if ready else set()
+        finally:
+            (out / "release").touch()
+            try:
+                stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT / 2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+    return Held(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), ready, apps, ours)

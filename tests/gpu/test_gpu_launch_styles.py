@@ -4,7 +4,6 @@ for the node (which binds no GPU for this style) holds none."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,18 +12,14 @@ from gpu_support import (
     BACKEND,
     CUDA,
     DRYRUN_NOTE,
-    RUN_TIMEOUT,
     SCRIPTS,
-    compute_apps,
     context_problems,
-    descendants,
     explain,
+    hold_and_release,
     nproc,
     orch_command,
     rank_records,
     requires_cuda,
-    run_env,
-    wait_for,
 )
 
 pytestmark = [pytest.mark.gpu, requires_cuda]
@@ -40,21 +35,9 @@ def test_per_node_script_contexts(tmp_path: Path, gpu_figure: Callable[[str], No
     out.mkdir()
     argv = orch_command(str(SCRIPTS / "spawn_hold_gpu.py"), "--nproc", str(n), "--job-root", str(root), "--",
                         "-n", "{nnodes}", "-g", "{nproc_per_node}", "-nr", "{node_rank}", "--out", str(out))
-    with subprocess.Popen(argv, cwd=tmp_path, env=run_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as proc:
-        try:
-            ready = wait_for([out / f"rank{r}.json" for r in range(n)], proc, timeout=RUN_TIMEOUT / 2)
-            apps = compute_apps() if ready else None
-            ours = descendants(proc.pid) if ready else set()
-        finally:
-            (out / "release").touch()
-            try:
-                stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT / 2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                stdout, stderr = proc.communicate()
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-    assert ready and proc.returncode == 0, explain(done, root)
+    held = hold_and_release(argv, tmp_path, out, n)
+    assert held.ready and held.done.returncode == 0, explain(held.done, root)
+    apps, ours = held.apps, held.ours
     records = rank_records(out, n)
     assert all(r["sum"] == n * (n + 1) / 2 and r["backend"] == BACKEND and r["world"] == n for r in records), records
     assert len({r["parent"] for r in records}) == 1, "one task per node spawned every rank"

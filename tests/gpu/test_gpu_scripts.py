@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,20 +13,16 @@ from gpu_support import (
     BACKEND,
     CUDA,
     DRYRUN_NOTE,
-    RUN_TIMEOUT,
     SCRIPTS,
-    compute_apps,
     context_problems,
-    descendants,
     explain,
     gpu_count,
+    hold_and_release,
     nproc,
     orch_command,
     rank_records,
     requires_cuda,
-    run_env,
     run_orch,
-    wait_for,
 )
 
 pytestmark = [pytest.mark.gpu, requires_cuda]
@@ -44,23 +39,10 @@ def test_script_cuda_contexts(tmp_path: Path, gpu_figure: Callable[[str], None])
     n = nproc()
     out, root = tmp_path / "out", tmp_path / "jobs"
     out.mkdir()
-    with subprocess.Popen(orch_command(str(SCRIPTS / "hold_gpu.py"), "--nproc", str(n), "--job-root", str(root),
-                                       "--", "--out", str(out)),
-                          cwd=tmp_path, env=run_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as proc:
-        try:
-            ready = wait_for([out / f"rank{r}.json" for r in range(n)], proc, timeout=RUN_TIMEOUT / 2)
-            apps = compute_apps() if ready else None
-            ours = descendants(proc.pid) if ready else set()
-        finally:
-            (out / "release").touch()
-            try:
-                stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT / 2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                stdout, stderr = proc.communicate()
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-    assert ready and proc.returncode == 0, explain(done, root)
+    held = hold_and_release(orch_command(str(SCRIPTS / "hold_gpu.py"), "--nproc", str(n), "--job-root", str(root),
+                                         "--", "--out", str(out)), tmp_path, out, n)
+    assert held.ready and held.done.returncode == 0, explain(held.done, root)
+    apps, ours = held.apps, held.ours
     records = rank_records(out, n)
     assert all(r["sum"] == n * (n + 1) / 2 and r["backend"] == BACKEND and r["world"] == n for r in records), records
     if not CUDA:
