@@ -4,7 +4,8 @@ whether orch would start it as written: the table docs/bring-your-own-script.md 
 Run: .venv/bin/python bench/launch_styles.py [--scripts]
 Each entry file is checked as ``orch submit`` checks it (``orchestrator.doctor.gate``'s reading: the doctor's
 findings, the style they decide, the findings the style answers); a script is "refused" when an error is
-left (the submit would stop before the queue), on one node and on two. ``--scripts`` lists every script with its style and reason.
+left (the submit would stop before the queue), on one node and on two. ``--scripts`` lists every script
+with its style and reason.
 """
 
 from __future__ import annotations
