@@ -74,13 +74,15 @@ def test_two_tasks_train_as_one_world_as_under_torchrun(fake_slurm: FakeSlurm, t
             break
     assert torchrun.returncode == 0, torchrun.stderr.decode(errors="replace")
     job_dir = jobs / f"byo-{JOB_ID}.0"
-    differ = {"MASTER_PORT", "MASTER_ADDR", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS", "TORCHELASTIC_MAX_RESTARTS"}
+    differ = {"MASTER_PORT", "MASTER_ADDR", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS", "TORCHELASTIC_MAX_RESTARTS",
+              "TORCHELASTIC_ERROR_FILE"}  # torchrun's error file is in its own temporary folder, orch's in the job's
     for rank, (mine, torch_run) in enumerate(zip(_records(ours, 2), _records(theirs, 2), strict=True)):
         assert mine["params"] == pytest.approx(torch_run["params"], rel=1e-6, abs=1e-7)  # the same training
         assert (mine["world"], mine["backend"]) == (2, "gloo")
         assert {k: v for k, v in mine["env"].items() if k not in differ} == \
                {k: v for k, v in torch_run["env"].items() if k not in differ}
         assert (mine["env"]["RANK"], mine["env"]["TORCHELASTIC_RUN_ID"]) == (str(rank), JOB_ID)
+        assert mine["env"]["TORCHELASTIC_ERROR_FILE"] == str(job_dir / "logs" / f"rank{rank}.error.json")
         assert mine["env"]["MASTER_ADDR"] == "localhost"  # the step's first node
         outcome = json.loads((job_dir / "logs" / f"rank{rank}.outcome.json").read_text())
         assert (outcome["kind"], outcome["run"], outcome["world_size"]) == ("completed", JOB_ID, 2)

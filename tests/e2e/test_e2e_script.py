@@ -72,7 +72,7 @@ def test_unmodified_script_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: P
             "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "5", "TORCHELASTIC_RUN_ID": ddp_id,
             # the test cluster's nodes are all this host (NodeAddr 127.0.0.1): the store is on loopback
             "TORCHELASTIC_USE_AGENT_STORE": str(is_loopback(master)), "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
-            "OMP_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1", "TORCHELASTIC_ERROR_FILE": str(ddp_dir / "logs" / f"rank{rank}.error.json"),
         }
         expected = ["--out", str(out_ddp), "--steps", "3", "--", *HOSTILE]
         assert [bytes.fromhex(h) for h in rec["argv_hex"]] == [os.fsencode(a) for a in expected]

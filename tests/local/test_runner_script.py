@@ -70,6 +70,7 @@ def test_unmodified_script_runs_in_two_ranks_from_another_directory(tmp_path: Pa
             "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
             "TORCHELASTIC_RUN_ID": job_dir.name, "TORCHELASTIC_USE_AGENT_STORE": "True",
             "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "OMP_NUM_THREADS": rec["env"]["OMP_NUM_THREADS"],
+            "TORCHELASTIC_ERROR_FILE": str(job_dir / "logs" / f"rank{rank}.error.json"),  # @record writes there
         }
         assert [bytes.fromhex(h) for h in rec["argv_hex"]] == [os.fsencode(a) for a in expected_argv]
         assert [bytes.fromhex(h) for h in rec["extra_hex"]] == [os.fsencode(a) for a in HOSTILE]
