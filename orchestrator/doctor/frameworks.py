@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.spec.framework import Framework, Layout
-from orchestrator.spec.pysource import UnreadableSource, parse_source
+from orchestrator.spec.pysource import UnreadableSource, parse_source, quote_line
 
 if TYPE_CHECKING:
     from orchestrator.spec.script import ScriptTarget
@@ -32,7 +32,6 @@ QUALIFIED: dict[str, str] = {
     "torch.distributed.elastic.multiprocessing.errors.record": "torchelastic",
 }
 LAYOUT_ARGS = ("devices", "num_nodes", "strategy", "accelerator")
-_WHY_CHARS = 100
 
 
 def read_frameworks(path: Path) -> list[Framework]:
@@ -54,7 +53,7 @@ def frameworks_of(tree: ast.Module, lines: list[str], name: str) -> list[Framewo
         framework = QUALIFIED.get(_qualified(target, aliases) or "")
         if framework is None:
             continue
-        where = _where(name, lines, node.lineno)
+        where = quote_line(name, lines, node.lineno)
         _, layouts = found.setdefault(framework, (where, []))
         if framework in ("lightning", "fabric") and isinstance(node, ast.Call):
             layouts.append(_layout(node, where))
@@ -151,8 +150,3 @@ def _literal(node: ast.expr) -> object:
 
 _NOT_LITERAL = object()
 
-
-def _where(name: str, lines: list[str], line: int) -> str:
-    """``train.py:40: trainer = L.Trainer(devices=2)`` (the code of that line, shortened)."""
-    code = lines[line - 1].split("#", 1)[0].strip() if 0 < line <= len(lines) else ""
-    return f"{name}:{line}: {code[:_WHY_CHARS]}" if code else f"{name}:{line}"

@@ -20,25 +20,22 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_spawn import STRATEGY_MARK
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.spec.launch import AUTO, LOCAL_RANK_FLAGS, Launch
-from orchestrator.spec.pysource import UnreadableSource, parse_source
+from orchestrator.spec.pysource import UnreadableSource, parse_source, quote_line
 
 # style -> the finding that says a script is written for it (and that running it that way answers)
 ANSWERS: dict[str, str] = {"per-node": "DDP014", "local-rank-arg": "DDP015"}
 SLURM_RANK_VARS = frozenset({"SLURM_PROCID", "SLURM_LOCALID"})
 TORCHRUN_RANK_VARS = frozenset({"RANK", "LOCAL_RANK"})
 MASTER_VARS = ("MASTER_ADDR", "MASTER_PORT")
-_WHY_CHARS = 100
 
 
 def _line(path: str, line: int) -> str:
     """``train.py:46: mp.spawn(train, nprocs=args.gpus)`` (the code of that line, shortened)."""
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-        code = lines[line - 1].split("#", 1)[0].strip() if 0 < line <= len(lines) else ""
     except OSError:
-        code = ""
-    where = f"{Path(path).name}:{line}"
-    return f"{where}: {code[:_WHY_CHARS]}" if code else where
+        lines = []
+    return quote_line(Path(path).name, lines, line)
 
 
 def _tree(path: Path) -> ast.Module | None:

@@ -40,3 +40,13 @@ def parse_source(source: str | bytes, filename: str) -> ast.Module:
     except MemoryError:
         raise UnreadableSource(filename, "too large or too deeply nested to parse (out of memory)",
                                limit=True) from None
+
+
+QUOTE_CHARS = 100  # how much of a quoted source line a message shows
+
+
+def quote_line(name: str, lines: list[str], line: int) -> str:
+    """``train.py:46: mp.spawn(train, nprocs=args.gpus)``: where (``name``: the file's name, ``line``: 1-based)
+    and that line's code without its comment, shortened; just ``train.py:46`` past the end or on a blank line."""
+    code = lines[line - 1].split("#", 1)[0].strip() if 0 < line <= len(lines) else ""
+    return f"{name}:{line}: {code[:QUOTE_CHARS]}" if code else f"{name}:{line}"

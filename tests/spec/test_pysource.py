@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.spec.pysource import UnreadableSource, parse_source
+from orchestrator.spec.pysource import QUOTE_CHARS, UnreadableSource, parse_source, quote_line
 
 SOURCES = {
     "a 120,000-term sum": ("y = " + " + ".join(["2"] * 120_000) + "\n", True),
@@ -28,3 +28,16 @@ def test_what_the_parser_gives_up_on_is_one_error_naming_the_file(which: str) ->
 
 def test_a_plain_source_parses() -> None:
     assert len(parse_source(b"import os\nx = 1\n", "ok.py").body) == 2
+
+
+def test_quote_line_names_the_file_and_line_and_drops_the_comment() -> None:
+    lines = ["import torch", "mp.spawn(train, nprocs=2)  # one per GPU", "", "x = 1"]
+    assert quote_line("train.py", lines, 2) == "train.py:2: mp.spawn(train, nprocs=2)"
+    assert quote_line("train.py", lines, 3) == "train.py:3"  # a blank line: just where
+    assert quote_line("train.py", lines, 9) == "train.py:9"  # past the end
+    assert quote_line("train.py", lines, 0) == "train.py:0"
+
+
+def test_quote_line_shortens_a_long_line() -> None:
+    quoted = quote_line("t.py", ["y = " + "a" * 500], 1)
+    assert quoted == "t.py:1: " + ("y = " + "a" * 500)[:QUOTE_CHARS]
