@@ -279,7 +279,7 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None, budget: 
             if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
     if cfg.script is not None and hydra_entry(cfg.script, [Path(cfg.script.cwd)]) is not None:
         runs += f"# {describe_hydra(cfg.job_dir)}\n"
-    if budget is not None:
+    if budget is not None and cfg.script is None:  # a script's steps and checkpoints are its own: no budget line
         runs += f"#   budget: {budget.line()}\n" + "".join(f"# warning: {w.message}; {w.hint}\n"
                                                           for w in budget.warnings)
     ctx = plan.context
