@@ -56,7 +56,8 @@ class RunFigures:
 
 def read_history(root: Path, cfg: RunConfig, *, runs: int = HISTORY_RUNS) -> tuple[Measured | None, str]:
     """(the measurements of the newest earlier runs like ``cfg``, or None and why there are none)."""
-    what = f"no earlier run of job {cfg.job_name} with {cfg.world_size} rank(s) and the same batch settings in the job root"
+    what = (f"no earlier run of job {cfg.job_name} with {cfg.world_size} rank(s) and the same batch settings in "
+            "the job root")
     if cfg.script is not None:
         return None, "no history (a script: orch measures steps and checkpoints of its own entrypoint only)"
     found = [f for f in (figures(path) for path in _similar(root, cfg)) if not f.empty][:runs]

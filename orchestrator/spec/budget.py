@@ -183,8 +183,9 @@ def _warnings(b: Budget) -> tuple[Advice, ...]:
     window = p.time_s - p.preempt_before  # training stops at the preemption signal
     if b.first_checkpoint_s is not None and b.first_checkpoint_s > window:
         found.append(Advice(
-            f"--time {format_time(p.time_s)} cannot reach the first checkpoint: it is due ~{_clock(b.first_checkpoint_s)} "
-            f"after the start, and training stops {p.preempt_before} s before the limit",
+            f"--time {format_time(p.time_s)} cannot reach the first checkpoint: it is due "
+            f"~{_clock(b.first_checkpoint_s)} after the start, and training stops {p.preempt_before} s before the "
+            "limit",
             _reach_hint(b, b.first_checkpoint_s, window)))
     if b.end_s is not None and b.end_s > window:
         requeue = " (each allocation pays the start-up again)"
