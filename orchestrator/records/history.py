@@ -4,7 +4,7 @@ An earlier run is a job folder under the same job root (an array's element too) 
 file, the same world size and the same per-step work (``batch_size``, ``grad_accum``, ``max_steps_per_epoch``:
 what sets a step's time and the steps of an epoch). The newest :data:`HISTORY_RUNS` such folders that
 measured anything are read; the folder names carry the job name (:func:`jobdirs.folder_name`), so other
-jobs' folders are never opened. From each:
+jobs' folders are never opened (one ``scandir`` of the root, names only). From each:
 
 - ``metrics.jsonl`` (every epoch a run finished, failed runs too): training seconds per step
   (``train_samples / samples_per_s / steps``), the rest of the epoch (evaluation), the steps of an epoch;
@@ -19,17 +19,19 @@ none of these (its steps are its own): it has no history.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import OrchError
-from orchestrator.records.jobdirs import folder_name, iter_job_paths
+from orchestrator.records.jobdirs import element_dir, folder_name
+from orchestrator.records.sweeps import indices, is_sweep
 from orchestrator.records.training import read_metrics, read_result
 from orchestrator.spec.budget import Budget, Measured, budget, planned_of
 from orchestrator.spec.numbers import to_float, to_int
-from orchestrator.spec.runconfig import RunConfig, read_run_config
+from orchestrator.spec.runconfig import JOB_FILE, RunConfig, read_run_config
 
 HISTORY_RUNS = 5  # the newest runs read
 SCAN_LIMIT = 200  # folders of the job's name looked at, at most (a root of many runs of one job)
@@ -67,22 +69,30 @@ def read_history(root: Path, cfg: RunConfig, *, runs: int = HISTORY_RUNS) -> tup
 
 
 def _similar(root: Path, cfg: RunConfig) -> Iterator[Path]:
-    """Earlier job folders of ``cfg``'s job, newest first (at most :data:`SCAN_LIMIT` looked at)."""
+    """Earlier job folders of ``cfg``'s job, newest first (at most :data:`SCAN_LIMIT` looked at): only the
+    root's entries named ``<job name>-<stamp>-<hex>`` are opened (the stamp orders them), a sweep's elements
+    in index order."""
     prefix = folder_name(cfg.job_name) + "-"
+    try:
+        names = sorted((entry.name for entry in os.scandir(root) if entry.name.startswith(prefix)), reverse=True)
+    except OSError:
+        return
     looked = 0
-    for path in iter_job_paths(root):
-        top = path if path.parent == root else path.parent
-        if not top.name.startswith(prefix) or Path(cfg.job_dir) in (path, top):
-            continue
-        looked += 1
-        if looked > SCAN_LIMIT:
-            return
-        try:
-            theirs = read_run_config(path)
-        except OrchError:
-            continue
-        if _alike(theirs, cfg):
-            yield path
+    for name in names:
+        folder = root / name
+        paths = [element_dir(folder, i) for i in indices(folder)] if is_sweep(folder) else [folder]
+        for path in paths:
+            looked += 1
+            if looked > SCAN_LIMIT:
+                return
+            if path == Path(cfg.job_dir) or not (path / JOB_FILE).is_file():
+                continue
+            try:
+                theirs = read_run_config(path)
+            except OrchError:
+                continue
+            if _alike(theirs, cfg):
+                yield path
 
 
 def _alike(theirs: RunConfig, ours: RunConfig) -> bool:

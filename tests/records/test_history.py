@@ -81,3 +81,20 @@ def test_a_script_has_no_history(job_copy: Path) -> None:
     script = ScriptTarget(kind="script", target=str(job_copy / "train.py"), cwd=str(job_copy))
     measured, why = read_history(job_copy.parent, planned_like(job_copy).model_copy(update={"script": script}))
     assert measured is None and "a script" in why
+
+
+def test_a_sweeps_elements_are_runs_of_the_job(job_copy: Path) -> None:
+    """An element of an earlier sweep counts (its folder is <sweep>/<index>); a damaged job.json does not."""
+    root = job_copy.parent
+    sweep = root / "smoke-20000101-000000-abcdef"
+    sweep.mkdir()
+    (sweep / "array.json").write_text("{}\n")
+    element = sweep / "0"
+    shutil.copytree(job_copy, element)
+    write_run_config(element, read_run_config(job_copy).model_copy(update={"job_dir": str(element)}))
+    shutil.rmtree(job_copy)
+    planned = planned_like(element)
+    measured, _ = read_history(root, planned)
+    assert measured is not None and measured.runs == 1
+    (element / "job.json").write_text("{damaged")
+    assert read_history(root, planned)[0] is None
