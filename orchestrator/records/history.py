@@ -19,6 +19,7 @@ none of these (its steps are its own): it has no history.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from typing import Any
 from orchestrator.errors import OrchError
 from orchestrator.records.jobdirs import element_dir, folder_name
 from orchestrator.records.sweeps import indices, is_sweep
-from orchestrator.records.training import read_metrics, read_result
+from orchestrator.records.training import MAX_ETA_S, read_metrics, read_result
 from orchestrator.spec.budget import Budget, Measured, budget, planned_of
 from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import JOB_FILE, RunConfig, read_run_config
@@ -119,8 +120,13 @@ def figures(job_dir: Path) -> RunFigures:
         step, eval_s = train / count, extra / epochs
     result = read_result(job_dir) or {}
     save, durable, bound = _saves(result)
-    return RunFigures(startup_s=_startup(result), step_s=step, steps_per_epoch=steps, eval_s=eval_s,
-                      save_s=save, durable_s=durable, save_bound=bound)
+    return RunFigures(startup_s=_sane(_startup(result)), step_s=_sane(step), steps_per_epoch=steps,
+                      eval_s=_sane(eval_s), save_s=_sane(save), durable_s=_sane(durable), save_bound=bound)
+
+
+def _sane(seconds: float | None) -> float | None:
+    """A duration a record may claim: finite, not negative, within a century (else: not measured)."""
+    return seconds if seconds is not None and math.isfinite(seconds) and 0 <= seconds <= MAX_ETA_S else None
 
 
 def _startup(result: Mapping[str, Any]) -> float | None:

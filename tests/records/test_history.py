@@ -98,3 +98,18 @@ def test_a_sweeps_elements_are_runs_of_the_job(job_copy: Path) -> None:
     assert measured is not None and measured.runs == 1
     (element / "job.json").write_text("{damaged")
     assert read_history(root, planned)[0] is None
+
+
+@pytest.mark.parametrize("value", [1e308, -5.0, 10 ** 400])
+def test_absurd_records_are_not_measurements(job_copy: Path, value: float) -> None:
+    """A record claiming an absurd time (beyond a century, negative, too large for a float) measured nothing."""
+    result = json.loads((job_copy / "result.json").read_text())
+    result["goodput"]["startup_s"] = value
+    result["checkpoint_s"] = value
+    (job_copy / "result.json").write_text(json.dumps(result))
+    (job_copy / "metrics.jsonl").write_text(json.dumps({"train_samples": 1e308, "samples_per_s": 1e-300,
+                                                        "seconds": 1.0, "steps": 4}) + "\n")
+    found = figures(job_copy)
+    assert (found.save_s, found.step_s) == (None, None)
+    assert found.startup_s is None or found.startup_s == pytest.approx(  # the phases, when goodput's is absurd
+        sum(v for k, v in result["startup"].items() if k not in ("queued", "import_torch")))
