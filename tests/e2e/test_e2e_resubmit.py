@@ -2,10 +2,10 @@
 1 and 3 fail in their first run; exactly those two are queued again, each resumes in its own folder from the
 checkpoint of its first epoch, and the sweep ends with all 4 COMPLETED.
 
-The failure is tests/jobs/faulty.py's ``fault=raise`` at the 6th training forward pass of the process (the first
-is the bucket-settling pass; 4 steps an epoch: epoch 2's second step), after the checkpoint of epoch 1. A run
-that resumes at epoch 2 makes only 1 + 4 passes, so it never gets there: an element completes only if it
-resumed (one that started over would fail again).
+The failure is tests/jobs/faulty.py's ``fault=raise`` at training forward pass 6 of the process (counted from 0,
+the bucket-settling pass first; 4 steps an epoch: in epoch 2), after the checkpoint of epoch 1. A run that resumes
+at epoch 2 makes only 1 + 4 passes, so it never gets there: an element completes only if it resumed (one that
+started over would fail again). Checked by hand with ``orch run`` and ``orch run --resume`` of the same job.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 FAULTY = Path(__file__).resolve().parents[1] / "jobs" / "faulty.py"
-# one rank, 64 samples of batch 16: 4 steps an epoch; the fault at pass 6 is epoch 2's second step
+# one rank, 64 samples of batch 16: 4 steps an epoch; the fault at pass 6 is in epoch 2
 JOB = ["--nodes", "1", "--gpus", "1", "--cpus-per-task", "1", "--max-restarts", "0", "epochs=2", "samples=64",
        "test_samples=16", "fault_rank=0", "fault_step=6"]
 SWEEP = ["--sweep", "seed=0,1", "--sweep", "fault=none,raise"]  # elements 1 and 3 raise
