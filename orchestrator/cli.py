@@ -67,6 +67,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "logs": ("orchestrator.commands.logs",
              "print a job's logs: rank 0's output with the batch lines, --batch, --rank R or --all-ranks (-f follows)"),
     "cancel": ("orchestrator.commands.cancel", "cancel jobs (scancel), or send them a signal with --signal"),
+    "resubmit": ("orchestrator.commands.resubmit",
+                 "submit a sweep's failed and timed-out elements again (--failed), each resuming from its checkpoint"),
     "list": ("orchestrator.commands.list_jobs", "list the jobs submitted from here (from their job folders)"),
     "plot": ("orchestrator.commands.plot",
              "draw a job's per-step curves to a PNG; several jobs or a sweep: overlaid, labelled by what differs"),

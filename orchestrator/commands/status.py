@@ -24,6 +24,7 @@ import argparse
 import itertools
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
@@ -46,6 +47,8 @@ from orchestrator.records.jobdirs import (
 from orchestrator.records.restarts.attempts import format_attempts, format_ledger, read_attempts
 from orchestrator.records.restarts.attempts import restarts as attempt_restarts
 from orchestrator.records.restarts.world import judge
+from orchestrator.records.sweeps import elements as sweep_elements
+from orchestrator.records.sweeps import find_sweep, is_sweep, sweep_of
 from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
 from orchestrator.slurm import jobstate
 from orchestrator.slurm.tracking import interrupted, read_token
@@ -95,6 +98,11 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, JobDir | None]]
     cluster = cluster_name(args)
     targets: list[tuple[str | None, JobDir | None]] = []
     for ref in args.jobs:
+        folder = Path(ref).expanduser()
+        members = sweep_elements(folder) if not is_job_id(ref) and is_sweep(folder) else []
+        if members:  # a sweep's folder: each element's latest run (none yet: find_job says so)
+            targets += [(job.job_id, job) for job in reconciled(members)]
+            continue
         if not is_job_id(ref):
             job = find_job(ref, args)  # a local run (orch run) has no job id: its folder's records tell
             lost = job.job_id is None and interrupted(job.path) is not None  # UNKNOWN, and why
@@ -105,8 +113,19 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, JobDir | None]]
             if by_id is None:  # one pass for all ids given: reads only job_id files until all are found
                 by_id = newest_with_id(root, [r for r in args.jobs if is_job_id(r)])
             found = by_id.get(ref)
+        sweep = find_sweep(root, ref) if found is None else None  # an array id (any of its submissions)
+        if sweep is not None:
+            targets += [(job.job_id, job) for job in reconciled(sweep_elements(sweep))]
+            continue
         targets.append((ref, found))
     return targets
+
+
+def _names_sweep(ref: str, targets: list[tuple[str | None, JobDir | None]]) -> bool:
+    """Did ``ref`` name a sweep (its folder or array id), which shows as its elements?"""
+    job = targets[0][1]
+    return (job is not None and sweep_of(job.path) is not None and job.job_id != ref
+            and Path(ref).expanduser().resolve() != job.path)
 
 
 def with_training(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[dict[str, Any]]:
@@ -172,6 +191,7 @@ def with_world(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[di
 
 def run(args: argparse.Namespace) -> int:
     targets = _targets(args)
+    one = len(args.jobs) == 1 and len(targets) == 1 and not _names_sweep(args.jobs[0], targets)  # one job: details
     if not targets:
         if args.json:
             print_json([])
@@ -181,17 +201,17 @@ def run(args: argparse.Namespace) -> int:
     jobs = [job for _, job in targets]
     table = with_world(with_failure(with_attempts(with_training(
         jobstate.rows(list(targets), cluster=cluster_name(args)), jobs), jobs), jobs), jobs)
-    startup = _startup(targets[0][1]) if len(args.jobs) == 1 else None
+    startup = _startup(targets[0][1]) if one else None
     if startup:
         table[0]["startup"] = startup
-    snap = _snapshot(targets[0][1]) if len(args.jobs) == 1 else None
+    snap = _snapshot(targets[0][1]) if one else None
     if snap is not None:
         table[0]["snapshot"] = snap.model_dump(mode="json")
-    workdir = _workdir(targets[0][1]) if len(args.jobs) == 1 else None
+    workdir = _workdir(targets[0][1]) if one else None
     if workdir is not None:
         table[0]["workdir"] = workdir
     if args.json:
-        print_json(table[0] if len(args.jobs) == 1 else table)
+        print_json(table[0] if one else table)
     else:
         print(format_rows(table, shown_columns(table, COLUMNS)))
         for row in table:  # orch submit --preflight=exclude: the nodes a preflight took out
@@ -215,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
             from orchestrator.records.startup import format_startup
 
             print(format_startup(startup))
-        if len(args.jobs) == 1:
+        if one:
             _print_attempts(table[0], targets[0][1])
     return 0
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from orchestrator.records.snapshots.preview import SnapshotPreview
     from orchestrator.slurm.plan import SubmitPlan
     from orchestrator.slurm.submission import ArrayPlan
+    from orchestrator.spec.budget import Budget
     from orchestrator.spec.cluster import Cluster
     from orchestrator.spec.job import LoadedJob
 
@@ -133,18 +134,32 @@ def run(args: argparse.Namespace) -> int:
     target = request.script
     plan = new_plan(request, cluster, loaded, cwd)
     snap = snapshot_preview(plan, cluster) if args.dry_run else None
+    budget = plan_budget(plan, cluster)
+    if not args.dry_run:  # a warning, never a refusal: the measurements are of earlier runs
+        for advice in budget.warnings:
+            print(f"orch: warning: {advice.message}\nHINT: {advice.hint}", file=sys.stderr)
     if args.sweep or args.array_throttle is not None:
-        return _sweep(args, plan, loaded, snap)
+        return _sweep(args, plan, loaded, snap, budget)
     data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, request.data_dir)
     if args.dry_run:
         note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
         if target is not None and target.note():
             note += f"# note: {target.note()}\n"
-        sys.stdout.write(dry_run_json(plan, findings, snap) if args.json else dry_run_text(plan, snap) + note)
+        sys.stdout.write(dry_run_json(plan, findings, snap, budget) if args.json
+                         else dry_run_text(plan, snap, budget) + note)
         return 0
     if data_problem:
         raise data_problem
     return _submit(plan, as_json=args.json)
+
+
+def plan_budget(plan: SubmitPlan, cluster: Cluster) -> Budget:
+    """The run's time budget from the earlier runs of its job under the job root (records/history.py)."""
+    from orchestrator.records.history import job_budget
+
+    cfg = plan.run_config
+    limit = cluster.partition(cfg.partition).max_time_seconds if cfg.partition else None
+    return job_budget(cfg, plan.job_dir.parent, max_time_s=limit)
 
 
 def snapshot_preview(plan: SubmitPlan, cluster: Cluster) -> SnapshotPreview:
@@ -185,7 +200,8 @@ def _submit(plan: SubmitPlan, *, as_json: bool) -> int:
     return 0
 
 
-def _sweep(args: argparse.Namespace, plan: SubmitPlan, loaded: LoadedJob, snap: SnapshotPreview | None) -> int:
+def _sweep(args: argparse.Namespace, plan: SubmitPlan, loaded: LoadedJob, snap: SnapshotPreview | None,
+           budget: Budget | None = None) -> int:
     """``--sweep``: the cartesian product as one job array (dry run: the script and the elements)."""
     from orchestrator.errors import SlurmError
     from orchestrator.slurm.submission import parse_sweep, plan_array, queue_array
@@ -196,7 +212,8 @@ def _sweep(args: argparse.Namespace, plan: SubmitPlan, loaded: LoadedJob, snap: 
     data_problem = _data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
     if args.dry_run:
         note = f"# note: {data_problem.message} ({data_problem.hint})\n" if data_problem else ""
-        sys.stdout.write(sweep_dry_run_json(array, snap) if args.json else sweep_dry_run_text(array, snap) + note)
+        sys.stdout.write(sweep_dry_run_json(array, snap, budget) if args.json
+                         else sweep_dry_run_text(array, snap, budget) + note)
         return 0
     if data_problem:
         raise data_problem
@@ -226,27 +243,29 @@ def sweep_table(array: ArrayPlan, ids: Sequence[str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def sweep_dry_run_text(array: ArrayPlan, snap: SnapshotPreview | None = None) -> str:
+def sweep_dry_run_text(array: ArrayPlan, snap: SnapshotPreview | None = None, budget: Budget | None = None) -> str:
     """The array's script, its elements, then the rank table every element shares."""
     head = (f"# job array: {len(array.elements)} element(s), --array={array.plan.context.array}; element I runs "
             f"in {array.job_dir}/I with these overrides:\n")
     table = "".join(f"# {line}\n" for line in sweep_table(array).splitlines())
-    return dry_run_text(array.plan, snap) + head + table
+    return dry_run_text(array.plan, snap, budget) + head + table
 
 
-def sweep_dry_run_json(array: ArrayPlan, snap: SnapshotPreview | None = None) -> str:
-    """``{"script", "array", "elements": [{"index", "job_dir", "overrides", "params"}], "snapshot", "ranks"}``."""
-    ranks = json.loads(dry_run_json(array.plan, (), snap))
+def sweep_dry_run_json(array: ArrayPlan, snap: SnapshotPreview | None = None, budget: Budget | None = None) -> str:
+    """``{"script", "array", "elements": [{"index", "job_dir", "overrides", "params"}], "snapshot", "budget",
+    "ranks"}``."""
+    ranks = json.loads(dry_run_json(array.plan, (), snap, budget))
     elements = [{"index": e.index, "job_dir": str(e.job_dir), "overrides": e.overrides,
                  "params": e.run_config.params} for e in array.elements]
     return json.dumps({"script": array.script, "array": array.plan.context.array, "elements": elements,
                        "assumed_job_id": ranks["assumed_job_id"], "snapshot": ranks["snapshot"],
+                       "budget": ranks["budget"],
                        "ranks": ranks["ranks"]}, indent=1) + "\n"
 
 
-def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
+def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None, budget: Budget | None = None) -> str:
     """The script, then one table row per rank (built as one string: 8,192 ranks print at once); ``snap``:
-    the code snapshot the submit would take."""
+    the code snapshot the submit would take; ``budget``: the run's time budget (spec/budget.py)."""
     rows = plan.ranks
     cfg = plan.run_config
     master = rows[0].env.master_addr
@@ -260,6 +279,9 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
             if cfg.script is not None else f"# runs: job {cfg.job_name} ({cfg.job_file})\n")
     if cfg.script is not None and hydra_entry(cfg.script, [Path(cfg.script.cwd)]) is not None:
         runs += f"# {describe_hydra(cfg.job_dir)}\n"
+    if budget is not None and cfg.script is None:  # a script's steps and checkpoints are its own: no budget line
+        runs += f"#   budget: {budget.line()}\n" + "".join(f"# warning: {w.message}; {w.hint}\n"
+                                                          for w in budget.warnings)
     ctx = plan.context
     if snap is not None:
         runs += snap.line()
@@ -302,7 +324,8 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None) -> str:
     return plan.script + "\n" + templates + header + "\n".join(lines) + "\n"
 
 
-def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = (), snap: SnapshotPreview | None = None) -> str:
+def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = (), snap: SnapshotPreview | None = None,
+                 budget: Budget | None = None) -> str:
     """``{"script": ..., "assumed_job_id": ..., "findings": [...], "snapshot": ..., "ranks": [...]}`` with one
     rank per line (``findings``: orch doctor's on the script, each ``{code, severity, file, line, message, fix}``;
     ``snapshot``: the code snapshot the submit would take, records/snapshots/preview.py).
@@ -324,4 +347,5 @@ def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = (), snap: Snaps
             f' "findings": {dumps([f.as_dict() for f in findings])},\n'
             f' "bad_nodes": {dumps(plan.left_out.as_dict() if plan.left_out is not None else None)},\n'
             f' "snapshot": {dumps(snap.as_dict() if snap is not None else None)},\n'
+            f' "budget": {dumps(budget.as_dict() if budget is not None else None)},\n'
             f' "ranks": [\n  ' + ",\n  ".join(ranks) + "\n ]}\n")

@@ -12,6 +12,8 @@ from typing import Any
 
 from orchestrator.errors import OrchError
 from orchestrator.records.jobdirs import ARRAY_FILE, JobDir, find_job_dir, is_job_id, iter_job_dirs, read_job_dir
+from orchestrator.records.sweeps import elements as sweep_elements
+from orchestrator.records.sweeps import find_sweep
 from orchestrator.records.training import read_json_lines, read_metrics, read_result
 from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import JOB_FILE
@@ -44,6 +46,10 @@ def expand(refs: Sequence[str], root: Path) -> list[JobDir]:
             if not found:
                 raise OrchError(f"the sweep {ref} has no element folders yet", hint="wait until its elements start")
             jobs += [read_job_dir(p.resolve()) for p in found]
+            continue
+        sweep = find_sweep(root, ref) if is_job_id(ref) else None  # an array id, of any of its submissions
+        if sweep is not None:
+            jobs += sweep_elements(sweep)
             continue
         if is_job_id(ref) and "_" not in ref:
             elements = sorted((j for j in iter_job_dirs(root) if (j.job_id or "").startswith(f"{ref}_")),

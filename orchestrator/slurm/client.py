@@ -109,13 +109,15 @@ def run_sbatch_command(environ: Mapping[str, str]) -> Runner:
 
 
 def sbatch(script_path: Path, *, runner: Runner | None = None, timeout: float = SBATCH_TIMEOUT,
-           environ: Mapping[str, str] | None = None, comment: str | None = None) -> str:
+           environ: Mapping[str, str] | None = None, comment: str | None = None, options: Sequence[str] = ()) -> str:
     """Queue ``script_path`` with ``sbatch --parsable``; the job id (``jobid[;cluster]`` -> jobid).
 
     Without a ``runner``, sbatch runs in ``environ`` (default: this process's) minus SBATCH_* variables.
-    ``comment``: the job's ``--comment`` (on the command line: it wins over the script's ``#SBATCH``).
+    ``comment``: the job's ``--comment``; ``options``: more sbatch options (``--array=1,3``); on the command
+    line, both win over the script's ``#SBATCH`` lines.
     """
-    argv = ["sbatch", "--parsable", *([f"--comment={comment}"] if comment is not None else []), str(script_path)]
+    argv = ["sbatch", "--parsable", *([f"--comment={comment}"] if comment is not None else []), *options,
+            str(script_path)]
     if runner is None:
         import os
 

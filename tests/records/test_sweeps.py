@@ -1,0 +1,67 @@
+"""A sweep's folder as one thing (records/sweeps.py): its elements, its resubmissions (one owner of
+resubmissions.json), the ids of every submission, and finding it by any of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.records.jobdirs import create_job_dir, element_dir
+from orchestrator.records.sweeps import (
+    RESUBMISSIONS_FILE,
+    find_sweep,
+    indices,
+    is_sweep,
+    read_resubmissions,
+    record_resubmission,
+    sweep_ids,
+    sweep_of,
+)
+
+
+def make_sweep(root: Path, name: str, array_id: str, count: int) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "array.json").write_text("{}\n")
+    (folder / "job_id").write_text(array_id + "\n")
+    for index in range(count):
+        create_job_dir(element_dir(folder, index))
+        (element_dir(folder, index) / "job.json").write_text("{}\n")
+    return folder
+
+
+def test_a_sweep_its_elements_and_an_element_its_sweep(tmp_path: Path) -> None:
+    folder = make_sweep(tmp_path / "jobs", "smoke-20260101-000000-aaaaaa", "40", 3)
+    create_job_dir(folder / "7")  # no job.json: no element
+    assert is_sweep(folder) and not is_sweep(folder / "0")
+    assert indices(folder) == [0, 1, 2]
+    assert sweep_of(folder / "1") == folder and sweep_of(folder) is None
+
+
+def test_resubmissions_are_recorded_in_order_and_name_every_id(tmp_path: Path) -> None:
+    folder = make_sweep(tmp_path / "jobs", "smoke-20260101-000000-aaaaaa", "40", 4)
+    assert read_resubmissions(folder) == [] and sweep_ids(folder) == {"40"}
+    record_resubmission(folder, "41", {3: "40_3", 1: "40_1"}, previous="40", submitted="2026-01-01T00:10:00+00:00")
+    (folder / "job_id").write_text("41\n")
+    record_resubmission(folder, "42", {1: "41_1"}, previous="41", submitted="2026-01-01T00:20:00+00:00")
+    first, second = read_resubmissions(folder)
+    assert (first["job_id"], first["indices"], first["replaced"]) == ("41", [1, 3], {"1": "40_1", "3": "40_3"})
+    assert (second["job_id"], second["previous"]) == ("42", "41")
+    assert sweep_ids(folder) == {"40", "41", "42"}
+    assert oct((folder / RESUBMISSIONS_FILE).stat().st_mode & 0o777) == "0o600"
+
+
+def test_find_a_sweep_by_any_of_its_array_ids(tmp_path: Path) -> None:
+    root = tmp_path / "jobs"
+    old = make_sweep(root, "smoke-20260101-000000-aaaaaa", "40", 2)
+    new = make_sweep(root, "smoke-20260102-000000-bbbbbb", "50", 2)
+    record_resubmission(old, "45", {1: "40_1"}, previous="40", submitted="2026-01-01T00:10:00+00:00")
+    assert find_sweep(root, "40") == old and find_sweep(root, "45") == old and find_sweep(root, "50") == new
+    assert find_sweep(root, "40_1") is None and find_sweep(root, "99") is None and find_sweep(root, "x") is None
+
+
+def test_a_damaged_record_reads_as_none(tmp_path: Path) -> None:
+    folder = make_sweep(tmp_path / "jobs", "smoke-20260101-000000-aaaaaa", "40", 1)
+    (folder / RESUBMISSIONS_FILE).write_text('{"not": "a list"}')
+    assert read_resubmissions(folder) == [] and sweep_ids(folder) == {"40"}
+    (folder / RESUBMISSIONS_FILE).write_text('[1, "x", {"job_id": "41"}]')
+    assert read_resubmissions(folder) == [{"job_id": "41"}] and sweep_ids(folder) == {"40", "41"}
