@@ -89,7 +89,7 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
-REMOTE_VERBS = frozenset({"submit", "status", "logs", "cancel", "list", "plot"})  # see orchestrator/remote/
+REMOTE_VERBS = frozenset({"submit", "status", "logs", "cancel", "list", "plot", "resubmit"})  # see orchestrator/remote/
 
 
 class _Parser(argparse.ArgumentParser):

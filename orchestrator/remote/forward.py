@@ -30,8 +30,8 @@ from orchestrator.records.jobindex import Submitted, append_index, lookup, now_t
 from orchestrator.remote.ssh import Connection, RemoteError, missing_orch, orch_command, remote_path
 from orchestrator.spec.cluster import Cluster, find_cluster_file
 
-VERBS = ("submit", "status", "logs", "cancel", "list", "plot")
-REF_VERBS = ("status", "logs", "cancel", "plot")  # verbs that name jobs: a remote job id finds its cluster
+VERBS = ("submit", "status", "logs", "cancel", "list", "plot", "resubmit")
+REF_VERBS = ("status", "logs", "cancel", "plot", "resubmit")  # verbs that name jobs: a remote job id finds its cluster
 _SUBMITTED = re.compile(r"^submitted job (?:array )?(\S+)", re.M)
 _FOLDER = re.compile(r"^job folder: (.+)$", re.M)
 

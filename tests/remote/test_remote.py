@@ -552,3 +552,13 @@ def test_shipping_keys_on_content_not_size_and_time(remote: Setup) -> None:
         os.utime(proj / "cfg.py", ns=(before.st_atime_ns, before.st_mtime_ns))
         (proj / "latest").unlink()
         (proj / "latest").symlink_to("cfg.py")
+
+
+def test_the_cli_forwards_the_verbs_remote_forward_knows() -> None:
+    """The CLI's start-up path keeps its own copy of the forwarded verbs (it does not import remote/):
+    the two lists are the same, and every verb that names jobs is one of them."""
+    from orchestrator.cli import REMOTE_VERBS
+    from orchestrator.remote.forward import REF_VERBS, VERBS
+
+    assert set(VERBS) == REMOTE_VERBS
+    assert set(REF_VERBS) <= REMOTE_VERBS and "resubmit" in REF_VERBS
