@@ -68,6 +68,9 @@ VERBS: dict[str, tuple[str, str]] = {
              "print a job's logs: rank 0's output with the batch lines, --batch, --rank R or --all-ranks (-f follows)"),
     "cancel": ("orchestrator.commands.cancel", "cancel jobs (scancel), or send them a signal with --signal"),
     "list": ("orchestrator.commands.list_jobs", "list the jobs submitted from here (from their job folders)"),
+    "top": ("orchestrator.commands.top",
+            "a live full-screen view of the jobs submitted from here: progress, loss, restarts, goodput, blame; "
+            "cancel or checkpoint-and-requeue a job (the tui extra)"),
     "plot": ("orchestrator.commands.plot",
              "draw a job's per-step curves to a PNG; several jobs or a sweep: overlaid, labelled by what differs"),
     "clean": ("orchestrator.commands.clean",

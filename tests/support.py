@@ -361,3 +361,59 @@ def preempt_and_resume(script: Path, tmp_path: Path, timeout: float = 300) -> tu
                              timeout=timeout, check=False)
     assert resumed.returncode == 0, resumed.stderr.decode(errors="replace")
     return plain, preempted
+
+
+def training_job(root: Path, name: str, *, job_id: str | None = None, mode: str = "slurm", world: int = 2,
+                 second: int = 0, epochs: int = 2) -> Path:
+    """A job folder as orch submit / orch run leave it (orch's own writers): job.json, logs/, checkpoints/ and,
+    with ``job_id``, the id sbatch gave. ``second`` orders folders (newer folders have larger ones)."""
+    from orchestrator.records.atomic import write_private
+    from orchestrator.records.jobdirs import create_job_dir, write_config
+    from orchestrator.spec.runconfig import RunConfig
+
+    folder = create_job_dir(root / f"{name}-20261125-10{second // 60:02d}{second % 60:02d}-abc{second:03d}")
+    write_config(folder, RunConfig(mode=mode, job_name=name, job_file="/jobs/smoke.py", params={"epochs": epochs},
+                                   nodes=1, gpus_per_node=0, tasks_per_node=world, cpus_per_task=1,
+                                   job_dir=str(folder), created=f"2026-11-25T10:{second // 60:02d}:{second % 60:02d}"))
+    if job_id is not None:
+        write_private(folder / "job_id", job_id + "\n")
+    return folder
+
+
+# --- stand-in Slurm clients (tests/commands, tests/views) ------------------------------------------
+
+FAKE_CLIENT = """\
+import json, os, sys
+name = os.path.basename(sys.argv[0])
+args = sys.argv[1:]
+with open(os.environ["FAKE_SLURM_LOG"], "a") as fh:
+    fh.write(json.dumps([name, *args]) + "\\n")
+spec = json.load(open(os.environ["FAKE_SLURM_SPEC"]))
+key = name + (" --completion" if "--completion" in args else "")
+reply = spec.get(key, {"stdout": "", "stderr": name + ": no canned answer\\n", "rc": 1})
+sys.stdout.write(reply.get("stdout", ""))
+sys.stderr.write(reply.get("stderr", ""))
+sys.exit(reply.get("rc", 0))
+"""
+CLIENTS = ("squeue", "sacct", "scancel", "scontrol")
+class FakeSlurm:
+    def __init__(self, folder: Path) -> None:
+        self.bin = folder / "bin"
+        self.bin.mkdir(parents=True)
+        self.spec = folder / "spec.json"
+        self.log = folder / "calls.jsonl"
+        self.set({})
+        for name in CLIENTS:
+            exe = self.bin / name
+            exe.write_text(f"#!{sys.executable}\n{FAKE_CLIENT}")
+            exe.chmod(0o755)
+
+    def set(self, replies: dict[str, Any]) -> None:
+        tmp = self.spec.with_suffix(".tmp")
+        tmp.write_text(json.dumps(replies))
+        tmp.replace(self.spec)
+
+    def calls(self) -> list[list[str]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
