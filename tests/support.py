@@ -417,3 +417,47 @@ class FakeSlurm:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+# --- a real terminal: tmux (orch top's terminal tests; tests/slurm/cluster.sh installs tmux) -------------
+
+class Tmux:
+    """One tmux server of its own (``-L``: a private socket) running one command in a 200x50 pane."""
+
+    def __init__(self, name: str, command: str, env: dict[str, str], cwd: Path) -> None:
+        tmux = shutil.which("tmux")
+        assert tmux is not None, "tmux is not installed: tests/slurm/cluster.sh installs it (apt-get install tmux)"
+        self.argv = [tmux, "-L", f"{name}-{os.getpid()}"]
+        self.env = {**env, "TERM": "xterm-256color"}
+        self.run("new-session", "-d", "-x", "200", "-y", "50", "-s", "main", command, cwd=cwd)
+
+    def run(self, *args: str, cwd: Path | None = None) -> str:
+        proc = subprocess.run([*self.argv, *args], capture_output=True, text=True, env=self.env, cwd=cwd,
+                              timeout=30, check=False)
+        assert proc.returncode == 0, f"tmux {' '.join(args)}: {proc.stderr}"
+        return proc.stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "main")
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", "main", *keys)
+
+    def wait_for(self, test: Any, timeout: float = 60, what: str = "the expected screen") -> str:
+        """The screen once ``test(screen)`` is true; an AssertionError with the last screen otherwise."""
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if test(screen):
+                return screen
+            time.sleep(0.3)
+        raise AssertionError(f"{what} did not show within {timeout:.0f} s; the screen:\n{screen}")
+
+    def close(self) -> None:
+        subprocess.run([*self.argv, "kill-server"], capture_output=True, env=self.env, timeout=30, check=False)
+
+
+def screen_row(screen: str, name: str) -> str:
+    """The line of the table that shows the job ``name`` (empty when none does)."""
+    return next((line for line in screen.splitlines() if f" {name} " in f" {line} "), "")

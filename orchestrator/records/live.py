@@ -17,9 +17,8 @@ import json
 import os
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from orchestrator.spec.safefile import open_regular
 
@@ -28,8 +27,7 @@ T = TypeVar("T")
 FIRST_READ_BYTES = 4 * 1024 * 1024  # a tail's first read starts at most this far from the end (a sparkline's worth)
 
 
-@dataclass(frozen=True)
-class Stamp:
+class Stamp(NamedTuple):
     """What one ``stat`` says of a file: another value means the file may have changed."""
 
     ino: int

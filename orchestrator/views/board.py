@@ -104,6 +104,7 @@ class _Seen:
     gate: tuple[Stamp | None, ...]
     status: JobStatus | None
     row: JobRow
+    job: JobDir
 
 
 @dataclass
@@ -129,10 +130,16 @@ class Board:
 
     def refresh(self) -> list[JobRow]:
         paths = self._paths()
-        jobs = {p: self._job(p) for p in paths}
+        gates: dict[Path, tuple[Stamp | None, ...]] = {}
+        jobs: dict[Path, JobDir] = {}
+        for path in paths:  # a folder whose gate did not move keeps its JobDir (no stat of its identity files)
+            seen = self._seen.get(path)
+            job = seen.job if seen is not None else self._job(path)
+            gates[path] = self._gate(path, job, seen.row.terminal if seen is not None else False)
+            jobs[path] = job if seen is None or seen.gate == gates[path] else self._job(path)
         self._jobs = jobs
         self._ask_slurm(list(jobs.values()))
-        rows = [self._row(p, job) for p, job in jobs.items()]
+        rows = [self._row(p, job, gates[p]) for p, job in jobs.items()]
         self._forget(set(paths))
         if self.remote:
             rows += self.memo.get("remote", [index_path()], lambda: _remote(self.limit))
@@ -206,16 +213,15 @@ class Board:
             files += [path / METRICS_FILE, path / STEPS_FILE, _batch_log(path, job)]
         return stamps(files)
 
-    def _row(self, path: Path, job: JobDir) -> JobRow:
+    def _row(self, path: Path, job: JobDir, gate: tuple[Stamp | None, ...]) -> JobRow:
         status = self._statuses.get(job.job_id) if job.mode == "slurm" and job.job_id else None
         seen = self._seen.get(path)
-        gate = self._gate(path, job, seen.row.terminal if seen is not None else False)
-        if seen is not None and seen.gate == gate and seen.status == status:
+        if seen is not None and seen.gate == gate and seen.status == status and seen.job is job:
             return seen.row
         row = self._build(path, job, status)
         if seen is None or seen.row.terminal != row.terminal:
             gate = self._gate(path, job, row.terminal)
-        self._seen[path] = _Seen(gate, status, row)
+        self._seen[path] = _Seen(gate, status, row, job)
         return row
 
     def _build(self, path: Path, job: JobDir, status: JobStatus | None) -> JobRow:
