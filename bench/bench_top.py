@@ -74,7 +74,8 @@ def _records(folder: Path, job_id: str, kinds: Sequence[str]) -> list[Recorder]:
                        stopped_by="srun", init_timeout=60, collective_timeout=60)
         recorder.step(2, 50)
         if kind != "running":
-            recorder.finish(kind, 0 if kind == "completed" else 1, reason="ValueError: boom" if kind == "failed" else None)
+            reason = "ValueError: boom" if kind == "failed" else None
+            recorder.finish(kind, 0 if kind == "completed" else 1, reason=reason)
         recorders.append(recorder)
     return recorders
 

@@ -35,7 +35,7 @@ class Stamp(NamedTuple):
     mtime_ns: int
 
 
-def stamp(path: Path) -> Stamp | None:
+def stamp(path: Path | str) -> Stamp | None:
     """The file's stamp; None when it is missing or cannot be looked at."""
     try:
         st = os.stat(path)

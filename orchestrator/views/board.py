@@ -30,7 +30,7 @@ from typing import Any
 from orchestrator.errors import SlurmError
 from orchestrator.records.jobdirs import ARRAY_FILE, RAW_JOB_ID_FILE, JobDir, iter_job_paths, log_path, read_job_dir
 from orchestrator.records.jobindex import SUBMITTED_FILE, index_path
-from orchestrator.records.live import JsonlTail, Memo, Stamp, stamps
+from orchestrator.records.live import JsonlTail, Memo, Stamp, stamp, stamps
 from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, ledger, read_attempts, restarts_shown
 from orchestrator.records.training import progress_cells, read_progress, read_result
 from orchestrator.remote.forward import remote_rows
@@ -123,10 +123,13 @@ class Board:
     slurm_error: str | None = None  # Slurm's last refusal (the rows keep its earlier answers)
     _statuses: dict[str, JobStatus] = field(default_factory=dict)
     _asked_at: float | None = None
-    _listing: tuple[Hashable, float, list[Path]] | None = None
+    _listing: tuple[list[Path], Hashable, float, list[Path]] | None = None
     _seen: dict[Path, _Seen] = field(default_factory=dict)
     _jobs: dict[Path, JobDir] = field(default_factory=dict)
     _tails: dict[tuple[Path, str], JsonlTail] = field(default_factory=dict)
+    _gate_files: dict[tuple[Path, str | None, bool], tuple[str, ...]] = field(default_factory=dict)
+    _recheck: set[str] = field(default_factory=set)  # ids of ended jobs whose folder changed since Slurm was asked
+    _shown: list[Path] | None = None  # the folders of the last refresh (what is kept is forgotten when they change)
 
     def refresh(self) -> list[JobRow]:
         paths = self._paths()
@@ -136,11 +139,16 @@ class Board:
             seen = self._seen.get(path)
             job = seen.job if seen is not None else self._job(path)
             gates[path] = self._gate(path, job, seen.row.terminal if seen is not None else False)
-            jobs[path] = job if seen is None or seen.gate == gates[path] else self._job(path)
+            moved = seen is not None and seen.gate != gates[path]
+            jobs[path] = self._job(path) if moved else job
+            if moved and jobs[path].job_id:  # an ended job's folder changed (a requeue?): ask Slurm about it again
+                self._recheck.add(jobs[path].job_id or "")
         self._jobs = jobs
         self._ask_slurm(list(jobs.values()))
         rows = [self._row(p, job, gates[p]) for p, job in jobs.items()]
-        self._forget(set(paths))
+        if paths is not self._shown:
+            self._shown = paths
+            self._forget(set(paths))
         if self.remote:
             rows += self.memo.get("remote", [index_path()], lambda: _remote(self.limit))
         return rows
@@ -162,22 +170,23 @@ class Board:
     def _paths(self) -> list[Path]:
         kept = self._listing
         if kept is not None:
-            token, listed_at, paths = kept
-            if token == self._listing_token(paths) and self.clock() - listed_at < RELIST_S:
+            watched, token, listed_at, paths = kept
+            if token == stamps(watched) and self.clock() - listed_at < RELIST_S:
                 return paths
         found = iter_job_paths(self.root)  # newest first, read lazily
         paths = list(itertools.islice(found, self.limit) if self.limit > 0 else found)
-        self._listing = (self._listing_token(paths), self.clock(), paths)
+        if kept is not None and paths == kept[3]:
+            paths = kept[3]  # the same folders: what is kept of them stays
+        # the root's stamp and each array folder's: a new folder, or a new element, changes one
+        watched = [self.root, *sorted({p.parent for p in paths if p.parent != self.root
+                                       and (p.parent / ARRAY_FILE).exists()})]
+        self._listing = (watched, stamps(watched), self.clock(), paths)
         return paths
-
-    def _listing_token(self, paths: list[Path]) -> Hashable:
-        """The root's stamp and each array folder's (a new folder, or a new element, changes one)."""
-        arrays = sorted({p.parent for p in paths if p.parent != self.root and (p.parent / ARRAY_FILE).exists()})
-        return stamps([self.root, *arrays])
 
     def _forget(self, shown: set[Path]) -> None:
         self._seen = {p: s for p, s in self._seen.items() if p in shown}
         self._tails = {k: t for k, t in self._tails.items() if k[0] in shown}
+        self._gate_files = {k: f for k, f in self._gate_files.items() if k[0] in shown}
         self.memo.forget(lambda key: not isinstance(key, tuple) or key[0] in shown)
 
     # --- Slurm ---------------------------------------------------------------------------------
@@ -188,8 +197,9 @@ class Board:
         if self._asked_at is not None and now - self._asked_at < self.slurm_every:
             return
         wanted = {j.job_id: j for j in jobs if j.mode == "slurm" and j.job_id}
-        ids = [i for i in wanted if i not in self._statuses or not self._statuses[i].terminal]
+        ids = [i for i in wanted if i not in self._statuses or not self._statuses[i].terminal or i in self._recheck]
         self._asked_at = now
+        self._recheck.clear()
         if not ids:
             return
         raw = {i: j.raw_job_id for i, j in wanted.items() if j.raw_job_id and i in ids}
@@ -208,15 +218,20 @@ class Board:
     def _gate(self, path: Path, job: JobDir, ended: bool) -> tuple[Stamp | None, ...]:
         """What changes when the folder's records do: the folder and ``logs/`` (files replaced atomically,
         new files), ``job_id`` (rewritten in place) and, until the job ended, the files appended to."""
-        files = [path, path / LOG_DIR, path / JOB_ID_FILE]
-        if not ended:
-            files += [path / METRICS_FILE, path / STEPS_FILE, _batch_log(path, job)]
-        return stamps(files)
+        key = (path, job.job_id, ended)
+        files = self._gate_files.get(key)
+        if files is None:
+            found = [path, path / LOG_DIR, path / JOB_ID_FILE]
+            if not ended:
+                found += [path / METRICS_FILE, path / STEPS_FILE, _batch_log(path, job)]
+            files = self._gate_files[key] = tuple(str(f) for f in found)
+        return tuple(map(stamp, files))
 
     def _row(self, path: Path, job: JobDir, gate: tuple[Stamp | None, ...]) -> JobRow:
         status = self._statuses.get(job.job_id) if job.mode == "slurm" and job.job_id else None
         seen = self._seen.get(path)
-        if seen is not None and seen.gate == gate and seen.status == status and seen.job is job:
+        same = seen is not None and seen.job is job and seen.gate == gate
+        if seen is not None and same and (seen.status is status or seen.status == status):
             return seen.row
         row = self._build(path, job, status)
         if seen is None or seen.row.terminal != row.terminal:

@@ -144,8 +144,13 @@ class TopApp(App[None]):
     # --- keys ----------------------------------------------------------------------------------
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.selected = event.row_key.value
-        self.query_one("#detail", Static).update(f"reading {self.selected} ...")
+        row = self.rows.get(event.row_key.value or "")
+        detail = self.query_one("#detail", Static)
+        if row is None or row.job_dir is None:  # a job on a remote cluster: its folder is there
+            detail.update(f"{row.name if row else '?'}: a job on a remote cluster; {row.reason if row else ''}")
+            return
+        self.selected = row.key
+        detail.update(f"reading {row.job_dir} ...")
         self.tick()
 
     def action_cancel(self) -> None:

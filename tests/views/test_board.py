@@ -190,3 +190,20 @@ def test_slurm_refusing_keeps_the_rows_and_says_why(jobs: dict[str, Path]) -> No
     rows = board.refresh()
     assert len(rows) == 4 and {r.state for r in rows if r.mode == "slurm"} <= {"UNKNOWN", "COMPLETED"}
     assert board.slurm_error is not None and "slurm controller" in board.slurm_error
+
+
+def test_an_ended_job_whose_folder_changes_is_asked_about_again(jobs: dict[str, Path]) -> None:
+    slurm, clock = FakeSlurm(), Clock()
+    board = _board(jobs, slurm, clock)
+    slurm.jobs["10"] = ("PREEMPTED", "node1", "done")
+    board.refresh()
+    clock.now += board.slurm_every
+    board.refresh()
+    assert all("10" not in c[-1].split("=")[1].split(",") for c in slurm.calls[2:])  # ended: not asked again
+    slurm.jobs["10"] = ("PENDING", "", "done")  # it requeued itself, and wrote its folder
+    (jobs["done"] / "requeue").write_text("")
+    clock.now += board.slurm_every
+    board.refresh()  # the folder moved: its id is asked at Slurm's next turn
+    clock.now += board.slurm_every
+    rows = {r.name: r for r in board.refresh()}
+    assert rows["done"].state == "PENDING" and not rows["done"].terminal
