@@ -26,12 +26,12 @@ def sparkline(values: Sequence[float], width: int = TREND_WIDTH) -> str:
 
 
 def bar(done: float | None, width: int = BAR_WIDTH) -> str:
-    """``[####······] 40%``; empty when the share is unknown."""
+    """``████░░░░░░  40%``; empty when the share is unknown."""
     if done is None or not math.isfinite(done):
         return ""
     share = max(0.0, min(1.0, done))
     filled = round(share * width)
-    return "[" + "#" * filled + "·" * (width - filled) + f"] {share:4.0%}"
+    return "█" * filled + "░" * (width - filled) + f" {share:4.0%}"
 
 
 def _progress(row: JobRow) -> str:

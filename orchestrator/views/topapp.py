@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
@@ -72,8 +73,8 @@ class TopApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
-        yield Static("enter: show a job's ranks, start-up and log", id="detail")
-        yield Static("", id="status")
+        yield Static("enter: show a job's ranks, start-up and log", id="detail", markup=False)  # logs hold [ ]
+        yield Static("", id="status", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -115,7 +116,7 @@ class TopApp(App[None]):
             current = self._current()
             table.clear()
             for row in rows:
-                table.add_row(*cells(row), key=row.key)
+                table.add_row(*map(Text, cells(row)), key=row.key)  # Text: node[1-2] is no markup
             keys = list(new)
             if current is not None and current.key in new:
                 table.move_cursor(row=keys.index(current.key))
@@ -123,7 +124,7 @@ class TopApp(App[None]):
             for key, row in new.items():
                 if row != self.rows[key]:
                     for title, cell in zip(COLUMNS, cells(row), strict=True):
-                        table.update_cell(key, title, cell)
+                        table.update_cell(key, title, Text(cell))
         self.rows = new
         if detail is not None:
             self.query_one("#detail", Static).update(detail.text())

@@ -16,8 +16,8 @@ def test_a_sparkline_goes_from_the_lowest_to_the_highest_block() -> None:
 
 
 def test_a_bar_shows_the_share_done() -> None:
-    assert bar(0.4) == "[####······]  40%"
-    assert bar(None) == "" and bar(2.0).startswith("[##########]") and bar(math.nan) == ""
+    assert bar(0.4) == "████░░░░░░  40%"
+    assert bar(None) == "" and bar(2.0).startswith("██████████ ") and bar(math.nan) == ""
 
 
 def test_a_rows_cells_follow_the_columns() -> None:
@@ -25,7 +25,7 @@ def test_a_rows_cells_follow_the_columns() -> None:
                  epoch="1/2", step="5/10", done=0.25, loss=0.123456, trend=(2.0, 1.0), restarts="1+0", goodput=0.5,
                  failure={"rank": 1, "node": "node2", "message": "rank 1 failed"})
     shown = dict(zip(COLUMNS, cells(row), strict=True))
-    assert shown["PROGRESS"] == "[##········]  25% ep 1/2 step 5/10"
+    assert shown["PROGRESS"] == "██░░░░░░░░  25% ep 1/2 step 5/10"
     assert (shown["LOSS"], shown["RESTARTS"], shown["GOODPUT"], shown["BLAMED"]) == ("0.1235", "1+0", "50%",
                                                                                      "rank 1 @ node2")
     local = JobRow(key="/l", name="here", job_id=None, mode="local", state="UNKNOWN", terminal=False)

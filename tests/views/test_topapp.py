@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support import FakeSlurm, training_job
+from textual.widgets import DataTable
 
 from orchestrator.commands import top
 from orchestrator.records.atomic import write_text_atomic
@@ -22,7 +23,7 @@ from orchestrator.views.topapp import Confirm, TopApp
 
 pytest.importorskip("textual")  # the tui extra is in the test extra: present wherever the tests run
 
-SQUEUE = "{id}|RUNNING|None|node1|0:05|0|N/A|{name}\n"
+SQUEUE = "{id}|RUNNING|None|node[1-2]|0:05|0|N/A|{name}\n"
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def root(tmp_path: Path, fake_slurm: FakeSlurm) -> Path:
     write_text_atomic(second / "progress.json", json.dumps({"epoch": 1, "epochs": 2, "step": 3, "steps": 10,
                                                             "loss": 0.75, "samples_per_s": 10.0, "eta_s": 5.0}))
     for folder, job_id in ((first, "21"), (second, "22")):
-        (folder / "logs" / f"{job_id}-rank0.out").write_text(f"hello from {job_id}\n")
+        (folder / "logs" / f"{job_id}-rank0.out").write_text(f"hello from {job_id}\nloss [0.5] [/bold] [\n")
         recorder = Recorder()
         recorder.start(outcome_path(folder, 0), rank=0, world_size=2, run=job_id, restart=0, stopped_by="srun",
                        init_timeout=60, collective_timeout=60)
@@ -77,6 +78,9 @@ def test_select_shows_the_jobs_ranks_and_log(root: Path) -> None:
             await _until(pilot, lambda: "hello from 21" in str(app.query_one("#detail").render()))
             detail = str(app.query_one("#detail").render())
             assert "rank 0: running" in detail and "rank 1: not started" in detail
+            assert "loss [0.5] [/bold] [" in detail  # a log line is text, never markup
+            cells = app.query_one(DataTable).get_row(next(iter(app.rows)))
+            assert "node[1-2]" in [str(c) for c in cells]
 
     asyncio.run(drive())
 
