@@ -38,7 +38,7 @@ def test_top_shows_progress_and_blame_and_cancels(slurm_cluster: SlurmCluster, t
                                         "epochs=1", "fault=kill", "fault_rank=1", "fault_step=3",
                                         cluster_yaml=cluster_yaml)
     train, train_dir = cluster.submit(str(FAULTY), *common, "--job-name", "top-train", "--max-restarts", "0",
-                                      "epochs=20", "step_sleep=0.2", cluster_yaml=cluster_yaml)
+                                      "epochs=40", "step_sleep=0.2", cluster_yaml=cluster_yaml)
     tmux = Tmux("orch-top-e2e", f"{ORCH} top --cluster {cluster_yaml} --interval 0.5 --slurm-interval 1",
                 cluster.env, tmp_path)
     try:
