@@ -141,8 +141,9 @@ class Board:
             gates[path] = self._gate(path, job, seen.row.terminal if seen is not None else False)
             moved = seen is not None and seen.gate != gates[path]
             jobs[path] = self._job(path) if moved else job
-            if moved and jobs[path].job_id:  # an ended job's folder changed (a requeue?): ask Slurm about it again
-                self._recheck.add(jobs[path].job_id or "")
+            job_id = jobs[path].job_id
+            if moved and job_id:  # Slurm is asked again even when it called the job ended (a requeue writes the folder)
+                self._recheck.add(job_id)
         self._jobs = jobs
         self._ask_slurm(list(jobs.values()))
         rows = [self._row(p, job, gates[p]) for p, job in jobs.items()]
