@@ -70,6 +70,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "resubmit": ("orchestrator.commands.resubmit",
                  "submit a sweep's failed and timed-out elements again (--failed), each resuming from its checkpoint"),
     "list": ("orchestrator.commands.list_jobs", "list the jobs submitted from here (from their job folders)"),
+    "top": ("orchestrator.commands.top",
+            "a live full-screen view of the jobs submitted from here: progress, loss, restarts, goodput, blame; "
+            "cancel or checkpoint-and-requeue a job (the tui extra)"),
     "plot": ("orchestrator.commands.plot",
              "draw a job's per-step curves to a PNG; several jobs or a sweep: overlaid, labelled by what differs"),
     "clean": ("orchestrator.commands.clean",

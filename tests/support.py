@@ -361,3 +361,103 @@ def preempt_and_resume(script: Path, tmp_path: Path, timeout: float = 300) -> tu
                              timeout=timeout, check=False)
     assert resumed.returncode == 0, resumed.stderr.decode(errors="replace")
     return plain, preempted
+
+
+def training_job(root: Path, name: str, *, job_id: str | None = None, mode: str = "slurm", world: int = 2,
+                 second: int = 0, epochs: int = 2) -> Path:
+    """A job folder as orch submit / orch run leave it (orch's own writers): job.json, logs/, checkpoints/ and,
+    with ``job_id``, the id sbatch gave. ``second`` orders folders (newer folders have larger ones)."""
+    from orchestrator.records.atomic import write_private
+    from orchestrator.records.jobdirs import create_job_dir, write_config
+    from orchestrator.spec.runconfig import RunConfig
+
+    folder = create_job_dir(root / f"{name}-20261125-10{second // 60:02d}{second % 60:02d}-abc{second:03d}")
+    write_config(folder, RunConfig(mode=mode, job_name=name, job_file="/jobs/smoke.py", params={"epochs": epochs},
+                                   nodes=1, gpus_per_node=0, tasks_per_node=world, cpus_per_task=1,
+                                   job_dir=str(folder), created=f"2026-11-25T10:{second // 60:02d}:{second % 60:02d}"))
+    if job_id is not None:
+        write_private(folder / "job_id", job_id + "\n")
+    return folder
+
+
+# --- stand-in Slurm clients (tests/commands, tests/views) ------------------------------------------
+
+FAKE_CLIENT = """\
+import json, os, sys
+name = os.path.basename(sys.argv[0])
+args = sys.argv[1:]
+with open(os.environ["FAKE_SLURM_LOG"], "a") as fh:
+    fh.write(json.dumps([name, *args]) + "\\n")
+spec = json.load(open(os.environ["FAKE_SLURM_SPEC"]))
+key = name + (" --completion" if "--completion" in args else "")
+reply = spec.get(key, {"stdout": "", "stderr": name + ": no canned answer\\n", "rc": 1})
+sys.stdout.write(reply.get("stdout", ""))
+sys.stderr.write(reply.get("stderr", ""))
+sys.exit(reply.get("rc", 0))
+"""
+CLIENTS = ("squeue", "sacct", "scancel", "scontrol")
+class FakeSlurm:
+    def __init__(self, folder: Path) -> None:
+        self.bin = folder / "bin"
+        self.bin.mkdir(parents=True)
+        self.spec = folder / "spec.json"
+        self.log = folder / "calls.jsonl"
+        self.set({})
+        for name in CLIENTS:
+            exe = self.bin / name
+            exe.write_text(f"#!{sys.executable}\n{FAKE_CLIENT}")
+            exe.chmod(0o755)
+
+    def set(self, replies: dict[str, Any]) -> None:
+        tmp = self.spec.with_suffix(".tmp")
+        tmp.write_text(json.dumps(replies))
+        tmp.replace(self.spec)
+
+    def calls(self) -> list[list[str]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+# --- a real terminal: tmux (orch top's terminal tests; tests/slurm/cluster.sh installs tmux) -------------
+
+class Tmux:
+    """One tmux server of its own (``-L``: a private socket) running one command in a 200x50 pane."""
+
+    def __init__(self, name: str, command: str, env: dict[str, str], cwd: Path) -> None:
+        tmux = shutil.which("tmux")
+        assert tmux is not None, "tmux is not installed: tests/slurm/cluster.sh installs it (apt-get install tmux)"
+        self.argv = [tmux, "-L", f"{name}-{os.getpid()}"]
+        self.env = {**env, "TERM": "xterm-256color"}
+        self.run("new-session", "-d", "-x", "200", "-y", "50", "-s", "main", command, cwd=cwd)
+
+    def run(self, *args: str, cwd: Path | None = None) -> str:
+        proc = subprocess.run([*self.argv, *args], capture_output=True, text=True, env=self.env, cwd=cwd,
+                              timeout=30, check=False)
+        assert proc.returncode == 0, f"tmux {' '.join(args)}: {proc.stderr}"
+        return proc.stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "main")
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", "main", *keys)
+
+    def wait_for(self, test: Any, timeout: float = 60, what: str = "the expected screen") -> str:
+        """The screen once ``test(screen)`` is true; an AssertionError with the last screen otherwise."""
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if test(screen):
+                return screen
+            time.sleep(0.3)
+        raise AssertionError(f"{what} did not show within {timeout:.0f} s; the screen:\n{screen}")
+
+    def close(self) -> None:
+        subprocess.run([*self.argv, "kill-server"], capture_output=True, env=self.env, timeout=30, check=False)
+
+
+def screen_row(screen: str, name: str) -> str:
+    """The line of the table that shows the job ``name`` (empty when none does)."""
+    return next((line for line in screen.splitlines() if f" {name} " in f" {line} "), "")

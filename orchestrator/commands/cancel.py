@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_name, find_job, indexed_job, job_root_from_args
@@ -35,9 +37,13 @@ def _folder(ref: str, args: argparse.Namespace) -> JobDir | None:
         return None  # a job orch did not submit: Slurm's answer is all there is
 
 
-def run(args: argparse.Namespace) -> int:
+def act(refs: Sequence[str], args: argparse.Namespace, signal: str | None = None) -> dict[str, Any]:
+    """Cancel (``signal``: only signal) the jobs of ``refs``, ids or folders: what ``orch cancel --json`` prints,
+    ``acted`` (the live jobs scancel was given), ``finished`` (id -> its final state), ``unknown`` (ids Slurm
+    does not know). A job id Slurm gave to another job since is refused before anything is sent (OrchError).
+    ``orch top``'s cancel and checkpoint-and-requeue keys call it too."""
     folders: dict[str, JobDir | None] = {}
-    for ref in args.jobs:
+    for ref in refs:
         job = _folder(ref, args)
         folders.setdefault(job.queued_id() if job is not None else ref, job)
     ids = list(folders)
@@ -53,23 +59,30 @@ def run(args: argparse.Namespace) -> int:
                             hint=f"the folder's job has ended; to cancel Slurm's job {job_id} anyway: scancel {job_id}")
     known = {i: _whole(i, found) for i in ids}
     live = [i for i, s in known.items() if s is not None and not s.terminal]
-    done = {i: s.state for i, s in known.items() if s is not None and s.terminal}
-    unknown = [i for i in ids if known[i] is None]
     if live:
-        slurm.scancel(live, signal=args.signal, full=bool(args.signal))
+        slurm.scancel(live, signal=signal, full=bool(signal))
+    return {"acted": live, "action": "signal" if signal else "cancel",
+            "finished": {i: s.state for i, s in known.items() if s is not None and s.terminal},
+            "unknown": [i for i in ids if known[i] is None]}
+
+
+def unknown_error(unknown: Sequence[str]) -> SlurmError:
+    return SlurmError(f"Slurm does not know job{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}",
+                      hint="check the id with orch list or orch status (finished jobs leave the queue after MinJobAge)")
+
+
+def run(args: argparse.Namespace) -> int:
+    done = act(args.jobs, args, args.signal)
     verb = f"signalled ({args.signal})" if args.signal else "cancelled"
     if args.json:
-        print_json({"acted": live, "action": "signal" if args.signal else "cancel",
-                    "finished": done, "unknown": unknown})
+        print_json(done)
     else:
-        for job_id in live:
+        for job_id in done["acted"]:
             print(f"{verb} {job_id}")
-        for job_id, state in done.items():
+        for job_id, state in done["finished"].items():
             print(f"{job_id} had already ended ({state})")
-    if unknown:
-        raise SlurmError(f"Slurm does not know job{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}",
-                         hint="check the id with orch list or orch status (finished jobs leave the queue "
-                              "after MinJobAge)")
+    if done["unknown"]:
+        raise unknown_error(done["unknown"])
     return 0
 
 

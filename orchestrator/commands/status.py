@@ -44,13 +44,14 @@ from orchestrator.records.jobdirs import (
     iter_job_dirs,
     newest_with_id,
 )
-from orchestrator.records.restarts.attempts import format_attempts, format_ledger, read_attempts
+from orchestrator.records.restarts.attempts import format_attempts, format_ledger, read_attempts, restarts_shown
 from orchestrator.records.restarts.attempts import restarts as attempt_restarts
 from orchestrator.records.restarts.world import judge
 from orchestrator.records.sweeps import elements as sweep_elements
 from orchestrator.records.sweeps import find_sweep, is_sweep, sweep_of
 from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
 from orchestrator.slurm import jobstate
+from orchestrator.slurm.jobstate import records_restart as _records_restart
 from orchestrator.slurm.tracking import interrupted, read_token
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.snapshot import Snapshot
@@ -146,25 +147,9 @@ def with_attempts(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list
     """Add ``attempts`` (attempts.json), ``in_job_restarts`` and ``restarts_shown`` (``1+0``)."""
     for row, job in zip(rows, jobs, strict=True):
         found = read_attempts(job.path) if job else []
-        in_job, requeues = attempt_restarts(found)
-        slurm = row.get("restarts")
-        requeues = slurm if isinstance(slurm, int) else requeues
-        row.update(attempts=found, in_job_restarts=in_job,
-                   restarts_shown=f"{in_job}+{requeues}" if found or isinstance(slurm, int) else None)
+        row.update(attempts=found, in_job_restarts=attempt_restarts(found)[0],
+                   restarts_shown=restarts_shown(found, row.get("restarts")))
     return rows
-
-
-def _records_restart(row: dict[str, Any]) -> int | None:
-    """The restart count the current run's outcome records carry: requeues plus its attempt in the allocation."""
-    restarts = row.get("restarts")
-    if not isinstance(restarts, int):
-        return None
-    mine = [a for a in row.get("attempts") or [] if a.get("requeue") == restarts]
-    if not mine:
-        return restarts
-    last = mine[-1]
-    attempt = last.get("attempt") if isinstance(last.get("attempt"), int) else 0
-    return restarts + attempt + (1 if last.get("restarted") else 0)
 
 
 def with_failure(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[dict[str, Any]]:

@@ -166,6 +166,19 @@ def _hms(seconds: float) -> str:
     return (f"{days}-" if days else "") + f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
 
 
+def records_restart(row: dict[str, Any]) -> int | None:
+    """The restart count the current run's outcome records carry: requeues plus its attempt in the allocation."""
+    restarts = row.get("restarts")
+    if not isinstance(restarts, int):
+        return None
+    mine = [a for a in row.get("attempts") or [] if a.get("requeue") == restarts]
+    if not mine:
+        return restarts
+    last = mine[-1]
+    attempt = last.get("attempt") if isinstance(last.get("attempt"), int) else 0
+    return restarts + attempt + (1 if last.get("restarted") else 0)
+
+
 def failure(job: JobDir, restart: int | None = None) -> Blame | None:
     """Who stopped the job, from the outcome records of its current run (``restart``: the records'
     restart count when known, else the newest run recorded); None when they show no failure.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FakeSlurm
 
 from orchestrator import api
 from orchestrator.cli import main
@@ -28,47 +29,10 @@ from orchestrator.records.training import read_metrics
 from orchestrator.slurm import jobstate
 from orchestrator.spec.runconfig import RunConfig
 
-FAKE_CLIENT = """\
-import json, os, sys
-name = os.path.basename(sys.argv[0])
-args = sys.argv[1:]
-with open(os.environ["FAKE_SLURM_LOG"], "a") as fh:
-    fh.write(json.dumps([name, *args]) + "\\n")
-spec = json.load(open(os.environ["FAKE_SLURM_SPEC"]))
-key = name + (" --completion" if "--completion" in args else "")
-reply = spec.get(key, {"stdout": "", "stderr": name + ": no canned answer\\n", "rc": 1})
-sys.stdout.write(reply.get("stdout", ""))
-sys.stderr.write(reply.get("stderr", ""))
-sys.exit(reply.get("rc", 0))
-"""
-CLIENTS = ("squeue", "sacct", "scancel", "scontrol")
 DISABLED = {"stdout": "", "stderr": "Slurm accounting storage is disabled\n", "rc": 1}
 UNKNOWN_ID = {"stdout": "", "stderr": "slurm_load_jobs error: Invalid job id specified\n", "rc": 1}
 DOWN = {"stdout": "", "rc": 1,
         "stderr": "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"}
-
-
-class FakeSlurm:
-    def __init__(self, folder: Path) -> None:
-        self.bin = folder / "bin"
-        self.bin.mkdir(parents=True)
-        self.spec = folder / "spec.json"
-        self.log = folder / "calls.jsonl"
-        self.set({})
-        for name in CLIENTS:
-            exe = self.bin / name
-            exe.write_text(f"#!{sys.executable}\n{FAKE_CLIENT}")
-            exe.chmod(0o755)
-
-    def set(self, replies: dict[str, Any]) -> None:
-        tmp = self.spec.with_suffix(".tmp")
-        tmp.write_text(json.dumps(replies))
-        tmp.replace(self.spec)
-
-    def calls(self) -> list[list[str]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
 
 
 @pytest.fixture

@@ -156,3 +156,11 @@ def test_dry_run_shows_restarts_and_allocates_the_spares(capsys: pytest.CaptureF
     assert "# restarts:" not in capsys.readouterr().out
     assert main(["submit", "smoke", "--cluster", str(path), "--max-restarts", "-1", "--dry-run"]) == 2
     assert "--max-restarts -1" in capsys.readouterr().err
+
+
+def test_the_restarts_cell_counts_in_job_restarts_and_requeues() -> None:
+    attempts = [{"attempt": 0, "requeue": 0}, {"attempt": 1, "requeue": 0}, {"attempt": 0, "requeue": 1}]
+    assert att.restarts_shown(attempts) == "1+1"  # the folder's own count
+    assert att.restarts_shown(attempts, 3) == "1+3"  # Slurm's requeue count wins when it answered
+    assert att.restarts_shown([], 0) == "0+0" and att.restarts_shown([]) is None  # nothing known of any run
+    assert att.restarts_shown(attempts, True) == "1+1"  # a bool is no count

@@ -81,6 +81,15 @@ def restarts(attempts: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     return in_job, requeues
 
 
+def restarts_shown(attempts: Sequence[Mapping[str, Any]], slurm_restarts: object = None) -> str | None:
+    """The RESTARTS cell of ``orch status`` and ``orch top``: in-job restarts + requeues (``1+0``), the requeues
+    as Slurm counts them when it answered (``slurm_restarts``); None when neither knows of any run."""
+    in_job, requeues = restarts(attempts)
+    if isinstance(slurm_restarts, int) and not isinstance(slurm_restarts, bool):
+        return f"{in_job}+{slurm_restarts}"
+    return f"{in_job}+{requeues}" if attempts else None
+
+
 def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
            checkpoint_s: float = 0.0) -> dict[str, float]:
     """Where the allocated time went (seconds), and the goodput: training time not redone / allocated time.
