@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_name, find_job, indexed_job, job_root_from_args
@@ -35,7 +36,9 @@ def _folder(ref: str, args: argparse.Namespace) -> JobDir | None:
         return None  # a job orch did not submit: Slurm's answer is all there is
 
 
-def run(args: argparse.Namespace) -> int:
+def cancel_jobs(args: argparse.Namespace) -> dict[str, Any]:
+    """Cancel (or signal, ``args.signal``) the live jobs among ``args.jobs``: ``{"acted", "action", "finished",
+    "unknown"}``. OrchError, and nothing done, when a job id now names another job (it was reused)."""
     folders: dict[str, JobDir | None] = {}
     for ref in args.jobs:
         job = _folder(ref, args)
@@ -57,19 +60,27 @@ def run(args: argparse.Namespace) -> int:
     unknown = [i for i in ids if known[i] is None]
     if live:
         slurm.scancel(live, signal=args.signal, full=bool(args.signal))
+    return {"acted": live, "action": "signal" if args.signal else "cancel", "finished": done, "unknown": unknown}
+
+
+def unknown_error(unknown: list[str]) -> SlurmError:
+    return SlurmError(f"Slurm does not know job{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}",
+                      hint="check the id with orch list or orch status (finished jobs leave the queue "
+                           "after MinJobAge)")
+
+
+def run(args: argparse.Namespace) -> int:
+    done = cancel_jobs(args)
     verb = f"signalled ({args.signal})" if args.signal else "cancelled"
     if args.json:
-        print_json({"acted": live, "action": "signal" if args.signal else "cancel",
-                    "finished": done, "unknown": unknown})
+        print_json(done)
     else:
-        for job_id in live:
+        for job_id in done["acted"]:
             print(f"{verb} {job_id}")
-        for job_id, state in done.items():
+        for job_id, state in done["finished"].items():
             print(f"{job_id} had already ended ({state})")
-    if unknown:
-        raise SlurmError(f"Slurm does not know job{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}",
-                         hint="check the id with orch list or orch status (finished jobs leave the queue "
-                              "after MinJobAge)")
+    if done["unknown"]:
+        raise unknown_error(done["unknown"])
     return 0
 
 
