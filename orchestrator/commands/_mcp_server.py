@@ -12,8 +12,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from orchestrator import __version__
 from orchestrator.commands import _mcp_plan, _mcp_tools
@@ -34,17 +33,23 @@ goodput) and logs (bounded, per rank). submit and cancel work only when the serv
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
-def _refusals(fn: Callable[..., T]) -> Callable[..., T]:
-    """orch's errors as tool errors the agent reads: ``orch: error: ...`` and ``HINT: ...``."""
+def refusal(error: OrchError) -> CallToolResult:
+    """A tool error whose text is what orch prints for people: ``orch: error: ...`` and ``HINT: ...``."""
+    return CallToolResult(content=[TextContent(type="text", text=error.render())], is_error=True)
+
+
+def _refusals(fn: Callable[..., T]) -> Callable[..., T | CallToolResult]:
+    """orch's errors as tool errors the agent reads (a file-system error no tool expected: orch's one error
+    for it)."""
 
     @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> T:
+    def call(*args: Any, **kwargs: Any) -> T | CallToolResult:
         try:
             return fn(*args, **kwargs)
         except OrchError as exc:
-            raise ToolError(exc.render()) from None
+            return refusal(exc)
         except OSError as exc:
-            raise ToolError(os_error(exc).render()) from None
+            return refusal(os_error(exc))
 
     return call
 
