@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +34,7 @@ from orchestrator.spec.cluster import find_cluster_file
 from orchestrator.spec.runconfig import RunConfig
 
 _CHUNK = 1 << 20
+CODE_SNAPSHOT = "code snapshot of "  # the input name of the code when the submit takes a snapshot
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def fingerprint(config: RunConfig, cluster_file: Path, snapshot: bool | None) ->
     except ConfigError as exc:  # too large to snapshot: the submit says so; the hash says it changed
         digest = f"no snapshot: {exc.message}"
     if digest is not None:
-        inputs[f"code snapshot of {source_of(config)}"] = digest
+        inputs[f"{CODE_SNAPSHOT}{source_of(config)}"] = digest
         return inputs
     script = config.script
     if script is None:
@@ -147,12 +148,18 @@ def _build(options: Any, cluster: Any, cwd: Path, *, dry_run: bool, now: datetim
     return new_plan(request, cluster, loaded, cwd, now=now, token=token), loaded
 
 
+def check_local(cluster: Any, where: str) -> None:
+    """orch mcp serves where the jobs are: a cluster file that submits over SSH is refused."""
+    if cluster is not None and cluster.remote is not None:
+        raise ConfigError(f"the cluster file {where} submits over SSH (remote:); orch mcp serves where the jobs are",
+                          hint="run orch mcp on the cluster's login node: the client's command can be "
+                               "ssh LOGIN orch mcp")
+
+
 def _cluster(settings: Settings) -> tuple[Path, Any]:
     path = find_cluster_file(settings.cluster, os.environ, settings.cwd)
     cluster = load_cluster(path)
-    if cluster.remote is not None:
-        raise ConfigError(f"{path} submits over SSH (remote:); orch mcp plans and submits where the jobs are",
-                          hint="run orch mcp on the cluster's login node (the client's command: ssh LOGIN orch mcp)")
+    check_local(cluster, str(path))
     return path, cluster
 
 
@@ -180,11 +187,12 @@ def make_plan(settings: Settings, given: PlanInput) -> dict[str, Any]:
         refusals.append(exc.render())
     taken = snap.off is None and snap.problem is None
     inputs = fingerprint(plan.run_config, cluster_path, plan.request.snapshot if taken else False)
+    digest = next((value for name, value in inputs.items() if name.startswith(CODE_SNAPSHOT)), None)
     stored = plans.StoredPlan(
         plan_id=plans.new_id(), created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cwd=str(settings.cwd), cluster_file=str(cluster_path), options=_jsonable(options), now=now.isoformat(),
         token=token, script=plan.script, run_config=plan.run_config.model_dump(mode="json"), inputs=inputs,
-        snapshot=taken)
+        snapshot=taken, digest=digest)
     plans.save(stored)
     return {"plan_id": stored.plan_id, "submittable": not refusals, "refusals": refusals,
             "cluster_file": str(cluster_path), "job_dir": str(plan.job_dir), "resources": plan.resources,
@@ -210,7 +218,8 @@ def stale_error(plan_id: str, changed: list[str]) -> ConfigError:
 
 def submit_plan(settings: Settings, plan_id: str) -> dict[str, Any]:
     """The submit tool: queue the stored plan, unchanged, once."""
-    from orchestrator.slurm.submission import data_dir_problem, queue
+    from orchestrator.records.snapshots.store import snapshot_config
+    from orchestrator.slurm.submission import SubmitOptions, data_dir_problem, queue
 
     require(settings.allow_submit, "submit")
     stored = plans.load(plan_id)
@@ -223,11 +232,9 @@ def submit_plan(settings: Settings, plan_id: str) -> dict[str, Any]:
                if now.get(name) != was]
     if changed:
         raise stale_error(plan_id, changed)
-    from orchestrator.slurm.submission import SubmitOptions
-
     cluster = load_cluster(Path(stored.cluster_file))
     plan, loaded = _build(SubmitOptions(**stored.options), cluster, Path(stored.cwd), dry_run=False,
-                  now=datetime.fromisoformat(stored.now), token=stored.token)
+                          now=datetime.fromisoformat(stored.now), token=stored.token)
     if plan.script != stored.script:
         raise stale_error(plan_id, [f"the batch script would differ ({_first_difference(stored.script, plan.script)})"])
     if plan.run_config.model_dump(mode="json") != stored.run_config:
@@ -236,14 +243,21 @@ def submit_plan(settings: Settings, plan_id: str) -> dict[str, Any]:
     problem = data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
     if problem is not None:
         raise problem
+    # the snapshot is taken here, before the claim: the job runs the very code the plan hashed, or nothing
+    config = snapshot_config(plan.run_config, plan.request.snapshot if stored.snapshot else False)
+    taken = config.snapshot.digest if config.snapshot is not None else None
+    if taken != stored.digest:
+        raise stale_error(plan_id, [f"the code, while the submit took its snapshot ({_short(stored.digest)} -> "
+                                    f"{_short(taken)})"])
+    plan = replace(plan, run_config=config, request=plan.request.model_copy(update={"snapshot": False}))
     plans.claim(plan_id)
     try:
-        job_id = queue(plan, os.environ)
+        job_id = queue(plan, os.environ)  # orch submit's own: the job folder, sbatch, the records
     except OrchError as exc:
         if not plan.job_dir.exists():  # stopped before the folder was written: the plan may be submitted again
             plans.release(plan_id)
             raise
-        raise OrchError(f"{exc.message} (the job was not queued; its folder is {plan.job_dir})",
+        raise type(exc)(f"{exc.message} (the job was not queued; its folder is {plan.job_dir})",
                         hint=exc.hint) from None
     plans.record_job(plan_id, job_id, str(plan.job_dir))
     left_out = plan.left_out.lines() if plan.left_out is not None else []

@@ -32,13 +32,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"orch mcp needs the MCP Python SDK, which is not installed here ({exc.name})",
                           hint="pip install 'orch[mcp]' (the official SDK, package mcp)") from None
     from orchestrator.commands._jobs import cluster_or_none
-    from orchestrator.commands._mcp_plan import Settings
+    from orchestrator.commands._mcp_plan import Settings, check_local
 
-    cluster = cluster_or_none(args)  # a named file that is missing or invalid: refused before serving
-    if cluster is not None and cluster.remote is not None:
-        raise ConfigError(f"the cluster file {args.cluster or 'in use'} submits over SSH (remote:); orch mcp serves "
-                          "where the jobs are", hint="run orch mcp on the cluster's login node: the client's "
-                                                     "command can be ssh LOGIN orch mcp")
+    check_local(cluster_or_none(args), args.cluster or "in use")  # a named file missing or invalid: refused here
     serve(Settings(cluster=args.cluster, allow_submit=args.allow_submit, allow_cancel=args.allow_cancel,
                    cwd=Path.cwd()))
     return 0

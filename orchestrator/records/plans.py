@@ -52,6 +52,7 @@ class StoredPlan(BaseModel):
     run_config: dict[str, Any]
     inputs: dict[str, str]
     snapshot: bool = Field(description="whether the submit takes a code snapshot")
+    digest: str | None = Field(default=None, description="the digest of that snapshot, as planned")
 
 
 def plans_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -129,3 +129,13 @@ def test_the_cli_start_up_does_not_import_the_sdk() -> None:
             "assert 'mcp' not in sys.modules and 'orchestrator.commands._mcp_server' not in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_remote_cluster_file_is_refused_with_the_way_to_serve_it(
+        clean_env: pytest.MonkeyPatch, write_cluster: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from orchestrator.cli import main
+
+    path = write_cluster(remote={"host": "login.example.org"})
+    assert main(["mcp", "--cluster", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "submits over SSH (remote:)" in err and "HINT: run orch mcp on the cluster's login node" in err

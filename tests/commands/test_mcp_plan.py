@@ -55,7 +55,8 @@ def test_a_plan_is_a_private_file_and_submits_exactly_its_script_once(
     assert call["script"] == planned["script"]  # the planned script, byte for byte
     job_dir = Path(done["job_dir"])
     assert (job_dir / "job_id").read_text().strip() == "4242"
-    assert json.loads((job_dir / "job.json").read_text())["snapshot"] is not None  # as orch submit writes it
+    (digest,) = [v for k, v in planned["inputs"].items() if k.startswith("code snapshot of ")]  # type: ignore[union-attr]
+    assert json.loads((job_dir / "job.json").read_text())["snapshot"]["digest"] == digest  # the code planned
     with pytest.raises(OrchError, match=f"plan {plan_id} was submitted already as job 4242") as again:
         submit_plan(_settings(tmp_path), plan_id)
     assert "HINT" in again.value.render()
@@ -71,6 +72,19 @@ def test_a_code_change_makes_the_plan_stale_and_names_it(project: Path, tmp_path
     assert stubs.records("sbatch") == []
     plans.load(plan_id)  # still there, still unsubmitted: a fresh plan is the way on
     assert plans.submitted_as(plan_id) is None
+
+
+def test_code_changed_between_the_check_and_the_snapshot_is_not_queued(
+        project: Path, tmp_path: Path, stubs: Stubs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot the submit takes must be the planned one: an edit that lands after the hashes were compared
+    (here: the comparison made to pass) is caught when the snapshot is taken, before sbatch."""
+    planned = _plan(tmp_path, project)
+    (project / "ddp_model.py").write_text((project / "ddp_model.py").read_text() + "\n# edited late\n")
+    monkeypatch.setattr("orchestrator.commands._mcp_plan.fingerprint", lambda *_: planned["inputs"])
+    with pytest.raises(OrchError, match=r"stale: .*the code, while the submit took its snapshot"):
+        submit_plan(_settings(tmp_path), str(planned["plan_id"]))
+    assert stubs.records("sbatch") == [] and plans.submitted_as(str(planned["plan_id"])) is None
+    assert not Path(str(planned["job_dir"])).exists()
 
 
 def test_without_a_snapshot_the_script_file_is_hashed(project: Path, tmp_path: Path, stubs: Stubs) -> None:
