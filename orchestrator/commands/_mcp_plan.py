@@ -196,7 +196,8 @@ def make_plan(settings: Settings, given: PlanInput) -> dict[str, Any]:
     plans.save(stored)
     return {"plan_id": stored.plan_id, "submittable": not refusals, "refusals": refusals,
             "cluster_file": str(cluster_path), "job_dir": str(plan.job_dir), "resources": plan.resources,
-            "inputs": inputs, **json.loads(dry_run_json(plan, findings, snap))}
+            "inputs": inputs, "task_env": plan.run_config.env, "pass_env": plan.run_config.launcher.pass_env,
+            **json.loads(dry_run_json(plan, findings, snap))}
 
 
 def _jsonable(options: Any) -> dict[str, Any]:

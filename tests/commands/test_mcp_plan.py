@@ -45,6 +45,7 @@ def test_a_plan_is_a_private_file_and_submits_exactly_its_script_once(
     assert planned["submittable"] is True and planned["refusals"] == []
     assert len(planned["ranks"]) == 4 and "#SBATCH --nodes=2" in str(planned["script"])  # type: ignore[arg-type]
     assert any(name.startswith("code snapshot of ") for name in planned["inputs"])  # type: ignore[union-attr]
+    assert planned["task_env"] == {"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "ib0", "OMP_NUM_THREADS": "1"}
     path = state_dir / "plans" / f"{plan_id}.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert json.loads(path.read_text())["script"] == planned["script"]
