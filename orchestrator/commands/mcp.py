@@ -9,6 +9,7 @@ imported here, when the server starts: never on the CLI's start-up path.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from orchestrator.commands._common import add_cluster_argument
@@ -35,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.commands._mcp_plan import Settings, check_local
 
     check_local(cluster_or_none(args), args.cluster or "in use")  # a named file missing or invalid: refused here
+    if sys.stdin.isatty():  # started by hand: say what it is waiting for (stderr: stdout is the protocol's)
+        print("orch mcp: serving MCP over stdio, for an MCP client that starts this command (docs/agents.md); "
+              "Ctrl-D ends it", file=sys.stderr)
     serve(Settings(cluster=args.cluster, allow_submit=args.allow_submit, allow_cancel=args.allow_cancel,
                    cwd=Path.cwd()))
     return 0
