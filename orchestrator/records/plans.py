@@ -8,14 +8,17 @@ made from, the exact batch script and ``job.json``, and a hash of each input (th
 ``<plan id>.submitted`` is the claim of the one submit a plan gets: created with ``O_EXCL`` before sbatch
 runs, so two submits of one plan (two agents, two servers) cannot both pass; it then holds the job id.
 A plan id is 16 lowercase hex digits (64 random bits): anything else is refused before a path is built.
+Plans older than :data:`KEEP_S` (and their claims) are removed when a new plan is saved.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ PLANS_DIR = "plans"
 PLAN_SUFFIX = ".json"
 CLAIM_SUFFIX = ".submitted"
 PLAN_LIMIT = 64 * 1024 * 1024  # a plan holds one script and one job.json: far below this
+KEEP_S = 30 * 86400  # a plan older than 30 days is gone (plan again)
 _ID_RE = re.compile(r"[0-9a-f]{16}")
 _PLAN_HINT = "call the plan tool first and submit the plan_id it returns"
 
@@ -79,9 +83,26 @@ def _folder(environ: Mapping[str, str] | None) -> Path:
 
 
 def save(plan: StoredPlan, environ: Mapping[str, str] | None = None) -> Path:
-    """Write the plan's file (0600, a new file: an id is never reused)."""
-    path = _folder(environ) / (_checked(plan.plan_id) + PLAN_SUFFIX)
-    return write_private(path, plan.model_dump_json(indent=1) + "\n", mode=0o600, exclusive=True)
+    """Write the plan's file (0600, a new file: an id is never reused); remove the plans past :data:`KEEP_S`."""
+    folder = _folder(environ)
+    prune(folder, time.time() - KEEP_S)
+    return write_private(folder / (_checked(plan.plan_id) + PLAN_SUFFIX), plan.model_dump_json(indent=1) + "\n",
+                         mode=0o600, exclusive=True)
+
+
+def prune(folder: Path, before: float) -> None:
+    """Remove the plans (and claims) of ``folder`` last written before ``before`` (best effort)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        stem, _, suffix = entry.name.partition(".")
+        if not _ID_RE.fullmatch(stem) or f".{suffix}" not in (PLAN_SUFFIX, CLAIM_SUFFIX):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.stat(follow_symlinks=False).st_mtime < before:
+                os.unlink(entry.path)
 
 
 def load(plan_id: str, environ: Mapping[str, str] | None = None) -> StoredPlan:

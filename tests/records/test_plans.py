@@ -82,3 +82,18 @@ def test_a_store_others_may_read_is_refused(state_dir: Path) -> None:
         plans.save(_plan(plans.new_id()))
     assert "chmod 700" in (refused.value.hint or "")
     assert list(folder.iterdir()) == []
+
+
+def test_plans_past_their_time_are_removed_when_one_is_saved(state_dir: Path) -> None:
+    old, kept = plans.new_id(), plans.new_id()
+    plans.save(_plan(old))
+    plans.claim(old)
+    plans.save(_plan(kept))
+    folder = state_dir / "plans"
+    (folder / "notes.txt").write_text("not a plan\n")
+    past = os.stat(folder / f"{old}.json").st_mtime - plans.KEEP_S - 60
+    for name in (f"{old}.json", f"{old}{plans.CLAIM_SUFFIX}", "notes.txt"):
+        os.utime(folder / name, (past, past))
+    plans.save(_plan(plans.new_id()))
+    assert not (folder / f"{old}.json").exists() and not (folder / f"{old}{plans.CLAIM_SUFFIX}").exists()
+    assert plans.load(kept) == _plan(kept) and (folder / "notes.txt").exists()
