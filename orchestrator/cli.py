@@ -89,6 +89,9 @@ VERBS: dict[str, tuple[str, str]] = {
               "list the nodes recorded as bad that orch submit leaves out (--forget NODE, --all to use them again)"),
     "doctor": ("orchestrator.commands.doctor",
                "check training scripts for DDP pitfalls (DDP001..DDP019) without running them"),
+    "mcp": ("orchestrator.commands.mcp",
+            "serve orch's verbs to coding agents (MCP over stdio): plan, submit a checked plan, status, logs, "
+            "cancel; read-only unless --allow-submit/--allow-cancel"),
 }
 
 

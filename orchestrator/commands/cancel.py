@@ -41,7 +41,7 @@ def act(refs: Sequence[str], args: argparse.Namespace, signal: str | None = None
     """Cancel (``signal``: only signal) the jobs of ``refs``, ids or folders: what ``orch cancel --json`` prints,
     ``acted`` (the live jobs scancel was given), ``finished`` (id -> its final state), ``unknown`` (ids Slurm
     does not know). A job id Slurm gave to another job since is refused before anything is sent (OrchError).
-    ``orch top``'s cancel and checkpoint-and-requeue keys call it too."""
+    ``orch top``'s cancel and checkpoint-and-requeue keys and ``orch mcp``'s cancel tool call it too."""
     folders: dict[str, JobDir | None] = {}
     for ref in refs:
         job = _folder(ref, args)

@@ -23,19 +23,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def check_files(args: argparse.Namespace) -> tuple[list[Finding], list[str], list[DoctorInputError]]:
+    """The findings of ``args.files`` (less ``--ignore`` and cluster.yaml's doctor.ignore), the warnings of
+    files that could not be parsed, and the files that could not be read."""
     cluster = cluster_or_none(args)  # its doctor.ignore applies here as in orch submit / orch run
     ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
     findings: list[Finding] = []
+    skipped: list[str] = []
     unreadable: list[DoctorInputError] = []
     for path in _expand(args.files):
         try:
             findings.extend(f for f in check_file(path) if f.code not in ignore)
         except DoctorSkipped as exc:  # cannot be parsed (too deep, too large, not a file): a warning
-            print(exc.warning(), file=sys.stderr, flush=True)
+            skipped.append(exc.warning())
         except DoctorInputError as exc:
             unreadable.append(exc)
-    findings = dedupe(findings)
+    return dedupe(findings), skipped, unreadable
+
+
+def run(args: argparse.Namespace) -> int:
+    findings, skipped, unreadable = check_files(args)
+    for warning in skipped:
+        print(warning, file=sys.stderr, flush=True)
     if args.json:
         print_json([f.as_dict() for f in findings])
     else:

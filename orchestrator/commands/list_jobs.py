@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_name, format_rows, job_root_from_args, reconciled
@@ -39,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def list_table(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[jobdirs.JobDir], bool]:
+    """The rows of the ``args.limit`` newest job folders of the job root, their folders, and whether
+    there are more (``--limit 0``: all)."""
     newest = jobdirs.iter_job_paths(job_root_from_args(args))  # newest first, by name: nothing read yet
     limit = min(args.limit, sys.maxsize - 1)  # a 20-digit --limit means "all" (islice takes no more)
     paths = list(itertools.islice(newest, limit + 1) if limit > 0 else newest)
@@ -47,6 +50,12 @@ def run(args: argparse.Namespace) -> int:
     jobs = reconciled([jobdirs.read_job_dir(path) for path in (paths[:limit] if more else paths)])  # shown only
     table = jobstate.rows([(job.job_id, job) for job in jobs], tolerant=True, details=False,
                           cluster=cluster_name(args))
+    return table, jobs, more
+
+
+def run(args: argparse.Namespace) -> int:
+    table, _, more = list_table(args)
+    limit = min(args.limit, sys.maxsize - 1)
     table += remote_rows(limit)  # jobs submitted from here to remote clusters (docs/remote.md)
     if args.json:
         print_json(table)

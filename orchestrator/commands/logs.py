@@ -108,7 +108,7 @@ def _ended(job: JobDir, cluster: str | None) -> bool:
     return found is None or found.terminal
 
 
-def _view(args: argparse.Namespace, job: JobDir) -> View:
+def make_view(args: argparse.Namespace, job: JobDir) -> View:
     if args.lines < 0:
         raise OrchError(f"--lines {args.lines} must be 0 or more", hint="e.g. --lines 200")
     if args.rank is not None and args.rank < 0:
@@ -132,7 +132,7 @@ def check_interval(interval: float) -> None:
 def run(args: argparse.Namespace) -> int:
     check_interval(args.interval)  # before looking for the job: bad input is refused first
     job = find_job(args.job, args)
-    view = _view(args, job)
+    view = make_view(args, job)
     out = sys.stdout.buffer
     sources = [s for s in view.sources() if s.path.is_file()]
     shown_rank = {"batch": None, "all": ALL_SHOWN}.get(view.mode, view.rank or 0)
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         note = progress_note(job)
         if note is not None:
             print(note, file=sys.stderr)
-        raise _view_missing(view)
+        raise missing_error(view)
     sources, written = view.show(out, following=args.follow)
     _print_notes(view)
     if args.follow:
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             view.follow(sources, out, lambda: _ended(job, cluster), interval=args.interval, check_every=STATE_EVERY)
         if not any(s.path.is_file() for s in view.sources()):
-            raise _view_missing(view)
+            raise missing_error(view)
     elif written == 0:
         print(f"orch: {_empty_words(view)} written nothing yet", file=sys.stderr)
         note = progress_note(job)
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _view_missing(view: View) -> OrchError:
+def missing_error(view: View) -> OrchError:
     if view.mode == "all":
         return OrchError(f"no rank logs in {view.job.path / LOG_DIR} yet",
                          hint="the ranks create them when the job starts "

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.errors import ConfigError
 from orchestrator.records.jobdirs import job_root
 from orchestrator.records.restarts import badnodes
-from orchestrator.spec.cluster import Launcher
+from orchestrator.spec.cluster import Cluster, Launcher
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +27,14 @@ def _ago(seconds: float) -> str:
     whole = max(0, int(seconds))
     hours, rest = divmod(whole, 3600)
     return f"{hours} h {rest // 60} min ago" if hours else f"{rest // 60} min ago"
+
+
+def bad_nodes(cluster: Cluster | None, now: float) -> dict[str, Any]:
+    """``orch nodes --json``: ``{"file", "ttl_s", "nodes"}``, the nodes recorded as bad within the TTL."""
+    root = job_root(cluster)
+    ttl = (cluster.launcher if cluster is not None else Launcher()).bad_node_ttl
+    nodes = badnodes.active(root, ttl, now) if ttl > 0 else []
+    return {"file": str(badnodes.path(root)), "ttl_s": ttl, "nodes": [n.as_dict() for n in nodes]}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,10 +53,10 @@ def run(args: argparse.Namespace) -> int:
                   f"{'them' if len(gone) != 1 else 'it'} again")
         return 0
     now = time.time()
-    nodes = badnodes.active(root, ttl, now) if ttl > 0 else []
     if args.json:
-        print_json({"file": str(badnodes.path(root)), "ttl_s": ttl, "nodes": [n.as_dict() for n in nodes]})
+        print_json(bad_nodes(cluster, now))
         return 0
+    nodes = badnodes.active(root, ttl, now) if ttl > 0 else []
     if not nodes:
         print(f"no node is recorded as bad within launcher.bad_node_ttl ({ttl} s) in {badnodes.path(root)}")
         return 0

@@ -174,27 +174,44 @@ def with_world(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[di
     return rows
 
 
-def run(args: argparse.Namespace) -> int:
+def with_goodput(rows: list[dict[str, Any]], jobs: list[JobDir | None]) -> list[dict[str, Any]]:
+    """Add ``goodput``: where the job's time went (result.json's ledger, once it finished; else None)."""
+    for row, job in zip(rows, jobs, strict=True):
+        result = read_result(job.path) if job is not None else None
+        goodput = result.get("goodput") if isinstance(result, dict) else None
+        row["goodput"] = goodput if isinstance(goodput, dict) else None
+    return rows
+
+
+def status_table(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[JobDir | None], bool]:
+    """``orch status``'s rows (``--json``'s objects), each row's job folder, and whether one job was named (not
+    a sweep, which stands for its elements): then its start-up phases, code snapshot and working directory too.
+    Empty: no jobs submitted from here."""
     targets = _targets(args)
-    one = len(args.jobs) == 1 and len(targets) == 1 and not _names_sweep(args.jobs[0], targets)  # one job: details
     if not targets:
+        return [], [], False
+    one = len(args.jobs) == 1 and len(targets) == 1 and not _names_sweep(args.jobs[0], targets)
+    jobs = [job for _, job in targets]
+    table = with_goodput(with_world(with_failure(with_attempts(with_training(
+        jobstate.rows(list(targets), cluster=cluster_name(args)), jobs), jobs), jobs), jobs), jobs)
+    if one:
+        startup, snap, workdir = _startup(jobs[0]), _snapshot(jobs[0]), _workdir(jobs[0])
+        extra = {"startup": startup or None, "snapshot": snap.model_dump(mode="json") if snap else None,
+                 "workdir": workdir}
+        table[0].update({key: value for key, value in extra.items() if value is not None})
+    return table, jobs, one
+
+
+def run(args: argparse.Namespace) -> int:
+    table, jobs, one = status_table(args)
+    if not table:
         if args.json:
             print_json([])
             return 0
         raise OrchError("no jobs submitted from here yet",
                         hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
-    jobs = [job for _, job in targets]
-    table = with_world(with_failure(with_attempts(with_training(
-        jobstate.rows(list(targets), cluster=cluster_name(args)), jobs), jobs), jobs), jobs)
-    startup = _startup(targets[0][1]) if one else None
-    if startup:
-        table[0]["startup"] = startup
-    snap = _snapshot(targets[0][1]) if one else None
-    if snap is not None:
-        table[0]["snapshot"] = snap.model_dump(mode="json")
-    workdir = _workdir(targets[0][1]) if one else None
-    if workdir is not None:
-        table[0]["workdir"] = workdir
+    startup, workdir = table[0].get("startup"), table[0].get("workdir")
+    snap = _snapshot(jobs[0]) if one else None
     if args.json:
         print_json(table[0] if one else table)
     else:
@@ -221,18 +238,16 @@ def run(args: argparse.Namespace) -> int:
 
             print(format_startup(startup))
         if one:
-            _print_attempts(table[0], targets[0][1])
+            _print_attempts(table[0])
     return 0
 
 
-def _print_attempts(row: dict[str, Any], job: JobDir | None) -> None:
+def _print_attempts(row: dict[str, Any]) -> None:
     """orch status JOB: each attempt (attempts.json) and where the time went (result.json's goodput)."""
     for line in format_attempts(row.get("attempts") or []):
         print(f"# {line}")
-    result = read_result(job.path) if job is not None else None
-    goodput = result.get("goodput") if isinstance(result, dict) else None
-    if isinstance(goodput, dict):
-        print(f"# {format_ledger(goodput)}")
+    if row.get("goodput"):
+        print(f"# {format_ledger(row['goodput'])}")
 
 
 def _snapshot(job: JobDir | None) -> Snapshot | None:

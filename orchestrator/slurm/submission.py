@@ -220,9 +220,11 @@ def _items(mapping: Mapping[str, Any], *, flag: bool = False) -> list[str]:
     return out
 
 
-def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: Path) -> SubmitPlan:
+def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: Path, *,
+             now: datetime | None = None, token: str | None = None) -> SubmitPlan:
     """``build_plan`` with this moment's values: now (in UTC, whatever TZ says), a random token, the python of
-    ``launcher.python`` (else this one) and the job root resolved against ``cwd``."""
+    ``launcher.python`` (else this one) and the job root resolved against ``cwd``. ``now`` and ``token``
+    given: the plan made with them before, again (``orch mcp``'s submit of a stored plan)."""
     from orchestrator.slurm.nodememory import leave_out
 
     root = Path(os.path.normpath(cwd / job_root(cluster)))
@@ -232,7 +234,7 @@ def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: P
     if extra != request.sbatch_extra:
         request = request.model_copy(update={"sbatch_extra": extra})
     plan = build_plan(request, cluster, loaded, python=cluster.launcher.python or sys.executable,
-                      now=datetime.now(timezone.utc), token=os.urandom(3).hex(), job_root=root)
+                      now=now or datetime.now(timezone.utc), token=token or os.urandom(3).hex(), job_root=root)
     return replace(plan, left_out=left_out)
 
 

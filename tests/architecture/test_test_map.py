@@ -43,6 +43,7 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "commands/doctor.py": "the doctor's CLI contract: tests/doctor/test_doctor.py",
     "commands/env.py": "tests/commands/test_hosts_env.py (orch hosts and orch env)",
     "commands/nodes.py": "orch nodes: tests/records/restarts/test_badnodes.py",
+    "commands/_mcp_server.py": "the MCP server over stdio, driven by the SDK's client: tests/commands/test_mcp.py",
     "commands/run.py": "orch run: tests/local/test_runner.py and the rest of tests/local/",
     "commands/tb.py": "tests/commands/test_plot_compare_tb.py",
     "doctor/analysis.py": "the doctor's corpus: tests/doctor/test_doctor.py, tests/doctor/test_real_corpus.py",

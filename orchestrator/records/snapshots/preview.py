@@ -99,6 +99,25 @@ def preview(config: RunConfig, enabled: bool | None) -> SnapshotPreview:
                            reuses=stored_digest(found, job_root))
 
 
+def code_digest(config: RunConfig, enabled: bool | None) -> str | None:
+    """The digest the snapshot a submit takes now would have (read-only: each file the stat cache does not
+    know is hashed, nothing is stored); None when the submit takes no snapshot. ConfigError: it could not
+    take one (too large). ``orch mcp`` compares it between a plan and its submit."""
+    folder = source_of(config) if enabled is not False and (enabled or config.launcher.snapshot) else None
+    if folder is None:
+        return None
+    job_root = Path(config.job_dir).parent
+    found = collect(folder, job_root, config.launcher.snapshot_max_mb * 2**20)
+    check_size(found, config.launcher.snapshot_max_mb)
+    if config.script is not None:
+        found.add_dir(config.script.cwd)
+    entries, _, misses = cached_entries(found, load_stats(stat_file(snapshot_root(job_root), found.source)))
+    for index in misses:
+        rel, _, executable = entries[index]
+        entries[index] = (rel, _sha256(found.source / rel), executable)
+    return manifest_digest(entries, found.links, found.dirs)
+
+
 def stored_digest(found: Collected, job_root: Path) -> str | None:
     """The digest of the stored snapshot identical to ``found``, else None (read-only)."""
     store = snapshot_root(job_root)

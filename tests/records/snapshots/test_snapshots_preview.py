@@ -165,3 +165,27 @@ def test_a_sweep_of_a_job_file_shows_its_snapshot(tmp_path: Path, write_cluster:
     assert json.loads(orch(stubs, tmp_path, cluster, str(job), "--ntasks-per-node", "1", "--sweep", "lr=0.1,0.01",
                            "--dry-run", "--json").stdout)["snapshot"]["source"] == str(job.parent)
     assert not job_root.exists()
+
+
+def test_code_digest_is_the_digest_of_the_snapshot_the_submit_takes(repo: Path, job_root: Path) -> None:
+    """orch mcp's plan hashes the code with code_digest: before the snapshot exists, after it (the stat cache
+    answers), and after an edit (a new digest), it is what snapshot_config takes."""
+    from orchestrator.records.snapshots.preview import code_digest
+    from orchestrator.records.snapshots.store import snapshot_config
+    from orchestrator.spec.cluster import Launcher
+    from orchestrator.spec.runconfig import RunConfig
+    from orchestrator.spec.script import ScriptTarget
+
+    config = RunConfig(mode="slurm", job_name="t", job_file=str(repo / "train.py"), params={}, nodes=1,
+                       gpus_per_node=0, tasks_per_node=1, cpus_per_task=1, job_dir=str(job_root / "t-1"),
+                       created="2026-11-28T10:00:00+00:00", launcher=Launcher(snapshot=True),
+                       script=ScriptTarget(kind="script", target=str(repo / "train.py"), cwd=str(repo)))
+    before = code_digest(config, None)
+    taken = snapshot_config(config, None).snapshot
+    assert taken is not None and before == taken.digest == code_digest(config, None)
+    (repo / "helper.py").write_text("VERSION = 2\n")
+    edited = code_digest(config, None)
+    assert edited not in (None, before)
+    retaken = snapshot_config(config, None).snapshot
+    assert retaken is not None and edited == retaken.digest
+    assert code_digest(config, False) is None  # --no-snapshot: no snapshot, no digest
