@@ -124,7 +124,7 @@ class TopApp(App[None]):
             for key, row in new.items():
                 if row != self.rows[key]:
                     for title, cell in zip(COLUMNS, cells(row), strict=True):
-                        table.update_cell(key, title, Text(cell))
+                        table.update_cell(key, title, Text(cell), update_width=True)  # a longer cell widens
         self.rows = new
         if detail is not None:
             self.query_one("#detail", Static).update(detail.text())

@@ -125,3 +125,28 @@ def test_an_action_slurm_refuses_says_why(root: Path, fake_slurm: FakeSlurm) -> 
             assert "denied" in app.message
 
     asyncio.run(drive())
+
+
+def test_a_cell_that_grows_widens_its_column(root: Path) -> None:
+    """A job that had no progress yet (an empty PROGRESS cell) gets its bar and ``ep 1/2 step 3/10`` later:
+    the column widens to hold it, never cutting the step count (as a real terminal showed before)."""
+    for progress in root.glob("*/progress.json"):  # no job has a step yet: the column starts narrow
+        progress.unlink()
+
+    async def drive() -> None:
+        app = _app()
+        async with app.run_test(size=(200, 50)) as pilot:
+            await _until(pilot, lambda: len(app.rows) == 2)
+            first = next(k for k, r in app.rows.items() if r.name == "first")
+            assert not any(r.step for r in app.rows.values())
+            table = app.query_one(DataTable)
+            write_text_atomic(root / next(p.name for p in root.iterdir() if p.name.startswith("first")) /
+                              "progress.json", json.dumps({"epoch": 1, "epochs": 2, "step": 3, "steps": 10,
+                                                           "loss": 0.5, "samples_per_s": 10.0, "eta_s": 5.0}))
+            await _until(pilot, lambda: app.rows[first].step == "3/10")
+            cell = str(table.get_cell(first, "PROGRESS"))
+            assert "step 3/10" in cell
+            width = table.columns["PROGRESS"].content_width  # type: ignore[index]
+            assert width >= len(cell)
+
+    asyncio.run(drive())
