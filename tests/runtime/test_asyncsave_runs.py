@@ -107,7 +107,7 @@ def test_a_preemption_checkpoint_is_on_disk_before_the_ranks_exit(tmp_path: Path
     from orchestrator.runtime.checkpoint import LATEST, read_checkpoint
 
     mark = tmp_path / "writing"
-    code, summary, err = finished(orch_run(
+    _, summary, err = finished(orch_run(
         cluster(tmp_path, "async"), str(FAULTY), "--nproc", "2", *PARAMS, "signal_step=30", "signal_rank=-1",
         **slow_env(tmp_path, 3, mark)))
     log = (Path(summary["job_dir"]) / "logs" / "local-rank0.out").read_text(encoding="utf-8")

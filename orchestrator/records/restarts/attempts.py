@@ -121,7 +121,8 @@ def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
         hung += _num(a.get("hung_s")) or 0.0
     training = max(0.0, training - checkpoint_stall_s)
     out = {"allocated_s": allocated, "queued_s": queued_s or 0.0, "startup_s": startup, "training_s": training,
-           CHECKPOINT_STALL: checkpoint_stall_s, CHECKPOINT_WRITE: checkpoint_write_s, "redone_s": min(redone, training), "recovery_s": recovery, "hung_s": hung}
+           CHECKPOINT_STALL: checkpoint_stall_s, CHECKPOINT_WRITE: checkpoint_write_s,
+           "redone_s": min(redone, training), "recovery_s": recovery, "hung_s": hung}
     out = {k: round(v, 3) for k, v in out.items()}
     useful = training - out["redone_s"]
     out["goodput"] = round(min(1.0, max(0.0, useful / allocated)), 4) if allocated > 0 else 0.0
