@@ -5,15 +5,18 @@ and the barrier that ``Checkpointer.save`` does as before): every tensor of the 
 state, the ranks' RNG states) is copied into a host buffer, detached, and the containers around them
 are rebuilt, so the next optimizer step cannot change what is written. The buffers are kept from save
 to save: one host copy of the state at most, pinned memory for CUDA tensors (the device-to-host copies
-are queued on the current stream and the writer waits on their event, so they overlap training too).
+are queued on the current stream and the writer waits on their event, so they overlap training too). CPU
+tensors are copied by one thread (a memory-bound copy; a parallel one waits for its slowest thread when the
+cores are shared).
 
 ``BackgroundWriter`` runs the write (``checkpoint.write_atomic``: the same temporary file, fsync order,
 sidecar and rotation, so ``latest.pt`` is a complete checkpoint at every instant, SIGKILL included) in
-one thread. At most one write is in flight: :meth:`BackgroundWriter.wait` joins it, and every new save,
-the end of training, a preemption checkpoint and a resume call it first. An error of the write (a full
-disk: ``spec.numbers.full_disk``'s orch error) is kept and raised by that next ``wait`` on the training
-thread, as the synchronous save would have raised it; :meth:`BackgroundWriter.close` (the exception
-path) says it on stderr instead of replacing the error the run is already failing with.
+one thread, at a lower priority than training (nice +10: the training threads win a contended core). At
+most one write is in flight: :meth:`BackgroundWriter.wait` joins it, and every new save, the end of
+training, a preemption checkpoint and a resume call it first. An error of the write (a full disk:
+``spec.numbers.full_disk``'s orch error) is kept and raised by that next ``wait`` on the training thread, as
+the synchronous save would have raised it; :meth:`BackgroundWriter.close` (the exception path) says it on
+stderr instead of replacing the error the run is already failing with.
 """
 
 from __future__ import annotations

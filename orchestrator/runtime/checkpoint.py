@@ -11,6 +11,9 @@ Beside each file lies its sidecar (``latest.pt.json``, ``previous.pt.json``; ``r
 the job identity and counters of the checkpoint, which ``orch run --resume`` and the batch script
 check before any rank starts. It is written to a temporary file first too, rotated with its
 checkpoint, and renamed right after it.
+
+With ``Checkpointer(background=True)`` (``launcher.checkpoint_write: async``) the same ``write_atomic`` runs in
+a thread of rank 0 (``runtime.asyncsave``) on a host copy of the state; a save, a resume and the end wait for it.
 """
 
 from __future__ import annotations
