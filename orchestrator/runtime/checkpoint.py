@@ -11,6 +11,9 @@ Beside each file lies its sidecar (``latest.pt.json``, ``previous.pt.json``; ``r
 the job identity and counters of the checkpoint, which ``orch run --resume`` and the batch script
 check before any rank starts. It is written to a temporary file first too, rotated with its
 checkpoint, and renamed right after it.
+
+With ``Checkpointer(background=True)`` (``launcher.checkpoint_write: async``) the same ``write_atomic`` runs in
+a thread of rank 0 (``runtime.asyncsave``) on a host copy of the state; a save, a resume and the end wait for it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import sys
 import time
 import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,7 @@ from orchestrator.records.resumecheck import LATEST as LATEST  # the names live 
 from orchestrator.records.resumecheck import PREVIOUS as PREVIOUS
 from orchestrator.records.resumecheck import JobIdentity, make_sidecar, sidecar_path, zip_members_digest
 from orchestrator.records.trust import TrustError, check_checkpoint
+from orchestrator.runtime.asyncsave import BackgroundWriter, HostStage
 from orchestrator.runtime.dist import Dist, barrier, broadcast_object, gather_objects
 from orchestrator.spec.numbers import writing
 
@@ -191,26 +195,71 @@ def restore_rng(state: Mapping[str, Any], device: torch.device) -> None:
 
 @dataclass
 class Checkpointer:
-    """Saves and resumes through one guarded path; every rank calls both methods."""
+    """Saves and resumes through one guarded path; every rank calls both methods. With ``background``,
+    rank 0 writes in a thread of its own (``runtime.asyncsave``): the training thread only copies the
+    state to host memory; without, it writes the file itself."""
 
     directory: Path
     ctx: Dist
     job: JobIdentity | None = None  # writes the sidecar that resumecheck checks before ranks start
+    background: bool = False
+    stage: HostStage = field(default_factory=HostStage)
+    writer: BackgroundWriter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.writer = BackgroundWriter(self._write)
+
+    @property
+    def write_s(self) -> float:
+        """Seconds rank 0 spent writing the files of the finished saves (in the background or not)."""
+        return self.writer.write_s
+
+    def _write(self, state: Mapping[str, Any]) -> Path:
+        started = time.perf_counter()
+        path = write_atomic(state, self.directory, self.job)
+        log.info("checkpoint written to %s in %.2f s", path, time.perf_counter() - started)
+        return path
 
     def save(self, state: Mapping[str, Any], local: Mapping[str, Any]) -> None:
         """Collective: gather every rank's RNG state and ``local`` values into ``state["ranks"]``,
-        rank 0 writes, then all ranks pass a barrier (nobody runs ahead of a half-written file)."""
+        rank 0 writes (or copies to host memory and starts the background write, once the previous
+        one is done), then all ranks pass a barrier (nobody runs ahead of rank 0)."""
         ranks = gather_objects({**local, "rng": capture_rng(self.ctx.device)}, self.ctx)
         if self.ctx.is_main:
-            started = time.perf_counter()
-            path = write_atomic({**state, "format": FORMAT, "ranks": ranks}, self.directory, self.job)
-            log.info("checkpoint written to %s in %.2f s", path, time.perf_counter() - started)
+            self.wait()  # at most one save in flight; a failed one raises here
+            full = {**state, "format": FORMAT, "ranks": ranks}
+            if self.background:
+                self.writer.start(*self.stage.copy(full))
+            else:
+                started = time.perf_counter()
+                try:
+                    self._write(full)
+                finally:
+                    self.writer.write_s += time.perf_counter() - started
         barrier(self.ctx)
+
+    def wait(self) -> None:
+        """Rank 0: join the background write in flight (raising its error); a no-op elsewhere."""
+        self.writer.wait()
+
+    def finish(self) -> float:
+        """Collective: the last save is on disk (its error raised on rank 0) before any rank goes on;
+        the seconds this took (the training thread's stall)."""
+        began = time.monotonic()
+        with self.ctx.patient():  # the other ranks wait at the barrier while rank 0's write ends
+            self.wait()
+            barrier(self.ctx)
+        return time.monotonic() - began
+
+    def close(self) -> None:
+        """The exception path: join the write in flight, saying (not raising) its error."""
+        self.writer.close()
 
     def resume(self) -> dict[str, Any] | None:
         """Collective: rank 0 picks a readable checkpoint (or none) and every rank loads it."""
         choice: tuple[str | None, str | None] = (None, None)
         if self.ctx.is_main:
+            self.wait()  # a write still in flight lands first (and clean_temporary never races it)
             self.clean_temporary()
             choice = self._choose()
         path_text, error = broadcast_object(choice, self.ctx)

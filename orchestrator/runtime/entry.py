@@ -24,6 +24,7 @@ import torch
 from orchestrator.env import devices
 from orchestrator.env.distenv import DistEnv
 from orchestrator.errors import OrchError
+from orchestrator.records.restarts.attempts import CHECKPOINT_STALL, CHECKPOINT_WRITE
 from orchestrator.records.resumecheck import JobIdentity
 from orchestrator.records.startup import CLOCK
 from orchestrator.runtime.checkpoint import Checkpointer, restore_rng
@@ -88,6 +89,8 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
         try:
             return trainer.run()
         finally:
+            if trainer.checkpointer is not None:
+                trainer.checkpointer.close()  # a write still in flight lands (an exception path)
             trainer.tracker.close(trainer.status)
 
 
@@ -113,7 +116,11 @@ class Trainer:
     periodic: PeriodicClock = field(default_factory=lambda: PeriodicClock(0.0))
     tracker: StepTracker = field(default_factory=lambda: StepTracker([], 1, 0))
     status: str = "failed"  # how the run ended, for the trackers: completed, preempted or failed
-    checkpoint_s: float = 0.0  # time spent saving checkpoints in this run (resumed ones included): result.json
+    checkpointer: Checkpointer | None = None
+    # the goodput ledger (result.json; resumed runs' included): the training thread's time in checkpoint saves,
+    # and rank 0's time writing their files before this process (its own: checkpointer.write_s)
+    checkpoint_stall_s: float = 0.0
+    checkpoint_write_s: float = 0.0
 
     @property
     def metrics_log(self) -> MetricsLog:
@@ -131,7 +138,8 @@ class Trainer:
             if getattr(p, name) and ctx.device.type != "cuda":
                 self.say(f"orch: {name}=true only applies on CUDA; ignored on CPU")
         task = build_task(self.spec, p, ctx, self.data_dir, self.job_dir)
-        checkpointer = Checkpointer(self.job_dir / CHECKPOINT_DIR, ctx, JobIdentity.of(self.cfg))
+        self.checkpointer = checkpointer = Checkpointer(self.job_dir / CHECKPOINT_DIR, ctx, JobIdentity.of(self.cfg),
+                                                        background=self.cfg.launcher.checkpoint_write == "async")
         resume = self._resume(checkpointer, task)
         CLOCK.lap("build")
         parts = set_up(task, p, ctx, job=self.spec.name, cpus_per_task=self.cfg.cpus_per_task, resume=resume,
@@ -180,12 +188,13 @@ class Trainer:
                 self._save(checkpointer, parts, epoch + 1, 0, None, 0.0)
                 vote.take_checkpoint()  # one due in the epoch's last vote: this checkpoint is it
         vote.drain()
+        self.checkpoint_stall_s += checkpointer.finish()
         if p.check_sync:
             check_sync(parts.ddp.module, ctx, "at the end of training")
         digests = gather_objects(state_digest(parts.ddp.module), ctx)
         if ctx.is_main:
             metrics_log.sync()
-            self._write_result(last, metrics_log, digests)
+            self._write_result(last, metrics_log, digests, checkpointer)
         self.status = "completed"
         return 0
 
@@ -205,7 +214,7 @@ class Trainer:
             return None
         check_identity(state, job_name=self.spec.name, model=task.model)
         resume = Resume.from_checkpoint(state)
-        self.checkpoint_s = resume.checkpoint_s
+        self.checkpoint_stall_s, self.checkpoint_write_s = resume.checkpoint_stall_s, resume.checkpoint_write_s
         resume.check(world_size=self.ctx.world_size, batch_size=self.params.batch_size,
                      grad_accum=self.params.grad_accum)
         return resume
@@ -325,17 +334,19 @@ class Trainer:
     def _save(self, checkpointer: Checkpointer, parts: Parts, epoch: int, step: int, tally: Tally | None,
               seconds: float) -> None:
         p = self.params
-        state = checkpoint_state(
-            model=parts.ddp.module.state_dict(), optimizer=parts.optimizer.state_dict(),
-            scaler=parts.scaler.state_dict() if parts.scaler is not None else None, epoch=epoch, step=step,
-            seconds=seconds, world_size=self.ctx.world_size, batch_size=p.batch_size, grad_accum=p.grad_accum,
-            params=p.model_dump(mode="json"), job=self.spec.name, checkpoint_s=self.checkpoint_s)
         began = time.monotonic()
-        with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes
+        with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes (or copies)
             if self.ctx.is_main:
                 self.metrics_log.sync()  # the epochs this checkpoint claims are on disk
+                checkpointer.wait()  # the previous save is on disk: its write time counts in this one
+            state = checkpoint_state(
+                model=parts.ddp.module.state_dict(), optimizer=parts.optimizer.state_dict(),
+                scaler=parts.scaler.state_dict() if parts.scaler is not None else None, epoch=epoch, step=step,
+                seconds=seconds, world_size=self.ctx.world_size, batch_size=p.batch_size, grad_accum=p.grad_accum,
+                params=p.model_dump(mode="json"), job=self.spec.name, stall_s=self.checkpoint_stall_s,
+                write_s=self.checkpoint_write_s + checkpointer.write_s)
             checkpointer.save(state, {"tally": tally.saved() if tally is not None else None})
-        self.checkpoint_s += time.monotonic() - began
+        self.checkpoint_stall_s += time.monotonic() - began
         self.periodic.reset()
 
     def _stop(self, checkpointer: Checkpointer, parts: Parts, epoch: int, step: int, tally: Tally, seconds: float,
@@ -348,6 +359,7 @@ class Trainer:
                 hint="lower lr, check the data and the loss (or set on_nonfinite=skip to skip such steps; resume "
                      "continues from the last checkpoint)")
         self._save(checkpointer, parts, epoch, step, tally, seconds)
+        self.checkpoint_stall_s += checkpointer.finish()  # on disk before the requeue is asked for
         self.status = "preempted"
         if not self.ctx.is_main:
             return
@@ -361,7 +373,8 @@ class Trainer:
             print(f"orch: preempted (SIG{self.flag.signal_name}); stopped at {where}; checkpoint saved; "
                   "launcher.requeue is false, so resubmit to continue", file=sys.stderr, flush=True)
 
-    def _write_result(self, last: EpochMetrics | None, metrics_log: MetricsLog, digests: list[str]) -> None:
+    def _write_result(self, last: EpochMetrics | None, metrics_log: MetricsLog, digests: list[str],
+                      checkpointer: Checkpointer) -> None:
         final: dict[str, Any] | None = last.as_dict() if last is not None else None
         if final is None:
             entries = metrics_log.read()
@@ -370,5 +383,6 @@ class Trainer:
             "job": self.spec.name, "status": "completed", "epochs": self.params.epochs,
             "world_size": self.ctx.world_size, "final": final, "param_digest": digests[0],
             "param_digests": digests, "in_sync": len(set(digests)) == 1, "startup": CLOCK.as_dict(),
-            "checkpoint_s": round(self.checkpoint_s, 3),
+            CHECKPOINT_STALL: round(self.checkpoint_stall_s, 3),
+            CHECKPOINT_WRITE: round(self.checkpoint_write_s + checkpointer.write_s, 3),
         })

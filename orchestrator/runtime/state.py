@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.records.restarts.attempts import CHECKPOINT_STALL, CHECKPOINT_WRITE
 from orchestrator.records.resumecheck import MID_EPOCH_HINT, mid_epoch_problem
 from orchestrator.runtime.checkpoint import CheckpointError
 
@@ -36,7 +37,9 @@ class Resume:
     optimizer: Mapping[str, Any]
     scaler: Mapping[str, Any] | None
     ranks: list[RankState]
-    checkpoint_s: float = 0.0  # rank 0's time writing this run's checkpoints so far (the goodput ledger)
+    # the goodput ledger so far: the training thread's time in saves, rank 0's time writing their files
+    checkpoint_stall_s: float = 0.0
+    checkpoint_write_s: float = 0.0
 
     @classmethod
     def from_checkpoint(cls, state: Mapping[str, Any]) -> Resume:
@@ -50,7 +53,9 @@ class Resume:
                    seconds=float(state.get("partial_seconds", 0.0)), world_size=int(state["world_size"]),
                    batch_size=int(state["batch_size"]), grad_accum=int(state.get("grad_accum", 1)),
                    model=state["model"], optimizer=state["optimizer"], scaler=state.get("scaler"), ranks=ranks,
-                   checkpoint_s=float(state.get("checkpoint_s", 0.0)))
+                   # a checkpoint of an older orch: checkpoint_s was written on the training thread
+                   checkpoint_stall_s=float(state.get(CHECKPOINT_STALL, state.get("checkpoint_s", 0.0))),
+                   checkpoint_write_s=float(state.get(CHECKPOINT_WRITE, state.get("checkpoint_s", 0.0))))
 
     def mine(self, rank: int, world_size: int) -> RankState:
         """This rank's part (rank 0's when the world size changed between epochs)."""
@@ -67,8 +72,9 @@ class Resume:
 
 def checkpoint_state(*, model: Mapping[str, Any], optimizer: Mapping[str, Any], scaler: Mapping[str, Any] | None,
                      epoch: int, step: int, seconds: float, world_size: int, batch_size: int, grad_accum: int,
-                     params: Mapping[str, Any], job: str, checkpoint_s: float = 0.0) -> dict[str, Any]:
+                     params: Mapping[str, Any], job: str, stall_s: float = 0.0, write_s: float = 0.0) -> dict[str, Any]:
     """The shared part of a checkpoint (``Checkpointer.save`` adds each rank's RNG and tally)."""
     return {"model": model, "optimizer": optimizer, "scaler": scaler, "epoch": epoch, "step": step,
             "partial_seconds": seconds, "world_size": world_size, "batch_size": batch_size,
-            "grad_accum": grad_accum, "params": dict(params), "job": job, "checkpoint_s": checkpoint_s}
+            "grad_accum": grad_accum, "params": dict(params), "job": job, CHECKPOINT_STALL: stall_s,
+            CHECKPOINT_WRITE: write_s}

@@ -138,15 +138,12 @@ class Launcher(_Model):
     """How tasks are started and wired together."""
 
     port_range: tuple[int, int] = DEFAULT_PORT_RANGE
-    init_timeout: Annotated[int, within("init_timeout")] = Field(default=300,
-            description="seconds for rendezvous, start-up (building the "
-                              "job, resuming) and checkpoint writes, the phases where ranks legitimately wait")
-    collective_timeout: Annotated[int, within("collective_timeout")] = Field(default=30,
-            description="seconds a training or evaluation collective "
-                                    "may wait: a crashed, stuck or diverging rank ends the job this fast")
-    srun_wait: Annotated[int, within("srun_wait")] = Field(default=60,
-            description="srun --wait: seconds before the step is ended "
-                           "after the first task exits")
+    init_timeout: Annotated[int, within("init_timeout")] = Field(default=300, description="seconds for rendezvous, "
+        "start-up (building the job, resuming) and checkpoint writes, the phases where ranks legitimately wait")
+    collective_timeout: Annotated[int, within("collective_timeout")] = Field(default=30, description="seconds a "
+        "training or evaluation collective may wait: a crashed, stuck or diverging rank ends the job this fast")
+    srun_wait: Annotated[int, within("srun_wait")] = Field(default=60, description="srun --wait: seconds before the "
+        "step is ended after the first task exits")
     preempt_signal: Literal["USR1", "USR2", "TERM", "INT", "HUP", "URG"] = "USR2"
     preempt_before: Annotated[int, within("preempt_before")] = Field(default=120,
             description="seconds before the time limit to signal")
@@ -176,6 +173,9 @@ class Launcher(_Model):
         "job (stop: a failed node stops the job; exclude: the job is submitted again without it)")
     umask: str | None = Field(default=None, description='the umask of the script\'s ranks, e.g. "0022" (quoted): '
                               "what its outputs get (orch's own records stay 0600/0700); unset: yours at submit")
+    checkpoint_write: Literal["async", "sync"] = Field(default="async", description="orch's entrypoint: async "
+        "copies the state to host memory on the training thread and writes the file in the background; sync "
+        "writes it on the training thread (every rank waits)")
     world_check: Literal["warn", "strict", "independent"] = Field(default="warn", description="scripts in several "
         "ranks that never formed one process group: warn, strict (the run fails), independent (meant to be; no check)")
     _v_umask = field_validator("umask")(check_umask)

@@ -127,7 +127,8 @@ def update_ledger(job_dir: Path, history: list[dict[str, Any]], cfg: RunConfig) 
         return
     startup = result.get("startup")
     queued = to_float(startup.get("queued")) if isinstance(startup, dict) else None
-    # checkpoint_s: rank 0's time saving the checkpoints of the run that completed (resumed ones included)
+    # rank 0's checkpoint times of the run that completed (resumed ones included)
     result["goodput"] = attempts_file.ledger(
-        history, queued_s=queued, checkpoint_s=to_float(result.get("checkpoint_s")) or 0.0)
+        history, queued_s=queued, checkpoint_stall_s=to_float(result.get(attempts_file.CHECKPOINT_STALL)) or 0.0,
+        checkpoint_write_s=to_float(result.get(attempts_file.CHECKPOINT_WRITE)) or 0.0)
     write_text_atomic(path, json.dumps(result, indent=1, sort_keys=True) + "\n")

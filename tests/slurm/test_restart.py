@@ -109,6 +109,15 @@ def test_the_ledger_adds_up() -> None:
     assert set(att.LEDGER_KEYS) == set(led)
 
 
+def test_the_ledger_takes_the_checkpoint_stall_off_training_and_not_the_background_write() -> None:
+    history = [{"attempt": 0, "requeue": 0, "batch_started": 0.0, "started": 1.0, "ended": 100.0,
+                "first_step": 10.0, "last_step_time": 90.0, "kind": "completed"}]
+    led = att.ledger(history, queued_s=None, checkpoint_stall_s=4.0, checkpoint_write_s=30.0)
+    assert led["training_s"] == 76.0 and led[att.CHECKPOINT_STALL] == 4.0 and led[att.CHECKPOINT_WRITE] == 30.0
+    assert led["goodput"] == 0.76  # the write overlapped training: not taken off
+    assert "checkpoint_stall 4.0s, checkpoint_write 30.0s" in att.format_ledger(led)
+
+
 def test_global_steps() -> None:
     assert att.global_step((2, 5), 32, one_based=True) == 37
     assert att.global_step((1, 0), 32, one_based=False) == 32

@@ -35,8 +35,13 @@ ATTEMPTS_FILE = "attempts.json"
 RESTART_NEXT_FILE = "restart_next"  # the batch script's next srun: MASTER_ADDR, MASTER_PORT, node options
 RESUBMIT_NEXT_FILE = "resubmit_next"  # the sbatch options of the job submitted again without a blamed node
 MAX_BYTES = 4 * 1024 * 1024
-LEDGER_KEYS = ("allocated_s", "queued_s", "startup_s", "training_s", "checkpoint_s", "redone_s", "recovery_s",
-               "hung_s", "goodput")
+# rank 0's checkpoint times (result.json, each checkpoint, the ledger): the training thread's stall in saves
+# (the copy to host memory, waits for a write; the whole write when launcher.checkpoint_write is sync), and the
+# time writing their files (in the background when async: it overlaps training)
+CHECKPOINT_STALL = "checkpoint_stall_s"
+CHECKPOINT_WRITE = "checkpoint_write_s"
+LEDGER_KEYS = ("allocated_s", "queued_s", "startup_s", "training_s", CHECKPOINT_STALL, CHECKPOINT_WRITE, "redone_s",
+               "recovery_s", "hung_s", "goodput")
 
 
 def read_attempts(job_dir: Path) -> list[dict[str, Any]]:
@@ -91,12 +96,13 @@ def restarts_shown(attempts: Sequence[Mapping[str, Any]], slurm_restarts: object
 
 
 def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
-           checkpoint_s: float = 0.0) -> dict[str, float]:
+           checkpoint_stall_s: float = 0.0, checkpoint_write_s: float = 0.0) -> dict[str, float]:
     """Where the allocated time went (seconds), and the goodput: training time not redone / allocated time.
 
     allocated: each allocation from its batch start to its last attempt's end; startup: from the batch
     start to the first training step of its first attempt; training: first to last training step of
-    each attempt (less checkpoint_s, rank 0's saves, when known); redone: the share of a failed
+    each attempt (less checkpoint_stall_s, the training thread's time in rank 0's saves, when known; the
+    background writes of checkpoint_write_s overlap training and are not taken off); redone: the share of a failed
     attempt's training that the next attempt does again (its lost steps); recovery: failure to the
     next attempt's first step; hung: from the blamed rank's last step to the failure."""
     allocations: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
@@ -122,9 +128,10 @@ def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
             redone += span * min(1.0, lost_steps / done)
         recovery += _num(a.get("recovery_s")) or 0.0
         hung += _num(a.get("hung_s")) or 0.0
-    training = max(0.0, training - checkpoint_s)
+    training = max(0.0, training - checkpoint_stall_s)
     out = {"allocated_s": allocated, "queued_s": queued_s or 0.0, "startup_s": startup, "training_s": training,
-           "checkpoint_s": checkpoint_s, "redone_s": min(redone, training), "recovery_s": recovery, "hung_s": hung}
+           CHECKPOINT_STALL: checkpoint_stall_s, CHECKPOINT_WRITE: checkpoint_write_s,
+           "redone_s": min(redone, training), "recovery_s": recovery, "hung_s": hung}
     out = {k: round(v, 3) for k, v in out.items()}
     useful = training - out["redone_s"]
     out["goodput"] = round(min(1.0, max(0.0, useful / allocated)), 4) if allocated > 0 else 0.0
