@@ -31,8 +31,10 @@ def test_a_finished_run_gives_every_figure(job_copy: Path) -> None:
     assert measured.runs == 1 and measured.steps_per_epoch == records[-1]["steps"]
     assert measured.step_s == pytest.approx(train / sum(r["steps"] for r in records))
     assert measured.startup_s == result["goodput"]["startup_s"] > 0
-    # the saves are not counted in result.json: one per epoch at least, so checkpoint_s / epochs at most each
-    assert measured.save_s == measured.durable_s == pytest.approx(result["checkpoint_s"] / result["epochs"])
+    # the saves are not counted in result.json: one per epoch at least, so the totals / epochs at most each
+    stall, write = result["checkpoint_stall_s"], result["checkpoint_write_s"]
+    assert measured.save_s == pytest.approx(stall / result["epochs"])
+    assert measured.durable_s == pytest.approx((stall + write) / result["epochs"])
     assert measured.save_bound
 
 
@@ -68,11 +70,22 @@ def test_asynchronous_saves_split_the_stall_from_the_write(job_copy: Path) -> No
     """A ledger that splits checkpoint_s (the stall on the training thread, the background write): the stall is
     the cost per save, stall + write the time until a save is on disk; counted saves are exact."""
     result = json.loads((job_copy / "result.json").read_text())
-    result.pop("checkpoint_s")
     result.update(checkpoint_stall_s=0.2, checkpoint_write_s=1.8, checkpoints=2)
     (job_copy / "result.json").write_text(json.dumps(result))
     found = figures(job_copy)
     assert (found.save_s, found.durable_s, found.save_bound) == (0.1, 1.0, False)
+
+
+def test_a_run_of_an_older_orch_gives_its_checkpoint_s(job_copy: Path) -> None:
+    """A result.json written before the split (one ``checkpoint_s``, on the training thread) still measures."""
+    result = json.loads((job_copy / "result.json").read_text())
+    for key in ("checkpoint_stall_s", "checkpoint_write_s"):
+        result.pop(key)
+    result["checkpoint_s"] = 3.0
+    (job_copy / "result.json").write_text(json.dumps(result))
+    found = figures(job_copy)
+    epochs = result["epochs"]
+    assert (found.save_s, found.durable_s, found.save_bound) == (3.0 / epochs, 3.0 / epochs, True)
 
 
 def test_a_script_has_no_history(job_copy: Path) -> None:
@@ -105,7 +118,7 @@ def test_absurd_records_are_not_measurements(job_copy: Path, value: float) -> No
     """A record claiming an absurd time (beyond a century, negative, too large for a float) measured nothing."""
     result = json.loads((job_copy / "result.json").read_text())
     result["goodput"]["startup_s"] = value
-    result["checkpoint_s"] = value
+    result["checkpoint_stall_s"] = value
     (job_copy / "result.json").write_text(json.dumps(result))
     (job_copy / "metrics.jsonl").write_text(json.dumps({"train_samples": 1e308, "samples_per_s": 1e-300,
                                                         "seconds": 1.0, "steps": 4}) + "\n")
