@@ -148,7 +148,10 @@ def _saves(result: Mapping[str, Any]) -> tuple[float | None, float | None, bool]
     write = to_float(result.get("checkpoint_write_s"))
     whole = to_float(result.get("checkpoint_s"))
     thread = stall if stall is not None else whole
-    durable = stall + write if stall is not None and write is not None else (whole if whole is not None else thread)
+    # until on disk: a synchronous save's stall holds its write (write <= stall); a background write follows
+    # the stall's copy (stall + write)
+    durable = ((stall if write <= stall else stall + write) if stall is not None and write is not None
+               else (whole if whole is not None else thread))
     if thread is None or durable is None:
         return None, None, False
     saves = to_int(result.get("checkpoints"))
