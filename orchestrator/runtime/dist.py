@@ -69,11 +69,12 @@ _SET_TIMEOUT = getattr(dist.distributed_c10d, "set_timeout", None) or dist.distr
 
 @contextmanager
 def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
-                  choice: DeviceChoice, timeout: int, collective_timeout: int) -> Iterator[Dist]:
+                  choice: DeviceChoice, timeout: int, collective_timeout: int, store: Any = None) -> Iterator[Dist]:
     """``init_process_group`` on entry, ``destroy_process_group`` exactly once on exit.
 
     Collectives start with ``timeout`` (start-up is slow and uneven across ranks); the trainer
-    switches to ``collective_timeout`` when training starts (``Dist.set_timeout``/``patient``)."""
+    switches to ``collective_timeout`` when training starts (``Dist.set_timeout``/``patient``). ``store``:
+    the generation's store of an in-process restart (runtime/inprocess.py) instead of MASTER_PORT's own."""
     device = torch.device(choice.name)
     if choice.kind == "cuda":
         # Before init_process_group and before any other CUDA call: no rank touches GPU 0 by accident.
@@ -83,7 +84,8 @@ def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: s
         # one machine: the store listens on loopback only (orch.runtime.rendezvous); else tcp:// as usual
         where: dict[str, Any] = (
             {"store": loopback_store(master_addr, master_port, rank=rank, world_size=world_size, timeout=delta)}
-            if is_loopback(master_addr) else {"init_method": f"tcp://{_host_for_url(master_addr)}:{master_port}"})
+            if is_loopback(master_addr) else {"init_method": f"tcp://{_host_for_url(master_addr)}:{master_port}"}
+        ) if store is None else {"store": store}
         dist.init_process_group(
             backend=choice.backend, rank=rank, world_size=world_size, timeout=delta,
             device_id=device if choice.kind == "cuda" else None, **where,

@@ -141,12 +141,10 @@ class Launcher(_Model):
     init_timeout: Annotated[int, within("init_timeout")] = Field(default=300,
             description="seconds for rendezvous, start-up (building the "
                               "job, resuming) and checkpoint writes, the phases where ranks legitimately wait")
-    collective_timeout: Annotated[int, within("collective_timeout")] = Field(default=30,
-            description="seconds a training or evaluation collective "
-                                    "may wait: a crashed, stuck or diverging rank ends the job this fast")
+    collective_timeout: Annotated[int, within("collective_timeout")] = Field(default=30, description="seconds a "
+            "training or evaluation collective may wait: a crashed, stuck or diverging rank ends the job this fast")
     srun_wait: Annotated[int, within("srun_wait")] = Field(default=60,
-            description="srun --wait: seconds before the step is ended "
-                           "after the first task exits")
+            description="srun --wait: seconds before the step is ended after the first task exits")
     preempt_signal: Literal["USR1", "USR2", "TERM", "INT", "HUP", "URG"] = "USR2"
     preempt_before: Annotated[int, within("preempt_before")] = Field(default=120,
             description="seconds before the time limit to signal")
@@ -157,6 +155,8 @@ class Launcher(_Model):
     max_restarts: Annotated[int, within("max_restarts")] = Field(default=0, description="orch submit/run "
             "--max-restarts default: failed training steps restarted inside the allocation from the newest "
             "checkpoint (0: none; the job fails at the first failure)")
+    restart: Literal["in-process", "step"] = Field(default="step", description="how orch's entrypoint restarts "
+        "(max_restarts > 0): in-process (the other ranks' processes stay, the failed rank's is forked again) or step")
     job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
     gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"
     python: str | None = Field(default=None, description="python on the compute nodes (default: the "

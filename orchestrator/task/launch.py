@@ -50,12 +50,13 @@ from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.numbers import FULL_DISK, full_disk, parse_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.spec.snapshot import relocate_paths
-from orchestrator.task import hang
+from orchestrator.task import agent, hang
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
 
 if TYPE_CHECKING:
     from orchestrator.env.devices import DeviceChoice
+    from orchestrator.task.agent import AgentStore
 
 
 class TaskRuntime(Protocol):
@@ -79,6 +80,12 @@ class TaskRuntime(Protocol):
     def watch_world(self, on_join: Callable[[int, int, str, bool | None], None], *, master_addr: str,
                     master_port: int) -> None:
         """Scripts: ``on_join(size, rank, backend, at_orch)`` after each init_process_group (runtime.worldhook)."""
+
+    def agent_store(self, env: distenv.DistEnv, *, timeout: int) -> AgentStore:
+        """The step's store at MASTER_PORT for the agents (rank 0's hosts it): in-process restarts."""
+
+    def warm_up(self, cfg: RunConfig) -> None:
+        """An agent imports what a forked worker would import again after torch (the job file, torch._dynamo)."""
 
     def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
         """(message, hint) when ``exc`` is a collective that failed or timed out (another rank's failure)."""
@@ -237,6 +244,15 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
                             format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
         runtime.import_torch()
         CLOCK.lap("imports")
+        if agent.applies(cfg, args.preflight):  # this task is an agent: it forks the rank's worker per attempt
+            chosen = agent.supervise(cfg, env, job_dir, runtime.agent_store(env, timeout=cfg.launcher.init_timeout),
+                                     lambda _: start_outcome(cfg, env, job_dir, os.environ),
+                                     warm_up=lambda: runtime.warm_up(cfg))
+            if not isinstance(chosen, agent.Worker):
+                return chosen  # the agent's exit code (its worker's)
+            flag = PreemptFlag(cfg.launcher.preempt_signal).install()  # the worker's own handlers
+            install_term_record(cfg.launcher.preempt_signal)
+            hang.install_stack_dumps(cfg.launcher.preempt_signal)
         return runtime.train(cfg, env, job_dir, flag, os.environ)
     except OrchError as exc:
         if args.master_port:  # the batch script's step: no rank yet

@@ -1,0 +1,253 @@
+"""The agent of one task of orch's entrypoint (``launcher.restart: in-process``): it stays alive across
+the attempts of its rank and forks the rank's worker for each one, so a restart imports nothing.
+
+The task process (srun's task, or one process of ``orch run``) imports torch (no CUDA), hosts (rank 0)
+or joins the step's store at MASTER_PORT, then forks the worker, which trains through the shared
+entrypoint (``runtime/inprocess.py``: one process group per generation, under the store prefix
+:func:`~orchestrator.records.restarts.inprocess.prefix`). The agent watches it:
+
+- the worker exits 0 (completed, or preempted with a checkpoint): the agent exits 0;
+- the worker fails (an exception, killed by a signal, or stopped past ``STOPPED_GRACE_S``, which the agent
+  turns into SIGKILL: gloo cannot abort a collective, but a peer's closed sockets end it at once for the
+  others): the agent claims the worker's generation, records the attempt (``task/recovery.py``, with
+  ``in_process``), asks the restart policy (the budget of ``--max-restarts`` is the step-level one's)
+  and publishes the decision. On a restart it forks a new worker for the next generation; the other
+  ranks' workers stay in their processes and form the next generation with it. Otherwise the agent ends
+  as its worker did (the same exit code or signal), and the step-level restart takes over, as without
+  agents (:data:`~orchestrator.records.restarts.inprocess.FALLBACKS` names why, in ``restart_fallback``);
+- the worker gave up on a collective with nothing else failing (a deadlock): fallback.
+
+The agent writes no outcome record of its own: each worker does (its pid), as the task did before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from orchestrator.env import distenv
+from orchestrator.records.atomic import write_text_atomic
+from orchestrator.records.restarts import inprocess as proto
+from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
+from orchestrator.records.restarts.seen import Seen
+from orchestrator.records.startup import CLOCK
+from orchestrator.spec.runconfig import RunConfig
+from orchestrator.task.outcome import RECORDER
+from orchestrator.task.preempt import SIGNALS
+
+if TYPE_CHECKING:
+    from orchestrator.env.distenv import DistEnv
+
+class AgentStore(Protocol):
+    """The part of a c10d store the agents use (torch's TCPStore has it)."""
+
+    def set(self, key: str, value: str) -> None: ...
+    def get(self, key: str) -> bytes: ...
+    def add(self, key: str, amount: int) -> int: ...
+    def check(self, keys: list[str]) -> bool: ...
+
+
+@dataclass
+class Worker:
+    """This process is rank ``rank``'s worker, in generation ``generation`` (``WORKER`` once forked)."""
+
+    rank: int
+    generation: int
+    base_attempt: int  # ORCH_ATTEMPT of the step (generation 0)
+    store_addr: str
+    store_port: int
+    wait_s: float  # how long a survivor waits for the failed rank's decision
+    on_restart: Callable[[int], None] = field(repr=False, default=lambda g: None)
+
+    def restart(self, generation: int) -> None:
+        """A survivor goes on in generation ``generation``: a new attempt for its records and clock."""
+        self.generation = generation
+        begin(self.base_attempt, generation, self.on_restart)
+
+
+def begin(base: int, generation: int, on_start: Callable[[int], None]) -> None:
+    """A worker starts generation ``generation``: ORCH_ATTEMPT, the start-up clock (from now: nothing is left
+    to import) and the rank's outcome record (``on_start``) of the new attempt."""
+    os.environ[distenv.ATTEMPT_VAR] = str(base + generation)
+    if generation:
+        CLOCK.restart()
+    on_start(generation)
+
+
+WORKER: Worker | None = None  # set in a forked worker: runtime/inprocess.py trains generation by generation
+
+
+def applies(cfg: RunConfig, preflight: bool) -> bool:
+    """The agent path: orch's entrypoint (not a script, not the preflight), in-process restarts on."""
+    return cfg.launcher.restart == "in-process" and cfg.script is None and not preflight \
+        and cfg.launcher.max_restarts > 0
+
+
+def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore,
+              start_worker: Callable[[int], None], *, warm_up: Callable[[], None] = lambda: None) -> int | Worker:
+    """Fork and watch the rank's workers: the agent's exit code, or (in a worker) the :class:`Worker`."""
+    base = distenv.restart_count({distenv.ATTEMPT_VAR: os.environ.get(distenv.ATTEMPT_VAR, "0")})
+    agent = _Agent(cfg, env, job_dir, store, base, start_worker)
+    worker = agent.fork(0)
+    if worker is not None:
+        return worker
+    RECORDER.path = None  # the worker keeps the rank's record; the agent writes none
+    warm_up()  # what a replaced worker would import again: imported here, once, after the first fork
+    return agent.watch()
+
+
+@dataclass
+class _Agent:
+    cfg: RunConfig
+    env: DistEnv
+    job_dir: Path
+    store: AgentStore
+    base: int
+    start_worker: Callable[[int], None]  # in the child: the outcome record and clock of the new worker
+    pid: int = 0
+    generation: int = 0
+    stopped_since: float | None = None
+    began: float = field(default_factory=time.time)  # when the current generation started
+    killed_stopped: bool = False  # the agent killed its stopped (hung) worker
+
+    def fork(self, generation: int) -> Worker | None:
+        self.generation, self.began = generation, time.time()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            self.pid = pid
+            return None
+        worker = Worker(rank=self.env.rank, generation=generation, base_attempt=self.base,
+                        store_addr=self.env.master_addr, store_port=self.env.master_port,
+                        wait_s=float(max(10, self.cfg.launcher.collective_timeout)), on_restart=self.start_worker)
+        global WORKER
+        WORKER = worker
+        begin(self.base, generation, self.start_worker)
+        return worker
+
+    def watch(self) -> int | Worker:
+        preempt = SIGNALS[self.cfg.launcher.preempt_signal]
+        signal.signal(preempt, lambda signum, frame: self._send(signum))
+        while True:
+            code = self._wait()
+            if code == 0:
+                return 0
+            nxt = self._after_failure(code)
+            if nxt is None:
+                return _end_as(code)
+            worker = self.fork(nxt)
+            if worker is not None:  # the new worker leaves through supervise's caller
+                return worker
+
+    def _send(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def _wait(self) -> int:
+        """The worker's exit status as Popen says it (-N: signal N); a worker stopped too long is killed."""
+        while True:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            self._check_stopped()
+            time.sleep(proto.POLL_S)
+
+    def _check_stopped(self) -> None:
+        try:
+            with open(f"/proc/{self.pid}/stat", encoding="ascii", errors="replace") as fh:
+                state = proto.process_state(fh.read())
+        except OSError:
+            return
+        now = time.monotonic()
+        if state != "T":
+            self.stopped_since = None
+            return
+        self.stopped_since = self.stopped_since or now
+        if now - self.stopped_since >= proto.STOPPED_GRACE_S:
+            print(f"orch: rank {self.env.rank}: the worker (pid {self.pid}) is stopped (hung) for "
+                  f"{proto.STOPPED_GRACE_S:g} s; killing it", file=sys.stderr, flush=True)
+            self._send(signal.SIGKILL)
+            self.stopped_since, self.killed_stopped = None, True
+
+    def _after_failure(self, code: int) -> int | None:
+        """The next generation to start, or None (fall back: the agent ends as its worker did)."""
+        try:
+            key = proto.at(self.env.rank)
+            raw = self.store.get(key) if self.store.check([key]) else b""
+            generation = int(raw) if raw.strip() else self.generation
+            if code == PEER_FAILURE_EXIT:  # gave up on a collective: after a stop decision, or nothing failed
+                return None if self.store.check([proto.decision(generation)]) else self._fall_back("peer_only")
+            if self.store.add(proto.claim(generation), 1) == 1:  # this rank decides for the generation
+                restart, why = self._decide(generation, code)
+                self.store.set(proto.decision(generation), proto.RESTART if restart else proto.encode_stop(why))
+            decided = self._decision(generation)
+        except (OSError, RuntimeError, ValueError):  # the store is gone (rank 0's agent or node)
+            return self._fall_back("store_lost")
+        if decided is None:
+            return self._fall_back("no_decision")
+        restart, why = proto.parse_decision(decided)
+        if not restart:
+            print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
+            return None
+        return generation + 1
+
+    def _decision(self, generation: int) -> bytes | None:
+        deadline = time.monotonic() + max(10.0, float(self.cfg.launcher.collective_timeout))
+        while time.monotonic() < deadline:
+            if self.store.check([proto.decision(generation)]):
+                return self.store.get(proto.decision(generation))
+            time.sleep(proto.POLL_S)
+        return None
+
+    def _decide(self, generation: int, code: int) -> tuple[bool, str]:
+        """Record the attempt that just failed, when it is restarted here (task/recovery.py); the verdict."""
+        from orchestrator.task.recovery import AttemptFacts, end_attempt
+
+        others = [proto.lost(generation, r) for r in range(self.env.world_size) if r != self.env.rank]
+        deadline = time.monotonic() + proto.REPORT_WAIT_S  # the survivors' records of the attempt, as they end it
+        while others and not self.store.check(others) and time.monotonic() < deadline:
+            time.sleep(proto.POLL_S)
+
+        run = distenv.script_run_id(os.environ, "local") if self.cfg.mode == "slurm" else "local"
+        facts = AttemptFacts(attempt=self.base + generation, requeue=self.cfg.restarts if self.cfg.mode != "slurm"
+                             else distenv.restart_count({k: v for k, v in os.environ.items()
+                                                         if k != distenv.ATTEMPT_VAR}),
+                             exit_code=code, started=self.began, run=run if self.cfg.mode == "slurm" else "local",
+                             seen=Seen(codes={self.env.rank: code}, ended={self.env.rank: time.time()}, run=run,
+                                       stopped=frozenset({self.env.rank} if self.killed_stopped else ()),
+                                       stopped_by="its agent (the worker was stopped, hung)"))
+        self.killed_stopped = False
+        decision = end_attempt(self.job_dir, self.cfg, facts, in_process=True)
+        if not decision.restart:
+            return False, decision.message or decision.kind
+        print(f"orch: attempt {facts.attempt} {decision.kind} (rank {self.env.rank}, exit {code}); restarting in "
+              f"the step's processes from the newest checkpoint (generation {generation + 1})", file=sys.stderr,
+              flush=True)
+        return True, ""
+
+    def _fall_back(self, name: str) -> int | None:
+        """Say why the step-level restart takes over (the agent ends as its worker did): None."""
+        why = proto.FALLBACK_REASONS[name]
+        print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError):
+            write_text_atomic(self.job_dir / proto.FALLBACK_FILE, f"{name}: {why}\n")
+        return None
+
+
+def _end_as(code: int) -> int:
+    """The agent ends as its worker did: the same exit code, or death by the same signal."""
+    if code < 0:
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        return 128 - code
+    return code
+
