@@ -1,0 +1,37 @@
+"""The agents' store (runtime/inprocess.py): rank 0's agent hosts it on loopback only, the others and every
+worker connect; one claim per generation wins; a survivor waits for the decision a bounded time."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from support import listeners
+
+from orchestrator.local.runner import free_port
+from orchestrator.records.restarts import inprocess as proto
+from orchestrator.runtime.inprocess import _decision, agent_store
+
+
+def test_rank_0_hosts_the_store_on_loopback_and_one_claim_wins() -> None:
+    port = free_port()
+    host = agent_store("localhost", port, rank=0, world_size=3, timeout=10)
+    assert listeners(port) == ["0100007F"]  # 127.0.0.1 only, never every interface
+    clients = [agent_store("127.0.0.1", port, rank=r, world_size=3, timeout=10) for r in (1, 2)]
+    wins = [store.add(proto.claim(4), 1) == 1 for store in (host, *clients)]
+    assert wins == [True, False, False]
+    clients[1].set(proto.decision(4), proto.RESTART)
+    assert _decision(clients[0], 4, wait_s=1.0) == b"restart"
+
+
+def test_a_survivor_waits_for_the_decision_a_bounded_time() -> None:
+    port = free_port()
+    host = agent_store("127.0.0.1", port, rank=0, world_size=2, timeout=10)
+    client = agent_store("127.0.0.1", port, rank=1, world_size=2, timeout=10)
+    began = time.monotonic()
+    assert _decision(client, 0, wait_s=0.3) is None
+    assert 0.3 <= time.monotonic() - began < 3
+    later = threading.Timer(0.2, lambda: host.set(proto.decision(1), proto.encode_stop("used up")))
+    later.start()
+    assert proto.parse_decision(_decision(client, 1, wait_s=5)) == (False, "used up")
+    later.join()
