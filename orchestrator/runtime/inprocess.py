@@ -44,13 +44,54 @@ def agent_store(addr: str, port: int, *, rank: int, world_size: int, timeout: in
 
 
 def warm_up(cfg: RunConfig) -> None:
-    """What a worker imports after torch, imported once in the agent: a replaced worker finds it loaded."""
+    """What a worker imports after torch, imported once in the agent: a replaced worker finds it loaded
+    (orch's entrypoint: torch._dynamo and the job file; a script: its top-level imports of known packages)."""
+    from orchestrator.spec.snapshot import relocate
+
+    if cfg.script is not None:
+        if cfg.script.kind == "script":
+            warm_script(Path(relocate(cfg.script.target, cfg.snapshot)))
+        return
     import torch._dynamo  # noqa: F401  # DDP's
 
     from orchestrator.spec.job import load_job_file
-    from orchestrator.spec.snapshot import relocate
 
     load_job_file(Path(relocate(cfg.job_file, cfg.snapshot)))
+
+
+def warm_script(path: Path) -> list[str]:
+    """Import the script's top-level imports of :data:`~orchestrator.records.restarts.inprocess.WARM_PACKAGES`
+    that are installed (never the script itself, never CUDA); the modules imported."""
+    import importlib
+    import importlib.util
+
+    try:
+        source = path.read_bytes()[:2_000_000].decode("utf-8", "replace")
+    except OSError:
+        return []
+    done = []
+    for name in proto.warm_imports(source):
+        try:
+            if importlib.util.find_spec(name.split(".")[0]) is None:
+                continue
+            importlib.import_module(name)
+        except Exception:  # the worker imports it again and says what is wrong
+            continue
+        done.append(name)
+    return done
+
+
+def host_world_store(addr: str, *, world_size: int, timeout: int) -> int:
+    """Rank 0 of a script's warm restarts: host the next world's store on loopback, at a free port."""
+    import socket
+
+    from orchestrator.runtime.rendezvous import host_script_store
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        chosen: int = sock.getsockname()[1]
+    host_script_store(addr, chosen, world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
+    return chosen
 
 
 def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ: Any,

@@ -46,7 +46,11 @@ class TorchRuntime:
     def agent_store(self, env: DistEnv, *, timeout: int) -> AgentStore:
         from orchestrator.runtime.dist import init_error
         from orchestrator.runtime.inprocess import agent_store
+        from orchestrator.runtime.rendezvous import hosted
 
+        existing = hosted() if env.rank == 0 else None  # a script's rank 0 hosts its store already
+        if existing is not None:
+            return existing
         try:
             store: AgentStore = agent_store(env.master_addr, env.master_port, rank=env.rank,
                                             world_size=env.world_size, timeout=timeout)
@@ -54,6 +58,11 @@ class TorchRuntime:
             raise init_error(exc, rank=env.rank, master_addr=env.master_addr, master_port=env.master_port,
                              timeout=timeout) from None
         return store
+
+    def host_world_store(self, addr: str, *, world_size: int, timeout: int) -> int:
+        from orchestrator.runtime.inprocess import host_world_store
+
+        return host_world_store(addr, world_size=world_size, timeout=timeout)
 
     def warm_up(self, cfg: RunConfig) -> None:
         from orchestrator.runtime.inprocess import warm_up

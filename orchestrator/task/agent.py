@@ -90,11 +90,22 @@ def applies(cfg: RunConfig, preflight: bool) -> bool:
         and cfg.launcher.max_restarts > 0
 
 
+def warm_script(cfg: RunConfig, loopback: bool) -> bool:
+    """Warm restarts of a script: in-process restarts on, its ranks started by orch on one machine (the
+    agents host each world's store on loopback; a multi-node script restarts by step)."""
+    return cfg.launcher.restart == "in-process" and cfg.script is not None and loopback \
+        and cfg.script.launch.style != "per-node" and cfg.launcher.max_restarts > 0
+
+
 def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore,
-              start_worker: Callable[[int], None], *, warm_up: Callable[[], None] = lambda: None) -> int | Worker:
-    """Fork and watch the rank's workers: the agent's exit code, or (in a worker) the :class:`Worker`."""
+              start_worker: Callable[[int], None], *, warm_up: Callable[[], None] = lambda: None,
+              host_port: Callable[[], int] | None = None) -> int | Worker:
+    """Fork and watch the rank's workers: the agent's exit code, or (in a worker) the :class:`Worker`.
+
+    ``host_port`` (a script's warm restarts; rank 0: the port of a fresh store it hosts): every rank's worker
+    is restarted in each generation, as torchrun restarts the whole world, rendezvousing at that port."""
     base = distenv.restart_count({distenv.ATTEMPT_VAR: os.environ.get(distenv.ATTEMPT_VAR, "0")})
-    agent = _Agent(cfg, env, job_dir, store, base, start_worker)
+    agent = _Agent(cfg, env, job_dir, store, base, start_worker, script=cfg.script is not None, host_port=host_port)
     worker = agent.fork(0)
     if worker is not None:
         return worker
@@ -111,6 +122,8 @@ class _Agent:
     store: AgentStore
     base: int
     start_worker: Callable[[int], None]  # in the child: the outcome record and clock of the new worker
+    script: bool = False  # a script: the whole world restarts in each generation (torchrun's semantics)
+    host_port: Callable[[], int] | None = None  # rank 0 of a script: host the next world's store, its port
     pid: int = 0
     generation: int = 0
     stopped_since: float | None = None
@@ -119,6 +132,7 @@ class _Agent:
 
     def fork(self, generation: int) -> Worker | None:
         self.generation, self.began = generation, time.time()
+        world_port = self._world_port(generation) if self.script and generation else None
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -130,8 +144,21 @@ class _Agent:
                         wait_s=float(max(10, self.cfg.launcher.collective_timeout)), on_restart=self.start_worker)
         global WORKER
         WORKER = worker
+        if world_port is not None:
+            os.environ["MASTER_PORT"] = str(world_port)
         begin(self.base, generation, self.start_worker)
         return worker
+
+    def _world_port(self, generation: int) -> int:
+        """A script's world of ``generation`` meets at a fresh store (keys of the world before would mislead it)."""
+        if self.host_port is not None:
+            chosen = self.host_port()
+            self.store.set(proto.port(generation), str(chosen))
+            return chosen
+        deadline = time.monotonic() + self.cfg.launcher.init_timeout
+        while not self.store.check([proto.port(generation)]) and time.monotonic() < deadline:
+            time.sleep(proto.POLL_S)
+        return int(self.store.get(proto.port(generation)))
 
     def watch(self) -> int | Worker:
         preempt = SIGNALS[self.cfg.launcher.preempt_signal]
@@ -140,10 +167,15 @@ class _Agent:
             code = self._wait()
             if code == 0:
                 return 0
-            nxt = self._after_failure(code)
+            # None: another rank failed and this rank's worker was stopped, the world starts again
+            nxt = self.generation + 1 if code is None else self._after_failure(code)
             if nxt is None:
-                return _end_as(code)
-            worker = self.fork(nxt)
+                return _end_as(code or 1)
+            try:
+                worker = self.fork(nxt)
+            except (OSError, RuntimeError, ValueError):  # rank 0's agent is gone: no next world's store
+                self._fall_back("store_lost")
+                return _end_as(code or 1)
             if worker is not None:  # the new worker leaves through supervise's caller
                 return worker
 
@@ -151,14 +183,38 @@ class _Agent:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signum)
 
-    def _wait(self) -> int:
-        """The worker's exit status as Popen says it (-N: signal N); a worker stopped too long is killed."""
+    def _wait(self) -> int | None:
+        """The worker's exit status as Popen says it (-N: signal N); a worker stopped too long is killed.
+        None: a script's other rank failed and the world restarts (this worker was stopped for it)."""
+        polls = 0
         while True:
             done, status = os.waitpid(self.pid, os.WNOHANG)
             if done:
                 return os.waitstatus_to_exitcode(status)
             self._check_stopped()
+            polls += 1
+            if self.script and polls % 5 == 0 and self._world_restarts():
+                self._stop_worker()
+                return None
             time.sleep(proto.POLL_S)
+
+    def _world_restarts(self) -> bool:
+        key = proto.decision(self.generation)
+        try:
+            return self.store.check([key]) and proto.parse_decision(self.store.get(key))[0]
+        except (OSError, RuntimeError):
+            return False
+
+    def _stop_worker(self, grace: float = 2.0) -> None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds, as torchrun stops a world's workers."""
+        self._send(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if os.waitpid(self.pid, os.WNOHANG)[0]:
+                return
+            time.sleep(proto.POLL_S)
+        self._send(signal.SIGKILL)
+        os.waitpid(self.pid, 0)
 
     def _check_stopped(self) -> None:
         try:
@@ -183,8 +239,8 @@ class _Agent:
             key = proto.at(self.env.rank)
             raw = self.store.get(key) if self.store.check([key]) else b""
             generation = int(raw) if raw.strip() else self.generation
-            if code == PEER_FAILURE_EXIT:  # gave up on a collective: after a stop decision, or nothing failed
-                return None if self.store.check([proto.decision(generation)]) else self._fall_back("peer_only")
+            if code == PEER_FAILURE_EXIT and not self.store.check([proto.decision(generation)]):
+                return self._fall_back("peer_only")  # gave up on a collective, and no rank failed or stopped
             if self.store.add(proto.claim(generation), 1) == 1:  # this rank decides for the generation
                 restart, why = self._decide(generation, code)
                 self.store.set(proto.decision(generation), proto.RESTART if restart else proto.encode_stop(why))
@@ -211,7 +267,8 @@ class _Agent:
         """Record the attempt that just failed, when it is restarted here (task/recovery.py); the verdict."""
         from orchestrator.task.recovery import AttemptFacts, end_attempt
 
-        others = [proto.lost(generation, r) for r in range(self.env.world_size) if r != self.env.rank]
+        others = [] if self.script else [proto.lost(generation, r) for r in range(self.env.world_size)
+                                         if r != self.env.rank]
         deadline = time.monotonic() + proto.REPORT_WAIT_S  # the survivors' records of the attempt, as they end it
         while others and not self.store.check(others) and time.monotonic() < deadline:
             time.sleep(proto.POLL_S)

@@ -4,6 +4,7 @@ worker connect; one claim per generation wins; a survivor waits for the decision
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 import time
 
 from support import listeners
@@ -35,3 +36,14 @@ def test_a_survivor_waits_for_the_decision_a_bounded_time() -> None:
     later.start()
     assert proto.parse_decision(_decision(client, 1, wait_s=5)) == (False, "used up")
     later.join()
+
+
+def test_an_agent_imports_a_scripts_known_packages_that_are_installed(tmp_path: Path) -> None:
+    from orchestrator.runtime.inprocess import warm_script
+
+    script = tmp_path / "train.py"
+    script.write_text("import numpy\nimport torch.nn\nimport transformers_not_installed_here\nimport mylib\n"
+                      "raise SystemExit('never run')\n", encoding="utf-8")
+    assert "numpy" in warm_script(script) and "torch.nn" in warm_script(script)
+    assert warm_script(script) == ["numpy", "torch.nn"]  # never the script itself, nor unknown packages
+    assert warm_script(tmp_path / "missing.py") == []

@@ -106,6 +106,41 @@ def test_a_deadlock_falls_back_to_the_step_level_restart(root: Path, reference: 
     assert "no in-process restart" in err
 
 
+def script_imports(root: Path, restart: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``orch run`` of tests/scripts/warm_imports.py on 2 ranks (rank 1 fails once): the summary and each
+    rank's record of its own imports, per attempt."""
+    argv = [ORCH, "run", "--cluster", str(cluster(root, restart=restart)), "--json",
+            str(TESTS / "scripts" / "warm_imports.py"), "--nproc", "2"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=clean_environ(), timeout=RUN_TIMEOUT)
+    summary = json.loads(proc.stdout)
+    job_dir = Path(summary["job_dir"])
+    lines = [json.loads(line) | {"rank": rank} for rank in (0, 1)
+             for line in (job_dir / f"imports-rank{rank}.jsonl").read_text().splitlines()]
+    return summary, lines
+
+
+@pytest.mark.slow
+def test_a_scripts_restarted_world_imports_nothing(root: Path) -> None:
+    """Warm restarts: the agents fork the whole world again (torchrun's semantics: new processes, fresh
+    state, TORCHELASTIC_RESTART_COUNT one higher) from processes that imported torch and the script's imports."""
+    summary, lines = script_imports(root, "in-process")
+    assert summary["status"] == "completed", summary
+    first = {r["rank"]: r for r in lines if r["restart"] == 0}
+    second = {r["rank"]: r for r in lines if r["restart"] == 1}
+    assert sorted(second) == [0, 1] and len(lines) == 4, lines
+    for rank in (0, 1):
+        assert second[rank]["pid"] != first[rank]["pid"]  # a fresh process for every rank
+        assert second[rank]["torch_loaded"] and second[rank]["imports_s"] < 0.05, second[rank]
+    attempts = read_attempts(Path(summary["job_dir"]))
+    assert [a["in_process"] for a in attempts] == [True, False] and attempts[0]["blamed_rank"] == 1, attempts
+    # the step-level restart of the same script: rank 1's new process imports torch again (rank 0's task has it
+    # already: it hosts the script's store on loopback)
+    step, cold = script_imports(root, "step")
+    assert step["status"] == "completed", step
+    [again] = [r for r in cold if r["restart"] == 1 and r["rank"] == 1]
+    assert not again["torch_loaded"] and again["imports_s"] > second[1]["imports_s"], cold
+
+
 # --- the agent's decisions over a store (no processes) ----------------------------------------------
 
 class DictStore:
@@ -145,6 +180,7 @@ def make_agent(tmp_path: Path, store: DictStore, rank: int = 1) -> Any:
 def test_a_rank_that_only_lost_its_peer_follows_a_stop_or_falls_back(tmp_path: Path) -> None:
     store = DictStore()
     store.set(proto.at(1), "3")
+    store.add(proto.claim(3), 1)  # the failed rank claimed generation 3 and decided
     store.set(proto.decision(3), proto.encode_stop("the restarts are used up"))
     assert make_agent(tmp_path, store)._after_failure(3) is None  # decided: ends as its worker did
     assert not (tmp_path / proto.FALLBACK_FILE).exists()

@@ -12,6 +12,7 @@ failed meanwhile, read it and either form generation g+1 in the same process or 
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,11 @@ def claim(generation: int) -> str:
 
 def decision(generation: int) -> str:
     return f"{KEY_ROOT}decision/{generation}"
+
+
+def port(generation: int) -> str:
+    """A script's world of ``generation`` rendezvouses at this port (rank 0's agent hosts a fresh store)."""
+    return f"{KEY_ROOT}port/{generation}"
 
 
 def lost(generation: int, rank: int) -> str:
@@ -95,3 +101,27 @@ def pids(records: Mapping[int, Any]) -> dict[str, int]:
         if isinstance(pid, int):
             out[str(rank)] = pid
     return out
+
+
+# A script's imports an agent makes before it forks the script's ranks (warm restarts): top-level packages
+# known to import without side effects on the GPU (no CUDA initialised) or on the script's state.
+WARM_PACKAGES = frozenset({"torch", "torchvision", "torchaudio", "numpy", "transformers", "lightning",
+                           "pytorch_lightning", "accelerate", "datasets", "timm", "safetensors", "einops", "scipy",
+                           "pandas", "tokenizers"})
+
+
+def warm_imports(source: str) -> list[str]:
+    """The modules of ``WARM_PACKAGES`` a script imports unconditionally at its top level (``import x.y``,
+    ``from x.y import z``: ``x.y``), in order; a script that does not parse: none."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    found: list[str] = []
+    for node in tree.body:
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+        for name in names:
+            if name.split(".")[0] in WARM_PACKAGES and name not in found:
+                found.append(name)
+    return found

@@ -56,3 +56,25 @@ def test_pids_of_an_attempts_records() -> None:
 def test_every_fallback_says_why() -> None:
     assert set(proto.FALLBACK_REASONS) == {"peer_only", "store_lost", "no_decision"}
     assert all("step" in why for why in proto.FALLBACK_REASONS.values())
+
+
+def test_warm_imports_are_a_scripts_unconditional_top_level_imports_of_known_packages() -> None:
+    source = """
+import os, torch
+import numpy as np
+from torch import nn
+from torchvision.models import resnet18
+from . import sibling
+from mylib import heavy
+import transformers.models.bert
+if True:
+    import pandas
+try:
+    import scipy
+except ImportError:
+    pass
+def main():
+    import lightning
+"""
+    assert proto.warm_imports(source) == ["torch", "numpy", "torchvision.models", "transformers.models.bert"]
+    assert proto.warm_imports("import torch\ndef (:") == []
