@@ -4,8 +4,8 @@ worker connect; one claim per generation wins; a survivor waits for the decision
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 import time
+from pathlib import Path
 
 from support import listeners
 
