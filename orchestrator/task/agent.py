@@ -40,7 +40,7 @@ from orchestrator.records.restarts.seen import Seen
 from orchestrator.records.startup import CLOCK
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.task.outcome import RECORDER
-from orchestrator.task.preempt import SIGNALS
+from orchestrator.task.preempt import SIGNALS, PreemptFlag
 
 if TYPE_CHECKING:
     from orchestrator.env.distenv import DistEnv
@@ -65,6 +65,7 @@ class Worker:
     store_port: int
     wait_s: float  # how long a survivor waits for the failed rank's decision
     on_restart: Callable[[int], None] = field(repr=False, default=lambda g: None)
+    flag: PreemptFlag | None = None  # the worker's preemption flag (installed at the fork)
 
     def restart(self, generation: int) -> None:
         """A survivor goes on in generation ``generation``: a new attempt for its records and clock."""
@@ -110,6 +111,7 @@ def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore,
     if worker is not None:
         return worker
     RECORDER.path = None  # the worker keeps the rank's record; the agent writes none
+    signal.signal(SIGNALS[cfg.launcher.preempt_signal], lambda signum, frame: agent.send(signum))  # to the worker
     warm_up()  # what a replaced worker would import again: imported here, once, after the first fork
     return agent.watch()
 
@@ -142,6 +144,7 @@ class _Agent:
         worker = Worker(rank=self.env.rank, generation=generation, base_attempt=self.base,
                         store_addr=self.env.master_addr, store_port=self.env.master_port,
                         wait_s=float(max(10, self.cfg.launcher.collective_timeout)), on_restart=self.start_worker)
+        worker.flag = PreemptFlag(self.cfg.launcher.preempt_signal).install()  # the worker's own, from now on
         global WORKER
         WORKER = worker
         if world_port is not None:
@@ -161,8 +164,6 @@ class _Agent:
         return int(self.store.get(proto.port(generation)))
 
     def watch(self) -> int | Worker:
-        preempt = SIGNALS[self.cfg.launcher.preempt_signal]
-        signal.signal(preempt, lambda signum, frame: self._send(signum))
         while True:
             code = self._wait()
             if code == 0:
@@ -179,7 +180,7 @@ class _Agent:
             if worker is not None:  # the new worker leaves through supervise's caller
                 return worker
 
-    def _send(self, signum: int) -> None:
+    def send(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signum)
 
@@ -207,13 +208,13 @@ class _Agent:
 
     def _stop_worker(self, grace: float = 2.0) -> None:
         """SIGTERM, then SIGKILL after ``grace`` seconds, as torchrun stops a world's workers."""
-        self._send(signal.SIGTERM)
+        self.send(signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             if os.waitpid(self.pid, os.WNOHANG)[0]:
                 return
             time.sleep(proto.POLL_S)
-        self._send(signal.SIGKILL)
+        self.send(signal.SIGKILL)
         os.waitpid(self.pid, 0)
 
     def _check_stopped(self) -> None:
@@ -230,7 +231,7 @@ class _Agent:
         if now - self.stopped_since >= proto.STOPPED_GRACE_S:
             print(f"orch: rank {self.env.rank}: the worker (pid {self.pid}) is stopped (hung) for "
                   f"{proto.STOPPED_GRACE_S:g} s; killing it", file=sys.stderr, flush=True)
-            self._send(signal.SIGKILL)
+            self.send(signal.SIGKILL)
             self.stopped_since, self.killed_stopped = None, True
 
     def _after_failure(self, code: int) -> int | None:
@@ -294,8 +295,10 @@ class _Agent:
         """Say why the step-level restart takes over (the agent ends as its worker did): None."""
         why = proto.FALLBACK_REASONS[name]
         print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
+        path = self.job_dir / proto.FALLBACK_FILE
         with contextlib.suppress(OSError):
-            write_text_atomic(self.job_dir / proto.FALLBACK_FILE, f"{name}: {why}\n")
+            if not path.exists():  # the first agent's reason (after it, the others may only see its store gone)
+                write_text_atomic(path, f"{name}: {why}\n")
         return None
 
 

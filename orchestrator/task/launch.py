@@ -317,7 +317,7 @@ def run_as_agent(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, runtime: T
         return chosen
     install_term_record(cfg.launcher.preempt_signal)  # the worker's own handlers
     hang.install_stack_dumps(cfg.launcher.preempt_signal)
-    return PreemptFlag(cfg.launcher.preempt_signal).install()
+    return chosen.flag or PreemptFlag(cfg.launcher.preempt_signal).install()
 
 
 def _failed(exc: OrchError, env: distenv.DistEnv | None) -> int:
