@@ -55,3 +55,24 @@ def test_a_failed_rank_is_restarted_inside_the_step(slurm_cluster: SlurmCluster,
                             "--json", "epochs=2"], capture_output=True, text=True, env=env, timeout=300, check=False)
     assert local.returncode == 0, local.stderr
     assert result["param_digest"] == json.loads(local.stdout)["result"]["param_digest"]
+
+
+WARM_SCRIPT = TESTS / "scripts" / "warm_imports.py"
+
+
+def test_a_scripts_world_restarts_warm_on_one_node(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """A script on one node (2 ranks, rank 1 fails once): the second world is forked from the agents in the
+    same srun step, with TORCHELASTIC_RESTART_COUNT 1, and imports nothing (the script times its imports)."""
+    cluster = slurm_cluster
+    cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", _in_process)
+    job_id, job_dir = cluster.submit(str(WARM_SCRIPT), "--nodes", "1", "--gpus", "2", "--cpus-per-task", "1",
+                                     "--max-restarts", "1", "--no-check", cluster_yaml=cluster_yaml)
+    status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
+    detail = f"{status}\n{cluster.describe(job_dir)}"
+    assert status["state"] == "COMPLETED", detail
+    for rank in (0, 1):
+        lines = [json.loads(x) for x in (job_dir / f"imports-rank{rank}.jsonl").read_text().splitlines()]
+        assert [x["restart"] for x in lines] == [0, 1], (lines, detail)
+        assert lines[1]["pid"] != lines[0]["pid"] and lines[1]["torch_loaded"] and lines[1]["imports_s"] < 0.05, lines
+    first, second = json.loads((job_dir / "attempts.json").read_text())
+    assert first["in_process"] is True and second["attempt"] == 1 and second["kind"] == "completed", (first, second)
