@@ -279,6 +279,7 @@ class _Agent:
                              else distenv.restart_count({k: v for k, v in os.environ.items()
                                                          if k != distenv.ATTEMPT_VAR}),
                              exit_code=code, started=self.began, run=run if self.cfg.mode == "slurm" else "local",
+                             batch_started=_env_time("ORCH_BATCH_START"),
                              seen=Seen(codes={self.env.rank: code}, ended={self.env.rank: time.time()}, run=run,
                                        stopped=frozenset({self.env.rank} if self.killed_stopped else ()),
                                        stopped_by="its agent (the worker was stopped, hung)"))
@@ -299,6 +300,14 @@ class _Agent:
         with contextlib.suppress(OSError):
             if not path.exists():  # the first agent's reason (after it, the others may only see its store gone)
                 write_text_atomic(path, f"{name}: {why}\n")
+        return None
+
+
+def _env_time(name: str) -> float | None:
+    """A time the batch script exported (seconds since the epoch), if it reads as one."""
+    try:
+        return float(os.environ[name])
+    except (KeyError, ValueError):
         return None
 
 
