@@ -93,12 +93,32 @@ def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: s
     except (dist.DistError, OSError) as exc:
         raise init_error(exc, rank=rank, master_addr=master_addr, master_port=master_port,
                          timeout=timeout) from None
+    aborted = False
     try:
         control = dist.new_group(backend="gloo", timeout=delta) if choice.backend != "gloo" else None
         yield Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=device, choice=choice,
                    timeout=timeout, collective_timeout=collective_timeout, control=control)
+    except BaseException:
+        # an in-process restart leaves a failed NCCL world without waiting on its collectives in flight
+        aborted = store is not None and choice.backend == "nccl" and abort_world()
+        raise
     finally:
-        dist.destroy_process_group()
+        if not aborted:
+            dist.destroy_process_group()
+
+
+def abort_world() -> bool:
+    """Abort every process group (NCCL: its communicators), forgotten as ``destroy_process_group`` would;
+    False when this torch has no ``_abort_process_group`` or it failed (then the caller destroys them)."""
+    abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
+    if abort is None:
+        return False
+    try:
+        abort()
+    except Exception as exc:  # a failed world: destroy_process_group is the way out left
+        log.warning("aborting the process groups failed: %s", exc)
+        return False
+    return True
 
 
 def _host_for_url(addr: str) -> str:

@@ -8,7 +8,8 @@ killed by its agent first, since gloo cannot abort a collective in flight), the 
 failed rank's agent to decide: on a restart it leaves the failed group (destroyed as training unwinds),
 starts the next generation in the same process and resumes from the newest checkpoint, as a restarted
 rank would; otherwise the error ends it as before. NCCL: the same path, after the failed collective
-returns (``TORCH_NCCL_ASYNC_ERROR_HANDLING`` makes the watchdog abort the communicator; untested here).
+returns (``TORCH_NCCL_ASYNC_ERROR_HANDLING`` makes the watchdog abort the communicator); the failed world is
+aborted (``dist.abort_world``) rather than destroyed (untested on GPUs).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from support import listeners
 
 from orchestrator.local.runner import free_port
@@ -47,3 +48,41 @@ def test_an_agent_imports_a_scripts_known_packages_that_are_installed(tmp_path: 
     assert "numpy" in warm_script(script) and "torch.nn" in warm_script(script)
     assert warm_script(script) == ["numpy", "torch.nn"]  # never the script itself, nor unknown packages
     assert warm_script(tmp_path / "missing.py") == []
+
+
+def test_a_failed_nccl_world_is_aborted_where_torch_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch.distributed as dist
+
+    from orchestrator.runtime import dist as orch_dist
+
+    called: list[str] = []
+    monkeypatch.setattr(dist.distributed_c10d, "_abort_process_group", lambda: called.append("abort"))
+    assert orch_dist.abort_world() and called == ["abort"]
+
+    def broken() -> None:
+        raise RuntimeError("NCCL communicator was aborted")
+
+    monkeypatch.setattr(dist.distributed_c10d, "_abort_process_group", broken)
+    assert not orch_dist.abort_world()  # the caller destroys the groups instead
+    monkeypatch.delattr(dist.distributed_c10d, "_abort_process_group")
+    assert not orch_dist.abort_world()
+
+
+def test_a_generations_gloo_world_is_destroyed_after_a_failure() -> None:
+    import torch.distributed as dist
+    from torch.distributed import PrefixStore
+
+    from orchestrator.env.devices import select_device
+    from orchestrator.runtime.dist import process_group
+
+    port = free_port()
+    host = agent_store("127.0.0.1", port, rank=0, world_size=1, timeout=10)
+    choice = select_device(cuda_available=False, device_count=0, visible=None, rank=0, local_rank=0,
+                           local_world_size=1)
+    for generation in (0, 1):  # the same process, one world after the other, each under its own prefix
+        with pytest.raises(RuntimeError, match="lost"), process_group(
+                rank=0, world_size=1, local_rank=0, master_addr="127.0.0.1", master_port=port, choice=choice,
+                timeout=10, collective_timeout=5, store=PrefixStore(proto.prefix(generation), host)):
+            assert dist.is_initialized()
+            raise RuntimeError("lost the connection to another rank")
+        assert not dist.is_initialized()
