@@ -151,6 +151,10 @@ def format_attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
                            ("recovery_s", "recovery s")):
             if a.get(key) is not None:
                 parts.append(f"{label} {a[key]}")
+        if a.get("in_process") is True:
+            parts.append("restarted in its step (the other ranks' processes stayed)")
+        elif a.get("fallback"):
+            parts.append(f"not restarted in its step: {a['fallback']}")
         if a.get("message"):
             parts.append(str(a["message"]))
         if a.get("resubmitted_as"):

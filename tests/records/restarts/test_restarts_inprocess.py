@@ -78,3 +78,16 @@ def main():
 """
     assert proto.warm_imports(source) == ["torch", "numpy", "torchvision.models", "transformers.models.bert"]
     assert proto.warm_imports("import torch\ndef (:") == []
+
+
+def test_orch_status_says_which_attempts_were_restarted_in_their_step() -> None:
+    from orchestrator.records.restarts.attempts import format_attempts
+
+    lines = format_attempts([
+        {"attempt": 0, "requeue": 0, "kind": "vanished", "blamed_rank": 1, "exit_code": -9, "in_process": True},
+        {"attempt": 1, "requeue": 0, "kind": "failed", "exit_code": 3, "in_process": False,
+         "fallback": "peer_only: the worker gave up on a collective"},
+        {"attempt": 2, "requeue": 0, "kind": "completed", "exit_code": 0},
+    ])
+    assert "restarted in its step" in lines[0] and "restarted in its step" not in lines[2]
+    assert "not restarted in its step: peer_only: the worker gave up" in lines[1]
