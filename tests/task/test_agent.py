@@ -3,7 +3,8 @@ tests/jobs/faulty.py on gloo, ``launcher.restart: in-process``. A rank killed (S
 in the middle of an epoch: the run completes with the parameters of an uninterrupted run, the surviving
 rank's process is the same one before and after the restart, and the restarted attempt imported nothing.
 Then the fallbacks: the budget of restarts is shared with the step-level ones, and a deadlock (no rank
-failed or stopped) ends the step and is restarted by step. The agent's decisions over a store: below.
+failed or stopped) ends the step and is restarted by step; the preemption signal reaches the worker through
+its agent; a script's restarted world imports nothing. The agent's decisions over a store: below.
 """
 
 from __future__ import annotations
@@ -139,6 +140,25 @@ def test_a_scripts_restarted_world_imports_nothing(root: Path) -> None:
     assert step["status"] == "completed", step
     [again] = [r for r in cold if r["restart"] == 1 and r["rank"] == 1]
     assert not again["torch_loaded"] and again["imports_s"] > second[1]["imports_s"], cold
+
+
+@pytest.mark.slow
+def test_the_preemption_signal_reaches_the_worker_through_its_agent(root: Path) -> None:
+    """orch run sends the preemption signal to each task process, the agent; it forwards it to its worker."""
+    import signal
+
+    argv = [ORCH, "run", "--cluster", str(cluster(root)), "--json", str(FAULTY), "--nproc", "2", *PARAMS,
+            "step_sleep=0.05"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_environ())
+    assert proc.stderr is not None
+    for line in proc.stderr:  # rank 0's banner: the workers are training
+        if "train /" in line:
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGUSR2)
+    out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    summary = json.loads(out)
+    assert summary["status"] == "preempted" and proc.returncode == 0, err[-3000:]
 
 
 # --- the agent's decisions over a store (no processes) ----------------------------------------------
