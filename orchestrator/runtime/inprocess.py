@@ -124,6 +124,19 @@ def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: Preempt
                   f"{worker.generation + 1} in this process (pid {os.getpid()}), from the newest checkpoint",
                   file=sys.stderr, flush=True)
             worker.restart(worker.generation + 1)
+        release()  # after the except clause: the error's traceback no longer holds the failed generation's frames
+
+
+def release() -> None:
+    """Free the failed generation's model, optimizer, loaders (and their workers) before the next one is built:
+    a GPU holds one copy at a time."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        torch.cuda.empty_cache()
 
 
 def _decision(store: Any, generation: int, wait_s: float) -> bytes | None:
