@@ -13,12 +13,19 @@ epoch 2 (``fault=kill``, only in its first run: ``fault_restart=0``), recovered
   new job resumes from the checkpoint on another node.
 
 The in-job and requeue runs exclude every node past the first two, so no node is free to move to.
+A fourth path, **in-process** (``launcher.restart: in-process``), restarts rank 1 inside the same srun step:
+the other rank's process stays and forms a new process group with rank 1's new worker.
+
+``--local`` runs the ``orch run`` variants instead (no Slurm): the same job on 2 local ranks, restarted by
+step and in-process, and ``tests/scripts/warm_imports.py`` (rank 1 fails once), restarted by step and warm:
+recovery, the restarted attempt's imports (the start-up record; the script's own timing of its imports)
+and whether the survivor kept its process.
 
 Prints each path's recovery time (``attempts.json``: from the failure to the first training step of the
 next attempt), their ratio, the lost steps, and whether the final parameters equal an uninterrupted
 run's (``orch run`` of the same job without the fault, same world size).
 
-    .venv/bin/python bench/bench_recovery.py [--cluster $ORCH_SLURM_STATE/cluster.yaml]
+    .venv/bin/python bench/bench_recovery.py [--cluster $ORCH_SLURM_STATE/cluster.yaml] [--local]
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTY = ROOT / "tests" / "jobs" / "faulty.py"
+WARM_SCRIPT = ROOT / "tests" / "scripts" / "warm_imports.py"
 ORCH = str(Path(sys.executable).with_name("orch"))
 PARAMS = ["epochs=2", "fault=kill", "fault_rank=1", "fault_step=40", "fault_restart=0"]
 SHAPE = ["--nodes", "2", "--gpus", "1", "--cpus-per-task", "1"]
@@ -70,6 +78,48 @@ def nodes() -> list[str]:
     return sorted(set(listed), key=lambda name: (len(name), name))
 
 
+def with_restart(cluster: str, restart: str, folder: str) -> str:
+    """A copy of the cluster file with ``launcher.restart`` set."""
+    import yaml
+
+    data = yaml.safe_load(Path(cluster).read_text())
+    data.setdefault("launcher", {})["restart"] = restart
+    path = Path(folder) / f"cluster-{restart}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+LOCAL_CLUSTER = """name: bench
+partitions:
+  - {{name: cpu, nodes: 'node[1-2]', gpus_per_node: 0, cpus_per_node: 2, mem_per_node: 4G}}
+launcher: {{init_timeout: 30, collective_timeout: 10, job_root: '{root}', restart: {restart}, max_restarts: 1}}
+"""
+
+
+def local(clean: str) -> None:
+    """The orch run variants: orch's entrypoint and a script, each restarted by step and in-process."""
+    print(f"{'orch run':<26} {'recovery_s':>10} {'lost':>5} {'restart imports_s':>17} {'survivor pid':>12}  params")
+    with tempfile.TemporaryDirectory() as tmp:
+        for restart in ("step", "in-process"):
+            cluster = Path(tmp) / f"{restart}.yaml"
+            cluster.write_text(LOCAL_CLUSTER.format(root=Path(tmp) / "jobs", restart=restart))
+            out = subprocess.run([ORCH, "run", "--cluster", str(cluster), "--json", str(FAULTY), "--nproc", "2",
+                                  *PARAMS], capture_output=True, text=True, check=True, timeout=600).stdout
+            summary = json.loads(out)
+            hist = attempts(Path(summary["job_dir"]))
+            imports = summary["result"]["startup"].get("imports", float("nan"))
+            kept = "kept" if hist[0]["pids"].get("0") == hist[1]["pids"].get("0") else "new"
+            equal = "equal" if summary["result"]["param_digest"] == clean else "DIFFERENT"
+            print(f"{'entrypoint, ' + restart:<26} {hist[0]['recovery_s']:>10.3f} {hist[0]['lost_steps']!s:>5} "
+                  f"{imports:>17.3f} {kept:>12}  {equal}")
+            out = subprocess.run([ORCH, "run", "--cluster", str(cluster), "--json", str(WARM_SCRIPT), "--nproc",
+                                  "2"], capture_output=True, text=True, check=True, timeout=600).stdout
+            job_dir = Path(json.loads(out)["job_dir"])
+            lines = [json.loads(x) for x in (job_dir / "imports-rank1.jsonl").read_text().splitlines()]
+            again = next(x for x in lines if x["restart"] == 1)
+            print(f"{'script, ' + restart:<26} {'':>10} {'':>5} {again['imports_s']:>17.3f} {'new':>12}")
+
+
 def submit(cluster: str, restarts: int, *more: str) -> tuple[str, Path]:
     data = json.loads(orch("submit", str(FAULTY), "--cluster", cluster, "--json", *SHAPE,
                            "--max-restarts", str(restarts), *more, *PARAMS))
@@ -91,14 +141,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     default = os.path.join(os.environ.get("ORCH_SLURM_STATE", "/tmp/orch-slurm"), "cluster.yaml")
     parser.add_argument("--cluster", default=default)
+    parser.add_argument("--local", action="store_true", help="the orch run variants only (no Slurm)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         clean = json.loads(subprocess.run(
             [ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", tmp, "--json", "--max-restarts", "0",
              "epochs=2"], capture_output=True, text=True, check=True, timeout=600).stdout)["result"]["param_digest"]
+    if args.local:
+        local(clean)
+        return 0
     rows = []
     others = nodes()[2:]
     pinned = ["--exclude", ",".join(others)] if others else []
+    with tempfile.TemporaryDirectory() as tmp:
+        job_id, job_dir = submit(with_restart(args.cluster, "in-process", tmp), 1, *pinned)
+        wait(job_id, args.cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
+    rows.append(("in-process", job_id, job_dir))
     job_id, job_dir = submit(args.cluster, 1, *pinned)
     wait(job_id, args.cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
     rows.append(("in-job restart", job_id, job_dir))

@@ -15,6 +15,8 @@ from typing import IO, Protocol
 
 from orchestrator.env.distenv import ATTEMPT_VAR
 from orchestrator.local.runner import LocalResult, _read_json
+from orchestrator.records.restarts.attempts import read_attempts
+from orchestrator.records.restarts.inprocess import in_step_restarts
 from orchestrator.spec.runconfig import RESULT_FILE, RunConfig
 from orchestrator.task.recovery import AttemptFacts, end_attempt
 
@@ -32,6 +34,8 @@ def run_attempts(make_runner: Callable[[Mapping[str, str]], Runner], job_dir: Pa
     while True:
         started = clock()
         result = make_runner({ATTEMPT_VAR: str(attempt)}).run()
+        # the agents' in-process restarts of this step (launcher.restart: in-process) were attempts too
+        attempt += in_step_restarts(read_attempts(job_dir), job="local", requeue=cfg.restarts, base=attempt)
         facts = AttemptFacts(attempt=attempt, requeue=cfg.restarts, exit_code=result.exit_code, started=started,
                              batch_started=batch_started, interrupted=result.status == "interrupted", run="local",
                              seen=result.seen)

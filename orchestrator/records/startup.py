@@ -84,6 +84,11 @@ class StartupClock:
                 self.phases[phase] = max(0.0, end - begin)
         self._last = process if process is not None else now
 
+    def restart(self, *, now: float | None = None) -> None:
+        """A new attempt in this process (an in-process restart): its phases count from now."""
+        self.phases.clear()
+        self._last = time.time() if now is None else now
+
     def lap(self, phase: str, *, now: float | None = None) -> float:
         """The time since the previous lap (or the start), added to ``phase``."""
         now = time.time() if now is None else now

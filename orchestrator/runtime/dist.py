@@ -69,11 +69,12 @@ _SET_TIMEOUT = getattr(dist.distributed_c10d, "set_timeout", None) or dist.distr
 
 @contextmanager
 def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
-                  choice: DeviceChoice, timeout: int, collective_timeout: int) -> Iterator[Dist]:
+                  choice: DeviceChoice, timeout: int, collective_timeout: int, store: Any = None) -> Iterator[Dist]:
     """``init_process_group`` on entry, ``destroy_process_group`` exactly once on exit.
 
     Collectives start with ``timeout`` (start-up is slow and uneven across ranks); the trainer
-    switches to ``collective_timeout`` when training starts (``Dist.set_timeout``/``patient``)."""
+    switches to ``collective_timeout`` when training starts (``Dist.set_timeout``/``patient``). ``store``:
+    the generation's store of an in-process restart (runtime/inprocess.py) instead of MASTER_PORT's own."""
     device = torch.device(choice.name)
     if choice.kind == "cuda":
         # Before init_process_group and before any other CUDA call: no rank touches GPU 0 by accident.
@@ -83,7 +84,8 @@ def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: s
         # one machine: the store listens on loopback only (orch.runtime.rendezvous); else tcp:// as usual
         where: dict[str, Any] = (
             {"store": loopback_store(master_addr, master_port, rank=rank, world_size=world_size, timeout=delta)}
-            if is_loopback(master_addr) else {"init_method": f"tcp://{_host_for_url(master_addr)}:{master_port}"})
+            if is_loopback(master_addr) else {"init_method": f"tcp://{_host_for_url(master_addr)}:{master_port}"}
+        ) if store is None else {"store": store}
         dist.init_process_group(
             backend=choice.backend, rank=rank, world_size=world_size, timeout=delta,
             device_id=device if choice.kind == "cuda" else None, **where,
@@ -91,12 +93,32 @@ def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: s
     except (dist.DistError, OSError) as exc:
         raise init_error(exc, rank=rank, master_addr=master_addr, master_port=master_port,
                          timeout=timeout) from None
+    aborted = False
     try:
         control = dist.new_group(backend="gloo", timeout=delta) if choice.backend != "gloo" else None
         yield Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=device, choice=choice,
                    timeout=timeout, collective_timeout=collective_timeout, control=control)
+    except BaseException:
+        # an in-process restart leaves a failed NCCL world without waiting on its collectives in flight
+        aborted = store is not None and choice.backend == "nccl" and abort_world()
+        raise
     finally:
-        dist.destroy_process_group()
+        if not aborted:
+            dist.destroy_process_group()
+
+
+def abort_world() -> bool:
+    """Abort every process group (NCCL: its communicators), forgotten as ``destroy_process_group`` would;
+    False when this torch has no ``_abort_process_group`` or it failed (then the caller destroys them)."""
+    abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
+    if abort is None:
+        return False
+    try:
+        abort()
+    except Exception as exc:  # a failed world: destroy_process_group is the way out left
+        log.warning("aborting the process groups failed: %s", exc)
+        return False
+    return True
 
 
 def _host_for_url(addr: str) -> str:

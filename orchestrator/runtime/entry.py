@@ -61,8 +61,10 @@ from orchestrator.task.preempt import PreemptFlag
 log = logging.getLogger(__name__)
 
 
-def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ: Mapping[str, str]) -> int:
-    """Train the job of ``cfg`` as rank ``env.rank``; returns the exit code (0 also after preemption)."""
+def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ: Mapping[str, str],
+        store: Any = None) -> int:
+    """Train the job of ``cfg`` as rank ``env.rank``; returns the exit code (0 also after preemption).
+    ``store``: an in-process restart's generation store (runtime/inprocess.py)."""
     cuda = torch.cuda.is_available()
     choice = devices.select_device(
         cuda_available=cuda, device_count=torch.cuda.device_count() if cuda else 0,
@@ -76,7 +78,7 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
     with process_group(rank=env.rank, world_size=env.world_size, local_rank=env.local_rank,
                        master_addr=env.master_addr, master_port=env.master_port, choice=choice,
                        timeout=cfg.launcher.init_timeout,
-                       collective_timeout=cfg.launcher.collective_timeout) as ctx:
+                       collective_timeout=cfg.launcher.collective_timeout, store=store) as ctx:
         CLOCK.lap("process_group")
         join(dynamo)  # before this rank imports anything else: no two threads importing at once
         CLOCK.lap("import_dynamo")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from orchestrator.env.devices import DeviceChoice
     from orchestrator.env.distenv import DistEnv
     from orchestrator.spec.runconfig import RunConfig
+    from orchestrator.task.agent import AgentStore
     from orchestrator.task.preempt import PreemptFlag
 
 
@@ -32,9 +33,41 @@ class TorchRuntime:
 
     def train(self, cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag,
               environ: os._Environ[str]) -> int:
+        from orchestrator.task import agent
+
+        if agent.WORKER is not None:  # a worker forked by its task's agent (launcher.restart: in-process)
+            from orchestrator.runtime.inprocess import train_generations
+
+            return train_generations(cfg, env, job_dir, flag, environ, agent.WORKER)
         from orchestrator.runtime import entry
 
         return entry.run(cfg, env, job_dir, flag, environ)
+
+    def agent_store(self, env: DistEnv, *, timeout: int) -> AgentStore:
+        from orchestrator.runtime.dist import init_error
+        from orchestrator.runtime.inprocess import agent_store
+        from orchestrator.runtime.rendezvous import hosted
+
+        existing = hosted() if env.rank == 0 else None  # a script's rank 0 hosts its store already
+        if existing is not None:
+            return existing
+        try:
+            store: AgentStore = agent_store(env.master_addr, env.master_port, rank=env.rank,
+                                            world_size=env.world_size, timeout=timeout)
+        except (OSError, RuntimeError) as exc:  # the port is taken, rank 0 unreachable
+            raise init_error(exc, rank=env.rank, master_addr=env.master_addr, master_port=env.master_port,
+                             timeout=timeout) from None
+        return store
+
+    def host_world_store(self, addr: str, *, world_size: int, timeout: int) -> int:
+        from orchestrator.runtime.inprocess import host_world_store
+
+        return host_world_store(addr, world_size=world_size, timeout=timeout)
+
+    def warm_up(self, cfg: RunConfig) -> None:
+        from orchestrator.runtime.inprocess import warm_up
+
+        warm_up(cfg)
 
     def bind_script_device(self, *, rank: int, local_rank: int, local_world_size: int, gpus_per_task: int,
                            visible: str | None) -> DeviceChoice:

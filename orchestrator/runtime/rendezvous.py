@@ -53,5 +53,11 @@ _HOSTED: list[TCPStore] = []  # kept alive for the life of the task
 
 
 def host_script_store(addr: str, port: int, *, world_size: int, timeout: datetime.timedelta) -> None:
-    """Rank 0 of a script on one machine: host the job's store on loopback for the script's rendezvous."""
+    """Rank 0 of a script on one machine: host the job's store on loopback for the script's rendezvous
+    (``port`` 0: a free port; :func:`hosted` names the newest)."""
     _HOSTED.append(loopback_store(addr, port, rank=0, world_size=world_size, timeout=timeout))
+
+
+def hosted() -> TCPStore | None:
+    """The store this task hosted last (the agents of a script's warm restarts talk through the first)."""
+    return _HOSTED[-1] if _HOSTED else None

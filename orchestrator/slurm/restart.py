@@ -7,8 +7,9 @@
 records the attempt in ``attempts.json`` and the goodput ledger (``task/recovery.py``) and decides
 (``records/restarts/policy.py``). It exits 1 when the job ends here (completed, preempted: the requeue
 path follows, or a failure not worth a restart, named on stderr, the batch log), and 0 when the script
-starts the next ``srun`` step: it then prints that step's MASTER_ADDR, MASTER_PORT and its node options
-(``--nodelist=...`` with ``--spare-nodes``; none without), one per line.
+starts the next ``srun`` step: it then prints that step's MASTER_ADDR, MASTER_PORT, attempt number (after
+the step's in-process restarts, ``launcher.restart: in-process``) and node options (``--nodelist=...`` with
+``--spare-nodes``; none without), one per line.
 
 It exits 3 (:data:`RESUBMIT_EXIT`) when the failure blamed a node and no spare is left to run without it:
 the job is then submitted again without that node (``slurm/resubmit.py``, as ``--preflight=exclude``
@@ -35,6 +36,7 @@ from pathlib import Path
 from orchestrator.env import distenv, hostlist
 from orchestrator.errors import OrchError
 from orchestrator.records.restarts.attempts import RESUBMIT_NEXT_FILE, read_attempts
+from orchestrator.records.restarts.inprocess import in_step_restarts
 from orchestrator.records.restarts.seen import Seen
 from orchestrator.slurm.stepreport import read_seen
 from orchestrator.spec.runconfig import RunConfig, read_run_config
@@ -206,10 +208,12 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return 0
         now = time.time()
         run, nodes = _job(env), tuple(step_nodes(cfg, job_dir, env, requeue, args.attempt))
+        # the step's in-process restarts (launcher.restart: in-process) were attempts of their own
+        attempt = args.attempt + in_step_restarts(read_attempts(job_dir), job=run, requeue=requeue, base=args.attempt)
         # srun's report in the batch log: the ranks killed before they could write their records
-        seen = read_seen(job_dir, run, restart=requeue + args.attempt, nodes=nodes,
+        seen = read_seen(job_dir, run, restart=requeue + attempt, nodes=nodes,
                          tasks_per_node=cfg.tasks_per_node) if args.step_rc != 0 else None
-        facts = AttemptFacts(attempt=args.attempt, requeue=requeue, exit_code=args.step_rc,
+        facts = AttemptFacts(attempt=attempt, requeue=requeue, exit_code=args.step_rc,
                              started=_float(env.get("ORCH_SRUN_START")) or now,
                              batch_started=_float(env.get("ORCH_BATCH_START")), interrupted=args.signals > 0,
                              run=run, step_nodes=nodes, seen=seen)
@@ -218,7 +222,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             _remember_bad_nodes(job_dir, facts.run, facts.step_nodes, cfg.tasks_per_node, seen)
         if not decision.restart:
             if decision.message:
-                print(f"orch: attempt {args.attempt} {decision.kind} (exit {args.step_rc}): {decision.message}",
+                print(f"orch: attempt {attempt} {decision.kind} (exit {args.step_rc}): {decision.message}",
                       file=sys.stderr)
             return STOP_EXIT
         where = f" rank {decision.blamed_rank}" if decision.blamed_rank is not None else ""
@@ -226,14 +230,14 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         elsewhere = resubmission(cfg, job_dir, env, requeue, decision.blamed_node)
         options, head = node_options(cfg, job_dir, env, requeue)
         addr = node_addr(head) if head else env.get("MASTER_ADDR", "")
-        nxt = {**env, distenv.ATTEMPT_VAR: str(args.attempt + 1)}
+        nxt = {**env, distenv.ATTEMPT_VAR: str(attempt + 1)}
         port = distenv.job_master_port(nxt, cfg.launcher.port_range)
         how = ("submitting the job again without it, to resume" if elsewhere
                else "restarting in the allocation")
-        print(f"orch: attempt {args.attempt} {decision.kind}{where} (exit {args.step_rc}); {how} from the newest "
-              f"checkpoint (attempt {args.attempt + 1} of at most {cfg.launcher.max_restarts + 1})", file=sys.stderr)
+        print(f"orch: attempt {attempt} {decision.kind}{where} (exit {args.step_rc}); {how} from the newest "
+              f"checkpoint (attempt {attempt + 1} of at most {cfg.launcher.max_restarts + 1})", file=sys.stderr)
         _write_resubmit(job_dir, elsewhere)
-        print("\n".join([addr, str(port), *options]))
+        print("\n".join([addr, str(port), str(attempt + 1), *options]))
         return RESUBMIT_EXIT if elsewhere else 0
     except OrchError as exc:
         print(exc.render(), file=sys.stderr)

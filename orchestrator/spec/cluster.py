@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from orchestrator.env.masterport import DEFAULT_PORT_RANGE
 from orchestrator.errors import ConfigError
 from orchestrator.spec.bounds import check, within
+from orchestrator.spec.containers import Container
 from orchestrator.spec.doctorcodes import DOCTOR_CODES
 from orchestrator.spec.extras import check_env_var, check_sbatch_key
 from orchestrator.spec.remote import Remote
@@ -122,18 +123,6 @@ class Defaults(_Model):
         return None if value is None else _check_mem(value)
 
 
-class Container(_Model):
-    """Run every task in a container: pyxis/enroot (srun --container-image) or Apptainer/Singularity."""
-
-    runtime: Literal["none", "pyxis", "apptainer"] = "none"
-    image: str | None = Field(default=None, description="pyxis: an enroot image (nvcr.io#nvidia/pytorch:24.05-py3 "
-                              "or a .sqsh file); apptainer: a .sif file or a docker:// URI")
-    mounts: list[str] = Field(default_factory=list, description="SRC[:DST[:FLAGS]] bind mounts; the job folder "
-                              "and the submit directory are always added")
-    python: str = Field(default="python3", description="python inside the image (orch must be importable there)")
-    apptainer: str = Field(default="apptainer", description="the command: apptainer or singularity")
-
-
 class Launcher(_Model):
     """How tasks are started and wired together."""
 
@@ -154,6 +143,8 @@ class Launcher(_Model):
     max_restarts: Annotated[int, within("max_restarts")] = Field(default=0, description="orch submit/run "
             "--max-restarts default: failed training steps restarted inside the allocation from the newest "
             "checkpoint (0: none; the job fails at the first failure)")
+    restart: Literal["in-process", "step"] = Field(default="step", description="how orch's entrypoint restarts "
+        "(max_restarts > 0): in-process (the other ranks' processes stay, the failed rank's is forked again) or step")
     job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
     gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"
     python: str | None = Field(default=None, description="python on the compute nodes (default: the "

@@ -17,9 +17,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ConfigError
-from orchestrator.spec.cluster import Container
+
+
+class Container(BaseModel):
+    """cluster.yaml ``launcher.container``: run every task in a container: pyxis/enroot (srun
+    --container-image) or Apptainer/Singularity."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    runtime: Literal["none", "pyxis", "apptainer"] = "none"
+    image: str | None = Field(default=None, description="pyxis: an enroot image (nvcr.io#nvidia/pytorch:24.05-py3 "
+                              "or a .sqsh file); apptainer: a .sif file or a docker:// URI")
+    mounts: list[str] = Field(default_factory=list, description="SRC[:DST[:FLAGS]] bind mounts; the job folder "
+                              "and the submit directory are always added")
+    python: str = Field(default="python3", description="python inside the image (orch must be importable there)")
+    apptainer: str = Field(default="apptainer", description="the command: apptainer or singularity")
 
 
 @dataclass(frozen=True)

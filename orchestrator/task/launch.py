@@ -50,12 +50,13 @@ from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.numbers import FULL_DISK, full_disk, parse_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.spec.snapshot import relocate_paths
-from orchestrator.task import hang
+from orchestrator.task import agent, hang
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
 
 if TYPE_CHECKING:
     from orchestrator.env.devices import DeviceChoice
+    from orchestrator.task.agent import AgentStore
 
 
 class TaskRuntime(Protocol):
@@ -79,6 +80,12 @@ class TaskRuntime(Protocol):
     def watch_world(self, on_join: Callable[[int, int, str, bool | None], None], *, master_addr: str,
                     master_port: int) -> None:
         """Scripts: ``on_join(size, rank, backend, at_orch)`` after each init_process_group (runtime.worldhook)."""
+
+    # in-process restarts (task/agent.py): the agents' store at MASTER_PORT (rank 0's hosts it), a script's next
+    # world's store at a free port (rank 0: its number), what a forked worker would import again (warm_up)
+    def agent_store(self, env: distenv.DistEnv, *, timeout: int) -> AgentStore: ...
+    def host_world_store(self, addr: str, *, world_size: int, timeout: int) -> int: ...
+    def warm_up(self, cfg: RunConfig) -> None: ...
 
     def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
         """(message, hint) when ``exc`` is a collective that failed or timed out (another rank's failure)."""
@@ -227,6 +234,9 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
             if env.rank == 0 and taskenv.is_loopback(env.master_addr) and not per_node:  # on loopback only
                 runtime.host_script_store(env.master_addr, env.master_port, world_size=env.world_size,
                                           timeout=cfg.launcher.init_timeout)
+            if agent.warm_script(cfg, taskenv.is_loopback(env.master_addr)) and isinstance(
+                    chosen := run_as_agent(cfg, env, job_dir, runtime), int):
+                return chosen  # the agent's (a warm restart forks each attempt's world from it)
             settle = worldcheck.watch(cfg, env, runtime)  # which world this rank joins (--strict-world: fail)
             return settle(scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
                                         bind=runtime.bind_script_device))
@@ -237,6 +247,11 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
                             format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
         runtime.import_torch()
         CLOCK.lap("imports")
+        if agent.applies(cfg, args.preflight):  # this task is an agent: it forks the rank's worker per attempt
+            chosen = run_as_agent(cfg, env, job_dir, runtime)
+            if isinstance(chosen, int):
+                return chosen  # the agent's exit code (its worker's)
+            flag = chosen
         return runtime.train(cfg, env, job_dir, flag, os.environ)
     except OrchError as exc:
         if args.master_port:  # the batch script's step: no rank yet
@@ -286,6 +301,23 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         how = "timeout" if "timed out" in peer[0] else "lost"
         RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=_reason(message), how=how, timeout_s=applied)
         return PEER_FAILURE_EXIT
+
+
+def run_as_agent(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, runtime: TaskRuntime) -> int | PreemptFlag:
+    """This task as an agent (task/agent.py): its exit code, or, in a worker it forked, the worker's own flag."""
+    def start(_: int) -> None:
+        if cfg.script is not None:  # torchrun's count: the world's restarts, one higher in each generation
+            os.environ["TORCHELASTIC_RESTART_COUNT"] = str(distenv.restart_count(os.environ, cfg.restarts))
+        start_outcome(cfg, env, job_dir, os.environ)
+    init = cfg.launcher.init_timeout
+    chosen = agent.supervise(cfg, env, job_dir, runtime.agent_store(env, timeout=init), start, warm_up=lambda: (
+        runtime.warm_up(cfg)), host_port=(lambda: runtime.host_world_store(env.master_addr, world_size=env.world_size,
+                                                                           timeout=init)) if env.rank == 0 else None)
+    if not isinstance(chosen, agent.Worker):
+        return chosen
+    install_term_record(cfg.launcher.preempt_signal)  # the worker's own handlers
+    hang.install_stack_dumps(cfg.launcher.preempt_signal)
+    return chosen.flag or PreemptFlag(cfg.launcher.preempt_signal).install()
 
 
 def _failed(exc: OrchError, env: distenv.DistEnv | None) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 from orchestrator.errors import OrchError
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.restarts import attempts as attempts_file
+from orchestrator.records.restarts import inprocess
 from orchestrator.records.restarts.blame import blame, current_run
 from orchestrator.records.restarts.policy import Decision, Ended, decide
 from orchestrator.records.restarts.seen import Seen, complete
@@ -62,8 +63,12 @@ def steps_per_epoch(job_dir: Path) -> int | None:
     return steps if steps is not None and steps > 0 else None
 
 
-def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: float | None = None) -> Decision:
-    """Record the attempt that just ended in ``attempts.json``, update the ledger, and say whether to restart."""
+def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: float | None = None,
+                in_process: bool = False) -> Decision:
+    """Record the attempt that just ended in ``attempts.json``, update the ledger, and say whether to restart.
+
+    ``in_process``: an agent asks (task/agent.py); the attempt is recorded only when it is restarted in the
+    step's processes (else the step ends, and the batch script or orch run records it as before)."""
     now = time.time() if now is None else now
     records, notes = read_outcomes(job_dir)
     kept = [r for r in records if r.rank < cfg.world_size and (facts.run is None or r.run == facts.run)]
@@ -75,6 +80,8 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
     ended = Ended(attempt=facts.attempt, exit_code=facts.exit_code, blame=found, records=by_rank,
                   requeue=(job_dir / REQUEUE_FILE).exists(), interrupted=facts.interrupted, previous=previous)
     decision = decide(ended, max_restarts=cfg.launcher.max_restarts)
+    if in_process and not decision.restart:
+        return decision
     if decision.blamed_node is not None and decision.blamed_rank is not None and facts.step_nodes:
         index = decision.blamed_rank // max(1, cfg.tasks_per_node)  # srun's block distribution
         if index < len(facts.step_nodes):  # Slurm's node name, not the host name the rank saw
@@ -108,7 +115,10 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
         "last_global_step": last_global, "failed_at": failed_at, "hung_s": hung, "reason": decision.reason,
         "last_step": list(decision.last_step) if decision.last_step else None, "message": decision.message or None,
         "restarted": decision.restart, "next_step": next_step, "batch_started": facts.batch_started,
+        "in_process": in_process, "pids": inprocess.pids(by_rank),
     }
+    if not in_process and (fallback := _take_fallback(job_dir)) is not None:
+        entry["fallback"] = fallback
     history.append(entry)
     attempts_file.fill_recovery(history)
     try:
@@ -117,6 +127,17 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
     except OSError as exc:  # a full disk must not change how the job ends
         log.warning("cannot write %s: %s", job_dir / attempts_file.ATTEMPTS_FILE, exc)
     return decision
+
+
+def _take_fallback(job_dir: Path) -> str | None:
+    """Why an agent ended the step instead of restarting in it (task/agent.py), read once."""
+    path = job_dir / inprocess.FALLBACK_FILE
+    try:
+        text = path.read_bytes()[:2000].decode("utf-8", "replace").strip()
+        path.unlink()
+    except OSError:
+        return None
+    return text or None
 
 
 def update_ledger(job_dir: Path, history: list[dict[str, Any]], cfg: RunConfig) -> None:

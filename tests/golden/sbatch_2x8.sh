@@ -115,9 +115,10 @@ done
 restart_rc=0
 "$PYTHON" -m orchestrator.slurm.restart --job-dir "$JOB_DIR" --attempt "$attempt" --step-rc "$srun_rc" \
     --signals "$signals" >"$restart_next" || restart_rc=$?
+mapfile -t restart_args <"$restart_next"
 if ((restart_rc == 3)); then
     mapfile -t resubmit_args <"$JOB_DIR"/resubmit_next
-    if next_id=$(sbatch --parsable "${resubmit_args[@]}" "$JOB_DIR"/sbatch.sh "$((attempt + 1))"); then
+    if next_id=$(sbatch --parsable "${resubmit_args[@]}" "$JOB_DIR"/sbatch.sh "${restart_args[2]}"); then
         "$PYTHON" -m orchestrator.slurm.restart --job-dir "$JOB_DIR" --resubmitted "${next_id%%;*}" || true
         exit "$srun_rc"
     fi
@@ -125,11 +126,10 @@ if ((restart_rc == 3)); then
 elif ((restart_rc != 0)); then
     break
 fi
-mapfile -t restart_args <"$restart_next"
 MASTER_ADDR=${restart_args[0]}
 MASTER_PORT=${restart_args[1]}
-srun_nodes=("${restart_args[@]:2}")
-attempt=$((attempt + 1))
+attempt=$((10#${restart_args[2]}))  # after the step's in-process restarts (launcher.restart: in-process)
+srun_nodes=("${restart_args[@]:3}")
 done
 
 REQUEUE_FILE=/home/user/orch-jobs/golden-20240102-030405-abcdef/requeue

@@ -6,6 +6,7 @@ bucket-settling pass, ``orchestrator.runtime.loop.settle_buckets``):
 
 - ``raise``: an exception in the forward pass;
 - ``kill``: SIGKILL of the process itself (a rank that dies without a word);
+- ``stop``: SIGSTOP of the process itself (a hung rank: the others wait in their next collective);
 - ``skip_barrier``: the classic ``if rank == 0: dist.barrier()`` mistake, a collective only one rank
   enters;
 - ``exit0``: the process ends with exit code 0 in the middle of training;
@@ -34,7 +35,7 @@ class FaultyParams(TrainParams):
     lr: float = 0.05
     samples: int = 1024
     test_samples: int = 256
-    fault: Literal["none", "raise", "kill", "skip_barrier", "exit0", "desync"] = "none"
+    fault: Literal["none", "raise", "kill", "stop", "skip_barrier", "exit0", "desync"] = "none"
     fault_rank: int = 1
     fault_step: int = 3
     signal_step: int | None = None
@@ -73,6 +74,8 @@ def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
                         raise RuntimeError(f"injected failure on rank {ctx.rank} at step {step}")
                     if params.fault == "kill":
                         os.kill(os.getpid(), signal.SIGKILL)
+                    if params.fault == "stop":
+                        os.kill(os.getpid(), signal.SIGSTOP)
                     if params.fault == "skip_barrier":
                         dist.barrier()  # only this rank enters: the others never join
                     if params.fault == "exit0":

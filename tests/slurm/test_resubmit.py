@@ -123,3 +123,20 @@ def test_the_ledger_counts_a_resubmitted_job_as_its_own_allocation() -> None:
     second = {"attempt": 1, "requeue": 0, "job": "67", "batch_started": 100.0, "started": 101.0, "ended": 110.0,
               "first_step": 102.0, "last_step_time": 109.0, "kind": "completed"}
     assert att.ledger([first, second], queued_s=None)["allocated_s"] == 20.0
+
+
+def test_the_next_attempt_counts_the_steps_in_process_restarts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step of attempt 0 restarted once in its processes (launcher.restart: in-process): its end is
+    attempt 1, and the batch script's next step is attempt 2 (the third line of restart_next)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    job_dir = _folder(tmp_path, ["node1", "node2"])
+    for path in (job_dir / "logs").glob("rank*.outcome.json"):  # the records of the step's second attempt
+        path.write_text(json.dumps({**json.loads(path.read_text()), "restart": 1}), encoding="utf-8")
+    att.write_attempts(job_dir, [{"attempt": 0, "requeue": 0, "job": "66", "kind": "vanished", "in_process": True,
+                                  "started": 90.0, "ended": 95.0, "restarted": True}])
+    code, out, err = _helper(job_dir, _env("node[1-2]"), capsys)
+    assert code == 0, err
+    assert out[2] == "2", out
+    assert "attempt 1 stuck rank 1" in err and "(attempt 2 of at most 3)" in err, err
+    assert [a["attempt"] for a in att.read_attempts(job_dir)] == [0, 1]

@@ -13,6 +13,8 @@ across requeues too) adds one entry to ``attempts.json`` in the job folder when 
 ``resumed_step``   the global step it resumed from (the checkpoint's; 0: from the start)
 ``lost_steps``     steps finished after the newest checkpoint, redone by the next attempt
 ``recovery_s``     from this attempt's failure to the first training step of the next one
+``in_process``     restarted inside its step by the agents (``launcher.restart: in-process``); ``pids`` each
+                   rank's process id (a surviving rank keeps its own); ``fallback`` why the agents ended the step
 
 plus what the ledger and the restart policy need (``first_step``, ``last_step_time``, ``failed_at``,
 ``hung_s``, ``reason``, ``last_step``, ``message``, ``batch_started``). :func:`ledger` sums them into
@@ -32,7 +34,7 @@ from orchestrator.spec.numbers import to_float
 from orchestrator.spec.safefile import read_json
 
 ATTEMPTS_FILE = "attempts.json"
-RESTART_NEXT_FILE = "restart_next"  # the batch script's next srun: MASTER_ADDR, MASTER_PORT, node options
+RESTART_NEXT_FILE = "restart_next"  # the batch script's next srun: MASTER_ADDR, MASTER_PORT, attempt, node options
 RESUBMIT_NEXT_FILE = "resubmit_next"  # the sbatch options of the job submitted again without a blamed node
 MAX_BYTES = 4 * 1024 * 1024
 # rank 0's checkpoint times (result.json, each checkpoint, the ledger): the training thread's stall in saves
@@ -165,6 +167,10 @@ def format_attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
                            ("recovery_s", "recovery s")):
             if a.get(key) is not None:
                 parts.append(f"{label} {a[key]}")
+        if a.get("in_process") is True:
+            parts.append("restarted in its step (the other ranks' processes stayed)")
+        elif a.get("fallback"):
+            parts.append(f"not restarted in its step: {a['fallback']}")
         if a.get("message"):
             parts.append(str(a["message"]))
         if a.get("resubmitted_as"):

@@ -1,0 +1,127 @@
+"""In-process restarts inside one step (pure): the generation protocol of the agents and their workers,
+when an agent falls back to the step-level restart, and how attempts.json counts the restarts of a step.
+
+Every task of orch's entrypoint is an agent (``task/agent.py``) that forks its rank's worker. Rank 0's
+agent hosts the step's store at MASTER_PORT; each worker forms its process group under the prefix of
+its generation (:func:`prefix`), so a new world never meets the keys of the one before. When a worker
+ends with a failure, its agent claims the generation the worker was in (``store.add(claim(g), 1) == 1``:
+one winner however many ranks fail at once), records the attempt and writes the decision
+(:data:`RESTART` or ``stop: why``) under :func:`decision`; the survivors' workers, whose collective
+failed meanwhile, read it and either form generation g+1 in the same process or end as today.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+KEY_ROOT = "orch/agents/"
+RESTART = "restart"
+STOP = "stop"
+STOPPED_GRACE_S = 1.0  # a worker stopped (SIGSTOP, state T) this long is hung: its agent kills it
+POLL_S = 0.02  # how often an agent looks at its worker
+REPORT_WAIT_S = 2.0  # how long the deciding agent waits for the other ranks' records of the failed attempt
+FALLBACK_FILE = "restart_fallback"  # in the job folder: why the step's last failure was not restarted in it
+
+
+def prefix(generation: int) -> str:
+    """The store prefix of generation ``generation``'s process group."""
+    return f"orch/gen{generation}/"
+
+
+def claim(generation: int) -> str:
+    return f"{KEY_ROOT}claim/{generation}"
+
+
+def decision(generation: int) -> str:
+    return f"{KEY_ROOT}decision/{generation}"
+
+
+def port(generation: int) -> str:
+    """A script's world of ``generation`` rendezvouses at this port (rank 0's agent hosts a fresh store)."""
+    return f"{KEY_ROOT}port/{generation}"
+
+
+def lost(generation: int, rank: int) -> str:
+    """Rank ``rank``'s worker lost a peer in ``generation`` and wrote its outcome record (``waited``)."""
+    return f"{KEY_ROOT}lost/{generation}/{rank}"
+
+
+def at(rank: int) -> str:
+    """The generation rank ``rank``'s worker is in now (written by the worker at each start)."""
+    return f"{KEY_ROOT}at/{rank}"
+
+
+def encode_stop(why: str) -> str:
+    return f"{STOP}: {why}"[:500]
+
+
+def parse_decision(raw: bytes | str | None) -> tuple[bool, str]:
+    """(restart, why not) of a stored decision; a missing or unreadable one is a stop."""
+    if raw is None:
+        return False, "no decision came from the failed rank's agent (its node or agent is gone?)"
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    if text == RESTART:
+        return True, ""
+    return False, text.removeprefix(f"{STOP}: ") if text.startswith(STOP) else f"unreadable decision {text[:80]!r}"
+
+
+def process_state(stat: str) -> str | None:
+    """The state letter of a ``/proc/PID/stat`` line (R, S, D, T, t, Z, ...), None when unreadable."""
+    try:
+        return stat[stat.rindex(")") + 2]
+    except (ValueError, IndexError):
+        return None
+
+
+# Why an agent hands a failure to the step-level restart (name, reason): restarts/policy.py's "no" stays a
+# "no" (the agent then ends as its worker did); these are the failures the agents cannot restart in the step.
+FALLBACKS: tuple[tuple[str, str], ...] = (
+    ("peer_only", "the worker gave up on a collective and no rank failed or stopped (a deadlock, or a rank "
+                  "stuck where no signal shows it): the step ends"),
+    ("store_lost", "the agents' store at MASTER_PORT is gone (rank 0's agent or node was lost): the step ends"),
+    ("no_decision", "no decision came from the failed rank's agent in time: the step ends"),
+)
+FALLBACK_REASONS = dict(FALLBACKS)
+
+
+def in_step_restarts(history: Sequence[Mapping[str, Any]], *, job: str | None, requeue: int, base: int) -> int:
+    """How many in-process restarts the step that started at attempt ``base`` made (its entries in
+    attempts.json: ``in_process`` true, the same job and requeue, attempt ``base`` or later)."""
+    return sum(1 for a in history if a.get("in_process") is True and a.get("job") == job
+               and a.get("requeue") == requeue and isinstance(a.get("attempt"), int) and a["attempt"] >= base)
+
+
+def pids(records: Mapping[int, Any]) -> dict[str, int]:
+    """{rank: pid} of an attempt's outcome records (attempts.json ``pids``: a survivor keeps its pid)."""
+    out: dict[str, int] = {}
+    for rank, record in sorted(records.items()):
+        pid = getattr(record, "pid", None)
+        if isinstance(pid, int):
+            out[str(rank)] = pid
+    return out
+
+
+# A script's imports an agent makes before it forks the script's ranks (warm restarts): top-level packages
+# known to import without side effects on the GPU (no CUDA initialised) or on the script's state.
+WARM_PACKAGES = frozenset({"torch", "torchvision", "torchaudio", "numpy", "transformers", "lightning",
+                           "pytorch_lightning", "accelerate", "datasets", "timm", "safetensors", "einops", "scipy",
+                           "pandas", "tokenizers"})
+
+
+def warm_imports(source: str) -> list[str]:
+    """The modules of ``WARM_PACKAGES`` a script imports unconditionally at its top level (``import x.y``,
+    ``from x.y import z``: ``x.y``), in order; a script that does not parse: none."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    found: list[str] = []
+    for node in tree.body:
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+        for name in names:
+            if name.split(".")[0] in WARM_PACKAGES and name not in found:
+                found.append(name)
+    return found

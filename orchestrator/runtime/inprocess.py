@@ -1,0 +1,153 @@
+"""In-process restarts of orch's entrypoint, torch's side: the agents' store and a worker's generations.
+
+An agent (``task/agent.py``) hosts (rank 0) or joins the step's store at MASTER_PORT
+(:func:`agent_store`) and forks its rank's worker, which trains through :func:`train_generations`: each
+generation forms its process group on the store under its own prefix. When a collective fails because a
+peer went away (gloo raises on the survivors as soon as the peer's sockets close; a stopped peer is
+killed by its agent first, since gloo cannot abort a collective in flight), the worker waits for the
+failed rank's agent to decide: on a restart it leaves the failed group (destroyed as training unwinds),
+starts the next generation in the same process and resumes from the newest checkpoint, as a restarted
+rank would; otherwise the error ends it as before. NCCL: the same path, after the failed collective
+returns (``TORCH_NCCL_ASYNC_ERROR_HANDLING`` makes the watchdog abort the communicator); the failed world is
+aborted (``dist.abort_world``) rather than destroyed (untested on GPUs).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined]  # (not re-exported in the stubs)
+
+from orchestrator.env.distenv import DistEnv
+from orchestrator.records.restarts import inprocess as proto
+from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
+from orchestrator.runtime.rendezvous import is_loopback, loopback_store
+from orchestrator.spec.runconfig import RunConfig
+from orchestrator.task.agent import Worker
+from orchestrator.task.outcome import RECORDER
+from orchestrator.task.preempt import PreemptFlag
+
+
+def agent_store(addr: str, port: int, *, rank: int, world_size: int, timeout: int) -> Any:
+    """The step's store: rank 0's agent hosts it (loopback only on one machine), the others connect."""
+    delta = datetime.timedelta(seconds=timeout)
+    if is_loopback(addr):
+        return loopback_store(addr, port, rank=0 if rank == 0 else 1, world_size=world_size, timeout=delta)
+    host = addr.strip().strip("[]")
+    if rank == 0:
+        return TCPStore(host, port, world_size, True, timeout=delta, wait_for_workers=False)
+    return TCPStore(host, port, world_size, False, timeout=delta)
+
+
+def warm_up(cfg: RunConfig) -> None:
+    """What a worker imports after torch, imported once in the agent: a replaced worker finds it loaded
+    (orch's entrypoint: torch._dynamo and the job file; a script: its top-level imports of known packages)."""
+    from orchestrator.spec.snapshot import relocate
+
+    if cfg.script is not None:
+        if cfg.script.kind == "script":
+            warm_script(Path(relocate(cfg.script.target, cfg.snapshot)))
+        return
+    import torch._dynamo  # noqa: F401  # DDP's
+
+    from orchestrator.spec.job import load_job_file
+
+    load_job_file(Path(relocate(cfg.job_file, cfg.snapshot)))
+
+
+def warm_script(path: Path) -> list[str]:
+    """Import the script's top-level imports of :data:`~orchestrator.records.restarts.inprocess.WARM_PACKAGES`
+    that are installed (never the script itself, never CUDA); the modules imported."""
+    import importlib
+    import importlib.util
+
+    try:
+        source = path.read_bytes()[:2_000_000].decode("utf-8", "replace")
+    except OSError:
+        return []
+    done = []
+    for name in proto.warm_imports(source):
+        try:
+            if importlib.util.find_spec(name.split(".")[0]) is None:
+                continue
+            importlib.import_module(name)
+        except Exception:  # the worker imports it again and says what is wrong
+            continue
+        done.append(name)
+    return done
+
+
+def host_world_store(addr: str, *, world_size: int, timeout: int) -> int:
+    """Rank 0 of a script's warm restarts: host the next world's store on loopback, at a free port."""
+    import socket
+
+    from orchestrator.runtime.rendezvous import host_script_store
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        chosen: int = sock.getsockname()[1]
+    host_script_store(addr, chosen, world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
+    return chosen
+
+
+def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ: Any,
+                      worker: Worker) -> int:
+    """Train as ``worker``'s rank, generation after generation, until one ends without a peer's failure."""
+    from orchestrator.runtime import entry
+    from orchestrator.runtime.dist import describe_failure
+
+    store = agent_store(worker.store_addr, worker.store_port, rank=1, world_size=env.world_size,
+                        timeout=cfg.launcher.init_timeout)  # this process's own connection (never the agent's)
+    while True:
+        store.set(proto.at(worker.rank), str(worker.generation))
+        try:
+            return entry.run(cfg, env, job_dir, flag, environ, store=PrefixStore(proto.prefix(worker.generation),
+                                                                                 store))
+        except Exception as exc:
+            peer = describe_failure(exc, cfg.launcher.collective_timeout)
+            if peer is None:
+                raise
+            # this attempt's record, as a rank that lost its peer ends it, before the failed rank's agent decides
+            RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=f"{peer[0]} ({entry.describe(exc)})",
+                            how="timeout" if "timed out" in peer[0] else "lost")
+            store.set(proto.lost(worker.generation, worker.rank), "1")
+            restart, why = proto.parse_decision(_decision(store, worker.generation, worker.wait_s))
+            if not restart:
+                print(f"orch: rank {worker.rank}: no in-process restart ({why})", file=sys.stderr, flush=True)
+                raise
+            print(f"orch: rank {worker.rank}: a peer failed ({type(exc).__name__}); generation "
+                  f"{worker.generation + 1} in this process (pid {os.getpid()}), from the newest checkpoint",
+                  file=sys.stderr, flush=True)
+            worker.restart(worker.generation + 1)
+        release()  # after the except clause: the error's traceback no longer holds the failed generation's frames
+
+
+def release() -> None:
+    """Free the failed generation's model, optimizer, loaders (and their workers) before the next one is built:
+    a GPU holds one copy at a time."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        torch.cuda.empty_cache()
+
+
+def _decision(store: Any, generation: int, wait_s: float) -> bytes | None:
+    """The failed rank's decision on ``generation`` (None: none came within ``wait_s``, or the store is gone)."""
+    deadline = time.monotonic() + wait_s
+    key = proto.decision(generation)
+    try:
+        while time.monotonic() < deadline:
+            if store.check([key]):
+                return bytes(store.get(key))
+            time.sleep(proto.POLL_S)
+    except (OSError, RuntimeError):
+        return None
+    return None

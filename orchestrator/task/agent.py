@@ -1,0 +1,322 @@
+"""The agent of one task of orch's entrypoint (``launcher.restart: in-process``): it stays alive across
+the attempts of its rank and forks the rank's worker for each one, so a restart imports nothing.
+
+The task process (srun's task, or one process of ``orch run``) imports torch (no CUDA), hosts (rank 0)
+or joins the step's store at MASTER_PORT, then forks the worker, which trains through the shared
+entrypoint (``runtime/inprocess.py``: one process group per generation, under the store prefix
+:func:`~orchestrator.records.restarts.inprocess.prefix`). The agent watches it:
+
+- the worker exits 0 (completed, or preempted with a checkpoint): the agent exits 0;
+- the worker fails (an exception, killed by a signal, or stopped past ``STOPPED_GRACE_S``, which the agent
+  turns into SIGKILL: gloo cannot abort a collective, but a peer's closed sockets end it at once for the
+  others): the agent claims the worker's generation, records the attempt (``task/recovery.py``, with
+  ``in_process``), asks the restart policy (the budget of ``--max-restarts`` is the step-level one's)
+  and publishes the decision. On a restart it forks a new worker for the next generation; the other
+  ranks' workers stay in their processes and form the next generation with it. Otherwise the agent ends
+  as its worker did (the same exit code or signal), and the step-level restart takes over, as without
+  agents (:data:`~orchestrator.records.restarts.inprocess.FALLBACKS` names why, in ``restart_fallback``);
+- the worker gave up on a collective with nothing else failing (a deadlock): fallback.
+
+The agent writes no outcome record of its own: each worker does (its pid), as the task did before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from orchestrator.env import distenv
+from orchestrator.records.atomic import write_text_atomic
+from orchestrator.records.restarts import inprocess as proto
+from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
+from orchestrator.records.restarts.seen import Seen
+from orchestrator.records.startup import CLOCK
+from orchestrator.spec.runconfig import RunConfig
+from orchestrator.task.outcome import RECORDER
+from orchestrator.task.preempt import SIGNALS, PreemptFlag
+
+if TYPE_CHECKING:
+    from orchestrator.env.distenv import DistEnv
+
+class AgentStore(Protocol):
+    """The part of a c10d store the agents use (torch's TCPStore has it)."""
+
+    def set(self, key: str, value: str) -> None: ...
+    def get(self, key: str) -> bytes: ...
+    def add(self, key: str, amount: int) -> int: ...
+    def check(self, keys: list[str]) -> bool: ...
+
+
+@dataclass
+class Worker:
+    """This process is rank ``rank``'s worker, in generation ``generation`` (``WORKER`` once forked)."""
+
+    rank: int
+    generation: int
+    base_attempt: int  # ORCH_ATTEMPT of the step (generation 0)
+    store_addr: str
+    store_port: int
+    wait_s: float  # how long a survivor waits for the failed rank's decision
+    on_restart: Callable[[int], None] = field(repr=False, default=lambda g: None)
+    flag: PreemptFlag | None = None  # the worker's preemption flag (installed at the fork)
+
+    def restart(self, generation: int) -> None:
+        """A survivor goes on in generation ``generation``: a new attempt for its records and clock."""
+        self.generation = generation
+        begin(self.base_attempt, generation, self.on_restart)
+
+
+def begin(base: int, generation: int, on_start: Callable[[int], None]) -> None:
+    """A worker starts generation ``generation``: ORCH_ATTEMPT, the start-up clock (from now: nothing is left
+    to import) and the rank's outcome record (``on_start``) of the new attempt."""
+    os.environ[distenv.ATTEMPT_VAR] = str(base + generation)
+    if generation:
+        CLOCK.restart()
+    on_start(generation)
+
+
+WORKER: Worker | None = None  # set in a forked worker: runtime/inprocess.py trains generation by generation
+
+
+def applies(cfg: RunConfig, preflight: bool) -> bool:
+    """The agent path: orch's entrypoint (not a script, not the preflight), in-process restarts on."""
+    return cfg.launcher.restart == "in-process" and cfg.script is None and not preflight \
+        and cfg.launcher.max_restarts > 0
+
+
+def warm_script(cfg: RunConfig, loopback: bool) -> bool:
+    """Warm restarts of a script: in-process restarts on, its ranks started by orch on one machine (the
+    agents host each world's store on loopback; a multi-node script restarts by step)."""
+    return cfg.launcher.restart == "in-process" and cfg.script is not None and loopback \
+        and cfg.script.launch.style != "per-node" and cfg.launcher.max_restarts > 0
+
+
+def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore,
+              start_worker: Callable[[int], None], *, warm_up: Callable[[], None] = lambda: None,
+              host_port: Callable[[], int] | None = None) -> int | Worker:
+    """Fork and watch the rank's workers: the agent's exit code, or (in a worker) the :class:`Worker`.
+
+    ``host_port`` (a script's warm restarts; rank 0: the port of a fresh store it hosts): every rank's worker
+    is restarted in each generation, as torchrun restarts the whole world, rendezvousing at that port."""
+    base = distenv.restart_count({distenv.ATTEMPT_VAR: os.environ.get(distenv.ATTEMPT_VAR, "0")})
+    agent = _Agent(cfg, env, job_dir, store, base, start_worker, script=cfg.script is not None, host_port=host_port)
+    worker = agent.fork(0)
+    if worker is not None:
+        return worker
+    RECORDER.path = None  # the worker keeps the rank's record; the agent writes none
+    signal.signal(SIGNALS[cfg.launcher.preempt_signal], lambda signum, frame: agent.send(signum))  # to the worker
+    warm_up()  # what a replaced worker would import again: imported here, once, after the first fork
+    return agent.watch()
+
+
+@dataclass
+class _Agent:
+    cfg: RunConfig
+    env: DistEnv
+    job_dir: Path
+    store: AgentStore
+    base: int
+    start_worker: Callable[[int], None]  # in the child: the outcome record and clock of the new worker
+    script: bool = False  # a script: the whole world restarts in each generation (torchrun's semantics)
+    host_port: Callable[[], int] | None = None  # rank 0 of a script: host the next world's store, its port
+    pid: int = 0
+    generation: int = 0
+    stopped_since: float | None = None
+    began: float = field(default_factory=time.time)  # when the current generation started
+    killed_stopped: bool = False  # the agent killed its stopped (hung) worker
+
+    def fork(self, generation: int) -> Worker | None:
+        self.generation, self.began = generation, time.time()
+        world_port = self._world_port(generation) if self.script and generation else None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            self.pid = pid
+            return None
+        worker = Worker(rank=self.env.rank, generation=generation, base_attempt=self.base,
+                        store_addr=self.env.master_addr, store_port=self.env.master_port,
+                        wait_s=float(max(10, self.cfg.launcher.collective_timeout)), on_restart=self.start_worker)
+        worker.flag = PreemptFlag(self.cfg.launcher.preempt_signal).install()  # the worker's own, from now on
+        global WORKER
+        WORKER = worker
+        if world_port is not None:
+            os.environ["MASTER_PORT"] = str(world_port)
+        begin(self.base, generation, self.start_worker)
+        return worker
+
+    def _world_port(self, generation: int) -> int:
+        """A script's world of ``generation`` meets at a fresh store (keys of the world before would mislead it)."""
+        if self.host_port is not None:
+            chosen = self.host_port()
+            self.store.set(proto.port(generation), str(chosen))
+            return chosen
+        deadline = time.monotonic() + self.cfg.launcher.init_timeout
+        while not self.store.check([proto.port(generation)]) and time.monotonic() < deadline:
+            time.sleep(proto.POLL_S)
+        return int(self.store.get(proto.port(generation)))
+
+    def watch(self) -> int | Worker:
+        while True:
+            code = self._wait()
+            if code == 0:
+                return 0
+            # None: another rank failed and this rank's worker was stopped, the world starts again
+            nxt = self.generation + 1 if code is None else self._after_failure(code)
+            if nxt is None:
+                return _end_as(code or 1)
+            try:
+                worker = self.fork(nxt)
+            except (OSError, RuntimeError, ValueError):  # rank 0's agent is gone: no next world's store
+                self._fall_back("store_lost")
+                return _end_as(code or 1)
+            if worker is not None:  # the new worker leaves through supervise's caller
+                return worker
+
+    def send(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def _wait(self) -> int | None:
+        """The worker's exit status as Popen says it (-N: signal N); a worker stopped too long is killed.
+        None: a script's other rank failed and the world restarts (this worker was stopped for it)."""
+        polls = 0
+        while True:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            self._check_stopped()
+            polls += 1
+            if self.script and polls % 5 == 0 and self._world_restarts():
+                self._stop_worker()
+                return None
+            time.sleep(proto.POLL_S)
+
+    def _world_restarts(self) -> bool:
+        key = proto.decision(self.generation)
+        try:
+            return self.store.check([key]) and proto.parse_decision(self.store.get(key))[0]
+        except (OSError, RuntimeError):
+            return False
+
+    def _stop_worker(self, grace: float = 2.0) -> None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds, as torchrun stops a world's workers."""
+        self.send(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if os.waitpid(self.pid, os.WNOHANG)[0]:
+                return
+            time.sleep(proto.POLL_S)
+        self.send(signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+
+    def _check_stopped(self) -> None:
+        try:
+            with open(f"/proc/{self.pid}/stat", encoding="ascii", errors="replace") as fh:
+                state = proto.process_state(fh.read())
+        except OSError:
+            return
+        now = time.monotonic()
+        if state != "T":
+            self.stopped_since = None
+            return
+        self.stopped_since = self.stopped_since or now
+        if now - self.stopped_since >= proto.STOPPED_GRACE_S:
+            print(f"orch: rank {self.env.rank}: the worker (pid {self.pid}) is stopped (hung) for "
+                  f"{proto.STOPPED_GRACE_S:g} s; killing it", file=sys.stderr, flush=True)
+            self.send(signal.SIGKILL)
+            self.stopped_since, self.killed_stopped = None, True
+
+    def _after_failure(self, code: int) -> int | None:
+        """The next generation to start, or None (fall back: the agent ends as its worker did)."""
+        try:
+            key = proto.at(self.env.rank)
+            raw = self.store.get(key) if self.store.check([key]) else b""
+            generation = int(raw) if raw.strip() else self.generation
+            if code == PEER_FAILURE_EXIT and not self.store.check([proto.decision(generation)]):
+                return self._fall_back("peer_only")  # gave up on a collective, and no rank failed or stopped
+            if self.store.add(proto.claim(generation), 1) == 1:  # this rank decides for the generation
+                restart, why = self._decide(generation, code)
+                self.store.set(proto.decision(generation), proto.RESTART if restart else proto.encode_stop(why))
+            decided = self._decision(generation)
+        except (OSError, RuntimeError, ValueError):  # the store is gone (rank 0's agent or node)
+            return self._fall_back("store_lost")
+        if decided is None:
+            return self._fall_back("no_decision")
+        restart, why = proto.parse_decision(decided)
+        if not restart:
+            print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
+            return None
+        return generation + 1
+
+    def _decision(self, generation: int) -> bytes | None:
+        deadline = time.monotonic() + max(10.0, float(self.cfg.launcher.collective_timeout))
+        while time.monotonic() < deadline:
+            if self.store.check([proto.decision(generation)]):
+                return self.store.get(proto.decision(generation))
+            time.sleep(proto.POLL_S)
+        return None
+
+    def _decide(self, generation: int, code: int) -> tuple[bool, str]:
+        """Record the attempt that just failed, when it is restarted here (task/recovery.py); the verdict."""
+        from orchestrator.task.recovery import AttemptFacts, end_attempt
+
+        others = [] if self.script else [proto.lost(generation, r) for r in range(self.env.world_size)
+                                         if r != self.env.rank]
+        deadline = time.monotonic() + proto.REPORT_WAIT_S  # the survivors' records of the attempt, as they end it
+        while others and not self.store.check(others) and time.monotonic() < deadline:
+            time.sleep(proto.POLL_S)
+
+        run = distenv.script_run_id(os.environ, "local") if self.cfg.mode == "slurm" else "local"
+        facts = AttemptFacts(attempt=self.base + generation, requeue=self.cfg.restarts if self.cfg.mode != "slurm"
+                             else distenv.restart_count({k: v for k, v in os.environ.items()
+                                                         if k != distenv.ATTEMPT_VAR}),
+                             exit_code=code, started=self.began, run=run if self.cfg.mode == "slurm" else "local",
+                             batch_started=_env_time("ORCH_BATCH_START"),
+                             seen=Seen(codes={self.env.rank: code}, ended={self.env.rank: time.time()}, run=run,
+                                       stopped=frozenset({self.env.rank} if self.killed_stopped else ()),
+                                       stopped_by="its agent (the worker was stopped, hung)"))
+        self.killed_stopped = False
+        decision = end_attempt(self.job_dir, self.cfg, facts, in_process=True)
+        if not decision.restart:
+            return False, decision.message or decision.kind
+        print(f"orch: attempt {facts.attempt} {decision.kind} (rank {self.env.rank}, exit {code}); restarting in "
+              f"the step's processes from the newest checkpoint (generation {generation + 1})", file=sys.stderr,
+              flush=True)
+        return True, ""
+
+    def _fall_back(self, name: str) -> int | None:
+        """Say why the step-level restart takes over (the agent ends as its worker did): None."""
+        why = proto.FALLBACK_REASONS[name]
+        print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
+        path = self.job_dir / proto.FALLBACK_FILE
+        with contextlib.suppress(OSError):
+            if not path.exists():  # the first agent's reason (after it, the others may only see its store gone)
+                write_text_atomic(path, f"{name}: {why}\n")
+        return None
+
+
+def _env_time(name: str) -> float | None:
+    """A time the batch script exported (seconds since the epoch), if it reads as one."""
+    try:
+        return float(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _end_as(code: int) -> int:
+    """The agent ends as its worker did: the same exit code, or death by the same signal."""
+    if code < 0:
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        return 128 - code
+    return code
+

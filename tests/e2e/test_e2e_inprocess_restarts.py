@@ -1,0 +1,78 @@
+"""End to end on the local Slurm cluster, 2 nodes: ``launcher.restart: in-process``. A rank of orch's entrypoint
+killed (SIGKILL) or stopped (SIGSTOP) in epoch 2 is restarted inside the srun step: the job is COMPLETED
+after one step, the surviving rank's process is the same before and after (attempts.json ``pids``), and the
+parameters equal an uninterrupted local run's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import SlurmCluster
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+TESTS = Path(__file__).resolve().parents[1]
+FAULTY = TESTS / "jobs" / "faulty.py"
+ORCH = str(Path(sys.executable).with_name("orch"))
+
+
+def _in_process(data: dict[str, Any]) -> None:
+    data["launcher"]["restart"] = "in-process"
+
+
+@pytest.mark.parametrize(("fault", "kind"), [("kill", "vanished"), ("stop", "stuck")])
+def test_a_failed_rank_is_restarted_inside_the_step(slurm_cluster: SlurmCluster, tmp_path: Path, fault: str,
+                                                    kind: str) -> None:
+    cluster = slurm_cluster
+    if len(cluster.nodes()) < 2:
+        pytest.skip("needs 2 nodes")
+    cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", _in_process)
+    params = ["epochs=2", f"fault={fault}", "fault_rank=1", "fault_step=40", "fault_restart=0"]
+    job_id, job_dir = cluster.submit(str(FAULTY), "--nodes", "2", "--gpus", "1", "--cpus-per-task", "1",
+                                     "--max-restarts", "2", *params, cluster_yaml=cluster_yaml)
+    status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
+    detail = f"{status}\n{cluster.describe(job_dir)}"
+    assert status["state"] == "COMPLETED", detail
+    first, second = json.loads((job_dir / "attempts.json").read_text())
+    assert first["in_process"] is True and first["kind"] == kind and first["blamed_rank"] == 1, (first, detail)
+    assert first["pids"]["0"] == second["pids"]["0"] and first["pids"]["1"] != second["pids"]["1"], (first, second)
+    assert second["attempt"] == 1 and second["kind"] == "completed" and second["resumed_step"] == 32, second
+    assert isinstance(first["recovery_s"], float) and first["recovery_s"] < 5, first
+    batch = (job_dir / "logs" / f"slurm-{job_id}.out").read_text(errors="replace")
+    assert batch.count("orch: attempt ") == 0, batch  # one srun step: the batch script's loop never restarted
+    result = json.loads((job_dir / "result.json").read_text())
+    assert result["startup"]["imports"] < 0.5, result["startup"]  # rank 0's restarted attempt imported nothing
+    env = {**os.environ, "ORCH_DATA_DIR": os.environ.get("ORCH_DATA_DIR", str(tmp_path))}
+    local = subprocess.run([ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", str(tmp_path / "local"),
+                            "--json", "epochs=2"], capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert local.returncode == 0, local.stderr
+    assert result["param_digest"] == json.loads(local.stdout)["result"]["param_digest"]
+
+
+WARM_SCRIPT = TESTS / "scripts" / "warm_imports.py"
+
+
+def test_a_scripts_world_restarts_warm_on_one_node(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """A script on one node (2 ranks, rank 1 fails once): the second world is forked from the agents in the
+    same srun step, with TORCHELASTIC_RESTART_COUNT 1, and imports nothing (the script times its imports)."""
+    cluster = slurm_cluster
+    cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", _in_process)
+    job_id, job_dir = cluster.submit(str(WARM_SCRIPT), "--nodes", "1", "--gpus", "2", "--cpus-per-task", "1",
+                                     "--max-restarts", "1", "--no-check", cluster_yaml=cluster_yaml)
+    status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
+    detail = f"{status}\n{cluster.describe(job_dir)}"
+    assert status["state"] == "COMPLETED", detail
+    for rank in (0, 1):
+        lines = [json.loads(x) for x in (job_dir / f"imports-rank{rank}.jsonl").read_text().splitlines()]
+        assert [x["restart"] for x in lines] == [0, 1], (lines, detail)
+        assert lines[1]["pid"] != lines[0]["pid"] and lines[1]["torch_loaded"] and lines[1]["imports_s"] < 0.05, lines
+    first, second = json.loads((job_dir / "attempts.json").read_text())
+    assert first["in_process"] is True and second["attempt"] == 1 and second["kind"] == "completed", (first, second)

@@ -1,0 +1,93 @@
+"""The generation protocol of in-process restarts (records/restarts/inprocess.py): keys, decisions, the
+state of a stopped process, and how attempts.json counts a step's in-process restarts (pure)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from orchestrator.records.restarts import inprocess as proto
+
+
+def test_every_generation_has_its_own_prefix_claim_and_decision() -> None:
+    keys = {f(g) for g in range(3) for f in (proto.prefix, proto.claim, proto.decision)}
+    assert len(keys) == 9
+    assert proto.prefix(1) != proto.prefix(10) and not proto.prefix(1).startswith(proto.KEY_ROOT)
+    assert proto.lost(1, 2) != proto.lost(2, 1) and proto.at(0) != proto.at(1)
+
+
+def test_a_decision_reads_back_as_restart_or_the_reason_not_to() -> None:
+    assert proto.parse_decision(proto.RESTART.encode()) == (True, "")
+    assert proto.parse_decision(proto.encode_stop("the 1 restart allowed is used up")) == (
+        False, "the 1 restart allowed is used up")
+    restart, why = proto.parse_decision(None)
+    assert not restart and "no decision" in why
+    restart, why = proto.parse_decision(b"\xffgarbage")
+    assert not restart and "unreadable" in why
+    assert len(proto.encode_stop("x" * 2000)) == 500
+
+
+def test_the_state_letter_of_a_proc_stat_line() -> None:
+    assert proto.process_state("123 (python) T 1 2 3") == "T"
+    assert proto.process_state("123 (a) b) S 1 2 3") == "S"  # a command name with ") " in it
+    assert proto.process_state("garbage") is None
+    assert proto.process_state("1 (x)") is None
+
+
+def test_a_steps_in_process_restarts_are_counted_from_its_first_attempt() -> None:
+    history = [
+        {"attempt": 0, "job": "7", "requeue": 0, "in_process": True},  # an earlier step of this allocation
+        {"attempt": 1, "job": "7", "requeue": 0, "in_process": False},
+        {"attempt": 2, "job": "7", "requeue": 0, "in_process": True},  # this step (started at attempt 2)
+        {"attempt": 3, "job": "7", "requeue": 0, "in_process": True},
+        {"attempt": 2, "job": "7", "requeue": 1, "in_process": True},  # another requeue
+        {"attempt": 4, "job": "8", "requeue": 0, "in_process": True},  # another job
+        {"attempt": "5", "job": "7", "requeue": 0, "in_process": True},  # damaged
+    ]
+    assert proto.in_step_restarts(history, job="7", requeue=0, base=2) == 2
+    assert proto.in_step_restarts(history, job="7", requeue=0, base=0) == 3
+    assert proto.in_step_restarts([], job="7", requeue=0, base=0) == 0
+
+
+def test_pids_of_an_attempts_records() -> None:
+    records = {1: SimpleNamespace(pid=11), 0: SimpleNamespace(pid=10), 2: SimpleNamespace(pid=None)}
+    assert proto.pids(records) == {"0": 10, "1": 11}
+
+
+def test_every_fallback_says_why() -> None:
+    assert set(proto.FALLBACK_REASONS) == {"peer_only", "store_lost", "no_decision"}
+    assert all("step" in why for why in proto.FALLBACK_REASONS.values())
+
+
+def test_warm_imports_are_a_scripts_unconditional_top_level_imports_of_known_packages() -> None:
+    source = """
+import os, torch
+import numpy as np
+from torch import nn
+from torchvision.models import resnet18
+from . import sibling
+from mylib import heavy
+import transformers.models.bert
+if True:
+    import pandas
+try:
+    import scipy
+except ImportError:
+    pass
+def main():
+    import lightning
+"""
+    assert proto.warm_imports(source) == ["torch", "numpy", "torchvision.models", "transformers.models.bert"]
+    assert proto.warm_imports("import torch\ndef (:") == []
+
+
+def test_orch_status_says_which_attempts_were_restarted_in_their_step() -> None:
+    from orchestrator.records.restarts.attempts import format_attempts
+
+    lines = format_attempts([
+        {"attempt": 0, "requeue": 0, "kind": "vanished", "blamed_rank": 1, "exit_code": -9, "in_process": True},
+        {"attempt": 1, "requeue": 0, "kind": "failed", "exit_code": 3, "in_process": False,
+         "fallback": "peer_only: the worker gave up on a collective"},
+        {"attempt": 2, "requeue": 0, "kind": "completed", "exit_code": 0},
+    ])
+    assert "restarted in its step" in lines[0] and "restarted in its step" not in lines[2]
+    assert "not restarted in its step: peer_only: the worker gave up" in lines[1]

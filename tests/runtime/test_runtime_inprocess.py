@@ -1,0 +1,88 @@
+"""The agents' store (runtime/inprocess.py): rank 0's agent hosts it on loopback only, the others and every
+worker connect; one claim per generation wins; a survivor waits for the decision a bounded time."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support import listeners
+
+from orchestrator.local.runner import free_port
+from orchestrator.records.restarts import inprocess as proto
+from orchestrator.runtime.inprocess import _decision, agent_store
+
+
+def test_rank_0_hosts_the_store_on_loopback_and_one_claim_wins() -> None:
+    port = free_port()
+    host = agent_store("localhost", port, rank=0, world_size=3, timeout=10)
+    assert listeners(port) == ["0100007F"]  # 127.0.0.1 only, never every interface
+    clients = [agent_store("127.0.0.1", port, rank=r, world_size=3, timeout=10) for r in (1, 2)]
+    wins = [store.add(proto.claim(4), 1) == 1 for store in (host, *clients)]
+    assert wins == [True, False, False]
+    clients[1].set(proto.decision(4), proto.RESTART)
+    assert _decision(clients[0], 4, wait_s=1.0) == b"restart"
+
+
+def test_a_survivor_waits_for_the_decision_a_bounded_time() -> None:
+    port = free_port()
+    host = agent_store("127.0.0.1", port, rank=0, world_size=2, timeout=10)
+    client = agent_store("127.0.0.1", port, rank=1, world_size=2, timeout=10)
+    began = time.monotonic()
+    assert _decision(client, 0, wait_s=0.3) is None
+    assert 0.3 <= time.monotonic() - began < 3
+    later = threading.Timer(0.2, lambda: host.set(proto.decision(1), proto.encode_stop("used up")))
+    later.start()
+    assert proto.parse_decision(_decision(client, 1, wait_s=5)) == (False, "used up")
+    later.join()
+
+
+def test_an_agent_imports_a_scripts_known_packages_that_are_installed(tmp_path: Path) -> None:
+    from orchestrator.runtime.inprocess import warm_script
+
+    script = tmp_path / "train.py"
+    script.write_text("import numpy\nimport torch.nn\nimport transformers_not_installed_here\nimport mylib\n"
+                      "raise SystemExit('never run')\n", encoding="utf-8")
+    assert "numpy" in warm_script(script) and "torch.nn" in warm_script(script)
+    assert warm_script(script) == ["numpy", "torch.nn"]  # never the script itself, nor unknown packages
+    assert warm_script(tmp_path / "missing.py") == []
+
+
+def test_a_failed_nccl_world_is_aborted_where_torch_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch.distributed as dist
+
+    from orchestrator.runtime import dist as orch_dist
+
+    called: list[str] = []
+    monkeypatch.setattr(dist.distributed_c10d, "_abort_process_group", lambda: called.append("abort"))
+    assert orch_dist.abort_world() and called == ["abort"]
+
+    def broken() -> None:
+        raise RuntimeError("NCCL communicator was aborted")
+
+    monkeypatch.setattr(dist.distributed_c10d, "_abort_process_group", broken)
+    assert not orch_dist.abort_world()  # the caller destroys the groups instead
+    monkeypatch.delattr(dist.distributed_c10d, "_abort_process_group")
+    assert not orch_dist.abort_world()
+
+
+def test_a_generations_gloo_world_is_destroyed_after_a_failure() -> None:
+    import torch.distributed as dist
+    from torch.distributed import PrefixStore
+
+    from orchestrator.env.devices import select_device
+    from orchestrator.runtime.dist import process_group
+
+    port = free_port()
+    host = agent_store("127.0.0.1", port, rank=0, world_size=1, timeout=10)
+    choice = select_device(cuda_available=False, device_count=0, visible=None, rank=0, local_rank=0,
+                           local_world_size=1)
+    for generation in (0, 1):  # the same process, one world after the other, each under its own prefix
+        with pytest.raises(RuntimeError, match="lost"), process_group(
+                rank=0, world_size=1, local_rank=0, master_addr="127.0.0.1", master_port=port, choice=choice,
+                timeout=10, collective_timeout=5, store=PrefixStore(proto.prefix(generation), host)):
+            assert dist.is_initialized()
+            raise RuntimeError("lost the connection to another rank")
+        assert not dist.is_initialized()
