@@ -5,6 +5,8 @@
 * ``write_job``: write a small job file (planning only: its build() is never called).
 * ``make_plan``: ``build_plan`` for a cluster.yaml and a job file with fixed time, token and paths.
 * ``stubs``: stub ``sbatch``/``srun``/``scontrol`` first on PATH, recording every call (tests/stubs).
+* ``fake_slurm``: stand-in Slurm clients first on PATH whose answers a test sets (``FakeSlurm.set``), in a
+  clean environment.
 * ``finished_run`` (per module): one finished local ``orch run smoke`` (1 epoch, checkpoints); ``job_copy``: a
   copy of it in a job root of the test's own, its job.json pointing at the copy.
 * ``state_dir`` (autouse): ``$ORCH_STATE_DIR`` is a fresh folder, so no test writes the user's index of
@@ -38,6 +40,7 @@ from support import (
     SCALE_STAND_IN,
     STUBS_DIR,
     TEST_CLUSTER,
+    FakeSlurm,
     Stubs,
     clean_environ,
     is_leaky_var,
@@ -237,3 +240,13 @@ def scale_slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     clean_env.setenv("SCALE_SLURM_LOG", str(log))
     clean_env.setenv("ORCH_STATE_DIR", str(tmp_path / "state"))
     return log
+
+
+@pytest.fixture
+def fake_slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
+    """Stand-in Slurm clients (tests/support.py's FakeSlurm) first on PATH, answering what the test sets."""
+    fake = FakeSlurm(tmp_path / "fake-slurm")
+    clean_env.setenv("PATH", f"{fake.bin}{os.pathsep}{os.environ['PATH']}")
+    clean_env.setenv("FAKE_SLURM_SPEC", str(fake.spec))
+    clean_env.setenv("FAKE_SLURM_LOG", str(fake.log))
+    return fake

@@ -153,3 +153,14 @@ def test_doctor_errors_are_refusals_of_the_plan_and_stop_the_submit(tmp_path: Pa
         submit_plan(_settings(tmp_path), str(planned["plan_id"]))
     assert stubs.records("sbatch") == []
     assert plans.submitted_as(str(planned["plan_id"])) is None
+
+
+def test_every_plan_option_is_an_orch_submit_option() -> None:
+    """The plan tool's input is a subset of ``orch submit``'s options by name: a field renamed on either side
+    would otherwise be dropped without a word when the plan is turned into the submit's options."""
+    from dataclasses import fields
+
+    from orchestrator.commands._mcp_plan import PlanInput
+    from orchestrator.slurm.submission import SubmitOptions
+
+    assert set(PlanInput.model_fields) <= {f.name for f in fields(SubmitOptions)}

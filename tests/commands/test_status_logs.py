@@ -36,15 +36,6 @@ DOWN = {"stdout": "", "rc": 1,
 
 
 @pytest.fixture
-def fake_slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
-    fake = FakeSlurm(tmp_path / "fake-slurm")
-    clean_env.setenv("PATH", f"{fake.bin}{os.pathsep}{os.environ['PATH']}")
-    clean_env.setenv("FAKE_SLURM_SPEC", str(fake.spec))
-    clean_env.setenv("FAKE_SLURM_LOG", str(fake.log))
-    return fake
-
-
-@pytest.fixture
 def job_root(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A cluster.yaml in the working directory whose job_root is ``tmp_path/jobs``."""
     root = tmp_path / "jobs"

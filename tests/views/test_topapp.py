@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,15 +23,6 @@ from orchestrator.views.topapp import Confirm, TopApp
 pytest.importorskip("textual")  # the tui extra is in the test extra: present wherever the tests run
 
 SQUEUE = "{id}|RUNNING|None|node[1-2]|0:05|0|N/A|{name}\n"
-
-
-@pytest.fixture
-def fake_slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
-    fake = FakeSlurm(tmp_path / "fake-slurm")
-    clean_env.setenv("PATH", f"{fake.bin}{os.pathsep}{os.environ['PATH']}")
-    clean_env.setenv("FAKE_SLURM_SPEC", str(fake.spec))
-    clean_env.setenv("FAKE_SLURM_LOG", str(fake.log))
-    return fake
 
 
 @pytest.fixture
