@@ -4,7 +4,10 @@ It reads torchrun's variables, calls ``init_process_group`` with ``env://``, run
 on rank-dependent data and writes ``<out>/rank<R>.json``: every torchrun variable it saw, its
 arguments as hex bytes, cwd, sys.path[0], the device and a checksum of the parameters.
 
-    python ddp_train.py --out DIR [--steps N] [--lr LR] [--exit-code C] [-- ARGS...]
+    python ddp_train.py --out DIR [--steps N] [--lr LR] [--exit-code C] [--fail-first-attempt R] [-- ARGS...]
+
+``--fail-first-attempt R``: rank R exits with code 1 after its first step in the first attempt
+(``TORCHELASTIC_RESTART_COUNT`` 0), so a restarted world trains again from the start.
 """
 
 import argparse
@@ -31,6 +34,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--exit-code", type=int, default=0)
+    parser.add_argument("--fail-first-attempt", type=int, default=None, metavar="RANK")
     parser.add_argument("extra", nargs="*")
     args = parser.parse_args()
     rank = int(os.environ["RANK"])
@@ -40,12 +44,15 @@ def main() -> int:
         ddp = DistributedDataParallel(model)
         opt = torch.optim.SGD(ddp.parameters(), lr=args.lr)
         gen = torch.Generator().manual_seed(100 + rank)
-        for _ in range(args.steps):
+        first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
+        for step in range(args.steps):
             x = torch.randn(4, 8, generator=gen)
             loss = ddp(x).pow(2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if step == 0 and first_attempt and rank == args.fail_first_attempt:
+                os._exit(1)  # a crash: no clean-up, the other ranks wait in their next all-reduce
         flat = torch.cat([p.detach().flatten() for p in model.parameters()])
         record = {
             "env": {name: os.environ[name] for name in NAMES if name in os.environ},

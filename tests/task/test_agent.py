@@ -142,6 +142,29 @@ def test_a_scripts_restarted_world_imports_nothing(root: Path) -> None:
     assert not again["torch_loaded"] and again["imports_s"] > second[1]["imports_s"], cold
 
 
+def ddp_params(root: Path, restart: str, max_restarts: int, *args: str) -> tuple[dict[str, Any], list[list[float]]]:
+    """``orch run`` of tests/scripts/ddp_train.py on 2 ranks: the summary and each rank's final parameters."""
+    out = root / f"ddp-{restart}-{max_restarts}-{len(args)}"
+    argv = [ORCH, "run", "--cluster", str(cluster(root, restart=restart, max_restarts=max_restarts)), "--json",
+            str(TESTS / "scripts" / "ddp_train.py"), "--nproc", "2", "--", "--out", str(out), "--steps", "4", *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=clean_environ(), timeout=RUN_TIMEOUT)
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["status"] == "completed", proc.stderr[-3000:]
+    return summary, [json.loads((out / f"rank{r}.json").read_text())["params"] for r in (0, 1)]
+
+
+@pytest.mark.slow
+def test_a_scripts_warm_restart_trains_as_an_uninterrupted_run(root: Path) -> None:
+    """The world forked again from the agents (which imported torch before it) trains exactly as a world that
+    never failed: every rank's final parameters are bit-equal to those of an uninterrupted run."""
+    _, uninterrupted = ddp_params(root, "step", 0)
+    summary, restarted = ddp_params(root, "in-process", 1, "--fail-first-attempt", "1")
+    attempts = read_attempts(Path(summary["job_dir"]))
+    assert [a["in_process"] for a in attempts] == [True, False] and attempts[0]["blamed_rank"] == 1, attempts
+    assert restarted == uninterrupted
+
+
 @pytest.mark.slow
 def test_the_preemption_signal_reaches_the_worker_through_its_agent(root: Path) -> None:
     """orch run sends the preemption signal to each task process, the agent; it forwards it to its worker."""
