@@ -16,11 +16,9 @@ from typing import Any
 import pytest
 from support import ORCH, ROOT, clean_environ, run_cli
 from test_logs_script_jobs import squeue_line
-from test_status_logs import DISABLED, FakeSlurm, fake_slurm
+from test_status_logs import DISABLED, FakeSlurm
 
 from orchestrator.local.runner import free_port
-
-__all__ = ["fake_slurm"]  # fixture used here
 
 DDP = ROOT / "tests" / "scripts" / "ddp_train.py"
 REFUSED = ROOT / "tests" / "doctor" / "fixtures" / "case_ddp002_bad.py"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from support import ORCH, ROOT, Stubs, clean_environ
-from test_status_logs import DISABLED, FakeSlurm, fake_slurm, job_root, run_cli
+from test_status_logs import DISABLED, FakeSlurm, job_root, run_cli
 
 from orchestrator.records import jobindex
 from orchestrator.records.jobdirs import write_run_config
@@ -30,7 +30,7 @@ from orchestrator.slurm.state import parse_sacct_runs, parse_squeue
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget
 
-__all__ = ["fake_slurm", "job_root"]  # fixtures used here
+__all__ = ["job_root"]  # the fixture used here
 
 START = "orch: job 9 (restart 0) on node[1-2]: MASTER_ADDR=node1 MASTER_PORT=29500\n"
 
