@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support import ORCH, clean_environ
 
 from orchestrator.cli import VERBS, main
 from orchestrator.commands._torchrun import TORCHRUN_OPTIONS, explain, normalize, torchrun_option
@@ -192,9 +194,27 @@ def test_dashdash_verbs_without_operands(here: Path, capsys: pytest.CaptureFixtu
     assert main(argv) == 0, capsys.readouterr().err
 
 
+def test_dashdash_resubmit_takes_the_operand(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = _refused(["resubmit", "--failed", "--", "-nojob"], capsys)
+    assert "'-nojob'" in err and "unrecognized" not in err, err
+
+
+def test_dashdash_top(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """-- ends top's options: it gets as far as asking for a terminal (a test has none)."""
+    err = _refused(["top", "--"], capsys)
+    assert "needs a terminal" in err and "unrecognized" not in err, err
+
+
+def test_dashdash_mcp(here: Path) -> None:
+    """-- ends mcp's options: the server starts, and ends when its input (the client) closes."""
+    proc = subprocess.run([ORCH, "mcp", "--"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=clean_environ(), cwd=here, timeout=60)
+    assert proc.returncode == 0 and "unrecognized" not in proc.stderr, proc.stderr
+
+
 def test_every_verb_is_covered() -> None:
     covered = {"hosts", "env", "list", "status", "logs", "cancel", "plot", "doctor", "run", "submit", "compare", "tb",
-               "nodes", "clean", "clusters", "exec"}
+               "nodes", "clean", "clusters", "exec", "resubmit", "top", "mcp"}
     assert covered == set(VERBS), set(VERBS) ^ covered
 
 

@@ -114,20 +114,30 @@ def test_per_node_script_matches_its_own_spawn_started_by_hand(tmp_path: Path) -
 
 def test_slurm_script_matches_srun_variables(tmp_path: Path) -> None:
     script = SCRIPTS / "slurm_native.py"
-    port = free_port()
-    tasks = [subprocess.Popen([sys.executable, str(script), "--out", str(tmp_path / "ref")],
-                              env=_env(**environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for environ in simulate_slurm_task_envs(["localhost"], 2, "4242", 0, "127.0.0.1", port)]
-    for task in tasks:
-        _, err = task.communicate(timeout=TIMEOUT)
-        assert task.returncode == 0, err
-    proc = _orch_run(tmp_path, str(script), "--nproc", "2", "--job-root", str(tmp_path / "jobs"), "--",
-                     "--out", str(tmp_path / "ours"))
+
+    def by_srun_variables() -> subprocess.CompletedProcess[str]:
+        """The two tasks as srun starts them; one result (the first failure's, SIGABRT named as mp.spawn does)."""
+        port = free_port()
+        tasks = [subprocess.Popen([sys.executable, str(script), "--out", str(tmp_path / "ref")],
+                                  env=_env(**environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for environ in simulate_slurm_task_envs(["localhost"], 2, "4242", 0, "127.0.0.1", port)]
+        ended = [(task, *task.communicate(timeout=TIMEOUT)) for task in tasks]
+        failed = [(t.returncode, out, err) for t, out, err in ended if t.returncode != 0]
+        if not failed:
+            return subprocess.CompletedProcess(script, 0, "", "")
+        code, out, err = failed[0]
+        return subprocess.CompletedProcess(script, code, out, err + ("\nSIGABRT" if code == -6 else ""))
+
+    ref = _once_more_on_teardown_abort(by_srun_variables)
+    assert ref.returncode == 0, ref.stderr
+    jobs = [tmp_path / "jobs", tmp_path / "jobs-again"]
+    proc = _once_more_on_teardown_abort(lambda: _orch_run(
+        tmp_path, str(script), "--nproc", "2", "--job-root", str(jobs.pop(0)), "--", "--out", str(tmp_path / "ours")))
     assert proc.returncode == 0, proc.stderr
     ours, theirs = _records(tmp_path / "ours", 2), _records(tmp_path / "ref", 2)
     _same_params(ours, theirs)
     assert [r["slurm"] for r in ours] == [r["slurm"] for r in theirs]  # the same place as srun gives
-    assert _job(tmp_path / "jobs")["script"]["launch"]["style"] == "slurm"
+    assert _job(tmp_path / ("jobs-again" if not jobs else "jobs"))["script"]["launch"]["style"] == "slurm"
 
 
 def test_launch_override_runs_a_spawning_script_as_torchrun_would(tmp_path: Path) -> None:
