@@ -240,7 +240,7 @@ class _Agent:
             key = proto.at(self.env.rank)
             raw = self.store.get(key) if self.store.check([key]) else b""
             generation = int(raw) if raw.strip() else self.generation
-            if code == PEER_FAILURE_EXIT and not self.store.check([proto.decision(generation)]):
+            if code == PEER_FAILURE_EXIT and not self._claimed(generation):
                 return self._fall_back("peer_only")  # gave up on a collective, and no rank failed or stopped
             if self.store.add(proto.claim(generation), 1) == 1:  # this rank decides for the generation
                 restart, why = self._decide(generation, code)
@@ -255,6 +255,16 @@ class _Agent:
             print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
             return None
         return generation + 1
+
+    def _claimed(self, generation: int) -> bool:
+        """Whether a failed rank's agent claims ``generation`` within ``PEER_GRACE_S``: a worker that only lost
+        its peer (a script's rank 0 in a collective) can end before the failed rank's agent saw its own end."""
+        deadline = time.monotonic() + proto.PEER_GRACE_S
+        while not self.store.check([proto.claim(generation)]):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(proto.POLL_S)
+        return True
 
     def _decision(self, generation: int) -> bytes | None:
         deadline = time.monotonic() + max(10.0, float(self.cfg.launcher.collective_timeout))

@@ -228,8 +228,35 @@ def test_a_rank_that_only_lost_its_peer_follows_a_stop_or_falls_back(tmp_path: P
     assert make_agent(tmp_path, store)._after_failure(3) is None  # decided: ends as its worker did
     assert not (tmp_path / proto.FALLBACK_FILE).exists()
     store.data.pop(proto.decision(3))
+    store.data.pop(proto.claim(3))
+    started = time.monotonic()
     assert make_agent(tmp_path, store)._after_failure(3) is None  # nothing failed: a deadlock
+    assert time.monotonic() - started >= proto.PEER_GRACE_S  # once a failed rank's agent had time to claim
     assert (tmp_path / proto.FALLBACK_FILE).read_text().startswith("peer_only: ")
+
+
+class LateClaimStore(DictStore):
+    """The failed rank's agent claims and decides only after this rank's worker ended (a few polls later)."""
+
+    def __init__(self, generation: int, polls: int) -> None:
+        super().__init__()
+        self.generation, self.polls = generation, polls
+
+    def check(self, keys: list[str]) -> bool:
+        self.polls -= 1
+        if self.polls == 0:
+            self.add(proto.claim(self.generation), 1)
+            self.set(proto.decision(self.generation), proto.RESTART)
+        return super().check(keys)
+
+
+def test_a_rank_that_lost_its_peer_first_follows_the_failed_ranks_later_claim(tmp_path: Path) -> None:
+    """A script's rank 0 ends on its peer's crash before rank 1's agent has seen rank 1 end: it waits for
+    that claim and restarts with the world, instead of taking the crash for a deadlock."""
+    store = LateClaimStore(3, polls=10)
+    store.set(proto.at(0), "3")
+    assert make_agent(tmp_path, store, rank=0)._after_failure(3) == 4
+    assert not (tmp_path / proto.FALLBACK_FILE).exists()
 
 
 def test_a_second_failed_rank_follows_the_first_ranks_decision(tmp_path: Path) -> None:

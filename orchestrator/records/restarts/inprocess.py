@@ -22,6 +22,7 @@ STOP = "stop"
 STOPPED_GRACE_S = 1.0  # a worker stopped (SIGSTOP, state T) this long is hung: its agent kills it
 POLL_S = 0.02  # how often an agent looks at its worker
 REPORT_WAIT_S = 2.0  # how long the deciding agent waits for the other ranks' records of the failed attempt
+PEER_GRACE_S = 5.0  # how long an agent whose worker only lost a peer waits for the failed rank's agent to claim
 FALLBACK_FILE = "restart_fallback"  # in the job folder: why the step's last failure was not restarted in it
 
 
