@@ -9,9 +9,10 @@ jobs' folders are never opened (one ``scandir`` of the root, names only). From e
 - ``metrics.jsonl`` (every epoch a run finished, failed runs too): training seconds per step
   (``train_samples / samples_per_s / steps``), the rest of the epoch (evaluation), the steps of an epoch;
 - ``result.json`` (a finished run): start-up (``goodput.startup_s``, else the sum of ``startup``'s phases
-  after the queue) and the checkpoint time: ``checkpoint_stall_s`` when saves are asynchronous (the training
-  thread's share) with ``checkpoint_write_s`` (the background write), else ``checkpoint_s``; divided by the
-  saves (``checkpoints`` when recorded, else one per epoch: then an upper bound).
+  after the queue) and the checkpoint time: ``checkpoint_stall_s`` (the training thread's share) and, until
+  on disk, that plus ``checkpoint_write_s`` for background saves (a synchronous save's stall holds its write);
+  a run of an older orch: ``checkpoint_s``; divided by the saves (``checkpoints`` when recorded, else one per
+  epoch: then an upper bound).
 
 The slowest run's value of each is kept (a budget errs on the long side). A job run from a script writes
 none of these (its steps are its own): it has no history.
