@@ -7,6 +7,7 @@ only sees ``TensorData`` (the in-memory fast path) or a map-style ``Dataset``.
 from __future__ import annotations
 
 import gzip
+import os
 import pickle
 import struct
 from collections.abc import Sequence
@@ -41,6 +42,9 @@ MNIST_FILES = {
 }
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 MNIST_LAYOUT = "MNIST/raw/ with the four files " + ", ".join(f"{n}.gz" for n in MNIST_FILES.values())
+# The base URL of a mirror of the four .gz files, tried instead of torchvision's own mirrors (a local copy,
+# an intranet server: http://host/mnist/ serving train-images-idx3-ubyte.gz, ...).
+MNIST_MIRROR_ENV_VAR = "ORCH_MNIST_MIRROR"
 
 CIFAR10_DIR = "cifar-10-batches-py"
 CIFAR10_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -96,6 +100,48 @@ def find_mnist_files(data_dir: Path) -> dict[str, Path]:
             )
         found[key] = hit
     return found
+
+
+def download_mnist(data_dir: Path) -> None:
+    """Fetch the MNIST files missing under ``data_dir/MNIST/raw/`` with torchvision's download (its mirrors
+    and MD5 sums; ``$ORCH_MNIST_MIRROR`` replaces the mirrors). Present files are kept: nothing is fetched
+    when all four are there (``.gz`` or uncompressed). A file is written under a temporary name and renamed
+    once its MD5 sum is right, so an interrupted download never leaves a damaged file behind. When no
+    mirror gives a file: OSError (the network's error) or ConfigError (a mirror served a wrong file)."""
+    try:
+        find_mnist_files(data_dir)
+        return
+    except ConfigError:
+        pass
+    from torchvision.datasets import MNIST
+    from torchvision.datasets.utils import check_integrity, download_url
+
+    raw = data_dir / "MNIST" / "raw"
+    mirror = os.environ.get(MNIST_MIRROR_ENV_VAR, "").strip()
+    mirrors = [mirror.rstrip("/") + "/"] if mirror else [str(m) for m in MNIST.mirrors]
+    for filename, md5 in MNIST.resources:
+        if check_integrity(str(raw / filename), md5):
+            continue
+        failures: list[tuple[str, Exception]] = []
+        for base in mirrors:
+            part = f"{filename}.part"
+            print(f"downloading {base}{filename} to {raw}", flush=True)
+            try:
+                download_url(f"{base}{filename}", str(raw), filename=part, md5=md5)
+            except (OSError, RuntimeError) as exc:  # OSError: the network (URLError); RuntimeError: a wrong MD5
+                failures.append((base, exc))
+                (raw / part).unlink(missing_ok=True)
+                continue
+            os.replace(raw / part, raw / filename)
+            break
+        else:
+            network = [exc for _, exc in failures if isinstance(exc, OSError)]
+            tried = "; ".join(f"{base}{filename}: {exc}" for base, exc in failures)
+            if network:
+                raise network[0] from None  # the first mirror's network error (what orch reports)
+            raise ConfigError(f"no mirror served a good {filename} (tried {tried})",
+                              hint=f"set {MNIST_MIRROR_ENV_VAR}=URL to a mirror of the four files, or copy them "
+                                   f"into {raw}")
 
 
 def _mnist_split(images_path: Path, labels_path: Path) -> TensorData:

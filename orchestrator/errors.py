@@ -28,6 +28,14 @@ class ConfigError(OrchError):
     """cluster.yaml, a job spec or an override is invalid."""
 
 
+class DownloadError(OrchError):
+    """A job's data could not be downloaded (``orch run JOB --download``): the machine is offline or the
+    mirror cannot be reached. Exit code 75 (``EX_TEMPFAIL`` of sysexits.h: a temporary failure), so a
+    script tells it from bad input (2) and a failed run; ``scripts/demo.sh`` then runs the smoke job."""
+
+    exit_code = 75
+
+
 class SlurmError(OrchError):
     """Slurm refused a request or is not reachable."""
 

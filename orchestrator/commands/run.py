@@ -38,7 +38,7 @@ from orchestrator.local.plan import (
     local_gpus,
     new_local_run,
 )
-from orchestrator.local.runner import LocalResult, LocalRunner, job_lock, tail
+from orchestrator.local.runner import LocalResult, LocalRunner, job_lock, last_error, tail
 from orchestrator.records.codetrust import check_launch
 from orchestrator.records.jobdirs import job_root, local_log_name, write_run_config
 from orchestrator.records.restarts.world import WorldVerdict, judge
@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_restart_arguments(parser, spares=False)
     add_world_arguments(parser)
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
+    parser.add_argument("--download", action="store_true",
+                        help="jobs: first fetch the job's data where it is missing (mnist: torchvision's download) "
+                             "into --data-dir, else $ORCH_DATA_DIR, else ~/.cache/orch/data; offline: exit code 75")
     parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
                         help="as orch submit --pass-env (repeatable): NAME must be set here; every local rank "
                              "inherits it, and no file holds its value")
@@ -118,6 +121,9 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
     if target is not None or args.job:
         check_launch(args.job, target, environ=os.environ, cwd=cwd)  # code others could write never runs
     if target is not None:
+        if args.download:
+            raise ConfigError("--download fetches a job's data (orch run mnist --download); a script gets its own",
+                              hint="leave out --download")
         return _new_script_run(args, target)
     if not args.job:
         raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
@@ -125,8 +131,14 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
     loaded = load_job(args.job, os.environ, cwd)
     cluster = cluster_or_none(args)
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
+    data_dir = resolve_data_dir(args.data_dir, os.environ, cwd)
+    if args.download:  # before the job folder exists: offline, nothing is left behind
+        from orchestrator.local.download import download_dir, fetch_data
+
+        out = sys.stderr if args.json else sys.stdout
+        data_dir = str(fetch_data(loaded, download_dir(data_dir, os.environ), out))
     return new_local_run(loaded, parse_overrides(args.overrides), nproc=args.nproc or 1, root=root,
-                         data_dir=resolve_data_dir(args.data_dir, os.environ, cwd), cluster=cluster,
+                         data_dir=data_dir, cluster=cluster,
                          gpus_per_task=args.gpus_per_task, tracking=checked_tracking(cluster, args))
 
 
@@ -138,9 +150,9 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
                               "job.json", hint="orch run --resume DIR [key=value ...]")
         overrides.insert(0, args.job)
     if getattr(args, "script_args", None) is not None or getattr(args, "module", None) or args.gpus_per_task or (
-            args.launch != "auto"):
-        raise ConfigError("--resume takes no script, -m, --gpus-per-task, --launch or arguments after --: they come "
-                          "from the "
+            args.launch != "auto") or args.download:
+        raise ConfigError("--resume takes no script, -m, --gpus-per-task, --launch, --download or arguments after --: "
+                          "they come from the "
                           "folder's job.json",
                           hint="orch run --resume DIR")
     job_dir = Path(args.resume).expanduser().absolute()
@@ -227,13 +239,20 @@ def _world(result: LocalResult, job_dir: Path, cfg: RunConfig) -> WorldVerdict |
     return judge(records, cfg.world_size, run="local")
 
 
+def said_once(message: str, shown: str) -> str:
+    """The run's error line without the failed rank's own error when the output above showed it already
+    (its ``orch: error:`` line, in rank 0's output or in the failed rank's last lines): said once."""
+    said = last_error(shown)
+    return message.replace(f" ({said})", " (its error is above)", 1) if said else message
+
+
 def _report(result: LocalResult, job_dir: Path, out: TextIO) -> None:
     if result.status == "failed" and result.failed_rank is not None:
         log = job_dir / LOG_DIR / local_log_name(result.failed_rank)
         lines = tail(log)
         if lines and result.failed_rank != 0:  # rank 0's output was already shown
             print(f"--- last lines of {log} ---\n{lines}\n---", file=sys.stderr)
-        print(f"orch: error: {result.message}\nHINT: full log: {log}", file=sys.stderr, flush=True)
+        print(f"orch: error: {said_once(result.message, lines)}\nHINT: full log: {log}", file=sys.stderr, flush=True)
     elif result.status == "completed":
         final = (result.result or {}).get("final") or {}
         acc = final.get("test_acc")

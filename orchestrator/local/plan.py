@@ -104,8 +104,9 @@ def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc
     ``gpus_per_task`` (scripts only): each rank holds that many of the ``gpus`` local GPUs."""
     check_nproc(nproc, cpus)
     if loaded.spec.needs_data and data_dir is None:
+        fetch = f", or let orch get it: orch run {loaded.spec.name} --download" if loaded.spec.download else ""
         raise ConfigError(f"job {loaded.spec.name} needs a data directory, and none was given",
-                          hint=f"pass --data-dir DIR (data_dir= in Python) or set {DATA_DIR_ENV_VAR}=DIR")
+                          hint=f"pass --data-dir DIR (data_dir= in Python) or set {DATA_DIR_ENV_VAR}=DIR{fetch}")
     if gpus_per_task is not None:
         if script is None and gpus_per_task > 1:
             raise ConfigError(f"--gpus-per-task {gpus_per_task}: the built-in DDP entrypoint trains on one GPU "

@@ -108,6 +108,9 @@ class JobSpec:
     resources: Resources = field(default_factory=Resources)
     description: str = ""
     needs_data: bool = False
+    # download(data_dir): fetch what is missing of the job's data into data_dir (orch run JOB --download);
+    # a network failure raises OSError (urllib's URLError is one), bad files a ConfigError
+    download: Callable[[Path], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,7 @@ _SPEC_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "resources": (lambda v: isinstance(v, Resources), "orchestrator.spec.job.Resources(nodes=..., gpus=...)"),
     "description": (lambda v: isinstance(v, str), "a str"),
     "needs_data": (lambda v: isinstance(v, bool), "True or False"),
+    "download": (lambda v: v is None or callable(v), "None or a function download(data_dir) that fetches the data"),
 }
 
 

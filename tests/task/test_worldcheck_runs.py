@@ -104,7 +104,9 @@ def test_strict_world_fails_ranks_that_each_trained_alone(tmp_path: Path) -> Non
     proc, job_dir = run(tmp_path, "alone.py", "--strict-world")
     assert proc.returncode == 2, proc.stderr
     assert "orch: error: rank " in proc.stderr
-    assert "the job's 2 ranks never formed a process group: this rank initialised a world of 1 rank" in proc.stderr
+    # the failed rank's own line (rank 0's on stdout) says it; the closing line does not repeat it
+    assert "the job's 2 ranks never formed a process group: this rank initialised a world of 1 rank" in (
+        proc.stdout + proc.stderr)
     text, data = status(tmp_path, job_dir)
     assert data["state"] == "FAILED" and "never formed a process group" in data["failure"]["message"]
     assert data["world"] is None and "warning" not in text  # the failure says it, once
