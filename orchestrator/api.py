@@ -60,7 +60,7 @@ REQUEST_FIELDS = ("module", "script_args", "gpus_per_task", "ntasks_per_node", "
                   "time", "job_name", "account", "qos", "constraint", "exclusive", "nodelist", "exclude",
                   "reservation", "dependency", "mail_type", "mail_user", "sbatch_args", "env", "pass_env",
                   "container_runtime", "container_image", "container_mounts", "preflight", "max_restarts",
-                  "spare_nodes", "world_check", "templates", "data_dir", "no_check", "ignore",
+                  "spare_nodes", "world_check", "collective_timeout", "templates", "data_dir", "no_check", "ignore",
                   "no_snapshot", "launch")
 
 

@@ -56,6 +56,31 @@ def add_world_arguments(parser: argparse.ArgumentParser) -> None:
                        help="scripts: the ranks are meant to train independently (no process group): no world check")
 
 
+def add_timeout_argument(parser: argparse.ArgumentParser) -> None:
+    """``--collective-timeout S`` (orch submit and orch run): launcher.collective_timeout for this job."""
+    parser.add_argument("--collective-timeout", type=int, metavar="S",
+                        help="seconds a collective may wait before the job ends (a stuck or crashed rank); scripts: "
+                             "their process group's timeout unless they pass their own timeout= (default: "
+                             "launcher.collective_timeout of cluster.yaml, 30)")
+
+
+# run's per-job launcher settings -> their flags (orch submit checks them in its request, naming the flag too)
+LAUNCHER_FLAGS = {"max_restarts": "--max-restarts", "collective_timeout": "--collective-timeout"}
+
+
+def check_launcher_flags(args: argparse.Namespace) -> None:
+    """Each launcher setting given as a flag within its bound (ConfigError naming the flag), before anything starts."""
+    from orchestrator.errors import ConfigError
+    from orchestrator.spec.bounds import check
+
+    for dest, flag in LAUNCHER_FLAGS.items():
+        try:
+            check(dest, getattr(args, dest, None))
+        except ValueError as exc:
+            raise ConfigError(f"{flag} {exc}", hint=f"pass {flag} within the bound, or leave it out for "
+                              f"launcher.{dest} of cluster.yaml") from None
+
+
 def restarts_note(max_restarts: int, spare_nodes: int = 0) -> str:
     """The dry run's line on restarts inside the allocation (empty when they are off)."""
     if max_restarts == 0:

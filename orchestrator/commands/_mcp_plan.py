@@ -89,6 +89,7 @@ class PlanInput(BaseModel):
     max_restarts: int | None = None
     spare_nodes: int | None = None
     world_check: Literal["warn", "strict", "independent"] | None = None
+    collective_timeout: int | None = None
     launch: str | None = None
     preflight: Literal["off", "stop", "exclude"] | None = None
     no_snapshot: bool = False

@@ -73,6 +73,7 @@ def build(settings: Settings) -> MCPServer[Any]:
              nodelist: str | None = None, exclude: str | None = None, dependency: str | None = None,
              env: list[str] | None = None, data_dir: str | None = None, max_restarts: int | None = None,
              spare_nodes: int | None = None, world_check: Literal["warn", "strict", "independent"] | None = None,
+             collective_timeout: int | None = None,
              launch: str | None = None, preflight: Literal["off", "stop", "exclude"] | None = None,
              no_snapshot: bool = False, no_check: bool = False, ignore: list[str] | None = None) -> dict[str, Any]:
         given = {k: v for k, v in locals().items() if v is not None and k in PlanInput.model_fields}

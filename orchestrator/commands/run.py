@@ -22,7 +22,9 @@ from orchestrator.commands._common import (
     add_job_arguments,
     add_json_argument,
     add_restart_arguments,
+    add_timeout_argument,
     add_world_arguments,
+    check_launcher_flags,
     print_json,
 )
 from orchestrator.commands._jobs import cluster_or_none
@@ -53,6 +55,7 @@ from orchestrator.spec.launch import check_style
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
 from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
 from orchestrator.spec.tracking import TRACKERS, TrackerName, merge_tracking, missing_extra
+from orchestrator.task.hang import for_terminal
 from orchestrator.task.outcome import read_outcomes
 
 
@@ -70,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
     add_restart_arguments(parser, spares=False)
     add_world_arguments(parser)
+    add_timeout_argument(parser)
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
     parser.add_argument("--download", action="store_true",
                         help="jobs: first fetch the job's data where it is missing (mnist: torchvision's download) "
@@ -191,6 +195,7 @@ def _resume(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Path
 def run(args: argparse.Namespace) -> int:
     if args.nproc is not None:
         check_nproc(args.nproc)  # before anything is read, written or started
+    check_launcher_flags(args)
     missing = [name for name in parse_pass_env(args.pass_env) if name not in os.environ]
     if missing:  # the local ranks inherit this environment: a name must be set in it
         raise ConfigError(f"--pass-env: {', '.join(missing)} not set in this shell",
@@ -213,7 +218,8 @@ def _run_locked(args: argparse.Namespace, job_dir: Path, cfg: RunConfig) -> int:
           file=out, flush=True)
     from orchestrator.local.restarts import run_attempts
 
-    asked = {"max_restarts": args.max_restarts, "world_check": args.world_check}
+    asked = {"max_restarts": args.max_restarts, "world_check": args.world_check,
+             "collective_timeout": args.collective_timeout}
     changed = {k: v for k, v in asked.items() if v is not None and v != getattr(cfg.launcher, k)}
     if changed:
         cfg = RunConfig.model_validate({**cfg.model_dump(), "launcher": {**cfg.launcher.model_dump(), **changed}})
@@ -249,7 +255,7 @@ def said_once(message: str, shown: str) -> str:
 def _report(result: LocalResult, job_dir: Path, out: TextIO) -> None:
     if result.status == "failed" and result.failed_rank is not None:
         log = job_dir / LOG_DIR / local_log_name(result.failed_rank)
-        lines = tail(log)
+        lines = for_terminal(tail(log))  # a stuck rank's stack without orch's launcher frames (the log has all)
         if lines and result.failed_rank != 0:  # rank 0's output was already shown
             print(f"--- last lines of {log} ---\n{lines}\n---", file=sys.stderr)
         print(f"orch: error: {said_once(result.message, lines)}\nHINT: full log: {log}", file=sys.stderr, flush=True)

@@ -28,6 +28,7 @@ from orchestrator.commands._common import (
     add_job_arguments,
     add_json_argument,
     add_restart_arguments,
+    add_timeout_argument,
     add_world_arguments,
     cluster_from_args,
     print_json,
@@ -109,6 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "node (--preflight=exclude); default: launcher.preflight of cluster.yaml ('off')")
     add_restart_arguments(parser, spares=True)
     add_world_arguments(parser)
+    add_timeout_argument(parser)
     parser.add_argument("--no-snapshot", action="store_true",
                         help="run the code in place, as it is on disk when each task starts (default: a copy "
                              "taken now, launcher.snapshot; docs/snapshots.md)")

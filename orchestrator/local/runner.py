@@ -41,7 +41,7 @@ from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT, Blame, blame
 from orchestrator.records.restarts.seen import Seen, complete
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
 from orchestrator.spec.safefile import read_json
-from orchestrator.task import reaper
+from orchestrator.task import hang, reaper
 from orchestrator.task.outcome import read_outcomes, remove_outcomes
 from orchestrator.task.preempt import SIGNALS
 
@@ -234,7 +234,7 @@ class LocalRunner:
         """Copy a rank's output to its log and show it (``[rank R]`` before each line with all_ranks)."""
         stream = self._procs[rank].stdout
         assert stream is not None
-        prefix = f"[rank {rank}] " if self.all_ranks else ""
+        prefix, log_only = f"[rank {rank}] " if self.all_ranks else "", hang.LogOnly()  # dump_stacks: logged only
         logging = True  # drained to the end below: a rank never blocks on its pipe
         for chunk in iter(lambda: stream.readline(), b""):
             if logging:
@@ -244,7 +244,8 @@ class LocalRunner:
                 except OSError as exc:  # ENOSPC, EDQUOT: the log stops; the rank and the echo go on
                     logging = False
                     self._log_error = self._log_error or (Path(os.fsdecode(self._files[rank].name)), exc)
-            if self.echo is not None and not (self._quiet and rank == 0) and not (self._quiet_all and rank):
+            if self.echo is not None and log_only.shown(chunk) and not (self._quiet and rank == 0) and not (
+                    self._quiet_all and rank):
                 text = chunk.decode("utf-8", errors="replace")
                 with self._echo_lock, contextlib.suppress(ValueError, OSError):  # one whole line at a time
                     self.echo.write(prefix + text if text.endswith("\n") else prefix + text + "\n")

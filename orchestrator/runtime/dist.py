@@ -164,8 +164,9 @@ def describe_failure(exc: BaseException, timeout: int) -> tuple[str, str] | None
         applied = applied_timeout(str(exc))  # the error says which timeout fired (init or collective)
         return (f"a collective timed out after {applied if applied is not None else timeout} s",
                 "another rank crashed, hangs, or skipped a collective (e.g. a barrier() under "
-                "`if rank == 0`): see the other ranks' logs; launcher.collective_timeout sets the wait in "
-                "training, launcher.init_timeout at start-up and around checkpoints")
+                "`if rank == 0`): see the other ranks' logs; launcher.collective_timeout (--collective-timeout) "
+                "sets the wait in training and in a script's process group, launcher.init_timeout at start-up "
+                "and around checkpoints")
     if any(s in lower for s in ("connection closed", "connection reset", "broken pipe", "closed by peer")):
         return ("lost the connection to another rank in a collective",
                 "another rank exited in the middle of training; its log says why")

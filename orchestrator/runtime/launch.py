@@ -93,6 +93,12 @@ class TorchRuntime:
 
         watch_world(on_join, master_addr=master_addr, master_port=master_port)
 
+    def bound_timeout(self, *, init_timeout: int, collective_timeout: int,
+                      on_applied: Callable[[int, bool], None]) -> None:
+        from orchestrator.runtime.pgtimeout import Bound, bound_timeout
+
+        bound_timeout(Bound(init_s=init_timeout, collective_s=collective_timeout), on_applied)
+
     def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
         from orchestrator.runtime.dist import describe_failure
 

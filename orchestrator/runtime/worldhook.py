@@ -10,7 +10,8 @@ place). ``new_group`` (subgroups) does not go through it. What ``on_join`` raise
 
 When torch is not imported yet, nothing is imported now: a finder on ``sys.meta_path`` wraps the function as
 soon as ``distributed_c10d`` has been executed, before any module binds its name (the script's own start-up,
-its environment variables read at ``import torch``, stay as without orch).
+its environment variables read at ``import torch``, stay as without orch). :func:`after_exec` is that finder's
+door: each hook on the same module (this one, :mod:`orchestrator.runtime.pgtimeout`'s) runs, in the order given.
 """
 
 from __future__ import annotations
@@ -39,7 +40,17 @@ def watch_world(on_join: OnJoin, *, master_addr: str, master_port: int) -> None:
     if module is not None:
         _wrap(module, on_join, orch)
     else:
-        sys.meta_path.insert(0, AfterExec(C10D, lambda loaded: _wrap(loaded, on_join, orch)))
+        after_exec(C10D, lambda loaded: _wrap(loaded, on_join, orch))
+
+
+def after_exec(name: str, then: Callable[[ModuleType], None]) -> None:
+    """``then(module)`` right after the module ``name`` is executed (it is not loaded yet): one finder per
+    module, which runs every hook given for it (a second finder for the same module would never be asked)."""
+    for finder in sys.meta_path:
+        if isinstance(finder, AfterExec) and finder.name == name:
+            finder.hooks.append(then)
+            return
+    sys.meta_path.insert(0, AfterExec(name, then))
 
 
 def _wrap(c10d: ModuleType, on_join: OnJoin, orch: tuple[str, int]) -> None:
@@ -104,10 +115,14 @@ def _same(where: tuple[str, object], orch: tuple[str, int]) -> bool:
 
 
 class AfterExec(importlib.abc.MetaPathFinder):
-    """Runs ``then(module)`` right after the module ``name`` is executed (once; then leaves ``sys.meta_path``)."""
+    """Runs its hooks right after the module ``name`` is executed (once; then leaves ``sys.meta_path``)."""
 
     def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
-        self.name, self.then = name, then
+        self.name, self.hooks = name, [then]
+
+    def then(self, module: ModuleType) -> None:
+        for hook in self.hooks:
+            hook(module)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:

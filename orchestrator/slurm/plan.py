@@ -91,6 +91,8 @@ class SubmitRequest(BaseModel):
     spare_nodes: Annotated[int, within("spare_nodes")] | None = None
     # The world check of a script's ranks (None: launcher.world_check of cluster.yaml).
     world_check: Literal["warn", "strict", "independent"] | None = None
+    # The wait of a collective, a script's process group's timeout (None: launcher.collective_timeout of cluster.yaml).
+    collective_timeout: Annotated[int, within("collective_timeout")] | None = None
     # Code snapshot at submit (None: launcher.snapshot of cluster.yaml; False: --no-snapshot).
     snapshot: bool | None = None
 
@@ -172,7 +174,8 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
             script_target.frameworks, style=script_target.launch.style, srun=True, job_name=job_name)})
     job_dir = job_dir_path(job_root, job_name, now, token)
     passed = [*cluster.launcher.pass_env, *(n for n in request.pass_env if n not in cluster.launcher.pass_env)]
-    asked = {"max_restarts": request.max_restarts, "world_check": request.world_check}
+    asked = {"max_restarts": request.max_restarts, "world_check": request.world_check,
+             "collective_timeout": request.collective_timeout}
     launcher = cluster.launcher.model_copy(update={"python": python, "pass_env": passed,
                                                   **{k: v for k, v in asked.items() if v is not None}})
     extras = merge_sbatch(cluster.defaults.sbatch, partition.sbatch, request.sbatch_extra)

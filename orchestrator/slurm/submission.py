@@ -132,6 +132,7 @@ class SubmitOptions:
     max_restarts: int | None = None  # restarts inside the allocation (None: launcher.max_restarts)
     spare_nodes: int | None = None  # nodes allocated beyond `nodes` for those restarts
     world_check: str | None = None  # "warn", "strict", "independent" (None: launcher.world_check of cluster.yaml)
+    collective_timeout: int | None = None  # seconds a collective waits (None: launcher.collective_timeout)
     templates: str | Path | None = None
     data_dir: str | Path | None = None
     no_check: bool = False  # launch a script even when orch doctor finds errors in it (they are still shown)
@@ -192,6 +193,7 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
         "container_runtime": options.container_runtime, "container_image": options.container_image,
         "container_mounts": list(options.container_mounts), "preflight": options.preflight,
         "max_restarts": options.max_restarts, "spare_nodes": options.spare_nodes, "world_check": options.world_check,
+        "collective_timeout": options.collective_timeout,
         "job": options.job if options.job is not None else f"-m {options.module}",
         "nodes": options.nodes, "gpus": options.gpus, "ntasks_per_node": options.ntasks_per_node,
         "cpus_per_task": options.cpus_per_task, "partition": options.partition, "time": options.time,

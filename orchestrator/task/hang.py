@@ -6,6 +6,9 @@ under Slurm when the step ends), so every task registers :mod:`faulthandler` for
 of all its threads go to its log, then the signal takes its normal course. NCCL runs also enable
 torch's flight recorder (a ring buffer of the last collectives, dumped on a timeout) into
 ``logs/nccl_trace_rank_<R>`` of the job folder, so each rank's last collective can be read there.
+The terminal is for the user: the rank that gave up also dumps its own threads' stacks, into its log
+between two marker lines that ``orch run`` does not echo, and the stacks ``orch run`` shows from a stuck
+rank's log leave out orch's launcher frames (:func:`for_terminal`); the logs keep everything.
 No torch here: the launcher installs this before it imports the runtime.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import faulthandler
 import io
+import os
 import re
 import signal
 import sys
@@ -23,6 +27,12 @@ from typing import TextIO
 from orchestrator.spec.runconfig import LOG_DIR
 
 TRACE_PREFIX = "nccl_trace_rank_"  # torch appends the rank
+# dump_stacks' block in a rank's output: kept in its log, not shown by orch run (local/runner.py)
+STACKS_BEGIN = "orch: stacks of this rank's threads after its collective failed (log only):"
+STACKS_END = "orch: end of the stacks"
+_BEGIN, _END = STACKS_BEGIN.encode(), STACKS_END.encode()
+_FRAME_RE = re.compile(r'^\s*File "([^"]*)", line \d+ in ')
+_ORCH_DIRS = tuple(str(p) + os.sep for p in {Path(__file__).parents[1], Path(__file__).resolve().parents[1]})
 TRACE_ENTRIES = "2000"
 
 # The flight recorder's settings under the name the installed torch reads. torch 2.8 made the flight
@@ -100,11 +110,53 @@ def remove_stack_dumps() -> None:
 
 
 def dump_stacks(stream: TextIO | None = None) -> None:
-    """Every thread's stack now (a collective timed out on this rank)."""
+    """Every thread's stack now (a collective timed out on this rank), between :data:`STACKS_BEGIN` and
+    :data:`STACKS_END`: the rank's log keeps them, ``orch run`` does not show them (the rank's own
+    traceback, just printed, says where its collective was; the rest are orch's launcher frames)."""
     out = _with_fd(stream or sys.stderr)
     if out is not None:
+        out.write(STACKS_BEGIN + "\n")
         out.flush()
         faulthandler.dump_traceback(file=out, all_threads=True)
+        out.write(STACKS_END + "\n")
+        out.flush()
+
+
+class LogOnly:
+    """Which of a rank's output lines the terminal shows, one line at a time: none of a :func:`dump_stacks` block."""
+
+    def __init__(self) -> None:
+        self.within = False
+
+    def shown(self, line: bytes) -> bool:
+        if line.startswith(_BEGIN):
+            self.within = True
+        elif self.within:
+            self.within = not line.startswith(_END)
+            return False
+        return not self.within
+
+
+def for_terminal(text: str) -> str:
+    """A rank's log lines as the terminal shows them: no :func:`dump_stacks` block, and no frame of orch's
+    launcher (or runpy's) in a stack faulthandler dumped (a stuck rank's, on SIGTERM): the script's own
+    frames stay (pure)."""
+    kept: list[str] = []
+    hiding = False
+    for line in text.splitlines():
+        if line.startswith(STACKS_BEGIN):
+            hiding = True
+        elif hiding:
+            hiding = not line.startswith(STACKS_END)
+        elif not launcher_frame(line):
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def launcher_frame(line: str) -> bool:
+    """Whether ``line`` is a faulthandler frame (``  File "X", line N in F``) of orch's own code or runpy's."""
+    match = _FRAME_RE.match(line)
+    return match is not None and (match.group(1) == "<frozen runpy>" or match.group(1).startswith(_ORCH_DIRS))
 
 
 def _with_fd(stream: TextIO | None) -> TextIO | None:

@@ -50,16 +50,17 @@ from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.numbers import FULL_DISK, full_disk, parse_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.spec.snapshot import relocate_paths
-from orchestrator.task import agent, hang
+from orchestrator.task import agent, hang, scripttimeout
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
+from orchestrator.task.reaper import become_subreaper, end_children
 
 if TYPE_CHECKING:
     from orchestrator.env.devices import DeviceChoice
     from orchestrator.task.agent import AgentStore
 
 
-class TaskRuntime(Protocol):
+class TaskRuntime(scripttimeout.Bounder, Protocol):
     """Torch's side of a task, handed to :func:`main` by ``orchestrator.runtime.launch`` (the layer above):
     this module never imports torch or the runtime itself."""
 
@@ -237,6 +238,7 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
             if agent.warm_script(cfg, taskenv.is_loopback(env.master_addr)) and isinstance(
                     chosen := run_as_agent(cfg, env, job_dir, runtime), int):
                 return chosen  # the agent's (a warm restart forks each attempt's world from it)
+            scripttimeout.bound(cfg, runtime)  # its process group: launcher.collective_timeout, unless its own
             settle = worldcheck.watch(cfg, env, runtime)  # which world this rank joins (--strict-world: fail)
             return settle(scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
                                         bind=runtime.bind_script_device))
@@ -344,57 +346,3 @@ def entrypoint(runtime: TaskRuntime) -> None:
             stream.flush()
     end_children()
     os._exit(code)
-
-
-CHILD_GRACE_SECONDS = 2.0  # how long the task's children have to exit after SIGTERM before SIGKILL
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def become_subreaper() -> None:
-    """Linux: orphaned descendants (a double-forked daemon, also after ``setsid()``) are reparented to
-    this task instead of init, so :func:`end_children` still finds them under it."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def end_children(grace: float = CHILD_GRACE_SECONDS) -> None:
-    """SIGCONT and SIGTERM to every process this task started (a data server, a ``sleep`` in build)
-    and their children, before the task exits, and SIGKILL to those still there after ``grace``
-    seconds (one that ignores SIGTERM): they would outlive it otherwise. By process ids, not by
-    process group: under srun all tasks of a node share one group (local task 0 leads it)."""
-    from orchestrator.task.reaper import stop
-
-    stop(descendants(os.getpid(), _parent_map()), grace)
-
-
-def descendants(pid: int, parents: Mapping[int, int]) -> list[int]:
-    """Every process below ``pid`` in a {pid: parent pid} map, parents before their children (pure)."""
-    children: dict[int, list[int]] = {}
-    for child, parent in parents.items():
-        children.setdefault(parent, []).append(child)
-    out: list[int] = []
-    todo = sorted(children.get(pid, []))
-    while todo:
-        current = todo.pop(0)
-        if current in out or current == pid:
-            continue
-        out.append(current)
-        todo.extend(sorted(children.get(current, [])))
-    return out
-
-
-def _parent_map() -> dict[int, int]:
-    """{pid: parent pid} of the processes on this machine (Linux /proc; empty elsewhere)."""
-    parents: dict[int, int] = {}
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                        stat = fh.read().decode("ascii", "replace")
-                    parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-    return parents
-

@@ -20,6 +20,9 @@ What this cannot catch: a process that clears its environment (``env -i``, ``exe
 environment) *and* leaves its session while the rank that started it is killed with SIGKILL. Only a
 cgroup holds those; under Slurm, ``ProctrackType=proctrack/cgroup`` does (``scancel`` and the end of
 a step kill every process of the step's cgroup), and orch relies on it there.
+
+A task's own children (its process tree, below the task: :func:`become_subreaper`, :func:`end_children`)
+end with it, before it exits (``orchestrator.task.launch``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 TOKEN_VAR = "ORCH_RUN_TOKEN"
 POLL_SECONDS = 0.05
@@ -93,6 +96,57 @@ def watch(token: str, grace: float) -> None:
         while os.read(0, 4096):
             pass
     stop_marked(token, grace)
+
+
+CHILD_GRACE_SECONDS = 2.0  # how long the task's children have to exit after SIGTERM before SIGKILL
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    """Linux: orphaned descendants (a double-forked daemon, also after ``setsid()``) are reparented to
+    this task instead of init, so :func:`end_children` still finds them under it."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def end_children(grace: float = CHILD_GRACE_SECONDS) -> None:
+    """SIGCONT and SIGTERM to every process this task started (a data server, a ``sleep`` in build)
+    and their children, before the task exits, and SIGKILL to those still there after ``grace``
+    seconds (one that ignores SIGTERM): they would outlive it otherwise. By process ids, not by
+    process group: under srun all tasks of a node share one group (local task 0 leads it)."""
+    stop(descendants(os.getpid(), _parent_map()), grace)
+
+
+def descendants(pid: int, parents: Mapping[int, int]) -> list[int]:
+    """Every process below ``pid`` in a {pid: parent pid} map, parents before their children (pure)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    out: list[int] = []
+    todo = sorted(children.get(pid, []))
+    while todo:
+        current = todo.pop(0)
+        if current in out or current == pid:
+            continue
+        out.append(current)
+        todo.extend(sorted(children.get(current, [])))
+    return out
+
+
+def _parent_map() -> dict[int, int]:
+    """{pid: parent pid} of the processes on this machine (Linux /proc; empty elsewhere)."""
+    parents: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                        stat = fh.read().decode("ascii", "replace")
+                    parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    return parents
 
 
 def main(argv: list[str]) -> int:

@@ -109,7 +109,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "spec/safefile.py": "the safe reader: tests/commands/test_status_hostile_records.py",
     "spec/snapshot.py": "tests/records/snapshots/test_snapshots_store.py, test_snapshots_preview.py",
     "spec/tracking.py": "run ids and merged settings: tests/task/test_trackers.py",
-    "task/hang.py": "stuck ranks: tests/local/test_runner_dying_ranks.py, tests/task/test_scriptrun_errors.py",
     "task/outcome.py": "the ranks' outcome records: tests/records/restarts/test_blame.py",
     "task/preempt.py": "tests/runtime/test_runtime_preempt.py, tests/runtime/test_periodic.py",
     "task/recovery.py": "restarts inside the allocation: tests/slurm/test_restart.py",

@@ -138,6 +138,20 @@ def test_the_world_check_flags_land_in_job_json(env: dict[str, Any], capsys: Cap
     assert json.loads((job_dir / "job.json").read_text(encoding="utf-8"))["launcher"]["world_check"] == expected
 
 
+@pytest.mark.parametrize(("flags", "expected"), [([], 30), (["--collective-timeout", "7"], 7)])
+def test_the_collective_timeout_lands_in_job_json(env: dict[str, Any], capsys: Capsys, flags: list[str],
+                                                  expected: int) -> None:
+    code, _, err = run_main(capsys, "submit", env["job"], *flags)
+    assert code == 0, err
+    [job_dir] = folders(env["jobs"])
+    assert json.loads((job_dir / "job.json").read_text(encoding="utf-8"))["launcher"]["collective_timeout"] == expected
+
+
+def test_a_collective_timeout_below_its_bound_is_refused_by_its_flag(env: dict[str, Any], capsys: Capsys) -> None:
+    code, _, err = run_main(capsys, "submit", env["job"], "--collective-timeout", "1", "--dry-run")
+    assert code == 2 and "--collective-timeout" in err and "HINT" in err
+
+
 def test_the_world_check_flags_exclude_each_other(env: dict[str, Any], capsys: Capsys) -> None:
     code, _, err = run_main(capsys, "submit", env["job"], "--strict-world", "--independent-ranks", "--dry-run")
     assert code == 2 and "not allowed with argument" in err

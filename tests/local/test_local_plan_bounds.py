@@ -36,3 +36,15 @@ def test_orch_run_refuses_too_many_ranks_before_anything_starts(value: str, tmp_
     err = refused(["run", "smoke", "--nproc", value, "--job-root", str(jobs)], capsys, "--nproc")
     assert "at most" in err
     assert not jobs.exists()  # no folder, no process
+
+
+# -- the launcher settings orch run takes as flags ---------------------------------------------------
+
+@pytest.mark.parametrize(("flag", "value"), [("--collective-timeout", "1"), ("--collective-timeout", "9999999"),
+                                             ("--max-restarts", "-1")])
+def test_orch_run_refuses_a_launcher_flag_out_of_its_bound_before_anything_starts(
+        flag: str, value: str, tmp_path: Path, clean_env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs = tmp_path / "jobs"
+    err = refused(["run", "smoke", flag, value, "--job-root", str(jobs)], capsys, flag)
+    assert "at least" in err or "at most" in err
+    assert not jobs.exists()  # no folder, no process, no traceback

@@ -20,8 +20,8 @@ import pytest
 import yaml
 from support import ORCH, TEST_CLUSTER, TESTS, clean_environ
 
-from orchestrator.task.launch import descendants
 from orchestrator.task.outcome import read_outcomes
+from orchestrator.task.reaper import descendants
 
 HANG_JOB = str(TESTS / "jobs" / "hang.py")
 LOCAL_PROBE = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
