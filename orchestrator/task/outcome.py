@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -125,7 +126,33 @@ def signals_held() -> Iterator[None]:
     """SIGTERM and SIGINT wait while the final record is written: their handlers end the process, and one
     running between the temporary file and its rename would leave the record saying ``running`` (a rank
     that gave up waiting, its last step lost, judged as one that ended without a word). They are
-    delivered as soon as the record is whole."""
+    delivered as soon as the record is whole.
+
+    In the main thread the hold is Python's: a handler that only notes the signal, then the handlers that
+    were set, and the noted signals raised again. A C-level mask (``pthread_sigmask``) holds a signal for the
+    calling thread only, and the kernel hands a signal sent to the process to any thread that does not
+    block it (a rank has torch's and gloo's threads): Python then runs its handler in the main thread at
+    once, mask or not. Elsewhere (no Python handler can be set there) the calling thread's mask it is."""
+    if threading.current_thread() is not threading.main_thread():
+        with _masked():
+            yield
+        return
+    noted: list[int] = []
+    previous: dict[signal.Signals, Any] = {}
+    for sig in sorted(HELD_SIGNALS):
+        if signal.getsignal(sig) is not None:  # None: a handler not set from Python cannot be put back
+            previous[sig] = signal.signal(sig, lambda signum, _frame: noted.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(noted):
+            signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def _masked() -> Iterator[None]:
     try:
         before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
     except (AttributeError, OSError, ValueError):  # no pthread_sigmask here

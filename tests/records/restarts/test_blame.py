@@ -400,9 +400,9 @@ def test_as_under_srun_a_rank_stuck_in_python_is_named_by_orch_status(no_slurm: 
     procs = []
     for rank, task_env in enumerate(envs):
         with (folder / LOG_DIR / f"9001-rank{rank}.out").open("wb") as out:
-            argv = [sys.executable, "-u", "-m", "orchestrator.runtime.launch", "--job-dir", str(folder)]
+            argv = [sys.executable, "-m", "orchestrator.runtime.launch", "--job-dir", str(folder)]
             procs.append(subprocess.Popen(argv,
-                                          env=clean_environ(**task_env, PYTHONUNBUFFERED="1"), stdout=out,
+                                          env=clean_environ(**task_env), stdout=out,
                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
     try:
         assert procs[0].wait(timeout=240) == 3
@@ -563,11 +563,19 @@ def test_the_roles_table_gives_every_record_exactly_one_role() -> None:
     assert [name for name, _ in ROLES] == list(cases)
 
 
+@pytest.mark.parametrize("threads", [0, 1], ids=["alone", "beside-a-thread"])
 def test_a_sigterm_during_the_final_write_waits_until_the_record_is_whole(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          threads: int) -> None:
     """orch run (or srun) stops a rank that lost its peer while it writes its final record: the record lands
-    whole (with its last step) before the handler ends the process, never the old ``running`` one."""
+    whole (with its last step) before the handler ends the process, never the old ``running`` one. Also
+    beside another thread (a rank has torch's and gloo's), which a signal sent to the process may reach."""
     import signal
+    import threading
+
+    quiet = threading.Event()
+    for _ in range(threads):
+        threading.Thread(target=quiet.wait, daemon=True).start()
 
     from orchestrator.task import outcome as outcome_module
 
@@ -598,6 +606,7 @@ def test_a_sigterm_during_the_final_write_waits_until_the_record_is_whole(tmp_pa
             recorder.finish("waited", 3, reason="lost the connection to another rank", how="lost")
     finally:
         signal.signal(signal.SIGTERM, previous)
+        quiet.set()
     assert on_disk_when_stopped == ["waited"]
     data = json.loads(path.read_text())
     assert data["kind"] == "waited" and data["last_step"]["epoch"] == 2 and data["last_step"]["step"] == 7
