@@ -79,7 +79,9 @@ def test_a_failed_rank_is_restarted_in_the_step_and_the_survivor_keeps_its_proce
     assert first["pids"]["1"] != second["pids"]["1"]  # the failed rank: a new worker, forked by its agent
     assert first["recovery_s"] is not None and first["recovery_s"] < 3.0, first
     startup = json.loads((job_dir / RESULT_FILE).read_text())["startup"]  # rank 0's: the restarted attempt
-    assert "import_torch" not in startup and startup["imports"] < 0.5, startup
+    # torch is not imported again (a fresh process: 6 s here); what the restarted generation imports is the
+    # job's own module, a fraction of a second (2.0: room for a loaded machine, not a speed target)
+    assert "import_torch" not in startup and startup["imports"] < 2.0, startup
     assert "generation 1 in this process" in err
 
 
