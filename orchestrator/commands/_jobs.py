@@ -1,4 +1,5 @@
-"""Helpers shared by the follow-up verbs (status, logs, cancel, list, plot): where job folders are."""
+"""Helpers shared by the follow-up verbs (status, logs, cancel, list, plot): where job folders are (an id
+``orch submit`` printed finds its folder after the job was submitted again under a new id)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,15 @@ import argparse
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import SlurmError
+from orchestrator.errors import OrchError, SlurmError
 from orchestrator.records.cache import find_cluster
 from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id, job_root, read_job_dir
 from orchestrator.records.jobindex import lookup
+from orchestrator.slurm import lineage
 from orchestrator.slurm.tracking import reconcile
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.runconfig import JOB_FILE
@@ -39,32 +42,70 @@ def cluster_name(args: argparse.Namespace) -> str | None:
     return cluster.name if cluster is not None else None
 
 
-def indexed_job(job_id: str, cluster: str | None) -> JobDir | None:
-    """The folder of ``job_id`` from the user's index of submitted jobs (records/jobindex.py): the
-    newest whose folder still holds that id, one of the cluster in use first."""
-    found: list[JobDir] = []
+@dataclass(frozen=True)
+class Found:
+    """A job folder found from what the user typed; ``followed``: the id asked for is an earlier job of the
+    folder, whose job runs under a new id now (``38 -> 39 (resubmitted without node2)``, slurm/lineage.py)."""
+
+    job: JobDir
+    followed: str | None = None
+
+
+def _in_folder(path: Path, job_id: str) -> Found | None:
+    """The folder at ``path`` when it holds ``job_id`` now, or held it before its job was submitted again."""
+    if not (path / JOB_FILE).is_file():
+        return None
+    job = read_job_dir(path)
+    if job.job_id == job_id:
+        return Found(job)
+    followed = lineage.chain(path, job_id, job.job_id) if job.job_id is not None else None
+    return Found(job, followed) if followed is not None else None
+
+
+def indexed(job_id: str, cluster: str | None, *, only_cluster: bool = False) -> Found | None:
+    """The folder of ``job_id`` from the user's index of submitted jobs (records/jobindex.py): the newest
+    record whose folder still holds that id or moved on from it (resubmitted: the folder's job now), one of
+    the cluster in use first (``only_cluster``: only one of it, or of no recorded cluster)."""
+    others: list[Found] = []
     for record in lookup(job_id):
-        path = Path(record.job_dir)
-        if not (path / JOB_FILE).is_file():
-            continue
-        job = read_job_dir(path)
-        if job.job_id != job_id:
-            continue
-        if cluster is None or record.cluster in (None, cluster):
-            return job
-        found.append(job)
-    return found[0] if found else None
+        mine = cluster is None or record.cluster in (None, cluster)
+        found = _in_folder(Path(record.job_dir), job_id) if mine or not only_cluster else None
+        if found is not None and mine:
+            return found
+        if found is not None:
+            others.append(found)
+    return others[0] if others else None
+
+
+def indexed_job(job_id: str, cluster: str | None) -> JobDir | None:
+    """:func:`indexed`'s folder."""
+    found = indexed(job_id, cluster)
+    return found.job if found is not None else None
+
+
+def locate(ref: str, args: argparse.Namespace) -> Found:
+    """A job folder from a job id or a folder path. Without ``--cluster``, a job id is looked up in the
+    user's index of submitted jobs first (so the submit's --cluster is not needed again), then under
+    the job root of the cluster.yaml in use; an id no folder holds any more is followed through the
+    index to the folder whose job was submitted again under a new id."""
+    by_id = is_job_id(ref)
+    if by_id and not getattr(args, "cluster", None):
+        found = indexed(ref, cluster_name(args))
+        if found is not None:
+            return found
+    try:
+        return Found(reconciled([find_job_dir(ref, job_root_from_args(args))])[0])
+    except OrchError:
+        named = bool(getattr(args, "cluster", None))
+        followed = indexed(ref, cluster_name(args), only_cluster=True) if by_id and named else None
+        if followed is None:
+            raise
+        return followed
 
 
 def find_job(ref: str, args: argparse.Namespace) -> JobDir:
-    """A job folder from a job id or a folder path. Without ``--cluster``, a job id is looked up in the
-    user's index of submitted jobs first (so the submit's --cluster is not needed again), then under
-    the job root of the cluster.yaml in use."""
-    if is_job_id(ref) and not getattr(args, "cluster", None):
-        job = indexed_job(ref, cluster_name(args))
-        if job is not None:
-            return job
-    return reconciled([find_job_dir(ref, job_root_from_args(args))])[0]
+    """:func:`locate`'s folder."""
+    return locate(ref, args).job
 
 
 def reconciled(jobs: Sequence[JobDir]) -> list[JobDir]:

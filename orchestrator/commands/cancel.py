@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import cluster_name, find_job, indexed_job, job_root_from_args
+from orchestrator.commands._jobs import Found, cluster_name, find_job, locate
 from orchestrator.errors import OrchError, SlurmError
-from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id
+from orchestrator.records.jobdirs import JobDir, is_job_id
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate
 from orchestrator.slurm import state as slurmstate
@@ -23,16 +23,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def _folder(ref: str, args: argparse.Namespace) -> JobDir | None:
-    """The job folder of a job id (the index of submitted jobs, else the job root), None when orch
+def _folder(ref: str, args: argparse.Namespace) -> Found | None:
+    """The job folder of a job id (the index of submitted jobs, else the job root; an id whose job was
+    submitted again under a new one: the folder, whose job now is the one to cancel), None when orch
     did not submit it; a folder path must be one."""
     if not is_job_id(ref):
-        return find_job(ref, args)
-    found = None if args.cluster else indexed_job(ref, cluster_name(args))
-    if found is not None:
-        return found
+        return Found(find_job(ref, args))
     try:
-        return find_job_dir(ref, job_root_from_args(args))
+        return locate(ref, args)
     except OrchError:
         return None  # a job orch did not submit: Slurm's answer is all there is
 
@@ -40,12 +38,18 @@ def _folder(ref: str, args: argparse.Namespace) -> JobDir | None:
 def act(refs: Sequence[str], args: argparse.Namespace, signal: str | None = None) -> dict[str, Any]:
     """Cancel (``signal``: only signal) the jobs of ``refs``, ids or folders: what ``orch cancel --json`` prints,
     ``acted`` (the live jobs scancel was given), ``finished`` (id -> its final state), ``unknown`` (ids Slurm
-    does not know). A job id Slurm gave to another job since is refused before anything is sent (OrchError).
+    does not know), ``followed`` when some (an id asked for whose job was submitted again under a new id -> how:
+    ``38 -> 39 (resubmitted without node2)``, 39 acted on). A job id Slurm gave to another job since is refused
+    before anything is sent (OrchError).
     ``orch top``'s cancel and checkpoint-and-requeue keys and ``orch mcp``'s cancel tool call it too."""
     folders: dict[str, JobDir | None] = {}
+    followed: dict[str, str] = {}  # id asked for -> "38 -> 39 (resubmitted without node2)"
     for ref in refs:
-        job = _folder(ref, args)
+        hit = _folder(ref, args)
+        job = hit.job if hit is not None else None
         folders.setdefault(job.queued_id() if job is not None else ref, job)
+        if hit is not None and hit.followed is not None:
+            followed[ref] = hit.followed
     ids = list(folders)
     # scancel says nothing about unknown or finished jobs: ask squeue first, so the answer is true.
     found = slurm.squeue(ids)
@@ -61,9 +65,12 @@ def act(refs: Sequence[str], args: argparse.Namespace, signal: str | None = None
     live = [i for i, s in known.items() if s is not None and not s.terminal]
     if live:
         slurm.scancel(live, signal=signal, full=bool(signal))
-    return {"acted": live, "action": "signal" if signal else "cancel",
-            "finished": {i: s.state for i, s in known.items() if s is not None and s.terminal},
-            "unknown": [i for i in ids if known[i] is None]}
+    done: dict[str, Any] = {"acted": live, "action": "signal" if signal else "cancel",
+                            "finished": {i: s.state for i, s in known.items() if s is not None and s.terminal},
+                            "unknown": [i for i in ids if known[i] is None]}
+    if followed:
+        done["followed"] = followed
+    return done
 
 
 def unknown_error(unknown: Sequence[str]) -> SlurmError:
@@ -77,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(done)
     else:
+        for chain in done.get("followed", {}).values():
+            print(f"job {chain}")
         for job_id in done["acted"]:
             print(f"{verb} {job_id}")
         for job_id, state in done["finished"].items():

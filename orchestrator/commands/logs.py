@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.commands._common import add_cluster_argument
-from orchestrator.commands._jobs import cluster_name, find_job
+from orchestrator.commands._jobs import cluster_name, locate
 from orchestrator.errors import ConfigError, OrchError, SlurmError
 from orchestrator.records.jobdirs import JobDir
 from orchestrator.records.logs.view import View, rank_logs, tail_lines
@@ -82,11 +82,14 @@ def blame_note(job: JobDir, shown: int | None) -> str | None:
     return note + f"\n--- last lines of {path} (orch logs {ref} --rank {rank}) ---\n" + lines + "\n---"
 
 
-def _missing(job: JobDir, path: Path, rank: int | None) -> OrchError:
+def _missing(job: JobDir, path: Path, rank: int | None, ended: bool = False) -> OrchError:
     ranks = sorted(p.name for p in rank_logs(job).values())
     if rank is not None and ranks:
         return OrchError(f"no log for rank {rank}: {path} does not exist",
                          hint=f"rank logs in {job.path / LOG_DIR}: {', '.join(ranks)}")
+    if ended:
+        return OrchError(f"{path} does not exist: the {'job' if job.mode == 'slurm' else 'run'} ended without it",
+                         hint=f"orch status {job.job_id or job.path} says how it ended")
     when = "when the job starts" if job.mode == "slurm" else "when the run starts"
     return OrchError(f"{path} does not exist yet",
                      hint=f"Slurm creates it {when} (orch status {job.job_id or job.path})")
@@ -131,8 +134,12 @@ def check_interval(interval: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_interval(args.interval)  # before looking for the job: bad input is refused first
-    job = find_job(args.job, args)
+    found = locate(args.job, args)
+    job = found.job
     view = make_view(args, job)
+    if found.followed is not None:  # the id asked for ran before the folder's job: say so, show the job now
+        print(f"orch: job {found.followed}: the logs of job {job.job_id} follow (job {args.job}'s own are "
+              f"{job.path / LOG_DIR}/slurm-{args.job}.out and {args.job}-rank<R>.out)", file=sys.stderr)
     out = sys.stdout.buffer
     sources = [s for s in view.sources() if s.path.is_file()]
     shown_rank = {"batch": None, "all": ALL_SHOWN}.get(view.mode, view.rank or 0)
@@ -140,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         note = progress_note(job)
         if note is not None:
             print(note, file=sys.stderr)
-        raise missing_error(view)
+        raise missing_error(view, ended=_finished(job, cluster_name(args)))
     sources, written = view.show(out, following=args.follow)
     _print_notes(view)
     if args.follow:
@@ -151,31 +158,63 @@ def run(args: argparse.Namespace) -> int:
             view.follow(sources, out, lambda: _ended(job, cluster), interval=args.interval, check_every=STATE_EVERY)
         if not any(s.path.is_file() for s in view.sources()):
             raise missing_error(view)
-    elif written == 0:
-        print(f"orch: {_empty_words(view)} written nothing yet", file=sys.stderr)
-        note = progress_note(job)
-        if note is not None:
-            print(note, file=sys.stderr)  # what is happening meanwhile
-    if view.mode == "default" and not view.rank_path(0).is_file() and not args.follow:
-        print(f"orch: rank 0's log {view.rank_path(0)} does not exist yet", file=sys.stderr)
+    elif written == 0 or (view.mode == "default" and not view.rank_path(0).is_file()):
+        _print_nothing(view, written, _finished(job, cluster_name(args)))
     _print_blame(job, shown_rank)
     return 0
 
 
-def missing_error(view: View) -> OrchError:
+def missing_error(view: View, *, ended: bool = False) -> OrchError:
+    """No log to show; ``ended``: the job is over, so none will come (else: not yet)."""
+    status = f"orch status {view.job.job_id or view.job.path}"
     if view.mode == "all":
+        if ended:
+            return OrchError(f"no rank logs in {view.job.path / LOG_DIR}: the job ended before any rank wrote one",
+                             hint=f"the batch log may say why: orch logs {view.job.job_id or view.job.path} --batch")
         return OrchError(f"no rank logs in {view.job.path / LOG_DIR} yet",
-                         hint="the ranks create them when the job starts "
-                              f"(orch status {view.job.job_id or view.job.path})")
+                         hint=f"the ranks create them when the job starts ({status})")
     if view.mode == "rank":
-        return _missing(view.job, view.rank_path(view.rank or 0), view.rank)
+        return _missing(view.job, view.rank_path(view.rank or 0), view.rank, ended)
     path = view.batch_path() if view.mode == "batch" else view.rank_path(0)
-    return _missing(view.job, path or view.rank_path(0), None)
+    return _missing(view.job, path or view.rank_path(0), None, ended)
 
 
-def _empty_words(view: View) -> str:
-    words = {"batch": "the batch shell has", "rank": f"rank {view.rank} has", "all": "the ranks have"}
-    return words.get(view.mode, "rank 0 has")
+# what an empty log says, by view: (while the job runs, once it has ended)
+EMPTY_WORDS: dict[str, tuple[str, str]] = {
+    "batch": ("the batch shell has written nothing yet", "the batch shell wrote nothing (its log is empty)"),
+    "rank": ("rank {rank} has written nothing yet", "rank {rank} wrote nothing (its log is empty)"),
+    "all": ("the ranks have written nothing yet", "the ranks wrote nothing (their logs are empty)"),
+    "default": ("rank 0 has written nothing yet", "rank 0 wrote nothing (its log is empty)"),
+}
+
+
+def _empty_words(view: View, ended: bool) -> str:
+    running, done = EMPTY_WORDS.get(view.mode, EMPTY_WORDS["default"])
+    return (done if ended else running).format(rank=view.rank)
+
+
+def _finished(job: JobDir, cluster: str | None) -> bool:
+    """Has the job ended (the tense of a note on an empty or absent log)? A local run: its records say; a Slurm
+    job: squeue says terminal, or no longer knows it, or knows another job under its id. Not known: no."""
+    if job.mode != "slurm" or job.job_id is None:
+        return bool(jobstate.describe(None, job, None)["terminal"])
+    try:
+        found = slurm.squeue([job.job_id]).get(job.job_id)
+    except SlurmError:
+        return False
+    return found is None or found.terminal or jobstate.reused(job, found, cluster) is not None
+
+
+def _print_nothing(view: View, written: int, ended: bool) -> None:
+    """The notes on a log that showed nothing, and on rank 0's absent log (with the batch log's lines), in
+    the tense of the job: ``ended`` (it wrote nothing), else running (nothing yet, and where training is)."""
+    if written == 0:
+        print(f"orch: {_empty_words(view, ended)}", file=sys.stderr)
+        note = progress_note(view.job) if not ended else None
+        if note is not None:
+            print(note, file=sys.stderr)  # what is happening meanwhile
+    if view.mode == "default" and not view.rank_path(0).is_file():
+        print(f"orch: rank 0's log {view.rank_path(0)} does not exist{'' if ended else ' yet'}", file=sys.stderr)
 
 
 def _print_notes(view: View) -> None:

@@ -29,10 +29,11 @@ from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import (
+    Found,
     cluster_name,
     find_job,
     format_rows,
-    indexed_job,
+    indexed,
     job_root_from_args,
     reconciled,
     shown_columns,
@@ -61,7 +62,7 @@ from orchestrator.task.outcome import read_outcomes
 COLUMNS: dict[str, str] = {
     "JOBID": "job_id",
     "STATE": "state",
-    "EXIT": "exit_code",
+    "EXIT": "exit",  # the exit code; code:signal when a signal ended the job (0:15: cancelled); - while it runs
     "RESTARTS": "restarts_shown",  # in-job restarts + requeues, e.g. 1+0
     "ELAPSED": "elapsed",
     "GPU_H": "gpu_hours",
@@ -86,7 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def _targets(args: argparse.Namespace) -> list[tuple[str | None, JobDir | None]]:
+Targets = list[tuple[str | None, JobDir | None]]
+
+
+def _targets(args: argparse.Namespace) -> tuple[Targets, list[str | None]]:
+    """The (job id, folder) pairs to show, and for each how the id asked for led to it when that id's job was
+    submitted again under a new one (``38 -> 39 (resubmitted without node2)``; None: shown as asked)."""
     root = job_root_from_args(args)
     if not args.jobs:
         # newest first, read lazily: only the folders shown are read; a submit killed after sbatch (no id
@@ -94,10 +100,11 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, JobDir | None]]
         tracked: Iterator[JobDir] = (j for j in iter_job_dirs(root)
                                      if j.job_id or (j.mode == "slurm" and read_token(j.path) is not None))
         shown = reconciled(list(itertools.islice(tracked, min(max(args.limit, 0), sys.maxsize))))  # islice's bound
-        return [(job.job_id, job) for job in shown]
+        return [(job.job_id, job) for job in shown], [None] * len(shown)
     by_id: dict[str, JobDir] | None = None
     cluster = cluster_name(args)
-    targets: list[tuple[str | None, JobDir | None]] = []
+    targets: Targets = []
+    followed: dict[int, str] = {}  # position in targets -> how the id asked for led there
     for ref in args.jobs:
         folder = Path(ref).expanduser()
         members = sweep_elements(folder) if not is_job_id(ref) and is_sweep(folder) else []
@@ -109,17 +116,24 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, JobDir | None]]
             lost = job.job_id is None and interrupted(job.path) is not None  # UNKNOWN, and why
             targets.append((job.job_id if job.mode == "local" or lost else job.queued_id(), job))
             continue
-        found = None if args.cluster else indexed_job(ref, cluster)  # the index first: no --cluster needed
+        found = None if args.cluster else indexed(ref, cluster)  # the index first: no --cluster needed
         if found is None:
             if by_id is None:  # one pass for all ids given: reads only job_id files until all are found
                 by_id = newest_with_id(root, [r for r in args.jobs if is_job_id(r)])
-            found = by_id.get(ref)
+            held = by_id.get(ref)
+            found = Found(held) if held is not None else None
         sweep = find_sweep(root, ref) if found is None else None  # an array id (any of its submissions)
         if sweep is not None:
             targets += [(job.job_id, job) for job in reconciled(sweep_elements(sweep))]
             continue
-        targets.append((ref, found))
-    return targets
+        if found is None and args.cluster:  # an id whose job was submitted again: the index knows its folder
+            found = indexed(ref, cluster, only_cluster=True)
+        if found is not None and found.followed is not None:
+            followed[len(targets)] = found.followed
+            targets.append((found.job.job_id, found.job))
+            continue
+        targets.append((ref, found.job if found is not None else None))
+    return targets, [followed.get(i) for i in range(len(targets))]
 
 
 def _names_sweep(ref: str, targets: list[tuple[str | None, JobDir | None]]) -> bool:
@@ -187,13 +201,16 @@ def status_table(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[J
     """``orch status``'s rows (``--json``'s objects), each row's job folder, and whether one job was named (not
     a sweep, which stands for its elements): then its start-up phases, code snapshot and working directory too.
     Empty: no jobs submitted from here."""
-    targets = _targets(args)
+    targets, followed = _targets(args)
     if not targets:
         return [], [], False
-    one = len(args.jobs) == 1 and len(targets) == 1 and not _names_sweep(args.jobs[0], targets)
+    one = len(args.jobs) == 1 and len(targets) == 1 and (followed[0] is not None
+                                                         or not _names_sweep(args.jobs[0], targets))
     jobs = [job for _, job in targets]
     table = with_goodput(with_world(with_failure(with_attempts(with_training(
         jobstate.rows(list(targets), cluster=cluster_name(args)), jobs), jobs), jobs), jobs), jobs)
+    for row, chain in zip(table, followed, strict=True):
+        row["followed"] = chain  # the id asked for ran before: "38 -> 39 (resubmitted without node2)"
     if one:
         startup, snap, workdir = _startup(jobs[0]), _snapshot(jobs[0]), _workdir(jobs[0])
         extra = {"startup": startup or None, "snapshot": snap.model_dump(mode="json") if snap else None,
@@ -218,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
         print(format_rows(table, shown_columns(table, COLUMNS)))
         for row in table:  # orch submit --preflight=exclude: the nodes a preflight took out
             row_job = row["job_id"] or row["job_dir"]  # a local run: its folder
+            if row.get("followed"):
+                print(f"# job {row['followed']}: shown as job {row['job_id']}")
             if row.get("reused"):
                 print(f"# job {row['job_id']}: {jobstate.REUSED}: {row['reused']}; shown from its folder's records")
             if row.get("excluded"):

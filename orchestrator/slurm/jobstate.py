@@ -11,6 +11,8 @@ failure, with its exit code), else ``UNKNOWN`` (still running, or killed before 
 end). GPU-hours come from accounting when the
 cluster keeps it (sacct's AllocTRES x ElapsedRaw, summed over the runs of a requeued job), else they
 are the elapsed time of the current run (from whichever client answered) times the GPUs of ``job.json``.
+``exit_code`` is None until a job ends (Slurm says 0 meanwhile); ``exit``, the EXIT cell, shows Slurm's
+``code:signal`` when a signal ended it (``0:15``: cancelled).
 ``failure`` says which rank to look at when the ranks' outcome records of the current run show a
 failure (:func:`orchestrator.records.restarts.blame.blame`): its own error, or the rank that stopped making progress;
 under Slurm with what the batch script's restart helper knew too (srun's report, attempts.json).
@@ -113,6 +115,9 @@ def describe(job_id: str | None, job: JobDir | None, status: slurmstate.JobStatu
         row.update(_from_folder(job))
     info = FOLDER_STATES.get(row["state"]) or slurmstate.state_info(row["state"])
     row.update(orch_state=info.orch, terminal=info.terminal)
+    if not info.terminal:  # Slurm says ExitCode 0:0 until a job ends: no exit code yet
+        row.update(exit_code=None, signal=None)
+    row["exit"] = exit_cell(row["exit_code"], row["signal"])
     config = job.config if job else None
     row["name"] = row["name"] or (job.name if job else None)
     row["mode"] = job.mode if job else "slurm"
@@ -125,6 +130,14 @@ def describe(job_id: str | None, job: JobDir | None, status: slurmstate.JobStatu
         row["gpu_hours"] = gpu_hours(row["elapsed"], gpus)
     row["excluded"] = status_note(job.path) if job else None  # orch submit --preflight=exclude
     return row
+
+
+def exit_cell(code: object, signal: object) -> str | None:
+    """The EXIT cell: the exit code, or Slurm's ``code:signal`` when a signal ended the job (a cancelled job:
+    ``0:15``); None (``-``) before the job ended."""
+    if not isinstance(code, int) or isinstance(code, bool):
+        return None
+    return f"{code}:{signal}" if isinstance(signal, int) and not isinstance(signal, bool) and signal else str(code)
 
 
 def _from_folder(job: JobDir) -> dict[str, Any]:

@@ -122,16 +122,35 @@ def record_finished(job_dir: Path, job_id: str, hosts: Mapping[int, str] | None 
         size = None
     found = blame(records, world_size=size, run=job_id, notes=notes)
     pairs = evidence(found, records, run=job_id, hosts=hosts)
-    for node, kind in pairs:
-        badnodes.record(job_root_of(job_dir), node, kind, job_id)
+    if remembers(bad_node_ttl(job_dir)):  # launcher.bad_node_ttl 0: nothing is remembered (orch nodes lists none)
+        for node, kind in pairs:
+            badnodes.record(job_root_of(job_dir), node, kind, job_id)
     return pairs
+
+
+def bad_node_ttl(job_dir: Path) -> int | None:
+    """The job's ``launcher.bad_node_ttl`` (job.json); None when job.json cannot be read."""
+    from orchestrator.spec.runconfig import read_run_config
+
+    try:
+        return read_run_config(job_dir).launcher.bad_node_ttl
+    except OrchError:
+        return None
+
+
+def remembers(ttl: int | None) -> bool:
+    """Are bad nodes recorded for later jobs? Not with ``bad_node_ttl`` 0: orch submit would never leave them
+    out and orch nodes never lists them. An unknown TTL (no job.json): recorded, the cluster's TTL decides."""
+    return ttl is None or ttl > 0
 
 
 def record_preflight(job_dir: Path, verdict: Mapping[str, Any] | None, job_id: str) -> list[str]:
     """The nodes a failed preflight named, recorded as bad (``preflight``); never raises."""
     failed = verdict.get("failed_nodes", []) if isinstance(verdict, Mapping) else []
     nodes = sorted({str(f.get("host")) for f in failed if isinstance(f, dict)})
-    recorded = []
+    recorded: list[str] = []
+    if not remembers(bad_node_ttl(job_dir)):
+        return recorded
     for node in nodes:
         try:
             badnodes.record(job_root_of(job_dir), node, "preflight", job_id)
@@ -174,14 +193,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OrchError as exc:
         print(exc.render(), file=sys.stderr)
         return 1
-    announce(pairs)
+    announce(pairs, bad_node_ttl(job_dir))
     return 0
 
 
-def announce(pairs: Sequence[tuple[str, str]]) -> None:
-    """One batch-log line per node just recorded as bad."""
+def announce(pairs: Sequence[tuple[str, str]], ttl: int | None) -> None:
+    """One batch-log line per node the evidence points at: recorded as bad for ``ttl`` seconds (the job's
+    launcher.bad_node_ttl), or, with a TTL of 0, not remembered (as orch nodes and orch submit see it)."""
     for node, kind in pairs:
-        print(f"orch: node {node} recorded as bad ({badnodes.KINDS[kind]}); later jobs leave it out "
+        if not remembers(ttl):
+            print(f"orch: node {node}: {badnodes.KINDS[kind]}; not remembered for later jobs (launcher.bad_node_ttl "
+                  "is 0: orch nodes lists no node, orch submit leaves none out)", file=sys.stderr)
+            continue
+        within = f" for launcher.bad_node_ttl ({ttl} s)" if ttl is not None else ""
+        print(f"orch: node {node} recorded as bad ({badnodes.KINDS[kind]}); later jobs leave it out{within} "
               "(orch nodes)", file=sys.stderr)
 
 

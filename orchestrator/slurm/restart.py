@@ -126,7 +126,7 @@ def _remember_bad_nodes(job_dir: Path, run: str | None, nodes: Sequence[str], pe
     except (OrchError, OSError) as exc:
         print(f"orch: warning: no bad node recorded: {exc}", file=sys.stderr)
         return
-    nodememory.announce(pairs)
+    nodememory.announce(pairs, nodememory.bad_node_ttl(job_dir))
 
 
 def node_addr(node: str) -> str:

@@ -580,3 +580,53 @@ def test_gpu_hours_from_accounting_cover_every_run(fake_slurm: FakeSlurm, job_ro
     assert code == 0, err
     row = json.loads(out)
     assert (row["state"], row["elapsed"], row["gpu_hours"]) == ("COMPLETED", "01:00:00", 12.0)
+
+
+def test_exit_is_blank_while_a_job_runs_and_slurms_code_signal_once_cancelled(fake_slurm: FakeSlurm, job_root: Path,
+                                                                              capsys: Capsys) -> None:
+    """scontrol and sacct say ExitCode 0:0 for a running job and 0:15 for one scancel ended: EXIT shows - and
+    0:15, not 0 for both; --json has no exit_code before the job ends."""
+    make_job(job_root, "running", job_id="31", created="2026-01-02T00:00:00")
+    make_job(job_root, "cancelled", job_id="32", created="2026-01-01T00:00:00")
+    fake_slurm.set({"squeue": {"stdout": "31|RUNNING|None|node1|0:12|0|running\n"},
+                    "scontrol": {"stdout": "JobId=31 JobName=running\n   JobState=RUNNING Reason=None "
+                                           "Restarts=0 ExitCode=0:0\n"},
+                    "sacct": {"stdout": "31|RUNNING|0:0|node1|00:00:12|12|cpu=1|2026-01-02T00:00:00|running\n"
+                                        "32|CANCELLED by 1000|0:15|node1|00:00:03|3|cpu=1|2026-01-01T00:00:00|"
+                                        "cancelled\n"}})
+    code, out, err = run_cli(capsys, "status", "31", "--json")
+    row = json.loads(out)
+    assert code == 0 and (row["state"], row["exit_code"], row["exit"]) == ("RUNNING", None, None), err
+    code, out, _ = run_cli(capsys, "status", "31")
+    assert out.splitlines()[1].split()[:3] == ["31", "RUNNING", "-"]
+    code, out, _ = run_cli(capsys, "status", "31", "32")
+    lines = {line.split()[0]: line.split()[:3] for line in out.splitlines()[1:] if not line.startswith("#")}
+    assert lines == {"31": ["31", "RUNNING", "-"], "32": ["32", "CANCELLED", "0:15"]}
+    code, out, _ = run_cli(capsys, "list", "--json")
+    rows = {r["job_id"]: (r["exit_code"], r["signal"], r["exit"]) for r in json.loads(out)}
+    assert rows == {"31": (None, None, None), "32": (0, 15, "0:15")}
+
+
+@pytest.mark.parametrize("logs", [{"9-rank0.out": "zero\n", "9-rank1.out": ""}, {"9-rank0.out": "zero\n"}])
+def test_logs_of_a_finished_jobs_silent_rank_say_it_wrote_nothing(fake_slurm: FakeSlurm, job_root: Path,
+                                                                  capsys: Capsys, logs: dict[str, str]) -> None:
+    """Rank 1's log of a job that has ended is empty or absent: no "yet" (nothing more will come)."""
+    make_job(job_root, "smoke", job_id="9", logs=logs, result={"final": {}})
+    fake_slurm.set({"squeue": {"stdout": "9|COMPLETED|None|node[1-2]|0:09|0|smoke\n"}})
+    code, out, err = run_cli(capsys, "logs", "9", "--rank", "1")
+    assert "yet" not in err, err
+    if "9-rank1.out" in logs:
+        assert (code, out) == (0, "") and "rank 1 wrote nothing (its log is empty)" in err
+    else:
+        assert code == 2 and "no log for rank 1" in err and "does not exist" in err
+    # the batch log and rank 0's are absent too: the job ended without them
+    for name in ("9-rank0.out", "9-rank1.out"):
+        (job_root.glob("smoke-*").__next__() / "logs" / name).unlink(missing_ok=True)
+    code, _, err = run_cli(capsys, "logs", "9")
+    assert code == 2 and "does not exist: the job ended without it" in err and "yet" not in err, err
+    code, _, err = run_cli(capsys, "logs", "9", "--all-ranks")
+    assert code == 2 and "the job ended before any rank wrote one" in err, err
+    # while it runs, the same logs are not there yet
+    fake_slurm.set({"squeue": {"stdout": "9|RUNNING|None|node[1-2]|0:09|0|smoke\n"}})
+    code, _, err = run_cli(capsys, "logs", "9", "--all-ranks")
+    assert code == 2 and "no rank logs in" in err and " yet" in err, err

@@ -54,7 +54,7 @@ def test_logs_of_a_script_job_without_cluster(slurm_cluster: SlurmCluster, tmp_p
     assert logs.returncode == 0, logs.stderr
     lines = logs.stdout.splitlines()
     assert "hello from rank 0 of 4" in lines and "hello from rank 1 of 4" not in lines
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"orch: job {job_id} (restart 0) on "))
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"orch: job {job_id} (attempt 0, requeue 0) on "))
     assert start < lines.index("hello from rank 0 of 4")  # the batch script's line first, then rank 0's
     every = orch("logs", job_id, "--all-ranks")
     assert every.returncode == 0, every.stderr

@@ -161,6 +161,18 @@ def test_a_blamed_node_without_a_spare_is_left_out_by_submitting_the_job_again(s
     assert "submitting the job again without it" in log and f"job {second} runs the next attempt" in log, log
     human = cluster.orch("status", second, "--cluster", str(cluster.cluster_yaml), check=True).stdout
     assert f"submitted again without node2 as job {second}" in human, human
+    # the session's cluster remembers no bad node (launcher.bad_node_ttl 0): the batch log says so, as orch nodes
+    assert "recorded as bad" not in log and "not remembered for later jobs (launcher.bad_node_ttl is 0" in log, log
+    nodes = json.loads(cluster.orch("nodes", "--cluster", str(cluster.cluster_yaml), "--json", check=True).stdout)
+    assert nodes["nodes"] == [], nodes
+    # the id orch submit printed still names the job: status and logs follow the job index to the folder
+    said = f"{first} -> {second} (resubmitted without node2)"
+    old_status = cluster.orch("status", first, "--cluster", str(cluster.cluster_yaml), "--json", check=True).stdout
+    row = json.loads(old_status)
+    assert (row["job_id"], row["job_dir"], row["followed"]) == (second, str(job_dir), said), old_status
+    old_logs = cluster.orch("logs", first, check=True)
+    assert f"orch: job {said}: the logs of job {second} follow" in old_logs.stderr, old_logs.stderr
+    assert f"orch: job {second} (attempt 1, requeue 0) on " in old_logs.stdout, old_logs.stdout
     result = json.loads((job_dir / "result.json").read_text())
     env = {**os.environ, "ORCH_DATA_DIR": os.environ.get("ORCH_DATA_DIR", str(tmp_path))}
     local = subprocess.run([ORCH, "run", str(FAULTY), "--nproc", "1", "--job-root", str(tmp_path), "--json",

@@ -74,7 +74,14 @@ if [[ $node_info =~ NodeAddr=([^[:space:]]+) ]]; then
 fi
 MASTER_PORT=$("$PYTHON" -m orchestrator.runtime.launch --master-port --job-dir "$JOB_DIR")
 export MASTER_ADDR MASTER_PORT
-echo "orch: job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NODELIST}:" \
+# A job submitted again without a blamed node counts its attempts on from the job before (its attempt
+# number is this script's first argument, which sbatch passes whatever --export says): its attempts and
+# --max-restarts continue that job's. The start line numbers the attempt and requeue as attempts.json does.
+attempt=0
+if [[ -n ${1:-} && $1 != *[!0-9]* && -z ${1:6} ]]; then
+    attempt=$((10#$1))
+fi
+echo "orch: job ${SLURM_JOB_ID} (attempt ${attempt}, requeue ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NODELIST}:" \
     "MASTER_ADDR=${MASTER_ADDR} MASTER_PORT=${MASTER_PORT}" >&2
 
 # One task per GPU. srun of Slurm 22.05 does not inherit --cpus-per-task, so it is repeated here.
@@ -83,12 +90,7 @@ echo "orch: job ${SLURM_JOB_ID} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_J
 # (bad_nodes.jsonl: a hang, a signal death, an NCCL/CUDA error; never the job's own exception), and
 # says whether to try again. A blamed node with no spare left: the job is submitted again without it
 # (resubmit_next holds the sbatch options) and resumes there; this job stops. That job counts on from
-# here (its attempt number is this script's first argument, which sbatch passes whatever --export says):
-# its attempts and --max-restarts continue this job's.
-attempt=0
-if [[ -n ${1:-} && $1 != *[!0-9]* && -z ${1:6} ]]; then
-    attempt=$((10#$1))
-fi
+# here ($attempt, above).
 srun_nodes=()
 restart_next="$JOB_DIR"/restart_next
 while :; do

@@ -323,6 +323,21 @@ def test_executed_multi_node_script_launches_srun_with_master(make_plan: MakePla
     assert f"MASTER_ADDR=10.1.2.3 MASTER_PORT={port}" in proc.stderr
 
 
+def test_executed_script_start_line_numbers_attempt_and_requeue_as_attempts_json(make_plan: MakePlan, tmp_path: Path,
+                                                                                 stubs: Stubs) -> None:
+    """A job submitted again without a blamed node gets its attempt number as the script's argument: its start
+    line says attempt 1 (as attempts.json and ORCH_ATTEMPT do), and the requeue count apart, not "restart 0"."""
+    job_dir = _job(make_plan, tmp_path, nodes=2, gpus=2)
+    slurm = {"SLURM_JOB_ID": "39", "SLURM_JOB_NODELIST": "gpu[001-002]", "SLURM_JOB_NUM_NODES": "2"}
+    proc = subprocess.run(["bash", str(job_dir / "sbatch.sh"), "1"], env=stubs.env(**slurm), capture_output=True,
+                          text=True, timeout=120, cwd=job_dir, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "orch: job 39 (attempt 1, requeue 0) on gpu[001-002]: MASTER_ADDR=" in proc.stderr, proc.stderr
+    [srun] = stubs.records("srun")
+    assert srun["env"]["ORCH_ATTEMPT"] == "1"
+    assert "orch: job 77 (attempt 0, requeue 2) on " in _run(job_dir, stubs, SLURM_RESTART_COUNT="2").stderr
+
+
 def test_executed_script_drops_torchrun_rank_variables(make_plan: MakePlan, tmp_path: Path,
                                                        stubs: Stubs) -> None:
     # Inherited from a submitting shell, they would win over Slurm's in derive(): one rank for all.

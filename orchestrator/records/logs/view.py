@@ -7,7 +7,7 @@ The file names are :mod:`orchestrator.records.jobdirs`'s (``logs/slurm-<id>.out`
 each file (backwards, in blocks, at most :data:`MAX_TAIL_BYTES`), and following reads only what was
 appended since. Nothing here asks Slurm: the caller says when the job has ended.
 
-The batch script prints its own lines (``orch: job <id> (restart N) on <nodes>: MASTER_ADDR=...``,
+The batch script prints its own lines (``orch: job <id> (attempt A, requeue R) on <nodes>: MASTER_ADDR=...``,
 preflight notes) before srun starts the ranks, and its last lines (a requeue, srun's exit) after
 them. Shown with rank 0's log, the batch lines up to the newest start line (and the preflight lines
 after it) come first, rank 0's lines next, the rest of the batch lines last. Without ``-f`` the ranks
@@ -35,7 +35,8 @@ MAX_TAIL_BYTES = 64 * 1024 * 1024  # a view never reads more than this of one fi
 FOLLOW_CHUNK = 4 * 1024 * 1024  # what one poll reads of a growing file, at most
 MAX_PENDING = 1024 * 1024  # an unfinished line kept while following, at most (longer: shown as it is)
 # the batch script's start line (templates/base.sbatch.j2) and the preflight lines that follow it
-_START_RE = re.compile(rb"^orch: job \S+ \(restart [0-9]+\) on ")
+# (older scripts said "(restart N)": their logs are read too)
+_START_RE = re.compile(rb"^orch: job \S+ \((?:attempt [0-9]+, requeue [0-9]+|restart [0-9]+)\) on ")
 _PREFLIGHT_PREFIX = b"orch: preflight:"
 
 

@@ -324,6 +324,42 @@ def test_a_failed_jobs_blame_records_its_node(tmp_path: Path) -> None:
     assert badnodes.active(tmp_path / "jobs", HOUR) == []
 
 
+@pytest.mark.parametrize(("ttl", "said", "remembered"), [
+    (0, "orch: node node2: a rank on it died by a signal (killed, out of memory, node lost); not remembered for "
+        "later jobs (launcher.bad_node_ttl is 0: orch nodes lists no node, orch submit leaves none out)", []),
+    (86400, "orch: node node2 recorded as bad (a rank on it died by a signal (killed, out of memory, node lost)); "
+            "later jobs leave it out for launcher.bad_node_ttl (86400 s) (orch nodes)", [("node2", "signal", "55")]),
+])
+def test_the_batch_log_says_what_orch_nodes_will_list(tmp_path: Path, capsys: pytest.CaptureFixture[str], ttl: int,
+                                                      said: str, remembered: list[tuple[str, str, str]]) -> None:
+    """The job's launcher.bad_node_ttl decides: 0 remembers nothing (orch nodes lists none), and the batch log
+    says so rather than "later jobs leave it out"; the node is left out of this job's own resubmission all the
+    same (attempts.json, slurm/restart.py)."""
+    from orchestrator.records.jobdirs import write_run_config
+    from orchestrator.slurm.nodememory import main
+    from orchestrator.slurm.preflight import main as preflight_main
+    from orchestrator.spec.cluster import Launcher
+    from orchestrator.spec.runconfig import Preflight, RunConfig
+
+    job_dir = tmp_path / "jobs" / "job-4"
+    (job_dir / "logs").mkdir(parents=True)
+    write_run_config(job_dir, RunConfig(
+        mode="slurm", job_name="j", job_file="/j.py", params={}, nodes=2, gpus_per_node=1, tasks_per_node=1,
+        cpus_per_task=1, job_dir=str(job_dir), created="now", launcher=Launcher(bad_node_ttl=ttl),
+        preflight=Preflight(mode="stop", partition_nodes=["node1", "node2"])))
+    for rec in [_rec(0, "waited", code=3, **WAITED), _rec(1, "running", code=-9)]:
+        (job_dir / "logs" / f"rank{rec.rank}.outcome.json").write_text(rec.model_dump_json(), encoding="utf-8")
+    assert main(["--job-dir", str(job_dir), "--job-id", "55"]) == 0
+    assert said in capsys.readouterr().err
+    assert [(n.node, n.kind, n.job_id) for n in badnodes.active(tmp_path / "jobs", HOUR)] == remembered
+    badnodes.forget(tmp_path / "jobs", None)
+    (job_dir / "preflight.json").write_text(json.dumps({"checks": [], "failed_nodes": [
+        {"host": "node2", "check": "test_hook"}]}), encoding="utf-8")
+    assert preflight_main(["--job-dir", str(job_dir), "--job-id", "56", "--step-rc", "1"]) == 1
+    capsys.readouterr()
+    assert [n.node for n in badnodes.active(tmp_path / "jobs", HOUR)] == [n for n, _, _ in remembered]
+
+
 def test_a_sweep_elements_nodes_go_to_the_job_root(tmp_path: Path) -> None:
     from orchestrator.slurm.nodememory import main
 
