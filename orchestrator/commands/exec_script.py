@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     head_address(environ)
     job_dir, cfg, rank = prepare(args, environ, started)
     job_id, _ = stepjob.slurm_step(environ)
-    argv = [sys.executable, "-u", "-m", TASK_MODULE, "--job-dir", str(job_dir)]  # as the batch script starts it
+    argv = [sys.executable, "-m", TASK_MODULE, "--job-dir", str(job_dir)]  # as the batch script starts it
     status = tee.run_teed(argv, environ, log_path(job_dir, job_id, rank),
                           ignore=tee.ignored_signals(cfg.launcher.preempt_signal))
     return tee.end_like(status)

@@ -96,7 +96,7 @@ def child_env(base: Mapping[str, str], *, rank: int, nproc: int, port: int,
     env.update({
         "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(nproc),
         "LOCAL_WORLD_SIZE": str(nproc), "NODE_RANK": "0",
-        "MASTER_ADDR": LOCAL_ADDR, "MASTER_PORT": str(port), "PYTHONUNBUFFERED": "1",
+        "MASTER_ADDR": LOCAL_ADDR, "MASTER_PORT": str(port),
     })
     return env
 
@@ -198,7 +198,7 @@ class LocalRunner:
             return None
 
     def _start(self, port: int, logs: Path) -> None:
-        argv = [self.python, "-u", "-m", "orchestrator.runtime.launch", "--job-dir", str(self.job_dir)]
+        argv = [self.python, "-m", "orchestrator.runtime.launch", "--job-dir", str(self.job_dir)]
         preexec: Callable[[], None] | None = _die_with_parent if sys.platform.startswith("linux") else None
         self._files: list[IO[bytes]] = []
         for rank in range(self.nproc):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.task import launch
+from orchestrator.task import launch, lines
 
 if TYPE_CHECKING:
     from orchestrator.env.devices import DeviceChoice
@@ -115,4 +115,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    lines.start()  # each line one write, still live (not python -u), here and in the processes it spawns
     launch.entrypoint(TorchRuntime())

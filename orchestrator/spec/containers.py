@@ -2,9 +2,9 @@
 
 | runtime     | how srun starts each task                                                      |
 | ----------- | ------------------------------------------------------------------------------ |
-| none        | ``srun ... $PYTHON -u -m orchestrator.runtime.launch ...``                             |
-| pyxis       | ``srun --container-image=IMG --container-mounts=M ... python3 -u -m ...``      |
-| apptainer   | ``srun ... apptainer exec [--nv] --bind M IMG python3 -u -m ...``               |
+| none        | ``srun ... $PYTHON -m orchestrator.runtime.launch ...``                        |
+| pyxis       | ``srun --container-image=IMG --container-mounts=M ... python3 -m ...``         |
+| apptainer   | ``srun ... apptainer exec [--nv] --bind M IMG python3 -m ...``                 |
 
 cluster.yaml ``launcher.container`` sets the defaults; ``orch submit --container-runtime``,
 ``--container-image`` and ``--container-mounts`` override them per job. The job folder and the

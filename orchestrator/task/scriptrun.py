@@ -27,7 +27,6 @@ orch's own tasks do): threads the script left running are not waited for.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import runpy
 import sys
@@ -44,6 +43,7 @@ from orchestrator.spec.runconfig import REQUEUE_FILE, RunConfig
 from orchestrator.spec.script import REQUEUE_EXIT, ScriptTarget
 from orchestrator.spec.snapshot import relocate
 from orchestrator.spec.umask import PRIVATE_UMASK, umask_value
+from orchestrator.task.lines import fresh_line
 
 DEBUG_ENV_VAR = "ORCH_DEBUG"  # =1: a script's traceback keeps orch's own frames (launch, scriptrun, runpy)
 _ORCH_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
@@ -211,7 +211,5 @@ def _run_target(target: ScriptTarget, first: str) -> int:
         raise ConfigError(f"Python cannot compile {target.target}: {_compile_failure(exc)}",
                           hint="split the deeply nested expression or statement into smaller parts") from None
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):  # a script may have closed or replaced them
-                stream.flush()
+        fresh_line()  # the script's last output goes out; orch's lines after it start on a line of their own
     return 0

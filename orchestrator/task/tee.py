@@ -19,6 +19,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from orchestrator.task.lines import end_line
+
 LOG_MODE = 0o600
 CHUNK = 65536
 DRAIN_SECONDS = 2.0  # after the child ended: how long a descendant still holding its pipes may keep them open
@@ -56,6 +58,8 @@ def run_teed(argv: Sequence[str], env: Mapping[str, str], log: Path, *, ignore: 
             assert proc.stdout is not None and proc.stderr is not None
             try:
                 _copy(proc, {proc.stdout.fileno(): out_fd, proc.stderr.fileno(): err_fd}, log_fd)
+                with contextlib.suppress(OSError):
+                    end_line(log_fd)  # a rank cut off mid-line: the next attempt's first line starts a line
             finally:
                 proc.stdout.close()
                 proc.stderr.close()

@@ -25,6 +25,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.records.restarts.blame import WorldJoin
 from orchestrator.records.restarts.world import NEVER_FORMED_HINT, NEVER_INITIALISED_HINT, rank_problem
 from orchestrator.spec.runconfig import RunConfig
+from orchestrator.task.lines import fresh_line
 from orchestrator.task.outcome import RECORDER
 
 Settle = Callable[[int], int]  # the script's exit code -> the task's (strict: raises instead)
@@ -96,5 +97,6 @@ class Check:
 
 
 def _say(line: str) -> None:
+    fresh_line()  # not glued to a line the script has not ended yet
     sys.stderr.write(line + "\n")
     sys.stderr.flush()

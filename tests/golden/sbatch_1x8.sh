@@ -91,7 +91,7 @@ srun --kill-on-bad-exit=1 --wait=60 --export=ALL "${srun_nodes[@]}" \
     --nodes=1 --ntasks-per-node=8 --cpus-per-task=12 \
     --output=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/%j-rank%t.out \
     --error=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/%j-rank%t.out --open-mode=append \
-    "$PYTHON" -u -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
+    "$PYTHON" -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
 srun_pid=$!
 if ((signals > 0)); then
     kill -s "$PREEMPT_SIGNAL" "$srun_pid" 2>/dev/null || true

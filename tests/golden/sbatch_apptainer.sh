@@ -93,7 +93,7 @@ srun --kill-on-bad-exit=1 --wait=60 --export=ALL "${srun_nodes[@]}" \
     --output=/home/user/orch-jobs/work_train-20240102-030405-abcdef/logs/%j-rank%t.out \
     --error=/home/user/orch-jobs/work_train-20240102-030405-abcdef/logs/%j-rank%t.out --open-mode=append \
     apptainer exec --nv --bind /scratch:/mnt/scratch,/home/user/orch-jobs/work_train-20240102-030405-abcdef:/home/user/orch-jobs/work_train-20240102-030405-abcdef,/home/user/orch-jobs/.snapshots:/home/user/orch-jobs/.snapshots,/home/user/work:/home/user/work '/images/torch 2.sif' \
-    /opt/venv/bin/python -u -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
+    /opt/venv/bin/python -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
 srun_pid=$!
 if ((signals > 0)); then
     kill -s "$PREEMPT_SIGNAL" "$srun_pid" 2>/dev/null || true

@@ -94,7 +94,7 @@ srun --kill-on-bad-exit=1 --wait=60 --export=ALL \
     --nodes=2 --ntasks-per-node=8 --cpus-per-task=12 \
     --output=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/preflight-%j.out \
     --error=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/preflight-%j.out --open-mode=append \
-    "$PYTHON" -u -m orchestrator.runtime.launch --job-dir "$JOB_DIR" --preflight || preflight_rc=$?
+    "$PYTHON" -m orchestrator.runtime.launch --job-dir "$JOB_DIR" --preflight || preflight_rc=$?
 if ((preflight_rc != 0)); then
     # orchestrator.slurm.preflight names the failed node(s) and check(s); it exits non-zero to stop the job,
     # or (exclude mode, attempts and nodes left) writes the next attempt's sbatch options and exits 0.
@@ -133,7 +133,7 @@ srun --kill-on-bad-exit=1 --wait=60 --export=ALL "${srun_nodes[@]}" \
     --nodes=2 --ntasks-per-node=8 --cpus-per-task=12 \
     --output=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/%j-rank%t.out \
     --error=/home/user/orch-jobs/golden-20240102-030405-abcdef/logs/%j-rank%t.out --open-mode=append \
-    "$PYTHON" -u -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
+    "$PYTHON" -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
 srun_pid=$!
 if ((signals > 0)); then
     kill -s "$PREEMPT_SIGNAL" "$srun_pid" 2>/dev/null || true

@@ -102,7 +102,7 @@ srun --kill-on-bad-exit=1 --wait=60 --export=ALL "${srun_nodes[@]}" \
     --error=/home/user/orch-jobs/work_train-20240102-030405-abcdef/logs/%j-rank%t.out --open-mode=append \
     --container-image='nvcr.io#nvidia/pytorch:24.05-py3' \
     --container-mounts=/scratch:/scratch,/data:/data:ro,/home/user/orch-jobs/work_train-20240102-030405-abcdef:/home/user/orch-jobs/work_train-20240102-030405-abcdef,/home/user/orch-jobs/.snapshots:/home/user/orch-jobs/.snapshots,/home/user/work:/home/user/work \
-    python3 -u -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
+    python3 -m orchestrator.runtime.launch --job-dir "$JOB_DIR" &
 srun_pid=$!
 if ((signals > 0)); then
     kill -s "$PREEMPT_SIGNAL" "$srun_pid" 2>/dev/null || true

@@ -86,7 +86,7 @@ def job_folder(tmp_path: Path, mode: str = "slurm", **params: object) -> Path:
 
 
 def start_like_srun(job_dir: Path, nproc: int = 2) -> Ranks:
-    """``srun python -u -m orchestrator.runtime.launch --job-dir DIR`` on one node: the Slurm 22.05 task
+    """``srun python -m orchestrator.runtime.launch --job-dir DIR`` on one node: the Slurm 22.05 task
     variables of each rank (the same simulation the dry run uses), MASTER_ADDR/PORT exported."""
     port = free_port()
     envs = taskenv.simulate_slurm_task_envs(["localhost"], nproc, "9001", 0, "127.0.0.1", port)
@@ -95,8 +95,8 @@ def start_like_srun(job_dir: Path, nproc: int = 2) -> Ranks:
         out = (job_dir / LOG_DIR / f"task-rank{rank}.out").open("wb")
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-u", "-m", "orchestrator.runtime.launch", "--job-dir", str(job_dir)],
-                env=clean_environ(**task_env, PYTHONUNBUFFERED="1"),
+                [sys.executable, "-m", "orchestrator.runtime.launch", "--job-dir", str(job_dir)],
+                env=clean_environ(**task_env),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

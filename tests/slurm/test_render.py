@@ -303,7 +303,7 @@ def _expected_srun(job_dir: Path, nodes: int, tasks: int, cpus: int) -> list[str
     log = f"{job_dir}/logs/%j-rank%t.out"
     return ["--kill-on-bad-exit=1", "--wait=60", "--export=ALL", f"--nodes={nodes}",
             f"--ntasks-per-node={tasks}", f"--cpus-per-task={cpus}", f"--output={log}", f"--error={log}",
-            "--open-mode=append", sys.executable, "-u", "-m", "orchestrator.runtime.launch",
+            "--open-mode=append", sys.executable, "-m", "orchestrator.runtime.launch",
             "--job-dir", str(job_dir)]
 
 

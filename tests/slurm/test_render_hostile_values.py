@@ -400,7 +400,6 @@ def expected_srun_argv(job_dir: Path, python: str, cpus: int, nodes: int = 1) ->
         f"--error={rank_log}",
         "--open-mode=append",
         python,
-        "-u",
         "-m",
         "orchestrator.runtime.launch",
         "--job-dir",

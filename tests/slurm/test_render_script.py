@@ -144,7 +144,7 @@ def test_executed_pyxis_script_gives_srun_the_container(write_cluster: Callable[
     assert tail == ["--container-image=nvcr.io#nvidia/pytorch:24.05-py3",
                     f"--container-mounts=/scratch:/scratch,/data:/data:ro,{job_dir}:{job_dir},{snaps}:{snaps},"
                     "/home/user/work:/home/user/work",
-                    "python3", "-u", "-m", "orchestrator.runtime.launch", "--job-dir", job_dir]
+                    "python3", "-m", "orchestrator.runtime.launch", "--job-dir", job_dir]
 
 
 def test_executed_apptainer_script_runs_apptainer_exec_in_every_task(write_cluster: Callable[..., Path],
@@ -158,7 +158,7 @@ def test_executed_apptainer_script_runs_apptainer_exec_in_every_task(write_clust
     assert apptainer["argv"] == ["exec", "--nv", "--bind",
                                  f"/scratch:/mnt/scratch,{job_dir}:{job_dir},{snaps}:{snaps},"
                                  "/home/user/work:/home/user/work",
-                                 "/images/torch 2.sif", "/opt/venv/bin/python", "-u", "-m",
+                                 "/images/torch 2.sif", "/opt/venv/bin/python", "-m",
                                  "orchestrator.runtime.launch",
                                  "--job-dir", job_dir]
     assert apptainer["env"]["MASTER_ADDR"] == "127.0.0.1" and apptainer["env"]["ORCH_JOB_DIR"] == job_dir
