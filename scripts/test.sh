@@ -35,6 +35,12 @@ else
   echo "orch test: not root (or ORCH_SKIP_SLURM=1): the real-Slurm tests will be skipped"
 fi
 
+# The first pass runs on every core (pytest-xdist, one worker per core; ORCH_TEST_WORKERS=N sets the count,
+# 0 runs it in this process): its tests isolate their folders, ports and environment. The end-to-end pass
+# stays serial: its jobs share the three nodes of one cluster.
+workers=(-n "${ORCH_TEST_WORKERS:-auto}" --dist worksteal)
+[ "${ORCH_TEST_WORKERS:-auto}" != 0 ] || workers=()
+
 # Two passes: everything but the end-to-end tests as the caller, then tests/e2e as the cluster's
 # unprivileged user (ORCH_TEST_USER, made by cluster.sh up: jobs are submitted, followed and cancelled as
 # an ordinary user, umask 022). Options go to both passes; a path argument (tests/...) to the pass it
@@ -51,7 +57,7 @@ if [ -n "${ORCH_TEST_USER:-}" ] && [ -n "${ORCH_TEST_PYTHON:-}" ]; then
   rc=0
   if [ $# -eq 0 ] || [ ${#mine[@]} -gt 0 ] || [ ${#theirs[@]} -eq 0 ]; then
     echo "orch test: pytest (as $(id -un); the end-to-end tests follow as $ORCH_TEST_USER)"
-    .venv/bin/python -m pytest --ignore=tests/e2e "${opts[@]}" "${mine[@]}" || rc=$?
+    .venv/bin/python -m pytest --ignore=tests/e2e "${workers[@]}" "${opts[@]}" "${mine[@]}" || rc=$?
   fi
   if [ $# -eq 0 ] || [ ${#theirs[@]} -gt 0 ] || [ ${#mine[@]} -eq 0 ]; then
     [ ${#theirs[@]} -gt 0 ] || theirs=(tests/e2e)
@@ -65,4 +71,4 @@ if [ "$(id -u)" = 0 ] && [ "${ORCH_SKIP_SLURM:-0}" != 1 ]; then
   echo "orch test: WARNING: no unprivileged test user (see cluster.sh's messages above): the end-to-end tests run as root"
 fi
 echo "orch test: pytest"
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "${workers[@]}" "$@"
