@@ -34,7 +34,7 @@ def test_orch_run_of_a_script_python_cannot_compile(which: str, tmp_path: Path) 
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 2, proc.stderr
     said = "is not valid Python" if which == "parentheses" else "Python cannot compile"  # refused before any rank
-    shown = proc.stdout + proc.stderr  # rank 0's own output (stdout) names the cause once; orch's last line points at it
+    shown = proc.stdout + proc.stderr  # rank 0 names the cause (stdout) once; orch's last line points at it
     assert shown.count(said) == 1 and str(script) in shown and "HINT:" in proc.stderr, shown
 
 
