@@ -109,6 +109,16 @@ def test_the_ledger_adds_up() -> None:
     assert set(att.LEDGER_KEYS) == set(led)
 
 
+def test_a_scripts_goodput_is_unknown_not_zero() -> None:
+    """A script's steps are its own: no attempt has a training step, so its goodput is not measured (None,
+    an empty GOODPUT cell in orch top), never 0%; the time it held stays in the ledger."""
+    history = [{"attempt": 0, "requeue": 0, "batch_started": 0.0, "started": 1.0, "ended": 100.0,
+                "kind": "completed"}]
+    led = att.ledger(history, queued_s=None)
+    assert led["goodput"] is None and led["allocated_s"] == 100.0 and led["training_s"] == 0.0
+    assert att.format_ledger(led).startswith("goodput unknown (no training step was seen) (allocated 100.0s")
+
+
 def test_the_ledger_takes_the_checkpoint_stall_off_training_and_not_the_background_write() -> None:
     history = [{"attempt": 0, "requeue": 0, "batch_started": 0.0, "started": 1.0, "ended": 100.0,
                 "first_step": 10.0, "last_step_time": 90.0, "kind": "completed"}]

@@ -98,8 +98,10 @@ def restarts_shown(attempts: Sequence[Mapping[str, Any]], slurm_restarts: object
 
 
 def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
-           checkpoint_stall_s: float = 0.0, checkpoint_write_s: float = 0.0) -> dict[str, float]:
-    """Where the allocated time went (seconds), and the goodput: training time not redone / allocated time.
+           checkpoint_stall_s: float = 0.0, checkpoint_write_s: float = 0.0) -> dict[str, float | None]:
+    """Where the allocated time went (seconds), and the goodput: training time not redone / allocated time;
+    None when no attempt saw a training step (a script's steps are its own: orch sees no step of it, so its
+    training time is unknown, not 0).
 
     allocated: each allocation from its batch start to its last attempt's end; startup: from the batch
     start to the first training step of its first attempt; training: first to last training step of
@@ -134,10 +136,11 @@ def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
     out = {"allocated_s": allocated, "queued_s": queued_s or 0.0, "startup_s": startup, "training_s": training,
            CHECKPOINT_STALL: checkpoint_stall_s, CHECKPOINT_WRITE: checkpoint_write_s,
            "redone_s": min(redone, training), "recovery_s": recovery, "hung_s": hung}
-    out = {k: round(v, 3) for k, v in out.items()}
-    useful = training - out["redone_s"]
-    out["goodput"] = round(min(1.0, max(0.0, useful / allocated)), 4) if allocated > 0 else 0.0
-    return out
+    rounded: dict[str, float | None] = {k: round(v, 3) for k, v in out.items()}
+    useful = training - round(out["redone_s"], 3)
+    seen = any(_num(a.get("first_step")) is not None for a in attempts)
+    rounded["goodput"] = (round(min(1.0, max(0.0, useful / allocated)), 4) if allocated > 0 else 0.0) if seen else None
+    return rounded
 
 
 def _done_steps(a: Mapping[str, Any]) -> int | None:
@@ -182,4 +185,6 @@ def format_attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
 def format_ledger(goodput: Mapping[str, Any]) -> str:
     values = {k: to_float(goodput.get(k)) for k in LEDGER_KEYS}  # numbers a float holds, else left out
     shown = [f"{k[:-2]} {v:.1f}s" for k, v in values.items() if k != "goodput" and v is not None]
-    return f"goodput {values['goodput'] or 0.0:.1%} (" + ", ".join(shown) + ")"
+    share = values["goodput"]
+    said = f"goodput {share:.1%}" if share is not None else "goodput unknown (no training step was seen)"
+    return f"{said} (" + ", ".join(shown) + ")"
