@@ -93,6 +93,11 @@ def stack_dump_signals(preempt_signal: str) -> tuple[signal.Signals, ...]:
     return () if preempt_signal == "TERM" else (signal.SIGTERM,)
 
 
+_DUMPING: dict[int, TextIO] = {}  # signal -> where its stacks go, while registered
+STOPPED_NOTE = ("orch: {rank}stopped by {signal} (orch cancel or scancel, the time limit, or orch ending the other ranks "
+                "of a failed run): the stacks above show where each thread was when it came; this is not a crash")
+
+
 def install_stack_dumps(preempt_signal: str, stream: TextIO | None = None) -> None:
     """On SIGTERM: every thread's Python stack to ``stream`` (the rank's log), then the usual exit."""
     out = _with_fd(stream or sys.stderr)
@@ -100,6 +105,7 @@ def install_stack_dumps(preempt_signal: str, stream: TextIO | None = None) -> No
         return
     for signum in stack_dump_signals(preempt_signal):
         faulthandler.register(signum, file=out, all_threads=True, chain=True)
+        _DUMPING[signum] = out
 
 
 def remove_stack_dumps() -> None:
@@ -107,6 +113,22 @@ def remove_stack_dumps() -> None:
     of a failed run) finds nothing stuck, so it dumps no stacks into the log after the real error."""
     for signum in stack_dump_signals(""):
         faulthandler.unregister(signum)
+        _DUMPING.pop(signum, None)
+
+
+def say_stopped(signum: int, rank: int | None = None) -> None:
+    """After the stacks a SIGTERM dumped (its Python handler runs once the C-level dump is written): one
+    line that says why they are there, so a cancelled rank's log does not read as a crash. Nothing when no
+    stacks were dumped for ``signum``."""
+    out = _DUMPING.get(signum)
+    if out is None:
+        return
+    who = f"rank {rank} " if rank is not None else ""
+    try:
+        out.write("\n" + STOPPED_NOTE.format(rank=who, signal=signal.Signals(signum).name) + "\n")
+        out.flush()
+    except (OSError, ValueError):  # a closed log: the record still says how the task ended
+        pass
 
 
 def dump_stacks(stream: TextIO | None = None) -> None:

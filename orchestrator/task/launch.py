@@ -162,6 +162,7 @@ def install_term_record(preempt_signal: str) -> None:
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         if os.getpid() == owner:  # not in a forked child (a DataLoader worker inherits the handler)
+            hang.say_stopped(signum, RECORDER.base.get("rank"))
             RECORDER.finish("signalled", -signum, signal_name=signal.Signals(signum).name)
             end_children()
         signal.signal(signum, signal.SIG_DFL)

@@ -60,3 +60,44 @@ def test_a_line_that_only_looks_like_the_end_marker_outside_a_block_is_shown() -
 def test_the_launcher_frames_are_found_where_orch_is_installed() -> None:
     assert hang.launcher_frame(f'  File "{Path(hang.__file__)}", line 1 in dump_stacks')
     assert not hang.launcher_frame('  File "/home/me/orchestrator_like.py", line 1 in f')
+
+
+STOPPED = """
+import os, signal, sys, time
+from pathlib import Path
+from orchestrator.task import hang, launch
+from orchestrator.task.outcome import RECORDER
+
+RECORDER.start(Path(sys.argv[1]), rank=1, world_size=2, run="local", restart=0, stopped_by="orch run",
+               init_timeout=5, collective_timeout=5)
+launch.install_term_record("USR2")
+hang.install_stack_dumps("USR2")
+if sys.argv[2] == "leaving":
+    hang.remove_stack_dumps()
+
+def training_step():
+    os.kill(os.getpid(), signal.SIGTERM)  # orch cancel's scancel, as the rank runs
+    time.sleep(5)
+
+training_step()
+"""
+
+
+def test_a_rank_stopped_by_sigterm_says_why_its_stacks_are_in_the_log(tmp_path: Path) -> None:
+    """scancel (orch cancel) of a running rank: its log has every thread's stack, then one line saying it was
+    stopped, not crashed; the rank still dies of SIGTERM and records it."""
+    proc = subprocess.run([sys.executable, "-c", STOPPED, str(tmp_path / "rank1.outcome.json"), "running"],
+                          capture_output=True, text=True, timeout=60, env=clean_environ(), cwd=ROOT)
+    assert proc.returncode == -15, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert any("in training_step" in line for line in lines), proc.stderr  # the stacks, first
+    assert lines[-1].startswith("orch: rank 1 stopped by SIGTERM (orch cancel or scancel"), proc.stderr
+    assert lines[-1].endswith("this is not a crash"), proc.stderr
+    assert '"kind": "signalled"' in (tmp_path / "rank1.outcome.json").read_text()
+
+
+def test_a_rank_that_is_leaving_dumps_no_stacks_and_says_nothing(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", STOPPED, str(tmp_path / "rank1.outcome.json"), "leaving"],
+                          capture_output=True, text=True, timeout=60, env=clean_environ(), cwd=ROOT)
+    assert proc.returncode == -15, proc.stderr
+    assert "training_step" not in proc.stderr and "orch:" not in proc.stderr, proc.stderr
