@@ -94,8 +94,8 @@ def stack_dump_signals(preempt_signal: str) -> tuple[signal.Signals, ...]:
 
 
 _DUMPING: dict[int, TextIO] = {}  # signal -> where its stacks go, while registered
-STOPPED_NOTE = ("orch: {rank}stopped by {signal} (orch cancel or scancel, the time limit, or orch ending the other ranks "
-                "of a failed run): the stacks above show where each thread was when it came; this is not a crash")
+STOPPED_NOTE = ("orch: {rank}stopped by {signal} (orch cancel or scancel, the time limit, or orch ending the other "
+                "ranks of a failed run): the stacks above show where each thread was when it came; this is not a crash")
 
 
 def install_stack_dumps(preempt_signal: str, stream: TextIO | None = None) -> None:
