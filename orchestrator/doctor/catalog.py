@@ -5,7 +5,8 @@ Severity policy (``orch submit``/``orch run`` refuse a script with an error; a w
 - **error**: a certain defect that would hang or corrupt the run *under orch's launcher* (which sets
   RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT and binds each rank's GPU before the script
   starts), read from the code itself: a collective only some ranks reach, a loader that feeds every
-  rank the whole data set, the process group destroyed inside the training loop.
+  rank the whole data set, the process group destroyed inside the training loop; or that would crash it where it
+  certainly runs: a name nothing defines (DDP020, pyflakes' analysis), on a line every run reaches.
 - **warning**: everything that depends on a guess: about a branch (a flag may select another path),
   about a helper (a function of a local module the doctor could not read, or did not follow), about a
   flag's value (an argparse default), or about a name (``is_main`` taken for a rank-0 flag). A rule
@@ -115,6 +116,11 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "a failed init_process_group caught and let go (try: ... except Exception: print(...)): the rank whose "
          "rendezvous failed trains on alone as a world of one, silently",
          "let the error stop the rank (no try, or re-raise in the except): the launcher reports the failure"),
+    Rule("DDP020", "error",
+         "a name used that nothing defines: a NameError when its line runs (after the whole training, if it is in "
+         "the final save)",
+         "define the name before that line, or use the one meant (the wrapped model's variable: "
+         "model.module.state_dict(), not an undefined ddp_model's)"),
 )}
 
 assert tuple(CATALOG) == DOCTOR_CODES, "orchestrator/spec/doctorcodes.py lists the catalog's codes"

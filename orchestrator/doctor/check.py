@@ -14,6 +14,7 @@ from orchestrator.doctor import (
     rules_devices,
     rules_launch,
     rules_metrics,
+    rules_names,
     rules_output,
     rules_random,
     rules_rendezvous,
@@ -50,6 +51,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_steps.check_module_forward,    # DDP017
     rules_steps.check_skipped_backward,  # DDP018
     rules_launch.check_swallowed_init,   # DDP019
+    rules_names.check_undefined_names,   # DDP020
 )
 
 # In the script's helpers (the local modules it calls), findings are warnings, and only the rules that judge
@@ -60,7 +62,8 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_outp
                 rules_output.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,
-                rules_launch.check_local_rank_as_rank, rules_launch.check_swallowed_init)
+                rules_launch.check_local_rank_as_rank, rules_launch.check_swallowed_init,
+                rules_names.check_undefined_names)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 

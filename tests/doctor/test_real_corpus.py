@@ -62,6 +62,8 @@ MIN_ERROR_PRECISION = 1.0
 # 1.00 (1 of 1), recall 0.20 (1 of 5); whole corpus 0.94 (171 of 182), 1.00, recall 0.78 (136 of 175): the recall
 # floor falls from 0.78 to 0.77 because set 8 joined (5 pitfalls, 3 of them OTHER); no set lost a true finding.
 MIN_RECALL = 0.77
+# DDP020 (names nothing defines, pyflakes): 4 names no file defines, confirmed by hand and added to the truth (DINO's
+# sys, KAIR's pickle, LoRA's warnings, simclr's EmbEnsEval; all warnings); whole corpus 0.94 (175 of 186), recall 0.78.
 # Per set: (precision, recall) floors.
 MIN_SUBSET = {"tuned": (0.97, 0.82), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80), "set 5": (0.93, 0.57),
               "set 6": (0.80, 0.89), "set 7": (1.0, 0.63), "set 8": (1.0, 0.20)}

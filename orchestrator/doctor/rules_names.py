@@ -1,0 +1,189 @@
+"""DDP020: a name the code uses and nothing defines (a NameError waiting, often after the whole training).
+
+The analysis is pyflakes' (a well-kept checker, imported only when this rule runs): only its undefined-name
+messages, never its other ones (an ``__all__`` entry with no definition, a name that may come from ``import
+*``). What it cannot know is left out, to stay quiet on correct code:
+
+- a file with ``import *`` (the name may come from it), or that writes names where pyflakes cannot see them
+  (``globals()``, ``locals()``, ``vars()``, ``exec``, ``builtins.NAME = ...``);
+- names that exist only on some Pythons (builtins newer than the one running the doctor, Python 2's, a
+  notebook's ``get_ipython``) and names used in annotations (a string annotation, anything under ``from
+  __future__ import annotations``, names imported only ``if TYPE_CHECKING:``): never evaluated at run time;
+- a fragment (a file with no import at all: a snippet pasted from a post) uses its omitted imports and the
+  definitions left out of the post: class-like names, names only called, and the usual import names
+  (``torch``, ``nn``, ``dist``, ...) are taken for those; the rest (``ddp_model``) is still reported.
+
+An error only where the line runs whenever its function does (at most under a rank condition: ``if rank == 0:
+torch.save(ddp_model...)`` runs on rank 0); a warning on a guessed path: a branch on a flag or a value, an
+exception's handler, a function the file never refers to; in the project's modules (``check.HELPER_RULES``)
+every finding is a warning.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.findings import Finding
+
+# builtins that exist only on some Pythons (newer than 3.10, Python 2's), and what notebooks define
+OTHER_PYTHONS = frozenset({
+    "aiter", "anext", "EncodingWarning", "ExceptionGroup", "BaseExceptionGroup", "PythonFinalizationError",
+    "_IncompleteInputError", "unicode", "xrange", "raw_input", "basestring", "long", "unichr", "execfile", "file",
+    "reduce", "cmp", "buffer", "apply", "intern", "coerce", "reload", "StandardError", "WindowsError",
+    "get_ipython", "display", "__IPYTHON__",
+})
+# the names a post's omitted imports usually bring (a fragment's)
+IMPORT_NAMES = frozenset({
+    "torch", "nn", "F", "dist", "mp", "optim", "np", "os", "sys", "time", "math", "random", "json", "argparse",
+    "transforms", "datasets", "models", "tqdm", "plt", "pd", "yaml", "logging", "shutil", "pickle", "glob",
+    "torchvision", "functional", "cudnn", "amp", "autocast", "io", "re", "copy", "datetime", "socket", "warnings",
+    "collections", "itertools", "functools", "subprocess", "timm", "wandb", "transformers", "accelerate", "lightning",
+    "pl", "L", "tf", "cv2", "scipy", "sklearn", "data", "utils", "tv", "T", "init", "lr_scheduler", "partial",
+})
+_SCOPES = frozenset({"globals", "locals", "vars"})  # called with no argument: the scope's own names
+_EXECS = frozenset({"exec", "execfile"})
+
+
+def check_undefined_names(a: Analysis) -> Iterator[Finding]:
+    tree = a.module.tree
+    if _unsure(tree):
+        return
+    try:
+        from pyflakes import checker, messages
+    except ImportError:  # not installed: the rule is skipped, never the doctor
+        return
+    try:
+        found = checker.Checker(tree, filename=a.filename, withDoctest=False).messages
+    except (RecursionError, MemoryError):
+        return
+    uses = _evaluated_names(tree)
+    fragment = not any(isinstance(n, ast.Import | ast.ImportFrom) for n in ast.walk(tree))
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    referred = _referred(tree)
+    seen: set[str] = set()
+    for message in found:
+        if type(message) is not messages.UndefinedName:
+            continue
+        name = str(message.message_args[0])
+        node = uses.get((message.lineno, message.col))
+        if node is None or node.id != name or name in OTHER_PYTHONS or name in seen:
+            continue  # a string annotation, a doctest, another Python's builtin; each name once
+        if fragment and (name in IMPORT_NAMES or name in called or name[:1].isupper()):
+            continue
+        if name in _bound(_scope(a, node)):
+            continue  # bound later in its own function: a loop's next pass may find it (pyflakes reads in order)
+        seen.add(name)
+        outer = _outer_function(a, node)
+        if outer is not None and outer.name not in referred:
+            yield a.finding("DDP020", node, f"{name!r}, in {outer.name}(), which the file never calls",
+                            severity="warning")
+        else:
+            guess = _branch(a, node)
+            detail = f"{name!r} is never defined" + (f"; on the path {guess}" if guess else "")
+            yield a.finding("DDP020", node, detail, severity="warning" if guess else None)
+
+
+def _branch(a: Analysis, node: ast.AST) -> str | None:
+    """What makes the line's path a guess (a branch taken on a flag, an exception's handler), or None when the
+    line runs whenever its function does (at most under a rank condition: rank 0 gets there)."""
+    child, current = node, a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        if isinstance(current, ast.ExceptHandler):
+            return "of an exception's handler"
+        if (isinstance(current, ast.If | ast.IfExp) and child is not current.test
+                and not (a.ranks.is_condition(current.test) or _main_guard(current.test))):
+            return f"of a branch (line {current.lineno}: {ast.unparse(current.test)[:50]})"
+        if isinstance(current, ast.BoolOp) and child is not current.values[0]:
+            return f"of a condition (line {current.lineno})"
+        child, current = current, a.module.parents.get(current)
+    return None
+
+
+def _scope(a: Analysis, node: ast.AST) -> ast.AST:
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        current = a.module.parents.get(current)
+    return current if current is not None else a.module.tree
+
+
+def _bound(scope: ast.AST) -> set[str]:
+    """Every name ``scope`` binds somewhere (its nested functions' too: said conservatively)."""
+    out: set[str] = set()
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(node.name)
+        elif isinstance(node, ast.alias):
+            out.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            out.update(node.names)
+    return out
+
+
+def _main_guard(test: ast.expr) -> bool:
+    return "__name__" in ast.unparse(test) and "__main__" in ast.unparse(test)
+
+
+def _unsure(tree: ast.Module) -> bool:
+    """Whether names may be bound where pyflakes cannot see them: ``import *``, ``globals()``, ``exec``..."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+                node.func.id in _EXECS or (node.func.id in _SCOPES and not node.args)):
+            return True
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) \
+                and node.value.id in ("builtins", "__builtins__", "__builtin__"):
+            return True
+    return False
+
+
+def _evaluated_names(tree: ast.Module) -> dict[tuple[int, int], ast.Name]:
+    """The names read at run time, by (line, column): not those inside annotations."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        notes: list[ast.expr | None] = []
+        if isinstance(node, ast.arg):
+            notes.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            notes.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            notes.append(node.annotation)
+        for note in notes:
+            if note is not None:
+                skip.update(id(n) for n in ast.walk(note))
+    return {(n.lineno, n.col_offset): n for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip}
+
+
+def _referred(tree: ast.Module) -> set[str]:
+    """Every name the file reads (``f``, ``obj.f``, a string naming it for ``getattr``)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            out.add(node.value)
+    return out
+
+
+def _outer_function(a: Analysis, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The module-level function ``node`` is in (None: module level, or a class's body or method)."""
+    outer: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    current = a.module.parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+            outer = current
+        elif isinstance(current, ast.ClassDef):
+            outer = None
+        current = a.module.parents.get(current)
+    return outer

@@ -1,0 +1,91 @@
+"""DDP020: names nothing defines (pyflakes' undefined-name analysis), an error on the path every run takes,
+a warning on a guessed path or in the project's modules, silent where pyflakes cannot know (``import *``,
+``globals()``, annotations, other Pythons' builtins) and on a post's omitted imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.doctor import check_file, check_source
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+_HEAD = "import os\nimport torch\nimport torch.distributed as dist\n"
+
+
+def names(source: str, filename: str = "t.py") -> list[tuple[int, str, str]]:
+    return [(f.line, f.severity, f.message) for f in check_source(source, filename) if f.code == "DDP020"]
+
+
+def test_seed_000s_final_save_through_an_undefined_name_is_an_error() -> None:
+    found = [f for f in check_file(FIXTURES / "seed000_mnist_extra_process.py") if f.code == "DDP020"]
+    assert [(f.line, f.severity) for f in found] == [(41, "error")]
+    assert "'ddp_model'" in found[0].message and "model.module.state_dict()" in found[0].fix
+
+
+def test_a_fragment_without_imports_keeps_its_omitted_imports_and_definitions_quiet() -> None:
+    source = ("def main():\n    dist.init_process_group('nccl')\n    model = DDP(LeNet().cuda())\n"
+              "    opt = optim.SGD(model.parameters(), lr=0.1)\n    train(model, opt)\n"
+              "    torch.save(ddp_model.module.state_dict(), 'm.pth')\nmain()\n")
+    assert [(line, severity) for line, severity, _ in names(source)] == [(6, "error")]
+
+
+@pytest.mark.parametrize("body", [
+    "from helpers import *\ndef f():\n    return undefined_thing\n",
+    "def f():\n    globals()['made'] = 1\n    return made\n",
+    "exec('made = 1')\nprint(made)\n",
+    "import builtins\nbuiltins.made = 1\nprint(made)\n",
+    "def f(x: 'NotImported') -> 'AlsoNot':\n    return x\n",
+    "def f():\n    try:\n        return unicode\n    except NameError:\n        return str\n",
+    "group = ExceptionGroup\nprint(anext, PythonFinalizationError)\n",
+    "__all__ = ['f', 'missing']\ndef f():\n    pass\n",
+    "def f(items):\n    for i, x in enumerate(items):\n        if i:\n            print(last)\n        last = x\n",
+], ids=["import-star", "globals", "exec", "builtins", "string-annotations", "name-error-handled", "newer-builtins",
+        "dunder-all", "bound-on-a-later-pass"])
+def test_what_pyflakes_cannot_know_is_not_reported(body: str) -> None:
+    assert names(_HEAD + body) == []
+
+
+def test_vars_of_an_object_does_not_silence_the_file() -> None:
+    assert [line for line, _, _ in names(_HEAD + "print(vars(os))\nprint(ddp_model)\n")] == [5]
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ("def old():\n    return gone\ndef main():\n    pass\nmain()\n", "which the file never calls"),
+    ("import argparse\nargs = argparse.Namespace(x=1)\nif args.x:\n    print(gone)\n", "of a branch (line 6"),
+    ("try:\n    import apex\nexcept ImportError:\n    warnings.warn('no apex')\n", "exception's handler"),
+])
+def test_an_undefined_name_off_the_sure_path_is_a_warning(body: str, why: str) -> None:
+    found = names(_HEAD + body)
+    assert len(found) == 1 and found[0][1] == "warning" and why in found[0][2], found
+
+
+def test_under_a_rank_condition_it_is_still_an_error() -> None:
+    body = "def main():\n    if dist.get_rank() == 0:\n        torch.save(ddp_model, 'm.pth')\nmain()\n"
+    assert [(line, severity) for line, severity, _ in names(_HEAD + body)] == [(6, "error")]
+
+
+def test_a_project_module_the_script_calls_is_read_and_its_names_are_warnings(tmp_path: Path) -> None:
+    (tmp_path / "utils.py").write_text("import torch\n\ndef all_gather(data):\n    return pickle.dumps(data)\n")
+    script = tmp_path / "train.py"
+    script.write_text(_HEAD + "import utils\n\ndef main():\n    utils.all_gather(1)\n\nmain()\n")
+    found = [(Path(f.file).name, f.line, f.severity) for f in check_file(script) if f.code == "DDP020"]
+    assert found == [("utils.py", 4, "warning")]
+
+
+def test_without_pyflakes_the_rule_is_skipped_not_the_doctor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyflakes", None)
+    found = check_source(_HEAD + "print(ddp_model)\n", "t.py")
+    assert not [f for f in found if f.code == "DDP020"]
+
+
+def test_pyflakes_is_imported_only_when_the_rule_runs() -> None:
+    code = ("import sys, orchestrator.cli, orchestrator.doctor, orchestrator.doctor.gate\n"
+            "assert 'pyflakes' not in sys.modules, 'pyflakes imported at start-up'\n"
+            "orchestrator.doctor.check_source('print(1)\\n', 't.py')\n"
+            "assert 'pyflakes' in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
