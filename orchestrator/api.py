@@ -38,6 +38,7 @@ from orchestrator.records.training import read_result
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import state as slurmstate
 from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.options import request_fields
 from orchestrator.spec.runconfig import LOG_DIR, read_run_config
 from orchestrator.spec.safefile import open_regular
 
@@ -54,14 +55,9 @@ POLL_SECONDS = 1.0
 VANISHED_POLLS = 5  # consecutive "unknown" answers before a job counts as gone (one empty answer is no proof)
 # submitit's local job states -> Slurm's names, so a handle speaks one vocabulary
 LOCAL_STATES = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED", "INTERRUPTED": "CANCELLED"}
-# keyword arguments that are request fields (as orch submit's flags), not hyperparameters
-# (``orchestrator.slurm.submission.SubmitOptions`` less job, nodes, gpus and overrides; a test keeps them equal)
-REQUEST_FIELDS = ("module", "script_args", "gpus_per_task", "ntasks_per_node", "cpus_per_task", "partition",
-                  "time", "job_name", "account", "qos", "constraint", "exclusive", "nodelist", "exclude",
-                  "reservation", "dependency", "mail_type", "mail_user", "sbatch_args", "env", "pass_env",
-                  "container_runtime", "container_image", "container_mounts", "preflight", "max_restarts",
-                  "spare_nodes", "world_check", "collective_timeout", "templates", "data_dir", "no_check", "ignore",
-                  "no_snapshot", "launch")
+# keyword arguments that are request fields (as orch submit's flags), not hyperparameters: the table's
+# (orchestrator/spec/options.py) less job, nodes, gpus and overrides, which submit() names itself
+REQUEST_FIELDS = tuple(name for name in request_fields() if name not in ("job", "nodes", "gpus", "overrides"))
 
 
 # --- what runs in the local task (pickled by submitit) -----------------------------------------

@@ -5,10 +5,11 @@ Usage::
     python scripts/docs_tables.py          # rewrite them in place
     python scripts/docs_tables.py --check  # exit 1 and name the page when one is out of date
 
-Today one region: the torchrun table of docs/bring-your-own-script.md, between
+Two regions: the torchrun table of docs/bring-your-own-script.md, between
 ``<!-- torchrun-table:begin -->`` and ``<!-- torchrun-table:end -->``, rendered from
-``TORCHRUN_OPTIONS`` (``orchestrator/commands/_torchrun.py``). The docs test checks it
-(``tests/docs/test_docs_code.py``, and docs/testing.md).
+``TORCHRUN_OPTIONS`` (``orchestrator/commands/_torchrun.py``), and the options table of docs/cli.md
+(``options-table``), rendered from ``OPTIONS`` (``orchestrator/spec/options.py``). The docs test checks
+them (``tests/docs/test_docs_code.py``, and docs/testing.md).
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _options_table() -> str:
+    from orchestrator.spec.options import markdown_table
+
+    return markdown_table()
+
+
 def _torchrun_table() -> str:
     from orchestrator.commands._torchrun import markdown_table
 
@@ -29,6 +36,7 @@ def _torchrun_table() -> str:
 # (page, region name, renderer): the page holds <!-- NAME:begin --> and <!-- NAME:end --> lines
 REGIONS: tuple[tuple[str, str, Callable[[], str]], ...] = (
     ("docs/bring-your-own-script.md", "torchrun-table", _torchrun_table),
+    ("docs/cli.md", "options-table", _options_table),
 )
 
 

@@ -1,4 +1,5 @@
-"""Helpers shared by the verbs: the arguments several verbs take, cluster discovery from args, JSON output."""
+"""Helpers shared by the verbs: the arguments several verbs take (built from the one table of options,
+:mod:`orchestrator.spec.options`), cluster discovery from args, JSON output."""
 
 from __future__ import annotations
 
@@ -10,62 +11,94 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records.cache import find_cluster
-from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster
-from orchestrator.spec.launch import AUTO, STYLES
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.options import BY_NAME, EXEC, GROUPS, JOB_HELP, SUBMIT, Option, options_of
+
+
+def add_options(parser: argparse.ArgumentParser, verb: str, *, only: tuple[str, ...] = ()) -> None:
+    """The options ``verb`` takes (``only``: these alone), as the table declares them
+    (:mod:`orchestrator.spec.options`), in its order: orch submit's in their --help sections."""
+    groups: dict[str, Any] = {}
+    later: dict[str, list[Option]] = {}
+    added: list[str] = []
+    for option in options_of(verb):
+        if only and option.name not in only:
+            continue
+        after = option.after(verb)
+        if after is not None:
+            later.setdefault(after, []).append(option)
+            continue
+        for one in (option, *later.pop(option.name, [])):
+            group = one.group if verb == SUBMIT else None
+            if group is not None and group not in groups:
+                groups[group] = parser.add_argument_group(GROUPS[group])
+            add_option(groups[group] if group is not None else parser, one, verb)
+            added.append(one.name)
+    if "job" in added:
+        parser.set_defaults(takes_script_args=True)  # a script's own arguments after -- (cli.py)
+
+
+def add_option(parser: Any, option: Option, verb: str) -> None:
+    """One option's argparse argument(s) (``parser``: a parser or one of its groups)."""
+    help_text = option.help_for(verb)
+    if option.switches:
+        group = parser.add_mutually_exclusive_group()
+        for switch in option.switches:
+            group.add_argument(switch.flag, dest=option.key, action="store_const", const=switch.const,
+                               help=switch.help)
+        return
+    if not option.flags:
+        return  # a keyword only (script_args: what follows --, cli.py's)
+    flag = option.flags[0]
+    if not flag.startswith("-"):  # a positional
+        parser.add_argument(option.key, nargs=option.nargs, metavar=option.metavar, help=help_text)
+        return
+    extra: dict[str, Any] = {}
+    if option.kind == "flag":
+        extra.update(action="store_true", default=option.default)
+    elif option.kind == "list":
+        extra.update(action="append", default=[], metavar=option.metavar)
+    else:
+        extra.update(metavar=option.metavar)
+        if option.kind == "int":
+            extra["type"] = int
+        if option.nargs is not None:
+            extra.update(nargs=option.nargs, const=option.const)
+        if option.choices is not None:
+            extra["choices"] = option.choices
+        if option.default is not None:
+            extra["default"] = option.default
+    parser.add_argument(*option.flags, dest=option.key, help=help_text, **extra)
+
+
+EXEC_OWN = ("cluster", "job_root")  # orch exec's options that commands/exec_script.py adds after the job's
 
 
 def add_job_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
-    """What to run, as ``orch submit`` and ``orch run`` take it: JOB or ``-m MODULE``, then ``key=value``
-    overrides (a script's own arguments come after ``--``), ``--data-dir`` and ``--no-check``."""
-    parser.add_argument("job", nargs="?", metavar="JOB",
-                        help=f"a job name from jobs/ (e.g. {example}), the path of a job file, or a torchrun-style "
-                             "script (train.py; its arguments after --)")
-    parser.add_argument("-m", dest="module", metavar="MODULE",
-                        help="run a module as a script, as python -m does (its arguments after --)")
-    parser.set_defaults(takes_script_args=True)
-    parser.add_argument("overrides", nargs="*", metavar="key=value",
-                        help="hyperparameter overrides, checked against the job's parameters (e.g. lr=0.05)")
-    parser.add_argument("--data-dir", metavar="DIR", help=f"dataset directory (default: ${DATA_DIR_ENV_VAR})")
-    parser.add_argument("--no-check", action="store_true",
-                        help="launch a script even when orch doctor finds errors in it (they are still printed)")
-    add_ignore_argument(parser)
-    add_launch_argument(parser)
-    parser.add_argument("--track", action="append", default=[], metavar="NAME",
-                        help="also log to this experiment tracker (wandb, mlflow; repeatable), one run per job "
-                             "across requeues and restarts; cluster.yaml's tracking adds its own (TensorBoard is "
-                             "always on)")
+    """What to run, as ``orch submit``, ``orch run`` and ``orch exec`` take it: JOB or ``-m MODULE``, then
+    ``key=value`` overrides (a script's own arguments come after ``--``), ``--data-dir``, ``--no-check``,
+    ``--ignore``, ``--launch`` and ``--track`` (``example``: the jobs the JOB help names); orch exec adds its
+    ``--cluster`` and ``--job-root`` after them (:data:`EXEC_OWN`)."""
+    add_options(parser, EXEC, only=tuple(o.name for o in options_of(EXEC) if o.name not in EXEC_OWN))
+    for action in parser._actions:
+        if action.dest == "job":
+            action.help = JOB_HELP.format(example)
 
 
-def add_restart_arguments(parser: argparse.ArgumentParser, *, spares: bool) -> None:
-    """``--max-restarts`` (orch submit and orch run) and ``--spare-nodes`` (orch submit)."""
-    parser.add_argument("--max-restarts", type=int, metavar="N",
-                        help="restart a failed training step N times inside the allocation (or the local run), "
-                             "from the newest checkpoint (default: launcher.max_restarts of cluster.yaml; 0: never)")
-    if spares:
-        parser.add_argument("--spare-nodes", type=int, metavar="K",
-                            help="allocate K nodes more than --nodes; a restart runs without a blamed node, on a spare")
+def add_ignore_argument(parser: argparse.ArgumentParser) -> None:
+    add_option(parser, BY_NAME["ignore"], SUBMIT)
 
 
-def add_world_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--strict-world`` and ``--independent-ranks`` (orch submit and orch run): launcher.world_check for this job."""
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--strict-world", dest="world_check", action="store_const", const="strict",
-                       help="scripts: fail the run when its ranks never formed one process group (each trained "
-                            "alone) or never called init_process_group (default: launcher.world_check, a warning)")
-    group.add_argument("--independent-ranks", dest="world_check", action="store_const", const="independent",
-                       help="scripts: the ranks are meant to train independently (no process group): no world check")
+def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
+    add_option(parser, BY_NAME["cluster"], SUBMIT)
 
 
-def add_timeout_argument(parser: argparse.ArgumentParser) -> None:
-    """``--collective-timeout S`` (orch submit and orch run): launcher.collective_timeout for this job."""
-    parser.add_argument("--collective-timeout", type=int, metavar="S",
-                        help="seconds a collective may wait before the job ends (a stuck or crashed rank); scripts: "
-                             "their process group's timeout unless they pass their own timeout= (default: "
-                             "launcher.collective_timeout of cluster.yaml, 30)")
+def add_json_argument(parser: argparse.ArgumentParser) -> None:
+    add_option(parser, BY_NAME["json"], SUBMIT)
 
 
 # run's per-job launcher settings -> their flags (orch submit checks them in its request, naming the flag too)
-LAUNCHER_FLAGS = {"max_restarts": "--max-restarts", "collective_timeout": "--collective-timeout"}
+LAUNCHER_FLAGS = {name: BY_NAME[name].flags[0] for name in ("max_restarts", "collective_timeout")}
 
 
 def check_launcher_flags(args: argparse.Namespace) -> None:
@@ -89,31 +122,6 @@ def restarts_note(max_restarts: int, spare_nodes: int = 0) -> str:
               if spare_nodes else "; a failure blamed on a node: the job is submitted again without it")
     return (f"# restarts: a failed training step is restarted up to {max_restarts} time(s) in the allocation "
             f"from the newest checkpoint (attempts.json){spares}\n")
-
-
-def add_launch_argument(parser: argparse.ArgumentParser) -> None:
-    """``--launch STYLE``: how a script's ranks are started (``orchestrator.spec.launch``)."""
-    parser.add_argument("--launch", choices=(AUTO, *STYLES), default=AUTO, metavar="STYLE",
-                        help="how the script starts its ranks: env (torchrun's variables), local-rank-arg "
-                             "(torch.distributed.launch's --local-rank=N), per-node (it spawns its own processes: "
-                             "one task per node), slurm (it reads SLURM_PROCID); default auto: read from the script, "
-                             "shown by the dry run")
-
-
-def add_ignore_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ignore", action="append", default=[], metavar="CODE[,CODE]",
-                        help="orch doctor codes not to report for this script (repeatable), e.g. --ignore "
-                             "DDP001,DDP005; cluster.yaml's doctor.ignore adds its own")
-
-
-def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cluster", metavar="PATH|NAME",
-                        help="cluster file to use: a path, or NAME for ~/.config/orch/clusters/NAME.yaml "
-                             "(default: $ORCH_CLUSTER, then ./cluster.yaml)")
-
-
-def add_json_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
 def cluster_from_args(args: argparse.Namespace) -> Cluster:

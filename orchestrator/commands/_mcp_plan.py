@@ -17,6 +17,7 @@ Nothing here imports the MCP SDK (``_mcp_server.py`` does).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import sys
@@ -25,12 +26,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.records import plans
 from orchestrator.records.cache import load_cluster
 from orchestrator.spec.cluster import find_cluster_file
+from orchestrator.spec.options import MCP, Option, options_of
 from orchestrator.spec.runconfig import RunConfig
 
 _CHUNK = 1 << 20
@@ -61,40 +63,41 @@ def require(allowed: bool, tool: str) -> None:
                              "doctor work without it")
 
 
-class PlanInput(BaseModel):
-    """What the plan tool takes: ``orch submit``'s options (a subset), by their option names."""
+def _field(option: Option) -> tuple[Any, Any]:
+    """The MCP field of an option (its annotation and default), from its kind in the table."""
+    annotation: Any
+    if option.literal is not None:
+        annotation = Literal[option.literal] | None
+    else:
+        annotation = {"int": int | None, "flag": bool, "list": list[str]}.get(option.kind, str | None)
+    if option.kind == "list" and option.default is None:  # script_args: None when no -- was given
+        annotation = list[str] | None
+    if option.kind == "list" and option.default is not None:
+        return annotation, Field(default_factory=list, description=option.describe)
+    default = False if option.kind == "flag" else None
+    return annotation, Field(default=default, description=option.describe)
 
-    model_config = ConfigDict(extra="forbid")
 
-    job: str | None = Field(default=None, description="a job name (jobs/), a job file, or a script (train.py)")
-    module: str | None = Field(default=None, description="run a module as python -m does")
-    script_args: list[str] | None = Field(default=None, description="a script's own arguments (after --)")
-    overrides: list[str] = Field(default_factory=list, description="key=value hyperparameters of a job file")
-    nodes: int | None = None
-    gpus: int | None = None
-    gpus_per_task: int | None = None
-    ntasks_per_node: int | None = None
-    cpus_per_task: int | None = None
-    partition: str | None = None
-    time: str | None = None
-    job_name: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    constraint: str | None = None
-    nodelist: str | None = None
-    exclude: str | None = None
-    dependency: str | None = None
-    env: list[str] = Field(default_factory=list, description="KEY=VALUE exported to every task")
-    data_dir: str | None = None
-    max_restarts: int | None = None
-    spare_nodes: int | None = None
-    world_check: Literal["warn", "strict", "independent"] | None = None
-    collective_timeout: int | None = None
-    launch: str | None = None
-    preflight: Literal["off", "stop", "exclude"] | None = None
-    no_snapshot: bool = False
-    no_check: bool = False
-    ignore: list[str] = Field(default_factory=list, description="orch doctor codes not to report")
+def plan_model() -> type[BaseModel]:
+    """What the plan tool takes: the table's options of ``orch mcp`` (a subset of ``orch submit``'s), by
+    their option names (:mod:`orchestrator.spec.options`)."""
+    fields_: dict[str, Any] = {option.name: _field(option) for option in options_of(MCP)}
+    return create_model("PlanInput", __config__=ConfigDict(extra="forbid"), __doc__=plan_model.__doc__, **fields_)
+
+
+PlanInput = plan_model()
+
+
+def plan_signature() -> inspect.Signature:
+    """The plan tool's parameters (what an agent sees): PlanInput's fields, a list left out as None."""
+    params = []
+    for name, info in PlanInput.model_fields.items():
+        listed = info.default_factory is not None
+        annotation: Any = info.annotation
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                        annotation=annotation | None if listed else annotation,
+                                        default=None if listed else info.default))
+    return inspect.Signature(params, return_annotation=dict[str, Any])
 
 
 def _sha256(path: Path) -> str:
@@ -130,12 +133,12 @@ def fingerprint(config: RunConfig, cluster_file: Path, snapshot: bool | None) ->
     return inputs
 
 
-def _options(given: PlanInput, cluster_ignore: list[str]) -> Any:
+def _options(given: BaseModel, cluster_ignore: list[str]) -> Any:
     from orchestrator.slurm.submission import SubmitOptions
 
     names = {f.name for f in fields(SubmitOptions)}
     values = {k: v for k, v in given.model_dump().items() if k in names and v is not None}
-    values["ignore"] = [*given.ignore, *cluster_ignore]
+    values["ignore"] = [*values.get("ignore", ()), *cluster_ignore]
     return SubmitOptions(**values)
 
 
@@ -164,7 +167,7 @@ def _cluster(settings: Settings) -> tuple[Path, Any]:
     return path, cluster
 
 
-def make_plan(settings: Settings, given: PlanInput) -> dict[str, Any]:
+def make_plan(settings: Settings, given: BaseModel) -> dict[str, Any]:
     """The plan tool: dry run + doctor + cluster.yaml's checks, stored; its id and everything it decided."""
     from orchestrator.commands.submit import dry_run_json, snapshot_preview
     from orchestrator.slurm.submission import check_pass_env, data_dir_problem
@@ -176,7 +179,7 @@ def make_plan(settings: Settings, given: PlanInput) -> dict[str, Any]:
     plan, loaded = _build(options, cluster, settings.cwd, dry_run=True, now=now, token=token, findings=findings)
     snap = snapshot_preview(plan, cluster)
     refusals = [f"orch doctor: {f.file}:{f.line}: {f.code} {f.message}" for f in findings
-                if f.severity == "error" and not given.no_check]
+                if f.severity == "error" and not options.no_check]
     problem = data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
     if problem is not None:
         refusals.append(problem.render())

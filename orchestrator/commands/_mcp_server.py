@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from orchestrator import __version__
 from orchestrator.commands import _mcp_plan, _mcp_tools
-from orchestrator.commands._mcp_plan import PlanInput, Settings
+from orchestrator.commands._mcp_plan import PlanInput, Settings, plan_signature
 from orchestrator.errors import OrchError
 from orchestrator.spec.numbers import os_error
 
@@ -59,25 +59,16 @@ def build(settings: Settings) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer(name="orch", version=__version__, instructions=INSTRUCTIONS,
                                        log_level="WARNING")
 
-    @server.tool(description="Plan a job (orch submit --dry-run + orch doctor + cluster.yaml's checks): the exact "
-                             "batch script, every rank, the findings, 'refusals' (what would stop the submit) and a "
-                             "plan_id for submit. job: a job name, a job file or a script (train.py, its own "
-                             "arguments in script_args); overrides: key=value for a job file.",
-                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
-    @_refusals
-    def plan(job: str | None = None, module: str | None = None, script_args: list[str] | None = None,
-             overrides: list[str] | None = None, nodes: int | None = None, gpus: int | None = None,
-             gpus_per_task: int | None = None, ntasks_per_node: int | None = None, cpus_per_task: int | None = None,
-             partition: str | None = None, time: str | None = None, job_name: str | None = None,
-             account: str | None = None, qos: str | None = None, constraint: str | None = None,
-             nodelist: str | None = None, exclude: str | None = None, dependency: str | None = None,
-             env: list[str] | None = None, data_dir: str | None = None, max_restarts: int | None = None,
-             spare_nodes: int | None = None, world_check: Literal["warn", "strict", "independent"] | None = None,
-             collective_timeout: int | None = None,
-             launch: str | None = None, preflight: Literal["off", "stop", "exclude"] | None = None,
-             no_snapshot: bool = False, no_check: bool = False, ignore: list[str] | None = None) -> dict[str, Any]:
-        given = {k: v for k, v in locals().items() if v is not None and k in PlanInput.model_fields}
-        return _mcp_plan.make_plan(settings, PlanInput(**given))
+    def plan(**given: Any) -> dict[str, Any]:
+        return _mcp_plan.make_plan(settings, PlanInput(**{k: v for k, v in given.items() if v is not None}))
+
+    plan.__signature__ = plan_signature()  # type: ignore[attr-defined]  # the table's options (spec/options.py)
+    server.tool(description="Plan a job (orch submit --dry-run + orch doctor + cluster.yaml's checks): the exact "
+                            "batch script, every rank, the findings, 'refusals' (what would stop the submit) and a "
+                            "plan_id for submit. job: a job name, a job file or a script (train.py, its own "
+                            "arguments in script_args); overrides: key=value for a job file.",
+                annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
+                name="plan")(_refusals(plan))
 
     @server.tool(description="Submit a plan made by plan, exactly as planned, once (needs --allow-submit). Refused: "
                              "an unknown plan_id, a plan submitted before, a plan whose code or cluster file changed.",

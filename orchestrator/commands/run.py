@@ -17,16 +17,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from orchestrator.commands._common import (
-    add_cluster_argument,
-    add_job_arguments,
-    add_json_argument,
-    add_restart_arguments,
-    add_timeout_argument,
-    add_world_arguments,
-    check_launcher_flags,
-    print_json,
-)
+from orchestrator.commands._common import add_options, check_launcher_flags, print_json
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.doctor.frameworks import script_frameworks
 from orchestrator.doctor.gate import check_script
@@ -52,6 +43,7 @@ from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.extras import parse_pass_env
 from orchestrator.spec.job import load_job, load_job_file, make_params, parse_overrides
 from orchestrator.spec.launch import check_style
+from orchestrator.spec.options import RUN
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
 from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
 from orchestrator.spec.tracking import TRACKERS, TrackerName, merge_tracking, missing_extra
@@ -60,30 +52,7 @@ from orchestrator.task.outcome import read_outcomes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_job_arguments(parser, example="smoke, mnist")
-    parser.add_argument("--nproc", type=int, metavar="N",
-                        help="processes (ranks) to start (default: 1; with --resume: as before)")
-    parser.add_argument("--gpus-per-task", type=int, metavar="K",
-                        help="scripts: each rank holds K of this machine's GPUs (CUDA_VISIBLE_DEVICES, else all); "
-                             "--nproc defaults to GPUs / K")
-    parser.add_argument("--resume", metavar="DIR",
-                        help="continue the job folder DIR from its last checkpoint (no JOB then)")
-    add_cluster_argument(parser)
-    parser.add_argument("--job-root", metavar="DIR",
-                        help="where to create the job folder (default: launcher.job_root, else ~/orch-jobs)")
-    add_restart_arguments(parser, spares=False)
-    add_world_arguments(parser)
-    add_timeout_argument(parser)
-    parser.add_argument("--cpu", action="store_true", help="train on the CPU even when GPUs are present")
-    parser.add_argument("--download", action="store_true",
-                        help="jobs: first fetch the job's data where it is missing (mnist: torchvision's download) "
-                             "into --data-dir, else $ORCH_DATA_DIR, else ~/.cache/orch/data; offline: exit code 75")
-    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
-                        help="as orch submit --pass-env (repeatable): NAME must be set here; every local rank "
-                             "inherits it, and no file holds its value")
-    parser.add_argument("--all-ranks", action="store_true",
-                        help="show every rank's output, each line prefixed with [rank R] (default: rank 0's)")
-    add_json_argument(parser)
+    add_options(parser, RUN)  # the one table: orchestrator/spec/options.py
 
 
 def checked_tracking(cluster: Cluster | None, args: argparse.Namespace) -> list[TrackerName]:

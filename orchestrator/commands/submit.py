@@ -23,20 +23,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.commands._common import (
-    add_cluster_argument,
-    add_job_arguments,
-    add_json_argument,
-    add_restart_arguments,
-    add_timeout_argument,
-    add_world_arguments,
-    cluster_from_args,
-    print_json,
-    restarts_note,
-)
+from orchestrator.commands._common import add_options, cluster_from_args, print_json, restarts_note
 from orchestrator.errors import ConfigError
 from orchestrator.spec.hydra import describe as describe_hydra
 from orchestrator.spec.hydra import hydra_entry
+from orchestrator.spec.options import SUBMIT
 from orchestrator.spec.tracking import merge_tracking
 
 if TYPE_CHECKING:
@@ -53,72 +44,7 @@ RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_wor
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_job_arguments(parser, example="mnist")
-    parser.add_argument("--nodes", type=int, metavar="N", help="number of nodes (default: the job's)")
-    parser.add_argument("--gpus", type=int, metavar="G",
-                        help="GPUs per node (default: the job's); tasks per node = G / --gpus-per-task")
-    parser.add_argument("--gpus-per-task", type=int, metavar="K",
-                        help="GPUs each task holds (scripts only; default 1): G / K tasks per node, each seeing "
-                             "exactly its K GPUs")
-    parser.add_argument("--ntasks-per-node", type=int, metavar="T",
-                        help="tasks per node: needed with --gpus 0 (CPU ranks); with GPUs it must divide "
-                             "--gpus (G/T GPUs per task: scripts only)")
-    parser.add_argument("--cpus-per-task", type=int, metavar="C",
-                        help="CPUs per task (default: the job's, defaults.cpus_per_task, or the node's CPUs per "
-                             "GPU x the task's GPUs; CPU jobs: the node's CPUs divided among its tasks)")
-    parser.add_argument("--partition", metavar="P", help="Slurm partition from cluster.yaml")
-    parser.add_argument("--time", metavar="TIME", help="time limit, e.g. 04:00:00 or 1-12:00:00")
-    parser.add_argument("--job-name", metavar="NAME", help="Slurm job name (default: the job's name)")
-    parser.add_argument("--account", metavar="A", help="Slurm account (default: defaults.account)")
-    parser.add_argument("--qos", metavar="Q", help="Slurm QOS (default: defaults.qos)")
-    site = parser.add_argument_group("site options (added as #SBATCH lines after cluster.yaml's defaults.sbatch)")
-    site.add_argument("--constraint", metavar="FEATURES", help="node features, e.g. a100 or 'a100&ib'")
-    site.add_argument("--exclusive", action="store_true", default=None, help="whole nodes for this job")
-    site.add_argument("--nodelist", metavar="HOSTS", help="nodes to use, e.g. gpu[001-004]")
-    site.add_argument("--exclude", metavar="HOSTS", help="nodes to avoid")
-    site.add_argument("--reservation", metavar="NAME", help="run in this reservation")
-    site.add_argument("--dependency", metavar="DEP", help="e.g. afterok:1234")
-    site.add_argument("--mail-type", metavar="TYPES", help="e.g. END,FAIL")
-    site.add_argument("--mail-user", metavar="ADDRESS", help="where Slurm's mails go")
-    site.add_argument("--sbatch-arg", action="append", default=[], metavar="KEY[=VALUE]",
-                      help="any other sbatch option, long name without dashes (repeatable): "
-                           "--sbatch-arg licenses=scratch --sbatch-arg hold")
-    site.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                      help="a variable exported to every task (repeatable; its value is written into the job "
-                           "folder, so a secret-looking name is refused: use --pass-env)")
-    site.add_argument("--pass-env", action="append", default=[], metavar="NAME",
-                      help="pass this shell's variable NAME to every task by name (repeatable): a secret "
-                           "such as WANDB_API_KEY; its value is never written (as launcher.pass_env)")
-    box = parser.add_argument_group("containers (default: launcher.container of cluster.yaml)")
-    box.add_argument("--container-runtime", choices=("none", "pyxis", "apptainer"),
-                     help="pyxis/enroot (srun --container-image) or Apptainer/Singularity (apptainer exec)")
-    box.add_argument("--container-image", metavar="IMAGE", help="the image every task runs in")
-    box.add_argument("--container-mounts", action="append", default=[], metavar="SRC[:DST[:FLAGS]]",
-                     help="a bind mount (repeatable); the job folder and this directory are always mounted")
-    parser.add_argument("--templates", metavar="DIR",
-                        help="directory with your own sbatch templates (same file names as templates/; "
-                             "missing files fall back to the built-in ones)")
-    add_cluster_argument(parser)
-    parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2",
-                        help="sweep a hyperparameter (repeatable): the cartesian product of all --sweep values "
-                             "runs as one Slurm job array, element I in <job folder>/I")
-    parser.add_argument("--array-throttle", type=int, metavar="N",
-                        help="with --sweep: run at most N array elements at once (sbatch --array=...%%N)")
-    parser.add_argument("--preflight", nargs="?", const="stop", choices=("stop", "exclude", "off"), metavar="MODE",
-                        help="run the selftest checks as the job's first step, in its own allocation: a failing "
-                             "node is named and the job stops (--preflight), or is submitted again without that "
-                             "node (--preflight=exclude); default: launcher.preflight of cluster.yaml ('off')")
-    add_restart_arguments(parser, spares=True)
-    add_world_arguments(parser)
-    add_timeout_argument(parser)
-    parser.add_argument("--no-snapshot", action="store_true",
-                        help="run the code in place, as it is on disk when each task starts (default: a copy "
-                             "taken now, launcher.snapshot; docs/snapshots.md)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the script and every rank; run nothing, write nothing")
-    parser.add_argument("--remote-check", action="store_true",
-                        help="with a remote cluster file and --dry-run: ship the code and dry-run it on the cluster")
-    add_json_argument(parser)
+    add_options(parser, SUBMIT)  # the one table: orchestrator/spec/options.py
 
 
 def run(args: argparse.Namespace) -> int:

@@ -42,7 +42,7 @@ from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.containers import ContainerPlan, resolve_container
 from orchestrator.spec.extras import merge_sbatch, placement
 from orchestrator.spec.framework import check_layout, with_environment
-from orchestrator.spec.job import BUILTIN_JOBS_DIR, LoadedJob, make_params
+from orchestrator.spec.job import BUILTIN_JOBS_DIR, LoadedJob, Resources, make_params
 from orchestrator.spec.runconfig import NodeChoice, Preflight, RunConfig
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.snapshot import SNAPSHOT_DIR, takes_snapshot
@@ -135,13 +135,19 @@ class SubmitPlan:
     left_out: Any = None  # slurm.nodememory.LeftOut: the nodes recorded as bad that --exclude gained
 
 
+def nodes_wanted(asked: int | None, resources: Resources) -> int:
+    """Which ``--nodes`` wins: the one asked for (``--nodes``, ``nodes=``), else the job's. The one rule for the
+    doctor gate, the bad-node exclusion (``submission.new_plan``) and the plan."""
+    return asked if asked is not None else resources.nodes
+
+
 def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, *, python: str,
                now: datetime, token: str, job_root: Path) -> SubmitPlan:
     """Resolve, validate, render and simulate (pure). Raises ConfigError naming the field and the fix."""
     spec, res = loaded_job.spec, loaded_job.spec.resources
     partition = cluster.partition(request.partition or res.partition)
     hosts = hostlist.expand(partition.nodes)
-    nodes = request.nodes if request.nodes is not None else res.nodes
+    nodes = nodes_wanted(request.nodes, res)
     gpus, asked_tasks, defaulted = default_gpus(request, res.gpus, partition)
     spares = request.spare_nodes or 0
     check_nodes(nodes + spares, len(hosts), partition)

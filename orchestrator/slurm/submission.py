@@ -40,7 +40,7 @@ from orchestrator.records.jobdirs import (
 from orchestrator.records.jobindex import now_text
 from orchestrator.records.snapshots.store import snapshot_config
 from orchestrator.records.trust import fs_error, make_job_root
-from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request
+from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request, nodes_wanted
 from orchestrator.slurm.render import render_script
 from orchestrator.slurm.tracking import (
     deferred_signals,
@@ -55,7 +55,7 @@ from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, resolve_data_di
 
 if TYPE_CHECKING:
     from orchestrator.doctor.findings import Finding
-from orchestrator.spec.job import LoadedJob, make_params, parse_overrides
+from orchestrator.spec.job import LoadedJob, Resources, make_params, parse_overrides
 from orchestrator.spec.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE, RunConfig
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,8 @@ class ArrayPlan:
 
 @dataclass(frozen=True)
 class SubmitOptions:
-    """Everything ``orch submit`` accepts, by its flags' names; the Python API takes the same keywords.
+    """Everything ``orch submit`` accepts, by its flags' names; the Python API takes the same keywords (the
+    fields are those of :mod:`orchestrator.spec.options` with ``request``: tests/spec/test_options.py).
 
     ``overrides``: the command line's ``key=value`` strings, or a mapping of typed values (Python).
     ``sbatch_args``: ``--sbatch-arg`` items (``KEY=VALUE`` / ``KEY``), or a mapping (``True``/None: a flag).
@@ -172,7 +173,8 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
 
         found, style = check_script(target, refuse=not (options.no_check or dry_run), ignore=parse_codes(
             options.ignore, "--ignore"), would_refuse="orch submit" if dry_run and not options.no_check else None,
-            launch=asked, nodes=options.nodes or 1, gpus_per_task=options.gpus_per_task)
+            launch=asked, nodes=nodes_wanted(options.nodes, Resources()),  # a script's: script_job's defaults
+            gpus_per_task=options.gpus_per_task)
         from orchestrator.doctor.frameworks import script_frameworks
 
         target = target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})
@@ -206,9 +208,11 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
 
 
 def submit_options(values: Mapping[str, Any]) -> SubmitOptions:
-    """``orch submit``'s parsed arguments (``vars(args)``) as options (``--sbatch-arg`` -> ``sbatch_args``)."""
-    picked = {name: values[name] for name in OPTION_NAMES if values.get(name) is not None}
-    picked["sbatch_args"] = values.get("sbatch_arg") or ()
+    """``orch submit``'s parsed arguments (``vars(args)``) as options, each by its argparse dest (the table of
+    :mod:`orchestrator.spec.options`: ``--sbatch-arg`` -> ``sbatch_args``)."""
+    from orchestrator.spec.options import BY_NAME
+
+    picked = {name: values[BY_NAME[name].key] for name in OPTION_NAMES if values.get(BY_NAME[name].key) is not None}
     return SubmitOptions(**picked)
 
 
@@ -232,7 +236,7 @@ def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: P
     root = Path(os.path.normpath(cwd / job_root(cluster)))
     # nodes recorded as bad within launcher.bad_node_ttl join --exclude (slurm/nodememory.py)
     extra, left_out = leave_out(request.sbatch_extra, cluster, request.partition or loaded.spec.resources.partition,
-                                request.nodes if request.nodes is not None else loaded.spec.resources.nodes, root)
+                                nodes_wanted(request.nodes, loaded.spec.resources), root)
     if extra != request.sbatch_extra:
         request = request.model_copy(update={"sbatch_extra": extra})
     plan = build_plan(request, cluster, loaded, python=cluster.launcher.python or sys.executable,

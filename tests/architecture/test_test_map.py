@@ -34,7 +34,7 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "job.py": "the documented alias for old job files: tests/commands/test_public_api.py",
     "errors.py": ("every refusal test asserts the error type and its hint "
                   "(e.g. tests/commands/test_submit_malformed.py)"),
-    "commands/_common.py": ("the shared options of submit/run: "
+    "commands/_common.py": ("the verbs' options built from the one table: tests/spec/test_options.py, "
                             "tests/commands/test_submit.py, tests/local/test_runner.py"),
     "commands/_jobs.py": "finding a job folder by id or path: tests/commands/test_status_logs.py",
     "commands/clean.py": "orch clean: tests/records/snapshots/test_snapshots_store.py",

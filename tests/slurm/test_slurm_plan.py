@@ -20,13 +20,21 @@ from orchestrator.slurm.plan import (
     SubmitPlan,
     folder_name,
     make_request,
+    nodes_wanted,
     simulate_ranks,
     write_job_dir,
 )
+from orchestrator.spec.job import Resources
 from orchestrator.spec.runconfig import read_run_config
 
 MakePlan = Callable[..., SubmitPlan]
 PORT_RANGE = (29500, 39499)
+
+
+def test_the_nodes_asked_for_win_over_the_jobs_even_zero() -> None:
+    """One rule for the doctor gate, the bad-node exclusion and the plan: --nodes when given (0 too: the
+    plan refuses it by name), else the job's."""
+    assert [nodes_wanted(asked, Resources(nodes=4)) for asked in (None, 2, 0)] == [4, 2, 0]
 
 
 def test_cli_values_win_over_job_and_cluster_defaults(make_plan: MakePlan, write_job: Callable[..., Path],
