@@ -17,7 +17,7 @@ from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id, job_ro
 from orchestrator.records.jobindex import lookup
 from orchestrator.slurm import lineage
 from orchestrator.slurm.tracking import reconcile
-from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.cluster import CLUSTER_ENV_VAR, Cluster
 from orchestrator.spec.runconfig import JOB_FILE
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,12 @@ def job_root_from_args(args: argparse.Namespace) -> Path:
 
 
 def cluster_name(args: argparse.Namespace) -> str | None:
-    """The name of the cluster.yaml in use (None: none), to tell one cluster's job ids from another's."""
+    """The name of the cluster file the user chose (``--cluster``, ``$ORCH_CLUSTER``), to tell one cluster's job
+    ids from another's. None when none was chosen: a ``./cluster.yaml`` found only by being in the current
+    folder (the shipped example, in a clone) says nothing of which cluster Slurm's answers come from, and each
+    job folder's own records name its cluster."""
+    if not getattr(args, "cluster", None) and not os.environ.get(CLUSTER_ENV_VAR):
+        return None
     cluster = cluster_or_none(args)
     return cluster.name if cluster is not None else None
 

@@ -143,3 +143,22 @@ def test_an_id_the_folder_never_ran_is_not_followed(fake_slurm: FakeSlurm, job_r
     assert code == 0 and (row["job_id"], row["job_dir"], row["followed"]) == ("38", None, None)
     code, _, err = run_cli(capsys, "logs", "38")
     assert code == 2 and "no job folder" in err and "job id 38" in err
+
+
+def test_the_cluster_file_in_the_current_folder_is_no_evidence_against_the_folders_cluster(
+        fake_slurm: FakeSlurm, job_root: Path, capsys: Capsys, clean_env: pytest.MonkeyPatch) -> None:
+    """Run from a clone, whose ./cluster.yaml (the shipped example) names another cluster than the one the job
+    was submitted to: orch status ID shows Slurm's state of the job, not "job id reused"; a cluster the user
+    chose (--cluster, $ORCH_CLUSTER) that is not the folder's is still said."""
+    submitted(job_root)
+    example = (Path.cwd() / "cluster.yaml").read_text().replace("name: t\n", "name: example\n")
+    (Path.cwd() / "cluster.yaml").write_text(example)
+    fake_slurm.set({"squeue": {"stdout": "38|RUNNING|None|node1|0:12|0|train\n"}, "sacct": DISABLED})
+    capsys.readouterr()
+    code, out, _ = run_cli(capsys, "status", "38", "--json")
+    row = json.loads(out)
+    assert (code, row["state"], row["reason"]) == (0, "RUNNING", None), row
+    clean_env.setenv("ORCH_CLUSTER", str(Path.cwd() / "cluster.yaml"))
+    code, out, _ = run_cli(capsys, "status", "38", "--json")
+    row = json.loads(out)
+    assert row["reason"] == "job id reused" and "submitted to cluster t, not example" in row["reused"], row
