@@ -11,6 +11,7 @@ from orchestrator.doctor import launchstyle
 from orchestrator.doctor.check import check_files, dedupe
 from orchestrator.doctor.findings import DoctorSkipped, Finding, format_findings, has_errors
 from orchestrator.doctor.gpuspertask import gpus_per_task_warning
+from orchestrator.doctor.pernodeflags import placeholder_warning
 from orchestrator.errors import OrchError
 from orchestrator.spec.launch import AUTO, Launch
 
@@ -73,7 +74,8 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
     package.module`` is checked when it is a file of the working directory's project (an installed module is
     not: which file runs is only known where it runs). The finding the style answers is not shown; ``nodes``:
     how many nodes it runs on (a per-node script's loopback MASTER_ADDR meets only on one); ``--gpus-per-task``
-    K > 1 with a GPU picked from the local rank is a warning (``gpuspertask.py``)."""
+    K > 1 with a GPU picked from the local rank is a warning (``gpuspertask.py``), and so is a per-node script whose
+    node flags get no placeholder in ``target.args`` (``pernodeflags.py``: the ``-- ...`` to pass)."""
     from orchestrator.spec.script import find_module
 
     path = Path(target.target) if target.kind == "script" else find_module(target.target, [Path(target.cwd)])
@@ -83,7 +85,7 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
     chosen = launchstyle.choose(launch, path, found)
     kept = report(launchstyle.answered(chosen, found, nodes), [path], sys.stderr, refuse=refuse, ignore=ignore,
                   would_refuse=would_refuse)
-    warning = gpus_per_task_warning(path, gpus_per_task)
-    if warning is not None:
-        print(warning, file=sys.stderr, flush=True)
+    for warning in (gpus_per_task_warning(path, gpus_per_task), placeholder_warning(path, chosen, target.args)):
+        if warning is not None:
+            print(warning, file=sys.stderr, flush=True)
     return kept, chosen

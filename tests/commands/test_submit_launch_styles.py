@@ -56,6 +56,20 @@ def test_per_node_is_one_task_per_node_holding_its_gpus(cluster: Stubs, capsys: 
     assert [(r[0], r[4], r[5]) for r in rows] == [("gpu001", "gpus", "0,1,2,3,4,5,6,7"),
                                                   ("gpu002", "gpus", "0,1,2,3,4,5,6,7")]
     assert "DDP014" not in err
+    assert "names a placeholder" not in err  # the node flags get orch's values: no warning
+
+
+def test_a_per_node_script_without_placeholders_is_warned_with_the_arguments_to_add(cluster: Stubs,
+                                                                                     capsys: Capsys) -> None:
+    """Its -n/-g/-nr keep their defaults on every node (a world of 1 per node; EADDRINUSE across nodes): the dry
+    run and the submit say so, with the whole line after -- to pass; the submit still goes (a warning)."""
+    argv = ["submit", str(SCRIPTS / "spawn_per_node.py"), "--nodes", "2", "--gpus", "8"]
+    hint = "HINT: let orch fill them on each node: -- --out x -n {nnodes} -g {nproc_per_node} -nr {node_rank}"
+    code, _, err = run_cli([*argv, "--dry-run", "--", "--out", "x"], capsys)
+    assert code == 0, err
+    assert "orch: warning: spawn_per_node.py starts its own processes on each node" in err and hint in err
+    code, _, err = run_cli([*argv, "--", "--out", "x"], capsys)
+    assert code == 0 and hint in err and len(cluster.records("sbatch")) == 1
 
 
 def test_launch_overrides_what_the_script_says(cluster: Stubs, capsys: Capsys) -> None:
@@ -99,7 +113,7 @@ def test_a_single_node_spawner_with_localhost_runs_on_one_node_only(cluster: Stu
     its processes meet; across nodes they cannot, and the submit says so before the queue."""
     script = tmp_path / "multigpu.py"
     script.write_text(WIKI.read_text(encoding="utf-8").replace("'10.57.23.164'", "'localhost'"), encoding="utf-8")
-    quiet = ["--ignore", "DDP020"]  # the wiki's fragments never define world_size and train_dataset (errors of their own)
+    quiet = ["--ignore", "DDP020"]  # the wiki's fragments never define world_size and train_dataset (own errors)
     code, out, err = run_cli(["submit", str(script), "--nodes", "1", "--gpus", "8", "--dry-run", *quiet], capsys)
     assert code == 0 and "would refuse" not in err and "launch: per-node" in out
     code, _, err = run_cli(["submit", str(script), "--nodes", "2", "--gpus", "8", *quiet], capsys)

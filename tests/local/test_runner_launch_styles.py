@@ -110,6 +110,18 @@ def test_per_node_script_matches_its_own_spawn_started_by_hand(tmp_path: Path) -
     assert (job["tasks_per_node"], job["script"]["launch"]["procs_per_task"]) == (1, 2)
     assert "1 local process(es) (a per-node script: it starts 2 rank(s) itself)" in proc.stdout
     assert "DDP014" not in proc.stderr
+    assert "names a placeholder" not in proc.stderr  # its node flags get orch's values: no warning
+
+
+def test_per_node_script_without_its_placeholders_is_warned_with_the_arguments_to_add(tmp_path: Path) -> None:
+    """Without ``-- -n {nnodes} -g {nproc_per_node} -nr {node_rank}`` the script keeps its flags' defaults (-g 1: one
+    process, a world of 1, silently): orch run says so before it starts, with the whole argument line to pass."""
+    out = tmp_path / "out"
+    proc = _orch_run(tmp_path, str(SCRIPTS / "spawn_per_node.py"), "--nproc", "2", "--job-root", str(tmp_path / "jobs"),
+                     "--", "--out", str(out), "--steps", "1")
+    assert "orch: warning: spawn_per_node.py starts its own processes on each node" in proc.stderr, proc.stderr
+    assert (f"HINT: let orch fill them on each node: -- --out {out} --steps 1 -n {{nnodes}} -g {{nproc_per_node}} "
+            "-nr {node_rank}") in proc.stderr
 
 
 def test_slurm_script_matches_srun_variables(tmp_path: Path) -> None:
