@@ -33,6 +33,7 @@ OTHER_PYTHONS = frozenset({
     "_IncompleteInputError", "unicode", "xrange", "raw_input", "basestring", "long", "unichr", "execfile", "file",
     "reduce", "cmp", "buffer", "apply", "intern", "coerce", "reload", "StandardError", "WindowsError",
     "get_ipython", "display", "__IPYTHON__",
+    "profile", "_",  # what kernprof (line_profiler's @profile) and gettext.install() put into builtins
 })
 # the names a post's omitted imports usually bring (a fragment's)
 IMPORT_NAMES = frozenset({
@@ -72,6 +73,8 @@ def check_undefined_names(a: Analysis) -> Iterator[Finding]:
             continue  # a string annotation, a doctest, another Python's builtin; each name once
         if fragment and (name in IMPORT_NAMES or name in called or name[:1].isupper()):
             continue
+        if _never_runs(a, node):
+            continue  # under `if TYPE_CHECKING:` or `if False:`
         if name in _bound(_scope(a, node)):
             continue  # bound later in its own function: a loop's next pass may find it (pyflakes reads in order)
         seen.add(name)
@@ -99,6 +102,17 @@ def _branch(a: Analysis, node: ast.AST) -> str | None:
             return f"of a condition (line {current.lineno})"
         child, current = current, a.module.parents.get(current)
     return None
+
+
+def _never_runs(a: Analysis, node: ast.AST) -> bool:
+    child, current = node, a.module.parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.If) and child in current.body and (
+                ast.unparse(current.test).split(".")[-1] == "TYPE_CHECKING"
+                or (isinstance(current.test, ast.Constant) and not current.test.value)):
+            return True
+        child, current = current, a.module.parents.get(current)
+    return False
 
 
 def _scope(a: Analysis, node: ast.AST) -> ast.AST:

@@ -43,8 +43,10 @@ def test_a_fragment_without_imports_keeps_its_omitted_imports_and_definitions_qu
     "group = ExceptionGroup\nprint(anext, PythonFinalizationError)\n",
     "__all__ = ['f', 'missing']\ndef f():\n    pass\n",
     "def f(items):\n    for i, x in enumerate(items):\n        if i:\n            print(last)\n        last = x\n",
+    "import typing\nif typing.TYPE_CHECKING:\n    Alias = NotImportedHere\nif False:\n    print(never)\n",
+    "@profile\ndef f():\n    return _('text')\n",
 ], ids=["import-star", "globals", "exec", "builtins", "string-annotations", "name-error-handled", "newer-builtins",
-        "dunder-all", "bound-on-a-later-pass"])
+        "dunder-all", "bound-on-a-later-pass", "code-that-never-runs", "injected-builtins"])
 def test_what_pyflakes_cannot_know_is_not_reported(body: str) -> None:
     assert names(_HEAD + body) == []
 
