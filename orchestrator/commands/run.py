@@ -227,7 +227,12 @@ def _report(result: LocalResult, job_dir: Path, out: TextIO) -> None:
         lines = for_terminal(tail(log))  # a stuck rank's stack without orch's launcher frames (the log has all)
         if lines and result.failed_rank != 0:  # rank 0's output was already shown
             print(f"--- last lines of {log} ---\n{lines}\n---", file=sys.stderr)
-        print(f"orch: error: {said_once(result.message, lines)}\nHINT: full log: {log}", file=sys.stderr, flush=True)
+        # the cause once on stderr: left out of the closing line only when stderr showed it just above (the
+        # failed rank's last lines, or rank 0's own output under --json); rank 0's output on stdout does not
+        # count, so `orch run ... 2>err` still keeps it
+        above = result.failed_rank != 0 or out is sys.stderr
+        message = said_once(result.message, lines) if above else result.message
+        print(f"orch: error: {message}\nHINT: full log: {log}", file=sys.stderr, flush=True)
     elif result.status == "completed":
         final = (result.result or {}).get("final") or {}
         acc = final.get("test_acc")

@@ -20,7 +20,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -114,6 +114,16 @@ def remove_stack_dumps() -> None:
     for signum in stack_dump_signals(""):
         faulthandler.unregister(signum)
         _DUMPING.pop(signum, None)
+
+
+def register_again(signums: Iterable[int]) -> None:
+    """``signal.signal`` (a handler set from Python) replaced faulthandler's C-level handler of these signals:
+    put it back where stacks were being dumped, chaining to the Python handler set now."""
+    for signum in signums:
+        out = _DUMPING.get(signum)
+        if out is not None:  # (a second register of an enabled signal changes its settings only: not its handler)
+            faulthandler.unregister(signum)
+            faulthandler.register(signum, file=out, all_threads=True, chain=True)
 
 
 def say_stopped(signum: int, rank: int | None = None) -> None:

@@ -30,6 +30,7 @@ from orchestrator.records.jobdirs import outcome_rank
 from orchestrator.records.restarts.blame import Kind, LastStep, RankOutcome, WorldJoin, parse_outcome
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import open_regular
+from orchestrator.task import hang
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,7 @@ def signals_held() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        hang.register_again(previous)  # the stack dumps of a stuck rank's SIGTERM, replaced above
         for signum in dict.fromkeys(noted):
             signal.raise_signal(signum)
 

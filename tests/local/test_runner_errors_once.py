@@ -1,6 +1,8 @@
 """A failed local run says its error once: the closing ``orch: error:`` line of ``orch run`` does not repeat
 what the failed rank's own ``orch: error:`` line, shown just above it, already said (rank 0's output, or the
-failed rank's last lines); ``--json``'s message keeps the whole cause. A script's traceback is not such a
+failed rank's last lines, both on stderr); ``--json``'s message keeps the whole cause. Where rank 0's output
+went to stdout (no ``--json``) the closing line on stderr keeps the cause, so ``orch run ... 2>err`` has it
+(tests/records/test_resumecheck_damaged.py and others read it there). A script's traceback is not such a
 line: its closing line still names the exception (tests/task/test_scriptrun_errors.py)."""
 
 from __future__ import annotations

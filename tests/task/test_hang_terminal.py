@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support import ROOT, clean_environ
 
 from orchestrator.task import hang
@@ -74,6 +75,8 @@ launch.install_term_record("USR2")
 hang.install_stack_dumps("USR2")
 if sys.argv[2] == "leaving":
     hang.remove_stack_dumps()
+if sys.argv[2] == "joined":  # the running record rewritten (a script's world joined): its signals held meanwhile
+    RECORDER.joined(None)
 
 def training_step():
     os.kill(os.getpid(), signal.SIGTERM)  # orch cancel's scancel, as the rank runs
@@ -83,10 +86,12 @@ training_step()
 """
 
 
-def test_a_rank_stopped_by_sigterm_says_why_its_stacks_are_in_the_log(tmp_path: Path) -> None:
+@pytest.mark.parametrize("before", ["running", "joined"])
+def test_a_rank_stopped_by_sigterm_says_why_its_stacks_are_in_the_log(tmp_path: Path, before: str) -> None:
     """scancel (orch cancel) of a running rank: its log has every thread's stack, then one line saying it was
-    stopped, not crashed; the rank still dies of SIGTERM and records it."""
-    proc = subprocess.run([sys.executable, "-c", STOPPED, str(tmp_path / "rank1.outcome.json"), "running"],
+    stopped, not crashed; the rank still dies of SIGTERM and records it. Also after its record was rewritten
+    with SIGTERM held (setting a Python handler replaces faulthandler's: it is put back)."""
+    proc = subprocess.run([sys.executable, "-c", STOPPED, str(tmp_path / "rank1.outcome.json"), before],
                           capture_output=True, text=True, timeout=60, env=clean_environ(), cwd=ROOT)
     assert proc.returncode == -15, proc.stderr
     lines = proc.stderr.strip().splitlines()
