@@ -7,12 +7,39 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bash scripts/setup.sh
-
-if ! command -v shellcheck >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  echo "orch test: installing shellcheck from Debian"
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
+slurm=0
+if [ "$(id -u)" = 0 ] && [ "${ORCH_SKIP_SLURM:-0}" != 1 ]; then
+  slurm=1
 fi
+
+# Debian's packages (shellcheck; Slurm's and munge for the test cluster) install in the background while
+# .venv is set up and the linters run: apt's time and pip's and mypy's overlap. Its output is shown after.
+apt_log="$(mktemp)"
+apt_pid=""
+if [ "$(id -u)" = 0 ]; then
+  (
+    if ! command -v shellcheck >/dev/null 2>&1; then
+      echo "orch test: installing shellcheck from Debian"
+      apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null \
+        && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq shellcheck >/dev/null
+    fi
+    if [ "$slurm" = 1 ]; then
+      bash tests/slurm/cluster.sh install
+    fi
+  ) >"$apt_log" 2>&1 &
+  apt_pid=$!
+fi
+apt_done() {  # wait for the background installs once; show what they said
+  [ -n "$apt_pid" ] || return 0
+  local rc=0
+  wait "$apt_pid" || rc=$?
+  apt_pid=""
+  cat "$apt_log"
+  rm -f "$apt_log"
+  [ "$rc" = 0 ] || echo "orch test: WARNING: installing Debian's packages failed (exit $rc): see above"
+}
+
+bash scripts/setup.sh
 
 # MNIST for the accuracy test: $ORCH_DATA_DIR, else the shared copy beside the repo when present.
 if [ -z "${ORCH_DATA_DIR:-}" ] && [ -d "$root/../shared/data/MNIST/raw" ]; then
@@ -27,7 +54,8 @@ echo "orch test: mypy --strict"
 echo "orch test: lint-imports (the layer contracts in pyproject.toml)"
 PYTHONPATH=tests/architecture .venv/bin/lint-imports --no-cache --no-logo
 
-if [ "$(id -u)" = 0 ] && [ "${ORCH_SKIP_SLURM:-0}" != 1 ]; then
+apt_done
+if [ "$slurm" = 1 ]; then
   echo "orch test: starting the local Slurm test cluster"
   trap 'bash tests/slurm/cluster.sh down >/dev/null 2>&1 || true' EXIT
   eval "$(bash tests/slurm/cluster.sh up)"

@@ -6,6 +6,7 @@
 #   tests/slurm/cluster.sh down                cancel jobs, stop exactly the daemons started here
 #   tests/slurm/cluster.sh status              daemons and nodes; exit 0 only when healthy
 #   tests/slurm/cluster.sh env                 print the exports of a healthy cluster
+#   tests/slurm/cluster.sh install             only install the Debian packages up needs (no daemon)
 #
 # Usage from a shell:  eval "$(tests/slurm/cluster.sh up)"; orch submit smoke --cluster "$ORCH_SLURM_STATE/cluster.yaml"
 #
@@ -639,6 +640,7 @@ main() {
     down) cmd_down ;;
     status) cmd_status ;;
     env) cmd_env ;;
+    install) require_root; ensure_packages ;;
     *) usage ;;
   esac
 }
