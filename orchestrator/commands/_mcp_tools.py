@@ -127,8 +127,8 @@ def doctor(settings: Settings, files: list[str], ignore: list[str] | None = None
 
     if not files:
         raise OrchError("doctor needs at least one file or folder", hint="e.g. files=['train.py']")
-    findings, skipped, unreadable = check_files(_args(settings, files=list(files), ignore=list(ignore or [])))
+    findings, skipped, unreadable, notes = check_files(_args(settings, files=list(files), ignore=list(ignore or [])))
     if unreadable and not findings and not skipped:
         raise unreadable[0]
     return {"findings": [f.as_dict() for f in findings], "skipped": skipped,
-            "unreadable": [e.render() for e in unreadable]}
+            "unreadable": [e.render() for e in unreadable], "launch": notes}

@@ -11,7 +11,9 @@ from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.doctor import DoctorInputError, Finding, check_file, exit_code, format_findings
 from orchestrator.doctor.check import dedupe
 from orchestrator.doctor.findings import DoctorSkipped
+from orchestrator.doctor.launchstyle import ANSWERS, answered, detect
 from orchestrator.spec.doctorcodes import parse_codes
+from orchestrator.spec.launch import Launch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,28 +25,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def check_files(args: argparse.Namespace) -> tuple[list[Finding], list[str], list[DoctorInputError]]:
+def check_files(args: argparse.Namespace) -> tuple[list[Finding], list[str], list[DoctorInputError], list[str]]:
     """The findings of ``args.files`` (less ``--ignore`` and cluster.yaml's doctor.ignore), the warnings of
-    files that could not be parsed, and the files that could not be read."""
+    files that could not be parsed, the files that could not be read, and a note per script written for
+    another launch style (what orch run/submit make of it: :func:`launch_note`)."""
     cluster = cluster_or_none(args)  # its doctor.ignore applies here as in orch submit / orch run
     ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
     findings: list[Finding] = []
     skipped: list[str] = []
     unreadable: list[DoctorInputError] = []
+    notes: list[str] = []
     for path in _expand(args.files):
         try:
-            findings.extend(f for f in check_file(path) if f.code not in ignore)
+            found = check_file(path)
         except DoctorSkipped as exc:  # cannot be parsed (too deep, too large, not a file): a warning
             skipped.append(exc.warning())
+            continue
         except DoctorInputError as exc:
             unreadable.append(exc)
-    return dedupe(findings), skipped, unreadable
+            continue
+        launch = detect(Path(path), found)
+        if launch.how == "detected":  # orch run and orch submit start it in its style: say what they would
+            found = answered(launch, found)
+            notes.append(launch_note(path, launch))
+        findings.extend(f for f in found if f.code not in ignore)
+    return dedupe(findings), skipped, unreadable, notes
+
+
+def launch_note(path: str, launch: Launch) -> str:
+    """One line: the style a script is written for, and what orch run/submit make of it (one judge: what this
+    verb reports is what they report)."""
+    answer = ANSWERS.get(launch.style)
+    dropped = f"; {answer}, the rewrite it would need under torchrun, is not reported" if answer else ""
+    return (f"orch doctor: {path}: written for the {launch.style} launch style ({launch.why}): orch run and orch "
+            f"submit start it that way, as written{dropped} (docs/bring-your-own-script.md#launch-styles-scripts-"
+            "written-for-another-launcher)")
 
 
 def run(args: argparse.Namespace) -> int:
-    findings, skipped, unreadable = check_files(args)
-    for warning in skipped:
-        print(warning, file=sys.stderr, flush=True)
+    findings, skipped, unreadable, notes = check_files(args)
+    for line in [*skipped, *notes]:
+        print(line, file=sys.stderr, flush=True)
     if args.json:
         print_json([f.as_dict() for f in findings])
     else:

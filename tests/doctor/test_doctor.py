@@ -134,10 +134,13 @@ def test_cli_clean_file_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_errors_exit_1_and_name_code_line_and_fix(capsys: pytest.CaptureFixture[str]) -> None:
     path = FIXTURES / "seed003_cifar_ddp.py"
     assert main(["doctor", str(path)]) == 1
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert f"{path}:152: DDP002 error:" in out
     assert "fix: call the collective on every rank" in out
-    assert "8 errors, 7 warnings in 1 file" in out  # DDP020: trainloader, testloader, classes are generate_data()'s
+    # DDP020: trainloader, testloader, classes are generate_data()'s; its mp.spawn is read as the per-node style,
+    # which orch run and orch submit start as written: DDP014's rewrite is not advised (one judge)
+    assert "8 errors, 6 warnings in 1 file" in out and "DDP014" not in out
+    assert f"orch doctor: {path}: written for the per-node launch style" in err
 
 
 def test_cli_warnings_only_exit_0_unless_strict(capsys: pytest.CaptureFixture[str]) -> None:
@@ -148,12 +151,14 @@ def test_cli_warnings_only_exit_0_unless_strict(capsys: pytest.CaptureFixture[st
 
 def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(FIXTURES / "seed002_wiki_mnist_distributed.py")
-    # warnings only, once the wiki's never-defined world_size and train_dataset (DDP020 errors) are left aside
-    assert main(["doctor", "--json", "--ignore", "DDP020", path, str(FIXTURES / "seed002_fixed.py")]) == 0
+    # the wiki's never-defined world_size and train_dataset (DDP020 errors) left aside; its mp.spawn is the
+    # per-node style, which orch starts as written (no DDP014), and there its constant MASTER_ADDR is the
+    # refusal orch run and orch submit would make: an error (one judge)
+    assert main(["doctor", "--json", "--ignore", "DDP020", path, str(FIXTURES / "seed002_fixed.py")]) == 1
     data = json.loads(capsys.readouterr().out)
     assert [list(item) for item in data] == [["code", "severity", "file", "line", "message", "fix"]] * len(data)
-    assert [(d["code"], d["line"]) for d in data] == [("DDP004", 22), ("DDP008", 44), ("DDP008", 45), ("DDP014", 46)]
-    assert {d["severity"] for d in data} == {"warning"}
+    assert [(d["code"], d["line"], d["severity"]) for d in data] == [
+        ("DDP004", 22, "warning"), ("DDP008", 44, "error"), ("DDP008", 45, "warning")]
 
 
 def test_cli_syntax_error_exits_2_and_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -283,3 +288,14 @@ def test_installed_orch_doctor_json_and_exit_codes() -> None:
     assert doctor(str(FIXTURES / "case_ddp002_good.py")).returncode == 0
     missing = doctor(str(FIXTURES / "nope.py"))
     assert missing.returncode == 2 and missing.stderr.startswith("orch: error: ")
+
+
+def test_cli_reads_a_script_in_the_launch_style_orch_runs_it_in(capsys: pytest.CaptureFixture[str]) -> None:
+    """One judge: orch doctor alone advises no rewrite that orch run/submit make unnecessary (a --local_rank
+    script runs as written, in the local-rank-arg style), and says which style it read and why."""
+    script = ROOT / "tests" / "scripts" / "local_rank_arg.py"
+    assert main(["doctor", str(script)]) == 0
+    out, err = capsys.readouterr()
+    assert "DDP015" not in out
+    assert f"orch doctor: {script}: written for the local-rank-arg launch style (local_rank_arg.py:" in err
+    assert "DDP015, the rewrite it would need under torchrun, is not reported" in err
