@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import OrchError
-from orchestrator.records.jobdirs import element_dir, folder_name
+from orchestrator.records.jobdirs import element_dir, folder_name, may_read
 from orchestrator.records.sweeps import indices, is_sweep
 from orchestrator.records.training import MAX_ETA_S, read_metrics, read_result
 from orchestrator.spec.budget import Budget, Measured, budget, planned_of
@@ -82,12 +82,14 @@ def _similar(root: Path, cfg: RunConfig) -> Iterator[Path]:
     looked = 0
     for name in names:
         folder = root / name
+        if not may_read(folder):  # another user's, in a shared job root: not this user's history
+            continue
         paths = [element_dir(folder, i) for i in indices(folder)] if is_sweep(folder) else [folder]
         for path in paths:
             looked += 1
             if looked > SCAN_LIMIT:
                 return
-            if path == Path(cfg.job_dir) or not (path / JOB_FILE).is_file():
+            if path == Path(cfg.job_dir) or not may_read(path) or not (path / JOB_FILE).is_file():
                 continue
             try:
                 theirs = read_run_config(path)

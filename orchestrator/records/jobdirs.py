@@ -281,7 +281,7 @@ def iter_job_paths(root: Path) -> Iterator[Path]:
     looked at (job.json or array.json) only when the caller asks for the next one, so ``--limit N``
     touches about N folders. Memory: one short tuple per entry of the root."""
     try:
-        entries = [entry.name for entry in os.scandir(root)]
+        entries = [entry.name for entry in os.scandir(root) if not entry.name.startswith(".")]  # .snapshots
     except OSError:
         return
     keyed: list[tuple[str, str]] = []
@@ -289,20 +289,39 @@ def iter_job_paths(root: Path) -> Iterator[Path]:
         match = _STAMP_RE.search(name)
         if match:
             keyed.append((match.group(1) + match.group(2), name))
-        elif (root / name / JOB_FILE).is_file() or (root / name / ARRAY_FILE).is_file():
+        elif _holds(root / name, JOB_FILE) or _holds(root / name, ARRAY_FILE):
             keyed.append((_stamp(root / name), name))  # renamed by hand: its job.json says when
     keyed.sort(reverse=True)
+    others = 0
     for _, name in keyed:
         path = root / name
-        if (path / JOB_FILE).is_file():
+        if not may_read(path):
+            others += 1
+            continue
+        if _holds(path, JOB_FILE):
             yield path
-        elif (path / ARRAY_FILE).is_file():
+        elif _holds(path, ARRAY_FILE):
             try:
                 indexes = sorted(int(p.name) for p in os.scandir(path)
                                  if p.name.isascii() and p.name.isdigit() and len(p.name) < 10)
             except OSError:
                 continue
-            yield from (p for p in (path / str(i) for i in indexes) if (p / JOB_FILE).is_file())
+            yield from (p for p in (path / str(i) for i in indexes) if may_read(p) and _holds(p, JOB_FILE))
+    if others:  # a job root shared with other users: their folders are theirs (docs/cluster-yaml.md, job_root)
+        log.info("%d folder(s) under %s are other users' (you may not read them): left out", others, root)
+
+
+def may_read(folder: Path) -> bool:
+    """Whether this user may list and enter ``folder`` (another user's job folder in a shared job root: no)."""
+    return os.access(folder, os.R_OK | os.X_OK)
+
+
+def _holds(folder: Path, name: str) -> bool:
+    """``folder/name`` is a file (False where it cannot be looked at: another user's folder)."""
+    try:
+        return (folder / name).is_file()
+    except OSError:
+        return False
 
 
 def newest_with_id(root: Path, job_ids: Iterable[str]) -> dict[str, JobDir]:

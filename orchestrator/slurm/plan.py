@@ -24,6 +24,7 @@ from orchestrator.env.devices import task_gpu_indices
 from orchestrator.errors import ConfigError
 from orchestrator.records.jobdirs import folder_name, job_dir_path
 from orchestrator.records.jobdirs import write_job_dir as _write_job_dir
+from orchestrator.records.snapshots.store import snapshot_root
 from orchestrator.slurm.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
 from orchestrator.slurm.resources import (
     check_gpus,
@@ -45,7 +46,7 @@ from orchestrator.spec.framework import check_layout, with_environment
 from orchestrator.spec.job import BUILTIN_JOBS_DIR, LoadedJob, Resources, make_params
 from orchestrator.spec.runconfig import NodeChoice, Preflight, RunConfig
 from orchestrator.spec.script import ScriptTarget
-from orchestrator.spec.snapshot import SNAPSHOT_DIR, takes_snapshot
+from orchestrator.spec.snapshot import takes_snapshot
 from orchestrator.spec.umask import script_umask
 
 # The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
@@ -260,9 +261,9 @@ def _preflight(mode: str, choice: NodeChoice) -> Preflight | None:
 
 
 def _task_paths(job_dir: Path, script: ScriptTarget | None, snapshots: bool = False) -> list[str]:
-    """Host folders every task reads: the job folder, the code snapshots (``<job root>/.snapshots``), and
-    for scripts the submit and script folders."""
-    paths = [str(job_dir), *([str(job_dir.parent / SNAPSHOT_DIR)] if snapshots else [])]
+    """Host folders every task reads: the job folder, the code snapshots (this user's store under the job
+    root: ``<job root>/.snapshots``, records/snapshots/store.py), and for scripts the submit and script folders."""
+    paths = [str(job_dir), *([str(snapshot_root(job_dir.parent))] if snapshots else [])]
     if script is not None:
         paths.append(script.cwd)
         if script.kind == "script":

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SNAPSHOT_DIR = ".snapshots"  # under launcher.job_root
+SNAPSHOT_DIR = ".snapshots"  # under launcher.job_root (a second user's: store_name)
 OBJECTS_DIR = ".objects"  # under SNAPSHOT_DIR: one read-only file per content (sha256, executable bit)
 MANIFEST_SUFFIX = ".json"  # <job_root>/.snapshots/<digest>.json: the manifest of <digest>/
 FILE_MAX_MB = 10  # a single file larger than this is never copied (it is linked, as data is)
@@ -81,11 +81,28 @@ def relocate(path: str, snapshot: Snapshot | None) -> str:
     return path
 
 
+def store_name(owner: int | None, me: int) -> str:
+    """The folder of this user's snapshot store under the job root (pure; ``owner``: the uid owning
+    ``<job root>/.snapshots``, None when it does not exist). ``.snapshots`` when it is this user's or not there
+    yet; in a job root shared with other users, where another user made it (private to them):
+    ``.snapshots-<uid>``, so that no user reads or writes another's code."""
+    return SNAPSHOT_DIR if owner is None or owner == me else f"{SNAPSHOT_DIR}-{me}"
+
+
+def is_store_name(name: str) -> bool:
+    """A snapshot store's folder name (:func:`store_name`): never copied into a snapshot, never a job folder."""
+    return name == SNAPSHOT_DIR or (name.startswith(SNAPSHOT_DIR + "-") and name[len(SNAPSHOT_DIR) + 1:].isdigit())
+
+
+def _skipped_dir(part: str) -> bool:
+    return part in SKIP_DIRS or is_store_name(part)
+
+
 def skip_reason(relpath: str, size: int, *, file_max_bytes: int = FILE_MAX_MB * 2**20) -> str | None:
     """Why a file of the source is not copied (None: it is). ``relpath`` uses ``/``."""
     parts = relpath.split("/")
     for part in parts[:-1]:
-        if part in SKIP_DIRS:
+        if _skipped_dir(part):
             return f"in a {part}/ folder"
     name = parts[-1]
     suffix = os.path.splitext(name)[1].lower()
@@ -100,7 +117,7 @@ def top_skipped(relpath: str) -> str:
     """The part of a skipped path that becomes a link: its first SKIP_DIRS folder, else the file."""
     parts = relpath.split("/")
     for index, part in enumerate(parts[:-1]):
-        if part in SKIP_DIRS:
+        if _skipped_dir(part):
             return "/".join(parts[:index + 1])
     return relpath
 

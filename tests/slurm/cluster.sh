@@ -345,7 +345,20 @@ write_cluster_yaml() {  # orch's view only: (re)written at every up, no restart 
   # the default job root is shared like /tmp (sticky, world-writable): each user's job folders are their own
   if [[ $JOB_ROOT == "$STATE/jobs" && -d $JOB_ROOT ]]; then
     chmod 1777 "$JOB_ROOT"
+    seed_other_user
   fi
+}
+
+OTHER_USERS_JOB=smoke-20000101-000000-0a0b0c  # the oldest stamp: sorts after every real job
+
+seed_other_user() {  # another user's private job folders and snapshot store, as a shared scratch holds them
+  local job=$JOB_ROOT/$OTHER_USERS_JOB
+  [[ -e $job ]] && return 0
+  mkdir -p "$job/0" "$JOB_ROOT/.snapshots"
+  printf '{"0": {}}\n' > "$job/array.json"
+  printf '{}\n' > "$job/0/job.json"
+  chmod 700 "$job" "$job/0" "$JOB_ROOT/.snapshots"
+  chmod 600 "$job/array.json" "$job/0/job.json"
 }
 
 # --- checks --------------------------------------------------------------------------------------

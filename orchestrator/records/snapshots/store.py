@@ -44,6 +44,7 @@ from orchestrator.spec.snapshot import (
     Snapshot,
     manifest_digest,
     source_folder,
+    store_name,
     too_large_message,
 )
 
@@ -59,7 +60,13 @@ _CHUNK = 1 << 20
 # --- the content store ------------------------------------------------------------------------
 
 def snapshot_root(job_root: Path) -> Path:
-    return job_root / SNAPSHOT_DIR
+    """This user's snapshot store under ``job_root`` (``spec/snapshot.store_name``: ``.snapshots``, or
+    ``.snapshots-<uid>`` where another user's ``.snapshots`` is there already)."""
+    try:
+        owner: int | None = os.stat(job_root / SNAPSHOT_DIR).st_uid
+    except OSError:
+        owner = None
+    return job_root / store_name(owner, os.getuid())
 
 
 def object_path(store: Path, sha: str, executable: bool) -> Path:

@@ -343,3 +343,22 @@ def test_a_huge_folder_outside_git_stops_early(tmp_path: Path, stubs: Stubs,
     assert proc.returncode == 2
     assert f"the code snapshot of {home} would be more than 3.0 MB, over launcher.snapshot_max_mb (1 MB)" in proc.stderr
     assert "a/table" in proc.stderr and ".cache" not in proc.stderr
+
+
+def test_each_user_has_a_store_of_their_own_in_a_shared_job_root(tmp_path: Path) -> None:
+    """``.snapshots`` is the store of the user who made it (private to them); in a job root shared with that
+    user, another user's snapshots go to ``.snapshots-<uid>``, which is never copied into a snapshot either."""
+    from orchestrator.records.snapshots.store import snapshot_root
+    from orchestrator.spec.snapshot import is_store_name, skip_reason, store_name
+
+    me = os.getuid()
+    assert snapshot_root(tmp_path) == tmp_path / ".snapshots"  # none yet: the usual name
+    (tmp_path / ".snapshots").mkdir()
+    assert snapshot_root(tmp_path) == tmp_path / ".snapshots"  # mine
+    if me == 0:  # root may give it away: another user's now
+        os.chown(tmp_path / ".snapshots", 4242, -1)
+        assert snapshot_root(tmp_path) == tmp_path / ".snapshots-0"
+    assert store_name(None, 7) == ".snapshots" and store_name(7, 7) == ".snapshots"
+    assert store_name(8, 7) == ".snapshots-7"
+    assert is_store_name(".snapshots-7") and not is_store_name(".snapshots-x") and not is_store_name("snapshots")
+    assert skip_reason("jobs/.snapshots-7/abc/train.py", 10) == "in a .snapshots-7/ folder"
