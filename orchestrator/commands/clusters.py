@@ -21,6 +21,11 @@ PING_TIMEOUT = 5.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=("init",), metavar="init",
+                        help="init NAME: write ~/.config/orch/clusters/NAME.yaml from the cluster you are on (sinfo: "
+                             "partitions, nodes, GPUs, CPUs, memory, time limits)")
+    parser.add_argument("name", nargs="?", metavar="NAME", help="with init: the cluster file's name")
+    parser.add_argument("--force", action="store_true", help="with init: replace an existing NAME.yaml")
     add_json_argument(parser)
 
 
@@ -65,6 +70,7 @@ def describe(environ: dict[str, str] | os._Environ[str], cwd: Path) -> list[dict
         default = None
     rows: list[dict[str, Any]] = []
     reach: tuple[bool, str] | None = None
+    known: set[str] | None = None
     for label, path, source in cluster_files(environ, cwd):
         row: dict[str, Any] = {"pick": label, "file": str(path), "source": source, "default": path == default,
                                "name": None, "partitions": [], "reachable": False, "reason": None}
@@ -78,13 +84,71 @@ def describe(environ: dict[str, str] | os._Environ[str], cwd: Path) -> list[dict
         row["partitions"] = [p.name for p in cluster.partitions]
         reach = reach or slurm_reachable()
         row["reachable"], row["reason"] = reach
+        if reach[0]:  # the controller answers: for this file only if its partitions are that cluster's
+            known = known if known is not None else _partitions_here()
+            missing = [p for p in row["partitions"] if known is not None and p not in known]
+            if missing:
+                row["reachable"] = False
+                row["reason"] = (f"Slurm answers here, but partition(s) {', '.join(missing)} of {path.name} are not "
+                                 f"this cluster's (sinfo: {', '.join(sorted(known or [])) or 'none'})")
         rows.append(row)
     return rows
+
+
+def _partitions_here() -> set[str] | None:
+    """The partitions this machine's Slurm has (None: sinfo could not say)."""
+    from orchestrator.slurm.client import sinfo
+    from orchestrator.slurm.discover import parse_sinfo
+
+    try:
+        return {p.name for p in parse_sinfo(sinfo())}
+    except OrchError:
+        return None
+
+
+def init(name: str | None, *, force: bool, environ: dict[str, str] | os._Environ[str]) -> Path:
+    """``orch clusters init NAME``: the cluster file of the cluster this machine's Slurm answers for, written
+    to the named clusters' folder and checked by loading it as every verb does."""
+    from orchestrator.records.atomic import write_text_atomic
+    from orchestrator.records.cache import load_cluster
+    from orchestrator.slurm.client import sinfo
+    from orchestrator.slurm.discover import cluster_text, parse_sinfo
+    from orchestrator.spec.cluster import clusters_dir, is_cluster_name
+
+    if not name or not is_cluster_name(name):
+        raise OrchError(f"orch clusters init needs a NAME of letters, digits, '.', '_' or '-' (got {name!r})",
+                        hint="e.g. orch clusters init mycluster, then --cluster mycluster")
+    folder = clusters_dir(environ)
+    if folder is None:
+        raise OrchError("no folder for named cluster files ($XDG_CONFIG_HOME or $HOME is not set)",
+                        hint="set HOME, or write the file yourself and pass --cluster PATH")
+    path = folder / f"{name}.yaml"
+    if path.exists() and not force:
+        raise OrchError(f"{path} exists already", hint="pass --force to replace it, or choose another NAME")
+    partitions = parse_sinfo(sinfo())
+    if not any(p.nodes for p in partitions):
+        raise OrchError("sinfo lists no partition with nodes", hint="check SLURM_CONF and `sinfo` on this machine")
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, cluster_text(name, partitions))
+    try:
+        load_cluster(path)
+    except OrchError:
+        path.unlink(missing_ok=True)  # nothing half-right is left behind
+        raise
+    return path
 
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.spec.cluster import clusters_dir
 
+    if args.action == "init":
+        path = init(args.name, force=args.force, environ=os.environ)
+        if args.json:
+            print_json({"file": str(path), "name": args.name})
+        else:
+            print(f"wrote {path}\n# check it: orch submit smoke --cluster {args.name} --dry-run (then add "
+                  "defaults, env and launcher settings: docs/cluster-yaml.md)")
+        return 0
     rows = describe(os.environ, Path.cwd())
     if args.json:
         print_json(rows)

@@ -197,6 +197,13 @@ def client_error(tool: str, proc: subprocess.CompletedProcess[str]) -> SlurmErro
     return SlurmError(message, hint=f"{tool} refused the request; see Slurm's message above")
 
 
+def sinfo(*, runner: Runner = run_command) -> str:
+    """sinfo's partitions, a line per partition and node configuration (``slurm/discover.py`` reads them)."""
+    from orchestrator.slurm.discover import SINFO_FORMAT
+
+    return _query(["sinfo", "--noheader", "-o", SINFO_FORMAT], runner).stdout
+
+
 def id_batches(job_ids: Sequence[str], limit: int = ID_BATCH_BYTES) -> Iterator[list[str]]:
     """``job_ids`` in order, cut into lists whose comma-joined length stays within ``limit`` bytes
     (an id longer than the limit alone is its own batch: ids are bounded to 40 characters upstream)."""

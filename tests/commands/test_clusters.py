@@ -138,3 +138,43 @@ def test_no_cluster_files_is_one_error(tmp_path: Path) -> None:
     proc = orch(empty, "clusters")
     assert proc.returncode == 2 and "no cluster files" in proc.stderr
     assert json.loads(orch(empty, "clusters", "--json").stdout) == []
+
+
+def _fake_sinfo(folder: Path, out: str, rc: int = 0) -> str:
+    """A PATH whose sinfo prints ``out`` (orch clusters init reads nothing else of Slurm)."""
+    folder.mkdir(exist_ok=True)
+    tool = folder / "sinfo"
+    tool.write_text(f"#!/bin/sh\ncat <<'EOF'\n{out}EOF\nexit {rc}\n")
+    tool.chmod(0o755)
+    return f"{folder}{os.pathsep}/usr/bin{os.pathsep}/bin"
+
+
+def test_init_writes_the_cluster_file_of_the_cluster_you_are_on(home: dict[str, Any]) -> None:
+    path = _fake_sinfo(home["tmp"] / "sinfo-bin", "gpu*|g[1-4]|gpu:h100:8|96|1000000|2-00:00:00\n")
+    made = orch(home, "clusters", "init", "site", path=path)
+    assert made.returncode == 0, made.stderr
+    written = home["config"] / "orch" / "clusters" / "site.yaml"
+    assert made.stdout.startswith(f"wrote {written}\n")
+    data = yaml.safe_load(written.read_text())
+    assert data["partitions"][0] == {"name": "gpu", "nodes": "g[1-4]", "gpus_per_node": 8, "cpus_per_node": 96,
+                                     "mem_per_node": 1000000, "max_time": "2-00:00:00", "gpu_type": "h100"}
+    assert data["defaults"] == {"partition": "gpu"}
+    kept = orch(home, "clusters", "init", "site", path=path)  # never replaced unasked
+    assert kept.returncode == 2 and "exists already" in kept.stderr and "--force" in kept.stderr
+    assert orch(home, "clusters", "init", "site", "--force", path=path).returncode == 0
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("init",), "needs a NAME"), (("init", "../x"), "needs a NAME"), (("alpha",), "invalid choice: 'alpha'")])
+def test_init_refuses_a_bad_name_and_writes_nothing(home: dict[str, Any], args: tuple[str, ...], says: str) -> None:
+    before = sorted(p.name for p in (home["config"] / "orch" / "clusters").iterdir())
+    proc = orch(home, "clusters", *args)
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    assert sorted(p.name for p in (home["config"] / "orch" / "clusters").iterdir()) == before
+
+
+def test_init_with_no_partition_writes_nothing(home: dict[str, Any]) -> None:
+    path = _fake_sinfo(home["tmp"] / "sinfo-empty", "debug|n/a|(null)|0|0|infinite\n")
+    proc = orch(home, "clusters", "init", "empty", path=path)
+    assert proc.returncode != 0 and "no partition with nodes" in proc.stderr
+    assert not (home["config"] / "orch" / "clusters" / "empty.yaml").exists()

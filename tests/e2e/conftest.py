@@ -40,10 +40,11 @@ class SlurmCluster:
     env: dict[str, str]  # os.environ plus SLURM_CONF (for subprocesses)
     test_jobs: Path = TEST_JOBS  # job files made for these tests (probe.py)
 
-    def orch(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess[str]:
-        """Run the installed ``orch`` against this cluster."""
-        proc = subprocess.run([ORCH, *args], capture_output=True, text=True, env=self.env, timeout=timeout,
-                              cwd=ROOT, check=False)
+    def orch(self, *args: str, timeout: float = 120, check: bool = False,
+             env_update: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """Run the installed ``orch`` against this cluster (``env_update``: variables set for this call)."""
+        proc = subprocess.run([ORCH, *args], capture_output=True, text=True, env={**self.env, **(env_update or {})},
+                              timeout=timeout, cwd=ROOT, check=False)
         if check and proc.returncode != 0:
             raise AssertionError(f"orch {' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\n"
                                  f"stderr:\n{proc.stderr}")
