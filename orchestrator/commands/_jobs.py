@@ -37,14 +37,21 @@ def job_root_from_args(args: argparse.Namespace) -> Path:
 
 
 def cluster_name(args: argparse.Namespace) -> str | None:
-    """The name of the cluster file the user chose (``--cluster``, ``$ORCH_CLUSTER``), to tell one cluster's job
-    ids from another's. None when none was chosen: a ``./cluster.yaml`` found only by being in the current
-    folder (the shipped example, in a clone) says nothing of which cluster Slurm's answers come from, and each
-    job folder's own records name its cluster."""
-    if not getattr(args, "cluster", None) and not os.environ.get(CLUSTER_ENV_VAR):
-        return None
+    """The name of the cluster.yaml in use (None: none), to tell one cluster's job ids from another's where
+    the verb reads that file's job root (``orch list``, ``orch top``, ``orch status`` of all jobs), and to
+    prefer its folders in the index."""
     cluster = cluster_or_none(args)
     return cluster.name if cluster is not None else None
+
+
+def chosen_cluster_name(args: argparse.Namespace) -> str | None:
+    """The name of the cluster file the user chose (``--cluster``, ``$ORCH_CLUSTER``), to judge the job of an
+    id or folder they named: None when none was chosen. A ``./cluster.yaml`` found only by being in the
+    current folder (the shipped example, in a clone) says nothing of which cluster Slurm's answers come
+    from; the job folder's own records name its cluster."""
+    if not getattr(args, "cluster", None) and not os.environ.get(CLUSTER_ENV_VAR):
+        return None
+    return cluster_name(args)
 
 
 @dataclass(frozen=True)

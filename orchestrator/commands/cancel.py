@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import Found, cluster_name, find_job, locate
+from orchestrator.commands._jobs import Found, chosen_cluster_name, find_job, locate
 from orchestrator.errors import OrchError, SlurmError
 from orchestrator.records.jobdirs import JobDir, is_job_id
 from orchestrator.slurm import client as slurm
@@ -53,7 +53,7 @@ def act(refs: Sequence[str], args: argparse.Namespace, signal: str | None = None
     ids = list(folders)
     # scancel says nothing about unknown or finished jobs: ask squeue first, so the answer is true.
     found = slurm.squeue(ids)
-    cluster = cluster_name(args)
+    cluster = chosen_cluster_name(args)  # the ids and folders named: their own records say their cluster
     for job_id, job in folders.items():  # an id Slurm gave to another job since: never cancel that one
         why = jobstate.reused(job, found.get(job_id), cluster)
         if why is not None:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.commands._common import add_cluster_argument
-from orchestrator.commands._jobs import cluster_name, locate
+from orchestrator.commands._jobs import chosen_cluster_name, locate
 from orchestrator.errors import ConfigError, OrchError, SlurmError
 from orchestrator.records.jobdirs import JobDir
 from orchestrator.records.logs.view import View, rank_logs, tail_lines
@@ -30,6 +30,7 @@ from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate
 from orchestrator.spec.bounds import BOUNDS
 from orchestrator.spec.runconfig import LOG_DIR
+from orchestrator.task.hang import for_terminal
 
 STATE_EVERY = 2.0  # seconds between job state checks while following
 TAIL_LINES = 20
@@ -74,10 +75,12 @@ def blame_note(job: JobDir, shown: int | None) -> str | None:
         path = job.log_file(rank)
     except OrchError:
         return note
-    last, _, _ = tail_lines(path, TAIL_LINES, max_bytes=1 << 20)
+    last, _, _ = tail_lines(path, TAIL_LINES * 10, max_bytes=1 << 20)
     if not last:
         return note
-    lines = b"".join(last).decode("utf-8", errors="replace").rstrip("\n")
+    # as orch run shows a stuck rank: its stack without orch's launcher frames, so the script's own are in view
+    kept = for_terminal(b"".join(last).decode("utf-8", errors="replace")).rstrip("\n").splitlines()
+    lines = "\n".join(kept[-TAIL_LINES:])
     ref = job.job_id or job.path
     return note + f"\n--- last lines of {path} (orch logs {ref} --rank {rank}) ---\n" + lines + "\n---"
 
@@ -147,19 +150,19 @@ def run(args: argparse.Namespace) -> int:
         note = progress_note(job)
         if note is not None:
             print(note, file=sys.stderr)
-        raise missing_error(view, ended=_finished(job, cluster_name(args)))
+        raise missing_error(view, ended=_finished(job, chosen_cluster_name(args)))
     sources, written = view.show(out, following=args.follow)
     _print_notes(view)
     if args.follow:
         if not any(s.path.is_file() for s in sources) and view.mode != "all":
             print(f"orch: waiting for {sources[-1].path} (the job has not started yet)", file=sys.stderr)
-        cluster = cluster_name(args)
+        cluster = chosen_cluster_name(args)
         with contextlib.suppress(KeyboardInterrupt):
             view.follow(sources, out, lambda: _ended(job, cluster), interval=args.interval, check_every=STATE_EVERY)
         if not any(s.path.is_file() for s in view.sources()):
             raise missing_error(view)
     elif written == 0 or (view.mode == "default" and not view.rank_path(0).is_file()):
-        _print_nothing(view, written, _finished(job, cluster_name(args)))
+        _print_nothing(view, written, _finished(job, chosen_cluster_name(args)))
     _print_blame(job, shown_rank)
     return 0
 

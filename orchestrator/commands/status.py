@@ -30,6 +30,7 @@ from typing import Any
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
 from orchestrator.commands._jobs import (
     Found,
+    chosen_cluster_name,
     cluster_name,
     find_job,
     format_rows,
@@ -208,7 +209,8 @@ def status_table(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[J
                                                          or not _names_sweep(args.jobs[0], targets))
     jobs = [job for _, job in targets]
     table = with_goodput(with_world(with_failure(with_attempts(with_training(
-        jobstate.rows(list(targets), cluster=cluster_name(args)), jobs), jobs), jobs), jobs), jobs)
+        jobstate.rows(list(targets), cluster=chosen_cluster_name(args) if args.jobs else cluster_name(args)),
+        jobs), jobs), jobs), jobs), jobs)
     for row, chain in zip(table, followed, strict=True):
         row["followed"] = chain  # the id asked for ran before: "38 -> 39 (resubmitted without node2)"
     if one:

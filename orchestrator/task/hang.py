@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from orchestrator.spec.runconfig import LOG_DIR
+from orchestrator.task.lines import ends_with_newline
 
 TRACE_PREFIX = "nccl_trace_rank_"  # torch appends the rank
 # dump_stacks' block in a rank's output: kept in its log, not shown by orch run (local/runner.py)
@@ -135,7 +136,9 @@ def say_stopped(signum: int, rank: int | None = None) -> None:
         return
     who = f"rank {rank} " if rank is not None else ""
     try:
-        out.write("\n" + STOPPED_NOTE.format(rank=who, signal=signal.Signals(signum).name) + "\n")
+        out.flush()
+        fresh = "" if ends_with_newline(out.fileno()) is not False else "\n"  # faulthandler's lines end in one
+        out.write(fresh + STOPPED_NOTE.format(rank=who, signal=signal.Signals(signum).name) + "\n")
         out.flush()
     except (OSError, ValueError):  # a closed log: the record still says how the task ended
         pass

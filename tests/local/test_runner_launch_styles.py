@@ -62,9 +62,10 @@ def _same_params(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> No
 
 def test_local_rank_arg_script_matches_torch_distributed_launch(tmp_path: Path) -> None:
     script = SCRIPTS / "local_rank_arg.py"
-    ref = subprocess.run([sys.executable, "-m", "torch.distributed.launch", "--nproc_per_node", "2",
-                          "--master_port", str(free_port()), str(script), "--out", str(tmp_path / "ref")],
-                         env=_env(), capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    ref = _once_more_on_teardown_abort(lambda: subprocess.run(
+        [sys.executable, "-m", "torch.distributed.launch", "--nproc_per_node", "2", "--master_port", str(free_port()),
+         str(script), "--out", str(tmp_path / "ref")],
+        env=_env(), capture_output=True, text=True, timeout=TIMEOUT, check=False))  # (it names SIGABRT as mp.spawn)
     assert ref.returncode == 0, ref.stderr
     proc = _orch_run(tmp_path, str(script), "--nproc", "2", "--job-root", str(tmp_path / "jobs"), "--",
                      "--out", str(tmp_path / "ours"))
