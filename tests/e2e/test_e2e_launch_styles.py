@@ -73,19 +73,32 @@ def _base() -> dict[str, str]:
                                                                      "WORLD_SIZE"))}
 
 
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
 def test_each_style_trains_one_world_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     submitted = {}
-    for style, script, extra in (
-            ("local-rank-arg", "local_rank_arg.py", []),
-            ("per-node", "spawn_per_node.py", ["-n", "{nnodes}", "-g", "{nproc_per_node}", "-nr", "{node_rank}"]),
-            ("slurm", "slurm_native.py", [])):
+    styles = {"local-rank-arg": ("local_rank_arg.py", []),
+              "per-node": ("spawn_per_node.py", ["-n", "{nnodes}", "-g", "{nproc_per_node}", "-nr", "{node_rank}"]),
+              "slurm": ("slurm_native.py", [])}
+
+    def submit(style: str) -> tuple[str, Path, Path]:
+        script, extra = styles[style]
         out = tmp_path / style
         job_id, job_dir = slurm_cluster.submit(str(SCRIPTS / script), "--nodes", "2", "--gpus", "2", "--",
                                                *extra, "--out", str(out))
-        submitted[style] = (job_id, job_dir, out)
+        return job_id, job_dir, out
+
+    for style in styles:
+        submitted[style] = submit(style)
     refs = _references(tmp_path)
-    for style, (job_id, job_dir, out) in submitted.items():
+    for style in styles:
+        job_id, job_dir, out = submitted[style]
         final = slurm_cluster.wait_done(job_id, timeout=TIMEOUT, job_dir=job_dir)
+        if final["state"] != "COMPLETED" and TEARDOWN_ABORT in slurm_cluster.describe(job_dir):
+            # gloo's threads aborted the interpreter's teardown after training (as in _references): once more
+            submitted[style] = job_id, job_dir, out = submit(style)
+            final = slurm_cluster.wait_done(job_id, timeout=TIMEOUT, job_dir=job_dir)
         assert final["state"] == "COMPLETED", f"{style}\n{slurm_cluster.describe(job_dir)}"
         cfg = json.loads((job_dir / "job.json").read_text(encoding="utf-8"))
         assert cfg["script"]["launch"]["style"] == style and cfg["script"]["launch"]["how"] == "detected"
