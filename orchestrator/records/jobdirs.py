@@ -313,7 +313,10 @@ def iter_job_paths(root: Path) -> Iterator[Path]:
 
 def may_read(folder: Path) -> bool:
     """Whether this user may list and enter ``folder`` (another user's job folder in a shared job root: no)."""
-    return os.access(folder, os.R_OK | os.X_OK)
+    try:
+        return os.access(folder, os.R_OK | os.X_OK)
+    except ValueError:  # a path Python cannot pass to the system
+        return False
 
 
 def _holds(folder: Path, name: str) -> bool:

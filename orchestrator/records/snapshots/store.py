@@ -64,7 +64,7 @@ def snapshot_root(job_root: Path) -> Path:
     ``.snapshots-<uid>`` where another user's ``.snapshots`` is there already)."""
     try:
         owner: int | None = os.stat(job_root / SNAPSHOT_DIR).st_uid
-    except OSError:
+    except (OSError, ValueError):  # (a path Python cannot pass to the system: nothing there)
         owner = None
     return job_root / store_name(owner, os.getuid())
 
