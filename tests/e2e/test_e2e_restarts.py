@@ -26,6 +26,20 @@ COUNT_SCRIPT = TESTS / "scripts" / "restart_count.py"
 ORCH = str(Path(sys.executable).with_name("orch"))
 
 
+def _sync_saves(cluster: SlurmCluster, tmp_path: Path) -> Path:
+    """The session's cluster file with ``launcher.checkpoint_write: sync``: a checkpoint is on disk before the
+    next step, so a rank killed a few steps after it resumes from it. (With the default background write a
+    kill a few milliseconds after an epoch's end may come before the file is whole: the next attempt then
+    starts from the checkpoint before it, as it should.)"""
+    import yaml
+
+    data = yaml.safe_load(cluster.cluster_yaml.read_text())
+    data["launcher"]["checkpoint_write"] = "sync"
+    path = tmp_path / "cluster-sync-saves.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
 def _attempts(job_dir: Path) -> list[dict[str, object]]:
     data = json.loads((job_dir / "attempts.json").read_text())
     assert isinstance(data, list)
@@ -42,7 +56,7 @@ def test_kill_9_of_one_rank_mid_epoch_is_restarted_in_the_allocation(slurm_clust
     others = cluster.nodes()[2:]
     job_id, job_dir = cluster.submit(str(FAULTY), "--nodes", "2", "--gpus", "1", "--cpus-per-task", "1",
                                      "--max-restarts", "2", *(["--exclude", ",".join(others)] if others else []),
-                                     *params)
+                                     *params, cluster_yaml=_sync_saves(cluster, tmp_path))
     status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
     detail = f"{status}\n{cluster.describe(job_dir)}"
     assert status["state"] == "COMPLETED", detail
@@ -140,7 +154,8 @@ def test_a_blamed_node_without_a_spare_is_left_out_by_submitting_the_job_again(s
     cluster = slurm_cluster
     first, job_dir = cluster.submit(str(FAULTY), "--nodes", "1", "--gpus", "1", "--cpus-per-task", "1",
                                     "--nodelist", "node2", "--max-restarts", "2", "epochs=2", "fault=kill",
-                                    "fault_rank=0", "fault_step=80", "fault_restart=0")
+                                    "fault_rank=0", "fault_step=80", "fault_restart=0",
+                                    cluster_yaml=_sync_saves(cluster, tmp_path))
     deadline = time.monotonic() + 240
     while (job_dir / "job_id").read_text().strip() == first and time.monotonic() < deadline:
         if cluster.status(first)["terminal"]:
