@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from support import TEARDOWN_ABORT
 
 from orchestrator.env.taskenv import simulate_slurm_task_envs
 from orchestrator.local.runner import free_port
@@ -71,9 +72,6 @@ def _base() -> dict[str, str]:
 
     return {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MASTER_", "RANK", "LOCAL_RANK",
                                                                      "WORLD_SIZE"))}
-
-
-TEARDOWN_ABORT = "terminate called without an active exception"
 
 
 def test_each_style_trains_one_world_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:

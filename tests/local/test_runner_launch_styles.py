@@ -16,12 +16,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, ROOT, clean_environ
+from support import ORCH, ROOT, clean_environ, once_more_on_teardown_abort
 
 from orchestrator.env.taskenv import simulate_slurm_task_envs
 from orchestrator.local.runner import free_port
@@ -62,7 +61,7 @@ def _same_params(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> No
 
 def test_local_rank_arg_script_matches_torch_distributed_launch(tmp_path: Path) -> None:
     script = SCRIPTS / "local_rank_arg.py"
-    ref = _once_more_on_teardown_abort(lambda: subprocess.run(
+    ref = once_more_on_teardown_abort(lambda: subprocess.run(
         [sys.executable, "-m", "torch.distributed.launch", "--nproc_per_node", "2", "--master_port", str(free_port()),
          str(script), "--out", str(tmp_path / "ref")],
         env=_env(), capture_output=True, text=True, timeout=TIMEOUT, check=False))  # (it names SIGABRT as mp.spawn)
@@ -78,26 +77,15 @@ def test_local_rank_arg_script_matches_torch_distributed_launch(tmp_path: Path) 
     assert "DDP015" not in proc.stderr  # the style answers it: the script runs as written
 
 
-def _once_more_on_teardown_abort(start: Callable[[], subprocess.CompletedProcess[str]]) -> (
-        subprocess.CompletedProcess[str]):
-    """Run ``start`` again (once) when a spawned gloo process aborted in interpreter teardown, after training
-    (``mp.spawn`` reports SIGABRT): torch's gloo threads do that now and then under load, with or without
-    orch (plain torchrun too, tests/local/test_runner_script.py)."""
-    proc = start()
-    if proc.returncode != 0 and "SIGABRT" in proc.stdout + proc.stderr:
-        proc = start()
-    return proc
-
-
 def test_per_node_script_matches_its_own_spawn_started_by_hand(tmp_path: Path) -> None:
     script = SCRIPTS / "spawn_per_node.py"
-    by_hand = _once_more_on_teardown_abort(lambda: subprocess.run(
+    by_hand = once_more_on_teardown_abort(lambda: subprocess.run(
         [sys.executable, str(script), "-n", "1", "-g", "2", "-nr", "0", "--out", str(tmp_path / "ref")], cwd=SCRIPTS,
         capture_output=True, text=True, timeout=TIMEOUT,
         env=_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())), check=False))
     assert by_hand.returncode == 0, by_hand.stderr
     jobs = [tmp_path / "jobs", tmp_path / "jobs-again"]
-    proc = _once_more_on_teardown_abort(lambda: _orch_run(
+    proc = once_more_on_teardown_abort(lambda: _orch_run(
         tmp_path, str(script), "--nproc", "2", "--job-root", str(jobs.pop(0)), "--", "-n", "{nnodes}", "-g",
         "{nproc_per_node}", "-nr", "{node_rank}", "--out", str(tmp_path / "ours")))
     assert proc.returncode == 0, proc.stderr
@@ -141,10 +129,10 @@ def test_slurm_script_matches_srun_variables(tmp_path: Path) -> None:
         code, out, err = failed[0]
         return subprocess.CompletedProcess(script, code, out, err + ("\nSIGABRT" if code == -6 else ""))
 
-    ref = _once_more_on_teardown_abort(by_srun_variables)
+    ref = once_more_on_teardown_abort(by_srun_variables)
     assert ref.returncode == 0, ref.stderr
     jobs = [tmp_path / "jobs", tmp_path / "jobs-again"]
-    proc = _once_more_on_teardown_abort(lambda: _orch_run(
+    proc = once_more_on_teardown_abort(lambda: _orch_run(
         tmp_path, str(script), "--nproc", "2", "--job-root", str(jobs.pop(0)), "--", "--out", str(tmp_path / "ours")))
     assert proc.returncode == 0, proc.stderr
     ours, theirs = _records(tmp_path / "ours", 2), _records(tmp_path / "ref", 2)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import ORCH, ROOT, assert_refused, clean_environ
+from support import ORCH, ROOT, assert_refused, clean_environ, once_more_on_teardown_abort
 
 from orchestrator.local.runner import free_port
 
@@ -37,9 +37,10 @@ def _checksums(out: Path) -> list[str]:
 
 
 def test_a_matching_layout_trains_as_one_world_as_under_torchrun(tmp_path: Path) -> None:
-    ref = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                          str(free_port()), str(SCRIPT), "--out", str(tmp_path / "ref")], env=_env(),
-                         capture_output=True, text=True, timeout=TIMEOUT, check=False, cwd=tmp_path)
+    ref = once_more_on_teardown_abort(lambda: subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
+         str(SCRIPT), "--out", str(tmp_path / "ref")], env=_env(), capture_output=True, text=True, timeout=TIMEOUT,
+        check=False, cwd=tmp_path))
     assert ref.returncode == 0, ref.stderr
     proc = _orch_run(tmp_path, SCRIPT, "--nproc", "2", "--job-root", str(tmp_path / "jobs"), "--",
                      "--out", str(tmp_path / "ours"))
