@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from support import once_more_on_teardown_abort
 
 from orchestrator.local.runner import free_port
 from orchestrator.spec.snapshot import Snapshot, relocate
@@ -38,10 +39,10 @@ def _records(out: Path) -> list[dict[str, Any]]:
 def _reference(script: Path, out: Path) -> list[dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MASTER_", "RANK", "LOCAL_RANK",
                                                                      "WORLD_SIZE"))}
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                           str(free_port()), str(script), "--out", str(out)], env={**env, **ACCELERATE_CPU,
-                                                                                  "CUDA_VISIBLE_DEVICES": ""},
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    proc = once_more_on_teardown_abort(lambda: subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
+         str(script), "--out", str(out)], env={**env, **ACCELERATE_CPU, "CUDA_VISIBLE_DEVICES": ""},
+        capture_output=True, text=True, timeout=TIMEOUT, check=False))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return _records(out)
 
