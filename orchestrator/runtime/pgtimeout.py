@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from orchestrator.runtime.worldhook import C10D, after_exec
+from orchestrator.runtime.worldhook import C10D, after_exec, rebind
 
 SPAWN = "torch.multiprocessing.spawn"
 BOUND = "__orch_timeout_bound__"  # set on a wrapper: a second bound_timeout does not wrap it again
@@ -95,7 +95,7 @@ def _wrap_init(c10d: ModuleType, bound: Bound, on_applied: OnApplied | None) -> 
         return result
 
     setattr(init_process_group, BOUND, True)
-    _rebind(original, init_process_group, "init_process_group")
+    rebind(original, init_process_group, "init_process_group")
 
 
 def _wrap_spawn(spawn: ModuleType, bound: Bound) -> None:
@@ -109,17 +109,10 @@ def _wrap_spawn(spawn: ModuleType, bound: Bound) -> None:
         return original(functools.partial(spawned, fn, bound), *args, **kwargs)
 
     setattr(start_processes, BOUND, True)
-    _rebind(original, start_processes, "start_processes")
+    rebind(original, start_processes, "start_processes")
 
 
 def spawned(fn: Callable[..., Any], bound: Bound, *args: Any) -> Any:
     """A spawned process (picklable: by name): the bound installed here, then the script's own function."""
     bound_timeout(bound)
     return fn(*args)
-
-
-def _rebind(original: object, wrapper: object, attr: str) -> None:
-    """Every torch module's name for ``original`` now means ``wrapper``."""
-    for name, module in list(sys.modules.items()):
-        if name.startswith("torch") and getattr(module, attr, None) is original:
-            setattr(module, attr, wrapper)

@@ -71,9 +71,14 @@ def _wrap(c10d: ModuleType, on_join: OnJoin, orch: tuple[str, int]) -> None:
         return result
 
     setattr(init_process_group, WATCHED, True)
-    for name, module in list(sys.modules.items()):  # every name already bound to it (torch.distributed's)
-        if name.startswith("torch") and getattr(module, "init_process_group", None) is original:
-            module.init_process_group = init_process_group  # type: ignore[attr-defined]
+    rebind(original, init_process_group, "init_process_group")
+
+
+def rebind(original: object, wrapper: object, attr: str) -> None:
+    """Every torch module's name ``attr`` for ``original`` (torch.distributed's, for one) now means ``wrapper``."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("torch") and getattr(module, attr, None) is original:
+            setattr(module, attr, wrapper)
 
 
 def _backend(c10d: ModuleType) -> str:
