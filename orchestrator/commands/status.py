@@ -39,7 +39,6 @@ from orchestrator.commands._jobs import (
     reconciled,
     shown_columns,
 )
-from orchestrator.errors import OrchError
 from orchestrator.records.jobdirs import (
     JobDir,
     is_job_id,
@@ -227,8 +226,10 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print_json([])
             return 0
-        raise OrchError("no jobs submitted from here yet",
-                        hint="pass a job id, or the --cluster whose launcher.job_root holds the job folders")
+        # nothing of this user's yet (a new user on a shared job root, too): said, not an error
+        print(f"# no jobs of yours under {job_root_from_args(args)} yet (a job id, or the --cluster whose "
+              "launcher.job_root holds your job folders, shows others)")
+        return 0
     startup, workdir = table[0].get("startup"), table[0].get("workdir")
     snap = _snapshot(jobs[0]) if one else None
     if args.json:

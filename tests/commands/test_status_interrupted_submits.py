@@ -1,7 +1,7 @@
 """``orch status`` and ``orch list`` without arguments show a folder whose ``orch submit`` was killed after
 sbatch (its ``job_id`` still blank, its ``submit_token`` written): reconciled when Slurm holds a job of its
-token, else shown as an interrupted submit with the reason, never skipped. Canned Slurm answers
-(tests/conftest.py ``slurm_answers``)."""
+token, else shown as an interrupted submit with the reason, never skipped; an empty job root is said, not an
+error. Canned Slurm answers (tests/conftest.py ``slurm_answers``)."""
 
 from __future__ import annotations
 
@@ -56,3 +56,17 @@ def test_no_argument_shows_an_interrupted_submit_slurm_does_not_hold(
     assert rows[str(folder.parent / "smoke-20261125-100000-abc123")]["job_id"] == CANNED_JOB_ID
     code, out, err = run_cli([verb, "--cluster", str(cluster)], capsys)  # the table too
     assert code == 0 and LOST in out and "orch submit was stopped" in out, out + err
+
+
+def test_no_argument_and_no_jobs_of_yours_says_so_and_succeeds(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user (or one whose job root holds only other users' folders) asks ``orch status``: a line that
+    says there is nothing of theirs there yet, exit 0, as ``orch list`` does; ``--json`` is an empty list."""
+    root = tmp_path / "jobs"
+    root.mkdir()
+    cluster = cluster_for(tmp_path, root)
+    code, out, err = run_cli(["status", "--cluster", str(cluster)], capsys)
+    assert (code, err) == (0, ""), err
+    assert out.startswith(f"# no jobs of yours under {root} yet"), out
+    code, out, err = run_cli(["status", "--cluster", str(cluster), "--json"], capsys)
+    assert (code, json.loads(out)) == (0, []), err

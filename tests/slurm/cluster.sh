@@ -53,7 +53,8 @@ CPUS_PER_NODE=4
 MEM_PER_NODE=4096
 HOSTS_TAG="# orch-slurm-test"
 CLIENT_TIMEOUT=10   # seconds for any Slurm client call (a bad SLURM_CONF stalls clients for 60 s)
-PACKAGES=(slurmctld slurmd slurm-client munge tmux)  # tmux: the e2e test of orch top drives it in a terminal
+PACKAGES=(slurmctld slurmd slurm-client munge tmux sudo)  # tmux: the e2e test of orch top drives it in a terminal;
+# sudo: the two-user e2e test acts as the second user
 DB_PACKAGES=(slurmdbd mariadb-server)
 
 log() { printf 'cluster.sh: %s\n' "$*" >&2; }

@@ -8,6 +8,9 @@
 #   - a Python the user can run: $STATE/user-python, a virtual environment made from an interpreter the
 #     user can reach, that sees the project's .venv packages (torch, orch itself as an editable install)
 #     through one .pth line, and an `orch` command of its own.
+#   - a second unprivileged user in the same group (ORCH_TEST_USER2, default orch-user2), and a sudo rule
+#     that lets the first user run commands as the second, and only that (/etc/sudoers.d/orch-test-users):
+#     the end-to-end test of a job root shared by two users drives both from one test.
 # Which interpreter: the one the project's .venv was made from when the user can run it; on machines
 # where it lives under a root-only home (pyenv under /root), the system's interpreter of the same
 # version (Debian's /usr/bin/python3.X: the same ABI, so the .venv's compiled packages load). Nothing
@@ -16,6 +19,8 @@
 
 TEST_USER=${ORCH_TEST_USER:-orch-user}
 TEST_GROUP=${ORCH_TEST_GROUP:-orch-share}
+TEST_USER2=${ORCH_TEST_USER2:-orch-user2}
+SUDOERS_FILE=/etc/sudoers.d/orch-test-users
 
 user_python_dir() { printf '%s/user-python' "$STATE"; }
 
@@ -31,6 +36,21 @@ ensure_test_user() {
   local uid
   uid=$(id -u "$TEST_USER")
   ((uid != 0)) || die "ORCH_TEST_USER=$TEST_USER is root: the end-to-end tests need an unprivileged user"
+  ensure_second_user
+}
+
+ensure_second_user() {  # the second user, and the first user's right to act as it (sudo -n -u), no more
+  if ! id -u "$TEST_USER2" >/dev/null 2>&1; then
+    useradd --create-home --shell /bin/bash --gid "$TEST_GROUP" "$TEST_USER2"
+  fi
+  (($(id -u "$TEST_USER2") != 0)) || die "ORCH_TEST_USER2=$TEST_USER2 is root: it must be an unprivileged user"
+  command -v visudo >/dev/null || { log "no sudo: the two-user end-to-end test will be skipped"; return 0; }
+  local rule="$TEST_USER ALL=($TEST_USER2) NOPASSWD: ALL"
+  [[ -f $SUDOERS_FILE && "$(cat "$SUDOERS_FILE")" == "$rule" ]] && return 0
+  printf '%s\n' "$rule" > "$SUDOERS_FILE.tmp"
+  chmod 0440 "$SUDOERS_FILE.tmp"
+  visudo -cqf "$SUDOERS_FILE.tmp" || { rm -f "$SUDOERS_FILE.tmp"; die "the sudo rule for $TEST_USER2 does not parse"; }
+  mv -f "$SUDOERS_FILE.tmp" "$SUDOERS_FILE"
 }
 
 project_root() { (cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd); }
@@ -90,5 +110,8 @@ test_user_exports() {  # the test user's variables for scripts/test.sh, when tha
   if [[ -x $(user_python_dir)/bin/python ]] && id -u "$TEST_USER" >/dev/null 2>&1; then
     printf 'export ORCH_TEST_USER=%s\n' "$TEST_USER"
     printf 'export ORCH_TEST_PYTHON=%s\n' "$(user_python_dir)/bin/python"
+    if [[ -f $SUDOERS_FILE ]] && id -u "$TEST_USER2" >/dev/null 2>&1; then
+      printf 'export ORCH_TEST_USER2=%s\n' "$TEST_USER2"
+    fi
   fi
 }
