@@ -123,7 +123,7 @@ def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: Preempt
             print(f"orch: rank {worker.rank}: a peer failed ({type(exc).__name__}); generation "
                   f"{worker.generation + 1} in this process (pid {os.getpid()}), from the newest checkpoint",
                   file=sys.stderr, flush=True)
-            worker.restart(worker.generation + 1)
+            worker.restart(worker.generation + 1, announce=lambda g: store.set(proto.at(worker.rank), str(g)))
         release()  # after the except clause: the error's traceback no longer holds the failed generation's frames
 
 

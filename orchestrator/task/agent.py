@@ -41,6 +41,7 @@ from orchestrator.records.startup import CLOCK
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import SIGNALS, PreemptFlag
+from orchestrator.task.reaper import end_group, lead_group_and_die_with
 
 if TYPE_CHECKING:
     from orchestrator.env.distenv import DistEnv
@@ -67,8 +68,11 @@ class Worker:
     on_restart: Callable[[int], None] = field(repr=False, default=lambda g: None)
     flag: PreemptFlag | None = None  # the worker's preemption flag (installed at the fork)
 
-    def restart(self, generation: int) -> None:
-        """A survivor goes on in generation ``generation``: a new attempt for its records and clock."""
+    def restart(self, generation: int, announce: Callable[[int], None] = lambda g: None) -> None:
+        """A survivor goes on in generation ``generation``: it says so first (``announce``: the store's
+        :func:`~orchestrator.records.restarts.inprocess.at`), so that a death inside the restart is charged to
+        ``generation``; then a new attempt for its records and clock."""
+        announce(generation)
         self.generation = generation
         begin(self.base_attempt, generation, self.on_restart)
 
@@ -135,12 +139,15 @@ class _Agent:
     def fork(self, generation: int) -> Worker | None:
         self.generation, self.began = generation, time.time()
         world_port = self._world_port(generation) if self.script and generation else None
+        self.store.set(proto.at(self.env.rank), str(generation))  # a worker that dies before it says so: charged here
         sys.stdout.flush()
         sys.stderr.flush()
+        parent = os.getpid()
         pid = os.fork()
         if pid:
             self.pid = pid
             return None
+        lead_group_and_die_with(parent)  # its DataLoader's workers end with it; it ends with its agent
         worker = Worker(rank=self.env.rank, generation=generation, base_attempt=self.base,
                         store_addr=self.env.master_addr, store_port=self.env.master_port,
                         wait_s=float(max(10, self.cfg.launcher.collective_timeout)), on_restart=self.start_worker)
@@ -189,15 +196,29 @@ class _Agent:
         None: a script's other rank failed and the world restarts (this worker was stopped for it)."""
         polls = 0
         while True:
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done:
-                return os.waitstatus_to_exitcode(status)
+            code = self._reap()
+            if code is not None:
+                end_group(self.pid)  # what the worker left (its children) ends with it
+                return code
             self._check_stopped()
             polls += 1
             if self.script and polls % 5 == 0 and self._world_restarts():
                 self._stop_worker()
                 return None
             time.sleep(proto.POLL_S)
+
+    def _reap(self) -> int | None:
+        """Reap every child that ended (the agent is a subreaper: a generation's orphans come to it); the
+        worker's exit status when it is among them."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return None
+            if pid == 0:
+                return None
+            if pid == self.pid:
+                return os.waitstatus_to_exitcode(status)
 
     def _world_restarts(self) -> bool:
         key = proto.decision(self.generation)
@@ -207,14 +228,17 @@ class _Agent:
             return False
 
     def _stop_worker(self, grace: float = 2.0) -> None:
-        """SIGTERM, then SIGKILL after ``grace`` seconds, as torchrun stops a world's workers."""
-        self.send(signal.SIGTERM)
+        """SIGTERM, then SIGKILL after ``grace`` seconds, as torchrun stops a world's workers: to the worker's
+        whole process group (its DataLoader's workers too)."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             if os.waitpid(self.pid, os.WNOHANG)[0]:
+                end_group(self.pid)
                 return
             time.sleep(proto.POLL_S)
-        self.send(signal.SIGKILL)
+        end_group(self.pid)
         os.waitpid(self.pid, 0)
 
     def _check_stopped(self) -> None:
@@ -243,11 +267,14 @@ class _Agent:
             if code == PEER_FAILURE_EXIT and not self._claimed(generation):
                 return self._fall_back("peer_only")  # gave up on a collective, and no rank failed or stopped
             if self.store.add(proto.claim(generation), 1) == 1:  # this rank decides for the generation
-                restart, why = self._decide(generation, code)
-                self.store.set(proto.decision(generation), proto.RESTART if restart else proto.encode_stop(why))
+                self._publish(generation, code)
             decided = self._decision(generation)
         except (OSError, RuntimeError, ValueError):  # the store is gone (rank 0's agent or node)
             return self._fall_back("store_lost")
+        except Exception as exc:  # deciding failed (a bug): the decision said so; the agent ends as its worker did
+            print(f"orch: rank {self.env.rank}: no in-process restart: deciding failed ({type(exc).__name__}: "
+                  f"{exc})", file=sys.stderr, flush=True)
+            return None
         if decided is None:
             return self._fall_back("no_decision")
         restart, why = proto.parse_decision(decided)
@@ -255,6 +282,19 @@ class _Agent:
             print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
             return None
         return generation + 1
+
+    def _publish(self, generation: int, code: int) -> None:
+        """The claimant decides and always publishes the decision (``finally``): a stop when deciding failed,
+        so that the survivors never wait for a decision that will not come."""
+        restart, why = False, "the deciding agent failed"
+        try:
+            restart, why = self._decide(generation, code)
+        except BaseException as exc:
+            why = f"the deciding agent failed: {type(exc).__name__}: {exc}"
+            raise
+        finally:
+            with contextlib.suppress(OSError, RuntimeError, ValueError):  # the store gone: nothing to tell
+                self.store.set(proto.decision(generation), proto.RESTART if restart else proto.encode_stop(why))
 
     def _claimed(self, generation: int) -> bool:
         """Whether a failed rank's agent claims ``generation`` within ``PEER_GRACE_S``: a worker that only lost

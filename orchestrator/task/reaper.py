@@ -112,6 +112,30 @@ def become_subreaper() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def lead_group_and_die_with(parent: int) -> None:
+    """In a process just forked by ``parent``: lead a process group of its own (what it starts can be ended
+    with it, by group) and, on Linux, get SIGKILL from the kernel when ``parent`` dies (``PR_SET_PDEATHSIG``;
+    elsewhere nothing watches the parent). A parent already gone before the request took: exit now."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(128 + signal.SIGKILL)
+
+
+def end_group(leader: int) -> None:
+    """SIGKILL to what is left of the process group ``leader`` led (its leader ended or is being stopped)."""
+    with contextlib.suppress(OSError):
+        os.killpg(leader, signal.SIGKILL)
+
+
 def end_children(grace: float = CHILD_GRACE_SECONDS) -> None:
     """SIGCONT and SIGTERM to every process this task started (a data server, a ``sleep`` in build)
     and their children, before the task exits, and SIGKILL to those still there after ``grace``

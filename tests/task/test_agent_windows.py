@@ -1,0 +1,193 @@
+"""The windows of an in-process restart (task/agent.py), with real forked processes where they matter: a worker
+that dies inside its restart is charged to the generation it was starting; the agent that claims a generation
+always publishes a decision; a worker is the leader of its own process group, dies with its agent, and takes
+its children with it when it is stopped; every generation's leftovers are reaped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.records.restarts import inprocess as proto
+from orchestrator.records.restarts.attempts import read_attempts
+from orchestrator.spec.cluster import Launcher
+from orchestrator.task import agent
+from orchestrator.task.reaper import alive
+
+
+class DictStore:
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    def set(self, key: str, value: str) -> None:
+        self.data[key] = value.encode()
+
+    def get(self, key: str) -> bytes:
+        return self.data[key]
+
+    def add(self, key: str, amount: int) -> int:
+        value = int(self.data.get(key, b"0")) + amount
+        self.data[key] = str(value).encode()
+        return value
+
+    def check(self, keys: list[str]) -> bool:
+        return all(k in self.data for k in keys)
+
+
+def make_agent(tmp_path: Path, store: Any, rank: int = 1, max_restarts: int = 3) -> Any:
+    from orchestrator.env.distenv import DistEnv
+
+    cfg = type("Cfg", (), {"launcher": Launcher(collective_timeout=5, max_restarts=max_restarts), "mode": "local",
+                           "restarts": 0, "world_size": 2, "tasks_per_node": 2, "script": None})()
+    env = DistEnv(rank=rank, local_rank=rank, world_size=2, local_world_size=2, node_rank=0, num_nodes=1,
+                  master_addr="127.0.0.1", master_port=29500)
+    return agent._Agent(cfg, env, tmp_path, store, 0, lambda g: None)
+
+
+def wait_for(check: Any, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return bool(check())
+
+
+# --- a failure inside the restart ---------------------------------------------------------------------------
+
+def test_a_worker_that_dies_before_it_wrote_its_generation_is_charged_to_that_generation(tmp_path: Path) -> None:
+    """Generation 1 was decided (a restart); the agent forks generation 2's worker, which dies at once, before
+    it said where it is: the agent claims generation 2, records it and decides, instead of forking again."""
+    store = DictStore()
+    store.set(proto.at(1), "1")
+    store.add(proto.claim(1), 1)
+    store.set(proto.decision(1), proto.RESTART)
+    ag = make_agent(tmp_path, store)
+    if ag.fork(2) is not None:  # pragma: no cover - the worker: dies before it writes anything
+        os._exit(1)
+    code = ag._wait()
+    assert code == 1
+    assert store.get(proto.at(1)) == b"2"  # the agent said where its worker is before it forked it
+    nxt = ag._after_failure(code)
+    assert store.get(proto.claim(2)) == b"1"  # claimed (this agent won), not taken for generation 1's
+    assert proto.decision(2) in store.data  # and decided
+    assert nxt == 3 and [a["attempt"] for a in read_attempts(tmp_path)] == [2]  # recorded, then restarted
+
+
+def test_a_survivor_writes_its_next_generation_before_its_restart_begins() -> None:
+    """A survivor's worker says it is in generation g+1 before anything else of its restart (its record, its
+    clock): a death in between is charged to g+1."""
+    seen: list[str] = []
+    worker = agent.Worker(rank=1, generation=3, base_attempt=0, store_addr="127.0.0.1", store_port=1, wait_s=1.0,
+                          on_restart=lambda g: seen.append(f"record {g}"))
+    worker.restart(4, announce=lambda g: seen.append(f"at {g}"))
+    assert seen == ["at 4", "record 4"] and worker.generation == 4
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("error", [Boom("an unexpected bug"), KeyError("rank"), OSError("disk")])
+def test_the_claimant_always_publishes_a_decision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 error: Exception) -> None:
+    """Whatever fails while the claimant decides, the survivors get a decision (a stop) at once rather than
+    waiting for one that will not come; the agent ends as its worker did."""
+    def broken(self: Any, generation: int, code: int) -> tuple[bool, str]:
+        raise error
+
+    monkeypatch.setattr(agent._Agent, "_decide", broken)
+    store = DictStore()
+    store.set(proto.at(1), "0")
+    assert make_agent(tmp_path, store)._after_failure(-9) is None
+    restart, why = proto.parse_decision(store.get(proto.decision(0)))
+    assert not restart and type(error).__name__ in why, why
+
+
+# --- the worker's processes ---------------------------------------------------------------------------------
+
+def in_child(body: Any) -> int:
+    """Run ``body`` in a forked child of the test (which never returns into pytest): its pid."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            body()
+        finally:
+            os._exit(0)
+    return pid
+
+
+def test_stopping_a_worker_ends_its_whole_process_group(tmp_path: Path) -> None:
+    """A worker leads its own process group; stopping it (a world's restart) ends what it started too (a
+    DataLoader's workers, here a child that ignores SIGTERM), not the worker's pid alone."""
+    ag = make_agent(tmp_path, DictStore())
+    mark = tmp_path / "child"
+    if ag.fork(0) is not None:  # pragma: no cover - the worker
+        def child() -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(60)
+        try:
+            mark.write_text(str(in_child(child)))
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    assert wait_for(mark.exists)
+    child = int(mark.read_text())
+    assert os.getpgid(ag.pid) == ag.pid and os.getpgid(child) == ag.pid  # the worker's own group
+    ag._stop_worker(grace=0.3)
+    assert wait_for(lambda: not alive(child)), "the worker's child outlived it"
+
+
+def test_a_worker_dies_with_its_agent(tmp_path: Path) -> None:
+    """kill -9 of the agent: its worker gets SIGKILL from the kernel (PR_SET_PDEATHSIG), rather than training
+    on alone (and holding the store's inherited socket open) until a collective fails."""
+    mark = tmp_path / "worker"
+
+    def run_agent() -> None:
+        ag = make_agent(tmp_path, DictStore())
+        if ag.fork(0) is not None:  # the worker
+            time.sleep(60)
+            os._exit(0)
+        mark.write_text(str(ag.pid))
+        time.sleep(60)
+
+    helper = in_child(run_agent)
+    assert wait_for(mark.exists)
+    worker = int(mark.read_text())
+    assert alive(worker)
+    os.kill(helper, signal.SIGKILL)
+    os.waitpid(helper, 0)
+    assert wait_for(lambda: not alive(worker)), "the worker outlived its agent"
+
+
+def test_the_agent_reaps_what_a_generation_left(tmp_path: Path) -> None:
+    """Generation 0's worker fails and leaves a child, which the agent (a subreaper) inherits: the agent ends
+    it and reaps it while it watches generation 1, rather than keeping a zombie per generation."""
+    from orchestrator.task.reaper import _parent_map, become_subreaper
+
+    out = tmp_path / "children"
+
+    def run_agent() -> None:
+        become_subreaper()
+        ag = make_agent(tmp_path, DictStore())
+        if ag.fork(0) is not None:  # generation 0: a child that outlives the worker, then a failure
+            in_child(lambda: time.sleep(0.3))
+            os._exit(1)
+        code = ag._wait()
+        if ag.fork(1) is not None:  # generation 1: trains a while
+            time.sleep(1.5)
+            os._exit(0)
+        last = ag._wait()
+        me = os.getpid()
+        out.write_text(f"{code} {last} " + ",".join(str(p) for p, parent in _parent_map().items() if parent == me))
+
+    helper = in_child(run_agent)
+    os.waitpid(helper, 0)
+    code, last, left = out.read_text().split(" ")
+    assert (code, last) == ("1", "0")
+    assert left == "", f"processes of generation 0 still under the agent: {left}"
