@@ -83,16 +83,14 @@ def warm_script(path: Path) -> list[str]:
 
 
 def host_world_store(addr: str, *, world_size: int, timeout: int) -> int:
-    """Rank 0 of a script's warm restarts: host the next world's store on loopback, at a free port."""
-    import socket
+    """Rank 0 of a script's warm restarts: host the next world's store on loopback, at a free port (the store
+    keeps the socket that took it: bound once, not probed and bound again)."""
+    from orchestrator.runtime.rendezvous import host_script_store, hosted
 
-    from orchestrator.runtime.rendezvous import host_script_store
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        chosen: int = sock.getsockname()[1]
-    host_script_store(addr, chosen, world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
-    return chosen
+    host_script_store(addr, 0, world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
+    store = hosted()
+    assert store is not None
+    return int(store.port)
 
 
 def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ: Any,

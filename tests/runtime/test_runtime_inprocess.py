@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import listeners
@@ -86,3 +87,25 @@ def test_a_generations_gloo_world_is_destroyed_after_a_failure() -> None:
             assert dist.is_initialized()
             raise RuntimeError("lost the connection to another rank")
         assert not dist.is_initialized()
+
+
+def test_a_scripts_next_world_store_binds_its_port_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next world's store takes a free port by binding it and keeps that socket (no probe closed and bound
+    again, which another process could take in between), on loopback only."""
+    import socket
+
+    from orchestrator.runtime.inprocess import host_world_store
+
+    binds: list[Any] = []
+    bind = socket.socket.bind
+
+    def counted(self: socket.socket, address: Any) -> None:
+        binds.append(address)
+        bind(self, address)
+
+    monkeypatch.setattr(socket.socket, "bind", counted)
+    port = host_world_store("127.0.0.1", world_size=2, timeout=10)
+    assert len(binds) == 1 and port > 0, binds
+    assert listeners(port) == ["0100007F"]
+    client = agent_store("127.0.0.1", port, rank=1, world_size=2, timeout=10)
+    client.set("k", "v")
