@@ -20,6 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="Python scripts to check (a directory: its *.py "
                                                                  "files, recursively)")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    parser.add_argument("--fix", action="store_true", help="print a unified diff that fixes the mechanical pitfalls "
+                        "(DDP001, DDP004, DDP006, DDP007, DDP009, DDP015); nothing is written")
+    parser.add_argument("--write", action="store_true", help="with --fix: apply the diff in place (the original "
+                                                              "kept as FILE.orig)")
     add_ignore_argument(parser)
     add_cluster_argument(parser)
     add_json_argument(parser)
@@ -29,8 +33,7 @@ def check_files(args: argparse.Namespace) -> tuple[list[Finding], list[str], lis
     """The findings of ``args.files`` (less ``--ignore`` and cluster.yaml's doctor.ignore), the warnings of
     files that could not be parsed, the files that could not be read, and a note per script written for
     another launch style (what orch run/submit make of it: :func:`launch_note`)."""
-    cluster = cluster_or_none(args)  # its doctor.ignore applies here as in orch submit / orch run
-    ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
+    ignore = _ignored(args)
     findings: list[Finding] = []
     skipped: list[str] = []
     unreadable: list[DoctorInputError] = []
@@ -52,6 +55,12 @@ def check_files(args: argparse.Namespace) -> tuple[list[Finding], list[str], lis
     return dedupe(findings), skipped, unreadable, notes
 
 
+def _ignored(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--ignore`` and cluster.yaml's doctor.ignore (which applies here as in orch submit / orch run)."""
+    cluster = cluster_or_none(args)
+    return parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
+
+
 def launch_note(path: str, launch: Launch) -> str:
     """One line: the style a script is written for, and what orch run/submit make of it (one judge: what this
     verb reports is what they report)."""
@@ -63,6 +72,8 @@ def launch_note(path: str, launch: Launch) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.fix or args.write:
+        return _fix(args)
     findings, skipped, unreadable, notes = check_files(args)
     for line in [*skipped, *notes]:
         print(line, file=sys.stderr, flush=True)
@@ -73,6 +84,15 @@ def run(args: argparse.Namespace) -> int:
     for error in unreadable:
         print(error.render(), file=sys.stderr)
     return 2 if unreadable else exit_code(findings, strict=args.strict)
+
+
+def _fix(args: argparse.Namespace) -> int:
+    if not args.fix or args.json:
+        raise DoctorInputError("--write applies --fix's diff" if not args.fix else "--fix prints a diff, not JSON",
+                               hint="orch doctor FILE --fix (prints the diff) or --fix --write (applies it)")
+    from orchestrator.commands._doctorfix import run_fix  # imports libcst: only when a fix is asked for
+
+    return run_fix(_expand(args.files), _ignored(args), write=args.write)
 
 
 def _expand(paths: list[str]) -> list[str]:

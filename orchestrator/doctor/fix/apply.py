@@ -1,0 +1,85 @@
+"""Run the fixers on one script until no fixable finding is left: each fix is made on the doctor's findings
+of the text as it stands (a fix moves the lines below it), then the doctor reads the result again."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from orchestrator.doctor.check import check_source
+from orchestrator.doctor.findings import DoctorInputError, Finding
+from orchestrator.doctor.fix import destroy, device, local_rank, map_location, rank0_save, set_epoch
+from orchestrator.doctor.fix.cst import Source
+
+Fixer = Callable[[Source, Finding], "cst.Module | None"]
+
+FIXERS: dict[str, Fixer] = {
+    "DDP001": device.fix,        # torch.cuda.set_device(local_rank) before init_process_group
+    "DDP004": set_epoch.fix,     # sampler.set_epoch(epoch) first in the epoch loop
+    "DDP006": rank0_save.fix,    # if dist.get_rank() == 0: torch.save(...), then dist.barrier()
+    "DDP007": destroy.fix,       # destroy_process_group() out of the loop, at the end of its function
+    "DDP009": map_location.fix,  # torch.load(..., map_location="cpu")
+    "DDP015": local_rank.fix,    # args.local_rank = int(os.environ.get("LOCAL_RANK", args.local_rank))
+}
+_MAX_FIXES = 100  # a bound on the loop, far above any script's findings
+
+
+@dataclass
+class Fixed:
+    """The fixed text, the findings fixed and the fixable findings left as they were (each with the reason),
+    at their lines in the text as it was given."""
+
+    text: str
+    fixed: list[Finding] = field(default_factory=list)
+    left: list[tuple[Finding, str]] = field(default_factory=list)
+
+
+def fix_source(source: str, filename: str, ignore: Collection[str] = ()) -> Fixed:
+    """The script's text with every fixable finding of ``filename`` (less the codes in ``ignore``) fixed."""
+    result = Fixed(text=source)
+    tried: set[tuple[str, str]] = set()  # (code, the finding's source line): a fix that cannot be made
+    first = source.splitlines()
+    original = {(f.code, _at(first, f.line)): f for f in check_source(source, filename)}  # lines as the user has them
+    for _ in range(_MAX_FIXES):
+        lines = result.text.splitlines()
+        now = check_source(result.text, filename)
+        todo = [f for f in now if f.file == filename and f.code in FIXERS and f.code not in ignore
+                and (f.code, _at(lines, f.line)) not in tried]
+        if not todo:
+            break
+        key = (todo[0].code, _at(lines, todo[0].line))
+        finding = original.get(key, todo[0])
+        tried.add(key)
+        new = FIXERS[finding.code](Source(cst.parse_module(result.text)), todo[0])
+        if new is None or new.code == result.text or not _fixes(new.code, filename, finding.code, now):
+            result.left.append((finding, "no fix of this form here: change it by hand (the fix line says how)"))
+            continue
+        result.text = new.code
+        result.fixed.append(finding)
+    return result
+
+
+def _at(lines: list[str], line: int) -> str:
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def _fixes(text: str, filename: str, code: str, before: list[Finding]) -> bool:
+    """The doctor reports fewer findings of ``code`` in the fixed text, and no more errors."""
+    try:
+        after = check_source(text, filename)
+    except DoctorInputError:  # a fix that breaks the parse is no fix
+        return False
+    def count(findings: list[Finding], wanted: Callable[[Finding], bool]) -> int:
+        return sum(1 for f in findings if wanted(f))
+    return (count(after, lambda f: f.code == code) < count(before, lambda f: f.code == code)
+            and count(after, lambda f: f.severity == "error") <= count(before, lambda f: f.severity == "error"))
+
+
+def unified_diff(before: str, after: str, path: str) -> str:
+    """``--- PATH`` / ``+++ PATH`` hunks (``patch -p0 < fix.diff`` applies them where PATH was given); empty
+    when nothing changed."""
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=path, tofile=path))

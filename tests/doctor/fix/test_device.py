@@ -1,0 +1,41 @@
+"""DDP001's fix: ``torch.cuda.set_device(local_rank)`` before ``init_process_group``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixcheck import fixed_by_cli
+
+
+def test_the_device_is_bound_from_the_local_rank_variable_before_init(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    text = '''import os
+
+import torch
+import torch.distributed as dist
+
+
+def main():
+    local_rank = int(os.environ["LOCAL_RANK"])
+
+    # join the others
+    dist.init_process_group("nccl")
+    model = torch.nn.Linear(2, 2).cuda()
+'''
+    fixed = fixed_by_cli(tmp_path, monkeypatch, capsys, text, "DDP001", [],
+                         ["    torch.cuda.set_device(local_rank)"])
+    assert "\n\n    torch.cuda.set_device(local_rank)\n    # join the others\n" in fixed
+
+
+def test_without_a_local_rank_variable_the_environment_is_read_and_os_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    text = '''"""Train."""
+import torch
+import torch.distributed as dist
+
+dist.init_process_group(backend="nccl")
+model = torch.nn.Linear(2, 2).cuda()
+'''
+    fixed_by_cli(tmp_path, monkeypatch, capsys, text, "DDP001", [],
+                 ["import os", 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))'])

@@ -1,0 +1,58 @@
+"""The fix loop: every fixable finding of a script fixed in one pass, reported at the user's lines, codes in
+``ignore`` left alone, and the fixed script clean (a second pass finds nothing)."""
+
+from __future__ import annotations
+
+from orchestrator.doctor import check_source
+from orchestrator.doctor.fix import fix_source, unified_diff
+
+SCRIPT = '''"""A toy DDP script with six pitfalls."""
+import argparse
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default=0)
+    args = parser.parse_args()
+    device = torch.device(f"cuda:{args.local_rank}")
+    dist.init_process_group("nccl")
+    model = torch.nn.Linear(4, 1).cuda()
+    model.load_state_dict(torch.load("model_ckpt.pt"))
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, batch_size=8, sampler=sampler)
+    for epoch in range(3):
+        for x, y in loader:
+            ((model(x.to(device)) - y.to(device)) ** 2).mean().backward()
+        torch.save(model.state_dict(), "ckpt.pt")
+        dist.destroy_process_group()
+    dist.barrier()
+'''
+
+
+def test_all_six_fixes_in_one_pass_at_the_lines_the_user_has() -> None:
+    assert {f.code for f in check_source(SCRIPT, "train.py")} >= {"DDP001", "DDP004", "DDP006", "DDP007", "DDP009",
+                                                                   "DDP015"}
+    fixed = fix_source(SCRIPT, "train.py")
+    assert sorted((f.code, f.line) for f in fixed.fixed) == [
+        ("DDP001", 15), ("DDP004", 18), ("DDP006", 23), ("DDP007", 24), ("DDP009", 16), ("DDP015", 11)]
+    assert fixed.left == []
+    assert check_source(fixed.text, "train.py") == []
+    again = fix_source(fixed.text, "train.py")
+    assert (again.text, again.fixed, again.left) == (fixed.text, [], [])
+
+
+def test_ignored_codes_are_not_fixed() -> None:
+    fixed = fix_source(SCRIPT, "train.py", ignore={"DDP006", "DDP001"})
+    assert {f.code for f in fixed.fixed} == {"DDP004", "DDP007", "DDP009", "DDP015"}
+    assert {f.code for f in check_source(fixed.text, "train.py")} == {"DDP001", "DDP006"}
+
+
+def test_the_diff_names_the_path_as_given_and_is_empty_without_a_change() -> None:
+    diff = unified_diff("a\nb\n", "a\nc\n", "src/train.py")
+    assert diff.splitlines()[:2] == ["--- src/train.py", "+++ src/train.py"]
+    assert unified_diff(SCRIPT, SCRIPT, "train.py") == ""
