@@ -93,6 +93,12 @@ class TorchRuntime:
 
         watch_world(on_join, master_addr=master_addr, master_port=master_port)
 
+    def watch_spawned_world(self, on_join: Callable[[int, int, str, bool | None], None], *, master_addr: str,
+                            master_port: int) -> None:
+        from orchestrator.runtime.worldhook import watch_spawned_world
+
+        watch_spawned_world(on_join, master_addr=master_addr, master_port=master_port)
+
     def bound_timeout(self, *, init_timeout: int, collective_timeout: int,
                       on_applied: Callable[[int, bool], None]) -> None:
         from orchestrator.runtime.pgtimeout import Bound, bound_timeout

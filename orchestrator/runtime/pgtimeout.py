@@ -15,8 +15,8 @@ as :mod:`orchestrator.runtime.worldhook` does, through the same finder when torc
 when it is the script's own). Subgroups (``new_group``) keep their own timeouts.
 
 A per-node script spawns its ranks itself (``torch.multiprocessing.spawn``/``start_processes``: fresh
-interpreters this process's hook does not reach): each spawned function is wrapped so the child installs
-the same bound before it runs (:func:`spawned`).
+interpreters this process's hook does not reach): each process it starts installs the same bound before its
+function runs (:func:`orchestrator.runtime.worldhook.first_in_spawned`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from orchestrator.runtime.worldhook import C10D, after_exec, rebind
+from orchestrator.runtime.worldhook import C10D, after_exec, first_in_spawned, rebind
 
-SPAWN = "torch.multiprocessing.spawn"
 BOUND = "__orch_timeout_bound__"  # set on a wrapper: a second bound_timeout does not wrap it again
 OnApplied = Callable[[int, bool], None]
 
@@ -51,14 +50,12 @@ class Bound:
 
 def bound_timeout(bound: Bound, on_applied: OnApplied | None = None) -> None:
     """Bound ``init_process_group`` (and what ``torch.multiprocessing`` spawns) now, or as soon as torch loads it."""
-    hooks: dict[str, Callable[[ModuleType], None]] = {
-        C10D: lambda c10d: _wrap_init(c10d, bound, on_applied), SPAWN: lambda spawn: _wrap_spawn(spawn, bound)}
-    for name, hook in hooks.items():
-        module = sys.modules.get(name)
-        if module is not None:
-            hook(module)
-        else:
-            after_exec(name, hook)
+    module = sys.modules.get(C10D)
+    if module is not None:
+        _wrap_init(module, bound, on_applied)
+    else:
+        after_exec(C10D, lambda c10d: _wrap_init(c10d, bound, on_applied))
+    first_in_spawned(functools.partial(bound_timeout, bound), BOUND)
 
 
 def torch_default(timeout: object) -> bool:
@@ -96,23 +93,3 @@ def _wrap_init(c10d: ModuleType, bound: Bound, on_applied: OnApplied | None) -> 
 
     setattr(init_process_group, BOUND, True)
     rebind(original, init_process_group, "init_process_group")
-
-
-def _wrap_spawn(spawn: ModuleType, bound: Bound) -> None:
-    """``start_processes`` (what ``spawn`` calls) runs each process's function through :func:`spawned`."""
-    original = spawn.start_processes
-    if getattr(original, BOUND, False):
-        return
-
-    @functools.wraps(original)
-    def start_processes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return original(functools.partial(spawned, fn, bound), *args, **kwargs)
-
-    setattr(start_processes, BOUND, True)
-    rebind(original, start_processes, "start_processes")
-
-
-def spawned(fn: Callable[..., Any], bound: Bound, *args: Any) -> Any:
-    """A spawned process (picklable: by name): the bound installed here, then the script's own function."""
-    bound_timeout(bound)
-    return fn(*args)

@@ -12,6 +12,11 @@ When torch is not imported yet, nothing is imported now: a finder on ``sys.meta_
 soon as ``distributed_c10d`` has been executed, before any module binds its name (the script's own start-up,
 its environment variables read at ``import torch``, stay as without orch). :func:`after_exec` is that finder's
 door: each hook on the same module (this one, :mod:`orchestrator.runtime.pgtimeout`'s) runs, in the order given.
+
+A per-node script starts its ranks itself (``torch.multiprocessing.spawn``/``start_processes``: fresh
+interpreters this process's hooks do not reach). :func:`first_in_spawned` wraps ``start_processes`` so that each
+process it starts runs a given set-up (picklable: the bound of pgtimeout, the world watch of a per-node script)
+before the script's own function.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from urllib.parse import urlsplit
 from orchestrator.env.taskenv import is_loopback
 
 C10D = "torch.distributed.distributed_c10d"
+SPAWN = "torch.multiprocessing.spawn"
 OnJoin = Callable[[int, int, str, "bool | None"], None]
 WATCHED = "__orch_world_watch__"  # set on the wrapper: a second watch_world does not wrap it again
 
@@ -41,6 +47,42 @@ def watch_world(on_join: OnJoin, *, master_addr: str, master_port: int) -> None:
         _wrap(module, on_join, orch)
     else:
         after_exec(C10D, lambda loaded: _wrap(loaded, on_join, orch))
+
+
+def watch_spawned_world(on_join: OnJoin, *, master_addr: str, master_port: int) -> None:
+    """Each process ``torch.multiprocessing`` starts from here on watches its own world (``on_join``: picklable)."""
+    first_in_spawned(functools.partial(watch_world, on_join, master_addr=master_addr, master_port=master_port),
+                     WATCHED)
+
+
+def first_in_spawned(setup: Callable[[], object], marker: str) -> None:
+    """Every process ``torch.multiprocessing`` starts (``spawn`` calls ``start_processes``) runs ``setup()``
+    (picklable) before its function; ``marker`` names this set-up on the wrapper, so a second call with the
+    same marker does not wrap it again. Now, or as soon as torch loads it."""
+
+    def wrap(spawn: ModuleType) -> None:
+        original = spawn.start_processes
+        if getattr(original, marker, False):
+            return
+
+        @functools.wraps(original)
+        def start_processes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            return original(functools.partial(_set_up_first, setup, fn), *args, **kwargs)
+
+        setattr(start_processes, marker, True)
+        rebind(original, start_processes, "start_processes")
+
+    module = sys.modules.get(SPAWN)
+    if module is not None:
+        wrap(module)
+    else:
+        after_exec(SPAWN, wrap)
+
+
+def _set_up_first(setup: Callable[[], object], fn: Callable[..., Any], *args: Any) -> Any:
+    """A spawned process (picklable: by name): the set-up, then the script's own function."""
+    setup()
+    return fn(*args)
 
 
 def after_exec(name: str, then: Callable[[ModuleType], None]) -> None:

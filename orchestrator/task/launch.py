@@ -45,6 +45,7 @@ from orchestrator.records.codetrust import check_task_code
 from orchestrator.records.jobdirs import outcome_path
 from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT  # a collective failed or timed out
 from orchestrator.records.resumecheck import check_resume_folder
+from orchestrator.records.stacks import STACK
 from orchestrator.records.startup import CLOCK
 from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.numbers import FULL_DISK, full_disk, parse_int
@@ -81,6 +82,10 @@ class TaskRuntime(scripttimeout.Bounder, Protocol):
     def watch_world(self, on_join: Callable[[int, int, str, bool | None], None], *, master_addr: str,
                     master_port: int) -> None:
         """Scripts: ``on_join(size, rank, backend, at_orch)`` after each init_process_group (runtime.worldhook)."""
+
+    def watch_spawned_world(self, on_join: Callable[[int, int, str, bool | None], None], *, master_addr: str,
+                            master_port: int) -> None:
+        """Per-node scripts: the same, in each process ``torch.multiprocessing`` starts (picklable ``on_join``)."""
 
     # in-process restarts (task/agent.py): the agents' store at MASTER_PORT (rank 0's hosts it), a script's next
     # world's store at a free port (rank 0: its number), what a forked worker would import again (warm_up)
@@ -150,6 +155,7 @@ def start_outcome(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, environ: 
                    run=distenv.script_run_id(environ, "local") if slurm else "local",
                    restart=distenv.restart_count(environ, cfg.restarts), stopped_by="Slurm" if slurm else "orch run",
                    init_timeout=cfg.launcher.init_timeout, collective_timeout=cfg.launcher.collective_timeout)
+    STACK.start(job_dir, env.rank)  # this attempt's stack file, once a hang ends (records/stacks.py)
 
 
 def install_term_record(preempt_signal: str) -> None:
@@ -163,6 +169,7 @@ def install_term_record(preempt_signal: str) -> None:
     def on_term(signum: int, frame: FrameType | None) -> None:
         if os.getpid() == owner:  # not in a forked child (a DataLoader worker inherits the handler)
             hang.say_stopped(signum, RECORDER.base.get("rank"))
+            STACK.stopped(frame)  # where this rank was (the others may be waiting for it)
             RECORDER.finish("signalled", -signum, signal_name=signal.Signals(signum).name)
             end_children()
         signal.signal(signum, signal.SIG_DFL)
@@ -282,6 +289,7 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
             if peer is not None:
                 applied = runtime.applied_timeout(str(exc))
                 hang.dump_stacks()  # which collective this rank was in, next to the stuck rank's stacks
+                STACK.waited(exc)  # the same, for the table of the ranks' places (records/stacks.py)
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
         if script and env is not None:  # what torchelastic's @record wrote: the message and where it was raised

@@ -10,6 +10,11 @@ Before a script of several ranks runs, :func:`watch` has torch's side wrap ``ini
 - no ``init_process_group`` after ``launcher.init_timeout`` seconds: rank 0 says so once, while it runs;
 - at the end, strict: a rank that never joined the job's world fails (exit 2, the reason in its record).
 
+A per-node script's ranks are the processes it starts (``torch.multiprocessing.spawn``): each of them watches
+its own world (:class:`SpawnedCheck`, handed to every process the script spawns): a world of another size
+than the job's ranks (nodes x processes per node; its node flags without orch's placeholders, say) gets the
+same warning from that world's rank 0, and fails the process under ``strict``.
+
 ``launcher.world_check: independent`` (``--independent-ranks``) and jobs of one rank are not watched. No torch here.
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from orchestrator.env.distenv import DistEnv
@@ -31,20 +37,40 @@ from orchestrator.task.outcome import RECORDER
 Settle = Callable[[int], int]  # the script's exit code -> the task's (strict: raises instead)
 
 
+OnJoin = Callable[[int, int, str, "bool | None"], None]
+PER_NODE_HINT = ("a per-node script's processes must form one world of every node's processes: give its node "
+                 "flags orch's placeholders (-- ... {nnodes} {nproc_per_node} {node_rank}, see `orch doctor`)")
+
+
 class Watcher(Protocol):
-    def watch_world(self, on_join: Callable[[int, int, str, bool | None], None], *, master_addr: str,
-                    master_port: int) -> None: ...
+    def watch_world(self, on_join: OnJoin, *, master_addr: str, master_port: int) -> None: ...
+
+    def watch_spawned_world(self, on_join: OnJoin, *, master_addr: str, master_port: int) -> None: ...
 
 
 def watched(cfg: RunConfig, env: DistEnv) -> bool:
     """A script of several ranks, unless declared independent; not a per-node script (its ranks are the
-    processes it spawns: fresh interpreters this task's hook does not reach)."""
+    processes it spawns: :func:`spawned_ranks`)."""
     return (cfg.script is not None and env.world_size > 1 and cfg.launcher.world_check != "independent"
             and cfg.script.launch.style != "per-node")
 
 
+def spawned_ranks(cfg: RunConfig, env: DistEnv) -> int:
+    """A per-node script's world, watched in the processes it spawns: every node's processes (0: not watched,
+    another style, one rank, or declared independent)."""
+    if cfg.script is None or cfg.script.launch.style != "per-node" or cfg.launcher.world_check == "independent":
+        return 0
+    ranks = env.world_size * cfg.script.launch.procs_per_task
+    return ranks if ranks > 1 else 0
+
+
 def watch(cfg: RunConfig, env: DistEnv, runtime: Watcher) -> Settle:
     """Watch this rank's world (when the job asks for it); the returned function settles the script's end."""
+    expected = spawned_ranks(cfg, env)
+    if expected:
+        runtime.watch_spawned_world(SpawnedCheck(expected, cfg.launcher.world_check == "strict"),
+                                    master_addr=env.master_addr, master_port=env.master_port)
+        return lambda code: code
     if not watched(cfg, env):
         return lambda code: code
     strict = cfg.launcher.world_check == "strict"
@@ -94,6 +120,27 @@ class Check:
             hint = NEVER_INITIALISED_HINT if self.world.size is None else NEVER_FORMED_HINT
             raise ConfigError(problem, hint=hint)
         return code
+
+
+@dataclass(frozen=True)
+class SpawnedCheck:
+    """A per-node script's spawned process: the world it joined against the job's ``expected`` ranks
+    (picklable: handed to each process ``torch.multiprocessing`` starts). Its world's rank 0 warns;
+    ``strict`` fails the process at the join."""
+
+    expected: int
+    strict: bool
+
+    def __call__(self, size: int, rank: int, backend: str, at_orch: bool | None) -> None:
+        world = WorldJoin(size=max(size, 1), rank=max(rank, 0), backend=backend[:40], orch_rendezvous=at_orch)
+        problem = rank_problem(world, self.expected)
+        if problem is None:
+            return
+        problem = problem.replace("this rank", f"the spawned rank {world.rank}", 1)
+        if self.strict:
+            raise ConfigError(problem, hint=PER_NODE_HINT)
+        if world.rank == 0:
+            _say(f"orch: warning: {problem}; the job goes on (--strict-world stops it)\nHINT: {PER_NODE_HINT}")
 
 
 def _say(line: str) -> None:

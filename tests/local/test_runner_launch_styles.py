@@ -111,6 +111,18 @@ def test_per_node_script_without_its_placeholders_is_warned_with_the_arguments_t
     assert "orch: warning: spawn_per_node.py starts its own processes on each node" in proc.stderr, proc.stderr
     assert (f"HINT: let orch fill them on each node: -- --out {out} --steps 1 -n {{nnodes}} -g {{nproc_per_node}} "
             "-nr {node_rank}") in proc.stderr
+    # and the world check, watching the processes it spawned, says what came of it
+    assert ("orch: warning: the job's 2 ranks never formed a process group: the spawned rank 0 initialised a world "
+            "of 1 rank (gloo) at orch's rendezvous and trained alone") in proc.stdout, proc.stdout  # rank 0's lines
+    assert proc.returncode == 0 and json.loads((out / "rank0.json").read_text())["world"] == 1
+
+
+def test_per_node_script_whose_spawned_world_is_short_fails_under_strict_world(tmp_path: Path) -> None:
+    proc = _orch_run(tmp_path, str(SCRIPTS / "spawn_per_node.py"), "--nproc", "2", "--strict-world", "--job-root",
+                     str(tmp_path / "jobs"), "--", "--out", str(tmp_path / "out"), "--steps", "1")
+    assert proc.returncode != 0, proc.stderr
+    assert "ConfigError: the job's 2 ranks never formed a process group: the spawned rank 0" in proc.stdout
+    assert not (tmp_path / "out" / "rank0.json").exists()  # stopped at the join, before it trained
 
 
 def test_slurm_script_matches_srun_variables(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ record, rank 0's warning lines, and ``launcher.world_check: strict`` failing at 
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from orchestrator.env.distenv import DistEnv
 from orchestrator.errors import ConfigError
 from orchestrator.spec.cluster import Launcher
+from orchestrator.spec.launch import Launch
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.task import worldcheck
@@ -26,9 +28,13 @@ class FakeTorch:
     def __init__(self) -> None:
         self.on_join: OnJoin | None = None
         self.where: tuple[str, int] | None = None
+        self.spawned: OnJoin | None = None  # what each process a per-node script spawns runs at its join
 
     def watch_world(self, on_join: OnJoin, *, master_addr: str, master_port: int) -> None:
         self.on_join, self.where = on_join, (master_addr, master_port)
+
+    def watch_spawned_world(self, on_join: OnJoin, *, master_addr: str, master_port: int) -> None:
+        self.spawned, self.where = on_join, (master_addr, master_port)
 
     def join(self, size: int, rank: int, at_orch: bool | None = True) -> None:
         assert self.on_join is not None
@@ -148,3 +154,42 @@ def test_the_timer_runs_on_rank_0_only_and_stops_at_the_join() -> None:
     torch.join(2, 0)
     check.timer.join(timeout=5)
     assert not check.timer.is_alive()  # cancelled
+
+
+def per_node(world_check: str = "warn", procs: int = 2) -> RunConfig:
+    launch = Launch(style="per-node", procs_per_task=procs)
+    target = ScriptTarget(kind="script", target="/src/spawner.py", cwd="/src", launch=launch)
+    return config(world_check, tasks=1).model_copy(update={"script": target})
+
+
+def test_a_per_node_script_is_watched_in_the_processes_it_spawns(capsys: pytest.CaptureFixture[str]) -> None:
+    """One task per node, ``procs`` ranks each: the watch goes to the spawned processes (picklable), not to the
+    task, and expects every node's processes (2 nodes x 2 here)."""
+    torch = FakeTorch()
+    settle = worldcheck.watch(per_node(), dist(0, world=2), torch)
+    assert torch.on_join is None and torch.where == ("127.0.0.1", 29512)
+    check = torch.spawned
+    assert check == worldcheck.SpawnedCheck(expected=4, strict=False)
+    assert pickle.loads(pickle.dumps(check)) == check
+    check(4, 3, "gloo", True)  # rank 3 of the world of 4: right
+    assert capsys.readouterr().err == "" and settle(0) == 0
+    check(1, 0, "gloo", True)  # the script's flags' defaults: one process alone
+    assert capsys.readouterr().err == (
+        "orch: warning: the job's 4 ranks never formed a process group: the spawned rank 0 initialised a world of "
+        "1 rank (gloo) at orch's rendezvous and trained alone; the job goes on (--strict-world stops it)\n"
+        f"HINT: {worldcheck.PER_NODE_HINT}\n")
+
+
+def test_a_per_node_scripts_spawned_rank_fails_at_its_join_under_strict() -> None:
+    torch = FakeTorch()
+    worldcheck.watch(per_node("strict"), dist(0, world=1), torch)
+    assert torch.spawned is not None
+    with pytest.raises(ConfigError, match="the job's 2 ranks never formed a process group: the spawned rank 1"):
+        torch.spawned(3, 1, "gloo", True)
+
+
+@pytest.mark.parametrize(("cfg", "world"), [(per_node("independent"), 2), (per_node(procs=1), 1)])
+def test_what_of_a_per_node_script_is_not_watched(cfg: RunConfig, world: int) -> None:
+    torch = FakeTorch()
+    worldcheck.watch(cfg, dist(0, world=world), torch)
+    assert torch.spawned is None and torch.on_join is None
