@@ -1,0 +1,113 @@
+"""The real proof: a script with four pitfalls (the ``--local_rank`` flag, no ``set_epoch``, every rank saving
+to one path, ``destroy_process_group`` in the loop), fixed by ``orch doctor --fix --write`` and trained under
+``orch run --nproc 2`` (gloo, CPU), ends with the same parameters, bit for bit, as the same script fixed by
+hand and trained under torchrun."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from support import ORCH, clean_environ, once_more_on_teardown_abort
+
+from orchestrator.doctor import check_file
+from orchestrator.local.runner import free_port
+
+pytestmark = pytest.mark.slow
+TIMEOUT = 240
+
+SCRIPT = '''"""A small DDP regression on the CPU (gloo) with four pitfalls."""
+import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default=-1)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--epochs", type=int, default=4)
+    args = parser.parse_args()
+    if args.local_rank == -1:
+        raise SystemExit("start me with torch.distributed.launch: it passes --local_rank")
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(96, 4), torch.randn(96, 1))
+    model = DDP(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    sampler = DistributedSampler(data, seed=1)
+    loader = DataLoader(data, batch_size=4, sampler=sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        # the latest weights, every epoch
+        torch.save(model.module.state_dict(), args.out)
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+# The same script fixed by hand, as a user would: no flag, the sampler reached through the loader.
+HAND_FIXES = [
+    ('import argparse\n', 'import argparse\nimport os\n'),
+    ('    parser.add_argument("--local_rank", type=int, default=-1)\n', ''),
+    ('    if args.local_rank == -1:\n'
+     '        raise SystemExit("start me with torch.distributed.launch: it passes --local_rank")\n',
+     '    assert int(os.environ["LOCAL_RANK"]) >= 0\n'),
+    ('    for epoch in range(args.epochs):\n',
+     '    for epoch in range(args.epochs):\n        loader.sampler.set_epoch(epoch)\n'),
+    ('        torch.save(model.module.state_dict(), args.out)\n        dist.destroy_process_group()\n',
+     '        if dist.get_rank() == 0:\n            torch.save(model.module.state_dict(), args.out)\n'
+     '        dist.barrier()\n    dist.destroy_process_group()\n'),
+]
+
+
+def _by_hand() -> str:
+    text = SCRIPT
+    for old, new in HAND_FIXES:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+def _env() -> dict[str, str]:
+    env = clean_environ()
+    env.pop("OMP_NUM_THREADS", None)
+    return env
+
+
+def test_the_fixed_script_under_orch_run_trains_to_the_hand_fixed_scripts_parameters_under_torchrun(
+        tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    assert {f.code for f in check_file(script)} >= {"DDP004", "DDP006", "DDP007", "DDP015"}
+    fix = subprocess.run([ORCH, "doctor", "train.py", "--fix", "--write"], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert fix.returncode == 0, fix.stderr
+    assert "fixed DDP015 (line 12), DDP004 (line 23), DDP006 (line 31), DDP007 (line 32)" in fix.stderr
+    assert check_file(script) == []
+    (tmp_path / "by_hand.py").write_text(_by_hand(), encoding="utf-8")
+
+    ours = subprocess.run([ORCH, "run", "train.py", "--nproc", "2", "--cpu", "--job-root", str(tmp_path / "jobs"),
+                           "--", "--out", str(tmp_path / "orch.pt")], cwd=tmp_path, env=_env(), capture_output=True,
+                          text=True, timeout=TIMEOUT, check=False)
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    theirs = once_more_on_teardown_abort(lambda: subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master-addr", "127.0.0.1",
+         "--master-port", str(free_port()), "by_hand.py", "--out", str(tmp_path / "torchrun.pt")],
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=TIMEOUT, check=False))
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+
+    got, want = torch.load(tmp_path / "orch.pt"), torch.load(tmp_path / "torchrun.pt")
+    assert set(got) == set(want) == {"weight", "bias"}
+    assert all(torch.equal(got[name], want[name]) for name in want), (got, want)
