@@ -1,0 +1,1 @@
+from .overwatch import initialize_overwatch

@@ -1,0 +1,2 @@
+from .materialize import get_train_strategy
+from .metrics import Metrics
