@@ -117,7 +117,10 @@ def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore,
     RECORDER.path = None  # the worker keeps the rank's record; the agent writes none
     signal.signal(SIGNALS[cfg.launcher.preempt_signal], lambda signum, frame: agent.send(signum))  # to the worker
     warm_up()  # what a replaced worker would import again: imported here, once, after the first fork
-    return agent.watch()
+    chosen = agent.watch()
+    if isinstance(chosen, int):  # the agent ends (a forked worker goes on through the caller)
+        agent.exit_barrier()
+    return chosen
 
 
 @dataclass
@@ -135,6 +138,7 @@ class _Agent:
     stopped_since: float | None = None
     began: float = field(default_factory=time.time)  # when the current generation started
     killed_stopped: bool = False  # the agent killed its stopped (hung) worker
+    preempted: bool = False  # the preemption signal came: every later worker starts with its flag set
 
     def fork(self, generation: int) -> Worker | None:
         self.generation, self.began = generation, time.time()
@@ -143,15 +147,21 @@ class _Agent:
         sys.stdout.flush()
         sys.stderr.flush()
         parent = os.getpid()
+        held = {SIGNALS[self.cfg.launcher.preempt_signal]}  # until the worker's own handler is in place
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
         pid = os.fork()
         if pid:
             self.pid = pid
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # one that came meanwhile: forwarded to it now
             return None
         lead_group_and_die_with(parent)  # its DataLoader's workers end with it; it ends with its agent
         worker = Worker(rank=self.env.rank, generation=generation, base_attempt=self.base,
                         store_addr=self.env.master_addr, store_port=self.env.master_port,
                         wait_s=float(max(10, self.cfg.launcher.collective_timeout)), on_restart=self.start_worker)
         worker.flag = PreemptFlag(self.cfg.launcher.preempt_signal).install()  # the worker's own, from now on
+        if self.preempted:  # the signal came when no worker was there to get it (between two generations)
+            worker.flag.request()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
         global WORKER
         WORKER = worker
         if world_port is not None:
@@ -188,6 +198,11 @@ class _Agent:
                 return worker
 
     def send(self, signum: int) -> None:
+        """The preemption signal, to the worker; kept for the next worker (one may be forked after it)."""
+        self.preempted = True
+        self._signal(signum)
+
+    def _signal(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signum)
 
@@ -255,7 +270,7 @@ class _Agent:
         if now - self.stopped_since >= proto.STOPPED_GRACE_S:
             print(f"orch: rank {self.env.rank}: the worker (pid {self.pid}) is stopped (hung) for "
                   f"{proto.STOPPED_GRACE_S:g} s; killing it", file=sys.stderr, flush=True)
-            self.send(signal.SIGKILL)
+            self._signal(signal.SIGKILL)
             self.stopped_since, self.killed_stopped = None, True
 
     def _after_failure(self, code: int) -> int | None:
@@ -288,13 +303,31 @@ class _Agent:
         so that the survivors never wait for a decision that will not come."""
         restart, why = False, "the deciding agent failed"
         try:
-            restart, why = self._decide(generation, code)
+            gone = [r for r in range(self.env.world_size) if r != self.env.rank and self.store.check([proto.ended(r)])]
+            restart, why = (False, f"rank {gone[0]} has ended (its part of the step is done)") if gone else \
+                self._decide(generation, code)
         except BaseException as exc:
             why = f"the deciding agent failed: {type(exc).__name__}: {exc}"
             raise
         finally:
             with contextlib.suppress(OSError, RuntimeError, ValueError):  # the store gone: nothing to tell
                 self.store.set(proto.decision(generation), proto.RESTART if restart else proto.encode_stop(why))
+
+    def exit_barrier(self) -> None:
+        """Say this rank's agent ends, then wait until every rank's has (at most ``EXIT_WAIT_S``): rank 0's hosts
+        the store, and a peer that fails after rank 0's worker returned must still find it to decide."""
+        keys = [proto.ended(r) for r in range(self.env.world_size)]
+        deadline = time.monotonic() + proto.EXIT_WAIT_S
+        try:
+            self.store.set(proto.ended(self.env.rank), "1")
+            while not self.store.check(keys):
+                if time.monotonic() >= deadline:
+                    print(f"orch: rank {self.env.rank}: not every rank's agent ended within {proto.EXIT_WAIT_S:g} s; "
+                          "leaving", file=sys.stderr, flush=True)
+                    return
+                time.sleep(proto.POLL_S)
+        except (OSError, RuntimeError, ValueError):  # the store is gone: nobody is left to wait for
+            return
 
     def _claimed(self, generation: int) -> bool:
         """Whether a failed rank's agent claims ``generation`` within ``PEER_GRACE_S``: a worker that only lost

@@ -10,7 +10,9 @@ bucket-settling pass, ``orchestrator.runtime.loop.settle_buckets``):
 - ``skip_barrier``: the classic ``if rank == 0: dist.barrier()`` mistake, a collective only one rank
   enters;
 - ``exit0``: the process ends with exit code 0 in the middle of training;
-- ``desync``: the rank changes its parameters outside DDP (``check_sync`` must catch it).
+- ``desync``: the rank changes its parameters outside DDP (``check_sync`` must catch it);
+- ``abort_at_exit``: the rank trains to the end, then its process dies of SIGABRT a second after it leaves
+  (as gloo's threads can abort an interpreter's teardown), when the other ranks have ended (any step).
 
 ``signal_step`` with ``signal_rank`` (-1: every rank) makes those ranks send themselves the preemption signal
 (SIGUSR2) at that step, as Slurm would; ``step_sleep`` slows every step down; ``fault_restart`` N makes
@@ -35,7 +37,8 @@ class FaultyParams(TrainParams):
     lr: float = 0.05
     samples: int = 1024
     test_samples: int = 256
-    fault: Literal["none", "raise", "kill", "stop", "skip_barrier", "exit0", "desync"] = "none"
+    fault: Literal["none", "raise", "kill", "stop", "skip_barrier", "exit0", "desync",
+                   "abort_at_exit"] = "none"
     fault_rank: int = 1
     fault_step: int = 3
     signal_step: int | None = None
@@ -88,6 +91,15 @@ def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
 
     restart = int(os.environ.get("SLURM_RESTART_COUNT") or 0) + int(os.environ.get("ORCH_ATTEMPT") or 0)
     faulty = params.fault_restart in (-1, restart)
+    if params.fault == "abort_at_exit" and ctx.rank == params.fault_rank and faulty:
+        leave = os._exit  # the task leaves through os._exit (no interpreter teardown): the abort comes there
+
+        def abort(code: int) -> None:
+            time.sleep(1.0)
+            os.kill(os.getpid(), signal.SIGABRT)
+            leave(code)
+
+        os._exit = abort  # type: ignore[assignment]
 
     gen = torch.Generator().manual_seed(params.seed)
     teacher = torch.randn(10, 10, generator=gen)

@@ -109,6 +109,19 @@ def test_a_deadlock_falls_back_to_the_step_level_restart(root: Path, reference: 
     assert "no in-process restart" in err
 
 
+@pytest.mark.slow
+def test_a_rank_that_fails_after_rank_0_ended_is_reported_as_its_own_failure(root: Path) -> None:
+    """Rank 1's process dies of SIGABRT a second after training (rank 0's worker has returned): rank 0's agent,
+    which hosts the store, waits in the exit barrier, so rank 1's agent decides on the failure it saw (no
+    in-process restart: rank 0's part is done) instead of finding the store gone."""
+    summary, _ = run(cluster(root), "fault=abort_at_exit", "fault_rank=1")
+    job_dir = Path(summary["job_dir"])
+    [attempt] = read_attempts(job_dir)
+    assert attempt.get("fallback") is None, attempt  # not store_lost: the store was there to decide on
+    log = (job_dir / "logs" / "local-rank1.out").read_text()
+    assert "store at MASTER_PORT is gone" not in log and "rank 1: no in-process restart: rank 0 has ended" in log
+
+
 def script_imports(root: Path, restart: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``orch run`` of tests/scripts/warm_imports.py on 2 ranks (rank 1 fails once): the summary and each
     rank's record of its own imports, per attempt."""

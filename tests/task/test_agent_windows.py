@@ -191,3 +191,20 @@ def test_the_agent_reaps_what_a_generation_left(tmp_path: Path) -> None:
     code, last, left = out.read_text().split(" ")
     assert (code, last) == ("1", "0")
     assert left == "", f"processes of generation 0 still under the agent: {left}"
+
+
+# --- the preemption signal between two generations -------------------------------------------------------------
+
+def test_a_preemption_signal_between_two_generations_reaches_the_next_one(tmp_path: Path) -> None:
+    """The signal arrives after a worker ended and before the next one is forked (no worker to forward it
+    to): the next generation's worker starts with its flag set, so it checkpoints and ends as preempted at its
+    first step, rather than training on as if the signal never came."""
+    ag = make_agent(tmp_path, DictStore())
+    signum = ag.cfg.launcher.preempt_signal
+    if ag.fork(0) is not None:  # pragma: no cover - generation 0 fails at once
+        os._exit(1)
+    assert ag._wait() == 1
+    ag.send(int(agent.SIGNALS[signum]))  # the agent's handler: its worker is gone
+    if (worker := ag.fork(1)) is not None:  # pragma: no cover - generation 1: was the signal kept for it?
+        os._exit(0 if worker.flag is not None and worker.flag.requested else 3)
+    assert ag._wait() == 0, "the preemption signal was dropped between the generations"

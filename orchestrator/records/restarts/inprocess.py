@@ -23,6 +23,7 @@ STOPPED_GRACE_S = 1.0  # a worker stopped (SIGSTOP, state T) this long is hung: 
 POLL_S = 0.02  # how often an agent looks at its worker
 REPORT_WAIT_S = 2.0  # how long the deciding agent waits for the other ranks' records of the failed attempt
 PEER_GRACE_S = 5.0  # how long an agent whose worker only lost a peer waits for the failed rank's agent to claim
+EXIT_WAIT_S = 60.0  # how long an agent that ends waits for every rank's agent to end (the exit barrier)
 FALLBACK_FILE = "restart_fallback"  # in the job folder: why the step's last failure was not restarted in it
 
 
@@ -47,6 +48,11 @@ def port(generation: int) -> str:
 def lost(generation: int, rank: int) -> str:
     """Rank ``rank``'s worker lost a peer in ``generation`` and wrote its outcome record (``waited``)."""
     return f"{KEY_ROOT}lost/{generation}/{rank}"
+
+
+def ended(rank: int) -> str:
+    """Rank ``rank``'s agent has ended (the exit barrier: none leaves before every rank's has said so)."""
+    return f"{KEY_ROOT}ended/{rank}"
 
 
 def at(rank: int) -> str:
