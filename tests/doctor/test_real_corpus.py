@@ -178,3 +178,17 @@ def test_launch_gate_refuses_no_correct_script() -> None:
         except Exception as exc:  # ScriptRefused: an error-severity finding
             refused.append(f"{name}: {exc}")
     assert not refused, refused
+
+
+def test_launch_verdict_rule() -> None:
+    """A script that cannot work on 2 nodes is right only when refused; one that can, only when let through with
+    its style and framework right (real_launch.py, issue 44's 'right, or refused before the queue')."""
+    from real_launch import Verdict
+    ok = Verdict("s", "env", ("accelerate",), False, "", ("env", "slurm"), "accelerate", True)
+    assert ok.style_right and ok.framework_right and ok.verdict_right and ok.right_or_refused
+    assert not Verdict("s", "env", (), False, "", ("env",), "accelerate", True).right_or_refused  # framework missed
+    assert not Verdict("s", "slurm", (), False, "", ("env",), "none", True).right_or_refused  # style wrong
+    assert not Verdict("s", "env", ("accelerate",), True, "x", ("env",), "accelerate", True).right_or_refused
+    refused = Verdict("s", "per-node", ("fabric",), True, "x", ("env",), "fabric", False)
+    assert refused.right_or_refused and refused.verdict_right and not refused.style_right
+    assert not Verdict("s", "env", (), False, "", ("env",), "none", False).right_or_refused  # let through
