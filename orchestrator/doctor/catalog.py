@@ -12,6 +12,9 @@ Severity policy (``orch submit``/``orch run`` refuse a script with an error; a w
   flag's value (an argparse default), or about a name (``is_main`` taken for a rank-0 flag). A rule
   that is an error when the evidence is in the script downgrades that finding to a warning when the
   evidence is a guess (``Analysis.guess``); the rows below give each code's highest severity.
+- **for the layout asked**: ``orch submit``/``orch run`` on more than one node make DDP010 (a device from the
+  global rank), DDP021 (a file rendezvous in a local folder) and DDP022 (a one-node check) errors
+  (``orchestrator.doctor.feasibility``): each certainly fails across nodes, and works on one.
 """
 
 from __future__ import annotations
@@ -121,6 +124,13 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "the final save)",
          "define the name before that line, or use the one meant (the wrapped model's variable: "
          "model.module.state_dict(), not an undefined ddp_model's)"),
+    Rule("DDP021", "warning",
+         "a rendezvous only this machine can reach: a file:// init_method in a temporary or local folder",
+         "let the launcher's address meet the ranks: init_process_group(backend) with no init_method (env://), "
+         "or a file:// path on a file system every node mounts"),
+    Rule("DDP022", "warning",
+         "a check that the run is on one node (the world size equal to this machine's GPU count, a node count of 1)",
+         "drop the check (the world is nodes x GPUs per node), or run on one node (--nodes 1)"),
 )}
 
 assert tuple(CATALOG) == DOCTOR_CODES, "orchestrator/spec/doctorcodes.py lists the catalog's codes"

@@ -15,6 +15,7 @@ from orchestrator.doctor import (
     rules_launch,
     rules_metrics,
     rules_names,
+    rules_nodes,
     rules_output,
     rules_random,
     rules_rendezvous,
@@ -52,6 +53,8 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_steps.check_skipped_backward,  # DDP018
     rules_launch.check_swallowed_init,   # DDP019
     rules_names.check_undefined_names,   # DDP020
+    rules_nodes.check_local_rendezvous,  # DDP021
+    rules_nodes.check_node_count,        # DDP022
 )
 
 # In the script's helpers (the local modules it calls), findings are warnings, and only the rules that judge
@@ -63,7 +66,7 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_outp
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,
                 rules_launch.check_local_rank_as_rank, rules_launch.check_swallowed_init,
-                rules_names.check_undefined_names)
+                rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from orchestrator.doctor import launchstyle
 from orchestrator.doctor.check import check_files, dedupe
+from orchestrator.doctor.feasibility import across_nodes
 from orchestrator.doctor.findings import DoctorSkipped, Finding, format_findings, has_errors
 from orchestrator.doctor.gpuspertask import gpus_per_task_warning
 from orchestrator.doctor.pernodeflags import placeholder_warning
@@ -67,13 +68,15 @@ def report(found: Sequence[Finding], paths: Sequence[str | Path], out: TextIO, *
 
 def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] = (),
                  would_refuse: str | None = None, launch: str = AUTO,
-                 nodes: int = 1, gpus_per_task: int | None = None) -> tuple[list[Finding], Launch]:
+                 nodes: int = 1, gpus_per_task: int | None = None,
+                 gpus: int | None = None) -> tuple[list[Finding], Launch]:
     """``gate`` for what ``orch submit``/``orch run`` were given, and the launch style it runs in
     (``launch``: ``--launch``; ``auto`` reads the script, ``orchestrator.doctor.launchstyle``): a
     ``train.py`` is checked (findings on stderr: stdout stays the dry run's script or JSON); ``-m
     package.module`` is checked when it is a file of the working directory's project (an installed module is
     not: which file runs is only known where it runs). The finding the style answers is not shown; ``nodes``:
-    how many nodes it runs on (a per-node script's loopback MASTER_ADDR meets only on one); ``--gpus-per-task``
+    how many nodes it runs on (a per-node script's loopback MASTER_ADDR meets only on one, and what certainly fails
+    across nodes is an error there: ``feasibility.py``; ``gpus``: each node's GPUs, when asked); ``--gpus-per-task``
     K > 1 with a GPU picked from the local rank is a warning (``gpuspertask.py``), and so is a per-node script whose
     node flags get no placeholder in ``target.args`` (``pernodeflags.py``: the ``-- ...`` to pass)."""
     from orchestrator.spec.script import find_module
@@ -83,8 +86,8 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
         return [], launchstyle.choose(launch, None, [])
     found = checked([path], sys.stderr)
     chosen = launchstyle.choose(launch, path, found)
-    kept = report(launchstyle.answered(chosen, found, nodes), [path], sys.stderr, refuse=refuse, ignore=ignore,
-                  would_refuse=would_refuse)
+    kept = report(across_nodes(launchstyle.answered(chosen, found, nodes), nodes, gpus), [path], sys.stderr,
+                  refuse=refuse, ignore=ignore, would_refuse=would_refuse)
     for warning in (gpus_per_task_warning(path, gpus_per_task), placeholder_warning(path, chosen, target.args)):
         if warning is not None:
             print(warning, file=sys.stderr, flush=True)

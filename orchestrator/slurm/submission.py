@@ -174,7 +174,7 @@ def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, st
         found, style = check_script(target, refuse=not (options.no_check or dry_run), ignore=parse_codes(
             options.ignore, "--ignore"), would_refuse="orch submit" if dry_run and not options.no_check else None,
             launch=asked, nodes=nodes_wanted(options.nodes, Resources()),  # a script's: script_job's defaults
-            gpus_per_task=options.gpus_per_task)
+            gpus_per_task=options.gpus_per_task, gpus=options.gpus)
         from orchestrator.doctor.frameworks import script_frameworks
 
         target = target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})

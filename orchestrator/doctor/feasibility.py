@@ -1,0 +1,58 @@
+"""Whether a script can work on the layout asked (``--nodes``/``--gpus``), before anything is queued.
+
+On one node these findings stay warnings: the script works there. On more than one node each certainly
+fails, so the gate (``gate.check_script``) makes it an error (``--ignore CODE`` overrules it):
+
+- DDP010, a device numbered by the global rank: the ranks of the second node ask for ``cuda:N``, N past the
+  node's GPUs (not when the rank is taken modulo a count: ``rank % 8`` is the local rank on 8-GPU nodes);
+- DDP021, a ``file://`` rendezvous in a temporary or local folder: the other nodes never see the file;
+- DDP022, a check that the run is on one node (``assert world_size == torch.cuda.device_count()``).
+
+(A per-node script's constant ``MASTER_ADDR``/``MASTER_PORT`` is ``launchstyle.answered``'s.)
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from orchestrator.doctor.findings import Finding
+from orchestrator.spec.pysource import UnreadableSource, parse_source
+
+# code -> why it fails across nodes ({nodes}, {where}: the layout)
+ACROSS_NODES: dict[str, str] = {
+    "DDP010": "the ranks of the second node ask for a GPU index past {where}",
+    "DDP021": "the ranks on the other {others} never see that file, and the rendezvous hangs",
+    "DDP022": "the check fails on {nodes} nodes",
+}
+
+
+def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = None) -> list[Finding]:
+    """``findings`` for a run on ``nodes`` nodes of ``gpus`` GPUs each (None: not known here): on more than one,
+    the codes of ``ACROSS_NODES`` are errors that say why and how to run it."""
+    out: list[Finding] = []
+    for finding in findings:
+        why = ACROSS_NODES.get(finding.code)
+        if nodes > 1 and why is not None and not (finding.code == "DDP010" and _modulo(finding)):
+            where = f"the node's {gpus} GPU{'s' * (gpus != 1)} (cuda:0..{gpus - 1})" if gpus else "the node's GPUs"
+            others = f"{nodes - 1} node{'s' * (nodes != 2)}"
+            finding = replace(finding, severity="error",
+                              message=f"{finding.message}: cannot work on {nodes} nodes, "
+                                      f"{why.format(nodes=nodes, where=where, others=others)}",
+                              fix=finding.fix if "--nodes 1" in finding.fix else f"{finding.fix}; or run on one "
+                                                                                     "node (--nodes 1)")
+        out.append(finding)
+    return out
+
+
+def _modulo(finding: Finding) -> bool:
+    """The finding's statement takes the rank modulo a count (``rank % 8``): right where the count is the node's
+    GPUs, so not certain to fail."""
+    try:
+        tree = parse_source(Path(finding.file).read_text(encoding="utf-8", errors="replace"), finding.file)
+    except (OSError, UnreadableSource, RecursionError, MemoryError):
+        return True  # unread: not certain
+    return any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and not isinstance(node.left, ast.Constant)
+               and finding.line <= getattr(node, "lineno", 0) <= finding.end_line for node in ast.walk(tree))

@@ -1,0 +1,201 @@
+"""DDP021 (a rendezvous only this machine can reach) and DDP022 (a check that the run fits on one node).
+
+Both are warnings as read: on one node the script works. For a layout of more than one node the gate
+(``orchestrator.doctor.feasibility``) makes them errors: ``orch submit --nodes 2`` refuses the script before
+it waits in the queue.
+
+- DDP021: ``init_process_group(init_method="file://...")`` whose file lies in a temporary or machine-local
+  folder (``tempfile.mkdtemp()``, ``tempfile.gettempdir()``, ``TemporaryDirectory()``, ``/tmp``,
+  ``/dev/shm``), followed through names, this file's calls and ``mp.spawn``'s ``args``: the other nodes
+  never see that file (not under a test of the operating system: Windows' FileStore).
+- DDP022: ``assert world_size == torch.cuda.device_count()`` (the world is one node's GPUs), ``assert nnodes
+  == 1``, and the same as a test that raises or exits (``if nnodes > 1: raise ...``). A world size that is
+  itself the GPU count (``world_size = torch.cuda.device_count()``) is not a check: not reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import INIT, Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.names import FunctionNode, dotted, last_name
+
+_DEPTH = 4
+_TEMP_CALLS = frozenset({"tempfile.mkdtemp", "tempfile.gettempdir", "tempfile.TemporaryDirectory",
+                         "tempfile.NamedTemporaryFile", "tempfile.mkstemp", "tempfile.mktemp"})
+_LOCAL_DIRS = re.compile(r"^(file://)?/(tmp|dev/shm|var/tmp)(/|$)")
+_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+                       "multiprocessing.spawn"})
+_NODE_COUNT = re.compile(r"^(n_?nodes|num_?nodes|nb_?nodes|node_?count|number_of_nodes|world_nodes)$", re.IGNORECASE)
+_NODE_ENV = frozenset({"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "NNODES", "GROUP_WORLD_SIZE"})
+_WORLD_ENV = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+_WORLD_CALLS = frozenset({"torch.distributed.get_world_size"})
+_DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
+# (kind of the left side, operator, right side) that *asserts* one node; a test that raises asserts the negation
+_REQUIRES: dict[str, dict[type[ast.cmpop], str]] = {
+    "nodes": {ast.Eq: "1", ast.LtE: "1", ast.Lt: "2"},
+    "world": {ast.Eq: "gpus", ast.LtE: "gpus"},
+}
+_FORBIDS: dict[str, dict[type[ast.cmpop], str]] = {
+    "nodes": {ast.Gt: "1", ast.NotEq: "1", ast.GtE: "2"},
+    "world": {ast.Gt: "gpus", ast.NotEq: "gpus"},
+}
+_FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {ast.Eq: ast.Eq, ast.NotEq: ast.NotEq, ast.Lt: ast.Gt,
+                                                     ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
+# -- where a value comes from ---------------------------------------------------------------------------
+
+def origins(a: Analysis, expr: ast.expr, depth: int = 0) -> list[ast.expr]:
+    """``expr`` and the expressions its names hold: their assignments, what this file's calls (and
+    ``mp.spawn(fn, args=(...))``) pass for a parameter, the ``with ... as name`` that binds one."""
+    out = [expr]
+    if depth > _DEPTH:
+        return out
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            found, value = a.module.resolve(node.id, node)
+            values = [value] if value is not None else _bound(a, node) if found else []
+        elif isinstance(node, ast.Attribute) and "." in (dotted(node) or ""):
+            values = a.module.values_anywhere(dotted(node) or "")
+        else:
+            continue
+        for v in values:
+            if v is not expr:
+                out += origins(a, v, depth + 1)
+    return out
+
+
+def _bound(a: Analysis, name: ast.Name) -> list[ast.expr]:
+    """A parameter's arguments (this file's calls, a spawn's ``args``) or the ``with`` item that binds it."""
+    function = a.module.function_of(name)
+    found: list[ast.expr] = []
+    if function is not None:
+        found += a.module.argument_for(function, name.id) + _spawn_args(a, function, name.id)
+    scope = function if function is not None else a.module.tree
+    found += [item.context_expr for node in ast.walk(scope) if isinstance(node, ast.With | ast.AsyncWith)
+              for item in node.items if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id]
+    return found
+
+
+def _spawn_args(a: Analysis, function: FunctionNode, name: str) -> list[ast.expr]:
+    """What ``mp.spawn(function, args=(x, y))`` passes for ``name`` (the spawn passes the index first)."""
+    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+    if name not in params or params.index(name) == 0:
+        return []
+    index = params.index(name) - 1
+    found: list[ast.expr] = []
+    for node in a.module.nodes:
+        if not (isinstance(node, ast.Call) and a.module.qualname(node.func) in _SPAWNERS and node.args):
+            continue
+        if not (isinstance(node.args[0], ast.Name) and node.args[0].id == function.name):
+            continue
+        args = next((k.value for k in node.keywords if k.arg == "args"), node.args[1] if len(node.args) > 1 else None)
+        if isinstance(args, ast.Tuple | ast.List) and index < len(args.elts):
+            found.append(args.elts[index])
+    return found
+
+
+# -- DDP021 ---------------------------------------------------------------------------------------------
+
+def check_local_rendezvous(a: Analysis) -> Iterator[Finding]:
+    """DDP021 at each ``init_process_group`` that meets through a file in a temporary or local folder."""
+    for site in a.sites(INIT):
+        if _platform_branch(a, site.call):
+            continue  # if sys.platform == "win32": a FileStore where Windows has no other; not a cluster's path
+        method = next((k.value for k in site.call.keywords if k.arg == "init_method"),
+                      site.call.args[1] if len(site.call.args) > 1 else None)
+        if method is None:
+            continue
+        found = origins(a, method)
+        nodes = [n for expr in found for n in ast.walk(expr)]
+        if not any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("file://")
+                   for n in nodes):
+            continue
+        where = next((_local_place(a, n) for n in nodes if _local_place(a, n)), None)
+        if where is not None:
+            yield a.finding("DDP021", site.call, f"init_method={ast.unparse(method)[:50]}: a file in {where}")
+
+
+_PLATFORM = frozenset({"sys.platform", "os.name", "platform.system"})
+
+
+def _platform_branch(a: Analysis, node: ast.AST) -> bool:
+    """``node`` runs under an ``if`` that tests the operating system (``sys.platform == "win32"``)."""
+    current = a.module.parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.If) and any(isinstance(n, ast.Attribute) and a.module.qualname(n) in _PLATFORM
+                                               for n in ast.walk(current.test)):
+            return True
+        current = a.module.parents.get(current)
+    return False
+
+
+def _local_place(a: Analysis, node: ast.AST) -> str | None:
+    if isinstance(node, ast.Call) and a.module.qualname(node.func) in _TEMP_CALLS:
+        return f"{a.module.qualname(node.func)}()"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and _LOCAL_DIRS.match(node.value):
+        return repr(node.value)[:40]
+    return None
+
+
+# -- DDP022 ---------------------------------------------------------------------------------------------
+
+def check_node_count(a: Analysis) -> Iterator[Finding]:
+    """DDP022 at each ``assert`` (or ``if ...: raise``/``exit``) that holds only on one node."""
+    for node in a.module.nodes:
+        if isinstance(node, ast.Assert):
+            test, table = node.test, _REQUIRES
+        elif isinstance(node, ast.If) and any(_stops(stmt) for stmt in node.body):
+            test, table = node.test, _FORBIDS
+        else:
+            continue
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and _one_node(a, test, table):
+            yield a.finding("DDP022", node, ast.unparse(test)[:60])
+
+
+def _stops(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Raise):
+        return True
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and last_name(stmt.value.func) in (
+        "exit", "_exit")
+
+
+def _one_node(a: Analysis, test: ast.Compare, table: dict[str, dict[type[ast.cmpop], str]]) -> bool:
+    left, op, right = test.left, type(test.ops[0]), test.comparators[0]
+    flipped = _FLIPPED.get(op)
+    if flipped is None:  # is, in: not a count
+        return False
+    for count, other, how in ((left, right, op), (right, left, flipped)):
+        kind = _count_kind(a, count)
+        wanted = table.get(kind or "", {}).get(how)
+        if wanted is not None and _matches(a, other, wanted):
+            return True
+    return False
+
+
+def _count_kind(a: Analysis, expr: ast.expr) -> str | None:
+    """``nodes`` for a node count, ``world`` for a world size read from the launcher or named so (not one
+    that is itself the GPU count)."""
+    found = origins(a, expr)
+    walked = [n for e in found for n in ast.walk(e)]
+    envs = {a.ranks.env_key(n) for n in walked if isinstance(n, ast.expr)}
+    if envs & _NODE_ENV or _NODE_COUNT.match(last_name(expr) or ""):
+        return "nodes"
+    if any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _DEVICE_COUNT for n in walked):
+        return None  # world_size = torch.cuda.device_count(): equal by construction
+    if envs & _WORLD_ENV or any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _WORLD_CALLS
+                                for n in walked):
+        return "world"
+    name = (last_name(expr) or "").lower()
+    return "world" if "world" in name and "local" not in name and "LOCAL_WORLD_SIZE" not in envs else None
+
+
+def _matches(a: Analysis, expr: ast.expr, wanted: str) -> bool:
+    if wanted == "gpus":
+        return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _DEVICE_COUNT
+                   for e in origins(a, expr) for n in ast.walk(e))
+    return isinstance(expr, ast.Constant) and expr.value == int(wanted) and not isinstance(expr.value, bool)

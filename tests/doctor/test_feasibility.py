@@ -1,0 +1,93 @@
+"""Multi-node feasibility before the queue: what certainly fails across nodes (a device from the global rank,
+DDP010; a file rendezvous in a local folder, DDP021; a one-node check, DDP022) is refused by ``orch submit
+--nodes 2`` (exit 2, a HINT, nothing queued; ``--ignore CODE`` overrules), and stays a warning on one node."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from support import cluster_file, expect_refused
+
+from orchestrator.cli import main
+from orchestrator.doctor import check_file
+from orchestrator.doctor.feasibility import across_nodes
+from orchestrator.doctor.findings import Finding
+
+MULTINODE = Path(__file__).resolve().parent / "fixtures" / "multinode"
+REFUSED = [("global_rank_device.py", "DDP010"), ("rdzv_tmp_env.py", "DDP021"), ("rdzv_tempdir_spawn.py", "DDP021"),
+           ("one_node_spawner.py", "DDP022"), ("nnodes_raise.py", "DDP022")]
+# the codes each script is refused for on two nodes (the spawner also forces MASTER_ADDR: launchstyle's DDP008)
+ALL = {name: code for name, code in REFUSED} | {"one_node_spawner.py": "DDP008, DDP022"}
+
+
+def _severity(findings: Sequence[Finding], code: str) -> set[str]:
+    return {f.severity for f in findings if f.code == code}
+
+
+@pytest.mark.parametrize(("name", "code"), REFUSED)
+def test_an_error_on_two_nodes_a_warning_on_one(name: str, code: str) -> None:
+    findings = check_file(MULTINODE / name)
+    assert _severity(across_nodes(findings, 1, 2), code) == {"warning"}
+    two = [f for f in across_nodes(findings, 2, 2) if f.code == code]
+    assert {f.severity for f in two} == {"error"}
+    assert "cannot work on 2 nodes" in two[0].message and "--nodes 1" in two[0].fix
+
+
+def test_the_device_error_names_the_nodes_gpus() -> None:
+    [finding] = [f for f in across_nodes(check_file(MULTINODE / "global_rank_device.py"), 2, 4) if f.code == "DDP010"]
+    assert "past the node's 4 GPUs (cuda:0..3)" in finding.message
+
+
+def test_a_rank_modulo_a_count_stays_a_warning_on_two_nodes() -> None:
+    """``rank % 8`` is the local rank on nodes of 8 GPUs: not certain to fail."""
+    findings = across_nodes(check_file(MULTINODE / "global_rank_modulo.py"), 2, 8)
+    assert _severity(findings, "DDP010") == {"warning"}
+
+
+@pytest.mark.parametrize("name", ["rdzv_shared_env.py", "own_count_spawner.py"])
+def test_what_works_across_nodes_is_not_refused(name: str) -> None:
+    findings = across_nodes(check_file(MULTINODE / name), 4, 8)
+    assert not [f for f in findings if f.severity == "error"], findings
+
+
+# -- through the real CLI -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "code"), REFUSED)
+def test_submit_on_two_nodes_refuses(name: str, code: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = cluster_file(tmp_path)
+    err = expect_refused(["submit", str(MULTINODE / name), "--cluster", str(cluster), "--nodes", "2", "--gpus", "2"],
+                         capsys, [f"{code} error", "cannot work on 2 nodes", f"orch doctor found errors ({ALL[name]})",
+                                  "--ignore CODE"], jobs=tmp_path / "jobs")
+    assert "--nodes 1" in err
+
+
+@pytest.mark.parametrize(("name", "code"), REFUSED)
+def test_the_dry_run_on_two_nodes_says_submit_would_refuse(name: str, code: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["submit", str(MULTINODE / name), "--cluster", str(cluster_file(tmp_path)), "--nodes", "2", "--gpus", "2",
+            "--dry-run"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"{code} error" in err
+    assert f"orch submit would refuse this script: orch doctor found errors ({ALL[name]})" in err
+
+
+@pytest.mark.parametrize(("name", "code"), REFUSED)
+def test_on_one_node_it_is_a_warning(name: str, code: str, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["submit", str(MULTINODE / name), "--cluster", str(cluster_file(tmp_path)), "--nodes", "1", "--gpus", "2",
+            "--dry-run"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"{code} warning" in err and "would refuse" not in err, err
+
+
+@pytest.mark.parametrize(("name", "code"), REFUSED)
+def test_ignore_lets_it_through(name: str, code: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["submit", str(MULTINODE / name), "--cluster", str(cluster_file(tmp_path)), "--nodes", "2", "--gpus", "2",
+            "--dry-run", "--ignore", ALL[name].replace(" ", "")]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"{code} " not in err and "would refuse" not in err, err

@@ -1,0 +1,88 @@
+"""DDP021 (a file rendezvous in a temporary or local folder) and DDP022 (a check that the run is on one node):
+read from the script, warnings as read (the layout decides: ``test_feasibility.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.doctor import check_file, check_source
+
+MULTINODE = Path(__file__).resolve().parent / "fixtures" / "multinode"
+_HEAD = "import os\nimport tempfile\nimport torch\nimport torch.distributed as dist\n"
+
+
+def found(name: str) -> list[tuple[str, str, int]]:
+    return [(f.code, f.severity, f.line) for f in check_file(MULTINODE / name) if f.code in ("DDP021", "DDP022")]
+
+
+def codes(source: str) -> list[str]:
+    return [f.code for f in check_source(_HEAD + source, "t.py") if f.code in ("DDP021", "DDP022")]
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("rdzv_tempdir_spawn.py", [("DDP021", "warning", 12)]),  # mkdtemp() in main, passed through mp.spawn's args
+    ("rdzv_tmp_env.py", [("DDP021", "warning", 11)]),
+    ("rdzv_shared_env.py", []),
+    ("nnodes_raise.py", [("DDP022", "warning", 11)]),
+    ("own_count_spawner.py", []),  # world_size = torch.cuda.device_count(): equal by construction
+])
+def test_the_fixtures_read_as_expected(name: str, expected: list[tuple[str, str, int]]) -> None:
+    assert found(name) == expected
+
+
+def test_a_spawner_that_asserts_its_world_is_this_nodes_gpus() -> None:
+    assert found("one_node_spawner.py") == [("DDP022", "warning", 23)]
+
+
+@pytest.mark.parametrize("method", [
+    'f"file://{tempfile.gettempdir()}/rdzv"',
+    '"file://" + os.path.join(tempfile.mkdtemp(), "rdzv")',
+    '"file:///dev/shm/rdzv"',
+])
+def test_a_file_rendezvous_in_a_local_folder(method: str) -> None:
+    assert codes(f"dist.init_process_group('gloo', init_method={method})\n") == ["DDP021"]
+
+
+def test_a_temporary_directory_entered_with_with() -> None:
+    src = ("with tempfile.TemporaryDirectory() as tmp:\n"
+           "    dist.init_process_group('gloo', init_method=f'file://{tmp}/rdzv', rank=0, world_size=1)\n")
+    assert codes(src) == ["DDP021"]
+
+
+@pytest.mark.parametrize("method", ['"env://"', '"tcp://10.0.0.1:23456"', 'f"file://{os.environ[\'SHARED\']}/r"',
+                                    'tempfile.mkdtemp()'])
+def test_other_rendezvous_are_not_ddp021(method: str) -> None:
+    assert codes(f"dist.init_process_group('gloo', init_method={method})\n") == []
+
+
+@pytest.mark.parametrize("check", [
+    "assert nnodes == 1",
+    "assert 1 == args.num_nodes",
+    "assert int(os.environ['SLURM_NNODES']) < 2",
+    "assert dist.get_world_size() == torch.cuda.device_count()",
+    "assert int(os.environ['WORLD_SIZE']) <= torch.cuda.device_count()",
+    "if world_size > torch.cuda.device_count():\n    raise ValueError('one node')",
+    "if args.nnodes != 1:\n    sys.exit('single node only')",
+])
+def test_a_one_node_check(check: str) -> None:
+    assert codes(f"{check}\n") == ["DDP022"], check
+
+
+@pytest.mark.parametrize("check", [
+    "assert nnodes >= 1",
+    "assert torch.cuda.device_count() >= args.gpus",
+    "world_size = torch.cuda.device_count()\nassert world_size == torch.cuda.device_count()",
+    "if nnodes > 1:\n    print('several nodes')",
+    "assert world_size % torch.cuda.device_count() == 0",
+])
+def test_checks_that_hold_on_many_nodes_are_not_ddp022(check: str) -> None:
+    assert codes(f"{check}\n") == [], check
+
+
+def test_a_file_rendezvous_for_windows_only_is_not_ddp021() -> None:
+    src = ("import sys\nif sys.platform == 'win32':\n"
+           "    dist.init_process_group('gloo', init_method=f'file:///{tempfile.gettempdir()}/rdzv')\n"
+           "else:\n    dist.init_process_group('nccl')\n")
+    assert codes(src) == []
