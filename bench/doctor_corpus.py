@@ -1,7 +1,8 @@
 """orch doctor on the real corpus (tests/doctor/real/): precision, error precision, recall and the per-code
 table that docs/doctor.md ("Judged on real code") shows.
 
-Run: .venv/bin/python bench/doctor_corpus.py [--findings] [--heldout | --tuned] [SCRIPT ...]
+Run: .venv/bin/python bench/doctor_corpus.py [--findings] [--default] [--heldout | --tuned | --set N] [SCRIPT ...]
+``--default`` scores what ``orch doctor`` shows without ``--all`` (its possible findings left out).
 ``--findings`` lists every finding with its verdict (TRUE/FALSE) and every missed pitfall first; SCRIPT
 names folders of tests/doctor/real/ to score only those; ``--heldout`` scores only the scripts judged after
 the doctor was tuned (``heldout: true`` in truth.yaml), ``--tuned`` only the others. The table ends with one

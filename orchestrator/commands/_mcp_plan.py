@@ -170,6 +170,7 @@ def _cluster(settings: Settings) -> tuple[Path, Any]:
 def make_plan(settings: Settings, given: BaseModel) -> dict[str, Any]:
     """The plan tool: dry run + doctor + cluster.yaml's checks, stored; its id and everything it decided."""
     from orchestrator.commands.submit import dry_run_json, snapshot_preview
+    from orchestrator.doctor.findings import refuses
     from orchestrator.slurm.submission import check_pass_env, data_dir_problem
 
     cluster_path, cluster = _cluster(settings)
@@ -179,7 +180,7 @@ def make_plan(settings: Settings, given: BaseModel) -> dict[str, Any]:
     plan, loaded = _build(options, cluster, settings.cwd, dry_run=True, now=now, token=token, findings=findings)
     snap = snapshot_preview(plan, cluster)
     refusals = [f"orch doctor: {f.file}:{f.line}: {f.code} {f.message}" for f in findings
-                if f.severity == "error" and not options.no_check]
+                if refuses(f) and not options.no_check]
     problem = data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
     if problem is not None:
         refusals.append(problem.render())

@@ -114,7 +114,8 @@ def build(settings: Settings) -> MCPServer[Any]:
         return _mcp_tools.nodes(settings)
 
     @server.tool(description="orch doctor --json: the DDP pitfalls (DDP001...) of training scripts, found without "
-                             "running them.", annotations=READ_ONLY)
+                             "running them; each with its evidence and confidence (certain, likely, possible: "
+                             "orch doctor shows possible ones only with --all).", annotations=READ_ONLY)
     @_refusals
     def doctor(files: list[str], ignore: list[str] | None = None) -> dict[str, Any]:
         return _mcp_tools.doctor(settings, files, ignore)

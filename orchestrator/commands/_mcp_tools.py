@@ -130,5 +130,6 @@ def doctor(settings: Settings, files: list[str], ignore: list[str] | None = None
     findings, skipped, unreadable, notes = check_files(_args(settings, files=list(files), ignore=list(ignore or [])))
     if unreadable and not findings and not skipped:
         raise unreadable[0]
-    return {"findings": [f.as_dict() for f in findings], "skipped": skipped,
+    hidden = sum(f.confidence == "possible" for f in findings)  # orch doctor leaves them out unless --all
+    return {"findings": [f.as_dict() for f in findings], "possible": hidden, "skipped": skipped,
             "unreadable": [e.render() for e in unreadable], "launch": notes}

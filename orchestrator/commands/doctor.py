@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="Python scripts to check (a directory: its *.py "
                                                                  "files, recursively)")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    parser.add_argument("--all", action="store_true", dest="show_all", help="show the possible findings too (the "
+                        "evidence is a name's meaning or something not seen); by default certain and likely only")
     parser.add_argument("--fix", action="store_true", help="print a unified diff that fixes the mechanical pitfalls "
                         "(DDP001, DDP004, DDP006, DDP007, DDP009, DDP015); nothing is written")
     parser.add_argument("--write", action="store_true", help="with --fix: apply the diff in place (the original "
@@ -80,10 +82,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json([f.as_dict() for f in findings])
     else:
-        print(format_findings(findings))
+        print(format_findings(findings, show_all=args.show_all))
     for error in unreadable:
         print(error.render(), file=sys.stderr)
-    return 2 if unreadable else exit_code(findings, strict=args.strict)
+    return 2 if unreadable else exit_code(findings, strict=args.strict, show_all=args.show_all)
 
 
 def _fix(args: argparse.Namespace) -> int:

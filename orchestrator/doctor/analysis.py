@@ -7,6 +7,7 @@ from functools import cached_property
 from pathlib import Path
 
 from orchestrator.doctor.catalog import Severity
+from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.doctor.flow import Flow, Loop, Site
 from orchestrator.doctor.names import LIGHTNING_MODULE, Module, dotted
@@ -47,6 +48,15 @@ INIT = frozenset({_D + "init_process_group"})
 DESTROY = frozenset({_D + "destroy_process_group"})
 SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
                         "torch.accelerator.device_index"})
+
+
+def _snippet(node: ast.AST, limit: int = 70) -> str:
+    """The code at ``node``, on one line, shortened."""
+    try:
+        text = " ".join(ast.unparse(node).split())
+    except (ValueError, TypeError, RecursionError):
+        return "?"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def project_path(filename: str) -> Path | None:
@@ -106,10 +116,13 @@ class Analysis:
         return "warning" if self.unread else severity
 
     def finding(self, code: str, node: ast.AST, detail: str = "", severity: Severity | None = None,
-                title: str | None = None) -> Finding:
+                title: str | None = None, confidence: Confidence | None = None, fact: str = "") -> Finding:
+        """A finding at ``node``; its evidence is the code there and ``fact`` (else ``detail``): what triggered it."""
         line = getattr(node, "lineno", 1)
         end = getattr(node, "end_lineno", line) or line
-        return make_finding(code, self.filename, line, detail, severity, title, end)
+        span = f"lines {line}-{end}" if end > line else f"line {line}"
+        evidence = f"{span}: `{_snippet(node)}`; {fact or detail}".rstrip("; ")
+        return make_finding(code, self.filename, line, detail, severity, title, end, confidence, evidence)
 
     def sites(self, quals: frozenset[str]) -> list[Site]:
         return [site for site in self.flow.sites if site.qual in quals]

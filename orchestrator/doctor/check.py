@@ -25,6 +25,7 @@ from orchestrator.doctor import (
 )
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
+from orchestrator.doctor.confidence import at_most
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped, Finding
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 from orchestrator.spec.safefile import NotAFile, open_regular
@@ -119,7 +120,8 @@ def _run(analysis: Analysis, rules: Sequence[Callable[[Analysis], Iterator[Findi
         for finding in rule(analysis):
             span = range(finding.line, max(finding.line, finding.end_line) + 1)
             if not any(finding.code in ignored.get(line, ()) for line in span):
-                findings.add(replace(finding, severity=severity) if severity else finding)
+                findings.add(replace(finding, severity=severity, confidence=at_most(finding.confidence, "likely"))
+                             if severity else finding)  # a helper's finding: a warning, at most likely
 
 
 def _text(path: Path) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from orchestrator.doctor.catalog import CATALOG, Severity
+from orchestrator.doctor.confidence import Confidence, default_confidence, shown
 from orchestrator.errors import OrchError
 
 
@@ -30,40 +31,61 @@ class Finding:
     message: str
     fix: str
     end_line: int = field(default=0, compare=False, repr=False)  # last line of the statement (suppression)
+    confidence: Confidence = field(default="likely", compare=False)  # how direct the evidence is (confidence.py)
+    evidence: str = field(default="", compare=False)  # the line(s) and the fact that triggered it
 
     def as_dict(self) -> dict[str, object]:
-        return {"code": self.code, "severity": self.severity, "file": self.file, "line": self.line,
-                "message": self.message, "fix": self.fix}
+        return {"code": self.code, "severity": self.severity, "confidence": self.confidence, "file": self.file,
+                "line": self.line, "message": self.message, "fix": self.fix, "evidence": self.evidence}
 
 
 def make_finding(code: str, file: str, line: int, detail: str = "", severity: Severity | None = None,
-                 title: str | None = None, end_line: int = 0) -> Finding:
-    """A finding of ``code``: the catalog gives severity, message and fix; ``detail`` names the culprit."""
+                 title: str | None = None, end_line: int = 0, confidence: Confidence | None = None,
+                 evidence: str = "") -> Finding:
+    """A finding of ``code``: the catalog gives severity, message and fix; ``detail`` names the culprit;
+    ``confidence`` defaults to the code's (:func:`default_confidence`: every error is certain)."""
     rule = CATALOG[code]
     title = title or rule.title
     message = f"{title} ({detail})" if detail else title
-    return Finding(file=file, line=line, code=code, severity=severity or rule.severity, message=message, fix=rule.fix,
-                   end_line=max(line, end_line))
+    severity = severity or rule.severity
+    return Finding(file=file, line=line, code=code, severity=severity, message=message, fix=rule.fix,
+                   end_line=max(line, end_line), confidence=confidence or default_confidence(code, severity),
+                   evidence=evidence or detail)
+
+
+def refuses(finding: Finding) -> bool:
+    """Whether ``finding`` stops a launch (and makes ``orch doctor`` exit 1): an error not merely possible."""
+    return finding.severity == "error" and finding.confidence != "possible"
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:
-    return any(f.severity == "error" for f in findings)
+    return any(refuses(f) for f in findings)
 
 
-def exit_code(findings: Sequence[Finding], strict: bool = False) -> int:
-    """0 when clean, 1 with errors (or with warnings under ``strict``), else 0."""
-    if has_errors(findings) or (strict and findings):
+def exit_code(findings: Sequence[Finding], strict: bool = False, show_all: bool = False) -> int:
+    """0 when clean, 1 with errors (or with warnings shown under ``strict``: possible ones only with ``show_all``),
+    else 0."""
+    if has_errors(findings) or (strict and any(shown(f.confidence, show_all) for f in findings)):
         return 1
     return 0
 
 
-def format_findings(findings: Sequence[Finding]) -> str:
-    """One block per finding (``file:line: CODE severity: message`` and an indented fix), then a summary."""
+def format_findings(findings: Sequence[Finding], show_all: bool = False) -> str:
+    """One block per finding (``file:line: CODE severity: message``, its evidence and confidence, an indented
+    fix), then a summary. The possible findings are left out unless ``show_all`` (``--all``); a line says how
+    many, and how to see them."""
+    kept = [f for f in findings if shown(f.confidence, show_all)]
     lines: list[str] = []
-    for f in findings:
+    for f in kept:
         lines.append(f"{f.file}:{f.line}: {f.code} {f.severity}: {f.message}")
+        if f.evidence:
+            lines.append(f"    evidence ({f.confidence}): {f.evidence}")
         lines.append(f"    fix: {f.fix}  (silence: # orch: ignore[{f.code}])")
-    lines.append(summary(findings))
+    lines.append(summary(kept))
+    hidden = len(findings) - len(kept)
+    if hidden:
+        lines.append(f"orch doctor: {hidden} possible finding{'s' * (hidden != 1)} not shown (the evidence is a "
+                     "name's meaning or something not seen); orch doctor --all shows them")
     return "\n".join(lines)
 
 

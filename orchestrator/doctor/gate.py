@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 from orchestrator.doctor import launchstyle
 from orchestrator.doctor.check import check_files, dedupe
 from orchestrator.doctor.feasibility import across_nodes
-from orchestrator.doctor.findings import DoctorSkipped, Finding, format_findings, has_errors
+from orchestrator.doctor.findings import DoctorSkipped, Finding, format_findings, has_errors, refuses
 from orchestrator.doctor.gpuspertask import gpus_per_task_warning
 from orchestrator.doctor.pernodeflags import placeholder_warning
 from orchestrator.errors import OrchError
@@ -56,7 +56,7 @@ def report(found: Sequence[Finding], paths: Sequence[str | Path], out: TextIO, *
         print(format_findings(findings), file=out, flush=True)
     if not has_errors(findings):
         return findings
-    codes = ", ".join(sorted({f.code for f in findings if f.severity == "error"}))
+    codes = ", ".join(sorted({f.code for f in findings if refuses(f)}))  # never a possible finding
     if refuse:
         raise ScriptRefused(f"orch doctor found errors ({codes}) in {', '.join(map(str, paths))}; nothing was "
                             "launched", hint=_SILENCE)

@@ -108,7 +108,8 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
     if a.unread or _unseen_binder(a, first):
         return  # a helper nobody could read may well bind the device: silence over a guess
     yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the script or its "
-                                          "helpers")
+                                          "helpers", confidence="possible",  # an absence: a binder may be unseen
+                    fact="no set_device in what could be read")
 
 
 def _explicit_only(a: Analysis) -> Iterator[Finding]:
@@ -164,10 +165,12 @@ def check_load(a: Analysis) -> Iterator[Finding]:
     for site in a.sites(frozenset({"torch.load"})):
         if len(site.call.args) >= 2 or _kw(site.call, "map_location") is not None or a.flow.guarded(site):
             continue
-        if not (_checkpoint_like(a, site.call.args[0] if site.call.args else _kw(site.call, "f"))
-                or _loads_state(a, site.call)):
+        state = _loads_state(a, site.call)
+        if not (state or _checkpoint_like(a, site.call.args[0] if site.call.args else _kw(site.call, "f"))):
             continue  # features or tensors saved from the CPU load onto the CPU: only checkpoints are judged
-        yield a.finding("DDP009", site.call, ast.unparse(site.call)[:60])
+        # a state loaded into a model or kept as one is likely; a checkpoint told by its path's name alone, possible
+        yield a.finding("DDP009", site.call, ast.unparse(site.call)[:60], confidence=None if state else "possible",
+                        fact="its result is a model's state" if state else "a checkpoint by its path's name only")
 
 
 def _uses_cuda(a: Analysis) -> bool:

@@ -17,7 +17,8 @@ script's entry file, matches every finding to the truth and scores it:
 Scripts whose entry has ``heldout: true`` were read (and their truth written) after the doctor was tuned, and
 the doctor was not changed for them: they are the honest measure. The table ends with one line per subset
 (tuned, set 3, set 4: ``set: N`` in truth.yaml) and one for the scripts still held out; ``--heldout`` /
-``--tuned`` / ``--set N`` score one subset alone.
+``--tuned`` / ``--set N`` score one subset alone; ``--default`` scores what ``orch doctor`` shows without ``--all``
+(the possible findings left out).
 
 Run ``python tests/doctor/real_corpus.py`` for the per-code table and the figures (``--findings`` lists
 every finding with its verdict).
@@ -74,6 +75,7 @@ class Judged:
     line: int
     message: str
     pitfall: Pitfall | None
+    confidence: str = "likely"  # certain, likely, possible: orch doctor shows possible ones only with --all
 
     @property
     def true(self) -> bool:
@@ -179,13 +181,19 @@ def judge(name: str, entry: dict[str, Any]) -> Score:
         file = _relative(f.file, folder)
         near = [(gap, i) for i, p in enumerate(real) if (gap := p.distance(f.code, file, f.line)) is not None]
         hit = real[min(near)[1]] if near else None  # the closest pitfall
-        score.findings.append(Judged(name, f.code, f.severity, file, f.line, f.message, hit))
+        score.findings.append(Judged(name, f.code, f.severity, file, f.line, f.message, hit, f.confidence))
     return score
 
 
 def score_all(names: Sequence[str] | None = None) -> dict[str, Score]:
     data = truth()
     return {name: judge(name, data[name]) for name in (names or sorted(data))}
+
+
+def default_output(scores: dict[str, Score]) -> dict[str, Score]:
+    """What ``orch doctor`` shows without ``--all``: the certain and likely findings (the possible ones left out)."""
+    return {name: Score(findings=[j for j in s.findings if j.confidence != "possible"], pitfalls=s.pitfalls)
+            for name, s in scores.items()}
 
 
 def total(scores: dict[str, Score]) -> Score:
@@ -249,7 +257,8 @@ def listing(scores: dict[str, Score]) -> str:
     for name, s in scores.items():
         for j in s.findings:
             verdict = "TRUE " if j.true else "FALSE"
-            lines.append(f"{verdict} {name}/{j.file}:{j.line}: {j.code} {j.severity}: {j.message[:90]}")
+            lines.append(f"{verdict} {name}/{j.file}:{j.line}: {j.code} {j.severity} ({j.confidence}): "
+                         f"{j.message[:90]}")
         for p in s.pitfalls:
             if p not in s.found:
                 label = f"{p.code} ({p.name})" if p.name else p.code
@@ -269,6 +278,8 @@ def main(argv: Sequence[str]) -> int:
         wanted = f"set {argv[argv.index('--set') + 1]}"
         names = [n for n, e in sorted(truth().items()) if set_label(e) == wanted and n not in argv]
     scores = score_all(names or None)
+    if "--default" in argv:  # the default output: possible findings left out, as orch doctor without --all
+        scores = default_output(scores)
     if "--findings" in argv:
         print(listing(scores))
         print()

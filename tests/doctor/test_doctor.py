@@ -156,9 +156,11 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     # refusal orch run and orch submit would make: an error (one judge)
     assert main(["doctor", "--json", "--ignore", "DDP020", path, str(FIXTURES / "seed002_fixed.py")]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert [list(item) for item in data] == [["code", "severity", "file", "line", "message", "fix"]] * len(data)
-    assert [(d["code"], d["line"], d["severity"]) for d in data] == [
-        ("DDP004", 22, "warning"), ("DDP008", 44, "error"), ("DDP008", 45, "warning")]
+    assert [list(item) for item in data] == [
+        ["code", "severity", "confidence", "file", "line", "message", "fix", "evidence"]] * len(data)
+    assert [(d["code"], d["line"], d["severity"], d["confidence"]) for d in data] == [
+        ("DDP004", 22, "warning", "likely"), ("DDP008", 44, "error", "certain"), ("DDP008", 45, "warning", "certain")]
+    assert data[0]["evidence"].startswith("lines 22-") and "DistributedSampler(" in data[0]["evidence"]
 
 
 def test_cli_syntax_error_exits_2_and_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -67,7 +67,8 @@ def test_dry_run_says_the_submit_would_refuse_and_json_carries_the_findings(
     captured = capsys.readouterr()
     findings = json.loads(captured.out)["findings"]
     assert [(f["code"], f["severity"], f["line"]) for f in findings] == [("DDP003", "error", 11)]
-    assert set(findings[0]) == {"code", "severity", "file", "line", "message", "fix"}
+    assert set(findings[0]) == {"code", "severity", "confidence", "file", "line", "message", "fix", "evidence"}
+    assert findings[0]["confidence"] == "certain"
     assert findings[0]["file"] == str(bad)
     clean = tmp_path / "clean_train.py"
     clean.write_text(CLEAN)

@@ -1,0 +1,45 @@
+"""How sure a finding is: ``certain``, ``likely`` or ``possible``, from how direct its evidence is.
+
+- **certain**: read from the code itself, with nothing guessed: every error (the severity policy makes an
+  error only of what the script shows), and the warnings whose pattern is literal (a hard-coded address, a
+  spawn call, a context manager left as a statement, an init failure caught and let go).
+- **likely**: the pattern is in the code's data flow, but one link is inferred (a helper module's code, a
+  flag's branch, a sampler's or a save's role, a rank traced through assignments).
+- **possible**: the evidence is a name's meaning or the absence of something the doctor may not see (a
+  checkpoint told by its name alone, a device never bound in what could be read).
+
+``orch doctor`` shows certain and likely findings; ``orch doctor --all`` shows the possible ones too. The
+gate before ``orch submit``/``orch run`` never refuses on a possible finding.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Confidence = Literal["certain", "likely", "possible"]
+CONFIDENCES: tuple[Confidence, ...] = ("certain", "likely", "possible")
+
+# A warning's confidence when its rule says nothing more precise (an error is always certain).
+_WARNING: dict[str, Confidence] = {
+    "DDP008": "certain",  # an address, port or rank written in the code
+    "DDP012": "certain",  # a device context manager as a bare statement
+    "DDP014": "certain",  # a spawn call with no launcher check around it
+    "DDP019": "certain",  # init_process_group in a try whose handler lets it go
+}
+
+
+def default_confidence(code: str, severity: str) -> Confidence:
+    """The confidence of a finding of ``code`` at ``severity`` when its rule gives none."""
+    if severity == "error":
+        return "certain"
+    return _WARNING.get(code, "likely")
+
+
+def at_most(confidence: Confidence, ceiling: Confidence) -> Confidence:
+    """The less sure of the two (a finding in a helper module is at most ``likely``)."""
+    return max(confidence, ceiling, key=CONFIDENCES.index)
+
+
+def shown(confidence: Confidence, show_all: bool) -> bool:
+    """Whether the default output (certain, likely) or ``--all`` (every finding) shows it."""
+    return show_all or confidence != "possible"
