@@ -40,9 +40,11 @@ class Fixed:
 def fix_source(source: str, filename: str, ignore: Collection[str] = ()) -> Fixed:
     """The script's text with every fixable finding of ``filename`` (less the codes in ``ignore``) fixed."""
     result = Fixed(text=source)
-    tried: set[tuple[str, str]] = set()  # (code, the finding's source line): a fix that cannot be made
+    tried: set[tuple[str, str]] = set()  # (code, the finding's source line) of a fix that could not be made
     first = source.splitlines()
-    original = {(f.code, _at(first, f.line)): f for f in check_source(source, filename)}  # lines as the user has them
+    original: dict[tuple[str, str], list[Finding]] = {}  # the findings at the lines the user has, by code and text
+    for f in check_source(source, filename):
+        original.setdefault((f.code, _at(first, f.line)), []).append(f)
     for _ in range(_MAX_FIXES):
         lines = result.text.splitlines()
         now = check_source(result.text, filename)
@@ -51,14 +53,16 @@ def fix_source(source: str, filename: str, ignore: Collection[str] = ()) -> Fixe
         if not todo:
             break
         key = (todo[0].code, _at(lines, todo[0].line))
-        finding = original.get(key, todo[0])
-        tried.add(key)
+        finding = (original.get(key) or [todo[0]])[0]
         new = FIXERS[finding.code](Source(cst.parse_module(result.text)), todo[0])
         if new is None or new.code == result.text or not _fixes(new.code, filename, finding.code, now):
+            tried.add(key)  # not tried again (nor a finding of the same code on a line that reads the same)
             result.left.append((finding, "no fix of this form here: change it by hand (the fix line says how)"))
             continue
         result.text = new.code
         result.fixed.append(finding)
+        if original.get(key):
+            original[key].pop(0)
     return result
 
 
@@ -81,5 +85,6 @@ def _fixes(text: str, filename: str, code: str, before: list[Finding]) -> bool:
 def unified_diff(before: str, after: str, path: str) -> str:
     """``--- PATH`` / ``+++ PATH`` hunks (``patch -p0 < fix.diff`` applies them where PATH was given); empty
     when nothing changed."""
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                        fromfile=path, tofile=path))
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=path,
+                                 tofile=path)
+    return "".join(line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines)

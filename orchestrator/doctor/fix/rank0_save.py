@@ -1,5 +1,7 @@
-"""DDP006 (every rank saving to one path): the save under ``if dist.get_rank() == 0:``, then a
-``dist.barrier()`` so that no rank reads the file before rank 0 has written it."""
+"""DDP006, a save to one path made by more than one rank: every rank (the save goes under
+``if dist.get_rank() == 0:``, then a ``dist.barrier()`` so that no rank reads the file before rank 0 has written
+it), or local rank 0 of every node (the save goes under ``if not dist.is_initialized() or dist.get_rank() == 0:``
+inside the local-rank guard, where only some ranks are: no barrier there)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,15 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.fix.cst import Source, dist_name, replace_in_block, statement
 
 _EVERY_RANK = "runs on every rank"
+_PER_NODE = "guarded by the local rank"
 _SAVES = frozenset({"save", "save_pretrained"})
 
 
 def fix(src: Source, finding: Finding) -> cst.Module | None:
-    """Only the finding of a save that every rank runs (not the DDP wrapper saved, nor a per-node guard), and
-    only a save that is a statement of its own (``torch.save(...)`` on its line)."""
-    if _EVERY_RANK not in finding.message:
+    """Only those two findings (not the DDP wrapper saved, nor a checkpoint writer made per node), and only a
+    save that is a statement of its own (``torch.save(...)`` on its line)."""
+    every = _EVERY_RANK in finding.message
+    if not every and _PER_NODE not in finding.message:
         return None
     dist = dist_name(src.module)
     calls = src.calls_at(finding.line, lambda name: name in _SAVES)
@@ -24,13 +28,13 @@ def fix(src: Source, finding: Finding) -> cst.Module | None:
     line = src.statement(calls[0])
     if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1 or not isinstance(line.body[0], cst.Expr):
         return None
-    guard = statement(f"if {dist}.get_rank() == 0:\n    pass\n")
+    test = f"{dist}.get_rank() == 0" if every else f"not {dist}.is_initialized() or {dist}.get_rank() == 0"
+    guard = statement(f"if {test}:\n    pass\n")
     assert isinstance(guard, cst.If) and isinstance(guard.body, cst.IndentedBlock)
     guarded = guard.with_changes(leading_lines=line.leading_lines,
                                  body=guard.body.with_changes(body=[line.with_changes(leading_lines=())]))
-    barrier = statement(f"{dist}.barrier()\n")
     block = src.block(line)
     body = list(block.body)
     at = next(i for i, stmt in enumerate(body) if stmt is line)
-    body[at:at + 1] = [guarded, barrier]
+    body[at:at + 1] = [guarded, statement(f"{dist}.barrier()\n")] if every else [guarded]
     return replace_in_block(src, block, body)

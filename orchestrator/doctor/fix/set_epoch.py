@@ -21,7 +21,11 @@ def fix(src: Source, finding: Finding) -> cst.Module | None:
     if not calls:
         return None
     made = calls[0]
-    sampler = _sampler_expr(src, made)
+    value: cst.CSTNode = made
+    parent = src.parent(made)
+    if isinstance(parent, cst.IfExp):  # DistributedSampler(data) if distributed else None: set_epoch when it is one
+        value = parent
+    sampler = _sampler_expr(src, made, value)
     if sampler is None:
         return None
     loop = _epoch_loop(src, made, sampler)
@@ -33,23 +37,37 @@ def fix(src: Source, finding: Finding) -> cst.Module | None:
         return None
     first = body.body[0]
     assert isinstance(first, cst.SimpleStatementLine | cst.BaseCompoundStatement)
-    return insert(src, first, [statement(f"{sampler}.set_epoch({epoch})\n")])
+    call = f"{sampler}.set_epoch({epoch})"
+    if value is not made:
+        call = f"if isinstance({sampler}, {code_of(src.module, made.func)}):\n    {call}"
+    return insert(src, first, [statement(f"{call}\n")])
 
 
-def _sampler_expr(src: Source, made: cst.Call) -> str | None:
-    """``sampler`` (``sampler = DistributedSampler(...)``), ``self.sampler``, or ``loader.sampler`` for a
-    sampler made inside ``loader = DataLoader(..., sampler=DistributedSampler(...))``."""
-    parent = src.parent(made)
+def _sampler_expr(src: Source, made: cst.Call, value: cst.CSTNode) -> str | None:
+    """``sampler`` (``sampler = DistributedSampler(...)``, ``sampler, shuffle = DistributedSampler(...), False``),
+    ``self.sampler``, or ``loader.sampler`` for a sampler made inside
+    ``loader = DataLoader(..., sampler=DistributedSampler(...))``."""
+    parent = src.parent(value)
     if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "sampler":
         loader = src.parent(parent)
         target = _assigned(src, loader) if isinstance(loader, cst.Call) else None
         return f"{target}.sampler" if target is not None else None
-    return _assigned(src, made)
+    return _assigned(src, value)
 
 
 def _assigned(src: Source, value: cst.CSTNode) -> str | None:
     parent = src.parent(value)
-    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+    target: cst.BaseExpression
+    if isinstance(parent, cst.Element):  # one of a tuple assigned to a tuple of names
+        values, holder = src.parent(parent), src.parent(src.parent(parent) or parent)
+        if not (isinstance(values, cst.Tuple) and isinstance(holder, cst.Assign) and len(holder.targets) == 1):
+            return None
+        names = holder.targets[0].target
+        at = next(i for i, element in enumerate(values.elements) if element is parent)
+        if not isinstance(names, cst.Tuple) or len(names.elements) != len(values.elements):
+            return None
+        target = names.elements[at].value
+    elif isinstance(parent, cst.Assign) and len(parent.targets) == 1:
         target = parent.targets[0].target
     elif isinstance(parent, cst.AnnAssign):
         target = parent.target

@@ -56,3 +56,23 @@ def test_the_diff_names_the_path_as_given_and_is_empty_without_a_change() -> Non
     diff = unified_diff("a\nb\n", "a\nc\n", "src/train.py")
     assert diff.splitlines()[:2] == ["--- src/train.py", "+++ src/train.py"]
     assert unified_diff(SCRIPT, SCRIPT, "train.py") == ""
+
+
+def test_a_diff_of_a_file_without_a_final_newline_says_so_and_patch_reads_it() -> None:
+    assert unified_diff("a\nb", "a\nc", "x.py").splitlines()[4:] == [
+        "-b", "\\ No newline at end of file", "+c", "\\ No newline at end of file"]
+
+
+def test_findings_on_lines_that_read_the_same_are_each_fixed_at_their_own_line() -> None:
+    text = '''import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+model = torch.nn.Linear(2, 2)
+for epoch in range(3):
+    torch.save(model.state_dict(), "last.pt")
+torch.save(model.state_dict(), "last.pt")
+'''
+    fixed = fix_source(text, "train.py")
+    assert [(f.code, f.line) for f in fixed.fixed] == [("DDP006", 7), ("DDP006", 8)]
+    assert fixed.text.count("dist.barrier()") == 2 and check_source(fixed.text, "train.py") == []

@@ -45,3 +45,21 @@ def test_the_wrapper_saved_is_not_a_rank_guard_fix(
     rc, out, err = run_cli(["doctor", "train.py", "--fix"], capsys)
     assert (rc, out) == (0, "")
     assert "DDP006 not fixed" in err
+
+
+def test_a_save_by_local_rank_0_of_every_node_is_narrowed_to_global_rank_0_without_a_barrier(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    text = '''import os
+
+import torch
+import torch.distributed as dist
+
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("gloo")
+model = torch.nn.Linear(2, 2)
+if local_rank == 0:
+    torch.save(model.state_dict(), "ckpt.pt")
+'''
+    fixed_by_cli(tmp_path, monkeypatch, capsys, text, "DDP006", ['    torch.save(model.state_dict(), "ckpt.pt")'],
+                 ["    if not dist.is_initialized() or dist.get_rank() == 0:",
+                  '        torch.save(model.state_dict(), "ckpt.pt")'])

@@ -56,3 +56,26 @@ def test_a_sampler_with_no_epoch_loop_in_its_function_is_left_and_said(
     rc, out, err = run_cli(["doctor", "train.py", "--fix"], capsys)
     assert (rc, out) == (0, "")
     assert "train.py:8: DDP004 not fixed" in err and "nothing to fix" in err
+
+
+def test_a_sampler_made_only_when_distributed_is_told_the_epoch_only_when_it_is_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    text = HEAD + '''    sampler = DistributedSampler(data) if dist.is_initialized() else None
+    loader = DataLoader(data, sampler=sampler)
+    for epoch in range(epochs):
+        for x, y in loader:
+            model(x).sum().backward()
+'''
+    fixed_by_cli(tmp_path, monkeypatch, capsys, text, "DDP004", [],
+                 ["        if isinstance(sampler, DistributedSampler):", "            sampler.set_epoch(epoch)"])
+
+
+def test_a_sampler_assigned_with_other_names_in_one_tuple_is_found_by_its_place(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    text = HEAD + '''    train_sampler, shuffle = DistributedSampler(data), False
+    loader = DataLoader(data, sampler=train_sampler, shuffle=shuffle)
+    for epoch in range(epochs):
+        for x, y in loader:
+            model(x).sum().backward()
+'''
+    fixed_by_cli(tmp_path, monkeypatch, capsys, text, "DDP004", [], ["        train_sampler.set_epoch(epoch)"])

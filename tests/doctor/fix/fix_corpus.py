@@ -1,0 +1,77 @@
+"""``orch doctor --fix`` on the doctor's corpus of real scripts (tests/doctor/real/): for each script's entry file
+with fixable findings, whether the diff applies (``patch``, to a copy) and whether the fixed script passes the
+doctor for the codes fixed (no finding of those codes left in the entry).
+
+Run ``python tests/doctor/fix/fix_corpus.py`` for one line per script and the totals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # real_corpus, when run as a script
+from real_corpus import REAL, truth
+
+from orchestrator.doctor import check_source
+from orchestrator.doctor.check import read_script
+from orchestrator.doctor.fix import FIXERS, fix_source, unified_diff
+
+
+@dataclass(frozen=True)
+class Outcome:
+    script: str
+    fixable: tuple[str, ...]  # the codes of the entry's fixable findings
+    fixed: tuple[str, ...]
+    left: tuple[str, ...]
+    applies: bool
+    passes: bool  # no finding of a fixed code left in the fixed entry
+
+
+def fix_one(name: str, entry: str) -> Outcome | None:
+    path = REAL / name / entry
+    text = read_script(path)
+    fixable = tuple(sorted(f.code for f in check_source(text, str(path)) if f.file == str(path) and f.code in FIXERS))
+    if not fixable:
+        return None
+    result = fix_source(text, str(path))
+    fixed = tuple(sorted(f.code for f in result.fixed))
+    applies = _applies(text, unified_diff(text, result.text, entry), result.text, entry) if fixed else True
+    left_codes = {f.code for f in check_source(result.text, str(path)) if f.file == str(path)}
+    return Outcome(name, fixable, fixed, tuple(sorted(f.code for f, _ in result.left)), applies,
+                   not (set(fixed) & left_codes))
+
+
+def _applies(text: str, diff: str, fixed: str, entry: str) -> bool:
+    """``patch`` applies the diff to a copy of the script, and the result is the fixed text."""
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / Path(entry).name
+        copy.write_text(text, encoding="utf-8")
+        (Path(folder) / "fix.diff").write_text(diff, encoding="utf-8")
+        proc = subprocess.run(["patch", "-s", "-o", "out.py", copy.name, "fix.diff"], cwd=folder, capture_output=True,
+                              check=False)
+        return proc.returncode == 0 and (Path(folder) / "out.py").read_bytes() == fixed.encode("utf-8")
+
+
+def fix_all() -> list[Outcome]:
+    found = (fix_one(name, entry["entry"]) for name, entry in sorted(truth().items()))
+    return [outcome for outcome in found if outcome is not None]
+
+
+def main() -> None:
+    outcomes = fix_all()
+    for o in outcomes:
+        print(f"{o.script:28} fixable {','.join(o.fixable):30} fixed {','.join(o.fixed) or '-':30} "
+              f"left {','.join(o.left) or '-':14} applies {o.applies} passes {o.passes}")
+    fixable = sum(len(o.fixable) for o in outcomes)
+    fixed = sum(len(o.fixed) for o in outcomes)
+    with_fix = [o for o in outcomes if o.fixed]
+    print(f"scripts with fixable findings: {len(outcomes)}; with a diff: {len(with_fix)}; diffs that apply: "
+          f"{sum(o.applies for o in with_fix)}; fixed scripts that pass the doctor for the fixed codes: "
+          f"{sum(o.passes for o in with_fix)}; findings fixed: {fixed} of {fixable}")
+
+
+if __name__ == "__main__":
+    main()
