@@ -2,12 +2,11 @@
 
 Each process gets the torchrun-style variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
 NODE_RANK=0, MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port) and derives its DistEnv with the same
-``distenv.derive`` as a Slurm task. Rank 0's output goes to the terminal and every rank's to
-``logs/local-rank<R>.out``. When one process exits non-zero the others get SIGTERM at once and
-SIGKILL after a grace period; the result names the rank that caused it
-(:func:`orchestrator.records.restarts.blame.blame` over the ranks' outcome records, with the exit codes seen here):
-the first rank that failed, or the rank that stopped progressing while the others gave up. Ctrl-C (SIGINT), SIGTERM
-and the job's preemption signal sent to ``orch run`` are forwarded to every process.
+``distenv.derive`` as a Slurm task. Rank 0's output goes to the terminal and every rank's to ``logs/local-rank<R>.out``.
+When one process exits non-zero the others get SIGTERM at once and SIGKILL after a grace period; the result names
+the rank that caused it (:func:`orchestrator.records.restarts.blame.blame` over the ranks' outcome records, with the
+exit codes seen here): the first rank that failed, or the rank that stopped progressing while the others gave up,
+and where (records/stacks.py). Ctrl-C, SIGTERM and the preemption signal sent to orch run go to every process.
 
 No process outlives the run (:mod:`orchestrator.task.reaper`): each rank leads its own process group
 and carries ``ORCH_RUN_TOKEN``; when the ranks have ended, what is left in their groups or carries the
@@ -35,9 +34,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from orchestrator.errors import ConfigError
+from orchestrator.records import stacks
 from orchestrator.records.jobdirs import local_log_name as log_name
 from orchestrator.records.logs.view import tail_lines
-from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT, Blame, blame
+from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT, Blame
 from orchestrator.records.restarts.seen import Seen, complete
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
 from orchestrator.spec.safefile import read_json
@@ -383,9 +383,9 @@ class LocalRunner:
         return Seen(codes=known, ended=exited_at, stopped=frozenset(stopped), stopped_by="orch run", reasons=reasons)
 
     def _blame(self, seen: Seen) -> Blame | None:
-        """Who stopped the run: the ranks' outcome records, completed with what this runner saw."""
+        """Who stopped the run: the outcome records with what this runner saw; where each rank was (records/stacks)."""
         records, notes = read_outcomes(self.job_dir)
-        return blame(complete(records, seen), world_size=self.nproc, notes=notes)
+        return stacks.blamed(self.job_dir, complete(records, seen), world_size=self.nproc, notes=notes, write=True)
 
 
 def _group_alive(pgid: int) -> bool:

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from orchestrator.errors import SlurmError
+from orchestrator.records import stacks
 from orchestrator.records.jobdirs import JobDir, log_path
 from orchestrator.records.jobindex import read_submitted, same_submit
 from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, read_attempts
@@ -193,6 +194,14 @@ def records_restart(row: dict[str, Any]) -> int | None:
 
 
 def failure(job: JobDir, restart: int | None = None) -> Blame | None:
+    """:func:`judge`, and where each rank was when a hang ended (their stack files: ``records/stacks.py``)."""
+    records, _ = read_outcomes(job.path)
+    run = job.job_id if job.mode == "slurm" else "local"
+    return stacks.explained(job.path, judge(job, restart), [r for r in records if r.run == run],
+                            job.config.world_size if job.config else None, run=run, restart=restart)
+
+
+def judge(job: JobDir, restart: int | None = None) -> Blame | None:
     """Who stopped the job, from the outcome records of its current run (``restart``: the records'
     restart count when known, else the newest run recorded); None when they show no failure.
 

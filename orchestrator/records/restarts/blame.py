@@ -144,12 +144,15 @@ class Blame:
     timeout_setting: str | None = None
     notes: tuple[str, ...] = field(default=())
     node: str | None = None
+    place: str | None = None  # where the rank the others waited in a collective for was (records/stacks.py)
+    places: tuple[dict[str, Any], ...] = ()  # every rank's place when the hang ended
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "rank": self.ranks[0] if self.ranks else None, "node": self.node,
                 "ranks": list(self.ranks), "waiting": list(self.waiting), "exit_code": self.exit_code,
                 "timeout_s": self.timeout_s,
-                "timeout_setting": self.timeout_setting, "message": self.message, "notes": list(self.notes)}
+                "timeout_setting": self.timeout_setting, "message": self.message, "notes": list(self.notes),
+                "place": self.place, "places": list(self.places)}
 
 
 def current_run(records: Sequence[RankOutcome], run: str | None = None,

@@ -422,7 +422,8 @@ def test_as_under_srun_a_rank_stuck_in_python_is_named_by_orch_status(no_slurm: 
     assert "stopped by Slurm (SIGTERM)" in failure["message"] and "its last step: epoch 1" in failure["message"]
     logs = orch("logs", "9001", "--cluster", str(write_cluster(no_slurm, root)), cwd=no_slurm)
     assert logs.returncode == 0, logs.stderr
-    assert "orch: look at rank 1: rank 1 stopped making progress" in logs.stderr
+    assert "orch: look at rank 1: rank 1 stopped at hang.py:" in logs.stderr  # where (records/stacks.py)
+    assert "rank 1 stopped making progress" in logs.stderr
     assert "spin_forever" in logs.stderr  # the stuck rank's stacks, dumped on SIGTERM, in its log's tail
 
 

@@ -1,0 +1,131 @@
+"""Each rank's Python stack at the end of a hang (``logs/stacks/rank-<R>.txt``) and the table of all ranks'
+places read from them (``logs/places.json``): this module owns both files.
+
+The task writes its stack file (no torch here): a rank that gave up in a collective writes the traceback of
+its error (where its collective was called); a rank stopped by SIGTERM while running writes the stack of its
+main thread where the signal found it. Each task removes its file when it starts, so the files are this
+attempt's. ``orch run`` (``local/runner.py``), ``orch status`` and ``orch logs`` (``slurm/jobstate.py``) read
+them into the table (:mod:`orchestrator.records.restarts.places`) and name the rank the others waited for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+
+from orchestrator.records.atomic import write_text_atomic
+from orchestrator.records.restarts import places
+from orchestrator.records.restarts.blame import Blame, RankOutcome, blame, current_run
+from orchestrator.spec.runconfig import LOG_DIR
+from orchestrator.spec.safefile import read_text
+
+STACKS_DIR = "stacks"
+PLACES_FILE = "places.json"
+STACK_LIMIT = 256 * 1024
+HANG_KINDS = frozenset({"stuck", "all_waited", "early_exit", "vanished", "stopped"})  # blame's kinds of a hang
+ENDED_ON_THEIR_OWN = frozenset({"completed", "failed"})  # their exit code says where they are: gone
+
+
+def stack_path(job_dir: Path, rank: int) -> Path:
+    return job_dir / LOG_DIR / STACKS_DIR / f"rank-{rank}.txt"
+
+
+def places_path(job_dir: Path) -> Path:
+    return job_dir / LOG_DIR / PLACES_FILE
+
+
+class StackFile:
+    """This task's stack file; inactive (every call a no-op) until :meth:`start`."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+
+    def start(self, job_dir: Path, rank: int) -> None:
+        """This attempt's file: none yet (an earlier attempt's is removed)."""
+        self.path = stack_path(job_dir, rank)
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+    def waited(self, exc: BaseException) -> None:
+        """This rank gave up in a collective: the traceback of its error, where the collective was called."""
+        frames = traceback.extract_tb(exc.__traceback__)
+        self._write(places.WAITED_HEADER, "".join(traceback.format_list(frames)))
+
+    def stopped(self, frame: FrameType | None) -> None:
+        """This rank was stopped while running: its main thread's stack where the signal found it."""
+        if frame is not None:
+            self._write(places.STOPPED_HEADER, "".join(traceback.format_stack(frame)))
+
+    def _write(self, header: str, frames: str) -> None:
+        if self.path is None:
+            return
+        with contextlib.suppress(OSError):  # a full disk or a removed folder: the outcome record still says how
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            write_text_atomic(self.path, f"{header} (pid {os.getpid()})\nTraceback (most recent call last):\n"
+                                         f"{frames}", fsync=False)
+
+
+STACK = StackFile()  # this process's file
+
+
+def read_stacks(job_dir: Path, ranks: list[int]) -> dict[int, str | None]:
+    """Each rank's stack text (None: it left none)."""
+    return {rank: read_text(stack_path(job_dir, rank), STACK_LIMIT) for rank in ranks}
+
+
+def place_table(job_dir: Path, records: Mapping[int, RankOutcome], world_size: int) -> list[places.Place]:
+    """Every rank's place: its stack file, else its exit code when it ended on its own."""
+    ranks = list(range(world_size))
+    codes = {r: (o.exit_code if o.kind in ENDED_ON_THEIR_OWN else None)
+             for r, o in records.items() if r < world_size}
+    return places.table(read_stacks(job_dir, ranks), {r: codes.get(r) for r in ranks})
+
+
+def explain(found: Blame | None, table: list[places.Place]) -> Blame | None:
+    """``found`` with the places: the sentence that names the rank the others waited for leads its message,
+    and that rank leads its ranks; the table goes into its dict (``orch status --json``'s ``failure``)."""
+    if found is None or not any(p.state == "collective" for p in table):
+        return found
+    said = places.sentence(table)
+    rows = tuple(p.as_dict() for p in table)
+    if said is None:
+        return dataclasses.replace(found, places=rows)
+    blamed = places.culprit(table)
+    ranks = (blamed.rank, *(r for r in found.ranks if r != blamed.rank)) if blamed is not None else found.ranks
+    return dataclasses.replace(found, ranks=ranks, message=f"{said}; {found.message}", places=rows, place=said)
+
+
+def write_places(job_dir: Path, table: list[places.Place], said: str | None) -> None:
+    """The table in the job folder (``logs/places.json``), when a rank waited in a collective."""
+    if not any(p.state == "collective" for p in table):
+        return
+    data = {"culprit": said, "ranks": [p.as_dict() for p in table]}
+    with contextlib.suppress(OSError):
+        write_text_atomic(places_path(job_dir), json.dumps(data, indent=2) + "\n")
+
+
+def explained(job_dir: Path, found: Blame | None, records: Sequence[RankOutcome], world_size: int | None, *,
+              run: str | None = None, restart: int | None = None, write: bool = False) -> Blame | None:
+    """:func:`explain` with the table read from ``job_dir`` for the run ``found`` judged (``write``: also keep
+    the table in ``logs/places.json``; ``orch run`` does, the readers of a finished job do not)."""
+    if found is None or found.kind not in HANG_KINDS:
+        return found
+    by_rank, _ = current_run(records, run, restart)
+    size = world_size if world_size is not None else max(by_rank, default=-1) + 1
+    table = place_table(job_dir, by_rank, size)
+    told = explain(found, table)
+    if write and told is not None:
+        write_places(job_dir, table, told.place)
+    return told
+
+
+def blamed(job_dir: Path, records: Sequence[RankOutcome], *, world_size: int, notes: Sequence[str],
+           write: bool) -> Blame | None:
+    """:func:`~orchestrator.records.restarts.blame.blame`, then :func:`explained` (``orch run``'s verdict)."""
+    return explained(job_dir, blame(records, world_size=world_size, notes=notes), records, world_size, write=write)
