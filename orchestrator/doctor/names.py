@@ -229,6 +229,16 @@ class Module:
                 found.extend(k.value for k in node.keywords if k.arg == name)
         return found
 
+    def passed_for(self, name: ast.Name) -> list[ast.expr]:
+        """What this file's calls pass for ``name`` when it is a parameter of its function (``def train(model,
+        log_here)`` called ``train(m, rank == 0)``); none for anything else or a function passed around."""
+        found, value = self.resolve(name.id, name)
+        function = self.function_of(name)
+        if value is not None or not found or function is None or self.spawned(function):
+            return []
+        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+        return self.argument_for(function, name.id) if name.id in params else []
+
     def spawned(self, function: FunctionNode) -> bool:
         """``function`` is passed around (``mp.spawn(train, ...)``): its callers are not in sight."""
         return any(isinstance(n, ast.Name) and n.id == function.name and isinstance(n.ctx, ast.Load)

@@ -167,7 +167,9 @@ class Ranks:
             return any(self.dependent(part, depth + 1) for part in (test.left, *test.comparators))
         if isinstance(test, ast.Name):
             _, value = self.module.resolve(test.id, test)
-            if value is not None and self.is_condition(value, depth + 1):
+            passed = self.module.passed_for(test)  # a parameter its callers fill with a rank test
+            if (value is not None and self.is_condition(value, depth + 1)) or (
+                    passed and all(self.is_condition(v, depth + 1) for v in passed)):
                 return True
             return test.id in MAIN_FLAGS or self.source(test, depth + 1) is not None
         if isinstance(test, ast.Attribute):
@@ -233,6 +235,9 @@ class Ranks:
                 _, value = self.module.resolve(test.id, test)
                 if value is not None and self.is_condition(value, depth + 1):
                     return self.at_rank_zero(value, depth + 1)
+                passed = {self.at_rank_zero(v, depth + 1) for v in self.module.passed_for(test)}
+                if len(passed) == 1 and None not in passed:  # every caller passes a rank test alike
+                    return passed.pop()
             if name in MAIN_FLAGS:
                 return True
             return False if self.source(test, depth + 1) is not None else None

@@ -11,6 +11,7 @@ from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
 from orchestrator.doctor.names import dotted, last_name
+from orchestrator.doctor.reshuffle import reshuffled_each_epoch
 
 _PLAIN_SAMPLERS = frozenset({"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"})
 _SELF_SHARDING = ("use_ddp", "distributed")
@@ -151,7 +152,7 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
             q.endswith("set_epoch") for q in a.helper_quals):
         return
     for site in a.sites_ending("DistributedSampler"):
-        if _for_evaluation(a, site):
+        if _for_evaluation(a, site) or reshuffled_each_epoch(a, site):  # a new order each epoch stands in for it
             continue
         shuffle = _kw(site.call, "shuffle")
         if shuffle is None or _is_true(shuffle):

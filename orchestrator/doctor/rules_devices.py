@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import INIT, SET_DEVICE, WRAPPERS, Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
+from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.names import last_name
 from orchestrator.doctor.ranks import DeviceKind
 
@@ -89,8 +90,9 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
     """DDP001, once per file, at the first use of the *current* CUDA device (``.cuda()``, ``"cuda"``)
     with no set_device before it, in the script or in a helper it calls. An explicit device
     (``f"cuda:{local_rank}"``, ``torch.device("cuda", i)``, ``.to(local_rank)``) is bound: not reported.
-    At most a warning: under orch run/submit the launcher binds each rank's GPU before the script starts."""
-    if not a.distributed:
+    At most a warning: under orch run/submit the launcher binds each rank's GPU before the script starts. Silent
+    where a framework (Accelerate, Lightning, Fabric) binds the device (``frameworkdevice.py``)."""
+    if not a.distributed or framework_binder(a) is not None:
         return
     uses = [site for site in a.flow.sites if _cuda_use(a, site) == "default"]
     if not uses:

@@ -258,10 +258,24 @@ def _per_node_guard(a: Analysis, site: Site) -> bool:
         tests = [(outer, t) for ts in found for t in ts]
     if not tests:
         return False
+    tests += [(where, held) for where, t in tests for held in _held_tests(where, t)]
     kinds = {"local" if last_name(n.func if isinstance(n, ast.Call) else n) in LOCAL_MAIN else where.ranks.source(n)
              for where, t in tests for n in ast.walk(t) if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
     kinds.discard(None)
     return kinds == {"local"}
+
+
+def _held_tests(a: Analysis, test: ast.expr) -> list[ast.expr]:
+    """The rank tests a guard's name or attribute holds (``self.chief = args.local_rank in (-1, 0)``, ``first =
+    rank == 0``, a parameter its callers fill with one): what it tests is theirs."""
+    if isinstance(test, ast.Name):
+        _, value = a.module.resolve(test.id, test)
+        values = [value] if value is not None else a.module.passed_for(test)
+    elif isinstance(test, ast.Attribute):
+        values = a.module.values_anywhere(dotted(test) or "")
+    else:
+        return []
+    return [v for v in values if v is not test and a.ranks.is_condition(v)]
 
 
 def _multi_node_spawn(a: Analysis) -> bool:

@@ -1,0 +1,71 @@
+"""A data set reshuffled each epoch inside the epoch loop, which stands in for ``sampler.set_epoch(epoch)``.
+
+``for epoch in ...:`` that builds a new ``DistributedSampler(ds, seed=epoch)``, or reorders the data with the epoch
+as seed (``np.random.RandomState(epoch).permutation(n)``, ``random.seed(epoch)`` then ``random.shuffle(ids)``,
+``torch.randperm(n, generator=g)`` after ``g.manual_seed(seed + epoch)``) and builds the sampler over it there:
+every epoch reads a new order, so DDP004 has nothing to say. A sampler made once, before the loop, is not helped
+by a reshuffle of a copy it never sees; a new sampler with the default seed and unchanged data is the same order
+each epoch (still DDP004).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.flow import Site
+from orchestrator.doctor.names import last_name
+
+# Calls that draw a new order, and calls that seed the ones after them: reseeded per epoch, their arguments (or
+# their receiver's: ``np.random.RandomState(epoch).permutation(n)``) carry the epoch.
+_ORDERS = frozenset({"permutation", "randperm", "shuffle", "sample", "choice"})
+_SEEDS = frozenset({"seed", "manual_seed"})
+_MAX_DEPTH = 4
+
+
+def reshuffled_each_epoch(a: Analysis, site: Site) -> bool:
+    """Whether the sampler built at ``site`` is made inside a loop whose every pass orders the data anew from
+    the loop's variable (the epoch): its own ``seed=``, or a seeded reorder earlier in the same pass."""
+    for loop in reversed(site.loops):
+        if not isinstance(loop, ast.For | ast.AsyncFor):
+            continue
+        epoch = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        seed = next((k.value for k in site.call.keywords if k.arg == "seed"), None)
+        if seed is not None and _carries(a, seed, epoch, loop, 0):
+            return True
+        calls = sorted((n for n in ast.walk(loop) if isinstance(n, ast.Call) and n.lineno <= site.call.lineno),
+                       key=lambda n: n.lineno)
+        seeded: int | None = None  # the line of the first per-epoch seed call of the pass
+        for call in calls:
+            name = last_name(call.func)
+            if name in _SEEDS and seeded is None and _carries(a, call, epoch, loop, 0):
+                seeded = call.lineno
+            if name in _ORDERS and (seeded is not None or _carries(a, call, epoch, loop, 0)):
+                return True
+    return False
+
+
+def _carries(a: Analysis, expr: ast.AST, epoch: set[str], loop: ast.AST, depth: int) -> bool:
+    """``expr`` reads the loop's variable, itself or through names assigned inside the loop (``seed = base +
+    epoch``) or the object it is called on (``rng.shuffle(ids)`` with ``rng = default_rng(epoch)``)."""
+    if depth > _MAX_DEPTH:
+        return False
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.Name):
+            continue
+        if node.id in epoch:
+            return True
+        _, value = a.module.resolve(node.id, node)
+        if value is not None and value is not expr and _inside(a, value, loop) and _carries(
+                a, value, epoch, loop, depth + 1):
+            return True
+    return False
+
+
+def _inside(a: Analysis, node: ast.AST, loop: ast.AST) -> bool:
+    current = a.module.parents.get(node)
+    while current is not None:
+        if current is loop:
+            return True
+        current = a.module.parents.get(current)
+    return False

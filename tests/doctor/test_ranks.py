@@ -1,0 +1,86 @@
+"""A rank test held in a variable, a parameter or an attribute and used later as a guard is a rank guard wherever
+the rules look for one (a save, a print, a collective under it)."""
+
+from __future__ import annotations
+
+from orchestrator.doctor import check_source
+
+HEAD = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+"""
+
+PARAMETER = HEAD + """\
+def train(model, opt, log_here):
+    for step in range(10):
+        loss = model(torch.randn(4, 2).cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    if log_here:
+        torch.save(model.module.state_dict(), "ckpt.pt")
+
+
+def main():
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    first = dist.get_rank() == 0
+    model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[local_rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train(model, opt, first)
+    train(model, opt, log_here=dist.get_rank() == 0)
+"""
+
+COLLECTIVE = HEAD + """\
+def report(value, on_writer):
+    if on_writer:
+        dist.barrier()
+        print(value)
+
+
+def main():
+    dist.init_process_group("nccl")
+    report(1.0, int(os.environ["RANK"]) == 0)
+"""
+
+ATTRIBUTE = HEAD + """\
+class Runner:
+    def __init__(self, args, model):
+        self.chief = args.local_rank in (-1, 0)
+        self.leader = dist.get_rank() == 0
+        self.model = model
+
+    def fit(self, opt):
+        for step in range(10):
+            loss = self.model(torch.randn(4, 2).cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if self.leader:
+            torch.save(self.model.module.state_dict(), "last.pt")
+        if self.chief:
+            torch.save(self.model.module.state_dict(), "node.pt")
+"""
+
+
+def _codes(source: str) -> list[tuple[str, int, str]]:
+    return [(f.code, f.line, f.message) for f in check_source(source, "train.py")]
+
+
+def test_a_parameter_its_callers_fill_with_a_rank_test_guards_the_save() -> None:
+    assert [c for c, _, _ in _codes(PARAMETER) if c == "DDP006"] == []
+
+
+def test_a_collective_under_a_parameter_holding_a_rank_test_is_reached_by_some_ranks_only() -> None:
+    found = [(line, message) for code, line, message in _codes(COLLECTIVE) if code == "DDP002"]
+    assert [line for line, _ in found] == [8] and "on_writer" in found[0][1]
+
+
+def test_attributes_holding_rank_tests_guard_saves_and_a_local_rank_test_is_a_per_node_guard() -> None:
+    saves = [(line, message) for code, line, message in _codes(ATTRIBUTE) if code == "DDP006"]
+    assert [line for line, _ in saves] == [21]  # self.leader's save is fine; self.chief's is one per node
+    assert "guarded by the local rank" in saves[0][1]
