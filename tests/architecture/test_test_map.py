@@ -54,7 +54,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "doctor/gate.py": "the doctor in front of a launch: tests/doctor/test_doctor_launch.py, test_doctor_ignore.py",
     "doctor/metric_values.py": "the doctor's corpus: tests/doctor/test_doctor.py",
     "doctor/names.py": "the doctor's corpus: tests/doctor/test_doctor.py",
-    "doctor/ranks.py": "the doctor's corpus: tests/doctor/test_doctor.py",
     "doctor/rules_data.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_devices.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_launch.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
