@@ -14,16 +14,17 @@ from orchestrator.doctor.check import read_script
 from orchestrator.doctor.findings import DoctorSkipped
 
 
-def run_fix(paths: Sequence[str], ignore: Collection[str], write: bool) -> int:
+def run_fix(paths: Sequence[str], ignore: Collection[str], write: bool, show_all: bool = False) -> int:
     """Print each file's diff on stdout (``patch -p0 < fix.diff`` applies it) and what was fixed or left on
-    stderr; with ``write``, apply it. 0, or 2 when a file could not be read or written."""
+    stderr; with ``write``, apply it. The findings fixed are those the doctor shows (``show_all``: the possible
+    ones too). 0, or 2 when a file could not be read or written."""
     from orchestrator.doctor.fix import ScriptChanged, fix_source, unified_diff, write_fixed  # libcst: only here
 
     code = 0
     for path in paths:
         try:
             text = read_script(path)
-            fixed = fix_source(text, path, ignore)
+            fixed = fix_source(text, path, ignore, show_all=show_all)
         except DoctorSkipped as exc:
             print(exc.warning(), file=sys.stderr)
             continue
@@ -33,6 +34,9 @@ def run_fix(paths: Sequence[str], ignore: Collection[str], write: bool) -> int:
             continue
         for finding, why in fixed.left:
             print(f"orch doctor --fix: {path}:{finding.line}: {finding.code} not fixed: {why}", file=sys.stderr)
+        if fixed.possible:
+            print(f"orch doctor --fix: {path}: {fixed.possible} possible finding(s) not fixed (--all shows them; "
+                  "--fix --all fixes them too)", file=sys.stderr)
         if not fixed.fixed:
             print(f"orch doctor --fix: {path}: nothing to fix", file=sys.stderr)
             continue

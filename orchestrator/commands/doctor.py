@@ -94,7 +94,7 @@ def _fix(args: argparse.Namespace) -> int:
                                hint="orch doctor FILE --fix (prints the diff) or --fix --write (applies it)")
     from orchestrator.commands._doctorfix import run_fix  # imports libcst: only when a fix is asked for
 
-    return run_fix(_expand(args.files), _ignored(args), write=args.write)
+    return run_fix(_expand(args.files), _ignored(args), write=args.write, show_all=args.show_all)
 
 
 def _expand(paths: list[str]) -> list[str]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from orchestrator.doctor.check import check_source
+from orchestrator.doctor.confidence import shown
 from orchestrator.doctor.findings import DoctorInputError, Finding
 from orchestrator.doctor.fix import destroy, device, local_rank, map_location, rank0_save, set_epoch
 from orchestrator.doctor.fix.cst import Source
@@ -35,21 +36,25 @@ class Fixed:
     text: str
     fixed: list[Finding] = field(default_factory=list)
     left: list[tuple[Finding, str]] = field(default_factory=list)
+    possible: int = 0  # fixable findings of confidence "possible" left as they were (no show_all)
 
 
-def fix_source(source: str, filename: str, ignore: Collection[str] = ()) -> Fixed:
-    """The script's text with every fixable finding of ``filename`` (less the codes in ``ignore``) fixed."""
+def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_all: bool = False) -> Fixed:
+    """The script's text with every fixable finding of ``filename`` that the doctor shows (certain and likely;
+    the possible ones too with ``show_all``, as ``--all``), less the codes in ``ignore``, fixed."""
     result = Fixed(text=source)
     tried: set[tuple[str, str]] = set()  # (code, the finding's source line) of a fix that could not be made
     first = source.splitlines()
     original: dict[tuple[str, str], list[Finding]] = {}  # the findings at the lines the user has, by code and text
     for f in check_source(source, filename):
         original.setdefault((f.code, _at(first, f.line)), []).append(f)
+        result.possible += f.file == filename and f.code in FIXERS and f.code not in ignore and not shown(
+            f.confidence, show_all)
     for _ in range(_MAX_FIXES):
         lines = result.text.splitlines()
         now = check_source(result.text, filename)
         todo = [f for f in now if f.file == filename and f.code in FIXERS and f.code not in ignore
-                and (f.code, _at(lines, f.line)) not in tried]
+                and shown(f.confidence, show_all) and (f.code, _at(lines, f.line)) not in tried]
         if not todo:
             break
         key = (todo[0].code, _at(lines, todo[0].line))

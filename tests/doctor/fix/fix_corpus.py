@@ -2,7 +2,8 @@
 with fixable findings, whether the diff applies (``patch``, to a copy) and whether the fixed script passes the
 doctor for the codes fixed (no finding of those codes left in the entry).
 
-Run ``python tests/doctor/fix/fix_corpus.py`` for one line per script and the totals."""
+Run ``python tests/doctor/fix/fix_corpus.py [--all]`` for one line per script and the totals (``--all``: as
+``--fix --all``, the possible findings too)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from real_corpus import REAL, truth
 
 from orchestrator.doctor import check_source
 from orchestrator.doctor.check import read_script
+from orchestrator.doctor.confidence import shown
 from orchestrator.doctor.fix import FIXERS, fix_source, unified_diff
 
 
@@ -30,13 +32,15 @@ class Outcome:
     passes: bool  # no finding of a fixed code left in the fixed entry
 
 
-def fix_one(name: str, entry: str) -> Outcome | None:
+def fix_one(name: str, entry: str, show_all: bool = False) -> Outcome | None:
+    """``show_all``: as ``--fix --all`` (the possible findings too); else as ``--fix``."""
     path = REAL / name / entry
     text = read_script(path)
-    fixable = tuple(sorted(f.code for f in check_source(text, str(path)) if f.file == str(path) and f.code in FIXERS))
+    fixable = tuple(sorted(f.code for f in check_source(text, str(path))
+                           if f.file == str(path) and f.code in FIXERS and shown(f.confidence, show_all)))
     if not fixable:
         return None
-    result = fix_source(text, str(path))
+    result = fix_source(text, str(path), show_all=show_all)
     fixed = tuple(sorted(f.code for f in result.fixed))
     applies = _applies(text, unified_diff(text, result.text, entry), result.text, entry) if fixed else True
     left_codes = {f.code for f in check_source(result.text, str(path)) if f.file == str(path)}
@@ -55,13 +59,15 @@ def _applies(text: str, diff: str, fixed: str, entry: str) -> bool:
         return proc.returncode == 0 and (Path(folder) / "out.py").read_bytes() == fixed.encode("utf-8")
 
 
-def fix_all() -> list[Outcome]:
-    found = (fix_one(name, entry["entry"]) for name, entry in sorted(truth().items()))
+def fix_all(show_all: bool = False) -> list[Outcome]:
+    found = (fix_one(name, entry["entry"], show_all) for name, entry in sorted(truth().items()))
     return [outcome for outcome in found if outcome is not None]
 
 
 def main() -> None:
-    outcomes = fix_all()
+    show_all = "--all" in sys.argv[1:]
+    outcomes = fix_all(show_all)
+    print(f"orch doctor --fix{' --all' * show_all} on {len(truth())} scripts")
     for o in outcomes:
         print(f"{o.script:28} fixable {','.join(o.fixable):30} fixed {','.join(o.fixed) or '-':30} "
               f"left {','.join(o.left) or '-':14} applies {o.applies} passes {o.passes}")

@@ -21,13 +21,15 @@ def changed_lines(diff: str) -> tuple[list[str], list[str]]:
 
 
 def fixed_by_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], text: str,
-                 code: str, removed: list[str], added: list[str], name: str = "train.py") -> str:
-    """Run the checks above on ``text`` for ``code``; return the fixed text."""
+                 code: str, removed: list[str], added: list[str], name: str = "train.py",
+                 flags: tuple[str, ...] = ()) -> str:
+    """Run the checks above on ``text`` for ``code`` (``flags``: more of orch doctor's, ``--all``); return the
+    fixed text."""
     monkeypatch.chdir(tmp_path)
     script = tmp_path / name
     script.write_text(text, encoding="utf-8")
     assert code in {f.code for f in check_file(name)}
-    rc, diff, err = run_cli(["doctor", name, "--fix"], capsys)
+    rc, diff, err = run_cli(["doctor", name, "--fix", *flags], capsys)
     assert rc == 0, err
     assert script.read_text(encoding="utf-8") == text  # --fix alone writes nothing
     assert changed_lines(diff) == (removed, added), diff
@@ -40,7 +42,7 @@ def fixed_by_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest
     compile(fixed, name, "exec")
     script.write_text(fixed, encoding="utf-8")
     assert code not in {f.code for f in check_file(name)}
-    rc, again, err = run_cli(["doctor", name, "--fix"], capsys)
+    rc, again, err = run_cli(["doctor", name, "--fix", *flags], capsys)
     assert (rc, again) == (0, ""), again
     assert f"{name}: nothing to fix" in err
     return fixed

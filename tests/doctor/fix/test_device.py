@@ -1,4 +1,5 @@
-"""DDP001's fix: ``torch.cuda.set_device(local_rank)`` before ``init_process_group``."""
+"""DDP001's fix: ``torch.cuda.set_device(local_rank)`` before ``init_process_group``. A missing set_device is a
+possible finding (orch's launcher binds the device): fixed with ``--all``, as it is shown."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def main():
     model = torch.nn.Linear(2, 2).cuda()
 '''
     fixed = fixed_by_cli(tmp_path, monkeypatch, capsys, text, "DDP001", [],
-                         ["    torch.cuda.set_device(local_rank)"])
+                         ["    torch.cuda.set_device(local_rank)"], flags=("--all",))
     assert "\n\n    torch.cuda.set_device(local_rank)\n    # join the others\n" in fixed
 
 
@@ -38,4 +39,18 @@ dist.init_process_group(backend="nccl")
 model = torch.nn.Linear(2, 2).cuda()
 '''
     fixed_by_cli(tmp_path, monkeypatch, capsys, text, "DDP001", [],
-                 ["import os", 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))'])
+                 ["import os", 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))'], flags=("--all",))
+
+
+def test_a_possible_finding_is_not_fixed_without_all_and_that_is_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from support import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    text = ("import torch\nimport torch.distributed as dist\n\ndist.init_process_group('nccl')\n"
+            "m = torch.nn.Linear(2, 2).cuda()\n")
+    (tmp_path / "train.py").write_text(text, encoding="utf-8")
+    rc, out, err = run_cli(["doctor", "train.py", "--fix"], capsys)
+    assert (rc, out) == (0, "")
+    assert "train.py: 1 possible finding(s) not fixed (--all shows them; --fix --all fixes them too)" in err
+    assert "train.py: nothing to fix" in err
