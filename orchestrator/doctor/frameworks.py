@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.spec.framework import Framework, Layout
-from orchestrator.spec.pysource import UnreadableSource, parse_source, quote_line
+from orchestrator.spec.pysource import quote_line
 
 if TYPE_CHECKING:
     from orchestrator.spec.script import ScriptTarget
@@ -35,13 +35,18 @@ LAYOUT_ARGS = ("devices", "num_nodes", "strategy", "accelerator")
 
 
 def read_frameworks(path: Path) -> list[Framework]:
-    """The frameworks of the script at ``path`` in the order they first show (none when it cannot be read)."""
-    try:
-        source = path.read_text(encoding="utf-8", errors="replace")
-        tree = parse_source(source, str(path))
-    except (OSError, UnreadableSource, RecursionError, MemoryError):
-        return []
-    return frameworks_of(tree, source.splitlines(), path.name)
+    """The frameworks of the script at ``path`` and of the project modules it reaches (a Fabric loop in
+    ``loop.py``: ``projectfiles.py``), in the order they first show, each with the file and line that showed it
+    (none when the script cannot be read)."""
+    from orchestrator.doctor.projectfiles import project_files  # the doctor's reading, only when asked
+
+    found: dict[str, Framework] = {}
+    for source in project_files(path):
+        for framework in frameworks_of(source.tree, source.lines, source.shown):
+            seen = found.get(framework.name)
+            found[framework.name] = framework if seen is None else seen.model_copy(
+                update={"layouts": [*seen.layouts, *framework.layouts]})
+    return list(found.values())
 
 
 def frameworks_of(tree: ast.Module, lines: list[str], name: str) -> list[Framework]:

@@ -3,7 +3,9 @@
 The doctor's findings decide most of it: a spawn of training processes no launcher check keeps from
 running (DDP014) is a ``per-node`` script; a project that takes the local rank only from the legacy
 ``--local_rank`` flag (DDP015) is ``local-rank-arg``. A script that reads ``SLURM_PROCID`` /
-``SLURM_LOCALID`` from the environment and none of torchrun's rank variables is ``slurm``. Anything else is
+``SLURM_LOCALID`` from the environment and none of torchrun's rank variables is ``slurm`` (the script with
+the project modules it reaches, ``projectfiles.py``: a spawn or Slurm's variables in a helper decide too, and
+``why`` names that file and line). Anything else is
 ``env`` (torchrun's). The style answers its finding (the script runs as written: DDP014/DDP015 are not
 shown), and adds one refusal: a ``per-node`` script that sets ``MASTER_ADDR``/``MASTER_PORT`` to a
 constant cannot meet the other nodes at orch's address (an error, with the fix).
@@ -17,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.projectfiles import project_files, shown
 from orchestrator.doctor.rules_spawn import STRATEGY_MARK
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.spec.launch import AUTO, LOCAL_RANK_FLAGS, Launch
@@ -29,13 +32,14 @@ TORCHRUN_RANK_VARS = frozenset({"RANK", "LOCAL_RANK"})
 MASTER_VARS = ("MASTER_ADDR", "MASTER_PORT")
 
 
-def _line(path: str, line: int) -> str:
-    """``train.py:46: mp.spawn(train, nprocs=args.gpus)`` (the code of that line, shortened)."""
+def _line(path: str, line: int, entry: Path | None = None) -> str:
+    """``train.py:46: mp.spawn(train, nprocs=args.gpus)`` (the code of that line, shortened; a project module
+    of ``entry`` by its path from the entry's folder: ``helpers/spawn.py:12: ...``)."""
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         lines = []
-    return quote_line(Path(path).name, lines, line)
+    return quote_line(shown(entry, path) if entry is not None else Path(path).name, lines, line)
 
 
 def _tree(path: Path) -> ast.Module | None:
@@ -67,18 +71,22 @@ def declared_flag(tree: ast.Module | None) -> str | None:
 
 
 def detect(path: Path, findings: Sequence[Finding]) -> Launch:
-    """The style the script at ``path`` is written for (``findings``: the doctor's, unfiltered)."""
+    """The style the script at ``path`` is written for (``findings``: the doctor's, unfiltered, the project
+    modules' included: a spawn in a helper module decides as one in the script). The Slurm variables are read
+    in the script and the project modules it reaches (``projectfiles.py``)."""
     tree = _tree(path)
     for style, code in ANSWERS.items():  # per-node first: a spawning script may also declare --local_rank
         hit = next((f for f in findings if f.code == code and not spawn_strategy(f)), None)
         if hit is not None:
             flag = declared_flag(tree) or LOCAL_RANK_FLAGS[1]
-            return Launch(style=style, how="detected", why=_line(hit.file, hit.line),  # type: ignore[arg-type]
+            return Launch(style=style, how="detected", why=_line(hit.file, hit.line, path),  # type: ignore[arg-type]
                           flag=flag if style == "local-rank-arg" else LOCAL_RANK_FLAGS[1])
-    strings = _strings(tree) if tree is not None else {}
-    slurm = sorted(line for name, line in strings.items() if name in SLURM_RANK_VARS)
-    if slurm and not TORCHRUN_RANK_VARS & strings.keys():
-        return Launch(style="slurm", how="detected", why=_line(str(path), slurm[0]))
+    files = project_files(path) if tree is not None else []
+    strings = [(source, _strings(source.tree)) for source in files]
+    slurm = next(((source, min(line for name, line in found.items() if name in SLURM_RANK_VARS))
+                  for source, found in strings if SLURM_RANK_VARS & found.keys()), None)
+    if slurm is not None and not any(TORCHRUN_RANK_VARS & found.keys() for _, found in strings):
+        return Launch(style="slurm", how="detected", why=slurm[0].quote(slurm[1]))
     return Launch()
 
 

@@ -107,6 +107,22 @@ class Project:
         self._modules[path] = module
         return module
 
+    def read(self, path: Path) -> Module | None:
+        """``load``, None when it cannot be read (within the same bounds)."""
+        try:
+            return self.load(path)
+        except _Unreadable:
+            return None
+
+    def imported(self, module: Module) -> list[Path]:
+        """The project's files that ``module`` imports (``import utils``, ``from engine import train_worker``)."""
+        found: list[Path] = []
+        for qual in module.aliases.values():
+            where = self.find(qual) or (self.split(qual) or (None, ""))[0]
+            if where is not None and where not in found:
+                found.append(where)
+        return found
+
     def helpers(self) -> list[tuple[Path, Module]]:
         """The local modules read so far (those the script's calls reached), in reading order."""
         return [(path, module) for path, module in self._modules.items() if module is not None]

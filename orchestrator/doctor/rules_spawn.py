@@ -125,11 +125,36 @@ def _trains_distributed(a: Analysis, target: ast.expr | None, how: str) -> bool:
         reach = project.reach(a.module.qualname(target)) if project is not None else None
         if reach is not None and not reach.quals.isdisjoint(_SETS_UP):
             return True
+    if function is None and isinstance(target, ast.Name) and _passed_trains(a, target):
+        return True
     if function is None:
         return target is not None and how != "Process" and a.data_parallel
     if a.flow.reaches(function, _SETS_UP) is not None:
         return True
     return any(a.helper_reaches(site, _SETS_UP) for site in _sites_under(a, function, 0, set()))
+
+
+def _passed_trains(a: Analysis, target: ast.Name) -> bool:
+    """``def run_distributed(fn, args): mp.spawn(fn, ...)``: a function the callers pass for the parameter (this
+    file's calls, or the script's calls of this helper: ``run_distributed(train_worker, args)``) sets up distributed
+    training, itself or through the project's modules."""
+    function = a.module.function_of(target)
+    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)] if function is not None else []
+    if function is None or target.id not in params:
+        return False
+    index, project = params.index(target.id), (a.outer or a).project
+    for owner in (a, a.outer) if a.outer is not None else (a,):
+        for call in owner.module.nodes:
+            if not (isinstance(call, ast.Call) and last_name(call.func) == function.name and len(call.args) > index):
+                continue
+            passed = call.args[index]
+            local = owner.module.functions.get(passed.id) if isinstance(passed, ast.Name) else None
+            if local is not None and owner.flow.reaches(local, _SETS_UP) is not None:
+                return True
+            reach = project.reach(owner.module.qualname(passed)) if project is not None else None
+            if reach is not None and not reach.quals.isdisjoint(_SETS_UP):
+                return True
+    return False
 
 
 def _function(a: Analysis, target: ast.expr | None) -> FunctionNode | None:
