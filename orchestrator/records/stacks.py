@@ -1,4 +1,4 @@
-"""Each rank's Python stack at the end of a hang (``logs/stacks/rank-<R>.txt``) and the table of all ranks'
+"""Each rank's Python stack at the end of a hang (``logs/rank<R>.stack.txt``) and the table of all ranks'
 places read from them (``logs/places.json``): this module owns both files.
 
 The task writes its stack file (no torch here): a rank that gave up in a collective writes the traceback of
@@ -25,7 +25,7 @@ from orchestrator.records.restarts.blame import Blame, RankOutcome, blame, curre
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import read_text
 
-STACKS_DIR = "stacks"
+STACK_SUFFIX = ".stack.txt"  # logs/ holds files only (beside rank<R>.outcome.json)
 PLACES_FILE = "places.json"
 STACK_LIMIT = 256 * 1024
 HANG_KINDS = frozenset({"stuck", "all_waited", "early_exit", "vanished", "stopped"})  # blame's kinds of a hang
@@ -33,7 +33,7 @@ ENDED_ON_THEIR_OWN = frozenset({"completed", "failed"})  # their exit code says 
 
 
 def stack_path(job_dir: Path, rank: int) -> Path:
-    return job_dir / LOG_DIR / STACKS_DIR / f"rank-{rank}.txt"
+    return job_dir / LOG_DIR / f"rank{rank}{STACK_SUFFIX}"
 
 
 def places_path(job_dir: Path) -> Path:
@@ -66,7 +66,6 @@ class StackFile:
         if self.path is None:
             return
         with contextlib.suppress(OSError):  # a full disk or a removed folder: the outcome record still says how
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_text_atomic(self.path, f"{header} (pid {os.getpid()})\nTraceback (most recent call last):\n"
                                          f"{frames}", fsync=False)
 

@@ -7,8 +7,17 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from orchestrator.records.restarts.blame import Blame, RankOutcome
 from orchestrator.records.stacks import StackFile, explained, places_path, stack_path
+from orchestrator.spec.runconfig import LOG_DIR
+
+
+@pytest.fixture
+def job_dir(tmp_path: Path) -> Path:
+    (tmp_path / LOG_DIR).mkdir()
+    return tmp_path
 
 
 def _record(rank: int, kind: str, code: int | None) -> RankOutcome:
@@ -20,41 +29,41 @@ def _stuck_here() -> None:
     raise TimeoutError("collective timed out")
 
 
-def test_a_waiter_and_a_stopped_rank_leave_their_stacks_and_the_verdict_names_the_stopped_one(tmp_path: Path) -> None:
+def test_a_waiter_and_a_stopped_rank_leave_their_stacks_and_the_verdict_names_the_stopped_one(job_dir: Path) -> None:
     waiter, stopped = StackFile(), StackFile()
-    waiter.start(tmp_path, 0)
-    stopped.start(tmp_path, 1)
+    waiter.start(job_dir, 0)
+    stopped.start(job_dir, 1)
     try:
         _stuck_here()
     except TimeoutError as exc:
         waiter.waited(exc)
     stopped.stopped(sys._getframe())
-    assert "this rank waited in a collective" in stack_path(tmp_path, 0).read_text()
+    assert "this rank waited in a collective" in stack_path(job_dir, 0).read_text()
     found = Blame(kind="stuck", ranks=(1,), message="rank 1 stopped making progress")
     records = [_record(0, "waited", 3), _record(1, "signalled", -15)]
-    told = explained(tmp_path, found, records, 2, write=True)
+    told = explained(job_dir, found, records, 2, write=True)
     assert told is not None and told.place is not None
     # the waiter's collective is not torch's here: the header says it waited, its line is the user's
     assert told.place.startswith("rank 1 stopped at test_stacks.py:")
     assert "rank 0 waited in a collective at test_stacks.py:" in told.place
     assert told.message == f"{told.place}; rank 1 stopped making progress" and told.ranks == (1,)
-    table = json.loads(places_path(tmp_path).read_text())
+    table = json.loads(places_path(job_dir).read_text())
     assert table["culprit"] == told.place and [r["state"] for r in table["ranks"]] == ["collective", "user"]
     assert told.as_dict()["places"] == table["ranks"]
 
 
-def test_a_new_attempt_removes_the_last_attempts_stack(tmp_path: Path) -> None:
+def test_a_new_attempt_removes_the_last_attempts_stack(job_dir: Path) -> None:
     stack = StackFile()
-    stack.start(tmp_path, 0)
+    stack.start(job_dir, 0)
     stack.stopped(sys._getframe())
-    assert stack_path(tmp_path, 0).is_file()
-    StackFile().start(tmp_path, 0)
-    assert not stack_path(tmp_path, 0).exists()
+    assert stack_path(job_dir, 0).is_file()
+    StackFile().start(job_dir, 0)
+    assert not stack_path(job_dir, 0).exists()
 
 
-def test_a_failure_that_is_no_hang_is_left_as_it_is(tmp_path: Path) -> None:
+def test_a_failure_that_is_no_hang_is_left_as_it_is(job_dir: Path) -> None:
     found = Blame(kind="failed", ranks=(0,), message="rank 0 exited with code 1")
-    assert explained(tmp_path, found, [_record(0, "failed", 1)], 2, write=True) is found
+    assert explained(job_dir, found, [_record(0, "failed", 1)], 2, write=True) is found
     stuck = Blame(kind="stuck", ranks=(1,), message="rank 1 stopped making progress")  # no stack files: as it was
-    assert explained(tmp_path, stuck, [_record(0, "waited", 3)], 2, write=True) is stuck
-    assert not places_path(tmp_path).exists()
+    assert explained(job_dir, stuck, [_record(0, "waited", 3)], 2, write=True) is stuck
+    assert not places_path(job_dir).exists()
