@@ -1,5 +1,6 @@
 """DDP001: ``torch.cuda.set_device(local_rank)`` before ``init_process_group`` (or before the first CUDA use,
-when that comes first), so that each rank's CUDA context and NCCL communicator live on its own GPU."""
+when that comes first), so that each rank's CUDA context and NCCL communicator live on its own GPU; under
+``if torch.cuda.is_available():`` in a script that asks that (one with a CPU path)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ def fix(src: Source, finding: Finding) -> cst.Module | None:
     if anchor is None:
         return None
     rank = _local_rank_name(src, anchor)
-    module = insert(src, anchor, [statement(f"torch.cuda.set_device({rank or _ENV})\n")])
+    bind = f"torch.cuda.set_device({rank or _ENV})"
+    if src.calls(lambda name: name == "is_available"):  # a script with a CPU path keeps it: bind only with a GPU
+        bind = f"if torch.cuda.is_available():\n    {bind}"
+    module = insert(src, anchor, [statement(f"{bind}\n")])
     return module if rank else with_import(module, "os")
 
 

@@ -54,3 +54,19 @@ def test_a_possible_finding_is_not_fixed_without_all_and_that_is_said(
     assert (rc, out) == (0, "")
     assert "train.py: 1 possible finding(s) not fixed (--all shows them; --fix --all fixes them too)" in err
     assert "train.py: nothing to fix" in err
+
+
+def test_a_script_with_a_cpu_path_binds_the_device_only_when_there_is_a_gpu(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    text = '''import os
+
+import torch
+import torch.distributed as dist
+
+local_rank = int(os.environ["LOCAL_RANK"])
+device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+model = torch.nn.Linear(2, 2).to(device)
+'''
+    fixed_by_cli(tmp_path, monkeypatch, capsys, text, "DDP001", [],
+                 ["if torch.cuda.is_available():", "    torch.cuda.set_device(local_rank)"], flags=("--all",))

@@ -1,7 +1,9 @@
 """The real proof: a script with four pitfalls (the ``--local_rank`` flag, no ``set_epoch``, every rank saving
 to one path, ``destroy_process_group`` in the loop), fixed by ``orch doctor --fix --write`` and trained under
 ``orch run --nproc 2`` (gloo, CPU), ends with the same parameters, bit for bit, as the same script fixed by
-hand and trained under torchrun."""
+hand and trained under torchrun. The same for the two GPU fixes (the device bound before init, ``map_location``)
+on a script that uses the GPU when there is one: on this CPU-only run they must leave its CPU path training as
+the hand fix does (their effect on a GPU is not exercised here)."""
 
 from __future__ import annotations
 
@@ -110,4 +112,75 @@ def test_the_fixed_script_under_orch_run_trains_to_the_hand_fixed_scripts_parame
 
     got, want = torch.load(tmp_path / "orch.pt"), torch.load(tmp_path / "torchrun.pt")
     assert set(got) == set(want) == {"weight", "bias"}
+    assert all(torch.equal(got[name], want[name]) for name in want), (got, want)
+
+
+GPU_SCRIPT = '''"""A small DDP regression that uses the GPU when there is one (gloo on the CPU otherwise)."""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+cuda = torch.cuda.is_available()
+dist.init_process_group("nccl" if cuda else "gloo")
+local_rank = int(os.environ["LOCAL_RANK"])
+device = torch.device("cuda") if cuda else torch.device("cpu")
+model = torch.nn.Linear(4, 1).to(device)
+model.load_state_dict(torch.load("init_model.pt"))
+ddp = DDP(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+torch.manual_seed(dist.get_rank())
+for step in range(20):
+    x = torch.randn(8, 4, device=device)
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(ddp(x), x.sum(1, keepdim=True)).backward()
+    opt.step()
+if dist.get_rank() == 0:
+    torch.save(model.state_dict(), sys.argv[1])
+dist.barrier()
+dist.destroy_process_group()
+'''
+
+GPU_HAND_FIXES = [
+    ('dist.init_process_group("nccl" if cuda else "gloo")\nlocal_rank = int(os.environ["LOCAL_RANK"])\n',
+     'local_rank = int(os.environ["LOCAL_RANK"])\nif cuda:\n    torch.cuda.set_device(local_rank)\n'
+     'dist.init_process_group("nccl" if cuda else "gloo")\n'),
+    ('torch.load("init_model.pt")', 'torch.load("init_model.pt", map_location=device)'),
+]
+
+
+def test_the_device_and_map_location_fixes_keep_the_cpu_path_training_as_the_hand_fix_under_torchrun(
+        tmp_path: Path) -> None:
+    torch.manual_seed(3)
+    torch.save(torch.nn.Linear(4, 1).state_dict(), tmp_path / "init_model.pt")
+    script = tmp_path / "train.py"
+    script.write_text(GPU_SCRIPT, encoding="utf-8")
+    fix = subprocess.run([ORCH, "doctor", "train.py", "--fix", "--all", "--write"], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert fix.returncode == 0, fix.stderr
+    assert "fixed DDP001 (line 13), DDP009 (line 14)" in fix.stderr
+    assert "    torch.cuda.set_device(" in script.read_text(encoding="utf-8")
+    assert check_file(script) == []
+    by_hand = GPU_SCRIPT
+    for old, new in GPU_HAND_FIXES:
+        assert by_hand.count(old) == 1, old
+        by_hand = by_hand.replace(old, new)
+    (tmp_path / "by_hand.py").write_text(by_hand, encoding="utf-8")
+
+    ours = subprocess.run([ORCH, "run", "train.py", "--nproc", "2", "--cpu", "--job-root", str(tmp_path / "jobs"),
+                           "--", str(tmp_path / "orch.pt")], cwd=tmp_path, env=_env(), capture_output=True,
+                          text=True, timeout=TIMEOUT, check=False)
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    theirs = once_more_on_teardown_abort(lambda: subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master-addr", "127.0.0.1",
+         "--master-port", str(free_port()), "by_hand.py", str(tmp_path / "torchrun.pt")],
+        cwd=tmp_path, env={**_env(), "CUDA_VISIBLE_DEVICES": ""}, capture_output=True, text=True, timeout=TIMEOUT,
+        check=False))
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+
+    got, want = torch.load(tmp_path / "orch.pt"), torch.load(tmp_path / "torchrun.pt")
+    start = torch.load(tmp_path / "init_model.pt")
+    assert not torch.equal(got["weight"], start["weight"])  # it trained
     assert all(torch.equal(got[name], want[name]) for name in want), (got, want)
