@@ -1,7 +1,8 @@
 """Whether a script can work on the layout asked (``--nodes``/``--gpus``), before anything is queued.
 
 On one node these findings stay warnings: the script works there. On more than one node each certainly
-fails, so the gate (``gate.check_script``) makes it an error (``--ignore CODE`` overrules it):
+fails, so the gate (``gate.check_script``) makes it an error (``--ignore CODE`` overrules it; a finding whose
+evidence is only possible stays a warning; the refusal's HINT starts with :func:`layout_hint`):
 
 - DDP010, a device numbered by the global rank: the ranks of the second node ask for ``cuda:N``, N past the
   node's GPUs (not when the rank is taken modulo a count: ``rank % 8`` is the local rank on 8-GPU nodes);
@@ -21,6 +22,7 @@ from pathlib import Path
 from orchestrator.doctor.findings import Finding
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
+ACROSS_MARK = "cannot work on"  # in the message of a finding this module made an error
 # code -> why it fails across nodes ({nodes}, {where}: the layout)
 ACROSS_NODES: dict[str, str] = {
     "DDP010": "the ranks of the second node ask for a GPU index past {where}",
@@ -35,16 +37,27 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
     out: list[Finding] = []
     for finding in findings:
         why = ACROSS_NODES.get(finding.code)
-        if nodes > 1 and why is not None and not (finding.code == "DDP010" and _modulo(finding)):
+        if nodes > 1 and why is not None and finding.confidence != "possible" and not (
+                finding.code == "DDP010" and _modulo(finding)):
             where = f"the node's {gpus} GPU{'s' * (gpus != 1)} (cuda:0..{gpus - 1})" if gpus else "the node's GPUs"
             others = f"{nodes - 1} node{'s' * (nodes != 2)}"
             finding = replace(finding, severity="error",
-                              message=f"{finding.message}: cannot work on {nodes} nodes, "
+                              message=f"{finding.message}: {ACROSS_MARK} {nodes} nodes, "
                                       f"{why.format(nodes=nodes, where=where, others=others)}",
                               fix=finding.fix if "--nodes 1" in finding.fix else f"{finding.fix}; or run on one "
                                                                                      "node (--nodes 1)")
         out.append(finding)
     return out
+
+
+def layout_hint(findings: Iterable[Finding]) -> str:
+    """The start of the refusal's HINT when the layout is what fails (``DDP022 cannot work across nodes: ...``)."""
+    codes = sorted({f.code for f in findings if f.severity == "error" and ACROSS_MARK in f.message})
+    if not codes:
+        return ""
+    many = len(codes) > 1
+    return (f"{', '.join(codes)} cannot work across nodes: change the code as the finding{'s say' if many else ' says'}"
+            ", or run on one node (--nodes 1); otherwise ")
 
 
 def _modulo(finding: Finding) -> bool:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from orchestrator.doctor import launchstyle
 from orchestrator.doctor.check import check_files, dedupe
-from orchestrator.doctor.feasibility import across_nodes
+from orchestrator.doctor.feasibility import across_nodes, layout_hint
 from orchestrator.doctor.findings import DoctorSkipped, Finding, format_findings, has_errors, refuses
 from orchestrator.doctor.gpuspertask import gpus_per_task_warning
 from orchestrator.doctor.pernodeflags import placeholder_warning
@@ -59,7 +59,7 @@ def report(found: Sequence[Finding], paths: Sequence[str | Path], out: TextIO, *
     codes = ", ".join(sorted({f.code for f in findings if refuses(f)}))  # never a possible finding
     if refuse:
         raise ScriptRefused(f"orch doctor found errors ({codes}) in {', '.join(map(str, paths))}; nothing was "
-                            "launched", hint=_SILENCE)
+                            "launched", hint=layout_hint(findings) + _SILENCE)
     if would_refuse:
         print(f"{would_refuse} would refuse this script: orch doctor found errors ({codes}); {_SILENCE}",
               file=out, flush=True)

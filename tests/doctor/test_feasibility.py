@@ -5,6 +5,7 @@ DDP010; a file rendezvous in a local folder, DDP021; a one-node check, DDP022) i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,13 @@ def test_the_device_error_names_the_nodes_gpus() -> None:
     assert "past the node's 4 GPUs (cuda:0..3)" in finding.message
 
 
+def test_a_possible_finding_stays_a_warning_on_two_nodes() -> None:
+    """Only what certainly fails is refused: a finding whose evidence is merely possible is not made an error."""
+    [finding] = [f for f in check_file(MULTINODE / "global_rank_device.py") if f.code == "DDP010"]
+    [kept] = across_nodes([replace(finding, confidence="possible")], 2, 2)
+    assert kept.severity == "warning"
+
+
 def test_a_rank_modulo_a_count_stays_a_warning_on_two_nodes() -> None:
     """``rank % 8`` is the local rank on nodes of 8 GPUs: not certain to fail."""
     findings = across_nodes(check_file(MULTINODE / "global_rank_modulo.py"), 2, 8)
@@ -60,7 +68,8 @@ def test_submit_on_two_nodes_refuses(name: str, code: str, tmp_path: Path, capsy
     err = expect_refused(["submit", str(MULTINODE / name), "--cluster", str(cluster), "--nodes", "2", "--gpus", "2"],
                          capsys, [f"{code} error", "cannot work on 2 nodes", f"orch doctor found errors ({ALL[name]})",
                                   "--ignore CODE"], jobs=tmp_path / "jobs")
-    assert "--nodes 1" in err
+    hint = err[err.index("HINT:"):]
+    assert "cannot work across nodes" in hint and "run on one node (--nodes 1)" in hint and code in hint
 
 
 @pytest.mark.parametrize(("name", "code"), REFUSED)
