@@ -29,7 +29,7 @@ STACK_SUFFIX = ".stack.txt"  # logs/ holds files only (beside rank<R>.outcome.js
 PLACES_FILE = "places.json"
 STACK_LIMIT = 256 * 1024
 HANG_KINDS = frozenset({"stuck", "all_waited", "early_exit", "vanished", "stopped"})  # blame's kinds of a hang
-ENDED_ON_THEIR_OWN = frozenset({"completed", "failed"})  # their exit code says where they are: gone
+STOPPED_KIND = "signalled"  # stopped by its launcher while running: its exit code is the launcher's signal
 
 
 def stack_path(job_dir: Path, rank: int) -> Path:
@@ -79,9 +79,9 @@ def read_stacks(job_dir: Path, ranks: list[int]) -> dict[int, str | None]:
 
 
 def place_table(job_dir: Path, records: Mapping[int, RankOutcome], world_size: int) -> list[places.Place]:
-    """Every rank's place: its stack file, else its exit code when it ended on its own."""
+    """Every rank's place: its stack file, else its exit code when it ended on its own (or was killed)."""
     ranks = list(range(world_size))
-    codes = {r: (o.exit_code if o.kind in ENDED_ON_THEIR_OWN else None)
+    codes = {r: (o.exit_code if o.kind != STOPPED_KIND else None)
              for r, o in records.items() if r < world_size}
     return places.table(read_stacks(job_dir, ranks), {r: codes.get(r) for r in ranks})
 

@@ -19,6 +19,7 @@ rank 0 waited in all_reduce at stuck.py:23 (loss.backward)``. No I/O here.
 from __future__ import annotations
 
 import re
+import signal
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -186,9 +187,9 @@ def sentence(places: list[Place]) -> str | None:
     elif found.state == "user":
         lead = f"rank {found.rank} stopped {found.where()}"
     elif found.state == "exited":
-        lead = f"rank {found.rank} had exited with code {found.exit_code}"
-    else:
-        lead = f"rank {found.rank} left no stack and no exit code"
+        lead = f"rank {found.rank} had {_exited(found.exit_code or 0)}"
+    else:  # stopped where Python could not answer the signal (native code): faulthandler's dump is in its log
+        lead = f"rank {found.rank} stopped where Python could not answer (no stack; see its log)"
     waits = "; ".join(_waited(group) for group in _by_site(others))
     mismatched = " (mismatched collectives)" if found.state == "collective" else ""
     return (f"{lead} while {waits}" if waits else lead) + mismatched
@@ -204,3 +205,12 @@ def _by_site(places: list[Place]) -> list[list[Place]]:
 def _waited(group: list[Place]) -> str:
     ranks = ", ".join(str(p.rank) for p in group)
     return f"rank{'s' if len(group) > 1 else ''} {ranks} waited in {group[0].op} {group[0].where()}"
+
+
+def _exited(code: int) -> str:
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        return f"been killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"been killed by signal {-code}"

@@ -88,3 +88,11 @@ def test_a_user_frame_is_outside_torch_orch_packages_and_the_standard_library() 
             '  File "/usr/lib/python3.12/threading.py", line 9, in wait\n    self._wait()\n')
     place = classify(0, text, None)
     assert (place.state, place.file, place.line, place.call) == ("user", "/home/u/proj/train.py", 7, "step")
+
+
+def test_a_killed_rank_and_a_rank_without_a_stack_are_said_as_such() -> None:
+    waiter = _stacks("spin")[0]
+    killed = table({0: waiter, 1: None}, {0: 3, 1: -9})
+    assert (sentence(killed) or "").startswith("rank 1 had been killed by SIGKILL while rank 0 waited in all_reduce")
+    silent = table({0: waiter, 1: None}, {0: 3, 1: None})
+    assert (sentence(silent) or "").startswith("rank 1 stopped where Python could not answer (no stack; see its log)")
