@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import COLLECTIVES, INIT, Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.flow import Site
+from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.names import dotted, last_name
 from orchestrator.doctor.ranks import LOCAL_ENV
 
@@ -47,6 +48,7 @@ def check_legacy_local_rank(a: Analysis) -> Iterator[Finding]:
     if not _flag_used(trees) or any(_env_use(node, tree) for tree in trees for node in ast.walk(tree)
                                     if isinstance(node, ast.Constant) and node.value == "LOCAL_RANK"):
         return
+    binder = framework_binder(a)  # Accelerate, Lightning, Fabric: the device and the distributed mode are theirs
     for call in sites:
         if _version_guarded(a, call):
             continue
@@ -55,10 +57,12 @@ def check_legacy_local_rank(a: Analysis) -> Iterator[Finding]:
                        for k in call.keywords)
         what = "is required" if required else (
             f"defaults to {ast.unparse(default)}" if default is not None else "defaults to None")
+        guess = binder is not None and not required  # what the flag still decides there is a guess
         yield a.finding("DDP015", call, f"{ast.unparse(call.args[0])} {what} and LOCAL_RANK is never read from "
                                         "the environment: under orch or torchrun (no flag passed) every rank "
                                         "keeps that value; local_rank = int(os.environ.get(\"LOCAL_RANK\", "
-                                        "args.local_rank))")
+                                        "args.local_rank))", confidence="possible" if guess else None,
+                        fact=f"{binder} binds the device; the flag's other uses may not matter" if guess else "")
 
 
 def _declares_flag(node: ast.Call) -> bool:

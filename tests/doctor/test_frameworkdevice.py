@@ -75,3 +75,29 @@ def test_a_framework_bound_device_draws_no_device_binding_finding() -> None:
 
 def test_without_a_framework_the_unbound_device_is_still_reported() -> None:
     assert _ddp001(PLAIN) == [5]
+
+
+FLAG_UNDER_ACCELERATE = """\
+import argparse
+import torch
+from accelerate import Accelerator
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=-1)
+args = parser.parse_args()
+accelerator = Accelerator()
+model = accelerator.prepare(torch.nn.Linear(2, 2))
+if args.local_rank in (-1, 0):
+    print("start")
+"""
+
+
+def test_a_legacy_local_rank_flag_beside_a_framework_is_only_possible() -> None:
+    """DDP015 says the device or the distributed mode comes from the flag: Accelerate binds both, so what the flag
+    still decides is a guess (shown with --all); with no framework it stays likely."""
+    [found] = [f for f in check_source(FLAG_UNDER_ACCELERATE, "train.py") if f.code == "DDP015"]
+    assert found.confidence == "possible" and "accelerate.Accelerator at line 8 binds the device" in found.evidence
+    plain = FLAG_UNDER_ACCELERATE.replace("accelerator = Accelerator()\nmodel = accelerator.prepare(", "model = (")
+    plain += "torch.cuda.set_device(args.local_rank)\n"
+    [found] = [f for f in check_source(plain, "train.py") if f.code == "DDP015"]
+    assert found.confidence == "likely"
