@@ -4,12 +4,13 @@ DDP010; a file rendezvous in a local folder, DDP021; a one-node check, DDP022) i
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support import cluster_file, expect_refused
+from support import ORCH, clean_environ, cluster_file, expect_refused
 
 from orchestrator.cli import main
 from orchestrator.doctor import check_file
@@ -17,6 +18,7 @@ from orchestrator.doctor.feasibility import across_nodes
 from orchestrator.doctor.findings import Finding
 
 MULTINODE = Path(__file__).resolve().parent / "fixtures" / "multinode"
+TIMEOUT = 180
 REFUSED = [("global_rank_device.py", "DDP010"), ("rdzv_tmp_env.py", "DDP021"), ("rdzv_tempdir_spawn.py", "DDP021"),
            ("one_node_spawner.py", "DDP022"), ("nnodes_raise.py", "DDP022")]
 # the codes each script is refused for on two nodes (the spawner also forces MASTER_ADDR: launchstyle's DDP008)
@@ -100,3 +102,14 @@ def test_ignore_lets_it_through(name: str, code: str, tmp_path: Path, capsys: py
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert f"{code} " not in err and "would refuse" not in err, err
+
+
+@pytest.mark.slow
+def test_on_one_node_the_script_runs_and_trains(tmp_path: Path) -> None:
+    """A real gloo run: ``orch run`` (one node) of the spawner that meets through a file in ``mkdtemp()`` shows
+    DDP021 as a warning and trains to the end."""
+    argv = [ORCH, "run", str(MULTINODE / "rdzv_tempdir_spawn.py"), "--job-root", str(tmp_path / "runs")]
+    done = subprocess.run(argv, cwd=tmp_path, env=clean_environ(), capture_output=True, text=True, timeout=TIMEOUT,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "DDP021 warning" in done.stderr and "orch: completed" in done.stdout
