@@ -113,3 +113,18 @@ def test_on_one_node_the_script_runs_and_trains(tmp_path: Path) -> None:
                           check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "DDP021 warning" in done.stderr and "orch: completed" in done.stdout
+
+
+def test_a_one_node_spawner_in_a_helper_module_is_refused_on_two_nodes(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The entry calls a helper that asserts one node's GPUs and forces MASTER_ADDR=localhost before mp.spawn: the
+    style is per-node (read from the helper), and both are refused on two nodes, warnings on one."""
+    script = Path(__file__).resolve().parent / "fixtures" / "projects" / "helper_spawn_localhost" / "main.py"
+    cluster = str(cluster_file(tmp_path))
+    expect_refused(["submit", str(script), "--cluster", cluster, "--nodes", "2", "--gpus", "2"], capsys,
+                   ["spawner.py:17: DDP022 error", "spawner.py:18: DDP008 error", "(DDP008, DDP022)"],
+                   jobs=tmp_path / "jobs")
+    assert main(["submit", str(script), "--cluster", cluster, "--nodes", "1", "--gpus", "2", "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    assert "spawner.py:17: DDP022 warning" in captured.err and "would refuse" not in captured.err
+    assert "#   launch: per-node (detected: spawner.py:20: mp.spawn(" in captured.out
