@@ -22,7 +22,7 @@ def codes(source: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("name", "expected"), [
-    ("rdzv_tempdir_spawn.py", [("DDP021", "warning", 12)]),  # mkdtemp() in main, passed through mp.spawn's args
+    ("rdzv_tempdir_spawn.py", [("DDP021", "warning", 13)]),  # mkdtemp() in main, passed through mp.spawn's args
     ("rdzv_tmp_env.py", [("DDP021", "warning", 11)]),
     ("rdzv_shared_env.py", []),
     ("nnodes_raise.py", [("DDP022", "warning", 11)]),
