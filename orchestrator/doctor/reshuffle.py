@@ -2,7 +2,8 @@
 
 ``for epoch in ...:`` that builds a new ``DistributedSampler(ds, seed=epoch)``, or reorders the data with the epoch
 as seed (``np.random.RandomState(epoch).permutation(n)``, ``random.seed(epoch)`` then ``random.shuffle(ids)``,
-``torch.randperm(n, generator=g)`` after ``g.manual_seed(seed + epoch)``) and builds the sampler over it there:
+``torch.randperm(n, generator=g)`` after ``g.manual_seed(seed + epoch)``, a data set made with ``seed=epoch`` or
+``epoch=epoch``) and builds the sampler over it there:
 every epoch reads a new order, so DDP004 has nothing to say. A sampler made once, before the loop, is not helped
 by a reshuffle of a copy it never sees; a new sampler with the default seed and unchanged data is the same order
 each epoch (still DDP004).
@@ -31,7 +32,7 @@ def reshuffled_each_epoch(a: Analysis, site: Site) -> bool:
             continue
         epoch = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
         seed = next((k.value for k in site.call.keywords if k.arg == "seed"), None)
-        if seed is not None and _carries(a, seed, epoch, loop, 0):
+        if (seed is not None and _carries(a, seed, epoch, loop, 0)) or _rebuilt_with_epoch(a, site, epoch, loop):
             return True
         calls = sorted((n for n in ast.walk(loop) if isinstance(n, ast.Call) and n.lineno <= site.call.lineno),
                        key=lambda n: n.lineno)
@@ -43,6 +44,19 @@ def reshuffled_each_epoch(a: Analysis, site: Site) -> bool:
             if name in _ORDERS and (seeded is not None or _carries(a, call, epoch, loop, 0)):
                 return True
     return False
+
+
+def _rebuilt_with_epoch(a: Analysis, site: Site, epoch: set[str], loop: ast.AST) -> bool:
+    """The sampler's data set is made in this pass with the epoch as its seed or epoch (``ShardedSet(files,
+    seed=base + epoch)``, ``build_dataset(args, epoch=epoch)``): a data set rebuilt and reshuffled each epoch."""
+    data = site.call.args[0] if site.call.args else next((k.value for k in site.call.keywords if k.arg == "dataset"),
+                                                        None)
+    if isinstance(data, ast.Name):
+        _, data = a.module.resolve(data.id, data)
+    if not isinstance(data, ast.Call) or not _inside(a, data, loop):
+        return False
+    return any(k.arg is not None and ("seed" in k.arg or "epoch" in k.arg) and _carries(a, k.value, epoch, loop, 0)
+               for k in data.keywords)
 
 
 def _carries(a: Analysis, expr: ast.AST, epoch: set[str], loop: ast.AST, depth: int) -> bool:

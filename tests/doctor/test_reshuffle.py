@@ -70,3 +70,19 @@ def test_a_per_epoch_reshuffle_stands_in_for_set_epoch() -> None:
 
 def test_a_sampler_rebuilt_over_the_same_order_each_epoch_still_needs_set_epoch() -> None:
     assert _ddp004(SAME_ORDER) == [17]  # an unseeded shuffle of something else: the sampler's order never changes
+
+
+REBUILT = HEAD + """\
+    data = Subset(base, list(range(len(base))), seed=7 * epoch)
+    sampler = DistributedSampler(data)
+""" + LOOP_END
+
+REBUILT_ONCE = HEAD.replace("for epoch in range(3):\n", "data = Subset(base, list(range(100)), seed=7)\n"
+                                                      "for epoch in range(3):\n") + """\
+    sampler = DistributedSampler(data)
+""" + LOOP_END
+
+
+def test_a_data_set_rebuilt_with_the_epoch_as_its_seed_stands_in_for_set_epoch() -> None:
+    assert _ddp004(REBUILT) == []
+    assert _ddp004(REBUILT_ONCE) == [16]  # made once, before the loop: the same order every epoch
