@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import linecache
 import os
 import traceback
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,8 @@ from pathlib import Path
 from types import FrameType
 
 from orchestrator.records.atomic import write_text_atomic
+from orchestrator.records.jobdirs import log_path
+from orchestrator.records.logs.view import tail_lines
 from orchestrator.records.restarts import places
 from orchestrator.records.restarts.blame import Blame, RankOutcome, blame, current_run
 from orchestrator.spec.runconfig import LOG_DIR
@@ -28,6 +31,8 @@ from orchestrator.spec.safefile import read_text
 STACK_SUFFIX = ".stack.txt"  # logs/ holds files only (beside rank<R>.outcome.json)
 PLACES_FILE = "places.json"
 STACK_LIMIT = 256 * 1024
+LOG_LINES = 400  # of a rank's log, read for a faulthandler dump
+STOPPED_MARK = "(orch cancel or scancel, the time limit, or orch ending"  # task/hang.py's STOPPED_NOTE: Python ran
 HANG_KINDS = frozenset({"stuck", "all_waited", "early_exit", "vanished", "stopped"})  # blame's kinds of a hang
 STOPPED_KIND = "signalled"  # stopped by its launcher while running: its exit code is the launcher's signal
 
@@ -73,17 +78,36 @@ class StackFile:
 STACK = StackFile()  # this process's file
 
 
-def read_stacks(job_dir: Path, ranks: list[int]) -> dict[int, str | None]:
-    """Each rank's stack text (None: it left none)."""
-    return {rank: read_text(stack_path(job_dir, rank), STACK_LIMIT) for rank in ranks}
+def read_stacks(job_dir: Path, ranks: list[int], logs: Mapping[int, Path] | None = None) -> dict[int, str | None]:
+    """Each rank's stack text (None: it left none); without a stack file, the faulthandler dump at the end of its
+    log (``logs``) when Python never ran after it (a rank blocked in native code), with its lines' code."""
+    found = {rank: read_text(stack_path(job_dir, rank), STACK_LIMIT) for rank in ranks}
+    for rank, path in (logs or {}).items():
+        if found.get(rank) is None and path.is_file():
+            lines, _, _ = tail_lines(path, LOG_LINES)
+            dump = places.last_dump(b"".join(lines).decode("utf-8", errors="replace"), STOPPED_MARK)
+            found[rank] = _with_code(dump) if dump else None
+    return found
 
 
-def place_table(job_dir: Path, records: Mapping[int, RankOutcome], world_size: int) -> list[places.Place]:
-    """Every rank's place: its stack file, else its exit code when it ended on its own (or was killed)."""
+def _with_code(dump: str) -> str:
+    """A faulthandler dump as a traceback with each line's code (the files as they are now)."""
+    frames = places.parse_frames(dump)
+    return f"{places.NATIVE_HEADER}\nTraceback (most recent call last):\n" + "".join(
+        f'  File "{f.file}", line {f.line}, in {f.function}\n    {linecache.getline(f.file, f.line).strip()}\n'
+        for f in frames)
+
+
+def place_table(job_dir: Path, records: Mapping[int, RankOutcome], world_size: int,
+                run: str | None = None) -> list[places.Place]:
+    """Every rank's place: its stack file (else the dump in its log, when it was stopped or never answered), else
+    its exit code when it ended on its own (or was killed). ``run``: the Slurm job id (its logs' names)."""
     ranks = list(range(world_size))
     codes = {r: (o.exit_code if o.kind != STOPPED_KIND else None)
              for r, o in records.items() if r < world_size}
-    return places.table(read_stacks(job_dir, ranks), {r: codes.get(r) for r in ranks})
+    stuck = {r: log_path(job_dir, run if run not in (None, "local") else None, r) for r in ranks
+             if r not in records or records[r].kind in ("running", STOPPED_KIND)}
+    return places.table(read_stacks(job_dir, ranks, stuck), {r: codes.get(r) for r in ranks})
 
 
 def explain(found: Blame | None, table: list[places.Place]) -> Blame | None:
@@ -117,7 +141,7 @@ def explained(job_dir: Path, found: Blame | None, records: Sequence[RankOutcome]
         return found
     by_rank, _ = current_run(records, run, restart)
     size = world_size if world_size is not None else max(by_rank, default=-1) + 1
-    table = place_table(job_dir, by_rank, size)
+    table = place_table(job_dir, by_rank, size, next(iter(by_rank.values())).run if by_rank else run)
     told = explain(found, table)
     if write and told is not None:
         write_places(job_dir, table, told.place)

@@ -52,6 +52,9 @@ CASES = {
                  "(dist.all_reduce) while rank 1 waited in broadcast at hang_mismatch.py:{1} in <module> "
                  "(dist.broadcast) (mismatched collectives)",
                  ("dist.all_reduce(value)", "dist.broadcast(value, src=0)")),
+    "native": ("hang_native.py", (), "rank 1 stopped at hang_native.py:{0} in block_in_native_code "
+               "(libc.pthread_mutex_lock) while rank 0 waited in all_reduce at hang_native.py:{1} in <module> "
+               "(dist.all_reduce)", ("libc.pthread_mutex_lock(mutex)", "dist.all_reduce(value)")),
     "spin": ("hang_spin.py", (), "rank 1 stopped at hang_spin.py:{0} in spin while rank 0 waited in all_reduce at "
              "hang_spin.py:{1} in <module> (dist.all_reduce)", ("while True:|count += 1", "dist.all_reduce(value)")),
 }

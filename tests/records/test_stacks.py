@@ -67,3 +67,10 @@ def test_a_failure_that_is_no_hang_is_left_as_it_is(job_dir: Path) -> None:
     stuck = Blame(kind="stuck", ranks=(1,), message="rank 1 stopped making progress")  # no stack files: as it was
     assert explained(job_dir, stuck, [_record(0, "waited", 3)], 2, write=True) is stuck
     assert not places_path(job_dir).exists()
+
+
+def test_the_mark_of_a_rank_that_answered_sigterm_is_the_one_its_log_gets() -> None:
+    from orchestrator.records.stacks import STOPPED_MARK
+    from orchestrator.task.hang import STOPPED_NOTE
+
+    assert STOPPED_MARK in STOPPED_NOTE

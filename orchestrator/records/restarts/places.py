@@ -29,6 +29,7 @@ from typing import Any, Literal
 State = Literal["collective", "user", "exited", "unknown"]
 WAITED_HEADER = "orch: this rank waited in a collective and gave up"  # the first line of a waiter's stack file
 STOPPED_HEADER = "orch: this rank was stopped while running"  # the first line of a stopped rank's stack file
+NATIVE_HEADER = "orch: this rank did not answer (native code); its log's faulthandler dump"  # read from its log
 
 # torch.distributed's collectives, by the name of the function a user calls
 COLLECTIVES = frozenset({
@@ -111,6 +112,25 @@ def parse_frames(text: str) -> list[Frame]:
         return []
     frames = blocks[chosen]
     return list(reversed(frames)) if innermost_first[chosen] else frames
+
+
+def last_dump(log: str, stopped_note: str) -> str | None:
+    """The last faulthandler dump in a rank's log when nothing of Python's followed it (no ``stopped_note``: the
+    rank never ran Python again, blocked in native code), as a traceback (outermost first); else None."""
+    lines = log.splitlines()
+    heads = [i for i, line in enumerate(lines) if _THREAD.match(line)]
+    if not heads:
+        return None
+    end = heads[-1] + 1
+    while end < len(lines) and (_FAULT_FRAME.match(lines[end]) or lines[end].strip() in ("", "<no Python frame>")):
+        end += 1
+    if any(stopped_note in line for line in lines[end:]):
+        return None
+    start = heads[-1]
+    while start > 0 and (_THREAD.match(lines[start - 1]) or _FAULT_FRAME.match(lines[start - 1])
+                         or not lines[start - 1].strip()):
+        start -= 1
+    return "\n".join(lines[start:end])
 
 
 def user_frame(frame: Frame) -> bool:

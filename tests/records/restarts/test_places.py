@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.records.restarts.places import Place, classify, culprit, parse_frames, sentence, table
+from orchestrator.records.restarts.places import Place, classify, culprit, last_dump, parse_frames, sentence, table
+from orchestrator.records.stacks import STOPPED_MARK
 
 FIXTURES = Path(__file__).parents[2] / "golden" / "stacks"  # recorded from real runs of tests/scripts/hang_*.py
 
@@ -96,3 +97,18 @@ def test_a_killed_rank_and_a_rank_without_a_stack_are_said_as_such() -> None:
     assert (sentence(killed) or "").startswith("rank 1 had been killed by SIGKILL while rank 0 waited in all_reduce")
     silent = table({0: waiter, 1: None}, {0: 3, 1: None})
     assert (sentence(silent) or "").startswith("rank 1 stopped where Python could not answer (no stack; see its log)")
+
+
+def test_a_rank_blocked_in_native_code_is_read_from_the_dump_at_the_end_of_its_log() -> None:
+    log = (FIXTURES / "native" / "local-rank1.out").read_text(encoding="utf-8")
+    dump = last_dump(log, STOPPED_MARK)
+    assert dump is not None and dump.startswith("Current thread") and "hung at" not in dump
+    place = classify(1, dump, None)
+    assert place.state == "user" and (Path(place.file or "").name, place.line) == ("hang_native.py", 15)
+    assert place.function == "block_in_native_code"
+
+
+def test_a_dump_followed_by_the_stopped_note_is_not_read_from_the_log() -> None:
+    log = (FIXTURES / "loader" / "local-rank1.out").read_text(encoding="utf-8")  # it answered: its stack file counts
+    assert STOPPED_MARK in log and last_dump(log, STOPPED_MARK) is None
+    assert last_dump("rank 1 hung at 1.0\n", STOPPED_MARK) is None
