@@ -105,5 +105,12 @@ def test_nodes_and_doctor_say_what_the_verbs_json_says(clean_env: pytest.MonkeyP
     _, out, _ = run_cli(["doctor", str(script), "--json"], capsys)
     found = _mcp_tools.doctor(_settings(tmp_path), [str(script)])
     assert found["findings"] == json.loads(out) and "DDP003" in {f["code"] for f in found["findings"]}
+    assert found["possible"] == 0 and {f["confidence"] for f in found["findings"]} == {"certain"}
+    unbound = tmp_path / "unbound.py"  # a device nothing binds, as far as can be read: a possible DDP001
+    unbound.write_text("import torch\nimport torch.distributed as dist\n\ndist.init_process_group('nccl')\n"
+                       "model = torch.nn.Linear(2, 2).cuda()\n")
+    found = _mcp_tools.doctor(_settings(tmp_path), [str(unbound)])
+    assert found["possible"] == 1 and [(f["code"], f["confidence"]) for f in found["findings"]] == [
+        ("DDP001", "possible")]
     with pytest.raises(OrchError, match=r"nope\.py"):
         _mcp_tools.doctor(_settings(tmp_path), [str(tmp_path / "nope.py")])
