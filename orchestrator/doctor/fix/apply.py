@@ -59,7 +59,12 @@ def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_al
             break
         key = (todo[0].code, _at(lines, todo[0].line))
         finding = (original.get(key) or [todo[0]])[0]
-        new = FIXERS[finding.code](Source(cst.parse_module(result.text)), todo[0])
+        try:
+            new = FIXERS[finding.code](Source(cst.parse_module(result.text)), todo[0])
+        except cst.ParserSyntaxError:  # syntax Python's parser takes and libcst's does not: said, never a traceback
+            result.left.extend((f, "libcst cannot parse this file: change it by hand (the fix line says how)")
+                               for f in todo)
+            break
         if new is None or new.code == result.text or not _fixes(new.code, filename, finding.code, now):
             tried.add(key)  # not tried again (nor a finding of the same code on a line that reads the same)
             result.left.append((finding, "no fix of this form here: change it by hand (the fix line says how)"))

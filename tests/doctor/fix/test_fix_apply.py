@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from orchestrator.doctor import check_source
 from orchestrator.doctor.fix import fix_source, unified_diff
 
@@ -79,3 +81,16 @@ torch.save(model.state_dict(), "last.pt")
     fixed = fix_source(text, "train.py")
     assert [(f.code, f.line) for f in fixed.fixed] == [("DDP006", 7), ("DDP006", 8)]
     assert fixed.text.count("dist.barrier()") == 2 and check_source(fixed.text, "train.py") == []
+
+
+def test_a_file_libcst_cannot_parse_is_left_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    import libcst
+
+    def refuse(text: str) -> libcst.Module:
+        raise libcst.ParserSyntaxError("unsupported", lines=[text], raw_line=1, raw_column=0)
+
+    monkeypatch.setattr(libcst, "parse_module", refuse)
+    fixed = fix_source(SCRIPT, "train.py")
+    assert fixed.text == SCRIPT and fixed.fixed == []
+    assert {f.code for f, _ in fixed.left} == {"DDP004", "DDP006", "DDP007", "DDP009", "DDP015"}
+    assert all("libcst cannot parse this file" in why for _, why in fixed.left)
