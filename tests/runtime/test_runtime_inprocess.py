@@ -109,3 +109,79 @@ def test_a_scripts_next_world_store_binds_its_port_once(monkeypatch: pytest.Monk
     assert listeners(port) == ["0100007F"]
     client = agent_store("127.0.0.1", port, rank=1, world_size=2, timeout=10)
     client.set("k", "v")
+
+
+HOST_AGENT = """
+import os, sys, time
+from pathlib import Path
+from orchestrator.env.distenv import DistEnv
+from orchestrator.runtime.launch import TorchRuntime
+from orchestrator.spec.cluster import Launcher
+from orchestrator.task import agent
+env = DistEnv(**ENV)
+store = TorchRuntime().agent_store(env, timeout=60)
+print("ready", flush=True)
+sys.stdin.readline()  # the peer's agent is connected
+cfg = type("Cfg", (), {"launcher": Launcher(max_restarts=1), "script": None})()
+host = agent._Agent(cfg, env, Path(JOB_DIR), store, 0, lambda g: None)
+if host.fork(0) is not None:  # the worker trains on (it inherited the store's sockets)
+    time.sleep(120)
+    os._exit(0)
+print(host.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_the_store_hosts_death_is_seen_by_the_other_agents_at_once(tmp_path: Path) -> None:
+    """kill -9 of rank 0's agent, which hosts the store and forked a worker (which inherited the store's
+    sockets): its worker dies with it, so the other agents' store calls fail at once (they fall back to the
+    step-level restart, store_lost) instead of waiting on a connection the orphaned worker holds open."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from orchestrator.env.distenv import DistEnv
+    from orchestrator.runtime.launch import TorchRuntime
+    from orchestrator.task.reaper import alive
+
+    port = free_port()
+
+    def env(rank: int) -> DistEnv:
+        return DistEnv(rank=rank, local_rank=rank, world_size=2, local_world_size=2, node_rank=0, num_nodes=1,
+                       master_addr="127.0.0.1", master_port=port)
+
+    code = HOST_AGENT.replace("ENV", repr(vars(env(0)))).replace("JOB_DIR", repr(str(tmp_path)))
+    host = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert host.stdin is not None and host.stdout is not None
+    worker = 0
+    try:
+        assert host.stdout.readline().strip() == "ready"
+        peer = TorchRuntime().agent_store(env(1), timeout=60)
+        peer.set("k", "v")
+        host.stdin.write("\n")
+        host.stdin.flush()
+        worker = int(host.stdout.readline())
+        os.kill(host.pid, signal.SIGKILL)
+        host.wait()
+        failed: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                while True:
+                    peer.check(["k"])
+                    time.sleep(0.1)
+            except (RuntimeError, OSError) as exc:
+                failed.append(exc)
+
+        caller = threading.Thread(target=call, daemon=True)  # (today's code: blocked for good)
+        caller.start()
+        caller.join(timeout=30)
+        assert failed, "the other agent's store calls still wait on the dead host after 30 s"
+        assert not alive(worker), "the host's worker outlived it"
+    finally:
+        host.kill()
+        host.wait()
+        if worker and alive(worker):
+            os.kill(worker, signal.SIGKILL)
