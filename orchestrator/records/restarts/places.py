@@ -44,6 +44,11 @@ LIBRARY = re.compile(r"(^<frozen |[/\\](site|dist)-packages[/\\]|[/\\]lib[/\\]py
                      r"[/\\]orchestrator[/\\](task|runtime|records|local|slurm|commands|spec|env)[/\\])")
 TORCH_DISTRIBUTED = re.compile(r"[/\\]torch[/\\]distributed[/\\]")
 TORCH_AUTOGRAD = re.compile(r"[/\\]torch[/\\](autograd[/\\]|_tensor\.py)")
+# A framework's signal handler runs on top of the code the signal interrupted, and may call a collective of
+# its own (Lightning's SIGTERM handler broadcasts the signal to the other ranks): where the rank was is the
+# frame the handler interrupted, and the handler's failed collective is not a place it waited in.
+SIGNAL_HANDLERS = re.compile(r"[/\\](lightning[/\\]pytorch|pytorch_lightning)[/\\]trainer[/\\]connectors[/\\]"
+                             r"signal_connector\.py$")
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<func>.*?)\s*$')
 _TRACE_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.*?)\s*$')
 _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-fA-F]+")
@@ -159,10 +164,12 @@ def call_on(frames: list[Frame], index: int) -> str | None:
 def classify(rank: int, stack: str | None, exit_code: int | None) -> Place:
     """One rank's place from its stack text (None: it left none) and its exit code (None: unknown)."""
     frames = parse_frames(stack or "")
+    handler = next((i for i, f in enumerate(frames) if SIGNAL_HANDLERS.search(f.file)), None)
+    frames = frames[:handler] if handler else frames  # where the signal found it
     if not frames:
         return Place(rank=rank, state="exited" if exit_code is not None else "unknown", exit_code=exit_code)
     op = collective_of(frames)
-    if op is None and stack is not None and stack.startswith(WAITED_HEADER):
+    if op is None and handler is None and stack is not None and stack.startswith(WAITED_HEADER):
         op = "a collective"
     users = [i for i, f in enumerate(frames) if user_frame(f)]
     state: State = "collective" if op is not None else "user"

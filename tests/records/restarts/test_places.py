@@ -112,3 +112,15 @@ def test_a_dump_followed_by_the_stopped_note_is_not_read_from_the_log() -> None:
     log = (FIXTURES / "loader" / "local-rank1.out").read_text(encoding="utf-8")  # it answered: its stack file counts
     assert STOPPED_MARK in log and last_dump(log, STOPPED_MARK) is None
     assert last_dump("rank 1 hung at 1.0\n", STOPPED_MARK) is None
+
+
+def test_a_frameworks_signal_handler_on_top_of_the_stuck_line_is_not_where_the_rank_was() -> None:
+    """Lightning's SIGTERM handler broadcasts the signal to the other ranks: the stopped rank 1 fails in that
+    broadcast, on top of the ``time.sleep`` it was stuck in (recorded from tests/scripts/hang_lightning.py)."""
+    rank0, rank1 = table(_stacks("lightning"), {0: None, 1: None})
+    assert (rank0.state, rank0.op) == ("collective", "all_reduce")
+    assert rank1.state == "user" and rank1.op is None
+    assert _where(rank1) == ("hang_lightning.py", 25, "training_step", "time.sleep")
+    assert culprit([rank0, rank1]) == rank1
+    assert sentence([rank0, rank1]) == ("rank 1 stopped at hang_lightning.py:25 in training_step (time.sleep) while "
+                                        "rank 0 waited in all_reduce at hang_lightning.py:39 in main (trainer.fit)")
