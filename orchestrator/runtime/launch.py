@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from orchestrator.env.devices import DeviceChoice
     from orchestrator.env.distenv import DistEnv
     from orchestrator.spec.runconfig import RunConfig
-    from orchestrator.task.agent import AgentStore
+    from orchestrator.task.agentstore import AgentStore
     from orchestrator.task.preempt import PreemptFlag
 
 

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from orchestrator.env import distenv
 from orchestrator.records.atomic import write_text_atomic
@@ -39,21 +39,13 @@ from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
 from orchestrator.records.restarts.seen import Seen
 from orchestrator.records.startup import CLOCK
 from orchestrator.spec.runconfig import RunConfig
+from orchestrator.task.agentstore import AgentStore, BoundedStore
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import SIGNALS, PreemptFlag
 from orchestrator.task.reaper import end_group, lead_group_and_die_with
 
 if TYPE_CHECKING:
     from orchestrator.env.distenv import DistEnv
-
-class AgentStore(Protocol):
-    """The part of a c10d store the agents use (torch's TCPStore has it)."""
-
-    def set(self, key: str, value: str) -> None: ...
-    def get(self, key: str) -> bytes: ...
-    def add(self, key: str, amount: int) -> int: ...
-    def check(self, keys: list[str]) -> bool: ...
-
 
 @dataclass
 class Worker:
@@ -139,6 +131,10 @@ class _Agent:
     began: float = field(default_factory=time.time)  # when the current generation started
     killed_stopped: bool = False  # the agent killed its stopped (hung) worker
     preempted: bool = False  # the preemption signal came: every later worker starts with its flag set
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.store, BoundedStore):  # a store host that hangs must not hang this agent
+            self.store = BoundedStore(self.store)
 
     def fork(self, generation: int) -> Worker | None:
         self.generation, self.began = generation, time.time()

@@ -58,7 +58,7 @@ from orchestrator.task.reaper import become_subreaper, end_children
 
 if TYPE_CHECKING:
     from orchestrator.env.devices import DeviceChoice
-    from orchestrator.task.agent import AgentStore
+    from orchestrator.task.agentstore import AgentStore
 
 
 class TaskRuntime(scripttimeout.Bounder, Protocol):

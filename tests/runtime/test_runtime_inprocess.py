@@ -185,3 +185,44 @@ def test_the_store_hosts_death_is_seen_by_the_other_agents_at_once(tmp_path: Pat
         host.wait()
         if worker and alive(worker):
             os.kill(worker, signal.SIGKILL)
+
+
+def test_an_agent_falls_back_in_seconds_when_the_store_host_hangs(tmp_path: Path) -> None:
+    """rank 0's agent (the store's host) is stopped (SIGSTOP): the other agent, whose worker failed, takes the
+    store for lost within seconds and falls back to the step-level restart (store_lost), where torch's client
+    calls would wait for good."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from orchestrator.env.distenv import DistEnv
+    from orchestrator.runtime.launch import TorchRuntime
+    from orchestrator.spec.cluster import Launcher
+    from orchestrator.task import agent
+
+    port = free_port()
+
+    def env(rank: int) -> DistEnv:
+        return DistEnv(rank=rank, local_rank=rank, world_size=2, local_world_size=2, node_rank=0, num_nodes=1,
+                       master_addr="127.0.0.1", master_port=port)
+
+    code = HOST_AGENT.replace("ENV", repr(vars(env(0)))).replace("JOB_DIR", repr(str(tmp_path)))
+    host = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert host.stdout is not None
+    try:
+        assert host.stdout.readline().strip() == "ready"
+        cfg = type("Cfg", (), {"launcher": Launcher(collective_timeout=5, max_restarts=1), "script": None})()
+        peer = agent._Agent(cfg, env(1), tmp_path, TorchRuntime().agent_store(env(1), timeout=60), 0, lambda g: None)
+        os.kill(host.pid, signal.SIGSTOP)
+        began = time.monotonic()
+        result: list[object] = []
+        caller = threading.Thread(target=lambda: result.append(peer._after_failure(-9)), daemon=True)
+        caller.start()
+        caller.join(timeout=40)  # (today's code: blocked for good)
+        assert result == [None] and time.monotonic() - began < 30, result
+        assert (tmp_path / proto.FALLBACK_FILE).read_text().startswith("store_lost: ")
+    finally:
+        host.kill()
+        host.wait()
