@@ -1,10 +1,11 @@
 """How sure a finding is: ``certain``, ``likely`` or ``possible``, from how direct its evidence is.
 
-- **certain**: read from the code itself, with nothing guessed: every error (the severity policy makes an
-  error only of what the script shows), and the warnings whose pattern is literal (a hard-coded address, a
-  spawn call, a context manager left as a statement, an init failure caught and let go).
+- **certain**: read from the code itself, with nothing guessed: an error (the severity policy makes an error
+  only of what the script shows) unless its rank test is a name, and the warnings whose pattern is literal (a
+  hard-coded address, a spawn call, a context manager left as a statement, an init failure caught and let go).
 - **likely**: the pattern is in the code's data flow, but one link is inferred (a helper module's code, a
-  flag's branch, a sampler's or a save's role, a rank traced through assignments).
+  flag's branch, a sampler's or a save's role, a rank traced through assignments, a rank test read from a name
+  alone: ``Ranks.named_only``).
 - **possible**: the evidence is a name's meaning or the absence of something the doctor may not see (a
   checkpoint told by its name alone, a device never bound in what could be read).
 

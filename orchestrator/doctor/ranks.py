@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import ast
-import operator
 import re
-from collections.abc import Callable
 from typing import Literal
 
 from orchestrator.doctor.names import FunctionNode, Module, dotted, last_name
+from orchestrator.doctor.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
 
 RankKind = Literal["global", "local", "rankish"]
 DeviceKind = Literal["default", "index"]
@@ -29,17 +28,16 @@ MAIN_FLAGS = frozenset({
     "is_world_process_zero", "is_local_process_zero",
 })
 
+# The frameworks' own rank attributes (Accelerate's, Lightning's, Fabric's, the HF Trainer's): an API, not a guess.
+_FRAMEWORK_FLAGS = frozenset({"is_main_process", "is_local_main_process", "process_index", "local_process_index",
+                              "is_global_zero", "is_world_process_zero", "is_local_process_zero", "global_rank"})
+
 
 def is_main_flag(name: str | None) -> bool:
     """``is_master``, or a getter of it (lingua's ``get_is_master()``)."""
     return name is not None and (name in MAIN_FLAGS or name.removeprefix("get_") in MAIN_FLAGS)
 
 
-_FLIPPED: dict[type[ast.cmpop], ast.cmpop] = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(),
-                                              ast.GtE: ast.LtE()}
-_OPERATORS: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
-    ast.GtE: operator.ge}
 _RANK_CALLS: dict[str, RankKind] = {
     "torch.distributed.get_rank": "global",
     "torch.distributed.get_global_rank": "global",
@@ -61,7 +59,8 @@ class Ranks:
     def __init__(self, module: Module, outer: Ranks | None = None) -> None:
         self.module = module
         self.outer = outer  # the script's, for a helper module: flags the script sets (args.should_save)
-        self._dependent: dict[int, bool] = {}
+        self._dependent: dict[tuple[int, bool], bool] = {}
+        self.names = True  # whether a name alone (is_master, a parameter called rank) makes a rank: see named_only
 
     # -- rank values --------------------------------------------------------------------------------
     def env_key(self, expr: ast.expr) -> str | None:
@@ -113,19 +112,20 @@ class Ranks:
                     return kind
                 if found and not isinstance(value, ast.BinOp | ast.Name | ast.Attribute):
                     return None
-            return _by_name(expr.id)
+            return _by_name(expr.id) if self.names or self._spawn_index(expr) else None
         if isinstance(expr, ast.Attribute):
             # what the file assigns to it, over its name (Cutie's self.local_rank = dist.get_rank())
             key = dotted(expr)
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr}
-            return kinds.pop() if len(kinds) == 1 and None not in kinds else _by_name(expr.attr)
+            return kinds.pop() if len(kinds) == 1 and None not in kinds else (
+                _by_name(expr.attr) if self.names or self._framework(expr) else None)
         return None
 
     def dependent(self, expr: ast.expr, depth: int = 0) -> bool:
         """Whether any part of ``expr`` holds a rank (``rank % 2``, ``f"rank{rank}"``)."""
         if depth > _MAX_DEPTH:
             return False
-        key = id(expr)
+        key = (id(expr), self.names)
         if key not in self._dependent:
             self._dependent[key] = False  # a cycle through assignments adds nothing
             self._dependent[key] = self._depends(expr, depth)
@@ -162,7 +162,7 @@ class Ranks:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self.is_condition(test.operand, depth + 1)
         if isinstance(test, ast.Compare):
-            if _uniform(test):
+            if uniform(test):
                 return False
             return any(self.dependent(part, depth + 1) for part in (test.left, *test.comparators))
         if isinstance(test, ast.Name):
@@ -171,9 +171,9 @@ class Ranks:
             if (value is not None and self.is_condition(value, depth + 1)) or (
                     passed and all(self.is_condition(v, depth + 1) for v in passed)):
                 return True
-            return test.id in MAIN_FLAGS or self.source(test, depth + 1) is not None
+            return (self.names and test.id in MAIN_FLAGS) or self.source(test, depth + 1) is not None
         if isinstance(test, ast.Attribute):
-            if test.attr in MAIN_FLAGS:
+            if test.attr in MAIN_FLAGS and (self.names or self._framework(test)):
                 return True
             key = dotted(test)  # args.save_logs = args.logs and is_master(args)
             values = self.module.values_anywhere(key) if key is not None else []
@@ -184,8 +184,28 @@ class Ranks:
             function = self.module.local_function(test)
             if function is not None:
                 return self._returns_condition(function, depth + 1)
-            return is_main_flag(last_name(test.func))
+            return (self.names or self._framework(test.func)) and is_main_flag(last_name(test.func))
         return False
+
+    def _spawn_index(self, name: ast.Name) -> bool:
+        """The first parameter of a function handed to a spawner (``mp.spawn(worker, ...)``): the process index."""
+        function = self.module.function_of(name)
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)] if function is not None else []
+        return function is not None and params[:1] == [name.id] and self.module.spawned(function)
+
+    def _framework(self, expr: ast.expr) -> bool:
+        """``accelerator.is_main_process``, ``trainer.is_global_zero``: a framework's own flag, not a guessed name."""
+        return (self.module.qualname(expr) or "").startswith(("accelerate.", "lightning.")) or (
+            isinstance(expr, ast.Attribute) and expr.attr in _FRAMEWORK_FLAGS)
+
+    def named_only(self, test: ast.expr) -> bool:
+        """A rank condition that rests on names alone (``if is_master:`` with nothing assigned to it, a parameter
+        called ``rank``): no part of it is traced to the environment, a rank call or an assignment of one."""
+        self.names = False
+        try:
+            return not self.is_condition(test)
+        finally:
+            self.names = True
 
     def passes_many(self, test: ast.expr, when: bool) -> bool:
         """Whether ``test`` is provably ``when`` on more than one rank: ``rank >= 2`` is False on ranks 0
@@ -194,10 +214,10 @@ class Ranks:
             return self.passes_many(test.operand, not when)
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return False
-        left, op, right = _fold(test.left), test.ops[0], _fold(test.comparators[0])
+        left, op, right = fold(test.left), test.ops[0], fold(test.comparators[0])
         if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
             left, right = right, left
-            op = _FLIPPED.get(type(op), op)
+            op = FLIPPED.get(type(op), op)
         if not (isinstance(right, ast.Constant) and isinstance(right.value, int) and self.dependent(left)):
             return False
         c = right.value
@@ -227,8 +247,8 @@ class Ranks:
             left, op, right = test.left, test.ops[0], test.comparators[0]
             if self.dependent(right) and not self.dependent(left):
                 left, right = right, left
-                op = _FLIPPED.get(type(op), op)
-            return _evaluate(op, right)
+                op = FLIPPED.get(type(op), op)
+            return evaluate_at_zero(op, right)
         if isinstance(test, ast.Name | ast.Attribute):
             name = test.id if isinstance(test, ast.Name) else test.attr
             if isinstance(test, ast.Name):
@@ -342,59 +362,6 @@ class Ranks:
             return self.device_from_global_rank(expr.body, depth + 1) or self.device_from_global_rank(
                 expr.orelse, depth + 1)
         return False
-
-
-def _fold(expr: ast.expr) -> ast.expr:
-    """``-1`` parses as a unary minus on 1: fold it (and inside lists) into constants."""
-    if (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant)
-            and isinstance(expr.operand.value, int | float) and not isinstance(expr.operand.value, bool)):
-        return ast.copy_location(ast.Constant(-expr.operand.value), expr)
-    if isinstance(expr, ast.List | ast.Tuple | ast.Set):
-        return ast.copy_location(type(expr)(elts=[_fold(e) for e in expr.elts]), expr)
-    return expr
-
-
-def _evaluate(op: ast.cmpop, right: ast.expr) -> bool | None:
-    """``0 <op> right`` (or ``"0" <op> right`` for strings), for constant ``right``."""
-    right = _fold(right)
-    if isinstance(right, ast.List | ast.Tuple | ast.Set):
-        if not all(isinstance(e, ast.Constant) for e in right.elts):
-            return None
-        values = [e.value for e in right.elts if isinstance(e, ast.Constant)]
-        if isinstance(op, ast.In | ast.NotIn):
-            inside = 0 in values or "0" in values
-            return inside if isinstance(op, ast.In) else not inside
-        return None
-    if not isinstance(right, ast.Constant) or isinstance(right.value, bool):
-        return None
-    c = right.value
-    if isinstance(c, str) and isinstance(op, ast.Eq | ast.NotEq):
-        return (c == "0") == isinstance(op, ast.Eq)
-    if not isinstance(c, int):
-        return None
-    compare = _OPERATORS.get(type(op))
-    return bool(compare(0, c)) if compare is not None else None
-
-
-def _uniform(test: ast.Compare) -> bool:
-    """Comparisons that hold on every rank or on none: ``rank != -1`` ("launched distributed"),
-    ``rank >= 0``, ``local_rank is not None``."""
-    if len(test.ops) != 1:
-        return False
-    left, op, right = _fold(test.left), test.ops[0], _fold(test.comparators[0])
-    if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
-        left, right = right, left
-        op = _FLIPPED.get(type(op), op)
-    if not isinstance(right, ast.Constant):
-        return False
-    if right.value is None:
-        return True
-    if not isinstance(right.value, int) or isinstance(right.value, bool):
-        return False
-    c = right.value
-    return ((isinstance(op, ast.Eq | ast.NotEq) and c < 0) or (isinstance(op, ast.Gt) and c < 0)
-            or (isinstance(op, ast.GtE) and c <= 0) or (isinstance(op, ast.Lt) and c <= 0)
-            or (isinstance(op, ast.LtE) and c < 0))
 
 
 def _by_name(name: str) -> RankKind | None:

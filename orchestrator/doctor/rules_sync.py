@@ -59,8 +59,11 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
         flag = condition is not None and _mixes_flags(a, condition)
         if flag:
             where += "; a warning: the condition also tests a flag"
+        named = condition is not None and a.ranks.named_only(condition)  # is_master, a parameter called rank
         yield a.finding("DDP002", site.call, f"{_short(site.call.func)}(){via} {where}",
-                        severity="warning" if helper or flag else a.guess("error"))
+                        severity="warning" if helper or flag else a.guess("error"),
+                        confidence="likely" if named else None,
+                        fact=f"{where}; the rank test is read from a name alone" if named else "")
 
 
 def _mixes_flags(a: Analysis, test: ast.expr) -> bool:

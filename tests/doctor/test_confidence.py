@@ -96,3 +96,29 @@ def test_the_gate_never_refuses_on_a_possible_error(tmp_path: Path) -> None:
     with pytest.raises(ScriptRefused, match=r"DDP003"):
         report([certain, possible], ["train.py"], io.StringIO(), refuse=True, ignore=(), would_refuse=None)
     assert "DDP003 error" in format_findings([possible], show_all=True)
+
+
+NAMED = """\
+import os
+import torch.distributed as dist
+
+
+def report(value, is_master):
+    if is_master:
+        dist.barrier()
+
+
+def main(cfg):
+    dist.init_process_group("nccl")
+    report(1.0, cfg.is_master)
+    if int(os.environ["RANK"]) == 0:
+        dist.barrier()
+"""
+
+
+def test_a_collective_under_a_rank_test_read_from_a_name_alone_is_a_likely_error_that_still_refuses() -> None:
+    found = {f.line: f for f in check_source(NAMED, "train.py") if f.code == "DDP002"}
+    assert found[7].severity == "error" and found[7].confidence == "likely"
+    assert "read from a name alone" in found[7].evidence
+    assert found[14].severity == "error" and found[14].confidence == "certain"  # RANK from the environment
+    assert has_errors([found[7]])  # a likely error stops a launch as before
