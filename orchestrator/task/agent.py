@@ -111,7 +111,7 @@ def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore,
     warm_up()  # what a replaced worker would import again: imported here, once, after the first fork
     chosen = agent.watch()
     if isinstance(chosen, int):  # the agent ends (a forked worker goes on through the caller)
-        agent.exit_barrier()
+        agent.exit_barrier(proto.EXIT_WAIT_S if chosen == 0 else proto.FAILED_EXIT_WAIT_S)
     return chosen
 
 
@@ -309,17 +309,17 @@ class _Agent:
             with contextlib.suppress(OSError, RuntimeError, ValueError):  # the store gone: nothing to tell
                 self.store.set(proto.decision(generation), proto.RESTART if restart else proto.encode_stop(why))
 
-    def exit_barrier(self) -> None:
-        """Say this rank's agent ends, then wait until every rank's has (at most ``EXIT_WAIT_S``): rank 0's hosts
-        the store, and a peer that fails after rank 0's worker returned must still find it to decide."""
+    def exit_barrier(self, wait_s: float) -> None:
+        """Say this rank's agent ends, then wait until every rank's has (at most ``wait_s``): rank 0's hosts the
+        store, and a peer that fails after rank 0's worker returned must still find it to decide."""
         keys = [proto.ended(r) for r in range(self.env.world_size)]
-        deadline = time.monotonic() + proto.EXIT_WAIT_S
+        deadline = time.monotonic() + wait_s
         try:
             self.store.set(proto.ended(self.env.rank), "1")
             while not self.store.check(keys):
                 if time.monotonic() >= deadline:
-                    print(f"orch: rank {self.env.rank}: not every rank's agent ended within {proto.EXIT_WAIT_S:g} s; "
-                          "leaving", file=sys.stderr, flush=True)
+                    print(f"orch: rank {self.env.rank}: not every rank's agent ended within {wait_s:g} s; leaving",
+                          file=sys.stderr, flush=True)
                     return
                 time.sleep(proto.POLL_S)
         except (OSError, RuntimeError, ValueError):  # the store is gone: nobody is left to wait for

@@ -208,3 +208,22 @@ def test_a_preemption_signal_between_two_generations_reaches_the_next_one(tmp_pa
     if (worker := ag.fork(1)) is not None:  # pragma: no cover - generation 1: was the signal kept for it?
         os._exit(0 if worker.flag is not None and worker.flag.requested else 3)
     assert ag._wait() == 0, "the preemption signal was dropped between the generations"
+
+
+# --- the exit barrier ---------------------------------------------------------------------------------------
+
+def test_an_agent_leaves_once_every_ranks_agent_ended_or_the_wait_is_over(tmp_path: Path) -> None:
+    import threading
+
+    store = DictStore()
+    host = make_agent(tmp_path, store, rank=0)
+    later = threading.Timer(0.3, lambda: store.set(proto.ended(1), "1"))  # rank 1's agent ends a moment later
+    later.start()
+    began = time.monotonic()
+    host.exit_barrier(5.0)
+    assert 0.3 <= time.monotonic() - began < 5.0 and store.check([proto.ended(0)])
+    later.join()
+    alone = DictStore()  # rank 1's agent is gone for good: rank 0's leaves after the wait
+    began = time.monotonic()
+    make_agent(tmp_path, alone, rank=0).exit_barrier(0.5)
+    assert 0.5 <= time.monotonic() - began < 3.0

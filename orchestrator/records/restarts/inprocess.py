@@ -23,7 +23,8 @@ STOPPED_GRACE_S = 1.0  # a worker stopped (SIGSTOP, state T) this long is hung: 
 POLL_S = 0.02  # how often an agent looks at its worker
 REPORT_WAIT_S = 2.0  # how long the deciding agent waits for the other ranks' records of the failed attempt
 PEER_GRACE_S = 5.0  # how long an agent whose worker only lost a peer waits for the failed rank's agent to claim
-EXIT_WAIT_S = 60.0  # how long an agent that ends waits for every rank's agent to end (the exit barrier)
+EXIT_WAIT_S = 60.0  # how long an agent whose worker completed waits for every rank's agent to end (exit barrier)
+FAILED_EXIT_WAIT_S = 10.0  # the same, when it ends on a failure (the others fail too, or one of them is gone)
 FALLBACK_FILE = "restart_fallback"  # in the job folder: why the step's last failure was not restarted in it
 
 
