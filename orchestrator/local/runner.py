@@ -255,9 +255,9 @@ class LocalRunner:
         """Wait for every process; after the first failure stop the rest (TERM, then KILL).
 
         A rank whose collective failed because another rank died exits with PEER_FAILURE_EXIT; it
-        may exit before the rank that caused it, so the others get a grace period to exit (and say
-        why) before they are stopped. Returns the exit codes, when each rank exited (wall clock)
-        and the ranks this runner stopped; :mod:`orchestrator.records.restarts.blame` names the cause from them.
+        may exit before the rank that caused it, so the others get a grace period to exit (and say why) before
+        they are stopped (1 s when its collective timed out: stacks.grace_after). Returns the exit codes, when
+        each rank exited (wall clock) and the ranks this runner stopped; records.restarts.blame names the cause.
         """
         n = len(self._procs)
         exited_at: dict[int, float] = {}
@@ -274,8 +274,8 @@ class LocalRunner:
                             os.killpg(proc.pid, signum)  # (_end_groups kills those that ignore TERM)
             bad = [r for r in exited_at if self._procs[r].returncode != 0]
             if term_at is None and (bad or self._forwarded):
-                cause_known = any(self._procs[r].returncode != PEER_FAILURE_EXIT for r in bad)
-                term_at = now if cause_known and not self._forwarded else now + self.grace
+                known = any(self._procs[r].returncode != PEER_FAILURE_EXIT for r in bad) and not self._forwarded
+                term_at = now if known else now + stacks.grace_after(self.job_dir, bad, self.grace)  # cause unknown
             if term_at is not None and now >= term_at and kill_at is None:
                 stopped_by_us = {r for r in range(n) if r not in exited_at}
                 # rank 0's stack dump on SIGTERM (orchestrator.task.hang) belongs in its log, not on the terminal

@@ -21,10 +21,10 @@ from pathlib import Path
 from types import FrameType
 
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.jobdirs import log_path
+from orchestrator.records.jobdirs import log_path, outcome_path
 from orchestrator.records.logs.view import tail_lines
 from orchestrator.records.restarts import places
-from orchestrator.records.restarts.blame import Blame, RankOutcome, blame, current_run
+from orchestrator.records.restarts.blame import TIMED_OUT, Blame, RankOutcome, blame, current_run, parse_outcome
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import read_text
 
@@ -34,6 +34,7 @@ STACK_LIMIT = 256 * 1024
 LOG_LINES = 400  # of a rank's log, read for a faulthandler dump
 STOPPED_MARK = "(orch cancel or scancel, the time limit, or orch ending"  # task/hang.py's STOPPED_NOTE: Python ran
 HANG_KINDS = frozenset({"stuck", "all_waited", "early_exit", "vanished", "stopped"})  # blame's kinds of a hang
+TIMED_OUT_GRACE_S = 1.0  # after a rank's collective timed out: the others are stuck, or time out within it
 STOPPED_KIND = "signalled"  # stopped by its launcher while running: its exit code is the launcher's signal
 
 
@@ -152,3 +153,15 @@ def blamed(job_dir: Path, records: Sequence[RankOutcome], *, world_size: int, no
            write: bool) -> Blame | None:
     """:func:`~orchestrator.records.restarts.blame.blame`, then :func:`explained` (``orch run``'s verdict)."""
     return explained(job_dir, blame(records, world_size=world_size, notes=notes), records, world_size, write=write)
+
+
+def grace_after(job_dir: Path, ranks: Sequence[int], grace: float) -> float:
+    """How long ``orch run`` lets the other ranks end on their own after ``ranks`` failed in a collective. A rank
+    whose collective timed out says the others are stuck (a rank that died closes the connection instead): a
+    short wait (ranks in mismatched collectives time out together), then they are stopped and their stacks read.
+    Else ``grace``: the rank that died may still be writing its error."""
+    for rank in ranks:
+        found = parse_outcome(read_text(outcome_path(job_dir, rank)) or "")
+        if isinstance(found, RankOutcome) and found.kind == "waited" and found.how == TIMED_OUT:
+            return min(grace, TIMED_OUT_GRACE_S)
+    return grace

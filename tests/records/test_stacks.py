@@ -74,3 +74,17 @@ def test_the_mark_of_a_rank_that_answered_sigterm_is_the_one_its_log_gets() -> N
     from orchestrator.task.hang import STOPPED_NOTE
 
     assert STOPPED_MARK in STOPPED_NOTE
+
+
+def test_after_a_timed_out_collective_the_others_get_a_short_grace(job_dir: Path) -> None:
+    from orchestrator.records.jobdirs import outcome_path
+    from orchestrator.records.stacks import TIMED_OUT_GRACE_S, grace_after
+
+    waited = RankOutcome(rank=0, world_size=2, run="local", restart=0, kind="waited", how="timeout", exit_code=3,
+                         started=1.0, ended=2.0)
+    outcome_path(job_dir, 0).write_text(waited.model_dump_json())
+    assert grace_after(job_dir, [0], 5.0) == TIMED_OUT_GRACE_S
+    lost = waited.model_copy(update={"how": "lost"})  # a peer closed the connection: it may still be dying
+    outcome_path(job_dir, 0).write_text(lost.model_dump_json())
+    assert grace_after(job_dir, [0], 5.0) == 5.0
+    assert grace_after(job_dir, [1], 5.0) == 5.0  # no record
