@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support import ORCH, clean_environ, cluster_file, expect_refused
+from support import ORCH, clean_environ, cluster_file, expect_refused, once_more_on_teardown_abort
 
 from orchestrator.cli import main
 from orchestrator.doctor import check_file
@@ -109,9 +109,9 @@ def test_on_one_node_the_script_runs_and_trains(tmp_path: Path) -> None:
     """A real gloo run: ``orch run`` (one node) of the spawner that meets through a file in ``mkdtemp()`` shows
     DDP021 as a warning and trains to the end."""
     argv = [ORCH, "run", str(MULTINODE / "rdzv_tempdir_spawn.py"), "--job-root", str(tmp_path / "runs")]
-    done = subprocess.run(argv, cwd=tmp_path, env=clean_environ(), capture_output=True, text=True, timeout=TIMEOUT,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = once_more_on_teardown_abort(lambda: subprocess.run(
+        argv, cwd=tmp_path, env=clean_environ(), capture_output=True, text=True, timeout=TIMEOUT, check=False))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "DDP021 warning" in done.stderr and "orch: completed" in done.stdout
 
 
