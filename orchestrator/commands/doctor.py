@@ -1,4 +1,5 @@
-"""``orch doctor FILE... [--json] [--strict]``: the DDP pitfalls of a script, found statically."""
+"""``orch doctor FILE... [--json] [--strict] [--nproc N | --nodes N [--gpus G]]``: the DDP pitfalls of a script,
+found statically, and what ``orch run``/``orch submit`` would refuse for the layout asked."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from orchestrator.commands._common import add_cluster_argument, add_ignore_argum
 from orchestrator.commands._jobs import cluster_or_none
 from orchestrator.doctor import DoctorInputError, Finding, check_file, exit_code, format_findings
 from orchestrator.doctor.check import dedupe
+from orchestrator.doctor.feasibility import across_nodes
 from orchestrator.doctor.findings import DoctorSkipped
+from orchestrator.doctor.frameworks import read_frameworks
 from orchestrator.doctor.launchstyle import ANSWERS, answered, detect
+from orchestrator.doctor.layouts import Asked, layout_lines
 from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.launch import Launch
 
@@ -26,15 +30,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(DDP001, DDP004, DDP006, DDP007, DDP009, DDP015); nothing is written")
     parser.add_argument("--write", action="store_true", help="with --fix: apply the diff in place (the original "
                                                               "kept as FILE.orig)")
+    layout = parser.add_argument_group("the layout to judge the script for (one judge: what orch run and orch "
+                                       "submit would refuse is an error here too)")
+    layout.add_argument("--nodes", type=int, metavar="N", help="as orch submit --nodes N: what cannot work across "
+                        "nodes (DDP010, DDP021, DDP022) is an error on more than one, and a Trainer/Fabric layout is "
+                        "checked against N nodes")
+    layout.add_argument("--gpus", type=int, metavar="G", help="as orch submit --gpus G (GPUs per node)")
+    layout.add_argument("--nproc", type=int, metavar="N", help="as orch run --nproc N (one node, N ranks)")
     add_ignore_argument(parser)
     add_cluster_argument(parser)
     add_json_argument(parser)
 
 
-def check_files(args: argparse.Namespace) -> tuple[list[Finding], list[str], list[DoctorInputError], list[str]]:
+def check_files(args: argparse.Namespace, layout_errors: list[str] | None = None) -> tuple[
+        list[Finding], list[str], list[DoctorInputError], list[str]]:
     """The findings of ``args.files`` (less ``--ignore`` and cluster.yaml's doctor.ignore), the warnings of
     files that could not be parsed, the files that could not be read, and a note per script written for
-    another launch style (what orch run/submit make of it: :func:`launch_note`)."""
+    another launch style (what orch run/submit make of it: :func:`launch_note`) or with a Trainer/Fabric layout
+    (what to run it with); ``layout_errors`` gets what orch run/submit would refuse for ``--nproc`` or
+    ``--nodes/--gpus`` (``orchestrator.doctor.layouts``)."""
+    layout_errors = [] if layout_errors is None else layout_errors
     ignore = _ignored(args)
     findings: list[Finding] = []
     skipped: list[str] = []
@@ -53,8 +68,26 @@ def check_files(args: argparse.Namespace) -> tuple[list[Finding], list[str], lis
         if launch.how == "detected":  # orch run and orch submit start it in its style: say what they would
             found = answered(launch, found)
             notes.append(launch_note(path, launch))
+        asked = _asked(args)
+        if asked.given:  # the layout asked for: what certainly fails across nodes is an error, as at submit
+            found = across_nodes(found, 1 if asked.nproc is not None else asked.nodes or 1, asked.gpus)
+        for line in layout_lines(path, read_frameworks(Path(path)), launch.style, asked):
+            (layout_errors if line.error else notes).append(line.text)
         findings.extend(f for f in found if f.code not in ignore)
     return dedupe(findings), skipped, unreadable, notes
+
+
+def _asked(args: argparse.Namespace) -> Asked:
+    """``--nproc`` or ``--nodes/--gpus`` (not both: they judge for different verbs)."""
+    nproc, nodes, gpus = (getattr(args, name, None) for name in ("nproc", "nodes", "gpus"))
+    if nproc is not None and (nodes is not None or gpus is not None):
+        raise DoctorInputError("--nproc judges the script as orch run does, --nodes/--gpus as orch submit does",
+                               hint="pass one of them: --nproc N, or --nodes N [--gpus G]")
+    for name, value in (("--nproc", nproc), ("--nodes", nodes), ("--gpus", gpus)):
+        if value is not None and value < (0 if name == "--gpus" else 1):
+            raise DoctorInputError(f"{name} {value}: not a count", hint=f"pass {name} as a whole number of at "
+                                                                         f"least {0 if name == '--gpus' else 1}")
+    return Asked(nproc=nproc, nodes=nodes, gpus=gpus)
 
 
 def _ignored(args: argparse.Namespace) -> tuple[str, ...]:
@@ -76,16 +109,21 @@ def launch_note(path: str, launch: Launch) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.fix or args.write:
         return _fix(args)
-    findings, skipped, unreadable, notes = check_files(args)
-    for line in [*skipped, *notes]:
+    layout_errors: list[str] = []
+    findings, skipped, unreadable, notes = check_files(args, layout_errors)
+    for line in [*skipped, *notes, *layout_errors]:
         print(line, file=sys.stderr, flush=True)
     if args.json:
         print_json([f.as_dict() for f in findings])
+    elif layout_errors and not findings:
+        print("orch doctor: no findings in the code; the layout asked for would be refused (above)")
     else:
         print(format_findings(findings, show_all=args.show_all))
     for error in unreadable:
         print(error.render(), file=sys.stderr)
-    return 2 if unreadable else exit_code(findings, strict=args.strict, show_all=args.show_all)
+    if unreadable:
+        return 2
+    return max(exit_code(findings, strict=args.strict, show_all=args.show_all), 1 if layout_errors else 0)
 
 
 def _fix(args: argparse.Namespace) -> int:
