@@ -39,13 +39,14 @@ from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
 from orchestrator.records.restarts.seen import Seen
 from orchestrator.records.startup import CLOCK
 from orchestrator.spec.runconfig import RunConfig
-from orchestrator.task.agentstore import AgentStore, BoundedStore
+from orchestrator.task.agentstore import AgentStore, BoundedStore, wait_for
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import SIGNALS, PreemptFlag
 from orchestrator.task.reaper import end_group, lead_group_and_die_with
 
 if TYPE_CHECKING:
     from orchestrator.env.distenv import DistEnv
+
 
 @dataclass
 class Worker:
@@ -313,35 +314,22 @@ class _Agent:
         """Say this rank's agent ends, then wait until every rank's has (at most ``wait_s``): rank 0's hosts the
         store, and a peer that fails after rank 0's worker returned must still find it to decide."""
         keys = [proto.ended(r) for r in range(self.env.world_size)]
-        deadline = time.monotonic() + wait_s
         try:
             self.store.set(proto.ended(self.env.rank), "1")
-            while not self.store.check(keys):
-                if time.monotonic() >= deadline:
-                    print(f"orch: rank {self.env.rank}: not every rank's agent ended within {wait_s:g} s; leaving",
-                          file=sys.stderr, flush=True)
-                    return
-                time.sleep(proto.POLL_S)
+            if not wait_for(self.store, keys, wait_s, proto.POLL_S):
+                print(f"orch: rank {self.env.rank}: not every rank's agent ended within {wait_s:g} s; leaving",
+                      file=sys.stderr, flush=True)
         except (OSError, RuntimeError, ValueError):  # the store is gone: nobody is left to wait for
             return
 
     def _claimed(self, generation: int) -> bool:
         """Whether a failed rank's agent claims ``generation`` within ``PEER_GRACE_S``: a worker that only lost
         its peer (a script's rank 0 in a collective) can end before the failed rank's agent saw its own end."""
-        deadline = time.monotonic() + proto.PEER_GRACE_S
-        while not self.store.check([proto.claim(generation)]):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(proto.POLL_S)
-        return True
+        return wait_for(self.store, [proto.claim(generation)], proto.PEER_GRACE_S, proto.POLL_S)
 
     def _decision(self, generation: int) -> bytes | None:
-        deadline = time.monotonic() + max(10.0, float(self.cfg.launcher.collective_timeout))
-        while time.monotonic() < deadline:
-            if self.store.check([proto.decision(generation)]):
-                return self.store.get(proto.decision(generation))
-            time.sleep(proto.POLL_S)
-        return None
+        key, wait_s = proto.decision(generation), max(10.0, float(self.cfg.launcher.collective_timeout))
+        return self.store.get(key) if wait_for(self.store, [key], wait_s, proto.POLL_S) else None
 
     def _decide(self, generation: int, code: int) -> tuple[bool, str]:
         """Record the attempt that just failed, when it is restarted here (task/recovery.py); the verdict."""

@@ -10,6 +10,7 @@ thread and gives up after ``bound`` seconds with :class:`TimeoutError` (an ``OSE
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
@@ -68,3 +69,13 @@ class BoundedStore:
             assert isinstance(value, BaseException)
             raise value
         return value  # type: ignore[return-value]
+
+
+def wait_for(store: AgentStore, keys: list[str], seconds: float, poll: float) -> bool:
+    """Whether every one of ``keys`` is in ``store`` within ``seconds`` (looked at every ``poll`` seconds)."""
+    deadline = time.monotonic() + seconds
+    while not store.check(keys):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)
+    return True
