@@ -57,6 +57,13 @@ CASES = {
                "(dist.all_reduce)", ("libc.pthread_mutex_lock(mutex)", "dist.all_reduce(value)")),
     "spin": ("hang_spin.py", (), "rank 1 stopped at hang_spin.py:{0} in spin while rank 0 waited in all_reduce at "
              "hang_spin.py:{1} in <module> (dist.all_reduce)", ("while True:|count += 1", "dist.all_reduce(value)")),
+    # the frameworks as their docs write them, with their own default timeouts (orch's bound applies there too)
+    "lightning": ("hang_lightning.py", (), "rank 1 stopped at hang_lightning.py:{0} in training_step (time.sleep) "
+                  "while rank 0 waited in all_reduce at hang_lightning.py:{1} in main (trainer.fit)",
+                  ("time.sleep(10**6)", "trainer.fit(Regressor(), data)")),
+    "hf-trainer": ("hang_hf_trainer.py", (), "rank 1 stopped at hang_hf_trainer.py:{0} in __getitem__ (time.sleep) "
+                   "while rank 0 waited in all_reduce at hang_hf_trainer.py:{1} in main (Trainer)",
+                   ("time.sleep(10**6)", "Trainer(model=Tiny(), args=training, train_dataset=Pairs()).train()")),
 }
 
 
