@@ -55,6 +55,7 @@ from orchestrator.spec.job import JobSpec, TrainParams, load_job_file
 from orchestrator.spec.numbers import FULL_DISK, writing
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.spec.snapshot import relocate
+from orchestrator.task import heartbeat
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
 
@@ -172,6 +173,7 @@ class Trainer:
                          f"{p.checkpoint_every:g} s)")
 
             step, stopped = self._train(parts, epoch, start, tally, vote, progress, save_now)
+            heartbeat.rest()  # no training step is due until the next epoch's (evaluation, the checkpoint)
             if stopped:
                 self._stop(checkpointer, parts, epoch, step, tally, spent + time.perf_counter() - began, vote)
                 return 0
@@ -257,6 +259,7 @@ class Trainer:
             nonlocal synced, current
             current = step
             RECORDER.step(epoch + 1, step)  # in memory: the outcome record's "last step"
+            heartbeat.tick()  # in-process restarts: its agent sees the rank step (task/heartbeat.py)
             if "first_step" not in CLOCK.phases:
                 CLOCK.lap("first_step")
             if not synced and (step % p.grad_accum == 0 or step == plan.num_steps):  # after an optimizer step
@@ -337,6 +340,7 @@ class Trainer:
               seconds: float) -> None:
         p = self.params
         began = time.monotonic()
+        heartbeat.rest()  # a checkpoint is no training step (the next step ticks again)
         with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes (or copies)
             if self.ctx.is_main:
                 self.metrics_log.sync()  # the epochs this checkpoint claims are on disk

@@ -28,6 +28,7 @@ from orchestrator.records.restarts import inprocess as proto
 from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
 from orchestrator.runtime.rendezvous import is_loopback, loopback_store
 from orchestrator.spec.runconfig import RunConfig
+from orchestrator.task import heartbeat
 from orchestrator.task.agent import Worker
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
@@ -114,6 +115,8 @@ def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: Preempt
             RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=f"{peer[0]} ({entry.describe(exc)})",
                             how="timeout" if "timed out" in peer[0] else "lost")
             store.set(proto.lost(worker.generation, worker.rank), "1")
+            store.add(proto.gave_up(worker.generation), 1)  # a peer's agent whose worker stopped stepping: it hangs
+            heartbeat.rest()  # waiting for the decision is no training step: its agent must not call it hung
             restart, why = proto.parse_decision(_decision(store, worker.generation, worker.wait_s))
             if not restart:
                 print(f"orch: rank {worker.rank}: no in-process restart ({why})", file=sys.stderr, flush=True)

@@ -39,6 +39,7 @@ from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
 from orchestrator.records.restarts.seen import Seen
 from orchestrator.records.startup import CLOCK
 from orchestrator.spec.runconfig import RunConfig
+from orchestrator.task import heartbeat
 from orchestrator.task.agentstore import AgentStore, BoundedStore, wait_for
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import SIGNALS, PreemptFlag
@@ -130,7 +131,8 @@ class _Agent:
     generation: int = 0
     stopped_since: float | None = None
     began: float = field(default_factory=time.time)  # when the current generation started
-    killed_stopped: bool = False  # the agent killed its stopped (hung) worker
+    killed_hung_s: float | None = None  # the agent killed its hung worker: how long it had hung (s)
+    hung: heartbeat.Watch | None = None  # the worker's training steps (a running rank that stopped stepping)
     preempted: bool = False  # the preemption signal came: every later worker starts with its flag set
 
     def __post_init__(self) -> None:
@@ -143,18 +145,20 @@ class _Agent:
         self.store.set(proto.at(self.env.rank), str(generation))  # a worker that dies before it says so: charged here
         sys.stdout.flush()
         sys.stderr.flush()
-        parent = os.getpid()
+        parent, beat = os.getpid(), heartbeat.Heartbeat()
         held = {SIGNALS[self.cfg.launcher.preempt_signal]}  # until the worker's own handler is in place
         signal.pthread_sigmask(signal.SIG_BLOCK, held)
         pid = os.fork()
         if pid:
-            self.pid = pid
+            self.pid, self.hung = pid, heartbeat.Watch(beat)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # one that came meanwhile: forwarded to it now
             return None
         lead_group_and_die_with(parent)  # its DataLoader's workers end with it; it ends with its agent
+        heartbeat.BEAT = beat  # its training steps tick it
+        timeout = self.cfg.launcher.collective_timeout  # a survivor waits until a hung rank's agent could decide
         worker = Worker(rank=self.env.rank, generation=generation, base_attempt=self.base,
                         store_addr=self.env.master_addr, store_port=self.env.master_port,
-                        wait_s=float(max(10, self.cfg.launcher.collective_timeout)), on_restart=self.start_worker)
+                        wait_s=max(10.0, heartbeat.hung_after(timeout) - timeout + 5), on_restart=self.start_worker)
         worker.flag = PreemptFlag(self.cfg.launcher.preempt_signal).install()  # the worker's own, from now on
         if self.preempted:  # the signal came when no worker was there to get it (between two generations)
             worker.flag.request()
@@ -254,21 +258,27 @@ class _Agent:
         os.waitpid(self.pid, 0)
 
     def _check_stopped(self) -> None:
+        """A worker stopped (SIGSTOP) for ``STOPPED_GRACE_S``, or running with no training step while its peers
+        gave up waiting (``Watch.stalled``), is hung: killed, so its rank restarts in-process."""
+        now, timeout = time.monotonic(), self.cfg.launcher.collective_timeout
+        quiet = self.hung.stalled(now, timeout, self.store, self.env.rank) if self.hung is not None else None
+        if quiet is not None:
+            return self._kill_hung(f"made no training step for {quiet:.0f} s", quiet)
         try:
             with open(f"/proc/{self.pid}/stat", encoding="ascii", errors="replace") as fh:
-                state = proto.process_state(fh.read())
+                stopped = proto.process_state(fh.read()) == "T"
         except OSError:
-            return
-        now = time.monotonic()
-        if state != "T":
-            self.stopped_since = None
-            return
-        self.stopped_since = self.stopped_since or now
-        if now - self.stopped_since >= proto.STOPPED_GRACE_S:
-            print(f"orch: rank {self.env.rank}: the worker (pid {self.pid}) is stopped (hung) for "
-                  f"{proto.STOPPED_GRACE_S:g} s; killing it", file=sys.stderr, flush=True)
-            self._signal(signal.SIGKILL)
-            self.stopped_since, self.killed_stopped = None, True
+            return None
+        self.stopped_since = (self.stopped_since or now) if stopped else None
+        if self.stopped_since is not None and now - self.stopped_since >= proto.STOPPED_GRACE_S:
+            self._kill_hung(f"is stopped for {proto.STOPPED_GRACE_S:g} s", now - self.stopped_since)
+        return None
+
+    def _kill_hung(self, why: str, seconds: float) -> None:
+        print(f"orch: rank {self.env.rank}: the worker (pid {self.pid}) {why} (hung); killing it", file=sys.stderr,
+              flush=True)
+        self._signal(signal.SIGKILL)
+        self.stopped_since, self.hung, self.killed_hung_s = None, None, round(seconds, 3)
 
     def _after_failure(self, code: int) -> int | None:
         """The next generation to start, or None (fall back: the agent ends as its worker did)."""
@@ -346,11 +356,11 @@ class _Agent:
                              else distenv.restart_count({k: v for k, v in os.environ.items()
                                                          if k != distenv.ATTEMPT_VAR}),
                              exit_code=code, started=self.began, run=run if self.cfg.mode == "slurm" else "local",
-                             batch_started=_env_time("ORCH_BATCH_START"),
+                             batch_started=_env_time("ORCH_BATCH_START"), hung_s=self.killed_hung_s,
                              seen=Seen(codes={self.env.rank: code}, ended={self.env.rank: time.time()}, run=run,
-                                       stopped=frozenset({self.env.rank} if self.killed_stopped else ()),
+                                       stopped=frozenset({self.env.rank} if self.killed_hung_s is not None else ()),
                                        stopped_by="its agent (the worker was stopped, hung)"))
-        self.killed_stopped = False
+        self.killed_hung_s = None
         decision = end_attempt(self.job_dir, self.cfg, facts, in_process=True)
         if not decision.restart:
             return False, decision.message or decision.kind

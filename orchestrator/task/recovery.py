@@ -44,6 +44,7 @@ class AttemptFacts:
     resumed_step: int | None = None  # known by the caller (the previous decision's checkpoint), else read
     step_nodes: tuple[str, ...] = ()  # Slurm: the step's nodes in order (rank R on R // tasks_per_node)
     seen: Seen | None = None  # what the launcher saw of the ranks' ends (orch run; srun's report in the batch log)
+    hung_s: float | None = None  # how long the blamed rank had hung, when its in-process agent saw it and killed it
 
 
 def checkpoint_step(job_dir: Path, steps_per_epoch: int | None) -> int:
@@ -105,6 +106,8 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
         stuck = by_rank.get(decision.blamed_rank)
         if stuck is not None and stuck.last_step is not None:
             hung = round(max(0.0, failed_at - stuck.last_step.time), 3)
+    if decision.kind == "stuck" and hung is None:  # killed by its agent: its record has no last step
+        hung = facts.hung_s
     next_step = checkpoint_step(job_dir, per_epoch) if decision.kind != "completed" else None
     entry: dict[str, Any] = {
         "attempt": facts.attempt, "requeue": facts.requeue, "job": facts.run, "started": round(facts.started, 3),

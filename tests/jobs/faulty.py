@@ -7,6 +7,8 @@ bucket-settling pass, ``orchestrator.runtime.loop.settle_buckets``):
 - ``raise``: an exception in the forward pass;
 - ``kill``: SIGKILL of the process itself (a rank that dies without a word);
 - ``stop``: SIGSTOP of the process itself (a hung rank: the others wait in their next collective);
+- ``hang``: the rank runs on but makes no step (``time.sleep``, as a data loader that blocks: the others wait in
+  their next collective);
 - ``skip_barrier``: the classic ``if rank == 0: dist.barrier()`` mistake, a collective only one rank
   enters;
 - ``exit0``: the process ends with exit code 0 in the middle of training;
@@ -37,7 +39,7 @@ class FaultyParams(TrainParams):
     lr: float = 0.05
     samples: int = 1024
     test_samples: int = 256
-    fault: Literal["none", "raise", "kill", "stop", "skip_barrier", "exit0", "desync",
+    fault: Literal["none", "raise", "kill", "stop", "hang", "skip_barrier", "exit0", "desync",
                    "abort_at_exit"] = "none"
     fault_rank: int = 1
     fault_step: int = 3
@@ -79,6 +81,8 @@ def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
                         os.kill(os.getpid(), signal.SIGKILL)
                     if params.fault == "stop":
                         os.kill(os.getpid(), signal.SIGSTOP)
+                    if params.fault == "hang":
+                        time.sleep(10**6)
                     if params.fault == "skip_barrier":
                         dist.barrier()  # only this rank enters: the others never join
                     if params.fault == "exit0":

@@ -1,6 +1,7 @@
 """In-process restarts of orch's entrypoint (task/agent.py), with real processes: ``orch run --nproc 2`` of
-tests/jobs/faulty.py on gloo, ``launcher.restart: in-process``. A rank killed (SIGKILL) or stopped (SIGSTOP)
-in the middle of an epoch: the run completes with the parameters of an uninterrupted run, the surviving
+tests/jobs/faulty.py on gloo, ``launcher.restart: in-process``. A rank killed (SIGKILL), stopped (SIGSTOP) or
+running but stuck (no training step: its agent sees the heartbeat stand still, task/heartbeat.py) in the middle
+of an epoch: the run completes with the parameters of an uninterrupted run, the surviving
 rank's process is the same one before and after the restart, and the restarted attempt imported nothing.
 Then the fallbacks: the budget of restarts is shared with the step-level ones, and a deadlock (no rank
 failed or stopped) ends the step and is restarted by step; the preemption signal reaches the worker through
@@ -23,7 +24,7 @@ from orchestrator.records.restarts import inprocess as proto
 from orchestrator.records.restarts.attempts import read_attempts
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import RESULT_FILE
-from orchestrator.task import agent
+from orchestrator.task import agent, heartbeat
 
 FAULTY = TESTS / "jobs" / "faulty.py"
 PARAMS = ["epochs=2", "samples=1001", "check_sync=true"]
@@ -64,7 +65,7 @@ def reference(root: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("fault", "kind"), [("kill", "vanished"), ("stop", "stuck")])
+@pytest.mark.parametrize(("fault", "kind"), [("kill", "vanished"), ("stop", "stuck"), ("hang", "stuck")])
 def test_a_failed_rank_is_restarted_in_the_step_and_the_survivor_keeps_its_process(
         root: Path, reference: str, fault: str, kind: str) -> None:
     summary, err = run(cluster(root), f"fault={fault}", "fault_rank=1", "fault_step=40", "fault_restart=0")
@@ -77,7 +78,14 @@ def test_a_failed_rank_is_restarted_in_the_step_and_the_survivor_keeps_its_proce
     assert second["attempt"] == 1 and second["kind"] == "completed" and second["in_process"] is False
     assert first["pids"]["0"] == second["pids"]["0"]  # the survivor: the same process
     assert first["pids"]["1"] != second["pids"]["1"]  # the failed rank: a new worker, forked by its agent
-    assert first["recovery_s"] is not None and first["recovery_s"] < 3.0, first
+    # a hung rank is found once its peer gave up waiting (at the collective timeout, when the attempt's failure
+    # is recorded) and the others had heartbeat.settle_s to give up too: its recovery includes that wait
+    bound = 3.0 + (heartbeat.settle_s(5) if fault == "hang" else 0.0)
+    assert first["recovery_s"] is not None and first["recovery_s"] < bound, first
+    if fault == "hang":  # its agent said why, in the rank's log; hung_s: from its last step to the failure
+        assert first["hung_s"] is not None and first["hung_s"] >= 4.0, first
+        log = (job_dir / "logs" / "local-rank1.out").read_text(encoding="utf-8", errors="replace")
+        assert "made no training step for" in log and "(hung); killing it" in log, log[-3000:]
     startup = json.loads((job_dir / RESULT_FILE).read_text())["startup"]  # rank 0's: the restarted attempt
     # torch is not imported again (a fresh process: 6 s here); what the restarted generation imports is the
     # job's own module, a fraction of a second (2.0: room for a loaded machine, not a speed target)

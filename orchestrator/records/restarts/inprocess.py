@@ -51,6 +51,11 @@ def lost(generation: int, rank: int) -> str:
     return f"{KEY_ROOT}lost/{generation}/{rank}"
 
 
+def gave_up(generation: int) -> str:
+    """How many workers of ``generation`` gave up waiting for a peer (a counter: one key to look at, any world)."""
+    return f"{KEY_ROOT}gave_up/{generation}"
+
+
 def ended(rank: int) -> str:
     """Rank ``rank``'s agent has ended (the exit barrier: none leaves before every rank's has said so)."""
     return f"{KEY_ROOT}ended/{rank}"

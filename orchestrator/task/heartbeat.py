@@ -1,0 +1,112 @@
+"""A worker's training steps, seen by its agent (in-process restarts): a rank that runs but makes no step is hung.
+
+A stopped worker (SIGSTOP, state ``T``) is easy to see from outside; a worker that runs but is stuck (a data
+loader that blocks, an endless loop in the user's code) is not. So each training step of orch's entrypoint
+ticks a counter that the worker shares with its agent: 16 bytes of anonymous memory mapped before the fork
+(``MAP_SHARED``: no file, no thread, no store call). A timer thread would keep beating while the main thread is
+stuck; a step counter does not.
+
+The counter is *armed* only while the rank is inside an epoch's training steps: it rests (:func:`rest`) when the
+steps of an epoch end (evaluation, the epoch's checkpoint), around a checkpoint taken mid-epoch, and while a
+survivor waits for an in-process restart's decision. Its agent (``task/agent.py``) kills a worker whose armed
+counter has not moved for one collective timeout once a peer's worker gave up waiting for it, and stays so for
+:func:`settle_s` more (the ranks that waited in a collective have timed out and rest, so the one still armed is
+the one they waited for), or for :func:`hung_after` seconds in any case.
+
+:data:`BEAT` is this process's heartbeat (set in a worker at the fork; None elsewhere: every call is a no-op).
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+
+from orchestrator.records.restarts import inprocess as proto
+from orchestrator.task.agentstore import AgentStore
+
+_LAYOUT = struct.Struct("<QQ")  # steps, armed
+
+
+class Heartbeat:
+    """Shared between an agent and the worker it forks next (make it before the fork)."""
+
+    def __init__(self) -> None:
+        self.memory = mmap.mmap(-1, _LAYOUT.size)  # anonymous and shared: the forked worker writes, the agent reads
+
+    def tick(self) -> None:
+        """One training step done (the worker)."""
+        steps, _ = _LAYOUT.unpack_from(self.memory)
+        _LAYOUT.pack_into(self.memory, 0, steps + 1, 1)
+
+    def rest(self) -> None:
+        """Not in training steps now: no step is due (the worker)."""
+        steps, _ = _LAYOUT.unpack_from(self.memory)
+        _LAYOUT.pack_into(self.memory, 0, steps, 0)
+
+    def read(self) -> tuple[int, bool]:
+        """(steps so far, armed) (the agent)."""
+        steps, armed = _LAYOUT.unpack_from(self.memory)
+        return int(steps), bool(armed)
+
+
+class Watch:
+    """The agent's view of one worker's heartbeat: how long its armed counter has stood still."""
+
+    def __init__(self, beat: Heartbeat) -> None:
+        self.beat = beat
+        self.steps, self.since, self.asked = -1, 0.0, 0.0
+        self.gave_up: float | None = None  # when a peer's giving up was first seen
+
+    def stalled(self, now: float, collective_timeout: int, store: AgentStore, rank: int) -> float | None:
+        """The seconds the armed counter has stood still when that means the worker hangs, else None: for
+        :func:`hung_after` the collective timeout, or for one timeout when a peer's worker gave up waiting in a
+        collective at least :func:`settle_s` ago (asked of the agents' ``store`` once a second at most). The ranks
+        that waited in a collective time out and rest within that time of each other (a deadlock: each in its
+        own collective), so the one still armed after it is the one they waited for."""
+        quiet = self.quiet_for(now)
+        if quiet >= hung_after(collective_timeout):
+            return quiet
+        if quiet < collective_timeout:
+            return None
+        if self.gave_up is None and now - self.asked >= 1.0:
+            self.asked = now
+            try:  # in the generation the worker of ``rank`` is in (a survivor's moves on without a fork)
+                at = proto.at(rank)  # (a get of a key that is not there would wait: check first)
+                gave_up = store.check([at]) and store.check([proto.gave_up(int(store.get(at)))])
+                self.gave_up = now if gave_up else None
+            except (OSError, RuntimeError, ValueError):  # the store is gone: the other ranks' end says it
+                self.gave_up = None
+        return quiet if self.gave_up is not None and now - self.gave_up >= settle_s(collective_timeout) else None
+
+    def quiet_for(self, now: float) -> float:
+        """Seconds the armed counter has not moved (0 while it moves or rests)."""
+        steps, armed = self.beat.read()
+        if not armed or steps != self.steps:
+            self.steps, self.since, self.gave_up = steps, now, None
+            return 0.0
+        return now - self.since
+
+
+BEAT: Heartbeat | None = None
+
+
+def hung_after(collective_timeout: int) -> float:
+    """How long an armed counter may stand still: twice the collective timeout (a waiting rank times out after
+    one, from its last step's collective; its step's own compute before that collective gets the other)."""
+    return 2.0 * max(collective_timeout, 1)
+
+
+def settle_s(collective_timeout: int) -> float:
+    """How long after a peer gave up the other waiting ranks have to give up too (their collectives began up to a
+    step's compute later): half the collective timeout, 2 s at least."""
+    return max(2.0, collective_timeout / 2)
+
+
+def tick() -> None:
+    if BEAT is not None:
+        BEAT.tick()
+
+
+def rest() -> None:
+    if BEAT is not None:
+        BEAT.rest()

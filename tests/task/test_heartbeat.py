@@ -1,0 +1,95 @@
+"""task/heartbeat.py: a worker's training steps, seen by its agent through memory shared across a real fork, and
+the agent's verdict: a worker that rests (between epochs, waiting for a decision) or steps is never hung; an
+armed counter that stands still is hung once a peer gave up waiting for it and the others had time to give up
+too, or after twice the collective timeout in any case."""
+
+from __future__ import annotations
+
+import os
+
+from orchestrator.records.restarts import inprocess as proto
+from orchestrator.task import heartbeat
+from orchestrator.task.heartbeat import Heartbeat, Watch
+
+
+class Store:
+    def __init__(self, **keys: str) -> None:
+        self.data = {k.replace("__", "/"): v.encode() for k, v in keys.items()}
+
+    def set(self, key: str, value: str) -> None:
+        self.data[key] = value.encode()
+
+    def get(self, key: str) -> bytes:
+        return self.data[key]
+
+    def add(self, key: str, amount: int) -> int:
+        value = int(self.data.get(key, b"0")) + amount
+        self.data[key] = str(value).encode()
+        return value
+
+    def check(self, keys: list[str]) -> bool:
+        return all(k in self.data for k in keys)
+
+
+def test_a_forked_workers_ticks_and_rest_reach_its_agent() -> None:
+    beat = Heartbeat()
+    pid = os.fork()
+    if pid == 0:  # the worker
+        heartbeat.BEAT = beat
+        for _ in range(3):
+            heartbeat.tick()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert beat.read() == (3, True)
+    beat.rest()
+    assert beat.read() == (3, False)
+
+
+def test_nothing_happens_where_no_heartbeat_is_set() -> None:
+    heartbeat.BEAT = None
+    heartbeat.tick()
+    heartbeat.rest()
+
+
+def test_a_resting_or_stepping_worker_is_never_hung() -> None:
+    beat, store = Heartbeat(), Store()
+    store.set(proto.at(1), "0")
+    store.add(proto.gave_up(0), 1)
+    watch = Watch(beat)
+    assert watch.stalled(0.0, 5, store, 1) is None  # not armed yet: starting up
+    assert watch.stalled(100.0, 5, store, 1) is None
+    beat.tick()
+    assert watch.stalled(101.0, 5, store, 1) is None
+    beat.tick()
+    assert watch.stalled(108.0, 5, store, 1) is None  # it moved: quiet from now
+    beat.rest()
+    assert watch.stalled(200.0, 5, store, 1) is None  # resting (evaluation, a checkpoint, a decision)
+
+
+def test_a_still_counter_is_hung_once_a_peer_gave_up_and_the_others_had_time_to() -> None:
+    beat, store = Heartbeat(), Store()
+    store.set(proto.at(1), "2")  # the worker is in generation 2
+    watch = Watch(beat)
+    beat.tick()
+    assert watch.stalled(0.0, 10, store, 1) is None
+    assert watch.stalled(11.0, 10, store, 1) is None  # quiet for a timeout, but no peer gave up
+    store.add(proto.gave_up(1), 1)  # an older generation's: not this one's
+    assert watch.stalled(12.5, 10, store, 1) is None
+    store.add(proto.gave_up(2), 1)
+    assert watch.stalled(14.0, 10, store, 1) is None  # seen now; the others have settle_s to give up too
+    assert heartbeat.settle_s(10) == 5.0
+    assert watch.stalled(18.5, 10, store, 1) is None
+    assert watch.stalled(19.0, 10, store, 1) == 19.0
+    beat.tick()  # it stepped after all: its quiet time and the peer's giving up start over
+    assert watch.stalled(30.0, 10, store, 1) is None
+    assert watch.stalled(41.0, 10, store, 1) is None and watch.stalled(46.5, 10, store, 1) == 16.5
+
+
+def test_a_still_counter_is_hung_after_twice_the_timeout_without_a_word_from_the_peers() -> None:
+    beat = Heartbeat()
+    watch = Watch(beat)
+    beat.tick()
+    watch.stalled(0.0, 5, Store(), 0)
+    assert watch.stalled(9.9, 5, Store(), 0) is None
+    assert watch.stalled(10.0, 5, Store(), 0) == 10.0  # no store answer needed (the store may be gone)
+    assert heartbeat.hung_after(5) == 10.0
