@@ -476,3 +476,25 @@ class Tmux:
 def screen_row(screen: str, name: str) -> str:
     """The line of the table that shows the job ``name`` (empty when none does)."""
     return next((line for line in screen.splitlines() if f" {name} " in f" {line} "), "")
+
+
+class DictStore:
+    """The part of a c10d store the in-process agents use (set, get, add, check), in memory: their decisions
+    without processes (tests/task/test_agent*.py, test_agentstore.py, test_heartbeat.py)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    def set(self, key: str, value: str) -> None:
+        self.data[key] = value.encode()
+
+    def get(self, key: str) -> bytes:
+        return self.data[key]
+
+    def add(self, key: str, amount: int) -> int:
+        value = int(self.data.get(key, b"0")) + amount
+        self.data[key] = str(value).encode()
+        return value
+
+    def check(self, keys: list[str]) -> bool:
+        return all(k in self.data for k in keys)

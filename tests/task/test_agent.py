@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, TESTS, clean_environ
+from support import ORCH, TESTS, DictStore, clean_environ
 
 from orchestrator.records.restarts import inprocess as proto
 from orchestrator.records.restarts.attempts import read_attempts
@@ -208,25 +208,6 @@ def test_the_preemption_signal_reaches_the_worker_through_its_agent(root: Path) 
 
 
 # --- the agent's decisions over a store (no processes) ----------------------------------------------
-
-class DictStore:
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-
-    def set(self, key: str, value: str) -> None:
-        self.data[key] = value.encode()
-
-    def get(self, key: str) -> bytes:
-        return self.data[key]
-
-    def add(self, key: str, amount: int) -> int:
-        value = int(self.data.get(key, b"0")) + amount
-        self.data[key] = str(value).encode()
-        return value
-
-    def check(self, keys: list[str]) -> bool:
-        return all(k in self.data for k in keys)
-
 
 class GoneStore(DictStore):
     def check(self, keys: list[str]) -> bool:

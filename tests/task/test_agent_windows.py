@@ -12,31 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import DictStore
 
 from orchestrator.records.restarts import inprocess as proto
 from orchestrator.records.restarts.attempts import read_attempts
 from orchestrator.spec.cluster import Launcher
 from orchestrator.task import agent
 from orchestrator.task.reaper import alive
-
-
-class DictStore:
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-
-    def set(self, key: str, value: str) -> None:
-        self.data[key] = value.encode()
-
-    def get(self, key: str) -> bytes:
-        return self.data[key]
-
-    def add(self, key: str, amount: int) -> int:
-        value = int(self.data.get(key, b"0")) + amount
-        self.data[key] = str(value).encode()
-        return value
-
-    def check(self, keys: list[str]) -> bool:
-        return all(k in self.data for k in keys)
 
 
 def make_agent(tmp_path: Path, store: Any, rank: int = 1, max_restarts: int = 3) -> Any:

@@ -8,33 +8,23 @@ import threading
 import time
 
 import pytest
+from support import DictStore
 
 from orchestrator.task.agentstore import BoundedStore, wait_for
 
 
-class Store:
+class Store(DictStore):
     """A store whose ``get`` hangs while ``hang`` is set (a host stopped with SIGSTOP)."""
 
     def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
+        super().__init__()
         self.hang = threading.Event()
         self.release = threading.Event()
-
-    def set(self, key: str, value: str) -> None:
-        self.data[key] = value.encode()
 
     def get(self, key: str) -> bytes:
         if self.hang.is_set():
             self.release.wait(30)
-        return self.data[key]
-
-    def add(self, key: str, amount: int) -> int:
-        value = int(self.data.get(key, b"0")) + amount
-        self.data[key] = str(value).encode()
-        return value
-
-    def check(self, keys: list[str]) -> bool:
-        return all(k in self.data for k in keys)
+        return super().get(key)
 
 
 def test_calls_that_answer_return_what_the_store_returns() -> None:

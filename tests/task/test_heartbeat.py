@@ -7,28 +7,11 @@ from __future__ import annotations
 
 import os
 
+from support import DictStore
+
 from orchestrator.records.restarts import inprocess as proto
 from orchestrator.task import heartbeat
 from orchestrator.task.heartbeat import Heartbeat, Watch
-
-
-class Store:
-    def __init__(self, **keys: str) -> None:
-        self.data = {k.replace("__", "/"): v.encode() for k, v in keys.items()}
-
-    def set(self, key: str, value: str) -> None:
-        self.data[key] = value.encode()
-
-    def get(self, key: str) -> bytes:
-        return self.data[key]
-
-    def add(self, key: str, amount: int) -> int:
-        value = int(self.data.get(key, b"0")) + amount
-        self.data[key] = str(value).encode()
-        return value
-
-    def check(self, keys: list[str]) -> bool:
-        return all(k in self.data for k in keys)
 
 
 def test_a_forked_workers_ticks_and_rest_reach_its_agent() -> None:
@@ -52,7 +35,7 @@ def test_nothing_happens_where_no_heartbeat_is_set() -> None:
 
 
 def test_a_resting_or_stepping_worker_is_never_hung() -> None:
-    beat, store = Heartbeat(), Store()
+    beat, store = Heartbeat(), DictStore()
     store.set(proto.at(1), "0")
     store.add(proto.gave_up(0), 1)
     watch = Watch(beat)
@@ -67,7 +50,7 @@ def test_a_resting_or_stepping_worker_is_never_hung() -> None:
 
 
 def test_a_still_counter_is_hung_once_a_peer_gave_up_and_the_others_had_time_to() -> None:
-    beat, store = Heartbeat(), Store()
+    beat, store = Heartbeat(), DictStore()
     store.set(proto.at(1), "2")  # the worker is in generation 2
     watch = Watch(beat)
     beat.tick()
@@ -89,7 +72,7 @@ def test_a_still_counter_is_hung_after_twice_the_timeout_without_a_word_from_the
     beat = Heartbeat()
     watch = Watch(beat)
     beat.tick()
-    watch.stalled(0.0, 5, Store(), 0)
-    assert watch.stalled(9.9, 5, Store(), 0) is None
-    assert watch.stalled(10.0, 5, Store(), 0) == 10.0  # no store answer needed (the store may be gone)
+    watch.stalled(0.0, 5, DictStore(), 0)
+    assert watch.stalled(9.9, 5, DictStore(), 0) is None
+    assert watch.stalled(10.0, 5, DictStore(), 0) == 10.0  # no store answer needed (the store may be gone)
     assert heartbeat.hung_after(5) == 10.0
