@@ -220,3 +220,19 @@ def test_launch_verdict_rule() -> None:
     refused = Verdict("s", "per-node", ("fabric",), True, "x", ("env",), "fabric", False)
     assert refused.right_or_refused and refused.verdict_right and not refused.style_right
     assert not Verdict("s", "env", (), False, "", ("env",), "none", False).right_or_refused  # let through
+
+
+# Set 9 (22 scripts from 21 repositories, held out: judged and committed before the doctor ran on them, measured once
+# on commit 327ea9d, never tuned on): default output precision 0.35 (8 of 23), recall 0.24 (6 of 25); --all
+# precision 0.35 (8 of 23), recall 0.24 (6 of 25). Kept out of the floors above; (precision, recall) of the
+# default output, rounded down.
+MIN_SET_9 = (0.34, 0.24)
+
+
+def test_held_out_set_9_as_measured() -> None:
+    """Set 9, never tuned on, keeps at least the figures it was first measured with (docs/doctor.md, "Set 9")."""
+    scores = score_all([name for name, entry in sorted(truth().items()) if set_label(entry) == "set 9"])
+    shown = total(default_output(scores))
+    assert len(scores) == 22
+    assert shown.precision >= MIN_SET_9[0], table(default_output(scores))
+    assert shown.recall >= MIN_SET_9[1], table(default_output(scores))
