@@ -4,7 +4,8 @@ how the rendezvous listens.
 ``fault`` (on rank ``fault_rank`` at training step ``fault_step``):
 
 - ``spin``: stuck in Python (a busy loop that never returns);
-- ``stop``: the rank SIGSTOPs itself (frozen, as under a debugger);
+- ``stop``: the rank SIGSTOPs itself (frozen, as under a debugger); resumed only by the signals that end it
+  (Slurm sends SIGCONT before SIGTERM), it stays on that line, so its stack there says where it froze;
 - ``build_hang``: stuck in ``build`` before training (only the start-up timeout applies there);
 - ``raise``: an exception in the forward pass.
 
@@ -90,6 +91,7 @@ def build(params: HangParams, ctx: BuildContext) -> TrainTask:
                         spin_forever()
                     if params.fault == "stop":
                         os.kill(os.getpid(), signal.SIGSTOP)
+                        time.sleep(3600)  # still stuck when resumed: the handler of the SIGTERM after it runs here
                     if params.fault == "raise":
                         raise RuntimeError(f"injected failure on rank {ctx.rank}")
             out: torch.Tensor = self.linear(inputs)
