@@ -445,6 +445,8 @@ class Tmux:
         self.argv = [tmux, "-L", f"{name}-{os.getpid()}"]
         self.env = {**env, "TERM": "xterm-256color"}
         self.run("new-session", "-d", "-x", "200", "-y", "50", "-s", "main", command, cwd=cwd)
+        # once more: a CI run showed the pane at tmux's default 80x24 (the table's columns cut, "3/10" not shown)
+        self.run("resize-window", "-t", "main", "-x", "200", "-y", "50")
 
     def run(self, *args: str, cwd: Path | None = None) -> str:
         proc = subprocess.run([*self.argv, *args], capture_output=True, text=True, env=self.env, cwd=cwd,
