@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from support import TEARDOWN_ABORT
+from support import TEARDOWN_ABORT, once_more_on_teardown_abort
 
 from orchestrator.env.taskenv import simulate_slurm_task_envs
 from orchestrator.local.runner import free_port
@@ -51,9 +51,10 @@ def _wait_all(start: Callable[[], list[subprocess.Popen[str]]]) -> None:
 def _references(tmp: Path) -> dict[str, Path]:
     """The three styles' own launchers on this machine, one world of 4 each."""
     out = {style: tmp / f"ref-{style}" for style in ("local-rank-arg", "per-node", "slurm")}
-    legacy = subprocess.run([sys.executable, "-m", "torch.distributed.launch", "--nproc_per_node", str(WORLD),
-                             "--master_port", str(free_port()), str(SCRIPTS / "local_rank_arg.py"), "--out",
-                             str(out["local-rank-arg"])], capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    legacy = once_more_on_teardown_abort(lambda: subprocess.run(
+        [sys.executable, "-m", "torch.distributed.launch", "--nproc_per_node", str(WORLD), "--master_port",
+         str(free_port()), str(SCRIPTS / "local_rank_arg.py"), "--out", str(out["local-rank-arg"])],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False))
     assert legacy.returncode == 0, legacy.stderr
     port = str(free_port())
     _wait_all(lambda: [subprocess.Popen(
