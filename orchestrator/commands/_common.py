@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records.cache import find_cluster
+from orchestrator.service.jobs import Scope
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.options import BY_NAME, EXEC, GROUPS, JOB_HELP, SUBMIT, Option, options_of
 
@@ -133,3 +134,8 @@ def cluster_from_args(args: argparse.Namespace) -> Cluster:
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
+
+
+def scope(args: argparse.Namespace) -> Scope:
+    """Which cluster file a follow-up verb reads (the service's :class:`~orchestrator.service.jobs.Scope`)."""
+    return Scope(getattr(args, "cluster", None))

@@ -61,9 +61,10 @@ def logs(settings: Settings, job: str, *, rank: int | None = None, batch: bool =
          first_rank: int = 0, lines: int = 200, max_bytes: int = 65536) -> dict[str, Any]:
     """The end of a job's logs, each on its own: ``{"logs": [{"source", "path", "lines", "truncated", "size"}]}``;
     default: the batch log and rank 0's; ``failure``: the rank to look at, when the job failed."""
-    from orchestrator.commands._jobs import find_job
+    from orchestrator.commands._common import scope
     from orchestrator.commands.logs import make_view, missing_error
     from orchestrator.records.logs.view import rank_logs, tail_lines
+    from orchestrator.service.jobs import find_job
     from orchestrator.slurm import jobstate
 
     lines, max_bytes = _bounded("lines", lines, 1, MAX_LINES), _bounded("max_bytes", max_bytes, 1, MAX_BYTES)
@@ -71,7 +72,7 @@ def logs(settings: Settings, job: str, *, rank: int | None = None, batch: bool =
         raise OrchError("give one of rank, batch and all_ranks", hint="leave all three out for the batch log and "
                                                                       "rank 0's")
     args = _args(settings, job=job, rank=rank, batch=batch, all_ranks=all_ranks, lines=lines)
-    folder = find_job(job, args)
+    folder = find_job(job, scope(args))
     view = make_view(args, folder)
     if view.mode == "all":
         found = [(r, p) for r, p in rank_logs(folder).items() if r >= first_rank]
@@ -115,10 +116,11 @@ def cancel(settings: Settings, jobs: list[str], signal: str | None = None) -> di
 
 def nodes(settings: Settings) -> dict[str, Any]:
     """``orch nodes --json``: the nodes recorded as bad that a submit leaves out."""
-    from orchestrator.commands._jobs import cluster_or_none
+    from orchestrator.commands._common import scope
     from orchestrator.commands.nodes import bad_nodes
+    from orchestrator.service.jobs import cluster_or_none
 
-    return _json(bad_nodes(cluster_or_none(_args(settings)), time.time()))  # type: ignore[no-any-return]
+    return _json(bad_nodes(cluster_or_none(scope(_args(settings))), time.time()))  # type: ignore[no-any-return]
 
 
 def doctor(settings: Settings, files: list[str], ignore: list[str] | None = None) -> dict[str, Any]:

@@ -6,10 +6,10 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import Found, chosen_cluster_name, find_job, locate
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.errors import OrchError, SlurmError
 from orchestrator.records.jobdirs import JobDir, is_job_id
+from orchestrator.service.jobs import Found, chosen_cluster_name, find_job, locate
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate
 from orchestrator.slurm import state as slurmstate
@@ -28,9 +28,9 @@ def _folder(ref: str, args: argparse.Namespace) -> Found | None:
     submitted again under a new one: the folder, whose job now is the one to cancel), None when orch
     did not submit it; a folder path must be one."""
     if not is_job_id(ref):
-        return Found(find_job(ref, args))
+        return Found(find_job(ref, scope(args)))
     try:
-        return locate(ref, args)
+        return locate(ref, scope(args))
     except OrchError:
         return None  # a job orch did not submit: Slurm's answer is all there is
 
@@ -53,7 +53,7 @@ def act(refs: Sequence[str], args: argparse.Namespace, signal: str | None = None
     ids = list(folders)
     # scancel says nothing about unknown or finished jobs: ask squeue first, so the answer is true.
     found = slurm.squeue(ids)
-    cluster = chosen_cluster_name(args)  # the ids and folders named: their own records say their cluster
+    cluster = chosen_cluster_name(scope(args))  # the ids and folders named: their own records say their cluster
     for job_id, job in folders.items():  # an id Slurm gave to another job since: never cancel that one
         why = jobstate.reused(job, found.get(job_id), cluster)
         if why is not None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import job_root_from_args
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
+from orchestrator.service.jobs import job_root_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.records.snapshots.clean import clean
     from orchestrator.spec.snapshot import human_size
 
-    root = job_root_from_args(args)
+    root = job_root_of(scope(args))
     report = clean(root, dry_run=args.dry_run)
     if args.json:
         print_json({"job_root": str(root), "dry_run": args.dry_run, "removed": report.removed, "kept": report.kept,

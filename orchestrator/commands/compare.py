@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import job_root_from_args
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.errors import ConfigError
 from orchestrator.records.curves import expand, final_row, load_runs
+from orchestrator.service.jobs import job_root_of
 
 LOWER_IS_BETTER = ("loss", "mae", "mse", "rmse", "err", "error", "perplexity", "ppl")
 DEFAULT_SORT = ("test_acc", "test_loss", "train_loss")
@@ -61,7 +61,7 @@ def _cell(value: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = load_runs(expand(args.jobs, job_root_from_args(args)))
+    runs = load_runs(expand(args.jobs, job_root_of(scope(args))))
     rows = [final_row(run) for run in runs]
     present = {k for r in rows for k in r["metrics"]}
     metric = args.sort or next((m for m in DEFAULT_SORT if m in present), None)

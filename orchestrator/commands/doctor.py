@@ -7,8 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands._common import add_cluster_argument, add_ignore_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import cluster_or_none
+from orchestrator.commands._common import (
+    add_cluster_argument,
+    add_ignore_argument,
+    add_json_argument,
+    print_json,
+    scope,
+)
 from orchestrator.doctor import DoctorInputError, Finding, check_file, exit_code, format_findings
 from orchestrator.doctor.check import dedupe
 from orchestrator.doctor.feasibility import across_nodes
@@ -16,6 +21,7 @@ from orchestrator.doctor.findings import DoctorSkipped
 from orchestrator.doctor.frameworks import read_frameworks
 from orchestrator.doctor.launchstyle import ANSWERS, answered, detect
 from orchestrator.doctor.layouts import Asked, layout_lines
+from orchestrator.service.jobs import cluster_or_none
 from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.launch import Launch
 
@@ -92,7 +98,7 @@ def _asked(args: argparse.Namespace) -> Asked:
 
 def _ignored(args: argparse.Namespace) -> tuple[str, ...]:
     """``--ignore`` and cluster.yaml's doctor.ignore (which applies here as in orch submit / orch run)."""
-    cluster = cluster_or_none(args)
+    cluster = cluster_or_none(scope(args))
     return parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
 
 

@@ -23,14 +23,14 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
-from orchestrator.commands._common import add_cluster_argument, add_job_arguments
-from orchestrator.commands._jobs import cluster_or_none
+from orchestrator.commands._common import add_cluster_argument, add_job_arguments, scope
 from orchestrator.commands.run import checked_tracking
 from orchestrator.env import distenv
 from orchestrator.errors import ConfigError, SlurmError
 from orchestrator.local.plan import available_cpus
 from orchestrator.records.jobdirs import job_root, log_path
 from orchestrator.records.jobindex import Submitted, record_submit
+from orchestrator.service.jobs import cluster_or_none
 from orchestrator.spec.cluster import Cluster, Launcher, resolve_data_dir
 from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.runconfig import RunConfig
@@ -138,7 +138,7 @@ def head_address(environ: dict[str, str]) -> None:
 def prepare(args: argparse.Namespace, environ: Mapping[str, str], started: float) -> tuple[Path, RunConfig, int]:
     """The step's job folder, its job.json and this task's rank (rank 0 creates the folder)."""
     job_id, _ = stepjob.slurm_step(environ)
-    cluster = cluster_or_none(args)
+    cluster = cluster_or_none(scope(args))
     launcher = cluster.launcher if cluster is not None else Launcher()
     env = distenv.derive(environ, port_range=launcher.port_range)
     stepjob.uniform_tasks_per_node(env, environ)  # in every task: none waits for a folder rank 0 refuses to make

@@ -20,10 +20,11 @@ import itertools
 import sys
 from typing import Any
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import cluster_name, format_rows, job_root_from_args, reconciled
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
+from orchestrator.commands._tables import format_rows
 from orchestrator.records import jobdirs
 from orchestrator.remote.forward import remote_rows
+from orchestrator.service.jobs import cluster_name, job_root_of, reconciled
 from orchestrator.slurm import jobstate
 
 COLUMNS: dict[str, str] = {"NAME": "name", "JOBID": "job_id", "CREATED": "created", "STATE": "state",
@@ -43,13 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def list_table(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[jobdirs.JobDir], bool]:
     """The rows of the ``args.limit`` newest job folders of the job root, their folders, and whether
     there are more (``--limit 0``: all)."""
-    newest = jobdirs.iter_job_paths(job_root_from_args(args))  # newest first, by name: nothing read yet
+    newest = jobdirs.iter_job_paths(job_root_of(scope(args)))  # newest first, by name: nothing read yet
     limit = min(args.limit, sys.maxsize - 1)  # a 20-digit --limit means "all" (islice takes no more)
     paths = list(itertools.islice(newest, limit + 1) if limit > 0 else newest)
     more = limit > 0 and len(paths) > limit
     jobs = reconciled([jobdirs.read_job_dir(path) for path in (paths[:limit] if more else paths)])  # shown only
     table = jobstate.rows([(job.job_id, job) for job in jobs], tolerant=True, details=False,
-                          cluster=cluster_name(args))
+                          cluster=cluster_name(scope(args)))
     return table, jobs, more
 
 
@@ -62,6 +63,6 @@ def run(args: argparse.Namespace) -> int:
     elif table:
         print(format_rows(table, COLUMNS))
         if more:
-            print(f"# the {limit} newest jobs; more job folders are under {job_root_from_args(args)} "
+            print(f"# the {limit} newest jobs; more job folders are under {job_root_of(scope(args))} "
                   "(--limit N shows more, --limit 0 all)")
     return 0

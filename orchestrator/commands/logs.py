@@ -20,12 +20,12 @@ import contextlib
 import sys
 from pathlib import Path
 
-from orchestrator.commands._common import add_cluster_argument
-from orchestrator.commands._jobs import chosen_cluster_name, locate
+from orchestrator.commands._common import add_cluster_argument, scope
 from orchestrator.errors import ConfigError, OrchError, SlurmError
 from orchestrator.records.jobdirs import JobDir
 from orchestrator.records.logs.view import View, rank_logs, tail_lines
 from orchestrator.records.training import progress_cells, read_progress, read_result
+from orchestrator.service.jobs import chosen_cluster_name, locate
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate
 from orchestrator.spec.bounds import BOUNDS
@@ -137,7 +137,7 @@ def check_interval(interval: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_interval(args.interval)  # before looking for the job: bad input is refused first
-    found = locate(args.job, args)
+    found = locate(args.job, scope(args))
     job = found.job
     view = make_view(args, job)
     if found.followed is not None:  # the id asked for ran before the folder's job: say so, show the job now
@@ -150,19 +150,19 @@ def run(args: argparse.Namespace) -> int:
         note = progress_note(job)
         if note is not None:
             print(note, file=sys.stderr)
-        raise missing_error(view, ended=_finished(job, chosen_cluster_name(args)))
+        raise missing_error(view, ended=_finished(job, chosen_cluster_name(scope(args))))
     sources, written = view.show(out, following=args.follow)
     _print_notes(view)
     if args.follow:
         if not any(s.path.is_file() for s in sources) and view.mode != "all":
             print(f"orch: waiting for {sources[-1].path} (the job has not started yet)", file=sys.stderr)
-        cluster = chosen_cluster_name(args)
+        cluster = chosen_cluster_name(scope(args))
         with contextlib.suppress(KeyboardInterrupt):
             view.follow(sources, out, lambda: _ended(job, cluster), interval=args.interval, check_every=STATE_EVERY)
         if not any(s.path.is_file() for s in view.sources()):
             raise missing_error(view)
     elif written == 0 or (view.mode == "default" and not view.rank_path(0).is_file()):
-        _print_nothing(view, written, _finished(job, chosen_cluster_name(args)))
+        _print_nothing(view, written, _finished(job, chosen_cluster_name(scope(args))))
     _print_blame(job, shown_rank)
     return 0
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands._common import add_cluster_argument
+from orchestrator.commands._common import add_cluster_argument, scope
 from orchestrator.errors import ConfigError
 
 
@@ -32,10 +32,10 @@ def run(args: argparse.Namespace) -> int:
             raise
         raise ConfigError(f"orch mcp needs the MCP Python SDK, which is not installed here ({exc.name})",
                           hint="pip install 'orch[mcp]' (the official SDK, package mcp)") from None
-    from orchestrator.commands._jobs import cluster_or_none
     from orchestrator.commands._mcp_plan import Settings, check_local
+    from orchestrator.service.jobs import cluster_or_none
 
-    check_local(cluster_or_none(args), args.cluster or "in use")  # a named file missing or invalid: refused here
+    check_local(cluster_or_none(scope(args)), args.cluster or "in use")  # a named file missing or invalid: refused here
     if sys.stdin.isatty():  # started by hand: say what it is waiting for (stderr: stdout is the protocol's)
         print("orch mcp: serving MCP over stdio, for an MCP client that starts this command (docs/agents.md); "
               "Ctrl-D ends it", file=sys.stderr)

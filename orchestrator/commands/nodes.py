@@ -7,11 +7,11 @@ import argparse
 import time
 from typing import Any
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import cluster_or_none
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.errors import ConfigError
 from orchestrator.records.jobdirs import job_root
 from orchestrator.records.restarts import badnodes
+from orchestrator.service.jobs import cluster_or_none
 from orchestrator.spec.cluster import Cluster, Launcher
 
 
@@ -38,7 +38,7 @@ def bad_nodes(cluster: Cluster | None, now: float) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    cluster = cluster_or_none(args)
+    cluster = cluster_or_none(scope(args))
     root = job_root(cluster)
     ttl = (cluster.launcher if cluster is not None else Launcher()).bad_node_ttl
     if args.forget or args.all:

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import job_root_from_args
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.records.curves import Run, expand, load_runs
 from orchestrator.records.jobdirs import ARRAY_FILE
 from orchestrator.records.logs.outfiles import write_output
+from orchestrator.service.jobs import job_root_of
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.runconfig import METRICS_FILE
 
@@ -222,7 +222,7 @@ def _output(args: argparse.Namespace, runs: Sequence[Run]) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = load_runs(expand(args.jobs, job_root_from_args(args)))
+    runs = load_runs(expand(args.jobs, job_root_of(scope(args))))
     if len(runs) == 1 and (args.epochs or not runs[0].steps):
         return _one_per_epoch(args, runs[0])
     if any(not (run.steps or run.epochs) for run in runs):

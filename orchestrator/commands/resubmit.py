@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import cluster_name, find_job, job_root_from_args
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.errors import ConfigError
 from orchestrator.records.jobdirs import is_job_id
 from orchestrator.records.sweeps import find_sweep, is_sweep, sweep_of
+from orchestrator.service.jobs import cluster_name, find_job, job_root_of
 from orchestrator.spec.numbers import check_path
 
 NOT_A_SWEEP_HINT = ("orch resubmit takes a sweep (orch submit --sweep: a job array); a single job continues from "
@@ -39,10 +39,10 @@ def sweep_folder(ref: str, args: argparse.Namespace) -> Path:
     if is_sweep(path):
         return path.resolve()
     if is_job_id(ref) and "_" not in ref:
-        found = find_sweep(job_root_from_args(args), ref)
+        found = find_sweep(job_root_of(scope(args)), ref)
         if found is not None:
             return found
-    job = find_job(ref, args)  # a job folder or id: an element's, or a single job's
+    job = find_job(ref, scope(args))  # a job folder or id: an element's, or a single job's
     folder = sweep_of(job.path)
     if folder is None:
         raise ConfigError(f"job {job.job_id or job.path} is not a sweep: its folder {job.path} is a job of its own",
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.failed:
         raise ConfigError("orch resubmit needs --failed (which elements to submit again)",
                           hint=f"orch resubmit {args.job} --failed")
-    plan = plan_rerun(sweep_folder(args.job, args), cluster=cluster_name(args))
+    plan = plan_rerun(sweep_folder(args.job, args), cluster=cluster_name(scope(args)))
     done = plan if args.dry_run else rerun(plan)
     if args.json:
         print_json({**done.as_dict(), "dry_run": bool(args.dry_run)})

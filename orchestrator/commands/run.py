@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from orchestrator.commands._common import add_options, check_launcher_flags, print_json
-from orchestrator.commands._jobs import cluster_or_none
+from orchestrator.commands._common import add_options, check_launcher_flags, print_json, scope
 from orchestrator.doctor.frameworks import script_frameworks
 from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
@@ -38,6 +37,7 @@ from orchestrator.records.restarts.world import WorldVerdict, judge
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.training import metrics_cell
 from orchestrator.records.trust import check_job_dir
+from orchestrator.service.jobs import cluster_or_none
 from orchestrator.spec.cluster import Cluster, resolve_data_dir
 from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.extras import parse_pass_env
@@ -71,7 +71,7 @@ def _new_script_run(args: argparse.Namespace, target: ScriptTarget) -> tuple[Pat
     if target.note() is not None:  # a local run needs the module here (a submit may find it on the nodes)
         raise ConfigError(target.note() or "", hint="check the name and run orch from the folder that holds the "
                                                     "package (or put it on PYTHONPATH)")
-    cluster = cluster_or_none(args)
+    cluster = cluster_or_none(scope(args))
     ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
     _, style = check_script(target, refuse=not args.no_check, ignore=ignore,  # orch doctor first: errors stop it
                             launch=check_style(args.launch, script=True), gpus_per_task=args.gpus_per_task)
@@ -102,7 +102,7 @@ def _new_run(args: argparse.Namespace) -> tuple[Path, RunConfig]:
         raise ConfigError("orch run needs a JOB (or --resume DIR)", hint="e.g. orch run smoke --nproc 2")
     check_style(args.launch, script=False)
     loaded = load_job(args.job, os.environ, cwd)
-    cluster = cluster_or_none(args)
+    cluster = cluster_or_none(scope(args))
     root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
     data_dir = resolve_data_dir(args.data_dir, os.environ, cwd)
     if args.download:  # before the job folder exists: offline, nothing is left behind

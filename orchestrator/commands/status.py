@@ -27,18 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json
-from orchestrator.commands._jobs import (
-    Found,
-    chosen_cluster_name,
-    cluster_name,
-    find_job,
-    format_rows,
-    indexed,
-    job_root_from_args,
-    reconciled,
-    shown_columns,
-)
+from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
+from orchestrator.commands._tables import format_rows, shown_columns
 from orchestrator.records.jobdirs import (
     JobDir,
     is_job_id,
@@ -51,6 +41,15 @@ from orchestrator.records.restarts.world import judge
 from orchestrator.records.sweeps import elements as sweep_elements
 from orchestrator.records.sweeps import find_sweep, is_sweep, sweep_of
 from orchestrator.records.training import metrics_cell, progress_cells, read_metrics, read_progress, read_result
+from orchestrator.service.jobs import (
+    Found,
+    chosen_cluster_name,
+    cluster_name,
+    find_job,
+    indexed,
+    job_root_of,
+    reconciled,
+)
 from orchestrator.slurm import jobstate
 from orchestrator.slurm.jobstate import records_restart as _records_restart
 from orchestrator.slurm.tracking import interrupted, read_token
@@ -93,7 +92,7 @@ Targets = list[tuple[str | None, JobDir | None]]
 def _targets(args: argparse.Namespace) -> tuple[Targets, list[str | None]]:
     """The (job id, folder) pairs to show, and for each how the id asked for led to it when that id's job was
     submitted again under a new one (``38 -> 39 (resubmitted without node2)``; None: shown as asked)."""
-    root = job_root_from_args(args)
+    root = job_root_of(scope(args))
     if not args.jobs:
         # newest first, read lazily: only the folders shown are read; a submit killed after sbatch (no id
         # yet, its token written) is shown too: reconciled when Slurm holds its job, else UNKNOWN and why
@@ -102,7 +101,7 @@ def _targets(args: argparse.Namespace) -> tuple[Targets, list[str | None]]:
         shown = reconciled(list(itertools.islice(tracked, min(max(args.limit, 0), sys.maxsize))))  # islice's bound
         return [(job.job_id, job) for job in shown], [None] * len(shown)
     by_id: dict[str, JobDir] | None = None
-    cluster = cluster_name(args)
+    cluster = cluster_name(scope(args))
     targets: Targets = []
     followed: dict[int, str] = {}  # position in targets -> how the id asked for led there
     for ref in args.jobs:
@@ -112,7 +111,7 @@ def _targets(args: argparse.Namespace) -> tuple[Targets, list[str | None]]:
             targets += [(job.job_id, job) for job in reconciled(members)]
             continue
         if not is_job_id(ref):
-            job = find_job(ref, args)  # a local run (orch run) has no job id: its folder's records tell
+            job = find_job(ref, scope(args))  # a local run (orch run) has no job id: its folder's records tell
             lost = job.job_id is None and interrupted(job.path) is not None  # UNKNOWN, and why
             targets.append((job.job_id if job.mode == "local" or lost else job.queued_id(), job))
             continue
@@ -208,7 +207,7 @@ def status_table(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[J
                                                          or not _names_sweep(args.jobs[0], targets))
     jobs = [job for _, job in targets]
     table = with_goodput(with_world(with_failure(with_attempts(with_training(
-        jobstate.rows(list(targets), cluster=chosen_cluster_name(args) if args.jobs else cluster_name(args)),
+        jobstate.rows(list(targets), cluster=(chosen_cluster_name if args.jobs else cluster_name)(scope(args))),
         jobs), jobs), jobs), jobs), jobs)
     for row, chain in zip(table, followed, strict=True):
         row["followed"] = chain  # the id asked for ran before: "38 -> 39 (resubmitted without node2)"
@@ -227,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
             print_json([])
             return 0
         # nothing of this user's yet (a new user on a shared job root, too): said, not an error
-        print(f"# no jobs of yours under {job_root_from_args(args)} yet (a job id, or the --cluster whose "
+        print(f"# no jobs of yours under {job_root_of(scope(args))} yet (a job id, or the --cluster whose "
               "launcher.job_root holds your job folders, shows others)")
         return 0
     startup, workdir = table[0].get("startup"), table[0].get("workdir")

@@ -14,10 +14,10 @@ import shlex
 import shutil
 import sys
 
-from orchestrator.commands._common import add_cluster_argument
-from orchestrator.commands._jobs import job_root_from_args
+from orchestrator.commands._common import add_cluster_argument, scope
 from orchestrator.errors import ConfigError
 from orchestrator.records.curves import expand
+from orchestrator.service.jobs import job_root_of
 from orchestrator.spec.tracking import TB_DIR
 
 
@@ -39,8 +39,8 @@ def command(args: argparse.Namespace) -> list[str]:
     head = [exe] if exe else [sys.executable, "-m", "tensorboard.main"]
     tail = ["--port", str(args.port)]
     if args.all:
-        return [*head, "--logdir", str(job_root_from_args(args)), *tail]
-    jobs = expand(args.jobs, job_root_from_args(args))
+        return [*head, "--logdir", str(job_root_of(scope(args))), *tail]
+    jobs = expand(args.jobs, job_root_of(scope(args)))
     dirs = [job.path / TB_DIR for job in jobs]
     missing = [d for d in dirs if not d.is_dir()]
     if missing:

@@ -18,9 +18,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from orchestrator.commands import cancel
-from orchestrator.commands._common import add_cluster_argument
-from orchestrator.commands._jobs import cluster_name, job_root_from_args
+from orchestrator.commands._common import add_cluster_argument, scope
 from orchestrator.errors import OrchError
+from orchestrator.service.jobs import cluster_name, job_root_of
 from orchestrator.views.board import DEFAULT_LIMIT, SLURM_EVERY_S, Board, JobRow
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def app(args: argparse.Namespace) -> TopApp:
         if (exc.name or "").split(".")[0] != "textual":
             raise
         raise OrchError("orch top needs the textual package, which is not installed", hint=INSTALL_HINT) from None
-    board = Board(job_root_from_args(args), cluster=cluster_name(args), limit=max(0, args.limit),
+    board = Board(job_root_of(scope(args)), cluster=cluster_name(scope(args)), limit=max(0, args.limit),
                   slurm_every=args.slurm_interval)
     return TopApp(board, Actions(cancel=lambda row: act(args, row, None),
                                  requeue=lambda row: act(args, row, row.preempt_signal or "USR2")),
