@@ -281,14 +281,16 @@ StorageLoc=slurm_acct_db
 EOF
 }
 
-# The jobs' MASTER_PORTs (launcher.port_range): job ids start at 1 on every cluster, so a second cluster
-# beside the default one (another ORCH_SLURM_PORT_BASE) gets ports of its own, 2000 of them, from 40000 up.
+# The jobs' MASTER_PORTs (launcher.port_range), below the kernel's ephemeral ports (32768 and up on Linux:
+# a port there may be any outgoing connection's, and a job's bind then fails with "address already in use",
+# seen once in an e2e restart test). Job ids start at 1 on every cluster, so a second cluster beside the
+# default one (another ORCH_SLURM_PORT_BASE) gets 1000 ports of its own, from 28000 up.
 job_port_range() {
   if ((PORT_BASE == 16815)); then
-    printf '29500, 39499'
+    printf '20000, 27999'
   else
-    local low=$((40000 + (PORT_BASE / 1000 % 12) * 2000))
-    printf '%d, %d' "$low" $((low + 1999))
+    local low=$((28000 + (PORT_BASE / 1000 % 4) * 1000))
+    printf '%d, %d' "$low" $((low + 999))
   fi
 }
 
