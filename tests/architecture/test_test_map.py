@@ -37,7 +37,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "commands/_common.py": ("the verbs' options built from the one table: tests/spec/test_options.py, "
                             "tests/commands/test_submit.py, tests/local/test_runner.py"),
     "commands/_tables.py": "plain text tables: tests/commands/test_status_logs.py and test_list_jobs_many.py",
-    "service/jobs.py": "finding a job folder by id or path: tests/commands/test_status_logs.py",
     "commands/clean.py": "orch clean: tests/records/snapshots/test_snapshots_store.py",
     "commands/cancel.py": "tests/commands/test_status_logs.py (status, logs, cancel, list, plot)",
     "commands/compare.py": "tests/commands/test_plot_compare_tb.py",
