@@ -1,4 +1,5 @@
-"""``orch cancel JOBID|DIR ...``: cancel jobs (or, with ``--signal``, only signal them)."""
+"""``orch cancel JOBID|DIR ...``: cancel jobs (or, with ``--signal``, only signal them); the acting is the
+service's (:mod:`orchestrator.service.cancel`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
-from orchestrator.errors import OrchError, SlurmError
-from orchestrator.records.jobdirs import JobDir, is_job_id
-from orchestrator.service.jobs import Found, chosen_cluster_name, find_job, locate
-from orchestrator.slurm import client as slurm
-from orchestrator.slurm import jobstate
-from orchestrator.slurm import state as slurmstate
+from orchestrator.service.cancel import cancel, unknown_error
+
+__all__ = ["act", "add_arguments", "run", "unknown_error"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,63 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def _folder(ref: str, args: argparse.Namespace) -> Found | None:
-    """The job folder of a job id (the index of submitted jobs, else the job root; an id whose job was
-    submitted again under a new one: the folder, whose job now is the one to cancel), None when orch
-    did not submit it; a folder path must be one."""
-    if not is_job_id(ref):
-        return Found(find_job(ref, scope(args)))
-    try:
-        return locate(ref, scope(args))
-    except OrchError:
-        return None  # a job orch did not submit: Slurm's answer is all there is
-
-
 def act(refs: Sequence[str], args: argparse.Namespace, signal: str | None = None) -> dict[str, Any]:
-    """Cancel (``signal``: only signal) the jobs of ``refs``, ids or folders: what ``orch cancel --json`` prints,
-    ``acted`` (the live jobs scancel was given), ``finished`` (id -> its final state), ``unknown`` (ids Slurm
-    does not know), ``followed`` when some (an id asked for whose job was submitted again under a new id -> how:
-    ``38 -> 39 (resubmitted without node2)``, 39 acted on). A job id Slurm gave to another job since is refused
-    before anything is sent (OrchError).
-    ``orch top``'s cancel and checkpoint-and-requeue keys and ``orch mcp``'s cancel tool call it too."""
-    folders: dict[str, JobDir | None] = {}
-    followed: dict[str, str] = {}  # id asked for -> "38 -> 39 (resubmitted without node2)"
-    for ref in refs:
-        hit = _folder(ref, args)
-        job = hit.job if hit is not None else None
-        folders.setdefault(job.queued_id() if job is not None else ref, job)
-        if hit is not None and hit.followed is not None:
-            followed[ref] = hit.followed
-    ids = list(folders)
-    # scancel says nothing about unknown or finished jobs: ask squeue first, so the answer is true.
-    found = slurm.squeue(ids)
-    cluster = chosen_cluster_name(scope(args))  # the ids and folders named: their own records say their cluster
-    for job_id, job in folders.items():  # an id Slurm gave to another job since: never cancel that one
-        why = jobstate.reused(job, found.get(job_id), cluster)
-        if why is not None:
-            where = job.path if job is not None else "?"
-            raise OrchError(f"job id {job_id} was reused: Slurm's job {job_id} is not the job of {where} ({why}); "
-                            "nothing was cancelled",
-                            hint=f"the folder's job has ended; to cancel Slurm's job {job_id} anyway: scancel {job_id}")
-    known = {i: _whole(i, found) for i in ids}
-    live = [i for i, s in known.items() if s is not None and not s.terminal]
-    if live:
-        slurm.scancel(live, signal=signal, full=bool(signal))
-    done: dict[str, Any] = {"acted": live, "action": "signal" if signal else "cancel",
-                            "finished": {i: s.state for i, s in known.items() if s is not None and s.terminal},
-                            "unknown": [i for i in ids if known[i] is None]}
-    if followed:
-        done["followed"] = followed
-    return done
-
-
-def unknown_error(unknown: Sequence[str]) -> SlurmError:
-    return SlurmError(f"Slurm does not know job{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}",
-                      hint="check the id with orch list or orch status (finished jobs leave the queue after MinJobAge)")
+    """:func:`orchestrator.service.cancel.cancel` for ``orch top`` and ``orch mcp`` until they call the service
+    themselves (issue 40: then this goes)."""
+    return cancel(refs, scope(args), signal)
 
 
 def run(args: argparse.Namespace) -> int:
-    done = act(args.jobs, args, args.signal)
+    done = cancel(args.jobs, scope(args), args.signal)
     verb = f"signalled ({args.signal})" if args.signal else "cancelled"
     if args.json:
         print_json(done)
@@ -93,14 +42,3 @@ def run(args: argparse.Namespace) -> int:
     if done["unknown"]:
         raise unknown_error(done["unknown"])
     return 0
-
-
-def _whole(job_id: str, found: dict[str, slurmstate.JobStatus]) -> slurmstate.JobStatus | None:
-    """squeue's answer for ``job_id``; a job array's id (``1234``) stands for its elements (``1234_0``,
-    ``1234_[1-3]``): live while any element is."""
-    if job_id in found:
-        return found[job_id]
-    elements = [s for k, s in found.items() if "_" not in job_id and k.startswith(job_id + "_")]
-    if not elements:
-        return None
-    return next((s for s in elements if not s.terminal), elements[0])
