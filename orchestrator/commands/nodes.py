@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
-from orchestrator.errors import ConfigError
-from orchestrator.records.jobdirs import job_root
-from orchestrator.records.restarts import badnodes
 from orchestrator.service.jobs import cluster_or_none
-from orchestrator.spec.cluster import Cluster, Launcher
+from orchestrator.service.nodes import bad_nodes, forget, recorded
+
+__all__ = ["add_arguments", "bad_nodes", "run"]  # bad_nodes: orch mcp's nodes tool's, until it calls the service
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    forget = parser.add_mutually_exclusive_group()
-    forget.add_argument("--forget", metavar="NODE", help="forget one node: orch submit uses it again")
-    forget.add_argument("--all", action="store_true", help="forget every node recorded as bad")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--forget", metavar="NODE", help="forget one node: orch submit uses it again")
+    which.add_argument("--all", action="store_true", help="forget every node recorded as bad")
     add_cluster_argument(parser)
     add_json_argument(parser)
 
@@ -29,23 +27,10 @@ def _ago(seconds: float) -> str:
     return f"{hours} h {rest // 60} min ago" if hours else f"{rest // 60} min ago"
 
 
-def bad_nodes(cluster: Cluster | None, now: float) -> dict[str, Any]:
-    """``orch nodes --json``: ``{"file", "ttl_s", "nodes"}``, the nodes recorded as bad within the TTL."""
-    root = job_root(cluster)
-    ttl = (cluster.launcher if cluster is not None else Launcher()).bad_node_ttl
-    nodes = badnodes.active(root, ttl, now) if ttl > 0 else []
-    return {"file": str(badnodes.path(root)), "ttl_s": ttl, "nodes": [n.as_dict() for n in nodes]}
-
-
 def run(args: argparse.Namespace) -> int:
     cluster = cluster_or_none(scope(args))
-    root = job_root(cluster)
-    ttl = (cluster.launcher if cluster is not None else Launcher()).bad_node_ttl
     if args.forget or args.all:
-        gone = badnodes.forget(root, None if args.all else args.forget)
-        if args.forget and not gone:
-            raise ConfigError(f"node {args.forget} is not recorded as bad in {badnodes.path(root)}",
-                              hint="orch nodes lists the nodes recorded as bad")
+        gone = forget(cluster, None if args.all else args.forget)
         if args.json:
             print_json({"forgotten": gone})
         else:
@@ -53,12 +38,13 @@ def run(args: argparse.Namespace) -> int:
                   f"{'them' if len(gone) != 1 else 'it'} again")
         return 0
     now = time.time()
+    found = recorded(cluster, now)
     if args.json:
-        print_json(bad_nodes(cluster, now))
+        print_json(found.as_dict())
         return 0
-    nodes = badnodes.active(root, ttl, now) if ttl > 0 else []
+    ttl, nodes = found.ttl_s, found.nodes
     if not nodes:
-        print(f"no node is recorded as bad within launcher.bad_node_ttl ({ttl} s) in {badnodes.path(root)}")
+        print(f"no node is recorded as bad within launcher.bad_node_ttl ({ttl} s) in {found.file}")
         return 0
     rows = [("NODE", "EVIDENCE", "JOB", "RECORDED", "COUNT", "REASON")]
     rows += [(n.node, n.kind, n.job_id, f"{n.time} ({_ago(now - n.ts)})", str(n.count), n.reason) for n in nodes]

@@ -3,7 +3,7 @@
 SWEEP is the sweep's folder, its array id (that of any of its submissions) or one element's id or folder. Only
 the elements orch reads as failed or timed out are queued, as one new job array over their indices
 (``--array=1,3``); each runs in its own folder again and resumes from its newest checkpoint
-(:mod:`orchestrator.slurm.rerun`). The resubmission is recorded in the sweep's folder, so ``orch status`` and
+(:mod:`orchestrator.service.resubmit`). The resubmission is recorded in the sweep's folder, so ``orch status`` and
 ``orch compare`` of the sweep show each element's latest run. A job that is not a sweep is refused: it continues
 from its checkpoint through ``launcher.requeue`` (or ``orch run --resume`` locally).
 """
@@ -11,17 +11,10 @@ from its checkpoint through ``launcher.requeue`` (or ``orch run --resume`` local
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.errors import ConfigError
-from orchestrator.records.jobdirs import is_job_id
-from orchestrator.records.sweeps import find_sweep, is_sweep, sweep_of
-from orchestrator.service.jobs import cluster_name, find_job, job_root_of
-from orchestrator.spec.numbers import check_path
-
-NOT_A_SWEEP_HINT = ("orch resubmit takes a sweep (orch submit --sweep: a job array); a single job continues from "
-                    "its checkpoint when launcher.requeue is on, or locally with orch run --resume DIR")
+from orchestrator.service.resubmit import plan, resubmit
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,31 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def sweep_folder(ref: str, args: argparse.Namespace) -> Path:
-    """The sweep folder ``ref`` names: the folder, an array id, an element's id or folder."""
-    path = Path(check_path(ref, "SWEEP")).expanduser()
-    if is_sweep(path):
-        return path.resolve()
-    if is_job_id(ref) and "_" not in ref:
-        found = find_sweep(job_root_of(scope(args)), ref)
-        if found is not None:
-            return found
-    job = find_job(ref, scope(args))  # a job folder or id: an element's, or a single job's
-    folder = sweep_of(job.path)
-    if folder is None:
-        raise ConfigError(f"job {job.job_id or job.path} is not a sweep: its folder {job.path} is a job of its own",
-                          hint=NOT_A_SWEEP_HINT)
-    return folder
-
-
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.slurm.rerun import plan_rerun, rerun
-
     if not args.failed:
         raise ConfigError("orch resubmit needs --failed (which elements to submit again)",
                           hint=f"orch resubmit {args.job} --failed")
-    plan = plan_rerun(sweep_folder(args.job, args), cluster=cluster_name(scope(args)))
-    done = plan if args.dry_run else rerun(plan)
+    planned = plan(args.job, scope(args))
+    done = planned if args.dry_run else resubmit(planned)
     if args.json:
         print_json({**done.as_dict(), "dry_run": bool(args.dry_run)})
         return 0
