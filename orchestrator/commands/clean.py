@@ -1,7 +1,7 @@
 """``orch clean [--dry-run] [--json]``: remove the code snapshots no job folder refers to any more.
 
 Looks in ``launcher.job_root`` of the cluster file in use (``--cluster``) for ``.snapshots/``; a
-snapshot stays while a job folder's ``job.json`` names it (:mod:`orchestrator.records.snapshots.clean`).
+snapshot stays while a job folder's ``job.json`` names it (:mod:`orchestrator.service.snapshots`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
-from orchestrator.service.jobs import job_root_of
+from orchestrator.service.snapshots import clean
+from orchestrator.spec.snapshot import human_size
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,15 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.records.snapshots.clean import clean
-    from orchestrator.spec.snapshot import human_size
-
-    root = job_root_of(scope(args))
-    report = clean(root, dry_run=args.dry_run)
+    done = clean(scope(args), dry_run=args.dry_run)
     if args.json:
-        print_json({"job_root": str(root), "dry_run": args.dry_run, "removed": report.removed, "kept": report.kept,
-                    "objects": report.objects, "bytes": report.freed})
+        print_json(done.as_dict())
         return 0
+    report, root = done.report, done.job_root
     verb = "would remove" if args.dry_run else "removed"
     for digest in report.removed:
         print(f"{verb} snapshot {digest[:12]}")
