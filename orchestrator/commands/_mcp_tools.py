@@ -1,9 +1,11 @@
 """``orch mcp``'s tools besides plan and submit: status, list, logs, cancel, nodes, doctor.
 
-Each calls the function its verb uses (``orch status --json``'s :func:`~orchestrator.commands.status.status_table`,
-``orch list``'s :func:`~orchestrator.commands.list_jobs.list_table`, ...) with the arguments the verb would
-parse, and returns a JSON object. ``logs`` is bounded: at most ``lines`` lines and ``max_bytes`` bytes of
-each log (the limits below cap both), at most :data:`MAX_RANKS` rank logs per call, each log on its own.
+Each calls the service function its verb uses (``orch status --json``'s
+:func:`~orchestrator.service.status.status_table`, ``orch list``'s :func:`~orchestrator.service.joblist.list_table`,
+``orch logs``'s :mod:`~orchestrator.service.logs`, ``orch cancel``'s :func:`~orchestrator.service.cancel.cancel`,
+...) over the server's cluster file, and returns a JSON object. ``logs`` is bounded: at most ``lines`` lines and
+``max_bytes`` bytes of each log (the limits below cap both), at most :data:`MAX_RANKS` rank logs per call, each
+log on its own.
 Nothing here imports the MCP SDK.
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 
 from orchestrator.commands._mcp_plan import Settings, require
 from orchestrator.errors import OrchError
+from orchestrator.service.jobs import Scope
 
 MAX_LINES = 2000  # lines of one log per call, at most
 MAX_BYTES = 1 << 20  # bytes of one log per call, at most
@@ -25,6 +28,11 @@ MAX_JOBS = 500  # status/list rows per call, at most
 
 def _args(settings: Settings, **values: Any) -> argparse.Namespace:
     return argparse.Namespace(cluster=settings.cluster, json=True, **values)
+
+
+def _scope(settings: Settings) -> Scope:
+    """The cluster file the server was started with (``orch mcp --cluster``), as the service takes it."""
+    return Scope(settings.cluster)
 
 
 def _json(data: Any) -> Any:
@@ -40,73 +48,43 @@ def _bounded(name: str, value: int, low: int, high: int) -> int:
 
 def status(settings: Settings, jobs: list[str], limit: int = 20) -> dict[str, Any]:
     """``orch status --json``: state, progress, blame (``failure``), ``attempts`` and the ``goodput`` ledger."""
-    from orchestrator.commands.status import status_table
+    from orchestrator.service.status import status_table
 
-    table, _, _ = status_table(_args(settings, jobs=list(jobs), limit=_bounded("limit", limit, 1, MAX_JOBS)))
-    return {"jobs": _json(table)}
+    found = status_table(list(jobs), _scope(settings), _bounded("limit", limit, 1, MAX_JOBS))
+    return {"jobs": _json(found.rows)}
 
 
 def list_jobs(settings: Settings, limit: int = 20) -> dict[str, Any]:
     """``orch list --json`` with each job's blame, attempts and goodput (as ``orch status`` shows them)."""
-    from orchestrator.commands.list_jobs import list_table
-    from orchestrator.commands.status import with_attempts, with_failure, with_goodput
+    from orchestrator.service.joblist import list_table, with_blame
 
-    table, found, more = list_table(_args(settings, limit=_bounded("limit", limit, 1, MAX_JOBS)))
-    jobs: list[Any] = list(found)
-    table = with_goodput(with_failure(with_attempts(table, jobs), jobs), jobs)
-    return {"jobs": _json(table), "more": more}
+    listed = with_blame(list_table(_scope(settings), _bounded("limit", limit, 1, MAX_JOBS)))
+    return {"jobs": _json(listed.rows), "more": listed.more}
 
 
 def logs(settings: Settings, job: str, *, rank: int | None = None, batch: bool = False, all_ranks: bool = False,
          first_rank: int = 0, lines: int = 200, max_bytes: int = 65536) -> dict[str, Any]:
     """The end of a job's logs, each on its own: ``{"logs": [{"source", "path", "lines", "truncated", "size"}]}``;
     default: the batch log and rank 0's; ``failure``: the rank to look at, when the job failed."""
-    from orchestrator.commands._common import scope
-    from orchestrator.commands.logs import make_view, missing_error
-    from orchestrator.records.logs.view import rank_logs, tail_lines
-    from orchestrator.service.jobs import find_job
-    from orchestrator.slurm import jobstate
+    from orchestrator.service.logs import tails
 
     lines, max_bytes = _bounded("lines", lines, 1, MAX_LINES), _bounded("max_bytes", max_bytes, 1, MAX_BYTES)
     if sum((rank is not None, batch, all_ranks)) > 1:
         raise OrchError("give one of rank, batch and all_ranks", hint="leave all three out for the batch log and "
                                                                       "rank 0's")
-    args = _args(settings, job=job, rank=rank, batch=batch, all_ranks=all_ranks, lines=lines)
-    folder = find_job(job, scope(args))
-    view = make_view(args, folder)
-    if view.mode == "all":
-        found = [(r, p) for r, p in rank_logs(folder).items() if r >= first_rank]
-        named = [(f"rank {r}", p) for r, p in found[:MAX_RANKS]]
-        later = [r for r, _ in found[MAX_RANKS:]]
-    else:
-        batch_path = view.batch_path()
-        named = {"batch": [("batch", batch_path)] if batch_path else [],
-                 "rank": [(f"rank {view.rank}", view.rank_path(view.rank or 0))]}.get(
-            view.mode, [*([("batch", batch_path)] if batch_path else []), ("rank 0", view.rank_path(0))])
-        later = []
-    shown = []
-    for source, path in named:
-        if not path.is_file():
-            continue
-        tail, size, cut = tail_lines(path, lines, max_bytes=max_bytes)
-        shown.append({"source": source, "path": str(path), "size": size, "truncated": cut,
-                      "lines": [line.decode("utf-8", errors="replace").rstrip("\n") for line in tail]})
-    if not shown:
-        raise missing_error(view)
-    failure = jobstate.failure(folder)
-    return {"job_id": folder.job_id, "job_dir": str(folder.path), "logs": shown,
-            "more_ranks_from": later[0] if later else None,
-            "failure": failure.as_dict() if failure is not None else None}
+    return tails(job, _scope(settings), rank=rank, batch=batch, all_ranks=all_ranks, first_rank=first_rank,
+                 lines=lines, max_bytes=max_bytes, max_ranks=MAX_RANKS)
 
 
 def cancel(settings: Settings, jobs: list[str], signal: str | None = None) -> dict[str, Any]:
     """``orch cancel --json`` (``signal``: send it instead, as ``--signal``)."""
-    from orchestrator.commands.cancel import act, unknown_error
+    from orchestrator.service.cancel import cancel as cancel_jobs
+    from orchestrator.service.cancel import unknown_error
 
     require(settings.allow_cancel, "cancel")
     if not jobs:
         raise OrchError("cancel needs at least one job id or folder", hint="the list tool shows the jobs")
-    done = act(list(jobs), _args(settings, jobs=list(jobs), signal=signal), signal)
+    done = cancel_jobs(list(jobs), _scope(settings), signal)
     if done["unknown"]:
         error = unknown_error(done["unknown"])
         acted = f" ({done['action']} sent to {', '.join(done['acted'])})" if done["acted"] else ""
@@ -116,11 +94,10 @@ def cancel(settings: Settings, jobs: list[str], signal: str | None = None) -> di
 
 def nodes(settings: Settings) -> dict[str, Any]:
     """``orch nodes --json``: the nodes recorded as bad that a submit leaves out."""
-    from orchestrator.commands._common import scope
     from orchestrator.commands.nodes import bad_nodes
     from orchestrator.service.jobs import cluster_or_none
 
-    return _json(bad_nodes(cluster_or_none(scope(_args(settings))), time.time()))  # type: ignore[no-any-return]
+    return _json(bad_nodes(cluster_or_none(_scope(settings)), time.time()))  # type: ignore[no-any-return]
 
 
 def doctor(settings: Settings, files: list[str], ignore: list[str] | None = None) -> dict[str, Any]:
