@@ -12,14 +12,13 @@ import argparse
 import os
 import shlex
 from collections.abc import Mapping
-from pathlib import Path
 
-from orchestrator.commands._common import add_cluster_argument, print_json
+from orchestrator.commands._common import add_cluster_argument, print_json, scope
 from orchestrator.env.distenv import DistEnv, derive, restart_count, script_run_id
 from orchestrator.env.masterport import DEFAULT_PORT_RANGE
 from orchestrator.env.taskenv import script_env
 from orchestrator.errors import ConfigError
-from orchestrator.records.cache import find_cluster
+from orchestrator.service.place import port_range, task_cpus
 from orchestrator.spec.numbers import parse_int
 
 
@@ -38,18 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def export_lines(dist: DistEnv, environ: Mapping[str, str]) -> list[str]:
     """``export NAME=value`` for each variable torchrun gives a worker, derived for this task (pure)."""
     fields = script_env(dist, restart_count=restart_count(environ), max_restarts=0,
-                        run_id=script_run_id(environ, "none"), cpus_per_task=_task_cpus(environ), environ=environ)
+                        run_id=script_run_id(environ, "none"), cpus_per_task=task_cpus(environ), environ=environ)
     fields["TORCHELASTIC_USE_AGENT_STORE"] = "False"  # no agent: init_process_group's rank 0 hosts the store
     return [f"export {name}={shlex.quote(value)}" for name, value in fields.items()]
-
-
-def _task_cpus(environ: Mapping[str, str]) -> int:
-    count = parse_int(environ.get("SLURM_CPUS_PER_TASK"), digits=6)
-    if count is not None:
-        return count
-    from orchestrator.local.plan import available_cpus
-
-    return available_cpus()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
 def _port_range(args: argparse.Namespace) -> tuple[int, int]:
     if args.port_range:
         return _parse_port_range(args.port_range)
-    cluster = find_cluster(args.cluster, os.environ, Path.cwd(), required=False)
-    return cluster.launcher.port_range if cluster is not None else DEFAULT_PORT_RANGE
+    return port_range(scope(args))
 
 
 def _parse_port_range(text: str) -> tuple[int, int]:
