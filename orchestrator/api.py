@@ -15,9 +15,9 @@ rendered script (golden-tested and shellchecked), the same job folder, queued th
 forwards the signal, the ranks checkpoint, and the script requeues the job. A sweep is one Slurm job
 array (``--array``), element I in ``<job folder>/I``, exactly as ``orch submit --sweep``.
 
-Locally (no ``sbatch`` on PATH, or ``executor="local"``) the ``job.json`` comes from
-:func:`orchestrator.local.plan.new_local_run`, as for ``orch run``, and submitit's local executor runs
-one task that starts every rank through :class:`orchestrator.local.runner.LocalRunner`, in the background.
+Locally (no ``sbatch`` on PATH, or ``executor="local"``) the runs are :mod:`orchestrator.service.localjobs`':
+the ``job.json`` as for ``orch run``, and submitit's local executor runs one task that starts every rank through
+:class:`orchestrator.local.runner.LocalRunner`, in the background.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.records.cache import find_cluster
-from orchestrator.records.jobdirs import job_root, log_path, read_job_dir
+from orchestrator.records.jobdirs import log_path, read_job_dir
 from orchestrator.records.training import read_result
+from orchestrator.service.localjobs import LocalTask
 from orchestrator.slurm import client as slurm
 from orchestrator.slurm import state as slurmstate
 from orchestrator.spec.cluster import Cluster
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["JobHandle", "LocalTask", "submit", "sweep"]
 
 Executor = Literal["auto", "slurm", "local"]
-SUBMITIT_DIR = "submitit"
 POLL_SECONDS = 1.0
 VANISHED_POLLS = 5  # consecutive "unknown" answers before a job counts as gone (one empty answer is no proof)
 # submitit's local job states -> Slurm's names, so a handle speaks one vocabulary
@@ -58,28 +58,6 @@ LOCAL_STATES = {"RUNNING": "RUNNING", "FINISHED": "COMPLETED", "INTERRUPTED": "C
 # keyword arguments that are request fields (as orch submit's flags), not hyperparameters: the table's
 # (orchestrator/spec/options.py) less job, nodes, gpus and overrides, which submit() names itself
 REQUEST_FIELDS = tuple(name for name in request_fields() if name not in ("job", "nodes", "gpus", "overrides"))
-
-
-# --- what runs in the local task (pickled by submitit) -----------------------------------------
-
-@dataclass(frozen=True)
-class LocalTask:
-    """A whole local run in one submitit task: every rank through ``LocalRunner`` (as ``orch run``)."""
-
-    job_dir: str
-    nproc: int
-
-    def __call__(self) -> dict[str, Any] | None:
-        from orchestrator.local.restarts import run_attempts
-        from orchestrator.local.runner import LocalRunner
-
-        folder = Path(self.job_dir)
-        cfg = read_run_config(folder)
-        outcome = run_attempts(lambda extra: LocalRunner(job_dir=folder, nproc=self.nproc, extra_env=extra,
-                                                         preempt_signal=cfg.launcher.preempt_signal), folder, cfg)
-        if outcome.exit_code != 0:
-            raise RuntimeError(outcome.message)
-        return outcome.result
 
 
 # --- handles ------------------------------------------------------------------------------------
@@ -292,42 +270,8 @@ def _pick_executor(executor: str) -> Literal["slurm", "local"]:
 def _queue_local(options: SubmitOptions, cluster: Cluster | None,
                  entries: Sequence[Mapping[str, Any]]) -> list[JobHandle]:
     """Local runs (as ``orch run``): one per entry of hyperparameters on top of ``options``."""
-    import submitit
-
-    from orchestrator.local.plan import local_gpu_layout, local_gpus, new_local_run
-    from orchestrator.spec.job import make_params
+    from orchestrator.service.localjobs import queue_local
 
     request, loaded = _request(options, cluster)
-    if request.script is not None and any(entries):
-        raise ConfigError("a sweep varies a job file's parameters; a script takes its arguments in script_args",
-                          hint="submit one job per argument set, or write a job file for the sweep")
-    if request.script is not None and request.script.note() is not None:
-        raise ConfigError(request.script.note() or "", hint="a local run needs the module on this machine")
-    res = loaded.spec.resources
-    gpus = request.gpus if request.gpus is not None else res.gpus
-    nproc = (request.nodes or res.nodes) * max(1, gpus // (request.gpus_per_task or 1))
-    local = 0
-    if request.gpus_per_task is not None:  # as orch run --gpus-per-task: K of this machine's GPUs per rank
-        local = local_gpus(os.environ)
-        local_gpu_layout(nproc, request.gpus_per_task, local)
-    planned = [{**request.overrides, **entry} for entry in entries]
-    if request.script is None:
-        for params in planned:  # every entry is validated before anything runs
-            make_params(loaded.spec, params)
-    handles = []
-    for params in planned:
-        job_dir, cfg = new_local_run(loaded, params, nproc=nproc, root=job_root(cluster).absolute(),
-                                     data_dir=request.data_dir, job_name=request.job_name, cluster=cluster,
-                                     script=request.script, gpus_per_task=request.gpus_per_task, gpus=local)
-        executor = submitit.LocalExecutor(folder=job_dir / SUBMITIT_DIR)
-        executor.update_parameters(timeout_min=_minutes(cfg.time), tasks_per_node=1, nodes=1)
-        job = executor.submit(LocalTask(job_dir=str(job_dir), nproc=cfg.tasks_per_node))
-        handles.append(JobHandle(job_id=str(job.job_id), job_dir=job_dir, executor="local", submitit_job=job))
-    return handles
-
-
-def _minutes(time_text: str | None) -> int:
-    from orchestrator.spec.units import parse_time
-
-    seconds = None if time_text in (None, "UNLIMITED") else parse_time(time_text)
-    return 24 * 60 if seconds is None else max(1, -(-seconds // 60))
+    return [JobHandle(job_id=queued.job_id, job_dir=queued.job_dir, executor="local", submitit_job=queued.job)
+            for queued in queue_local(request, loaded, cluster, entries)]

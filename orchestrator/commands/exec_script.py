@@ -13,33 +13,13 @@ the folder like any Slurm job's.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import logging
 import os
 import sys
 import time
-from collections.abc import Mapping
-from datetime import datetime, timezone
-from pathlib import Path
 
 from orchestrator.commands._common import add_cluster_argument, add_job_arguments, scope
-from orchestrator.commands.run import checked_tracking
-from orchestrator.env import distenv
-from orchestrator.errors import ConfigError, SlurmError
-from orchestrator.local.plan import available_cpus
-from orchestrator.records.jobdirs import job_root, log_path
-from orchestrator.records.jobindex import Submitted, record_submit
-from orchestrator.service.jobs import cluster_or_none
-from orchestrator.spec.cluster import Cluster, Launcher, resolve_data_dir
-from orchestrator.spec.doctorcodes import parse_codes
-from orchestrator.spec.runconfig import RunConfig
-from orchestrator.spec.script import ScriptTarget, resolve_target
-from orchestrator.task import stepjob, tee
-
-log = logging.getLogger(__name__)
-TASK_MODULE = "orchestrator.runtime.launch"
-UNKNOWN_TIME = "Unknown"  # Slurm's word for a time it does not know: no time to compare (records/jobindex.py)
+from orchestrator.service import steps
+from orchestrator.service.steps import ExecRequest
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,118 +38,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "every task of the step must be given the same")
 
 
-def without_torchrun_vars(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment without a torchrun-style launcher's rank variables (the batch script's shell may have
-    them; srun passes them on to every task): under orch exec, Slurm's variables say where a task is."""
-    names = {name for names in distenv.TORCHRUN_VARS.values() for name in names}
-    return {key: value for key, value in environ.items() if key not in names}
-
-
-def _target(args: argparse.Namespace) -> ScriptTarget:
-    target = resolve_target(args.job, args.module, args.script_args, args.overrides, Path.cwd(),
-                            [Path(p) for p in sys.path if p])
-    if target is None:
-        raise ConfigError(f"orch exec runs a torchrun-style script, and {args.job or 'nothing'} is not one"
-                          + (" (it is a job file)" if args.job else ""),
-                          hint="orch exec train.py [-- ARGS] or orch exec -m package.module; a job file: "
-                               "orch submit JOB")
-    return target
-
-
-def _gate(target: ScriptTarget, args: argparse.Namespace, cluster: Cluster | None, rank: int,
-          nodes: int) -> ScriptTarget:
-    """orch doctor, in every task (the same verdict everywhere; only rank 0 prints the findings), and the
-    script's launch style (read from it, or --launch)."""
-    from orchestrator.doctor.gate import check_script
-    from orchestrator.spec.launch import check_style
-
-    ignore = parse_codes([*args.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
-    quiet = contextlib.redirect_stderr(io.StringIO()) if rank else contextlib.nullcontext()
-    with quiet:
-        _, style = check_script(target, refuse=not args.no_check, ignore=ignore,
-                                launch=check_style(args.launch, script=True), nodes=nodes)
-    from orchestrator.doctor.frameworks import script_frameworks
-
-    return target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})
-
-
-def _submitted_record(job_id: str, job_dir: Path, cfg: RunConfig) -> Submitted:
-    """What orch status compares with Slurm's job of this id: the job name and Slurm's own SubmitTime
-    (asked once, by rank 0; unknown when squeue does not answer: then only the name is compared)."""
-    from orchestrator.slurm import client as slurm
-
-    submitted = UNKNOWN_TIME
-    try:
-        found = slurm.squeue([job_id]).get(job_id)
-        if found is not None and found.submit_time:
-            submitted = found.submit_time
-    except SlurmError as exc:
-        log.info("squeue did not answer for job %s: %s", job_id, exc.message)
-    return Submitted(job_id=job_id, job_dir=str(job_dir), submitted=submitted, job_name=cfg.job_name,
-                     cluster=cfg.cluster_name)
-
-
-def head_address(environ: dict[str, str]) -> None:
-    """MASTER_ADDR, unless the batch script exported it: the step's first node when its name resolves here,
-    else its NodeAddr from slurmctld (node names need not resolve: test clusters), as orch's own batch
-    script takes it. Set in ``environ`` (this task's derivation and the task process both read it)."""
-    if environ.get("MASTER_ADDR", "").strip():
-        return
-    import socket
-
-    from orchestrator.env.hostlist import HostlistError, expand_cached
-
-    nodelist = next((environ[name] for name in distenv.SLURM_VARS["nodelist"] if environ.get(name)), "")
-    try:
-        hosts = expand_cached(nodelist)
-    except HostlistError:
-        return  # derive() says what is wrong with it
-    if not hosts:
-        return
-    try:
-        socket.getaddrinfo(hosts[0], None)
-        return
-    except (OSError, UnicodeError):
-        from orchestrator.slurm.restart import node_addr  # the one NodeAddr lookup (the batch script's restarts)
-
-        environ["MASTER_ADDR"] = node_addr(hosts[0])
-
-
-def prepare(args: argparse.Namespace, environ: Mapping[str, str], started: float) -> tuple[Path, RunConfig, int]:
-    """The step's job folder, its job.json and this task's rank (rank 0 creates the folder)."""
-    job_id, _ = stepjob.slurm_step(environ)
-    cluster = cluster_or_none(scope(args))
-    launcher = cluster.launcher if cluster is not None else Launcher()
-    env = distenv.derive(environ, port_range=launcher.port_range)
-    stepjob.uniform_tasks_per_node(env, environ)  # in every task: none waits for a folder rank 0 refuses to make
-    target = _target(args)
-    from orchestrator.records.codetrust import check_launch
-
-    check_launch(args.job, target, environ=environ, cwd=Path.cwd())  # code others could write never runs
-    target = _gate(target, args, cluster, env.rank, env.num_nodes)
-    root = Path(args.job_root).expanduser().absolute() if args.job_root else job_root(cluster).absolute()
-    job_dir = stepjob.step_dir(root, environ)
-    if env.rank != 0:
-        cfg = stepjob.wait_for_step_folder(job_dir, timeout=launcher.init_timeout, started=started, rank=env.rank)
-        return job_dir, cfg, env.rank
-    cfg = stepjob.build_step_config(target, env, environ, job_dir=job_dir, now=datetime.now(timezone.utc),
-                                    cpus=available_cpus(), cluster=cluster, tracking=checked_tracking(cluster, args),
-                                    data_dir=resolve_data_dir(args.data_dir, environ, Path.cwd()))
-    stepjob.create_step_folder(job_dir, cfg, job_id)
-    record_submit(job_dir, _submitted_record(job_id, job_dir, cfg))
-    print(f"orch: {cfg.job_name}: {cfg.world_size} task(s) on {cfg.nodes} node(s); job folder {job_dir}",
-          file=sys.stderr, flush=True)
-    return job_dir, cfg, env.rank
+def request_of(args: argparse.Namespace) -> ExecRequest:
+    """orch exec's parsed options as the service takes them."""
+    return ExecRequest(job=args.job, module=args.module, script_args=args.script_args,
+                       overrides=list(args.overrides), no_check=args.no_check, ignore=list(args.ignore),
+                       launch=args.launch, track=list(args.track or ()), data_dir=args.data_dir,
+                       job_root=args.job_root, scope=scope(args))
 
 
 def run(args: argparse.Namespace) -> int:
     started = time.time()
-    environ = without_torchrun_vars(os.environ)
-    stepjob.slurm_step(environ)  # outside a step: said before anything else
-    head_address(environ)
-    job_dir, cfg, rank = prepare(args, environ, started)
-    job_id, _ = stepjob.slurm_step(environ)
-    argv = [sys.executable, "-m", TASK_MODULE, "--job-dir", str(job_dir)]  # as the batch script starts it
-    status = tee.run_teed(argv, environ, log_path(job_dir, job_id, rank),
-                          ignore=tee.ignored_signals(cfg.launcher.preempt_signal))
-    return tee.end_like(status)
+    environ = steps.without_torchrun_vars(os.environ)
+    steps.check_in_step(environ)  # outside a step: said before anything else
+    steps.head_address(environ)
+    step = steps.prepare(request_of(args), environ, started)
+    if step.created:
+        print(f"orch: {step.cfg.job_name}: {step.cfg.world_size} task(s) on {step.cfg.nodes} node(s); "
+              f"job folder {step.job_dir}", file=sys.stderr, flush=True)
+    return steps.run_task(step, environ)

@@ -45,6 +45,7 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "commands/nodes.py": "orch nodes: tests/records/restarts/test_badnodes.py",
     "commands/_mcp_server.py": "the MCP server over stdio, driven by the SDK's client: tests/commands/test_mcp.py",
     "commands/run.py": "orch run: tests/local/test_runner.py and the rest of tests/local/",
+    "service/localjobs.py": "the API's local mode (real runs through submitit): tests/commands/test_api.py",
     "commands/tb.py": "tests/commands/test_plot_compare_tb.py",
     "doctor/analysis.py": "the doctor's corpus: tests/doctor/test_doctor.py, tests/doctor/test_real_corpus.py",
     "doctor/catalog.py": "the catalog's severity policy: tests/doctor/test_doctor_project.py",

@@ -109,8 +109,8 @@ def test_local_mode_and_orch_run_write_the_same_job_json(clean_env: pytest.Monke
     import submitit
 
     from orchestrator.cli import main
-    from orchestrator.commands import run as run_cmd
     from orchestrator.local.runner import LocalResult
+    from orchestrator.service import runs
 
     write_cluster()
 
@@ -126,7 +126,7 @@ def test_local_mode_and_orch_run_write_the_same_job_json(clean_env: pytest.Monke
             return LocalResult(job_dir=self.job_dir, exit_code=0, status="completed", message="completed")
 
     clean_env.setattr(submitit.LocalExecutor, "submit", lambda self, fn: Queued())
-    clean_env.setattr(run_cmd, "LocalRunner", NoRunner)
+    clean_env.setattr(runs, "LocalRunner", NoRunner)
     clean_env.setenv("ORCH_DATA_DIR", "data")  # read at the edge, made absolute, written to job.json
     handle = api.submit("smoke", nodes=1, gpus=2, executor="local", epochs=2, lr=0.5)
     assert main(["run", "smoke", "--nproc", "2", "epochs=2", "lr=0.5"]) == 0

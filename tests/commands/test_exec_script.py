@@ -193,19 +193,3 @@ def test_orch_exec_takes_what_orch_run_takes_for_a_script() -> None:
     assert (args.module, args.no_check, args.ignore, args.track, args.job_root) == \
            ("pkg.train", True, ["DDP001"], ["wandb"], "/j")
     assert os.path.basename(ORCH) == "orch"
-
-
-def test_master_addr_is_the_first_nodes_name_or_its_node_addr(fake_slurm: FakeSlurm) -> None:
-    from orchestrator.commands.exec_script import head_address
-
-    fake_slurm.set({"scontrol": {"stdout": "NodeName=nosuchnode1 Arch=x86_64 NodeAddr=127.0.0.9 NodeHostName=x\n"}})
-    exported = {"SLURM_STEP_NODELIST": "nosuchnode1.invalid,nosuchnode2.invalid", "MASTER_ADDR": "10.1.2.3"}
-    head_address(exported)
-    assert exported["MASTER_ADDR"] == "10.1.2.3" and fake_slurm.calls() == []  # the batch script's own wins
-    resolves = {"SLURM_STEP_NODELIST": "localhost", "SLURM_JOB_NODELIST": "elsewhere"}
-    head_address(resolves)
-    assert "MASTER_ADDR" not in resolves and fake_slurm.calls() == []  # derive() takes the name
-    unknown = {"SLURM_STEP_NODELIST": "nosuchnode1.invalid,nosuchnode2.invalid"}
-    head_address(unknown)
-    assert unknown["MASTER_ADDR"] == "127.0.0.9"
-    assert fake_slurm.calls() == [["scontrol", "show", "node", "nosuchnode1.invalid"]]

@@ -14,19 +14,8 @@ from pathlib import Path
 import pytest
 from support import ORCH, TESTS, clean_environ
 
-from orchestrator.commands.run import said_once
-
 FAULTY = str(TESTS / "jobs" / "faulty.py")
 CAUSE = "RuntimeError: injected failure on rank {rank} at step 3 (job faulty, epoch 1, step 2)"
-
-
-def test_the_closing_line_leaves_out_a_cause_shown_above() -> None:
-    shown = "Traceback ...\norch: error: rank 1 failed: ValueError: x (job j)\nHINT: the traceback above"
-    message = "rank 1 exited with code 1 (ValueError: x (job j)); then: rank 0 was killed by SIGTERM"
-    once = "rank 1 exited with code 1 (its error is above); then: rank 0 was killed by SIGTERM"
-    assert said_once(message, shown) == once
-    assert said_once(message, "Traceback ...\nValueError: x") == message  # a script's traceback: said in full
-    assert said_once(message, "") == message
 
 
 @pytest.mark.slow

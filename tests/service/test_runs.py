@@ -1,0 +1,47 @@
+"""orch run's service (orchestrator/service/runs.py) over plain values: the error said once, the trackers checked
+before a folder exists, --nproc and --pass-env refused before anything is written. Real runs through the CLI:
+tests/local/ (test_runner.py and the rest)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import ConfigError
+from orchestrator.service.runs import RunRequest, check_nproc, checked_tracking, opened, said_once
+
+
+def test_the_closing_line_leaves_out_a_cause_shown_above() -> None:
+    shown = "Traceback ...\norch: error: rank 1 failed: ValueError: x (job j)\nHINT: the traceback above"
+    message = "rank 1 exited with code 1 (ValueError: x (job j)); then: rank 0 was killed by SIGTERM"
+    once = "rank 1 exited with code 1 (its error is above); then: rank 0 was killed by SIGTERM"
+    assert said_once(message, shown) == once
+    assert said_once(message, "Traceback ...\nValueError: x") == message  # a script's traceback: said in full
+    assert said_once(message, "") == message
+
+
+def test_a_tracker_whose_package_is_missing_is_refused_by_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # find_spec answers None, as when it is not installed
+    with pytest.raises(ConfigError) as caught:
+        checked_tracking(None, ["mlflow"])
+    assert "needs the mlflow package" in caught.value.message and "orch[mlflow]" in (caught.value.hint or "")
+    assert checked_tracking(None, []) == []
+
+
+def test_nproc_out_of_bounds_is_refused_and_none_is_the_jobs_own() -> None:
+    check_nproc(None)
+    check_nproc(1)
+    with pytest.raises(ConfigError, match="--nproc 0 must be at least 1"):
+        check_nproc(0)
+
+
+def test_an_unset_pass_env_name_is_refused_before_a_folder_exists(clean_env: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    clean_env.delenv("ORCH_TEST_UNSET", raising=False)
+    request = RunRequest(job="smoke", pass_env=["ORCH_TEST_UNSET"], job_root=str(tmp_path / "jobs"))
+    with pytest.raises(ConfigError) as caught, opened(request, sys.stdout):
+        pass
+    assert "--pass-env: ORCH_TEST_UNSET not set in this shell" in caught.value.message
+    assert not (tmp_path / "jobs").exists()
