@@ -15,8 +15,7 @@ from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.errors import ConfigError
-from orchestrator.records.curves import expand, final_row, load_runs
-from orchestrator.service.jobs import job_root_of
+from orchestrator.service.curves import final_rows
 
 LOWER_IS_BETTER = ("loss", "mae", "mse", "rmse", "err", "error", "perplexity", "ppl")
 DEFAULT_SORT = ("test_acc", "test_loss", "train_loss")
@@ -61,8 +60,7 @@ def _cell(value: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = load_runs(expand(args.jobs, job_root_of(scope(args))))
-    rows = [final_row(run) for run in runs]
+    rows = final_rows(args.jobs, scope(args))
     present = {k for r in rows for k in r["metrics"]}
     metric = args.sort or next((m for m in DEFAULT_SORT if m in present), None)
     if metric is None:

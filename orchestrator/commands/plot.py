@@ -18,17 +18,13 @@ from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.errors import ConfigError, OrchError
-from orchestrator.records.curves import Run, expand, load_runs
-from orchestrator.records.jobdirs import ARRAY_FILE
-from orchestrator.records.logs.outfiles import write_output
-from orchestrator.service.jobs import job_root_of
+from orchestrator.service import curves
+from orchestrator.service.curves import OVERLAY_FILE, PLOT_FILE, Run
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.runconfig import METRICS_FILE
 
 log = logging.getLogger(__name__)
 
-PLOT_FILE = "metrics.png"
-OVERLAY_FILE = "orch-plot.png"
 TITLES: dict[str, str] = {"loss": "loss", "acc": "accuracy"}  # metric name -> panel title (others: the name)
 SPLITS = ("train", "test")
 
@@ -120,17 +116,13 @@ def draw(epochs: Sequence[float], panels: dict[str, dict[str, list[float]]], tit
 
 def save(fig: Any, out: Path) -> None:
     """Write ``fig`` to exactly ``out`` (the format of its suffix, PNG without one): ``0600`` inside a job
-    folder whatever the umask, elsewhere the user's umask (records/logs/outfiles.py, docs/trust.md)."""
+    folder whatever the umask, elsewhere the user's umask (:func:`orchestrator.service.curves.write_plot`)."""
     buffer = io.BytesIO()
     try:
         fig.savefig(buffer, dpi=100, format=out.suffix[1:].lower() or "png")
     except ValueError as exc:  # matplotlib: Format 'xyz' is not supported (supported formats: ...)
         raise ConfigError(f"-o {out}: {exc}", hint="name a .png file (or .svg, .pdf)") from None
-    try:
-        write_output(out, buffer.getvalue())
-    except OSError as exc:
-        raise OrchError(f"cannot write the plot {out}: {exc.strerror or type(exc).__name__}",
-                        hint="pass -o PNG in a folder you can write (the job folder may be read-only)") from None
+    curves.write_plot(out, buffer.getvalue())
 
 
 def smooth(values: Sequence[float], weight: float) -> list[float]:
@@ -210,26 +202,15 @@ def figure_lines(fig: Any) -> dict[str, list[str]]:
             for ax in fig.axes if ax.get_visible()}
 
 
-def _output(args: argparse.Namespace, runs: Sequence[Run]) -> Path:
-    if args.output:
-        return Path(args.output).expanduser()
-    if len(runs) == 1:
-        return runs[0].job.path / PLOT_FILE
-    parents = {run.job.path.parent for run in runs}
-    if len(parents) == 1 and (next(iter(parents)) / ARRAY_FILE).is_file():
-        return next(iter(parents)) / PLOT_FILE
-    return Path.cwd() / OVERLAY_FILE
-
-
 def run(args: argparse.Namespace) -> int:
-    runs = load_runs(expand(args.jobs, job_root_of(scope(args))))
+    runs = curves.runs(args.jobs, scope(args))
     if len(runs) == 1 and (args.epochs or not runs[0].steps):
         return _one_per_epoch(args, runs[0])
     if any(not (run.steps or run.epochs) for run in runs):
         empty = next(run for run in runs if not (run.steps or run.epochs))
         raise OrchError(f"{empty.job.path} has no per-step or per-epoch records yet",
                         hint="rank 0 writes steps.jsonl every log_every steps and metrics.jsonl after each epoch")
-    out = _output(args, runs)
+    out = curves.plot_path(args.output, runs)
     title = runs[0].job.name if len({r.job.name for r in runs}) == 1 else "runs"
     per_step = not args.epochs and all(run.steps for run in runs)
     fig = step_figure(runs, title) if per_step else epoch_overlay_figure(runs, title)
@@ -252,7 +233,7 @@ def _one_per_epoch(args: argparse.Namespace, run: Run) -> int:
         raise OrchError(f"{job.path / METRICS_FILE} has no records yet",
                         hint="rank 0 appends one line per finished epoch; wait for the first epoch")
     epochs, panels = series(records)
-    out = Path(args.output).expanduser() if args.output else job.path / PLOT_FILE
+    out = curves.plot_path(args.output, [run])
     title = f"{job.name} (job {job.job_id})" if job.job_id else job.name
     draw(epochs, panels, title, out)
     if args.json:

@@ -16,9 +16,7 @@ import sys
 
 from orchestrator.commands._common import add_cluster_argument, scope
 from orchestrator.errors import ConfigError
-from orchestrator.records.curves import expand
-from orchestrator.service.jobs import job_root_of
-from orchestrator.spec.tracking import TB_DIR
+from orchestrator.service.curves import tensorboard_logdir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,23 +36,7 @@ def command(args: argparse.Namespace) -> list[str]:
     exe = shutil.which("tensorboard")
     head = [exe] if exe else [sys.executable, "-m", "tensorboard.main"]
     tail = ["--port", str(args.port)]
-    if args.all:
-        return [*head, "--logdir", str(job_root_of(scope(args))), *tail]
-    jobs = expand(args.jobs, job_root_of(scope(args)))
-    dirs = [job.path / TB_DIR for job in jobs]
-    missing = [d for d in dirs if not d.is_dir()]
-    if missing:
-        raise ConfigError(f"{missing[0]} does not exist: no TensorBoard events there",
-                          hint="the shared entrypoint's rank 0 writes them from its first logged step; a script "
-                               "writes its own (SummaryWriter(os.environ['ORCH_JOB_DIR'] + '/tb'))")
-    if len(dirs) == 1:
-        return [*head, "--logdir", str(dirs[0]), *tail]
-    names = [job.job_id or job.path.name for job in jobs]
-    if any(c in str(d) + n for d, n in zip(dirs, names, strict=True) for c in ",:"):
-        raise ConfigError("a job folder's path holds ',' or ':', which TensorBoard's --logdir_spec cannot take",
-                          hint="start TensorBoard on each folder's tb/ with --logdir")
-    spec = ",".join(f"{n}:{d}" for n, d in zip(names, dirs, strict=True))
-    return [*head, "--logdir_spec", spec, *tail]
+    return [*head, *tensorboard_logdir(args.jobs, scope(args), every=args.all), *tail]
 
 
 def run(args: argparse.Namespace) -> int:
