@@ -94,8 +94,8 @@ def cancel(settings: Settings, jobs: list[str], signal: str | None = None) -> di
 
 def nodes(settings: Settings) -> dict[str, Any]:
     """``orch nodes --json``: the nodes recorded as bad that a submit leaves out."""
-    from orchestrator.commands.nodes import bad_nodes
     from orchestrator.service.jobs import cluster_or_none
+    from orchestrator.service.nodes import bad_nodes
 
     return _json(bad_nodes(cluster_or_none(_scope(settings)), time.time()))  # type: ignore[no-any-return]
 
