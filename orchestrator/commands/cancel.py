@@ -4,13 +4,9 @@ service's (:mod:`orchestrator.service.cancel`)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import Any
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.service.cancel import cancel, unknown_error
-
-__all__ = ["act", "add_arguments", "run", "unknown_error"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,12 +15,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="send SIG (e.g. USR2) to the batch shell and every task instead of cancelling")
     add_cluster_argument(parser)
     add_json_argument(parser)
-
-
-def act(refs: Sequence[str], args: argparse.Namespace, signal: str | None = None) -> dict[str, Any]:
-    """:func:`orchestrator.service.cancel.cancel` for ``orch top`` and ``orch mcp`` until they call the service
-    themselves (issue 40: then this goes)."""
-    return cancel(refs, scope(args), signal)
 
 
 def run(args: argparse.Namespace) -> int:

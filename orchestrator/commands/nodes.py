@@ -8,9 +8,7 @@ import time
 
 from orchestrator.commands._common import add_cluster_argument, add_json_argument, print_json, scope
 from orchestrator.service.jobs import cluster_or_none
-from orchestrator.service.nodes import bad_nodes, forget, recorded
-
-__all__ = ["add_arguments", "bad_nodes", "run"]  # bad_nodes: orch mcp's nodes tool's, until it calls the service
+from orchestrator.service.nodes import forget, recorded
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
