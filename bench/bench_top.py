@@ -3,7 +3,7 @@
 The job root is filled with orch's own writers (``create_job_dir``/``write_config``, ``job_id``, the
 runtime's ``Progress``, ``MetricsLog`` and ``StepsLog``, the ranks' outcome ``Recorder``, ``attempts.json``,
 ``result.json``): by default 980 completed jobs, 10 failed ones (a blamed rank) and 10 running ones.
-orch top's model (:class:`orchestrator.views.board.Board`, what the app calls every ``--interval``) is
+orch top's model (:class:`orchestrator.service.board.Board`, what the app calls every ``--interval``) is
 timed in this process, without the terminal UI; Slurm is an in-process stand-in answering squeue and
 sacct (the real clients add one process start per query: at most one batched query every
 ``--slurm-interval`` seconds). The clock is simulated: each refresh is ``--interval`` (0.5 s) later than
@@ -41,9 +41,9 @@ from orchestrator.records.restarts.attempts import write_attempts  # noqa: E402
 from orchestrator.runtime.metrics import EpochMetrics, MetricsLog  # noqa: E402
 from orchestrator.runtime.progress import Progress  # noqa: E402
 from orchestrator.runtime.tracking import StepsLog  # noqa: E402
+from orchestrator.service.board import Board  # noqa: E402
 from orchestrator.spec.runconfig import RunConfig  # noqa: E402
 from orchestrator.task.outcome import Recorder  # noqa: E402
-from orchestrator.views.board import Board  # noqa: E402
 
 
 class Slurm:

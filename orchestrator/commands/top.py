@@ -2,10 +2,10 @@
 
 One row per job folder under ``launcher.job_root`` (``orch list``'s, newest first, ``--limit``), and the jobs
 submitted to remote clusters (from the index); what ``orch status`` says of each, refreshed every
-``--interval`` seconds reading only what changed (:mod:`orchestrator.views.board`), Slurm asked at most every
+``--interval`` seconds reading only what changed (:mod:`orchestrator.service.board`), Slurm asked at most every
 ``--slurm-interval`` seconds in one batched call. Keys: ``c`` cancels the selected job and ``r`` sends it the
 checkpoint-and-requeue signal (its ``launcher.preempt_signal``), both through ``orch cancel``'s code path
-(:func:`orchestrator.commands.cancel.act`) after a y/N question.
+(:func:`orchestrator.service.cancel.cancel`) after a y/N question.
 
 The terminal UI is textual, the ``tui`` extra, imported here only when the command runs (never at the CLI's
 start-up). Without a terminal, or without textual, it says so and exits non-zero.
@@ -17,11 +17,11 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from orchestrator.commands import cancel
 from orchestrator.commands._common import add_cluster_argument, scope
 from orchestrator.errors import OrchError
+from orchestrator.service.board import DEFAULT_LIMIT, SLURM_EVERY_S, Board, JobRow
+from orchestrator.service.cancel import cancel, unknown_error
 from orchestrator.service.jobs import cluster_name, job_root_of
-from orchestrator.views.board import DEFAULT_LIMIT, SLURM_EVERY_S, Board, JobRow
 
 if TYPE_CHECKING:
     from orchestrator.views.topapp import TopApp
@@ -76,9 +76,9 @@ def act(args: argparse.Namespace, row: JobRow, signal: str | None) -> str:
         raise OrchError("a local run (orch run) is no Slurm job",
                         hint="stop it in the terminal of its orch run (Ctrl-C); its preemption signal "
                              f"{row.preempt_signal or 'USR2'} to orch run checkpoints it, orch run --resume continues")
-    done = cancel.act([str(row.job_dir)], args, signal)
+    done = cancel([str(row.job_dir)], scope(args), signal)
     if done["unknown"]:
-        raise cancel.unknown_error(done["unknown"])
+        raise unknown_error(done["unknown"])
     acted = ", ".join(done["acted"])
     if acted:
         return f"signalled {acted} ({signal}): it checkpoints and requeues" if signal else f"cancelled {acted}"

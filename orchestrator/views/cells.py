@@ -1,4 +1,4 @@
-"""``orch top``'s cells: one table of columns (title -> how a :class:`~orchestrator.views.board.JobRow` shows
+"""``orch top``'s cells: one table of columns (title -> how a :class:`~orchestrator.service.board.JobRow` shows
 there), a progress bar and a sparkline. Plain text, no terminal library: the app and the tests share it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from orchestrator.views.board import JobRow
+from orchestrator.service.board import JobRow
 
 SPARKS = "▁▂▃▄▅▆▇█"
 BAR_WIDTH = 10

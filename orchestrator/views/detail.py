@@ -1,98 +1,26 @@
-"""``orch top``'s view of one selected job: rank 0's log tail, every rank's state, the start-up phases, the
-attempts and the goodput ledger, read through the board's memo (a file is read again only when its stamp
-changed: :mod:`orchestrator.records.live`).
-
-Every rank's state is its outcome record of the newest run (:mod:`orchestrator.task.outcome`: ``running``
-from its start, then how it ended) and its last step; a rank without a record has not started. The
-start-up phases are ``result.json``'s ``startup`` (rank 0 writes it when it ends: ``orch status JOB``'s)."""
+"""``orch top``'s detail pane: the text of one selected job's :class:`~orchestrator.service.detail.Detail`
+(rank 0's log tail, every rank's state, the start-up phases, the attempts and the goodput ledger; read by
+:mod:`orchestrator.service.detail`). Plain text: the app and the tests share it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from orchestrator.service.detail import Detail
 
-from orchestrator.records.jobdirs import JobDir, log_path
-from orchestrator.records.live import Memo
-from orchestrator.records.logs.view import tail_lines
-from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, format_attempts, format_ledger, read_attempts
-from orchestrator.records.restarts.blame import current_run
-from orchestrator.records.startup import format_startup
-from orchestrator.records.training import read_result
-from orchestrator.spec.numbers import to_float
-from orchestrator.spec.runconfig import LOG_DIR, RESULT_FILE
-from orchestrator.task.outcome import read_outcomes
-
-LOG_LINES = 12  # rank 0's last lines shown
 MAX_RANKS_SHOWN = 64  # a large world: the first ranks, then a count
 
 
-@dataclass(frozen=True)
-class RankState:
-    rank: int
-    kind: str  # the outcome record's kind, "not started" without one
-    host: str | None = None
-    last_step: str | None = None  # "epoch 2 step 120"
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class Detail:
-    key: str
-    log_file: Path
-    log: tuple[str, ...]
-    ranks: tuple[RankState, ...]
-    startup: str | None  # format_startup's lines
-    attempts: tuple[str, ...]
-    ledger: str | None
-
-    def text(self) -> str:
-        """The detail pane's text (plain)."""
-        lines = [f"rank 0's log ({self.log_file}):", *(f"  {line}" for line in self.log or ["(empty so far)"])]
-        lines.append("ranks:")
-        for r in self.ranks[:MAX_RANKS_SHOWN]:
-            where = f" on {r.host}" if r.host else ""
-            step = f", {r.last_step}" if r.last_step else ""
-            why = f": {r.reason}" if r.reason else ""
-            lines.append(f"  rank {r.rank}: {r.kind}{where}{step}{why}")
-        if len(self.ranks) > MAX_RANKS_SHOWN:
-            lines.append(f"  ... and {len(self.ranks) - MAX_RANKS_SHOWN} more ranks")
-        lines += [self.startup] if self.startup else ["startup: (recorded in result.json when rank 0 ends)"]
-        lines += [f"attempt: {a}" for a in self.attempts]
-        lines += [self.ledger] if self.ledger else []
-        return "\n".join(lines)
-
-
-def read_detail(job: JobDir, memo: Memo[Any], lines: int = LOG_LINES) -> Detail:
-    """The detail of ``job``; each part read again only when its files changed."""
-    path = job.path
-    log_file = log_path(path, job.job_id if job.mode == "slurm" else None, 0)
-    tail = memo.get((path, "log0"), [log_file], lambda: tail_lines(log_file, lines)[0], extra=lines)
-    text = tuple(raw.decode("utf-8", "replace").rstrip("\r\n") for raw in tail)
-    ranks = memo.get((path, "ranks"), [path / LOG_DIR], lambda: _ranks(job))
-    result = memo.get((path, "result"), [path / RESULT_FILE], lambda: read_result(path))
-    attempts = memo.get((path, "attempts"), [path / ATTEMPTS_FILE], lambda: read_attempts(path))
-    startup = result.get("startup") if isinstance(result, dict) else None
-    phases = {str(k): v for k, v in startup.items() if to_float(v) is not None} if isinstance(startup, dict) else {}
-    goodput = result.get("goodput") if isinstance(result, dict) else None
-    return Detail(key=str(path), log_file=log_file, log=text, ranks=ranks,
-                  startup=format_startup({k: float(v) for k, v in phases.items()}) if phases else None,
-                  attempts=tuple(format_attempts(attempts)),
-                  ledger=format_ledger(goodput) if isinstance(goodput, dict) else None)
-
-
-def _ranks(job: JobDir) -> tuple[RankState, ...]:
-    records, _ = read_outcomes(job.path)
-    run = job.job_id if job.mode == "slurm" else "local"
-    mine, _ = current_run([r for r in records if r.run == run] or records)
-    size = max([job.config.world_size if job.config else 0, *(r.rank + 1 for r in mine.values())])
-    states = []
-    for rank in range(size):
-        record = mine.get(rank)
-        if record is None:
-            states.append(RankState(rank, "not started"))
-            continue
-        step = f"epoch {record.last_step.epoch} step {record.last_step.step}" if record.last_step else None
-        kind = record.kind if record.exit_code is None or record.kind != "running" else f"ended ({record.exit_code})"
-        states.append(RankState(rank, kind, record.host, step, record.reason))
-    return tuple(states)
+def detail_text(detail: Detail) -> str:
+    """The detail pane's text (plain)."""
+    lines = [f"rank 0's log ({detail.log_file}):", *(f"  {line}" for line in detail.log or ["(empty so far)"])]
+    lines.append("ranks:")
+    for r in detail.ranks[:MAX_RANKS_SHOWN]:
+        where = f" on {r.host}" if r.host else ""
+        step = f", {r.last_step}" if r.last_step else ""
+        why = f": {r.reason}" if r.reason else ""
+        lines.append(f"  rank {r.rank}: {r.kind}{where}{step}{why}")
+    if len(detail.ranks) > MAX_RANKS_SHOWN:
+        lines.append(f"  ... and {len(detail.ranks) - MAX_RANKS_SHOWN} more ranks")
+    lines += [detail.startup] if detail.startup else ["startup: (recorded in result.json when rank 0 ends)"]
+    lines += [f"attempt: {a}" for a in detail.attempts]
+    lines += [detail.ledger] if detail.ledger else []
+    return "\n".join(lines)

@@ -1,11 +1,11 @@
 """``orch top``'s full-screen app (textual: the ``tui`` extra; imported only by ``orch top`` when it runs).
 
 A table of the jobs (:mod:`orchestrator.views.cells`' columns), refreshed every ``interval`` seconds in a
-worker thread (:meth:`Board.refresh` reads only what changed); the selected job's detail below it
-(:mod:`orchestrator.views.detail`). Keys: arrows move, enter selects a job (its detail), ``c`` cancels it,
-``r`` sends it the checkpoint-and-requeue signal, each after a y/N question; ``q`` quits. The actions are
-handed in (``orch top`` gives ``orch cancel``'s code path); what they return, or the error they raise, is
-the status line.
+worker thread (:meth:`Board.refresh` of :mod:`orchestrator.service.board` reads only what changed); the
+selected job's detail below it (:meth:`Board.detail`, its text :mod:`orchestrator.views.detail`'s). Keys:
+arrows move, enter selects a job (its detail), ``c`` cancels it, ``r`` sends it the checkpoint-and-requeue
+signal, each after a y/N question; ``q`` quits. The actions are handed in (``orch top`` gives ``orch
+cancel``'s code path); what they return, or the error they raise, is the status line.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
 from orchestrator.errors import OrchError
-from orchestrator.views.board import Board, JobRow
+from orchestrator.service.board import Board, JobRow
+from orchestrator.service.detail import Detail
 from orchestrator.views.cells import COLUMNS, cells
-from orchestrator.views.detail import Detail, read_detail
+from orchestrator.views.detail import detail_text
 
 Action = Callable[[JobRow], str]  # does it, says what was done; an OrchError says why not
 
@@ -95,8 +96,7 @@ class TopApp(App[None]):
     def _read(self) -> None:
         try:
             rows = self.board.refresh()
-            job = self.board.job(self.selected) if self.selected else None
-            detail = read_detail(job, self.board.memo) if job is not None else None
+            detail = self.board.detail(self.selected) if self.selected else None
         except Exception as exc:  # the app keeps running; the status line says why
             self.call_from_thread(self._failed, f"refresh failed: {exc}")
             return
@@ -127,7 +127,7 @@ class TopApp(App[None]):
                         table.update_cell(key, title, Text(cell), update_width=True)  # a longer cell widens
         self.rows = new
         if detail is not None:
-            self.query_one("#detail", Static).update(detail.text())
+            self.query_one("#detail", Static).update(detail_text(detail))
         self._status()
 
     def _status(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from orchestrator.views.board import JobRow
+from orchestrator.service.board import JobRow
 from orchestrator.views.cells import COLUMNS, SPARKS, bar, cells, sparkline
 
 

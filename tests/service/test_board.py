@@ -1,4 +1,4 @@
-"""views/board.py: orch top's rows, and what a refresh reads (only what changed) and asks Slurm (batched, rarely)."""
+"""service/board.py: orch top's rows, and what a refresh reads (only what changed) and asks Slurm (batched, rarely)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from support import training_job
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.jobdirs import outcome_path
 from orchestrator.records.restarts.attempts import write_attempts
+from orchestrator.service.board import Board
 from orchestrator.task.outcome import Recorder
-from orchestrator.views.board import Board
 
 
 class FakeSlurm:

@@ -1,4 +1,6 @@
-"""``orch top``'s model: one :class:`JobRow` per job submitted from here, refreshed cheaply and often.
+"""``orch top``'s model: one :class:`JobRow` per job submitted from here, refreshed cheaply and often, and the
+:class:`~orchestrator.service.detail.Detail` of a selected one (:meth:`Board.detail`). Plain data: what shows
+is :mod:`orchestrator.views`'.
 
 The rows say what ``orch status`` says (the state from :func:`orchestrator.slurm.jobstate.describe`, the
 blamed rank from :func:`orchestrator.slurm.jobstate.failure`, progress from ``progress.json``, restarts
@@ -34,6 +36,7 @@ from orchestrator.records.live import JsonlTail, Memo, Stamp, stamp, stamps
 from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, ledger, read_attempts, restarts_shown
 from orchestrator.records.training import progress_cells, read_progress, read_result
 from orchestrator.remote.forward import remote_rows
+from orchestrator.service.detail import Detail, read_detail
 from orchestrator.slurm import jobstate
 from orchestrator.slurm.client import Runner, run_command
 from orchestrator.slurm.client import job_status as slurm_job_status
@@ -162,9 +165,11 @@ class Board:
         """Ask Slurm at the next refresh (after a cancel: the new state at once)."""
         self._asked_at = None
 
-    def job(self, key: str) -> JobDir | None:
-        """The folder of a row shown by the last refresh (None: a remote job, or gone)."""
-        return self._jobs.get(Path(key))
+    def detail(self, key: str) -> Detail | None:
+        """The detail of a row shown by the last refresh (None: a remote job, or gone), read through the memo
+        (a part is read again only when its files changed)."""
+        job = self._jobs.get(Path(key))
+        return read_detail(job, self.memo) if job is not None else None
 
     # --- the folders ---------------------------------------------------------------------------
 

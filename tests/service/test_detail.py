@@ -1,5 +1,5 @@
-"""views/detail.py: a selected job's rank 0 log tail, every rank's state, start-up phases and attempts,
-each read again only when its files changed."""
+"""service/detail.py: a selected job's rank 0 log tail, every rank's state, start-up phases and attempts,
+each read again only when its files changed (the pane's text: tests/views/test_views_detail.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.jobdirs import outcome_path, read_job_dir
 from orchestrator.records.live import Memo
 from orchestrator.records.restarts.attempts import write_attempts
+from orchestrator.service.detail import read_detail
 from orchestrator.task.outcome import Recorder
-from orchestrator.views.detail import read_detail
 
 
 def test_the_detail_of_a_failed_job(tmp_path: Path) -> None:
@@ -36,9 +36,9 @@ def test_the_detail_of_a_failed_job(tmp_path: Path) -> None:
     assert detail.log[-1] == "line 39" and len(detail.log) == 12
     assert [(r.rank, r.kind) for r in detail.ranks] == [(0, "waited"), (1, "failed"), (2, "not started")]
     assert detail.ranks[1].last_step == "epoch 1 step 7" and detail.ranks[1].reason == "boom"
-    text = detail.text()
-    assert "rank 1: failed" in text and "startup (rank 0):" in text and "queued" in text
-    assert "attempt: attempt 0 (requeue 0): failed rank 1" in text and "goodput 50.0%" in text
+    assert detail.startup is not None and "startup (rank 0):" in detail.startup and "queued" in detail.startup
+    assert len(detail.attempts) == 1 and detail.attempts[0].startswith("attempt 0 (requeue 0): failed rank 1")
+    assert detail.ledger is not None and "goodput 50.0%" in detail.ledger
     reads = memo.reads
     read_detail(read_job_dir(folder), memo)
     assert memo.reads == reads  # nothing changed: nothing read again
@@ -52,5 +52,5 @@ def test_a_job_without_records_yet(tmp_path: Path) -> None:
     folder = training_job(tmp_path / "jobs", "here", mode="local", world=2)
     detail = read_detail(read_job_dir(folder), Memo())
     assert detail.log_file.name == "local-rank0.out" and detail.log == ()
-    assert "(empty so far)" in detail.text() and "rank 1: not started" in detail.text()
-    assert "recorded in result.json when rank 0 ends" in detail.text()
+    assert [(r.rank, r.kind) for r in detail.ranks] == [(0, "not started"), (1, "not started")]
+    assert detail.startup is None and detail.attempts == () and detail.ledger is None
