@@ -8,11 +8,10 @@
     orchestrator.submit("train.py", script_args=["--lr", "0.1"], nodes=2, gpus=8, gpus_per_task=2,
                         constraint="a100", env={"NCCL_DEBUG": "INFO"})  # a script, as orch submit train.py -- ...
 
-On Slurm it is ``orch submit``: the same options (:class:`orchestrator.slurm.submission.SubmitOptions`, turned
-into a request by the one ``submission.build_request``), :func:`orchestrator.slurm.plan.build_plan`, the same
-rendered script (golden-tested and shellchecked), the same job folder, queued through
-:mod:`orchestrator.slurm.submission` and ``slurm.sbatch``. Preemption is the script's: the batch shell
-forwards the signal, the ranks checkpoint, and the script requeues the job. A sweep is one Slurm job
+On Slurm it is ``orch submit``: the same options (:class:`orchestrator.service.request.SubmitOptions`), planned
+by the same :func:`orchestrator.service.plan.prepare` (the same rendered script, golden-tested and shellchecked,
+the same job folder) and queued by the same :mod:`orchestrator.service.queue`. Preemption is the script's:
+the batch shell forwards the signal, the ranks checkpoint, and the script requeues the job. A sweep is one Slurm job
 array (``--array``), element I in ``<job folder>/I``, exactly as ``orch submit --sweep``.
 
 Locally (no ``sbatch`` on PATH, or ``executor="local"``) the runs are :mod:`orchestrator.service.localjobs`':
@@ -32,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import ConfigError, OrchError
-from orchestrator.records.cache import find_cluster
 from orchestrator.records.jobdirs import log_path, read_job_dir
 from orchestrator.records.training import read_result
 from orchestrator.service.localjobs import LocalTask
@@ -44,8 +42,8 @@ from orchestrator.spec.runconfig import LOG_DIR, read_run_config
 from orchestrator.spec.safefile import open_regular
 
 if TYPE_CHECKING:
-    from orchestrator.slurm.plan import SubmitPlan, SubmitRequest
-    from orchestrator.slurm.submission import SubmitOptions
+    from orchestrator.service.plan import Planned
+    from orchestrator.service.request import SubmitOptions, SubmitRequest
     from orchestrator.spec.job import LoadedJob
 
 __all__ = ["JobHandle", "LocalTask", "submit", "sweep"]
@@ -172,11 +170,10 @@ def submit(job: str | Path | None = None, *, nodes: int | None = None, gpus: int
     if kind == "local":
         (handle,) = _queue_local(options, _cluster(cluster, kind), [{}])
         return handle
-    from orchestrator.slurm.submission import queue
+    from orchestrator.service.queue import queue
 
-    plan, _ = _plan(options, _cluster(cluster, kind))
-    job_id = queue(plan, os.environ)
-    return JobHandle(job_id=job_id, job_dir=plan.job_dir, executor="slurm")
+    queued = queue(_plan(options, _cluster(cluster, kind)), os.environ)
+    return JobHandle(job_id=queued.job_id, job_dir=queued.job_dir, executor="slurm")
 
 
 def run(job: str | Path | None = None, *, nodes: int | None = None, gpus: int | None = None,
@@ -207,43 +204,39 @@ def sweep(job: str | Path, grid: Sequence[Mapping[str, Any]], *, nodes: int | No
     options = _options(job, nodes, gpus, common)
     if kind == "local":
         return _queue_local(options, _cluster(cluster, kind), grid)
-    from orchestrator.slurm.submission import plan_array, queue_array
+    from orchestrator.service.queue import plan_sweep, queue_sweep
 
-    plan, loaded = _plan(options, _cluster(cluster, kind))
-    array = plan_array(plan, loaded, grid, throttle=throttle)
-    _, ids = queue_array(array, os.environ)
+    planned = _plan(options, _cluster(cluster, kind))
+    queued = queue_sweep(planned, plan_sweep(planned, grid, throttle=throttle), os.environ)
     return [JobHandle(job_id=job_id, job_dir=element.job_dir, executor="slurm")
-            for job_id, element in zip(ids, array.elements, strict=True)]
+            for job_id, element in zip(queued.ids, queued.elements, strict=True)]
 
 
 def _request(options: SubmitOptions, cluster: Cluster | None) -> tuple[SubmitRequest, LoadedJob]:
-    """build_request as ``orch submit`` calls it: the doctor also leaves out cluster.yaml's doctor.ignore."""
-    from dataclasses import replace
+    """The request ``orch submit`` makes of the same options (the doctor also leaves out cluster.yaml's
+    doctor.ignore): :func:`orchestrator.service.request.request_of`."""
+    from orchestrator.service.request import request_of, with_cluster
 
-    from orchestrator.slurm.submission import build_request
-
-    if cluster is not None and cluster.doctor.ignore:
-        options = replace(options, ignore=[*options.ignore, *cluster.doctor.ignore])
-    return build_request(options, cwd=Path.cwd(), environ=os.environ, search=[Path(p) for p in sys.path if p])
+    asked = request_of(with_cluster(options, cluster), cwd=Path.cwd(), environ=os.environ,
+                       search=[Path(p) for p in sys.path if p])
+    return asked.request, asked.loaded
 
 
-def _plan(options: SubmitOptions, cluster: Cluster | None) -> tuple[SubmitPlan, LoadedJob]:
-    """The plan ``orch submit`` makes for the same options (:func:`orchestrator.slurm.submission.build_request`)."""
-    from orchestrator.slurm.submission import data_dir_problem, new_plan
+def _plan(options: SubmitOptions, cluster: Cluster | None) -> Planned:
+    """The plan ``orch submit`` makes for the same options (:func:`orchestrator.service.plan.prepare`), a job
+    without its data directory refused before anything is written."""
+    from orchestrator.service.plan import prepare
 
     assert cluster is not None  # find_cluster(required=True) raised otherwise
-    request, loaded = _request(options, cluster)
-    plan = new_plan(request, cluster, loaded, Path.cwd())
-    problem = data_dir_problem(loaded.spec.name, loaded.spec.needs_data, plan.request.data_dir)
-    if problem is not None:  # as orch submit: refused before anything is written
-        raise problem
-    return plan, loaded
+    planned = prepare(options, cluster, Path.cwd())
+    planned.check_data()
+    return planned
 
 
 def _options(job: str | Path | None, nodes: int | None, gpus: int | None,
              keywords: Mapping[str, Any]) -> SubmitOptions:
     """Keyword arguments -> submit options: request fields by name, the rest hyperparameters."""
-    from orchestrator.slurm.submission import SubmitOptions
+    from orchestrator.service.request import SubmitOptions
 
     fields = {k: v for k, v in keywords.items() if k in REQUEST_FIELDS}
     params = {k: v for k, v in keywords.items() if k not in REQUEST_FIELDS}
@@ -254,9 +247,9 @@ def _options(job: str | Path | None, nodes: int | None, gpus: int | None,
 
 
 def _cluster(cluster: str | Path | Cluster | None, kind: Literal["slurm", "local"]) -> Cluster | None:
-    if isinstance(cluster, Cluster):
-        return cluster
-    return find_cluster(cluster, os.environ, Path.cwd(), required=kind == "slurm")
+    from orchestrator.service.request import cluster_of
+
+    return cluster_of(cluster, Path.cwd(), required=kind == "slurm")
 
 
 def _pick_executor(executor: str) -> Literal["slurm", "local"]:

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
-from orchestrator.records.cache import find_cluster
 from orchestrator.service.jobs import Scope
-from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.options import BY_NAME, EXEC, GROUPS, JOB_HELP, SUBMIT, Option, options_of
 
 
@@ -123,12 +119,6 @@ def restarts_note(max_restarts: int, spare_nodes: int = 0) -> str:
               if spare_nodes else "; a failure blamed on a node: the job is submitted again without it")
     return (f"# restarts: a failed training step is restarted up to {max_restarts} time(s) in the allocation "
             f"from the newest checkpoint (attempts.json){spares}\n")
-
-
-def cluster_from_args(args: argparse.Namespace) -> Cluster:
-    cluster = find_cluster(getattr(args, "cluster", None), os.environ, Path.cwd())
-    assert cluster is not None  # required: a missing file raised
-    return cluster
 
 
 def print_json(data: Any) -> None:

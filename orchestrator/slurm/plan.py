@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -44,6 +44,7 @@ from orchestrator.spec.containers import ContainerPlan, resolve_container
 from orchestrator.spec.extras import merge_sbatch, placement
 from orchestrator.spec.framework import check_layout, with_environment
 from orchestrator.spec.job import BUILTIN_JOBS_DIR, LoadedJob, Resources, make_params
+from orchestrator.spec.launch import Launch
 from orchestrator.spec.runconfig import NodeChoice, Preflight, RunConfig
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.snapshot import takes_snapshot
@@ -52,8 +53,8 @@ from orchestrator.spec.umask import script_umask
 # The dry run has no job id yet; ranks and MASTER_PORT are shown as derived for this one. The real
 # port is derived the same way from the real job id (and SLURM_RESTART_COUNT) inside the batch step.
 DRY_RUN_JOB_ID = "12345"
-__all__ = ["DRY_RUN_JOB_ID", "RankRow", "SubmitPlan", "SubmitRequest", "build_plan", "folder_name", "make_request",
-           "simulate_ranks", "write_job_dir"]
+__all__ = ["DRY_RUN_JOB_ID", "RankRow", "Resolved", "SubmitPlan", "SubmitRequest", "build_plan", "folder_name",
+           "make_request", "resolve", "simulate_ranks", "write_job_dir"]
 
 
 class SubmitRequest(BaseModel):
@@ -134,21 +135,56 @@ class SubmitPlan:
     assumed_job_id: str = DRY_RUN_JOB_ID
     resources: str | None = None  # "2 nodes x 8 GPUs (all of partition gpu's; ...)" when orch chose them
     left_out: Any = None  # slurm.nodememory.LeftOut: the nodes recorded as bad that --exclude gained
+    resolved: Resolved | None = None  # the values the gate, the bad-node exclusion and this plan read
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The request's values settled once, before anything reads them: the doctor gate (a script's), the bad-node
+    exclusion (``slurm/nodememory.py``) and :func:`build_plan` read these, never the flags again."""
+
+    nodes: int  # --nodes, else the job's (a script's: 1)
+    partition: str | None  # --partition, else the job's (None: cluster.yaml's default partition)
+    gpus: int | None  # --gpus as asked (None: the job file's, or a script's all of the partition's: the plan's)
+    gpus_per_task: int | None  # --gpus-per-task as asked
+    launch: Launch | None = None  # a script's launch style, as the doctor gate settled it (None: a job file)
+
+
+class Asked(Protocol):
+    """What :func:`resolve` reads of the submit options or a request."""
+
+    @property
+    def nodes(self) -> int | None: ...
+    @property
+    def partition(self) -> str | None: ...
+    @property
+    def gpus(self) -> int | None: ...
+    @property
+    def gpus_per_task(self) -> int | None: ...
+
+
+def resolve(asked: Asked, resources: Resources, launch: Launch | None = None) -> Resolved:
+    """The one rule for which value wins (``asked``: anything with ``nodes``, ``partition``, ``gpus`` and
+    ``gpus_per_task``, the submit options or a request): the one asked for, else the job's ``resources``."""
+    return Resolved(nodes=nodes_wanted(asked.nodes, resources), partition=asked.partition or resources.partition,
+                    gpus=asked.gpus, gpus_per_task=asked.gpus_per_task, launch=launch)
 
 
 def nodes_wanted(asked: int | None, resources: Resources) -> int:
-    """Which ``--nodes`` wins: the one asked for (``--nodes``, ``nodes=``), else the job's. The one rule for the
-    doctor gate, the bad-node exclusion (``submission.new_plan``) and the plan."""
+    """Which ``--nodes`` wins: the one asked for (``--nodes``, ``nodes=``), else the job's (:func:`resolve`)."""
     return asked if asked is not None else resources.nodes
 
 
 def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, *, python: str,
-               now: datetime, token: str, job_root: Path) -> SubmitPlan:
-    """Resolve, validate, render and simulate (pure). Raises ConfigError naming the field and the fix."""
+               now: datetime, token: str, job_root: Path, resolved: Resolved | None = None) -> SubmitPlan:
+    """Resolve, validate, render and simulate (pure). Raises ConfigError naming the field and the fix.
+    ``resolved``: the values the submit settled (None: settled here from the request, :func:`resolve`)."""
     spec, res = loaded_job.spec, loaded_job.spec.resources
-    partition = cluster.partition(request.partition or res.partition)
+    if resolved is None:
+        resolved = resolve(request, res, request.script.launch if request.script is not None else None)
+    partition = cluster.partition(resolved.partition)
     hosts = hostlist.expand(partition.nodes)
-    nodes = nodes_wanted(request.nodes, res)
+    nodes = resolved.nodes
     gpus, asked_tasks, defaulted = default_gpus(request, res.gpus, partition)
     spares = request.spare_nodes or 0
     check_nodes(nodes + spares, len(hosts), partition)
@@ -228,7 +264,7 @@ def build_plan(request: SubmitRequest, cluster: Cluster, loaded_job: LoadedJob, 
     head = context.master_addr or placed[0]
     ranks = simulate_ranks(placed, tasks, gpus, head, launcher.port_range, gpus_per_task=per_task)
     return SubmitPlan(request=request, script=script, ranks=ranks, run_config=run_config, job_dir=job_dir,
-                      context=context, resources=resources_line(nodes, gpus, tasks, defaulted))
+                      context=context, resources=resources_line(nodes, gpus, tasks, defaulted), resolved=resolved)
 
 
 def simulate_ranks(hosts: list[str], tasks_per_node: int, gpus_per_node: int, master_addr: str,

@@ -1,9 +1,9 @@
-"""The one path to sbatch, shared by ``orch submit`` and the Python API (:mod:`orchestrator.api`).
+"""The one path to sbatch, under ``orch submit``, the Python API and ``orch mcp`` (through
+:mod:`orchestrator.service.queue`; the options become a plan in :mod:`orchestrator.service.plan`).
 
-Plan (pure): a request, the cluster and the job give a :class:`~orchestrator.slurm.plan.SubmitPlan`
-(``plan.build_plan``); a sweep gives an :class:`ArrayPlan`: the same script with ``--array`` and one
-``job.json`` per element, in the element folder ``<job folder>/<index>`` (see :mod:`orchestrator.records.jobdirs`).
-:func:`new_plan` supplies what the pure planner must not look up itself (time, token, python, job root).
+Sweep (pure): a :class:`~orchestrator.slurm.plan.SubmitPlan` and a grid give an :class:`ArrayPlan`: the same
+script with ``--array`` and one ``job.json`` per element, in the element folder ``<job folder>/<index>`` (see
+:mod:`orchestrator.records.jobdirs`).
 
 Queue (the edge): check ``launcher.pass_env``, write the job folder, ``sbatch`` the script that the
 plan holds (the dry run's script, byte for byte), record the job id, or sbatch's refusal in
@@ -15,23 +15,18 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import os
-import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
-from datetime import datetime, timezone
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from orchestrator.errors import ConfigError, SlurmError
 from orchestrator.records.atomic import write_private
-from orchestrator.records.codetrust import check_launch
 from orchestrator.records.jobdirs import (
     ARRAY_FILE,
     create_job_dir,
     element_dir,
     filling,
-    job_root,
     make_private_dir,
     write_config,
     write_job_dir,
@@ -40,7 +35,7 @@ from orchestrator.records.jobdirs import (
 from orchestrator.records.jobindex import now_text
 from orchestrator.records.snapshots.store import snapshot_config
 from orchestrator.records.trust import fs_error, make_job_root
-from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request, nodes_wanted
+from orchestrator.slurm.plan import SubmitPlan
 from orchestrator.slurm.render import render_script
 from orchestrator.slurm.tracking import (
     deferred_signals,
@@ -51,11 +46,7 @@ from orchestrator.slurm.tracking import (
     write_token,
 )
 from orchestrator.spec.bounds import BOUNDS, MAX_ARRAY_SIZE
-from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, resolve_data_dir
-
-if TYPE_CHECKING:
-    from orchestrator.doctor.findings import Finding
-from orchestrator.spec.job import LoadedJob, Resources, make_params, parse_overrides
+from orchestrator.spec.job import LoadedJob, make_params, parse_overrides
 from orchestrator.spec.runconfig import JOB_ID_FILE, SCRIPT_FILE, SUBMIT_ERROR_FILE, RunConfig
 
 log = logging.getLogger(__name__)
@@ -89,159 +80,6 @@ class ArrayPlan:
     @property
     def job_dir(self) -> Path:
         return self.plan.job_dir
-
-
-@dataclass(frozen=True)
-class SubmitOptions:
-    """Everything ``orch submit`` accepts, by its flags' names; the Python API takes the same keywords (the
-    fields are those of :mod:`orchestrator.spec.options` with ``request``: tests/spec/test_options.py).
-
-    ``overrides``: the command line's ``key=value`` strings, or a mapping of typed values (Python).
-    ``sbatch_args``: ``--sbatch-arg`` items (``KEY=VALUE`` / ``KEY``), or a mapping (``True``/None: a flag).
-    ``env``: ``--env`` items (``KEY=VALUE``), or a mapping.
-    """
-
-    job: str | None = None
-    module: str | None = None
-    script_args: Sequence[str] | None = None  # what followed ``--`` (None: no ``--``)
-    overrides: Sequence[str] | Mapping[str, Any] = ()
-    nodes: int | None = None
-    gpus: int | None = None
-    gpus_per_task: int | None = None
-    ntasks_per_node: int | None = None
-    cpus_per_task: int | None = None
-    partition: str | None = None
-    time: str | None = None
-    job_name: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    constraint: str | None = None
-    exclusive: bool | None = None
-    nodelist: str | None = None
-    exclude: str | None = None
-    reservation: str | None = None
-    dependency: str | None = None
-    mail_type: str | None = None
-    mail_user: str | None = None
-    sbatch_args: Sequence[str] | Mapping[str, str | bool | None] = ()
-    env: Sequence[str] | Mapping[str, str] = ()
-    pass_env: Sequence[str] = ()  # names of variables the job takes from this environment (values never written)
-    container_runtime: str | None = None
-    container_image: str | None = None
-    container_mounts: Sequence[str] = field(default_factory=tuple)
-    preflight: str | None = None  # "stop", "exclude", "off" (None: launcher.preflight of cluster.yaml)
-    max_restarts: int | None = None  # restarts inside the allocation (None: launcher.max_restarts)
-    spare_nodes: int | None = None  # nodes allocated beyond `nodes` for those restarts
-    world_check: str | None = None  # "warn", "strict", "independent" (None: launcher.world_check of cluster.yaml)
-    collective_timeout: int | None = None  # seconds a collective waits (None: launcher.collective_timeout)
-    templates: str | Path | None = None
-    data_dir: str | Path | None = None
-    no_check: bool = False  # launch a script even when orch doctor finds errors in it (they are still shown)
-    ignore: Sequence[str] = ()  # orch doctor codes not reported (--ignore, cluster.yaml's doctor.ignore)
-    no_snapshot: bool = False  # run the files in place, not a copy taken at submit (docs/snapshots.md)
-    launch: str | None = None  # how a script's ranks start (orchestrator.spec.launch; None/"auto": read the script)
-
-
-OPTION_NAMES = tuple(f.name for f in fields(SubmitOptions))
-
-
-def build_request(options: SubmitOptions, *, cwd: Path, environ: Mapping[str, str],
-                  search: Sequence[Path], dry_run: bool = False,
-                  findings: list[Finding] | None = None) -> tuple[SubmitRequest, LoadedJob]:
-    """The one translation of submit options into a validated request and its job (CLI and API alike).
-
-    Resolves a script or ``-m`` module (``search``: where modules are looked for after ``cwd``) and
-    runs ``orch doctor`` on a script (its errors refuse it unless ``no_check`` or ``dry_run``: then
-    they are only shown; ``findings``, when given, receives them), else loads the job file. ConfigError
-    names the field.
-    """
-    from orchestrator.spec.doctorcodes import parse_codes
-    from orchestrator.spec.extras import NAMED_OPTIONS, parse_env_args, parse_pass_env, parse_sbatch_args
-    from orchestrator.spec.job import load_job
-    from orchestrator.spec.launch import check_style
-    from orchestrator.spec.script import resolve_target, script_job
-
-    raw = options.overrides
-    items = [f"{k}={v}" for k, v in raw.items()] if isinstance(raw, Mapping) else list(raw)
-    target = resolve_target(options.job, options.module, options.script_args, items, cwd, search)
-    if target is None and not options.job:
-        raise ConfigError("orch submit needs a JOB, a script or -m MODULE", hint="e.g. orch submit mnist --nodes 2")
-    check_launch(options.job, target, environ=environ, cwd=cwd, templates=options.templates)  # before any import
-    asked = check_style(options.launch, script=target is not None)
-    if target is not None:
-        from orchestrator.doctor.gate import check_script  # a job file: the doctor stays unimported
-
-        found, style = check_script(target, refuse=not (options.no_check or dry_run), ignore=parse_codes(
-            options.ignore, "--ignore"), would_refuse="orch submit" if dry_run and not options.no_check else None,
-            launch=asked, nodes=nodes_wanted(options.nodes, Resources()),  # a script's: script_job's defaults
-            gpus_per_task=options.gpus_per_task, gpus=options.gpus)
-        from orchestrator.doctor.frameworks import script_frameworks
-
-        target = target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})
-        if findings is not None:
-            findings.extend(found)
-    loaded = script_job(target) if target is not None else load_job(str(options.job), environ, cwd)
-    named = {dest: getattr(options, dest) for dest in NAMED_OPTIONS}
-    sbatch_items = (_items(options.sbatch_args, flag=True) if isinstance(options.sbatch_args, Mapping)
-                    else list(options.sbatch_args))
-    env_items = _items(options.env) if isinstance(options.env, Mapping) else list(options.env)
-    templates = str(options.templates) if options.templates else None
-    request = make_request({
-        "script": target, "gpus_per_task": options.gpus_per_task,
-        "sbatch_extra": parse_sbatch_args(named, sbatch_items),
-        "env": parse_env_args(env_items), "pass_env": parse_pass_env([options.pass_env] if isinstance(
-            options.pass_env, str) else list(options.pass_env)),
-        "snapshot": False if options.no_snapshot else None,
-        "container_runtime": options.container_runtime, "container_image": options.container_image,
-        "container_mounts": list(options.container_mounts), "preflight": options.preflight,
-        "max_restarts": options.max_restarts, "spare_nodes": options.spare_nodes, "world_check": options.world_check,
-        "collective_timeout": options.collective_timeout,
-        "job": options.job if options.job is not None else f"-m {options.module}",
-        "nodes": options.nodes, "gpus": options.gpus, "ntasks_per_node": options.ntasks_per_node,
-        "cpus_per_task": options.cpus_per_task, "partition": options.partition, "time": options.time,
-        "job_name": options.job_name, "account": options.account, "qos": options.qos,
-        "overrides": dict(raw) if isinstance(raw, Mapping) else parse_overrides(items),
-        "templates": os.path.normpath(cwd / Path(templates).expanduser()) if templates else None,
-        "data_dir": resolve_data_dir(options.data_dir, environ, cwd),
-    })
-    return request, loaded
-
-
-def submit_options(values: Mapping[str, Any]) -> SubmitOptions:
-    """``orch submit``'s parsed arguments (``vars(args)``) as options, each by its argparse dest (the table of
-    :mod:`orchestrator.spec.options`: ``--sbatch-arg`` -> ``sbatch_args``)."""
-    from orchestrator.spec.options import BY_NAME
-
-    picked = {name: values[BY_NAME[name].key] for name in OPTION_NAMES if values.get(BY_NAME[name].key) is not None}
-    return SubmitOptions(**picked)
-
-
-def _items(mapping: Mapping[str, Any], *, flag: bool = False) -> list[str]:
-    """A mapping as command-line items: ``KEY=VALUE``, or ``KEY`` alone for a flag (True/None)."""
-    out = []
-    for key, value in mapping.items():
-        if value is False and flag:
-            continue
-        out.append(key if flag and (value is True or value is None) else f"{key}={value}")
-    return out
-
-
-def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: Path, *,
-             now: datetime | None = None, token: str | None = None) -> SubmitPlan:
-    """``build_plan`` with this moment's values: now (in UTC, whatever TZ says), a random token, the python of
-    ``launcher.python`` (else this one) and the job root resolved against ``cwd``. ``now`` and ``token``
-    given: the plan made with them before, again (``orch mcp``'s submit of a stored plan)."""
-    from orchestrator.slurm.nodememory import leave_out
-
-    root = Path(os.path.normpath(cwd / job_root(cluster)))
-    # nodes recorded as bad within launcher.bad_node_ttl join --exclude (slurm/nodememory.py)
-    extra, left_out = leave_out(request.sbatch_extra, cluster, request.partition or loaded.spec.resources.partition,
-                                nodes_wanted(request.nodes, loaded.spec.resources), root)
-    if extra != request.sbatch_extra:
-        request = request.model_copy(update={"sbatch_extra": extra})
-    plan = build_plan(request, cluster, loaded, python=cluster.launcher.python or sys.executable,
-                      now=now or datetime.now(timezone.utc), token=token or os.urandom(3).hex(), job_root=root)
-    return replace(plan, left_out=left_out)
 
 
 def parse_sweep(axes: Sequence[str]) -> list[dict[str, str]]:
@@ -294,17 +132,6 @@ def plan_array(plan: SubmitPlan, loaded: LoadedJob, grid: Sequence[Mapping[str, 
         elements.append(Element(index=index, overrides=dict(entry), run_config=config))
     return ArrayPlan(plan=replace(plan, script=script, context=context), elements=tuple(elements),
                      throttle=throttle)
-
-
-def data_dir_problem(job_name: str, needs_data: bool, data_dir: str | None) -> ConfigError | None:
-    """A job that reads a dataset needs an existing data directory (checked here, not hours later)."""
-    if data_dir is not None and not Path(data_dir).is_dir():
-        return ConfigError(f"the data directory {data_dir} does not exist",
-                           hint=f"pass --data-dir DIR (or set {DATA_DIR_ENV_VAR}) with an existing folder")
-    if needs_data and data_dir is None:
-        return ConfigError(f"job {job_name} needs a data directory, and none was given",
-                           hint=f"pass --data-dir DIR or set {DATA_DIR_ENV_VAR}=DIR")
-    return None
 
 
 def check_pass_env(names: Sequence[str], environ: Mapping[str, str]) -> None:

@@ -45,6 +45,7 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "commands/nodes.py": "orch nodes: tests/records/restarts/test_badnodes.py",
     "commands/_mcp_server.py": "the MCP server over stdio, driven by the SDK's client: tests/commands/test_mcp.py",
     "commands/run.py": "orch run: tests/local/test_runner.py and the rest of tests/local/",
+    "service/planstore.py": "orch mcp's plan and submit tools over it: tests/commands/test_mcp_plan.py",
     "service/localjobs.py": "the API's local mode (real runs through submitit): tests/commands/test_api.py",
     "commands/tb.py": "tests/commands/test_plot_compare_tb.py",
     "doctor/analysis.py": "the doctor's corpus: tests/doctor/test_doctor.py, tests/doctor/test_real_corpus.py",
@@ -101,7 +102,7 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "slurm/nodememory.py": "bad nodes left out: tests/records/restarts/test_badnodes.py",
     "slurm/resources.py": "resolved in the plan: tests/slurm/test_slurm_plan.py, test_slurm_plan_limits.py",
     "slurm/shellctx.py": "the shell contexts of the templates: tests/slurm/test_templating.py",
-    "slurm/submission.py": ("sbatch and the folder it writes: "
+    "slurm/submission.py": ("sbatch and the folder it writes: tests/service/test_queue.py, "
                             "tests/commands/test_submit.py, tests/slurm/test_slurm_tracking.py"),
     "spec/containers.py": "apptainer and pyxis scripts: tests/slurm/test_render_script.py",
     "spec/doctorcodes.py": "the doctor's codes and their policy: tests/doctor/test_doctor_project.py",

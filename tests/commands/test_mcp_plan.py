@@ -81,7 +81,7 @@ def test_code_changed_between_the_check_and_the_snapshot_is_not_queued(
     (here: the comparison made to pass) is caught when the snapshot is taken, before sbatch."""
     planned = _plan(tmp_path, project)
     (project / "ddp_model.py").write_text((project / "ddp_model.py").read_text() + "\n# edited late\n")
-    monkeypatch.setattr("orchestrator.commands._mcp_plan.fingerprint", lambda *_: planned["inputs"])
+    monkeypatch.setattr("orchestrator.service.planstore.fingerprint", lambda *_: planned["inputs"])
     with pytest.raises(OrchError, match=r"stale: .*the code, while the submit took its snapshot"):
         submit_plan(_settings(tmp_path), str(planned["plan_id"]))
     assert stubs.records("sbatch") == [] and plans.submitted_as(str(planned["plan_id"])) is None
@@ -161,6 +161,6 @@ def test_every_plan_option_is_an_orch_submit_option() -> None:
     from dataclasses import fields
 
     from orchestrator.commands._mcp_plan import PlanInput
-    from orchestrator.slurm.submission import SubmitOptions
+    from orchestrator.service.request import SubmitOptions
 
     assert set(PlanInput.model_fields) <= {f.name for f in fields(SubmitOptions)}

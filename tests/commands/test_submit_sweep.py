@@ -245,7 +245,7 @@ def test_api_takes_a_module_and_refuses_what_orch_submit_refuses(env: dict[str, 
 
 
 def test_api_request_fields_are_orch_submits_options() -> None:
-    from orchestrator.slurm.submission import OPTION_NAMES
+    from orchestrator.service.request import OPTION_NAMES
 
     assert set(api.REQUEST_FIELDS) == set(OPTION_NAMES) - {"job", "nodes", "gpus", "overrides"}
 

@@ -13,7 +13,7 @@ from orchestrator import api
 from orchestrator.cli import build_parser
 from orchestrator.commands._common import add_options
 from orchestrator.commands._mcp_plan import PlanInput, plan_signature
-from orchestrator.slurm.submission import SubmitOptions, submit_options
+from orchestrator.service.request import SubmitOptions, submit_options
 from orchestrator.spec.options import (
     API,
     BY_NAME,
