@@ -49,7 +49,7 @@ class StoredPlan(BaseModel):
     created: str
     cwd: str
     cluster_file: str
-    options: dict[str, Any] = Field(description="orchestrator.slurm.submission.SubmitOptions' fields")
+    options: dict[str, Any] = Field(description="orchestrator.service.request.SubmitOptions' fields")
     now: str = Field(description="the planned job folder's time (ISO 8601, UTC)")
     token: str = Field(description="the planned job folder's random suffix")
     script: str

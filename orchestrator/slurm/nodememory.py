@@ -1,7 +1,7 @@
 """The memory of bad nodes at work: ``orch submit`` leaves out the nodes recorded within
 ``launcher.bad_node_ttl``, and a failed job's evidence is recorded.
 
-- :func:`leave_out` (``submission.new_plan``, so the CLI and the API alike): the active records of the
+- :func:`leave_out` (``service/plan.py`` new_plan, so the CLI, the API and orch mcp alike): the active records of the
   job root (``records.restarts.badnodes``) on the job's partition join the request's ``--exclude``; the plan
   says which and why (the dry run prints it). A node the user names in ``--nodelist`` is kept (the
   user's word wins, and the dry run says so); when leaving the nodes out would leave too few, the

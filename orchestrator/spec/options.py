@@ -6,7 +6,7 @@ it (``kind``), metavar, choices, default, help, the verbs that take it, and the 
 on ``orch submit``. From it come the verbs' argparse flags (``commands/_common.py``), the API's request
 keywords (``api.REQUEST_FIELDS``), the MCP plan tool's input model and signature (``commands/_mcp_plan.py``)
 and the options table of docs/cli.md (:func:`markdown_table`, written by ``scripts/docs_tables.py``);
-``SubmitOptions`` (``slurm/submission.py``) is tested equal to it (tests/spec/test_options.py).
+``SubmitOptions`` (``service/request.py``) is tested equal to it (tests/spec/test_options.py).
 
 The table's order is the order each verb's ``--help`` lists its options in (``place``: where a verb lists
 one elsewhere).
