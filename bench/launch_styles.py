@@ -3,7 +3,7 @@ whether orch would start it as written: the table docs/bring-your-own-script.md 
 
 Run: .venv/bin/python bench/launch_styles.py [--scripts]
 Each entry file is checked as ``orch submit`` checks it (``orchestrator.doctor.gate``'s reading: the doctor's
-findings, the style they decide, the findings the style answers); a script is "refused" when an error is
+findings, the style the script's facts decide, the findings the style answers); a script is "refused" when an error is
 left (the submit would stop before the queue), on one node and on two. ``--scripts`` lists every script
 with its style and reason.
 """
@@ -19,6 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from orchestrator import launchstyles  # noqa: E402
 from orchestrator.doctor import launchstyle  # noqa: E402
 from orchestrator.doctor.check import check_file  # noqa: E402
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped  # noqa: E402
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> int:
             rows.append((name, "unread", str(exc)[:60]))
             styles["unread"] += 1
             continue
-        launch = launchstyle.detect(path, found)
+        launch = launchstyles.detect(launchstyles.read(path))
         styles[launch.style] += 1
         for nodes, counts in refused.items():
             if any(f.severity == "error" for f in launchstyle.answered(launch, found, nodes)):

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator import launchstyles
 from orchestrator.commands._common import (
     add_cluster_argument,
     add_ignore_argument,
@@ -19,7 +20,7 @@ from orchestrator.doctor.check import dedupe
 from orchestrator.doctor.feasibility import across_nodes
 from orchestrator.doctor.findings import DoctorSkipped
 from orchestrator.doctor.frameworks import read_frameworks
-from orchestrator.doctor.launchstyle import ANSWERS, answered, detect
+from orchestrator.doctor.launchstyle import ANSWERS, answered
 from orchestrator.doctor.layouts import Asked, layout_lines
 from orchestrator.service.jobs import cluster_or_none
 from orchestrator.spec.doctorcodes import parse_codes
@@ -70,7 +71,7 @@ def check_files(args: argparse.Namespace, layout_errors: list[str] | None = None
         except DoctorInputError as exc:
             unreadable.append(exc)
             continue
-        launch = detect(Path(path), found)
+        launch = launchstyles.detect(launchstyles.read(Path(path)))
         if launch.how == "detected":  # orch run and orch submit start it in its style: say what they would
             found = answered(launch, found)
             notes.append(launch_note(path, launch))

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.doctor.analysis import FRAMEWORK_SETUP, Analysis
+from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.frameworks import QUALIFIED
-from orchestrator.doctor.names import last_name
+from orchestrator.source.analysis import FRAMEWORK_SETUP
+from orchestrator.source.names import last_name
 
 _BINDERS = frozenset(q for q, framework in QUALIFIED.items() if framework in ("lightning", "fabric", "accelerate"))
 _DEVICES = frozenset({"accelerate.Accelerator.device", "lightning.fabric.Fabric.device"})

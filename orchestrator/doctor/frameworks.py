@@ -38,7 +38,7 @@ def read_frameworks(path: Path) -> list[Framework]:
     """The frameworks of the script at ``path`` and of the project modules it reaches (a Fabric loop in
     ``loop.py``: ``projectfiles.py``), in the order they first show, each with the file and line that showed it
     (none when the script cannot be read)."""
-    from orchestrator.doctor.projectfiles import project_files  # the doctor's reading, only when asked
+    from orchestrator.source.projectfiles import project_files  # the doctor's reading, only when asked
 
     found: dict[str, Framework] = {}
     for source in project_files(path):

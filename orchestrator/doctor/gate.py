@@ -7,6 +7,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from orchestrator import launchstyles
 from orchestrator.doctor import launchstyle
 from orchestrator.doctor.check import check_files, dedupe
 from orchestrator.doctor.feasibility import across_nodes, layout_hint
@@ -71,7 +72,7 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
                  nodes: int = 1, gpus_per_task: int | None = None,
                  gpus: int | None = None) -> tuple[list[Finding], Launch]:
     """``gate`` for what ``orch submit``/``orch run`` were given, and the launch style it runs in
-    (``launch``: ``--launch``; ``auto`` reads the script, ``orchestrator.doctor.launchstyle``): a
+    (``launch``: ``--launch``; ``auto`` reads the script's facts, ``orchestrator.launchstyles``): a
     ``train.py`` is checked (findings on stderr: stdout stays the dry run's script or JSON); ``-m
     package.module`` is checked when it is a file of the working directory's project (an installed module is
     not: which file runs is only known where it runs). The finding the style answers is not shown; ``nodes``:
@@ -83,9 +84,9 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
 
     path = Path(target.target) if target.kind == "script" else find_module(target.target, [Path(target.cwd)])
     if path is None:
-        return [], launchstyle.choose(launch, None, [])
+        return [], launchstyles.choose(launch, None)
     found = checked([path], sys.stderr)
-    chosen = launchstyle.choose(launch, path, found)
+    chosen = launchstyles.choose(launch, path)
     kept = report(across_nodes(launchstyle.answered(chosen, found, nodes), nodes, gpus), [path], sys.stderr,
                   refuse=refuse, ignore=ignore, would_refuse=would_refuse)
     for warning in (gpus_per_task_warning(path, gpus_per_task), placeholder_warning(path, chosen, target.args)):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.check import read_script
-from orchestrator.doctor.ranks import LOCAL_NAMES
 from orchestrator.doctor.rules_devices import device_args
 from orchestrator.errors import OrchError
+from orchestrator.source.ranks import LOCAL_NAMES
 
 _MAX_DEPTH = 8
 # Frameworks that put each process on cuda:LOCAL_RANK themselves (Accelerate's PartialState; the HF Trainer

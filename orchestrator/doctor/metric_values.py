@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from orchestrator.doctor.analysis import Analysis
-from orchestrator.doctor.names import last_name
+from orchestrator.source.names import last_name
 
 
 def is_counter(a: Analysis, name: ast.Name) -> bool:

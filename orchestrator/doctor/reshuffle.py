@@ -14,8 +14,8 @@ from __future__ import annotations
 import ast
 
 from orchestrator.doctor.analysis import Analysis
-from orchestrator.doctor.flow import Site
-from orchestrator.doctor.names import last_name
+from orchestrator.source.flow import Site
+from orchestrator.source.names import last_name
 
 # Calls that draw a new order, and calls that seed the ones after them: reseeded per epoch, their arguments (or
 # their receiver's: ``np.random.RandomState(epoch).permutation(n)``) carry the epoch.

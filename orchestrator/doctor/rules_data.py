@@ -6,12 +6,13 @@ import ast
 import re
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import INIT, WRAPPERS, Analysis
+from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.flow import Site
-from orchestrator.doctor.names import dotted, last_name
 from orchestrator.doctor.reshuffle import reshuffled_each_epoch
+from orchestrator.source.analysis import INIT, WRAPPERS
+from orchestrator.source.flow import Site
+from orchestrator.source.names import dotted, last_name
 
 _PLAIN_SAMPLERS = frozenset({"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"})
 _SELF_SHARDING = ("use_ddp", "distributed")

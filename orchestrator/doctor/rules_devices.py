@@ -7,19 +7,21 @@ import ast
 import re
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import INIT, SET_DEVICE, WRAPPERS, Analysis
+from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.flow import Site
 from orchestrator.doctor.frameworkdevice import framework_binder
-from orchestrator.doctor.names import last_name
-from orchestrator.doctor.ranks import DeviceKind
+from orchestrator.source.analysis import INIT, SET_DEVICE, WRAPPERS
+from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.flow import Site
+from orchestrator.source.names import last_name
+from orchestrator.source.ranks import DeviceKind
 
 
 def _kw(call: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
-def device_args(a: Analysis, site: Site) -> list[ast.expr]:
+def device_args(a: Reading, site: Site) -> list[ast.expr]:
     """The expressions a call uses to pick a device: ``.to(x)``, ``.cuda(x)``, ``set_device(x)``,
     ``torch.device(...)``, ``DDP(device_ids=[x])``, ``device=x``."""
     call, func = site.call, site.call.func
@@ -41,7 +43,7 @@ def device_args(a: Analysis, site: Site) -> list[ast.expr]:
     return found
 
 
-def _cuda_use(a: Analysis, site: Site) -> DeviceKind | None:
+def _cuda_use(a: Reading, site: Site) -> DeviceKind | None:
     """How ``site`` puts something on a GPU (building a ``torch.device`` touches no GPU: not a use)."""
     func = site.call.func
     if site.qual in SET_DEVICE or site.qual == "torch.device":
@@ -56,7 +58,7 @@ def _cuda_use(a: Analysis, site: Site) -> DeviceKind | None:
     return "index" if "index" in kinds else None
 
 
-def _backends(a: Analysis) -> list[str | None]:
+def _backends(a: Reading) -> list[str | None]:
     found: list[str | None] = []
     for site in a.sites(INIT):
         value = site.call.args[0] if site.call.args else _kw(site.call, "backend")
@@ -64,12 +66,12 @@ def _backends(a: Analysis) -> list[str | None]:
     return found
 
 
-def _cpu_backend_only(a: Analysis) -> bool:
+def _cpu_backend_only(a: Reading) -> bool:
     backends = _backends(a)
     return bool(backends) and all(b is not None and "nccl" not in b for b in backends)
 
 
-def _sets_visible_devices(a: Analysis) -> bool:
+def _sets_visible_devices(a: Reading) -> bool:
     for node in a.module.nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -81,7 +83,7 @@ def _sets_visible_devices(a: Analysis) -> bool:
 _CONTEXTS = frozenset({"torch.cuda.device", "torch.accelerator.device_index"})
 
 
-def _bare_context(a: Analysis, site: Site) -> bool:
+def _bare_context(a: Reading, site: Site) -> bool:
     """``torch.cuda.device(i)`` as a statement of its own: the context manager is built, never entered."""
     return site.qual in _CONTEXTS and isinstance(a.module.parents.get(site.call), ast.Expr)
 
@@ -135,7 +137,7 @@ _DIST_SETUP = re.compile(r"init_dist|dist_init|distributed_init|setup_dist|init_
                          re.IGNORECASE)
 
 
-def _unseen_binder(a: Analysis, first: Site) -> bool:
+def _unseen_binder(a: Reading, first: Site) -> bool:
     """A call the doctor cannot follow that sets up distributed training before the first CUDA use: a
     package's ``init_distributed_device(args)`` (timm binds the device there) or a dispatch into a project
     module by name (``getattr(common_utils, "init_dist_%s" % launcher)(...)``)."""
@@ -175,7 +177,7 @@ def check_load(a: Analysis) -> Iterator[Finding]:
                         fact="its result is a model's state" if state else "a checkpoint by its path's name only")
 
 
-def _uses_cuda(a: Analysis) -> bool:
+def _uses_cuda(a: Reading) -> bool:
     """The file puts something on a GPU, starts an NCCL group, or calls a helper that binds a CUDA device
     (CodeT5's ``set_dist(args)``: ``torch.cuda.set_device(args.local_rank)`` in configs.py)."""
     return any(_cuda_use(a, site) for site in a.flow.sites) or (not _cpu_backend_only(a) and bool(_backends(a))) or (
@@ -185,7 +187,7 @@ def _uses_cuda(a: Analysis) -> bool:
 _CHECKPOINT = re.compile(r"ckpt|checkpoint|resume|pretrain|weight|snapshot|model|state|finetune", re.IGNORECASE)
 
 
-def _checkpoint_like(a: Analysis, expr: ast.expr | None, depth: int = 0) -> bool:
+def _checkpoint_like(a: Reading, expr: ast.expr | None, depth: int = 0) -> bool:
     """``expr`` names a checkpoint (a name or a string that says so), where tensors saved on a GPU live."""
     if expr is None or depth > 3:
         return False
@@ -200,7 +202,7 @@ def _checkpoint_like(a: Analysis, expr: ast.expr | None, depth: int = 0) -> bool
     return False
 
 
-def _loads_state(a: Analysis, call: ast.Call) -> bool:
+def _loads_state(a: Reading, call: ast.Call) -> bool:
     """``model.load_state_dict(torch.load(p))``, ``checkpoint = torch.load(p)``: a checkpoint's tensors."""
     parent = a.module.parents.get(call)
     while isinstance(parent, ast.Subscript):  # load_state_dict(torch.load(p)["model"])

@@ -21,15 +21,16 @@ import ast
 import re
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import COLLECTIVES, INIT, Analysis
+from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.flow import Site
 from orchestrator.doctor.frameworkdevice import framework_binder
-from orchestrator.doctor.names import dotted, last_name
-from orchestrator.doctor.ranks import LOCAL_ENV
+from orchestrator.launchstyles import localrank
+from orchestrator.source.analysis import COLLECTIVES, INIT
+from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.flow import Site
+from orchestrator.source.names import dotted, last_name
+from orchestrator.source.ranks import LOCAL_ENV
 
-_FLAGS = frozenset({"--local_rank", "--local-rank"})
-_VERSION = re.compile(r"version|VERSION|__version__")
 _PER_NODE = re.compile(r"(?i)local|device_count|per_node")
 
 
@@ -40,88 +41,18 @@ def _text(a: Analysis, expr: ast.expr) -> str:
 
 
 def check_legacy_local_rank(a: Analysis) -> Iterator[Finding]:
-    """DDP015 at each ``add_argument("--local_rank", ...)`` of a project that never reads LOCAL_RANK."""
-    sites = [node for node in a.module.nodes if isinstance(node, ast.Call) and _declares_flag(node)]
-    if not sites:
-        return
-    trees = _project_trees(a)
-    if not _flag_used(trees) or any(_env_use(node, tree) for tree in trees for node in ast.walk(tree)
-                                    if isinstance(node, ast.Constant) and node.value == "LOCAL_RANK"):
-        return
-    binder = framework_binder(a)  # Accelerate, Lightning, Fabric: the device and the distributed mode are theirs
-    for call in sites:
-        if _version_guarded(a, call):
-            continue
-        default = next((k.value for k in call.keywords if k.arg == "default"), None)
-        required = any(k.arg == "required" and isinstance(k.value, ast.Constant) and k.value.value
-                       for k in call.keywords)
-        what = "is required" if required else (
-            f"defaults to {ast.unparse(default)}" if default is not None else "defaults to None")
-        guess = binder is not None and not required  # what the flag still decides there is a guess
-        yield a.finding("DDP015", call, f"{ast.unparse(call.args[0])} {what} and LOCAL_RANK is never read from "
-                                        "the environment: under orch or torchrun (no flag passed) every rank "
-                                        "keeps that value; local_rank = int(os.environ.get(\"LOCAL_RANK\", "
-                                        "args.local_rank))", confidence="possible" if guess else None,
+    """DDP015 at each ``add_argument("--local_rank", ...)`` of a project that never reads LOCAL_RANK (the launch
+    styles' fact, ``orchestrator.launchstyles.localrank``; a framework that binds the device makes it possible)."""
+    declarations = localrank.declarations(a)
+    binder = framework_binder(a) if declarations else None  # Accelerate, Lightning, Fabric: device and mode are theirs
+    for declared in declarations:
+        guess = binder is not None and not declared.required  # what the flag still decides there is a guess
+        yield a.finding("DDP015", declared.node, f"{declared.flag_source} {declared.what} and LOCAL_RANK is never "
+                                                 "read from the environment: under orch or torchrun (no flag passed) "
+                                                 "every rank keeps that value; local_rank = int(os.environ.get("
+                                                 "\"LOCAL_RANK\", args.local_rank))",
+                        confidence="possible" if guess else None,
                         fact=f"{binder} binds the device; the flag's other uses may not matter" if guess else "")
-
-
-def _declares_flag(node: ast.Call) -> bool:
-    return (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
-            and any(isinstance(x, ast.Constant) and x.value in _FLAGS for x in node.args))
-
-
-def _project_trees(a: Analysis) -> list[ast.Module]:
-    """The script's and the local modules' of its project that were read (the helpers it calls)."""
-    root = a.outer if a.outer is not None else a
-    trees = [a.module.tree] if root is a else [a.module.tree, root.module.tree]
-    list(root.helper_quals)  # read the helpers the script calls
-    if root.project is not None:
-        trees += [module.tree for _, module in root.project.helpers()]
-    return trees
-
-
-def _flag_used(trees: list[ast.Module]) -> bool:
-    """The flag's value is read somewhere (``args.local_rank``, ``config.LOCAL_RANK``, ``opt["local_rank"]``):
-    a flag declared only so that the old launcher's argument parses is harmless."""
-    for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr in ("local_rank", "LOCAL_RANK") and isinstance(
-                    node.ctx, ast.Load):
-                return True
-            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and (
-                    node.slice.value == "local_rank") and isinstance(node.ctx, ast.Load):
-                return True
-    return False
-
-
-def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
-    """``"LOCAL_RANK"`` as an environment key that is read (a subscript load, ``.get``/``getenv``, an ``in``
-    test), not written (``os.environ["LOCAL_RANK"] = ...``) nor a mere string (a config key, a message)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and node.slice is constant:
-            return isinstance(node.ctx, ast.Load) and "environ" in ast.unparse(node.value)
-        if isinstance(node, ast.Call) and constant in node.args[:1]:
-            return bool(re.search(r"environ|getenv", ast.unparse(node.func)))
-        if isinstance(node, ast.Compare) and node.left is constant:
-            return any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
-        if isinstance(node, ast.Tuple | ast.List | ast.Set) and constant in node.elts:
-            # for v in ("LOCAL_RANK", "SLURM_LOCALID"): if v in os.environ: local_rank = int(os.environ[v])
-            # or env2int(["OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"]) with os.environ.get(e) inside
-            return any((isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Constant)
-                        and "environ" in ast.unparse(n.value))
-                       or (isinstance(n, ast.Call) and n.args and not isinstance(n.args[0], ast.Constant)
-                           and bool(re.search(r"environ\.get|getenv", ast.unparse(n.func))))
-                       for n in ast.walk(tree))
-    return False
-
-
-def _version_guarded(a: Analysis, node: ast.AST) -> bool:
-    current = a.module.parents.get(node)
-    while current is not None:
-        if isinstance(current, ast.If) and _VERSION.search(ast.unparse(current.test)):
-            return True
-        current = a.module.parents.get(current)
-    return False
 
 
 def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
@@ -250,7 +181,7 @@ def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
     return any(_holds_local(a, v, depth + 1) for v in values)
 
 
-def _env_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
+def _env_local(a: Reading, expr: ast.expr, depth: int) -> bool:
     """Whether ``expr`` is (traced to) the local rank read from the environment or a local-rank call: through
     assignments, ``args.x`` set anywhere in the file, the callers' arguments for a parameter, and in a helper
     the script's calls of the function. A name alone (a parameter called ``local_rank``) is not enough."""

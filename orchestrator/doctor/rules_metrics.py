@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.flow import Site
-from orchestrator.doctor.names import FunctionNode, dotted, last_name
 from orchestrator.doctor.rules_output import METRIC, is_log, is_reduced, reduced_names
+from orchestrator.source.flow import Site
+from orchestrator.source.names import FunctionNode, dotted, last_name
 
 _REDUCING = re.compile(r"reduce|gather|synchroni[sz]e|(^|_)sync($|_)|accumulate_across|mean_across", re.IGNORECASE)
 _MAX_DEPTH = 3

@@ -19,9 +19,10 @@ import ast
 import re
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import INIT, Analysis
+from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.names import FunctionNode, dotted, last_name
+from orchestrator.source.analysis import INIT
+from orchestrator.source.names import FunctionNode, dotted, last_name
 
 _DEPTH = 4
 _TEMP_CALLS = frozenset({"tempfile.mkdtemp", "tempfile.gettempdir", "tempfile.TemporaryDirectory",

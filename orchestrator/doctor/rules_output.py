@@ -6,13 +6,15 @@ import ast
 import re
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import REDUCTIONS, Analysis
+from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.flow import Site
 from orchestrator.doctor.metric_values import full_set_value, is_counter
-from orchestrator.doctor.names import FunctionNode, dotted, last_name
-from orchestrator.doctor.project import PRINT_GUARD
-from orchestrator.doctor.ranks import RANK_NAMES
+from orchestrator.source.analysis import REDUCTIONS
+from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.flow import Site
+from orchestrator.source.names import FunctionNode, dotted, last_name
+from orchestrator.source.project import PRINT_GUARD
+from orchestrator.source.ranks import RANK_NAMES
 
 METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
 _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
@@ -65,7 +67,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}")
 
 
-def _block(a: Analysis, node: ast.AST) -> ast.AST | None:
+def _block(a: Reading, node: ast.AST) -> ast.AST | None:
     """The statement that holds ``node``'s statement in its body (an ``if``, a loop, a function)."""
     current = a.module.parents.get(node)
     while current is not None and not isinstance(current, ast.stmt):
@@ -84,7 +86,7 @@ def _setting(node: ast.expr) -> bool:
 _RANK_ZERO_OBJECTS = re.compile(r"log|writer|wandb|tensorboard|(^|_)tb($|_)|summary", re.IGNORECASE)
 
 
-def _rank_zero_object(a: Analysis, site: Site) -> bool:
+def _rank_zero_object(a: Reading, site: Site) -> bool:
     """Logging through an object that exists on rank 0 only: under ``if wandb_logger:`` / ``if writer is not
     None:``, or a progress bar made with ``disable=`` (``tqdm(..., disable=local_rank not in [-1, 0])``)."""
     func = site.call.func
@@ -104,7 +106,7 @@ def _rank_zero_object(a: Analysis, site: Site) -> bool:
     return False
 
 
-def _rank_aware_logger(a: Analysis, receiver: ast.expr) -> bool:
+def _rank_aware_logger(a: Reading, receiver: ast.expr) -> bool:
     """A logger made by a call that is handed the rank (``setup_logger(output, distributed_rank=dist.get_rank())``,
     ``create_logger(log_file, rank=cfg.LOCAL_RANK)``): the project's logger factory decides per rank (console on
     rank 0, one file per rank), so its ``logger.info`` is not a print on every rank."""
@@ -128,7 +130,7 @@ def print_replaced(a: Analysis) -> bool:
         for n in a.module.nodes)
 
 
-def _under_rank_test(a: Analysis, node: ast.AST) -> bool:
+def _under_rank_test(a: Reading, node: ast.AST) -> bool:
     current = a.module.parents.get(node)
     while current is not None and not isinstance(current, ast.If):
         current = a.module.parents.get(current)
@@ -218,7 +220,7 @@ def _per_node_savers(a: Analysis) -> Iterator[Finding]:
                                                  f"(line {creation.call.lineno}): one writer per node, the same files")
 
 
-def _guarded_by_script(a: Analysis, site: Site) -> bool:
+def _guarded_by_script(a: Reading, site: Site) -> bool:
     """In a helper module: the script calls the function around ``site`` only under a rank condition (or
     not at all, as far as can be seen: then nothing says every rank runs it)."""
     if a.outer is None or site.function is None:
@@ -226,7 +228,7 @@ def _guarded_by_script(a: Analysis, site: Site) -> bool:
     return _script_guarded(a, site.function, 0)
 
 
-def _script_guarded(a: Analysis, function: FunctionNode, depth: int) -> bool:
+def _script_guarded(a: Reading, function: FunctionNode, depth: int) -> bool:
     """Every way the script reaches ``function`` is guarded: its own calls of it, and the helper's calls of
     it from functions (methods: ``Trainer.train`` calling ``self.save``) that the script reaches unguarded."""
     assert a.outer is not None
@@ -243,7 +245,7 @@ LOCAL_MAIN = frozenset({"is_local_master", "is_local_main_process", "is_local_ma
                         "is_local_rank0", "is_local_rank_zero", "is_local_zero", "is_node_master", "local_main"})
 
 
-def _per_node_guard(a: Analysis, site: Site) -> bool:
+def _per_node_guard(a: Reading, site: Site) -> bool:
     """The rank condition around ``site`` in its function tests only a local rank (``local_rank == 0``,
     ``args.gpu == 0``, ``dist.is_local_master()``)."""
     if a.spawns and not _multi_node_spawn(a):
@@ -265,7 +267,7 @@ def _per_node_guard(a: Analysis, site: Site) -> bool:
     return kinds == {"local"}
 
 
-def _held_tests(a: Analysis, test: ast.expr) -> list[ast.expr]:
+def _held_tests(a: Reading, test: ast.expr) -> list[ast.expr]:
     """The rank tests a guard's name or attribute holds (``self.chief = args.local_rank in (-1, 0)``, ``first =
     rank == 0``, a parameter its callers fill with one): what it tests is theirs."""
     if isinstance(test, ast.Name):
@@ -278,7 +280,7 @@ def _held_tests(a: Analysis, test: ast.expr) -> list[ast.expr]:
     return [v for v in values if v is not test and a.ranks.is_condition(v)]
 
 
-def _multi_node_spawn(a: Analysis) -> bool:
+def _multi_node_spawn(a: Reading) -> bool:
     """The spawned ranks span nodes: the global rank is a node's offset plus the spawn index
     (``args.rank = args.rank * ngpus_per_node + gpu``, ``rank = args.nr * args.gpus + gpu``, ``args.rank += gpu``),
     so the spawn index is a local rank."""
@@ -294,7 +296,7 @@ def _multi_node_spawn(a: Analysis) -> bool:
     return False
 
 
-def _guard_tests(a: Analysis, site: Site, depth: int) -> list[ast.expr]:
+def _guard_tests(a: Reading, site: Site, depth: int) -> list[ast.expr]:
     """The rank conditions that guard ``site``: around it, or around every call of its function."""
     if site.branch is not None:
         return [site.branch.node.test]
@@ -316,7 +318,7 @@ _PATH_CALLS = frozenset({"join", "Path", "joinpath", "with_suffix", "with_name",
 _PATH_WORDS = re.compile(r"path|file|ckpt|checkpoint|dir|fname|out", re.IGNORECASE)
 
 
-def _file_path(a: Analysis, expr: ast.expr, depth: int) -> bool:
+def _file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
     """``expr`` visibly names a file (a string, an f-string, os.path.join, Path / ..., a name like
     ``ckpt_path``); a buffer (``io.BytesIO()``) or an open handle is not judged."""
     if depth > 4:
@@ -342,7 +344,7 @@ def _file_path(a: Analysis, expr: ast.expr, depth: int) -> bool:
     return False
 
 
-def _string_flag(a: Analysis, expr: ast.expr) -> bool:
+def _string_flag(a: Reading, expr: ast.expr) -> bool:
     """``args.save_model`` of ``parser.add_argument("--save-model", type=str, ...)``: the value handed to
     torch.save as its file is a string the user typed, a path."""
     if not isinstance(expr, ast.Attribute):
@@ -359,7 +361,7 @@ def _string_flag(a: Analysis, expr: ast.expr) -> bool:
     return False
 
 
-def _opened_as(a: Analysis, name: ast.Name) -> ast.expr | None:
+def _opened_as(a: Reading, name: ast.Name) -> ast.expr | None:
     """The path of ``with open(path, "wb") as f`` (or ``PathManager.open``, ``fs.open``) around ``name``."""
     current = a.module.parents.get(name)
     while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -373,13 +375,13 @@ def _opened_as(a: Analysis, name: ast.Name) -> ast.expr | None:
     return None
 
 
-def _knows_prefix(a: Analysis) -> bool:
+def _knows_prefix(a: Reading) -> bool:
     """The file handles the wrapper's ``"module."`` key prefix (Chinese-CLIP's ``resize_pos_embed(sd, model,
     prefix="module.")``, ``k.replace("module.", "")``): its checkpoints are loaded back with that prefix."""
     return any(isinstance(n, ast.Constant) and n.value == "module." for n in a.module.nodes)
 
 
-def _saved_wrapper(a: Analysis, expr: ast.expr) -> str | None:
+def _saved_wrapper(a: Reading, expr: ast.expr) -> str | None:
     """The name of the DDP wrapper ``expr`` saves (itself or its state_dict()), if it does."""
     for node in ast.walk(expr):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "state_dict":

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.flow import Site
-from orchestrator.doctor.names import dotted, last_name
+from orchestrator.source.flow import Site
+from orchestrator.source.names import dotted, last_name
 
 _SPLITS = frozenset({"torch.utils.data.random_split", "torch.utils.data.dataset.random_split", "random_split"})
 _DRAWS = {"torch.randperm": "torch", "numpy.random.permutation": "numpy", "np.random.permutation": "numpy",

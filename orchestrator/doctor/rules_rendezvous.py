@@ -7,9 +7,11 @@ import ast
 import re
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import INIT, Analysis
+from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.names import dotted, last_name
+from orchestrator.source.analysis import INIT
+from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.names import dotted, last_name
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
 
@@ -24,7 +26,7 @@ def _tcp_literal(expr: ast.expr) -> bool:
     return False
 
 
-def _env_url(a: Analysis, expr: ast.expr) -> bool:
+def _env_url(a: Reading, expr: ast.expr) -> bool:
     """``f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"``: every part that is not
     punctuation read from the environment (the launcher's address), none hard-coded."""
     if not isinstance(expr, ast.JoinedStr):
@@ -34,7 +36,7 @@ def _env_url(a: Analysis, expr: ast.expr) -> bool:
     return bool(parts) and text.strip(":/") in ("tcp", "tcp:/") and all(_from_env(a, v.value, 0) for v in parts)
 
 
-def _fresh_local_port(a: Analysis, expr: ast.expr) -> bool:
+def _fresh_local_port(a: Reading, expr: ast.expr) -> bool:
     """``port = find_free_port(); dist_url = f"tcp://127.0.0.1:{port}"``: a loopback address with a port the OS
     says is free when the script runs, for the workers it spawns itself (DDP014 reports the spawn), not a fixed
     one (a ``random.randrange`` port is a guess that can collide: still reported)."""
@@ -51,7 +53,7 @@ def _fresh_local_port(a: Analysis, expr: ast.expr) -> bool:
     return isinstance(port, ast.Call) and "port" in (last_name(port.func) or "").lower()  # find_free_port()
 
 
-def _opted_in(a: Analysis, node: ast.Assign) -> bool:
+def _opted_in(a: Reading, node: ast.Assign) -> bool:
     """``if dist_url == "auto": dist_url = f"tcp://127.0.0.1:{port}"``: a value the user asked for by
     passing a keyword (``auto``), not one that overrides the launcher's."""
     names = {dotted(t) for t in node.targets}
@@ -65,13 +67,13 @@ def _opted_in(a: Analysis, node: ast.Assign) -> bool:
     return False
 
 
-def _overwrites(a: Analysis, value: ast.expr, key: str) -> bool:
+def _overwrites(a: Reading, value: ast.expr, key: str) -> bool:
     """A computed value for a variable the launcher sets (MPI's rank, a free port), not one read back from
     the environment (``os.environ["RANK"] = str(args.rank)`` with ``args.rank`` from ``OMPI_COMM_WORLD_RANK``)."""
     return not _from_env(a, value, 0) and not _from_arguments(a, value)
 
 
-def _from_arguments(a: Analysis, expr: ast.expr) -> bool:
+def _from_arguments(a: Reading, expr: ast.expr) -> bool:
     """The user's own flags (``str(args.nodes * args.gpus)``, a parameter): their choice, not a guess to flag."""
     for node in ast.walk(expr):
         if isinstance(node, ast.Attribute) and (dotted(node) or "").split(".")[0] in ("args", "opt", "opts", "cfg",
@@ -83,7 +85,7 @@ def _from_arguments(a: Analysis, expr: ast.expr) -> bool:
     return False
 
 
-def _from_env(a: Analysis, expr: ast.expr, depth: int) -> bool:
+def _from_env(a: Reading, expr: ast.expr, depth: int) -> bool:
     if depth > 4:
         return False
     for node in ast.walk(expr):
@@ -111,7 +113,7 @@ def _from_env(a: Analysis, expr: ast.expr, depth: int) -> bool:
 _ENVIRONMENT = re.compile(r"^os\.|environ|Environment")
 
 
-def _unpacked_from(a: Analysis, name: ast.Name) -> list[ast.expr]:
+def _unpacked_from(a: Reading, name: ast.Name) -> list[ast.expr]:
     """``a, b, c = f()``: the call ``name`` was unpacked from, in its scope."""
     scope = a.module.scope_of(name).node
     return [node.value for node in ast.walk(scope) if isinstance(node, ast.Assign) and any(
@@ -162,7 +164,7 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
         yield from _rendezvous_defaults(a)
 
 
-def _formatted_url(a: Analysis, expr: ast.expr) -> str | None:
+def _formatted_url(a: Reading, expr: ast.expr) -> str | None:
     """``'tcp://%s' % args.dist_address`` or ``'tcp://{}:{}'.format(host, port)``: a URL built by formatting,
     none of whose parts reads the environment, with a part that is a constant or a flag (never reassigned) with a
     fixed default. Returns what fixes it (the flag and its default), or None."""
@@ -192,7 +194,7 @@ def _formatted_url(a: Analysis, expr: ast.expr) -> str | None:
     return None
 
 
-def _project_inits(a: Analysis) -> bool:
+def _project_inits(a: Reading) -> bool:
     """The script's project starts a process group somewhere (in a module read while following the script's
     calls): a parser module's ``--init_method`` default is the one that process group meets at."""
     root = a.outer if a.outer is not None else a
@@ -230,7 +232,7 @@ def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
                                                  "default to 'env://'")
 
 
-def _constant(a: Analysis, expr: ast.expr, depth: int = 0) -> bool:
+def _constant(a: Reading, expr: ast.expr, depth: int = 0) -> bool:
     if depth > 4:
         return False
     if isinstance(expr, ast.Constant):
@@ -249,7 +251,7 @@ def _constant(a: Analysis, expr: ast.expr, depth: int = 0) -> bool:
 _LAUNCHED = _ENV_KEYS | {"SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK", "LOCAL_WORLD_SIZE"}
 
 
-def _fallback(a: Analysis, node: ast.AST, key: str) -> bool:
+def _fallback(a: Reading, node: ast.AST, key: str) -> bool:
     """A default for runs with no launcher: under ``if "X" not in os.environ``, or in the ``else`` of
     ``if "RANK" in os.environ`` (DINO's single-GPU path)."""
     child: ast.AST = node
@@ -266,7 +268,7 @@ def _fallback(a: Analysis, node: ast.AST, key: str) -> bool:
     return False
 
 
-def _rank_flag(a: Analysis, expr: ast.expr, depth: int) -> str | None:
+def _rank_flag(a: Reading, expr: ast.expr, depth: int) -> str | None:
     """``--rank`` when ``expr`` is (a parameter filled with) ``args.rank`` of ``add_argument("--rank",
     default=0)``: the rank a launcher never passes (Tacotron 2's ``train(..., args.rank, ...)``)."""
     if depth > 3:
@@ -293,7 +295,7 @@ def _rank_flag(a: Analysis, expr: ast.expr, depth: int) -> str | None:
     return None
 
 
-def _flag_declaration(a: Analysis, dest: str) -> ast.Call | None:
+def _flag_declaration(a: Reading, dest: str) -> ast.Call | None:
     for node in a.module.nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
             flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
@@ -302,7 +304,7 @@ def _flag_declaration(a: Analysis, dest: str) -> ast.Call | None:
     return None
 
 
-def _reads_rank_env(a: Analysis) -> bool:
+def _reads_rank_env(a: Reading) -> bool:
     """The script's project reads a launcher's global rank from the environment anywhere."""
     root = a.outer if a.outer is not None else a
     modules = [root.module, a.module]

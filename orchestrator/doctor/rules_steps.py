@@ -6,10 +6,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import COLLECTIVES, REDUCTIONS, WRAPPERS, Analysis
+from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.flow import Site
-from orchestrator.doctor.names import last_name
+from orchestrator.source.analysis import COLLECTIVES, REDUCTIONS, WRAPPERS
+from orchestrator.source.flow import Site
+from orchestrator.source.names import last_name
 
 # Methods of a module that run no forward (bookkeeping, I/O, sampling noise or generating without gradients).
 _NOT_FORWARD = ("state_dict", "load_state_dict", "parameters", "named_parameters", "buffers", "named_buffers",

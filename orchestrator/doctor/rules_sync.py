@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from orchestrator.doctor.analysis import COLLECTIVES, DESTROY, INIT, WRAPPERS, Analysis
+from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.flow import Branch, Site
+from orchestrator.source.analysis import COLLECTIVES, DESTROY, INIT, WRAPPERS
+from orchestrator.source.flow import Branch, Site
 
 
 def _short(node: ast.AST, limit: int = 50) -> str:

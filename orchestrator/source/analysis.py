@@ -1,4 +1,5 @@
-"""One file's analysis, shared by the rules: names, ranks, call sites, and the questions rules ask."""
+"""One file's analysis: names, ranks, call sites, the script's project, and the questions asked of them (what the
+doctor's rules and the launch styles' facts read; ``orchestrator.doctor.analysis`` adds the findings)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,10 @@ import ast
 from functools import cached_property
 from pathlib import Path
 
-from orchestrator.doctor.catalog import Severity
-from orchestrator.doctor.confidence import Confidence
-from orchestrator.doctor.findings import Finding, make_finding
-from orchestrator.doctor.flow import Flow, Loop, Site
-from orchestrator.doctor.names import LIGHTNING_MODULE, Module, dotted
-from orchestrator.doctor.project import Project, Reach
-from orchestrator.doctor.ranks import Ranks
+from orchestrator.source.flow import Flow, Loop, Site
+from orchestrator.source.names import LIGHTNING_MODULE, Module, dotted
+from orchestrator.source.project import Project, Reach
+from orchestrator.source.ranks import Ranks
 
 _D = "torch.distributed."
 # The frameworks' collectives (every rank must call them, as torch.distributed's): class -> methods
@@ -48,15 +46,6 @@ INIT = frozenset({_D + "init_process_group"})
 DESTROY = frozenset({_D + "destroy_process_group"})
 SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
                         "torch.accelerator.device_index"})
-
-
-def _snippet(node: ast.AST, limit: int = 70) -> str:
-    """The code at ``node``, on one line, shortened."""
-    try:
-        text = " ".join(ast.unparse(node).split())
-    except (ValueError, TypeError, RecursionError):
-        return "?"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def project_path(filename: str) -> Path | None:
@@ -110,19 +99,6 @@ class Analysis:
     def unread(self) -> str | None:
         """A local helper the script calls that could not be read (its file or module), if any."""
         return next((r.unread for s in self.flow.sites if (r := self.helper(s)) is not None and r.unread), None)
-
-    def guess(self, severity: Severity) -> Severity:
-        """An error that a helper nobody could read might make wrong is a warning (the severity policy)."""
-        return "warning" if self.unread else severity
-
-    def finding(self, code: str, node: ast.AST, detail: str = "", severity: Severity | None = None,
-                title: str | None = None, confidence: Confidence | None = None, fact: str = "") -> Finding:
-        """A finding at ``node``; its evidence is the code there and ``fact`` (else ``detail``): what triggered it."""
-        line = getattr(node, "lineno", 1)
-        end = getattr(node, "end_lineno", line) or line
-        span = f"lines {line}-{end}" if end > line else f"line {line}"
-        evidence = f"{span}: `{_snippet(node)}`; {fact or detail}".rstrip("; ")
-        return make_finding(code, self.filename, line, detail, severity, title, end, confidence, evidence)
 
     def sites(self, quals: frozenset[str]) -> list[Site]:
         return [site for site in self.flow.sites if site.qual in quals]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from orchestrator.doctor.names import FunctionNode, Module
-from orchestrator.doctor.ranks import Ranks
+from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.ranks import Ranks
 
 Loop = ast.For | ast.AsyncFor | ast.While
 _EXITS = (ast.Return, ast.Continue, ast.Raise, ast.Break)

@@ -16,8 +16,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.doctor.names import FunctionNode, Module
-from orchestrator.doctor.syspath import extra_roots
+from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.syspath import extra_roots
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 MAX_FILES = 40  # local modules read per script

@@ -1,5 +1,5 @@
 """Comparisons of a rank with constants: which ranks pass ``rank >= 2``, ``rank in (-1, 0)``, ``local_rank != -1``
-(the arithmetic ``orchestrator.doctor.ranks`` asks of a rank condition)."""
+(the arithmetic ``orchestrator.source.ranks`` asks of a rank condition)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ import ast
 import re
 from typing import Literal
 
-from orchestrator.doctor.names import FunctionNode, Module, dotted, last_name
-from orchestrator.doctor.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
+from orchestrator.source.names import FunctionNode, Module, dotted, last_name
+from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
 
 RankKind = Literal["global", "local", "rankish"]
 DeviceKind = Literal["default", "index"]

@@ -13,7 +13,7 @@ import ast
 import logging
 from pathlib import Path
 
-from orchestrator.doctor.names import last_name
+from orchestrator.source.names import last_name
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 log = logging.getLogger(__name__)

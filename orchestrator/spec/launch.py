@@ -10,7 +10,7 @@ A script is written for one launcher, and runs correctly only when started that 
   MASTER_ADDR/PORT, NODE_RANK, NNODES, NPROC_PER_NODE, WORLD_SIZE, and ``{node_rank}``... in its arguments;
 * ``slurm``: srun's (reads ``SLURM_PROCID``...): one task per rank, Slurm's task variables consistent with it.
 
-``orch submit``/``orch run`` pick the style from the script's source (``orchestrator.doctor.launchstyle``:
+``orch submit``/``orch run`` pick the style from the script's source (``orchestrator.launchstyles``:
 the line that decided it is kept in :class:`Launch` and shown by the dry run); ``--launch STYLE`` overrides.
 """
 

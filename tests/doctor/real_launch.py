@@ -91,15 +91,12 @@ def dry_run(name: str, entry: dict[str, Any], *, nodes: int = NODES, gpus: int =
 
 def _read(path: Path, cwd: Path) -> tuple[str, tuple[str, ...]]:
     """The style and frameworks ``orch submit`` reads (its own calls), when the dry run stopped before its plan."""
-    import io
-
-    from orchestrator.doctor import launchstyle
+    from orchestrator import launchstyles
     from orchestrator.doctor.frameworks import script_frameworks
-    from orchestrator.doctor.gate import checked
     from orchestrator.spec.launch import AUTO
     from orchestrator.spec.script import ScriptTarget
 
-    style = launchstyle.choose(AUTO, path, checked([path], io.StringIO())).style
+    style = launchstyles.choose(AUTO, path).style
     target = ScriptTarget(kind="script", target=str(path.resolve()), cwd=str(cwd.resolve()))
     return style, tuple(f.name for f in script_frameworks(target))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.doctor import CATALOG, check_file, check_source
-from orchestrator.doctor.project import MAX_FILES
+from orchestrator.source.project import MAX_FILES
 from orchestrator.spec.doctorcodes import DOCTOR_CODES
 
 PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"

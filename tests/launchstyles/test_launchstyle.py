@@ -1,4 +1,4 @@
-"""Which style a script is written for, read from its source (orchestrator/doctor/launchstyle.py), on the
+"""Which style a script is written for, read from its facts (orchestrator/launchstyles/), on the
 test scripts that run under each style (tests/local/test_runner_launch_styles.py) and on the seed wiki's
 script; the finding a style answers; the per-node refusal of a constant MASTER_ADDR/MASTER_PORT."""
 
@@ -11,7 +11,9 @@ from support import ROOT
 
 from orchestrator.doctor.check import check_file as _check_file
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.launchstyle import answered, choose, declared_flag, detect
+from orchestrator.doctor.launchstyle import answered
+from orchestrator.launchstyles import choose, detect, read
+from orchestrator.launchstyles.localrank import declared_flag
 from orchestrator.spec.pysource import parse_source
 
 SCRIPTS = ROOT / "tests" / "scripts"
@@ -25,7 +27,7 @@ def check_file(path: Path) -> list[Finding]:
 
 
 def _detect(path: Path) -> tuple[str, str, str]:
-    launch = detect(path, check_file(path))
+    launch = detect(read(path))
     return launch.style, launch.how, launch.why
 
 
@@ -42,7 +44,7 @@ def test_each_test_script_is_read_as_its_style(script: str, style: str, why: str
 
 def test_the_seed_wiki_is_per_node_and_its_constant_master_is_an_error() -> None:
     found = check_file(WIKI)
-    launch = detect(WIKI, found)
+    launch = detect(read(WIKI))
     assert (launch.style, launch.why) == ("per-node", f"{WIKI.name}:46: mp.spawn(train, nprocs=args.gpus, "
                                                       "args=(args,))")
     left = answered(launch, found, 2)
@@ -57,7 +59,7 @@ def test_without_its_two_master_lines_the_wiki_has_no_error(tmp_path: Path) -> N
     fixed = tmp_path / "mnist_distributed.py"
     fixed.write_text("".join(line for n, line in enumerate(lines, 1) if n not in (44, 45)), encoding="utf-8")
     found = check_file(fixed)
-    launch = detect(fixed, found)
+    launch = detect(read(fixed))
     assert launch.style == "per-node"
     assert not [f for f in answered(launch, found) if f.severity == "error"]
 
@@ -69,12 +71,12 @@ def test_a_fallback_master_is_no_error_per_node(tmp_path: Path) -> None:
     ).replace("    os.environ['MASTER_PORT'] = '8888'", "    if 'MASTER_PORT' not in os.environ:\n"
               "        os.environ['MASTER_PORT'] = '8888'"), encoding="utf-8")
     found = check_file(script)
-    assert not [f for f in answered(detect(script, found), found) if f.severity == "error"]
+    assert not [f for f in answered(detect(read(script)), found) if f.severity == "error"]
 
 
 def test_other_styles_keep_every_finding() -> None:
     found = check_file(WIKI)
-    kept = answered(choose("env", WIKI, found), found)
+    kept = answered(choose("env", WIKI), found)
     assert {f.code for f in kept} == {f.code for f in found} and not [f for f in kept if f.severity == "error"]
 
 
@@ -95,11 +97,11 @@ def test_a_script_that_reads_rank_and_slurm_procid_is_torchrun_style(tmp_path: P
 
 def test_asked_beats_detected_and_keeps_the_spelling() -> None:
     script = SCRIPTS / "local_rank_arg.py"
-    launch = choose("local-rank-arg", script, [])
+    launch = choose("local-rank-arg", script)
     assert (launch.style, launch.how, launch.why, launch.flag) == ("local-rank-arg", "asked", "--launch local-rank-arg",
                                                                    "--local_rank")
-    assert choose("env", SCRIPTS / "spawn_per_node.py", check_file(SCRIPTS / "spawn_per_node.py")).style == "env"
-    assert choose("auto", None, []).style == "env"  # a module not found here: torchrun's, the default
+    assert choose("env", SCRIPTS / "spawn_per_node.py").style == "env"
+    assert choose("auto", None).style == "env"  # a module not found here: torchrun's, the default
 
 
 def _localhost_spawner(tmp_path: Path) -> Path:
@@ -113,14 +115,14 @@ def _localhost_spawner(tmp_path: Path) -> Path:
 def test_a_loopback_master_meets_on_one_node_only(tmp_path: Path, nodes: int, errors: list[int]) -> None:
     script = _localhost_spawner(tmp_path)
     found = check_file(script)
-    left = answered(detect(script, found), found, nodes)
+    left = answered(detect(read(script)), found, nodes)
     assert [f.line for f in left if f.severity == "error"] == errors
     assert {f.line for f in left if f.code == "DDP008"} == {44, 45}  # still said, as the warning it was
 
 
 def test_a_foreign_master_blocks_even_one_node() -> None:
     found = check_file(WIKI)
-    assert [f.line for f in answered(detect(WIKI, found), found, 1) if f.severity == "error"] == [44]
+    assert [f.line for f in answered(detect(read(WIKI)), found, 1) if f.severity == "error"] == [44]
 
 
 def test_a_frameworks_spawning_strategy_is_not_a_per_node_script(tmp_path: Path) -> None:
@@ -131,4 +133,4 @@ def test_a_frameworks_spawning_strategy_is_not_a_per_node_script(tmp_path: Path)
                       encoding="utf-8")
     found = check_file(script)
     assert "DDP014" in {f.code for f in found}
-    assert detect(script, found).style == "env"
+    assert detect(read(script)).style == "env"

@@ -12,10 +12,10 @@ from support import cluster_file
 from orchestrator.cli import main
 from orchestrator.doctor.check import check_file
 from orchestrator.doctor.frameworks import read_frameworks
-from orchestrator.doctor.launchstyle import detect
-from orchestrator.doctor.projectfiles import project_files
+from orchestrator.launchstyles import detect, read
+from orchestrator.source.projectfiles import project_files
 
-PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
+PROJECTS = Path(__file__).resolve().parents[1] / "doctor" / "fixtures" / "projects"
 SPAWN_WHY = "launcher.py:19: mp.spawn(worker, args=(args,), nprocs=args.gpus)"
 PASSED_WHY = "utils/dist.py:10: spawn(fn, args=(world, args), nprocs=world)"
 SLURM_WHY = 'dist_utils.py:7: rank = int(os.environ["SLURM_PROCID"])'
@@ -23,7 +23,7 @@ SLURM_WHY = 'dist_utils.py:7: rank = int(os.environ["SLURM_PROCID"])'
 
 def _detect(script: str) -> tuple[str, str, str]:
     path = PROJECTS / script
-    launch = detect(path, check_file(path))
+    launch = detect(read(path))
     return launch.style, launch.how, launch.why
 
 
@@ -40,7 +40,7 @@ def test_the_style_is_read_from_the_project_modules_the_entry_calls(script: str,
 def test_an_entry_that_declares_local_rank_but_whose_helper_spawns_is_per_node() -> None:
     path = PROJECTS / "helper_spawn" / "main.py"
     assert {f.code for f in check_file(path)} >= {"DDP014", "DDP015"}
-    assert detect(path, check_file(path)).style == "per-node"
+    assert detect(read(path)).style == "per-node"
 
 
 def test_torchrun_variables_read_in_a_helper_keep_the_env_style(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_torchrun_variables_read_in_a_helper_keep_the_env_style(tmp_path: Path) 
                                        "node = os.environ['SLURM_PROCID']\nrank, local = ranks()\n")
     (tmp_path / "ranks.py").write_text("import os\n\n\ndef ranks():\n"
                                        "    return int(os.environ['RANK']), int(os.environ['LOCAL_RANK'])\n")
-    assert detect(tmp_path / "train.py", []).style == "env"
+    assert detect(read(tmp_path / "train.py")).style == "env"
 
 
 @pytest.mark.parametrize(("script", "name", "why"), [

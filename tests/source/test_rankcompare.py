@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.doctor.rankcompare import evaluate_at_zero, fold, uniform
+from orchestrator.source.rankcompare import evaluate_at_zero, fold, uniform
 
 
 def _compare(text: str) -> ast.Compare:

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from fixcheck import fixed_by_cli
 
-from orchestrator.doctor import check_file
-from orchestrator.doctor.launchstyle import detect
+from orchestrator.launchstyles import detect, read
 
 
 def test_the_parsed_flag_is_overridden_by_the_environment_and_the_launch_style_is_torchruns(
@@ -27,7 +26,7 @@ def main():
 '''
     fixed_by_cli(tmp_path, monkeypatch, capsys, text, "DDP015", [],
                  ["import os", '    args.local_rank = int(os.environ.get("LOCAL_RANK", args.local_rank))'])
-    assert detect(tmp_path / "train.py", check_file("train.py")).style == "env"  # orch starts it as torchrun would
+    assert detect(read(tmp_path / "train.py")).style == "env"  # orch starts it as torchrun would
 
 
 def test_a_parser_that_returns_the_parsed_arguments_keeps_returning_them(

@@ -1,0 +1,37 @@
+"""One file's analysis for the doctor's rules: the reader's (``orchestrator.source.analysis``) and the findings it
+makes at a node."""
+
+from __future__ import annotations
+
+import ast
+
+from orchestrator.doctor.catalog import Severity
+from orchestrator.doctor.confidence import Confidence
+from orchestrator.doctor.findings import Finding, make_finding
+from orchestrator.source import analysis
+
+
+def _snippet(node: ast.AST, limit: int = 70) -> str:
+    """The code at ``node``, on one line, shortened."""
+    try:
+        text = " ".join(ast.unparse(node).split())
+    except (ValueError, TypeError, RecursionError):
+        return "?"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class Analysis(analysis.Analysis):
+    """The reader's analysis of one file, with the doctor's findings at its nodes."""
+
+    def guess(self, severity: Severity) -> Severity:
+        """An error that a helper nobody could read might make wrong is a warning (the severity policy)."""
+        return "warning" if self.unread else severity
+
+    def finding(self, code: str, node: ast.AST, detail: str = "", severity: Severity | None = None,
+                title: str | None = None, confidence: Confidence | None = None, fact: str = "") -> Finding:
+        """A finding at ``node``; its evidence is the code there and ``fact`` (else ``detail``): what triggered it."""
+        line = getattr(node, "lineno", 1)
+        end = getattr(node, "end_lineno", line) or line
+        span = f"lines {line}-{end}" if end > line else f"line {line}"
+        evidence = f"{span}: `{_snippet(node)}`; {fact or detail}".rstrip("; ")
+        return make_finding(code, self.filename, line, detail, severity, title, end, confidence, evidence)

@@ -1,0 +1,101 @@
+"""What a script's project says about how it launches, read once (``orchestrator.source``: the entry and the
+project modules its calls reach): the spawns no launcher check guards and the frameworks' spawning strategies
+(``spawns.py``), the ``--local_rank`` declarations that decide the local rank (``localrank.py``), where Slurm's
+rank variables are read and whether torchrun's are, and the constant ``MASTER_ADDR``/``MASTER_PORT`` a file sets.
+Each with its file and line; nothing here judges (``style.py`` decides, the doctor reports)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.launchstyles.localrank import FlagDeclaration, declarations, declared_flag
+from orchestrator.launchstyles.spawns import Spawn, spawns
+from orchestrator.source.analysis import Analysis
+from orchestrator.source.projectfiles import SourceFile, read_entry, with_imported
+from orchestrator.spec.pysource import UnreadableSource, parse_source
+
+SLURM_RANK_VARS = frozenset({"SLURM_PROCID", "SLURM_LOCALID"})
+TORCHRUN_RANK_VARS = frozenset({"RANK", "LOCAL_RANK"})
+MASTER_VARS = ("MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """``entry``'s project as read (``files``: the entry first; none when the entry cannot be read)."""
+
+    entry: Path
+    files: tuple[SourceFile, ...] = ()
+    spawns: tuple[Spawn, ...] = ()  # the entry's first, then by file and line
+    local_rank: tuple[FlagDeclaration, ...] = ()  # as spawns
+    flag: str | None = None  # the spelling of --local_rank the entry declares, if any
+    slurm: str | None = None  # where Slurm's rank variables are first read: "dist_utils.py:7: rank = ..."
+    torchrun_vars: bool = False  # some file names torchrun's RANK or LOCAL_RANK
+    masters: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)  # file -> master_lines
+
+
+
+
+def read(entry: Path) -> Facts:
+    """The facts of the script at ``entry`` and the project modules it reaches (the spawns and the flag
+    declarations in the modules its calls reach, as the doctor reads them; Slurm's variables and the masters in
+    those and in what they import from the project)."""
+    analysis, first = read_entry(entry)
+    if first is None:
+        return Facts(entry)
+    found_spawns: list[Spawn] = []
+    found_flags: list[FlagDeclaration] = []
+    try:
+        if analysis is not None:
+            found_spawns += spawns(analysis)
+            found_flags += declarations(analysis)
+            for path, module in analysis.project.helpers() if analysis.project is not None else []:
+                helper = Analysis(module.tree, str(path), outer=analysis)
+                found_spawns += spawns(helper)
+                found_flags += declarations(helper)
+    except (RecursionError, MemoryError):  # too deep to follow: what was found stands
+        pass
+    files = with_imported(entry, analysis, first)
+    name = str(entry)
+    found_spawns.sort(key=lambda s: (s.file != name, s.file, s.line))
+    found_flags.sort(key=lambda d: (d.file != name, d.file, d.line))
+    strings = [(source, _strings(source.tree)) for source in files]
+    slurm = next((source.quote(min(line for key, line in seen.items() if key in SLURM_RANK_VARS))
+                  for source, seen in strings if SLURM_RANK_VARS & seen.keys()), None)
+    return Facts(entry, tuple(files), tuple(found_spawns), tuple(found_flags), declared_flag(files[0].tree), slurm,
+                 any(TORCHRUN_RANK_VARS & seen.keys() for _, seen in strings),
+                 {str(source.path): master_lines(source.tree) for source in files})
+
+
+def _strings(tree: ast.Module) -> dict[str, int]:
+    """Every string constant of the file and the first line it is on."""
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 40:
+            found.setdefault(node.value, getattr(node, "lineno", 0))
+    return found
+
+
+def entry_tree(path: Path) -> ast.Module | None:
+    """``path`` parsed, or None (unreadable, not Python, too deep)."""
+    try:
+        return parse_source(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    except (OSError, UnreadableSource, RecursionError, MemoryError):
+        return None
+
+
+def master_lines(tree: ast.Module | None) -> dict[int, tuple[str, str]]:
+    """``{line: (name, value)}`` of ``os.environ["MASTER_ADDR" | "MASTER_PORT"] = value`` (the value's source
+    when it is not a constant string)."""
+    if tree is None:
+        return {}
+    lines: dict[int, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
+                        and target.slice.value in MASTER_VARS and ast.unparse(target.value) == "os.environ"):
+                    value = node.value.value if isinstance(node.value, ast.Constant) else ast.unparse(node.value)
+                    lines[node.lineno] = (str(target.slice.value), str(value))
+    return lines

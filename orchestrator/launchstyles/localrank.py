@@ -1,0 +1,128 @@
+"""The legacy ``--local_rank``/``--local-rank`` flag as a fact: where a file of the script's project declares it, when
+the project takes the local rank from that flag alone (its value is read, ``LOCAL_RANK`` is never read from the
+environment, the declaration is not only for old torch versions). Such a script is written for
+``torch.distributed.launch`` (the ``local-rank-arg`` style); the doctor reports the same declarations (DDP015).
+
+torchrun and orch's launcher pass no such flag (nor does ``torch.distributed.launch --use-env``): they set
+``LOCAL_RANK`` in the environment.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from orchestrator.source.analysis import Analysis
+from orchestrator.spec.launch import LOCAL_RANK_FLAGS
+
+_FLAGS = frozenset(LOCAL_RANK_FLAGS)
+_VERSION = re.compile(r"version|VERSION|__version__")
+
+
+@dataclass(frozen=True)
+class FlagDeclaration:
+    """``parser.add_argument("--local_rank", type=int, default=0)`` at ``file``:``line``."""
+
+    file: str
+    line: int
+    flag_source: str  # the flag as written (``"--local_rank"``)
+    what: str  # "is required", "defaults to 0", "defaults to None"
+    required: bool
+    node: ast.Call = field(compare=False, repr=False)
+
+
+def declarations(a: Analysis) -> list[FlagDeclaration]:
+    """The declarations of the flag in ``a``'s file that decide the local rank: none when the project (the
+    script and the project modules it calls, as read) never reads the flag's value or reads ``LOCAL_RANK`` from
+    the environment anywhere; a declaration only for old torch versions does not count."""
+    sites = [node for node in a.module.nodes if isinstance(node, ast.Call) and _declares_flag(node)]
+    if not sites:
+        return []
+    trees = _project_trees(a)
+    if not _flag_used(trees) or any(_env_use(node, tree) for tree in trees for node in ast.walk(tree)
+                                    if isinstance(node, ast.Constant) and node.value == "LOCAL_RANK"):
+        return []
+    out: list[FlagDeclaration] = []
+    for call in sites:
+        if _version_guarded(a, call):
+            continue
+        default = next((k.value for k in call.keywords if k.arg == "default"), None)
+        required = any(k.arg == "required" and isinstance(k.value, ast.Constant) and k.value.value
+                       for k in call.keywords)
+        what = "is required" if required else (
+            f"defaults to {ast.unparse(default)}" if default is not None else "defaults to None")
+        out.append(FlagDeclaration(a.filename, getattr(call, "lineno", 1), ast.unparse(call.args[0]), what, required,
+                                   call))
+    return out
+
+
+def declared_flag(tree: ast.Module | None) -> str | None:
+    """The first spelling of ``--local_rank``/``--local-rank`` an ``add_argument`` of ``tree`` declares."""
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and arg.value in LOCAL_RANK_FLAGS:
+                    return str(arg.value)
+    return None
+
+
+def _declares_flag(node: ast.Call) -> bool:
+    return (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+            and any(isinstance(x, ast.Constant) and x.value in _FLAGS for x in node.args))
+
+
+def _project_trees(a: Analysis) -> list[ast.Module]:
+    """The script's and the local modules' of its project that were read (the helpers it calls)."""
+    root = a.outer if a.outer is not None else a
+    trees = [a.module.tree] if root is a else [a.module.tree, root.module.tree]
+    list(root.helper_quals)  # read the helpers the script calls
+    if root.project is not None:
+        trees += [module.tree for _, module in root.project.helpers()]
+    return trees
+
+
+def _flag_used(trees: list[ast.Module]) -> bool:
+    """The flag's value is read somewhere (``args.local_rank``, ``config.LOCAL_RANK``, ``opt["local_rank"]``):
+    a flag declared only so that the old launcher's argument parses is harmless."""
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("local_rank", "LOCAL_RANK") and isinstance(
+                    node.ctx, ast.Load):
+                return True
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and (
+                    node.slice.value == "local_rank") and isinstance(node.ctx, ast.Load):
+                return True
+    return False
+
+
+def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
+    """``"LOCAL_RANK"`` as an environment key that is read (a subscript load, ``.get``/``getenv``, an ``in``
+    test), not written (``os.environ["LOCAL_RANK"] = ...``) nor a mere string (a config key, a message)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and node.slice is constant:
+            return isinstance(node.ctx, ast.Load) and "environ" in ast.unparse(node.value)
+        if isinstance(node, ast.Call) and constant in node.args[:1]:
+            return bool(re.search(r"environ|getenv", ast.unparse(node.func)))
+        if isinstance(node, ast.Compare) and node.left is constant:
+            return any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+        if isinstance(node, ast.Tuple | ast.List | ast.Set) and constant in node.elts:
+            # for v in ("LOCAL_RANK", "SLURM_LOCALID"): if v in os.environ: local_rank = int(os.environ[v])
+            # or env2int(["OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"]) with os.environ.get(e) inside
+            return any((isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Constant)
+                        and "environ" in ast.unparse(n.value))
+                       or (isinstance(n, ast.Call) and n.args and not isinstance(n.args[0], ast.Constant)
+                           and bool(re.search(r"environ\.get|getenv", ast.unparse(n.func))))
+                       for n in ast.walk(tree))
+    return False
+
+
+def _version_guarded(a: Analysis, node: ast.AST) -> bool:
+    current = a.module.parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.If) and _VERSION.search(ast.unparse(current.test)):
+            return True
+        current = a.module.parents.get(current)
+    return False

@@ -1,0 +1,277 @@
+"""Spawns of training processes as facts: a script that starts its own ranks (``mp.spawn``, ``start_processes``, a
+``multiprocessing.Process`` that runs the training) where no launcher check keeps it from running, and a framework's
+spawning strategy (Lightning's ``Trainer(strategy="ddp_spawn")``). The first kind is a ``per-node`` script (started
+once per node, it spawns its ranks); inside a rank a launcher already started it is DDP014 (the doctor reports
+these same spawns).
+
+Every launched rank then forks ``nprocs`` processes of its own: nproc x GPUs processes per node, each
+launched rank a world of its own (rank from the spawn index, world size from the GPU count, one hard-coded
+port). Not a fact when the code already asks the environment whether a launcher started it
+(``if "LOCAL_RANK" not in os.environ: mp.spawn(...)``, ``if int(os.environ.get("WORLD_SIZE", 1)) > 1:
+main() else: mp.spawn(...)``), around the call or around every call of its function, nor when the spawn
+is an opt-in flag (``if args.multiprocessing_distributed:``: a flag the user passes, off by default), nor
+when the started function does not set up distributed training (a file-sync process).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from orchestrator.source.analysis import INIT, WRAPPERS, Analysis
+from orchestrator.source.flow import Site
+from orchestrator.source.names import FunctionNode, dotted, last_name
+from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV
+
+_MP = ("torch.multiprocessing.", "multiprocessing.")
+_SPAWNERS = frozenset({"spawn", "start_processes"})
+# what a launcher sets: its presence says "already launched"
+LAUNCHER_ENV = GLOBAL_ENV | LOCAL_ENV | frozenset({
+    "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "GROUP_RANK",
+    "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+_SETS_UP = INIT | WRAPPERS
+_DEPTH = 3
+# Lightning's strategies that start the ranks themselves (a launched rank then starts ``devices`` more):
+# by name, and by class
+SPAWN_STRATEGIES = frozenset({"ddp_spawn", "ddp_notebook", "ddp_fork"})
+_SPAWN_STRATEGY_CLASSES = frozenset({"DDPSpawnStrategy", "DDPSpawnShardedStrategy"})
+_LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
+_LIGHTNING_ENTRIES = frozenset({"Trainer", "Fabric"})
+
+
+@dataclass(frozen=True)
+class Spawn:
+    """A spawn at ``file``:``line``: ``call`` is how it reads (``mp.spawn(nprocs=args.gpus)``, ``Trainer``);
+    ``strategy`` names a framework's spawning strategy (``'ddp_spawn'``, ``DDPSpawnStrategy()``), None for a spawn
+    the script makes."""
+
+    file: str
+    line: int
+    call: str
+    node: ast.Call = field(compare=False, repr=False)
+    strategy: str | None = None
+
+
+def spawns(a: Analysis) -> list[Spawn]:
+    """The spawns of training processes in ``a``'s file that no launcher check keeps from running, then the
+    framework spawning strategies."""
+    out: list[Spawn] = []
+    for site in a.flow.sites:
+        target, how = _started(a, site)
+        if how is None or not _trains_distributed(a, target, how):
+            continue
+        if _env_checked(a, site.call) or _callers_checked(a, site.function, 0):
+            continue
+        nprocs = _nprocs(site.call, how)
+        name = ast.unparse(site.call.func)[:40]
+        out.append(Spawn(a.filename, _line(site.call), f"{name}(nprocs={nprocs})" if nprocs else f"{name}(...)",
+                         site.call))
+    return out + _spawn_strategies(a)
+
+
+def _line(node: ast.AST) -> int:
+    return int(getattr(node, "lineno", 1))
+
+
+def _spawn_strategies(a: Analysis) -> list[Spawn]:
+    """``Trainer(strategy="ddp_spawn")``, ``Fabric(strategy="ddp_notebook")``, ``strategy=DDPSpawnStrategy()``:
+    Lightning starts ``devices`` processes inside every rank the launcher started."""
+    out: list[Spawn] = []
+    for site in a.flow.sites:
+        q = site.qual or ""
+        if last_name(site.call.func) not in _LIGHTNING_ENTRIES or not q.startswith(_LIGHTNING_ROOTS):
+            continue
+        strategy = _kw(site.call, "strategy")
+        if isinstance(strategy, ast.Name):
+            _, strategy = a.module.resolve(strategy.id, strategy)
+        name = _strategy_name(strategy)
+        if name is not None:
+            out.append(Spawn(a.filename, _line(site.call), last_name(site.call.func) or "", site.call, name))
+    return out
+
+
+def _strategy_name(strategy: ast.expr | None) -> str | None:
+    if isinstance(strategy, ast.Constant) and isinstance(strategy.value, str):
+        return strategy.value if strategy.value.split("_find_unused")[0] in SPAWN_STRATEGIES else None
+    if isinstance(strategy, ast.Call) and last_name(strategy.func) in _SPAWN_STRATEGY_CLASSES:
+        return f"{last_name(strategy.func)}()"
+    return None
+
+
+def _started(a: Analysis, site: Site) -> tuple[ast.expr | None, str | None]:
+    """(the function the call starts, a short name of the call) for mp.spawn / start_processes /
+    multiprocessing.Process(target=...); (None, None) for any other call."""
+    q = site.qual or ""
+    func = site.call.func
+    if isinstance(func, ast.Name):  # runner = torch.multiprocessing.start_processes; runner(fn, ...)
+        _, value = a.module.resolve(func.id, func)
+        if isinstance(value, ast.Attribute | ast.Name):
+            q = a.module.qualname(value) or q
+    if q.startswith(_MP) and q.rsplit(".", 1)[1] in _SPAWNERS:
+        fn = site.call.args[0] if site.call.args else _kw(site.call, "fn")
+        return fn, q.rsplit(".", 1)[1]
+    if last_name(site.call.func) == "Process" and (q.startswith(_MP) or _from_context(a, site.call.func)):
+        return _kw(site.call, "target"), "Process"
+    return None, None
+
+
+def _from_context(a: Analysis, func: ast.expr) -> bool:
+    """``ctx.Process`` with ``ctx = mp.get_context("spawn")``."""
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return False
+    _, value = a.module.resolve(func.value.id, func.value)
+    return isinstance(value, ast.Call) and (a.module.qualname(value.func) or "").endswith(
+        "multiprocessing.get_context")
+
+
+def _kw(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _nprocs(call: ast.Call, how: str) -> str:
+    if how == "Process":
+        return ""
+    value = _kw(call, "nprocs")
+    if value is None and len(call.args) >= 3:
+        value = call.args[2]
+    return ast.unparse(value)[:40] if value is not None else ""
+
+
+def _trains_distributed(a: Analysis, target: ast.expr | None, how: str) -> bool:
+    """The started function sets up a process group or wraps a model (itself, through functions of this
+    file or the project's helpers); a spawned function that cannot be followed counts when the file does
+    (a ``Process`` target that cannot be followed is not judged: a logger, a file sync)."""
+    function = _function(a, target)
+    if function is None and target is not None:  # mp.spawn(mpu.run, ...): a function of a project module
+        project = (a.outer or a).project
+        reach = project.reach(a.module.qualname(target)) if project is not None else None
+        if reach is not None and not reach.quals.isdisjoint(_SETS_UP):
+            return True
+    if function is None and isinstance(target, ast.Name) and _passed_trains(a, target):
+        return True
+    if function is None:
+        return target is not None and how != "Process" and a.data_parallel
+    if a.flow.reaches(function, _SETS_UP) is not None:
+        return True
+    return any(a.helper_reaches(site, _SETS_UP) for site in _sites_under(a, function, 0, set()))
+
+
+def _passed_trains(a: Analysis, target: ast.Name) -> bool:
+    """``def run_distributed(fn, args): mp.spawn(fn, ...)``: a function the callers pass for the parameter (this
+    file's calls, or the script's calls of this helper: ``run_distributed(train_worker, args)``) sets up distributed
+    training, itself or through the project's modules."""
+    function = a.module.function_of(target)
+    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)] if function is not None else []
+    if function is None or target.id not in params:
+        return False
+    index, project = params.index(target.id), (a.outer or a).project
+    for owner in (a, a.outer) if a.outer is not None else (a,):
+        for call in owner.module.nodes:
+            if not (isinstance(call, ast.Call) and last_name(call.func) == function.name and len(call.args) > index):
+                continue
+            passed = call.args[index]
+            local = owner.module.functions.get(passed.id) if isinstance(passed, ast.Name) else None
+            if local is not None and owner.flow.reaches(local, _SETS_UP) is not None:
+                return True
+            reach = project.reach(owner.module.qualname(passed)) if project is not None else None
+            if reach is not None and not reach.quals.isdisjoint(_SETS_UP):
+                return True
+    return False
+
+
+def _function(a: Analysis, target: ast.expr | None) -> FunctionNode | None:
+    if isinstance(target, ast.Name):
+        return a.module.functions.get(target.id)
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"):
+        return a.module.functions.get(target.attr)
+    return None
+
+
+def _sites_under(a: Analysis, function: FunctionNode, depth: int, seen: set[str]) -> list[Site]:
+    """The calls of ``function`` and of the functions of this file it calls (a few levels)."""
+    if depth > _DEPTH or function.name in seen:
+        return []
+    seen.add(function.name)
+    out = a.flow.sites_in(function)
+    for site in list(out):
+        inner = a.module.local_function(site.call)
+        if inner is not None:
+            out = out + _sites_under(a, inner, depth + 1, seen)
+    return out
+
+
+# -- launcher checks ----------------------------------------------------------------------------------
+
+def _env_checked(a: Analysis, node: ast.AST) -> bool:
+    """An ``if`` around ``node`` (in its function) tests the launcher's environment or an opt-in flag, or
+    an earlier ``if <env test>: ...return`` in an enclosing block leaves before it."""
+    child: ast.AST = node
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.ClassDef):
+        if isinstance(current, ast.If | ast.While | ast.IfExp) and child is not current.test and (
+                _reads_launcher(a, current.test, 0) or _opt_in(a, current.test)):
+            return True
+        for block in ("body", "orelse", "finalbody"):
+            stmts = getattr(current, block, None)
+            if isinstance(stmts, list) and child in stmts:
+                for earlier in stmts[:stmts.index(child)]:
+                    if isinstance(earlier, ast.If) and _leaves(earlier) and _reads_launcher(a, earlier.test, 0):
+                        return True
+        if isinstance(current, FunctionNode):
+            return False
+        child, current = current, a.module.parents.get(current)
+    return False
+
+
+def _callers_checked(a: Analysis, function: FunctionNode | None, depth: int) -> bool:
+    """Every call of ``function`` in this file is launcher-checked (or, a level up, its caller's are)."""
+    if function is None or depth > _DEPTH or a.module.spawned(function):
+        return False
+    callers = [s for s in a.flow.sites if a.module.local_function(s.call) is function]
+    return bool(callers) and all(_env_checked(a, s.call) or _callers_checked(a, s.function, depth + 1)
+                                 for s in callers)
+
+
+def _leaves(stmt: ast.If) -> bool:
+    last = stmt.body[-1] if stmt.body else None
+    if isinstance(last, ast.Return | ast.Raise):
+        return True
+    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and last_name(last.value.func) in (
+        "exit", "_exit")
+
+
+def _reads_launcher(a: Analysis, expr: ast.expr, depth: int) -> bool:
+    """``expr`` reads a variable the launcher sets (``os.environ["RANK"]``, ``"LOCAL_RANK" in os.environ``),
+    itself or through the names it uses (``distributed = "WORLD_SIZE" in os.environ``)."""
+    if depth > _DEPTH:
+        return False
+    for node in ast.walk(expr):
+        key = a.ranks.env_key(node) if isinstance(node, ast.expr) else None
+        if key is not None and key in LAUNCHER_ENV:
+            return True
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and node.left.value in LAUNCHER_ENV \
+                and any(a.module.qualname(c) == "os.environ" for c in node.comparators):
+            return True
+        if isinstance(node, ast.Name | ast.Attribute):
+            key = dotted(node)
+            if key is None:
+                continue
+            _, value = a.module.resolve(key, node)
+            values = [value] if value is not None else (a.module.values_anywhere(key) if "." in key else [])
+            if any(v is not expr and _reads_launcher(a, v, depth + 1) for v in values):
+                return True
+        if isinstance(node, ast.Call):
+            function = a.module.local_function(node)
+            if function is not None and any(_reads_launcher(a, r.value, depth + 1) for r in ast.walk(function)
+                                            if isinstance(r, ast.Return) and r.value is not None):
+                return True
+    return False
+
+
+def _opt_in(a: Analysis, test: ast.expr) -> bool:
+    """A bare flag the user passes (``args.multiprocessing_distributed``), never assigned in the file: off by
+    default, so the spawn is asked for, not a habit."""
+    if not isinstance(test, ast.Attribute):
+        return False
+    key = dotted(test)
+    return key is not None and not a.module.values_anywhere(key)

@@ -1,0 +1,83 @@
+"""The facts a launch style is decided from (orchestrator/launchstyles/facts.py, spawns.py, localrank.py): each
+with its file and line, read from the script and the project modules it reaches, never through the doctor."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from support import ROOT, TESTS
+
+from orchestrator.launchstyles import detect, read
+from orchestrator.launchstyles.spawns import Spawn
+
+SCRIPTS = TESTS / "scripts"
+PROJECTS = TESTS / "doctor" / "fixtures" / "projects"
+WIKI = TESTS / "doctor" / "fixtures" / "seed002_wiki_mnist_distributed.py"
+
+
+def test_a_spawn_no_launcher_check_guards_is_a_fact_with_its_line() -> None:
+    script = SCRIPTS / "spawn_per_node.py"
+    facts = read(script)
+    assert facts.spawns == (Spawn(str(script), 55, "mp.spawn(nprocs=args.gpus)", facts.spawns[0].node),)
+    assert (facts.local_rank, facts.slurm) == ((), None)
+
+
+def test_a_guarded_spawn_is_no_fact(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text((SCRIPTS / "spawn_per_node.py").read_text(encoding="utf-8").replace(
+        "    mp.spawn(train, nprocs=args.gpus, args=(args,))",
+        "    if \"LOCAL_RANK\" in os.environ:\n        train(int(os.environ[\"LOCAL_RANK\"]), args)\n"
+        "    else:\n        mp.spawn(train, nprocs=args.gpus, args=(args,))"), encoding="utf-8")
+    assert "else:" in script.read_text(encoding="utf-8")
+    assert read(script).spawns == ()
+
+
+def test_a_spawn_in_a_project_module_names_that_file() -> None:
+    facts = read(PROJECTS / "helper_spawn" / "main.py")
+    assert [(Path(s.file).name, s.line, s.strategy) for s in facts.spawns] == [("launcher.py", 19, None)]
+
+
+def test_the_legacy_flag_is_a_fact_with_its_spelling() -> None:
+    facts = read(SCRIPTS / "local_rank_arg.py")
+    assert [(d.line, d.flag_source, d.what) for d in facts.local_rank] == [(21, "'--local_rank'", "defaults to 0")]
+    assert facts.flag == "--local_rank" and facts.spawns == ()
+
+
+def test_slurm_rank_variables_read_and_torchrun_variables_not() -> None:
+    facts = read(SCRIPTS / "slurm_native.py")
+    assert facts.slurm == 'slurm_native.py:24: proc = int(os.environ["SLURM_PROCID"])'
+    assert not facts.torchrun_vars
+    assert read(SCRIPTS / "ddp_train.py").torchrun_vars
+
+
+def test_a_frameworks_spawning_strategy_is_a_fact_but_not_a_per_node_script(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("from lightning.pytorch import Trainer\n\ntrainer = Trainer(strategy=\"ddp_spawn\", devices=2)\n"
+                      "trainer.fit(None)\n", encoding="utf-8")
+    facts = read(script)
+    assert [(s.line, s.call, s.strategy) for s in facts.spawns] == [(3, "Trainer", "ddp_spawn")]
+    assert detect(facts).style == "env"
+
+
+def test_constant_master_addresses_are_facts() -> None:
+    assert read(WIKI).masters[str(WIKI)] == {44: ("MASTER_ADDR", "10.57.23.164"), 45: ("MASTER_PORT", "8888")}
+
+
+def test_an_unreadable_entry_has_no_facts(tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text("def (:\n", encoding="utf-8")
+    facts = read(script)
+    assert (facts.files, facts.spawns, facts.local_rank, facts.slurm) == ((), (), (), None)
+    assert detect(facts).style == "env"
+
+
+def test_deciding_a_style_imports_no_doctor() -> None:
+    """The facts come from the reader (orchestrator.source), not from the doctor's rules: choosing a style loads no
+    module of orchestrator.doctor at all."""
+    code = ("import sys; from orchestrator import launchstyles; "
+            f"print(launchstyles.choose('auto', __import__('pathlib').Path({str(SCRIPTS / 'spawn_per_node.py')!r})).style);"
+            "print(sorted(m for m in sys.modules if m.startswith('orchestrator.doctor')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split("\n")[:2] == ["per-node", "[]"]
