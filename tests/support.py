@@ -482,7 +482,7 @@ def screen_row(screen: str, name: str) -> str:
 
 class DictStore:
     """The part of a c10d store the in-process agents use (set, get, add, check), in memory: their decisions
-    without processes (tests/task/test_agent*.py, test_agentstore.py, test_heartbeat.py)."""
+    without processes (tests/restarts/test_agent*.py, test_store.py, test_heartbeat.py)."""
 
     def __init__(self) -> None:
         self.data: dict[str, bytes] = {}

@@ -2,7 +2,7 @@
 
 Each attempt is one :class:`~orchestrator.local.runner.LocalRunner` run with ``ORCH_ATTEMPT`` set (a
 script sees ``TORCHELASTIC_RESTART_COUNT`` one higher, and a new MASTER_PORT is picked); after it,
-``task/recovery.py`` records it in ``attempts.json`` and the ledger, and says whether to start the next
+``restarts/recovery.py`` records it in ``attempts.json`` and the ledger, and says whether to start the next
 one, which resumes from the newest checkpoint like ``orch run --resume``.
 """
 
@@ -16,9 +16,9 @@ from typing import IO, Protocol
 from orchestrator.env.distenv import ATTEMPT_VAR
 from orchestrator.local.runner import LocalResult, _read_json
 from orchestrator.records.restarts.attempts import read_attempts
-from orchestrator.records.restarts.inprocess import in_step_restarts
+from orchestrator.restarts.protocol import in_step_restarts
+from orchestrator.restarts.recovery import AttemptFacts, end_attempt
 from orchestrator.spec.runconfig import RESULT_FILE, RunConfig
-from orchestrator.task.recovery import AttemptFacts, end_attempt
 
 
 class Runner(Protocol):

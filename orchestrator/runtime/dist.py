@@ -74,7 +74,7 @@ def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: s
 
     Collectives start with ``timeout`` (start-up is slow and uneven across ranks); the trainer
     switches to ``collective_timeout`` when training starts (``Dist.set_timeout``/``patient``). ``store``:
-    the generation's store of an in-process restart (runtime/inprocess.py) instead of MASTER_PORT's own."""
+    the generation's store of an in-process restart (restarts/worker.py) instead of MASTER_PORT's own."""
     device = torch.device(choice.name)
     if choice.kind == "cuda":
         # Before init_process_group and before any other CUDA call: no rank touches GPU 0 by accident.

@@ -27,6 +27,7 @@ from orchestrator.errors import OrchError
 from orchestrator.records.restarts.attempts import CHECKPOINT_STALL, CHECKPOINT_WRITE
 from orchestrator.records.resumecheck import JobIdentity
 from orchestrator.records.startup import CLOCK
+from orchestrator.restarts import heartbeat
 from orchestrator.runtime.checkpoint import Checkpointer, restore_rng
 from orchestrator.runtime.data import eval_shard, real_count
 from orchestrator.runtime.dist import (
@@ -55,7 +56,6 @@ from orchestrator.spec.job import JobSpec, TrainParams, load_job_file
 from orchestrator.spec.numbers import FULL_DISK, writing
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.spec.snapshot import relocate
-from orchestrator.task import heartbeat
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
 
@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ: Mapping[str, str],
         store: Any = None) -> int:
     """Train the job of ``cfg`` as rank ``env.rank``; returns the exit code (0 also after preemption).
-    ``store``: an in-process restart's generation store (runtime/inprocess.py)."""
+    ``store``: an in-process restart's generation store (restarts/worker.py)."""
     cuda = torch.cuda.is_available()
     choice = devices.select_device(
         cuda_available=cuda, device_count=torch.cuda.device_count() if cuda else 0,
@@ -259,7 +259,7 @@ class Trainer:
             nonlocal synced, current
             current = step
             RECORDER.step(epoch + 1, step)  # in memory: the outcome record's "last step"
-            heartbeat.tick()  # in-process restarts: its agent sees the rank step (task/heartbeat.py)
+            heartbeat.tick()  # in-process restarts: its agent sees the rank step (restarts/heartbeat.py)
             if "first_step" not in CLOCK.phases:
                 CLOCK.lap("first_step")
             if not synced and (step % p.grad_accum == 0 or step == plan.num_steps):  # after an optimizer step

@@ -3,7 +3,8 @@
 :mod:`orchestrator.task.launch` does everything torch-free (job.json, trust, derivation, exports,
 outcome records, the preemption flag, ``--master-port`` for the batch script); this module hands it
 torch's side (:class:`TorchRuntime`), each piece imported only when the task gets that far:
-``--master-port`` never imports torch.
+``--master-port`` never imports torch. The same object is the in-process restarts' runtime
+(:class:`orchestrator.restarts.worker.WorkerRuntime`): the restarts package never imports this layer.
 """
 
 from __future__ import annotations
@@ -11,20 +12,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.task import launch, lines
 
 if TYPE_CHECKING:
+    import datetime
+
     from orchestrator.env.devices import DeviceChoice
     from orchestrator.env.distenv import DistEnv
+    from orchestrator.restarts.store import AgentStore
     from orchestrator.spec.runconfig import RunConfig
-    from orchestrator.task.agentstore import AgentStore
     from orchestrator.task.preempt import PreemptFlag
 
 
 class TorchRuntime:
-    """:class:`orchestrator.task.launch.TaskRuntime` with torch: the shared entrypoint and the GPU binding."""
+    """:class:`orchestrator.task.launch.TaskRuntime` with torch: the shared entrypoint and the GPU binding; and
+    :class:`orchestrator.restarts.worker.WorkerRuntime`: what the in-process restarts' worker uses of it."""
 
     def import_torch(self) -> None:
         from orchestrator.runtime.imports import timed_import_torch
@@ -33,19 +37,36 @@ class TorchRuntime:
 
     def train(self, cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag,
               environ: os._Environ[str]) -> int:
-        from orchestrator.task import agent
-
-        if agent.WORKER is not None:  # a worker forked by its task's agent (launcher.restart: in-process)
-            from orchestrator.runtime.inprocess import train_generations
-
-            return train_generations(cfg, env, job_dir, flag, environ, agent.WORKER)
         from orchestrator.runtime import entry
 
         return entry.run(cfg, env, job_dir, flag, environ)
 
+    # in-process restarts (orchestrator/restarts/): this task as its rank's agent
+    def is_agent(self, cfg: RunConfig, *, preflight: bool, loopback: bool) -> bool:
+        from orchestrator.restarts.agent import is_agent
+
+        return is_agent(cfg, preflight=preflight, loopback=loopback)
+
+    def supervise(self, cfg: RunConfig, env: DistEnv, job_dir: Path, *, on_start: Callable[[int], None],
+                  in_worker: Callable[[], None], script: Callable[[], int] | None = None) -> int:
+        from orchestrator.restarts import agent, worker
+
+        init = cfg.launcher.init_timeout
+        role = agent.supervise(cfg, env, job_dir, self.agent_store(env, timeout=init), on_start,
+                               warm_up=lambda: worker.warm_up(cfg),
+                               host_port=(lambda: worker.host_world_store(
+                                   env.master_addr, world_size=env.world_size, timeout=init, runtime=self))
+                               if env.rank == 0 else None)
+        if isinstance(role, agent.Ends):
+            return role.code
+        in_worker()  # a worker the agent forked: its own handlers, then its body
+        if script is not None:  # a script's warm restarts: the world's ranks are forked again from the agents
+            return script()
+        return worker.train_generations(cfg, env, job_dir, role.worker.flag, os.environ, role.worker, self)
+
     def agent_store(self, env: DistEnv, *, timeout: int) -> AgentStore:
+        from orchestrator.restarts.worker import agent_store
         from orchestrator.runtime.dist import init_error
-        from orchestrator.runtime.inprocess import agent_store
         from orchestrator.runtime.rendezvous import hosted
 
         existing = hosted() if env.rank == 0 else None  # a script's rank 0 hosts its store already
@@ -53,21 +74,39 @@ class TorchRuntime:
             return existing
         try:
             store: AgentStore = agent_store(env.master_addr, env.master_port, rank=env.rank,
-                                            world_size=env.world_size, timeout=timeout)
+                                            world_size=env.world_size, timeout=timeout, runtime=self)
         except (OSError, RuntimeError) as exc:  # the port is taken, rank 0 unreachable
             raise init_error(exc, rank=env.rank, master_addr=env.master_addr, master_port=env.master_port,
                              timeout=timeout) from None
         return store
 
-    def host_world_store(self, addr: str, *, world_size: int, timeout: int) -> int:
-        from orchestrator.runtime.inprocess import host_world_store
+    # restarts.worker.WorkerRuntime: the shared entrypoint on a generation's store, its error texts, the rendezvous
+    def train_on(self, store: Any, cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag,
+                 environ: Any) -> int:
+        from orchestrator.runtime import entry
 
-        return host_world_store(addr, world_size=world_size, timeout=timeout)
+        return entry.run(cfg, env, job_dir, flag, environ, store=store)
 
-    def warm_up(self, cfg: RunConfig) -> None:
-        from orchestrator.runtime.inprocess import warm_up
+    def describe_error(self, exc: BaseException) -> str:
+        from orchestrator.runtime import entry
 
-        warm_up(cfg)
+        return entry.describe(exc)
+
+    def loopback_store(self, addr: str, port: int, *, rank: int, world_size: int,
+                       timeout: datetime.timedelta) -> Any:
+        from orchestrator.runtime.rendezvous import loopback_store
+
+        return loopback_store(addr, port, rank=rank, world_size=world_size, timeout=timeout)
+
+    def host_loopback_store(self, addr: str, port: int, *, world_size: int, timeout: datetime.timedelta) -> None:
+        from orchestrator.runtime.rendezvous import host_script_store
+
+        host_script_store(addr, port, world_size=world_size, timeout=timeout)
+
+    def hosted_store(self) -> Any:
+        from orchestrator.runtime.rendezvous import hosted
+
+        return hosted()
 
     def bind_script_device(self, *, rank: int, local_rank: int, local_world_size: int, gpus_per_task: int,
                            visible: str | None) -> DeviceChoice:

@@ -4,8 +4,8 @@
 
     python -m orchestrator.slurm.restart --job-dir DIR --attempt N --step-rc RC --signals S >DIR/restart_next
 
-records the attempt in ``attempts.json`` and the goodput ledger (``task/recovery.py``) and decides
-(``records/restarts/policy.py``). It exits 1 when the job ends here (completed, preempted: the requeue
+records the attempt in ``attempts.json`` and the goodput ledger (``restarts/recovery.py``) and decides
+(``restarts/policy.py``). It exits 1 when the job ends here (completed, preempted: the requeue
 path follows, or a failure not worth a restart, named on stderr, the batch log), and 0 when the script
 starts the next ``srun`` step: it then prints that step's MASTER_ADDR, MASTER_PORT, attempt number (after
 the step's in-process restarts, ``launcher.restart: in-process``) and node options (``--nodelist=...`` with
@@ -36,11 +36,11 @@ from pathlib import Path
 from orchestrator.env import distenv, hostlist
 from orchestrator.errors import OrchError
 from orchestrator.records.restarts.attempts import RESUBMIT_NEXT_FILE, read_attempts
-from orchestrator.records.restarts.inprocess import in_step_restarts
 from orchestrator.records.restarts.seen import Seen
+from orchestrator.restarts.protocol import in_step_restarts
+from orchestrator.restarts.recovery import AttemptFacts, end_attempt
 from orchestrator.slurm.stepreport import read_seen
 from orchestrator.spec.runconfig import RunConfig, read_run_config
-from orchestrator.task.recovery import AttemptFacts, end_attempt
 
 STOP_EXIT = 1
 RESUBMIT_EXIT = 3

@@ -51,14 +51,13 @@ from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.numbers import FULL_DISK, full_disk, parse_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.spec.snapshot import relocate_paths
-from orchestrator.task import agent, hang, scripttimeout
+from orchestrator.task import hang, scripttimeout
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
 from orchestrator.task.reaper import become_subreaper, end_children
 
 if TYPE_CHECKING:
     from orchestrator.env.devices import DeviceChoice
-    from orchestrator.task.agentstore import AgentStore
 
 
 class TaskRuntime(scripttimeout.Bounder, Protocol):
@@ -87,11 +86,16 @@ class TaskRuntime(scripttimeout.Bounder, Protocol):
                             master_port: int) -> None:
         """Per-node scripts: the same, in each process ``torch.multiprocessing`` starts (picklable ``on_join``)."""
 
-    # in-process restarts (task/agent.py): the agents' store at MASTER_PORT (rank 0's hosts it), a script's next
-    # world's store at a free port (rank 0: its number), what a forked worker would import again (warm_up)
-    def agent_store(self, env: distenv.DistEnv, *, timeout: int) -> AgentStore: ...
-    def host_world_store(self, addr: str, *, world_size: int, timeout: int) -> int: ...
-    def warm_up(self, cfg: RunConfig) -> None: ...
+    # in-process restarts (orchestrator/restarts/, a layer above this one: reached through the runtime only)
+    def is_agent(self, cfg: RunConfig, *, preflight: bool, loopback: bool) -> bool:
+        """Whether this task is its rank's agent (``launcher.restart: in-process``; restarts/agent.py)."""
+
+    def supervise(self, cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, *, on_start: Callable[[int], None],
+                  in_worker: Callable[[], None], script: Callable[[], int] | None = None) -> int:
+        """This task as its rank's agent: it forks the rank's worker for each generation; the agent's exit code.
+        In each worker (the forked process) ``in_worker()`` runs, then ``script()`` (a script's warm restarts) or
+        orch's entrypoint generation by generation, and what that returns is returned here, in that process
+        (its errors raise here): ``on_start(generation)`` starts each worker's records."""
 
     def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
         """(message, hint) when ``exc`` is a collective that failed or timed out (another rank's failure)."""
@@ -243,13 +247,17 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
             if env.rank == 0 and taskenv.is_loopback(env.master_addr) and not per_node:  # on loopback only
                 runtime.host_script_store(env.master_addr, env.master_port, world_size=env.world_size,
                                           timeout=cfg.launcher.init_timeout)
-            if agent.warm_script(cfg, taskenv.is_loopback(env.master_addr)) and isinstance(
-                    chosen := run_as_agent(cfg, env, job_dir, runtime), int):
-                return chosen  # the agent's (a warm restart forks each attempt's world from it)
-            scripttimeout.bound(cfg, runtime)  # its process group: launcher.collective_timeout, unless its own
-            settle = worldcheck.watch(cfg, env, runtime)  # which world this rank joins (--strict-world: fail)
-            return settle(scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
-                                        bind=runtime.bind_script_device))
+
+            def run_script() -> int:
+                scripttimeout.bound(cfg, runtime)  # its process group: launcher.collective_timeout, unless its own
+                settle = worldcheck.watch(cfg, env, runtime)  # which world this rank joins (--strict-world: fail)
+                return settle(scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
+                                            bind=runtime.bind_script_device))
+
+            if runtime.is_agent(cfg, preflight=args.preflight, loopback=taskenv.is_loopback(env.master_addr)):
+                # the agent's exit code (a warm restart forks each attempt's world from it), or a worker's
+                return run_as_agent(cfg, env, job_dir, runtime, script=run_script)
+            return run_script()
         export_environment(cfg, env, os.environ)
         # NCCL: last collectives, on timeout (under the names the installed torch reads)
         os.environ.update(hang.flight_recorder_env(job_dir, os.environ, hang.installed_torch_version()))
@@ -257,11 +265,9 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
                             format=f"%(levelname)s rank {env.rank} %(name)s: %(message)s")
         runtime.import_torch()
         CLOCK.lap("imports")
-        if agent.applies(cfg, args.preflight):  # this task is an agent: it forks the rank's worker per attempt
-            chosen = run_as_agent(cfg, env, job_dir, runtime)
-            if isinstance(chosen, int):
-                return chosen  # the agent's exit code (its worker's)
-            flag = chosen
+        if runtime.is_agent(cfg, preflight=args.preflight, loopback=taskenv.is_loopback(env.master_addr)):
+            # this task is an agent: it forks the rank's worker per attempt, which trains generation by generation
+            return run_as_agent(cfg, env, job_dir, runtime)  # the agent's exit code (its worker's), or a worker's
         return runtime.train(cfg, env, job_dir, flag, os.environ)
     except OrchError as exc:
         if args.master_port:  # the batch script's step: no rank yet
@@ -314,21 +320,20 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         return PEER_FAILURE_EXIT
 
 
-def run_as_agent(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, runtime: TaskRuntime) -> int | PreemptFlag:
-    """This task as an agent (task/agent.py): its exit code, or, in a worker it forked, the worker's own flag."""
+def run_as_agent(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, runtime: TaskRuntime,
+                 script: Callable[[], int] | None = None) -> int:
+    """This task as an agent (orchestrator/restarts/, through ``runtime``): its exit code; in each worker it forks,
+    the worker's (``script``: a script's run; None: orch's entrypoint, trained generation by generation)."""
     def start(_: int) -> None:
         if cfg.script is not None:  # torchrun's count: the world's restarts, one higher in each generation
             os.environ["TORCHELASTIC_RESTART_COUNT"] = str(distenv.restart_count(os.environ, cfg.restarts))
         start_outcome(cfg, env, job_dir, os.environ)
-    init = cfg.launcher.init_timeout
-    chosen = agent.supervise(cfg, env, job_dir, runtime.agent_store(env, timeout=init), start, warm_up=lambda: (
-        runtime.warm_up(cfg)), host_port=(lambda: runtime.host_world_store(env.master_addr, world_size=env.world_size,
-                                                                           timeout=init)) if env.rank == 0 else None)
-    if not isinstance(chosen, agent.Worker):
-        return chosen
-    install_term_record(cfg.launcher.preempt_signal)  # the worker's own handlers
-    hang.install_stack_dumps(cfg.launcher.preempt_signal)
-    return chosen.flag or PreemptFlag(cfg.launcher.preempt_signal).install()
+
+    def in_worker() -> None:  # the worker's own handlers
+        install_term_record(cfg.launcher.preempt_signal)
+        hang.install_stack_dumps(cfg.launcher.preempt_signal)
+
+    return runtime.supervise(cfg, env, job_dir, on_start=start, in_worker=in_worker, script=script)
 
 
 def _failed(exc: OrchError, env: distenv.DistEnv | None) -> int:

@@ -77,7 +77,7 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "records/training.py": "the training records orch status reads: tests/commands/test_status_logs.py",
     "records/restarts/attempts.py": "attempts.json's arithmetic: tests/slurm/test_restart.py",
     "records/restarts/nodeevidence.py": "the evidence table: tests/records/restarts/test_badnodes.py",
-    "records/restarts/policy.py": "the restart policy table: tests/slurm/test_restart.py",
+    "restarts/policy.py": "the restart policy table: tests/slurm/test_restart.py",
     "records/restarts/seen.py": ("what srun reported, completed into the outcome records: "
                                  "tests/records/restarts/test_blame.py"),
     "records/snapshots/clean.py": "snapshot cleaning: tests/records/snapshots/test_snapshots_store.py",
@@ -120,7 +120,10 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "spec/tracking.py": "run ids and merged settings: tests/task/test_trackers.py",
     "task/outcome.py": "the ranks' outcome records: tests/records/restarts/test_blame.py",
     "task/preempt.py": "tests/runtime/test_runtime_preempt.py, tests/runtime/test_periodic.py",
-    "task/recovery.py": "restarts inside the allocation: tests/slurm/test_restart.py",
+    "restarts/recovery.py": "restarts inside the allocation: tests/slurm/test_restart.py",
+    "restarts/decide.py": ("the failed rank's decision, through its agent: tests/restarts/test_agent.py, "
+                           "tests/restarts/test_agent_windows.py"),
+    "restarts/generation.py": "a survivor's next generation: tests/restarts/test_agent_windows.py",
 }
 
 

@@ -15,7 +15,7 @@ from support import TESTS
 
 from orchestrator.records.restarts import attempts as att
 from orchestrator.records.restarts.blame import RankOutcome, blame
-from orchestrator.records.restarts.policy import SAME_ERROR, Ended, decide
+from orchestrator.restarts.policy import SAME_ERROR, Ended, decide
 from orchestrator.slurm.restart import next_nodes
 
 FAULTY = TESTS / "jobs" / "faulty.py"

@@ -17,8 +17,8 @@ from support import ORCH, TESTS, clean_environ
 from orchestrator.records.jobdirs import outcome_path, write_run_config
 from orchestrator.records.restarts import nodeevidence
 from orchestrator.records.restarts.blame import ROLES, RankOutcome, blame, current_run, parse_outcome, role
-from orchestrator.records.restarts.policy import Ended, decide
 from orchestrator.records.restarts.seen import Seen, complete, observed
+from orchestrator.restarts.policy import Ended, decide
 from orchestrator.slurm.stepreport import parse, seen_from, step_lines
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import JOB_ID_FILE, LOG_DIR, RunConfig

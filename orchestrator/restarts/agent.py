@@ -3,18 +3,21 @@ the attempts of its rank and forks the rank's worker for each one, so a restart 
 
 The task process (srun's task, or one process of ``orch run``) imports torch (no CUDA), hosts (rank 0)
 or joins the step's store at MASTER_PORT, then forks the worker, which trains through the shared
-entrypoint (``runtime/inprocess.py``: one process group per generation, under the store prefix
-:func:`~orchestrator.records.restarts.inprocess.prefix`). The agent watches it:
+entrypoint (``restarts/worker.py``: one process group per generation, under the store prefix
+:func:`~orchestrator.restarts.protocol.prefix`). :func:`supervise` returns :class:`Forked` in the forked
+process (with its :class:`~orchestrator.restarts.generation.Worker`; the caller runs the worker's body, and
+the process ends as that body does) and :class:`Ends` in the agent: nothing is handed over through a module
+global. The agent watches its worker:
 
 - the worker exits 0 (completed, or preempted with a checkpoint): the agent exits 0;
 - the worker fails (an exception, killed by a signal, or stopped past ``STOPPED_GRACE_S``, which the agent
   turns into SIGKILL: gloo cannot abort a collective, but a peer's closed sockets end it at once for the
-  others): the agent claims the worker's generation, records the attempt (``task/recovery.py``, with
-  ``in_process``), asks the restart policy (the budget of ``--max-restarts`` is the step-level one's)
-  and publishes the decision. On a restart it forks a new worker for the next generation; the other
-  ranks' workers stay in their processes and form the next generation with it. Otherwise the agent ends
-  as its worker did (the same exit code or signal), and the step-level restart takes over, as without
-  agents (:data:`~orchestrator.records.restarts.inprocess.FALLBACKS` names why, in ``restart_fallback``);
+  others): the agent claims the worker's generation (``restarts/decide.py``), records the attempt
+  (``restarts/recovery.py``, with ``in_process``), asks the restart policy (the budget of ``--max-restarts``
+  is the step-level one's) and publishes the decision. On a restart it forks a new worker for the next
+  generation; the other ranks' workers stay in their processes and form the next generation with it.
+  Otherwise the agent ends as its worker did (the same exit code or signal), and the step-level restart
+  takes over, as without agents (:data:`~orchestrator.restarts.protocol.FALLBACKS` names why, in ``restart_fallback``);
 - the worker gave up on a collective with nothing else failing (a deadlock): fallback.
 
 The agent writes no outcome record of its own: each worker does (its pid), as the task did before.
@@ -33,54 +36,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.env import distenv
-from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.restarts import inprocess as proto
-from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
-from orchestrator.records.restarts.seen import Seen
-from orchestrator.records.startup import CLOCK
+from orchestrator.restarts import heartbeat
+from orchestrator.restarts import protocol as proto
+from orchestrator.restarts.decide import Decider
+from orchestrator.restarts.generation import Worker, begin
+from orchestrator.restarts.store import AgentStore, BoundedStore, wait_for
 from orchestrator.spec.runconfig import RunConfig
-from orchestrator.task import heartbeat
-from orchestrator.task.agentstore import AgentStore, BoundedStore, wait_for
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import SIGNALS, PreemptFlag
 from orchestrator.task.reaper import end_group, lead_group_and_die_with
 
 if TYPE_CHECKING:
     from orchestrator.env.distenv import DistEnv
-
-
-@dataclass
-class Worker:
-    """This process is rank ``rank``'s worker, in generation ``generation`` (``WORKER`` once forked)."""
-
-    rank: int
-    generation: int
-    base_attempt: int  # ORCH_ATTEMPT of the step (generation 0)
-    store_addr: str
-    store_port: int
-    wait_s: float  # how long a survivor waits for the failed rank's decision
-    on_restart: Callable[[int], None] = field(repr=False, default=lambda g: None)
-    flag: PreemptFlag | None = None  # the worker's preemption flag (installed at the fork)
-
-    def restart(self, generation: int, announce: Callable[[int], None] = lambda g: None) -> None:
-        """A survivor goes on in generation ``generation``: it says so first (``announce``: the store's
-        :func:`~orchestrator.records.restarts.inprocess.at`), so that a death inside the restart is charged to
-        ``generation``; then a new attempt for its records and clock."""
-        announce(generation)
-        self.generation = generation
-        begin(self.base_attempt, generation, self.on_restart)
-
-
-def begin(base: int, generation: int, on_start: Callable[[int], None]) -> None:
-    """A worker starts generation ``generation``: ORCH_ATTEMPT, the start-up clock (from now: nothing is left
-    to import) and the rank's outcome record (``on_start``) of the new attempt."""
-    os.environ[distenv.ATTEMPT_VAR] = str(base + generation)
-    if generation:
-        CLOCK.restart()
-    on_start(generation)
-
-
-WORKER: Worker | None = None  # set in a forked worker: runtime/inprocess.py trains generation by generation
 
 
 def applies(cfg: RunConfig, preflight: bool) -> bool:
@@ -96,10 +63,31 @@ def warm_script(cfg: RunConfig, loopback: bool) -> bool:
         and cfg.script.launch.style != "per-node" and cfg.launcher.max_restarts > 0
 
 
-def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore,
-              start_worker: Callable[[int], None], *, warm_up: Callable[[], None] = lambda: None,
-              host_port: Callable[[], int] | None = None) -> int | Worker:
-    """Fork and watch the rank's workers: the agent's exit code, or (in a worker) the :class:`Worker`.
+def is_agent(cfg: RunConfig, *, preflight: bool, loopback: bool) -> bool:
+    """Whether this task is its rank's agent: :func:`applies` (orch's entrypoint) or :func:`warm_script`."""
+    return warm_script(cfg, loopback) if cfg.script is not None else applies(cfg, preflight)
+
+
+@dataclass(frozen=True)
+class Ends:
+    """:func:`supervise` in the agent: it has ended (exit barrier passed); the task exits with ``code``."""
+
+    code: int
+
+
+@dataclass(frozen=True)
+class Forked:
+    """:func:`supervise` in a worker the agent forked: this process goes on as ``worker`` (the caller runs the
+    worker's body, whose errors and exit code are the process's own, as any task's)."""
+
+    worker: Worker
+
+
+def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore, start_worker: Callable[[int], None],
+              *, warm_up: Callable[[], None] = lambda: None,
+              host_port: Callable[[], int] | None = None) -> Ends | Forked:
+    """Fork and watch the rank's workers: :class:`Ends` in the agent, :class:`Forked` in each worker it forks
+    (which then holds nothing of the agent: its state and its store are dropped on the way out of here).
 
     ``host_port`` (a script's warm restarts; rank 0: the port of a fresh store it hosts): every rank's worker
     is restarted in each generation, as torchrun restarts the whole world, rendezvousing at that port."""
@@ -107,13 +95,13 @@ def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore,
     agent = _Agent(cfg, env, job_dir, store, base, start_worker, script=cfg.script is not None, host_port=host_port)
     worker = agent.fork(0)
     if worker is not None:
-        return worker
+        return Forked(worker)
     RECORDER.path = None  # the worker keeps the rank's record; the agent writes none
     signal.signal(SIGNALS[cfg.launcher.preempt_signal], lambda signum, frame: agent.send(signum))  # to the worker
     warm_up()  # what a replaced worker would import again: imported here, once, after the first fork
     chosen = agent.watch()
-    if isinstance(chosen, int):  # the agent ends (a forked worker goes on through the caller)
-        agent.exit_barrier(proto.EXIT_WAIT_S if chosen == 0 else proto.FAILED_EXIT_WAIT_S)
+    if isinstance(chosen, Ends):  # the agent ends (a worker forked for a later generation goes on)
+        agent.exit_barrier(proto.EXIT_WAIT_S if chosen.code == 0 else proto.FAILED_EXIT_WAIT_S)
     return chosen
 
 
@@ -131,13 +119,14 @@ class _Agent:
     generation: int = 0
     stopped_since: float | None = None
     began: float = field(default_factory=time.time)  # when the current generation started
-    killed_hung_s: float | None = None  # the agent killed its hung worker: how long it had hung (s)
     hung: heartbeat.Watch | None = None  # the worker's training steps (a running rank that stopped stepping)
     preempted: bool = False  # the preemption signal came: every later worker starts with its flag set
+    decider: Decider = field(init=False, repr=False)  # what this agent decides when its worker fails
 
     def __post_init__(self) -> None:
         if not isinstance(self.store, BoundedStore):  # a store host that hangs must not hang this agent
             self.store = BoundedStore(self.store)
+        self.decider = Decider(self.cfg, self.env, self.job_dir, self.store, self.base, script=self.script)
 
     def fork(self, generation: int) -> Worker | None:
         self.generation, self.began = generation, time.time()
@@ -155,16 +144,15 @@ class _Agent:
             return None
         lead_group_and_die_with(parent)  # its DataLoader's workers end with it; it ends with its agent
         heartbeat.BEAT = beat  # its training steps tick it
+        flag = PreemptFlag(self.cfg.launcher.preempt_signal).install()  # the worker's own, from now on
+        if self.preempted:  # the signal came when no worker was there to get it (between two generations)
+            flag.request()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
         timeout = self.cfg.launcher.collective_timeout  # a survivor waits until a hung rank's agent could decide
         worker = Worker(rank=self.env.rank, generation=generation, base_attempt=self.base,
                         store_addr=self.env.master_addr, store_port=self.env.master_port,
-                        wait_s=max(10.0, heartbeat.hung_after(timeout) - timeout + 5), on_restart=self.start_worker)
-        worker.flag = PreemptFlag(self.cfg.launcher.preempt_signal).install()  # the worker's own, from now on
-        if self.preempted:  # the signal came when no worker was there to get it (between two generations)
-            worker.flag.request()
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
-        global WORKER
-        WORKER = worker
+                        wait_s=max(10.0, heartbeat.hung_after(timeout) - timeout + 5), flag=flag,
+                        on_restart=self.start_worker)
         if world_port is not None:
             os.environ["MASTER_PORT"] = str(world_port)
         begin(self.base, generation, self.start_worker)
@@ -181,22 +169,24 @@ class _Agent:
             time.sleep(proto.POLL_S)
         return int(self.store.get(proto.port(generation)))
 
-    def watch(self) -> int | Worker:
+    def watch(self) -> Ends | Forked:
+        """Watch the worker, and fork the next generation's after a failure that is restarted: :class:`Ends` in
+        the agent, :class:`Forked` in a worker forked here."""
         while True:
             code = self._wait()
             if code == 0:
-                return 0
+                return Ends(0)
             # None: another rank failed and this rank's worker was stopped, the world starts again
             nxt = self.generation + 1 if code is None else self._after_failure(code)
             if nxt is None:
-                return _end_as(code or 1)
+                return Ends(_end_as(code or 1))
             try:
                 worker = self.fork(nxt)
             except (OSError, RuntimeError, ValueError):  # rank 0's agent is gone: no next world's store
-                self._fall_back("store_lost")
-                return _end_as(code or 1)
+                self.decider.fall_back("store_lost")
+                return Ends(_end_as(code or 1))
             if worker is not None:  # the new worker leaves through supervise's caller
-                return worker
+                return Forked(worker)
 
     def send(self, signum: int) -> None:
         """The preemption signal, to the worker; kept for the next worker (one may be forked after it)."""
@@ -278,47 +268,11 @@ class _Agent:
         print(f"orch: rank {self.env.rank}: the worker (pid {self.pid}) {why} (hung); killing it", file=sys.stderr,
               flush=True)
         self._signal(signal.SIGKILL)
-        self.stopped_since, self.hung, self.killed_hung_s = None, None, round(seconds, 3)
+        self.stopped_since, self.hung, self.decider.hung_s = None, None, round(seconds, 3)
 
     def _after_failure(self, code: int) -> int | None:
         """The next generation to start, or None (fall back: the agent ends as its worker did)."""
-        try:
-            key = proto.at(self.env.rank)
-            raw = self.store.get(key) if self.store.check([key]) else b""
-            generation = int(raw) if raw.strip() else self.generation
-            if code == PEER_FAILURE_EXIT and not self._claimed(generation):
-                return self._fall_back("peer_only")  # gave up on a collective, and no rank failed or stopped
-            if self.store.add(proto.claim(generation), 1) == 1:  # this rank decides for the generation
-                self._publish(generation, code)
-            decided = self._decision(generation)
-        except (OSError, RuntimeError, ValueError):  # the store is gone (rank 0's agent or node)
-            return self._fall_back("store_lost")
-        except Exception as exc:  # deciding failed (a bug): the decision said so; the agent ends as its worker did
-            print(f"orch: rank {self.env.rank}: no in-process restart: deciding failed ({type(exc).__name__}: "
-                  f"{exc})", file=sys.stderr, flush=True)
-            return None
-        if decided is None:
-            return self._fall_back("no_decision")
-        restart, why = proto.parse_decision(decided)
-        if not restart:
-            print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
-            return None
-        return generation + 1
-
-    def _publish(self, generation: int, code: int) -> None:
-        """The claimant decides and always publishes the decision (``finally``): a stop when deciding failed,
-        so that the survivors never wait for a decision that will not come."""
-        restart, why = False, "the deciding agent failed"
-        try:
-            gone = [r for r in range(self.env.world_size) if r != self.env.rank and self.store.check([proto.ended(r)])]
-            restart, why = (False, f"rank {gone[0]} has ended (its part of the step is done)") if gone else \
-                self._decide(generation, code)
-        except BaseException as exc:
-            why = f"the deciding agent failed: {type(exc).__name__}: {exc}"
-            raise
-        finally:
-            with contextlib.suppress(OSError, RuntimeError, ValueError):  # the store gone: nothing to tell
-                self.store.set(proto.decision(generation), proto.RESTART if restart else proto.encode_stop(why))
+        return self.decider.after_failure(code, generation=self.generation, began=self.began)
 
     def exit_barrier(self, wait_s: float) -> None:
         """Say this rank's agent ends, then wait until every rank's has (at most ``wait_s``): rank 0's hosts the
@@ -331,61 +285,6 @@ class _Agent:
                       file=sys.stderr, flush=True)
         except (OSError, RuntimeError, ValueError):  # the store is gone: nobody is left to wait for
             return
-
-    def _claimed(self, generation: int) -> bool:
-        """Whether a failed rank's agent claims ``generation`` within ``PEER_GRACE_S``: a worker that only lost
-        its peer (a script's rank 0 in a collective) can end before the failed rank's agent saw its own end."""
-        return wait_for(self.store, [proto.claim(generation)], proto.PEER_GRACE_S, proto.POLL_S)
-
-    def _decision(self, generation: int) -> bytes | None:
-        key, wait_s = proto.decision(generation), max(10.0, float(self.cfg.launcher.collective_timeout))
-        return self.store.get(key) if wait_for(self.store, [key], wait_s, proto.POLL_S) else None
-
-    def _decide(self, generation: int, code: int) -> tuple[bool, str]:
-        """Record the attempt that just failed, when it is restarted here (task/recovery.py); the verdict."""
-        from orchestrator.task.recovery import AttemptFacts, end_attempt
-
-        others = [] if self.script else [proto.lost(generation, r) for r in range(self.env.world_size)
-                                         if r != self.env.rank]
-        deadline = time.monotonic() + proto.REPORT_WAIT_S  # the survivors' records of the attempt, as they end it
-        while others and not self.store.check(others) and time.monotonic() < deadline:
-            time.sleep(proto.POLL_S)
-
-        run = distenv.script_run_id(os.environ, "local") if self.cfg.mode == "slurm" else "local"
-        facts = AttemptFacts(attempt=self.base + generation, requeue=self.cfg.restarts if self.cfg.mode != "slurm"
-                             else distenv.restart_count({k: v for k, v in os.environ.items()
-                                                         if k != distenv.ATTEMPT_VAR}),
-                             exit_code=code, started=self.began, run=run if self.cfg.mode == "slurm" else "local",
-                             batch_started=_env_time("ORCH_BATCH_START"), hung_s=self.killed_hung_s,
-                             seen=Seen(codes={self.env.rank: code}, ended={self.env.rank: time.time()}, run=run,
-                                       stopped=frozenset({self.env.rank} if self.killed_hung_s is not None else ()),
-                                       stopped_by="its agent (the worker was stopped, hung)"))
-        self.killed_hung_s = None
-        decision = end_attempt(self.job_dir, self.cfg, facts, in_process=True)
-        if not decision.restart:
-            return False, decision.message or decision.kind
-        print(f"orch: attempt {facts.attempt} {decision.kind} (rank {self.env.rank}, exit {code}); restarting in "
-              f"the step's processes from the newest checkpoint (generation {generation + 1})", file=sys.stderr,
-              flush=True)
-        return True, ""
-
-    def _fall_back(self, name: str) -> int | None:
-        """Say why the step-level restart takes over (the agent ends as its worker did): None."""
-        why = proto.FALLBACK_REASONS[name]
-        print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
-        path = self.job_dir / proto.FALLBACK_FILE
-        with contextlib.suppress(OSError):
-            if not path.exists():  # the first agent's reason (after it, the others may only see its store gone)
-                write_text_atomic(path, f"{name}: {why}\n")
-        return None
-
-
-def _env_time(name: str) -> float | None:
-    """A time the batch script exported (seconds since the epoch), if it reads as one."""
-    try:
-        return float(os.environ[name])
-    except (KeyError, ValueError):
-        return None
 
 
 def _end_as(code: int) -> int:

@@ -1,6 +1,6 @@
-"""In-process restarts of orch's entrypoint (task/agent.py), with real processes: ``orch run --nproc 2`` of
+"""In-process restarts of orch's entrypoint (restarts/agent.py), with real processes: ``orch run --nproc 2`` of
 tests/jobs/faulty.py on gloo, ``launcher.restart: in-process``. A rank killed (SIGKILL), stopped (SIGSTOP) or
-running but stuck (no training step: its agent sees the heartbeat stand still, task/heartbeat.py) in the middle
+running but stuck (no training step: its agent sees the heartbeat stand still, restarts/heartbeat.py) in the middle
 of an epoch: the run completes with the parameters of an uninterrupted run, the surviving
 rank's process is the same one before and after the restart, and the restarted attempt imported nothing.
 Then the fallbacks: the budget of restarts is shared with the step-level ones, and a deadlock (no rank
@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from support import ORCH, TESTS, DictStore, clean_environ
 
-from orchestrator.records.restarts import inprocess as proto
 from orchestrator.records.restarts.attempts import read_attempts
+from orchestrator.restarts import agent, heartbeat
+from orchestrator.restarts import protocol as proto
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import RESULT_FILE
-from orchestrator.task import agent, heartbeat
 
 FAULTY = TESTS / "jobs" / "faulty.py"
 PARAMS = ["epochs=2", "samples=1001", "check_sync=true"]
@@ -91,6 +91,23 @@ def test_a_failed_rank_is_restarted_in_the_step_and_the_survivor_keeps_its_proce
     # job's own module, a fraction of a second (2.0: room for a loaded machine, not a speed target)
     assert "import_torch" not in startup and startup["imports"] < 2.0, startup
     assert "generation 1 in this process" in err
+
+
+@pytest.mark.slow
+def test_a_workers_exception_goes_through_the_tasks_handlers_then_is_restarted(root: Path, reference: str) -> None:
+    """The forked worker's own error is handled as any task's: its traceback and orch's error line in the rank's
+    log, its outcome record (failed, exit 1, the exception); then its agent restarts it in the step."""
+    summary, err = run(cluster(root), "fault=raise", "fault_rank=1", "fault_step=40", "fault_restart=0")
+    assert summary["status"] == "completed", err[-3000:]
+    assert summary["result"]["param_digest"] == reference
+    job_dir = Path(summary["job_dir"])
+    first, second = read_attempts(job_dir)
+    assert first["in_process"] is True and first["kind"] == "failed" and first["exit_code"] == 1, first
+    assert first["blamed_rank"] == 1 and first["reason"].startswith("RuntimeError: injected failure on rank 1"), first
+    assert second["kind"] == "completed" and first["pids"]["0"] == second["pids"]["0"]
+    log = (job_dir / "logs" / "local-rank1.out").read_text(encoding="utf-8", errors="replace")
+    assert "Traceback (most recent call last)" in log, log[-3000:]
+    assert "orch: error: rank 1 failed: RuntimeError: injected failure on rank 1 at step 40" in log, log[-3000:]
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The agents' store, as the agents use it (``task/agent.py``): every call ends within a bound.
+"""The agents' store, as the agents use it (``restarts/agent.py``): every call ends within a bound.
 
 torch's TCPStore client waits with no bound on a host that hangs (rank 0's agent stopped with SIGSTOP):
 ``get`` and ``check`` block for good, even after ``set_timeout``. An agent must not: it would never fall back

@@ -1,4 +1,4 @@
-"""The windows of an in-process restart (task/agent.py), with real forked processes where they matter: a worker
+"""The windows of an in-process restart (restarts/agent.py), with real forked processes where they matter: a worker
 that dies inside its restart is charged to the generation it was starting; the agent that claims a generation
 always publishes a decision; a worker is the leader of its own process group, dies with its agent, and takes
 its children with it when it is stopped; every generation's leftovers are reaped."""
@@ -14,10 +14,13 @@ from typing import Any
 import pytest
 from support import DictStore
 
-from orchestrator.records.restarts import inprocess as proto
 from orchestrator.records.restarts.attempts import read_attempts
+from orchestrator.restarts import agent
+from orchestrator.restarts import protocol as proto
+from orchestrator.restarts.decide import Decider
+from orchestrator.restarts.generation import Worker
 from orchestrator.spec.cluster import Launcher
-from orchestrator.task import agent
+from orchestrator.task.preempt import PreemptFlag
 from orchestrator.task.reaper import alive
 
 
@@ -65,8 +68,8 @@ def test_a_survivor_writes_its_next_generation_before_its_restart_begins() -> No
     """A survivor's worker says it is in generation g+1 before anything else of its restart (its record, its
     clock): a death in between is charged to g+1."""
     seen: list[str] = []
-    worker = agent.Worker(rank=1, generation=3, base_attempt=0, store_addr="127.0.0.1", store_port=1, wait_s=1.0,
-                          on_restart=lambda g: seen.append(f"record {g}"))
+    worker = Worker(rank=1, generation=3, base_attempt=0, store_addr="127.0.0.1", store_port=1, wait_s=1.0,
+                    flag=PreemptFlag(), on_restart=lambda g: seen.append(f"record {g}"))
     worker.restart(4, announce=lambda g: seen.append(f"at {g}"))
     assert seen == ["at 4", "record 4"] and worker.generation == 4
 
@@ -80,10 +83,10 @@ def test_the_claimant_always_publishes_a_decision(tmp_path: Path, monkeypatch: p
                                                  error: Exception) -> None:
     """Whatever fails while the claimant decides, the survivors get a decision (a stop) at once rather than
     waiting for one that will not come; the agent ends as its worker did."""
-    def broken(self: Any, generation: int, code: int) -> tuple[bool, str]:
+    def broken(self: Any, generation: int, code: int, began: float) -> tuple[bool, str]:
         raise error
 
-    monkeypatch.setattr(agent._Agent, "_decide", broken)
+    monkeypatch.setattr(Decider, "_decide", broken)
     store = DictStore()
     store.set(proto.at(1), "0")
     assert make_agent(tmp_path, store)._after_failure(-9) is None
@@ -102,6 +105,35 @@ def in_child(body: Any) -> int:
         finally:
             os._exit(0)
     return pid
+
+
+def test_supervise_says_forked_in_the_worker_and_ends_in_the_agent(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """One explicit result per role, no module global: in the forked process ``supervise`` returns ``Forked``
+    with that worker's handle (its rank, generation 0, its own preemption flag), and the caller runs the worker's
+    body there; in the agent ``Ends`` with the worker's exit code, once the exit barrier is passed."""
+    from orchestrator.env.distenv import DistEnv
+    from orchestrator.task.outcome import RECORDER
+
+    monkeypatch.setattr(RECORDER, "path", RECORDER.path)  # the agent gives up the rank's record
+    preempt = agent.SIGNALS[Launcher().preempt_signal]
+    handler = signal.getsignal(preempt)  # the agent forwards the preemption signal to its worker
+    cfg = type("Cfg", (), {"launcher": Launcher(max_restarts=1), "script": None})()
+    env = DistEnv(rank=0, local_rank=0, world_size=1, local_world_size=1, node_rank=0, num_nodes=1,
+                  master_addr="127.0.0.1", master_port=29500)
+    seen = tmp_path / "worker"
+    try:
+        role = agent.supervise(cfg, env, tmp_path, DictStore(), lambda g: None)
+        if isinstance(role, agent.Forked):  # pragma: no cover - the worker: its body
+            try:
+                w = role.worker
+                seen.write_text(f"{w.rank} {w.generation} {type(w.flag).__name__} {w.flag.requested}")
+            finally:
+                os._exit(0)  # the worker completed
+    finally:
+        signal.signal(preempt, handler)
+    assert role == agent.Ends(0)
+    assert seen.read_text() == "0 0 PreemptFlag False"
 
 
 def test_stopping_a_worker_ends_its_whole_process_group(tmp_path: Path) -> None:

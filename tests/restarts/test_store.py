@@ -1,4 +1,4 @@
-"""task/agentstore.py: every store call of an agent ends within its bound. A call that answers returns its value,
+"""restarts/store.py: every store call of an agent ends within its bound. A call that answers returns its value,
 one that raises raises the same error, one whose host hangs raises TimeoutError (an OSError, read as "the store is
 gone") after the bound, and every later call fails at once; :func:`wait_for` waits for keys, bounded."""
 
@@ -10,7 +10,7 @@ import time
 import pytest
 from support import DictStore
 
-from orchestrator.task.agentstore import BoundedStore, wait_for
+from orchestrator.restarts.store import BoundedStore, wait_for
 
 
 class Store(DictStore):

@@ -1,11 +1,11 @@
-"""The generation protocol of in-process restarts (records/restarts/inprocess.py): keys, decisions, the
+"""The generation protocol of in-process restarts (restarts/protocol.py): keys, decisions, the
 state of a stopped process, and how attempts.json counts a step's in-process restarts (pure)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from orchestrator.records.restarts import inprocess as proto
+from orchestrator.restarts import protocol as proto
 
 
 def test_every_generation_has_its_own_prefix_claim_and_decision() -> None:

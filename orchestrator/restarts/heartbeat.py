@@ -8,7 +8,7 @@ stuck; a step counter does not.
 
 The counter is *armed* only while the rank is inside an epoch's training steps: it rests (:func:`rest`) when the
 steps of an epoch end (evaluation, the epoch's checkpoint), around a checkpoint taken mid-epoch, and while a
-survivor waits for an in-process restart's decision. Its agent (``task/agent.py``) kills a worker whose armed
+survivor waits for an in-process restart's decision. Its agent (``restarts/agent.py``) kills a worker whose armed
 counter has not moved for one collective timeout once a peer's worker gave up waiting for it, and stays so for
 :func:`settle_s` more (the ranks that waited in a collective have timed out and rest, so the one still armed is
 the one they waited for), or for :func:`hung_after` seconds in any case.
@@ -21,8 +21,8 @@ from __future__ import annotations
 import mmap
 import struct
 
-from orchestrator.records.restarts import inprocess as proto
-from orchestrator.task.agentstore import AgentStore
+from orchestrator.restarts import protocol as proto
+from orchestrator.restarts.store import AgentStore
 
 _LAYOUT = struct.Struct("<QQ")  # steps, armed
 

@@ -1,7 +1,7 @@
 """In-process restarts inside one step (pure): the generation protocol of the agents and their workers,
 when an agent falls back to the step-level restart, and how attempts.json counts the restarts of a step.
 
-Every task of orch's entrypoint is an agent (``task/agent.py``) that forks its rank's worker. Rank 0's
+Every task of orch's entrypoint is an agent (``restarts/agent.py``) that forks its rank's worker. Rank 0's
 agent hosts the step's store at MASTER_PORT; each worker forms its process group under the prefix of
 its generation (:func:`prefix`), so a new world never meets the keys of the one before. When a worker
 ends with a failure, its agent claims the generation the worker was in (``store.add(claim(g), 1) == 1``:

@@ -1,5 +1,5 @@
 """After a training attempt ends (an ``srun`` step, or the ranks of ``orch run``): record it in
-``attempts.json``, decide whether to restart it (``records/restarts/policy.py``), and keep rank 0's
+``attempts.json``, decide whether to restart it (``restarts/policy.py``), and keep rank 0's
 ``result.json`` ``goodput`` ledger current (``records/restarts/attempts.py``). Reads the job folder (outcome
 records, checkpoint sidecar, progress.json); the rules themselves are pure. No torch here.
 """
@@ -17,11 +17,11 @@ from typing import Any
 from orchestrator.errors import OrchError
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.restarts import attempts as attempts_file
-from orchestrator.records.restarts import inprocess
 from orchestrator.records.restarts.blame import blame, current_run
-from orchestrator.records.restarts.policy import Decision, Ended, decide
 from orchestrator.records.restarts.seen import Seen, complete
 from orchestrator.records.resumecheck import LATEST, parse_sidecar, sidecar_path
+from orchestrator.restarts import protocol
+from orchestrator.restarts.policy import Decision, Ended, decide
 from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, PROGRESS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
 from orchestrator.spec.safefile import read_json
@@ -68,7 +68,7 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
                 in_process: bool = False) -> Decision:
     """Record the attempt that just ended in ``attempts.json``, update the ledger, and say whether to restart.
 
-    ``in_process``: an agent asks (task/agent.py); the attempt is recorded only when it is restarted in the
+    ``in_process``: an agent asks (restarts/agent.py); the attempt is recorded only when it is restarted in the
     step's processes (else the step ends, and the batch script or orch run records it as before)."""
     now = time.time() if now is None else now
     records, notes = read_outcomes(job_dir)
@@ -118,7 +118,7 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
         "last_global_step": last_global, "failed_at": failed_at, "hung_s": hung, "reason": decision.reason,
         "last_step": list(decision.last_step) if decision.last_step else None, "message": decision.message or None,
         "restarted": decision.restart, "next_step": next_step, "batch_started": facts.batch_started,
-        "in_process": in_process, "pids": inprocess.pids(by_rank),
+        "in_process": in_process, "pids": protocol.pids(by_rank),
     }
     if not in_process and (fallback := _take_fallback(job_dir)) is not None:
         entry["fallback"] = fallback
@@ -133,8 +133,8 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
 
 
 def _take_fallback(job_dir: Path) -> str | None:
-    """Why an agent ended the step instead of restarting in it (task/agent.py), read once."""
-    path = job_dir / inprocess.FALLBACK_FILE
+    """Why an agent ended the step instead of restarting in it (restarts/agent.py), read once."""
+    path = job_dir / protocol.FALLBACK_FILE
     try:
         text = path.read_bytes()[:2000].decode("utf-8", "replace").strip()
         path.unlink()

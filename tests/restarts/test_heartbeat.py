@@ -1,4 +1,4 @@
-"""task/heartbeat.py: a worker's training steps, seen by its agent through memory shared across a real fork, and
+"""restarts/heartbeat.py: a worker's training steps, seen by its agent through memory shared across a real fork, and
 the agent's verdict: a worker that rests (between epochs, waiting for a decision) or steps is never hung; an
 armed counter that stands still is hung once a peer gave up waiting for it and the others had time to give up
 too, or after twice the collective timeout in any case."""
@@ -9,9 +9,9 @@ import os
 
 from support import DictStore
 
-from orchestrator.records.restarts import inprocess as proto
-from orchestrator.task import heartbeat
-from orchestrator.task.heartbeat import Heartbeat, Watch
+from orchestrator.restarts import heartbeat
+from orchestrator.restarts import protocol as proto
+from orchestrator.restarts.heartbeat import Heartbeat, Watch
 
 
 def test_a_forked_workers_ticks_and_rest_reach_its_agent() -> None:

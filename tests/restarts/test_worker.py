@@ -1,4 +1,4 @@
-"""The agents' store (runtime/inprocess.py): rank 0's agent hosts it on loopback only, the others and every
+"""The agents' store (restarts/worker.py): rank 0's agent hosts it on loopback only, the others and every
 worker connect; one claim per generation wins; a survivor waits for the decision a bounded time."""
 
 from __future__ import annotations
@@ -12,15 +12,18 @@ import pytest
 from support import listeners
 
 from orchestrator.local.runner import free_port
-from orchestrator.records.restarts import inprocess as proto
-from orchestrator.runtime.inprocess import _decision, agent_store
+from orchestrator.restarts import protocol as proto
+from orchestrator.restarts.worker import _decision, agent_store
+from orchestrator.runtime.launch import TorchRuntime
+
+RUNTIME = TorchRuntime()  # what runtime/launch.py hands the worker: torch's loopback rendezvous and entrypoint
 
 
 def test_rank_0_hosts_the_store_on_loopback_and_one_claim_wins() -> None:
     port = free_port()
-    host = agent_store("localhost", port, rank=0, world_size=3, timeout=10)
+    host = agent_store("localhost", port, rank=0, world_size=3, timeout=10, runtime=RUNTIME)
     assert listeners(port) == ["0100007F"]  # 127.0.0.1 only, never every interface
-    clients = [agent_store("127.0.0.1", port, rank=r, world_size=3, timeout=10) for r in (1, 2)]
+    clients = [agent_store("127.0.0.1", port, rank=r, world_size=3, timeout=10, runtime=RUNTIME) for r in (1, 2)]
     wins = [store.add(proto.claim(4), 1) == 1 for store in (host, *clients)]
     assert wins == [True, False, False]
     clients[1].set(proto.decision(4), proto.RESTART)
@@ -29,8 +32,8 @@ def test_rank_0_hosts_the_store_on_loopback_and_one_claim_wins() -> None:
 
 def test_a_survivor_waits_for_the_decision_a_bounded_time() -> None:
     port = free_port()
-    host = agent_store("127.0.0.1", port, rank=0, world_size=2, timeout=10)
-    client = agent_store("127.0.0.1", port, rank=1, world_size=2, timeout=10)
+    host = agent_store("127.0.0.1", port, rank=0, world_size=2, timeout=10, runtime=RUNTIME)
+    client = agent_store("127.0.0.1", port, rank=1, world_size=2, timeout=10, runtime=RUNTIME)
     began = time.monotonic()
     assert _decision(client, 0, wait_s=0.3) is None
     assert 0.3 <= time.monotonic() - began < 3
@@ -41,7 +44,7 @@ def test_a_survivor_waits_for_the_decision_a_bounded_time() -> None:
 
 
 def test_an_agent_imports_a_scripts_known_packages_that_are_installed(tmp_path: Path) -> None:
-    from orchestrator.runtime.inprocess import warm_script
+    from orchestrator.restarts.worker import warm_script
 
     script = tmp_path / "train.py"
     script.write_text("import numpy\nimport torch.nn\nimport transformers_not_installed_here\nimport mylib\n"
@@ -77,7 +80,7 @@ def test_a_generations_gloo_world_is_destroyed_after_a_failure() -> None:
     from orchestrator.runtime.dist import process_group
 
     port = free_port()
-    host = agent_store("127.0.0.1", port, rank=0, world_size=1, timeout=10)
+    host = agent_store("127.0.0.1", port, rank=0, world_size=1, timeout=10, runtime=RUNTIME)
     choice = select_device(cuda_available=False, device_count=0, visible=None, rank=0, local_rank=0,
                            local_world_size=1)
     for generation in (0, 1):  # the same process, one world after the other, each under its own prefix
@@ -94,7 +97,7 @@ def test_a_scripts_next_world_store_binds_its_port_once(monkeypatch: pytest.Monk
     again, which another process could take in between), on loopback only."""
     import socket
 
-    from orchestrator.runtime.inprocess import host_world_store
+    from orchestrator.restarts.worker import host_world_store
 
     binds: list[Any] = []
     bind = socket.socket.bind
@@ -104,10 +107,10 @@ def test_a_scripts_next_world_store_binds_its_port_once(monkeypatch: pytest.Monk
         bind(self, address)
 
     monkeypatch.setattr(socket.socket, "bind", counted)
-    port = host_world_store("127.0.0.1", world_size=2, timeout=10)
+    port = host_world_store("127.0.0.1", world_size=2, timeout=10, runtime=RUNTIME)
     assert len(binds) == 1 and port > 0, binds
     assert listeners(port) == ["0100007F"]
-    client = agent_store("127.0.0.1", port, rank=1, world_size=2, timeout=10)
+    client = agent_store("127.0.0.1", port, rank=1, world_size=2, timeout=10, runtime=RUNTIME)
     client.set("k", "v")
 
 
@@ -117,7 +120,7 @@ from pathlib import Path
 from orchestrator.env.distenv import DistEnv
 from orchestrator.runtime.launch import TorchRuntime
 from orchestrator.spec.cluster import Launcher
-from orchestrator.task import agent
+from orchestrator.restarts import agent
 env = DistEnv(**ENV)
 store = TorchRuntime().agent_store(env, timeout=60)
 print("ready", flush=True)
@@ -198,9 +201,9 @@ def test_an_agent_falls_back_in_seconds_when_the_store_host_hangs(tmp_path: Path
     import threading
 
     from orchestrator.env.distenv import DistEnv
+    from orchestrator.restarts import agent
     from orchestrator.runtime.launch import TorchRuntime
     from orchestrator.spec.cluster import Launcher
-    from orchestrator.task import agent
 
     port = free_port()
 

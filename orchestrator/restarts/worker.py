@@ -1,6 +1,6 @@
 """In-process restarts of orch's entrypoint, torch's side: the agents' store and a worker's generations.
 
-An agent (``task/agent.py``) hosts (rank 0) or joins the step's store at MASTER_PORT
+An agent (``restarts/agent.py``) hosts (rank 0) or joins the step's store at MASTER_PORT
 (:func:`agent_store`) and forks its rank's worker, which trains through :func:`train_generations`: each
 generation forms its process group on the store under its own prefix. When a collective fails because a
 peer went away (gloo raises on the survivors as soon as the peer's sockets close; a stopped peer is
@@ -10,6 +10,10 @@ starts the next generation in the same process and resumes from the newest check
 rank would; otherwise the error ends it as before. NCCL: the same path, after the failed collective
 returns (``TORCH_NCCL_ASYNC_ERROR_HANDLING`` makes the watchdog abort the communicator); the failed world is
 aborted (``dist.abort_world``) rather than destroyed (untested on GPUs).
+
+The only module of ``orchestrator/restarts/`` that imports torch. What it needs of the runtime (the shared
+entrypoint, its error texts, the loopback rendezvous) comes in as a :class:`WorkerRuntime`, handed in by
+``runtime/launch.py`` (the layer above): this package never imports ``orchestrator.runtime``.
 """
 
 from __future__ import annotations
@@ -19,26 +23,50 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined]  # (not re-exported in the stubs)
 
 from orchestrator.env.distenv import DistEnv
-from orchestrator.records.restarts import inprocess as proto
+from orchestrator.env.taskenv import is_loopback
 from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
-from orchestrator.runtime.rendezvous import is_loopback, loopback_store
+from orchestrator.restarts import heartbeat
+from orchestrator.restarts import protocol as proto
+from orchestrator.restarts.generation import Worker
 from orchestrator.spec.runconfig import RunConfig
-from orchestrator.task import heartbeat
-from orchestrator.task.agent import Worker
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
 
 
-def agent_store(addr: str, port: int, *, rank: int, world_size: int, timeout: int) -> Any:
+class WorkerRuntime(Protocol):
+    """What a worker and the agents' store use of the runtime (``runtime/launch.py``'s ``TorchRuntime``)."""
+
+    def train_on(self, store: Any, cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag,
+                 environ: Any) -> int:
+        """One generation through the shared entrypoint (``runtime/entry.py``), its process group on ``store``."""
+
+    def describe_error(self, exc: BaseException) -> str:
+        """The one-line description of a training error (``runtime/entry.py``)."""
+
+    def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
+        """(message, hint) when ``exc`` is a collective that failed or timed out (``runtime/dist.py``)."""
+
+    def loopback_store(self, addr: str, port: int, *, rank: int, world_size: int,
+                       timeout: datetime.timedelta) -> Any:
+        """A TCPStore listening on a loopback address only (``runtime/rendezvous.py``)."""
+
+    def host_loopback_store(self, addr: str, port: int, *, world_size: int, timeout: datetime.timedelta) -> None:
+        """Host a store on loopback for the task's life (``runtime/rendezvous.py``'s ``host_script_store``)."""
+
+    def hosted_store(self) -> Any:
+        """The store this task hosted last, or None (``runtime/rendezvous.py``'s ``hosted``)."""
+
+
+def agent_store(addr: str, port: int, *, rank: int, world_size: int, timeout: int, runtime: WorkerRuntime) -> Any:
     """The step's store: rank 0's agent hosts it (loopback only on one machine), the others connect."""
     delta = datetime.timedelta(seconds=timeout)
     if is_loopback(addr):
-        return loopback_store(addr, port, rank=0 if rank == 0 else 1, world_size=world_size, timeout=delta)
+        return runtime.loopback_store(addr, port, rank=0 if rank == 0 else 1, world_size=world_size, timeout=delta)
     host = addr.strip().strip("[]")
     if rank == 0:
         return TCPStore(host, port, world_size, True, timeout=delta, wait_for_workers=False)
@@ -62,7 +90,7 @@ def warm_up(cfg: RunConfig) -> None:
 
 
 def warm_script(path: Path) -> list[str]:
-    """Import the script's top-level imports of :data:`~orchestrator.records.restarts.inprocess.WARM_PACKAGES`
+    """Import the script's top-level imports of :data:`~orchestrator.restarts.protocol.WARM_PACKAGES`
     that are installed (never the script itself, never CUDA); the modules imported."""
     import importlib
     import importlib.util
@@ -83,36 +111,32 @@ def warm_script(path: Path) -> list[str]:
     return done
 
 
-def host_world_store(addr: str, *, world_size: int, timeout: int) -> int:
+def host_world_store(addr: str, *, world_size: int, timeout: int, runtime: WorkerRuntime) -> int:
     """Rank 0 of a script's warm restarts: host the next world's store on loopback, at a free port (the store
     keeps the socket that took it: bound once, not probed and bound again)."""
-    from orchestrator.runtime.rendezvous import host_script_store, hosted
-
-    host_script_store(addr, 0, world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
-    store = hosted()
+    runtime.host_loopback_store(addr, 0, world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
+    store = runtime.hosted_store()
     assert store is not None
     return int(store.port)
 
 
 def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ: Any,
-                      worker: Worker) -> int:
+                      worker: Worker, runtime: WorkerRuntime) -> int:
     """Train as ``worker``'s rank, generation after generation, until one ends without a peer's failure."""
-    from orchestrator.runtime import entry
-    from orchestrator.runtime.dist import describe_failure
-
     store = agent_store(worker.store_addr, worker.store_port, rank=1, world_size=env.world_size,
-                        timeout=cfg.launcher.init_timeout)  # this process's own connection (never the agent's)
+                        timeout=cfg.launcher.init_timeout,
+                        runtime=runtime)  # this process's own connection (never the agent's)
     while True:
         store.set(proto.at(worker.rank), str(worker.generation))
         try:
-            return entry.run(cfg, env, job_dir, flag, environ, store=PrefixStore(proto.prefix(worker.generation),
-                                                                                 store))
+            return runtime.train_on(PrefixStore(proto.prefix(worker.generation), store), cfg, env, job_dir, flag,
+                                    environ)
         except Exception as exc:
-            peer = describe_failure(exc, cfg.launcher.collective_timeout)
+            peer = runtime.describe_failure(exc, cfg.launcher.collective_timeout)
             if peer is None:
                 raise
             # this attempt's record, as a rank that lost its peer ends it, before the failed rank's agent decides
-            RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=f"{peer[0]} ({entry.describe(exc)})",
+            RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=f"{peer[0]} ({runtime.describe_error(exc)})",
                             how="timeout" if "timed out" in peer[0] else "lost")
             store.set(proto.lost(worker.generation, worker.rank), "1")
             store.add(proto.gave_up(worker.generation), 1)  # a peer's agent whose worker stopped stepping: it hangs
