@@ -70,7 +70,7 @@ def report(found: Sequence[Finding], paths: Sequence[str | Path], out: TextIO, *
 def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] = (),
                  would_refuse: str | None = None, launch: str = AUTO,
                  nodes: int = 1, gpus_per_task: int | None = None,
-                 gpus: int | None = None) -> tuple[list[Finding], Launch]:
+                 gpus: int | None = None, check: bool | None = None) -> tuple[list[Finding], Launch]:
     """``gate`` for what ``orch submit``/``orch run`` were given, and the launch style it runs in
     (``launch``: ``--launch``; ``auto`` reads the script's facts, ``orchestrator.launchstyles``): a
     ``train.py`` is checked (findings on stderr: stdout stays the dry run's script or JSON); ``-m
@@ -79,12 +79,17 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
     how many nodes it runs on (a per-node script's loopback MASTER_ADDR meets only on one, and what certainly fails
     across nodes is an error there: ``feasibility.py``; ``gpus``: each node's GPUs, when asked); ``--gpus-per-task``
     K > 1 with a GPU picked from the local rank is a warning (``gpuspertask.py``), and so is a per-node script whose
-    node flags get no placeholder in ``target.args`` (``pernodeflags.py``: the ``-- ...`` to pass)."""
+    node flags get no placeholder in ``target.args`` (``pernodeflags.py``: the ``-- ...`` to pass). ``check``
+    False (``--no-check``; by default, a gate that would neither refuse nor say that it would: ``refuse`` False
+    without ``would_refuse``): no rule of the doctor runs and nothing is shown; the style comes from the script's
+    facts alone."""
     from orchestrator.spec.script import find_module
 
     path = Path(target.target) if target.kind == "script" else find_module(target.target, [Path(target.cwd)])
     if path is None:
         return [], launchstyles.choose(launch, None)
+    if not (check if check is not None else refuse or would_refuse is not None):
+        return [], launchstyles.choose(launch, path)  # --no-check: the style from the facts, no doctor rule
     found = checked([path], sys.stderr)
     chosen = launchstyles.choose(launch, path)
     kept = report(across_nodes(launchstyle.answered(chosen, found, nodes), nodes, gpus), [path], sys.stderr,

@@ -93,15 +93,18 @@ def _target(request: ExecRequest) -> ScriptTarget:
 def _gate(target: ScriptTarget, request: ExecRequest, cluster: Cluster | None, rank: int,
           nodes: int) -> ScriptTarget:
     """orch doctor, in every task (the same verdict everywhere; only rank 0 prints the findings), and the
-    script's launch style (read from it, or --launch)."""
+    script's launch style (read from it, or --launch). --no-check: only rank 0 reads the style (no verdict to
+    share; the other tasks read it from the job.json rank 0 writes)."""
     from orchestrator.doctor.gate import check_script
     from orchestrator.spec.launch import check_style
 
+    launch = check_style(request.launch, script=True)
+    if rank and request.no_check:
+        return target
     ignore = parse_codes([*request.ignore, *(cluster.doctor.ignore if cluster is not None else ())], "--ignore")
     quiet = contextlib.redirect_stderr(io.StringIO()) if rank else contextlib.nullcontext()
     with quiet:
-        _, style = check_script(target, refuse=not request.no_check, ignore=ignore,
-                                launch=check_style(request.launch, script=True), nodes=nodes)
+        _, style = check_script(target, refuse=not request.no_check, ignore=ignore, launch=launch, nodes=nodes)
     from orchestrator.doctor.frameworks import script_frameworks
 
     return target.model_copy(update={"launch": style, "frameworks": script_frameworks(target)})

@@ -96,7 +96,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", (*_LAUNCHING, API, MCP), f"dataset directory (default: ${DATA_DIR_ENV_VAR})",
            flags=("--data-dir",), metavar="DIR"),
     Option("no_check", (*_LAUNCHING, API, MCP),
-           "launch a script even when orch doctor finds errors in it (they are still printed)",
+           "launch a script without running orch doctor on it (its launch style is still read from it)",
            flags=("--no-check",), kind="flag", default=False),
     Option("ignore", (*_LAUNCHING, API, MCP),
            "orch doctor codes not to report for this script (repeatable), e.g. --ignore DDP001,DDP005; "

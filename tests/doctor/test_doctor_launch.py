@@ -1,18 +1,20 @@
 """orch doctor in front of a launch: ``orch submit train.py`` and ``orch run train.py`` check the script
-first; errors stop them (nothing submitted, no job folder) unless ``--no-check``; the dry run shows the
-findings without refusing."""
+first; errors stop them (nothing submitted, no job folder) unless ``--no-check`` (then the doctor does not run);
+the dry run shows the findings without refusing."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from support import ORCH, TEST_CLUSTER, clean_environ
+from support import ORCH, TEST_CLUSTER, TESTS, clean_environ
 
 from orchestrator.cli import main
+from orchestrator.doctor.findings import Finding
 
 TIMEOUT = 180
 BODY = '''import torch
@@ -89,6 +91,29 @@ def _orch_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env=clean_environ(), capture_output=True, text=True, timeout=TIMEOUT, check=False)
 
 
+def test_no_check_runs_no_rule_and_reads_the_style_from_the_facts(cluster: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """--no-check: the launch style still comes from the script (its facts), and no rule of the doctor runs."""
+    from orchestrator.doctor import check
+
+    ran: list[str] = []
+
+    def rule(a: object) -> Iterator[Finding]:
+        ran.append("rule")
+        return iter(())
+
+    monkeypatch.setattr(check, "RULES", (rule,))
+    monkeypatch.setattr(check, "HELPER_RULES", (rule,))
+    script = TESTS / "scripts" / "spawn_per_node.py"
+    argv = ["submit", str(script), "--cluster", str(cluster), "--nodes", "1", "--gpus", "2", "--dry-run"]
+    assert main([*argv, "--no-check", "--", "--out", "o"]) == 0
+    captured = capsys.readouterr()
+    assert "launch: per-node (detected: spawn_per_node.py:55: mp.spawn(" in captured.out
+    assert ran == [] and "orch doctor" not in captured.err
+    assert main([*argv, "--", "--out", "o"]) == 0  # without it, the rules run
+    assert ran and "launch: per-node" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_run_refuses_errors_unless_no_check(scripts: tuple[Path, Path], tmp_path: Path) -> None:
     bad, clean = scripts
@@ -97,7 +122,7 @@ def test_run_refuses_errors_unless_no_check(scripts: tuple[Path, Path], tmp_path
     assert "nothing was launched" in refused.stderr and not (tmp_path / "runs").exists()
     forced = _orch_run(tmp_path, str(bad), "--nproc", "2", "--no-check")
     assert forced.returncode == 0, forced.stderr[-3000:]
-    assert "DDP003 error" in forced.stderr  # still shown
+    assert "DDP003" not in forced.stderr  # --no-check: the doctor does not run
     ok = _orch_run(tmp_path, str(clean), "--nproc", "2")
     assert ok.returncode == 0, ok.stderr[-3000:]
     assert "orch doctor" not in ok.stderr

@@ -76,8 +76,9 @@ def test_an_unreadable_entry_has_no_facts(tmp_path: Path) -> None:
 def test_deciding_a_style_imports_no_doctor() -> None:
     """The facts come from the reader (orchestrator.source), not from the doctor's rules: choosing a style loads no
     module of orchestrator.doctor at all."""
-    code = ("import sys; from orchestrator import launchstyles; "
-            f"print(launchstyles.choose('auto', __import__('pathlib').Path({str(SCRIPTS / 'spawn_per_node.py')!r})).style);"
+    script = str(SCRIPTS / "spawn_per_node.py")
+    code = ("import sys, pathlib; from orchestrator import launchstyles; "
+            f"print(launchstyles.choose('auto', pathlib.Path({script!r})).style); "
             "print(sorted(m for m in sys.modules if m.startswith('orchestrator.doctor')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.split("\n")[:2] == ["per-node", "[]"]

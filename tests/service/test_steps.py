@@ -36,3 +36,27 @@ def test_outside_a_step_the_task_is_refused() -> None:
         check_in_step({})
     with pytest.raises(ConfigError, match="not in an srun step"):
         check_in_step({"SLURM_JOB_ID": "12"})
+
+
+def test_with_no_check_only_rank_0_reads_the_launch_style(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orch exec --no-check: the style is decided once per step, by rank 0 (into the job.json the others read);
+    with the doctor on, every task reaches the doctor's verdict (the same refusal everywhere)."""
+    import importlib
+    from pathlib import Path
+
+    from support import TESTS
+
+    from orchestrator.service import steps
+    from orchestrator.spec.script import ScriptTarget
+
+    gate = importlib.import_module("orchestrator.doctor.gate")
+    read: list[bool] = []
+    real = gate.check_script
+    monkeypatch.setattr(gate, "check_script", lambda *a, **k: read.append(k["refuse"]) or real(*a, **k))
+    script = TESTS / "scripts" / "spawn_per_node.py"
+    target = ScriptTarget(kind="script", target=str(script), cwd=str(Path.cwd()))
+    assert steps._gate(target, steps.ExecRequest(no_check=True), None, 1, 2) is target and read == []
+    assert steps._gate(target, steps.ExecRequest(no_check=True), None, 0, 2).launch.style == "per-node"
+    assert read == [False]
+    with pytest.raises(ConfigError):
+        steps._gate(target, steps.ExecRequest(no_check=True, launch="sideways"), None, 1, 2)
