@@ -1,1 +1,2 @@
-"""When a job fails: the blamed rank, whether another attempt is worth it, the nodes to avoid, the ledger."""
+"""When a job fails: the blamed rank, the nodes to avoid, attempts.json and the ledger (whether another attempt is
+worth it, and in-process restarts: orchestrator/restarts/)."""
