@@ -31,19 +31,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import ConfigError, OrchError
-from orchestrator.records.jobdirs import log_path, read_job_dir
-from orchestrator.records.training import read_result
+from orchestrator.service import cancel as cancelling
+from orchestrator.service import logs as logfiles
+from orchestrator.service import status as jobstatus
+from orchestrator.service.jobs import Scope
 from orchestrator.service.localjobs import LocalTask
-from orchestrator.slurm import client as slurm
-from orchestrator.slurm import state as slurmstate
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.options import request_fields
 from orchestrator.spec.runconfig import LOG_DIR, read_run_config
-from orchestrator.spec.safefile import open_regular
 
 if TYPE_CHECKING:
     from orchestrator.service.plan import Planned
     from orchestrator.service.request import SubmitOptions, SubmitRequest
+    from orchestrator.slurm.state import JobStatus
     from orchestrator.spec.job import LoadedJob
 
 __all__ = ["JobHandle", "LocalTask", "submit", "sweep"]
@@ -74,19 +74,18 @@ class JobHandle:
         """Slurm's state name (``PENDING``, ``RUNNING``, ``COMPLETED``, ``FAILED``, ...)."""
         return self.status().state
 
-    def status(self) -> slurmstate.JobStatus:
+    def status(self) -> JobStatus:
         if self.executor == "local":
             raw = str(self.submitit_job.state) if self.submitit_job is not None else "UNKNOWN"
             state = LOCAL_STATES.get(raw, "UNKNOWN")
-            if state == "COMPLETED" and not self.is_script and read_result(self.job_dir) is None:
+            if state == "COMPLETED" and not self.is_script and jobstatus.final_metrics(self.job_dir) is None:
                 state = "FAILED"  # a script writes no result.json; its exit code already said
-            return slurmstate.JobStatus(job_id=self.job_id, state=state, source="submitit")
-        raw_id = read_job_dir(self.job_dir).raw_job_id  # an array element's raw id: the completion log's name
-        return slurm.job_status([self.job_id], raw_ids={self.job_id: raw_id} if raw_id else None)[self.job_id]
+            return jobstatus.local_status(self.job_id, state)
+        return jobstatus.job_status(self.job_id, self.job_dir)
 
     def done(self) -> bool:
         status = self.status()
-        return status.terminal or (status.state == "UNKNOWN" and read_result(self.job_dir) is not None)
+        return status.terminal or (status.state == "UNKNOWN" and jobstatus.final_metrics(self.job_dir) is not None)
 
     def wait(self, timeout: float | None = None) -> str:
         """Block until the job ends; its final state. Raises OrchError after ``timeout`` seconds, and
@@ -98,7 +97,7 @@ class JobHandle:
             if status.terminal:
                 return status.state
             unknown = unknown + 1 if status.state == "UNKNOWN" else 0
-            if unknown and read_result(self.job_dir) is not None:
+            if unknown and jobstatus.final_metrics(self.job_dir) is not None:
                 return status.state
             if unknown >= VANISHED_POLLS:
                 raise self._vanished()
@@ -125,7 +124,7 @@ class JobHandle:
         """Wait for the end; the final metrics (``result.json``; a script job: ``{"state": "COMPLETED"}``).
         A failed job raises OrchError."""
         state = self.wait(timeout)
-        result = read_result(self.job_dir)
+        result = jobstatus.final_metrics(self.job_dir)
         if result is None and self.is_script and state == "COMPLETED":
             return {"state": state}
         if result is None:
@@ -135,22 +134,20 @@ class JobHandle:
         return result
 
     def log_path(self, rank: int | None = 0) -> Path:
-        return log_path(self.job_dir, None if self.executor == "local" else self.job_id, rank)
+        return logfiles.log_file(self.job_dir, None if self.executor == "local" else self.job_id, rank)
 
     def logs(self, rank: int | None = 0) -> str:
         """The text of one rank's log (``rank=None``: the batch log); empty before it exists."""
-        try:
-            with open_regular(self.log_path(rank)) as fh:  # a FIFO or a device under the log's name: never read
-                return fh.read().decode("utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
+        return logfiles.log_text(self.log_path(rank))
 
     def cancel(self) -> None:
         if self.executor == "local":
             if self.submitit_job is not None:
                 self.submitit_job.cancel(check=False)
             return
-        slurm.scancel([self.job_id])
+        # as orch cancel FOLDER: asked of squeue first, never a job id Slurm gave to another job since, and
+        # the folder's job now when it was submitted again under a new id
+        cancelling.cancel([str(self.job_dir)], Scope())
 
 
 # --- submission ---------------------------------------------------------------------------------

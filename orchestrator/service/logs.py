@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError, OrchError, SlurmError
-from orchestrator.records.jobdirs import JobDir
+from orchestrator.records.jobdirs import JobDir, log_path
 from orchestrator.records.logs.view import Source, View, rank_logs, tail_lines
 from orchestrator.records.training import progress_cells, read_progress, read_result
 from orchestrator.service.jobs import Scope, chosen_cluster_name, find_job, locate
@@ -26,6 +26,7 @@ from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate
 from orchestrator.spec.bounds import BOUNDS
 from orchestrator.spec.runconfig import LOG_DIR
+from orchestrator.spec.safefile import open_regular
 from orchestrator.task.hang import for_terminal
 
 __all__ = ["ALL_SHOWN", "Logs", "blame_note", "check_interval", "finished", "follow_ended", "make_view",
@@ -241,3 +242,17 @@ def tails(ref: str, scope: Scope, *, rank: int | None = None, batch: bool = Fals
     return {"job_id": folder.job_id, "job_dir": str(folder.path), "logs": shown,
             "more_ranks_from": later[0] if later else None,
             "failure": failure.as_dict() if failure is not None else None}
+
+
+def log_file(job_dir: Path, job_id: str | None, rank: int | None = 0) -> Path:
+    """Where one rank's log is (``rank=None``: the batch log; ``job_id`` None: a local run's names)."""
+    return log_path(job_dir, job_id, rank)
+
+
+def log_text(path: Path) -> str:
+    """The text of a log (empty before it exists); a FIFO or a device under its name is never read."""
+    try:
+        with open_regular(path) as fh:
+            return fh.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""

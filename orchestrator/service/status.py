@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.records.jobdirs import JobDir, is_job_id, iter_job_dirs, newest_with_id
+from orchestrator.records.jobdirs import JobDir, is_job_id, iter_job_dirs, newest_with_id, read_job_dir
 from orchestrator.records.restarts.attempts import format_attempts, format_ledger, read_attempts, restarts_shown
 from orchestrator.records.restarts.attempts import restarts as attempt_restarts
 from orchestrator.records.restarts.world import judge
@@ -44,9 +44,11 @@ from orchestrator.service.jobs import (
     job_root_of,
     reconciled,
 )
+from orchestrator.slurm import client as slurm_client
 from orchestrator.slurm import jobstate
 from orchestrator.slurm.jobstate import REUSED
 from orchestrator.slurm.jobstate import records_restart as _records_restart
+from orchestrator.slurm.state import JobStatus
 from orchestrator.slurm.tracking import interrupted, read_token
 from orchestrator.spec.numbers import to_float
 from orchestrator.spec.snapshot import Snapshot
@@ -232,3 +234,20 @@ def _startup(job: JobDir | None) -> dict[str, float] | None:
         return None
     found = {str(k): to_float(v) for k, v in startup.items()}
     return {k: v for k, v in found.items() if v is not None}
+
+
+def job_status(job_id: str, job_dir: Path) -> JobStatus:
+    """One job's status as Slurm has it (``orchestrator.submit()``'s handle): squeue, then sacct or the
+    completion log, an array element by its raw id (the completion log's name for it)."""
+    raw_id = read_job_dir(job_dir).raw_job_id
+    return slurm_client.job_status([job_id], raw_ids={job_id: raw_id} if raw_id else None)[job_id]
+
+
+def local_status(job_id: str, state: str) -> JobStatus:
+    """A local run's status, in Slurm's words (the state submitit's local executor gives, mapped)."""
+    return JobStatus(job_id=job_id, state=state, source="submitit")
+
+
+def final_metrics(job_dir: Path) -> dict[str, Any] | None:
+    """The run's ``result.json`` (None: none yet, or a script job, which writes none)."""
+    return read_result(job_dir)

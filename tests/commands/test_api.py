@@ -153,3 +153,20 @@ def test_local_executor_runs_a_script_as_orch_run(clean_env: pytest.MonkeyPatch,
     assert [r["env"]["RANK"] for r in records] == ["0", "1"] and records[0]["params"] == records[1]["params"]
     cfg = json.loads((handle.job_dir / "job.json").read_text())
     assert (cfg["mode"], cfg["script"]["args"]) == ("local", ["--out", str(out), "--steps", "1"])
+
+
+def test_a_handle_asks_the_service_as_the_verbs_do(fake_slurm: Any, tmp_path: Path) -> None:
+    """A Slurm job's handle: its status as orch status reads it, and cancel() as orch cancel FOLDER does (asked
+    of squeue first: a job that has ended is not given to scancel)."""
+    from support import training_job
+
+    folder = training_job(tmp_path / "jobs", "smoke", job_id="12")
+    handle = api.JobHandle(job_id="12", job_dir=folder, executor="slurm")
+    assert handle.logs(0) == ""  # no log yet
+    fake_slurm.set({"squeue": {"stdout": "12|RUNNING|None|node1|0:05|0|smoke\n"}, "scancel": {"stdout": ""}})
+    assert handle.state == "RUNNING"
+    handle.cancel()
+    assert [c for c in fake_slurm.calls() if c[0] == "scancel"] == [["scancel", "12"]]
+    fake_slurm.set({"squeue": {"stdout": "12|COMPLETED|None|node1|0:05|0|smoke\n"}, "scancel": {"stdout": ""}})
+    handle.cancel()
+    assert len([c for c in fake_slurm.calls() if c[0] == "scancel"]) == 1  # ended: nothing sent
