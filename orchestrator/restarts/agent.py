@@ -143,7 +143,6 @@ class _Agent:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # one that came meanwhile: forwarded to it now
             return None
         lead_group_and_die_with(parent)  # its DataLoader's workers end with it; it ends with its agent
-        heartbeat.BEAT = beat  # its training steps tick it
         flag = PreemptFlag(self.cfg.launcher.preempt_signal).install()  # the worker's own, from now on
         if self.preempted:  # the signal came when no worker was there to get it (between two generations)
             flag.request()
@@ -152,7 +151,7 @@ class _Agent:
         worker = Worker(rank=self.env.rank, generation=generation, base_attempt=self.base,
                         store_addr=self.env.master_addr, store_port=self.env.master_port,
                         wait_s=max(10.0, heartbeat.hung_after(timeout) - timeout + 5), flag=flag,
-                        on_restart=self.start_worker)
+                        beat=beat, on_restart=self.start_worker)
         if world_port is not None:
             os.environ["MASTER_PORT"] = str(world_port)
         begin(self.base, generation, self.start_worker)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.env import distenv
 from orchestrator.records.startup import CLOCK
+from orchestrator.restarts.heartbeat import Heartbeat
 from orchestrator.task.preempt import PreemptFlag
 
 
@@ -27,6 +28,7 @@ class Worker:
     store_port: int
     wait_s: float  # how long a survivor waits for the failed rank's decision
     flag: PreemptFlag  # the worker's preemption flag (installed at the fork)
+    beat: Heartbeat  # its training steps tick it; its agent watches it (made before the fork)
     on_restart: Callable[[int], None] = field(repr=False, default=lambda g: None)
 
     def restart(self, generation: int, announce: Callable[[int], None] = lambda g: None) -> None:

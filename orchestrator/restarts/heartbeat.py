@@ -6,14 +6,16 @@ ticks a counter that the worker shares with its agent: 16 bytes of anonymous mem
 (``MAP_SHARED``: no file, no thread, no store call). A timer thread would keep beating while the main thread is
 stuck; a step counter does not.
 
-The counter is *armed* only while the rank is inside an epoch's training steps: it rests (:func:`rest`) when the
-steps of an epoch end (evaluation, the epoch's checkpoint), around a checkpoint taken mid-epoch, and while a
-survivor waits for an in-process restart's decision. Its agent (``restarts/agent.py``) kills a worker whose armed
-counter has not moved for one collective timeout once a peer's worker gave up waiting for it, and stays so for
-:func:`settle_s` more (the ranks that waited in a collective have timed out and rest, so the one still armed is
-the one they waited for), or for :func:`hung_after` seconds in any case.
+The counter is *armed* only while the rank is inside an epoch's training steps: it rests (:meth:`Heartbeat.rest`)
+when the steps of an epoch end (evaluation, the epoch's checkpoint), around a checkpoint taken mid-epoch, and
+while a survivor waits for an in-process restart's decision. Its agent (``restarts/agent.py``) kills a worker
+whose armed counter has not moved for one collective timeout once a peer's worker gave up waiting for it, and
+stays so for :func:`settle_s` more (the ranks that waited in a collective have timed out and rest, so the one
+still armed is the one they waited for), or for :func:`hung_after` seconds in any case.
 
-:data:`BEAT` is this process's heartbeat (set in a worker at the fork; None elsewhere: every call is a no-op).
+A worker's :class:`Heartbeat` travels on its :class:`~orchestrator.restarts.generation.Worker` (made before the
+fork) into the entrypoint (``runtime/entry.py``: ``run(..., beat=)``); a rank without an agent gets a
+:class:`NoBeat`, whose ticks and rests do nothing. No module global.
 """
 
 from __future__ import annotations
@@ -47,6 +49,16 @@ class Heartbeat:
         """(steps so far, armed) (the agent)."""
         steps, armed = _LAYOUT.unpack_from(self.memory)
         return int(steps), bool(armed)
+
+
+class NoBeat:
+    """The heartbeat of a rank no agent watches (no in-process restarts): its ticks and rests do nothing."""
+
+    def tick(self) -> None:
+        return None
+
+    def rest(self) -> None:
+        return None
 
 
 class Watch:
@@ -87,9 +99,6 @@ class Watch:
         return now - self.since
 
 
-BEAT: Heartbeat | None = None
-
-
 def hung_after(collective_timeout: int) -> float:
     """How long an armed counter may stand still: twice the collective timeout (a waiting rank times out after
     one, from its last step's collective; its step's own compute before that collective gets the other)."""
@@ -101,12 +110,3 @@ def settle_s(collective_timeout: int) -> float:
     step's compute later): half the collective timeout, 2 s at least."""
     return max(2.0, collective_timeout / 2)
 
-
-def tick() -> None:
-    if BEAT is not None:
-        BEAT.tick()
-
-
-def rest() -> None:
-    if BEAT is not None:
-        BEAT.rest()

@@ -30,9 +30,9 @@ from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined
 from orchestrator.env.distenv import DistEnv
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
-from orchestrator.restarts import heartbeat
 from orchestrator.restarts import protocol as proto
 from orchestrator.restarts.generation import Worker
+from orchestrator.restarts.heartbeat import Heartbeat
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
@@ -42,8 +42,9 @@ class WorkerRuntime(Protocol):
     """What a worker and the agents' store use of the runtime (``runtime/launch.py``'s ``TorchRuntime``)."""
 
     def train_on(self, store: Any, cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag,
-                 environ: Any) -> int:
-        """One generation through the shared entrypoint (``runtime/entry.py``), its process group on ``store``."""
+                 environ: Any, beat: Heartbeat) -> int:
+        """One generation through the shared entrypoint (``runtime/entry.py``), its process group on ``store``,
+        its training steps ticking ``beat``."""
 
     def describe_error(self, exc: BaseException) -> str:
         """The one-line description of a training error (``runtime/entry.py``)."""
@@ -130,7 +131,7 @@ def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: Preempt
         store.set(proto.at(worker.rank), str(worker.generation))
         try:
             return runtime.train_on(PrefixStore(proto.prefix(worker.generation), store), cfg, env, job_dir, flag,
-                                    environ)
+                                    environ, worker.beat)
         except Exception as exc:
             peer = runtime.describe_failure(exc, cfg.launcher.collective_timeout)
             if peer is None:
@@ -140,7 +141,7 @@ def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: Preempt
                             how="timeout" if "timed out" in peer[0] else "lost")
             store.set(proto.lost(worker.generation, worker.rank), "1")
             store.add(proto.gave_up(worker.generation), 1)  # a peer's agent whose worker stopped stepping: it hangs
-            heartbeat.rest()  # waiting for the decision is no training step: its agent must not call it hung
+            worker.beat.rest()  # waiting for the decision is no training step: its agent must not call it hung
             restart, why = proto.parse_decision(_decision(store, worker.generation, worker.wait_s))
             if not restart:
                 print(f"orch: rank {worker.rank}: no in-process restart ({why})", file=sys.stderr, flush=True)

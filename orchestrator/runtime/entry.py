@@ -27,7 +27,7 @@ from orchestrator.errors import OrchError
 from orchestrator.records.restarts.attempts import CHECKPOINT_STALL, CHECKPOINT_WRITE
 from orchestrator.records.resumecheck import JobIdentity
 from orchestrator.records.startup import CLOCK
-from orchestrator.restarts import heartbeat
+from orchestrator.restarts.heartbeat import Heartbeat, NoBeat
 from orchestrator.runtime.checkpoint import Checkpointer, restore_rng
 from orchestrator.runtime.data import eval_shard, real_count
 from orchestrator.runtime.dist import (
@@ -63,9 +63,9 @@ log = logging.getLogger(__name__)
 
 
 def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ: Mapping[str, str],
-        store: Any = None) -> int:
+        store: Any = None, beat: Heartbeat | None = None) -> int:
     """Train the job of ``cfg`` as rank ``env.rank``; returns the exit code (0 also after preemption).
-    ``store``: an in-process restart's generation store (restarts/worker.py)."""
+    ``store``, ``beat``: an in-process restart's generation store and its worker's heartbeat (restarts/)."""
     cuda = torch.cuda.is_available()
     choice = devices.select_device(
         cuda_available=cuda, device_count=torch.cuda.device_count() if cuda else 0,
@@ -88,7 +88,7 @@ def run(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag, environ:
             devices.check_unique_devices(gather_objects((host, choice.physical), ctx))
         data_dir = cfg.data_dir  # resolved at submit/run time ($ORCH_DATA_DIR is read there, not here)
         trainer = Trainer(cfg=cfg, spec=spec, params=params, ctx=ctx, job_dir=job_dir, flag=flag,
-                          data_dir=Path(data_dir).expanduser() if data_dir else None)
+                          data_dir=Path(data_dir).expanduser() if data_dir else None, beat=beat or NoBeat())
         try:
             return trainer.run()
         finally:
@@ -120,6 +120,7 @@ class Trainer:
     tracker: StepTracker = field(default_factory=lambda: StepTracker([], 1, 0))
     status: str = "failed"  # how the run ended, for the trackers: completed, preempted or failed
     checkpointer: Checkpointer | None = None
+    beat: Heartbeat | NoBeat = field(default_factory=NoBeat)  # in-process restarts: its agent sees the rank step
     # the goodput ledger (result.json; resumed runs' included): the training thread's time in checkpoint saves,
     # and rank 0's time writing their files before this process (its own: checkpointer.write_s)
     checkpoint_stall_s: float = 0.0
@@ -173,7 +174,7 @@ class Trainer:
                          f"{p.checkpoint_every:g} s)")
 
             step, stopped = self._train(parts, epoch, start, tally, vote, progress, save_now)
-            heartbeat.rest()  # no training step is due until the next epoch's (evaluation, the checkpoint)
+            self.beat.rest()  # no training step is due until the next epoch's (evaluation, the checkpoint)
             if stopped:
                 self._stop(checkpointer, parts, epoch, step, tally, spent + time.perf_counter() - began, vote)
                 return 0
@@ -259,7 +260,7 @@ class Trainer:
             nonlocal synced, current
             current = step
             RECORDER.step(epoch + 1, step)  # in memory: the outcome record's "last step"
-            heartbeat.tick()  # in-process restarts: its agent sees the rank step (restarts/heartbeat.py)
+            self.beat.tick()  # in-process restarts: its agent sees the rank step (restarts/heartbeat.py)
             if "first_step" not in CLOCK.phases:
                 CLOCK.lap("first_step")
             if not synced and (step % p.grad_accum == 0 or step == plan.num_steps):  # after an optimizer step
@@ -340,7 +341,7 @@ class Trainer:
               seconds: float) -> None:
         p = self.params
         began = time.monotonic()
-        heartbeat.rest()  # a checkpoint is no training step (the next step ticks again)
+        self.beat.rest()  # a checkpoint is no training step (the next step ticks again)
         with self.ctx.patient():  # the other ranks wait at the barrier while rank 0 writes (or copies)
             if self.ctx.is_main:
                 self.metrics_log.sync()  # the epochs this checkpoint claims are on disk

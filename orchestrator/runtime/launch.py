@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from orchestrator.env.devices import DeviceChoice
     from orchestrator.env.distenv import DistEnv
+    from orchestrator.restarts.heartbeat import Heartbeat
     from orchestrator.restarts.store import AgentStore
     from orchestrator.spec.runconfig import RunConfig
     from orchestrator.task.preempt import PreemptFlag
@@ -82,10 +83,10 @@ class TorchRuntime:
 
     # restarts.worker.WorkerRuntime: the shared entrypoint on a generation's store, its error texts, the rendezvous
     def train_on(self, store: Any, cfg: RunConfig, env: DistEnv, job_dir: Path, flag: PreemptFlag,
-                 environ: Any) -> int:
+                 environ: Any, beat: Heartbeat) -> int:
         from orchestrator.runtime import entry
 
-        return entry.run(cfg, env, job_dir, flag, environ, store=store)
+        return entry.run(cfg, env, job_dir, flag, environ, store=store, beat=beat)
 
     def describe_error(self, exc: BaseException) -> str:
         from orchestrator.runtime import entry

@@ -19,6 +19,7 @@ from orchestrator.restarts import agent
 from orchestrator.restarts import protocol as proto
 from orchestrator.restarts.decide import Decider
 from orchestrator.restarts.generation import Worker
+from orchestrator.restarts.heartbeat import Heartbeat
 from orchestrator.spec.cluster import Launcher
 from orchestrator.task.preempt import PreemptFlag
 from orchestrator.task.reaper import alive
@@ -69,7 +70,7 @@ def test_a_survivor_writes_its_next_generation_before_its_restart_begins() -> No
     clock): a death in between is charged to g+1."""
     seen: list[str] = []
     worker = Worker(rank=1, generation=3, base_attempt=0, store_addr="127.0.0.1", store_port=1, wait_s=1.0,
-                    flag=PreemptFlag(), on_restart=lambda g: seen.append(f"record {g}"))
+                    flag=PreemptFlag(), beat=Heartbeat(), on_restart=lambda g: seen.append(f"record {g}"))
     worker.restart(4, announce=lambda g: seen.append(f"at {g}"))
     assert seen == ["at 4", "record 4"] and worker.generation == 4
 

@@ -17,10 +17,9 @@ from orchestrator.restarts.heartbeat import Heartbeat, Watch
 def test_a_forked_workers_ticks_and_rest_reach_its_agent() -> None:
     beat = Heartbeat()
     pid = os.fork()
-    if pid == 0:  # the worker
-        heartbeat.BEAT = beat
+    if pid == 0:  # the worker (its Worker handle carries the beat made before the fork)
         for _ in range(3):
-            heartbeat.tick()
+            beat.tick()
         os._exit(0)
     os.waitpid(pid, 0)
     assert beat.read() == (3, True)
@@ -28,10 +27,11 @@ def test_a_forked_workers_ticks_and_rest_reach_its_agent() -> None:
     assert beat.read() == (3, False)
 
 
-def test_nothing_happens_where_no_heartbeat_is_set() -> None:
-    heartbeat.BEAT = None
-    heartbeat.tick()
-    heartbeat.rest()
+def test_a_rank_no_agent_watches_ticks_nothing() -> None:
+    beat = heartbeat.NoBeat()
+    beat.tick()
+    beat.rest()
+    assert vars(beat) == {}  # nothing kept, nothing shared
 
 
 def test_a_resting_or_stepping_worker_is_never_hung() -> None:
