@@ -11,7 +11,6 @@ Nothing here imports the MCP SDK.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from typing import Any
@@ -24,10 +23,6 @@ MAX_LINES = 2000  # lines of one log per call, at most
 MAX_BYTES = 1 << 20  # bytes of one log per call, at most
 MAX_RANKS = 64  # rank logs per call, at most (first_rank pages on)
 MAX_JOBS = 500  # status/list rows per call, at most
-
-
-def _args(settings: Settings, **values: Any) -> argparse.Namespace:
-    return argparse.Namespace(cluster=settings.cluster, json=True, **values)
 
 
 def _scope(settings: Settings) -> Scope:
@@ -102,13 +97,14 @@ def nodes(settings: Settings) -> dict[str, Any]:
 
 def doctor(settings: Settings, files: list[str], ignore: list[str] | None = None) -> dict[str, Any]:
     """``orch doctor --json``: the DDP pitfalls of scripts, found without running them."""
-    from orchestrator.commands.doctor import check_files
+    from orchestrator.service.doctor import asked, diagnose, ignored
 
     if not files:
         raise OrchError("doctor needs at least one file or folder", hint="e.g. files=['train.py']")
-    findings, skipped, unreadable, notes = check_files(_args(settings, files=list(files), ignore=list(ignore or [])))
-    if unreadable and not findings and not skipped:
-        raise unreadable[0]
+    checked = diagnose(files, ignored(ignore or [], _scope(settings)), asked())
+    findings = checked.findings
+    if checked.unreadable and not findings and not checked.skipped:
+        raise checked.unreadable[0]
     hidden = sum(f.confidence == "possible" for f in findings)  # orch doctor leaves them out unless --all
-    return {"findings": [f.as_dict() for f in findings], "possible": hidden, "skipped": skipped,
-            "unreadable": [e.render() for e in unreadable], "launch": notes}
+    return {"findings": [f.as_dict() for f in findings], "possible": hidden, "skipped": checked.skipped,
+            "unreadable": [e.render() for e in checked.unreadable], "launch": checked.notes}
