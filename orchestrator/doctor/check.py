@@ -16,9 +16,10 @@ from orchestrator.doctor import (
     rules_metrics,
     rules_names,
     rules_nodes,
-    rules_output,
+    rules_prints,
     rules_random,
     rules_rendezvous,
+    rules_saves,
     rules_spawn,
     rules_steps,
     rules_sync,
@@ -38,8 +39,8 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_sync.check_collectives,        # DDP002
     rules_data.check_loaders,            # DDP003
     rules_data.check_set_epoch,          # DDP004
-    rules_output.check_prints,           # DDP005
-    rules_output.check_saves,            # DDP006
+    rules_prints.check_prints,           # DDP005
+    rules_saves.check_saves,             # DDP006
     rules_sync.check_destroy,            # DDP007
     rules_rendezvous.check_hard_coded,       # DDP008
     rules_devices.check_load,            # DDP009
@@ -62,8 +63,8 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
 # code where it stands: not DDP001 (the script's first CUDA use), DDP003 (the script's loaders), DDP002/DDP007
 # (whether a helper's collective or destroy runs on some ranks depends on its callers). DDP009 in a helper:
 # a torch.load with no map_location in a function or method of the project (a CheckpointManager's load).
-HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_output.check_prints,
-                rules_output.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
+HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_prints.check_prints,
+                rules_saves.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,
                 rules_launch.check_local_rank_as_rank, rules_launch.check_swallowed_init,

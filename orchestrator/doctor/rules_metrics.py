@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.rules_output import METRIC, is_log, is_reduced, reduced_names
+from orchestrator.doctor.rules_prints import METRIC, is_log, is_reduced, reduced_names
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
 

@@ -1,0 +1,164 @@
+"""DDP005: a loss or metric printed or logged on every rank inside a training loop, not reduced."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.metric_values import full_set_value, is_counter
+from orchestrator.source.analysis import REDUCTIONS
+from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.flow import Site
+from orchestrator.source.names import dotted, last_name
+from orchestrator.source.project import PRINT_GUARD
+
+METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
+_LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
+_LOG_CALLS = frozenset({"print", "wandb.log", "tqdm.write", "mlflow.log_metric", "mlflow.log_metrics"})
+# TensorBoard writers and tqdm bars: one per rank is as wrong as one print per rank
+_DISPLAY_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description"})
+
+
+def is_log(site: Site) -> bool:
+    if site.qual in _LOG_CALLS:
+        return True
+    func = site.call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    receiver = (dotted(func.value) or "").lower()
+    return (func.attr in _LOG_METHODS and "log" in receiver) or func.attr in _DISPLAY_METHODS
+
+
+def _names(expr: ast.AST) -> list[ast.Name]:
+    return [n for n in ast.walk(expr) if isinstance(n, ast.Name)]
+
+
+def check_prints(a: Analysis) -> Iterator[Finding]:
+    """DDP005: a print/log of a loss or metric inside a training loop, on every rank, not reduced (also under
+    a framework: ``print`` is every rank's, ``fabric.print``/``accelerator.print`` rank 0's)."""
+    if not (a.data_parallel or a.framework_parallel):
+        return
+    reduced = reduced_names(a)
+    print_guarded = print_replaced(a)
+    seen: set[tuple[int, str]] = set()  # one finding per block and metric: a print and a writer of one loss
+    for site in a.flow.sites:
+        if not is_log(site) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
+            continue
+        if _rank_zero_object(a, site):
+            continue
+        loop = a.in_training_loop(site)
+        if loop is None:
+            continue
+        parts = [*site.call.args, *[k.value for k in site.call.keywords]]
+        metrics = [n for part in parts for n in ast.walk(part)
+                   if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")
+                   and not _setting(n)]
+        metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (is_counter(a, n) or full_set_value(a, n)))]
+        if not metrics or is_reduced(a, parts, reduced):
+            continue
+        key = (id(_block(a, site.call)), last_name(metrics[0]) or "")
+        if key in seen:
+            continue
+        seen.add(key)
+        yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}")
+
+
+def _block(a: Reading, node: ast.AST) -> ast.AST | None:
+    """The statement that holds ``node``'s statement in its body (an ``if``, a loop, a function)."""
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.stmt):
+        current = a.module.parents.get(current)
+    return a.module.parents.get(current) if current is not None else None
+
+
+_SETTINGS = frozenset({"args", "opt", "opts", "cfg", "config", "hparams", "hp", "FLAGS"})
+
+
+def _setting(node: ast.expr) -> bool:
+    """``args.mlperf_acc_threshold``: a flag or config value the user set, not a measured metric."""
+    return isinstance(node, ast.Attribute) and (dotted(node) or "").split(".")[0] in _SETTINGS
+
+
+_RANK_ZERO_OBJECTS = re.compile(r"log|writer|wandb|tensorboard|(^|_)tb($|_)|summary", re.IGNORECASE)
+
+
+def _rank_zero_object(a: Reading, site: Site) -> bool:
+    """Logging through an object that exists on rank 0 only: under ``if wandb_logger:`` / ``if writer is not
+    None:``, or a progress bar made with ``disable=`` (``tqdm(..., disable=local_rank not in [-1, 0])``)."""
+    func = site.call.func
+    if isinstance(func, ast.Attribute) and func.attr in _DISPLAY_METHODS and isinstance(func.value, ast.Name):
+        _, bar = a.module.resolve(func.value.id, func.value)
+        if isinstance(bar, ast.Call) and any(k.arg == "disable" for k in bar.keywords):
+            return True
+    if isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS and _rank_aware_logger(a, func.value):
+        return True
+    current = a.module.parents.get(site.call)
+    while current is not None:
+        if isinstance(current, ast.If):
+            test = current.test.left if isinstance(current.test, ast.Compare) else current.test
+            if _RANK_ZERO_OBJECTS.search(last_name(test) or ""):
+                return True
+        current = a.module.parents.get(current)
+    return False
+
+
+def _rank_aware_logger(a: Reading, receiver: ast.expr) -> bool:
+    """A logger made by a call that is handed the rank (``setup_logger(output, distributed_rank=dist.get_rank())``,
+    ``create_logger(log_file, rank=cfg.LOCAL_RANK)``): the project's logger factory decides per rank (console on
+    rank 0, one file per rank), so its ``logger.info`` is not a print on every rank."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    _, made = a.module.resolve(receiver.id, receiver)
+    if not isinstance(made, ast.Call):
+        return False
+    return (any(a.ranks.dependent(x) for x in made.args)
+            or any(a.ranks.dependent(k.value) or "rank" in (k.arg or "").lower() for k in made.keywords))
+
+
+def print_replaced(a: Analysis) -> bool:
+    """``builtins.print`` is replaced (DINO's/MAE's ``setup_for_distributed``: print on the main rank only),
+    in the script or in a helper it calls; or ``sys.stdout`` is sent elsewhere under a rank condition (MONAI's
+    ``if args.local_rank != 0: sys.stdout = open(os.devnull, "w")``)."""
+    return PRINT_GUARD in a.helper_quals or any(
+        isinstance(n, ast.Assign) and any(a.module.qualname(t) in ("builtins.print", "__builtin__.print")
+                                          or (a.module.qualname(t) == "sys.stdout" and _under_rank_test(a, n))
+                                          for t in n.targets if isinstance(t, ast.Attribute))
+        for n in a.module.nodes)
+
+
+def _under_rank_test(a: Reading, node: ast.AST) -> bool:
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.If):
+        current = a.module.parents.get(current)
+    return current is not None and a.ranks.is_condition(current.test)
+
+
+def reduced_names(a: Analysis) -> set[str]:
+    """Names handed to a reduction (all_reduce, all_gather, ...), or to a helper of this file that makes one."""
+    names: set[str] = set()
+    for site in a.flow.sites:
+        if a.reaching(site, REDUCTIONS) is None:
+            continue
+        parent = a.module.parents.get(site.call)
+        if isinstance(parent, ast.Assign):
+            names.update(n.id for t in parent.targets for n in _names(t))
+        if site.qual in REDUCTIONS or not isinstance(parent, ast.Assign):
+            # a collective, or a helper that reduces in place (reduce_meters(meters)); a helper whose results are
+            # kept (eval_ppl, eval_loss = evaluation(model, train_config, ...)) reduced those, not its inputs
+            for arg in [*site.call.args, *[k.value for k in site.call.keywords]]:
+                names.update(n.id for n in _names(arg))
+    return names
+
+
+def is_reduced(a: Analysis, parts: list[ast.expr], reduced: set[str], depth: int = 0) -> bool:
+    for part in parts:
+        for name in _names(part):
+            if name.id in reduced:
+                return True
+            _, value = a.module.resolve(name.id, name)
+            if value is not None and depth < 3 and is_reduced(a, [value], reduced, depth + 1):
+                return True
+    return False
