@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from orchestrator.env.devices import CPU
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.runtime.checkpoint import Checkpointer
 from orchestrator.runtime.dist import Dist, process_group
 from orchestrator.runtime.state import checkpoint_state

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from orchestrator.env.distenv import ATTEMPT_VAR
-from orchestrator.local.runner import LocalResult, _read_json
+from orchestrator.local.result import LocalResult, read_result
 from orchestrator.records.restarts.attempts import read_attempts
 from orchestrator.restarts.protocol import in_step_restarts
 from orchestrator.restarts.recovery import AttemptFacts, end_attempt
-from orchestrator.spec.runconfig import RESULT_FILE, RunConfig
+from orchestrator.spec.runconfig import RunConfig
 
 
 class Runner(Protocol):
@@ -41,7 +41,7 @@ def run_attempts(make_runner: Callable[[Mapping[str, str]], Runner], job_dir: Pa
                              seen=result.seen)
         decision = end_attempt(job_dir, cfg, facts)
         if not decision.restart:
-            result.result = _read_json(job_dir / RESULT_FILE)
+            result.result = read_result(job_dir)
             if decision.message and result.status == "failed" and attempt > 0:
                 result.message = f"{result.message}; {decision.message}"
             return result

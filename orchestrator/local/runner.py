@@ -1,12 +1,9 @@
-"""Local runs: N processes of ``python -m orchestrator.runtime.launch --job-dir DIR`` on this machine.
+"""Local runs: start N processes of ``python -m orchestrator.runtime.launch --job-dir DIR`` on this machine,
+watch them, stop them all when one fails, and hand what was seen to :func:`orchestrator.local.result.local_result`.
 
-Each process gets the torchrun-style variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
-NODE_RANK=0, MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port) and derives its DistEnv with the same
-``distenv.derive`` as a Slurm task. Rank 0's output goes to the terminal and every rank's to ``logs/local-rank<R>.out``.
-When one process exits non-zero the others get SIGTERM at once and SIGKILL after a grace period; the result names
-the rank that caused it (:func:`orchestrator.records.restarts.blame.blame` over the ranks' outcome records, with the
-exit codes seen here): the first rank that failed, or the rank that stopped progressing while the others gave up,
-and where (records/stacks.py). Ctrl-C, SIGTERM and the preemption signal sent to orch run go to every process.
+Each rank's environment comes from :mod:`orchestrator.local.rankenv`. Rank 0's output goes to the terminal and
+every rank's to ``logs/local-rank<R>.out``. When one process exits non-zero the others get SIGTERM at once and
+SIGKILL after a grace period. Ctrl-C, SIGTERM and the preemption signal sent to orch run go to every process.
 
 No process outlives the run (:mod:`orchestrator.task.reaper`): each rank leads its own process group
 and carries ``ORCH_RUN_TOKEN``; when the ranks have ended, what is left in their groups or carries the
@@ -17,12 +14,8 @@ itself is killed. No torch here: only the child processes import it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import fcntl
 import os
-import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -31,109 +24,21 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from orchestrator.errors import ConfigError
+from orchestrator.local.rankenv import child_env, die_with_parent, free_port
+from orchestrator.local.result import LocalResult, local_result
 from orchestrator.records import stacks
 from orchestrator.records.jobdirs import local_log_name as log_name
-from orchestrator.records.logs.view import tail_lines
-from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT, Blame
-from orchestrator.records.restarts.seen import Seen, complete
-from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
-from orchestrator.spec.safefile import read_json
+from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
+from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE
 from orchestrator.task import hang, reaper
-from orchestrator.task.outcome import read_outcomes, remove_outcomes
+from orchestrator.task.outcome import remove_outcomes
 from orchestrator.task.preempt import SIGNALS
 
-LOCAL_ADDR = "127.0.0.1"
 GRACE_SECONDS = 5.0
 POLL_SECONDS = 0.05
-TAIL_LINES = 20
-TAIL_BYTES = 1024 * 1024  # what a failure report reads of a rank's log, at most
-ERROR_PREFIX = "orch: error: "
-# Inherited variables that would tell a child it is some other launcher's task: dropped.
-STRIP_VARS = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
-                        "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-                        reaper.TOKEN_VAR})
-STRIP_PREFIXES = ("SLURM_",)
-
-
-@contextlib.contextmanager
-def job_lock(job_dir: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on the job folder: a second ``orch run`` (--resume) of the same
-    folder is refused at once instead of training into it too. Released when orch run ends (also
-    when it is killed: the kernel drops the lock with the process)."""
-    try:
-        fd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError as exc:
-        raise ConfigError(f"cannot open the job folder {job_dir}: {exc.strerror}",
-                          hint="pass the job folder that orch run printed") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise ConfigError(f"the job folder {job_dir} is in use by another orch run",
-                          hint="wait for it to finish (or stop it) before resuming this folder again") from None
-    try:
-        yield
-    finally:
-        os.close(fd)
-
-
-def free_port(host: str = LOCAL_ADDR) -> int:
-    """A TCP port that is free right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def child_env(base: Mapping[str, str], *, rank: int, nproc: int, port: int,
-              extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of local rank ``rank``: torchrun-style variables, no inherited Slurm ones."""
-    env = {k: v for k, v in base.items() if k not in STRIP_VARS and not k.startswith(STRIP_PREFIXES)}
-    env.update(extra or {})
-    env.update({
-        "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(nproc),
-        "LOCAL_WORLD_SIZE": str(nproc), "NODE_RANK": "0",
-        "MASTER_ADDR": LOCAL_ADDR, "MASTER_PORT": str(port),
-    })
-    return env
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the child gets SIGTERM when orch run dies, so no rank outlives its runner."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-@dataclass
-class LocalResult:
-    job_dir: Path
-    exit_code: int
-    status: str  # completed | failed | preempted | interrupted
-    message: str
-    failed_rank: int | None = None
-    rank_codes: list[int | None] = field(default_factory=list)
-    result: dict[str, Any] | None = None
-    failure: dict[str, Any] | None = None  # records.restarts.blame's verdict (as orch status --json shows it)
-    seen: Seen | None = None  # what this runner saw of the ranks' ends (the records are completed with it)
-
-    def summary(self) -> dict[str, Any]:
-        return {"job_dir": str(self.job_dir), "exit_code": self.exit_code, "status": self.status,
-                "message": self.message, "failed_rank": self.failed_rank, "rank_exit_codes": self.rank_codes,
-                "failure": self.failure, "final": (self.result or {}).get("final"), "result": self.result}
-
-
-def last_error(text: str) -> str | None:
-    """The last ``orch: error: ...`` message a rank printed (without the prefix), if any."""
-    found = [line[len(ERROR_PREFIX):].strip() for line in text.splitlines() if line.startswith(ERROR_PREFIX)]
-    return re.sub(r"^rank \d+( failed)?: ", "", found[-1]) if found else None
-
-
-def tail(path: Path, lines: int = TAIL_LINES) -> str:
-    found, _, _ = tail_lines(path, lines, max_bytes=TAIL_BYTES)
-    return "\n".join(b"".join(found).decode("utf-8", errors="replace").splitlines()[-lines:])
 
 
 @dataclass
@@ -182,7 +87,7 @@ class LocalRunner:
             path, exc = self._log_error
             raise ConfigError(f"cannot write {path}: {exc.strerror or exc} (the rank's log stopped there)",
                               hint=f"free space on the file system of {self.job_dir} or point --job-root elsewhere")
-        return self._result(codes, exited_at, stopped, logs)
+        return local_result(self.job_dir, self.nproc, codes, exited_at, stopped, self._forwarded)
 
     # --- processes ------------------------------------------------------------------------------
 
@@ -199,7 +104,7 @@ class LocalRunner:
 
     def _start(self, port: int, logs: Path) -> None:
         argv = [self.python, "-m", "orchestrator.runtime.launch", "--job-dir", str(self.job_dir)]
-        preexec: Callable[[], None] | None = _die_with_parent if sys.platform.startswith("linux") else None
+        preexec: Callable[[], None] | None = die_with_parent if sys.platform.startswith("linux") else None
         self._files: list[IO[bytes]] = []
         for rank in range(self.nproc):
             if self._forwarded:  # Ctrl-C or SIGTERM while starting: start no more ranks
@@ -349,44 +254,6 @@ class LocalRunner:
             for s, handler in previous.items():
                 signal.signal(s, handler)
 
-    # --- outcome --------------------------------------------------------------------------------
-
-    def _result(self, codes: list[int | None], exited_at: dict[int, float], stopped: set[int],
-                logs: Path) -> LocalResult:
-        seen = self._seen(codes, exited_at, stopped, logs)
-        found = self._blame(seen)
-
-        def outcome(exit_code: int, status: str, message: str) -> LocalResult:
-            return LocalResult(job_dir=self.job_dir, exit_code=exit_code, status=status, message=message,
-                               failed_rank=found.ranks[0] if found and found.ranks else None, rank_codes=codes,
-                               result=_read_json(self.job_dir / RESULT_FILE),
-                               failure=found.as_dict() if found is not None else None, seen=seen)
-
-        interrupted = bool(self._forwarded)
-        # interrupted: 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
-        stop_code = 128 + (self._forwarded[0] if self._forwarded else signal.SIGINT)
-        if interrupted:
-            cause = found.message if found is not None and found.kind != "stopped" else None
-            return outcome(stop_code, "interrupted", f"interrupted; {cause}" if cause else "interrupted")
-        if found is not None:
-            code = found.exit_code or 1
-            return outcome(code if code > 0 else 128 - code, "failed", found.message)
-        if (self.job_dir / REQUEUE_FILE).exists():
-            return outcome(0, "preempted", "preempted: the ranks checkpointed and stopped; continue with "
-                                           f"orch run --resume {self.job_dir}")
-        return outcome(0, "completed", "completed")
-
-    def _seen(self, codes: list[int | None], exited_at: dict[int, float], stopped: set[int], logs: Path) -> Seen:
-        """What this runner saw: every exit code, when each rank exited, the ranks it stopped, their last errors."""
-        known = {r: c for r, c in enumerate(codes) if c is not None}
-        reasons = {r: last_error(tail(logs / log_name(r), 200)) for r, c in known.items() if c}
-        return Seen(codes=known, ended=exited_at, stopped=frozenset(stopped), stopped_by="orch run", reasons=reasons)
-
-    def _blame(self, seen: Seen) -> Blame | None:
-        """Who stopped the run: the outcome records with what this runner saw; where each rank was (records/stacks)."""
-        records, notes = read_outcomes(self.job_dir)
-        return stacks.blamed(self.job_dir, complete(records, seen), world_size=self.nproc, notes=notes, write=True)
-
 
 def _group_alive(pgid: int) -> bool:
     try:
@@ -395,6 +262,3 @@ def _group_alive(pgid: int) -> bool:
         return False
     return True
 
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    return read_json(path, dict)

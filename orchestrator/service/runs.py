@@ -23,7 +23,9 @@ from orchestrator.doctor.frameworks import script_frameworks
 from orchestrator.doctor.gate import check_script
 from orchestrator.errors import ConfigError
 from orchestrator.local import plan as local_plan
-from orchestrator.local.runner import LocalRunner, job_lock, last_error, tail
+from orchestrator.local.joblock import job_lock
+from orchestrator.local.result import last_error, tail
+from orchestrator.local.runner import LocalRunner
 from orchestrator.records.codetrust import check_launch
 from orchestrator.records.jobdirs import job_root, local_log_name, write_run_config
 from orchestrator.records.restarts.world import WorldVerdict, judge

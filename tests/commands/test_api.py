@@ -109,7 +109,7 @@ def test_local_mode_and_orch_run_write_the_same_job_json(clean_env: pytest.Monke
     import submitit
 
     from orchestrator.cli import main
-    from orchestrator.local.runner import LocalResult
+    from orchestrator.local.result import LocalResult
     from orchestrator.service import runs
 
     write_cluster()

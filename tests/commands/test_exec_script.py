@@ -18,7 +18,7 @@ from support import ORCH, ROOT, clean_environ, run_cli
 from test_logs_script_jobs import squeue_line
 from test_status_logs import DISABLED, FakeSlurm
 
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 
 DDP = ROOT / "tests" / "scripts" / "ddp_train.py"
 REFUSED = ROOT / "tests" / "doctor" / "fixtures" / "case_ddp002_bad.py"

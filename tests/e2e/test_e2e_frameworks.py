@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support import once_more_on_teardown_abort
 
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.spec.snapshot import Snapshot, relocate
 
 if TYPE_CHECKING:

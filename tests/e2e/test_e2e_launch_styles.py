@@ -18,7 +18,7 @@ import pytest
 from support import TEARDOWN_ABORT, once_more_on_teardown_abort
 
 from orchestrator.env.taskenv import simulate_slurm_task_envs
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster

@@ -30,7 +30,7 @@ import pytest
 from support import ORCH, TESTS, clean_environ
 
 from orchestrator.env import taskenv
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.records.jobdirs import write_run_config
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, RunConfig

@@ -23,7 +23,7 @@ import pytest
 from support import ORCH, ROOT, clean_environ, once_more_on_teardown_abort
 
 from orchestrator.env.taskenv import simulate_slurm_task_envs
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 
 pytestmark = pytest.mark.slow
 

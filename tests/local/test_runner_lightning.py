@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support import ORCH, ROOT, assert_refused, clean_environ, once_more_on_teardown_abort
 
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("lightning")

@@ -169,7 +169,7 @@ def test_launcher_alone_never_writes_world_writable_files(tmp_path: Path) -> Non
 
 
 def _free_port() -> int:
-    from orchestrator.local.runner import free_port
+    from orchestrator.local.rankenv import free_port
 
     return free_port()
 

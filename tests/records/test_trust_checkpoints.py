@@ -22,7 +22,7 @@ import torch
 from support import ORCH, clean_environ
 
 from orchestrator.env.devices import CPU
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.records.trust import TrustError, check_checkpoint
 from orchestrator.runtime.checkpoint import LATEST, Checkpointer, CheckpointError, write_atomic
 from orchestrator.runtime.dist import Dist, process_group

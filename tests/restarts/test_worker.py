@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support import listeners
 
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.restarts import protocol as proto
 from orchestrator.restarts.worker import _decision, agent_store
 from orchestrator.runtime.launch import TorchRuntime

@@ -23,7 +23,7 @@ from support import ROOT, clean_environ
 
 from orchestrator.env.devices import CPU
 from orchestrator.errors import OrchError
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.records.resumecheck import sidecar_path
 from orchestrator.runtime import checkpoint
 from orchestrator.runtime.asyncsave import BackgroundWriter, HostStage

@@ -19,7 +19,7 @@ import pytest
 from support import ORCH, TESTS, clean_environ
 
 from orchestrator.env.devices import CPU
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.runtime.dist import Dist, StopVote, process_group
 from orchestrator.runtime.periodic import PeriodicClock
 from orchestrator.spec.job import TrainParams

@@ -127,7 +127,7 @@ if __name__ == "__main__":
 
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_a_real_gloo_group_and_a_spawned_one_get_the_bound_beside_the_world_watch(when: str, tmp_path: Path) -> None:
-    from orchestrator.local.runner import free_port
+    from orchestrator.local.rankenv import free_port
 
     child = tmp_path / "child.py"
     child.write_text(textwrap.dedent(CHILD), encoding="utf-8")

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from orchestrator.env.devices import CPU
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.runtime.checkpoint import (
     LATEST,
     PREVIOUS,

@@ -20,7 +20,7 @@ import torch
 from support import ROOT, clean_environ
 
 from orchestrator.env.devices import CPU
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.runtime.checkpoint import (
     LATEST,
     PREVIOUS,

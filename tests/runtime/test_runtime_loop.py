@@ -17,7 +17,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from orchestrator import TensorData
 from orchestrator.env.devices import CPU
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.runtime.dist import Dist, StopVote, process_group
 from orchestrator.runtime.loop import EpochPlan, FiniteWatch, Stepper, settle_buckets, train_epoch
 from orchestrator.runtime.measures import Tally, accuracy

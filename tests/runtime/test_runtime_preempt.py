@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from orchestrator.env.devices import CPU
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.runtime.dist import Dist, StopVote, process_group
 from orchestrator.task.preempt import SIGNALS, PreemptFlag
 

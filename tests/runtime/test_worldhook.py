@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support import ROOT, clean_environ
 
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 from orchestrator.runtime.worldhook import at_orch_rendezvous
 
 ORCH = ("127.0.0.1", 29512)

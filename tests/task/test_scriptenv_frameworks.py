@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from support import ORCH, ROOT, clean_environ
 
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import torch
 from support import ORCH, clean_environ, once_more_on_teardown_abort
 
 from orchestrator.doctor import check_file
-from orchestrator.local.runner import free_port
+from orchestrator.local.rankenv import free_port
 
 pytestmark = pytest.mark.slow
 TIMEOUT = 240

@@ -383,7 +383,7 @@ def test_as_under_srun_a_rank_stuck_in_python_is_named_by_orch_status(no_slurm: 
     import sys
 
     from orchestrator.env import taskenv
-    from orchestrator.local.runner import free_port
+    from orchestrator.local.rankenv import free_port
 
     root = no_slurm / "jobs"
     folder = root / "hang-srun"

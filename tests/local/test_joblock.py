@@ -16,7 +16,7 @@ from support import ORCH, assert_refused, clean_environ, no_rank_started, resume
 # --- one resume of a folder at a time ------------------------------------------------------------------
 
 def test_a_second_concurrent_resume_is_refused(job_copy: Path) -> None:
-    from orchestrator.local.runner import job_lock
+    from orchestrator.local.joblock import job_lock
 
     with job_lock(job_copy):  # stands for a running orch run of this folder
         before = time.time()
