@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
+from orchestrator.records import flightrec
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.jobdirs import log_path, outcome_path
 from orchestrator.records.logs.view import tail_lines
@@ -53,10 +54,11 @@ class StackFile:
         self.path: Path | None = None
 
     def start(self, job_dir: Path, rank: int) -> None:
-        """This attempt's file: none yet (an earlier attempt's is removed)."""
+        """This attempt's file: none yet (an earlier attempt's is removed, and so is its flight recorder dump)."""
         self.path = stack_path(job_dir, rank)
-        with contextlib.suppress(OSError):
-            self.path.unlink()
+        for old in (self.path, flightrec.dump_path(job_dir, rank)):
+            with contextlib.suppress(OSError):
+                old.unlink()
 
     def waited(self, exc: BaseException) -> None:
         """This rank gave up in a collective: the traceback of its error, where the collective was called."""
@@ -102,13 +104,18 @@ def _with_code(dump: str) -> str:
 def place_table(job_dir: Path, records: Mapping[int, RankOutcome], world_size: int,
                 run: str | None = None) -> list[places.Place]:
     """Every rank's place: its stack file (else the dump in its log, when it was stopped or never answered), else
-    its exit code when it ended on its own (or was killed). ``run``: the Slurm job id (its logs' names)."""
+    its exit code when it ended on its own (or was killed); with NCCL's flight recorder dumps, what they add
+    (:func:`orchestrator.records.flightrec.merge`). ``run``: the Slurm job id (its logs' names)."""
     ranks = list(range(world_size))
     codes = {r: (o.exit_code if o.kind != STOPPED_KIND else None)
              for r, o in records.items() if r < world_size}
     stuck = {r: log_path(job_dir, run if run not in (None, "local") else None, r) for r in ranks
              if r not in records or records[r].kind in ("running", STOPPED_KIND)}
-    return places.table(read_stacks(job_dir, ranks, stuck), {r: codes.get(r) for r in ranks})
+    table = places.table(read_stacks(job_dir, ranks, stuck), {r: codes.get(r) for r in ranks})
+    if not any(flightrec.dump_path(job_dir, r).exists() for r in ranks):
+        return table
+    dumps = flightrec.read_dumps(job_dir, ranks)
+    return flightrec.merge(table, dumps, flightrec.verdict(dumps))
 
 
 def explain(found: Blame | None, table: list[places.Place]) -> Blame | None:
@@ -126,10 +133,15 @@ def explain(found: Blame | None, table: list[places.Place]) -> Blame | None:
 
 
 def write_places(job_dir: Path, table: list[places.Place], said: str | None) -> None:
-    """The table in the job folder (``logs/places.json``), when a rank waited in a collective."""
+    """The table in the job folder (``logs/places.json``), when a rank waited in a collective; with NCCL's flight
+    recorder dumps, their own verdict too (``flight``: :meth:`orchestrator.records.flightrec.Verdict.as_dict`)."""
     if not any(p.state == "collective" for p in table):
         return
-    data = {"culprit": said, "ranks": [p.as_dict() for p in table]}
+    data: dict[str, object] = {"culprit": said, "ranks": [p.as_dict() for p in table]}
+    ranks = [p.rank for p in table]
+    if any(flightrec.dump_path(job_dir, r).exists() for r in ranks):
+        found = flightrec.verdict(flightrec.read_dumps(job_dir, ranks))
+        data["flight"] = found.as_dict() if found is not None else None
     with contextlib.suppress(OSError):
         write_text_atomic(places_path(job_dir), json.dumps(data, indent=2) + "\n")
 

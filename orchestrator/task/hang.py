@@ -5,7 +5,8 @@ progressing is the one worth seeing. orch stops it with SIGTERM (``orch run``; s
 under Slurm when the step ends), so every task registers :mod:`faulthandler` for SIGTERM: the stacks
 of all its threads go to its log, then the signal takes its normal course. NCCL runs also enable
 torch's flight recorder (a ring buffer of the last collectives, dumped on a timeout) into
-``logs/nccl_trace_rank_<R>`` of the job folder, so each rank's last collective can be read there.
+``logs/nccl_trace_rank_<R>`` of the job folder, where :mod:`orchestrator.records.flightrec` reads each rank's
+last collectives.
 The terminal is for the user: the rank that gave up also dumps its own threads' stacks, into its log
 between two marker lines that ``orch run`` does not echo, and the stacks ``orch run`` shows from a stuck
 rank's log leave out orch's launcher frames (:func:`for_terminal`); the logs keep everything.
@@ -24,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from orchestrator.records.flightrec import TRACE_PREFIX  # torch appends the rank; flightrec reads the dumps
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.task.lines import ends_with_newline
 
-TRACE_PREFIX = "nccl_trace_rank_"  # torch appends the rank
 # dump_stacks' block in a rank's output: kept in its log, not shown by orch run (local/runner.py)
 STACKS_BEGIN = "orch: stacks of this rank's threads after its collective failed (log only):"
 STACKS_END = "orch: end of the stacks"

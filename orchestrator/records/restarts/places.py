@@ -76,6 +76,13 @@ class Place:
     function: str | None = None
     call: str | None = None  # what that line was calling (``time.sleep``, ``loss.backward``)
     exit_code: int | None = None
+    seq: int | None = None  # NCCL's flight recorder: the number of the collective it is in, or of its last one
+    sizes: str | None = None  # the flight recorder's input sizes, where the ranks' sizes differ
+
+    def label(self) -> str:
+        """``all_reduce #42`` (with the flight recorder's number), ``all_reduce of [[8, 4]] #42`` (sizes differ)."""
+        sizes = f" of {self.sizes}" if self.sizes else ""
+        return f"{self.op}{sizes}" + (f" #{self.seq}" if self.seq is not None else "")
 
     def where(self) -> str:
         """``at stuck.py:16 in load_batch (time.sleep)``; ``outside the user's code`` without a user frame."""
@@ -195,11 +202,14 @@ def culprit(places: list[Place]) -> Place | None:
     if outside:  # in user code first, then exited, then without a word
         order: dict[State, int] = {"user": 0, "exited": 1, "unknown": 2, "collective": 3}
         return min(outside, key=lambda p: (order[p.state], p.rank))
-    counts = Counter(p.op for p in waiting)
+    seqs = {p.seq for p in waiting}
+    if None not in seqs and len(seqs) > 1:  # the flight recorder's numbers: the rank behind the others
+        return min(waiting, key=lambda p: (p.seq or 0, p.rank))
+    counts = Counter((p.op, p.sizes) for p in waiting)
     if len(counts) < 2:
         return None  # every rank in the same collective: nothing here says who is late
     fewest = min(counts.values())
-    return min((p for p in waiting if counts[p.op] == fewest), key=lambda p: p.rank)  # mismatched collectives
+    return min((p for p in waiting if counts[(p.op, p.sizes)] == fewest), key=lambda p: p.rank)  # mismatched
 
 
 def sentence(places: list[Place]) -> str | None:
@@ -209,29 +219,43 @@ def sentence(places: list[Place]) -> str | None:
     if found is None:
         return None
     others = [p for p in places if p.state == "collective" and p.rank != found.rank]
-    if found.state == "collective":
-        lead = f"rank {found.rank} was in {found.op} {found.where()}"
-    elif found.state == "user":
-        lead = f"rank {found.rank} stopped {found.where()}"
-    elif found.state == "exited":
-        lead = f"rank {found.rank} had {_exited(found.exit_code or 0)}"
-    else:  # stopped where Python could not answer the signal (native code): faulthandler's dump is in its log
-        lead = f"rank {found.rank} stopped where Python could not answer (no stack; see its log)"
+    front = max((p.seq for p in others if p.seq is not None), default=None)
+    if front is not None and (found.seq is None or found.seq < front):  # the flight recorder: it is behind
+        ahead = [p for p in others if p.seq == front]
+        rest = "; ".join(_waited(group) for group in _by_site([p for p in others if p.seq != front]))
+        after = f", after #{found.seq}" if found.seq is not None else ""
+        return (f"rank {found.rank} never reached {ahead[0].op} #{front}, which {_ranks(ahead)} entered "
+                f"{ahead[0].where()}; rank {found.rank} {_doing(found)}{after}" + (f"; {rest}" if rest else ""))
     waits = "; ".join(_waited(group) for group in _by_site(others))
+    lead = f"rank {found.rank} {_doing(found)}"
     mismatched = " (mismatched collectives)" if found.state == "collective" else ""
     return (f"{lead} while {waits}" if waits else lead) + mismatched
+
+
+def _doing(found: Place) -> str:
+    if found.state == "collective":
+        return f"was in {found.label()} {found.where()}"
+    if found.state == "user":
+        return f"stopped {found.where()}"
+    if found.state == "exited":
+        return f"had {_exited(found.exit_code or 0)}"
+    # stopped where Python could not answer the signal (native code): faulthandler's dump is in its log
+    return "stopped where Python could not answer (no stack; see its log)"
+
+
+def _ranks(group: list[Place]) -> str:
+    return f"rank{'s' if len(group) > 1 else ''} {', '.join(str(p.rank) for p in group)}"
 
 
 def _by_site(places: list[Place]) -> list[list[Place]]:
     groups: dict[tuple[str | None, str], list[Place]] = {}
     for place in places:
-        groups.setdefault((place.op, place.where()), []).append(place)
+        groups.setdefault((place.label(), place.where()), []).append(place)
     return list(groups.values())
 
 
 def _waited(group: list[Place]) -> str:
-    ranks = ", ".join(str(p.rank) for p in group)
-    return f"rank{'s' if len(group) > 1 else ''} {ranks} waited in {group[0].op} {group[0].where()}"
+    return f"{_ranks(group)} waited in {group[0].label()} {group[0].where()}"
 
 
 def _exited(code: int) -> str:
