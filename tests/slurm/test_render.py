@@ -19,6 +19,7 @@ from support import TESTS, check_golden, load_stub_module
 from orchestrator.env import masterport
 from orchestrator.errors import ConfigError
 from orchestrator.slurm.plan import SubmitPlan, write_job_dir
+from orchestrator.slurm.quoting import sbatch_quote, shell_quote
 from orchestrator.slurm.render import (
     BUILTIN_TEMPLATES,
     MULTI_NODE_TEMPLATE,
@@ -26,8 +27,6 @@ from orchestrator.slurm.render import (
     ScriptContext,
     check_templates_dir,
     render_script,
-    sbatch_quote,
-    shell_quote,
     template_sources,
 )
 

@@ -38,7 +38,8 @@ from orchestrator.cli import main
 from orchestrator.env import masterport
 from orchestrator.errors import ConfigError
 from orchestrator.slurm.plan import SubmitPlan, SubmitRequest, build_plan, make_request, write_job_dir
-from orchestrator.slurm.render import BUILTIN_TEMPLATES, TEMPLATE_NAMES, sbatch_quote
+from orchestrator.slurm.quoting import sbatch_quote
+from orchestrator.slurm.render import BUILTIN_TEMPLATES, TEMPLATE_NAMES
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.job import LoadedJob, load_job
 from orchestrator.spec.runconfig import JOB_FILE, SCRIPT_FILE

@@ -1,5 +1,5 @@
-"""render at its edges: the exact text of every quoting filter's special case, every refusal of
-check_context (per field), and the template lookup rules."""
+"""render at its edges: every refusal of check_context (per field), and the template lookup rules (the
+quoting filters' exact text: tests/slurm/test_quoting.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.slurm import render
 from orchestrator.slurm.render import (
     BUILTIN_TEMPLATES,
     MULTI_NODE_TEMPLATE,
@@ -19,92 +18,12 @@ from orchestrator.slurm.render import (
     ScriptContext,
     check_context,
     check_templates_dir,
-    env_name,
     render_script,
-    sbatch_quote,
-    shell_quote,
     template_sources,
-    verbatim,
 )
 
 CTX = ScriptContext(job_name="j", nodes=2, ntasks_per_node=2, gpus_per_node=2, cpus_per_task=1, time="01:00:00",
                     partition="p", job_dir="/jobs/j-1", python="/usr/bin/python3", gpu_spec="2")
-
-
-@pytest.mark.parametrize(("value", "quoted"), [
-    ("plain", "plain"),
-    ("a=b", "a=b"),
-    ("", "''"),
-    ("with space", "'with space'"),
-    ("it's", "'it'\"'\"'s'"),
-    ("~", "'~'"),
-    ("~/x", "\\~/x"),
-    ("~root", "\\~root"),
-    ("~/a b", "\\~'/a b'"),
-    ("a\\b", '"a\\\\b"'),
-    ('\\"$`', '"\\\\\\"\\$\\`"'),
-    ("=x", "'=x'"),
-    ("=it's", "'=it'\"'\"'s'"),
-    ("x=", "x="),
-    (7, "7"),
-])
-def test_shell_quote_exact(value: object, quoted: str) -> None:
-    assert shell_quote(value) == quoted
-    assert isinstance(shell_quote(value), render.Shell)
-
-
-@pytest.mark.parametrize(("value", "quoted"), [
-    ("plain", "plain"),
-    ("a_b@c%d+e=f:g,h.i/j-k", "a_b@c%d+e=f:g,h.i/j-k"),
-    ("", '""'),
-    ("a b", '"a b"'),
-    ('say "hi"', '"say \\"hi\\""'),
-    ("back\\slash", '"back\\\\slash"'),
-    ("it's", '"it\'s"'),
-    ("packjob", 'p""ackjob'),  # split by "" (inert in bash too)
-    ("PackJob", 'P""ackJob'),
-    ("hetjob", 'h""etjob'),
-    ("x-HETJOB-y", 'x-H""ETJOB-y'),
-    ("a packjob", '"a p""ackjob"'),
-])
-def test_sbatch_quote_exact(value: str, quoted: str) -> None:
-    assert sbatch_quote(value) == quoted
-
-
-@pytest.mark.parametrize(("name", "ok"), [("A", True), ("_a1", True), ("a_B_9", True), ("1A", False), ("A-B", False),
-                                          ("", False), ("A B", False), ("A\n", False), ("É", False)])
-def test_env_name(name: str, ok: bool) -> None:
-    if ok:
-        assert env_name(name) == name
-    else:
-        with pytest.raises(ConfigError, match="is not a valid environment variable name"):
-            env_name(name)
-
-
-@pytest.mark.parametrize("value", [None, True, False])
-def test_filters_refuse_values_without_text(value: object) -> None:
-    for quote in (shell_quote, sbatch_quote, env_name, verbatim):
-        with pytest.raises(ConfigError, match="which has no text form"):
-            quote(value)
-
-
-def test_verbatim_is_the_text_itself() -> None:
-    line = render.SetupLine("module load x && echo $HOME")
-    assert verbatim(line) == "module load x && echo $HOME"
-    for other in ("module load x", 3):  # only launcher.setup lines pass
-        with pytest.raises(ConfigError, match=r"only for the lines of launcher\.setup"):
-            verbatim(other)
-
-
-@pytest.mark.parametrize("value", [render.Shell("x"), 0, 5, -1])
-def test_finalize_passes_quoted_text_and_integers(value: object) -> None:
-    assert render._finalize(value) is value
-
-
-@pytest.mark.parametrize("value", ["x", True, False, None, 1.5, ["x"]])
-def test_finalize_refuses_everything_else(value: object) -> None:
-    with pytest.raises(ConfigError, match="without a quoting filter"):
-        render._finalize(value)
 
 
 # Where the user sets each field, as the error must say it (stated here, not read from render.FIELD_LABELS).

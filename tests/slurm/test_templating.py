@@ -16,11 +16,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.errors import ConfigError
-from orchestrator.slurm import render, shellctx, templating
+from orchestrator.slurm import quoting, render, shellctx, templating
 from orchestrator.slurm.plan import SubmitPlan
 
 SETTINGS: dict[str, Any] = {"undefined": jinja2.StrictUndefined, "autoescape": False, "keep_trailing_newline": True,
-                            "trim_blocks": True, "lstrip_blocks": True, "finalize": render._finalize}
+                            "trim_blocks": True, "lstrip_blocks": True, "finalize": quoting.finalize}
 PWN = "$(touch pwned)"
 HOSTILE = [PWN, "a\\b$(touch pwned)", "`touch pwned`", "'$(touch pwned)'", '"$(touch pwned)"', "x;touch pwned",
            "$(touch pwned)'\"`", "EOF"]
@@ -29,7 +29,7 @@ HOSTILE = [PWN, "a\\b$(touch pwned)", "`touch pwned`", "'$(touch pwned)'", '"$(t
 def env(checking: bool) -> jinja2.Environment:
     cls = templating.environment_class(render.INT_FIELDS) if checking else jinja2.Environment
     environment = cls(**SETTINGS)
-    environment.filters.update(render.FILTERS)
+    environment.filters.update(quoting.FILTERS)
     return environment
 
 
