@@ -25,7 +25,8 @@ from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.jobdirs import log_path, outcome_path
 from orchestrator.records.logs.view import tail_lines
 from orchestrator.records.restarts import places
-from orchestrator.records.restarts.blame import TIMED_OUT, Blame, RankOutcome, blame, current_run, parse_outcome
+from orchestrator.records.restarts.blame import Blame, blame
+from orchestrator.records.restarts.rankoutcome import TIMED_OUT, RankOutcome, current_run, parse_outcome
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import read_text
 

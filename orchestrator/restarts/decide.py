@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.env import distenv
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
+from orchestrator.records.restarts.rankoutcome import PEER_FAILURE_EXIT
 from orchestrator.records.restarts.seen import Seen
 from orchestrator.restarts import protocol as proto
 from orchestrator.restarts.store import AgentStore, wait_for

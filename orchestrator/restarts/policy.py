@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from orchestrator.records.restarts.blame import Blame, RankOutcome
+from orchestrator.records.restarts.blame import Blame
+from orchestrator.records.restarts.rankoutcome import RankOutcome
 
 USAGE_EXIT = 2  # OrchError's exit code for bad input (usage, configuration, doctor, resume folder)
 REQUEUE_EXIT = 75  # a script asks for a requeue (orchestrator.spec.script.REQUEUE_EXIT)

@@ -17,7 +17,8 @@ from typing import Any
 from orchestrator.errors import OrchError
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.restarts import attempts as attempts_file
-from orchestrator.records.restarts.blame import blame, current_run
+from orchestrator.records.restarts.blame import blame
+from orchestrator.records.restarts.rankoutcome import current_run
 from orchestrator.records.restarts.seen import Seen, complete
 from orchestrator.records.resumecheck import LATEST, parse_sidecar, sidecar_path
 from orchestrator.restarts import protocol

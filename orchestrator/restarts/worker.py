@@ -29,7 +29,7 @@ from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined
 
 from orchestrator.env.distenv import DistEnv
 from orchestrator.env.taskenv import is_loopback
-from orchestrator.records.restarts.blame import PEER_FAILURE_EXIT
+from orchestrator.records.restarts.rankoutcome import PEER_FAILURE_EXIT
 from orchestrator.restarts import protocol as proto
 from orchestrator.restarts.generation import Worker
 from orchestrator.restarts.heartbeat import Heartbeat

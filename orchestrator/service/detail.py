@@ -17,7 +17,7 @@ from orchestrator.records.jobdirs import JobDir, log_path
 from orchestrator.records.live import Memo
 from orchestrator.records.logs.view import tail_lines
 from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, format_attempts, format_ledger, read_attempts
-from orchestrator.records.restarts.blame import current_run
+from orchestrator.records.restarts.rankoutcome import current_run
 from orchestrator.records.startup import format_startup
 from orchestrator.records.training import read_result
 from orchestrator.spec.numbers import to_float

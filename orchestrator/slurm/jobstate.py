@@ -31,7 +31,8 @@ from orchestrator.records import stacks
 from orchestrator.records.jobdirs import JobDir, log_path
 from orchestrator.records.jobindex import read_submitted, same_submit
 from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, read_attempts
-from orchestrator.records.restarts.blame import Blame, BlameKind, blame, current_run
+from orchestrator.records.restarts.blame import Blame, BlameKind, blame
+from orchestrator.records.restarts.rankoutcome import current_run
 from orchestrator.records.restarts.seen import complete
 from orchestrator.records.training import read_result
 from orchestrator.restarts.policy import Ended, blamed_node

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from orchestrator.env.distenv import DistEnv
 from orchestrator.errors import ConfigError
-from orchestrator.records.restarts.blame import WorldJoin
+from orchestrator.records.restarts.rankoutcome import WorldJoin
 from orchestrator.records.restarts.world import NEVER_FORMED_HINT, NEVER_INITIALISED_HINT, rank_problem
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.task.lines import fresh_line

@@ -18,8 +18,9 @@ import pytest
 
 from orchestrator.records import flightrec
 from orchestrator.records.flightrec import DumpError, merge, parse_dump, read_dumps, verdict
-from orchestrator.records.restarts.blame import Blame, RankOutcome
+from orchestrator.records.restarts.blame import Blame
 from orchestrator.records.restarts.places import Place, culprit, sentence
+from orchestrator.records.restarts.rankoutcome import RankOutcome
 from orchestrator.records.stacks import StackFile, explained, place_table, places_path, stack_path
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.task.hang import flight_recorder_env

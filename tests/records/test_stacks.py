@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.records.restarts.blame import Blame, RankOutcome
+from orchestrator.records.restarts.blame import Blame
+from orchestrator.records.restarts.rankoutcome import RankOutcome
 from orchestrator.records.stacks import StackFile, explained, places_path, stack_path
 from orchestrator.spec.runconfig import LOG_DIR
 

@@ -14,7 +14,8 @@ import pytest
 from support import TESTS
 
 from orchestrator.records.restarts import attempts as att
-from orchestrator.records.restarts.blame import RankOutcome, blame
+from orchestrator.records.restarts.blame import blame
+from orchestrator.records.restarts.rankoutcome import RankOutcome
 from orchestrator.restarts.policy import SAME_ERROR, Ended, decide
 from orchestrator.slurm.restart import next_nodes
 

@@ -14,7 +14,7 @@ import pytest
 
 from orchestrator.records.jobdirs import write_run_config
 from orchestrator.records.restarts import attempts as att
-from orchestrator.records.restarts.blame import RankOutcome
+from orchestrator.records.restarts.rankoutcome import RankOutcome
 from orchestrator.slurm import restart
 from orchestrator.slurm.resubmit import without
 from orchestrator.spec.runconfig import NodeChoice, RunConfig

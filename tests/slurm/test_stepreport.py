@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.records.jobdirs import outcome_path, write_run_config
-from orchestrator.records.restarts.blame import RankOutcome
+from orchestrator.records.restarts.rankoutcome import RankOutcome
 from orchestrator.slurm import restart
 from orchestrator.slurm.stepreport import StepReport, TaskEnd, parse, read_seen, seen_from, step_lines
 from orchestrator.spec.cluster import Launcher

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from orchestrator.records.restarts.blame import Blame, RankOutcome, current_run
+from orchestrator.records.restarts.blame import Blame
+from orchestrator.records.restarts.rankoutcome import RankOutcome, current_run
 
 # an NCCL or CUDA failure as torch words it (the one-line reason of a rank's record)
 NCCL_CUDA = re.compile(r"\bNCCL (error|Error|WARN)|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|"

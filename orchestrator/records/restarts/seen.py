@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.records.restarts.blame import FINAL_KINDS, RankOutcome, current_run
+from orchestrator.records.restarts.rankoutcome import FINAL_KINDS, RankOutcome, current_run
 
 
 @dataclass(frozen=True)

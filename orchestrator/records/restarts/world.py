@@ -2,7 +2,7 @@
 
 A script run in several ranks is meant to call ``init_process_group`` and join one default process group
 of the job's size. Each rank's outcome record (``logs/rank<R>.outcome.json``) says what it joined
-(:class:`~orchestrator.records.restarts.blame.WorldJoin`, written by :mod:`orchestrator.task.worldcheck`):
+(:class:`~orchestrator.records.restarts.rankoutcome.WorldJoin`, written by :mod:`orchestrator.task.worldcheck`):
 nothing yet, or a world of some size at some rendezvous. :func:`world_verdict` reads those:
 
 - **formed**: every rank joined a default group of the job's size, with distinct ranks in it (subgroups,
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from orchestrator.records.restarts.blame import RankOutcome, WorldJoin, current_run
+from orchestrator.records.restarts.rankoutcome import RankOutcome, WorldJoin, current_run
 
 WorldKind = Literal["never_formed", "never_initialised"]
 WORLD_CHECKS = ("warn", "strict", "independent")  # launcher.world_check (--strict-world, --independent-ranks)

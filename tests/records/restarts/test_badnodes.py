@@ -18,8 +18,9 @@ from support import ROOT, clean_environ
 
 from orchestrator.errors import ConfigError
 from orchestrator.records.restarts import badnodes
-from orchestrator.records.restarts.blame import RankOutcome, blame
+from orchestrator.records.restarts.blame import blame
 from orchestrator.records.restarts.nodeevidence import evidence
+from orchestrator.records.restarts.rankoutcome import RankOutcome
 
 HOUR = 3600.0
 

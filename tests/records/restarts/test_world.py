@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.records.restarts.blame import RankOutcome, WorldJoin
+from orchestrator.records.restarts.rankoutcome import RankOutcome, WorldJoin
 from orchestrator.records.restarts.world import (
     NEVER_FORMED_HINT,
     NEVER_INITIALISED_HINT,
