@@ -14,6 +14,7 @@ from orchestrator.doctor.confidence import shown
 from orchestrator.doctor.findings import DoctorInputError, Finding
 from orchestrator.doctor.fix import destroy, device, local_rank, map_location, rank0_save, set_epoch
 from orchestrator.doctor.fix.cst import Source
+from orchestrator.doctor.fix.tryfinally import NoFix
 
 Fixer = Callable[[Source, Finding], "cst.Module | None"]
 
@@ -21,11 +22,12 @@ FIXERS: dict[str, Fixer] = {
     "DDP001": device.fix,        # torch.cuda.set_device(local_rank) before init_process_group
     "DDP004": set_epoch.fix,     # sampler.set_epoch(epoch) first in the epoch loop
     "DDP006": rank0_save.fix,    # if dist.get_rank() == 0: torch.save(...), then dist.barrier()
-    "DDP007": destroy.fix,       # destroy_process_group() out of the loop, at the end of its function
+    "DDP007": destroy.fix,       # destroy_process_group() out of the loop, into a finally (or at the end)
     "DDP009": map_location.fix,  # torch.load(..., map_location="cpu")
     "DDP015": local_rank.fix,    # args.local_rank = int(os.environ.get("LOCAL_RANK", args.local_rank))
 }
 _MAX_FIXES = 100  # a bound on the loop, far above any script's findings
+_NO_FIX = "no fix of this form here: change it by hand (the fix line says how)"
 
 
 @dataclass
@@ -65,9 +67,13 @@ def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_al
             result.left.extend((f, "libcst cannot parse this file: change it by hand (the fix line says how)")
                                for f in todo)
             break
+        except NoFix as exc:  # a fixer that says why it refuses
+            new, why = None, f"{exc}: change it by hand (the fix line says how)"
+        else:
+            why = _NO_FIX
         if new is None or new.code == result.text or not _fixes(new.code, filename, finding.code, now):
             tried.add(key)  # not tried again (nor a finding of the same code on a line that reads the same)
-            result.left.append((finding, "no fix of this form here: change it by hand (the fix line says how)"))
+            result.left.append((finding, why))
             continue
         result.text = new.code
         result.fixed.append(finding)
