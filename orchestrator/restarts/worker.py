@@ -47,7 +47,7 @@ class WorkerRuntime(Protocol):
         its training steps ticking ``beat``."""
 
     def describe_error(self, exc: BaseException) -> str:
-        """The one-line description of a training error (``runtime/entry.py``)."""
+        """The one-line description of a training error (``runtime/trainer.py``)."""
 
     def describe_failure(self, exc: BaseException, timeout: int) -> tuple[str, str] | None:
         """(message, hint) when ``exc`` is a collective that failed or timed out (``runtime/dist.py``)."""

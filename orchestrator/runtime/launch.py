@@ -89,9 +89,9 @@ class TorchRuntime:
         return entry.run(cfg, env, job_dir, flag, environ, store=store, beat=beat)
 
     def describe_error(self, exc: BaseException) -> str:
-        from orchestrator.runtime import entry
+        from orchestrator.runtime import trainer
 
-        return entry.describe(exc)
+        return trainer.describe(exc)
 
     def loopback_store(self, addr: str, port: int, *, rank: int, world_size: int,
                        timeout: datetime.timedelta) -> Any:

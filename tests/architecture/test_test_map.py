@@ -90,6 +90,12 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "remote/tree.py": "against a real OpenSSH server: tests/remote/test_remote.py",
     "runtime/bind.py": "the GPU binding of script tasks: tests/spec/test_script.py",
     "runtime/entry.py": "the task's entry: tests/runtime/test_runtime_launch.py",
+    "runtime/trainer.py": ("the training loop in real gloo ranks: tests/runtime/test_runtime_launch.py, "
+                           "tests/runtime/test_runtime_datasets.py, tests/runtime/test_periodic.py"),
+    "runtime/epochs.py": ("mid-epoch resumes bit-exact, each epoch's metrics: tests/runtime/test_periodic.py, "
+                          "tests/runtime/test_runtime_datasets.py"),
+    "runtime/banner.py": ("the start-up lines and the resume line: tests/runtime/test_runtime_datasets.py, "
+                          "tests/runtime/test_periodic.py, tests/local/test_runner.py"),
     "runtime/identity.py": "checkpoints of another job: tests/records/test_resumecheck_damaged.py, test_resumecheck.py",
     "runtime/imports.py": "the CLI's start-up imports: tests/records/test_startup.py",
     "runtime/measures.py": "tests/runtime/test_runtime_sources.py, tests/runtime/test_runtime_loop.py",
