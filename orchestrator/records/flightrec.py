@@ -87,7 +87,7 @@ class Collective:
     frame: Frame | None  # the innermost user frame that called it
 
     def label(self) -> str:
-        return f"{self.op} #{self.seq}"
+        return f"{self.op} (collective {self.seq})"
 
 
 @dataclass(frozen=True)
@@ -117,18 +117,18 @@ class Verdict:
     unread: tuple[int, ...] = ()  # ranks without a readable dump
 
     def sentence(self) -> str:
-        """``rank 1 never reached all_reduce #4, which ranks 0, 2, 3 entered at train.py:44 in train``."""
+        """``rank 1 never reached collective 4 (all_reduce), which ranks 0, 2, 3 entered at train.py:44 in train``."""
         at = f" {_at(self.where)}" if self.where else ""
         who = _ranks(self.entered)
         if self.kind == "behind":
-            lead = f"{_ranks(self.culprits)} never reached {self.op} #{self.seq}, which {who} entered{at}"
+            lead = f"{_ranks(self.culprits)} never reached collective {self.seq} ({self.op}), which {who} entered{at}"
             lasts = [f"rank {r}'s last was {c.label()}" for r, c in sorted(self.found.items())]
             text = "; ".join([lead, *lasts])
         else:
             theirs = "; ".join(f"rank {r} called {_called(c, self.kind)}{_where(c)}"
                                for r, c in sorted(self.found.items()))
             mine = f"{self.op} of {self.sizes}" if self.kind == "sizes" else self.op
-            text = f"{theirs} where {who} called {mine} #{self.seq}{at} (mismatched collectives)"
+            text = f"{theirs} where {who} called {mine} (collective {self.seq}){at} (mismatched collectives)"
         return text + (f" (no flight record from {_ranks(self.unread)})" if self.unread else "")
 
     def as_dict(self) -> dict[str, Any]:
@@ -314,7 +314,7 @@ def _where(found: Collective) -> str:
 
 
 def _called(found: Collective, kind: Kind) -> str:
-    return f"{found.op} of {found.sizes} #{found.seq}" if kind == "sizes" else found.label()
+    return f"{found.op} of {found.sizes} (collective {found.seq})" if kind == "sizes" else found.label()
 
 
 def _ranks(ranks: Iterable[int]) -> str:

@@ -26,7 +26,7 @@ from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.task.hang import flight_recorder_env
 
 GOLDEN = Path(__file__).parents[1] / "golden"
-RECORDED = GOLDEN / "flightrec"  # 4 ranks, rank 1 never reaches all_reduce #4 (behind); 2 ranks, mismatch at #3
+RECORDED = GOLDEN / "flightrec"  # 4 ranks: rank 1 never reaches collective 4 (behind); 2 ranks: mismatch at 3
 
 
 def _job(tmp_path: Path, case: str, ranks: list[int]) -> Path:
@@ -49,8 +49,8 @@ def test_a_rank_that_never_reached_the_collective_the_others_entered_is_named(tm
     assert (found.kind, found.op, found.seq, found.entered, found.culprits) == ("behind", "all_reduce", 4, (0, 2, 3),
                                                                                 (1,))
     assert found.where is not None and (Path(found.where.file).name, found.where.line) == ("record_dumps.py", 44)
-    assert found.sentence() == ("rank 1 never reached all_reduce #4, which ranks 0, 2, 3 entered at "
-                                "record_dumps.py:44 in train; rank 1's last was all_reduce #3")
+    assert found.sentence() == ("rank 1 never reached collective 4 (all_reduce), which ranks 0, 2, 3 entered at "
+                                "record_dumps.py:44 in train; rank 1's last was all_reduce (collective 3)")
     last = dumps[1]
     assert last is not None and max(last.collectives("0")) == 3
 
@@ -64,8 +64,9 @@ def test_mismatched_collectives_at_one_number_are_found_and_agree_with_the_place
     assert [(p.state, p.op, p.seq, p.line) for p in table] == [("collective", "all_reduce", 3, 44),
                                                                 ("collective", "broadcast", 3, 42)]
     assert culprit(table) == table[found.culprits[0]]  # one rank to blame, whichever reading says it
-    assert sentence(table) == ("rank 0 was in all_reduce #3 at record_dumps.py:44 in train while rank 1 waited in "
-                               "broadcast #3 at record_dumps.py:42 in train (mismatched collectives)")
+    assert sentence(table) == ("rank 0 was in all_reduce (collective 3) at record_dumps.py:44 in train while rank 1 "
+                               "waited in broadcast (collective 3) at record_dumps.py:42 in train (mismatched "
+                               "collectives)")
 
 
 def test_mismatched_sizes_of_the_same_collective_are_found(tmp_path: Path) -> None:
@@ -79,11 +80,11 @@ def test_mismatched_sizes_of_the_same_collective_are_found(tmp_path: Path) -> No
     dumps = read_dumps(tmp_path, range(4))
     found = verdict(dumps)
     assert found is not None and (found.kind, found.seq, found.culprits) == ("sizes", 2, (2,))
-    assert found.sentence().startswith("rank 2 called all_reduce of [[8, 5]] #2 at record_dumps.py:44 in train where "
-                                       "ranks 0, 1, 3 called all_reduce of [[8, 4]] #2")
+    assert found.sentence().startswith("rank 2 called all_reduce of [[8, 5]] (collective 2) at record_dumps.py:44 in "
+                                       "train where ranks 0, 1, 3 called all_reduce of [[8, 4]] (collective 2)")
     table = merge([Place(rank=r, state="unknown") for r in range(4)], dumps, found)
     assert culprit(table) == table[2] and table[2].sizes == "[[8, 5]]"
-    assert "rank 2 was in all_reduce of [[8, 5]] #2" in (sentence(table) or "")
+    assert "rank 2 was in all_reduce of [[8, 5]] (collective 2)" in (sentence(table) or "")
 
 
 def test_a_rank_without_a_dump_is_left_out_and_named(tmp_path: Path) -> None:
@@ -99,12 +100,13 @@ def test_the_places_table_of_a_job_folder_adds_the_numbers_to_the_stacks(tmp_pat
     shutil.copy(GOLDEN / "stacks" / "loader" / "rank-1.txt", stack_path(job, 1))
     table = place_table(job, {}, 4)
     assert [(p.state, p.seq) for p in table] == [("collective", 4), ("user", 3), ("collective", 4), ("collective", 4)]
-    assert sentence(table) == ("rank 1 never reached all_reduce #4, which ranks 0, 2, 3 entered at record_dumps.py:44 "
-                               "in train; rank 1 stopped at hang_loader.py:19 in load_batch (time.sleep), after #3")
+    assert sentence(table) == ("rank 1 never reached collective 4 (all_reduce), which ranks 0, 2, 3 entered at "
+                               "record_dumps.py:44 in train; rank 1 stopped at hang_loader.py:19 in load_batch "
+                               "(time.sleep), after collective 3")
     records = [RankOutcome(rank=r, world_size=4, run="local", restart=0, kind="running", exit_code=None,
                            started=1.0, ended=None) for r in range(4)]
     told = explained(job, Blame(kind="stuck", ranks=(0,), message="the ranks stopped"), records, 4, write=True)
-    assert told is not None and told.ranks[0] == 1 and told.message.startswith("rank 1 never reached all_reduce #4")
+    assert told is not None and told.ranks[0] == 1 and told.message.startswith("rank 1 never reached collective 4")
     kept = json.loads(places_path(job).read_text())
     assert kept["flight"]["culprits"] == [1] and [r["seq"] for r in kept["ranks"]] == [4, 3, 4, 4]
 

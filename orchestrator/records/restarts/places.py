@@ -80,9 +80,10 @@ class Place:
     sizes: str | None = None  # the flight recorder's input sizes, where the ranks' sizes differ
 
     def label(self) -> str:
-        """``all_reduce #42`` (with the flight recorder's number), ``all_reduce of [[8, 4]] #42`` (sizes differ)."""
+        """``all_reduce (collective 42)`` (with the flight recorder's number), ``all_reduce of [[8, 4]] (collective
+        42)`` (sizes differ)."""
         sizes = f" of {self.sizes}" if self.sizes else ""
-        return f"{self.op}{sizes}" + (f" #{self.seq}" if self.seq is not None else "")
+        return f"{self.op}{sizes}" + (f" (collective {self.seq})" if self.seq is not None else "")
 
     def where(self) -> str:
         """``at stuck.py:16 in load_batch (time.sleep)``; ``outside the user's code`` without a user frame."""
@@ -223,8 +224,8 @@ def sentence(places: list[Place]) -> str | None:
     if front is not None and (found.seq is None or found.seq < front):  # the flight recorder: it is behind
         ahead = [p for p in others if p.seq == front]
         rest = "; ".join(_waited(group) for group in _by_site([p for p in others if p.seq != front]))
-        after = f", after #{found.seq}" if found.seq is not None else ""
-        return (f"rank {found.rank} never reached {ahead[0].op} #{front}, which {_ranks(ahead)} entered "
+        after = f", after collective {found.seq}" if found.seq is not None else ""
+        return (f"rank {found.rank} never reached collective {front} ({ahead[0].op}), which {_ranks(ahead)} entered "
                 f"{ahead[0].where()}; rank {found.rank} {_doing(found)}{after}" + (f"; {rest}" if rest else ""))
     waits = "; ".join(_waited(group) for group in _by_site(others))
     lead = f"rank {found.rank} {_doing(found)}"

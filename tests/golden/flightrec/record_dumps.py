@@ -6,8 +6,8 @@ rank calls ``torch._C._distributed_c10d._dump_fr_trace`` (the pickle torch's Fli
 ``TORCH_FR_DUMP_TEMP_FILE<rank>`` on a timeout, format version "2.10") into ``<case>/nccl_trace_rank_<R>``:
 
 - ``behind``: 4 ranks all-reduce once per step; at step 3 rank 1 sleeps in ``load_batch`` instead, the others
-  wait in all_reduce #4 until their 3 s timeout;
-- ``mismatch``: 2 ranks; at step 2 rank 0 calls all_reduce and rank 1 broadcast (collective #3 on both).
+  wait in all_reduce (collective 4) until their 3 s timeout;
+- ``mismatch``: 2 ranks; at step 2 rank 0 calls all_reduce and rank 1 broadcast (collective 3 on both).
 """
 
 from __future__ import annotations
