@@ -112,10 +112,10 @@ def measure(rows: list[Row], env: dict[str, str], runs: int) -> None:
 def make_job_root(root: Path, count: int) -> None:
     """``count`` job folders as ``orch submit`` writes them (the first one planned for real, the
     others copies with their own folder name and job id)."""
-    from orchestrator.records.jobdirs import write_job_dir
+    from orchestrator.records.jobcreate import write_job_dir
     from orchestrator.service.plan import new_plan
     from orchestrator.slurm.plan import make_request
-    from orchestrator.spec.cluster import parse_cluster
+    from orchestrator.spec.clusterparse import parse_cluster
     from orchestrator.spec.job import load_job
     from orchestrator.spec.runconfig import JOB_ID_FILE
 

@@ -107,7 +107,7 @@ def main() -> int:
         from orchestrator.remote.ship import ship
         from orchestrator.remote.ssh import Connection
         from orchestrator.remote.tree import code_tree
-        from orchestrator.spec.cluster import parse_cluster
+        from orchestrator.spec.clusterparse import parse_cluster
 
         spec = parse_cluster((base / "laptop.yaml").read_text()).remote
         assert spec is not None

@@ -19,7 +19,7 @@ from torch.utils.data import Dataset
 
 from orchestrator import TensorData
 from orchestrator.errors import ConfigError
-from orchestrator.spec.cluster import DATA_DIR_ENV_VAR
+from orchestrator.spec.datadir import DATA_DIR_ENV_VAR
 
 DATA_HINT = (f"point --data-dir (orch run/submit), {DATA_DIR_ENV_VAR} or data_dir= (Python API) at the folder "
              "that holds {layout}")

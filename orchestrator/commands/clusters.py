@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.spec.cluster import clusters_dir
+    from orchestrator.spec.clusterfiles import clusters_dir
 
     if args.action == "init":
         path = init(args.name, force=args.force, environ=os.environ)

@@ -22,7 +22,7 @@ from typing import TextIO
 
 from orchestrator.errors import ConfigError, DownloadError
 from orchestrator.records.cache import cache_root, private_dir
-from orchestrator.spec.cluster import DATA_DIR_ENV_VAR
+from orchestrator.spec.datadir import DATA_DIR_ENV_VAR
 from orchestrator.spec.job import LoadedJob
 
 NETWORK_TIMEOUT_S = 30.0  # a connect or read that hangs longer: the network is taken as unreachable

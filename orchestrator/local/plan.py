@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError
-from orchestrator.records.jobdirs import create_job_dir, filling, job_dir_path, write_config
-from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster, Launcher
+from orchestrator.records.jobcreate import create_job_dir, filling, write_config
+from orchestrator.records.joblayout import job_dir_path
+from orchestrator.spec.cluster import Cluster, Launcher
+from orchestrator.spec.datadir import DATA_DIR_ENV_VAR
 from orchestrator.spec.framework import check_layout, with_environment
 from orchestrator.spec.job import LoadedJob, make_params
 from orchestrator.spec.numbers import LOCAL_RANKS_PER_CPU, MAX_LOCAL_RANKS, MIN_LOCAL_RANK_LIMIT, max_local_ranks

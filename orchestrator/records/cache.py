@@ -12,7 +12,7 @@ The folder name adds the orch and Jinja2 versions and the environment's settings
 the generated code.
 
 :func:`find_cluster` / :func:`load_cluster`: the cluster.yaml in use, loaded, with its parse (not the
-validation, which :mod:`orchestrator.spec.cluster` owns) cached here: a dry run then skips the YAML parser.
+validation, which :mod:`orchestrator.spec.clusterparse` owns) cached here: a dry run then skips the YAML parser.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator import __version__
 from orchestrator.errors import ConfigError
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.spec import cluster
+from orchestrator.spec import cluster, clusterfiles, clusterparse
 
 if TYPE_CHECKING:
     import jinja2.bccache
@@ -167,9 +167,9 @@ def find_cluster(explicit: str | Path | None, environ: Mapping[str, str], cwd: P
     """
     named = str(explicit) if explicit else None
     try:
-        path = cluster.find_cluster_file(named, environ, cwd)
+        path = clusterfiles.find_cluster_file(named, environ, cwd)
     except ConfigError:
-        if required or named or environ.get(cluster.CLUSTER_ENV_VAR):
+        if required or named or environ.get(clusterfiles.CLUSTER_ENV_VAR):
             raise
         return None
     return load_cluster(path)
@@ -192,6 +192,6 @@ def load_cluster(path: Path) -> cluster.Cluster:
                           hint="save the file as UTF-8") from None
     data = load_parsed(text)
     if data is None:
-        data = cluster.parse_yaml(text, str(path))
+        data = clusterparse.parse_yaml(text, str(path))
         store_parsed(text, data)
-    return cluster.validate_cluster(data, str(path))
+    return clusterparse.validate_cluster(data, str(path))

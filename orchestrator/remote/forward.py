@@ -28,7 +28,8 @@ from orchestrator.errors import ConfigError
 from orchestrator.records.cache import find_cluster
 from orchestrator.records.jobindex import Submitted, append_index, lookup, now_text
 from orchestrator.remote.ssh import Connection, RemoteError, missing_orch, orch_command, remote_path
-from orchestrator.spec.cluster import Cluster, find_cluster_file
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.clusterfiles import find_cluster_file
 
 VERBS = ("submit", "status", "logs", "cancel", "list", "plot", "resubmit")
 REF_VERBS = ("status", "logs", "cancel", "plot", "resubmit")  # verbs that name jobs: a remote job id finds its cluster

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from orchestrator.errors import ConfigError
-from orchestrator.spec.cluster import DATA_DIR_ENV_VAR
+from orchestrator.spec.datadir import DATA_DIR_ENV_VAR
 from orchestrator.spec.job import TrainParams
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter], TrainParams], torch.optim.Optimizer]

@@ -17,7 +17,7 @@ PING_TIMEOUT = 5.0
 
 def cluster_files(environ: dict[str, str] | os._Environ[str], cwd: Path) -> list[tuple[str, Path, str]]:
     """(what picks it, file, source) of every cluster file: ./cluster.yaml, then the named ones."""
-    from orchestrator.spec.cluster import DEFAULT_CLUSTER_FILE, named_cluster_files
+    from orchestrator.spec.clusterfiles import DEFAULT_CLUSTER_FILE, named_cluster_files
 
     found = []
     local = cwd / DEFAULT_CLUSTER_FILE
@@ -48,7 +48,7 @@ def slurm_reachable() -> tuple[bool, str]:
 
 def describe(environ: dict[str, str] | os._Environ[str], cwd: Path) -> list[dict[str, Any]]:
     from orchestrator.records.cache import load_cluster
-    from orchestrator.spec.cluster import find_cluster_file
+    from orchestrator.spec.clusterfiles import find_cluster_file
 
     try:
         default: Path | None = find_cluster_file(None, environ, cwd)
@@ -99,7 +99,7 @@ def init(name: str | None, *, force: bool, environ: dict[str, str] | os._Environ
     from orchestrator.records.cache import load_cluster
     from orchestrator.slurm.client import sinfo
     from orchestrator.slurm.discover import cluster_text, parse_sinfo
-    from orchestrator.spec.cluster import clusters_dir, is_cluster_name
+    from orchestrator.spec.clusterfiles import clusters_dir, is_cluster_name
 
     if not name or not is_cluster_name(name):
         raise OrchError(f"orch clusters init needs a NAME of letters, digits, '.', '_' or '-' (got {name!r})",

@@ -12,11 +12,13 @@ from pathlib import Path
 
 from orchestrator.errors import OrchError, SlurmError
 from orchestrator.records.cache import find_cluster
-from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id, job_root, read_job_dir
+from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id, read_job_dir
 from orchestrator.records.jobindex import lookup
+from orchestrator.records.joblayout import job_root
 from orchestrator.slurm import lineage
 from orchestrator.slurm.tracking import reconcile
-from orchestrator.spec.cluster import CLUSTER_ENV_VAR, Cluster
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.clusterfiles import CLUSTER_ENV_VAR
 from orchestrator.spec.runconfig import JOB_FILE
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from orchestrator.errors import ConfigError
 from orchestrator.service.request import Request, SubmitOptions, request_of, with_cluster
 from orchestrator.slurm.plan import Resolved, SubmitPlan, SubmitRequest, build_plan, resolve
-from orchestrator.spec.cluster import DATA_DIR_ENV_VAR, Cluster
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.datadir import DATA_DIR_ENV_VAR
 from orchestrator.spec.job import LoadedJob
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def new_plan(request: SubmitRequest, cluster: Cluster, loaded: LoadedJob, cwd: P
     ``launcher.python`` (else this one) and the job root resolved against ``cwd``. ``now`` and ``token``
     given: the plan made with them before, again (``orch mcp``'s submit of a stored plan). ``resolved``: the
     request's settled values (None: settled here); the bad-node exclusion and the plan read the same ones."""
-    from orchestrator.records.jobdirs import job_root
+    from orchestrator.records.joblayout import job_root
     from orchestrator.slurm.nodememory import leave_out
 
     if resolved is None:

@@ -27,7 +27,8 @@ from orchestrator.records.cache import load_cluster
 from orchestrator.service.plan import Planned, prepare
 from orchestrator.service.queue import Queued, check_pass_env, queue
 from orchestrator.service.request import SubmitOptions
-from orchestrator.spec.cluster import Cluster, find_cluster_file
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.clusterfiles import find_cluster_file
 from orchestrator.spec.runconfig import RunConfig
 
 __all__ = ["CODE_SNAPSHOT", "Stored", "check_local", "cluster_at", "fingerprint", "stale_error", "store_plan",

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import ConfigError
 from orchestrator.slurm.plan import Resolved, SubmitRequest, make_request, resolve
-from orchestrator.spec.cluster import Cluster, resolve_data_dir
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.datadir import resolve_data_dir
 from orchestrator.spec.job import LoadedJob, parse_overrides
 
 if TYPE_CHECKING:

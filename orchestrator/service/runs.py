@@ -27,13 +27,15 @@ from orchestrator.local.joblock import job_lock
 from orchestrator.local.result import last_error, tail
 from orchestrator.local.runner import LocalRunner
 from orchestrator.records.codetrust import check_launch
-from orchestrator.records.jobdirs import job_root, local_log_name, write_run_config
+from orchestrator.records.jobcreate import write_run_config
+from orchestrator.records.joblayout import job_root, local_log_name
 from orchestrator.records.restarts.world import WorldVerdict, judge
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.training import metrics_cell
 from orchestrator.records.trust import check_job_dir
 from orchestrator.service.jobs import Scope, cluster_or_none
-from orchestrator.spec.cluster import Cluster, resolve_data_dir
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.datadir import resolve_data_dir
 from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.extras import parse_pass_env
 from orchestrator.spec.job import load_job, load_job_file, make_params, parse_overrides

@@ -24,11 +24,12 @@ from pathlib import Path
 from orchestrator.env import distenv
 from orchestrator.errors import ConfigError, SlurmError
 from orchestrator.local.plan import available_cpus
-from orchestrator.records.jobdirs import job_root, log_path
 from orchestrator.records.jobindex import Submitted, record_submit
+from orchestrator.records.joblayout import job_root, log_path
 from orchestrator.service.jobs import Scope, cluster_or_none
 from orchestrator.service.runs import checked_tracking
-from orchestrator.spec.cluster import Cluster, Launcher, resolve_data_dir
+from orchestrator.spec.cluster import Cluster, Launcher
+from orchestrator.spec.datadir import resolve_data_dir
 from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget, resolve_target

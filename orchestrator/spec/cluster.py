@@ -1,19 +1,15 @@
-"""cluster.yaml: pydantic models, discovery and loading.
+"""cluster.yaml's models (pydantic, ``extra="forbid"``): partitions, defaults, the launcher, the doctor's settings.
 
-Discovery order (one table, used by every verb): ``--cluster PATH``, then ``$ORCH_CLUSTER``,
-then ``./cluster.yaml`` (:func:`find_cluster`, the one lookup). Validation errors name the field and
-the fix. The data directory's variable (``$ORCH_DATA_DIR``) is read here too, at the edge, by
-:func:`resolve_data_dir`; the tasks trust ``job.json``'s ``data_dir``.
+Which file is used: :mod:`orchestrator.spec.clusterfiles`. Its text parsed and validated, each bad field
+named with its fix: :mod:`orchestrator.spec.clusterparse`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from orchestrator.env.masterport import DEFAULT_PORT_RANGE
 from orchestrator.errors import ConfigError
@@ -26,11 +22,7 @@ from orchestrator.spec.tracking import TrackerName
 from orchestrator.spec.umask import check_umask
 from orchestrator.spec.units import parse_mem_mb, parse_time
 
-CLUSTER_ENV_VAR = "ORCH_CLUSTER"
-DATA_DIR_ENV_VAR = "ORCH_DATA_DIR"  # the dataset folder when --data-dir / data_dir= is not given
-DEFAULT_CLUSTER_FILE = "cluster.yaml"
-
-_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")  # always fullmatch: "gpu\n" is not a name
+NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")  # a cluster's or partition's name; always fullmatch: "gpu\n" is not one
 
 
 class _Model(BaseModel):
@@ -44,6 +36,12 @@ def check_time(value: str) -> str:
 
 def _check_mem(value: str | int) -> str | int:
     check("mem_mb", parse_mem_mb(value))
+    return value
+
+
+def _check_name(value: str, what: str) -> str:
+    if not NAME_RE.fullmatch(value):
+        raise ValueError(f"{what} {value!r} may only use letters, digits, '_', '.' and '-'")
     return value
 
 
@@ -248,144 +246,3 @@ class Cluster(_Model):
                 return part
         known = ", ".join(p.name for p in self.partitions)
         raise ConfigError(f"unknown partition {wanted!r}", hint=f"use --partition with one of: {known}")
-
-
-def _check_name(value: str, what: str) -> str:
-    if not _NAME_RE.fullmatch(value):
-        raise ValueError(f"{what} {value!r} may only use letters, digits, '_', '.' and '-'")
-    return value
-
-
-def clusters_dir(environ: Mapping[str, str]) -> Path | None:
-    """Where named cluster files live: ``$XDG_CONFIG_HOME/orch/clusters`` (default ``~/.config/...``)."""
-    base = environ.get("XDG_CONFIG_HOME") or ""
-    if not base.startswith("/"):  # the XDG spec: a relative value is invalid and ignored
-        home = environ.get("HOME") or ""
-        if not home.startswith("/"):
-            return None
-        base = home.rstrip("/") + "/.config"
-    return Path(base) / "orch" / "clusters"
-
-
-def is_cluster_name(text: str) -> bool:
-    """``--cluster NAME`` (a named cluster file) rather than a path: no '/', no .yaml/.yml suffix."""
-    return bool(_NAME_RE.fullmatch(text)) and not text.endswith((".yaml", ".yml")) and text not in (".", "..")
-
-
-def named_cluster_files(environ: Mapping[str, str]) -> dict[str, Path]:
-    """NAME -> file of every ``NAME.yaml`` in :func:`clusters_dir`, sorted by name."""
-    folder = clusters_dir(environ)
-    if folder is None or not folder.is_dir():
-        return {}
-    found = {p.stem: p for p in folder.glob("*.yaml") if is_cluster_name(p.stem) and p.is_file()}
-    return dict(sorted(found.items()))
-
-
-def find_cluster_file(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> Path:
-    """Resolve which cluster file to use (pure: the caller passes the environment and cwd).
-
-    ``--cluster``, then ``$ORCH_CLUSTER``, then ``./cluster.yaml``. The first two take a path or a NAME:
-    ``NAME`` is ``<clusters_dir>/NAME.yaml`` when that exists (a file ``./NAME`` otherwise still works).
-    """
-    if explicit:
-        text, source = explicit, "--cluster"
-    elif environ.get(CLUSTER_ENV_VAR):
-        text, source = environ[CLUSTER_ENV_VAR], f"${CLUSTER_ENV_VAR}"
-    else:
-        text, source = str(cwd / DEFAULT_CLUSTER_FILE), "the current directory"
-    folder = clusters_dir(environ)
-    if is_cluster_name(text) and folder is not None and (folder / f"{text}.yaml").is_file():
-        return folder / f"{text}.yaml"
-    path = Path(text).expanduser()
-    if not path.is_absolute():
-        path = cwd / path
-    if not path.is_file():
-        names = ", ".join(named_cluster_files(environ)) or "none"
-        where = f" nor {folder}/{text}.yaml" if is_cluster_name(text) and folder is not None else ""
-        raise ConfigError(
-            f"no cluster file at {path}{where} (from {source})",
-            hint=f"pass --cluster PATH or NAME (named clusters: {names}; orch clusters lists them), "
-                 f"set {CLUSTER_ENV_VAR}, or run from a folder with a cluster.yaml",
-        )
-    return path
-
-
-def resolve_data_dir(given: str | Path | None, environ: Mapping[str, str], cwd: Path) -> str | None:
-    """The data directory: ``given`` (--data-dir, data_dir=), else ``$ORCH_DATA_DIR``, as a normalized
-    absolute path (``~`` expanded); None when neither is set."""
-    value = str(given) if given else environ.get(DATA_DIR_ENV_VAR)
-    if not value:
-        return None
-    import os
-
-    return os.path.normpath(cwd / Path(value).expanduser())
-
-
-def parse_cluster(text: str, source: str = "cluster.yaml") -> Cluster:
-    """Parse and validate cluster.yaml text."""
-    return validate_cluster(parse_yaml(text, source), source)
-
-
-def parse_yaml(text: str, source: str) -> dict[str, Any]:
-    """The top-level mapping of cluster.yaml text; ConfigError for invalid YAML or another top level."""
-    import yaml
-
-    try:
-        # libyaml's loader when built in (10x faster); on an error the pure-Python loader parses again,
-        # so the message (line, column, context) is the same with or without libyaml
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (yaml.YAMLError, ValueError, RecursionError):
-        data = None
-    try:
-        data = yaml.safe_load(text) if data is None else data
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source} is not valid YAML: {exc}", hint="check indentation and quoting") from None
-    except (ValueError, RecursionError) as exc:  # e.g. an integer of thousands of digits, deep nesting
-        raise ConfigError(f"{source}: a value cannot be read: {str(exc)[:200]}",
-                          hint="check the numbers in it (a typo with many digits?) and its nesting") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source} must be a mapping at the top level", hint="start with 'name: mycluster'")
-    return data
-
-
-def validate_cluster(data: Mapping[str, Any], source: str) -> Cluster:
-    try:
-        return Cluster.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(exc, source) from None
-
-
-_FIX_BY_TYPE = {
-    "extra_forbidden": "remove it or check its spelling",
-    "missing": "add it",
-    **dict.fromkeys(("int_parsing", "int_type", "int_from_float"), "use a whole number"),
-    "float_parsing": "use a number",
-    "bool_parsing": "use true or false",
-    "greater_than_equal": "use a larger value",
-    "less_than_equal": "use a smaller value",
-    "too_short": "add at least one entry",
-    "literal_error": "use one of the values listed",
-    "string_type": "use text (quote it in YAML)",
-    "list_type": "use a YAML list (one '- item' per line, or [a, b])",
-    "tuple_type": "use a YAML list of two numbers, e.g. [29500, 39499]",
-    "dict_type": "use a mapping (one 'key: value' per line)",
-}
-_FIX_BY_FIELD = {  # fields whose fix is their own, whatever pydantic's error type
-    "doctor.ignore": "list codes of orch doctor's catalog, e.g. ignore: [DDP001, DDP005]",
-    "launcher.umask": 'quote it (YAML reads a bare 0022 as the number 18), e.g. umask: "0022"',
-}
-
-
-def validation_error(exc: ValidationError, source: str) -> ConfigError:
-    """Turn a pydantic error into one ConfigError that names every bad field and its fix."""
-    lines = []
-    hints = []
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"{field}: {msg}")
-        fix = next((f for name, f in _FIX_BY_FIELD.items() if field.startswith(name)), _FIX_BY_TYPE.get(err["type"]))
-        if fix:
-            hints.append(f"{field}: {fix}")
-    hint = "; ".join(hints) if hints else "see the cluster.yaml reference in README.md"
-    return ConfigError(f"invalid {source}:\n  " + "\n  ".join(lines), hint=hint)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.spec.cluster import DATA_DIR_ENV_VAR
+from orchestrator.spec.datadir import DATA_DIR_ENV_VAR
 from orchestrator.spec.launch import AUTO, STYLES
 
 SUBMIT, RUN, EXEC, API, MCP = "submit", "run", "exec", "api", "mcp"

@@ -113,6 +113,8 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "slurm/shellctx.py": "the shell contexts of the templates: tests/slurm/test_templating.py",
     "slurm/submission.py": ("sbatch and the folder it writes: tests/service/test_queue.py, "
                             "tests/commands/test_submit.py, tests/slurm/test_slurm_tracking.py"),
+    "spec/clusterparse.py": ("cluster.yaml parsed and validated, every bad field named with its fix: "
+                             "tests/spec/test_cluster.py, test_cluster_limits.py, test_cluster_bounds.py"),
     "spec/containers.py": "apptainer and pyxis scripts: tests/slurm/test_render_script.py",
     "source/analysis.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",
     "source/flow.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",

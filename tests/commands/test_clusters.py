@@ -81,7 +81,7 @@ def test_an_unknown_name_is_one_error_listing_the_names(home: dict[str, Any], wr
 
 
 def test_the_config_folder_follows_xdg_then_home(tmp_path: Path) -> None:
-    from orchestrator.spec.cluster import clusters_dir, is_cluster_name
+    from orchestrator.spec.clusterfiles import clusters_dir, is_cluster_name
 
     assert clusters_dir({"XDG_CONFIG_HOME": "/x", "HOME": "/h"}) == Path("/x/orch/clusters")
     assert clusters_dir({"XDG_CONFIG_HOME": "relative", "HOME": "/h"}) == Path("/h/.config/orch/clusters")

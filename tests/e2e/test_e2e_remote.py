@@ -76,7 +76,7 @@ def test_submit_from_a_laptop_over_ssh(slurm_cluster: SlurmCluster, tmp_path: Pa
         def kill_master() -> None:
             time.sleep(4)
             from orchestrator.remote.ssh import Connection
-            from orchestrator.spec.cluster import parse_cluster
+            from orchestrator.spec.clusterparse import parse_cluster
 
             spec = parse_cluster(remote_yaml.read_text()).remote
             assert spec is not None

@@ -280,7 +280,7 @@ def test_shipping_sends_only_changed_files(remote: Setup) -> None:
     from orchestrator.remote.ship import dest_for, ship
     from orchestrator.remote.ssh import Connection
     from orchestrator.remote.tree import code_tree
-    from orchestrator.spec.cluster import parse_cluster
+    from orchestrator.spec.clusterparse import parse_cluster
 
     cluster = parse_cluster(remote.cluster.read_text())
     assert cluster.remote is not None
@@ -376,7 +376,7 @@ def test_logs_follow_survives_a_dropped_connection(remote: Setup) -> None:
 
 def _connection(remote: Setup) -> Connection:
     from orchestrator.remote.ssh import Connection
-    from orchestrator.spec.cluster import parse_cluster
+    from orchestrator.spec.clusterparse import parse_cluster
 
     spec = parse_cluster(remote.cluster.read_text()).remote
     assert spec is not None
@@ -385,7 +385,7 @@ def _connection(remote: Setup) -> Connection:
 
 def _quiet_job(remote: Setup, name: str) -> Path:
     """A local run's folder on the "cluster" whose log says one line and never ends (no result.json)."""
-    from orchestrator.records.jobdirs import write_run_config
+    from orchestrator.records.jobcreate import write_run_config
     from orchestrator.spec.runconfig import RunConfig
 
     folder = remote.job_root / "quiet" / f"{name}-20260102T030405-abc123"
@@ -500,7 +500,7 @@ def test_a_silent_drop_leaves_no_follower_behind(remote: Setup) -> None:
 ])
 def test_remote_block_is_validated(remote_block: dict[str, object], field: str) -> None:
     from orchestrator.errors import ConfigError
-    from orchestrator.spec.cluster import validate_cluster
+    from orchestrator.spec.clusterparse import validate_cluster
 
     with pytest.raises(ConfigError) as caught:
         validate_cluster(dict(TEST_CLUSTER, remote=remote_block), "cluster.yaml")
@@ -523,7 +523,7 @@ def test_shipping_keys_on_content_not_size_and_time(remote: Setup) -> None:
     from orchestrator.remote.ship import dest_for, ship
     from orchestrator.remote.ssh import Connection
     from orchestrator.remote.tree import code_tree
-    from orchestrator.spec.cluster import parse_cluster
+    from orchestrator.spec.clusterparse import parse_cluster
 
     cluster = parse_cluster(remote.cluster.read_text())
     assert cluster.remote is not None

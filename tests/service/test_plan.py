@@ -13,7 +13,8 @@ import pytest
 from orchestrator.errors import ConfigError
 from orchestrator.service.plan import dry_run_json, prepare
 from orchestrator.service.request import SubmitOptions
-from orchestrator.spec.cluster import Cluster, parse_cluster
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.clusterparse import parse_cluster
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from orchestrator.records.restarts import badnodes
 from orchestrator.service.plan import prepare
 from orchestrator.service.queue import plan_sweep, queue, queue_sweep, sweep_grid
 from orchestrator.service.request import SubmitOptions
-from orchestrator.spec.cluster import Cluster, parse_cluster
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.clusterparse import parse_cluster
 
 
 @pytest.fixture

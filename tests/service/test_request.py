@@ -17,7 +17,8 @@ from support import TESTS
 from orchestrator.records.restarts import badnodes
 from orchestrator.service.plan import prepare
 from orchestrator.service.request import SubmitOptions, request_of, with_cluster
-from orchestrator.spec.cluster import Cluster, parse_cluster
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.clusterparse import parse_cluster
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from orchestrator.slurm.discover import cluster_text, gpus_of, parse_sinfo, slurm_time
-from orchestrator.spec.cluster import validate_cluster
+from orchestrator.spec.clusterparse import validate_cluster
 
 SINFO = """gpu*|gpu[001-004]|gpu:a100:8(S:0-1)|96|1024000|2-00:00:00
 gpu*|gpu[005-006]|gpu:a100:4|64|512000|2-00:00:00

@@ -1,15 +1,13 @@
-"""cluster.yaml: the shipped example, discovery order, and errors that name the field and the fix."""
+"""cluster.yaml: the shipped example and errors that name the field and the fix (which file: test_clusterfiles.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from support import ROOT
 
 from orchestrator.errors import ConfigError
 from orchestrator.records.cache import load_cluster
-from orchestrator.spec.cluster import find_cluster_file, parse_cluster
+from orchestrator.spec.clusterparse import parse_cluster
 
 MINIMAL = """
 name: tiny
@@ -85,23 +83,3 @@ def test_duplicate_partitions_are_refused() -> None:
     doubled = "name: tiny\npartitions:\n" + MINIMAL.split("partitions:\n")[1] * 2
     with pytest.raises(ConfigError, match="unique; repeated: gpu"):
         parse_cluster(doubled)
-
-
-def test_discovery_order(tmp_path: Path) -> None:
-    explicit = tmp_path / "a.yaml"
-    from_env = tmp_path / "b.yaml"
-    in_cwd = tmp_path / "cluster.yaml"
-    for path in (explicit, from_env, in_cwd):
-        path.write_text(MINIMAL)
-    env = {"ORCH_CLUSTER": str(from_env)}
-    assert find_cluster_file(str(explicit), env, tmp_path) == explicit
-    assert find_cluster_file(None, env, tmp_path) == from_env
-    assert find_cluster_file(None, {}, tmp_path) == in_cwd
-    assert find_cluster_file("a.yaml", {}, tmp_path) == explicit  # relative to cwd
-
-
-def test_missing_cluster_file_says_how_to_provide_one(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as info:
-        find_cluster_file(None, {"ORCH_CLUSTER": str(tmp_path / "none.yaml")}, tmp_path)
-    assert "$ORCH_CLUSTER" in info.value.message
-    assert info.value.hint is not None and "--cluster" in info.value.hint

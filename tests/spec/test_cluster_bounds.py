@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     "name: " + "[" * 3000 + "]" * 3000 + "\n",
 ])
 def test_unreadable_yaml_values_are_a_config_error(text: str) -> None:
-    from orchestrator.spec.cluster import parse_cluster
+    from orchestrator.spec.clusterparse import parse_cluster
 
     with pytest.raises(ConfigError):
         parse_cluster(text)

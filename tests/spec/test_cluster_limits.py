@@ -1,5 +1,5 @@
 """cluster.yaml at its edges: every bound at N and N+1, every refusal with its fix, the default
-partition, discovery order, and ``~`` in launcher.job_root."""
+partition, and ``~`` in launcher.job_root (which file: test_clusterfiles.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import yaml
 
 from orchestrator.errors import ConfigError
 from orchestrator.records.cache import load_cluster
-from orchestrator.spec.cluster import Cluster, find_cluster_file, parse_cluster
+from orchestrator.spec.cluster import Cluster
+from orchestrator.spec.clusterparse import parse_cluster
 
 
 def part(name: str, **changes: Any) -> dict[str, Any]:
@@ -175,28 +176,6 @@ def test_top_level_must_be_a_mapping(text: str) -> None:
         parse_cluster(text)
 
 
-def test_discovery_explicit_then_env_then_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("explicit.yaml", "env.yaml", "cluster.yaml"):
-        (tmp_path / name).write_text(cluster_text())
-    env = {"ORCH_CLUSTER": "env.yaml"}
-    assert find_cluster_file("explicit.yaml", env, tmp_path) == tmp_path / "explicit.yaml"
-    assert find_cluster_file(None, env, tmp_path) == tmp_path / "env.yaml"
-    assert find_cluster_file("", env, tmp_path) == tmp_path / "env.yaml"
-    assert find_cluster_file(None, {"ORCH_CLUSTER": ""}, tmp_path) == tmp_path / "cluster.yaml"
-    assert find_cluster_file(None, {}, tmp_path) == tmp_path / "cluster.yaml"
-    monkeypatch.setenv("HOME", str(tmp_path))
-    assert find_cluster_file("~/explicit.yaml", {}, Path("/")) == tmp_path / "explicit.yaml"
-    for explicit, env_, source in (("nope.yaml", env, "--cluster"), (None, {"ORCH_CLUSTER": "nope.yaml"},
-                                                                        "$ORCH_CLUSTER")):
-        with pytest.raises(ConfigError) as info:
-            find_cluster_file(explicit, env_, tmp_path)
-        assert info.value.message == f"no cluster file at {tmp_path / 'nope.yaml'} (from {source})"
-    with pytest.raises(ConfigError, match="from the current directory"):
-        find_cluster_file(None, {}, tmp_path / "empty")
-    with pytest.raises(ConfigError, match="no cluster file"):
-        find_cluster_file(str(tmp_path), {}, tmp_path)  # a folder is not a cluster file
-
-
 def test_unreadable_cluster_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_cluster(tmp_path / "missing.yaml")
@@ -209,7 +188,7 @@ def test_tilde_in_job_root_is_the_home_folder(tmp_path: Path, monkeypatch: pytes
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """orch submit --dry-run puts the job folder under $HOME, not under a folder named '~'."""
     from orchestrator.cli import main
-    from orchestrator.records.jobdirs import job_root
+    from orchestrator.records.joblayout import job_root
 
     home = tmp_path / "home"
     home.mkdir()
