@@ -109,8 +109,10 @@ class Defaults(_Model):
     qos: str | None = None
     cpus_per_task: Annotated[int, within("cpus_per_task")] | None = None
     mem_per_gpu: str | int | None = None
-    sbatch: SbatchExtras = Field(default_factory=dict, description="extra sbatch options for every job, "
-                                 "e.g. {constraint: a100, exclusive: true}")
+    sbatch: SbatchExtras = Field(
+        default_factory=dict,
+        description="extra sbatch options for every job, e.g. {constraint: a100, exclusive: true}",
+    )
 
     _v_time = field_validator("time")(check_time)
     _v_sbatch = field_validator("sbatch")(_check_sbatch)
@@ -125,48 +127,87 @@ class Launcher(_Model):
     """How tasks are started and wired together."""
 
     port_range: tuple[int, int] = DEFAULT_PORT_RANGE
-    init_timeout: Annotated[int, within("init_timeout")] = Field(default=300, description="seconds for rendezvous, "
-        "start-up (building the job, resuming) and checkpoint writes, the phases where ranks legitimately wait")
-    collective_timeout: Annotated[int, within("collective_timeout")] = Field(default=30, description="seconds a "
-        "training or evaluation collective may wait: a crashed, stuck or diverging rank ends the job this fast")
-    srun_wait: Annotated[int, within("srun_wait")] = Field(default=60, description="srun --wait: seconds before the "
-        "step is ended after the first task exits")
+    init_timeout: Annotated[int, within("init_timeout")] = Field(
+        default=300,
+        description="seconds for rendezvous, start-up (building the job, resuming) and checkpoint writes, "
+                    "the phases where ranks legitimately wait",
+    )
+    collective_timeout: Annotated[int, within("collective_timeout")] = Field(
+        default=30,
+        description="seconds a training or evaluation collective may wait: a crashed, stuck or diverging "
+                    "rank ends the job this fast",
+    )
+    srun_wait: Annotated[int, within("srun_wait")] = Field(
+        default=60,
+        description="srun --wait: seconds before the step is ended after the first task exits",
+    )
     preempt_signal: Literal["USR1", "USR2", "TERM", "INT", "HUP", "URG"] = "USR2"
-    preempt_before: Annotated[int, within("preempt_before")] = Field(default=120,
-            description="seconds before the time limit to signal")
+    preempt_before: Annotated[int, within("preempt_before")] = Field(
+        default=120,
+        description="seconds before the time limit to signal",
+    )
     requeue: bool = True
-    bad_node_ttl: Annotated[int, within("bad_node_ttl")] = Field(default=86_400,
-            description="seconds orch submit leaves out a node recorded as bad (bad_nodes.jsonl in "
-                        "job_root; orch nodes); 0: never")
-    max_restarts: Annotated[int, within("max_restarts")] = Field(default=0, description="orch submit/run "
-            "--max-restarts default: failed training steps restarted inside the allocation from the newest "
-            "checkpoint (0: none; the job fails at the first failure)")
-    restart: Literal["in-process", "step"] = Field(default="step", description="how orch's entrypoint restarts "
-        "(max_restarts > 0): in-process (the other ranks' processes stay, the failed rank's is forked again) or step")
+    bad_node_ttl: Annotated[int, within("bad_node_ttl")] = Field(
+        default=86_400,
+        description="seconds orch submit leaves out a node recorded as bad (bad_nodes.jsonl in job_root; "
+                    "orch nodes); 0: never",
+    )
+    max_restarts: Annotated[int, within("max_restarts")] = Field(
+        default=0,
+        description="orch submit/run --max-restarts default: failed training steps restarted inside the "
+                    "allocation from the newest checkpoint (0: none; the job fails at the first failure)",
+    )
+    restart: Literal["in-process", "step"] = Field(
+        default="step",
+        description="how orch's entrypoint restarts (max_restarts > 0): in-process (the other ranks' processes "
+                    "stay, the failed rank's is forked again) or step",
+    )
     job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
     gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"
-    python: str | None = Field(default=None, description="python on the compute nodes (default: the "
-                               "interpreter running orch)")
-    setup: list[str] = Field(default_factory=list, description="shell lines run before srun "
-                             "(module load ..., source venv)")
-    pass_env: list[str] = Field(default_factory=list, description="names of variables (secrets such as "
-                                "WANDB_API_KEY) that tasks take from the shell running orch submit; only "
-                                "the names are written to the script and job.json, never the values")
+    python: str | None = Field(
+        default=None,
+        description="python on the compute nodes (default: the interpreter running orch)",
+    )
+    setup: list[str] = Field(
+        default_factory=list,
+        description="shell lines run before srun (module load ..., source venv)",
+    )
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="names of variables (secrets such as WANDB_API_KEY) that tasks take from the shell "
+                    "running orch submit; only the names are written to the script and job.json, never the values",
+    )
     container: Container = Field(default_factory=Container)
-    snapshot: bool = Field(default=True, description="orch submit copies the job's code into "
-                           "<job_root>/.snapshots/ and every task runs from the copy (off: the files in place)")
+    snapshot: bool = Field(
+        default=True,
+        description="orch submit copies the job's code into <job_root>/.snapshots/ and every task runs from "
+                    "the copy (off: the files in place)",
+    )
     snapshot_max_mb: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
-        default=100, description="a code snapshot larger than this stops the submit")
+        default=100,
+        description="a code snapshot larger than this stops the submit",
+    )
     preflight: Literal["off", "stop", "exclude"] = Field(
-        default="off", description="orch submit --preflight default: run the selftest checks first in every "
-        "job (stop: a failed node stops the job; exclude: the job is submitted again without it)")
-    umask: str | None = Field(default=None, description='the umask of the script\'s ranks, e.g. "0022" (quoted): '
-                              "what its outputs get (orch's own records stay 0600/0700); unset: yours at submit")
-    checkpoint_write: Literal["async", "sync"] = Field(default="async", description="orch's entrypoint: async "
-        "copies the state to host memory on the training thread and writes the file in the background; sync "
-        "writes it on the training thread (every rank waits)")
-    world_check: Literal["warn", "strict", "independent"] = Field(default="warn", description="scripts in several "
-        "ranks that never formed one process group: warn, strict (the run fails), independent (meant to be; no check)")
+        default="off",
+        description="orch submit --preflight default: run the selftest checks first in every job (stop: a "
+                    "failed node stops the job; exclude: the job is submitted again without it)",
+    )
+    umask: str | None = Field(
+        default=None,
+        description='the umask of the script\'s ranks, e.g. "0022" (quoted): what its outputs get (orch\'s '
+                    "own records stay 0600/0700); unset: yours at submit",
+    )
+    checkpoint_write: Literal["async", "sync"] = Field(
+        default="async",
+        description="orch's entrypoint: async copies the state to host memory on the training thread and "
+                    "writes the file in the background; sync writes it on the training thread (every rank waits)",
+    )
+    world_check: Literal["warn", "strict", "independent"] = Field(
+        default="warn",
+        description="scripts in several ranks that never formed one process group: warn, strict (the run "
+                    "fails), independent (meant to be; no check)",
+    )
+
     _v_umask = field_validator("umask")(check_umask)
 
     @field_validator("port_range")
