@@ -14,7 +14,7 @@ nothing when nothing changed (:mod:`orchestrator.records.live`):
   when one of them, or Slurm's answer, changed; building it re-reads only the files whose stamp changed
   (``metrics.jsonl`` and ``steps.jsonl`` from the offset read last);
 - Slurm is asked at most every ``slurm_every`` seconds, in one batched call for every job that has not
-  ended (:func:`orchestrator.slurm.client.job_status`; a job Slurm called ended is not asked again).
+  ended (:func:`orchestrator.slurm.queries.job_status`; a job Slurm called ended is not asked again).
 
 Jobs submitted to remote clusters are rows from the index only (``orch list``'s remote rows).
 """
@@ -39,7 +39,7 @@ from orchestrator.remote.forward import remote_rows
 from orchestrator.service.detail import Detail, read_detail
 from orchestrator.slurm import jobstate
 from orchestrator.slurm.client import Runner, run_command
-from orchestrator.slurm.client import job_status as slurm_job_status
+from orchestrator.slurm.queries import job_status as slurm_job_status
 from orchestrator.slurm.state import JobStatus
 from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import (

@@ -11,7 +11,7 @@ from orchestrator.errors import OrchError, SlurmError
 from orchestrator.records.jobdirs import JobDir, is_job_id
 from orchestrator.service.jobs import Found, Scope, chosen_cluster_name, find_job, locate
 from orchestrator.slurm import client as slurm
-from orchestrator.slurm import jobstate
+from orchestrator.slurm import jobstate, queries
 from orchestrator.slurm import state as slurmstate
 
 
@@ -43,7 +43,7 @@ def cancel(refs: Sequence[str], scope: Scope, signal: str | None = None) -> dict
             followed[ref] = hit.followed
     ids = list(folders)
     # scancel says nothing about unknown or finished jobs: ask squeue first, so the answer is true.
-    found = slurm.squeue(ids)
+    found = queries.squeue(ids)
     cluster = chosen_cluster_name(scope)  # the ids and folders named: their own records say their cluster
     for job_id, job in folders.items():  # an id Slurm gave to another job since: never cancel that one
         why = jobstate.reused(job, found.get(job_id), cluster)

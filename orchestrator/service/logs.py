@@ -22,8 +22,8 @@ from orchestrator.records.jobdirs import JobDir, log_path
 from orchestrator.records.logs.view import Source, View, rank_logs, tail_lines
 from orchestrator.records.training import progress_cells, read_progress, read_result
 from orchestrator.service.jobs import Scope, chosen_cluster_name, find_job, locate
-from orchestrator.slurm import client as slurm
 from orchestrator.slurm import jobstate
+from orchestrator.slurm import queries as slurm
 from orchestrator.spec.bounds import BOUNDS
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import open_regular

@@ -2,7 +2,7 @@
 (ids, folders, sweeps, the index; none: the newest jobs submitted from here), and each row's columns.
 
 Live jobs come from one ``squeue`` call; finished ones from one batched ``sacct`` call when the cluster keeps
-accounting, else from the job completion log (see ``slurm.job_status``); the state is read by
+accounting, else from the job completion log (see ``slurm.queries.job_status``); the state is read by
 :mod:`orchestrator.slurm.jobstate`, as ``orch list`` reads it. Without job refs: the newest jobs submitted
 from here (their folders under ``launcher.job_root``), a submit killed after sbatch included. Each row has at
 least ``job_id`` and ``state`` (Slurm's name, e.g. ``COMPLETED``), ``elapsed`` (``[D-]HH:MM:SS``) and
@@ -44,8 +44,8 @@ from orchestrator.service.jobs import (
     job_root_of,
     reconciled,
 )
-from orchestrator.slurm import client as slurm_client
 from orchestrator.slurm import jobstate
+from orchestrator.slurm import queries as slurm_queries
 from orchestrator.slurm.jobstate import REUSED
 from orchestrator.slurm.jobstate import records_restart as _records_restart
 from orchestrator.slurm.state import JobStatus
@@ -240,7 +240,7 @@ def job_status(job_id: str, job_dir: Path) -> JobStatus:
     """One job's status as Slurm has it (``orchestrator.submit()``'s handle): squeue, then sacct or the
     completion log, an array element by its raw id (the completion log's name for it)."""
     raw_id = read_job_dir(job_dir).raw_job_id
-    return slurm_client.job_status([job_id], raw_ids={job_id: raw_id} if raw_id else None)[job_id]
+    return slurm_queries.job_status([job_id], raw_ids={job_id: raw_id} if raw_id else None)[job_id]
 
 
 def local_status(job_id: str, state: str) -> JobStatus:

@@ -114,7 +114,7 @@ def _gate(target: ScriptTarget, request: ExecRequest, cluster: Cluster | None, r
 def _submitted_record(job_id: str, job_dir: Path, cfg: RunConfig) -> Submitted:
     """What orch status compares with Slurm's job of this id: the job name and Slurm's own SubmitTime
     (asked once, by rank 0; unknown when squeue does not answer: then only the name is compared)."""
-    from orchestrator.slurm import client as slurm
+    from orchestrator.slurm import queries as slurm
 
     submitted = UNKNOWN_TIME
     try:

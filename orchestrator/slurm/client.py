@@ -1,10 +1,11 @@
-"""The only module that runs Slurm's commands (sbatch, squeue, sacct, scancel, scontrol).
+"""The only module that runs Slurm's commands (sbatch, squeue, sacct, sinfo, scancel, scontrol).
 
 Every call goes through one ``Runner``: ``(argv, timeout) -> CompletedProcess[str]``. The default,
 :func:`run_command`, wraps ``subprocess.run`` and turns "command not found" and timeouts into a
 SlurmError with the fix; tests inject their own runner (or put stub executables on PATH).
-Functions here return parsed values (the parsers and the job-state table are
-:mod:`orchestrator.slurm.state`'s) and raise SlurmError with Slurm's own message on refusal.
+Here: submitting (sbatch), cancelling and requeueing, and :func:`query`, the one way to ask Slurm
+something, which :mod:`orchestrator.slurm.queries` (squeue, sacct, scontrol show job: what Slurm says
+about jobs) calls. Refusals are SlurmErrors with Slurm's own message.
 """
 
 from __future__ import annotations
@@ -12,21 +13,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from orchestrator.errors import SlurmError
-from orchestrator.slurm.state import (
-    SACCT_FORMAT,
-    SACCT_TRES_FORMAT,
-    SQUEUE_FORMAT,
-    JobStatus,
-    parse_sacct,
-    parse_sacct_runs,
-    parse_show_job,
-    parse_squeue,
-)
 
 if TYPE_CHECKING:
     import subprocess
@@ -37,7 +27,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds; a missing SLURM_CONF alone makes clients retr
 SBATCH_TIMEOUT = 120.0
 _NOT_FOUND_HINT = ("run orch on a Slurm login node, put Slurm's client commands on PATH, "
                    "or use 'orch run' for a local run")
-_JOB_ID_RE = re.compile(r"[0-9]{1,20}")  # ASCII digits, bounded (\d also matches other scripts' digits)
+JOB_ID_RE = re.compile(r"[0-9]{1,20}")  # ASCII digits, bounded (\d also matches other scripts' digits)
 
 
 class Runner(Protocol):
@@ -139,7 +129,7 @@ def parse_sbatch_output(stdout: str) -> str:
     """``sbatch --parsable`` prints ``jobid`` or ``jobid;cluster`` (the last non-empty line)."""
     lines = [line.strip() for line in stdout.splitlines() if line.strip()]
     job_id = lines[-1].split(";", 1)[0].strip() if lines else ""
-    if not _JOB_ID_RE.fullmatch(job_id):
+    if not JOB_ID_RE.fullmatch(job_id):
         raise SlurmError(f"sbatch printed no job id (output: {stdout.strip()!r})",
                          hint="check with squeue whether the job was queued; is this a real sbatch?")
     return job_id
@@ -151,8 +141,8 @@ def _message(result: subprocess.CompletedProcess[str]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Job state: squeue, sacct, scontrol show job, scancel (follow-up verbs and the Python API).
-# The state table and the output parsers live in orchestrator.slurm.state.
+# Asking and acting on jobs: query (squeue, sacct, scontrol: slurm/queries.py reads their answers),
+# sinfo, scancel, scontrol requeue.
 # ---------------------------------------------------------------------------------------------
 
 QUERY_TIMEOUT = 20.0  # seconds for one squeue/sacct/scontrol/scancel call (a bad SLURM_CONF stalls 60 s)
@@ -161,7 +151,6 @@ QUERY_TIMEOUT = 20.0  # seconds for one squeue/sacct/scontrol/scancel call (a ba
 # carries ids worth at most ID_BATCH_BYTES (about 3,000 ids of 7 digits), so a query of N ids makes
 # ceil(N / 3000)-ish calls, each well under both limits and under the controller's RPC size.
 ID_BATCH_BYTES = 24 * 1024
-_ACCOUNTING_DISABLED = "accounting storage is disabled"
 _INVALID_JOB = "Invalid job id"
 
 
@@ -174,8 +163,8 @@ def check_slurm_conf(environ: Mapping[str, str]) -> None:
                               "(for the test cluster: eval \"$(tests/slurm/cluster.sh env)\")")
 
 
-def _query(argv: Sequence[str], runner: Runner) -> subprocess.CompletedProcess[str]:
-    """Run one client (the runner turns a missing binary or a hang into a SlurmError); a failure
+def query(argv: Sequence[str], runner: Runner) -> subprocess.CompletedProcess[str]:
+    """Run one Slurm client (the runner turns a missing binary or a hang into a SlurmError); a failure
     other than "Invalid job id" (which callers read as "Slurm no longer knows it") is a SlurmError."""
     import os
 
@@ -201,7 +190,7 @@ def sinfo(*, runner: Runner = run_command) -> str:
     """sinfo's partitions, a line per partition and node configuration (``slurm/discover.py`` reads them)."""
     from orchestrator.slurm.discover import SINFO_FORMAT
 
-    return _query(["sinfo", "--noheader", "-o", SINFO_FORMAT], runner).stdout
+    return query(["sinfo", "--noheader", "-o", SINFO_FORMAT], runner).stdout
 
 
 def id_batches(job_ids: Sequence[str], limit: int = ID_BATCH_BYTES) -> Iterator[list[str]]:
@@ -220,145 +209,6 @@ def id_batches(job_ids: Sequence[str], limit: int = ID_BATCH_BYTES) -> Iterator[
         yield batch
 
 
-def squeue(job_ids: Sequence[str] = (), *, runner: Runner = run_command) -> dict[str, JobStatus]:
-    """Live jobs (and those finished less than MinJobAge ago), by job id as squeue prints it, with
-    their restart count and pending reason (``BeginTime`` after a requeue), in one call.
-
-    Text output, filtered by Slurm: ``squeue --json`` ignores ``--jobs`` in 22.05. Ids Slurm
-    no longer knows are simply absent (squeue fails with "Invalid job id" when all are unknown).
-    Many ids are asked for in batches (:func:`id_batches`), one call per batch.
-    """
-    argv = ["squeue", "--noheader", "--states=all", f"--Format={SQUEUE_FORMAT}"]
-    if not job_ids:
-        proc = _query(argv, runner)
-        return parse_squeue(proc.stdout) if proc.returncode == 0 else {}
-    found: dict[str, JobStatus] = {}
-    for batch in id_batches(job_ids):
-        proc = _query([*argv, "--jobs=" + ",".join(batch)], runner)
-        if proc.returncode == 0:
-            found.update(parse_squeue(proc.stdout))
-    return found
-
-
-# squeue -O fields of :func:`comments`: the array's id (a plain job's own id), then its comment (may hold '|')
-COMMENT_FORMAT = "ArrayJobID:|,SubmitTime:|,Comment:"  # the comment last: it may hold "|"
-
-
-def comments(*, runner: Runner = run_command) -> dict[str, tuple[str, str]]:
-    """This user's jobs that Slurm holds, as {comment: (job id (an array's own id), Slurm's SubmitTime)}, in
-    one squeue call (``--me``: squeue cannot filter by comment, so every job of the user is listed, unpadded)."""
-    proc = _query(["squeue", "--noheader", "--states=all", "--me", f"--Format={COMMENT_FORMAT}"], runner)
-    found: dict[str, tuple[str, str]] = {}
-    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
-        job_id, sep, rest = line.partition("|")
-        submit, sep2, comment = rest.partition("|")
-        if sep and sep2 and _JOB_ID_RE.fullmatch(job_id.strip()) and comment.strip():
-            found.setdefault(comment.strip(), (job_id.strip(), submit.strip()))
-    return found
-
-
-def sacct(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus] | None:
-    """Finished (and live) jobs from accounting in one call; None when accounting is disabled.
-
-    Text, not ``--json``: in 22.05.8 the JSON exit code says 0 for failed jobs.
-    """
-    argv = ["sacct", "--noheader", "--parsable2", "--allocations", "--duplicates", f"--format={SACCT_TRES_FORMAT}"]
-    found: dict[str, JobStatus] = {}
-    for batch in id_batches(job_ids):
-        try:
-            proc = _query([*argv, "--jobs=" + ",".join(batch)], runner)
-        except SlurmError as exc:
-            if _ACCOUNTING_DISABLED in exc.message:
-                return None
-            raise
-        if _ACCOUNTING_DISABLED in proc.stdout + proc.stderr:
-            return None
-        found.update(parse_sacct_runs(proc.stdout, batch))
-    return found
-
-
-def jobcomp(job_ids: Sequence[str], *, runner: Runner = run_command) -> dict[str, JobStatus]:
-    """Finished jobs from the job completion log (``sacct --completion``), for clusters without
-    accounting. Empty when no completion log is configured."""
-    argv = ["sacct", "--completion", "--noheader", "--parsable2", f"--format={SACCT_FORMAT}"]
-    found: dict[str, JobStatus] = {}
-    for batch in id_batches(job_ids):
-        try:
-            proc = _query([*argv, "--jobs=" + ",".join(batch)], runner)
-        except SlurmError as exc:
-            log.debug("sacct --completion failed: %s", exc.message)
-            return found
-        found.update(parse_sacct(proc.stdout, "jobcomp", batch))
-    return found
-
-
-def show_job(job_id: str, *, runner: Runner = run_command) -> JobStatus | None:
-    """``scontrol show job``: restarts, exit code and reason of a job Slurm still holds, else None."""
-    proc = _query(["scontrol", "show", "job", job_id], runner)
-    if proc.returncode != 0:
-        return None
-    return parse_show_job(job_id, proc.stdout)
-
-
-def job_status(job_ids: Sequence[str], *, runner: Runner = run_command, details: bool = True,
-               raw_ids: Mapping[str, str] | None = None) -> dict[str, JobStatus]:
-    """The best-known status of each job, with as few calls as possible.
-
-    One batched squeue for all jobs (live and recently finished); then, for jobs that are finished
-    or unknown to squeue, one batched ``sacct`` (accounting) or else ``sacct --completion`` (the job
-    completion log) for their final state and exit code. The completion log files array elements
-    under their raw job id: ``raw_ids`` (element id -> raw id, from the element folders) maps them
-    back, with one more batched call. With ``details``, a single job squeue still holds also gets
-    ``scontrol show job`` (restart count, exit code). An empty answer means ``UNKNOWN``, never "gone".
-    """
-    ids = list(dict.fromkeys(job_ids))
-    found = squeue(ids, runner=runner) if ids else {}
-    statuses: dict[str, JobStatus | None] = {i: found.get(i) for i in ids}
-    settled = [i for i, s in statuses.items() if s is None or s.terminal]
-    if settled:
-        final = sacct(settled, runner=runner)
-        if final is None:
-            final = jobcomp(settled, runner=runner)
-            raw = {i: (raw_ids or {})[i] for i in settled if i not in final and i in (raw_ids or {})}
-            if raw:
-                by_raw = jobcomp(sorted(set(raw.values())), runner=runner)
-                final.update({i: replace(by_raw[r], job_id=i) for i, r in raw.items() if r in by_raw})
-        # accounting and the completion log have no restart count: keep squeue's while it still knows the job
-        statuses.update({i: _with_restarts(final[i], statuses[i]) for i in settled if i in final})
-        _exit_codes_from_scontrol([i for i in settled if i not in final], statuses, runner)
-    only = statuses[ids[0]] if len(ids) == 1 else None
-    if details and only is not None and only.source == "squeue":
-        try:
-            statuses[ids[0]] = show_job(ids[0], runner=runner) or only
-        except SlurmError as exc:  # the details are a bonus; squeue's answer stands
-            log.debug("scontrol show job %s: %s", ids[0], exc.message)
-    return {i: s or JobStatus(job_id=i, state="UNKNOWN", source="none") for i, s in statuses.items()}
-
-
-# Finished jobs whose exit code only scontrol can give, asked one by one: at most this many per call.
-MAX_SCONTROL_EXIT_CODES = 32
-
-
-def _exit_codes_from_scontrol(ids: Sequence[str], statuses: dict[str, JobStatus | None], runner: Runner) -> None:
-    """A job squeue lists as finished has no exit code there; without accounting the completion log gives it,
-    but ``sacct --completion`` opens that file for writing, so an ordinary user gets "Permission denied"
-    where only root (or SlurmUser) may write it. ``scontrol show job`` has it while the controller still
-    holds the job (MinJobAge): ask it for those, a bounded number per call (the rest keep squeue's answer)."""
-    missing = [i for i in ids if (s := statuses[i]) is not None and s.terminal and s.exit_code is None]
-    for job_id in missing[:MAX_SCONTROL_EXIT_CODES]:
-        try:
-            shown = show_job(job_id, runner=runner)
-        except SlurmError as exc:
-            log.debug("scontrol show job %s: %s", job_id, exc.message)
-            return
-        if shown is not None and shown.terminal:
-            statuses[job_id] = shown
-
-
-def _with_restarts(final: JobStatus, live: JobStatus | None) -> JobStatus:
-    return final if final.restarts is not None or live is None else replace(final, restarts=live.restarts)
-
-
 def scancel(job_ids: Sequence[str], *, signal: str | None = None, full: bool = False,
             runner: Runner = run_command) -> None:
     """Cancel (or, with ``signal``, only signal) jobs; Slurm's refusal is a SlurmError."""
@@ -368,13 +218,13 @@ def scancel(job_ids: Sequence[str], *, signal: str | None = None, full: bool = F
     if full:
         argv.append("--full")
     for batch in id_batches(job_ids):  # one argument per id: the same bound on the command line
-        proc = _query([*argv, *batch], runner)
+        proc = query([*argv, *batch], runner)
         if proc.returncode != 0:
             raise client_error("scancel", proc)
 
 
 def requeue(job_id: str, *, runner: Runner = run_command) -> None:
     """``scontrol requeue`` (array-aware: pass ``123_4`` for an array element)."""
-    proc = _query(["scontrol", "requeue", job_id], runner)
+    proc = query(["scontrol", "requeue", job_id], runner)
     if proc.returncode != 0:
         raise client_error("scontrol", proc)

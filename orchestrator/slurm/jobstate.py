@@ -1,5 +1,5 @@
 """One reading of a job's state, shared by ``orch status`` and ``orch list``: Slurm's answer (one
-batched :func:`orchestrator.slurm.client.job_status` call for all jobs) combined with what the job folder
+batched :func:`orchestrator.slurm.queries.job_status` call for all jobs) combined with what the job folder
 records, in one time format.
 
 States are Slurm's names (``COMPLETED``, ``CANCELLED``, ``FAILED``, ``PENDING``, ...), plus
@@ -36,7 +36,7 @@ from orchestrator.records.restarts.rankoutcome import current_run
 from orchestrator.records.restarts.seen import complete
 from orchestrator.records.training import read_result
 from orchestrator.restarts.policy import Ended, blamed_node
-from orchestrator.slurm import client as slurm
+from orchestrator.slurm import queries as slurm
 from orchestrator.slurm import state as slurmstate
 from orchestrator.slurm.preflight import status_note
 from orchestrator.slurm.stepreport import read_report, seen_from

@@ -192,7 +192,7 @@ def reconcile(job_dirs: Iterable[Path]) -> dict[Path, str]:
     """Record the id of every job queued for these folders whose submit died before recording it (one
     squeue call, only when some folder needs it); {folder: id recorded}. Slurm's refusal to answer is a
     SlurmError; a failure to record is logged (the folder stays as it was)."""
-    from orchestrator.slurm import client as slurm
+    from orchestrator.slurm import queries as slurm
 
     owners = {owner: token for owner in dict.fromkeys(_owner(p) for p in job_dirs)
               if (token := read_token(owner)) is not None}

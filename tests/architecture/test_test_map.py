@@ -109,6 +109,8 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "runtime/dist.py": "process groups of real gloo ranks: tests/runtime/test_runtime_checkpoint.py",
     "slurm/jobstate.py": "orch status's states: tests/commands/test_status_logs.py, tests/slurm/test_slurm_state.py",
     "slurm/nodememory.py": "bad nodes left out: tests/records/restarts/test_badnodes.py",
+    "slurm/queries.py": ("squeue, sacct, the completion log and scontrol asked in batches, job_status: "
+                         "tests/slurm/test_slurm_state.py, test_client_batches.py, tests/e2e/test_e2e_many_ids.py"),
     "slurm/resources.py": "resolved in the plan: tests/slurm/test_slurm_plan.py, test_slurm_plan_limits.py",
     "slurm/shellctx.py": "the shell contexts of the templates: tests/slurm/test_templating.py",
     "slurm/submission.py": ("sbatch and the folder it writes: tests/service/test_queue.py, "

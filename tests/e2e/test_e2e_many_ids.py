@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from orchestrator.slurm import client
+from orchestrator.slurm import queries
 
 if TYPE_CHECKING:
     from conftest import SlurmCluster
@@ -17,10 +17,10 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
 def test_twenty_thousand_ids_get_an_answer_each(slurm_env: SlurmCluster) -> None:
-    known = list(client.squeue())[:50]  # whatever the cluster holds now (other tests' jobs), maybe none
+    known = list(queries.squeue())[:50]  # whatever the cluster holds now (other tests' jobs), maybe none
     made_up = [str(9_000_000 + i) for i in range(20_000)]
     ids = [*known, *made_up]
-    found = client.job_status(ids, details=False)
+    found = queries.job_status(ids, details=False)
     assert set(found) == set(ids)
     assert all(found[i].state == "UNKNOWN" for i in made_up)
     assert all(found[i].state != "UNKNOWN" for i in known)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support import assert_bounded
 
-from orchestrator.slurm import client
+from orchestrator.slurm import client, queries
 
 
 @pytest.mark.parametrize("ids", [
@@ -22,7 +22,7 @@ from orchestrator.slurm import client
     [f"{4_000_000_000 + i}_{i % 50}" for i in range(12_000)],  # long array element ids
 ])
 def test_job_status_of_many_ids_is_batched_and_answers_every_id(scale_slurm: Path, ids: list[str]) -> None:
-    found = client.job_status(ids, details=False)
+    found = queries.job_status(ids, details=False)
     assert set(found) == set(ids)
     for job_id, status in found.items():
         number = int(job_id.split("_")[0])
@@ -37,7 +37,7 @@ def test_job_status_of_many_ids_is_batched_and_answers_every_id(scale_slurm: Pat
 
 def test_completion_log_and_scancel_are_batched_too(scale_slurm: Path) -> None:
     ids = [str(90_000_000 + i) for i in range(15_000)]
-    assert set(client.jobcomp(ids)) == set(ids)
+    assert set(queries.jobcomp(ids)) == set(ids)
     client.scancel(ids)
     canceled = assert_bounded(scale_slurm, "scancel")
     assert sum(c["ids"] for c in canceled) == len(ids) and len(canceled) >= 2
@@ -61,5 +61,5 @@ def test_an_empty_scontrol_answer_leaves_squeues_status(answer: str) -> None:
     def runner(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(list(argv), 0, answer, "")
 
-    status = client.show_job("42", runner=runner)
+    status = queries.show_job("42", runner=runner)
     assert status is None or status.job_id == "42"

@@ -15,6 +15,7 @@ import pytest
 
 from orchestrator.errors import SlurmError
 from orchestrator.slurm import client as slurm
+from orchestrator.slurm import queries
 from orchestrator.slurm import state as slurmstate
 
 Reply = tuple[int, str, str]  # returncode, stdout, stderr
@@ -102,7 +103,7 @@ def test_parse_exit_code(text: str, expected: tuple[int | None, int | None]) -> 
 
 def test_squeue_parses_every_field_and_keeps_bars_in_names() -> None:
     runner = FakeRunner({"squeue": (0, SQUEUE_OUT, "")})
-    jobs = slurm.squeue(["5", "6", "7"], runner=runner)
+    jobs = queries.squeue(["5", "6", "7"], runner=runner)
     assert list(jobs) == ["7", "6", "5"]
     assert jobs["7"].state == "RUNNING" and not jobs["7"].terminal and jobs["7"].nodes == "node[1-2]"
     assert jobs["7"].reason is None and (jobs["7"].restarts, jobs["6"].restarts) == (1, 0)
@@ -113,14 +114,14 @@ def test_squeue_parses_every_field_and_keeps_bars_in_names() -> None:
 
 def test_squeue_unknown_ids_are_absent_not_an_error() -> None:
     runner = FakeRunner({"squeue": (1, "", "slurm_load_jobs error: Invalid job id specified\n")})
-    assert slurm.squeue(["99"], runner=runner) == {}
+    assert queries.squeue(["99"], runner=runner) == {}
 
 
 def test_squeue_controller_down_names_the_fix() -> None:
     err = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"
     runner = FakeRunner({"squeue": (1, "", err)})
     with pytest.raises(SlurmError) as info:
-        slurm.squeue(["1"], runner=runner)
+        queries.squeue(["1"], runner=runner)
     assert "cannot reach slurmctld" in info.value.message
     assert info.value.hint is not None and "cluster.sh up" in info.value.hint
     assert info.value.exit_code == 1
@@ -129,7 +130,7 @@ def test_squeue_controller_down_names_the_fix() -> None:
 def test_squeue_missing_client_real_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no squeue anywhere
     with pytest.raises(SlurmError, match="squeue") as info:
-        slurm.squeue(["1"])
+        queries.squeue(["1"])
     assert info.value.hint and info.value.exit_code == 1
 
 
@@ -140,14 +141,14 @@ def test_squeue_hanging_client_real_runner(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     monkeypatch.setattr(slurm, "QUERY_TIMEOUT", 0.3)
     with pytest.raises(SlurmError, match="did not answer"):
-        slurm.squeue(["1"])
+        queries.squeue(["1"])
 
 
 def test_sacct_disabled_gives_none() -> None:
     runner = FakeRunner({"sacct": SACCT_DISABLED})
-    assert slurm.sacct(["1"], runner=runner) is None
+    assert queries.sacct(["1"], runner=runner) is None
     runner = FakeRunner({"sacct": (0, "", "Slurm accounting storage is disabled\n")})
-    assert slurm.sacct(["1"], runner=runner) is None
+    assert queries.sacct(["1"], runner=runner) is None
 
 
 # sacct --noheader --parsable2 --allocations --duplicates
@@ -162,7 +163,7 @@ SACCT_OUT = ("12|FAILED|3:0|node1|00:00:01|1|billing=2,cpu=2,mem=1000M,node=1|x\
 
 def test_sacct_text_exit_codes_array_elements_and_gpu_hours_over_runs() -> None:
     runner = FakeRunner({"sacct": (0, SACCT_OUT, "")})
-    jobs = slurm.sacct(["12", "13", "14", "15"], runner=runner)
+    jobs = queries.sacct(["12", "13", "14", "15"], runner=runner)
     assert jobs is not None
     assert (jobs["12"].state, jobs["12"].exit_code, jobs["12"].terminal) == ("FAILED", 3, True)
     assert jobs["13_0"].state == "COMPLETED"
@@ -188,14 +189,14 @@ def test_jobcomp_later_records_win() -> None:
     out = ("1|COMPLETED|0:0|node[1-2]|00:00:00|old\n2|CANCELLED|0:0|node1|00:00:02|old\n"
            "1|FAILED|1:0|node1|00:00:00|new\n")
     runner = FakeRunner({"sacct -c": (0, out, "")})
-    jobs = slurm.jobcomp(["1"], runner=runner)
+    jobs = queries.jobcomp(["1"], runner=runner)
     assert list(jobs) == ["1"] and jobs["1"].name == "new" and jobs["1"].exit_code == 1
 
 
 def test_job_status_batches_one_call_per_client() -> None:
     runner = FakeRunner({"squeue": (0, SQUEUE_OUT, ""), "sacct": SACCT_DISABLED,
                          "sacct -c": (0, JOBCOMP_OUT, "")})
-    statuses = slurm.job_status(["7", "6", "5", "4"], runner=runner)
+    statuses = queries.job_status(["7", "6", "5", "4"], runner=runner)
     assert runner.tools() == ["squeue", "sacct", "sacct --completion"]
     assert statuses["7"].state == "RUNNING" and statuses["7"].source == "squeue"
     assert (statuses["6"].state, statuses["6"].exit_code, statuses["6"].source) == ("COMPLETED", 0, "jobcomp")
@@ -218,7 +219,7 @@ def test_an_unreadable_completion_log_leaves_the_exit_codes_to_scontrol() -> Non
 
     runner = FakeRunner({"squeue": (0, SQUEUE_OUT, ""), "sacct": SACCT_DISABLED, "sacct -c": denied,
                          "scontrol": scontrol})
-    statuses = slurm.job_status(["7", "6", "5", "4"], runner=runner)
+    statuses = queries.job_status(["7", "6", "5", "4"], runner=runner)
     assert runner.tools() == ["squeue", "sacct", "sacct --completion", "scontrol", "scontrol"]
     assert (statuses["6"].state, statuses["6"].exit_code, statuses["6"].source) == ("COMPLETED", 0, "scontrol")
     assert (statuses["5"].state, statuses["5"].exit_code) == ("FAILED", 3)
@@ -229,16 +230,16 @@ def test_scontrol_is_asked_for_a_bounded_number_of_exit_codes() -> None:
     many = "".join(f"{i}|FAILED|NonZeroExitCode|node1|0:00|0|x\n" for i in range(100, 200))
     runner = FakeRunner({"squeue": (0, many, ""), "sacct": SACCT_DISABLED, "sacct -c": (0, "", ""),
                          "scontrol": (0, "JobId=1 JobName=x\n   JobState=FAILED Reason=None ExitCode=1:0\n", "")})
-    statuses = slurm.job_status([str(i) for i in range(100, 200)], runner=runner)
-    assert runner.tools().count("scontrol") == slurm.MAX_SCONTROL_EXIT_CODES
-    assert sum(s.exit_code == 1 for s in statuses.values()) == slurm.MAX_SCONTROL_EXIT_CODES
+    statuses = queries.job_status([str(i) for i in range(100, 200)], runner=runner)
+    assert runner.tools().count("scontrol") == queries.MAX_SCONTROL_EXIT_CODES
+    assert sum(s.exit_code == 1 for s in statuses.values()) == queries.MAX_SCONTROL_EXIT_CODES
     assert all(s.state == "FAILED" for s in statuses.values())
 
 
 def test_job_status_prefers_accounting_when_it_exists() -> None:
     runner = FakeRunner({"squeue": (1, "", "slurm_load_jobs error: Invalid job id specified\n"),
                          "sacct": (0, "3|TIMEOUT|0:0|node1|00:01:10|70|cpu=1,gres/gpu=2|t\n", "")})
-    statuses = slurm.job_status(["3"], runner=runner)
+    statuses = queries.job_status(["3"], runner=runner)
     assert runner.tools() == ["squeue", "sacct"]
     assert statuses["3"].state == "TIMEOUT" and statuses["3"].source == "sacct"
     assert statuses["3"].gpu_hours == round(140 / 3600, 3)
@@ -247,7 +248,7 @@ def test_job_status_prefers_accounting_when_it_exists() -> None:
 def test_job_status_of_one_live_job_adds_scontrol_details() -> None:
     runner = FakeRunner({"squeue": (0, "7|RUNNING|None|node[1-2]|0:12|0|smoke\n", ""),
                          "scontrol": (0, SCONTROL_OUT, "")})
-    status = slurm.job_status(["7"], runner=runner)["7"]
+    status = queries.job_status(["7"], runner=runner)["7"]
     assert runner.tools() == ["squeue", "scontrol"]
     assert (status.state, status.restarts, status.exit_code) == ("RUNNING", 1, 0)
     assert status.as_dict()["job_id"] == "7" and status.as_dict()["terminal"] is False
@@ -255,7 +256,7 @@ def test_job_status_of_one_live_job_adds_scontrol_details() -> None:
 
 def test_job_status_without_ids_calls_nothing() -> None:
     runner = FakeRunner({})
-    assert slurm.job_status([], runner=runner) == {}
+    assert queries.job_status([], runner=runner) == {}
     assert runner.calls == []
 
 
@@ -268,7 +269,7 @@ def test_parse_scontrol_keeps_spaces_inside_values() -> None:
 
 def test_show_job_unknown_is_none() -> None:
     runner = FakeRunner({"scontrol": (1, "", "slurm_load_jobs error: Invalid job id specified\n")})
-    assert slurm.show_job("42", runner=runner) is None
+    assert queries.show_job("42", runner=runner) is None
 
 
 def test_scancel_signal_and_refusal() -> None:
@@ -285,13 +286,13 @@ def test_a_missing_slurm_conf_fails_at_once(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "nope.conf"))
     runner = FakeRunner({})
     with pytest.raises(SlurmError, match=r"SLURM_CONF=.*nope\.conf does not exist"):
-        slurm.squeue(["1"], runner=runner)
+        queries.squeue(["1"], runner=runner)
     assert runner.calls == []  # no client started, no 60 s of retries
 
 
 def test_finished_job_keeps_squeues_restart_count_and_zero_elapsed_is_one_format() -> None:
     runner = FakeRunner({"squeue": (0, "6|COMPLETED|None|node1|0:09|2|smoke\n9|PENDING|BeginTime||0:00|1|p\n", ""),
                          "sacct": SACCT_DISABLED, "sacct -c": (0, "6|COMPLETED|0:0|node1|00:00:09|smoke\n", "")})
-    statuses = slurm.job_status(["6", "9"], runner=runner)
+    statuses = queries.job_status(["6", "9"], runner=runner)
     assert (statuses["6"].source, statuses["6"].exit_code, statuses["6"].restarts) == ("jobcomp", 0, 2)
     assert (statuses["9"].elapsed, statuses["9"].restarts, statuses["9"].reason) == ("00:00:00", 1, "BeginTime")
