@@ -187,9 +187,10 @@ def _collective(entry: object) -> Collective | None:
     if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(name, str):
         return None
     group = entry.get("process_group")
-    group_name = str(group[0]) if isinstance(group, (list, tuple)) and group else DEFAULT_GROUP
+    group_name = group[0] if isinstance(group, (list, tuple)) and group and isinstance(group[0], str) else DEFAULT_GROUP
     op = name.split(":", 1)[-1].split(" ", 1)[0]
-    frames = [_frame(f) for f in entry.get("frames") or [] if isinstance(f, dict)]
+    raw_frames = entry.get("frames")
+    frames = [_frame(f) for f in raw_frames if isinstance(f, dict)] if isinstance(raw_frames, list) else []
     user = next((f for f in frames if f is not None and user_frame(f)), None)  # innermost first
     state = entry.get("state")
     return Collective(seq=seq, op=op, state=state if isinstance(state, str) else "unknown", group=group_name,
@@ -205,7 +206,10 @@ def _frame(raw: Mapping[str, object]) -> Frame | None:
 
 
 def _text(value: object) -> str:
-    return json.dumps(value) if isinstance(value, list) else "?"
+    try:
+        return json.dumps(value) if isinstance(value, list) else "?"
+    except (TypeError, ValueError, RecursionError):  # bytes, a set, lists nested past the recursion limit
+        return "?"
 
 
 def verdict(dumps: Mapping[int, RankDump | None]) -> Verdict | None:

@@ -130,6 +130,29 @@ def test_records_that_agree_blame_no_one(tmp_path: Path) -> None:
     assert culprit(table) is None
 
 
+def _text(value: str) -> bytes:
+    data = value.encode()
+    return b"X" + len(data).to_bytes(4, "little") + data  # pickle's BINUNICODE
+
+
+def test_entries_of_odd_shapes_are_read_or_skipped_never_a_crash() -> None:
+    entries = [{"collective_seq_id": 1, "profiling_name": "nccl:all_reduce", "input_sizes": [b"x", {1, 2}],
+                "frames": 7, "process_group": 3},
+               {"collective_seq_id": 2, "profiling_name": "nccl:all_reduce",
+                "frames": [{"filename": 1}, "x", {"filename": "/job/t.py", "line": 3, "name": "f"}]},
+               {"collective_seq_id": True, "profiling_name": "nccl:barrier"}, "entry", None]
+    found = parse_dump(pickle.dumps({"entries": entries}, protocol=4), 0).entries  # bytes and sets: no global
+    assert [(c.seq, c.sizes, c.group) for c in found] == [(1, "?", "0"), (2, "?", "0")]
+    assert found[1].frame is not None and (found[1].frame.file, found[1].frame.line) == ("/job/t.py", 3)
+    # sizes nested 100,000 deep (Python's pickler cannot write it: the opcodes by hand)
+    deep = b"]" * 100_000 + b"a" * 99_999
+    data = (b"\x80\x02}(" + _text("entries") + b"](}(" + _text("collective_seq_id") + b"K\x05" +
+            _text("profiling_name") + _text("nccl:all_reduce") + _text("input_sizes") + deep +
+            _text("process_group") + b"(" + deep + _text("x") + b"t" + b"ueu.")
+    [entry] = parse_dump(data, 0).entries
+    assert (entry.seq, entry.sizes, entry.group) == (5, "?", "0")
+
+
 def test_a_truncated_dump_is_a_warning_naming_it(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     job = _job(tmp_path, "behind", [0, 1])
     path = flightrec.dump_path(job, 1)
