@@ -288,7 +288,7 @@ def merge(table: list[Place], dumps: Mapping[int, RankDump | None], found: Verdi
             changes["sizes"] = mine.sizes
         if found is not None and found.kind == "behind" and place.rank in found.culprits:
             pass  # its last collective is behind it (the others went past it): where it is, its stack says
-        elif found is not None and place.state != "collective":  # in the collective the others wait in
+        elif found is not None and place.state in ("user", "unknown"):  # in the collective the others wait in
             changes.update(state="collective", op=mine.op, call=None, **_line(mine.frame))
         elif found is None and place.file is None and place.state == "unknown" and mine.state != "completed":
             changes.update(state="collective", op=mine.op, **_line(mine.frame))

@@ -116,9 +116,11 @@ def test_an_nccl_rank_whose_python_went_on_is_placed_in_the_collective_it_entere
     dumps = read_dumps(_job(tmp_path, "behind", [0, 1, 2, 3]), range(4))
     ahead = Place(rank=0, state="user", file="/job/train.py", line=90, function="main", call="loss.item")
     stuck = Place(rank=1, state="user", file="/job/train.py", line=12, function="load_batch", call="time.sleep")
-    table = merge([ahead, stuck], dumps, verdict(dumps))
+    gone = Place(rank=2, state="exited", exit_code=1)
+    table = merge([ahead, stuck, gone], dumps, verdict(dumps))
     assert (table[0].state, table[0].op, table[0].line, table[0].seq) == ("collective", "all_reduce", 44, 4)
     assert (table[1].state, table[1].line, table[1].seq) == ("user", 12, 3)
+    assert (table[2].state, table[2].exit_code, table[2].seq) == ("exited", 1, 4)  # its exit stays what it did
     assert culprit(table) == table[1]
 
 
