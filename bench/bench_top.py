@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from orchestrator.records.atomic import write_private, write_text_atomic  # noqa: E402
-from orchestrator.records.jobdirs import create_job_dir, outcome_path, write_config  # noqa: E402
+from orchestrator.records.jobcreate import create_job_dir, write_config  # noqa: E402
+from orchestrator.records.joblayout import outcome_path  # noqa: E402
 from orchestrator.records.restarts.attempts import write_attempts  # noqa: E402
 from orchestrator.runtime.metrics import EpochMetrics, MetricsLog  # noqa: E402
 from orchestrator.runtime.progress import Progress  # noqa: E402

@@ -383,7 +383,7 @@ def training_job(root: Path, name: str, *, job_id: str | None = None, mode: str 
     """A job folder as orch submit / orch run leave it (orch's own writers): job.json, logs/, checkpoints/ and,
     with ``job_id``, the id sbatch gave. ``second`` orders folders (newer folders have larger ones)."""
     from orchestrator.records.atomic import write_private
-    from orchestrator.records.jobdirs import create_job_dir, write_config
+    from orchestrator.records.jobcreate import create_job_dir, write_config
     from orchestrator.spec.runconfig import RunConfig
 
     folder = create_job_dir(root / f"{name}-20261125-10{second // 60:02d}{second % 60:02d}-abc{second:03d}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records import stacks
-from orchestrator.records.jobdirs import local_log_name as log_name
+from orchestrator.records.joblayout import local_log_name as log_name
 from orchestrator.records.logs.view import tail_lines
 from orchestrator.records.restarts.blame import Blame
 from orchestrator.records.restarts.seen import Seen, complete

@@ -30,7 +30,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.local.rankenv import child_env, die_with_parent, free_port
 from orchestrator.local.result import LocalResult, local_result
 from orchestrator.records import stacks
-from orchestrator.records.jobdirs import local_log_name as log_name
+from orchestrator.records.joblayout import local_log_name as log_name
 from orchestrator.records.restarts.rankoutcome import PEER_FAILURE_EXIT
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE
 from orchestrator.task import hang, reaper

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import OrchError
-from orchestrator.records.jobdirs import ARRAY_FILE, JobDir, find_job_dir, is_job_id, iter_job_dirs, read_job_dir
+from orchestrator.records.jobdirs import JobDir, find_job_dir, is_job_id, iter_job_dirs, read_job_dir
+from orchestrator.records.joblayout import ARRAY_FILE
 from orchestrator.records.sweeps import elements as sweep_elements
 from orchestrator.records.sweeps import find_sweep
 from orchestrator.records.training import read_json_lines, read_metrics, read_result

@@ -1,4 +1,4 @@
-"""A script rank's torchelastic error file, ``logs/rank<R>.error.json`` (:func:`jobdirs.error_file_path`).
+"""A script rank's torchelastic error file, ``logs/rank<R>.error.json`` (:func:`joblayout.error_file_path`).
 
 orch exports it as the rank's ``TORCHELASTIC_ERROR_FILE`` (``task/scriptenv.py``), as torchrun does for
 its workers, so a script whose entry point is decorated with
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.records.jobdirs import error_file_path
+from orchestrator.records.joblayout import error_file_path
 
 ERROR_FILE_LIMIT = 1 << 20  # bytes read of an error file (a traceback, not a data dump)
 MESSAGE_LIMIT = 500  # characters of the message kept

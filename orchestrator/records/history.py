@@ -3,7 +3,7 @@
 An earlier run is a job folder under the same job root (an array's element too) of the same job name and job
 file, the same world size and the same per-step work (``batch_size``, ``grad_accum``, ``max_steps_per_epoch``:
 what sets a step's time and the steps of an epoch). The newest :data:`HISTORY_RUNS` such folders that
-measured anything are read; the folder names carry the job name (:func:`jobdirs.folder_name`), so other
+measured anything are read; the folder names carry the job name (:func:`joblayout.folder_name`), so other
 jobs' folders are never opened (one ``scandir`` of the root, names only). From each:
 
 - ``metrics.jsonl`` (every epoch a run finished, failed runs too): training seconds per step
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import OrchError
-from orchestrator.records.jobdirs import element_dir, folder_name, may_read
+from orchestrator.records.jobdirs import may_read
+from orchestrator.records.joblayout import element_dir, folder_name
 from orchestrator.records.sweeps import indices, is_sweep
 from orchestrator.records.training import MAX_ETA_S, read_metrics, read_result
 from orchestrator.spec.budget import Budget, Measured, budget, planned_of

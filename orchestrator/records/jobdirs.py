@@ -1,72 +1,36 @@
-"""Job folders on disk, the one owner of their layout: names, creation, log file names; find them
-(by path or Slurm job id), list them. What a run wrote about its training (metrics, progress, result)
-is read by :mod:`orchestrator.records.training`.
-
-A job folder is ``<launcher.job_root>/<name>-<YYYYmmdd-HHMMSS>-<hex>/`` holding ``job.json`` and,
-depending on how far the run got, ``sbatch.sh``, ``job_id``, ``submit_error.txt``, ``logs/``,
-``checkpoints/``, ``metrics.jsonl`` and ``result.json`` (the file names are the constants in
-:mod:`orchestrator.spec.runconfig`). Logs: ``logs/slurm-<id>.out`` (batch shell), ``logs/<id>-rank<R>.out``
-(Slurm ranks), ``logs/local-rank<R>.out`` (``orch run``); how each rank ended: ``logs/rank<R>.outcome.json``
-(:mod:`orchestrator.task.outcome` writes and reads it, :mod:`orchestrator.records.restarts.blame` judges it);
-a script rank's torchelastic error file: ``logs/rank<R>.error.json`` (:mod:`orchestrator.records.errorfiles`).
-A Hydra app's run directory, every rank's: ``hydra/`` (:mod:`orchestrator.spec.hydra`).
-
-A job array (a sweep) is one folder with ``sbatch.sh``, ``array.json`` (the elements' overrides) and
-``job_id`` (the array's id), and one element folder per index, ``<folder>/<index>/``, which is a
-complete job folder of its own (``job.json``, ``job_id`` = ``<array id>_<index>``, logs, checkpoints).
+"""Job folders found and read: one folder's records (:class:`JobDir`), a folder from what a user typed (a path or a
+Slurm job id), every folder under a job root, newest first, read one at a time. The folders' names are
+:mod:`orchestrator.records.joblayout`'s, their creation :mod:`orchestrator.records.jobcreate`'s. What a run wrote
+about its training (metrics, progress, result) is read by :mod:`orchestrator.records.training`.
 Nothing here runs Slurm: the verbs combine these records with :mod:`orchestrator.slurm.client`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
-import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from orchestrator.errors import OrchError
-from orchestrator.records.atomic import write_private, write_text_atomic
-from orchestrator.records.trust import JOB_ROOT_MODE, fs_error, make_job_root
-from orchestrator.spec.cluster import Cluster, Launcher
+from orchestrator.records.joblayout import ARRAY_FILE, RAW_JOB_ID_FILE, STAMP_RE, log_path
 from orchestrator.spec.numbers import check_path
 from orchestrator.spec.runconfig import (
-    CHECKPOINT_DIR,
     JOB_FILE,
     JOB_ID_FILE,
-    LOG_DIR,
-    SCRIPT_FILE,
     SUBMIT_ERROR_FILE,
     SUBMIT_TOKEN_FILE,
     RunConfig,
     read_run_config,
-    run_config_text,
 )
 from orchestrator.spec.safefile import RECORD_LIMIT, note, read_json, read_text
 
 log = logging.getLogger(__name__)
 
-JOB_DIR_MODE = JOB_ROOT_MODE  # 0o700 exactly (chmod), whatever the umask: yours only
-SCRIPT_MODE = 0o700  # sbatch.sh; every other file orch writes in a job folder is 0o600
-ARRAY_FILE = "array.json"  # in an array's folder: the overrides of each element
-RAW_JOB_ID_FILE = "slurm_job_id"  # in an array element's folder: its raw SLURM_JOB_ID (the batch script writes it)
-# Slurm's filename patterns (sbatch --output, srun --output) of the logs, inside LOG_DIR
-BATCH_LOG_PATTERN = "slurm-%j.out"  # %j: the job id
-RANK_LOG_PATTERN = "%j-rank%t.out"  # %t: the task (global rank) id
-ARRAY_BATCH_LOG_PATTERN = "slurm-%A_%a.out"  # %A_%a: <array id>_<index>, the element's job id
-ARRAY_RANK_LOG_PATTERN = "%A_%a-rank%t.out"
-ARRAY_INDEX_PATTERN = "%a"  # the element folder's name in Slurm's filename patterns
-_OUTCOME_RE = re.compile(r"rank([0-9]{1,9})\.outcome\.json")
-_FOLDER_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-# "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
-# job_dir_path's "-<YYYYmmdd>-<HHMMSS>-<hex>" at the end of a folder name
-_STAMP_RE = re.compile(r"-([0-9]{8})-([0-9]{6})-[0-9a-f]+$")
 ID_FILE_LIMIT = 4096  # a job_id file holds one id and a newline
+# "1234", an array element "1234_7" (or the whole array "1234_[0-3]" as sbatch never prints it)
 _JOB_ID_RE = re.compile(r"[0-9]+(_[0-9]+)?")  # fullmatch, ASCII digits: "12\n" and "١٢" are no job ids
 
 
@@ -105,11 +69,6 @@ class JobDir:
         return self.job_id
 
 
-def write_run_config(job_dir: Path, config: RunConfig) -> Path:
-    """Write ``job.json`` whole or not at all, mode 0o600."""
-    return write_text_atomic(job_dir / JOB_FILE, run_config_text(config))
-
-
 def _not_queued_hint(job: JobDir) -> str:
     if not job.submit_error and (job.path / JOB_ID_FILE).is_file():  # reserved before sbatch, never filled
         if (job.path / SUBMIT_TOKEN_FILE).is_file():  # orch looked for its job by the token: Slurm has none
@@ -123,112 +82,8 @@ def _not_queued_hint(job: JobDir) -> str:
     return "submit it with orch submit"
 
 
-def folder_name(job_name: str) -> str:
-    """The job name as a safe folder name part (the script still gets the name as given)."""
-    return _FOLDER_SAFE_RE.sub("_", job_name).strip("_.")[:64] or "job"
-
-
-def job_dir_path(root: Path, job_name: str, now: datetime, token: str) -> Path:
-    """``<root>/<name>-<YYYYmmdd-HHMMSS>-<hex>`` (pure: the caller passes the time and the token)."""
-    return root / f"{folder_name(job_name)}-{now:%Y%m%d-%H%M%S}-{token}"
-
-
-def local_log_name(rank: int) -> str:
-    """A rank's log of a local run (``orch run``, the API's local mode)."""
-    return f"local-rank{rank}.out"
-
-
-def outcome_path(job_dir: Path, rank: int) -> Path:
-    """How rank ``rank`` ended (its outcome record; one per rank, rewritten by every run)."""
-    return job_dir / LOG_DIR / f"rank{rank}.outcome.json"
-
-
-def error_file_path(job_dir: Path, rank: int) -> Path:
-    """Rank ``rank``'s torchelastic error file (a script's ``TORCHELASTIC_ERROR_FILE``: what
-    ``torch.distributed.elastic``'s ``@record`` writes when the script raises; one per rank, per run)."""
-    return job_dir / LOG_DIR / f"rank{rank}.error.json"
-
-
-def outcome_rank(name: str) -> int | None:
-    """The rank of an outcome record's file name (``rank<R>.outcome.json``), else None."""
-    match = _OUTCOME_RE.fullmatch(name)
-    return int(match.group(1)) if match else None
-
-
-def log_path(job_dir: Path, job_id: str | None, rank: int | None = None) -> Path:
-    """A log file of a job folder: the batch log (``rank=None``) or one rank's; ``job_id=None``: local run."""
-    logs = job_dir / LOG_DIR
-    if job_id is None:
-        return logs / local_log_name(0 if rank is None else rank)
-    return logs / (f"slurm-{job_id}.out" if rank is None else f"{job_id}-rank{rank}.out")
-
-
-def create_job_dir(job_dir: Path) -> Path:
-    """Create a new job folder with ``logs/`` and ``checkpoints/`` (Slurm does not create --output
-    folders). Never reuses one. Mode ``0o700`` exactly, whatever the umask: yours only.
-    The job root is created with the same mode and checked first (:mod:`orchestrator.records.trust`); a
-    file-system error is a ConfigError naming launcher.job_root and leaves no folder behind."""
-    make_job_root(job_dir.parent)
-    try:
-        make_private_dir(job_dir)
-    except OSError as exc:
-        raise fs_error(job_dir, exc) from None
-    with filling(job_dir):
-        for sub in (LOG_DIR, CHECKPOINT_DIR):
-            make_private_dir(job_dir / sub)
-    return job_dir
-
-
-def make_private_dir(path: Path) -> Path:
-    """A new folder of mode ``JOB_DIR_MODE`` exactly (the umask could take bits from mkdir's mode)."""
-    path.mkdir(mode=JOB_DIR_MODE)
-    path.chmod(JOB_DIR_MODE)
-    return path
-
-
-@contextlib.contextmanager
-def filling(job_dir: Path) -> Iterator[None]:
-    """Writes into a job folder just created: on a file-system error (no space left, read-only) the
-    folder is removed whole and the error is a ConfigError naming launcher.job_root."""
-    try:
-        yield
-    except OSError as exc:
-        shutil.rmtree(job_dir, ignore_errors=True)
-        raise fs_error(job_dir, exc) from None
-
-
-def write_config(job_dir: Path, config: RunConfig) -> Path:
-    """``job.json``, mode 0o600."""
-    return write_run_config(job_dir, config)
-
-
-def write_script(job_dir: Path, script: str) -> Path:
-    """``sbatch.sh`` (new file, mode 0o700: the user's alone)."""
-    return write_private(job_dir / SCRIPT_FILE, script, mode=SCRIPT_MODE, exclusive=True)
-
-
-def write_job_dir(job_dir: Path, script: str, config: RunConfig) -> Path:
-    """Create a Slurm job folder: ``sbatch.sh``, ``job.json``, ``logs/`` and ``checkpoints/`` (all or nothing)."""
-    create_job_dir(job_dir)
-    with filling(job_dir):
-        write_script(job_dir, script)
-        write_config(job_dir, config)
-    return job_dir
-
-
-def element_dir(array_dir: Path, index: int) -> Path:
-    """The folder of array element ``index`` (``%a`` in Slurm's filename patterns)."""
-    return array_dir / str(index)
-
-
 def is_job_id(text: str) -> bool:
     return len(text) <= 40 and bool(_JOB_ID_RE.fullmatch(text))
-
-
-def job_root(cluster: Cluster | None) -> Path:
-    """Where job folders live: ``launcher.job_root`` of cluster.yaml (the default when there is none)."""
-    launcher = cluster.launcher if cluster is not None else Launcher()
-    return Path(launcher.job_root).expanduser()
 
 
 def read_text_or_none(path: Path, limit: int = RECORD_LIMIT) -> str | None:
@@ -286,7 +141,7 @@ def iter_job_paths(root: Path) -> Iterator[Path]:
         return
     keyed: list[tuple[str, str]] = []
     for name in entries:
-        match = _STAMP_RE.search(name)
+        match = STAMP_RE.search(name)
         if match:
             keyed.append((match.group(1) + match.group(2), name))
         elif _holds(root / name, JOB_FILE) or _holds(root / name, ARRAY_FILE):
@@ -333,7 +188,7 @@ def newest_with_id(root: Path, job_ids: Iterable[str]) -> dict[str, JobDir]:
     wanted = set(job_ids)
     found: dict[str, tuple[str, int, Path]] = {}  # id -> (stamp, job_id's mtime in ns, folder)
     for path in iter_job_paths(root):
-        stamp = _stamp(path if _STAMP_RE.search(path.name) or path.parent == root else path.parent)
+        stamp = _stamp(path if STAMP_RE.search(path.name) or path.parent == root else path.parent)
         if not wanted and all(stamp < seen for seen, _, _ in found.values()):
             break  # older than every match: none of its second left to compare
         job_id = read_id(path / JOB_ID_FILE)
@@ -362,7 +217,7 @@ def list_job_dirs(root: Path) -> list[JobDir]:
 def _stamp(folder: Path) -> str:
     """``YYYYmmddHHMMSS`` of a job folder: from its name, else from its job.json's ``created``
     (an unreadable one sorts as the oldest)."""
-    match = _STAMP_RE.search(folder.name)
+    match = STAMP_RE.search(folder.name)
     if match:
         return match.group(1) + match.group(2)
     data = read_json(folder / JOB_FILE, dict)

@@ -22,7 +22,7 @@ from types import FrameType
 
 from orchestrator.records import flightrec
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.jobdirs import log_path, outcome_path
+from orchestrator.records.joblayout import log_path, outcome_path
 from orchestrator.records.logs.view import tail_lines
 from orchestrator.records.restarts import places
 from orchestrator.records.restarts.blame import Blame, blame

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.jobdirs import ARRAY_FILE, JobDir, element_dir, is_job_id, read_id, read_job_dir
+from orchestrator.records.jobdirs import JobDir, is_job_id, read_id, read_job_dir
+from orchestrator.records.joblayout import ARRAY_FILE, element_dir
 from orchestrator.spec.runconfig import JOB_FILE, JOB_ID_FILE
 from orchestrator.spec.safefile import read_json
 

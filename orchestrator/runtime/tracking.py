@@ -28,7 +28,7 @@ from torch import nn
 
 from orchestrator.errors import ConfigError
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.jobdirs import ARRAY_FILE
+from orchestrator.records.joblayout import ARRAY_FILE
 from orchestrator.runtime.metrics import EpochMetrics, dumps
 from orchestrator.spec.tracking import STEPS_FILE, TB_DIR, group_id, run_id
 from orchestrator.task.trackers import open_sink

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import SlurmError
-from orchestrator.records.jobdirs import ARRAY_FILE, RAW_JOB_ID_FILE, JobDir, iter_job_paths, log_path, read_job_dir
+from orchestrator.records.jobdirs import JobDir, iter_job_paths, read_job_dir
 from orchestrator.records.jobindex import SUBMITTED_FILE, index_path
+from orchestrator.records.joblayout import ARRAY_FILE, RAW_JOB_ID_FILE, log_path
 from orchestrator.records.live import JsonlTail, Memo, Stamp, stamp, stamps
 from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, ledger, read_attempts, restarts_shown
 from orchestrator.records.training import progress_cells, read_progress, read_result

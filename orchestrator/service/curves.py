@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.errors import ConfigError, OrchError
 from orchestrator.records.curves import Run, expand, final_row, load_runs
-from orchestrator.records.jobdirs import ARRAY_FILE
+from orchestrator.records.joblayout import ARRAY_FILE
 from orchestrator.records.logs.outfiles import write_output
 from orchestrator.service.jobs import Scope, job_root_of
 from orchestrator.spec.tracking import TB_DIR

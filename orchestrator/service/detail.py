@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.records.jobdirs import JobDir, log_path
+from orchestrator.records.jobdirs import JobDir
+from orchestrator.records.joblayout import log_path
 from orchestrator.records.live import Memo
 from orchestrator.records.logs.view import tail_lines
 from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, format_attempts, format_ledger, read_attempts

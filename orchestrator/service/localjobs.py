@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import ConfigError
-from orchestrator.records.jobdirs import job_root
+from orchestrator.records.joblayout import job_root
 from orchestrator.spec.cluster import Cluster
 from orchestrator.spec.runconfig import read_run_config
 

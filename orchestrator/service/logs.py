@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError, OrchError, SlurmError
-from orchestrator.records.jobdirs import JobDir, log_path
+from orchestrator.records.jobdirs import JobDir
+from orchestrator.records.joblayout import log_path
 from orchestrator.records.logs.view import Source, View, rank_logs, tail_lines
 from orchestrator.records.training import progress_cells, read_progress, read_result
 from orchestrator.service.jobs import Scope, chosen_cluster_name, find_job, locate

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError
-from orchestrator.records.jobdirs import job_root
+from orchestrator.records.joblayout import job_root
 from orchestrator.records.restarts import badnodes
 from orchestrator.records.restarts.badnodes import BadNode
 from orchestrator.spec.cluster import Cluster, Launcher

@@ -28,8 +28,9 @@ from typing import Any
 
 from orchestrator.errors import SlurmError
 from orchestrator.records import stacks
-from orchestrator.records.jobdirs import JobDir, log_path
+from orchestrator.records.jobdirs import JobDir
 from orchestrator.records.jobindex import read_submitted, same_submit
+from orchestrator.records.joblayout import log_path
 from orchestrator.records.restarts.attempts import ATTEMPTS_FILE, read_attempts
 from orchestrator.records.restarts.blame import Blame, BlameKind, blame
 from orchestrator.records.restarts.rankoutcome import current_run

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.env import hostlist
-from orchestrator.records.jobdirs import ARRAY_FILE, is_job_id
+from orchestrator.records.jobdirs import is_job_id
 from orchestrator.records.jobindex import lookup, parse_time
+from orchestrator.records.joblayout import ARRAY_FILE
 from orchestrator.records.restarts.attempts import read_attempts
 from orchestrator.records.sweeps import read_resubmissions
 from orchestrator.slurm.preflight import read_record

@@ -98,7 +98,7 @@ def leave_out(extra: Mapping[str, str | None], cluster: Cluster, partition_name:
 
 def job_root_of(job_dir: Path) -> Path:
     """The job root of a job folder (a sweep's element folder lies one level deeper)."""
-    from orchestrator.records.jobdirs import ARRAY_FILE
+    from orchestrator.records.joblayout import ARRAY_FILE
 
     parent = job_dir.parent
     return parent.parent if (parent / ARRAY_FILE).exists() else parent

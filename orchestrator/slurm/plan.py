@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from orchestrator.env import distenv, hostlist, masterport, taskenv
 from orchestrator.env.devices import task_gpu_indices
 from orchestrator.errors import ConfigError
-from orchestrator.records.jobdirs import folder_name, job_dir_path
-from orchestrator.records.jobdirs import write_job_dir as _write_job_dir
+from orchestrator.records.jobcreate import write_job_dir as _write_job_dir
+from orchestrator.records.joblayout import folder_name, job_dir_path
 from orchestrator.records.snapshots.store import snapshot_root
 from orchestrator.slurm.render import LOOPBACK_ADDR, ScriptContext, check_templates_dir, render_script
 from orchestrator.slurm.resources import (
@@ -322,5 +322,5 @@ def _device_label(held: tuple[int, ...]) -> str:
 
 
 def write_job_dir(plan: SubmitPlan) -> Path:
-    """Create the job folder with sbatch.sh, job.json, logs/ and checkpoints/ (:func:`jobdirs.write_job_dir`)."""
+    """Create the job folder with sbatch.sh, job.json, logs/ and checkpoints/ (:func:`jobcreate.write_job_dir`)."""
     return _write_job_dir(plan.job_dir, plan.script, plan.run_config)

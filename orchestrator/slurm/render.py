@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import ConfigError
-from orchestrator.records.jobdirs import (
+from orchestrator.records.joblayout import (
     ARRAY_BATCH_LOG_PATTERN,
     ARRAY_INDEX_PATTERN,
     ARRAY_RANK_LOG_PATTERN,

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError, OrchError
-from orchestrator.records.jobdirs import ARRAY_FILE, element_dir, read_id, read_job_dir
+from orchestrator.records.jobdirs import read_id, read_job_dir
 from orchestrator.records.jobindex import now_text
+from orchestrator.records.joblayout import ARRAY_FILE, element_dir
 from orchestrator.records.sweeps import indices, record_resubmission
 from orchestrator.slurm import jobstate
 from orchestrator.slurm.tracking import deferred_signals, private_umask, record_ids, record_submitted

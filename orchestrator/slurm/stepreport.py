@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.records.jobdirs import log_path
+from orchestrator.records.joblayout import log_path
 from orchestrator.records.logs.view import tail_lines
 from orchestrator.records.restarts.seen import Seen
 

@@ -22,10 +22,8 @@ from typing import Any
 
 from orchestrator.errors import ConfigError, SlurmError
 from orchestrator.records.atomic import write_private
-from orchestrator.records.jobdirs import (
-    ARRAY_FILE,
+from orchestrator.records.jobcreate import (
     create_job_dir,
-    element_dir,
     filling,
     make_private_dir,
     write_config,
@@ -33,6 +31,7 @@ from orchestrator.records.jobdirs import (
     write_script,
 )
 from orchestrator.records.jobindex import now_text
+from orchestrator.records.joblayout import ARRAY_FILE, element_dir
 from orchestrator.records.snapshots.store import snapshot_config
 from orchestrator.records.trust import fs_error, make_job_root
 from orchestrator.slurm.plan import SubmitPlan

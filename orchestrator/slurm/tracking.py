@@ -34,8 +34,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from orchestrator.errors import OrchError, SlurmError
-from orchestrator.records.jobdirs import ARRAY_FILE
 from orchestrator.records.jobindex import Submitted, parse_time, record_submit
+from orchestrator.records.joblayout import ARRAY_FILE
 from orchestrator.spec.runconfig import (
     JOB_ID_FILE,
     SUBMIT_ERROR_FILE,

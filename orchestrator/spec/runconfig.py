@@ -117,7 +117,7 @@ class RunConfig(BaseModel):
 
 
 def run_config_text(config: RunConfig) -> str:
-    """``job.json``'s text (``orchestrator.records.jobdirs.write_run_config`` writes it)."""
+    """``job.json``'s text (``orchestrator.records.jobcreate.write_run_config`` writes it)."""
     return json.dumps(config.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
 
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 from orchestrator.env import distenv, taskenv
 from orchestrator.errors import ConfigError, DistEnvError, OrchError, RendezvousTimeout
 from orchestrator.records.codetrust import check_task_code
-from orchestrator.records.jobdirs import outcome_path
+from orchestrator.records.joblayout import outcome_path
 from orchestrator.records.restarts.rankoutcome import PEER_FAILURE_EXIT  # a collective failed or timed out
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.stacks import STACK

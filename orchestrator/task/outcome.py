@@ -26,7 +26,7 @@ from typing import Any
 
 from orchestrator.env.devices import host_name
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.jobdirs import outcome_rank
+from orchestrator.records.joblayout import outcome_rank
 from orchestrator.records.restarts.rankoutcome import Kind, LastStep, RankOutcome, WorldJoin, parse_outcome
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import open_regular

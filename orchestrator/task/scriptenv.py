@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from orchestrator.env import distenv, taskenv
-from orchestrator.records.jobdirs import error_file_path
+from orchestrator.records.joblayout import error_file_path
 from orchestrator.spec.runconfig import RunConfig
 
 # Slurm's default MaxBatchRequeue: how often a preempted script job may be requeued.
@@ -68,7 +68,7 @@ def apply_launch_style(cfg: RunConfig, env: distenv.DistEnv, environ: os._Enviro
 def script_tracking_env(cfg: RunConfig, job_dir: Path, *, rank: int) -> dict[str, str]:
     """ORCH_RUN_ID, and the variables of the trackers the script opted into (MLflow's run id: rank 0,
     which creates the run when it is the job's first attempt)."""
-    from orchestrator.records.jobdirs import ARRAY_FILE
+    from orchestrator.records.joblayout import ARRAY_FILE
     from orchestrator.spec.tracking import group_id, run_id
 
     rid = run_id(job_dir)

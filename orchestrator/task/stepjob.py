@@ -23,8 +23,9 @@ from orchestrator.env import distenv
 from orchestrator.env.devices import VISIBLE_VAR, parse_visible_devices
 from orchestrator.errors import ConfigError, DistEnvError
 from orchestrator.records.atomic import write_private
-from orchestrator.records.jobdirs import create_job_dir, filling, folder_name, write_config
+from orchestrator.records.jobcreate import create_job_dir, filling, write_config
 from orchestrator.records.jobindex import parse_time
+from orchestrator.records.joblayout import folder_name
 from orchestrator.spec.cluster import Cluster, Launcher
 from orchestrator.spec.numbers import parse_int
 from orchestrator.spec.runconfig import JOB_FILE, JOB_ID_FILE, RunConfig, read_run_config

@@ -24,7 +24,7 @@ from support import ORCH, ROOT, Stubs, clean_environ
 from test_status_logs import DISABLED, FakeSlurm, job_root, run_cli
 
 from orchestrator.records import jobindex
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.records.logs.view import split_batch, tail_lines
 from orchestrator.slurm.state import parse_sacct_runs, parse_squeue
 from orchestrator.spec.runconfig import RunConfig

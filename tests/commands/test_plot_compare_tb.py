@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.records.training import eta_cell
 from orchestrator.spec.runconfig import RunConfig
 

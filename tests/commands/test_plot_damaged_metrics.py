@@ -15,7 +15,7 @@ from support import no_hang
 
 from orchestrator.cli import main
 from orchestrator.records import training
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.spec.runconfig import RunConfig
 
 JUNK = 150_000  # lines that cannot be a JSON object (never parsed)

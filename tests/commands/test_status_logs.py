@@ -24,7 +24,8 @@ from orchestrator import api
 from orchestrator.cli import main
 from orchestrator.commands.plot import series
 from orchestrator.errors import OrchError
-from orchestrator.records.jobdirs import find_job_dir, list_job_dirs, write_run_config
+from orchestrator.records.jobcreate import write_run_config
+from orchestrator.records.jobdirs import find_job_dir, list_job_dirs
 from orchestrator.records.training import read_metrics
 from orchestrator.slurm import jobstate
 from orchestrator.spec.runconfig import RunConfig

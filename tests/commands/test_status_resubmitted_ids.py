@@ -17,7 +17,7 @@ import pytest
 from support import FakeSlurm
 
 from orchestrator.cli import main
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.records.jobindex import Submitted, now_text, record_submit
 from orchestrator.records.restarts.attempts import write_attempts
 from orchestrator.slurm import preflight, restart

@@ -27,7 +27,7 @@ from support import ORCH, ROOT, clean_environ
 
 from orchestrator.env import masterport
 from orchestrator.local.runner import LocalRunner
-from orchestrator.records.jobdirs import create_job_dir, write_run_config
+from orchestrator.records.jobcreate import create_job_dir, write_run_config
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import LOG_DIR, RunConfig
 

@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 
 from orchestrator.local.result import last_error, local_result, read_result, tail
-from orchestrator.records.jobdirs import local_log_name
+from orchestrator.records.joblayout import local_log_name
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE, RESULT_FILE
 
 

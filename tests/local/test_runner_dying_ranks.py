@@ -31,7 +31,7 @@ from support import ORCH, TESTS, clean_environ
 
 from orchestrator.env import taskenv
 from orchestrator.local.rankenv import free_port
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, RunConfig
 

@@ -13,7 +13,7 @@ import pytest
 from support import ORCH, ROOT, clean_environ
 
 from orchestrator.records.errorfiles import ERROR_FILE_LIMIT, parse_error_file, read_error_file
-from orchestrator.records.jobdirs import error_file_path
+from orchestrator.records.joblayout import error_file_path
 
 SCRIPT = ROOT / "tests" / "scripts" / "record_error.py"
 RAISED_AT = f"raised at {SCRIPT}:15"  # check_batch's raise

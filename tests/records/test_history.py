@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.records.history import figures, job_budget, read_history
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.records.training import read_metrics, read_result
 from orchestrator.spec.runconfig import RunConfig, read_run_config
 

@@ -16,7 +16,9 @@ from support import ROOT
 
 from orchestrator.cli import VERBS, main
 from orchestrator.records import jobdirs
-from orchestrator.records.jobdirs import ARRAY_FILE, iter_job_dirs, job_dir_path, list_job_dirs, write_run_config
+from orchestrator.records.jobcreate import write_run_config
+from orchestrator.records.jobdirs import iter_job_dirs, list_job_dirs
+from orchestrator.records.joblayout import ARRAY_FILE, job_dir_path
 from orchestrator.spec.runconfig import RunConfig
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone(timedelta(hours=1)))

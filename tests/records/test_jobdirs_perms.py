@@ -120,7 +120,7 @@ def test_launcher_alone_never_writes_world_writable_files(tmp_path: Path) -> Non
     """The task entry (as srun starts it) narrows its own umask too: checkpoints and results."""
     from datetime import datetime
 
-    from orchestrator.records.jobdirs import write_run_config
+    from orchestrator.records.jobcreate import write_run_config
     from orchestrator.spec.cluster import Launcher
     from orchestrator.spec.runconfig import RunConfig
 

@@ -78,7 +78,7 @@ def test_the_mark_of_a_rank_that_answered_sigterm_is_the_one_its_log_gets() -> N
 
 
 def test_after_a_timed_out_collective_the_others_get_a_short_grace(job_dir: Path) -> None:
-    from orchestrator.records.jobdirs import outcome_path
+    from orchestrator.records.joblayout import outcome_path
     from orchestrator.records.stacks import TIMED_OUT_GRACE_S, grace_after
 
     waited = RankOutcome(rank=0, world_size=2, run="local", restart=0, kind="waited", how="timeout", exit_code=3,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.records.jobdirs import create_job_dir, element_dir
+from orchestrator.records.jobcreate import create_job_dir
+from orchestrator.records.joblayout import element_dir
 from orchestrator.records.sweeps import (
     RESUBMISSIONS_FILE,
     find_sweep,

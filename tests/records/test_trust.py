@@ -116,7 +116,7 @@ def test_run_and_submit_create_the_job_root_with_one_mode(tmp_path: Path, stubs:
     old = os.umask(0)
     try:
         assert main(["submit", "smoke", "--cluster", str(cluster)]) == 0
-        from orchestrator.records.jobdirs import create_job_dir
+        from orchestrator.records.jobcreate import create_job_dir
 
         create_job_dir(tmp_path / "local" / "root" / "smoke-1")  # what orch run and the API's local mode use
     finally:

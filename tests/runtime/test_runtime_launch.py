@@ -16,7 +16,7 @@ from support import ROOT, clean_environ
 
 from orchestrator.env import distenv, masterport
 from orchestrator.errors import DistEnvError
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.runtime.launch import main
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.task.launch import check_world

@@ -13,7 +13,7 @@ import pytest
 from support import training_job
 
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.jobdirs import outcome_path
+from orchestrator.records.joblayout import outcome_path
 from orchestrator.records.restarts.attempts import write_attempts
 from orchestrator.service.board import Board
 from orchestrator.task.outcome import Recorder

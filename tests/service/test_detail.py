@@ -10,7 +10,8 @@ from typing import Any
 from support import training_job
 
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.jobdirs import outcome_path, read_job_dir
+from orchestrator.records.jobdirs import read_job_dir
+from orchestrator.records.joblayout import outcome_path
 from orchestrator.records.live import Memo
 from orchestrator.records.restarts.attempts import write_attempts
 from orchestrator.service.detail import read_detail

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError, OrchError
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.service import curves
 from orchestrator.service.curves import OVERLAY_FILE, PLOT_FILE, plot_path, runs, tensorboard_logdir
 from orchestrator.service.jobs import Scope

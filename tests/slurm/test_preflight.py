@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from support import ROOT, check_golden
 
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.slurm.plan import SubmitPlan
 from orchestrator.slurm.preflight import Decision, decide, main, status_note
 from orchestrator.spec.runconfig import Preflight, RunConfig

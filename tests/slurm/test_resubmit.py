@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.records.restarts import attempts as att
 from orchestrator.records.restarts.rankoutcome import RankOutcome
 from orchestrator.slurm import restart

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.records.jobdirs import outcome_path, write_run_config
+from orchestrator.records.jobcreate import write_run_config
+from orchestrator.records.joblayout import outcome_path
 from orchestrator.records.restarts.rankoutcome import RankOutcome
 from orchestrator.slurm import restart
 from orchestrator.slurm.stepreport import StepReport, TaskEnd, parse, read_seen, seen_from, step_lines

@@ -16,7 +16,7 @@ from textual.widgets import DataTable
 
 from orchestrator.commands import top
 from orchestrator.records.atomic import write_text_atomic
-from orchestrator.records.jobdirs import outcome_path
+from orchestrator.records.joblayout import outcome_path
 from orchestrator.task.outcome import Recorder
 from orchestrator.views.topapp import Confirm, TopApp
 

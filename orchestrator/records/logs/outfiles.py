@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from orchestrator.records.atomic import PRIVATE_FILE_MODE, write_bytes_atomic
-from orchestrator.records.jobdirs import ARRAY_FILE
+from orchestrator.records.joblayout import ARRAY_FILE
 from orchestrator.spec.runconfig import JOB_FILE
 
 _MARKERS = (JOB_FILE, ARRAY_FILE)  # what makes a folder a job folder (a run's, a sweep's)

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from orchestrator.records.jobdirs import JobDir, log_path
+from orchestrator.records.jobdirs import JobDir
+from orchestrator.records.joblayout import log_path
 from orchestrator.records.logs import outwatch
 from orchestrator.spec.runconfig import LOG_DIR
 from orchestrator.spec.safefile import note, open_regular

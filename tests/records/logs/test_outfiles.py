@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.records.logs.outfiles import job_folder_of
 from orchestrator.spec.runconfig import RunConfig
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from support import ORCH, clean_environ
 
-from orchestrator.records.jobdirs import write_run_config
+from orchestrator.records.jobcreate import write_run_config
 from orchestrator.records.logs import outwatch
 from orchestrator.spec.runconfig import RunConfig
 

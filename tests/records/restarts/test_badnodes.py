@@ -287,7 +287,7 @@ def test_the_cli_path_imports_no_torch_for_orch_nodes(cluster: Path) -> None:
 # --- what records nodes today: a failed preflight, a failed job's blame ------------------------------------------
 
 def test_a_failed_preflight_records_its_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from orchestrator.records.jobdirs import write_run_config
+    from orchestrator.records.jobcreate import write_run_config
     from orchestrator.slurm.preflight import main
     from orchestrator.spec.runconfig import Preflight, RunConfig
 
@@ -336,7 +336,7 @@ def test_the_batch_log_says_what_orch_nodes_will_list(tmp_path: Path, capsys: py
     """The job's launcher.bad_node_ttl decides: 0 remembers nothing (orch nodes lists none), and the batch log
     says so rather than "later jobs leave it out"; the node is left out of this job's own resubmission all the
     same (attempts.json, slurm/restart.py)."""
-    from orchestrator.records.jobdirs import write_run_config
+    from orchestrator.records.jobcreate import write_run_config
     from orchestrator.slurm.nodememory import main
     from orchestrator.slurm.preflight import main as preflight_main
     from orchestrator.spec.cluster import Launcher
@@ -377,7 +377,7 @@ def test_a_sweep_elements_nodes_go_to_the_job_root(tmp_path: Path) -> None:
 
 def test_in_the_batch_script_a_rank_that_never_started_is_placed_by_the_allocation(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.records.jobdirs import write_run_config
+    from orchestrator.records.jobcreate import write_run_config
     from orchestrator.slurm.nodememory import allocation_hosts, main
     from orchestrator.spec.runconfig import RunConfig
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from support import ORCH, TESTS, clean_environ
 
-from orchestrator.records.jobdirs import outcome_path, write_run_config
+from orchestrator.records.jobcreate import write_run_config
+from orchestrator.records.joblayout import outcome_path
 from orchestrator.records.restarts import nodeevidence
 from orchestrator.records.restarts.blame import ROLES, blame, role
 from orchestrator.records.restarts.rankoutcome import RankOutcome, current_run, parse_outcome
