@@ -39,22 +39,30 @@ class Fixed:
     fixed: list[Finding] = field(default_factory=list)
     left: list[tuple[Finding, str]] = field(default_factory=list)
     possible: int = 0  # fixable findings of confidence "possible" left as they were (no show_all)
+    findings: list[Finding] = field(default_factory=list)  # the doctor's findings in the fixed text
 
 
 def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_all: bool = False) -> Fixed:
     """The script's text with every fixable finding of ``filename`` that the doctor shows (certain and likely;
     the possible ones too with ``show_all``, as ``--all``), less the codes in ``ignore``, fixed."""
     result = Fixed(text=source)
+    checked: dict[str, list[Finding]] = {}  # the doctor's findings by text: each text is read once
+
+    def check(text: str) -> list[Finding]:
+        if text not in checked:
+            checked[text] = check_source(text, filename)
+        return checked[text]
+
     tried: set[tuple[str, str]] = set()  # (code, the finding's source line) of a fix that could not be made
     first = source.splitlines()
     original: dict[tuple[str, str], list[Finding]] = {}  # the findings at the lines the user has, by code and text
-    for f in check_source(source, filename):
+    for f in check(source):
         original.setdefault((f.code, _at(first, f.line)), []).append(f)
         result.possible += f.file == filename and f.code in FIXERS and f.code not in ignore and not shown(
             f.confidence, show_all)
     for _ in range(_MAX_FIXES):
         lines = result.text.splitlines()
-        now = check_source(result.text, filename)
+        now = check(result.text)
         todo = [f for f in now if f.file == filename and f.code in FIXERS and f.code not in ignore
                 and shown(f.confidence, show_all) and (f.code, _at(lines, f.line)) not in tried]
         if not todo:
@@ -71,7 +79,7 @@ def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_al
             new, why = None, f"{exc}: change it by hand (the fix line says how)"
         else:
             why = _NO_FIX
-        if new is None or new.code == result.text or not _fixes(new.code, filename, finding.code, now):
+        if new is None or new.code == result.text or not _fixes(new.code, check, finding.code, now):
             tried.add(key)  # not tried again (nor a finding of the same code on a line that reads the same)
             result.left.append((finding, why))
             continue
@@ -79,6 +87,7 @@ def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_al
         result.fixed.append(finding)
         if original.get(key):
             original[key].pop(0)
+    result.findings = check(result.text)  # read already (by the loop or by _fixes)
     return result
 
 
@@ -86,10 +95,10 @@ def _at(lines: list[str], line: int) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def _fixes(text: str, filename: str, code: str, before: list[Finding]) -> bool:
+def _fixes(text: str, check: Callable[[str], list[Finding]], code: str, before: list[Finding]) -> bool:
     """The doctor reports fewer findings of ``code`` in the fixed text, and no more errors."""
     try:
-        after = check_source(text, filename)
+        after = check(text)
     except DoctorInputError:  # a fix that breaks the parse is no fix
         return False
     def count(findings: list[Finding], wanted: Callable[[Finding], bool]) -> int:

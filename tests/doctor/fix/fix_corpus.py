@@ -43,7 +43,7 @@ def fix_one(name: str, entry: str, show_all: bool = False) -> Outcome | None:
     result = fix_source(text, str(path), show_all=show_all)
     fixed = tuple(sorted(f.code for f in result.fixed))
     applies = _applies(text, unified_diff(text, result.text, entry), result.text, entry) if fixed else True
-    left_codes = {f.code for f in check_source(result.text, str(path)) if f.file == str(path)}
+    left_codes = {f.code for f in result.findings if f.file == str(path)}
     return Outcome(name, fixable, fixed, tuple(sorted(f.code for f, _ in result.left)), applies,
                    not (set(fixed) & left_codes))
 

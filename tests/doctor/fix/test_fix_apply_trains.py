@@ -1,12 +1,13 @@
 """The real proof: a script with four pitfalls (the ``--local_rank`` flag, no ``set_epoch``, every rank saving
-to one path, ``destroy_process_group`` in the loop), fixed by ``orch doctor --fix --write`` and trained under
-``orch run --nproc 2`` (gloo, CPU), ends with the same parameters, bit for bit, as the same script fixed by
-hand and trained under torchrun. The same for the two GPU fixes (the device bound before init, ``map_location``)
-on a script that uses the GPU when there is one: on this CPU-only run they must leave its CPU path training as
-the hand fix does (their effect on a GPU is not exercised here)."""
+to one path, ``destroy_process_group`` in the loop: it goes into a ``finally``), fixed by ``orch doctor --fix
+--write`` and trained under ``orch run --nproc 2`` (gloo, CPU), ends with the same parameters, bit for bit, as the
+same script fixed by hand and trained under torchrun. The same for the two GPU fixes (the device bound before
+init, ``map_location``) on a script that uses the GPU when there is one: on this CPU-only run they must leave its
+CPU path training as the hand fix does (their effect on a GPU is not exercised here)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,9 @@ def test_the_fixed_script_under_orch_run_trains_to_the_hand_fixed_scripts_parame
     assert fix.returncode == 0, fix.stderr
     assert "fixed DDP015 (line 12), DDP004 (line 23), DDP006 (line 31), DDP007 (line 32)" in fix.stderr
     assert check_file(script) == []
+    assert "    try:\n" in script.read_text(encoding="utf-8")  # DDP007's fix: the training in a try ...
+    assert script.read_text(encoding="utf-8").endswith(  # ... whose finally destroys the group
+        "    finally:\n        dist.destroy_process_group()\n\n\nif __name__ == \"__main__\":\n    main()\n")
     (tmp_path / "by_hand.py").write_text(_by_hand(), encoding="utf-8")
 
     ours = subprocess.run([ORCH, "run", "train.py", "--nproc", "2", "--cpu", "--job-root", str(tmp_path / "jobs"),
@@ -184,3 +188,27 @@ def test_the_device_and_map_location_fixes_keep_the_cpu_path_training_as_the_han
     start = torch.load(tmp_path / "init_model.pt")
     assert not torch.equal(got["weight"], start["weight"])  # it trained
     assert all(torch.equal(got[name], want[name]) for name in want), (got, want)
+
+
+def test_the_repos_local_rank_flag_script_fixed_takes_each_ranks_local_rank_from_the_environment_under_orch_run(
+        tmp_path: Path) -> None:
+    """tests/scripts/local_rank_arg.py, written for the old launcher's ``--local_rank`` flag: fixed (DDP015), orch
+    runs it in torchrun's style (no flag passed) and each rank still reads its own local rank (0 and 1, not the
+    flag's default 0 twice) and trains."""
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    for name in ("local_rank_arg.py", "ddp_model.py"):
+        (tmp_path / name).write_text((scripts / name).read_text(encoding="utf-8"), encoding="utf-8")
+    fix = subprocess.run([ORCH, "doctor", "local_rank_arg.py", "--fix", "--write"], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert fix.returncode == 0 and "fixed DDP015 (line 21)" in fix.stderr, fix.stderr
+    assert check_file(tmp_path / "local_rank_arg.py") == []
+    ours = subprocess.run([ORCH, "run", "local_rank_arg.py", "--nproc", "2", "--cpu", "--job-root",
+                           str(tmp_path / "jobs"), "--", "--out", str(tmp_path / "out")], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    [job] = [p for p in (tmp_path / "jobs").iterdir() if (p / "job.json").is_file()]
+    launch = json.loads((job / "job.json").read_text(encoding="utf-8"))["script"]["launch"]
+    assert launch["style"] == "env", launch  # torchrun's style (the unfixed script runs as local-rank-arg)
+    ranks = [json.loads((tmp_path / "out" / f"rank{r}.json").read_text(encoding="utf-8")) for r in (0, 1)]
+    assert [r["local_rank_arg"] for r in ranks] == [0, 1]
+    assert ranks[0]["params"] == ranks[1]["params"]  # DDP kept the ranks' parameters equal
