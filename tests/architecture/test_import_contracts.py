@@ -65,7 +65,7 @@ BROKEN = [  # (contract, file under orchestrator/, wrong import, inside a functi
     ("layers", "spec/job.py", "from orchestrator.api import submit", True),
     ("layers", "env/hostlist.py", "from orchestrator.spec import cluster", False),
     ("layers", "records/restarts/blame.py", "from orchestrator.task import outcome", True),
-    ("acyclic", "records/trust.py", "from orchestrator.records import jobdirs", True),
+    ("acyclic", "records/trust.py", "from orchestrator.records import jobcreate", True),
     ("records-concepts", "records/logs/view.py", "from orchestrator.records.restarts import blame", True),
     ("records-core", "records/jobdirs.py", "from orchestrator.records.snapshots import store", True),
     ("torch-only-in-runtime", "slurm/plan.py", "import torch", True),
