@@ -18,7 +18,11 @@ global. The agent watches its worker:
   generation; the other ranks' workers stay in their processes and form the next generation with it.
   Otherwise the agent ends as its worker did (the same exit code or signal), and the step-level restart
   takes over, as without agents (:data:`~orchestrator.restarts.protocol.FALLBACKS` names why, in ``restart_fallback``);
-- the worker gave up on a collective with nothing else failing (a deadlock): fallback.
+- the worker gave up on a collective with nothing else failing (a deadlock): fallback;
+- the worker is left behind: a restart of its generation was decided, and it has said no lost peer
+  ``LEFT_BEHIND_S`` later. It waits in a collective on a survivor that has gone on (gloo's algorithms pair
+  ranks: only the failed rank's partners see its sockets close; the others wait for ``collective_timeout``,
+  measured at 8 ranks and more): the agent kills it and forks its next generation's worker.
 
 The agent writes no outcome record of its own: each worker does (its pid), as the task did before.
 """
@@ -121,6 +125,7 @@ class _Agent:
     began: float = field(default_factory=time.time)  # when the current generation started
     hung: heartbeat.Watch | None = None  # the worker's training steps (a running rank that stopped stepping)
     preempted: bool = False  # the preemption signal came: every later worker starts with its flag set
+    behind_since: float | None = None  # when a restart of the worker's generation was first seen undone by it
     decider: Decider = field(init=False, repr=False)  # what this agent decides when its worker fails
 
     def __post_init__(self) -> None:
@@ -198,7 +203,8 @@ class _Agent:
 
     def _wait(self) -> int | None:
         """The worker's exit status as Popen says it (-N: signal N); a worker stopped too long is killed.
-        None: a script's other rank failed and the world restarts (this worker was stopped for it)."""
+        None: a script's other rank failed and the world restarts (this worker was stopped for it), or the worker
+        was left behind in a generation whose restart was decided (killed: :meth:`_left_behind`)."""
         polls = 0
         while True:
             code = self._reap()
@@ -209,6 +215,8 @@ class _Agent:
             polls += 1
             if self.script and polls % 5 == 0 and self._world_restarts():
                 self._stop_worker()
+                return None
+            if not self.script and polls % proto.LEFT_BEHIND_POLLS == 0 and self._left_behind():
                 return None
             time.sleep(proto.POLL_S)
 
@@ -231,6 +239,36 @@ class _Agent:
             return self.store.check([key]) and proto.parse_decision(self.store.get(key))[0]
         except (OSError, RuntimeError):
             return False
+
+    def _left_behind(self) -> bool:
+        """The worker is still in a generation whose restart was decided, has said no lost peer, and
+        ``LEFT_BEHIND_S`` have passed since this agent saw the decision: it is killed, and this agent's
+        generation is that one (its caller forks the next)."""
+        rank = self.env.rank
+        try:
+            at = int(self.store.get(proto.at(rank)))
+            restart = self.store.check([proto.decision(at)]) and proto.parse_decision(
+                self.store.get(proto.decision(at)))[0]
+            said = restart and self.store.check([proto.lost(at, rank)])
+        except (OSError, RuntimeError, ValueError):  # the store is gone or busy: the other checks still hold
+            return False
+        if not restart or said:
+            self.behind_since = None
+            return False
+        now = time.monotonic()
+        self.behind_since = self.behind_since or now
+        if now - self.behind_since < proto.LEFT_BEHIND_S:
+            return False
+        print(f"orch: rank {rank}: the worker (pid {self.pid}) is still in generation {at}, whose restart was "
+              f"decided {now - self.behind_since:.1f} s ago (it waits on a peer that went on); replacing it",
+              file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        end_group(self.pid)
+        self.generation, self.behind_since, self.hung = at, None, None
+        return True
 
     def _stop_worker(self, grace: float = 2.0) -> None:
         """SIGTERM, then SIGKILL after ``grace`` seconds, as torchrun stops a world's workers: to the worker's

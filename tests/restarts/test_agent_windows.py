@@ -242,3 +242,31 @@ def test_an_agent_leaves_once_every_ranks_agent_ended_or_the_wait_is_over(tmp_pa
     began = time.monotonic()
     make_agent(tmp_path, alone, rank=0).exit_barrier(0.5)
     assert 0.5 <= time.monotonic() - began < 3.0
+
+
+# --- a survivor left behind in the failed generation --------------------------------------------------------
+
+def test_a_worker_left_behind_in_a_decided_generation_is_replaced_and_one_that_said_lost_is_not(
+        tmp_path: Path) -> None:
+    """A restart of generation 0 is decided. A worker that said it lost its peer is on its way to generation 1 and
+    keeps its process; one that said nothing LEFT_BEHIND_S later waits in a collective on a survivor that went on
+    (gloo pairs ranks: at 8 ranks such a rank waited collective_timeout): its agent kills it (its whole group)
+    and its next generation is forked."""
+    store = DictStore()
+    ag = make_agent(tmp_path, store)
+    if ag.fork(0) is not None:  # pragma: no cover - the worker: stuck
+        try:
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    assert ag._left_behind() is False  # nothing decided yet
+    store.set(proto.decision(0), proto.RESTART)
+    store.set(proto.lost(0, ag.env.rank), "1")  # it saw the failure: on its way
+    time.sleep(proto.LEFT_BEHIND_S + 0.1)
+    assert ag._left_behind() is False and alive(ag.pid)
+    del store.data[proto.lost(0, ag.env.rank)]  # it never saw it: left behind
+    assert ag._left_behind() is False  # the clock starts when the agent first sees it
+    time.sleep(proto.LEFT_BEHIND_S + 0.1)
+    worker = ag.pid
+    assert ag._left_behind() is True
+    assert not alive(worker) and ag.generation == 0  # watch() forks generation 1 next
