@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, ROOT, clean_environ, run_cli
+from support import ORCH, ROOT, clean_environ, once_more_on_teardown_abort, run_cli
 from test_logs_script_jobs import squeue_line
 from test_status_logs import DISABLED, FakeSlurm
 
@@ -63,14 +63,12 @@ def test_two_tasks_train_as_one_world_as_under_torchrun(fake_slurm: FakeSlurm, t
     tasks = srun(tmp_path, str(DDP), "--job-root", str(jobs), "--", "--out", str(ours), "--steps", "4")
     for task in tasks:
         assert task.returncode == 0, task.stderr.decode(errors="replace")
-    for _ in range(2):  # plain torchrun aborts now and then in gloo's teardown under load: once more
-        torchrun = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                                   "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(DDP),
-                                   "--out", str(theirs), "--steps", "4"], cwd=tmp_path, env=task_env(0, 2),
-                                  capture_output=True, timeout=TIMEOUT, check=False)
-        if torchrun.returncode == 0 or b"Signal 6 (SIGABRT)" not in torchrun.stderr:
-            break
-    assert torchrun.returncode == 0, torchrun.stderr.decode(errors="replace")
+    # plain torchrun aborts now and then in gloo's teardown under load (the shared rule: once more)
+    torchrun = once_more_on_teardown_abort(lambda: subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+         "--master-port", str(free_port()), str(DDP), "--out", str(theirs), "--steps", "4"], cwd=tmp_path,
+        env=task_env(0, 2), capture_output=True, text=True, errors="replace", timeout=TIMEOUT, check=False))
+    assert torchrun.returncode == 0, torchrun.stderr
     job_dir = jobs / f"byo-{JOB_ID}.0"
     differ = {"MASTER_PORT", "MASTER_ADDR", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS", "TORCHELASTIC_MAX_RESTARTS",
               "TORCHELASTIC_ERROR_FILE"}  # torchrun's error file is in its own temporary folder, orch's in the job's

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, ROOT, clean_environ
+from support import ORCH, ROOT, clean_environ, once_more_on_teardown_abort
 
 from orchestrator.local.rankenv import free_port
 
@@ -89,14 +89,12 @@ def test_unmodified_script_runs_in_two_ranks_from_another_directory(tmp_path: Pa
 
 def test_torchrun_and_orch_run_give_the_script_the_same_variables(tmp_path: Path) -> None:
     torchrun_out, orch_out = tmp_path / "torchrun", tmp_path / "orch"
-    for _ in range(2):  # plain torchrun (not orch) aborts now and then in gloo's teardown under load: once more
-        torchrun = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                                   "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-                                   str(DDP), "--out", str(torchrun_out)],
-                                  cwd=tmp_path, env=_env(), capture_output=True, timeout=TIMEOUT, check=False)
-        if torchrun.returncode == 0 or b"Signal 6 (SIGABRT)" not in torchrun.stderr:
-            break
-    assert torchrun.returncode == 0, torchrun.stderr.decode(errors="replace")
+    # plain torchrun (not orch) aborts now and then in gloo's teardown under load (the shared rule: once more)
+    torchrun = once_more_on_teardown_abort(lambda: subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+         "--master-port", str(free_port()), str(DDP), "--out", str(torchrun_out)],
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, errors="replace", timeout=TIMEOUT, check=False))
+    assert torchrun.returncode == 0, torchrun.stderr
     proc = _orch_run(tmp_path, str(DDP), "--nproc", "2", "--job-root", str(tmp_path / "jobs"), "--",
                      "--out", str(orch_out))
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")

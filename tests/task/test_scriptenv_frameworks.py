@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, ROOT, clean_environ
+from support import ORCH, ROOT, clean_environ, once_more_on_teardown_abort
 
 from orchestrator.local.rankenv import free_port
 
@@ -38,14 +38,12 @@ def _records(out: Path) -> list[dict[str, Any]]:
 
 
 def _torchrun(script: Path, out: Path, cwd: Path, **extra: str) -> list[dict[str, Any]]:
-    for _ in range(2):  # plain torchrun aborts now and then in gloo's teardown under load: once more
-        proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                               "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(script),
-                               "--out", str(out)], cwd=cwd, env=_env(**extra), capture_output=True,
-                              timeout=TIMEOUT, check=False)
-        if proc.returncode == 0 or b"Signal 6 (SIGABRT)" not in proc.stderr:
-            break
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
+    # plain torchrun aborts now and then in gloo's teardown under load (the shared rule: once more)
+    proc = once_more_on_teardown_abort(lambda: subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+         "--master-port", str(free_port()), str(script), "--out", str(out)], cwd=cwd, env=_env(**extra),
+        capture_output=True, text=True, errors="replace", timeout=TIMEOUT, check=False))
+    assert proc.returncode == 0, proc.stderr[-3000:]
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(out.glob("rank*.json"))]
 
 
