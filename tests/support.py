@@ -442,10 +442,15 @@ class Tmux:
     def __init__(self, name: str, command: str, env: dict[str, str], cwd: Path) -> None:
         tmux = shutil.which("tmux")
         assert tmux is not None, "tmux is not installed: tests/slurm/cluster.sh installs it (apt-get install tmux)"
-        self.argv = [tmux, "-L", f"{name}-{os.getpid()}"]
+        # The size is the server's own setting from its start (a config file of its own, never the user's): two CI
+        # runs showed the pane at tmux's default 80x24 (the table's columns cut, "3/10" not shown), once after
+        # new-session -x/-y alone and once after a resize-window following it (tmux 3.3a: a window without a
+        # client follows default-size, 80x24 unless set).
+        conf = cwd / f".tmux-{name}.conf"
+        conf.write_text("set -g default-size 200x50\n", encoding="utf-8")
+        self.argv = [tmux, "-L", f"{name}-{os.getpid()}", "-f", str(conf)]
         self.env = {**env, "TERM": "xterm-256color"}
         self.run("new-session", "-d", "-x", "200", "-y", "50", "-s", "main", command, cwd=cwd)
-        # once more: a CI run showed the pane at tmux's default 80x24 (the table's columns cut, "3/10" not shown)
         self.run("resize-window", "-t", "main", "-x", "200", "-y", "50")
 
     def run(self, *args: str, cwd: Path | None = None) -> str:
