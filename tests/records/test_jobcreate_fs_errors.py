@@ -13,20 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from support import ORCH, TEST_CLUSTER
+from support import ORCH, TEST_CLUSTER, assert_refused
 
 from orchestrator.cli import main
 
 if TYPE_CHECKING:
     from support import Stubs
-
-
-def assert_refused(proc: subprocess.CompletedProcess[str], *names: str) -> None:
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "orch: error:" in proc.stderr and "HINT:" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    for name in names:
-        assert name in proc.stderr, f"{name!r} not in {proc.stderr!r}"
 
 
 # --- file-system errors -------------------------------------------------------------------------------
