@@ -234,11 +234,15 @@ class _Agent:
                 return os.waitstatus_to_exitcode(status)
 
     def _world_restarts(self) -> bool:
-        key = proto.decision(self.generation)
         try:
-            return self.store.check([key]) and proto.parse_decision(self.store.get(key))[0]
+            return self._restart_decided(self.generation)
         except (OSError, RuntimeError):
             return False
+
+    def _restart_decided(self, generation: int) -> bool:
+        """Whether the store holds a restart decided for ``generation`` (the store's errors go to the caller)."""
+        key = proto.decision(generation)
+        return self.store.check([key]) and proto.parse_decision(self.store.get(key))[0]
 
     def _left_behind(self) -> bool:
         """The worker is still in a generation whose restart was decided, has said no lost peer, and
@@ -247,8 +251,7 @@ class _Agent:
         rank = self.env.rank
         try:
             at = int(self.store.get(proto.at(rank)))
-            restart = self.store.check([proto.decision(at)]) and proto.parse_decision(
-                self.store.get(proto.decision(at)))[0]
+            restart = self._restart_decided(at)
             said = restart and self.store.check([proto.lost(at, rank)])
         except (OSError, RuntimeError, ValueError):  # the store is gone or busy: the other checks still hold
             return False
