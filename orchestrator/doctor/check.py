@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -106,9 +107,16 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
         _run(analysis, RULES, ignored, findings)
         list(analysis.helper_quals)  # reads the project's helpers the script calls
         if analysis.project is not None:
-            for path, module in analysis.project.helpers():
+            helpers = analysis.project.helpers()
+            imported = [m for p in analysis.project.imported(analysis.module) if (m := analysis.project.read(p))]
+            on_import = frozenset(n for m in [*(m for _, m in helpers), *imported] for n in _module_level_names(m.tree))
+            for path, module in helpers:
                 helper = Analysis(module.tree, str(path), outer=analysis)
-                _run(helper, HELPER_RULES, suppressions(_text(path)), findings, severity="warning")
+                found: set[Finding] = set()
+                _run(helper, HELPER_RULES, suppressions(_text(path)), found, severity="warning")
+                reached = analysis.project.reached(path) | on_import
+                findings.update(f if reached_line(module.tree, reached, f.line) else replace(f, confidence="possible")
+                                for f in found)
     except (RecursionError, MemoryError) as exc:
         what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
         raise DoctorSkipped(f"{filename}: {what} to analyse", hint="pass a Python source file") from None
@@ -123,6 +131,57 @@ def _run(analysis: Analysis, rules: Sequence[Callable[[Analysis], Iterator[Findi
             if not any(finding.code in ignored.get(line, ()) for line in span):
                 findings.add(replace(finding, severity=severity, confidence=at_most(finding.confidence, "likely"))
                              if severity else finding)  # a helper's finding: a warning, at most likely
+
+
+def reached_line(tree: ast.Module, reached: frozenset[str], line: int) -> bool:
+    """Whether ``line`` of a helper module runs for the script: at module level (it runs on import), or in a
+    function, class or method the script's calls reached (``Project.reached``). A finding in a function
+    nothing the script calls reaches (the helper's own ``main()``) is only possible."""
+    name = _defined_at(tree.body, line)
+    if not name:
+        return True
+    head, _, method = name.partition(".")
+    if name in reached or head in reached or (method and method in reached):
+        return True
+    # a function the reached code hands on by name (``mp.start_processes(single_proc_run, ...)``, a callback)
+    return head in _named_in(tree, reached)
+
+
+def _module_level_names(tree: ast.Module) -> set[str]:
+    """Names the module's own top-level code reads when imported (a registry ``{"simclr": ssl.SimCLR}``), not
+    in its definitions nor under ``if __name__ == "__main__":``."""
+    out: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom):
+            continue
+        if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+            continue
+        out |= {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(stmt)
+                if isinstance(n, ast.Name | ast.Attribute)}
+    return out
+
+
+def _named_in(tree: ast.Module, reached: frozenset[str]) -> set[str]:
+    """The names read inside the module's reached top-level definitions."""
+    bodies = [s for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+              and s.name in reached]
+    return {n.id for body in bodies for n in ast.walk(body) if isinstance(n, ast.Name)}
+
+
+def _defined_at(body: list[ast.stmt], line: int, prefix: str = "") -> str:
+    """``f`` or ``Class.method``: the definition of ``body`` that holds ``line`` ("" at module level)."""
+    for stmt in body:
+        if not stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            continue
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            return prefix + stmt.name
+        if isinstance(stmt, ast.ClassDef):
+            return _defined_at(stmt.body, line, f"{stmt.name}.") or stmt.name
+        if isinstance(stmt, ast.If | ast.Try) and not prefix:  # `if HAS_X: def f(): ...`
+            inner = [*stmt.body, *stmt.orelse, *getattr(stmt, "finalbody", []),
+                     *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
+            return _defined_at(inner, line)
+    return ""
 
 
 def _text(path: Path) -> str:

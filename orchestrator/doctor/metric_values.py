@@ -36,3 +36,35 @@ def full_set_value(a: Analysis, name: ast.Name) -> bool:
         return False
     samplers = [last_name(n.func) or "" for n in ast.walk(function) if isinstance(n, ast.Call)]
     return "SequentialSampler" in samplers and not any("Distributed" in s for s in samplers)
+
+
+_FRAMEWORK_SHARDS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
+
+
+def unprepared_sum(a: Analysis, name: ast.Name) -> bool:
+    """A sum over a loader the framework never shards (``loss_test += ...`` in ``for batch in val_loader:``,
+    where only the training loader went through ``accelerator.prepare``/``fabric.setup_dataloaders``): under
+    Accelerate or Fabric the loader reads the whole set on every rank, so every rank shows the same value."""
+    if not a.framework_parallel or a.data_parallel:
+        return False
+    scope: ast.AST = a.module.function_of(name) or a.module.tree
+    prepared = {n.id for call in ast.walk(a.module.tree) if isinstance(call, ast.Call)
+                and last_name(call.func) in _FRAMEWORK_SHARDS
+                for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)
+                if isinstance(n, ast.Name)}
+    for loop in ast.walk(scope):
+        if not (isinstance(loop, ast.For) and loop.lineno < name.lineno) or a.trains(loop):
+            continue
+        sums = {t.id for t in ast.walk(loop) if isinstance(t, ast.AugAssign) and isinstance(t.target, ast.Name)
+                for t in [t.target]}
+        loader = _iterated(loop.iter)
+        if name.id in sums and loader is not None and loader not in prepared:
+            return True
+    return False
+
+
+def _iterated(expr: ast.expr) -> str | None:
+    """``val_loader`` in ``for b in val_loader``, ``enumerate(val_loader)`` or ``tqdm(val_loader)``."""
+    while isinstance(expr, ast.Call) and expr.args and last_name(expr.func) in ("enumerate", "tqdm", "iter"):
+        expr = expr.args[0]
+    return expr.id if isinstance(expr, ast.Name) else None

@@ -81,7 +81,7 @@ def check_undefined_names(a: Analysis) -> Iterator[Finding]:
         outer = _outer_function(a, node)
         if outer is not None and outer.name not in referred:
             yield a.finding("DDP020", node, f"{name!r}, in {outer.name}(), which the file never calls",
-                            severity="warning")
+                            severity="warning", confidence="possible")
         else:
             guess = _branch(a, node)
             detail = f"{name!r} is never defined" + (f"; on the path {guess}" if guess else "")

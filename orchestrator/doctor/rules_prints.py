@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.metric_values import full_set_value, is_counter
+from orchestrator.doctor.metric_values import full_set_value, is_counter, unprepared_sum
 from orchestrator.source.analysis import REDUCTIONS
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
@@ -43,7 +43,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         return
     reduced = reduced_names(a)
     print_guarded = print_replaced(a)
-    seen: set[tuple[int, str]] = set()  # one finding per block and metric: a print and a writer of one loss
+    seen: set[int] = set()  # one finding per block: its prints and writers of the losses are one habit, one fix
     for site in a.flow.sites:
         if not is_log(site) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
             continue
@@ -56,10 +56,11 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         metrics = [n for part in parts for n in ast.walk(part)
                    if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")
                    and not _setting(n)]
-        metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (is_counter(a, n) or full_set_value(a, n)))]
+        metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (
+            is_counter(a, n) or full_set_value(a, n) or unprepared_sum(a, n)))]
         if not metrics or is_reduced(a, parts, reduced):
             continue
-        key = (id(_block(a, site.call)), last_name(metrics[0]) or "")
+        key = id(_block(a, site.call))
         if key in seen:
             continue
         seen.add(key)

@@ -127,6 +127,11 @@ class Project:
         """The local modules read so far (those the script's calls reached), in reading order."""
         return [(path, module) for path, module in self._modules.items() if module is not None]
 
+    def reached(self, path: Path) -> frozenset[str]:
+        """The functions, classes and methods of the module at ``path`` that the script's calls reached
+        (``f``, ``Class``, ``Class.method``), as followed so far."""
+        return frozenset(name for where, name in self._reach if where == path)
+
     # -- reach --------------------------------------------------------------------------------------
     def split(self, qual: str) -> tuple[Path, str] | None:
         """``(file, "f")`` for a qualified name that names a function/class of a local module; None

@@ -301,3 +301,34 @@ def test_cli_reads_a_script_in_the_launch_style_orch_runs_it_in(capsys: pytest.C
     assert "DDP015" not in out
     assert f"orch doctor: {script}: written for the local-rank-arg launch style (local_rank_arg.py:" in err
     assert "DDP015, the rewrite it would need under torchrun, is not reported" in err
+
+
+# DDP005 under Accelerate: the losses logged together are one habit (one finding for the block), and a sum over a
+# loader the framework never shards (only the training loader went through accelerator.prepare) is the whole
+# set's value, the same on every rank: not reported.
+ACCELERATE_LOGS = """\
+import logging
+from accelerate import Accelerator
+
+logger = logging.getLogger("train")
+accelerator = Accelerator()
+model, opt, train_loader = accelerator.prepare(model, opt, train_loader)
+for epoch in range(3):
+    for i, batch in enumerate(train_loader):
+        loss_a = model(batch)
+        loss_b = loss_a * 2
+        accelerator.backward(loss_a + loss_b)
+        if i % 10 == 0:
+            logger.info("loss_a %.3f", loss_a)
+            logger.info("loss_b %.3f", loss_b)
+            writer.add_scalar("loss_b", loss_b, i)
+    loss_val = 0
+    for batch in val_loader:
+        loss_val += model(batch)
+    logger.info("val %.3f", loss_val)
+"""
+
+
+def test_ddp005_reports_a_block_of_log_lines_once_and_not_a_sum_over_an_unsharded_loader() -> None:
+    assert [(f.code, f.line) for f in check_source(ACCELERATE_LOGS, "t.py") if f.code == "DDP005"] == [
+        ("DDP005", 13)]

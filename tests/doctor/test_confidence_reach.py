@@ -1,0 +1,64 @@
+"""A finding in a project module is only as sure as the script's reaching it: in a function, class or method that
+the script's calls reach (or that runs on import), at most likely; in one nothing the script calls reaches (the
+helper module's own ``main()``), possible, shown only with --all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.doctor import check_files
+
+SCRIPT = """\
+import os
+import torch
+import torch.distributed as dist
+import ckpt
+
+dist.init_process_group("nccl")
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+model = torch.nn.Linear(2, 2).cuda()
+ckpt.resume(model, "last.pt")
+"""
+
+# resume() is called by the script; main() is the module's own command line, which the script never runs;
+# evaluate() is handed on by name (a callback) from resume(); Runner is registered at import time.
+HELPER = """\
+import torch
+
+
+def resume(model, path):
+    model.load_state_dict(torch.load(path))
+    run_later(evaluate)
+
+
+def run_later(fn):
+    return fn
+
+
+def evaluate(model, path):
+    model.load_state_dict(torch.load(path))
+
+
+class Runner:
+    def restore(self, model, path):
+        model.load_state_dict(torch.load(path))
+
+
+RUNNERS = {"default": Runner}
+
+
+def main():
+    model = torch.nn.Linear(2, 2)
+    model.load_state_dict(torch.load("other.pt"))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_helper_finding_where_the_script_never_reaches_is_possible(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(SCRIPT)
+    (tmp_path / "ckpt.py").write_text(HELPER)
+    found = {f.line: f.confidence for f in check_files([tmp_path / "train.py"]) if f.code == "DDP009"}
+    assert found == {5: "likely", 14: "likely", 19: "likely", 27: "possible"}
