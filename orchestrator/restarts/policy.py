@@ -6,15 +6,18 @@ records (``records/restarts/blame.py``'s verdict over them), whether the ranks a
 keeps its own path), and the attempt before it (``attempts.json``). The verdict: restart or not, the
 attempt's kind, and, when no restart is tried, the one line that says why. No I/O here.
 
-Failures that will repeat are not restarted (:data:`NO_RESTART`, first match wins): a usage or
-configuration error (exit 2: bad input, a doctor error, a damaged resume folder), the non-finite-loss
-stop, and the same exception at the same step as the attempt before. Everything else that failed (a
-rank's exception the first time, a rank killed by a signal, a hang caught by the watchdog, an NCCL
-error, a lost node) is restarted while ``max_restarts`` allows.
+Failures that will repeat are not restarted (:data:`NO_RESTART`, first match wins): a full disk or quota (a
+write found no space: the next attempt's first checkpoint would too), a usage or configuration error (exit 2:
+bad input, a doctor error, a damaged resume folder), the non-finite-loss stop, and the same exception at the
+same step as the attempt before. Everything else that failed (a rank's exception the first time, a rank killed
+by a signal, a hang caught by the watchdog, an NCCL error, a lost node) is restarted while ``max_restarts``
+allows.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -54,6 +57,20 @@ class Decision:
     last_step: tuple[int, int] | None = None  # the blamed rank's last finished step (epoch, step)
 
 
+NO_SPACE = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EDQUOT))  # as an OSError's message says it
+
+
+def _full_disk(e: Ended) -> str | None:
+    if e.blame is None or e.blame.kind != "failed":
+        return None
+    said = f"{e.blame.message} {_reason(e) or ''}"
+    words = next((w for w in NO_SPACE if w in said), None)
+    if words is None:
+        return None
+    return (f"the disk is full ({words}): a restart would fail at its next write: not restarted (free space on it, "
+            "then orch resubmit)")
+
+
 def _usage(e: Ended) -> str | None:
     code = e.blame.exit_code if e.blame is not None and e.blame.exit_code is not None else e.exit_code
     if code == USAGE_EXIT and (e.blame is None or e.blame.kind == "failed"):
@@ -79,6 +96,7 @@ def _same_error(e: Ended) -> str | None:
 
 # Failures that will repeat: (name, test). The first test that returns a message wins.
 NO_RESTART: tuple[tuple[str, Callable[[Ended], str | None]], ...] = (
+    ("full_disk", _full_disk),
     ("usage", _usage),
     ("nonfinite", _nonfinite),
     ("same_error", _same_error),

@@ -78,7 +78,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "records/training.py": "the training records orch status reads: tests/commands/test_status_logs.py",
     "records/restarts/attempts.py": "attempts.json's arithmetic: tests/slurm/test_restart.py",
     "records/restarts/nodeevidence.py": "the evidence table: tests/records/restarts/test_badnodes.py",
-    "restarts/policy.py": "the restart policy table: tests/slurm/test_restart.py",
     "records/restarts/seen.py": ("what srun reported, completed into the outcome records: "
                                  "tests/records/restarts/test_blame.py"),
     "records/snapshots/clean.py": "snapshot cleaning: tests/records/snapshots/test_snapshots_store.py",
