@@ -3,7 +3,9 @@ watch them, stop them all when one fails, and hand what was seen to :func:`orche
 
 Each rank's environment comes from :mod:`orchestrator.local.rankenv`. Rank 0's output goes to the terminal and
 every rank's to ``logs/local-rank<R>.out``. When one process exits non-zero the others get SIGTERM at once and
-SIGKILL after a grace period. Ctrl-C, SIGTERM and the preemption signal sent to orch run go to every process.
+SIGKILL after a grace period (a rank still running then did not answer SIGTERM: py-spy, when installed, reads
+its stack first, :mod:`orchestrator.records.pyspy`). Ctrl-C, SIGTERM and the preemption signal sent to orch run go
+to every process.
 
 No process outlives the run (:mod:`orchestrator.task.reaper`): each rank leads its own process group
 and carries ``ORCH_RUN_TOKEN``; when the ranks have ended, what is left in their groups or carries the
@@ -29,7 +31,7 @@ from typing import IO
 from orchestrator.errors import ConfigError
 from orchestrator.local.rankenv import child_env, die_with_parent, free_port
 from orchestrator.local.result import LocalResult, local_result
-from orchestrator.records import stacks
+from orchestrator.records import pyspy, stacks
 from orchestrator.records.joblayout import local_log_name as log_name
 from orchestrator.records.restarts.rankoutcome import PEER_FAILURE_EXIT
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE
@@ -189,6 +191,8 @@ class LocalRunner:
                 self._send_all(signal.SIGTERM)
                 kill_at = now + self.grace
             if kill_at is not None and now >= kill_at:
+                if not self._forwarded:  # what did not answer SIGTERM: its stack from outside, with py-spy
+                    pyspy.capture({r: p.pid for r, p in enumerate(self._procs) if p.poll() is None}, self.job_dir)
                 self._send_all(signal.SIGKILL)
                 kill_at = float("inf")
             time.sleep(POLL_SECONDS)

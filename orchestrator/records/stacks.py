@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
-from orchestrator.records import flightrec
+from orchestrator.records import flightrec, pyspy
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.joblayout import log_path, outcome_path
 from orchestrator.records.logs.view import tail_lines
@@ -57,7 +57,7 @@ class StackFile:
     def start(self, job_dir: Path, rank: int) -> None:
         """This attempt's file: none yet (an earlier attempt's is removed, and so is its flight recorder dump)."""
         self.path = stack_path(job_dir, rank)
-        for old in (self.path, flightrec.dump_path(job_dir, rank)):
+        for old in (self.path, flightrec.dump_path(job_dir, rank), pyspy.dump_path(job_dir, rank)):
             with contextlib.suppress(OSError):
                 old.unlink()
 
@@ -84,13 +84,14 @@ STACK = StackFile()  # this process's file
 
 def read_stacks(job_dir: Path, ranks: list[int], logs: Mapping[int, Path] | None = None) -> dict[int, str | None]:
     """Each rank's stack text (None: it left none); without a stack file, the faulthandler dump at the end of its
-    log (``logs``) when Python never ran after it (a rank blocked in native code), with its lines' code."""
+    log (``logs``) when Python never ran after it (a rank blocked in native code), with its lines' code; without
+    that either (it did not answer faulthandler), the dump py-spy took of it (:mod:`orchestrator.records.pyspy`)."""
     found = {rank: read_text(stack_path(job_dir, rank), STACK_LIMIT) for rank in ranks}
     for rank, path in (logs or {}).items():
         if found.get(rank) is None and path.is_file():
             lines, _, _ = tail_lines(path, LOG_LINES)
             dump = places.last_dump(b"".join(lines).decode("utf-8", errors="replace"), STOPPED_MARK)
-            found[rank] = _with_code(dump) if dump else None
+            found[rank] = _with_code(dump) if dump else pyspy.read_dump(job_dir, rank)
     return found
 
 
