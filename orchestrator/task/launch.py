@@ -51,7 +51,7 @@ from orchestrator.records.trust import check_job_dir
 from orchestrator.spec.numbers import FULL_DISK, full_disk, parse_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, RunConfig, read_run_config
 from orchestrator.spec.snapshot import relocate_paths
-from orchestrator.task import hang, scripttimeout
+from orchestrator.task import hang, scripttimeout, termwake
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import PreemptFlag
 from orchestrator.task.reaper import become_subreaper, end_children
@@ -171,6 +171,8 @@ def install_term_record(preempt_signal: str) -> None:
     owner = os.getpid()
 
     def on_term(signum: int, frame: FrameType | None) -> None:
+        if not termwake.first():  # begun already: the main thread was woken (termwake) while in here
+            return
         if os.getpid() == owner:  # not in a forked child (a DataLoader worker inherits the handler)
             hang.say_stopped(signum, RECORDER.base.get("rank"))
             STACK.stopped(frame)  # where this rank was (the others may be waiting for it)
@@ -180,6 +182,7 @@ def install_term_record(preempt_signal: str) -> None:
         os.kill(os.getpid(), signum)
 
     signal.signal(signal.SIGTERM, on_term)
+    termwake.install(signal.SIGTERM, on_term)  # taken by another thread: the main thread still runs on_term at once
 
 
 def _reason(message: str) -> str:
