@@ -201,6 +201,9 @@ all_nodes_ready() {  # every node idle (or running jobs) and responding
 
 # --- configuration -------------------------------------------------------------------------------
 
+# sched_interval=1: the main scheduler tests every pending job each second. A job whose BeginTime passes (a
+# requeued job after `scontrol update StartTime=now+2`) changes no state that wakes either scheduler: with
+# the default 60 s it started 0.1-58.7 s after its BeginTime here (the requeue tests), with 1 s within 1 s.
 slurm_conf() {
   cat <<EOF
 # Written by tests/slurm/cluster.sh; rewritten at every start.
@@ -227,7 +230,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,bf_interval=1
+SchedulerParameters=batch_sched_delay=0,bf_interval=1,sched_interval=1
 EnforcePartLimits=ALL
 JobCompType=jobcomp/filetxt
 JobCompLoc=$LOGS/jobcomp.txt
