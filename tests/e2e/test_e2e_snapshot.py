@@ -56,25 +56,24 @@ def test_the_job_runs_the_submitted_version_after_an_edit_and_a_requeue(slurm_cl
     repo = _repo(tmp_path)
     job_id, job_dir = _submit(slurm_cluster, repo)
     (repo / "train.py").write_text("VERSION = 2\n" + SCRIPT)  # right after the submit, before the job ran
-    slurm_cluster.wait(job_id, lambda s: s["state"] == "PENDING" and (s["restarts"] or 0) >= 1, 120, job_dir,
-                       "PENDING after the requeue the script asked for")
-    update = slurm_cluster.client("scontrol", "update", f"JobId={job_id}", "StartTime=now+2")
-    assert update.returncode == 0, update.stderr
+    # the same edit without a snapshot: submitted now, so that both jobs run and requeue side by side
+    plain_id, plain_dir = _submit(slurm_cluster, repo, "--no-snapshot")
+    (repo / "train.py").write_text("VERSION = 3\n" + SCRIPT)
+    for one_id, one_dir in ((job_id, job_dir), (plain_id, plain_dir)):
+        slurm_cluster.wait(one_id, lambda s: s["state"] == "PENDING" and (s["restarts"] or 0) >= 1, 120, one_dir,
+                           "PENDING after the requeue the script asked for")
+        update = slurm_cluster.client("scontrol", "update", f"JobId={one_id}", "StartTime=now+2")
+        assert update.returncode == 0, update.stderr
     final = slurm_cluster.wait_done(job_id, timeout=180, job_dir=job_dir)
     assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
     log = (job_dir / "logs" / f"{job_id}-rank0.out").read_text()
     snap = json.loads((job_dir / "job.json").read_text())["snapshot"]
     assert f"VERSION 1 attempt 0 cwd {repo}" in log, log  # the snapshot's code, in the submit directory
     assert f"VERSION 1 attempt 1 cwd {repo}" in log, log
-    assert "VERSION 2" not in log and "data read through the snapshot's link" in log
+    assert "VERSION 2" not in log and "VERSION 3" not in log and "data read through the snapshot's link" in log
     status = slurm_cluster.orch("status", job_id, "--cluster", str(slurm_cluster.cluster_yaml))
     assert f"# code snapshot: {snap['digest'][:12]} (git {snap['commit'][:12]}; 2 files" in status.stdout, status.stdout
 
-    plain_id, plain_dir = _submit(slurm_cluster, repo, "--no-snapshot")
-    (repo / "train.py").write_text("VERSION = 3\n" + SCRIPT)
-    slurm_cluster.wait(plain_id, lambda s: s["state"] == "PENDING" and (s["restarts"] or 0) >= 1, 120, plain_dir,
-                       "PENDING after the requeue")
-    slurm_cluster.client("scontrol", "update", f"JobId={plain_id}", "StartTime=now+2")
     assert slurm_cluster.wait_done(plain_id, timeout=180, job_dir=plain_dir)["state"] == "COMPLETED"
     time.sleep(0.5)
     plain = (plain_dir / "logs" / f"{plain_id}-rank0.out").read_text()
