@@ -1,15 +1,24 @@
 """End to end on the local Slurm cluster, as the user, 2 nodes, under ``--collective-timeout 5``: a data loader
-blocked in ``time.sleep``, a barrier only rank 0 calls (``--no-check``) and a rank blocked in native code
-(tests/scripts/hang_*.py). Each job's ranks end within the timeout + 15 s of the hang, ``orch status --json``
-and ``orch logs`` name the rank with its file:line and the others' collective, and no task process is left on
-any node (they share this host's /proc)."""
+blocked in ``time.sleep``, a barrier only rank 0 calls (``--no-check``), mismatched collectives (all_reduce on
+rank 0, broadcast on rank 1), an endless Python loop, a rank blocked in native code, and a Lightning and an HF
+``Trainer`` script whose rank 1 blocks (tests/scripts/hang_*.py, the scripts the local tests run). Each job's ranks
+end within the timeout + 15 s of the hang, ``orch status --json`` and ``orch logs`` name the rank with its
+file:line and the others' collective, and no task process is left on any node (they share this host's /proc).
+
+Then orch's entrypoint with ``launcher.restart: in-process``: a rank that runs on but makes no step
+(tests/jobs/faulty.py ``fault=hang``) is found by its agent's heartbeat and restarted inside the step; the job is
+COMPLETED with the parameters of an uninterrupted run and ``hung_s`` recorded."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,7 +29,10 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+TESTS = Path(__file__).resolve().parents[1]
+SCRIPTS = TESTS / "scripts"
+FAULTY = TESTS / "jobs" / "faulty.py"
+ORCH = str(Path(sys.executable).with_name("orch"))
 TIMEOUT_S = 5
 MARGIN_S = 15
 
@@ -36,7 +48,21 @@ CASES = {
     "native": ("hang_native.py", (), "rank 1 stopped at hang_native.py:{0} in block_in_native_code "
                "(libc.pthread_mutex_lock) while rank 0 waited in all_reduce at hang_native.py:{1} in <module> "
                "(dist.all_reduce)", ("libc.pthread_mutex_lock(mutex)", "dist.all_reduce(value)"), 1),
+    "mismatch": ("hang_mismatch.py", (), "rank 0 was in all_reduce at hang_mismatch.py:{0} in <module> "
+                 "(dist.all_reduce) while rank 1 waited in broadcast at hang_mismatch.py:{1} in <module> "
+                 "(dist.broadcast) (mismatched collectives)",
+                 ("dist.all_reduce(value)", "dist.broadcast(value, src=0)"), 0),
+    "spin": ("hang_spin.py", (), "rank 1 stopped at hang_spin.py:{0} in spin while rank 0 waited in all_reduce at "
+             "hang_spin.py:{1} in <module> (dist.all_reduce)", ("while True:|count += 1", "dist.all_reduce(value)"),
+             1),
+    "lightning": ("hang_lightning.py", (), "rank 1 stopped at hang_lightning.py:{0} in training_step (time.sleep) "
+                  "while rank 0 waited in all_reduce at hang_lightning.py:{1} in main (trainer.fit)",
+                  ("time.sleep(10**6)", "trainer.fit(Regressor(), data)"), 1),
+    "hf-trainer": ("hang_hf_trainer.py", (), "rank 1 stopped at hang_hf_trainer.py:{0} in __getitem__ (time.sleep) "
+                   "while rank 0 waited in all_reduce at hang_hf_trainer.py:{1} in main (Trainer)",
+                   ("time.sleep(10**6)", "Trainer(model=Tiny(), args=training, train_dataset=Pairs()).train()"), 1),
 }
+NEEDS = {"lightning": "lightning", "hf-trainer": "transformers"}  # the frameworks' cases: their package
 
 
 def _expected(case: str) -> re.Pattern[str]:
@@ -49,6 +75,8 @@ def _expected(case: str) -> re.Pattern[str]:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_hang_on_two_nodes_is_named_with_its_line(case: str, slurm_cluster: SlurmCluster) -> None:
+    if case in NEEDS and importlib.util.find_spec(NEEDS[case]) is None:
+        pytest.skip(f"{NEEDS[case]} is not installed (pip install -e '.[frameworks]')")
     cluster = slurm_cluster
     script, extra, _, _, named = CASES[case]
     job_id, job_dir = cluster.submit(str(SCRIPTS / script), "--nodes", "2", "--gpus", "1", "--cpus-per-task", "1",
@@ -67,4 +95,43 @@ def test_a_hang_on_two_nodes_is_named_with_its_line(case: str, slurm_cluster: Sl
     ended = max([e for e in ends if e is not None] + [log.stat().st_mtime for log in rank_logs])
     print(f"slurm, 2 nodes, {case}: hang -> last rank ended {ended - hung:.1f} s")
     assert ended - hung <= TIMEOUT_S + MARGIN_S, detail
+    assert cluster.job_processes(job_id) == []
+
+
+def _hang_in_process(data: dict[str, Any]) -> None:
+    data["launcher"]["restart"] = "in-process"  # pinned: not the default's business
+    data["launcher"]["collective_timeout"] = TIMEOUT_S
+
+
+def test_a_rank_stuck_running_is_restarted_in_process_on_two_nodes(slurm_cluster: SlurmCluster,
+                                                                    tmp_path: Path) -> None:
+    cluster = slurm_cluster
+    if len(cluster.nodes()) < 2:
+        pytest.skip("needs 2 nodes")
+    cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", _hang_in_process)
+    job_id, job_dir = cluster.submit(str(FAULTY), "--nodes", "2", "--gpus", "1", "--cpus-per-task", "1",
+                                     "--max-restarts", "1", "epochs=2", "fault=hang", "fault_rank=1",
+                                     "fault_step=40", "fault_restart=0", cluster_yaml=cluster_yaml)
+    env = {**os.environ, "ORCH_DATA_DIR": os.environ.get("ORCH_DATA_DIR", str(tmp_path))}
+    local = subprocess.Popen([ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", str(tmp_path / "local"),
+                              "--json", "epochs=2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)  # the uninterrupted run, while the job runs
+    status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
+    out, err = local.communicate(timeout=300)
+    detail = f"{status}\n{cluster.describe(job_dir)}"
+    assert status["state"] == "COMPLETED", detail
+    first, second = json.loads((job_dir / "attempts.json").read_text())
+    print(f"slurm, 2 nodes, in-process restart of a stuck rank: hung_s {first['hung_s']}, "
+          f"recovery_s {first['recovery_s']}")
+    assert first["in_process"] is True and first["kind"] == "stuck" and first["blamed_rank"] == 1, (first, detail)
+    assert first["hung_s"] is not None and first["hung_s"] >= TIMEOUT_S - 1, first  # its last step to the failure
+    assert first["pids"]["0"] == second["pids"]["0"] and first["pids"]["1"] != second["pids"]["1"], (first, second)
+    assert second["attempt"] == 1 and second["kind"] == "completed" and second["resumed_step"] == 32, second
+    rank1 = (job_dir / LOG_DIR / f"{job_id}-rank1.out").read_text(errors="replace")
+    assert "made no training step for" in rank1 and "(hung); killing it" in rank1, rank1[-3000:]
+    batch = (job_dir / LOG_DIR / f"slurm-{job_id}.out").read_text(errors="replace")
+    assert batch.count("orch: attempt ") == 0, batch  # one srun step: the batch script never restarted it
+    assert local.returncode == 0, err[-3000:]
+    result = json.loads((job_dir / "result.json").read_text())
+    assert result["param_digest"] == json.loads(out)["result"]["param_digest"]
     assert cluster.job_processes(job_id) == []
