@@ -6,6 +6,8 @@ evidence is only possible stays a warning; the refusal's HINT starts with :func:
 
 - DDP010, a device numbered by the global rank: the ranks of the second node ask for ``cuda:N``, N past the
   node's GPUs (not when the rank is taken modulo a count: ``rank % 8`` is the local rank on 8-GPU nodes);
+- DDP016, the node-local rank used as the global rank (also a global rank built from a node-index flag no
+  launcher passes): from the second node on two processes claim each rank;
 - DDP021, a ``file://`` rendezvous in a temporary or local folder: the other nodes never see the file;
 - DDP022, a check that the run is on one node (``assert world_size == torch.cuda.device_count()``).
 
@@ -26,6 +28,7 @@ ACROSS_MARK = "cannot work on"  # in the message of a finding this module made a
 # code -> why it fails across nodes ({nodes}, {where}: the layout)
 ACROSS_NODES: dict[str, str] = {
     "DDP010": "the ranks of the second node ask for a GPU index past {where}",
+    "DDP016": "from the second node on two processes claim each rank (or read another rank's data)",
     "DDP021": "the ranks on the other {others} never see that file, and the rendezvous hangs",
     "DDP022": "the check fails on {nodes} nodes",
 }

@@ -10,6 +10,8 @@ argument that is not a literal, and any call with ``*args``/``**kwargs``, is not
 from __future__ import annotations
 
 import ast
+import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,9 @@ QUALIFIED: dict[str, str] = {
     **dict.fromkeys(_LIGHTNING, "lightning"), **dict.fromkeys(_FABRIC, "fabric"),
     "accelerate.Accelerator": "accelerate",
     "transformers.Trainer": "hf-trainer", "transformers.Seq2SeqTrainer": "hf-trainer",
+    # TRL's trainers are transformers.Trainer subclasses: the same launch and environment
+    **{f"trl.{t}Trainer": "hf-trainer" for t in ("SFT", "DPO", "Reward", "ORPO", "KTO", "CPO", "GRPO", "GKD", "BCO",
+                                                  "PRM", "OnlineDPO", "IterativeSFT")},
     "hydra.main": "hydra",
     "torch.distributed.elastic.multiprocessing.errors.record": "torchelastic",
 }
@@ -41,28 +46,125 @@ def read_frameworks(path: Path) -> list[Framework]:
     from orchestrator.source.projectfiles import project_files  # the doctor's reading, only when asked
 
     found: dict[str, Framework] = {}
-    for source in project_files(path):
+    sources = project_files(path)
+    for source in sources:
         for framework in frameworks_of(source.tree, source.lines, source.shown):
             seen = found.get(framework.name)
             found[framework.name] = framework if seen is None else seen.model_copy(
                 update={"layouts": [*seen.layouts, *framework.layouts]})
+    if any(_instantiates(source.tree) for source in sources):
+        for framework in hydra_targets(path.parent):
+            found.setdefault(framework.name, framework)
+    return list(found.values())
+
+
+_TARGET = re.compile(r"^\s*_target_:\s*['\"]?([\w.]+)", re.MULTILINE)
+_MAX_CONFIGS = 300  # YAML files read under the script's folder
+_MAX_CONFIG_BYTES = 200_000
+
+
+def _instantiates(tree: ast.Module) -> bool:
+    """The file calls Hydra's ``instantiate`` (``hydra.utils.instantiate(config.trainer)``)."""
+    aliases = _aliases(tree)
+    return any(isinstance(n, ast.Call) and (_qualified(n.func, aliases) or "").startswith("hydra.utils.instantiate")
+               for n in ast.walk(tree))
+
+
+def _configs(folder: Path, depth: int = 4) -> list[Path]:
+    """The YAML files under ``folder`` (at most ``_MAX_CONFIGS``, ``depth`` folders down, hidden ones skipped)."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        here = Path(root)
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")) and d != "node_modules"
+                         and len(here.relative_to(folder).parts) < depth)
+        found += [here / f for f in sorted(files) if f.endswith((".yaml", ".yml"))]
+        if len(found) >= _MAX_CONFIGS:
+            break
+    return found[:_MAX_CONFIGS]
+
+
+def hydra_targets(folder: Path) -> list[Framework]:
+    """The frameworks a Hydra config under ``folder`` builds with ``_target_: lightning.Trainer``: a script that
+    calls ``hydra.utils.instantiate`` makes its Trainer from such a file (its layout, in YAML, is not judged)."""
+    found: dict[str, Framework] = {}
+    for config in _configs(folder):
+        try:
+            if config.stat().st_size > _MAX_CONFIG_BYTES:
+                continue
+            text = config.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for match in _TARGET.finditer(text):
+            framework = QUALIFIED.get(match.group(1))
+            if framework is not None and framework not in found:
+                line = text.count("\n", 0, match.start(1)) + 1
+                found[framework] = Framework(name=framework,  # type: ignore[arg-type]
+                                             why=f"{config.relative_to(folder).as_posix()}:{line}: "
+                                                 f"_target_: {match.group(1)}")
     return list(found.values())
 
 
 def frameworks_of(tree: ast.Module, lines: list[str], name: str) -> list[Framework]:
     """:func:`read_frameworks` of a parsed source (``lines``: its text, ``name``: the file's name)."""
     aliases = _aliases(tree)
+    known = {**QUALIFIED, **_subclasses(tree, aliases)}
     found: dict[str, tuple[str, list[Layout]]] = {}
     for node in sorted(_uses(tree), key=lambda n: (n.lineno, n.col_offset)):
         target = node.func if isinstance(node, ast.Call) else node
-        framework = QUALIFIED.get(_qualified(target, aliases) or "")
+        if isinstance(target, ast.Attribute) and target.attr in _CONSTRUCTORS:
+            target = target.value  # Trainer.from_argparse_args(args): a Trainer made by its class method
+        framework = known.get(_qualified(target, aliases) or "")
         if framework is None:
             continue
         where = quote_line(name, lines, node.lineno)
         _, layouts = found.setdefault(framework, (where, []))
         if framework in ("lightning", "fabric") and isinstance(node, ast.Call):
             layouts.append(_layout(node, where))
+    usage = _accelerate_usage(tree, aliases)
+    if usage is not None and "accelerate" not in found:
+        found["accelerate"] = (quote_line(name, lines, usage.lineno), [])
     return [Framework(name=fw, why=why, layouts=layouts) for fw, (why, layouts) in found.items()]  # type: ignore[arg-type]
+
+
+_CONSTRUCTORS = frozenset({"from_argparse_args"})  # class methods that make the framework's object
+
+
+def _subclasses(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
+    """The file's own classes built on a framework's (``class MyTrainer(transformers.Trainer):``): calling one
+    shows the framework as the base class would."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            bases = [QUALIFIED.get(_qualified(b, aliases) or "") for b in node.bases]
+            framework = next((b for b in bases if b), None)
+            if framework is not None:
+                aliases.setdefault(node.name, node.name)
+                out[node.name] = framework
+    return out
+
+
+_ACCELERATOR_ONLY = frozenset({"wait_for_everyone", "unwrap_model", "gather_for_metrics"})
+
+
+def _accelerate_usage(tree: ast.Module, aliases: dict[str, str]) -> ast.Call | None:
+    """Accelerate's object used where a project helper made it (``accelerator = train_util.prepare_accelerator(args)``,
+    a helper not read): the script imports from ``accelerate`` and calls on one name the methods only an
+    ``Accelerator`` has together (``wait_for_everyone``/``unwrap_model``/``gather_for_metrics``, or ``prepare``
+    and ``backward(loss)``)."""
+    if not any(module.split(".")[0] == "accelerate" for module in aliases.values()):
+        return None
+    calls: dict[str, dict[str, ast.Call]] = {}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id not in aliases
+                and (node.func.attr != "backward" or node.args)):  # loss.backward() is anyone's
+            calls.setdefault(node.func.value.id, {}).setdefault(node.func.attr, node)
+    for methods in calls.values():
+        only = [methods[m] for m in sorted(_ACCELERATOR_ONLY) if m in methods]
+        if only or ("prepare" in methods and "backward" in methods):
+            return min([*only, *(methods[m] for m in ("prepare", "backward") if m in methods)],
+                       key=lambda c: c.lineno)
+    return None
 
 
 def script_frameworks(target: ScriptTarget) -> list[Framework]:

@@ -77,6 +77,40 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP016", site.call, f"DistributedSampler(rank={ast.unparse(rank)[:40]}) holds the local "
                             "rank: from the second node on, nodes read the same shards")
     yield from _gathered_vs_local(a)
+    yield from _rank_from_flag(a)
+
+
+_NODE_INDEX = re.compile(r"NODE|GROUP_RANK|^RANK$|PROCID")  # a node index or rank the environment gives
+_FLAG_HOLDERS = frozenset({"args", "opt", "opts", "cfg", "config", "hparams", "FLAGS", "self"})
+
+
+def _rank_from_flag(a: Analysis) -> Iterator[Finding]:
+    """``args.rank = args.rank * world + LOCAL_RANK``: the global rank built from a command-line node index (the old
+    launcher's ``--rank``/``--node_rank``, default 0) and the environment's local rank. orch and torchrun set
+    ``RANK`` and pass no such flag, so every node takes offset 0: from the second node on two processes claim each
+    rank. Silent on an offset read from the environment (``SLURM_NODEID``, ``GROUP_RANK``) and in a script that
+    spawns its own workers (there the node index is the user's to pass: DDP014)."""
+    if a.spawns:
+        return
+    for node in a.module.nodes:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp)
+                and isinstance(node.value.op, ast.Add)):
+            continue
+        target = (last_name(node.targets[0]) or "").lower()
+        if "rank" not in target or "local" in target:
+            continue
+        sides = (node.value.left, node.value.right)
+        offset = next((s for s in sides if isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult)), None)
+        local = next((s for s in sides if s is not offset), None)
+        if offset is None or local is None or not _env_local(a, local, 0):
+            continue
+        flags = [n for n in ast.walk(offset) if isinstance(n, ast.Attribute)
+                 and (dotted(n) or "").split(".")[0] in _FLAG_HOLDERS
+                 and ("rank" in n.attr.lower() or "node" in n.attr.lower())]
+        keys = {a.ranks.env_key(n) or "" for n in ast.walk(offset) if isinstance(n, ast.Call | ast.Subscript)}
+        if flags and not any(_NODE_INDEX.search(k) for k in keys):
+            yield a.finding("DDP016", node, f"{ast.unparse(node.targets[0])} = {ast.unparse(node.value)[:50]}: the "
+                            f"node offset comes from {ast.unparse(flags[0])}, a flag no launcher passes per node")
 
 
 _GATHER_INTO = frozenset({"torch.distributed.all_gather", "torch.distributed.all_gather_object"})

@@ -128,3 +128,32 @@ def test_a_one_node_spawner_in_a_helper_module_is_refused_on_two_nodes(tmp_path:
     captured = capsys.readouterr()
     assert "spawner.py:17: DDP022 warning" in captured.err and "would refuse" not in captured.err
     assert "#   launch: per-node (detected: spawner.py:20: mp.spawn(" in captured.out
+
+
+# The global rank built from a node-index flag (the old launcher's --rank, default 0) and the launcher's local rank:
+# every node takes offset 0, so from the second node on two processes claim each rank (DDP016). Refused across
+# nodes, a warning on one; an offset read from the environment is right and not reported.
+FLAG_RANK = """\
+import argparse
+import os
+import torch.distributed as dist
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--rank", type=int, default=0)
+args = parser.parse_args()
+args.local_rank = int(os.environ["LOCAL_RANK"])
+args.rank = args.rank * int(os.environ["LOCAL_WORLD_SIZE"]) + args.local_rank
+dist.init_process_group("nccl", rank=args.rank, world_size=int(os.environ["WORLD_SIZE"]))
+"""
+
+
+def test_a_rank_from_a_node_index_flag_is_refused_across_nodes(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(FLAG_RANK)
+    findings = check_file(script)
+    assert [(f.code, f.line) for f in findings if f.code == "DDP016"] == [("DDP016", 9)]
+    assert _severity(findings, "DDP016") == {"warning"}
+    assert _severity(across_nodes(findings, 2, 8), "DDP016") == {"error"}
+    script.write_text(FLAG_RANK.replace('args.rank * int(os.environ["LOCAL_WORLD_SIZE"])',
+                                        'int(os.environ["GROUP_RANK"]) * int(os.environ["LOCAL_WORLD_SIZE"])'))
+    assert not [f for f in check_file(script) if f.code == "DDP016"]

@@ -64,3 +64,35 @@ def test_an_unreadable_script_has_none(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import lightning as L\nL.Trainer(\n", encoding="utf-8")
     assert read_frameworks(bad) == [] and read_frameworks(tmp_path / "missing.py") == []
+
+
+@pytest.mark.parametrize(("source", "name"), [
+    # TRL's trainers are transformers.Trainer subclasses
+    ("from trl import SFTTrainer\nSFTTrainer(model)\n", "hf-trainer"),
+    # the project's own subclass of a framework's class
+    ("import transformers\nclass MyTrainer(transformers.Trainer):\n    pass\nMyTrainer(model)\n", "hf-trainer"),
+    # a Trainer made by its class method
+    ("from pytorch_lightning.trainer import Trainer\nTrainer.from_argparse_args(opt)\n", "lightning"),
+    # an Accelerator made by a helper the doctor cannot read, used by its methods
+    ("from accelerate.utils import set_seed\nimport helpers\nacc = helpers.make(args)\nmodel = acc.prepare(model)\n"
+     "acc.backward(loss)\n", "accelerate"),
+    ("from accelerate.utils import set_seed\nacc = make()\nacc.wait_for_everyone()\n", "accelerate"),
+])
+def test_a_framework_shown_by_a_subclass_a_class_method_or_its_objects_methods(source: str, name: str) -> None:
+    assert [f for f, _, _ in _read(source)] == [name]
+
+
+def test_no_accelerate_from_method_names_alone() -> None:
+    assert _read("import torch\nmodel = opt.prepare(model)\nengine.backward(loss)\n") == []
+
+
+def test_a_trainer_hydra_instantiates_from_a_config(tmp_path: Path) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "config.yaml").write_text("trainer:\n  _target_: lightning.Trainer\n  num_nodes: 1\n")
+    script = tmp_path / "main.py"
+    script.write_text("import hydra\n\n@hydra.main(config_path='configs')\ndef main(config):\n"
+                      "    trainer = hydra.utils.instantiate(config.trainer)\n")
+    assert {f.name: f.why for f in read_frameworks(script)}["lightning"] == (
+        "configs/config.yaml:2: _target_: lightning.Trainer")
+    script.write_text("import hydra\n\n@hydra.main(config_path='configs')\ndef main(config):\n    pass\n")
+    assert "lightning" not in {f.name for f in read_frameworks(script)}
