@@ -111,14 +111,15 @@ def check_launcher_flags(args: argparse.Namespace) -> None:
                               f"launcher.{dest} of cluster.yaml") from None
 
 
-def restarts_note(max_restarts: int, spare_nodes: int = 0) -> str:
-    """The dry run's line on restarts inside the allocation (empty when they are off)."""
+def restarts_note(max_restarts: int, spare_nodes: int = 0, how: str | None = None) -> str:
+    """The dry run's lines on restarts inside the allocation (empty when they are off); ``how``: in-process or by
+    step, in words (the service's ``restarts_of``)."""
     if max_restarts == 0:
         return ""
     spares = (f"; {spare_nodes} spare node(s) allocated: a restart runs without a blamed node"
               if spare_nodes else "; a failure blamed on a node: the job is submitted again without it")
     return (f"# restarts: a failed training step is restarted up to {max_restarts} time(s) in the allocation "
-            f"from the newest checkpoint (attempts.json){spares}\n")
+            f"from the newest checkpoint (attempts.json){spares}\n" + (f"#   restart: {how}\n" if how else ""))
 
 
 def print_json(data: Any) -> None:

@@ -141,6 +141,8 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None, budget: 
     """The script, then one table row per rank (built as one string: 8,192 ranks print at once); ``snap``:
     the code snapshot the submit would take; ``budget``: the run's time budget (spec/budget.py); ``templates``:
     the file each template comes from (``--templates``: ``Planned.templates``)."""
+    from orchestrator.service.plan import restarts_of
+
     rows = plan.ranks
     cfg = plan.run_config
     master = rows[0].env.master_addr
@@ -169,7 +171,8 @@ def dry_run_text(plan: SubmitPlan, snap: SnapshotPreview | None = None, budget: 
         runs += ("# preflight: the selftest checks run first in the allocation (logs/preflight-<job id>.out, "
                  "preflight.json); a failing node " + ("stops the job\n" if ctx.preflight == "stop" else
                  "is excluded and the job submitted again (preflight_attempts.json)\n"))
-    runs += restarts_note(cfg.launcher.max_restarts, ctx.spare_nodes)
+    how = restarts_of(plan)
+    runs += restarts_note(cfg.launcher.max_restarts, ctx.spare_nodes, how[1] if how else None)
     if plan.resources is not None:
         runs += f"# resources: {plan.resources}\n"
     if plan.left_out is not None:  # nodes recorded as bad (slurm/nodememory.py)

@@ -54,24 +54,6 @@ if TYPE_CHECKING:
     from orchestrator.env.distenv import DistEnv
 
 
-def applies(cfg: RunConfig, preflight: bool) -> bool:
-    """The agent path: orch's entrypoint (not a script, not the preflight), in-process restarts on."""
-    return cfg.launcher.restart == "in-process" and cfg.script is None and not preflight \
-        and cfg.launcher.max_restarts > 0
-
-
-def warm_script(cfg: RunConfig, loopback: bool) -> bool:
-    """Warm restarts of a script: in-process restarts on, its ranks started by orch on one machine (the
-    agents host each world's store on loopback; a multi-node script restarts by step)."""
-    return cfg.launcher.restart == "in-process" and cfg.script is not None and loopback \
-        and cfg.script.launch.style != "per-node" and cfg.launcher.max_restarts > 0
-
-
-def is_agent(cfg: RunConfig, *, preflight: bool, loopback: bool) -> bool:
-    """Whether this task is its rank's agent: :func:`applies` (orch's entrypoint) or :func:`warm_script`."""
-    return warm_script(cfg, loopback) if cfg.script is not None else applies(cfg, preflight)
-
-
 @dataclass(frozen=True)
 class Ends:
     """:func:`supervise` in the agent: it has ended (exit barrier passed); the task exits with ``code``."""

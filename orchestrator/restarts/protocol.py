@@ -1,5 +1,6 @@
-"""In-process restarts inside one step (pure): the generation protocol of the agents and their workers,
-when an agent falls back to the step-level restart, and how attempts.json counts the restarts of a step.
+"""In-process restarts inside one step (pure): which tasks are agents (:data:`BY_STEP`: when the step-level
+restart runs instead), the generation protocol of the agents and their workers, when an agent falls back to the
+step-level restart, and how attempts.json counts the restarts of a step.
 
 Every task of orch's entrypoint is an agent (``restarts/agent.py``) that forks its rank's worker. Rank 0's
 agent hosts the step's store at MASTER_PORT; each worker forms its process group under the prefix of
@@ -13,8 +14,11 @@ failed meanwhile, read it and either form generation g+1 in the same process or 
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orchestrator.spec.runconfig import RunConfig
 
 KEY_ROOT = "orch/agents/"
 RESTART = "restart"
@@ -28,6 +32,50 @@ PEER_GRACE_S = 5.0  # how long an agent whose worker only lost a peer waits for 
 EXIT_WAIT_S = 60.0  # how long an agent whose worker completed waits for every rank's agent to end (exit barrier)
 FAILED_EXIT_WAIT_S = 10.0  # the same, when it ends on a failure (the others fail too, or one of them is gone)
 FALLBACK_FILE = "restart_fallback"  # in the job folder: why the step's last failure was not restarted in it
+
+
+# Which restart a failed rank gets (launcher.restart is in-process by default): a task is its rank's agent
+# (restarts/agent.py) unless a row holds; the first row that holds says why the step-level restart runs instead.
+# Row: (holds(cfg, preflight, loopback), why; {nodes} is the job's node count).
+BY_STEP: tuple[tuple[Callable[[RunConfig, bool, bool], bool], str], ...] = (
+    (lambda cfg, preflight, loopback: cfg.launcher.max_restarts == 0, "max_restarts 0: nothing is restarted"),
+    (lambda cfg, preflight, loopback: cfg.launcher.restart == "step", "launcher.restart: step"),
+    (lambda cfg, preflight, loopback: preflight, "the preflight"),
+    (lambda cfg, preflight, loopback: cfg.script is not None and cfg.script.launch.style == "per-node",
+     "a script that starts its own processes on each node"),
+    (lambda cfg, preflight, loopback: cfg.script is not None and not loopback, "a script on {nodes} nodes"),
+)
+
+
+def by_step(cfg: RunConfig, *, preflight: bool, loopback: bool) -> str | None:
+    """Why a failed rank of this task is restarted by step, not in its processes (None: the task is its rank's
+    agent). ``loopback``: MASTER_ADDR is this machine's (every rank on one node; a script's warm restarts host
+    each world's store there)."""
+    for holds, why in BY_STEP:
+        if holds(cfg, preflight, loopback):
+            return why.format(nodes=cfg.nodes)
+    return None
+
+
+def is_agent(cfg: RunConfig, *, preflight: bool, loopback: bool) -> bool:
+    """Whether this task is its rank's agent: in-process restarts of orch's entrypoint, warm restarts of a
+    script (no row of :data:`BY_STEP` holds)."""
+    return by_step(cfg, preflight=preflight, loopback=loopback) is None
+
+
+def how_restarted(cfg: RunConfig, *, loopback: bool) -> tuple[str, str] | None:
+    """(kind, in words) of the training step's restarts: ``in-process`` or ``step``, for the dry run and
+    ``orch submit --dry-run --json``; None when nothing is restarted (max_restarts 0)."""
+    if cfg.launcher.max_restarts == 0:
+        return None
+    why = by_step(cfg, preflight=False, loopback=loopback)
+    if why is not None:
+        return "step", f"by step ({why}): every rank starts again in a new step"
+    if cfg.script is not None:
+        return "in-process", ("in-process (warm: the script's whole world starts again, forked from agents that "
+                              "imported torch; by step when that cannot apply)")
+    return "in-process", ("in-process (a failed rank is forked again, the other ranks keep their processes; "
+                          "by step when that cannot apply)")
 
 
 def prefix(generation: int) -> str:

@@ -46,6 +46,7 @@ class AttemptFacts:
     step_nodes: tuple[str, ...] = ()  # Slurm: the step's nodes in order (rank R on R // tasks_per_node)
     seen: Seen | None = None  # what the launcher saw of the ranks' ends (orch run; srun's report in the batch log)
     hung_s: float | None = None  # how long the blamed rank had hung, when its in-process agent saw it and killed it
+    loopback: bool = True  # MASTER_ADDR was this machine's (orch run; a one-node Slurm job): see protocol.by_step
 
 
 def checkpoint_step(job_dir: Path, steps_per_epoch: int | None) -> int:
@@ -122,7 +123,10 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
         "in_process": in_process, "pids": protocol.pids(by_rank),
     }
     if not in_process and (fallback := _take_fallback(job_dir)) is not None:
-        entry["fallback"] = fallback
+        entry["fallback"] = fallback  # the agents handed this failure to the step-level restart
+    elif not in_process and decision.restart and \
+            (why := protocol.by_step(cfg, preflight=False, loopback=facts.loopback)) is not None:
+        entry["by_step"] = why  # no agents: the step-level restart is this job's (launcher.restart: step, ...)
     history.append(entry)
     attempts_file.fill_recovery(history)
     try:

@@ -44,7 +44,7 @@ class TorchRuntime:
 
     # in-process restarts (orchestrator/restarts/): this task as its rank's agent
     def is_agent(self, cfg: RunConfig, *, preflight: bool, loopback: bool) -> bool:
-        from orchestrator.restarts.agent import is_agent
+        from orchestrator.restarts.protocol import is_agent
 
         return is_agent(cfg, preflight=preflight, loopback=loopback)
 

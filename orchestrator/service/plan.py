@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from orchestrator.spec.budget import Budget
 
 __all__ = ["RANK_KEYS", "Planned", "SnapshotPreview", "SubmitPlan", "data_dir_problem", "dry_run_json", "new_plan",
-           "plan_budget", "prepare", "snapshot_preview", "sweep_dry_run_json"]
+           "plan_budget", "prepare", "restarts_of", "snapshot_preview", "sweep_dry_run_json"]
 
 RANK_KEYS = ("rank", "local_rank", "node_rank", "host", "world_size", "local_world_size",
              "master_addr", "master_port", "devices")  # the JSON of each rank in --dry-run --json
@@ -145,10 +145,20 @@ def data_dir_problem(job_name: str, needs_data: bool, data_dir: str | None) -> C
     return None
 
 
+def restarts_of(plan: SubmitPlan) -> tuple[str, str] | None:
+    """How the plan's training step restarts a failed rank: (``in-process`` or ``step``, in words), as its tasks
+    will decide it (``restarts/protocol.py``, with the MASTER_ADDR the plan gives them); None: max_restarts 0."""
+    from orchestrator.env.taskenv import is_loopback
+    from orchestrator.restarts.protocol import how_restarted
+
+    return how_restarted(plan.run_config, loopback=is_loopback(plan.ranks[0].env.master_addr))
+
+
 def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = (), snap: SnapshotPreview | None = None,
                  budget: Budget | None = None) -> str:
-    """``{"script": ..., "assumed_job_id": ..., "findings": [...], "snapshot": ..., "ranks": [...]}`` with one
-    rank per line (``findings``: orch doctor's on the script, each ``{code, severity, file, line, message, fix}``;
+    """``{"script": ..., "restarts": ..., "assumed_job_id": ..., "findings": [...], "snapshot": ..., "ranks": [...]}``
+    with one rank per line (``restarts``: ``max_restarts``, ``kind`` and ``how``, :func:`restarts_of`;
+    ``findings``: orch doctor's on the script, each ``{code, severity, file, line, message, fix}``;
     ``snapshot``: the code snapshot the submit would take, records/snapshots/preview.py).
 
     Built from per-rank ``json.dumps`` calls (the C encoder; ``indent=`` would switch to the slow
@@ -163,7 +173,10 @@ def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = (), snap: Snaps
     runs = ({"kind": "job", "job": plan.run_config.job_name, "job_file": plan.run_config.job_file} if target is None
             else {**target.model_dump(mode="json"), "command": target.command(), "note": target.note(),
                   "workdir": target.cwd})  # every rank's working directory: the submit directory
-    return (f'{{"script": {dumps(plan.script)},\n "runs": {dumps(runs)},\n'
+    how = restarts_of(plan)
+    restarts = {"max_restarts": plan.run_config.launcher.max_restarts, "kind": how[0] if how else None,
+                "how": how[1] if how else None}
+    return (f'{{"script": {dumps(plan.script)},\n "runs": {dumps(runs)},\n "restarts": {dumps(restarts)},\n'
             f' "assumed_job_id": {dumps(plan.assumed_job_id)},\n'
             f' "findings": {dumps([f.as_dict() for f in findings])},\n'
             f' "bad_nodes": {dumps(plan.left_out.as_dict() if plan.left_out is not None else None)},\n'

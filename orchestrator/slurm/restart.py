@@ -33,7 +33,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from orchestrator.env import distenv, hostlist
+from orchestrator.env import distenv, hostlist, taskenv
 from orchestrator.errors import OrchError
 from orchestrator.records.restarts.attempts import RESUBMIT_NEXT_FILE, read_attempts
 from orchestrator.records.restarts.seen import Seen
@@ -216,7 +216,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         facts = AttemptFacts(attempt=attempt, requeue=requeue, exit_code=args.step_rc,
                              started=_float(env.get("ORCH_SRUN_START")) or now,
                              batch_started=_float(env.get("ORCH_BATCH_START")), interrupted=args.signals > 0,
-                             run=run, step_nodes=nodes, seen=seen)
+                             run=run, step_nodes=nodes, seen=seen,
+                             loopback=taskenv.is_loopback(env.get("MASTER_ADDR", "")))
         decision = end_attempt(job_dir, cfg, facts, now=now)
         if args.step_rc != 0 and not facts.interrupted:
             _remember_bad_nodes(job_dir, facts.run, facts.step_nodes, cfg.tasks_per_node, seen)

@@ -158,9 +158,10 @@ class Launcher(_Model):
                     "allocation from the newest checkpoint (0: none; the job fails at the first failure)",
     )
     restart: Literal["in-process", "step"] = Field(
-        default="step",
-        description="how orch's entrypoint restarts (max_restarts > 0): in-process (the other ranks' processes "
-                    "stay, the failed rank's is forked again) or step",
+        default="in-process",
+        description="how a failed rank is restarted (max_restarts > 0): in-process (the other ranks' processes "
+                    "stay, the failed rank's is forked again; a script on one node: its world, warm) or step "
+                    "(a new srun step); by step where in-process cannot apply (orchestrator/restarts/protocol.py)",
     )
     job_root: str = Field(default="~/orch-jobs", description="where job folders are created")
     gpu_flag: Literal["gpus-per-node", "gres"] = "gpus-per-node"

@@ -1,7 +1,7 @@
-"""End to end on the local Slurm cluster, 2 nodes: ``launcher.restart: in-process``. A rank of orch's entrypoint
-killed (SIGKILL) or stopped (SIGSTOP) in epoch 2 is restarted inside the srun step: the job is COMPLETED
-after one step, the surviving rank's process is the same before and after (attempts.json ``pids``), and the
-parameters equal an uninterrupted local run's."""
+"""End to end on the local Slurm cluster, 2 nodes, with the session's cluster file as written (no ``restart:``
+line: in-process restarts are the default). A rank of orch's entrypoint killed (SIGKILL) or stopped (SIGSTOP)
+in epoch 2 is restarted inside the srun step: the job is COMPLETED after one step, the surviving rank's process
+is the same before and after (attempts.json ``pids``), and the parameters equal an uninterrupted local run's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -24,20 +24,16 @@ FAULTY = TESTS / "jobs" / "faulty.py"
 ORCH = str(Path(sys.executable).with_name("orch"))
 
 
-def _in_process(data: dict[str, Any]) -> None:
-    data["launcher"]["restart"] = "in-process"
-
-
 @pytest.mark.parametrize(("fault", "kind"), [("kill", "vanished"), ("stop", "stuck")])
 def test_a_failed_rank_is_restarted_inside_the_step(slurm_cluster: SlurmCluster, tmp_path: Path, fault: str,
                                                     kind: str) -> None:
     cluster = slurm_cluster
     if len(cluster.nodes()) < 2:
         pytest.skip("needs 2 nodes")
-    cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", _in_process)
+    assert "restart:" not in cluster.cluster_yaml.read_text()  # the default, not an opt-in
     params = ["epochs=2", f"fault={fault}", "fault_rank=1", "fault_step=40", "fault_restart=0"]
     job_id, job_dir = cluster.submit(str(FAULTY), "--nodes", "2", "--gpus", "1", "--cpus-per-task", "1",
-                                     "--max-restarts", "2", *params, cluster_yaml=cluster_yaml)
+                                     "--max-restarts", "2", *params)
     status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
     detail = f"{status}\n{cluster.describe(job_dir)}"
     assert status["state"] == "COMPLETED", detail
@@ -60,13 +56,12 @@ def test_a_failed_rank_is_restarted_inside_the_step(slurm_cluster: SlurmCluster,
 WARM_SCRIPT = TESTS / "scripts" / "warm_imports.py"
 
 
-def test_a_scripts_world_restarts_warm_on_one_node(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+def test_a_scripts_world_restarts_warm_on_one_node(slurm_cluster: SlurmCluster) -> None:
     """A script on one node (2 ranks, rank 1 fails once): the second world is forked from the agents in the
     same srun step, with TORCHELASTIC_RESTART_COUNT 1, and imports nothing (the script times its imports)."""
     cluster = slurm_cluster
-    cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", _in_process)
     job_id, job_dir = cluster.submit(str(WARM_SCRIPT), "--nodes", "1", "--gpus", "2", "--cpus-per-task", "1",
-                                     "--max-restarts", "1", "--no-check", cluster_yaml=cluster_yaml)
+                                     "--max-restarts", "1", "--no-check")
     status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
     detail = f"{status}\n{cluster.describe(job_dir)}"
     assert status["state"] == "COMPLETED", detail

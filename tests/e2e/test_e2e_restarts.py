@@ -1,5 +1,7 @@
 """End to end on the local Slurm cluster: a failed training step is restarted inside the
-allocation from the newest checkpoint (``--max-restarts``), and ``attempts.json`` says what happened."""
+allocation from the newest checkpoint (``--max-restarts``), and ``attempts.json`` says what happened. These are
+the step-level restarts (a new srun step): each cluster file here pins ``launcher.restart: step`` (the default,
+in-process: test_e2e_inprocess_restarts.py), but the script on 2 nodes, which restarts by step anyway."""
 
 from __future__ import annotations
 
@@ -26,18 +28,21 @@ COUNT_SCRIPT = TESTS / "scripts" / "restart_count.py"
 ORCH = str(Path(sys.executable).with_name("orch"))
 
 
-def _sync_saves(cluster: SlurmCluster, tmp_path: Path) -> Path:
-    """The session's cluster file with ``launcher.checkpoint_write: sync``: a checkpoint is on disk before the
-    next step, so a rank killed a few steps after it resumes from it. (With the default background write a
-    kill a few milliseconds after an epoch's end may come before the file is whole: the next attempt then
-    starts from the checkpoint before it, as it should.)"""
-    import yaml
+def _by_step(data: dict[str, Any]) -> None:
+    data["launcher"]["restart"] = "step"
 
-    data = yaml.safe_load(cluster.cluster_yaml.read_text())
-    data["launcher"]["checkpoint_write"] = "sync"
-    path = tmp_path / "cluster-sync-saves.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+
+def _sync_saves(cluster: SlurmCluster, tmp_path: Path) -> Path:
+    """The session's cluster file with ``launcher.restart: step`` and ``launcher.checkpoint_write: sync``: a
+    checkpoint is on disk before the next step, so a rank killed a few steps after it resumes from it. (With the
+    default background write a kill a few milliseconds after an epoch's end may come before the file is whole:
+    the next attempt then starts from the checkpoint before it, as it should.)"""
+
+    def edit(data: dict[str, Any]) -> None:
+        _by_step(data)
+        data["launcher"]["checkpoint_write"] = "sync"
+
+    return cluster.derived_cluster_yaml(tmp_path / "cluster-sync-saves.yaml", edit)
 
 
 def _attempts(job_dir: Path) -> list[dict[str, object]]:
@@ -86,10 +91,11 @@ def test_kill_9_of_one_rank_mid_epoch_is_restarted_in_the_allocation(slurm_clust
     assert result["param_digest"] == clean["param_digest"], (result["param_digest"], clean["param_digest"])
 
 
-def test_the_same_error_at_the_same_step_is_restarted_once(slurm_cluster: SlurmCluster) -> None:
+def test_the_same_error_at_the_same_step_is_restarted_once(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     cluster = slurm_cluster
     job_id, job_dir = cluster.submit(str(FAULTY), "--nodes", "2", "--gpus", "1", "--cpus-per-task", "1",
-                                     "--max-restarts", "3", "epochs=1", "fault=raise", "fault_step=3")
+                                     "--max-restarts", "3", "epochs=1", "fault=raise", "fault_step=3",
+                                     cluster_yaml=cluster.derived_cluster_yaml(tmp_path / "step.yaml", _by_step))
     status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
     detail = f"{status}\n{cluster.describe(job_dir)}"
     assert status["state"] == "FAILED", detail
@@ -112,7 +118,10 @@ def test_a_script_sees_torchelastic_restart_count_1_in_its_second_attempt(slurm_
     for rank in (0, 1):
         seen = (job_dir / f"restart_count-rank{rank}.txt").read_text().split()
         assert seen == ["0", "1"], (rank, seen, detail)
-    assert [a["attempt"] for a in _attempts(job_dir)] == [0, 1]
+    attempts = _attempts(job_dir)
+    assert [a["attempt"] for a in attempts] == [0, 1], attempts
+    # the cluster file as written (in-process restarts): a script on 2 nodes restarts by step, and says so
+    assert attempts[0]["in_process"] is False and attempts[0]["by_step"] == "a script on 2 nodes", attempts
 
 
 HANG = TESTS / "jobs" / "hang.py"
@@ -129,6 +138,7 @@ def test_a_sigstopped_rank_is_caught_and_the_next_attempt_runs_on_the_spare(slur
                     "it starts three)")
 
     def short_timeout(data: dict[str, Any]) -> None:
+        _by_step(data)
         data["launcher"]["collective_timeout"] = 6
 
     cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", short_timeout)

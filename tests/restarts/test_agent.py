@@ -294,15 +294,6 @@ def test_a_lost_store_falls_back(tmp_path: Path) -> None:
     assert (tmp_path / proto.FALLBACK_FILE).read_text().startswith("store_lost: ")
 
 
-def test_the_agent_path_applies_to_orchs_entrypoint_with_restarts_only() -> None:
-    def cfg(**launcher: Any) -> Any:
-        return type("Cfg", (), {"launcher": Launcher(**launcher), "script": None})()
-
-    assert agent.applies(cfg(restart="in-process", max_restarts=1), preflight=False)
-    assert not agent.applies(cfg(restart="in-process", max_restarts=1), preflight=True)
-    assert not agent.applies(cfg(restart="in-process", max_restarts=0), preflight=False)
-    assert not agent.applies(cfg(restart="step", max_restarts=3), preflight=False)
-    assert Launcher().restart == "step"
 
 
 def test_the_agent_ends_as_its_worker_did() -> None:

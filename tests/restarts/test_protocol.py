@@ -4,8 +4,13 @@ state of a stopped process, and how attempts.json counts a step's in-process res
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 from orchestrator.restarts import protocol as proto
+from orchestrator.spec.cluster import Launcher
+from orchestrator.spec.launch import Launch, LaunchStyle
+from orchestrator.spec.runconfig import RunConfig
+from orchestrator.spec.script import ScriptTarget
 
 
 def test_every_generation_has_its_own_prefix_claim_and_decision() -> None:
@@ -91,3 +96,38 @@ def test_orch_status_says_which_attempts_were_restarted_in_their_step() -> None:
     ])
     assert "restarted in its step" in lines[0] and "restarted in its step" not in lines[2]
     assert "not restarted in its step: peer_only: the worker gave up" in lines[1]
+
+
+def _cfg(nodes: int = 1, style: LaunchStyle | None = None, **launcher: Any) -> RunConfig:
+    script = None if style is None else ScriptTarget(kind="script", target="/x/train.py", cwd="/x",
+                                                     launch=Launch(style=style))
+    return RunConfig(mode="slurm", job_name="j", job_file="/jobs/j.py", params={}, nodes=nodes, gpus_per_node=0,
+                     tasks_per_node=2, cpus_per_task=1, job_dir="/x/j", created="2026-11-29T00:00:00+00:00",
+                     script=script, launcher=Launcher(**launcher))
+
+
+def test_in_process_restarts_are_the_default_and_the_step_restart_runs_where_they_cannot_apply() -> None:
+    on: dict[str, Any] = {"max_restarts": 2}  # launcher.restart as written: the default
+    cases = [  # (cfg, preflight, loopback, why by step; None: the task is its rank's agent)
+        (_cfg(2, **on), False, False, None),  # orch's entrypoint, on several nodes too
+        (_cfg(1, "env", **on), False, True, None),  # a script on one node: warm restarts
+        (_cfg(2, "env", **on), False, False, "a script on 2 nodes"),
+        (_cfg(1, "per-node", **on), False, True, "a script that starts its own processes on each node"),
+        (_cfg(2, **on), True, False, "the preflight"),
+        (_cfg(2, max_restarts=0), False, False, "max_restarts 0: nothing is restarted"),
+        (_cfg(2, max_restarts=2, restart="step"), False, False, "launcher.restart: step"),
+        (_cfg(1, "env", max_restarts=2, restart="step"), False, True, "launcher.restart: step"),
+    ]
+    for cfg, preflight, loopback, why in cases:
+        assert proto.by_step(cfg, preflight=preflight, loopback=loopback) == why, (cfg, why)
+        assert proto.is_agent(cfg, preflight=preflight, loopback=loopback) is (why is None)
+
+
+def test_the_dry_run_says_which_restart_a_job_gets() -> None:
+    kind, words = proto.how_restarted(_cfg(2, max_restarts=2), loopback=False) or ("", "")
+    assert kind == "in-process" and words.startswith("in-process (a failed rank is forked again")
+    kind, words = proto.how_restarted(_cfg(1, "env", max_restarts=2), loopback=True) or ("", "")
+    assert kind == "in-process" and "warm" in words
+    kind, words = proto.how_restarted(_cfg(2, "env", max_restarts=2), loopback=False) or ("", "")
+    assert (kind, words) == ("step", "by step (a script on 2 nodes): every rank starts again in a new step")
+    assert proto.how_restarted(_cfg(2, max_restarts=0), loopback=False) is None

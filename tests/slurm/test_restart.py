@@ -21,6 +21,8 @@ from orchestrator.slurm.restart import next_nodes
 
 FAULTY = TESTS / "jobs" / "faulty.py"
 ORCH = str(Path(sys.executable).with_name("orch"))
+IN_PROCESS = ("in-process (a failed rank is forked again, the other ranks keep their processes; by step when that "
+              "cannot apply)")
 
 
 def rec(rank: int, kind: str, **extra: Any) -> RankOutcome:
@@ -137,13 +139,16 @@ def test_global_steps() -> None:
 
 
 @pytest.mark.slow
-def test_orch_run_restarts_a_killed_rank_and_ends_with_the_same_parameters(tmp_path: Path) -> None:
+def test_orch_run_restarts_a_killed_rank_and_ends_with_the_same_parameters(tmp_path: Path,
+                                                                           write_cluster: Any) -> None:
+    """The step-level restart of orch run (launcher.restart: step; in-process: tests/restarts/test_agent.py)."""
     env = {**os.environ, "ORCH_DATA_DIR": str(tmp_path)}
+    by_step = write_cluster(launcher={"restart": "step"})
 
     def run(root: str, *extra: str) -> dict[str, Any]:
-        proc = subprocess.run([ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", str(tmp_path / root),
-                               "--json", "epochs=2", *extra], capture_output=True, text=True, env=env,
-                              timeout=300, check=False)
+        proc = subprocess.run([ORCH, "run", str(FAULTY), "--cluster", str(by_step), "--nproc", "2", "--job-root",
+                               str(tmp_path / root), "--json", "epochs=2", *extra], capture_output=True, text=True,
+                              env=env, timeout=300, check=False)
         assert proc.returncode == 0, proc.stderr
         data: dict[str, Any] = json.loads(proc.stdout)
         return data
@@ -154,6 +159,7 @@ def test_orch_run_restarts_a_killed_rank_and_ends_with_the_same_parameters(tmp_p
     history = att.read_attempts(Path(restarted["job_dir"]))
     assert [a["attempt"] for a in history] == [0, 1] and history[0]["blamed_rank"] == 1
     assert history[1]["resumed_step"] == 32 and history[0]["lost_steps"] > 0
+    assert history[0]["in_process"] is False and history[0]["by_step"] == "launcher.restart: step", history
     assert "goodput" in restarted["result"]
 
 
@@ -170,10 +176,23 @@ def test_dry_run_shows_restarts_and_allocates_the_spares(capsys: pytest.CaptureF
     assert "#SBATCH --nodes=3\n" in script and "--nodes=2 --ntasks-per-node=1" in script
     assert "-m orchestrator.slurm.restart --job-dir \"$JOB_DIR\" --first" in script
     assert [r["host"] for r in data["ranks"]] == ["gpu001", "gpu002"]
+    assert data["restarts"] == {"max_restarts": 2, "kind": "in-process", "how": IN_PROCESS}  # the default
     code = main(["submit", "smoke", "--cluster", str(path), "--nodes", "1", "--gpus", "1", "--dry-run"])
-    assert "# restarts: a failed training step is restarted up to 2 time(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "# restarts: a failed training step is restarted up to 2 time(s)" in out
+    assert f"\n#   restart: {IN_PROCESS}\n" in out
+    script = str(TESTS / "scripts" / "restart_count.py")
+    for nodes, how in (("2", "by step (a script on 2 nodes): every rank starts again in a new step"),
+                       ("1", "in-process (warm: the script's whole world starts again")):
+        assert main(["submit", script, "--cluster", str(path), "--nodes", nodes, "--gpus", "1", "--no-check",
+                     "--dry-run"]) == 0
+        assert f"\n#   restart: {how}" in capsys.readouterr().out
+    step = write_cluster(launcher={"max_restarts": 2, "restart": "step"}, name="step.yaml")
+    assert main(["submit", "smoke", "--cluster", str(step), "--nodes", "2", "--gpus", "1", "--dry-run"]) == 0
+    assert "\n#   restart: by step (launcher.restart: step): every rank starts again" in capsys.readouterr().out
     code = main(["submit", "smoke", "--cluster", str(path), "--max-restarts", "0", "--dry-run"])
-    assert "# restarts:" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "# restarts:" not in out and "#   restart:" not in out
     assert main(["submit", "smoke", "--cluster", str(path), "--max-restarts", "-1", "--dry-run"]) == 2
     assert "--max-restarts -1" in capsys.readouterr().err
 

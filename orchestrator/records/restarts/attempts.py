@@ -13,8 +13,10 @@ across requeues too) adds one entry to ``attempts.json`` in the job folder when 
 ``resumed_step``   the global step it resumed from (the checkpoint's; 0: from the start)
 ``lost_steps``     steps finished after the newest checkpoint, redone by the next attempt
 ``recovery_s``     from this attempt's failure to the first training step of the next one
-``in_process``     restarted inside its step by the agents (``launcher.restart: in-process``); ``pids`` each
-                   rank's process id (a surviving rank keeps its own); ``fallback`` why the agents ended the step
+``in_process``     restarted inside its step by the agents (``launcher.restart: in-process``, the default); ``pids``
+                   each rank's process id (a surviving rank keeps its own); ``fallback`` why the agents ended the
+                   step; ``by_step`` why a restarted attempt had no agents (launcher.restart: step, a script on
+                   several nodes: ``orchestrator/restarts/protocol.py``)
 
 plus what the ledger and the restart policy need (``first_step``, ``last_step_time``, ``failed_at``,
 ``hung_s``, ``reason``, ``last_step``, ``message``, ``batch_started``). :func:`ledger` sums them into
@@ -174,6 +176,8 @@ def format_attempts(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
             parts.append("restarted in its step (the other ranks' processes stayed)")
         elif a.get("fallback"):
             parts.append(f"not restarted in its step: {a['fallback']}")
+        elif a.get("by_step"):
+            parts.append(f"restarted by step: {a['by_step']}")
         if a.get("message"):
             parts.append(str(a["message"]))
         if a.get("resubmitted_as"):
