@@ -22,7 +22,9 @@ global. The agent watches its worker:
 - the worker is left behind: a restart of its generation was decided, and it has said no lost peer
   ``LEFT_BEHIND_S`` later. It waits in a collective on a survivor that has gone on (gloo's algorithms pair
   ranks: only the failed rank's partners see its sockets close; the others wait for ``collective_timeout``,
-  measured at 8 ranks and more): the agent kills it and forks its next generation's worker.
+  measured at 8 ranks and more): the agent kills it and forks its next generation's worker. An agent whose
+  worker's step counter stood still after a peer's claim of its generation says it is behind first
+  (:meth:`_Agent._say_behind`: the deciding agent need not wait for its record) and replaces it at the decision.
 
 The agent writes no outcome record of its own: each worker does (its pid), as the task did before.
 """
@@ -108,6 +110,8 @@ class _Agent:
     hung: heartbeat.Watch | None = None  # the worker's training steps (a running rank that stopped stepping)
     preempted: bool = False  # the preemption signal came: every later worker starts with its flag set
     behind_since: float | None = None  # when a restart of the worker's generation was first seen undone by it
+    claim_seen: float | None = None  # when a claim of the still worker's generation was first seen
+    said_behind: int | None = None  # the generation whose failure this agent said its worker is behind in
     decider: Decider = field(init=False, repr=False)  # what this agent decides when its worker fails
 
     def __post_init__(self) -> None:
@@ -117,6 +121,7 @@ class _Agent:
 
     def fork(self, generation: int) -> Worker | None:
         self.generation, self.began = generation, time.time()
+        self.claim_seen = self.said_behind = None
         world_port = self._world_port(generation) if self.script and generation else None
         self.store.set(proto.at(self.env.rank), str(generation))  # a worker that dies before it says so: charged here
         sys.stdout.flush()
@@ -195,12 +200,22 @@ class _Agent:
                 return code
             self._check_stopped()
             polls += 1
-            if self.script and polls % 5 == 0 and self._world_restarts():
-                self._stop_worker()
-                return None
-            if not self.script and polls % proto.LEFT_BEHIND_POLLS == 0 and self._left_behind():
+            if self.script:
+                if polls % 5 == 0 and self._world_restarts():
+                    self._stop_worker()
+                    return None
+            elif self._replaced_behind(polls):
                 return None
             time.sleep(proto.POLL_S)
+
+    def _replaced_behind(self, polls: int) -> bool:
+        """orch's entrypoint: say the worker is behind (:meth:`_say_behind`, every ``BEHIND_POLLS``), and whether it
+        was left behind and replaced (:meth:`_left_behind`: every ``LEFT_BEHIND_POLLS``, every ``BEHIND_POLLS``
+        once said)."""
+        if polls % proto.BEHIND_POLLS == 0:
+            self._say_behind()
+        every = proto.BEHIND_POLLS if self.said_behind is not None else proto.LEFT_BEHIND_POLLS
+        return polls % every == 0 and self._left_behind()
 
     def _reap(self) -> int | None:
         """Reap every child that ended (the agent is a subreaper: a generation's orphans come to it); the
@@ -228,8 +243,8 @@ class _Agent:
 
     def _left_behind(self) -> bool:
         """The worker is still in a generation whose restart was decided, has said no lost peer, and
-        ``LEFT_BEHIND_S`` have passed since this agent saw the decision: it is killed, and this agent's
-        generation is that one (its caller forks the next)."""
+        ``LEFT_BEHIND_S`` have passed since this agent saw the decision (at once: this agent said it is behind in
+        that generation): it is killed, and this agent's generation is that one (its caller forks the next)."""
         rank = self.env.rank
         try:
             at = int(self.store.get(proto.at(rank)))
@@ -242,7 +257,7 @@ class _Agent:
             return False
         now = time.monotonic()
         self.behind_since = self.behind_since or now
-        if now - self.behind_since < proto.LEFT_BEHIND_S:
+        if now - self.behind_since < proto.LEFT_BEHIND_S and self.said_behind != at:  # said: known behind already
             return False
         print(f"orch: rank {rank}: the worker (pid {self.pid}) is still in generation {at}, whose restart was "
               f"decided {now - self.behind_since:.1f} s ago (it waits on a peer that went on); replacing it",
@@ -254,6 +269,34 @@ class _Agent:
         end_group(self.pid)
         self.generation, self.behind_since, self.hung = at, None, None
         return True
+
+    def _say_behind(self) -> None:
+        """Report the worker behind (:func:`~orchestrator.restarts.protocol.reported`) once a failure of its
+        generation is claimed and, from when this agent saw the claim, its armed counter has stood still and it
+        reported nothing for ``Watch.behind_after`` (restarts/heartbeat.py): the deciding agent need not wait
+        ``REPORT_WAIT_S`` for a record that comes only after its decision. The store is asked only while the worker
+        stands still that long (a worker that steps costs the store nothing)."""
+        watch, now = self.hung, time.monotonic()
+        quiet = watch.quiet_for(now) if watch is not None else 0.0
+        after = watch.behind_after() if watch is not None else None
+        if after is None or quiet < after:
+            self.claim_seen = None
+            return
+        rank = self.env.rank
+        try:
+            at = int(self.store.get(proto.at(rank)))
+            if self.said_behind == at:
+                return
+            self.said_behind = None  # (a survivor that reported after all has gone on to a later generation)
+            if not self.store.check([proto.claim(at)]) or self.store.check([proto.reported(at, rank)]):
+                self.claim_seen = None
+                return
+            self.claim_seen = self.claim_seen or now
+            if now - self.claim_seen >= after:
+                self.store.set(proto.reported(at, rank), "behind")
+                self.said_behind = at
+        except (OSError, RuntimeError, ValueError):  # the store is gone or busy: the decider's bound still holds
+            return
 
     def _stop_worker(self, grace: float = 2.0) -> None:
         """SIGTERM, then SIGKILL after ``grace`` seconds, as torchrun stops a world's workers: to the worker's

@@ -95,9 +95,11 @@ class Decider:
         """Record the attempt that just failed, when it is restarted here (restarts/recovery.py); the verdict."""
         from orchestrator.restarts.recovery import AttemptFacts, end_attempt
 
-        others = [] if self.script else [proto.lost(generation, r) for r in range(self.env.world_size)
+        others = [] if self.script else [proto.reported(generation, r) for r in range(self.env.world_size)
                                          if r != self.env.rank]
-        deadline = time.monotonic() + proto.REPORT_WAIT_S  # the survivors' records of the attempt, as they end it
+        # every other rank's report: its record written (a survivor), or behind (blocked in the failed step: it
+        # writes nothing before the decision); at most REPORT_WAIT_S for a rank that never answers
+        deadline = time.monotonic() + proto.REPORT_WAIT_S
         while others and not self.store.check(others) and time.monotonic() < deadline:
             time.sleep(proto.POLL_S)
 

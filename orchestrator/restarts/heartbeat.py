@@ -68,6 +68,8 @@ class Watch:
         self.beat = beat
         self.steps, self.since, self.asked = -1, 0.0, 0.0
         self.gave_up: float | None = None  # when a peer's giving up was first seen
+        self.armed = False  # at the last look
+        self.step_s: float | None = None  # the worker's recent step time: the slowest, less 10% a step since
 
     def stalled(self, now: float, collective_timeout: int, store: AgentStore, rank: int) -> float | None:
         """The seconds the armed counter has stood still when that means the worker hangs, else None: for
@@ -94,9 +96,19 @@ class Watch:
         """Seconds the armed counter has not moved (0 while it moves or rests)."""
         steps, armed = self.beat.read()
         if not armed or steps != self.steps:
-            self.steps, self.since, self.gave_up = steps, now, None
+            if armed and self.armed and 0 <= self.steps < steps:  # steps made while armed: how long one takes
+                took = (now - self.since) / (steps - self.steps)
+                self.step_s = took if self.step_s is None else max(took, 0.9 * self.step_s)
+            self.steps, self.since, self.gave_up, self.armed = steps, now, None, armed
             return 0.0
         return now - self.since
+
+    def behind_after(self) -> float | None:
+        """How long the armed counter must stand still before its worker, whose generation's failure is claimed,
+        is taken to be blocked in the failed step's collective (``BEHIND_STEPS`` of its recent step times,
+        ``BEHIND_MIN_S`` at least): a rank that talks to the failed one sees its sockets close and reports within
+        a step. None: no step seen yet (nothing to compare with)."""
+        return None if self.step_s is None else max(proto.BEHIND_MIN_S, proto.BEHIND_STEPS * self.step_s)
 
 
 def hung_after(collective_timeout: int) -> float:

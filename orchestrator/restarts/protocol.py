@@ -27,7 +27,10 @@ STOPPED_GRACE_S = 1.0  # a worker stopped (SIGSTOP, state T) this long is hung: 
 POLL_S = 0.02  # how often an agent looks at its worker
 LEFT_BEHIND_S = 1.0  # a worker still in a generation whose restart was decided, with no lost peer said: replaced
 LEFT_BEHIND_POLLS = 25  # its agent asks the store about it every this many polls (0.5 s)
-REPORT_WAIT_S = 2.0  # how long the deciding agent waits for the other ranks' records of the failed attempt
+REPORT_WAIT_S = 2.0  # how long the deciding agent waits at most for every other rank's report (:func:`reported`)
+BEHIND_MIN_S = 0.3  # a worker still this long (and 4 of its steps) after its generation was claimed: behind
+BEHIND_STEPS = 4  # (the least of it, in the worker's own recent step times)
+BEHIND_POLLS = 5  # an agent whose worker stands still asks about a claim, and then the decision, every 0.1 s
 PEER_GRACE_S = 5.0  # how long an agent whose worker only lost a peer waits for the failed rank's agent to claim
 EXIT_WAIT_S = 60.0  # how long an agent whose worker completed waits for every rank's agent to end (exit barrier)
 FAILED_EXIT_WAIT_S = 10.0  # the same, when it ends on a failure (the others fail too, or one of them is gone)
@@ -99,6 +102,13 @@ def port(generation: int) -> str:
 def lost(generation: int, rank: int) -> str:
     """Rank ``rank``'s worker lost a peer in ``generation`` and wrote its outcome record (``waited``)."""
     return f"{KEY_ROOT}lost/{generation}/{rank}"
+
+
+def reported(generation: int, rank: int) -> str:
+    """Rank ``rank``'s part in the failure of ``generation`` is known: ``lost`` (its worker wrote its record, as
+    :func:`lost`) or ``behind`` (its agent: the worker is blocked in the failed step's collective, it will write
+    nothing before the decision). The deciding agent waits for these (at most ``REPORT_WAIT_S``)."""
+    return f"{KEY_ROOT}reported/{generation}/{rank}"
 
 
 def gave_up(generation: int) -> str:

@@ -140,6 +140,7 @@ def train_generations(cfg: RunConfig, env: DistEnv, job_dir: Path, flag: Preempt
             RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=f"{peer[0]} ({runtime.describe_error(exc)})",
                             how="timeout" if "timed out" in peer[0] else "lost")
             store.set(proto.lost(worker.generation, worker.rank), "1")
+            store.set(proto.reported(worker.generation, worker.rank), "lost")  # what the deciding agent waits for
             store.add(proto.gave_up(worker.generation), 1)  # a peer's agent whose worker stopped stepping: it hangs
             worker.beat.rest()  # waiting for the decision is no training step: its agent must not call it hung
             restart, why = proto.parse_decision(_decision(store, worker.generation, worker.wait_s))

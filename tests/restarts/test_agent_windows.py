@@ -270,3 +270,42 @@ def test_a_worker_left_behind_in_a_decided_generation_is_replaced_and_one_that_s
     worker = ag.pid
     assert ag._left_behind() is True
     assert not alive(worker) and ag.generation == 0  # watch() forks generation 1 next
+
+
+def test_an_agent_says_its_still_worker_is_behind_once_its_generation_is_claimed_and_replaces_it_at_the_decision(
+        tmp_path: Path) -> None:
+    """A peer's agent claimed generation 0. A worker that steps is never said behind; one whose counter stands still
+    BEHIND_MIN_S (it waits in the failed step's collective on a survivor) is, once its agent has seen the claim that
+    long: the deciding agent need not wait REPORT_WAIT_S for it. At the decision it is replaced at once, not
+    LEFT_BEHIND_S later."""
+    store = DictStore()
+    ag = make_agent(tmp_path, store)
+    if ag.fork(0) is not None:  # pragma: no cover - the worker: stuck (the test ticks its heartbeat for it)
+        try:
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    beat = ag.hung.beat
+    for _ in range(4):  # it steps (a few ms a step)
+        beat.tick()
+        ag._say_behind()
+        time.sleep(0.01)
+    store.add(proto.claim(0), 1)
+    until = time.monotonic() + proto.BEHIND_MIN_S * 2
+    while time.monotonic() < until:  # still stepping after the claim: not behind
+        beat.tick()
+        ag._say_behind()
+        time.sleep(0.02)
+    assert proto.reported(0, ag.env.rank) not in store.data
+    after = ag.hung.behind_after()  # BEHIND_MIN_S, or more when this machine made the steps slow
+    assert after >= proto.BEHIND_MIN_S
+    time.sleep(after + 0.05)  # it stands still: the agent sees the claim now, and waits as long
+    ag._say_behind()
+    assert proto.reported(0, ag.env.rank) not in store.data
+    time.sleep(after + 0.05)
+    ag._say_behind()
+    assert store.get(proto.reported(0, ag.env.rank)) == b"behind"
+    store.set(proto.decision(0), proto.RESTART)
+    worker = ag.pid
+    assert ag._left_behind() is True  # at once: it was known behind
+    assert not alive(worker) and ag.generation == 0

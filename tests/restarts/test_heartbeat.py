@@ -76,3 +76,31 @@ def test_a_still_counter_is_hung_after_twice_the_timeout_without_a_word_from_the
     assert watch.stalled(9.9, 5, DictStore(), 0) is None
     assert watch.stalled(10.0, 5, DictStore(), 0) == 10.0  # no store answer needed (the store may be gone)
     assert heartbeat.hung_after(5) == 10.0
+
+
+def test_a_workers_step_time_is_learnt_from_its_ticks_and_sets_when_it_is_behind() -> None:
+    """The agent learns how long the worker's steps take (the slowest recent one, 10% less a step since) and takes
+    a still worker to be behind after BEHIND_STEPS of them (BEHIND_MIN_S at least); before any step: never."""
+    beat = Heartbeat()
+    watch = Watch(beat)
+    beat.tick()
+    watch.quiet_for(0.0)
+    assert watch.behind_after() is None  # one look: no step time yet
+    beat.tick()
+    watch.quiet_for(0.5)
+    assert watch.step_s == 0.5 and watch.behind_after() == proto.BEHIND_STEPS * 0.5
+    for look in (0.51, 0.52):  # fast steps: the estimate decays from the slow one, 10% a step
+        beat.tick()
+        watch.quiet_for(look)
+    assert watch.step_s is not None and abs(watch.step_s - 0.5 * 0.9 * 0.9) < 1e-9
+    beat.rest()
+    watch.quiet_for(10.0)
+    beat.tick()  # armed again after a rest (evaluation): the time rested is no step
+    watch.quiet_for(30.0)
+    assert watch.step_s is not None and watch.step_s < 0.5
+    tiny = Watch(Heartbeat())
+    tiny.beat.tick()
+    tiny.quiet_for(0.0)
+    tiny.beat.tick()
+    tiny.quiet_for(0.001)
+    assert tiny.behind_after() == proto.BEHIND_MIN_S
