@@ -131,8 +131,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "task/outcome.py": "the ranks' outcome records: tests/records/restarts/test_blame.py",
     "task/preempt.py": "tests/runtime/test_runtime_preempt.py, tests/runtime/test_periodic.py",
     "restarts/recovery.py": "restarts inside the allocation: tests/slurm/test_restart.py",
-    "restarts/decide.py": ("the failed rank's decision, through its agent: tests/restarts/test_agent.py, "
-                           "tests/restarts/test_agent_windows.py"),
     "restarts/generation.py": "a survivor's next generation: tests/restarts/test_agent_windows.py",
 }
 
