@@ -21,11 +21,21 @@ step and in-process, and ``tests/scripts/warm_imports.py`` (rank 1 fails once), 
 recovery, the restarted attempt's imports (the start-up record; the script's own timing of its imports)
 and whether the survivor kept its process.
 
+``--growth 2,4,8,16`` (no Slurm) runs every path at each world size under ``orch run --nproc N`` on this machine,
+all in one run: the start-up of an uninterrupted run (from the launch to every rank's first training step, and
+rank 0's rendezvous), then the recovery from a kill -9 of rank 1 (``tests/jobs/faulty.py``, 16 steps per epoch,
+killed in the middle of epoch 2) by orch's entrypoint in-process and by step, and of the script
+``tests/scripts/warm_imports.py`` (rank 1 exits 1 once) warm (in-process) and by step (a script has no training
+step: from the failure to the restarted world's end). ``--growth ... --slurm`` runs the same kill on the Slurm
+cluster at ``--cluster`` with one rank per node (N nodes: ``ORCH_SLURM_NODES=16 tests/slurm/cluster.sh up`` with
+its own ``ORCH_SLURM_STATE`` and ``ORCH_SLURM_PORT_BASE``), in-process and by step.
+
 Prints each path's recovery time (``attempts.json``: from the failure to the first training step of the
 next attempt), their ratio, the lost steps, and whether the final parameters equal an uninterrupted
 run's (``orch run`` of the same job without the fault, same world size).
 
     .venv/bin/python bench/bench_recovery.py [--cluster $ORCH_SLURM_STATE/cluster.yaml] [--local]
+    .venv/bin/python bench/bench_recovery.py --growth 2,4,8,16 [--slurm]
 """
 
 from __future__ import annotations
@@ -120,6 +130,113 @@ def local(clean: str) -> None:
             print(f"{'script, ' + restart:<26} {'':>10} {'':>5} {again['imports_s']:>17.3f} {'new':>12}")
 
 
+GROWTH_CLUSTER = """name: bench
+partitions:
+  - {{name: cpu, nodes: 'node1', gpus_per_node: 0, cpus_per_node: 2, mem_per_node: 4G}}
+launcher: {{init_timeout: 300, collective_timeout: 30, job_root: '{root}', restart: {restart}, max_restarts: 1}}
+"""
+GROWTH_PATHS = (("entrypoint", "in-process"), ("entrypoint", "step"), ("script", "in-process"), ("script", "step"))
+STEPS = 16  # training steps per epoch at every world size (2 epochs; rank 1 killed in the middle of epoch 2)
+KILL = ["fault=kill", "fault_rank=1", f"fault_step={1 + STEPS + STEPS // 2}", "fault_restart=0"]
+
+
+def run_local(cluster: Path, target: Path, world: int, *extra: str) -> dict[str, Any]:
+    """``orch run --json`` of ``target`` on ``world`` local ranks (above orch run's limit of ranks per core: the same
+    CLI with only that limit lifted, as bench_restart_growth.py does)."""
+    from bench_restart_growth import LIFT_GUARD, guard
+
+    command = [ORCH] if world <= guard() else [sys.executable, "-c", LIFT_GUARD]
+    done = subprocess.run([*command, "run", "--cluster", str(cluster), "--json", str(target), "--nproc", str(world),
+                           *extra], capture_output=True, text=True, timeout=600 + 60 * world)
+    if done.returncode != 0:
+        raise SystemExit(f"orch run {target.name} --nproc {world} exited {done.returncode}:\n{done.stderr[-3000:]}")
+    summary: dict[str, Any] = json.loads(done.stdout)
+    return summary
+
+
+def first_steps(job_dir: Path) -> float | None:
+    """When the last rank finished its first training step (the ranks' outcome records), else None."""
+    times = []
+    for path in (job_dir / "logs").glob("rank*.outcome.json"):
+        first = json.loads(path.read_text()).get("first_step")
+        if not isinstance(first, (int, float)):
+            return None
+        times.append(float(first))
+    return max(times, default=None)
+
+
+def recovery_of(job_dir: Path, script: bool) -> float | None:
+    """attempts.json's recovery_s (a script: the failure to the end of the restarted world)."""
+    hist = attempts(job_dir)
+    if script:
+        failed, done = hist[0].get("failed_at"), hist[-1].get("ended") if len(hist) > 1 else None
+        return None if failed is None or done is None else float(done) - float(failed)
+    rec = hist[0].get("recovery_s")
+    return float(rec) if isinstance(rec, (int, float)) else None
+
+
+def growth(worlds: list[int]) -> None:
+    """Every path at each world size under orch run on this machine, in one run: a table."""
+    from bench_restart_growth import params
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="orch-recovery-growth-") as tmp:
+        clusters = {}
+        for restart in ("step", "in-process"):
+            clusters[restart] = Path(tmp) / f"{restart}.yaml"
+            clusters[restart].write_text(GROWTH_CLUSTER.format(root=Path(tmp) / "jobs", restart=restart))
+        for world in worlds:
+            job = params(world, STEPS, 8)
+            launched = time.time()
+            summary = run_local(clusters["step"], FAULTY, world, *job, "--max-restarts", "0")
+            last_first = first_steps(Path(summary["job_dir"]))
+            startup = None if last_first is None else last_first - launched
+            rendezvous = summary["result"].get("startup", {}).get("process_group")
+            clean = summary["result"]["param_digest"]
+            cells: list[float | None] = []
+            equal = True
+            for kind, restart in GROWTH_PATHS:
+                script = kind == "script"
+                summary = run_local(clusters[restart], WARM_SCRIPT if script else FAULTY, world,
+                                    *([] if script else [*job, *KILL]))
+                cells.append(recovery_of(Path(summary["job_dir"]), script))
+                equal = equal and (script or summary["result"]["param_digest"] == clean)
+                print(f"{world} ranks, {kind} {restart}: {cells[-1]}", file=sys.stderr, flush=True)
+            rows.append((world, startup, rendezvous, cells, equal))
+    print("orch run on this machine (CPU, gloo); seconds. start-up: launch to every rank's first step (rank 0's "
+          "rendezvous); recovery: failure to the first step of the next attempt (a script: to its restarted world's "
+          "end)")
+    head = f"{'ranks':>5} {'start-up':>8} {'rendezvous':>10} " + " ".join(f"{k + ' ' + r:>21}" for k, r in GROWTH_PATHS)
+    print(head + "  params")
+    for world, startup, rendezvous, cells, equal in rows:
+        line = f"{world:>5} {_cell(startup, 8)} {_cell(rendezvous, 10)} " + " ".join(_cell(c, 21) for c in cells)
+        print(line + ("  equal" if equal else "  DIFFERENT"))
+
+
+def _cell(value: Any, width: int) -> str:
+    return f"{value:>{width}.2f}" if isinstance(value, (int, float)) else f"{'-':>{width}}"
+
+
+def slurm_growth(cluster: str, worlds: list[int]) -> None:
+    """The same kill on the Slurm cluster, one rank per node (a cluster of max(worlds) nodes: ORCH_SLURM_NODES),
+    in-process and by step: recovery_s and the start-up (submit to every rank's first step)."""
+    print(f"{'nodes':>5} {'restart':<11} {'state':<10} {'start-up':>8} {'recovery_s':>10}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for world in worlds:
+            for restart in ("in-process", "step"):
+                submitted = time.time()
+                data = json.loads(orch("submit", str(FAULTY), "--cluster", with_restart(cluster, restart, tmp),
+                                       "--json", "--nodes", str(world), "--gpus", "1", "--cpus-per-task", "1",
+                                       "--max-restarts", "1", *KILL, "epochs=2", f"samples={STEPS * 8 * world}",
+                                       "batch_size=8"))
+                job_id, job_dir = str(data["job_id"]), Path(data["job_dir"])
+                done = wait(job_id, cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
+                last_first = first_steps(job_dir)
+                startup = None if last_first is None else last_first - submitted
+                print(f"{world:>5} {restart:<11} {done['state']:<10} {_cell(startup, 8)} "
+                      f"{_cell(recovery_of(job_dir, False), 10)}")
+
+
 def submit(cluster: str, restarts: int, *more: str) -> tuple[str, Path]:
     data = json.loads(orch("submit", str(FAULTY), "--cluster", cluster, "--json", *SHAPE,
                            "--max-restarts", str(restarts), *more, *PARAMS))
@@ -142,7 +259,16 @@ def main() -> int:
     default = os.path.join(os.environ.get("ORCH_SLURM_STATE", "/tmp/orch-slurm"), "cluster.yaml")
     parser.add_argument("--cluster", default=default)
     parser.add_argument("--local", action="store_true", help="the orch run variants only (no Slurm)")
+    parser.add_argument("--growth", help="world sizes (2,4,8,16): every path at each, under orch run")
+    parser.add_argument("--slurm", action="store_true", help="with --growth: on the Slurm cluster, a rank a node")
     args = parser.parse_args()
+    if args.growth:
+        worlds = [int(w) for w in args.growth.split(",") if w.strip()]
+        if args.slurm:
+            slurm_growth(args.cluster, worlds)
+        else:
+            growth(worlds)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         clean = json.loads(subprocess.run(
             [ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", tmp, "--json", "--max-restarts", "0",
