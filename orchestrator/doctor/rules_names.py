@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.source.names import last_name
 
 # builtins that exist only on some Pythons (newer than 3.10, Python 2's), and what notebooks define
 OTHER_PYTHONS = frozenset({
@@ -109,10 +110,40 @@ def _never_runs(a: Analysis, node: ast.AST) -> bool:
     while current is not None:
         if isinstance(current, ast.If) and child in current.body and (
                 ast.unparse(current.test).split(".")[-1] == "TYPE_CHECKING"
-                or (isinstance(current.test, ast.Constant) and not current.test.value)):
+                or (isinstance(current.test, ast.Constant) and not current.test.value)
+                or _impossible(a, current.test)):
             return True
         child, current = current, a.module.parents.get(current)
     return False
+
+
+def _impossible(a: Analysis, test: ast.expr) -> bool:
+    """``input_type == "point"`` where ``input_type`` can only be one of a literal list's values that is not it
+    (``input_type = random.choice(["box"])``, also through a name bound to the list): the branch never runs."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)):
+        return False
+    choices = _literal_choices(a, test.left, 0)
+    return choices is not None and test.comparators[0].value not in choices
+
+
+def _literal_choices(a: Analysis, expr: ast.expr, depth: int) -> list[object] | None:
+    """The values ``expr`` can hold when they are all literal: a constant, or ``random.choice`` of a literal list."""
+    if depth > 3:
+        return None
+    if isinstance(expr, ast.Constant):
+        return [expr.value]
+    if isinstance(expr, ast.List | ast.Tuple) and all(isinstance(e, ast.Constant) for e in expr.elts):
+        return [e.value for e in expr.elts if isinstance(e, ast.Constant)]
+    if isinstance(expr, ast.Call) and (last_name(expr.func) or "") == "choice" and len(expr.args) == 1:
+        return _literal_choices(a, expr.args[0], depth + 1)
+    if isinstance(expr, ast.Name):
+        scope = a.module.scope_of(expr)
+        values = [v for _, v in scope.assigned.get(expr.id, ())]
+        if len(values) != 1 or values[0] is None:
+            return None  # assigned more than once (or a parameter, a loop target): not known
+        return _literal_choices(a, values[0], depth + 1)
+    return None
 
 
 def _scope(a: Analysis, node: ast.AST) -> ast.AST:

@@ -47,6 +47,8 @@ def _every_rank_pretrained(a: Analysis) -> Iterator[Finding]:
             continue
         if a.flow.guarded(site) or _guarded_by_script(a, site) or a.ranks.dependent(site.call.args[0]):
             continue
+        if any(k.arg == "is_main_process" for k in site.call.keywords):
+            continue  # save_pretrained(..., is_main_process=accelerator.is_main_process): it writes on that rank only
         if _file_path(a, site.call.args[0], 0):
             yield a.finding("DDP006", site.call, "save_pretrained runs on every rank, all writing the same files")
 

@@ -332,3 +332,11 @@ for epoch in range(3):
 def test_ddp005_reports_a_block_of_log_lines_once_and_not_a_sum_over_an_unsharded_loader() -> None:
     assert [(f.code, f.line) for f in check_source(ACCELERATE_LOGS, "t.py") if f.code == "DDP005"] == [
         ("DDP005", 13)]
+
+
+def test_ddp006_is_silent_on_save_pretrained_told_which_rank_writes() -> None:
+    source = ("import torch.distributed as dist\nfrom transformers import AutoModel\n"
+              "dist.init_process_group('nccl')\nmodel = AutoModel.from_pretrained('m')\nout = 'out/model'\n"
+              "model.save_pretrained(out, is_main_process=dist.get_rank() == 0)\n"
+              "model.save_pretrained(out)\n")
+    assert [(f.code, f.line) for f in check_source(source, "t.py") if f.code == "DDP006"] == [("DDP006", 7)]

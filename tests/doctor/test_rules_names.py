@@ -91,3 +91,14 @@ def test_pyflakes_is_imported_only_when_the_rule_runs() -> None:
             "assert 'pyflakes' in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_silent_on_a_branch_its_literal_choices_never_take() -> None:
+    # input_type can only be "box": the "point" branch never runs, so its undefined name never raises; a value
+    # the list holds, or a name assigned twice, keeps the finding
+    body = ("def evaluate(boxes):\n    keys = ['box']\n    input_type = random.choice(keys)\n"
+            "    if input_type == 'box':\n        use(boxes)\n    elif input_type == 'point':\n        use(points)\n"
+            "    if input_type == 'box':\n        use(masks)\n\nevaluate(1)\n")
+    source = "import random\nfrom helpers import use\n" + body
+    assert [(line, "'masks'" in message) for line, _, message in names(source)] == [(11, True)]
+    assert [line for line, _, _ in names(source.replace("keys = ['box']", "keys = ['box', 'point']"))] == [9, 11]
