@@ -219,22 +219,29 @@ def _cell(value: Any, width: int) -> str:
 
 def slurm_growth(cluster: str, worlds: list[int]) -> None:
     """The same kill on the Slurm cluster, one rank per node (a cluster of max(worlds) nodes: ORCH_SLURM_NODES),
-    in-process and by step: recovery_s and the start-up (submit to every rank's first step)."""
-    print(f"{'nodes':>5} {'restart':<11} {'state':<10} {'start-up':>8} {'recovery_s':>10}")
+    in-process and by step: recovery_s; and the start-up of an uninterrupted job (submit to every rank's first
+    training step: the queue wait of an idle cluster included)."""
+    print(f"{'nodes':>5} {'start-up':>8} {'in-process':>10} {'by step':>10}  states")
     with tempfile.TemporaryDirectory() as tmp:
         for world in worlds:
-            for restart in ("in-process", "step"):
+            shape = ["--json", "--nodes", str(world), "--gpus", "1", "--cpus-per-task", "1", "epochs=2",
+                     f"samples={STEPS * 8 * world}", "batch_size=8"]
+            cells: list[float | None] = []
+            states = []
+            for restart, extra in (("step", ["--max-restarts", "0"]), ("in-process", ["--max-restarts", "1", *KILL]),
+                                   ("step", ["--max-restarts", "1", *KILL])):
                 submitted = time.time()
                 data = json.loads(orch("submit", str(FAULTY), "--cluster", with_restart(cluster, restart, tmp),
-                                       "--json", "--nodes", str(world), "--gpus", "1", "--cpus-per-task", "1",
-                                       "--max-restarts", "1", *KILL, "epochs=2", f"samples={STEPS * 8 * world}",
-                                       "batch_size=8"))
+                                       *shape, *extra))
                 job_id, job_dir = str(data["job_id"]), Path(data["job_dir"])
-                done = wait(job_id, cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
-                last_first = first_steps(job_dir)
-                startup = None if last_first is None else last_first - submitted
-                print(f"{world:>5} {restart:<11} {done['state']:<10} {_cell(startup, 8)} "
-                      f"{_cell(recovery_of(job_dir, False), 10)}")
+                states.append(wait(job_id, cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})["state"])
+                if not cells:  # the uninterrupted job
+                    last_first = first_steps(job_dir)
+                    cells.append(None if last_first is None else last_first - submitted)
+                else:
+                    cells.append(recovery_of(job_dir, False))
+            line = " ".join(_cell(c, w) for c, w in zip(cells, (8, 10, 10), strict=True))
+            print(f"{world:>5} {line}  {','.join(states)}")
 
 
 def submit(cluster: str, restarts: int, *more: str) -> tuple[str, Path]:
