@@ -4,8 +4,8 @@ On a running Slurm cluster (the local test cluster: ``tests/slurm/cluster.sh up`
 (``tests/jobs/faulty.py``, 2 nodes x 1 task, CPU/gloo) in which rank 1 dies of SIGKILL in the middle of
 epoch 2 (``fault=kill``, only in its first run: ``fault_restart=0``), recovered
 
-* **in-job**: ``--max-restarts 1``: the batch script starts a new srun step in the same allocation, which
-  resumes from the newest checkpoint;
+* **in-job**: ``--max-restarts 1``, ``launcher.restart: step``: the batch script starts a new srun step in the
+  same allocation, which resumes from the newest checkpoint;
 * **requeue**: ``--max-restarts 0``: the job fails, then ``scontrol requeue`` puts it back in the queue
   (Slurm's own requeue path, with its begin-time delay), and the new run resumes from the checkpoint;
 * **resubmit** (a cluster of three nodes or more): ``--max-restarts 1`` with a free node left: the blamed
@@ -289,13 +289,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         job_id, job_dir = submit(with_restart(args.cluster, "in-process", tmp), 1, *pinned)
         wait(job_id, args.cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
-    rows.append(("in-process", job_id, job_dir))
-    job_id, job_dir = submit(args.cluster, 1, *pinned)
-    wait(job_id, args.cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
-    rows.append(("in-job restart", job_id, job_dir))
-    if others:
-        job_id, job_dir = submit(args.cluster, 1)
-        rows.append(("resubmit", follow(job_dir, job_id, args.cluster), job_dir))
+        rows.append(("in-process", job_id, job_dir))
+        by_step = with_restart(args.cluster, "step", tmp)  # the step-level paths (in-process is the default)
+        job_id, job_dir = submit(by_step, 1, *pinned)
+        wait(job_id, args.cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
+        rows.append(("in-job restart", job_id, job_dir))
+        if others:
+            job_id, job_dir = submit(by_step, 1)
+            rows.append(("resubmit", follow(job_dir, job_id, args.cluster), job_dir))
     job_id, job_dir = submit(args.cluster, 0, *pinned)
     wait(job_id, args.cluster, {"FAILED"})
     subprocess.run(["scontrol", "requeue", job_id], check=True, timeout=30)
