@@ -92,10 +92,13 @@ def test_orch_status_says_which_attempts_were_restarted_in_their_step() -> None:
         {"attempt": 0, "requeue": 0, "kind": "vanished", "blamed_rank": 1, "exit_code": -9, "in_process": True},
         {"attempt": 1, "requeue": 0, "kind": "failed", "exit_code": 3, "in_process": False,
          "fallback": "peer_only: the worker gave up on a collective"},
-        {"attempt": 2, "requeue": 0, "kind": "completed", "exit_code": 0},
+        {"attempt": 2, "requeue": 0, "kind": "failed", "exit_code": 1, "in_process": False,
+         "by_step": "a script on 2 nodes"},
+        {"attempt": 3, "requeue": 0, "kind": "completed", "exit_code": 0},
     ])
-    assert "restarted in its step" in lines[0] and "restarted in its step" not in lines[2]
+    assert "restarted in its step" in lines[0] and "restarted in its step" not in lines[3]
     assert "not restarted in its step: peer_only: the worker gave up" in lines[1]
+    assert "restarted by step: a script on 2 nodes" in lines[2] and "by step" not in lines[3]
 
 
 def _cfg(nodes: int = 1, style: LaunchStyle | None = None, **launcher: Any) -> RunConfig:
