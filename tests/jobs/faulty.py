@@ -16,6 +16,9 @@ bucket-settling pass, ``orchestrator.runtime.loop.settle_buckets``):
 - ``abort_at_exit``: the rank trains to the end, then its process dies of SIGABRT a second after it leaves
   (as gloo's threads can abort an interpreter's teardown), when the other ranks have ended (any step).
 
+``pace_file`` (a path): every step sleeps ``step_sleep`` only while that file exists, so a test that injects
+faults from outside keeps the job slow while it does, then lets it finish at full speed (removes the file).
+
 ``signal_step`` with ``signal_rank`` (-1: every rank) makes those ranks send themselves the preemption signal
 (SIGUSR2) at that step, as Slurm would; ``step_sleep`` slows every step down; ``fault_restart`` N makes
 the fault only in restart N (requeues plus restarts inside the allocation), so a restarted job completes.
@@ -46,6 +49,7 @@ class FaultyParams(TrainParams):
     signal_step: int | None = None
     signal_rank: int = Field(default=-1, description="the rank that gets the signal; -1: every rank")
     step_sleep: float = 0.0
+    pace_file: str = Field(default="", description="step_sleep only while this file exists; empty: always")
     fault_restart: int = Field(default=-1, description="fault only in this restart (SLURM_RESTART_COUNT + "
                                "ORCH_ATTEMPT: requeues and restarts in the allocation); -1: in every one")
 
@@ -70,7 +74,7 @@ def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
         def forward(self, inputs: torch.Tensor) -> torch.Tensor:
             if self.training:
                 step, self.calls = self.calls, self.calls + 1
-                if params.step_sleep:
+                if params.step_sleep and (not params.pace_file or os.path.exists(params.pace_file)):
                     time.sleep(params.step_sleep)
                 if step == params.signal_step and params.signal_rank in (-1, ctx.rank):
                     os.kill(os.getpid(), signal.SIGUSR2)
