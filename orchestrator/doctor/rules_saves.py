@@ -16,8 +16,9 @@ from orchestrator.source.ranks import RANK_NAMES
 
 
 def check_saves(a: Analysis) -> Iterator[Finding]:
-    """DDP006: torch.save outside any rank condition (unless the path is per rank), or of the DDP wrapper."""
-    if not a.distributed:
+    """DDP006: torch.save outside any rank condition (unless the path is per rank), or of the DDP wrapper; also
+    in a script a framework runs data-parallel (Accelerate's, Fabric's ranks all run the script's save)."""
+    if not (a.distributed or a.framework_parallel):
         return
     for site in a.sites(frozenset({"torch.save"})):
         call = site.call

@@ -340,3 +340,11 @@ def test_ddp006_is_silent_on_save_pretrained_told_which_rank_writes() -> None:
               "model.save_pretrained(out, is_main_process=dist.get_rank() == 0)\n"
               "model.save_pretrained(out)\n")
     assert [(f.code, f.line) for f in check_source(source, "t.py") if f.code == "DDP006"] == [("DDP006", 7)]
+
+
+def test_ddp006_under_accelerate_every_rank_saving_one_file() -> None:
+    source = ("import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+              "model, opt = accelerator.prepare(model, opt)\nfor epoch in range(3):\n"
+              "    torch.save(model.state_dict(), f'ckpt_{epoch}.pt')\n"
+              "    if accelerator.is_main_process:\n        torch.save(model.state_dict(), 'last.pt')\n")
+    assert [(f.code, f.line) for f in check_source(source, "t.py") if f.code == "DDP006"] == [("DDP006", 6)]
