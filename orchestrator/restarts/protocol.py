@@ -46,7 +46,9 @@ BY_STEP: tuple[tuple[Callable[[RunConfig, bool, bool], bool], str], ...] = (
     (lambda cfg, preflight, loopback: preflight, "the preflight"),
     (lambda cfg, preflight, loopback: cfg.script is not None and cfg.script.launch.style == "per-node",
      "a script that starts its own processes on each node"),
-    (lambda cfg, preflight, loopback: cfg.script is not None and not loopback, "a script on {nodes} nodes"),
+    (lambda cfg, preflight, loopback: cfg.script is not None and cfg.nodes > 1, "a script on {nodes} nodes"),
+    (lambda cfg, preflight, loopback: cfg.script is not None and not loopback,
+     "a script whose MASTER_ADDR is not this machine's"),
 )
 
 

@@ -71,6 +71,7 @@ def test_kill_9_of_one_rank_mid_epoch_is_restarted_in_the_allocation(slurm_clust
     first = attempts[0]
     # under srun rank 0 may be taken down before it writes a word: srun's report in the batch log names rank 1
     assert first["exit_code"] != 0 and first["kind"] == "vanished", attempts
+    assert first["in_process"] is False and first["by_step"] == "launcher.restart: step", attempts  # and says why
     assert (first["blamed_rank"], first["blamed_node"]) == (1, hostlist.expand(status["nodes"])[1]), attempts
     assert attempts[1]["resumed_step"] == 32, attempts  # the epoch-1 checkpoint (32 steps per epoch)
     assert isinstance(first["recovery_s"], float), attempts

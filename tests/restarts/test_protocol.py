@@ -115,6 +115,8 @@ def test_in_process_restarts_are_the_default_and_the_step_restart_runs_where_the
         (_cfg(2, **on), False, False, None),  # orch's entrypoint, on several nodes too
         (_cfg(1, "env", **on), False, True, None),  # a script on one node: warm restarts
         (_cfg(2, "env", **on), False, False, "a script on 2 nodes"),
+        (_cfg(2, "env", **on), False, True, "a script on 2 nodes"),  # nodes that share one address (a test cluster)
+        (_cfg(1, "env", **on), False, False, "a script whose MASTER_ADDR is not this machine's"),  # spare nodes
         (_cfg(1, "per-node", **on), False, True, "a script that starts its own processes on each node"),
         (_cfg(2, **on), True, False, "the preflight"),
         (_cfg(2, max_restarts=0), False, False, "max_restarts 0: nothing is restarted"),
