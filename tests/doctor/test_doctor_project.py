@@ -4,7 +4,6 @@ DDP008 argparse defaults, DDP010 through data flow, DDP011..DDP013)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -56,15 +55,14 @@ def test_the_same_loader_without_any_helper_is_an_error(tmp_path: Path) -> None:
 
 
 def test_reading_the_project_is_bounded(tmp_path: Path) -> None:
-    """A chain of 200 helper modules: at most MAX_FILES are read, and the check stays fast."""
+    """A chain of 200 helper modules: at most MAX_FILES are read (the bound itself, not a timing: speed lives in
+    bench/bench_doctor.py)."""
     for i in range(200):
         (tmp_path / f"m{i}.py").write_text(f"import m{i + 1}\n\ndef f():\n    m{i + 1}.f()\n" + "x = 1\n" * 2000)
     (tmp_path / "train.py").write_text(_HEAD + "import m0\n\ndef main():\n    m0.f()\n"
                                        "    dist.init_process_group('nccl')\n"
                                        "    model = DDP(torch.nn.Linear(2, 2).cuda())\n")
-    start = time.monotonic()
     findings = check_file(tmp_path / "train.py")
-    assert time.monotonic() - start < 5
     assert [f.code for f in findings] == ["DDP001"]  # the helpers bind no device as far as they were read
     import ast
 

@@ -45,7 +45,9 @@ def test_a_failed_rank_is_restarted_inside_the_step(slurm_cluster: SlurmCluster,
     batch = (job_dir / "logs" / f"slurm-{job_id}.out").read_text(errors="replace")
     assert batch.count("orch: attempt ") == 0, batch  # one srun step: the batch script's loop never restarted
     result = json.loads((job_dir / "result.json").read_text())
-    assert result["startup"]["imports"] < 0.5, result["startup"]  # rank 0's restarted attempt imported nothing
+    # rank 0's restarted attempt imported nothing (its pid is the same, above): the phase is loading the job again,
+    # 0.2-0.6 s here, 1.7 s once on a saturated machine (0.5 s was a timing bound that load broke)
+    assert result["startup"]["imports"] < 2.0, result["startup"]
     env = {**os.environ, "ORCH_DATA_DIR": os.environ.get("ORCH_DATA_DIR", str(tmp_path))}
     local = subprocess.run([ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", str(tmp_path / "local"),
                             "--json", "epochs=2"], capture_output=True, text=True, env=env, timeout=300, check=False)

@@ -68,9 +68,10 @@ def test_the_claimant_decides_once_every_rank_reported_or_is_behind_and_waits_fo
     at_once_dir, at_once = job(tmp_path, "at-once")
     for rank in BEHIND:  # their agents said so
         at_once.set(proto.reported(0, rank), "behind")
+    monkeypatch.setattr(proto, "REPORT_WAIT_S", 30.0)  # a bound no loaded machine reaches by itself
     nxt, took = decide(at_once_dir, at_once)
     assert nxt == 1 and at_once.get(proto.decision(0)) == proto.RESTART.encode()
-    assert took < proto.REPORT_WAIT_S / 4, took  # not the 2 s wait for records that come after the decision
+    assert took < 15, took  # not the wait for records that come after the decision
 
     monkeypatch.setattr(proto, "REPORT_WAIT_S", 0.5)  # (the bound, shortened for the test)
     silent_dir, silent = job(tmp_path, "silent")
