@@ -236,3 +236,18 @@ def test_held_out_set_9_as_measured() -> None:
     assert len(scores) == 22
     assert shown.precision >= MIN_SET_9[0], table(default_output(scores))
     assert shown.recall >= MIN_SET_9[1], table(default_output(scores))
+
+
+# Set 10 (23 scripts from 23 repositories, held out: judged and committed before the doctor ran on them, measured once
+# on commit 03da53f): default output precision 0.41 (7 of 17), recall 0.24 (7 of 29); --all the same. Kept out of the
+# floors above; (precision, recall) of the default output, rounded down.
+MIN_SET_10 = (0.41, 0.24)
+
+
+def test_held_out_set_10_as_measured() -> None:
+    """Set 10 keeps at least the figures it was first measured with (docs/doctor.md, "Set 10")."""
+    scores = score_all([name for name, entry in sorted(truth().items()) if set_label(entry) == "set 10"])
+    shown = total(default_output(scores))
+    assert len(scores) == 23
+    assert shown.precision >= MIN_SET_10[0], table(default_output(scores))
+    assert shown.recall >= MIN_SET_10[1], table(default_output(scores))
