@@ -41,6 +41,25 @@ def full_set_value(a: Analysis, name: ast.Name) -> bool:
 _FRAMEWORK_SHARDS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
 
 
+def framework_prepared(a: Analysis) -> frozenset[str]:
+    """The names handed to a framework's sharding call (``accelerator.prepare(model, opt, train_dl)``,
+    ``prepare_data_loader``, ``fabric.setup_dataloaders``): a loader among them is split across the ranks."""
+    return frozenset(n.id for call in ast.walk(a.module.tree) if isinstance(call, ast.Call)
+                     and last_name(call.func) in _FRAMEWORK_SHARDS
+                     for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)
+                     if isinstance(n, ast.Name))
+
+
+def in_framework_call(a: Analysis, node: ast.AST) -> bool:
+    """``node`` is built inside a framework's sharding call (``accelerator.prepare(DataLoader(...))``)."""
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.stmt):
+        if isinstance(current, ast.Call) and last_name(current.func) in _FRAMEWORK_SHARDS:
+            return True
+        current = a.module.parents.get(current)
+    return False
+
+
 def unprepared_sum(a: Analysis, name: ast.Name) -> bool:
     """A sum over a loader the framework never shards (``loss_test += ...`` in ``for batch in val_loader:``,
     where only the training loader went through ``accelerator.prepare``/``fabric.setup_dataloaders``): under
@@ -48,10 +67,7 @@ def unprepared_sum(a: Analysis, name: ast.Name) -> bool:
     if not a.framework_parallel or a.data_parallel:
         return False
     scope: ast.AST = a.module.function_of(name) or a.module.tree
-    prepared = {n.id for call in ast.walk(a.module.tree) if isinstance(call, ast.Call)
-                and last_name(call.func) in _FRAMEWORK_SHARDS
-                for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)
-                if isinstance(n, ast.Name)}
+    prepared = framework_prepared(a)
     for loop in ast.walk(scope):
         if not (isinstance(loop, ast.For) and loop.lineno < name.lineno) or a.trains(loop):
             continue

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.metric_values import framework_prepared, in_framework_call
 from orchestrator.doctor.reshuffle import reshuffled_each_epoch
 from orchestrator.source.analysis import INIT, WRAPPERS
 from orchestrator.source.flow import Site
@@ -33,9 +34,11 @@ def check_loaders(a: Analysis) -> Iterator[Finding]:
     if not a.data_parallel or a.sites_ending("DistributedSampler") or any(
             q.endswith("DistributedSampler") or any(w in q.lower() for w in _SHARD_WORDS) for q in a.helper_quals):
         return
+    prepared = framework_prepared(a)
     for site in a.sites_ending("DataLoader"):
         call = site.call
-        if _custom_sampler(a, call) or _shards_itself(call) or a.flow.guarded(site):
+        if _custom_sampler(a, call) or _shards_itself(call) or a.flow.guarded(site) or _handed_to_framework(
+                a, call, prepared):
             continue
         dataset = call.args[0] if call.args else _kw(call, "dataset")
         if dataset is None or _sharded(a, dataset, 0):
@@ -46,6 +49,17 @@ def check_loaders(a: Analysis) -> Iterator[Finding]:
         if a.unread:
             detail += f"; a warning: {a.unread} could not be read (it may shard the data)"
         yield a.finding("DDP003", call, detail, severity=_loader_severity(a, site, dataset))
+
+
+def _handed_to_framework(a: Analysis, call: ast.Call, prepared: frozenset[str]) -> bool:
+    """The loader goes through a framework's sharding call (``train_dl = DataLoader(...)`` then
+    ``accelerator.prepare(..., train_dl)``, or built inside it): the framework splits it across the ranks, also in
+    a script that starts a process group of its own."""
+    if in_framework_call(a, call):
+        return True
+    statement = a.module.parents.get(call)
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id in prepared for t in statement.targets)
 
 
 def _loader_severity(a: Analysis, site: Site, dataset: ast.expr) -> Severity:

@@ -76,8 +76,9 @@ def check_undefined_names(a: Analysis) -> Iterator[Finding]:
             continue
         if _never_runs(a, node):
             continue  # under `if TYPE_CHECKING:` or `if False:`
-        if name in _bound(_scope(a, node)):
-            continue  # bound later in its own function: a loop's next pass may find it (pyflakes reads in order)
+        if any(name in _bound(scope) for scope in _scopes(a, node)):
+            continue  # bound later in its own function: a loop's next pass may find it (pyflakes reads in order);
+            # or bound by an enclosing one and deleted after the closure ran (pyflakes reads a closure at the end)
         seen.add(name)
         outer = _outer_function(a, node)
         if outer is not None and outer.name not in referred:
@@ -151,6 +152,17 @@ def _scope(a: Analysis, node: ast.AST) -> ast.AST:
     while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
         current = a.module.parents.get(current)
     return current if current is not None else a.module.tree
+
+
+def _scopes(a: Analysis, node: ast.AST) -> Iterator[ast.AST]:
+    """``node``'s own scope, then each function (or lambda) around it; never the module as an enclosing scope
+    (its walk would take every name any function of the file binds)."""
+    scope = _scope(a, node)
+    yield scope
+    while scope is not a.module.tree:
+        scope = _scope(a, scope)
+        if scope is not a.module.tree:
+            yield scope
 
 
 def _bound(scope: ast.AST) -> set[str]:

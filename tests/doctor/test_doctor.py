@@ -348,3 +348,20 @@ def test_ddp006_under_accelerate_every_rank_saving_one_file() -> None:
               "    torch.save(model.state_dict(), f'ckpt_{epoch}.pt')\n"
               "    if accelerator.is_main_process:\n        torch.save(model.state_dict(), 'last.pt')\n")
     assert [(f.code, f.line) for f in check_source(source, "t.py") if f.code == "DDP006"] == [("DDP006", 6)]
+
+
+def test_ddp003_is_silent_on_a_loader_a_framework_shards_also_beside_a_process_group_of_its_own() -> None:
+    """A loader handed to ``accelerator.prepare`` (named, or built inside the call) is split by Accelerate, also in a
+    script that starts a one-process group itself; the same loader never handed over is still reported."""
+    head = ("import accelerate\nimport torch\nfrom torch import distributed as dist\nfrom torch.utils import data\n"
+            "if not dist.is_initialized():\n    dist.init_process_group(world_size=1, rank=0, store=dist.HashStore())\n"
+            "accelerator = accelerate.Accelerator()\nds = data.TensorDataset(torch.randn(64, 2))\n")
+    named = head + ("train_dl = data.DataLoader(ds, 8, shuffle=True)\n"
+                    "model, opt, train_dl = accelerator.prepare(model, opt, train_dl)\nfor x in train_dl:\n    pass\n")
+    inline = head + ("model, train_dl = accelerator.prepare(model, data.DataLoader(ds, 8, shuffle=True))\n"
+                     "for x in train_dl:\n    pass\n")
+    kept = head + ("train_dl = data.DataLoader(ds, 8, shuffle=True)\nmodel = accelerator.prepare(model)\n"
+                   "for x in train_dl:\n    pass\n")
+    assert [f.code for f in check_source(named, "t.py") if f.code == "DDP003"] == []
+    assert [f.code for f in check_source(inline, "t.py") if f.code == "DDP003"] == []
+    assert [(f.code, f.line) for f in check_source(kept, "t.py") if f.code == "DDP003"] == [("DDP003", 9)]

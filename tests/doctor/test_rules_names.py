@@ -102,3 +102,13 @@ def test_silent_on_a_branch_its_literal_choices_never_take() -> None:
     source = "import random\nfrom helpers import use\n" + body
     assert [(line, "'masks'" in message) for line, _, message in names(source)] == [(11, True)]
     assert [line for line, _, _ in names(source.replace("keys = ['box']", "keys = ['box', 'point']"))] == [9, 11]
+
+
+def test_a_closure_over_a_name_its_function_binds_and_deletes_later_is_not_undefined() -> None:
+    """pyflakes reads a lambda's names at the end of the enclosing scope, after a ``del``: the closure ran before it
+    (a FLOP count on a meta model, then ``del``). A name that no scope binds is still reported."""
+    source = (_HEAD + "def measure(f):\n    return f()\n\ndef main():\n    with torch.device('meta'):\n"
+              "        meta_model = torch.nn.Linear(2, 2)\n        x = torch.randn(1, 2)\n"
+              "        fwd = lambda: meta_model(x)\n        measure(fwd)\n        del meta_model, x\n"
+              "    torch.save(ddp_model.state_dict(), 'm.pt')\n\nmain()\n")
+    assert [(line, severity) for line, severity, _ in names(source)] == [(14, "error")]
