@@ -16,7 +16,6 @@ allows.
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -24,6 +23,7 @@ from typing import Any
 
 from orchestrator.records.restarts.blame import Blame
 from orchestrator.records.restarts.rankoutcome import RankOutcome
+from orchestrator.spec.numbers import FULL_DISK
 
 USAGE_EXIT = 2  # OrchError's exit code for bad input (usage, configuration, doctor, resume folder)
 REQUEUE_EXIT = 75  # a script asks for a requeue (orchestrator.spec.script.REQUEUE_EXIT)
@@ -57,7 +57,7 @@ class Decision:
     last_step: tuple[int, int] | None = None  # the blamed rank's last finished step (epoch, step)
 
 
-NO_SPACE = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EDQUOT))  # as an OSError's message says it
+NO_SPACE = tuple(os.strerror(code) for code in sorted(FULL_DISK))  # as an OSError's message says it
 
 
 def _full_disk(e: Ended) -> str | None:
