@@ -29,6 +29,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.confidence import at_most
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped, Finding
+from orchestrator.source.names import main_guard
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 from orchestrator.spec.safefile import NotAFile, open_regular
 
@@ -154,7 +155,7 @@ def _module_level_names(tree: ast.Module) -> set[str]:
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom):
             continue
-        if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+        if isinstance(stmt, ast.If) and main_guard(stmt.test):
             continue
         out |= {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(stmt)
                 if isinstance(n, ast.Name | ast.Attribute)}

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.source.names import last_name
+from orchestrator.source.names import last_name, main_guard
 
 # builtins that exist only on some Pythons (newer than 3.10, Python 2's), and what notebooks define
 OTHER_PYTHONS = frozenset({
@@ -98,7 +98,7 @@ def _branch(a: Analysis, node: ast.AST) -> str | None:
         if isinstance(current, ast.ExceptHandler):
             return "of an exception's handler"
         if (isinstance(current, ast.If | ast.IfExp) and child is not current.test
-                and not (a.ranks.is_condition(current.test) or _main_guard(current.test))):
+                and not (a.ranks.is_condition(current.test) or main_guard(current.test))):
             return f"of a branch (line {current.lineno}: {ast.unparse(current.test)[:50]})"
         if isinstance(current, ast.BoolOp) and child is not current.values[0]:
             return f"of a condition (line {current.lineno})"
@@ -182,10 +182,6 @@ def _bound(scope: ast.AST) -> set[str]:
         elif isinstance(node, ast.Global | ast.Nonlocal):
             out.update(node.names)
     return out
-
-
-def _main_guard(test: ast.expr) -> bool:
-    return "__name__" in ast.unparse(test) and "__main__" in ast.unparse(test)
 
 
 def _unsure(tree: ast.Module) -> bool:

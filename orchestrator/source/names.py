@@ -55,6 +55,12 @@ def last_name(expr: ast.expr) -> str | None:
     return None
 
 
+def main_guard(test: ast.expr) -> bool:
+    """``if __name__ == "__main__":``'s test (its code runs only when the file is the script, never on import)."""
+    text = ast.unparse(test)
+    return "__name__" in text and "__main__" in text
+
+
 @dataclass
 class Scope:
     """A function (or the module): its assignments by dotted name, and its enclosing scope."""
