@@ -47,14 +47,17 @@ def read_frameworks(path: Path) -> list[Framework]:
 
     found: dict[str, Framework] = {}
     sources = project_files(path)
+    own = project_subclasses([source.tree for source in sources])
     for source in sources:
-        for framework in frameworks_of(source.tree, source.lines, source.shown):
+        for framework in frameworks_of(source.tree, source.lines, source.shown, own):
             seen = found.get(framework.name)
             found[framework.name] = framework if seen is None else seen.model_copy(
                 update={"layouts": [*seen.layouts, *framework.layouts]})
     if any(_instantiates(source.tree) for source in sources):
         for framework in hydra_targets(path.parent):
             found.setdefault(framework.name, framework)
+    if "hf-trainer" in found and "accelerate" in found and not any(_drives(source.tree) for source in sources):
+        del found["accelerate"]  # an Accelerator beside a Trainer that only reads its state: the Trainer's own
     return list(found.values())
 
 
@@ -104,8 +107,10 @@ def hydra_targets(folder: Path) -> list[Framework]:
     return list(found.values())
 
 
-def frameworks_of(tree: ast.Module, lines: list[str], name: str) -> list[Framework]:
-    """:func:`read_frameworks` of a parsed source (``lines``: its text, ``name``: the file's name)."""
+def frameworks_of(tree: ast.Module, lines: list[str], name: str,
+                  own: dict[str, str] | None = None) -> list[Framework]:
+    """:func:`read_frameworks` of a parsed source (``lines``: its text, ``name``: the file's name; ``own``: the
+    project's classes built on a framework's, by class name, as :func:`project_subclasses` finds them)."""
     aliases = _aliases(tree)
     known = {**QUALIFIED, **_subclasses(tree, aliases)}
     found: dict[str, tuple[str, list[Layout]]] = {}
@@ -113,7 +118,8 @@ def frameworks_of(tree: ast.Module, lines: list[str], name: str) -> list[Framewo
         target = node.func if isinstance(node, ast.Call) else node
         if isinstance(target, ast.Attribute) and target.attr in _CONSTRUCTORS:
             target = target.value  # Trainer.from_argparse_args(args): a Trainer made by its class method
-        framework = known.get(_qualified(target, aliases) or "")
+        qualified = _qualified(target, aliases) or (target.id if isinstance(target, ast.Name) else "")
+        framework = known.get(qualified) or _own_class(qualified, own or {})
         if framework is None:
             continue
         where = quote_line(name, lines, node.lineno)
@@ -141,6 +147,49 @@ def _subclasses(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
                 aliases.setdefault(node.name, node.name)
                 out[node.name] = framework
     return out
+
+
+_FRAMEWORK_ROOTS = frozenset(name.split(".")[0] for name in QUALIFIED)
+
+
+def project_subclasses(trees: list[ast.Module]) -> dict[str, str]:
+    """The classes the project's files build on a framework's, by name (``class LLaVATrainer(Trainer)`` in
+    ``llava_trainer.py``, and a class built on that one in another file): calling one where it is imported shows
+    the framework."""
+    own: dict[str, str] = {}
+    classes = [(node, _aliases(tree)) for tree in trees for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    grew = True
+    while grew:
+        grew = False
+        for node, aliases in classes:
+            if node.name in own:
+                continue
+            for base in node.bases:
+                qualified = _qualified(base, aliases) or (base.id if isinstance(base, ast.Name) else "")
+                framework = QUALIFIED.get(qualified) or _own_class(qualified, own)
+                if framework is not None:
+                    own[node.name], grew = framework, True
+                    break
+    return own
+
+
+def _own_class(qualified: str, own: dict[str, str]) -> str | None:
+    """The framework of the project's class ``qualified`` names (``llava.train.llava_trainer.LLaVATrainer``), not
+    of a framework's own class that has the same name."""
+    if not qualified or qualified.split(".")[0] in _FRAMEWORK_ROOTS:
+        return None
+    return own.get(qualified.rsplit(".", 1)[-1])
+
+
+_TRAINING_METHODS = frozenset({"prepare", "backward", "accumulate"})
+
+
+def _drives(tree: ast.Module) -> bool:
+    """Some object's ``prepare``/``accumulate``/``backward(loss)`` is called: an Accelerator that trains, not one
+    asked for its ``process_index`` beside a Trainer."""
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr in _TRAINING_METHODS and (node.func.attr != "backward" or bool(node.args))
+               for node in ast.walk(tree))
 
 
 _ACCELERATOR_ONLY = frozenset({"wait_for_everyone", "unwrap_model", "gather_for_metrics"})

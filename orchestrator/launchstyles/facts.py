@@ -69,12 +69,49 @@ def read(entry: Path) -> Facts:
 
 
 def _strings(tree: ast.Module) -> dict[str, int]:
-    """Every string constant of the file and the first line it is on."""
+    """Every string constant of the file and the first line it is on (a Slurm rank variable only where it is
+    more than a seed's offset: :func:`_seed_only`)."""
     found: dict[str, int] = {}
+    statements: dict[ast.AST, ast.stmt] = {}
+    for statement in ast.walk(tree):
+        if isinstance(statement, ast.stmt):
+            for node in _own_nodes(statement):
+                statements[node] = statement
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 40:
+            if node.value in SLURM_RANK_VARS and _seed_only(node, statements):
+                continue
             found.setdefault(node.value, getattr(node, "lineno", 0))
     return found
+
+
+def _own_nodes(statement: ast.stmt) -> list[ast.AST]:
+    """The expressions of ``statement`` itself (an ``if``'s test, not its body)."""
+    parts = [statement.test] if isinstance(statement, ast.If | ast.While) else (
+        [] if isinstance(statement, ast.For | ast.With | ast.Try | ast.FunctionDef | ast.AsyncFunctionDef
+                         | ast.ClassDef) else [statement])
+    return [node for part in parts for node in ast.walk(part)]
+
+
+_SEEDING = ("seed", "manual_seed", "seed_everything", "set_seed")
+
+
+def _seeds(statement: ast.stmt) -> bool:
+    """``seed += int(os.environ["SLURM_PROCID"])``, ``torch.manual_seed(...)``: a statement that only seeds."""
+    if isinstance(statement, ast.Assign | ast.AugAssign | ast.AnnAssign):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return all("seed" in ast.unparse(target).lower() for target in targets)
+    return (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+            and ast.unparse(statement.value.func).rsplit(".", 1)[-1] in _SEEDING)
+
+
+def _seed_only(constant: ast.Constant, statements: dict[ast.AST, ast.stmt]) -> bool:
+    """A Slurm rank variable read only to offset a seed (``if os.environ.get("SLURM_PROCID") is not None: seed +=
+    int(os.environ.get("SLURM_PROCID"))``): it picks no rank, so the script is not written for Slurm's variables."""
+    statement = statements.get(constant)
+    if isinstance(statement, ast.If):
+        return bool(statement.body) and all(_seeds(inner) for inner in statement.body) and not statement.orelse
+    return statement is not None and _seeds(statement)
 
 
 def entry_tree(path: Path) -> ast.Module | None:

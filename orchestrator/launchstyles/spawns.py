@@ -153,7 +153,9 @@ def _trains_distributed(a: Analysis, target: ast.expr | None, how: str) -> bool:
         return target is not None and how != "Process" and a.data_parallel
     if a.flow.reaches(function, _SETS_UP) is not None:
         return True
-    return any(a.helper_reaches(site, _SETS_UP) for site in _sites_under(a, function, 0, set()))
+    # also under a branch on the spawn index (``if rank == 0: training(rank) else: training(rank)``)
+    return any(site.qual in _SETS_UP or a.helper_reaches(site, _SETS_UP)
+               for site in _sites_under(a, function, 0, set()))
 
 
 def _passed_trains(a: Analysis, target: ast.Name) -> bool:
@@ -209,7 +211,7 @@ def _env_checked(a: Analysis, node: ast.AST) -> bool:
     current = a.module.parents.get(node)
     while current is not None and not isinstance(current, ast.ClassDef):
         if isinstance(current, ast.If | ast.While | ast.IfExp) and child is not current.test and (
-                _reads_launcher(a, current.test, 0) or _opt_in(a, current.test)):
+                _reads_launcher(a, current.test, 0) or (_opt_in(a, current.test) and not _only_way(a, current.test))):
             return True
         for block in ("body", "orelse", "finalbody"):
             stmts = getattr(current, block, None)
@@ -266,6 +268,36 @@ def _reads_launcher(a: Analysis, expr: ast.expr, depth: int) -> bool:
                                             if isinstance(r, ast.Return) and r.value is not None):
                 return True
     return False
+
+
+def _only_way(a: Analysis, flag: ast.expr) -> bool:
+    """The opt-in flag is the script's only way to distributed training: every ``init_process_group`` of the file
+    and the project modules read sits under an ``if`` on the same flag (``if args.distributed: mp.spawn(...)``
+    and, in the worker, ``if args.distributed: init_process_group(...)``): without it nothing is distributed, so
+    the spawn is how it must be started (not ImageNet's ``--multiprocessing-distributed``, whose other branch
+    starts under a launcher)."""
+    name = flag.attr if isinstance(flag, ast.Attribute) else None
+    root = a.outer or a
+    trees = [a.module.tree, root.module.tree]
+    trees += [module.tree for _, module in root.project.helpers()] if root.project is not None else []
+    inits = [guards for tree in {id(t): t for t in trees}.values() for guards in _init_guards(tree)]
+    return bool(inits) and all(any(isinstance(n, ast.Attribute) and n.attr == name for g in guards
+                                   for n in ast.walk(g)) for guards in inits)
+
+
+def _init_guards(tree: ast.Module) -> list[list[ast.expr]]:
+    """For each ``init_process_group(...)`` call of ``tree``: the tests of the ``if`` statements around it."""
+    found: list[list[ast.expr]] = []
+
+    def visit(node: ast.AST, tests: list[ast.expr]) -> None:
+        if isinstance(node, ast.Call) and last_name(node.func) == "init_process_group":
+            found.append(tests)
+        for child in ast.iter_child_nodes(node):
+            inner = [*tests, node.test] if isinstance(node, ast.If) and child is not node.test else tests
+            visit(child, inner)
+
+    visit(tree, [])
+    return found
 
 
 def _opt_in(a: Analysis, test: ast.expr) -> bool:

@@ -96,3 +96,37 @@ def test_a_trainer_hydra_instantiates_from_a_config(tmp_path: Path) -> None:
         "configs/config.yaml:2: _target_: lightning.Trainer")
     script.write_text("import hydra\n\n@hydra.main(config_path='configs')\ndef main(config):\n    pass\n")
     assert "lightning" not in {f.name for f in read_frameworks(script)}
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return [f.name for f in read_frameworks(tmp_path / "train.py")]
+
+
+def test_the_projects_own_trainer_class_in_another_module(tmp_path: Path) -> None:
+    # class MyTrainer(transformers.Trainer) in pkg/trainers.py, a subclass of it in pkg/custom.py, called by the entry
+    files = {"pkg/__init__.py": "",
+             "pkg/trainers.py": "from transformers import Trainer\nclass MyTrainer(Trainer):\n    pass\n",
+             "pkg/custom.py": "from .trainers import MyTrainer\nclass CustomTrainer(MyTrainer):\n    pass\n",
+             "train.py": "from pkg.custom import CustomTrainer\n\ndef main():\n    CustomTrainer(model=None).train()\n"}
+    assert _project(tmp_path, files) == ["hf-trainer"]
+
+
+def test_a_project_class_not_built_on_a_framework_is_none(tmp_path: Path) -> None:
+    files = {"trainers.py": "class Trainer:\n    pass\nclass MyTrainer(Trainer):\n    pass\n",
+             "train.py": "from trainers import MyTrainer\nimport lightning\nMyTrainer()\n"}
+    assert _project(tmp_path, files) == []
+
+
+@pytest.mark.parametrize(("loop", "names"), [
+    # an Accelerator asked only for its process index beside a Trainer: the Trainer runs on Accelerate itself
+    ("device_map = {'': Accelerator().process_index}\n", ["hf-trainer"]),
+    # an Accelerator that trains a model of its own beside it
+    ("acc = Accelerator()\nmodel = acc.prepare(model)\n", ["accelerate", "hf-trainer"]),
+])
+def test_an_accelerator_beside_a_trainer(tmp_path: Path, loop: str, names: list[str]) -> None:
+    source = ("from accelerate import Accelerator\nfrom transformers import Trainer\n"
+              f"{loop}Trainer(model=model).train()\n")
+    assert sorted(_project(tmp_path, {"train.py": source})) == names

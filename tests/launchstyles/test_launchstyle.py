@@ -134,3 +134,63 @@ def test_a_frameworks_spawning_strategy_is_not_a_per_node_script(tmp_path: Path)
     found = check_file(script)
     assert "DDP014" in {f.code for f in found}
     assert detect(read(script)).style == "env"
+
+
+@pytest.mark.parametrize(("reading", "style"), [
+    # Slurm's rank read only to offset the seed: no rank is taken from it (the framework reads the launcher's)
+    ("seed = 42\nif os.environ.get('SLURM_PROCID') is not None:\n    seed += int(os.environ.get('SLURM_PROCID'))\n"
+     "torch.manual_seed(seed)\n", "env"),
+    ("torch.manual_seed(int(os.environ['SLURM_PROCID']))\n", "env"),
+    # Slurm's rank taken as the rank
+    ("rank = int(os.environ['SLURM_PROCID'])\ndist.init_process_group('nccl', rank=rank, world_size=2)\n", "slurm"),
+    ("if os.environ.get('SLURM_PROCID') is not None:\n    rank = int(os.environ['SLURM_PROCID'])\n", "slurm"),
+])
+def test_slurm_variables_read_for_a_seed_decide_no_style(tmp_path: Path, reading: str, style: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(f"import os\nimport torch\nimport torch.distributed as dist\n{reading}", encoding="utf-8")
+    assert _detect(script)[0] == style
+
+
+_OPT_IN = """import argparse
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def training(rank, args):
+    if {init_flag}:
+        dist.init_process_group("nccl", init_method="env://", world_size=args.world_size, rank=rank)
+    torch.nn.Linear(2, 2)
+
+
+def worker(rank, args):
+    if rank == 0:
+        training(rank, args)
+    else:
+        training(rank, args)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--distributed", action="store_true")
+    parser.add_argument("--multiprocessing-distributed", action="store_true")
+    args = parser.parse_args()
+    args.multi = args.world_size > 1
+    if args.{spawn_flag}:
+        mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(args,))
+    else:
+        worker(0, args)
+"""
+
+
+@pytest.mark.parametrize(("spawn_flag", "init_flag", "style"), [
+    # the flag that spawns is the only way to a process group: the spawn is how the script must be started
+    ("distributed", "args.distributed", "per-node"),
+    # ImageNet's way: the spawn is opt-in, the other branch starts a group under a launcher too
+    ("multiprocessing_distributed", "args.multi", "env"),
+])
+def test_an_opt_in_spawn_is_per_node_when_it_is_the_only_way(tmp_path: Path, spawn_flag: str, init_flag: str,
+                                                              style: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_OPT_IN.format(spawn_flag=spawn_flag, init_flag=init_flag), encoding="utf-8")
+    assert _detect(script)[0] == style
