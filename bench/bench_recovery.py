@@ -26,16 +26,18 @@ all in one run: the start-up of an uninterrupted run (from the launch to every r
 rank 0's rendezvous), then the recovery from a kill -9 of rank 1 (``tests/jobs/faulty.py``, 16 steps per epoch,
 killed in the middle of epoch 2) by orch's entrypoint in-process and by step, and of the script
 ``tests/scripts/warm_imports.py`` (rank 1 exits 1 once) warm (in-process) and by step (a script has no training
-step: from the failure to the restarted world's end). ``--growth ... --slurm`` runs the same kill on the Slurm
-cluster at ``--cluster`` with one rank per node (N nodes: ``ORCH_SLURM_NODES=16 tests/slurm/cluster.sh up`` with
-its own ``ORCH_SLURM_STATE`` and ``ORCH_SLURM_PORT_BASE``), in-process and by step.
+step: from the failure to the restarted world's end). ``--growth 2,4,8 --slurm`` runs the same kill on the Slurm
+cluster at ``--cluster`` at each node count, ``--ranks-per-node`` ranks a node (1 by default), ``--repeats`` runs
+each, in-process and by step (``recovery_slurm.py``; N nodes: ``ORCH_SLURM_NODES=16 tests/slurm/cluster.sh up``
+with its own ``ORCH_SLURM_STATE`` and ``ORCH_SLURM_PORT_BASE``).
 
 Prints each path's recovery time (``attempts.json``: from the failure to the first training step of the
 next attempt), their ratio, the lost steps, and whether the final parameters equal an uninterrupted
 run's (``orch run`` of the same job without the fault, same world size).
 
     .venv/bin/python bench/bench_recovery.py [--cluster $ORCH_SLURM_STATE/cluster.yaml] [--local]
-    .venv/bin/python bench/bench_recovery.py --growth 2,4,8,16 [--slurm]
+    .venv/bin/python bench/bench_recovery.py --growth 2,4,8,16
+    .venv/bin/python bench/bench_recovery.py --growth 2,4,8 --slurm [--repeats 3] [--ranks-per-node 1]
 """
 
 from __future__ import annotations
@@ -217,33 +219,6 @@ def _cell(value: Any, width: int) -> str:
     return f"{value:>{width}.2f}" if isinstance(value, (int, float)) else f"{'-':>{width}}"
 
 
-def slurm_growth(cluster: str, worlds: list[int]) -> None:
-    """The same kill on the Slurm cluster, one rank per node (a cluster of max(worlds) nodes: ORCH_SLURM_NODES),
-    in-process and by step: recovery_s; and the start-up of an uninterrupted job (submit to every rank's first
-    training step: the queue wait of an idle cluster included)."""
-    print(f"{'nodes':>5} {'start-up':>8} {'in-process':>10} {'by step':>10}  states")
-    with tempfile.TemporaryDirectory() as tmp:
-        for world in worlds:
-            shape = ["--json", "--nodes", str(world), "--gpus", "1", "--cpus-per-task", "1", "epochs=2",
-                     f"samples={STEPS * 8 * world}", "batch_size=8"]
-            cells: list[float | None] = []
-            states = []
-            for restart, extra in (("step", ["--max-restarts", "0"]), ("in-process", ["--max-restarts", "1", *KILL]),
-                                   ("step", ["--max-restarts", "1", *KILL])):
-                submitted = time.time()
-                data = json.loads(orch("submit", str(FAULTY), "--cluster", with_restart(cluster, restart, tmp),
-                                       *shape, *extra))
-                job_id, job_dir = str(data["job_id"]), Path(data["job_dir"])
-                states.append(wait(job_id, cluster, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})["state"])
-                if not cells:  # the uninterrupted job
-                    last_first = first_steps(job_dir)
-                    cells.append(None if last_first is None else last_first - submitted)
-                else:
-                    cells.append(recovery_of(job_dir, False))
-            line = " ".join(_cell(c, w) for c, w in zip(cells, (8, 10, 10), strict=True))
-            print(f"{world:>5} {line}  {','.join(states)}")
-
-
 def submit(cluster: str, restarts: int, *more: str) -> tuple[str, Path]:
     data = json.loads(orch("submit", str(FAULTY), "--cluster", cluster, "--json", *SHAPE,
                            "--max-restarts", str(restarts), *more, *PARAMS))
@@ -267,14 +242,20 @@ def main() -> int:
     parser.add_argument("--cluster", default=default)
     parser.add_argument("--local", action="store_true", help="the orch run variants only (no Slurm)")
     parser.add_argument("--growth", help="world sizes (2,4,8,16): every path at each, under orch run")
-    parser.add_argument("--slurm", action="store_true", help="with --growth: on the Slurm cluster, a rank a node")
+    parser.add_argument("--slurm", action="store_true", help="with --growth: node counts on the Slurm cluster")
+    parser.add_argument("--repeats", type=int, default=3, help="with --slurm: faulty runs a mode and node count")
+    parser.add_argument("--ranks-per-node", type=int, default=1, help="with --slurm: ranks a node (--gpus)")
     args = parser.parse_args()
+    if args.growth and args.slurm:
+        from recovery_slurm import counts, run
+
+        try:
+            node_counts = counts(args.growth)
+        except ValueError as exc:
+            parser.error(str(exc))
+        return run(args.cluster, node_counts, args.repeats, args.ranks_per_node)
     if args.growth:
-        worlds = [int(w) for w in args.growth.split(",") if w.strip()]
-        if args.slurm:
-            slurm_growth(args.cluster, worlds)
-        else:
-            growth(worlds)
+        growth([int(w) for w in args.growth.split(",") if w.strip()])
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         clean = json.loads(subprocess.run(
