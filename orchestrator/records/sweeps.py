@@ -32,8 +32,12 @@ MAX_BYTES = 1024 * 1024
 
 
 def is_sweep(folder: Path) -> bool:
-    """A job array's own folder (array.json, no job.json of its own)."""
-    return (folder / ARRAY_FILE).is_file() and not (folder / JOB_FILE).is_file()
+    """A job array's own folder (array.json, no job.json of its own); not one that cannot be looked into
+    (another user's, in a shared job root)."""
+    try:
+        return (folder / ARRAY_FILE).is_file() and not (folder / JOB_FILE).is_file()
+    except OSError:
+        return False
 
 
 def sweep_of(job_dir: Path) -> Path | None:

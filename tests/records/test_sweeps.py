@@ -3,7 +3,15 @@ resubmissions.json), the ids of every submission, and finding it by any of them.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+
+import pytest
+from support import ROOT, clean_environ
 
 from orchestrator.records.jobcreate import create_job_dir
 from orchestrator.records.joblayout import element_dir
@@ -66,3 +74,32 @@ def test_a_damaged_record_reads_as_none(tmp_path: Path) -> None:
     assert read_resubmissions(folder) == [] and sweep_ids(folder) == {"40"}
     (folder / RESUBMISSIONS_FILE).write_text('[1, "x", {"job_id": "41"}]')
     assert read_resubmissions(folder) == [{"job_id": "41"}] and sweep_ids(folder) == {"40", "41"}
+
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="acting as the user nobody needs root and setpriv")
+def test_another_users_sweep_in_a_shared_root_is_passed_over() -> None:
+    """A job root shared like /tmp: root's private sweep is newest, so ``nobody``'s search for an array id meets it
+    first; it is passed over (it once ended ``orch status <id>`` with 'Permission denied'), and a sweep nobody may
+    read is still found."""
+    shared = Path(tempfile.mkdtemp(prefix="orch-shared-", dir="/tmp"))
+    try:
+        os.chmod(shared, 0o1777)
+        root = shared / "jobs"
+        readable = make_sweep(root, "smoke-20260101-000000-aaaaaa", "40", 1)
+        private = make_sweep(root, "smoke-20260102-000000-bbbbbb", "50", 1)
+        os.chmod(root, 0o1777)
+        os.chmod(readable, 0o755)
+        os.chmod(private, 0o700)
+        code = ("import sys; from pathlib import Path; from orchestrator.records.sweeps import find_sweep; "
+                "print(find_sweep(Path(sys.argv[1]), '40'), find_sweep(Path(sys.argv[1]), '50'))")
+        proc = subprocess.run(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
+                               sys.executable, "-c", code, str(root)], capture_output=True, text=True, cwd=ROOT,
+                              timeout=120, check=False, env=clean_environ())
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == [str(readable), "None"]
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
