@@ -1,6 +1,7 @@
 """A Slurm job's MASTER_PORT: one number that every rank computes alike from the job id and the
 restart count, without talking (:func:`master_port`). Pure; :func:`orchestrator.env.distenv.job_master_port`
-reads the job id and the restart count from a task's environment.
+reads the job id and the restart count from a task's environment. The agents of a script's warm restarts
+on several nodes meet at their own port beside it (:func:`agents_port`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ def master_port(job_id: str | int, restart_count: int, port_range: tuple[int, in
                            hint=_RESTART_HINT)
     span = high - low + 1
     return low + (_job_number(job_id) + restart_count * _restart_stride(span)) % span
+
+
+def agents_port(master_port_: int, port_range: tuple[int, int]) -> int:
+    """Where the agents of a script's warm restarts meet when the script's own rendezvous is MASTER_PORT
+    (``restarts/protocol.py``'s ``agents_apart``): half the port range away from it, so that no job whose
+    MASTER_PORT is near (jobs submitted close together) takes it; a range of one port: the port above it
+    (below it at 65535). Every rank computes it alike from MASTER_PORT, without talking."""
+    low, high = port_range
+    span = high - low + 1
+    if span < 2:
+        return master_port_ + 1 if master_port_ < 65535 else master_port_ - 1
+    return low + (master_port_ - low + span // 2) % span
 
 
 def _job_number(job_id: str | int) -> int:

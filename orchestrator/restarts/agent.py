@@ -122,7 +122,7 @@ class _Agent:
     def fork(self, generation: int) -> Worker | None:
         self.generation, self.began = generation, time.time()
         self.claim_seen = self.said_behind = None
-        world_port = self._world_port(generation) if self.script and generation else None
+        world = self._world(generation) if self.script and generation else None
         self.store.set(proto.at(self.env.rank), str(generation))  # a worker that dies before it says so: charged here
         sys.stdout.flush()
         sys.stderr.flush()
@@ -144,21 +144,23 @@ class _Agent:
                         store_addr=self.env.master_addr, store_port=self.env.master_port,
                         wait_s=max(10.0, heartbeat.hung_after(timeout) - timeout + 5), flag=flag,
                         beat=beat, on_restart=self.start_worker)
-        if world_port is not None:
-            os.environ["MASTER_PORT"] = str(world_port)
+        if world is not None:  # the script's rendezvous: a client of the store rank 0's agent hosts (torchrun's)
+            os.environ.update({"MASTER_ADDR": world[0], "MASTER_PORT": str(world[1]),
+                               "TORCHELASTIC_USE_AGENT_STORE": "True"})
         begin(self.base, generation, self.start_worker)
         return worker
 
-    def _world_port(self, generation: int) -> int:
-        """A script's world of ``generation`` meets at a fresh store (keys of the world before would mislead it)."""
+    def _world(self, generation: int) -> tuple[str, int]:
+        """Where a script's world of ``generation`` meets (MASTER_ADDR, MASTER_PORT): a fresh store (keys of the
+        world before would mislead it) that rank 0's agent hosts, agreed through the agents' store."""
         if self.host_port is not None:
-            chosen = self.host_port()
-            self.store.set(proto.port(generation), str(chosen))
+            chosen = self.env.master_addr, self.host_port()
+            self.store.set(proto.port(generation), proto.encode_world(*chosen))
             return chosen
         deadline = time.monotonic() + self.cfg.launcher.init_timeout
         while not self.store.check([proto.port(generation)]) and time.monotonic() < deadline:
             time.sleep(proto.POLL_S)
-        return int(self.store.get(proto.port(generation)))
+        return proto.parse_world(self.store.get(proto.port(generation)))
 
     def watch(self) -> Ends | Forked:
         """Watch the worker, and fork the next generation's after a failure that is restarted: :class:`Ends` in

@@ -17,6 +17,8 @@ import ast
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.env.masterport import agents_port
+
 if TYPE_CHECKING:
     from orchestrator.spec.runconfig import RunConfig
 
@@ -44,18 +46,15 @@ BY_STEP: tuple[tuple[Callable[[RunConfig, bool, bool], bool], str], ...] = (
     (lambda cfg, preflight, loopback: cfg.launcher.max_restarts == 0, "max_restarts 0: nothing is restarted"),
     (lambda cfg, preflight, loopback: cfg.launcher.restart == "step", "launcher.restart: step"),
     (lambda cfg, preflight, loopback: preflight, "the preflight"),
+    # its processes are the script's (torch.multiprocessing.spawn): no agent can fork them again
     (lambda cfg, preflight, loopback: cfg.script is not None and cfg.script.launch.style == "per-node",
      "a script that starts its own processes on each node"),
-    (lambda cfg, preflight, loopback: cfg.script is not None and cfg.nodes > 1, "a script on {nodes} nodes"),
-    (lambda cfg, preflight, loopback: cfg.script is not None and not loopback,
-     "a script whose MASTER_ADDR is not this machine's"),
 )
 
 
 def by_step(cfg: RunConfig, *, preflight: bool, loopback: bool) -> str | None:
     """Why a failed rank of this task is restarted by step, not in its processes (None: the task is its rank's
-    agent). ``loopback``: MASTER_ADDR is this machine's (every rank on one node; a script's warm restarts host
-    each world's store there)."""
+    agent). ``loopback``: MASTER_ADDR is this machine's (for a row that needs it; none does now)."""
     for holds, why in BY_STEP:
         if holds(cfg, preflight, loopback):
             return why.format(nodes=cfg.nodes)
@@ -68,17 +67,33 @@ def is_agent(cfg: RunConfig, *, preflight: bool, loopback: bool) -> bool:
     return by_step(cfg, preflight=preflight, loopback=loopback) is None
 
 
-def how_restarted(cfg: RunConfig, *, loopback: bool) -> tuple[str, str] | None:
+def agents_apart(cfg: RunConfig, *, loopback: bool) -> bool:
+    """Whether the agents meet at their own port (``env/masterport.py``'s ``agents_port``), not at MASTER_PORT: a
+    script on several nodes, or whose MASTER_ADDR is not this machine's. Its own rendezvous is MASTER_PORT (its
+    rank 0 hosts it, or rank 0's task on loopback); rank 0's agent hosts the agents' store at the agents' port, and
+    each later world's MASTER_ADDR:MASTER_PORT is agreed through it (:func:`port`). Decided by the node count too,
+    not by the address alone: the nodes of a test cluster share one address, and take the same path as a real
+    cluster's. A script on one node (loopback) and orch's entrypoint: the agents' store is at MASTER_PORT."""
+    return cfg.script is not None and (cfg.nodes > 1 or not loopback)
+
+
+def how_restarted(cfg: RunConfig, *, loopback: bool, master_port: int | None = None) -> tuple[str, str] | None:
     """(kind, in words) of the training step's restarts: ``in-process`` or ``step``, for the dry run and
-    ``orch submit --dry-run --json``; None when nothing is restarted (max_restarts 0)."""
+    ``orch submit --dry-run --json``; None when nothing is restarted (max_restarts 0). ``master_port``: the
+    plan's, to name the agents' own port (:func:`agents_apart`)."""
     if cfg.launcher.max_restarts == 0:
         return None
     why = by_step(cfg, preflight=False, loopback=loopback)
     if why is not None:
         return "step", f"by step ({why}): every rank starts again in a new step"
     if cfg.script is not None:
+        meet = ""
+        if agents_apart(cfg, loopback=loopback):
+            port = "" if master_port is None else f" {agents_port(master_port, cfg.launcher.port_range)}"
+            meet = (f"; the agents meet at their own port{port} (half the port range from MASTER_PORT), and agree "
+                    "on each new world's MASTER_ADDR:MASTER_PORT there")
         return "in-process", ("in-process (warm: the script's whole world starts again, forked from agents that "
-                              "imported torch; by step when that cannot apply)")
+                              f"imported torch{meet}; by step when that cannot apply)")
     return "in-process", ("in-process (a failed rank is forked again, the other ranks keep their processes; "
                           "by step when that cannot apply)")
 
@@ -97,8 +112,24 @@ def decision(generation: int) -> str:
 
 
 def port(generation: int) -> str:
-    """A script's world of ``generation`` rendezvouses at this port (rank 0's agent hosts a fresh store)."""
+    """A script's world of ``generation`` rendezvouses here (rank 0's agent hosts a fresh store): the value is
+    ``MASTER_ADDR:MASTER_PORT`` (:func:`encode_world`)."""
     return f"{KEY_ROOT}port/{generation}"
+
+
+def encode_world(addr: str, port_: int) -> str:
+    """The value of :func:`port`: where a script's next world meets."""
+    return f"{addr}:{port_}"
+
+
+def parse_world(raw: bytes | str) -> tuple[str, int]:
+    """(MASTER_ADDR, MASTER_PORT) of a value :func:`encode_world` wrote (ValueError: not one)."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    addr, sep, number = text.rpartition(":")
+    value = int(number)
+    if not sep or not addr or not 1 <= value <= 65535:
+        raise ValueError(f"not an address and port: {text[:80]!r}")
+    return addr, value
 
 
 def lost(generation: int, rank: int) -> str:
@@ -155,7 +186,8 @@ def process_state(stat: str) -> str | None:
 FALLBACKS: tuple[tuple[str, str], ...] = (
     ("peer_only", "the worker gave up on a collective and no rank failed or stopped (a deadlock, or a rank "
                   "stuck where no signal shows it): the step ends"),
-    ("store_lost", "the agents' store at MASTER_PORT is gone (rank 0's agent or node was lost): the step ends"),
+    ("store_lost", "the agents' store (at MASTER_PORT, or a script's agents' port) is gone (rank 0's agent or "
+                   "node was lost): the step ends"),
     ("no_decision", "no decision came from the failed rank's agent in time: the step ends"),
 )
 FALLBACK_REASONS = dict(FALLBACKS)

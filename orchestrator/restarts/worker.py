@@ -112,11 +112,20 @@ def warm_script(path: Path) -> list[str]:
     return done
 
 
+_WORLDS: list[Any] = []  # the stores of a script's later worlds on several nodes, kept for the agent's life
+
+
 def host_world_store(addr: str, *, world_size: int, timeout: int, runtime: WorkerRuntime) -> int:
-    """Rank 0 of a script's warm restarts: host the next world's store on loopback, at a free port (the store
-    keeps the socket that took it: bound once, not probed and bound again)."""
-    runtime.host_loopback_store(addr, 0, world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
-    store = runtime.hosted_store()
+    """Rank 0 of a script's warm restarts: host the next world's store at a free port (the store keeps the
+    socket that took it: bound once, not probed and bound again): on loopback when MASTER_ADDR is, else on every
+    interface, as torch's own rendezvous store listens (the other nodes' ranks reach it at MASTER_ADDR)."""
+    delta = datetime.timedelta(seconds=timeout)
+    if is_loopback(addr):
+        runtime.host_loopback_store(addr, 0, world_size=world_size, timeout=delta)
+        store = runtime.hosted_store()
+    else:
+        store = TCPStore(addr.strip().strip("[]"), 0, world_size, True, timeout=delta, wait_for_workers=False)
+        _WORLDS.append(store)
     assert store is not None
     return int(store.port)
 

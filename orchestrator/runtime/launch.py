@@ -50,10 +50,16 @@ class TorchRuntime:
 
     def supervise(self, cfg: RunConfig, env: DistEnv, job_dir: Path, *, on_start: Callable[[int], None],
                   in_worker: Callable[[], None], script: Callable[[], int] | None = None) -> int:
+        from orchestrator.env.masterport import agents_port
+        from orchestrator.env.taskenv import is_loopback
         from orchestrator.restarts import agent, worker
+        from orchestrator.restarts.protocol import agents_apart
 
         init = cfg.launcher.init_timeout
-        role = agent.supervise(cfg, env, job_dir, self.agent_store(env, timeout=init), on_start,
+        # a script on several nodes (or whose MASTER_ADDR is not this machine's): the agents meet at their own port
+        apart = agents_apart(cfg, loopback=is_loopback(env.master_addr))
+        port = agents_port(env.master_port, cfg.launcher.port_range) if apart else None
+        role = agent.supervise(cfg, env, job_dir, self.agent_store(env, timeout=init, port=port), on_start,
                                warm_up=lambda: worker.warm_up(cfg),
                                host_port=(lambda: worker.host_world_store(
                                    env.master_addr, world_size=env.world_size, timeout=init, runtime=self))
@@ -65,19 +71,22 @@ class TorchRuntime:
             return script()
         return worker.train_generations(cfg, env, job_dir, role.worker.flag, os.environ, role.worker, self)
 
-    def agent_store(self, env: DistEnv, *, timeout: int) -> AgentStore:
+    def agent_store(self, env: DistEnv, *, timeout: int, port: int | None = None) -> AgentStore:
+        """The agents' store: at MASTER_PORT (rank 0 of a script on one machine: the script's store it hosts
+        already), or at ``port``, the agents' own (a script on several nodes)."""
         from orchestrator.restarts.worker import agent_store
         from orchestrator.runtime.dist import init_error
         from orchestrator.runtime.rendezvous import hosted
 
-        existing = hosted() if env.rank == 0 else None  # a script's rank 0 hosts its store already
+        existing = hosted() if env.rank == 0 and port is None else None  # a script's rank 0 hosts its store already
         if existing is not None:
             return existing
+        at = env.master_port if port is None else port
         try:
-            store: AgentStore = agent_store(env.master_addr, env.master_port, rank=env.rank,
-                                            world_size=env.world_size, timeout=timeout, runtime=self)
+            store: AgentStore = agent_store(env.master_addr, at, rank=env.rank, world_size=env.world_size,
+                                            timeout=timeout, runtime=self)
         except (OSError, RuntimeError) as exc:  # the port is taken, rank 0 unreachable
-            raise init_error(exc, rank=env.rank, master_addr=env.master_addr, master_port=env.master_port,
+            raise init_error(exc, rank=env.rank, master_addr=env.master_addr, master_port=at,
                              timeout=timeout) from None
         return store
 

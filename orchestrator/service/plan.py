@@ -151,7 +151,8 @@ def restarts_of(plan: SubmitPlan) -> tuple[str, str] | None:
     from orchestrator.env.taskenv import is_loopback
     from orchestrator.restarts.protocol import how_restarted
 
-    return how_restarted(plan.run_config, loopback=is_loopback(plan.ranks[0].env.master_addr))
+    head = plan.ranks[0].env
+    return how_restarted(plan.run_config, loopback=is_loopback(head.master_addr), master_port=head.master_port)
 
 
 def dry_run_json(plan: SubmitPlan, findings: Sequence[Finding] = (), snap: SnapshotPreview | None = None,

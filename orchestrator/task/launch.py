@@ -253,7 +253,8 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
 
             def run_script() -> int:
                 scripttimeout.bound(cfg, runtime)  # its process group: launcher.collective_timeout, unless its own
-                settle = worldcheck.watch(cfg, env, runtime)  # which world this rank joins (--strict-world: fail)
+                # which world this rank joins (--strict-world: fail); a warm restart's world meets where its agent said
+                settle = worldcheck.watch(cfg, scriptenv.current_master(env, os.environ), runtime)
                 return settle(scriptrun.run(cfg, env.rank, env.local_rank, env.local_world_size, job_dir, os.environ,
                                             bind=runtime.bind_script_device))
 

@@ -48,7 +48,8 @@ class Recorder:
     timeout: tuple[int, str] | None = None  # in force: seconds, the setting that sets it
     settings: dict[str, int] = field(default_factory=dict)  # launcher.init_timeout and collective_timeout
     stopped_by: str = ""  # who sends this task SIGTERM: "srun" or "orch run"
-    first_step: float | None = None  # when the first training step of this attempt ended (recovery_s)
+    first_step: float | None = None  # when the first training step of this attempt ended (recovery_s); a script's:
+    # when its world formed (init_process_group returned: orch sees no training step of a script)
     world: WorldJoin | None = None  # a script's world, once watched (task/worldcheck.py)
     final: bool = False
 
@@ -72,6 +73,8 @@ class Recorder:
     def joined(self, world: WorldJoin) -> None:
         """What this rank's world is now (watched, or joined): the running record says it at once."""
         self.world = world
+        if world.size is not None and self.first_step is None:  # a script's first step, as far as orch sees
+            self.first_step = time.time()
         if self.path is not None and not self.final and os.getpid() == self.base.get("pid"):
             with signals_held():  # a SIGTERM meanwhile writes its final record after this one, never before
                 self._write("running")

@@ -11,11 +11,14 @@ CUDA_VISIBLE_DEVICES; a task with no GPU gets what ``accelerate launch --cpu`` s
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from orchestrator.env import distenv, taskenv
 from orchestrator.records.joblayout import error_file_path
+from orchestrator.spec.numbers import parse_int
 from orchestrator.spec.runconfig import RunConfig
 
 # Slurm's default MaxBatchRequeue: how often a preempted script job may be requeued.
@@ -51,6 +54,14 @@ def export_script_environment(cfg: RunConfig, env: distenv.DistEnv, job_dir: Pat
     has_gpu = task_has_gpu(environ, slurm_gpus=cfg.gpus_per_node if cfg.mode == "slurm" else None,
                            has_nvidia=NVIDIA_DEVICE.exists())
     environ.update(taskenv.cpu_rank_env(has_gpu, environ))
+
+
+def current_master(env: distenv.DistEnv, environ: Mapping[str, str]) -> distenv.DistEnv:
+    """``env`` with the MASTER_ADDR:MASTER_PORT the script meets at now: a warm restart's world meets at the store
+    its agents agreed on (``restarts/agent.py`` sets both in the worker it forks)."""
+    port = parse_int(environ.get("MASTER_PORT"), digits=5)
+    return dataclasses.replace(env, master_addr=environ.get("MASTER_ADDR") or env.master_addr,
+                               master_port=port if port is not None else env.master_port)
 
 
 def apply_launch_style(cfg: RunConfig, env: distenv.DistEnv, environ: os._Environ[str]) -> None:

@@ -153,3 +153,17 @@ def test_two_local_runs_side_by_side_both_complete(tmp_path: Path) -> None:
     for proc, (out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err[-3000:]
         assert json.loads(out)["status"] == "completed"
+
+
+def test_the_agents_port_is_half_the_range_from_master_port_and_never_it() -> None:
+    """A script's agents on several nodes meet there (restarts/protocol.py's agents_apart): every rank computes it
+    alike from MASTER_PORT, and it is never MASTER_PORT (the script's own rendezvous)."""
+    assert masterport.agents_port(29500, (29500, 39499)) == 34500
+    assert masterport.agents_port(39000, (29500, 39499)) == 29500 + (9500 + 5000) % 10000
+    assert masterport.agents_port(12345, (29500, 39499)) in range(29500, 39500)  # a MASTER_PORT outside the range
+    assert masterport.agents_port(50000, (50000, 50000)) == 50001 and masterport.agents_port(65535, (65535, 65535)) \
+        == 65534
+    for low, high in ((29500, 39499), (20000, 20009), (50000, 50001)):
+        for port in range(low, min(high, low + 50) + 1):
+            assert masterport.agents_port(port, (low, high)) != port
+            assert low <= masterport.agents_port(port, (low, high)) <= high

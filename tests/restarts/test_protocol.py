@@ -114,10 +114,11 @@ def test_in_process_restarts_are_the_default_and_the_step_restart_runs_where_the
     cases = [  # (cfg, preflight, loopback, why by step; None: the task is its rank's agent)
         (_cfg(2, **on), False, False, None),  # orch's entrypoint, on several nodes too
         (_cfg(1, "env", **on), False, True, None),  # a script on one node: warm restarts
-        (_cfg(2, "env", **on), False, False, "a script on 2 nodes"),
-        (_cfg(2, "env", **on), False, True, "a script on 2 nodes"),  # nodes that share one address (a test cluster)
-        (_cfg(1, "env", **on), False, False, "a script whose MASTER_ADDR is not this machine's"),  # spare nodes
+        (_cfg(2, "env", **on), False, False, None),  # on several nodes too (the agents meet at their own port)
+        (_cfg(2, "env", **on), False, True, None),  # nodes that share one address (a test cluster)
+        (_cfg(1, "env", **on), False, False, None),  # one node whose MASTER_ADDR is not loopback (spare nodes)
         (_cfg(1, "per-node", **on), False, True, "a script that starts its own processes on each node"),
+        (_cfg(2, "per-node", **on), False, False, "a script that starts its own processes on each node"),
         (_cfg(2, **on), True, False, "the preflight"),
         (_cfg(2, max_restarts=0), False, False, "max_restarts 0: nothing is restarted"),
         (_cfg(2, max_restarts=2, restart="step"), False, False, "launcher.restart: step"),
@@ -133,6 +134,31 @@ def test_the_dry_run_says_which_restart_a_job_gets() -> None:
     assert kind == "in-process" and words.startswith("in-process (a failed rank is forked again")
     kind, words = proto.how_restarted(_cfg(1, "env", max_restarts=2), loopback=True) or ("", "")
     assert kind == "in-process" and "warm" in words
-    kind, words = proto.how_restarted(_cfg(2, "env", max_restarts=2), loopback=False) or ("", "")
-    assert (kind, words) == ("step", "by step (a script on 2 nodes): every rank starts again in a new step")
+    assert "own port" not in words  # one node: the agents' store is the script's, at MASTER_PORT
+    kind, words = proto.how_restarted(_cfg(2, "env", max_restarts=2), loopback=False, master_port=29500) or ("", "")
+    assert kind == "in-process" and "warm" in words and "the agents meet at their own port 34500" in words, words
+    kind, words = proto.how_restarted(_cfg(2, "per-node", max_restarts=2), loopback=False) or ("", "")
+    assert (kind, words) == ("step", "by step (a script that starts its own processes on each node): every rank "
+                                     "starts again in a new step")
     assert proto.how_restarted(_cfg(2, max_restarts=0), loopback=False) is None
+
+
+def test_a_scripts_agents_meet_apart_from_its_own_rendezvous_where_rank_0s_task_does_not_host_it() -> None:
+    """On one machine rank 0's task hosts the script's store at MASTER_PORT, and the agents share it; on several
+    nodes (even nodes that share one address) or off loopback the script's rank 0 hosts it: the agents meet at
+    their own port. orch's entrypoint: its agents' store is MASTER_PORT's."""
+    assert not proto.agents_apart(_cfg(1, "env"), loopback=True)
+    assert proto.agents_apart(_cfg(2, "env"), loopback=True) and proto.agents_apart(_cfg(2, "env"), loopback=False)
+    assert proto.agents_apart(_cfg(1, "env"), loopback=False)
+    assert not proto.agents_apart(_cfg(2), loopback=False)
+
+
+def test_a_scripts_next_world_reads_back_as_its_address_and_port() -> None:
+    assert proto.parse_world(proto.encode_world("node1", 31000).encode()) == ("node1", 31000)
+    assert proto.parse_world(proto.encode_world("fd00::2", 31000)) == ("fd00::2", 31000)  # IPv6: the last colon
+    for bad in ("31000", "node1:", "node1:0", "node1:70000", "node1:x"):
+        try:
+            proto.parse_world(bad)
+        except ValueError:
+            continue
+        raise AssertionError(bad)

@@ -4,15 +4,18 @@ It reads torchrun's variables, calls ``init_process_group`` with ``env://``, run
 on rank-dependent data and writes ``<out>/rank<R>.json``: every torchrun variable it saw, its
 arguments as hex bytes, cwd, sys.path[0], the device and a checksum of the parameters.
 
-    python ddp_train.py --out DIR [--steps N] [--lr LR] [--exit-code C] [--fail-first-attempt R] [-- ARGS...]
+    python ddp_train.py --out DIR [--steps N] [--lr LR] [--exit-code C] [--fail-first-attempt R]
+                        [--kill-first-attempt R] [-- ARGS...]
 
 ``--fail-first-attempt R``: rank R exits with code 1 after its first step in the first attempt
 (``TORCHELASTIC_RESTART_COUNT`` 0), so a restarted world trains again from the start.
+``--kill-first-attempt R``: the same, but rank R dies of SIGKILL (kill -9: no exit code, no clean-up).
 """
 
 import argparse
 import json
 import os
+import signal
 import sys
 
 import torch
@@ -35,6 +38,7 @@ def main() -> int:
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--exit-code", type=int, default=0)
     parser.add_argument("--fail-first-attempt", type=int, default=None, metavar="RANK")
+    parser.add_argument("--kill-first-attempt", type=int, default=None, metavar="RANK")
     parser.add_argument("extra", nargs="*")
     args = parser.parse_args()
     rank = int(os.environ["RANK"])
@@ -53,6 +57,8 @@ def main() -> int:
             opt.step()
             if step == 0 and first_attempt and rank == args.fail_first_attempt:
                 os._exit(1)  # a crash: no clean-up, the other ranks wait in their next all-reduce
+            if step == 0 and first_attempt and rank == args.kill_first_attempt:
+                os.kill(os.getpid(), signal.SIGKILL)  # kill -9, mid-run
         flat = torch.cat([p.detach().flatten() for p in model.parameters()])
         record = {
             "env": {name: os.environ[name] for name in NAMES if name in os.environ},
