@@ -92,7 +92,7 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
         return [], launchstyles.choose(launch, path)  # --no-check: the style from the facts, no doctor rule
     found = checked([path], sys.stderr)
     chosen = launchstyles.choose(launch, path)
-    kept = report(across_nodes(launchstyle.answered(chosen, found, nodes), nodes, gpus), [path], sys.stderr,
+    kept = report(across_nodes(launchstyle.answered(chosen, found, nodes, path), nodes, gpus), [path], sys.stderr,
                   refuse=refuse, ignore=ignore, would_refuse=would_refuse)
     for warning in (gpus_per_task_warning(path, gpus_per_task), placeholder_warning(path, chosen, target.args)):
         if warning is not None:

@@ -1,7 +1,9 @@
 """The doctor's side of a launch style (``orchestrator.launchstyles`` decides the style from the script's facts):
 the style answers its finding (the script runs as written: DDP014 is not shown for a ``per-node`` script, DDP015
-for a ``local-rank-arg`` one), and adds one refusal: a ``per-node`` script that sets ``MASTER_ADDR``/``MASTER_PORT``
-to a constant cannot meet the other nodes at orch's address (an error, with the fix).
+for a ``local-rank-arg`` one), and adds two refusals: a ``per-node`` script that sets ``MASTER_ADDR``/``MASTER_PORT``
+to a constant cannot meet the other nodes at orch's address (an error, with the fix), and, on more than one node, one
+whose spawned processes pass their spawn index as the global rank (``launchstyles/spawnrank.py``) is DDP016: every
+node's processes claim ranks 0..n-1 (``feasibility.across_nodes`` makes it the error, with the fix).
 """
 
 from __future__ import annotations
@@ -10,20 +12,24 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.env.taskenv import is_loopback
-from orchestrator.launchstyles.facts import entry_tree, master_lines
+from orchestrator.launchstyles.facts import entry_tree, master_lines, read
 from orchestrator.spec.launch import Launch
 
 # style -> the finding that says a script is written for it (and that running it that way answers)
 ANSWERS: dict[str, str] = {"per-node": "DDP014", "local-rank-arg": "DDP015"}
 
 
-def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1) -> list[Finding]:
+def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry: Path | None = None) -> list[Finding]:
     """The findings left once the script runs in its style on ``nodes`` nodes: the one the style answers is
     dropped; under ``per-node``, ``os.environ["MASTER_ADDR"] = <constant>`` (a DDP008 line) is an error
-    unless it is this machine's loopback on one node (a single-node script: a warning), and a constant
-    MASTER_PORT an error across nodes."""
+    unless it is this machine's loopback on one node (a single-node script: a warning), a constant
+    MASTER_PORT an error across nodes, and across nodes the script at ``entry`` (when given) has DDP016 where its
+    spawned processes take their spawn index as the rank."""
+    findings = list(findings)
+    if launch.style == "per-node" and nodes > 1 and entry is not None:
+        findings += _index_ranks(entry, findings)
     gone = ANSWERS.get(launch.style)
     out: list[Finding] = []
     masters: dict[str, dict[int, tuple[str, str]]] = {}
@@ -49,3 +55,17 @@ def _blocks(name: str, value: str, nodes: int) -> bool:
     if nodes > 1:
         return True
     return name == "MASTER_ADDR" and not is_loopback(value)  # one node: its own loopback still meets
+
+
+def _index_ranks(entry: Path, findings: list[Finding]) -> list[Finding]:
+    """DDP016 at each ``init_process_group`` that takes a spawn index as the rank (none already reported there)."""
+    have = {(f.file, f.line, f.code) for f in findings}
+    out = []
+    for file, line, code in read(entry).index_ranks:
+        if (file, line, "DDP016") in have:
+            continue
+        out.append(replace(make_finding(
+            "DDP016", file, line, f"{code}: the rank is the spawn index, the node-local rank", confidence="certain"),
+            fix="add the node's offset: rank = int(os.environ['NODE_RANK']) * nprocs + index, world size "
+                "int(os.environ['WORLD_SIZE']) (orch gives a per-node task NODE_RANK, NPROC_PER_NODE and WORLD_SIZE)"))
+    return out

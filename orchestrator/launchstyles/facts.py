@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.launchstyles.localrank import FlagDeclaration, declarations, declared_flag
+from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.projectfiles import SourceFile, read_entry, with_imported
@@ -33,6 +34,7 @@ class Facts:
     slurm: str | None = None  # where Slurm's rank variables are first read: "dist_utils.py:7: rank = ..."
     torchrun_vars: bool = False  # some file names torchrun's RANK or LOCAL_RANK
     masters: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)  # file -> master_lines
+    index_ranks: tuple[tuple[str, int, str], ...] = ()  # (file, line, code): a spawn index passed as the rank
 
 
 
@@ -46,14 +48,13 @@ def read(entry: Path) -> Facts:
         return Facts(entry)
     found_spawns: list[Spawn] = []
     found_flags: list[FlagDeclaration] = []
+    index_ranks: list[tuple[str, int, str]] = []
     try:
         if analysis is not None:
-            found_spawns += spawns(analysis)
-            found_flags += declarations(analysis)
+            index_ranks += _read_spawns(analysis, found_spawns, found_flags)
             for path, module in analysis.project.helpers() if analysis.project is not None else []:
-                helper = Analysis(module.tree, str(path), outer=analysis)
-                found_spawns += spawns(helper)
-                found_flags += declarations(helper)
+                index_ranks += _read_spawns(Analysis(module.tree, str(path), outer=analysis), found_spawns,
+                                            found_flags)
     except (RecursionError, MemoryError):  # too deep to follow: what was found stands
         pass
     files = with_imported(entry, analysis, first)
@@ -65,7 +66,18 @@ def read(entry: Path) -> Facts:
                   for source, seen in strings if SLURM_RANK_VARS & seen.keys()), None)
     return Facts(entry, tuple(files), tuple(found_spawns), tuple(found_flags), declared_flag(files[0].tree), slurm,
                  any(TORCHRUN_RANK_VARS & seen.keys() for _, seen in strings),
-                 {str(source.path): master_lines(source.tree) for source in files})
+                 {str(source.path): master_lines(source.tree) for source in files}, tuple(index_ranks))
+
+
+def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list[FlagDeclaration],
+                 ) -> list[tuple[str, int, str]]:
+    """``reading``'s spawns and flag declarations added to the lists; its spawns that pass their index as the
+    rank (``spawnrank.py``) returned."""
+    found = spawns(reading)
+    found_spawns += found
+    found_flags += declarations(reading)
+    inits = [index_as_rank(reading, spawn.node) for spawn in found if spawn.strategy is None]
+    return [(reading.filename, init.lineno, ast.unparse(init)[:80]) for init in inits if init is not None]
 
 
 def _strings(tree: ast.Module) -> dict[str, int]:

@@ -66,7 +66,7 @@ def diagnose(files: Sequence[str], ignore: Sequence[str], layout: Asked) -> Chec
             continue
         launch = launchstyles.detect(launchstyles.read(Path(path)))
         if launch.how == "detected":  # orch run and orch submit start it in its style: say what they would
-            found = answered(launch, found)
+            found = answered(launch, found, 1 if layout.nproc is not None else layout.nodes or 1, Path(path))
             out.notes.append(launch_note(path, launch))
         if layout.given:  # the layout asked for: what certainly fails across nodes is an error, as at submit
             found = across_nodes(found, 1 if layout.nproc is not None else layout.nodes or 1, layout.gpus)

@@ -21,8 +21,10 @@ MULTINODE = Path(__file__).resolve().parent / "fixtures" / "multinode"
 TIMEOUT = 180
 REFUSED = [("global_rank_device.py", "DDP010"), ("rdzv_tmp_env.py", "DDP021"), ("rdzv_tempdir_spawn.py", "DDP021"),
            ("one_node_spawner.py", "DDP022"), ("nnodes_raise.py", "DDP022")]
-# the codes each script is refused for on two nodes (the spawner also forces MASTER_ADDR: launchstyle's DDP008)
-ALL = {name: code for name, code in REFUSED} | {"one_node_spawner.py": "DDP008, DDP022"}
+# the codes each script is refused for on two nodes (the spawner also forces MASTER_ADDR: launchstyle's DDP008; both
+# spawners pass the spawn index as the rank: launchstyle's DDP016)
+ALL = {name: code for name, code in REFUSED} | {"one_node_spawner.py": "DDP008, DDP016, DDP022",
+                                                "rdzv_tempdir_spawn.py": "DDP016, DDP021"}
 
 
 def _severity(findings: Sequence[Finding], code: str) -> set[str]:
@@ -118,15 +120,18 @@ def test_on_one_node_the_script_runs_and_trains(tmp_path: Path) -> None:
 def test_a_one_node_spawner_in_a_helper_module_is_refused_on_two_nodes(tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """The entry calls a helper that asserts one node's GPUs and forces MASTER_ADDR=localhost before mp.spawn: the
-    style is per-node (read from the helper), and both are refused on two nodes, warnings on one."""
+    style is per-node (read from the helper), and both are refused on two nodes, warnings on one; its workers' rank is
+    the spawn index (DDP016 on two nodes, nothing on one)."""
     script = Path(__file__).resolve().parent / "fixtures" / "projects" / "helper_spawn_localhost" / "main.py"
     cluster = str(cluster_file(tmp_path))
     expect_refused(["submit", str(script), "--cluster", cluster, "--nodes", "2", "--gpus", "2"], capsys,
-                   ["spawner.py:17: DDP022 error", "spawner.py:18: DDP008 error", "(DDP008, DDP022)"],
+                   ["spawner.py:17: DDP022 error", "spawner.py:18: DDP008 error", "spawner.py:10: DDP016 error",
+                    "(DDP008, DDP016, DDP022)"],
                    jobs=tmp_path / "jobs")
     assert main(["submit", str(script), "--cluster", cluster, "--nodes", "1", "--gpus", "2", "--dry-run"]) == 0
     captured = capsys.readouterr()
     assert "spawner.py:17: DDP022 warning" in captured.err and "would refuse" not in captured.err
+    assert "DDP016" not in captured.err
     assert "#   launch: per-node (detected: spawner.py:20: mp.spawn(" in captured.out
 
 

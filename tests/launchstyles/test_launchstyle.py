@@ -194,3 +194,46 @@ def test_an_opt_in_spawn_is_per_node_when_it_is_the_only_way(tmp_path: Path, spa
     script = tmp_path / "train.py"
     script.write_text(_OPT_IN.format(spawn_flag=spawn_flag, init_flag=init_flag), encoding="utf-8")
     assert _detect(script)[0] == style
+
+
+_SPAWNER = """import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def training(index, args):
+    device = index
+    dist.init_process_group("nccl", world_size=args.world, rank={rank})
+    torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).to(device), device_ids=[device])
+
+
+def worker(index, args):
+    if index == 0:
+        training(index, args)
+    else:
+        training(index, args)
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(None,))
+"""
+
+
+@pytest.mark.parametrize(("rank", "nodes", "refused"), [
+    ("device", 2, True),  # the spawn index, through a call and a copy: every node claims ranks 0..n-1
+    ("device", 1, False),  # right on one node
+    ("int(os.environ['NODE_RANK']) * 8 + device", 2, False),  # the node's offset added
+])
+def test_a_spawn_index_passed_as_the_rank_is_refused_across_nodes(tmp_path: Path, rank: str, nodes: int,
+                                                                   refused: bool) -> None:
+    from orchestrator.doctor.feasibility import across_nodes
+
+    script = tmp_path / "train.py"
+    script.write_text(_SPAWNER.format(rank=rank), encoding="utf-8")
+    launch = choose("auto", script)
+    assert launch.style == "per-node"
+    found = across_nodes(answered(launch, [], nodes, script), nodes, 8)
+    assert [(f.code, f.line, f.severity) for f in found] == ([("DDP016", 9, "error")] if refused else [])
+    if refused:
+        assert "cannot work on 2 nodes" in found[0].message and "NODE_RANK" in found[0].fix

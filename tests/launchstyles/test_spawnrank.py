@@ -1,0 +1,43 @@
+"""A spawner for one node as a fact (orchestrator/launchstyles/spawnrank.py): the function a spawn starts hands its
+spawn index, unchanged, to init_process_group as the rank (itself, through a copy, or through the functions of its
+file it passes the index to); not when the rank is built from the index or the index is given another value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.launchstyles import read
+
+_SCRIPT = """import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(gpu, args):
+{body}
+    torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(None,))
+"""
+
+
+@pytest.mark.parametrize(("body", "line"), [
+    ("    dist.init_process_group('nccl', rank=gpu, world_size=8)", 7),
+    ("    rank = gpu\n    dist.init_process_group('nccl', rank=rank, world_size=8)", 8),
+    # a copy made in one branch, another value in the other: the branch that inits takes the index
+    ("    if args:\n        rank = gpu\n        dist.init_process_group('nccl', rank=rank, world_size=8)\n"
+     "    else:\n        rank = 'cpu'", 9),
+    ("    rank = args.nr * 8 + gpu\n    dist.init_process_group('nccl', rank=rank, world_size=16)", None),
+    ("    gpu = args.node_rank * 8 + gpu\n    dist.init_process_group('nccl', rank=gpu, world_size=16)", None),
+    ("    dist.init_process_group('nccl', rank=args.rank * 8 + gpu, world_size=16)", None),
+])
+def test_the_spawn_index_as_the_rank(tmp_path: Path, body: str, line: int | None) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_SCRIPT.format(body=body), encoding="utf-8")
+    facts = read(script)
+    assert facts.spawns, "the spawn is a fact"
+    assert [found_line for _, found_line, _ in facts.index_ranks] == ([line] if line else [])
