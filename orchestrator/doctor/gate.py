@@ -13,6 +13,7 @@ from orchestrator.doctor.check import check_files, dedupe
 from orchestrator.doctor.feasibility import across_nodes, layout_hint
 from orchestrator.doctor.findings import DoctorSkipped, Finding, format_findings, has_errors, refuses
 from orchestrator.doctor.gpuspertask import gpus_per_task_warning
+from orchestrator.doctor.layoutflags import flag_layout_warning
 from orchestrator.doctor.pernodeflags import placeholder_warning
 from orchestrator.errors import OrchError
 from orchestrator.spec.launch import AUTO, Launch
@@ -94,7 +95,9 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
     chosen = launchstyles.choose(launch, path)
     kept = report(across_nodes(launchstyle.answered(chosen, found, nodes, path), nodes, gpus), [path], sys.stderr,
                   refuse=refuse, ignore=ignore, would_refuse=would_refuse)
-    for warning in (gpus_per_task_warning(path, gpus_per_task), placeholder_warning(path, chosen, target.args)):
+    ranks = gpus // gpus_per_task if gpus and gpus_per_task else gpus  # each node's ranks, when known
+    for warning in (gpus_per_task_warning(path, gpus_per_task), placeholder_warning(path, chosen, target.args),
+                    flag_layout_warning(path, chosen.style, nodes, ranks, target.args)):
         if warning is not None:
             print(warning, file=sys.stderr, flush=True)
     return kept, chosen
