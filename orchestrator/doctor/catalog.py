@@ -55,10 +55,11 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "loss/metric printed or logged in the training loop on every rank, unreduced",
          "print on rank 0 only (if rank == 0:), after dist.all_reduce(...) if you want the global value"),
     Rule("DDP006", "warning",
-         "checkpoint written to one path by every rank (or by every node's local rank 0), or the DDP wrapper "
-         "saved instead of .module",
-         "save once, on global rank 0 (if dist.get_rank() == 0:), and save model.module.state_dict(), not the "
-         "DDP wrapper's"),
+         "checkpoint written to one path by every rank (or by every node's local rank 0), read back by every "
+         "rank with no barrier after one rank wrote it, or the DDP wrapper saved instead of .module",
+         "save once, on global rank 0 (if dist.get_rank() == 0:; in a Trainer callback if "
+         "state.is_world_process_zero:; under Accelerate if accelerator.is_main_process:), then a barrier "
+         "before any rank reads it, and save model.module.state_dict(), not the DDP wrapper's"),
     Rule("DDP007", "error",
          "destroy_process_group inside a loop or before later collectives",
          "call dist.destroy_process_group() once, after the last collective (at the end of the run)"),

@@ -9,49 +9,99 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.framework_saves import (
+    WRITERS,
+    called_by_framework,
+    framework_runs,
+    saver_only,
+    script_arguments,
+)
+from orchestrator.doctor.saves_readback import check_readback
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
-from orchestrator.source.ranks import RANK_NAMES
+from orchestrator.source.ranks import RANK_NAMES, is_main_flag
 
 
 def check_saves(a: Analysis) -> Iterator[Finding]:
-    """DDP006: torch.save outside any rank condition (unless the path is per rank), or of the DDP wrapper; also
-    in a script a framework runs data-parallel (Accelerate's, Fabric's ranks all run the script's save)."""
-    if not (a.distributed or a.framework_parallel):
+    """DDP006: torch.save (or safetensors' save_file) outside any rank condition (unless the path is per rank), or
+    of the DDP wrapper; also in a script a framework runs on every rank (the HF Trainer, Lightning, Accelerate,
+    Fabric: every rank runs the script's save), and in the methods a framework calls on every rank (a
+    ``TrainerCallback``'s ``on_save``)."""
+    framework = framework_runs(a)
+    if not (a.distributed or a.framework_parallel or framework):
         return
-    for site in a.sites(frozenset({"torch.save"})):
+    for site in a.sites(WRITERS):
         call = site.call
         problems: list[str] = []
         wrapper = _saved_wrapper(a, call.args[0]) if call.args else None
         if wrapper is not None and not _knows_prefix(a):
             problems.append(f"saves the DDP wrapper {wrapper}, not {wrapper}.module: its keys start with 'module.'")
-        path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "f"), None)
-        one_path = path is not None and _file_path(a, path, 0) and not a.ranks.dependent(path)
-        if one_path and not a.flow.guarded(site) and not _guarded_by_script(a, site):
+        path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords
+                                                              if k.arg in ("f", "filename")), None)
+        one_path = path is not None and _file_path(a, path, 0) and not _per_rank(a, path)
+        if one_path and not _guarded(a, site):
             problems.append("runs on every rank, all writing the same file")
         elif one_path and _per_node_guard(a, site):
-            problems.append("guarded by the local rank: local rank 0 of every node writes the same file "
-                            "(one shared file system)")
+            problems.append(_PER_NODE)
         if problems:
-            yield a.finding("DDP006", call, "; ".join(problems))
+            yield a.finding("DDP006", call, "; ".join(problems), fact=_why(a, site, framework, problems))
     yield from _per_node_savers(a)
-    yield from _every_rank_pretrained(a)
+    yield from _every_rank_pretrained(a, framework)
+    yield from check_readback(a)
 
 
-def _every_rank_pretrained(a: Analysis) -> Iterator[Finding]:
+_PER_NODE = "guarded by the local rank: local rank 0 of every node writes the same file (one shared file system)"
+
+
+def _guarded(a: Analysis, site: Site) -> bool:
+    """Only some ranks run ``site``: a rank condition around it or its callers (the script's, for a helper), the
+    frameworks' "this process saves" (``args.should_save``, ``@rank_zero_only``, the Trainer's ``_save``)."""
+    return a.flow.guarded(site) or _guarded_by_script(a, site) or saver_only(a, site)
+
+
+def _why(a: Analysis, site: Site, framework: str | None, problems: list[str]) -> str:
+    """The evidence's fact: the problems, and who runs the save on every rank when a framework does."""
+    fact = "; ".join(problems)
+    if problems and problems[-1] == _PER_NODE:
+        return fact
+    owner = site.function
+    if owner is not None and called_by_framework(a, owner):
+        return f"{fact} ({framework or 'the framework'} calls {owner.name} on every rank)"
+    if framework is not None and not a.distributed and problems:
+        return f"{fact} ({framework} runs this code on every rank)"
+    return fact
+
+
+def _per_rank(a: Analysis, path: ast.expr) -> bool:
+    """The path holds the rank (``f"ckpt_{rank}.pt"``), here or in what the script passes for it (a helper's
+    parameter)."""
+    if a.ranks.dependent(path):
+        return True
+    outer = a.outer
+    return isinstance(path, ast.Name) and outer is not None and any(
+        outer.ranks.dependent(arg) for arg in script_arguments(a, path))
+
+
+def _every_rank_pretrained(a: Analysis, framework: str | None) -> Iterator[Finding]:
     """``model.save_pretrained(output_dir)`` (Hugging Face, PEFT) with no rank condition around it in a
-    distributed script: every rank writes the same files (the Trainer's own ``save_model`` checks the rank)."""
+    distributed script, or under a local-rank one: every rank (every node's local rank 0) writes the same files (the
+    Trainer's own ``save_model`` checks the rank)."""
     for site in a.flow.sites:
         func = site.call.func
         if not (isinstance(func, ast.Attribute) and func.attr == "save_pretrained" and site.call.args):
             continue
-        if a.flow.guarded(site) or _guarded_by_script(a, site) or a.ranks.dependent(site.call.args[0]):
+        if _per_rank(a, site.call.args[0]) or not _file_path(a, site.call.args[0], 0):
             continue
         if any(k.arg == "is_main_process" for k in site.call.keywords):
             continue  # save_pretrained(..., is_main_process=accelerator.is_main_process): it writes on that rank only
-        if _file_path(a, site.call.args[0], 0):
-            yield a.finding("DDP006", site.call, "save_pretrained runs on every rank, all writing the same files")
+        if not _guarded(a, site):
+            problem = "save_pretrained runs on every rank, all writing the same files"
+        elif _per_node_guard(a, site):
+            problem = "save_pretrained " + _PER_NODE.replace("the same file ", "the same files ")
+        else:
+            continue
+        yield a.finding("DDP006", site.call, problem, fact=_why(a, site, framework, [problem]))
 
 
 _SAVER = re.compile(r"saver|checkpoint", re.IGNORECASE)
@@ -76,8 +126,8 @@ def _per_node_savers(a: Analysis) -> Iterator[Finding]:
 def _guarded_by_script(a: Reading, site: Site) -> bool:
     """In a helper module: the script calls the function around ``site`` only under a rank condition (or
     not at all, as far as can be seen: then nothing says every rank runs it)."""
-    if a.outer is None or site.function is None:
-        return False
+    if a.outer is None or site.function is None or called_by_framework(a, site.function):
+        return False  # (a framework calls it on every rank: a callback's on_save, a Trainer's _save_checkpoint)
     return _script_guarded(a, site.function, 0)
 
 
@@ -95,7 +145,8 @@ def _script_guarded(a: Reading, function: FunctionNode, depth: int) -> bool:
 
 # "this is the node's first process": helpers and flags that test the local rank
 LOCAL_MAIN = frozenset({"is_local_master", "is_local_main_process", "is_local_main", "local_master",
-                        "is_local_rank0", "is_local_rank_zero", "is_local_zero", "is_node_master", "local_main"})
+                        "is_local_rank0", "is_local_rank_zero", "is_local_zero", "is_node_master", "local_main",
+                        "is_local_process_zero"})
 
 
 def _per_node_guard(a: Reading, site: Site) -> bool:
@@ -114,10 +165,21 @@ def _per_node_guard(a: Reading, site: Site) -> bool:
     if not tests:
         return False
     tests += [(where, held) for where, t in tests for held in _held_tests(where, t)]
-    kinds = {"local" if last_name(n.func if isinstance(n, ast.Call) else n) in LOCAL_MAIN else where.ranks.source(n)
-             for where, t in tests for n in ast.walk(t) if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
+    kinds = {_guard_kind(where, n) for where, t in tests for n in ast.walk(t)
+             if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
     kinds.discard(None)
     return kinds == {"local"}
+
+
+def _guard_kind(a: Reading, node: ast.Name | ast.Attribute | ast.Call) -> str | None:
+    """``local`` for a node-local rank or flag (``local_rank``, ``is_local_process_zero``), ``global`` for a main
+    process flag (``is_world_process_zero``, ``args.should_save``), else what rank it holds."""
+    name = last_name(node.func if isinstance(node, ast.Call) else node)
+    if name in LOCAL_MAIN:
+        return "local"
+    if is_main_flag(name) or name == "should_save":
+        return "global"
+    return a.ranks.source(node)
 
 
 def _held_tests(a: Reading, test: ast.expr) -> list[ast.expr]:
@@ -193,6 +255,9 @@ def _file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
         opened = _opened_as(a, expr) if isinstance(expr, ast.Name) else None
         if opened is not None:
             return _file_path(a, opened, depth + 1)
+        passed = script_arguments(a, expr) if isinstance(expr, ast.Name) and a.outer is not None else []
+        if any(_file_path(a.outer, arg, depth + 1) for arg in passed if a.outer is not None):
+            return True  # a helper's parameter the script fills with a path
         return bool(_PATH_WORDS.search(last_name(expr) or "")) or _string_flag(a, expr)
     return False
 
