@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support import TESTS, clean_environ
 
 from orchestrator.env import taskenv
@@ -77,6 +78,7 @@ def params(folder: Path) -> list[Any]:
     return [json.loads((folder / "out" / f"rank{r}.json").read_text()) for r in (0, 1)]
 
 
+@pytest.mark.slow
 def test_a_script_on_two_nodes_restarts_warm_and_trains_as_an_uninterrupted_run(tmp_path: Path) -> None:
     addr = own_address()
     folder, runs = step(tmp_path, "killed", addr, "--kill-first-attempt", "1")

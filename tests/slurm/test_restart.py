@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from support import TESTS
 
+from orchestrator.env.masterport import agents_port
 from orchestrator.records.restarts import attempts as att
 from orchestrator.records.restarts.blame import blame
 from orchestrator.records.restarts.rankoutcome import RankOutcome
@@ -182,11 +183,14 @@ def test_dry_run_shows_restarts_and_allocates_the_spares(capsys: pytest.CaptureF
     assert "# restarts: a failed training step is restarted up to 2 time(s)" in out
     assert f"\n#   restart: {IN_PROCESS}\n" in out
     script = str(TESTS / "scripts" / "restart_count.py")
-    for nodes, how in (("2", "by step (a script on 2 nodes): every rank starts again in a new step"),
-                       ("1", "in-process (warm: the script's whole world starts again")):
+    for nodes, apart in (("2", True), ("1", False)):  # a script on several nodes restarts warm too
         assert main(["submit", script, "--cluster", str(path), "--nodes", nodes, "--gpus", "1", "--no-check",
                      "--dry-run"]) == 0
-        assert f"\n#   restart: {how}" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "\n#   restart: in-process (warm: the script's whole world starts again" in out
+        master = int(out.split("\n")[-2].rsplit(":", 1)[1])  # the last rank's MASTER column
+        meet = f"the agents meet at their own port {agents_port(master, (29500, 39499))} (half the port range"
+        assert (meet in out) is apart, out
     step = write_cluster(launcher={"max_restarts": 2, "restart": "step"}, name="step.yaml")
     assert main(["submit", "smoke", "--cluster", str(step), "--nodes", "2", "--gpus", "1", "--dry-run"]) == 0
     assert "\n#   restart: by step (launcher.restart: step): every rank starts again" in capsys.readouterr().out
