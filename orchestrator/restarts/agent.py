@@ -46,7 +46,7 @@ from orchestrator.restarts import heartbeat
 from orchestrator.restarts import protocol as proto
 from orchestrator.restarts.decide import Decider
 from orchestrator.restarts.generation import Worker, begin
-from orchestrator.restarts.store import AgentStore, BoundedStore, wait_for
+from orchestrator.restarts.store import AgentStore, BoundedStore
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.task.outcome import RECORDER
 from orchestrator.task.preempt import SIGNALS, PreemptFlag
@@ -88,9 +88,10 @@ def supervise(cfg: RunConfig, env: DistEnv, job_dir: Path, store: AgentStore, st
     signal.signal(SIGNALS[cfg.launcher.preempt_signal], lambda signum, frame: agent.send(signum))  # to the worker
     warm_up()  # what a replaced worker would import again: imported here, once, after the first fork
     chosen = agent.watch()
-    if isinstance(chosen, Ends):  # the agent ends (a worker forked for a later generation goes on)
+    if isinstance(chosen, Ends) and agent.stale is None:  # the agent ends (a worker forked later goes on); not
+        # after it found an agent stopped: that one would never say it ended
         agent.exit_barrier(proto.EXIT_WAIT_S if chosen.code == 0 else proto.FAILED_EXIT_WAIT_S)
-    return chosen
+    return chosen if agent.stale is None else Ends(1)  # an agent found stopped: the step ends, by step
 
 
 @dataclass
@@ -112,12 +113,15 @@ class _Agent:
     behind_since: float | None = None  # when a restart of the worker's generation was first seen undone by it
     claim_seen: float | None = None  # when a claim of the still worker's generation was first seen
     said_behind: int | None = None  # the generation whose failure this agent said its worker is behind in
+    stale: int | None = None  # the rank whose agent this one found stopped (the step ends)
     decider: Decider = field(init=False, repr=False)  # what this agent decides when its worker fails
+    agents: heartbeat.Agents = field(init=False, repr=False)  # the agents' own beats
 
     def __post_init__(self) -> None:
         if not isinstance(self.store, BoundedStore):  # a store host that hangs must not hang this agent
             self.store = BoundedStore(self.store)
         self.decider = Decider(self.cfg, self.env, self.job_dir, self.store, self.base, script=self.script)
+        self.agents = heartbeat.Agents(self.env.rank, self.env.world_size)
 
     def fork(self, generation: int) -> Worker | None:
         self.generation, self.began = generation, time.time()
@@ -167,6 +171,8 @@ class _Agent:
         the agent, :class:`Forked` in a worker forked here."""
         while True:
             code = self._wait()
+            if self.stale is not None:  # an agent is stopped: the step ends, the step-level restart blames its rank
+                return Ends(1)
             if code == 0:
                 return Ends(0)
             # None: another rank failed and this rank's worker was stopped, the world starts again
@@ -202,6 +208,8 @@ class _Agent:
                 return code
             self._check_stopped()
             polls += 1
+            if polls % heartbeat.ALIVE_POLLS == 0 and not self._agents_alive():
+                return 1
             if self.script:
                 if polls % 5 == 0 and self._world_restarts():
                     self._stop_worker()
@@ -209,6 +217,19 @@ class _Agent:
             elif self._replaced_behind(polls):
                 return None
             time.sleep(proto.POLL_S)
+
+    def _agents_alive(self, *, worker: bool = True) -> bool:
+        """Beat, and look at the other agents' (:meth:`heartbeat.Agents.look`). False when an agent is stopped: said
+        (``restart_fallback``: the step-level restart blames its rank), and this rank's ``worker`` stopped."""
+        found = self.agents.look(self.store, time.monotonic())
+        if found is None:
+            return True
+        self.stale, how = found
+        print(f"orch: rank {self.env.rank}: {how}; the step ends", file=sys.stderr, flush=True)
+        self.decider.fall_back("agent_stopped", said=f"{how}: ")
+        if worker:
+            self._stop_worker()
+        return False
 
     def _replaced_behind(self, polls: int) -> bool:
         """orch's entrypoint: say the worker is behind (:meth:`_say_behind`, every ``BEHIND_POLLS``), and whether it
@@ -342,14 +363,20 @@ class _Agent:
         return self.decider.after_failure(code, generation=self.generation, began=self.began)
 
     def exit_barrier(self, wait_s: float) -> None:
-        """Say this rank's agent ends, then wait until every rank's has (at most ``wait_s``): rank 0's hosts the
-        store, and a peer that fails after rank 0's worker returned must still find it to decide."""
-        keys = [proto.ended(r) for r in range(self.env.world_size)]
+        """Say this rank's agent ends, then wait until every rank's has (at most ``wait_s``; not for an agent found
+        stopped): rank 0's hosts the store, and a peer that fails after rank 0's worker returned must still find it."""
+        keys, polls, deadline = [proto.ended(r) for r in range(self.env.world_size)], 0, time.monotonic() + wait_s
         try:
             self.store.set(proto.ended(self.env.rank), "1")
-            if not wait_for(self.store, keys, wait_s, proto.POLL_S):
-                print(f"orch: rank {self.env.rank}: not every rank's agent ended within {wait_s:g} s; leaving",
-                      file=sys.stderr, flush=True)
+            while not self.store.check(keys):
+                polls += 1
+                if polls % heartbeat.ALIVE_POLLS == 0 and not self._agents_alive(worker=False):
+                    return
+                if time.monotonic() >= deadline:
+                    print(f"orch: rank {self.env.rank}: not every rank's agent ended within {wait_s:g} s; leaving",
+                          file=sys.stderr, flush=True)
+                    return
+                time.sleep(proto.POLL_S)
         except (OSError, RuntimeError, ValueError):  # the store is gone: nobody is left to wait for
             return
 

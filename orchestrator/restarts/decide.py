@@ -62,9 +62,8 @@ class Decider:
         if decided is None:
             return self.fall_back("no_decision")
         restart, why = proto.parse_decision(decided)
-        if not restart:
-            print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
-            return None
+        if not restart:  # the step ends as the worker did; attempts.json's ``fallback`` says why (orch status)
+            return self.fall_back("declined", said=f"{why}: ")
         return generation + 1
 
     def _publish(self, generation: int, code: int, began: float) -> None:
@@ -121,9 +120,10 @@ class Decider:
               flush=True)
         return True, ""
 
-    def fall_back(self, name: str) -> int | None:
-        """Say why the step-level restart takes over (the agent ends as its worker did): None."""
-        why = proto.FALLBACK_REASONS[name]
+    def fall_back(self, name: str, said: str = "") -> int | None:
+        """Say why the step-level restart takes over, or why nothing is restarted (``said``: what this agent saw,
+        before the row's reason; the agent ends as its worker did): None."""
+        why = said + proto.FALLBACK_REASONS[name]
         print(f"orch: rank {self.env.rank}: no in-process restart: {why}", file=sys.stderr, flush=True)
         path = self.job_dir / proto.FALLBACK_FILE
         with contextlib.suppress(OSError):

@@ -16,17 +16,26 @@ still armed is the one they waited for), or for :func:`hung_after` seconds in an
 A worker's :class:`Heartbeat` travels on its :class:`~orchestrator.restarts.generation.Worker` (made before the
 fork) into the entrypoint (``runtime/entry.py``: ``run(..., beat=)``); a rank without an agent gets a
 :class:`NoBeat`, whose ticks and rests do nothing. No module global.
+
+The agents beat too (:class:`Agents`): an agent stopped for good (SIGSTOP, a frozen node) leaves its worker training
+and nobody to decide for its rank. Each agent adds to its own key in the agents' store every ``ALIVE_POLLS`` polls;
+rank 0's agent reads every other rank's count as often (O(ranks) store calls on its own host) and names the first
+whose count has stood still ``AGENT_STALE_S``; another agent names rank 0's when its beat gets no answer from the
+store rank 0's agent hosts (``CALL_BOUND_S``). The step then ends and the step-level restart blames that rank.
 """
 
 from __future__ import annotations
 
 import mmap
+import re
 import struct
 
 from orchestrator.restarts import protocol as proto
-from orchestrator.restarts.store import AgentStore
+from orchestrator.restarts.store import CALL_BOUND_S, AgentStore
 
 _LAYOUT = struct.Struct("<QQ")  # steps, armed
+ALIVE_POLLS = 25  # an agent beats (and rank 0's reads the others' beats) every this many polls (0.5 s)
+AGENT_STALE_S = 6.0  # an agent whose beat stood still this long is stopped (a SIGSTOP of 3 s is not)
 
 
 class Heartbeat:
@@ -122,3 +131,63 @@ def settle_s(collective_timeout: int) -> float:
     step's compute later): half the collective timeout, 2 s at least."""
     return max(2.0, collective_timeout / 2)
 
+
+
+def alive(rank: int) -> str:
+    """The store key rank ``rank``'s agent adds to while it runs (:class:`Agents`)."""
+    return f"{proto.KEY_ROOT}alive/{rank}"
+
+
+class Agents:
+    """One agent's view of the agents' own beats in the store: its own beat, and (rank 0's) the others'."""
+
+    def __init__(self, rank: int, world_size: int) -> None:
+        self.rank, self.world_size = rank, world_size
+        self.seen: dict[int, tuple[int, float]] = {}  # rank -> (its count, since when: monotonic)
+
+    def look(self, store: AgentStore, now: float) -> tuple[int, str] | None:
+        """Beat, then (rank 0's agent) look at the others' beats: (rank, in words) of an agent found stopped, else
+        None. Another agent's beat that the store does not answer (``BoundedStore``'s TimeoutError) names rank 0's,
+        the store's host; a store that is gone (its host killed) is srun's to see, not this."""
+        try:
+            store.add(alive(self.rank), 1)
+            found = self.stale(store, now) if self.rank == 0 else None
+        except TimeoutError:
+            return None if self.rank == 0 else (0, stopped_agent(0, CALL_BOUND_S, host=True))
+        except (OSError, RuntimeError, ValueError):
+            return None
+        return None if found is None else (found[0], stopped_agent(*found, host=False))
+
+    def stale(self, store: AgentStore, now: float) -> tuple[int, float] | None:
+        """(rank, seconds) of another agent whose count has stood still ``AGENT_STALE_S``, else None. Not judged: an
+        agent that never beat (still starting: init_timeout's business), one that ended (its exit barrier), and any
+        while a failure of this agent's generation is being decided (the deciding agent is busy in it: every clock
+        starts again)."""
+        at = proto.at(self.rank)
+        generation = int(store.get(at)) if store.check([at]) else 0
+        if store.check([proto.claim(generation)]):
+            self.seen.clear()
+            return None
+        for rank in range(self.world_size):
+            if rank == self.rank:
+                continue
+            count = store.add(alive(rank), 0)  # its count (0: not yet), never a wait for a key not there
+            held = self.seen.get(rank)
+            if held is None or held[0] != count:
+                self.seen[rank] = (count, now)
+            elif count and now - held[1] >= AGENT_STALE_S and not store.check([proto.ended(rank)]):
+                return rank, now - held[1]
+        return None
+
+
+def stopped_agent(rank: int, seconds: float, *, host: bool) -> str:
+    """In words: rank ``rank``'s agent is stopped (``host``: its store gave no answer for ``seconds``)."""
+    if host:
+        return f"rank {rank}'s agent (the agents' store's host) gave no answer for {seconds:.0f} s (stopped?)"
+    return f"rank {rank}'s agent gave no sign of life for {seconds:.1f} s (stopped?)"
+
+
+def stopped_agent_rank(fallback: str | None) -> tuple[int, str] | None:
+    """(rank, :func:`stopped_agent`'s words) of an ``agent_stopped`` fallback (``restart_fallback``), else None."""
+    found = re.match(r"agent_stopped: (rank (\d+)'s agent .*?\(stopped\?\))", fallback or "")
+    return (int(found.group(2)), found.group(1)) if found else None

@@ -189,6 +189,10 @@ FALLBACKS: tuple[tuple[str, str], ...] = (
     ("store_lost", "the agents' store (at MASTER_PORT, or a script's agents' port) is gone (rank 0's agent or "
                    "node was lost): the step ends"),
     ("no_decision", "no decision came from the failed rank's agent in time: the step ends"),
+    ("agent_stopped", "an agent gave no sign of life (stopped, e.g. SIGSTOP, or its node frozen): nobody can decide "
+                      "for its rank in the step; the step ends and the step-level restart blames that rank"),
+    ("declined", "no restart was decided in the step (the restart policy, restarts/policy.py, said no; or a rank's "
+                 "part was done): the step ends as the worker did"),
 )
 FALLBACK_REASONS = dict(FALLBACKS)
 

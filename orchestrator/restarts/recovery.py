@@ -17,11 +17,11 @@ from typing import Any
 from orchestrator.errors import OrchError
 from orchestrator.records.atomic import write_text_atomic
 from orchestrator.records.restarts import attempts as attempts_file
-from orchestrator.records.restarts.blame import blame
+from orchestrator.records.restarts.blame import Blame, blame
 from orchestrator.records.restarts.rankoutcome import current_run
 from orchestrator.records.restarts.seen import Seen, complete
 from orchestrator.records.resumecheck import LATEST, parse_sidecar, sidecar_path
-from orchestrator.restarts import protocol
+from orchestrator.restarts import heartbeat, protocol
 from orchestrator.restarts.policy import Decision, Ended, decide
 from orchestrator.spec.numbers import to_float, to_int
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, PROGRESS_FILE, REQUEUE_FILE, RESULT_FILE, RunConfig
@@ -77,7 +77,8 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
     kept = [r for r in records if r.rank < cfg.world_size and (facts.run is None or r.run == facts.run)]
     kept = [r for r in complete(kept, facts.seen) if r.rank < cfg.world_size]  # a rank killed without a word
     by_rank, _ = current_run(kept)
-    found = blame(kept, world_size=cfg.world_size, notes=notes)
+    fallback = None if in_process else _take_fallback(job_dir)  # why the agents ended the step, if they did
+    found = _stopped_agent(fallback, facts.exit_code) or blame(kept, world_size=cfg.world_size, notes=notes)
     history = attempts_file.read_attempts(job_dir)
     previous = history[-1] if history else None
     ended = Ended(attempt=facts.attempt, exit_code=facts.exit_code, blame=found, records=by_rank,
@@ -122,7 +123,7 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
         "restarted": decision.restart, "next_step": next_step, "batch_started": facts.batch_started,
         "in_process": in_process, "pids": protocol.pids(by_rank),
     }
-    if not in_process and (fallback := _take_fallback(job_dir)) is not None:
+    if fallback is not None:
         entry["fallback"] = fallback  # the agents handed this failure to the step-level restart
     elif not in_process and decision.restart and \
             (why := protocol.by_step(cfg, preflight=False, loopback=facts.loopback)) is not None:
@@ -135,6 +136,17 @@ def end_attempt(job_dir: Path, cfg: RunConfig, facts: AttemptFacts, *, now: floa
     except OSError as exc:  # a full disk must not change how the job ends
         log.warning("cannot write %s: %s", job_dir / attempts_file.ATTEMPTS_FILE, exc)
     return decision
+
+
+def _stopped_agent(fallback: str | None, exit_code: int) -> Blame | None:
+    """A rank whose agent the others found stopped (``agent_stopped``): hung, as a rank that stopped making
+    progress is (its worker may have trained on: its record cannot say it), and its node the one to look at."""
+    found = heartbeat.stopped_agent_rank(fallback)
+    if found is None:
+        return None
+    rank, how = found
+    return Blame(kind="stuck", ranks=(rank,), exit_code=exit_code,
+                 message=f"{how}: nobody could decide for rank {rank} in the step, which its peers ended")
 
 
 def _take_fallback(job_dir: Path) -> str | None:

@@ -65,10 +65,18 @@ class Recorder:
         self._write("running")
 
     def step(self, epoch: int, step: int) -> None:
-        """A training step finished (called after every step: an assignment, no I/O)."""
+        """A training step finished (called after every step: an assignment, no I/O but the first's)."""
         self.last_step = (epoch, step, time.time())
         if self.first_step is None:
             self.first_step = self.last_step[2]
+            self._say_first_step()
+
+    def _say_first_step(self) -> None:
+        """The running record says when the first step ended (once an attempt): a rank killed later (SIGKILL) still
+        tells when its attempt began training (the attempt before's ``recovery_s``), not its later steps."""
+        if self.path is not None and not self.final and os.getpid() == self.base.get("pid"):
+            with signals_held():
+                self._write("running", with_last=False)
 
     def joined(self, world: WorldJoin) -> None:
         """What this rank's world is now (watched, or joined): the running record says it at once."""
@@ -108,10 +116,10 @@ class Recorder:
         named = [name for name, value in self.settings.items() if value == seconds]
         return named[0] if len(named) == 1 else None
 
-    def _write(self, kind: Kind, **extra: Any) -> None:
+    def _write(self, kind: Kind, *, with_last: bool = True, **extra: Any) -> None:
         assert self.path is not None
         last = None
-        if self.last_step is not None:
+        if self.last_step is not None and with_last:
             last = LastStep(epoch=self.last_step[0], step=self.last_step[1], time=self.last_step[2])
         try:
             record = RankOutcome(**self.base, kind=kind, ended=None if kind == "running" else time.time(),

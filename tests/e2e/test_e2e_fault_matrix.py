@@ -228,6 +228,8 @@ WORKER_CASES: dict[str, tuple[Callable[[Job], object], list[tuple[str, int | Non
     "SIGSTOP agent (3 s)": (agent_stopped, [], True),
     "kill -9 agent rank N": (lambda job: job.signal("agent", LAST, signal.SIGKILL), [("vanished", LAST)], False),
     "kill -9 agent rank 0": (lambda job: job.signal("agent", 0, signal.SIGKILL), [("vanished", 0)], False),
+    # rank 0's agent sees the stopped agent's beat stand still (restarts/heartbeat.py: AGENT_STALE_S), ends the step
+    "SIGSTOP agent for good": (lambda job: job.signal("agent", LAST, signal.SIGSTOP), [("stuck", LAST)], False),
 }
 
 
@@ -277,6 +279,10 @@ def test_faults_one_after_another_end_completed_as_an_uninterrupted_run(slurm_cl
         print(f"{name}: recorded {seconds:.2f} s after the fault; recovery_s {[a['recovery_s'] for a in got]}; "
               f"fallback {[a.get('fallback') for a in got]}")
     print("preemption during a restart:", attempts[preempted:])
+    stopped = attempts[seen["SIGSTOP agent for good"][0]]  # named as a hung rank is: its rank, its node, the cause
+    if not (stopped.get("fallback") or "").startswith(f"agent_stopped: rank {LAST}'s agent gave no sign of life") \
+            or not stopped["blamed_node"]:
+        wrong.append(f"SIGSTOP agent for good: {stopped}")
     assert wrong == [], "\n".join(wrong) + f"\n{attempts}\n{job.log}"
     # the kill is restarted in the step, the next generation's workers start with the preemption flag the agents
     # kept (restarts/agent.py), checkpoint and end preempted; the requeued job resumes there and completes

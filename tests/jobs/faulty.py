@@ -7,6 +7,7 @@ bucket-settling pass, ``orchestrator.runtime.loop.settle_buckets``):
 - ``raise``: an exception in the forward pass;
 - ``kill``: SIGKILL of the process itself (a rank that dies without a word);
 - ``stop``: SIGSTOP of the process itself (a hung rank: the others wait in their next collective);
+- ``stop_agent``: SIGSTOP of the process's parent, the rank's in-process agent, for good (its worker trains on);
 - ``hang``: the rank runs on but makes no step (``time.sleep``, as a data loader that blocks: the others wait in
   their next collective);
 - ``skip_barrier``: the classic ``if rank == 0: dist.barrier()`` mistake, a collective only one rank
@@ -42,7 +43,7 @@ class FaultyParams(TrainParams):
     lr: float = 0.05
     samples: int = 1024
     test_samples: int = 256
-    fault: Literal["none", "raise", "kill", "stop", "hang", "skip_barrier", "exit0", "desync",
+    fault: Literal["none", "raise", "kill", "stop", "stop_agent", "hang", "skip_barrier", "exit0", "desync",
                    "abort_at_exit"] = "none"
     fault_rank: int = 1
     fault_step: int = 3
@@ -85,6 +86,8 @@ def build(params: FaultyParams, ctx: BuildContext) -> TrainTask:
                         os.kill(os.getpid(), signal.SIGKILL)
                     if params.fault == "stop":
                         os.kill(os.getpid(), signal.SIGSTOP)
+                    if params.fault == "stop_agent":  # the rank's in-process agent (its parent), for good
+                        os.kill(os.getppid(), signal.SIGSTOP)
                     if params.fault == "hang":
                         time.sleep(10**6)
                     if params.fault == "skip_barrier":

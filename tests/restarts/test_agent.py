@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from support import ORCH, TESTS, DictStore, clean_environ
 
-from orchestrator.records.restarts.attempts import read_attempts
+from orchestrator.records.restarts.attempts import format_attempts, read_attempts
 from orchestrator.restarts import agent, heartbeat
 from orchestrator.restarts import protocol as proto
 from orchestrator.spec.cluster import Launcher
@@ -119,6 +119,9 @@ def test_the_restart_budget_is_shared_with_the_step_level_restarts(root: Path) -
     assert [a["attempt"] for a in attempts] == [0, 1], attempts
     assert attempts[0]["in_process"] is True and attempts[1]["in_process"] is False
     assert attempts[1]["restarted"] is False and "used up" in (attempts[1]["message"] or ""), attempts[1]
+    # the agents' "no" (the restart policy's) is recorded with its reason, and orch status says it
+    assert (attempts[1]["fallback"] or "").startswith("declined: the 1 restart allowed"), attempts[1]
+    assert "not restarted in its step: declined: the 1 restart allowed" in format_attempts(attempts)[1]
 
 
 @pytest.mark.slow
@@ -246,8 +249,10 @@ def test_a_rank_that_only_lost_its_peer_follows_a_stop_or_falls_back(tmp_path: P
     store.set(proto.at(1), "3")
     store.add(proto.claim(3), 1)  # the failed rank claimed generation 3 and decided
     store.set(proto.decision(3), proto.encode_stop("the restarts are used up"))
-    assert make_agent(tmp_path, store)._after_failure(3) is None  # decided: ends as its worker did
-    assert not (tmp_path / proto.FALLBACK_FILE).exists()
+    assert make_agent(tmp_path, store)._after_failure(3) is None  # decided: ends as its worker did, and says why
+    fallback = tmp_path / proto.FALLBACK_FILE  # (attempts.json's "fallback", read by the step-level restart)
+    assert fallback.read_text().startswith("declined: the restarts are used up: no restart was decided in the step")
+    fallback.unlink()
     store.data.pop(proto.decision(3))
     store.data.pop(proto.claim(3))
     started = time.monotonic()

@@ -104,3 +104,45 @@ def test_a_workers_step_time_is_learnt_from_its_ticks_and_sets_when_it_is_behind
     tiny.beat.tick()
     tiny.quiet_for(0.001)
     assert tiny.behind_after() == proto.BEHIND_MIN_S
+
+
+def test_rank_0s_agent_names_an_agent_whose_beat_stood_still_and_no_other() -> None:
+    """An agent's count that stands still ``AGENT_STALE_S`` is a stopped agent; one that moves, one that never beat
+    (still starting), one that ended (its exit barrier), and any while a failure is being decided are not."""
+    store, stale = DictStore(), heartbeat.AGENT_STALE_S
+    zero, one, two = (heartbeat.Agents(rank, 4) for rank in (0, 1, 2))
+    store.set(proto.at(0), "3")
+    one.look(store, 0.0)
+    two.look(store, 0.0)
+    assert zero.look(store, 0.0) is None
+    two.look(store, stale)  # rank 2 beats on; rank 1 stands still; rank 3 never beat
+    assert zero.look(store, stale - 0.1) is None
+    found = zero.look(store, stale + 0.1)
+    assert found is not None and found[0] == 1, found
+    assert found[1].startswith(f"rank 1's agent gave no sign of life for {stale + 0.1:.1f} s"), found
+    assert heartbeat.stopped_agent_rank(f"agent_stopped: {found[1]}: the step ends\n") == (1, found[1])
+    store.set(proto.ended(1), "1")  # it ended: its beats stop, it is not stopped
+    assert zero.look(store, stale + 0.2) is None
+    store.data.pop(proto.ended(1))
+    store.set(proto.claim(3), "1")  # rank 0's generation is being decided: every clock starts again
+    assert zero.look(store, stale + 0.3) is None
+    store.data.pop(proto.claim(3))
+    assert zero.look(store, 2 * stale) is None and zero.look(store, 3 * stale + 1) is not None
+
+
+def test_an_agent_whose_beat_gets_no_answer_names_the_stores_host() -> None:
+    """The store's host, rank 0's agent, is stopped: another agent's beat ends in BoundedStore's TimeoutError and
+    names rank 0; a store that is gone (refused) names nobody (srun's --kill-on-bad-exit ends the step)."""
+
+    class Unanswered(DictStore):
+        def __init__(self, error: OSError) -> None:
+            super().__init__()
+            self.error = error
+
+        def add(self, key: str, amount: int) -> int:
+            raise self.error
+
+    found = heartbeat.Agents(1, 2).look(Unanswered(TimeoutError("no answer")), 0.0)
+    assert found is not None and found[0] == 0 and "the agents' store's host" in found[1], found
+    assert heartbeat.Agents(1, 2).look(Unanswered(ConnectionRefusedError()), 0.0) is None
+    assert heartbeat.stopped_agent_rank("peer_only: the worker gave up") is None

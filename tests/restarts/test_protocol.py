@@ -59,7 +59,7 @@ def test_pids_of_an_attempts_records() -> None:
 
 
 def test_every_fallback_says_why() -> None:
-    assert set(proto.FALLBACK_REASONS) == {"peer_only", "store_lost", "no_decision"}
+    assert set(proto.FALLBACK_REASONS) == {"peer_only", "store_lost", "no_decision", "agent_stopped", "declined"}
     assert all("step" in why for why in proto.FALLBACK_REASONS.values())
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -253,6 +254,28 @@ def test_recorder_writes_running_then_one_final_record(tmp_path: Path) -> None:
     assert data["kind"] == "signalled" and data["signal"] == "SIGTERM" and data["stopped_by"] == "Slurm"
     assert data["last_step"]["epoch"] == 1 and data["last_step"]["step"] == 7
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left
+
+
+def test_a_rank_killed_after_its_first_step_still_says_when_it_began_training(tmp_path: Path) -> None:
+    """The running record says when the attempt's first step ended, in a real process killed (SIGKILL) later: the
+    attempt before gets its recovery_s even when every rank of this one dies without a word. Not its later
+    steps (a killed rank's last step is not known)."""
+    path = tmp_path / "rank1.outcome.json"
+    pid = os.fork()
+    if pid == 0:  # the rank: it steps, then is killed where no handler runs
+        try:
+            recorder = Recorder()
+            recorder.start(path, rank=1, world_size=2, run="55", restart=1, stopped_by="srun", init_timeout=20,
+                           collective_timeout=6)
+            recorder.step(1, 1)
+            recorder.step(1, 2)
+            os.kill(os.getpid(), signal.SIGKILL)
+        finally:
+            os._exit(1)
+    os.waitpid(pid, 0)
+    data = read(path)
+    assert data["kind"] == "running" and isinstance(data["first_step"], float), data
+    assert "last_step" not in data, data
 
 
 @pytest.mark.parametrize(("in_force", "named", "setting"), [
