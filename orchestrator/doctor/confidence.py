@@ -7,7 +7,8 @@
   flag's branch, a sampler's or a save's role, a rank traced through assignments, a rank test read from a name
   alone: ``Ranks.named_only``).
 - **possible**: the evidence is a name's meaning or the absence of something the doctor may not see (a
-  checkpoint told by its name alone, a device never bound in what could be read).
+  checkpoint told by its name alone, a device never bound in what could be read), or a context out of sight (a
+  spawn asked for by a count of default 1, a world of spawn indexes, logging another module sets up).
 
 ``orch doctor`` shows certain and likely findings; ``orch doctor --all`` shows the possible ones too. The
 gate before ``orch submit``/``orch run`` never refuses on a possible finding.

@@ -225,4 +225,22 @@ def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
     if hits:
         more = len({getattr(n, "lineno", 0) for n in hits}) - 1
         extra = f"; {more} more line{'s' * (more != 1)}" if more else ""
-        yield a.finding("DDP010", hits[0], f"{ast.unparse(hits[0])[:60]}{extra}")
+        yield a.finding("DDP010", hits[0], f"{ast.unparse(hits[0])[:60]}{extra}",
+                        confidence="possible" if _spawn_index_world(a) else None)
+
+
+def _spawn_index_world(a: Analysis) -> bool:
+    """The file spawns its workers and every process group it starts takes the spawn index as its rank
+    (``init_process_group(rank=rank)``, ``rank`` a parameter, not ``node * gpus + rank``): a one-node world, where
+    the global rank is the local one."""
+    inits = a.sites(INIT)
+    if not (a.spawns and inits):
+        return False
+    for site in inits:
+        rank = _kw(site.call, "rank")
+        if not isinstance(rank, ast.Name) or site.function is None:
+            return False
+        found, value = a.module.resolve(rank.id, rank)
+        if value is not None or not found or rank.id not in {p.arg for p in site.function.args.args}:
+            return False
+    return True

@@ -185,7 +185,7 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
             return False
         sampler = next((k.value for k in expr.keywords if k.arg in ("sampler", "batch_sampler")), None)
         if sampler is not None:
-            return _is_distributed_sampler(a, sampler, depth + 1)
+            return _is_distributed_sampler(a, sampler, 0)  # its own steps: the loader's flow may be long
         return any(_rank_valued(a, x) for x in [*expr.args, *[k.value for k in expr.keywords]])
     key = dotted(expr)
     if key is None:

@@ -64,7 +64,25 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         if key in seen:
             continue
         seen.add(key)
-        yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}")
+        yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}",
+                        confidence="possible" if _logged(site) and _log_setup_elsewhere(a) else None)
+
+
+# a logging setup (``setup_logger(path, rank)``, ``init_logger(file)``): where it is another module's, its handlers
+# and format (console on rank 0 only, each line labelled with its rank) are out of sight
+_LOG_SETUP = re.compile(r"(?i)^(setup|init|configure|config|create)_?\w*log")
+
+
+def _logged(site: Site) -> bool:
+    func = site.call.func
+    return isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS
+
+
+def _log_setup_elsewhere(a: Reading) -> bool:
+    """The file sets up its logging by another module's function: whether every rank's log line reaches the
+    console, unlabelled, is that function's (icefall's ``setup_logger``, a project's ``init_logger``)."""
+    return any(_LOG_SETUP.search(last_name(site.call.func) or "") and a.module.local_function(site.call) is None
+               and not (site.qual or "").startswith("logging.") for site in a.flow.sites)
 
 
 def _block(a: Reading, node: ast.AST) -> ast.AST | None:

@@ -3,22 +3,97 @@ that runs the training) inside a rank that a launcher (orch, torchrun) already s
 that does (``Trainer(strategy="ddp_spawn")``). Which spawns count (no launcher check keeps them from running, the
 started function trains) is the launch styles' fact (``orchestrator.launchstyles.spawns``): a ``per-node``
 script runs its spawn as written, and the gate drops this finding then.
+
+A spawn asked for by a count whose default is 1 (``if args.world_size > 1: mp.spawn(...)`` with ``--world-size``
+declared ``default=1``, a parameter ``num_gpus=1``) is only possible: with the count left at its default no process
+is spawned, and a user who passes it runs the script per node, as written.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.launchstyles.spawns import spawns
+from orchestrator.source.names import FunctionNode, dotted
+
+_DEPTH = 3
 
 
 def check_self_spawn(a: Analysis) -> Iterator[Finding]:
     """DDP014 at each spawn of training processes that no launcher check keeps from running."""
     for spawn in spawns(a):
         if spawn.strategy is None:
-            yield a.finding("DDP014", spawn.node, spawn.call)
+            yield a.finding("DDP014", spawn.node, spawn.call,
+                            confidence="possible" if _asked_by_count(a, spawn.node) else None)
         else:
             yield a.finding("DDP014", spawn.node, f"{spawn.call}(strategy={spawn.strategy!r}): Lightning starts its "
                                                   "own ranks in every launched rank; use strategy=\"ddp\"")
+
+
+def _asked_by_count(a: Analysis, node: ast.AST) -> bool:
+    """An ``if N > 1:`` (``N >= 2``) around ``node``, in its function, whose N is a count the user passes."""
+    child: ast.AST = node
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, FunctionNode | ast.ClassDef):
+        if isinstance(current, ast.If) and child in current.body and _more_than_one(current.test) \
+                and _user_count(a, current.test.left, 0):  # type: ignore[attr-defined]
+            return True
+        child, current = current, a.module.parents.get(current)
+    return False
+
+
+def _more_than_one(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant)):
+        return False
+    bound, op = test.comparators[0].value, test.ops[0]
+    return (isinstance(op, ast.Gt) and bound == 1) or (isinstance(op, ast.GtE) and bound == 2)
+
+
+def _user_count(a: Analysis, expr: ast.expr, depth: int) -> bool:
+    """``expr`` is a count whose default is 1: a flag the file declares with ``default=1`` (``args.world_size``)
+    or a parameter ``num_gpus=1``, directly or through a name; not a value the code computes
+    (``torch.cuda.device_count()``) nor a config's (``cfg.NUM_GPUS``, often 8)."""
+    if depth > _DEPTH:
+        return False
+    if isinstance(expr, ast.Attribute):
+        key = dotted(expr)
+        return key is not None and "." in key and not a.module.values_anywhere(key) and _flag_default_one(a, expr.attr)
+    if isinstance(expr, ast.Name):
+        found, value = a.module.resolve(expr.id, expr)
+        function = a.module.function_of(expr)
+        if value is None:
+            return found and function is not None and _parameter_default_one(function, expr.id)
+        return _user_count(a, value, depth + 1)
+    return False
+
+
+def _one(value: ast.expr | None) -> bool:
+    return isinstance(value, ast.Constant) and value.value == 1 and not isinstance(value.value, bool)
+
+
+def _flag_default_one(a: Analysis, attr: str) -> bool:
+    """``parser.add_argument("--world-size", type=int, default=1)`` (or ``dest="world_size"``) in the file."""
+    for node in a.module.nodes:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"):
+            continue
+        keywords = {k.arg: k.value for k in node.keywords}
+        dest = keywords.get("dest")
+        names = {dest.value} if isinstance(dest, ast.Constant) else {
+            o.value.lstrip("-").replace("-", "_") for o in node.args
+            if isinstance(o, ast.Constant) and isinstance(o.value, str)}
+        if attr in names:
+            return _one(keywords.get("default"))
+    return False
+
+
+def _parameter_default_one(function: FunctionNode, name: str) -> bool:
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([p.arg for p in positional[len(positional) - len(args.defaults):]], args.defaults,
+                        strict=True))
+    defaults.update((p.arg, d) for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None)
+    return _one(defaults.get(name))

@@ -4,6 +4,7 @@ backward skipped on one rank by a data-dependent ``continue``)."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
@@ -18,6 +19,8 @@ _NOT_FORWARD = ("state_dict", "load_state_dict", "parameters", "named_parameters
                 "half", "float", "bfloat16", "zero_grad", "apply", "requires_grad_", "save_pretrained",
                 "register_buffer", "register_forward_hook", "get_", "set_", "sample", "generate", "print_",
                 "reset", "load_", "save", "init_", "gradient_checkpointing")
+# a function named for an evaluation: its forwards make no gradient step
+_EVALUATION = re.compile(r"(?i)valid|eval|test|infer|predict|visuali[sz]")
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled"})
 
 
@@ -51,10 +54,11 @@ def _under_no_grad(a: Analysis, node: ast.AST) -> bool:
 
 
 def _in_training_step(a: Analysis, site: Site) -> bool:
-    """The call runs in a loop that calls backward, or in a function of this file called from one."""
+    """The call runs in a loop that calls backward, or in a function of this file called from one (not an
+    evaluation's: ``compute_validation_loss`` called from the training loop makes no training step)."""
     if a.in_training_loop(site):
         return True
-    if site.function is None:
+    if site.function is None or _EVALUATION.search(site.function.name):
         return False
     name = site.function.name
     return any(last_name(other.call.func) == name and a.in_training_loop(other) for other in a.flow.sites)
