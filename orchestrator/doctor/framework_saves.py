@@ -35,6 +35,8 @@ _TRAINER_EVERY = frozenset({"_save_checkpoint", "save_model", "train", "training
                             "_maybe_log_save_evaluate"})
 _TRAINER_SAVER = frozenset({"_save"})
 _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+# Lightning calls prepare_data on one process (each node's local rank 0, or rank 0): its download is not every rank's.
+_LIGHTNING_ONE = frozenset({"prepare_data"})
 # Decorators that run a function on the main process only (Lightning's, Accelerate's).
 MAIN_ONLY = frozenset({"rank_zero_only", "on_main_process", "main_process_only"})
 
@@ -104,8 +106,9 @@ def framework_caller(module: Module, function: FunctionNode) -> Caller | None:
         return "every"
     if kind == "hf-trainer":
         return "every" if name in _TRAINER_EVERY else "saver" if name in _TRAINER_SAVER else None
-    if kind == "lightning" and (name.startswith("on_") or name in _LIGHTNING_STEPS):
-        return "every"
+    if kind == "lightning":
+        return "every" if name.startswith("on_") or name in _LIGHTNING_STEPS else "saver" if name in _LIGHTNING_ONE \
+            else None
     return None
 
 

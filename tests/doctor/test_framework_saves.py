@@ -188,3 +188,18 @@ def test_trainer_methods_by_who_calls_them(tmp_path: Path) -> None:
         "trainer = MyTrainer(model=model, args=TrainingArguments(output_dir='out'))\ntrainer.train()\n")
     found = [(Path(f.file).name, f.line) for f in check_file(tmp_path / "train.py") if f.code == "DDP006"]
     assert found == [("my_trainer.py", 10)]
+
+
+@pytest.mark.parametrize(("method", "reported"), [("on_train_epoch_end", True), ("prepare_data", False)])
+def test_a_lightning_hook_runs_on_every_rank_and_prepare_data_on_one(
+    tmp_path: Path, method: str, reported: bool
+) -> None:
+    """A LightningModule in a project module: its ``on_*`` hooks run on every rank; ``prepare_data`` runs on one
+    process (per node at most), as Lightning calls it."""
+    (tmp_path / "net.py").write_text(
+        "import torch\nimport lightning as L\n\n\nclass Net(L.LightningModule):\n"
+        f"    def {method}(self):\n        torch.save(self.state_dict(), f'{{self.hparams.out}}/last.pt')\n")
+    (tmp_path / "train.py").write_text(
+        "import lightning as L\nfrom net import Net\n\nL.Trainer(devices=8).fit(Net())\n")
+    found = [(Path(f.file).name, f.line) for f in check_file(tmp_path / "train.py") if f.code == "DDP006"]
+    assert found == ([("net.py", 7)] if reported else [])
