@@ -36,6 +36,7 @@ from orchestrator.restarts.store import CALL_BOUND_S, AgentStore
 _LAYOUT = struct.Struct("<QQ")  # steps, armed
 ALIVE_POLLS = 25  # an agent beats (and rank 0's reads the others' beats) every this many polls (0.5 s)
 AGENT_STALE_S = 6.0  # an agent whose beat stood still this long is stopped (a SIGSTOP of 3 s is not)
+NEVER_BEAT_S = 60.0  # one that has not beaten yet (its warm-up imports come before its first beat): this long
 
 
 class Heartbeat:
@@ -159,10 +160,10 @@ class Agents:
         return None if found is None else (found[0], stopped_agent(*found, host=False))
 
     def stale(self, store: AgentStore, now: float) -> tuple[int, float] | None:
-        """(rank, seconds) of another agent whose count has stood still ``AGENT_STALE_S``, else None. Not judged: an
-        agent that never beat (still starting: init_timeout's business), one that ended (its exit barrier), and any
-        while a failure of this agent's generation is being decided (the deciding agent is busy in it: every clock
-        starts again)."""
+        """(rank, seconds) of another agent whose count has stood still ``AGENT_STALE_S`` (``NEVER_BEAT_S`` while it
+        has never beaten: its warm-up imports come first), else None. Not judged: one that ended (its exit barrier),
+        and any while a failure of this agent's generation is being decided (the deciding agent is busy in it: every
+        clock starts again)."""
         at = proto.at(self.rank)
         generation = int(store.get(at)) if store.check([at]) else 0
         if store.check([proto.claim(generation)]):
@@ -175,7 +176,7 @@ class Agents:
             held = self.seen.get(rank)
             if held is None or held[0] != count:
                 self.seen[rank] = (count, now)
-            elif count and now - held[1] >= AGENT_STALE_S and not store.check([proto.ended(rank)]):
+            elif now - held[1] >= (AGENT_STALE_S if count else NEVER_BEAT_S) and not store.check([proto.ended(rank)]):
                 return rank, now - held[1]
         return None
 

@@ -108,7 +108,8 @@ def test_a_workers_step_time_is_learnt_from_its_ticks_and_sets_when_it_is_behind
 
 def test_rank_0s_agent_names_an_agent_whose_beat_stood_still_and_no_other() -> None:
     """An agent's count that stands still ``AGENT_STALE_S`` is a stopped agent; one that moves, one that never beat
-    (still starting), one that ended (its exit barrier), and any while a failure is being decided are not."""
+    (its warm-up) before ``NEVER_BEAT_S``, one that ended (its exit barrier), and any while a failure is being decided
+    are not."""
     store, stale = DictStore(), heartbeat.AGENT_STALE_S
     zero, one, two = (heartbeat.Agents(rank, 4) for rank in (0, 1, 2))
     store.set(proto.at(0), "3")
@@ -128,6 +129,10 @@ def test_rank_0s_agent_names_an_agent_whose_beat_stood_still_and_no_other() -> N
     assert zero.look(store, stale + 0.3) is None
     store.data.pop(proto.claim(3))
     assert zero.look(store, 2 * stale) is None and zero.look(store, 3 * stale + 1) is not None
+    never, quiet = heartbeat.Agents(0, 2), DictStore()  # rank 1 has not beaten yet (its warm-up imports)
+    assert never.look(quiet, 0.0) is None and never.look(quiet, stale + 1) is None
+    late = never.look(quiet, heartbeat.NEVER_BEAT_S + 0.1)
+    assert late is not None and late[0] == 1, late
 
 
 def test_an_agent_whose_beat_gets_no_answer_names_the_stores_host() -> None:
