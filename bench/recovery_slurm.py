@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_recovery import with_restart
 from bench_restart_growth import FAULTY, ORCH, Run, measure, params, table
 
 STEPS = 16  # training steps per epoch at every size (2 epochs; the kill in the middle of epoch 2)
@@ -96,17 +97,6 @@ def startup_table(rows: list[tuple[int, int, Startup]]) -> str:
 
 def _cell(value: float | None, width: int) -> str:
     return f"{'-' if value is None else f'{value:.2f}':>{width}}"
-
-
-def with_restart(cluster: str, restart: str, folder: str) -> str:
-    """A copy of the cluster file with ``launcher.restart`` set."""
-    import yaml
-
-    data = yaml.safe_load(Path(cluster).read_text())
-    data.setdefault("launcher", {})["restart"] = restart
-    path = Path(folder) / f"cluster-{restart}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return str(path)
 
 
 def _ended(job_id: str, cluster: str, timeout: float) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.doctor.frameworks import QUALIFIED, _aliases, _qualified
+from orchestrator.source.argflags import declared_flags
 
 _LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})
 
@@ -101,22 +102,16 @@ def _declared(tree: ast.Module) -> dict[str, _Flag]:
     """``add_argument("--num_nodes", type=int, default=1)`` -> ``{"num_nodes": _Flag(("--num_nodes",), 1)}``: the
     flags with an integer default, by the attribute they set."""
     found: dict[str, _Flag] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                node.func.attr == "add_argparse_args"):  # Lightning 1.x's Trainer flags, --num_nodes 1 among them
-            found.setdefault("num_nodes", _Flag(("--num_nodes",), 1))
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"):
+    for flag in declared_flags(tree):
+        default = flag.keywords.get("default")
+        if not (isinstance(default, ast.Constant) and type(default.value) is int):
             continue
-        options = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-                        and a.value.startswith("-"))
-        keywords = {k.arg: k.value for k in node.keywords if k.arg}
-        default = keywords.get("default")
-        if not options or not (isinstance(default, ast.Constant) and type(default.value) is int):
-            continue
-        dest = keywords.get("dest")
-        longs = [o for o in options if o.startswith("--")] or list(options)
+        dest = flag.keywords.get("dest")
+        longs = [o for o in flag.options if o.startswith("--")] or list(flag.options)
         name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else (
             longs[0].lstrip("-").replace("-", "_"))
         found[name] = _Flag(tuple(longs), int(default.value))
+    if any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+           and node.func.attr == "add_argparse_args" for node in ast.walk(tree)):
+        found.setdefault("num_nodes", _Flag(("--num_nodes",), 1))  # Lightning 1.x's Trainer flags: --num_nodes 1
     return found

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from orchestrator.doctor.check import read_script
 from orchestrator.errors import OrchError
+from orchestrator.source.argflags import declared_flags
 from orchestrator.spec.launch import Launch, uses_placeholders
 
 # a flag's name (its long spelling or dest, without dashes, "-" read as "_") -> the placeholder orch fills
@@ -49,13 +50,8 @@ def node_flags(tree: ast.Module) -> list[NodeFlag]:
     """The flags of ``add_argument`` calls that name the node count, the node's index, its processes, the
     world size or the master's address, in the order the script declares them (each placeholder once)."""
     found: list[tuple[int, NodeFlag]] = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"):
-            continue
-        options = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-                        and a.value.startswith("-"))
-        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    for declared in declared_flags(tree):
+        node, options, keywords = declared.node, declared.options, declared.keywords
         dest = keywords.get("dest")
         names = [o.lstrip("-").replace("-", "_").lower() for o in options if len(o.lstrip("-")) > 1]
         if isinstance(dest, ast.Constant) and isinstance(dest.value, str):

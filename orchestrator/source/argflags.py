@@ -1,0 +1,33 @@
+"""The command-line flags a module declares with argparse: each ``add_argument`` call's option strings and keywords.
+
+One reading for every rule that asks what a script's flags are (the node count, the devices, a layout's flags):
+``parser.add_argument("--num_nodes", "-n", type=int, default=1)`` is ``Declared(options=("--num_nodes", "-n"),
+keywords={"type": <Name int>, "default": <Constant 1>})``. Positional arguments (no leading ``-``) are not flags.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One ``add_argument`` call that declares a flag."""
+
+    node: ast.Call
+    options: tuple[str, ...]  # its option strings, in the call's order ("--num_nodes", "-n")
+    keywords: dict[str, ast.expr]  # its keyword arguments by name (default, type, dest, ...)
+
+
+def declared_flags(tree: ast.AST) -> Iterator[Declared]:
+    """Every ``add_argument`` call below ``tree`` with at least one option string, in ``ast.walk`` order."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"):
+            continue
+        options = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                        and a.value.startswith("-"))
+        if options:
+            yield Declared(node, options, {k.arg: k.value for k in node.keywords if k.arg})

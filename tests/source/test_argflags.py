@@ -1,0 +1,31 @@
+"""source/argflags.py: the flags a module declares with argparse, read from its syntax tree."""
+
+from __future__ import annotations
+
+import ast
+
+from orchestrator.source.argflags import declared_flags
+
+SCRIPT = '''
+import argparse
+p = argparse.ArgumentParser()
+p.add_argument("data")                                   # positional: not a flag
+p.add_argument("--num_nodes", "-n", type=int, default=1)
+p.add_argument("--gpus", dest="devices", default="0,")
+group = p.add_argument_group("x")
+group.add_argument("--seed", default=0)
+other.add_arguments("--not-argparse")
+'''
+
+
+def test_every_add_argument_with_an_option_string_in_order_with_its_keywords() -> None:
+    found = list(declared_flags(ast.parse(SCRIPT)))
+    assert [d.options for d in found] == [("--num_nodes", "-n"), ("--gpus",), ("--seed",)]
+    assert [sorted(d.keywords) for d in found] == [["default", "type"], ["default", "dest"], ["default"]]
+    first = found[0].keywords["default"]
+    assert isinstance(first, ast.Constant) and first.value == 1
+    assert found[0].node.lineno == 5
+
+
+def test_a_module_without_argparse_declares_nothing() -> None:
+    assert list(declared_flags(ast.parse("x = 1\nprint(x)\n"))) == []
