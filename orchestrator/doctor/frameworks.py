@@ -54,8 +54,9 @@ def read_frameworks(path: Path) -> list[Framework]:
             found[framework.name] = framework if seen is None else seen.model_copy(
                 update={"layouts": [*seen.layouts, *framework.layouts]})
     if any(_instantiates(source.tree) for source in sources):
-        for framework in hydra_targets(path.parent):
-            found.setdefault(framework.name, framework)
+        for folder in _config_folders(path, [(source.path, source.tree) for source in sources]):
+            for framework in hydra_targets(folder, shown_from=path.parent):
+                found.setdefault(framework.name, framework)
     if "hf-trainer" in found and "accelerate" in found and not any(_drives(source.tree) for source in sources):
         del found["accelerate"]  # an Accelerator beside a Trainer that only reads its state: the Trainer's own
     return list(found.values())
@@ -86,9 +87,34 @@ def _configs(folder: Path, depth: int = 4) -> list[Path]:
     return found[:_MAX_CONFIGS]
 
 
-def hydra_targets(folder: Path) -> list[Framework]:
+_CONFIG_DIRS = {"hydra.main": "config_path", "hydra.initialize": "config_path",
+                "hydra.initialize_config_dir": "config_dir"}  # Hydra's call -> its argument naming the configs' folder
+
+
+def _config_folders(path: Path, trees: list[tuple[Path, ast.Module]]) -> list[Path]:
+    """Where the script's Hydra configs are: its folder, and each folder a file names in ``@hydra.main(config_path=
+    "../configs")`` (relative to that file, as Hydra reads it) or ``hydra.initialize(config_path=...)`` that is not
+    inside the script's folder (read already)."""
+    folders = [path.parent.resolve()]
+    for file, tree in trees:
+        aliases = _aliases(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            keyword = _CONFIG_DIRS.get(_qualified(node.func, aliases) or "")
+            value = next((k.value for k in node.keywords if k.arg == keyword), None) if keyword else None
+            if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                continue
+            folder = (file.parent / value.value).resolve()
+            if folder.is_dir() and not any(folder.is_relative_to(seen) for seen in folders):
+                folders.append(folder)
+    return folders
+
+
+def hydra_targets(folder: Path, shown_from: Path | None = None) -> list[Framework]:
     """The frameworks a Hydra config under ``folder`` builds with ``_target_: lightning.Trainer``: a script that
-    calls ``hydra.utils.instantiate`` makes its Trainer from such a file (its layout, in YAML, is not judged)."""
+    calls ``hydra.utils.instantiate`` makes its Trainer from such a file (its layout, in YAML, is not judged). Each
+    file is named from ``shown_from`` (the script's folder; default ``folder``)."""
     found: dict[str, Framework] = {}
     for config in _configs(folder):
         try:
@@ -102,9 +128,14 @@ def hydra_targets(folder: Path) -> list[Framework]:
             if framework is not None and framework not in found:
                 line = text.count("\n", 0, match.start(1)) + 1
                 found[framework] = Framework(name=framework,  # type: ignore[arg-type]
-                                             why=f"{config.relative_to(folder).as_posix()}:{line}: "
+                                             why=f"{_relative(config, shown_from or folder)}:{line}: "
                                                  f"_target_: {match.group(1)}")
     return list(found.values())
+
+
+def _relative(path: Path, start: Path) -> str:
+    """``path`` from ``start`` (``../configs/trainer/default.yaml``)."""
+    return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
 
 
 def frameworks_of(tree: ast.Module, lines: list[str], name: str,
@@ -158,6 +189,10 @@ def project_subclasses(trees: list[ast.Module]) -> dict[str, str]:
     the framework."""
     own: dict[str, str] = {}
     classes = [(node, _aliases(tree)) for tree in trees for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    for node, aliases in classes:
+        framework = _copied(node, aliases)
+        if framework is not None:
+            own[node.name] = framework
     grew = True
     while grew:
         grew = False
@@ -171,6 +206,22 @@ def project_subclasses(trees: list[ast.Module]) -> dict[str, str]:
                     own[node.name], grew = framework, True
                     break
     return own
+
+
+# a framework's class a project may carry a copy of -> (the framework, that class's own modules a copy imports)
+_COPIES: dict[str, tuple[str, frozenset[str]]] = {
+    "Trainer": ("hf-trainer", frozenset({"transformers.trainer_callback", "transformers.trainer_pt_utils",
+                                         "transformers.trainer_utils", "transformers.training_args"})),
+}
+
+
+def _copied(node: ast.ClassDef, aliases: dict[str, str]) -> str | None:
+    """The framework of a copy of its class in the project (ChatGLM's ``ptuning/trainer.py``: ``class Trainer:``, a
+    copy of transformers' own, importing ``TrainerState`` and ``TrainingArguments`` from transformers' trainer
+    modules): the class's name and at least two of those modules, not a training loop that merely uses a model."""
+    framework, modules = _COPIES.get(node.name, ("", frozenset()))
+    used = {qualified.rsplit(".", 1)[0] for qualified in aliases.values()}
+    return framework if framework and len(modules & used) >= 2 else None
 
 
 def _own_class(qualified: str, own: dict[str, str]) -> str | None:

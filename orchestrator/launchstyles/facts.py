@@ -1,7 +1,8 @@
 """What a script's project says about how it launches, read once (``orchestrator.source``: the entry and the
 project modules its calls reach): the spawns no launcher check guards and the frameworks' spawning strategies
-(``spawns.py``), the ``--local_rank`` declarations that decide the local rank (``localrank.py``), where Slurm's
-rank variables are read and whether torchrun's are, and the constant ``MASTER_ADDR``/``MASTER_PORT`` a file sets.
+(``spawns.py``; an installed package's spawner such as detectron2's ``launch``: ``installed.py``), the
+``--local_rank`` declarations that decide the local rank (``localrank.py``), where Slurm's rank variables are read
+and whether torchrun's are, and the constant ``MASTER_ADDR``/``MASTER_PORT`` a file sets.
 Each with its file and line; nothing here judges (``style.py`` decides, the doctor reports)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.launchstyles.installed import installed_spawns
 from orchestrator.launchstyles.localrank import FlagDeclaration, declarations, declared_flag
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
@@ -74,7 +76,7 @@ def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list
     """``reading``'s spawns and flag declarations added to the lists; its spawns that pass their index as the
     rank (``spawnrank.py``) returned."""
     found = spawns(reading)
-    found_spawns += found
+    found_spawns += found + installed_spawns(reading)  # an installed spawner's ranks are its own (never DDP016)
     found_flags += declarations(reading)
     inits = [index_as_rank(reading, spawn.node) for spawn in found if spawn.strategy is None]
     return [(reading.filename, init.lineno, ast.unparse(init)[:80]) for init in inits if init is not None]

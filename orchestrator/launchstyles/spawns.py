@@ -60,7 +60,7 @@ def spawns(a: Analysis) -> list[Spawn]:
         target, how = _started(a, site)
         if how is None or not _trains_distributed(a, target, how):
             continue
-        if _env_checked(a, site.call) or _callers_checked(a, site.function, 0):
+        if env_checked(a, site.call) or callers_checked(a, site.function, 0):
             continue
         nprocs = _nprocs(site.call, how)
         name = ast.unparse(site.call.func)[:40]
@@ -204,7 +204,7 @@ def _sites_under(a: Analysis, function: FunctionNode, depth: int, seen: set[str]
 
 # -- launcher checks ----------------------------------------------------------------------------------
 
-def _env_checked(a: Analysis, node: ast.AST) -> bool:
+def env_checked(a: Analysis, node: ast.AST) -> bool:
     """An ``if`` around ``node`` (in its function) tests the launcher's environment or an opt-in flag, or
     an earlier ``if <env test>: ...return`` in an enclosing block leaves before it."""
     child: ast.AST = node
@@ -225,12 +225,12 @@ def _env_checked(a: Analysis, node: ast.AST) -> bool:
     return False
 
 
-def _callers_checked(a: Analysis, function: FunctionNode | None, depth: int) -> bool:
+def callers_checked(a: Analysis, function: FunctionNode | None, depth: int) -> bool:
     """Every call of ``function`` in this file is launcher-checked (or, a level up, its caller's are)."""
     if function is None or depth > _DEPTH or a.module.spawned(function):
         return False
     callers = [s for s in a.flow.sites if a.module.local_function(s.call) is function]
-    return bool(callers) and all(_env_checked(a, s.call) or _callers_checked(a, s.function, depth + 1)
+    return bool(callers) and all(env_checked(a, s.call) or callers_checked(a, s.function, depth + 1)
                                  for s in callers)
 
 

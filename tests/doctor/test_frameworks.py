@@ -130,3 +130,41 @@ def test_an_accelerator_beside_a_trainer(tmp_path: Path, loop: str, names: list[
     source = ("from accelerate import Accelerator\nfrom transformers import Trainer\n"
               f"{loop}Trainer(model=model).train()\n")
     assert sorted(_project(tmp_path, {"train.py": source})) == names
+
+
+@pytest.mark.parametrize(("config_path", "names"), [
+    ("../configs", ["hydra", "lightning"]),  # the configs beside the script's folder, as @hydra.main names them
+    (None, ["hydra"]),  # a folder no config_path names is not read
+])
+def test_a_trainer_from_the_configs_hydra_main_names(tmp_path: Path, config_path: str | None,
+                                                    names: list[str]) -> None:
+    (tmp_path / "configs" / "trainer").mkdir(parents=True)
+    (tmp_path / "configs" / "trainer" / "default.yaml").write_text(
+        "_target_: lightning.pytorch.trainer.Trainer\ndevices: 1\n")
+    (tmp_path / "src").mkdir()
+    script = tmp_path / "src" / "train.py"
+    where = f"config_path={config_path!r}, " if config_path else ""
+    script.write_text(f"import hydra\n\n@hydra.main({where}config_name='train.yaml')\ndef main(cfg):\n"
+                      "    trainer = hydra.utils.instantiate(cfg.trainer)\n")
+    found = {f.name: f.why for f in read_frameworks(script)}
+    assert sorted(found) == names
+    if "lightning" in found:
+        assert found["lightning"] == "../configs/trainer/default.yaml:1: _target_: lightning.pytorch.trainer.Trainer"
+
+
+_COPY = ("from transformers.trainer_callback import TrainerState\n"
+         "from transformers.training_args import TrainingArguments\n\nclass Trainer:\n    pass\n")
+
+
+@pytest.mark.parametrize(("trainer_module", "names"), [
+    # a copy of transformers' Trainer in the project (its own trainer modules imported), subclassed and called
+    (_COPY, ["hf-trainer"]),
+    # a training loop of the project's own that uses a transformers model: not the framework's Trainer
+    ("from transformers import AutoModel, get_scheduler\n\nclass Trainer:\n    pass\n", []),
+])
+def test_a_copy_of_the_frameworks_trainer_in_the_project(tmp_path: Path, trainer_module: str,
+                                                        names: list[str]) -> None:
+    files = {"trainer.py": trainer_module,
+             "trainer_seq2seq.py": "from trainer import Trainer\nclass Seq2SeqTrainer(Trainer):\n    pass\n",
+             "train.py": "from trainer_seq2seq import Seq2SeqTrainer\n\ndef main():\n    Seq2SeqTrainer().train()\n"}
+    assert _project(tmp_path, files) == names
