@@ -162,9 +162,10 @@ def _passed_true(a: Analysis, site: Site, param: str) -> bool:
 
 
 def check_set_epoch(a: Analysis) -> Iterator[Finding]:
-    """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere."""
+    """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere (a call in a lambda
+    counts: ignite's ``add_event_handler(Events.EPOCH_STARTED, lambda e: sampler.set_epoch(e.state.epoch))``)."""
     if any(isinstance(s.call.func, ast.Attribute) and s.call.func.attr == "set_epoch" for s in a.flow.sites) or any(
-            q.endswith("set_epoch") for q in a.helper_quals):
+            q.endswith("set_epoch") for q in a.helper_quals) or _set_epoch_in_lambda(a):
         return
     for site in a.sites_ending("DistributedSampler"):
         if _for_evaluation(a, site) or reshuffled_each_epoch(a, site):  # a new order each epoch stands in for it
@@ -175,6 +176,19 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
         elif isinstance(shuffle, ast.Name) and _passed_true(a, site, shuffle.id):
             yield a.finding("DDP004", site.call, f"the sampler shuffles (a caller passes {shuffle.id}=True) and "
                                                  "nothing calls set_epoch")
+
+
+def _set_epoch_in_lambda(a: Analysis) -> bool:
+    """A ``set_epoch`` call inside a lambda (an event handler a training engine calls each epoch)."""
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_epoch"
+               and any(isinstance(up, ast.Lambda) for up in _ancestors(a, node)) for node in a.module.nodes)
+
+
+def _ancestors(a: Analysis, node: ast.AST) -> Iterator[ast.AST]:
+    current = a.module.parents.get(node)
+    while current is not None:
+        yield current
+        current = a.module.parents.get(current)
 
 
 _EVAL_WORDS = re.compile(r"(^|_)(val|eval|test|infer)", re.IGNORECASE)

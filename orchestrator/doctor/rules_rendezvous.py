@@ -223,6 +223,8 @@ def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
             value = default.value
         else:
             continue
+        if _always_overwritten(a, flags):
+            continue  # args.dist_url = ... on every run: the default is never used (the assignment is judged)
         if value.startswith(("tcp://", "file://")) or (value and any(_URL_FLAGS.search(f) for f in flags)
                                                         and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value)):
             flag = flags[0] if flags else "the flag"
@@ -230,6 +232,29 @@ def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
                                                  "the launcher's MASTER_ADDR/MASTER_PORT are ignored and the "
                                                  "ranks rendezvous there, or train N independent copies; "
                                                  "default to 'env://'")
+
+
+def _always_overwritten(a: Reading, flags: list[str]) -> bool:
+    """``args.dist_url = "tcp://127.0.0.1:" + str(port)`` at the top of a function or of the ``__main__`` block,
+    under no other ``if``, ``for`` or ``try``: every run replaces the flag's value, so its default never counts."""
+    dests = {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")}
+    for node in a.module.nodes:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in dests
+                                                for t in node.targets) and _unconditional(a, node):
+            return True
+    return False
+
+
+def _unconditional(a: Reading, node: ast.AST) -> bool:
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        if isinstance(current, ast.If) and "__name__" in {n.id for n in ast.walk(current.test)
+                                                          if isinstance(n, ast.Name)}:
+            return True
+        if isinstance(current, ast.If | ast.For | ast.While | ast.Try | ast.With | ast.IfExp):
+            return False
+        current = a.module.parents.get(current)
+    return True
 
 
 def _constant(a: Reading, expr: ast.expr, depth: int = 0) -> bool:

@@ -230,6 +230,8 @@ def _guard_tests(a: Reading, site: Site, depth: int) -> list[ast.expr]:
 
 
 _PATH_CALLS = frozenset({"join", "Path", "joinpath", "with_suffix", "with_name", "format", "expanduser"})
+# a string's methods that return an edited string: a path edited is still a path
+_STRING_EDITS = frozenset({"replace", "strip", "rstrip", "lstrip", "lower", "removesuffix", "removeprefix"})
 _PATH_WORDS = re.compile(r"path|file|ckpt|checkpoint|dir|fname|out", re.IGNORECASE)
 
 
@@ -246,6 +248,8 @@ def _file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
         return isinstance(expr.op, ast.Add | ast.Div | ast.Mod) and (
             _file_path(a, expr.left, depth + 1) or _file_path(a, expr.right, depth + 1))
     if isinstance(expr, ast.Call):
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in _STRING_EDITS:  # f"{n}_{k}".replace("/", "_")
+            return _file_path(a, expr.func.value, depth + 1)
         return last_name(expr.func) in _PATH_CALLS
     if isinstance(expr, ast.Name | ast.Attribute):
         key = dotted(expr)

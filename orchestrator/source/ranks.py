@@ -34,8 +34,12 @@ _FRAMEWORK_FLAGS = frozenset({"is_main_process", "is_local_main_process", "proce
 
 
 def is_main_flag(name: str | None) -> bool:
-    """``is_master``, or a getter of it (lingua's ``get_is_master()``)."""
-    return name is not None and (name in MAIN_FLAGS or name.removeprefix("get_") in MAIN_FLAGS)
+    """``is_master``, or a getter of it (lingua's ``get_is_master()``), or a worker's (``is_root_worker()`` of
+    DALL-E's distributed backends, as Horovod names its processes)."""
+    if name is None:
+        return False
+    bare = name.removeprefix("get_")
+    return bare in MAIN_FLAGS or bare.removesuffix("_worker") in MAIN_FLAGS
 
 
 _RANK_CALLS: dict[str, RankKind] = {

@@ -1,0 +1,34 @@
+"""DDP004 counts a ``set_epoch`` made in a lambda (an event handler a training engine calls each epoch, as
+pytorch-ignite's ``add_event_handler``), and still reports a shuffling sampler when nothing calls it."""
+
+from __future__ import annotations
+
+from orchestrator.doctor import check_source
+
+_SCRIPT = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from ignite.engine import Engine, Events
+
+dist.init_process_group("nccl")
+ds = TensorDataset(torch.ones(8, 2))
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, sampler=sampler)
+trainer = Engine(lambda engine, batch: None)
+{handler}
+trainer.run(loader, max_epochs=3)
+"""
+
+
+def codes(handler: str) -> list[str]:
+    return [f.code for f in check_source(_SCRIPT.format(handler=handler), "t.py")]
+
+
+def test_set_epoch_in_an_event_handler_lambda_counts() -> None:
+    assert "DDP004" not in codes(
+        "trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: sampler.set_epoch(engine.state.epoch))")
+
+
+def test_a_lambda_that_calls_something_else_is_still_reported() -> None:
+    assert "DDP004" in codes("trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: print(engine))")

@@ -1,0 +1,69 @@
+"""DDP006 reads a backend's ``is_root_worker()`` early return as a rank guard (the save runs on the root worker
+only), and a path edited by a string method (``f"{name}_lora".replace("/", "_")``) is still a path; the same saves
+with no guard are every rank's, and a value that is no path is not judged."""
+
+from __future__ import annotations
+
+from orchestrator.doctor import check_source
+
+_SCRIPT = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Backend:
+    def is_root_worker(self):
+        return dist.get_rank() == 0
+
+
+backend = Backend()
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(2, 2))
+
+
+def save_model(path):
+{guard}
+    torch.save(model.module.state_dict(), path)
+
+
+for epoch in range(3):
+    save_model("ckpt.pt")
+"""
+
+
+def codes(guard: str) -> list[str]:
+    return [f.code for f in check_source(_SCRIPT.format(guard=guard), "t.py")]
+
+
+def test_an_early_return_off_the_root_worker_guards_the_save() -> None:
+    assert "DDP006" not in codes("    if not backend.is_root_worker():\n        return")
+
+
+def test_the_save_with_no_guard_is_every_ranks() -> None:
+    assert "DDP006" in codes("    pass")
+
+
+_PRETRAINED = """
+from accelerate import Accelerator
+from transformers import AutoModel
+
+accelerator = Accelerator()
+model = accelerator.prepare(AutoModel.from_pretrained("m"))
+name = "org/model"
+for epoch in range(3):
+    model_id = {path}
+    model.save_pretrained(model_id)
+"""
+
+
+def pretrained_codes(path: str) -> list[str]:
+    return [f.code for f in check_source(_PRETRAINED.format(path=path), "t.py")]
+
+
+def test_an_edited_path_saved_by_every_rank_is_reported() -> None:
+    assert "DDP006" in pretrained_codes('f"{name}_lora".replace("/", "_")')
+
+
+def test_an_edited_value_that_is_no_path_is_not_judged() -> None:
+    assert "DDP006" not in pretrained_codes('make_repo(name).replace("/", "_")')
