@@ -1,9 +1,10 @@
 """The doctor's side of a launch style (``orchestrator.launchstyles`` decides the style from the script's facts):
 the style answers its finding (the script runs as written: DDP014 is not shown for a ``per-node`` script, DDP015
-for a ``local-rank-arg`` one), and adds two refusals: a ``per-node`` script that sets ``MASTER_ADDR``/``MASTER_PORT``
-to a constant cannot meet the other nodes at orch's address (an error, with the fix), and, on more than one node, one
+for a ``local-rank-arg`` one), and adds three refusals: a ``per-node`` script that sets ``MASTER_ADDR``/``MASTER_PORT``
+to a constant cannot meet the other nodes at orch's address (an error, with the fix); on more than one node, one
 whose spawned processes pass their spawn index as the global rank (``launchstyles/spawnrank.py``) is DDP016: every
-node's processes claim ranks 0..n-1 (``feasibility.across_nodes`` makes it the error, with the fix).
+node's processes claim ranks 0..n-1 (``feasibility.across_nodes`` makes it the error, with the fix); and on more than
+one node, in any style, a loopback ``init_method`` the script forces (``launchstyles/loopback.py``) is a DDP008 error.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from orchestrator.doctor.feasibility import ACROSS_MARK
 from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.launchstyles.facts import entry_tree, master_lines, read
@@ -26,10 +28,13 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
     dropped; under ``per-node``, ``os.environ["MASTER_ADDR"] = <constant>`` (a DDP008 line) is an error
     unless it is this machine's loopback on one node (a single-node script: a warning), a constant
     MASTER_PORT an error across nodes, and across nodes the script at ``entry`` (when given) has DDP016 where its
-    spawned processes take their spawn index as the rank."""
+    spawned processes take their spawn index as the rank; across nodes, in any style, a loopback ``init_method`` the
+    script forces is a DDP008 error."""
     findings = list(findings)
     if launch.style == "per-node" and nodes > 1 and entry is not None:
         findings += _index_ranks(entry, findings)
+    if nodes > 1 and entry is not None:
+        findings = _loopback(entry, findings, nodes)
     gone = ANSWERS.get(launch.style)
     out: list[Finding] = []
     masters: dict[str, dict[int, tuple[str, str]]] = {}
@@ -68,4 +73,22 @@ def _index_ranks(entry: Path, findings: list[Finding]) -> list[Finding]:
             "DDP016", file, line, f"{code}: the rank is the spawn index, the node-local rank", confidence="certain"),
             fix="add the node's offset: rank = int(os.environ['NODE_RANK']) * nprocs + index, world size "
                 "int(os.environ['WORLD_SIZE']) (orch gives a per-node task NODE_RANK, NPROC_PER_NODE and WORLD_SIZE)"))
+    return out
+
+
+def _loopback(entry: Path, findings: list[Finding], nodes: int) -> list[Finding]:
+    """Across ``nodes`` nodes, a DDP008 error at each loopback ``init_method`` the script forces
+    (``launchstyles/loopback.py``), in any style: the nodes never meet (the warning already there made the error)."""
+    lines = {(file, line): code for file, line, code in read(entry).loopback}
+    if not lines:
+        return findings
+    out = [f for f in findings if not (f.code == "DDP008" and (str(Path(f.file).resolve()), f.line) in
+                                       {(str(Path(file).resolve()), line) for file, line in lines})]
+    for (file, line), code in lines.items():
+        out.append(replace(make_finding(
+            "DDP008", file, line, f"{code}: the rendezvous is this machine's loopback address, set by the script: "
+            f"{ACROSS_MARK} {nodes} nodes, each node waits at its own address and the nodes never meet",
+            confidence="certain"), severity="error",
+            fix="let the launcher's address through (init_method='env://': orch exports MASTER_ADDR and MASTER_PORT "
+                "to every node), or run on one node (--nodes 1)"))
     return out

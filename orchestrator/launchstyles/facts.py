@@ -13,6 +13,7 @@ from pathlib import Path
 
 from orchestrator.launchstyles.installed import installed_spawns
 from orchestrator.launchstyles.localrank import FlagDeclaration, declarations, declared_flag
+from orchestrator.launchstyles.loopback import forced_loopback
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
 from orchestrator.source.analysis import Analysis
@@ -37,6 +38,7 @@ class Facts:
     torchrun_vars: bool = False  # some file names torchrun's RANK or LOCAL_RANK
     masters: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)  # file -> master_lines
     index_ranks: tuple[tuple[str, int, str], ...] = ()  # (file, line, code): a spawn index passed as the rank
+    loopback: tuple[tuple[str, int, str], ...] = ()  # (file, line, code): a loopback init_method (loopback.py)
 
 
 
@@ -68,7 +70,8 @@ def read(entry: Path) -> Facts:
                   for source, seen in strings if SLURM_RANK_VARS & seen.keys()), None)
     return Facts(entry, tuple(files), tuple(found_spawns), tuple(found_flags), declared_flag(files[0].tree), slurm,
                  any(TORCHRUN_RANK_VARS & seen.keys() for _, seen in strings),
-                 {str(source.path): master_lines(source.tree) for source in files}, tuple(index_ranks))
+                 {str(source.path): master_lines(source.tree) for source in files}, tuple(index_ranks),
+                 tuple(forced_loopback([(str(source.path), source.tree) for source in files])))
 
 
 def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list[FlagDeclaration],

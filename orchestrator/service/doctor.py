@@ -65,8 +65,10 @@ def diagnose(files: Sequence[str], ignore: Sequence[str], layout: Asked) -> Chec
             out.unreadable.append(exc)
             continue
         launch = launchstyles.detect(launchstyles.read(Path(path)))
+        nodes = 1 if layout.nproc is not None else layout.nodes or 1
+        if launch.how == "detected" or nodes > 1:  # as orch run and orch submit judge it (across nodes: any style)
+            found = answered(launch, found, nodes, Path(path))
         if launch.how == "detected":  # orch run and orch submit start it in its style: say what they would
-            found = answered(launch, found, 1 if layout.nproc is not None else layout.nodes or 1, Path(path))
             out.notes.append(launch_note(path, launch))
         if layout.given:  # the layout asked for: what certainly fails across nodes is an error, as at submit
             found = across_nodes(found, 1 if layout.nproc is not None else layout.nodes or 1, layout.gpus)

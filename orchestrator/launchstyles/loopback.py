@@ -1,0 +1,71 @@
+"""A rendezvous only one machine can reach, as a fact: ``init_process_group``'s ``init_method`` is this machine's
+loopback address (``tcp://127.0.0.1:...``, ``tcp://localhost:...``), written in the call or assigned by the script
+to what the call passes, unconditionally (``args.dist_url = "tcp://127.0.0.1:" + str(port)`` before ``main(args)``:
+the ``--dist-url`` a user passes is overwritten). On one node the processes still meet; across nodes each node
+waits at its own address and the nodes never meet. An assignment under a condition the user controls
+(``if dist_url == "auto": dist_url = f"tcp://127.0.0.1:{port}"``) is not a fact: the user's address is kept.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+from orchestrator.source.names import last_name
+
+_LOOPBACK = ("tcp://127.", "tcp://localhost")
+
+
+def forced_loopback(trees: Sequence[tuple[str, ast.Module]]) -> list[tuple[str, int, str]]:
+    """(file, line, code) of each loopback ``init_method`` of the files (``trees``: (file, parsed)): in the call, or
+    an unconditional assignment of the name the call passes."""
+    passed: set[str] = set()
+    out: list[tuple[str, int, str]] = []
+    for file, tree in trees:
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and last_name(node.func) == "init_process_group"):
+                continue
+            method = next((k.value for k in node.keywords if k.arg == "init_method"),
+                          node.args[1] if len(node.args) > 1 else None)
+            if method is not None and _loopback(method):
+                out.append((file, node.lineno, ast.unparse(node)[:80]))
+            elif isinstance(method, ast.Attribute | ast.Name):
+                passed.add(method.attr if isinstance(method, ast.Attribute) else method.id)
+    for file, tree in trees:
+        parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and _name(node.targets[0]) in passed
+                    and _loopback(node.value) and _unconditional(node, parents)):
+                out.append((file, node.lineno, ast.unparse(node)[:80]))
+    return out
+
+
+def _name(target: ast.expr) -> str | None:
+    return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
+
+
+def _loopback(value: ast.expr) -> bool:
+    """A URL whose head is a loopback ``tcp://`` address: a string, an f-string, ``"tcp://127.0.0.1:" + port`` or
+    ``"tcp://127.0.0.1:{}".format(port)``."""
+    while True:
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+            value = value.left
+        elif isinstance(value, ast.JoinedStr) and value.values:
+            value = value.values[0]
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "format":
+            value = value.func.value
+        else:
+            break
+    return isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.startswith(_LOOPBACK)
+
+
+def _unconditional(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """No ``if``/loop/``try`` around ``node`` in its function (or module) but ``if __name__ == "__main__":``."""
+    current = parents.get(node)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        if isinstance(current, ast.If) and "__name__" not in ast.unparse(current.test):
+            return False
+        if isinstance(current, ast.For | ast.While | ast.Try | ast.IfExp | ast.With):
+            return False
+        current = parents.get(current)
+    return True
