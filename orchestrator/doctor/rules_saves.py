@@ -42,7 +42,7 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         one_path = path is not None and _file_path(a, path, 0) and not _per_rank(a, path)
         if one_path and not _guarded(a, site):
             problems.append("runs on every rank, all writing the same file")
-        elif one_path and _per_node_guard(a, site):
+        elif one_path and path is not None and _per_node_guard(a, site) and not _per_host(a, path, 0):
             problems.append(_PER_NODE)
         if problems:
             yield a.finding("DDP006", call, "; ".join(problems), fact=_why(a, site, framework, problems))
@@ -83,6 +83,35 @@ def _per_rank(a: Analysis, path: ast.expr) -> bool:
         outer.ranks.dependent(arg) for arg in script_arguments(a, path))
 
 
+_HOST_CALLS = frozenset({"socket.gethostname", "platform.node", "os.uname", "socket.getfqdn"})
+
+
+def _per_host(a: Reading, path: ast.expr, depth: int) -> bool:
+    """The path names the machine (``os.path.join("runs", time + "_" + socket.gethostname())``, here, through
+    names, or in a function of the file or the project that builds it): each node's local rank 0 writes its own
+    file, so a per-node guard writes no shared one."""
+    if depth > 3:
+        return False
+    for node in ast.walk(path):
+        if isinstance(node, ast.Call):
+            qual = a.module.qualname(node.func)
+            if qual in _HOST_CALLS:
+                return True
+            local = a.module.local_function(node)
+            if local is not None and any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _HOST_CALLS
+                                         for n in ast.walk(local)):
+                return True
+            root = a.outer if a.outer is not None else a
+            reach = root.project.reach(qual) if root.project is not None and local is None else None
+            if reach is not None and reach.quals & _HOST_CALLS:
+                return True
+        elif isinstance(node, ast.Name):
+            _, value = a.module.resolve(node.id, node)
+            if value is not None and value is not path and _per_host(a, value, depth + 1):
+                return True
+    return False
+
+
 def _every_rank_pretrained(a: Analysis, framework: str | None) -> Iterator[Finding]:
     """``model.save_pretrained(output_dir)`` (Hugging Face, PEFT) with no rank condition around it in a
     distributed script, or under a local-rank one: every rank (every node's local rank 0) writes the same files (the
@@ -97,7 +126,7 @@ def _every_rank_pretrained(a: Analysis, framework: str | None) -> Iterator[Findi
             continue  # save_pretrained(..., is_main_process=accelerator.is_main_process): it writes on that rank only
         if not _guarded(a, site):
             problem = "save_pretrained runs on every rank, all writing the same files"
-        elif _per_node_guard(a, site):
+        elif _per_node_guard(a, site) and not _per_host(a, site.call.args[0], 0):
             problem = "save_pretrained " + _PER_NODE.replace("the same file ", "the same files ")
         else:
             continue

@@ -67,3 +67,38 @@ def test_an_edited_path_saved_by_every_rank_is_reported() -> None:
 
 def test_an_edited_value_that_is_no_path_is_not_judged() -> None:
     assert "DDP006" not in pretrained_codes('make_repo(name).replace("/", "_")')
+
+
+_PER_NODE = """
+import os
+import socket
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(2, 2))
+
+
+def make_logdir(name):
+    return os.path.join("runs", name + "_" + socket.gethostname())
+
+
+if local_rank == 0:
+    log_dir = {folder}
+    torch.save(model.module.state_dict(), os.path.join(log_dir, "model.pt"))
+"""
+
+
+def per_node_codes(folder: str) -> list[str]:
+    return [f.code for f in check_source(_PER_NODE.format(folder=folder), "t.py")]
+
+
+def test_a_per_node_save_into_a_folder_named_for_the_host_writes_no_shared_file() -> None:
+    assert "DDP006" not in per_node_codes('make_logdir("gpt")')
+    assert "DDP006" not in per_node_codes('"runs/" + socket.gethostname()')
+
+
+def test_a_per_node_save_into_one_folder_is_still_reported() -> None:
+    assert "DDP006" in per_node_codes('"runs/gpt"')
