@@ -164,8 +164,9 @@ def check_unentered_context(a: Analysis) -> Iterator[Finding]:
 def check_load(a: Analysis) -> Iterator[Finding]:
     """DDP009: torch.load without map_location, in a distributed script that uses CUDA (in a helper module the
     script calls, a class's ``load_checkpoint`` method included, when the script does)."""
-    if not a.distributed or not (_uses_cuda(a) or (a.outer is not None and _uses_cuda(a.outer))):
-        return
+    if not (a.distributed or a.framework_parallel) or not (
+            _uses_cuda(a) or a.framework_parallel or (a.outer is not None and _uses_cuda(a.outer))):
+        return  # a framework that prepares the model (Accelerate, Fabric) runs on a GPU per rank
     for site in a.sites(frozenset({"torch.load"})):
         if len(site.call.args) >= 2 or _kw(site.call, "map_location") is not None or a.flow.guarded(site):
             continue

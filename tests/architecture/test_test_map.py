@@ -57,7 +57,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "doctor/launchstyle.py": ("the finding a style answers, the per-node refusal of a constant master: "
                               "tests/launchstyles/test_launchstyle.py"),
     "doctor/metric_values.py": "the doctor's corpus: tests/doctor/test_doctor.py",
-    "doctor/rules_devices.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_launch.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_metrics.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_prints.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",

@@ -1,0 +1,33 @@
+"""DDP009 in a script a framework runs on every rank (Accelerate's ``prepare``): a checkpoint loaded with no
+``map_location`` lands where it was saved (GPU 0) on every rank; silent with ``map_location`` and in a script no
+framework or process group makes parallel."""
+
+from __future__ import annotations
+
+from orchestrator.doctor import check_source
+
+_SCRIPT = """
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+model = torch.nn.Linear(2, 2)
+model.load_state_dict({load})
+{prepare}
+"""
+
+
+def codes(load: str, prepare: str = "model = accelerator.prepare(model)") -> list[str]:
+    return [f.code for f in check_source(_SCRIPT.format(load=load, prepare=prepare), "t.py")]
+
+
+def test_a_checkpoint_loaded_with_no_map_location_under_accelerate_is_reported() -> None:
+    assert "DDP009" in codes('torch.load("ckpt.pt")["model"]')
+
+
+def test_a_map_location_is_not_reported() -> None:
+    assert "DDP009" not in codes('torch.load("ckpt.pt", map_location="cpu")["model"]')
+
+
+def test_a_script_no_framework_makes_parallel_is_not_judged() -> None:
+    assert "DDP009" not in codes('torch.load("ckpt.pt")["model"]', prepare="")
