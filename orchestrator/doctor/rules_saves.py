@@ -279,6 +279,12 @@ def _file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
     if isinstance(expr, ast.Call):
         if isinstance(expr.func, ast.Attribute) and expr.func.attr in _STRING_EDITS:  # f"{n}_{k}".replace("/", "_")
             return _file_path(a, expr.func.value, depth + 1)
+        if last_name(expr.func) in ("str", "fspath") and len(expr.args) == 1:  # str(self.dir / f"model_{n}.pt")
+            return _file_path(a, expr.args[0], depth + 1)
+        built_by = a.module.local_function(expr)  # self.model_name(num): a method of the file that returns the path
+        if built_by is not None and any(_file_path(a, r.value, depth + 1) for r in ast.walk(built_by)
+                                        if isinstance(r, ast.Return) and r.value is not None):
+            return True
         return last_name(expr.func) in _PATH_CALLS
     if isinstance(expr, ast.Name | ast.Attribute):
         key = dotted(expr)

@@ -102,3 +102,38 @@ def test_a_per_node_save_into_a_folder_named_for_the_host_writes_no_shared_file(
 
 def test_a_per_node_save_into_one_folder_is_still_reported() -> None:
     assert "DDP006" in per_node_codes('"runs/gpt"')
+
+
+_METHOD_PATH = """
+import io
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self):
+        self.model = DDP(torch.nn.Linear(2, 2))
+
+    def target(self, num):
+        return {target}
+
+    def save(self, num):
+        torch.save(self.model.module.state_dict(), self.target(num))
+
+
+dist.init_process_group("nccl")
+Trainer().save(3)
+"""
+
+
+def method_codes(target: str) -> list[str]:
+    return [f.code for f in check_source(_METHOD_PATH.format(target=target), "t.py")]
+
+
+def test_a_path_a_method_of_the_file_returns_is_a_path() -> None:
+    assert "DDP006" in method_codes('str(f"models/model_{num}.pt")')
+
+
+def test_a_buffer_a_method_returns_is_not_judged() -> None:
+    assert "DDP006" not in method_codes("io.BytesIO()")
