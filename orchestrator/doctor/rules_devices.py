@@ -211,8 +211,18 @@ def _loads_state(a: Reading, call: ast.Call) -> bool:
     if isinstance(parent, ast.Call) and last_name(parent.func) in ("load_state_dict", "load"):
         return True
     if isinstance(parent, ast.Assign):
-        return any(_CHECKPOINT.search(last_name(t) or "") for t in parent.targets)
+        return any(_CHECKPOINT.search(last_name(t) or "") for t in parent.targets) or _fed_to_a_model(a, parent)
     return False
+
+
+def _fed_to_a_model(a: Reading, assign: ast.Assign) -> bool:
+    """``data = torch.load(p)`` then ``self.net.load_state_dict(data["net"])`` in the same function: a state."""
+    names = {t.id for t in assign.targets if isinstance(t, ast.Name)}
+    scope = a.module.function_of(assign) or a.module.tree
+    return bool(names) and any(
+        isinstance(node, ast.Call) and last_name(node.func) == "load_state_dict" and node.lineno > assign.lineno
+        and any(isinstance(n, ast.Name) and n.id in names for arg in node.args for n in ast.walk(arg))
+        for node in ast.walk(scope))
 
 
 def check_global_rank_device(a: Analysis) -> Iterator[Finding]:

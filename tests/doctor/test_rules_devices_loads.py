@@ -1,6 +1,7 @@
 """DDP009 in a script a framework runs on every rank (Accelerate's ``prepare``): a checkpoint loaded with no
 ``map_location`` lands where it was saved (GPU 0) on every rank; silent with ``map_location`` and in a script no
-framework or process group makes parallel."""
+framework or process group makes parallel; and a load whose result a model takes later in the function
+(``data = torch.load(p)``, then ``net.load_state_dict(data["net"])``) is a model's state, whatever its names."""
 
 from __future__ import annotations
 
@@ -31,3 +32,34 @@ def test_a_map_location_is_not_reported() -> None:
 
 def test_a_script_no_framework_makes_parallel_is_not_judged() -> None:
     assert "DDP009" not in codes('torch.load("ckpt.pt")["model"]', prepare="")
+
+
+_FED = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("nccl")
+net = torch.nn.Linear(2, 2).cuda()
+
+
+def restore(p):
+    data = torch.load(p)
+    {use}
+
+
+restore("x.pt")
+model = DDP(net)
+"""
+
+
+def fed_findings(use: str) -> list[str]:
+    return [f.confidence for f in check_source(_FED.format(use=use), "t.py") if f.code == "DDP009"]
+
+
+def test_a_load_fed_to_load_state_dict_later_is_a_models_state() -> None:
+    assert fed_findings('net.load_state_dict(data["net"])') == ["likely"]
+
+
+def test_a_load_no_model_takes_is_not_judged() -> None:
+    assert fed_findings("print(len(data))") == []
