@@ -16,7 +16,7 @@ from pathlib import Path
 from orchestrator.doctor.feasibility import ACROSS_MARK
 from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.env.taskenv import is_loopback
-from orchestrator.launchstyles.facts import entry_tree, master_lines, read
+from orchestrator.launchstyles.facts import Facts, entry_tree, master_lines, read
 from orchestrator.spec.launch import Launch
 
 # style -> the finding that says a script is written for it (and that running it that way answers)
@@ -31,10 +31,11 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
     spawned processes take their spawn index as the rank; across nodes, in any style, a loopback ``init_method`` the
     script forces is a DDP008 error."""
     findings = list(findings)
-    if launch.style == "per-node" and nodes > 1 and entry is not None:
-        findings += _index_ranks(entry, findings)
-    if nodes > 1 and entry is not None:
-        findings = _loopback(entry, findings, nodes)
+    facts = read(entry) if nodes > 1 and entry is not None else None  # across nodes: what the script forces
+    if facts is not None and launch.style == "per-node":
+        findings += _index_ranks(facts, findings)
+    if facts is not None:
+        findings = _loopback(facts, findings, nodes)
     gone = ANSWERS.get(launch.style)
     out: list[Finding] = []
     masters: dict[str, dict[int, tuple[str, str]]] = {}
@@ -62,11 +63,11 @@ def _blocks(name: str, value: str, nodes: int) -> bool:
     return name == "MASTER_ADDR" and not is_loopback(value)  # one node: its own loopback still meets
 
 
-def _index_ranks(entry: Path, findings: list[Finding]) -> list[Finding]:
+def _index_ranks(facts: Facts, findings: list[Finding]) -> list[Finding]:
     """DDP016 at each ``init_process_group`` that takes a spawn index as the rank (none already reported there)."""
     have = {(f.file, f.line, f.code) for f in findings}
     out = []
-    for file, line, code in read(entry).index_ranks:
+    for file, line, code in facts.index_ranks:
         if (file, line, "DDP016") in have:
             continue
         out.append(replace(make_finding(
@@ -76,10 +77,10 @@ def _index_ranks(entry: Path, findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _loopback(entry: Path, findings: list[Finding], nodes: int) -> list[Finding]:
+def _loopback(facts: Facts, findings: list[Finding], nodes: int) -> list[Finding]:
     """Across ``nodes`` nodes, a DDP008 error at each loopback ``init_method`` the script forces
     (``launchstyles/loopback.py``), in any style: the nodes never meet (the warning already there made the error)."""
-    lines = {(file, line): code for file, line, code in read(entry).loopback}
+    lines = {(file, line): code for file, line, code in facts.loopback}
     if not lines:
         return findings
     out = [f for f in findings if not (f.code == "DDP008" and (str(Path(f.file).resolve()), f.line) in
