@@ -282,9 +282,10 @@ def _file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
         if last_name(expr.func) in ("str", "fspath") and len(expr.args) == 1:  # str(self.dir / f"model_{n}.pt")
             return _file_path(a, expr.args[0], depth + 1)
         built_by = a.module.local_function(expr)  # self.model_name(num): a method of the file that returns the path
-        if built_by is not None and any(_file_path(a, r.value, depth + 1) for r in ast.walk(built_by)
-                                        if isinstance(r, ast.Return) and r.value is not None):
-            return True
+        if built_by is not None and not _reads_a_rank(built_by) and any(
+                _file_path(a, r.value, depth + 1) for r in ast.walk(built_by)
+                if isinstance(r, ast.Return) and r.value is not None):
+            return True  # (one built from a rank, f"weights_tp{self.tp_rank}.pth", is each rank's own)
         return last_name(expr.func) in _PATH_CALLS
     if isinstance(expr, ast.Name | ast.Attribute):
         key = dotted(expr)
@@ -299,6 +300,12 @@ def _file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
             return True  # a helper's parameter the script fills with a path
         return bool(_PATH_WORDS.search(last_name(expr) or "")) or _string_flag(a, expr)
     return False
+
+
+def _reads_a_rank(function: ast.AST) -> bool:
+    """The function reads a rank (``self.tp_rank``, ``rank``, ``dist.get_rank()``): a path it builds is per rank."""
+    return any("rank" in (last_name(n) or "").lower() for n in ast.walk(function)
+               if isinstance(n, ast.Name | ast.Attribute | ast.Call))
 
 
 def _string_flag(a: Reading, expr: ast.expr) -> bool:

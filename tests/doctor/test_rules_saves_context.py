@@ -137,3 +137,7 @@ def test_a_path_a_method_of_the_file_returns_is_a_path() -> None:
 
 def test_a_buffer_a_method_returns_is_not_judged() -> None:
     assert "DDP006" not in method_codes("io.BytesIO()")
+
+
+def test_a_path_a_method_builds_from_a_rank_is_each_ranks_own() -> None:
+    assert "DDP006" not in method_codes('f"models/model_{num}_rank{self.rank}.pt"')
