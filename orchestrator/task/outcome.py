@@ -78,10 +78,10 @@ class Recorder:
             with signals_held():
                 self._write("running", with_last=False)
 
-    def joined(self, world: WorldJoin) -> None:
-        """What this rank's world is now (watched, or joined): the running record says it at once."""
+    def joined(self, world: WorldJoin | None) -> None:
+        """What this rank's world is now (watched, or joined; None: not known): the running record says it at once."""
         self.world = world
-        if world.size is not None and self.first_step is None:  # a script's first step, as far as orch sees
+        if world is not None and world.size is not None and self.first_step is None:  # a script's first step
             self.first_step = time.time()
         if self.path is not None and not self.final and os.getpid() == self.base.get("pid"):
             with signals_held():  # a SIGTERM meanwhile writes its final record after this one, never before

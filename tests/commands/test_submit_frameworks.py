@@ -69,14 +69,17 @@ def test_every_framework_is_recognised(cluster: Stubs, capsys: Capsys, tmp_path:
     head = ("import hydra\nfrom accelerate import Accelerator\nfrom transformers import Trainer\n"
             "from torch.distributed.elastic.multiprocessing.errors import record\n\n\n@record\n"
             "@hydra.main(version_base=None)\ndef main(cfg):\n")
-    script = _script(tmp_path, "acc = Accelerator()\nTrainer(model=None, args=cfg).train()", head=head)
+    # the Accelerator prepares what it trains (one that never prepares, backwards or accumulates beside a Trainer
+    # is no framework of the run: tests/doctor/test_frameworks.py)
+    body = "acc = Accelerator()\nmodel = acc.prepare(cfg.model)\nTrainer(model=model, args=cfg).train()"
+    script = _script(tmp_path, body, head=head)
     code, out, err = run_cli(["submit", script, "--nodes", "1", "--gpus", "2", "--dry-run"], capsys)
     assert code == 0, err
     assert "#   framework: torchelastic (train.py:7: @record)\n" in out
     assert "#   framework: hydra (train.py:8: @hydra.main(version_base=None))\n" in out
     assert ("#   framework: accelerate (train.py:10: acc = Accelerator()); under orch it reads torchrun's variables "
             "(RANK, LOCAL_RANK, WORLD_SIZE)\n") in out
-    assert "#   framework: hf-trainer (train.py:11: Trainer(model=None, args=cfg).train())" in out
+    assert "#   framework: hf-trainer (train.py:12: Trainer(model=model, args=cfg).train())" in out
 
 
 @pytest.mark.parametrize(("body", "argv", "said", "fix"), [
