@@ -3,7 +3,8 @@ loopback address (``tcp://127.0.0.1:...``, ``tcp://localhost:...``), written in 
 to what the call passes, unconditionally (``args.dist_url = "tcp://127.0.0.1:" + str(port)`` before ``main(args)``:
 the ``--dist-url`` a user passes is overwritten). On one node the processes still meet; across nodes each node
 waits at its own address and the nodes never meet. An assignment under a condition the user controls
-(``if dist_url == "auto": dist_url = f"tcp://127.0.0.1:{port}"``) is not a fact: the user's address is kept.
+(``if dist_url == "auto": dist_url = f"tcp://127.0.0.1:{port}"``) is not a fact: the user's address is kept; nor
+is a group of one process (``world_size=1``), which meets nobody.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def forced_loopback(trees: Sequence[tuple[str, ast.Module]]) -> list[tuple[str, 
     out: list[tuple[str, int, str]] = []
     for file, tree in trees:
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and last_name(node.func) == "init_process_group"):
+            if not (isinstance(node, ast.Call) and last_name(node.func) == "init_process_group") or _alone(node):
                 continue
             method = next((k.value for k in node.keywords if k.arg == "init_method"),
                           node.args[1] if len(node.args) > 1 else None)
@@ -38,6 +39,13 @@ def forced_loopback(trees: Sequence[tuple[str, ast.Module]]) -> list[tuple[str, 
                     and _loopback(node.value) and _unconditional(node, parents)):
                 out.append((file, node.lineno, ast.unparse(node)[:80]))
     return out
+
+
+def _alone(call: ast.Call) -> bool:
+    """A group of one process (``world_size=1``): it meets nobody, so its loopback address is no rendezvous."""
+    size = next((k.value for k in call.keywords if k.arg == "world_size"),
+                call.args[3] if len(call.args) > 3 else None)
+    return isinstance(size, ast.Constant) and size.value == 1
 
 
 def _name(target: ast.expr) -> str | None:

@@ -34,9 +34,20 @@ def test_a_forced_loopback_init_method_is_a_fact_and_an_error_across_nodes(tmp_p
 def test_a_loopback_literal_in_the_call_is_a_fact(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text("import torch.distributed as dist\n"
-                      "dist.init_process_group('gloo', init_method='tcp://127.0.0.1:23456', rank=0, world_size=1)\n",
+                      "dist.init_process_group('gloo', init_method='tcp://127.0.0.1:23456', rank=r, world_size=2)\n",
                       encoding="utf-8")
     assert [line for _, line, _ in read(script).loopback] == [2]
+
+
+def test_a_group_of_one_process_on_loopback_is_no_rendezvous(tmp_path: Path) -> None:
+    """Each rank alone in its own group (tests/scripts/alone.py: the world check's case) meets nobody: no fact, and
+    nothing refused on 2 nodes."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch.distributed as dist\n"
+                      "dist.init_process_group('gloo', init_method='tcp://127.0.0.1:23456', world_size=1, rank=0)\n"
+                      "dist.init_process_group('gloo', 'tcp://localhost:5', None, 1, 0)\n", encoding="utf-8")
+    assert read(script).loopback == ()
+    assert answered(Launch(), [], 2, script) == []
 
 
 @pytest.mark.parametrize("forced", [
