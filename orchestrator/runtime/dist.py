@@ -99,7 +99,7 @@ def process_group(*, rank: int, world_size: int, local_rank: int, master_addr: s
         # init_process_group returns on a rank once its own side of the mesh is up; a rank leaving right
         # after (a job refused at build) would close it under a peer still connecting, which then fails
         # with "Connection closed by peer" instead of its own refusal. One barrier: every rank is in.
-        dist.barrier(group=control)
+        dist.barrier(group=control if isinstance(control, dist.ProcessGroup) else None)
         yield Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=device, choice=choice,
                    timeout=timeout, collective_timeout=collective_timeout, control=control)
     except BaseException:
