@@ -1,8 +1,11 @@
 """orch doctor on the real corpus (tests/doctor/real/): precision, error precision, recall and the per-code
 table that docs/doctor.md ("Judged on real code") shows.
 
-Run: .venv/bin/python bench/doctor_corpus.py [--findings] [--default] [--heldout | --tuned | --set N] [SCRIPT ...]
-``--default`` scores what ``orch doctor`` shows without ``--all`` (its possible findings left out).
+Run: .venv/bin/python bench/doctor_corpus.py [--findings] [--default | --shown] [--heldout | --tuned | --set N]
+     [SCRIPT ...]
+``--default`` scores the doctor's certain and likely findings (its possible findings left out, as without ``--all``);
+``--shown`` scores exactly what ``orch doctor SCRIPT`` prints without ``--all`` (the finding the script's launch style
+answers dropped as well: DDP014 for a per-node script, DDP015 for a ``--local_rank`` one).
 ``--launch`` instead scores how orch would start the scripts whose truth records it (set 9 on: launch style,
 framework, and the 2-node verdict of ``orch submit --nodes 2 --gpus 8 --dry-run``: tests/doctor/real_launch.py),
 one line per script with ``--findings``.

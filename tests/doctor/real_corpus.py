@@ -12,13 +12,16 @@ script's entry file, matches every finding to the truth and scores it:
 * **precision**: true findings / all findings; **error precision**: error-severity findings that are true
   and whose pitfall has ``severity_ok: true`` / all error-severity findings (1.0 when there are none);
 * **recall**: pitfalls matched by at least one finding / all pitfalls (``OTHER`` pitfalls, which no code
-  covers, count as misses).
+  covers, count as misses); **coded recall**: the same over the pitfalls with a catalog code (``OTHER`` left out),
+  the measure the doctor's targets are set in.
 
 Scripts whose entry has ``heldout: true`` were read (and their truth written) after the doctor was tuned, and
 the doctor was not changed for them: they are the honest measure. The table ends with one line per subset
 (tuned, set 3, set 4: ``set: N`` in truth.yaml) and one for the scripts still held out; ``--heldout`` /
-``--tuned`` / ``--set N`` score one subset alone; ``--default`` scores what ``orch doctor`` shows without ``--all``
-(the possible findings left out).
+``--tuned`` / ``--set N`` score one subset alone; ``--default`` scores the doctor's certain and likely findings (the
+possible ones left out, as without ``--all``); ``--shown`` scores exactly what ``orch doctor SCRIPT`` prints without
+``--all``: the service's reading (``orchestrator.service.doctor.diagnose``, which also drops the finding the script's
+launch style answers: DDP014 for a per-node script, DDP015 for a ``--local_rank`` one), possible findings left out.
 
 Run ``python tests/doctor/real_corpus.py`` for the per-code table and the figures (``--findings`` lists
 every finding with its verdict).
@@ -108,6 +111,15 @@ class Score:
     def recall(self) -> float:
         return _ratio(len(self.found), len(self.pitfalls))
 
+    @property
+    def coded(self) -> list[Pitfall]:
+        """The pitfalls with a catalog code (``OTHER`` left out)."""
+        return [p for p in self.pitfalls if p.code != OTHER]
+
+    @property
+    def coded_recall(self) -> float:
+        return _ratio(sum(p.code != OTHER for p in self.found), len(self.coded))
+
 
 def _ratio(part: int, whole: int) -> float:
     return part / whole if whole else 1.0
@@ -173,11 +185,19 @@ def _relative(file: str, folder: Path) -> str:
         return file
 
 
-def judge(name: str, entry: dict[str, Any]) -> Score:
+def shown_by_orch_doctor(entry: Path) -> list[Any]:
+    """What ``orch doctor ENTRY`` prints without ``--all``: the service's reading (the finding the launch style
+    answers dropped), less the possible findings."""
+    from orchestrator.doctor.layouts import Asked
+    from orchestrator.service.doctor import diagnose
+    return [f for f in diagnose([str(entry)], (), Asked()).findings if f.confidence != "possible"]
+
+
+def judge(name: str, entry: dict[str, Any], shown: bool = False) -> Score:
     folder = REAL / name
     real = pitfalls(name, entry)
     score = Score(pitfalls=real)
-    for f in run_doctor(folder / entry["entry"]):
+    for f in (shown_by_orch_doctor if shown else run_doctor)(folder / entry["entry"]):
         file = _relative(f.file, folder)
         near = [(gap, i) for i, p in enumerate(real) if (gap := p.distance(f.code, file, f.line)) is not None]
         hit = real[min(near)[1]] if near else None  # the closest pitfall
@@ -185,9 +205,9 @@ def judge(name: str, entry: dict[str, Any]) -> Score:
     return score
 
 
-def score_all(names: Sequence[str] | None = None) -> dict[str, Score]:
+def score_all(names: Sequence[str] | None = None, shown: bool = False) -> dict[str, Score]:
     data = truth()
-    return {name: judge(name, data[name]) for name in (names or sorted(data))}
+    return {name: judge(name, data[name], shown) for name in (names or sorted(data))}
 
 
 def default_output(scores: dict[str, Score]) -> dict[str, Score]:
@@ -210,7 +230,8 @@ def figures(label: str, scores: dict[str, Score]) -> str:
     errors = [j for j in s.findings if j.severity == "error"]
     return (f"{label} ({len(scores)} scripts): precision {s.precision:.2f} ({true} of {len(s.findings)}), "
             f"error precision {s.error_precision:.2f} ({sum(j.error_ok for j in errors)} of {len(errors)}), "
-            f"recall {s.recall:.2f} ({len(s.found)} of {len(s.pitfalls)})")
+            f"recall {s.recall:.2f} ({len(s.found)} of {len(s.pitfalls)}), coded recall {s.coded_recall:.2f} "
+            f"({sum(p.code != OTHER for p in s.found)} of {len(s.coded)})")
 
 
 def subset_lines(scores: dict[str, Score]) -> list[str]:
@@ -247,7 +268,7 @@ def table(scores: dict[str, Score]) -> str:
                 f"{len(all_.found)} | {len(all_.pitfalls) - len(all_.found)} |")
     rows.append("")
     rows.append(f"{len(scores)} scripts: precision {all_.precision:.2f}, error precision "
-                f"{all_.error_precision:.2f}, recall {all_.recall:.2f}")
+                f"{all_.error_precision:.2f}, recall {all_.recall:.2f}, coded recall {all_.coded_recall:.2f}")
     rows.extend(subset_lines(scores))
     return "\n".join(rows)
 
@@ -277,7 +298,7 @@ def main(argv: Sequence[str]) -> int:
     if "--set" in argv:  # --set 4: the scripts of one set
         wanted = f"set {argv[argv.index('--set') + 1]}"
         names = [n for n, e in sorted(truth().items()) if set_label(e) == wanted and n not in argv]
-    scores = score_all(names or None)
+    scores = score_all(names or None, shown="--shown" in argv)
     if "--default" in argv:  # the default output: possible findings left out, as orch doctor without --all
         scores = default_output(scores)
     if "--findings" in argv:

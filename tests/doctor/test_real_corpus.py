@@ -208,6 +208,26 @@ def test_launch_gate_refuses_no_correct_script() -> None:
     assert not refused, refused
 
 
+def test_shown_is_what_orch_doctor_prints() -> None:
+    """``--shown`` scores exactly what ``orch doctor SCRIPT`` prints without ``--all``: on a ``--local_rank``
+    script whose DDP015 the style answers, the CLI's findings and the bench's are the same places and codes."""
+    import json
+    import subprocess
+    import sys
+
+    from real_corpus import ROOT, run_doctor, shown_by_orch_doctor
+    from support import clean_environ
+    entry = REAL / "convai_gpt" / "train.py"
+    proc = subprocess.run([sys.executable, "-c", "import sys; from orchestrator.cli import entrypoint; "
+                           "sys.exit(entrypoint())", "doctor", entry.name, "--json"], cwd=entry.parent,
+                          capture_output=True, text=True, env=clean_environ(PYTHONPATH=str(ROOT)), timeout=120,
+                          check=False)
+    printed = {(Path(f["file"]).resolve(), f["line"], f["code"]) for f in json.loads(proc.stdout)}
+    shown = {(Path(f.file).resolve(), f.line, f.code) for f in shown_by_orch_doctor(entry)}
+    assert printed == shown and printed, (printed, shown)
+    assert "DDP015" in {f.code for f in run_doctor(entry)} and "DDP015" not in {code for _, _, code in shown}
+
+
 def test_launch_verdict_rule() -> None:
     """A script that cannot work on 2 nodes is right only when refused; one that can, only when let through with
     its style and framework right (real_launch.py, issue 44's 'right, or refused before the queue')."""
