@@ -515,7 +515,7 @@ def screen_row(screen: str, name: str) -> str:
 
 
 class DictStore:
-    """The part of a c10d store the in-process agents use (set, get, add, check), in memory: their decisions
+    """The part of a c10d store the in-process agents use (set, get, add, check, multi_get), in memory: their decisions
     without processes (tests/restarts/test_agent*.py, test_store.py, test_heartbeat.py)."""
 
     def __init__(self) -> None:
@@ -534,3 +534,6 @@ class DictStore:
 
     def check(self, keys: list[str]) -> bool:
         return all(k in self.data for k in keys)
+
+    def multi_get(self, keys: list[str]) -> list[bytes]:
+        return [self.data[k] for k in keys]

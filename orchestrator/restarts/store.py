@@ -26,6 +26,7 @@ class AgentStore(Protocol):
     def get(self, key: str) -> bytes: ...
     def add(self, key: str, amount: int) -> int: ...
     def check(self, keys: list[str]) -> bool: ...
+    def multi_get(self, keys: list[str]) -> list[bytes]: ...
 
 
 class BoundedStore:
@@ -46,6 +47,10 @@ class BoundedStore:
 
     def check(self, keys: list[str]) -> bool:
         return self._call(lambda: self.inner.check(keys))
+
+    def multi_get(self, keys: list[str]) -> list[bytes]:
+        """Every key's value in one round trip (the keys must be there: a missing one waits)."""
+        return self._call(lambda: self.inner.multi_get(keys))
 
     def _call(self, call: Callable[[], T]) -> T:
         if self.lost:
