@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.rules_rendezvous_computed import check_computed
 from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.names import dotted, last_name
@@ -123,7 +124,16 @@ def _unpacked_from(a: Reading, name: ast.Name) -> list[ast.expr]:
 
 def check_hard_coded(a: Analysis) -> Iterator[Finding]:
     """DDP008: os.environ[MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK] = constant (not a fallback under
-    ``if "X" not in os.environ``), or init_process_group with a constant world size, rank or tcp:// address."""
+    ``if "X" not in os.environ``), or init_process_group with a constant world size, rank or tcp:// address; then
+    the values computed wrong (``rules_rendezvous_computed``), where no line already says so."""
+    seen: set[int] = set()
+    for finding in _written(a):
+        seen.add(finding.line)
+        yield finding
+    yield from (f for f in check_computed(a) if f.line not in seen)
+
+
+def _written(a: Analysis) -> Iterator[Finding]:
     launched = a.data_parallel or bool(a.sites(INIT))
     for node in a.module.nodes:
         if isinstance(node, ast.Assign):
