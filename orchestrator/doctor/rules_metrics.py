@@ -2,9 +2,15 @@
 and printed or logged under a rank-0 guard with no all_reduce / all_gather / reduce of it: the number
 shown is rank 0's shard only (1/world of the data), not the model's.
 
+Under Fabric or Accelerate the loaders handed to ``fabric.setup_dataloaders`` / ``accelerator.prepare`` are
+sharded too (and a HF Trainer's ``get_eval_dataloader``), and ``fabric.print``, ``accelerator.print``, their
+``log``/``log_dict`` and a Trainer's ``log`` write on rank 0.
+
 What counts as a reduction: a torch.distributed reduction of the value (or of a name it is computed
-from), or any call in the evaluating function whose name says it reduces or gathers (``all_reduce``,
-``reduce_tensor``, ``gather``, ``synchronize_between_processes``, ``sync``), the script's or a helper's.
+from), or a call whose name says it reduces or gathers (``all_reduce``, ``reduce_tensor``, ``gather``,
+``synchronize_between_processes``, ``sync``), the script's or a helper's: in the evaluating function, when the
+value is summed in a function of the file; in the function that sums and prints it, one handed that value (or
+nothing the reader can follow), as ``metric_sums.covers`` says.
 """
 
 from __future__ import annotations
@@ -15,6 +21,15 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.metric_sums import (
+    accumulations,
+    assigned_before,
+    assignment_before,
+    collected,
+    covers,
+    names_in,
+    refs,
+)
 from orchestrator.doctor.rules_prints import METRIC, is_log, is_reduced, reduced_names
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
@@ -22,26 +37,36 @@ from orchestrator.source.names import FunctionNode, dotted, last_name
 _REDUCING = re.compile(r"reduce|gather|synchroni[sz]e|(^|_)sync($|_)|accumulate_across|mean_across", re.IGNORECASE)
 _MAX_DEPTH = 3
 _MAX_FLOW = 6  # steps a loader is followed through names, parameters and builders
+# calls that return a sharded loader: the frameworks' (Fabric, Accelerate) and a HF Trainer's loader getters
+_SHARDING = re.compile(r"^(setup_dataloaders|prepare_data_loader|get_(train|eval|test)_dataloader)$")
+_PREPARE = "accelerate.Accelerator.prepare"
+# the frameworks' prints and logs, which write on rank 0 only
+_RANK_ZERO_OUTPUT = frozenset(f"{owner}.{method}" for owner in ("lightning.fabric.Fabric", "accelerate.Accelerator")
+                              for method in ("print", "log", "log_dict"))
 
 
 def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
     """DDP013 at a print/log of a metric outside the training loop's body, on rank 0 only (a rank
     condition, or a helper like ``print0``) or on every rank after training (DDP005 owns prints inside
     the training loop on every rank)."""
-    if not a.data_parallel:
+    if not (a.data_parallel or a.framework_parallel or _trainer_shards(a)):
         return
     _LOOPS.clear()
     _SUMS.clear()
     reduced = reduced_names(a)
     for site in a.flow.sites:
-        guarded = a.flow.guarded(site)
-        if is_log(site):
-            if not guarded and a.in_training_loop(site) is not None:
+        rank_zero = _rank_zero_output(a, site)
+        if is_log(site, a.module) or rank_zero:
+            if not (rank_zero or a.flow.guarded(site)) and a.in_training_loop(site) is not None:
                 continue
         elif not _prints_on_rank_zero(a, site):
             continue
         parts = [*site.call.args, *[k.value for k in site.call.keywords]]
-        metrics = [n for part in parts for n in ast.walk(part) if isinstance(n, ast.Name) and METRIC.search(n.id)]
+        last = last_batch(a, site, parts)
+        if last is not None:
+            yield last
+            continue
+        metrics = [n for part in parts for n in _shown(a, site, part) if METRIC.search(n.id)]
         for name in metrics:
             if is_reduced(a, [name], reduced):
                 continue
@@ -50,6 +75,64 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
                 yield a.finding("DDP013", site.call, f"{name.id} comes from the loop at line {loop.lineno} over "
                                                      "the rank's own shard")
                 break
+
+
+def last_batch(a: Analysis, site: Site, parts: list[ast.expr]) -> Finding | None:
+    """``print(psnr)`` after ``total_psnr += psnr`` over the shard was reduced: the value shown is the rank's last
+    batch's, not the reduced total."""
+    scope: ast.AST = site.function or a.module.tree
+    shown = names_in(parts)
+    for loop in _loops(scope):
+        end = loop.end_lineno or loop.lineno
+        if end >= site.call.lineno or loop.lineno < getattr(scope, "lineno", 0) or a.trains(loop):
+            continue
+        for total, added in _sums(loop).items():
+            batch = sorted((shown & names_in(added)) - {total} - _sums(loop).keys())
+            if total in shown or not batch or not _reduces(a, scope, (end, site.call.lineno), {total}):
+                continue
+            name = batch[0]
+            if assigned_before(loop, name, end + 1) is None or _assigned_between(scope, name, end, site.call.lineno):
+                continue
+            if _loop_sharded(a, loop):
+                return a.finding("DDP013", site.call, f"{name} is this rank's last batch's value from the loop at "
+                                                      f"line {loop.lineno}; the reduced total is {total}")
+    return None
+
+
+def _assigned_between(scope: ast.AST, name: str, start: int, end: int) -> bool:
+    return any(isinstance(n, ast.Assign | ast.AugAssign) and start < n.lineno < end and name in names_in(
+        n.targets if isinstance(n, ast.Assign) else [n.target]) for n in ast.walk(scope))
+
+
+def _shown(a: Analysis, site: Site, part: ast.expr) -> list[ast.Name]:
+    """The names ``part`` shows: its own, and those in the values of a dict it names (``results = {"loss":
+    total / n}``, then ``trainer.log(results)``)."""
+    shown = [n for n in ast.walk(part) if isinstance(n, ast.Name)]
+    if isinstance(part, ast.Name) and not METRIC.search(part.id):
+        value = assigned_before(site.function or a.module.tree, part.id, site.call.lineno)
+        if isinstance(value, ast.Dict):
+            shown += [n for v in value.values for n in ast.walk(v) if isinstance(n, ast.Name)]
+    return shown
+
+
+def _rank_zero_output(a: Analysis, site: Site) -> bool:
+    """``fabric.print``, ``accelerator.log``, a HF Trainer's ``trainer.log(metrics)``: written on rank 0 only."""
+    return site.qual in _RANK_ZERO_OUTPUT or ((site.qual or "").endswith(".log") and _of_trainer(a, site.call))
+
+
+def _of_trainer(a: Analysis, call: ast.Call) -> bool:
+    """``trainer.<method>(...)`` where ``trainer`` is a HF ``Trainer``/``Seq2SeqTrainer`` the file builds."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name):
+        return False
+    _, made = a.module.resolve(receiver.id, receiver)
+    return isinstance(made, ast.Call) and (last_name(made.func) or "").endswith("Trainer")
+
+
+def _trainer_shards(a: Analysis) -> bool:
+    """The file reads a HF Trainer's evaluation loader (``trainer.get_eval_dataloader(ds)``): the Trainer runs
+    data-parallel under a launcher and shards it."""
+    return any(_SHARDING.match(last_name(s.call.func) or "") and _of_trainer(a, s.call) for s in a.flow.sites)
 
 
 def _prints_on_rank_zero(a: Analysis, site: Site) -> bool:
@@ -70,10 +153,19 @@ def _shard_loop(a: Analysis, name: ast.Name, function: FunctionNode | None, befo
         return None
     scope: ast.AST = function if function is not None else a.module.tree
     for loop in _loops(scope):
-        if loop.lineno < before and _accumulates(loop, name.id) and not a.trains(loop) and _loop_sharded(a, loop):
-            return None if _reduces(a, scope, (loop.lineno, before)) else loop
-    value = _assigned(scope, name.id, before)
+        added = _sums(loop).get(name.id)
+        if loop.lineno < before and added is not None and not a.trains(loop) and _loop_sharded(a, loop):
+            if collected(loop, name.id) and _read_by_method(a, name):
+                return None  # ``metric.update(...)`` then ``metric.compute()``: the metric object's own reading
+            names = {name.id} | refs(added, a.module.aliases)
+            return None if _reduces(a, scope, (loop.lineno, before), names) else loop
+    assignment = assignment_before(scope, name.id, before)
+    value = assignment.value if assignment is not None else None
     if isinstance(value, ast.Call):
+        receiver = value.func.value if isinstance(value.func, ast.Attribute) else None
+        if isinstance(receiver, ast.Name) and receiver.id not in a.module.aliases and assignment is not None:
+            # ``val_loss = losses.mean()``, ``val_loss = val_loss.item()``: the value the method reads
+            return _shard_loop(a, receiver, function, assignment.lineno, depth + 1)
         return _call_shard_loop(a, value, sharded_args=_any_sharded(a, value), depth=depth + 1)
     if value is not None:
         for inner in ast.walk(value):
@@ -90,8 +182,10 @@ def _call_shard_loop(a: Analysis, call: ast.Call, *, sharded_args: bool, depth: 
     target = a.module.local_function(call)
     if target is None or depth > _MAX_DEPTH or _reduces(a, target):
         return None
+    returned = _returned_names(target)
     for loop in _loops(target):
-        if a.trains(loop) or not any(isinstance(n, ast.AugAssign) for n in ast.walk(loop)):
+        summed = any(isinstance(n, ast.AugAssign) for n in ast.walk(loop))
+        if a.trains(loop) or not (summed or not returned.isdisjoint(_sums(loop))):
             continue
         if _loop_sharded(a, loop) or (sharded_args and _iterates_parameter(loop, target)):
             return loop
@@ -122,8 +216,23 @@ def _loop_sharded(a: Analysis, loop: ast.For) -> bool:
                and _sharded(a, n.func.value, 0) for n in ast.walk(loop))
 
 
+def _returned_names(function: FunctionNode) -> set[str]:
+    """The names ``function`` returns, and those their last values are computed from (``out = losses.mean();
+    return out``)."""
+    names = names_in([r.value for r in ast.walk(function) if isinstance(r, ast.Return) and r.value is not None])
+    values = [v for n in names if (v := assigned_before(function, n, function.end_lineno or 0)) is not None]
+    return names | names_in(values)
+
+
+def _read_by_method(a: Analysis, name: ast.Name) -> bool:
+    """``metric.compute()``: ``name`` read through a method call of its own."""
+    attribute = a.module.parents.get(name)
+    return isinstance(attribute, ast.Attribute) and isinstance(call := a.module.parents.get(attribute), ast.Call) \
+        and call.func is attribute
+
+
 _LOOPS: dict[int, tuple[ast.AST, list[ast.For]]] = {}
-_SUMS: dict[int, tuple[ast.For, frozenset[str]]] = {}
+_SUMS: dict[int, tuple[ast.For, dict[str, list[ast.expr]]]] = {}
 
 
 def _loops(scope: ast.AST) -> list[ast.For]:
@@ -135,36 +244,27 @@ def _loops(scope: ast.AST) -> list[ast.For]:
     return cached[1]
 
 
-def _accumulates(loop: ast.For, name: str) -> bool:
+def _sums(loop: ast.For) -> dict[str, list[ast.expr]]:
+    """What ``loop`` accumulates (``metric_sums.accumulations``), cached per loop for the run of this rule."""
     cached = _SUMS.get(id(loop))
     if cached is None or cached[0] is not loop:
-        sums = frozenset(k for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and (k := dotted(n.target)))
-        cached = (loop, sums)
+        cached = (loop, accumulations(loop))
         _SUMS[id(loop)] = cached
-    return name in cached[1]
+    return cached[1]
 
 
-def _assigned(scope: ast.AST, name: str, before: int) -> ast.expr | None:
-    """The last value assigned to ``name`` (also as part of a tuple target) in ``scope`` before a line."""
-    found: tuple[int, ast.expr] | None = None
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Assign) and node.lineno < before:
-            targets = [k for t in node.targets for k in ast.walk(t) if isinstance(k, ast.Name)]
-            if any(t.id == name for t in targets) and (found is None or node.lineno > found[0]):
-                found = (node.lineno, node.value)
-    return found[1] if found else None
-
-
-def _reduces(a: Analysis, scope: ast.AST, lines: tuple[int, int] | None = None) -> bool:
-    """``scope`` (between ``lines``, when given) calls something that reduces or gathers."""
+def _reduces(a: Analysis, scope: ast.AST, lines: tuple[int, int] | None = None, names: set[str] | None = None) -> bool:
+    """``scope`` (between ``lines``, when given) calls something that reduces or gathers (one of ``names``, when
+    given: ``metric_sums.covers``)."""
     for call in a.module.calls_in(scope):
         if lines is not None and not lines[0] <= call.lineno <= lines[1]:
             continue
-        if _REDUCING.search(last_name(call.func) or ""):
-            return True
-        q = a.module.qualname(call.func)
-        reach = a.project.reach(q) if a.project is not None and q else None
-        if reach is not None and any(_REDUCING.search(x.rsplit(".", 1)[-1]) for x in reach.quals):
+        reducing = _REDUCING.search(last_name(call.func) or "") is not None
+        if not reducing:
+            q = a.module.qualname(call.func)
+            reach = a.project.reach(q) if a.project is not None and q else None
+            reducing = reach is not None and any(_REDUCING.search(x.rsplit(".", 1)[-1]) for x in reach.quals)
+        if reducing and (names is None or covers(call, scope, names, a.module.aliases)):
             return True
     return False
 
@@ -181,6 +281,8 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
                        if isinstance(r, ast.Return) and r.value is not None)
         if name == "enumerate" or name == "tqdm":
             return bool(expr.args) and _sharded(a, expr.args[0], depth + 1)
+        if _shards(a, expr):
+            return True
         if "Loader" not in name and "loader" not in name:
             return False
         sampler = next((k.value for k in expr.keywords if k.arg in ("sampler", "batch_sampler")), None)
@@ -200,6 +302,11 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
     return any(_sharded(a, v, depth + 1) for v in values)
 
 
+def _shards(a: Analysis, call: ast.Call) -> bool:
+    """``fabric.setup_dataloaders(...)``, ``accelerator.prepare(...)``, ``trainer.get_eval_dataloader(...)``."""
+    return _SHARDING.match(last_name(call.func) or "") is not None or a.module.qualname(call.func) == _PREPARE
+
+
 def _rank_valued(a: Analysis, expr: ast.expr) -> bool:
     """``expr`` holds a rank on some path (``ddp_rank = int(os.environ["RANK"]) if ddp else 0``)."""
     if a.ranks.dependent(expr):
@@ -210,8 +317,10 @@ def _rank_valued(a: Analysis, expr: ast.expr) -> bool:
 
 
 def _returned_for(a: Analysis, name: ast.Name) -> list[ast.expr]:
-    """``train_loader, val_loader = prepare()``: what ``prepare`` returns at ``name``'s place."""
+    """``train_loader, val_loader = prepare()``: what ``prepare`` returns at ``name``'s place; the framework's
+    call itself for ``train_dl, val_dl = fabric.setup_dataloaders(train_dl, val_dl)``."""
     scope = a.module.scope_of(name).node
+    found: list[ast.expr] = []
     for node in ast.walk(scope):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue
@@ -220,10 +329,12 @@ def _returned_for(a: Analysis, name: ast.Name) -> list[ast.expr]:
                 index = next(i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id)
                 function = a.module.local_function(node.value)
                 if function is None:
+                    if _shards(a, node.value):
+                        found.append(node.value)
                     continue
-                return [r.value.elts[index] for r in ast.walk(function) if isinstance(r, ast.Return)
-                        and isinstance(r.value, ast.Tuple) and len(r.value.elts) == len(target.elts)]
-    return []
+                found += [r.value.elts[index] for r in ast.walk(function) if isinstance(r, ast.Return)
+                          and isinstance(r.value, ast.Tuple) and len(r.value.elts) == len(target.elts)]
+    return found
 
 
 def _is_distributed_sampler(a: Analysis, expr: ast.expr, depth: int) -> bool:

@@ -8,11 +8,12 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.metric_sums import assignment_before
 from orchestrator.doctor.metric_values import full_set_value, is_counter, unprepared_sum
 from orchestrator.source.analysis import REDUCTIONS
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
-from orchestrator.source.names import dotted, last_name
+from orchestrator.source.names import Module, dotted, last_name
 from orchestrator.source.project import PRINT_GUARD
 
 METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
@@ -20,16 +21,28 @@ _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical
 _LOG_CALLS = frozenset({"print", "wandb.log", "tqdm.write", "mlflow.log_metric", "mlflow.log_metrics"})
 # TensorBoard writers and tqdm bars: one per rank is as wrong as one print per rank
 _DISPLAY_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description"})
+_BARS = frozenset({"tqdm", "trange"})
 
 
-def is_log(site: Site) -> bool:
+def is_log(site: Site, module: Module | None = None) -> bool:
+    """A print or a log line (``module``: the file's, to know a progress bar's ``bar.write``)."""
     if site.qual in _LOG_CALLS:
         return True
     func = site.call.func
     if not isinstance(func, ast.Attribute):
         return False
     receiver = (dotted(func.value) or "").lower()
-    return (func.attr in _LOG_METHODS and "log" in receiver) or func.attr in _DISPLAY_METHODS
+    return (func.attr in _LOG_METHODS and "log" in receiver) or func.attr in _DISPLAY_METHODS or (
+        module is not None and func.attr == "write" and _bar(module, func.value))
+
+
+def _bar(module: Module, receiver: ast.expr) -> bool:
+    """``receiver`` is a tqdm bar (``bar = tqdm(...)``): its ``write`` is tqdm's, which prints on every rank even
+    when the bar is made with ``disable=`` off rank 0."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    _, made = module.resolve(receiver.id, receiver)
+    return isinstance(made, ast.Call) and last_name(made.func) in _BARS
 
 
 def _names(expr: ast.AST) -> list[ast.Name]:
@@ -45,7 +58,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
     print_guarded = print_replaced(a)
     seen: set[int] = set()  # one finding per block: its prints and writers of the losses are one habit, one fix
     for site in a.flow.sites:
-        if not is_log(site) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
+        if not is_log(site, a.module) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
             continue
         if _rank_zero_object(a, site):
             continue
@@ -64,8 +77,27 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         if key in seen:
             continue
         seen.add(key)
+        guess = (_logged(site) and _log_setup_elsewhere(a)) or _made_from_reduced(a, metrics)
         yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}",
-                        confidence="possible" if _logged(site) and _log_setup_elsewhere(a) else None)
+                        confidence="possible" if guess else None)
+
+
+def _made_from_reduced(a: Analysis, metrics: list[ast.Name | ast.Attribute]) -> bool:
+    """A value a call computed from a reduced one (``loss, metrics = train_step(batch, global_tokens)`` with
+    ``global_tokens = accelerator.gather(tokens).sum()``): the rank's share of a global figure, or the figure itself;
+    the reader cannot tell."""
+    for node in metrics:
+        name = next((n for n in ast.walk(node) if isinstance(n, ast.Name)), None)
+        scope: ast.AST = a.module.function_of(node) or a.module.tree
+        made = assignment_before(scope, name.id, node.lineno) if name is not None else None
+        if made is None or not isinstance(made.value, ast.Call):
+            continue
+        for x in [*made.value.args, *(k.value for k in made.value.keywords)]:
+            source = assignment_before(scope, x.id, made.lineno) if isinstance(x, ast.Name) else None
+            if source is not None and any(isinstance(c, ast.Call) and a.module.qualname(c.func) in REDUCTIONS
+                                          for c in ast.walk(source.value)):
+                return True
+    return False
 
 
 # a logging setup (``setup_logger(path, rank)``, ``init_logger(file)``): where it is another module's, its handlers
@@ -164,12 +196,30 @@ def reduced_names(a: Analysis) -> set[str]:
         parent = a.module.parents.get(site.call)
         if isinstance(parent, ast.Assign):
             names.update(n.id for t in parent.targets for n in _names(t))
+        if (into := _collected_into(parent)) is not None:  # ``losses.append(accelerator.gather(loss))``
+            names.add(into)
         if site.qual in REDUCTIONS or not isinstance(parent, ast.Assign):
             # a collective, or a helper that reduces in place (reduce_meters(meters)); a helper whose results are
             # kept (eval_ppl, eval_loss = evaluation(model, train_config, ...)) reduced those, not its inputs
             for arg in [*site.call.args, *[k.value for k in site.call.keywords]]:
                 names.update(n.id for n in _names(arg))
+    for node in a.module.nodes:  # ``metrics.append(gathered)``: a list of reduced values
+        into = _collected_into(node)
+        if into is not None and isinstance(node, ast.Call) and isinstance(arg := node.args[0], ast.Name) and (
+                arg.id in names):
+            names.add(into)
     return names
+
+
+def _collected_into(node: ast.AST | None) -> str | None:
+    """``values`` for ``values.append(x)`` / ``values.extend(x)``: one value added to a list the script names."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _COLLECTS
+            and isinstance(node.func.value, ast.Name) and len(node.args) == 1):
+        return node.func.value.id
+    return None
+
+
+_COLLECTS = frozenset({"append", "extend"})
 
 
 def is_reduced(a: Analysis, parts: list[ast.expr], reduced: set[str], depth: int = 0) -> bool:

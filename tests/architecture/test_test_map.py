@@ -58,8 +58,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
                               "tests/launchstyles/test_launchstyle.py"),
     "doctor/metric_values.py": "the doctor's corpus: tests/doctor/test_doctor.py",
     "doctor/rules_launch.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
-    "doctor/rules_metrics.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
-    "doctor/rules_prints.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_random.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_spawn.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_steps.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",

@@ -1,0 +1,103 @@
+"""What an evaluation loop adds up, for DDP013: the names a loop accumulates into, whether a reduction after it
+covers them, and a print of the loop's last batch where its total was reduced.
+
+A loop accumulates into a name by ``total += v``, ``values.append(v)`` / ``.extend(v)``, ``meter.update(v)``
+(an averager: ``AverageMeter``) or ``values[k] = v``. A reduction covers a name when the names it is handed
+(followed back through their assignments) reach it; a reduction handed nothing (``meters.sync()``) covers every
+name, as the reader cannot tell what it reduces.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection
+
+from orchestrator.source.names import dotted
+
+_COLLECTS = frozenset({"append", "extend", "update"})
+_FOLLOW = 3  # assignments a reduction's argument is followed back through
+
+
+def accumulations(loop: ast.For) -> dict[str, list[ast.expr]]:
+    """The names ``loop`` accumulates into, each with the values it adds (``{"total": [loss.item()]}``)."""
+    found: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(loop):
+        if isinstance(node, ast.AugAssign) and (key := dotted(node.target)):
+            found.setdefault(key, []).append(node.value)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _COLLECTS
+              and isinstance(node.func.value, ast.Name) and node.args):
+            found.setdefault(node.func.value.id, []).extend(node.args)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+            target = node.targets[0].value
+            if isinstance(target, ast.Name):
+                found.setdefault(target.id, []).append(node.value)
+    return found
+
+
+def collected(loop: ast.For, name: str) -> bool:
+    """``name`` is only added to by a method (``meter.update(v)``, ``values.append(v)``), never summed with ``+=``."""
+    return not any(isinstance(n, ast.AugAssign) and dotted(n.target) == name for n in ast.walk(loop))
+
+
+def names_in(exprs: list[ast.expr]) -> set[str]:
+    return {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
+
+
+def assigned_before(scope: ast.AST, name: str, before: int) -> ast.expr | None:
+    """The last value assigned to ``name`` (also as part of a tuple target) in ``scope`` before a line."""
+    found = assignment_before(scope, name, before)
+    return found.value if found is not None else None
+
+
+def assignment_before(scope: ast.AST, name: str, before: int) -> ast.Assign | None:
+    """The last assignment to ``name`` (also as part of a tuple target) in ``scope`` before a line."""
+    found: ast.Assign | None = None
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and node.lineno < before:
+            targets = [k for t in node.targets for k in ast.walk(t) if isinstance(k, ast.Name)
+                       and isinstance(k.ctx, ast.Store)]  # not ``results[key] = v``
+            if any(t.id == name for t in targets) and (found is None or node.lineno > found.lineno):
+                found = node
+    return found
+
+
+def refs(exprs: list[ast.expr], modules: Collection[str]) -> set[str]:
+    """The values ``exprs`` read, as dotted names, a method's name left out (``outputs.loss.detach().float()``:
+    ``outputs.loss``) and modules too (``torch.tensor(correct)``: ``correct``)."""
+    found: set[str] = set()
+    stack: list[ast.AST] = list(exprs)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name | ast.Attribute) and (key := dotted(node)) is not None:
+            if key.split(".")[0] not in modules:
+                found.add(key)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                stack.append(node.func.value)  # a method's receiver (a module's function: the module, left out)
+            stack += [*node.args, *(k.value for k in node.keywords)]
+        else:
+            stack += list(ast.iter_child_nodes(node))
+    return found
+
+
+def covers(call: ast.Call, scope: ast.AST, names: set[str], modules: Collection[str]) -> bool:
+    """The reducing ``call`` reduces one of ``names`` (dotted, as ``refs`` gives them): it is handed one of them
+    (or what holds it: ``outputs`` for ``outputs.loss``), or a value computed from one (``stats =
+    torch.tensor([correct, total]); dist.all_reduce(stats)``), or nothing the reader can follow."""
+    handed = [*call.args, *(k.value for k in call.keywords)]
+    if not handed:
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        return not isinstance(receiver, ast.Name) or receiver.id in names or not _holds_values(scope, receiver.id)
+    reach = refs(handed, modules)
+    frontier = set(reach)
+    for _ in range(_FOLLOW):
+        values = [v for n in frontier if "." not in n and (v := assigned_before(scope, n, call.lineno)) is not None]
+        frontier = refs(values, modules) - reach
+        reach |= frontier
+    return any(r == n or r.startswith(n + ".") or n.startswith(r + ".") for r in reach for n in names)
+
+
+def _holds_values(scope: ast.AST, name: str) -> bool:
+    """``name`` is assigned in ``scope`` (a value of the script's, not a module or a framework object passed in)."""
+    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+               for n in ast.walk(scope))

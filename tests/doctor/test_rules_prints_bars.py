@@ -1,0 +1,55 @@
+"""DDP005 and progress bars: a tqdm bar's ``write`` prints on every rank even when the bar is made with ``disable=``
+off rank 0 (tqdm's ``write`` is the class's, not the bar's); a bar that exists on rank 0 only, or values gathered
+before they are printed, are not reported; a loss a step computed from a gathered count is only possible (the rank's
+share of a global figure, or the figure itself)."""
+
+from __future__ import annotations
+
+from orchestrator.doctor import check_source
+
+_LOOP = """import torch
+from accelerate import Accelerator
+from tqdm import tqdm
+
+def main():
+    accelerator = Accelerator()
+    model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
+    bar = {bar}
+    for step, batch in enumerate(train_loader):
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        bar.update(1)
+        {write}
+"""
+_DISABLED = "tqdm(range(100), disable=not accelerator.is_local_main_process)"
+
+
+def lines(source: str) -> list[int]:
+    return [f.line for f in check_source(source, "t.py") if f.code == "DDP005"]
+
+
+def test_a_disabled_bars_write_of_the_loss_is_reported() -> None:
+    source = _LOOP.format(bar=_DISABLED, write="bar.write(f'step {step} loss {loss.item()}')")
+    assert lines(source) == [14]
+
+
+def test_a_bar_that_exists_on_the_main_process_only_is_not_reported() -> None:
+    source = _LOOP.format(bar="tqdm(range(100)) if accelerator.is_main_process else None",
+                          write="if bar is not None:\n            bar.write(f'loss {loss.item()}')")
+    assert lines(source) == []
+
+
+def test_a_bars_write_of_a_gathered_loss_is_not_reported() -> None:
+    source = _LOOP.format(bar=_DISABLED, write=(
+        "losses = []\n        losses.append(accelerator.gather(loss))\n"
+        "        bar.write(f'loss {torch.stack(losses).mean()}')"))
+    assert lines(source) == []
+
+
+def test_a_loss_computed_from_a_gathered_count_is_only_possible() -> None:
+    source = _LOOP.format(bar=_DISABLED, write=(
+        "tokens = accelerator.gather(batch['labels'].ne(-100).sum()).sum().item()\n"
+        "        loss, metrics = train_step(batch, tokens)\n"
+        "        bar.write(f'loss {metrics[\"loss\"]}')"))
+    assert [(f.line, f.confidence) for f in check_source(source, "t.py") if f.code == "DDP005"] == [(16, "possible")]
