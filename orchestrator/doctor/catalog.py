@@ -14,7 +14,8 @@ Severity policy (``orch submit``/``orch run`` refuse a script with an error; a w
   evidence is a guess (``Analysis.guess``); the rows below give each code's highest severity.
 - **for the layout asked**: ``orch submit``/``orch run`` on more than one node make DDP010 (a device from the
   global rank), DDP021 (a file rendezvous in a local folder) and DDP022 (a one-node check) errors
-  (``orchestrator.doctor.feasibility``): each certainly fails across nodes, and works on one.
+  (``orchestrator.doctor.feasibility``): each certainly fails across nodes, and works on one; so is a certain
+  DDP023 (a framework layout written for another node count).
 """
 
 from __future__ import annotations
@@ -132,6 +133,13 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
     Rule("DDP022", "warning",
          "a check that the run is on one node (the world size equal to this machine's GPU count, a node count of 1)",
          "drop the check (the world is nodes x GPUs per node), or run on one node (--nodes 1)"),
+    Rule("DDP023", "warning",
+         "a framework layout that cannot follow the launcher: the Trainer/Fabric (or detectron2 launch) num_nodes or "
+         "devices is a fixed value (written in, left out: num_nodes defaults to 1, or a flag's default); under a "
+         "launcher with other nodes or GPUs per node it stops at start-up (devices x num_nodes must be the world "
+         "size) or trains on part of the machines",
+         "let the layout follow the launch: devices='auto' (or -1) and num_nodes=int(os.environ.get("
+         "'SLURM_NNODES', 1)) (or WORLD_SIZE // LOCAL_WORLD_SIZE); or pass the flags for the layout you run"),
 )}
 
 assert tuple(CATALOG) == DOCTOR_CODES, "orchestrator/spec/doctorcodes.py lists the catalog's codes"

@@ -14,6 +14,7 @@ from orchestrator.doctor import (
     rules_data,
     rules_devices,
     rules_launch,
+    rules_layout,
     rules_metrics,
     rules_names,
     rules_nodes,
@@ -59,6 +60,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_names.check_undefined_names,   # DDP020
     rules_nodes.check_local_rendezvous,  # DDP021
     rules_nodes.check_node_count,        # DDP022
+    rules_layout.check_framework_layout,  # DDP023
 )
 
 # In the script's helpers (the local modules it calls), findings are warnings, and only the rules that judge

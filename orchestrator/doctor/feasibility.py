@@ -9,7 +9,9 @@ evidence is only possible stays a warning; the refusal's HINT starts with :func:
 - DDP016, the node-local rank used as the global rank (also a global rank built from a node-index flag no
   launcher passes): from the second node on two processes claim each rank;
 - DDP021, a ``file://`` rendezvous in a temporary or local folder: the other nodes never see the file;
-- DDP022, a check that the run is on one node (``assert world_size == torch.cuda.device_count()``).
+- DDP022, a check that the run is on one node (``assert world_size == torch.cuda.device_count()``);
+- DDP023, a framework layout whose node count is certain (written in, or left out: 1) and not the one asked:
+  Lightning/Fabric stop at start-up (a flag's default is the gate's flag warning, ``layoutflags.py``).
 
 (A per-node script's constant ``MASTER_ADDR``/``MASTER_PORT`` is ``launchstyle.answered``'s.)
 """
@@ -22,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.rules_layout import NODES_SAID
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 ACROSS_MARK = "cannot work on"  # in the message of a finding this module made an error
@@ -31,6 +34,7 @@ ACROSS_NODES: dict[str, str] = {
     "DDP016": "from the second node on two processes claim each rank (or read another rank's data)",
     "DDP021": "the ranks on the other {others} never see that file, and the rendezvous hangs",
     "DDP022": "the check fails on {nodes} nodes",
+    "DDP023": "the framework checks devices x num_nodes against the world size and stops at start-up",
 }
 
 
@@ -41,7 +45,8 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
     for finding in findings:
         why = ACROSS_NODES.get(finding.code)
         if nodes > 1 and why is not None and finding.confidence != "possible" and not (
-                finding.code == "DDP010" and _modulo(finding)):
+                finding.code == "DDP010" and _modulo(finding)) and not (
+                finding.code == "DDP023" and not _other_node_count(finding, nodes)):
             where = f"the node's {gpus} GPU{'s' * (gpus != 1)} (cuda:0..{gpus - 1})" if gpus else "the node's GPUs"
             others = f"{nodes - 1} node{'s' * (nodes != 2)}"
             finding = replace(finding, severity="error",
@@ -61,6 +66,12 @@ def layout_hint(findings: Iterable[Finding]) -> str:
     many = len(codes) > 1
     return (f"{', '.join(codes)} cannot work across nodes: change the code as the finding{'s say' if many else ' says'}"
             ", or run on one node (--nodes 1); otherwise ")
+
+
+def _other_node_count(finding: Finding, nodes: int) -> bool:
+    """A DDP023 finding whose node count is certain (written in, or left out) and not ``nodes``."""
+    said = NODES_SAID.search(finding.message)
+    return finding.confidence == "certain" and said is not None and int(said.group(1)) != nodes
 
 
 def _modulo(finding: Finding) -> bool:

@@ -12,9 +12,11 @@ from orchestrator.doctor import launchstyle
 from orchestrator.doctor.check import check_files, dedupe
 from orchestrator.doctor.feasibility import across_nodes, layout_hint
 from orchestrator.doctor.findings import DoctorSkipped, Finding, format_findings, has_errors, refuses
+from orchestrator.doctor.frameworks import read_frameworks
 from orchestrator.doctor.gpuspertask import gpus_per_task_warning
 from orchestrator.doctor.layoutflags import flag_layout_warning
 from orchestrator.doctor.pernodeflags import placeholder_warning
+from orchestrator.doctor.rules_layout import flag_owned, without_judged_layouts
 from orchestrator.errors import OrchError
 from orchestrator.spec.launch import AUTO, Launch
 
@@ -93,6 +95,8 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
         return [], launchstyles.choose(launch, path)  # --no-check: the style from the facts, no doctor rule
     found = checked([path], sys.stderr)
     chosen = launchstyles.choose(launch, path)
+    found = [f for f in without_judged_layouts(found, read_frameworks(path))  # the planners judge those
+             if not flag_owned(f, chosen.style)]  # and the flag warning below those flags
     kept = report(across_nodes(launchstyle.answered(chosen, found, nodes, path), nodes, gpus), [path], sys.stderr,
                   refuse=refuse, ignore=ignore, would_refuse=would_refuse)
     ranks = gpus // gpus_per_task if gpus and gpus_per_task else gpus  # each node's ranks, when known

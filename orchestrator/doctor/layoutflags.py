@@ -98,6 +98,12 @@ def _given(args: Sequence[str], flag: _Flag) -> str | None:
     return None
 
 
+def declared_layout_flags(tree: ast.Module) -> dict[str, tuple[int, str]]:
+    """The integer flag defaults of ``tree`` by the attribute they set: ``{"num_nodes": (1, "--num_nodes")}``
+    (DDP023 reads a layout fixed by them, ``rules_layout.py``)."""
+    return {name: (flag.default, flag.options[0]) for name, flag in _declared(tree).items()}
+
+
 def _declared(tree: ast.Module) -> dict[str, _Flag]:
     """``add_argument("--num_nodes", type=int, default=1)`` -> ``{"num_nodes": _Flag(("--num_nodes",), 1)}``: the
     flags with an integer default, by the attribute they set."""

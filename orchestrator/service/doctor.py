@@ -16,6 +16,7 @@ from orchestrator.doctor.findings import DoctorSkipped
 from orchestrator.doctor.frameworks import read_frameworks
 from orchestrator.doctor.launchstyle import ANSWERS, answered
 from orchestrator.doctor.layouts import Asked, layout_lines
+from orchestrator.doctor.rules_layout import without_judged_layouts
 from orchestrator.service.jobs import Scope, cluster_or_none
 from orchestrator.spec.doctorcodes import parse_codes
 from orchestrator.spec.launch import Launch
@@ -71,6 +72,7 @@ def diagnose(files: Sequence[str], ignore: Sequence[str], layout: Asked) -> Chec
         if launch.how == "detected":  # orch run and orch submit start it in its style: say what they would
             out.notes.append(launch_note(path, launch))
         if layout.given:  # the layout asked for: what certainly fails across nodes is an error, as at submit
+            found = without_judged_layouts(found, read_frameworks(Path(path)))  # layout_lines judge those
             found = across_nodes(found, 1 if layout.nproc is not None else layout.nodes or 1, layout.gpus)
         for line in layout_lines(path, read_frameworks(Path(path)), launch.style, layout):
             (out.layout_errors if line.error else out.notes).append(line.text)

@@ -1,0 +1,279 @@
+"""DDP023: a framework layout that cannot follow the launcher.
+
+Lightning's ``Trainer(...)``, Fabric's ``Fabric(...)`` (also ``Trainer.from_argparse_args(args)``) and
+detectron2's ``launch(main, num_gpus_per_machine, num_machines=...)`` fix how many nodes and devices the run has.
+Under a launcher that starts several GPUs per node or several nodes, Lightning and Fabric check devices x num_nodes
+against ``WORLD_SIZE`` and stop at start-up (after the queue wait), and detectron2's ``launch`` starts only its own
+count. The layout is stuck when ``num_nodes`` (or ``num_machines``) is a fixed value, or ``devices``/``gpus`` a
+fixed count: written in the call, left out (``num_nodes`` defaults to 1), a flag's default or a parameter's default
+(a ``CLI(setup)`` whose ``devices: int = 8`` is the flag). Not stuck: ``devices="auto"``/``-1`` and a ``num_nodes``
+read from the environment (``SLURM_NNODES``, ``WORLD_SIZE // LOCAL_WORLD_SIZE``) or computed.
+
+A ``Fabric()`` with no layout argument at all leaves the layout to ``fabric run``'s flags (``--devices``,
+``--num-nodes``): not reported. Reported once per file, at the first such call, and only where the script is meant
+to run on several GPUs or nodes: it names a DDP/FSDP/DeepSpeed strategy, uses the framework's ranks or collectives
+(``fabric.launch()``, ``global_rank``, ``all_gather``, a ``DistributedSampler``, ``sync_dist=``), or takes its layout
+from flags. Confidence: certain for a literal or a
+value left out, likely for a flag's or a parameter's default (the user may pass the flag). A warning; on more than
+one node a certain ``num_nodes`` that differs is an error (``feasibility.py``). The gate's
+``layoutflags.flag_layout_warning`` owns the flag defaults when a layout is asked (it knows the flags passed).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.confidence import Confidence
+from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.frameworks import QUALIFIED, _aliases, _devices, _qualified
+from orchestrator.doctor.layoutflags import declared_layout_flags
+from orchestrator.launchstyles.installed import SPAWNERS
+from orchestrator.source.names import dotted
+from orchestrator.spec.framework import Framework
+
+_DEPTH = 4
+# in the finding's message: a node count written in or left out (not a flag's default); feasibility.py reads it
+NODES_SAID = re.compile(r"num_nodes=(\d+)(?=,|\)$| \(left out)")
+FLAG_SAID = "the flag's default, unless passed"  # in the finding's detail when a flag's default fixes the layout
+# launcher variables a layout that follows the launch reads
+_ENV_NAMES = re.compile(r"^(SLURM_\w+|WORLD_SIZE|LOCAL_WORLD_SIZE|NUM_NODES|NNODES|N_NODES|GROUP_WORLD_SIZE|"
+                        r"NODE_COUNT|PET_\w+|OMPI_\w+|PMI_\w+)$")
+_ENV_CALLS = frozenset({"os.environ.get", "os.getenv", "os.environ.__getitem__", "getenv", "environ.get"})
+_PARALLEL = re.compile(r"ddp|fsdp|deepspeed|horovod", re.IGNORECASE)
+# names whose use shows the script works with ranks (the framework's or torch.distributed's)
+_RANK_NAMES = frozenset({"global_rank", "world_size", "is_global_zero", "local_rank", "node_rank", "all_gather",
+                         "all_reduce", "barrier", "DistributedSampler", "sync_dist", "broadcast",
+                         "DDPStrategy", "FSDPStrategy", "DeepSpeedStrategy", "DDPPlugin", "DDPShardedPlugin"})
+_LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})
+_WHERE = re.compile(r"^(.*?):(\d+)(?::|$)")  # a Layout's where: "train.py:40: Trainer(...)"
+_LAYOUT_ARGS = frozenset({"devices", "gpus", "num_nodes", "strategy", "accelerator"})
+# installed packages' argument parsers -> the layout flags they declare, with their defaults (the package is not read)
+_PACKAGE_PARSERS: dict[str, dict[str, tuple[int, str]]] = {
+    f"{package}.engine{module}.default_argument_parser": {"num_gpus": (1, "--num-gpus"),
+                                                          "num_machines": (1, "--num-machines")}
+    for package in ("detectron2", "fastreid") for module in ("", ".defaults")
+}
+
+
+@dataclass(frozen=True)
+class _Value:
+    """Where a layout argument comes from: ``count`` (a number of devices or nodes; "auto": every device; None: it
+    follows the launch or is not known) and ``kind`` (literal, left out, flag, parameter, environment, unknown)."""
+
+    count: int | str | None
+    kind: str
+    said: str = ""
+
+    @property
+    def fixed(self) -> bool:
+        return isinstance(self.count, int) and self.kind in ("literal", "left out", "flag", "parameter")
+
+    @property
+    def confidence(self) -> Confidence:
+        return "certain" if self.kind in ("literal", "left out") else "likely"
+
+
+def check_framework_layout(a: Analysis) -> Iterator[Finding]:
+    """DDP023 at each Trainer/Fabric/detectron2 ``launch`` call whose layout is fixed, in a script meant to run on
+    several GPUs or nodes."""
+    flags = _flags(a)
+    aliases = _aliases(a.module.tree)
+    intent = _rank_use(a.module.tree)
+    for node in a.module.nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        layout = _layout_of(a, node, aliases, flags)
+        if layout is None:
+            continue
+        nodes, devices = layout
+        configurable = any(v.kind in ("flag", "parameter") for v in (nodes, devices))
+        if not (nodes.fixed or devices.fixed) or (nodes.kind == "environment" and not devices.fixed):
+            continue
+        if not (intent or configurable or _strategy_parallel(node)):
+            continue  # no sign the script is meant to run on several GPUs or nodes
+        stuck = [v for v in (nodes, devices) if v.fixed]
+        confidence: Confidence = "certain" if any(v.confidence == "certain" for v in stuck) else "likely"
+        detail = ", ".join(v.said for v in stuck)
+        yield a.finding("DDP023", node, detail, confidence=confidence,
+                        fact=f"the layout is {detail}: it does not follow the nodes and GPUs the launcher starts")
+        return  # once per file, at the first call: one layout per script (a version branch's twin is the same)
+
+
+def flag_owned(finding: Finding, style: str) -> bool:
+    """A DDP023 finding that only the script's flag defaults make (not certain): in front of a launch the gate's
+    ``layoutflags.flag_layout_warning`` says it instead, judged against the layout asked and the flags passed (a
+    per-node script's flags are ``pernodeflags.py``'s)."""
+    return (finding.code == "DDP023" and finding.confidence != "certain" and FLAG_SAID in finding.message
+            and style != "per-node")
+
+
+def without_judged_layouts(findings: Iterable[Finding], frameworks: Sequence[Framework]) -> list[Finding]:
+    """``findings`` for a layout asked: the Trainer/Fabric calls whose literal layout the planners judge
+    (``spec.framework.check_layout``: a node count written in or left out, a device count written in) are theirs to
+    accept or refuse, so their DDP023 findings are dropped (one judge says it)."""
+    judged: set[tuple[str, int]] = set()
+    for framework in frameworks:
+        for layout in framework.layouts:
+            where = _WHERE.match(layout.where)
+            if where and (layout.num_nodes is not None or isinstance(layout.devices, int)):
+                judged.add((Path(where.group(1)).name, int(where.group(2))))
+    return [f for f in findings if not (f.code == "DDP023" and (Path(f.file).name, f.line) in judged)]
+
+
+def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
+               flags: dict[str, tuple[int, str]]) -> tuple[_Value, _Value] | None:
+    """(num_nodes, devices) of a Trainer/Fabric/``launch`` call; None for another call, or one whose arguments
+    cannot be read (``**kwargs``)."""
+    func = call.func
+    made = isinstance(func, ast.Attribute) and func.attr == "from_argparse_args"
+    if made and isinstance(func, ast.Attribute):
+        func = func.value
+    qualified = _qualified(func, aliases) or ""
+    if qualified in SPAWNERS:
+        return _launch_layout(a, call, SPAWNERS[qualified], flags)
+    if QUALIFIED.get(qualified) not in _LAYOUT_FRAMEWORKS or any(k.arg is None for k in call.keywords):
+        return None
+    if call.args and not made:
+        return None
+    given = {k.arg: k.value for k in call.keywords if k.arg}
+    if QUALIFIED.get(qualified) == "fabric" and not made and not _LAYOUT_ARGS & set(given):
+        return None  # Fabric(): the layout is left to the launcher's command line (fabric run --devices --num-nodes)
+    if "num_nodes" in given:
+        nodes = _resolve(a, given["num_nodes"], flags, "num_nodes")
+    elif made:  # Lightning 1.x's flags (add_argparse_args): --num_nodes defaults to 1
+        known = flags.get("num_nodes")
+        nodes = (_Value(known[0], "flag", f"num_nodes={known[0]} ({known[1]} defaults to {known[0]}: {FLAG_SAID})")
+                 if known else _Value(None, "unknown"))
+    else:
+        nodes = _Value(1, "left out", "num_nodes=1 (left out: the default)")
+    key = "devices" if "devices" in given else "gpus" if "gpus" in given else None
+    devices = _resolve(a, given[key], flags, key) if key else _Value("auto", "left out")
+    return nodes, devices
+
+
+def _launch_layout(a: Analysis, call: ast.Call, position: int,
+                   flags: dict[str, tuple[int, str]]) -> tuple[_Value, _Value] | None:
+    """detectron2's ``launch(main, num_gpus_per_machine, num_machines=1, ...)``."""
+    if len(call.args) <= position:
+        return None
+    machines = next((k.value for k in call.keywords if k.arg == "num_machines"),
+                    call.args[position + 1] if len(call.args) > position + 1 else None)
+    nodes = (_resolve(a, machines, flags, "num_machines") if machines is not None
+             else _Value(1, "left out", "num_machines=1 (left out: the default)"))
+    return nodes, _resolve(a, call.args[position], flags, "num_gpus_per_machine")
+
+
+def _resolve(a: Analysis, expr: ast.expr, flags: dict[str, tuple[int, str]], key: str, depth: int = 0) -> _Value:
+    """Where ``expr`` (a layout argument named ``key``) comes from."""
+    nodes_key = key in ("num_nodes", "num_machines")
+    if _from_environment(a, expr):
+        return _Value(None, "environment")
+    if isinstance(expr, ast.Constant):
+        count = _count(expr.value, nodes_key)
+        return _Value(count, "literal", f"{_said(key)}={expr.value!r}")
+    if depth > _DEPTH:
+        return _Value(None, "unknown")
+    if isinstance(expr, ast.Attribute) and expr.attr in flags and not a.module.values_anywhere(dotted(expr) or ""):
+        default, option = flags[expr.attr]
+        return _Value(_count(default, nodes_key), "flag",
+                      f"{_said(key)}={default} ({option} defaults to {default}: {FLAG_SAID})")
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "int" and expr.args:
+        return _resolve(a, expr.args[0], flags, key, depth + 1)
+    if isinstance(expr, ast.Name):
+        found, value = a.module.resolve(expr.id, expr)
+        if value is not None:
+            return _resolve(a, value, flags, key, depth + 1)
+        if found:
+            return _parameter(a, expr, flags, key, depth)
+    return _Value(None, "unknown")
+
+
+def _parameter(a: Analysis, name: ast.Name, flags: dict[str, tuple[int, str]], key: str, depth: int) -> _Value:
+    """A parameter: what this file's calls pass for it, else its default (a CLI's flag: ``def setup(devices=8)``)."""
+    function = a.module.function_of(name)
+    if function is None:
+        return _Value(None, "unknown")
+    passed = a.module.argument_for(function, name.id)
+    if passed:
+        values = [_resolve(a, v, flags, key, depth + 1) for v in passed]
+        return values[0] if len({v.count for v in values}) == 1 and values[0].fixed else _Value(None, "unknown")
+    params = [*function.args.posonlyargs, *function.args.args]
+    defaults = dict(zip([p.arg for p in params[len(params) - len(function.args.defaults):]], function.args.defaults,
+                        strict=True))
+    defaults.update({p.arg: d for p, d in zip(function.args.kwonlyargs, function.args.kw_defaults, strict=True)
+                     if d is not None})
+    default = defaults.get(name.id)
+    if not isinstance(default, ast.Constant):
+        return _Value(None, "unknown")
+    count = _count(default.value, key in ("num_nodes", "num_machines"))
+    return _Value(count, "parameter", f"{_said(key)}={default.value!r} ({function.name}'s {name.id} defaults to "
+                                      f"{default.value!r}: a parameter's default)")
+
+
+def _count(value: object, nodes: bool) -> int | str | None:
+    """A node count (a positive int) or a device count (``_devices``: a count, a list of ids, "auto")."""
+    if nodes:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return _devices(value)
+
+
+def _said(key: str) -> str:
+    return "num_nodes" if key in ("num_nodes", "num_machines") else key
+
+
+def _from_environment(a: Analysis, expr: ast.expr) -> bool:
+    """``expr`` reads the launcher's environment: ``os.environ[...]``, ``os.getenv(...)``, a ``SLURM_NNODES``-like
+    name, through this file's names."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _ENV_NAMES.match(node.value):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "environ":
+            return True
+        if isinstance(node, ast.Call) and (dotted(node.func) or "") in _ENV_CALLS:
+            return True
+    return False
+
+
+def _rank_use(tree: ast.Module) -> bool:
+    """The file works with ranks or a parallel strategy (a sign it is meant to run on several GPUs or nodes)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and (node.attr in _RANK_NAMES or (
+                node.attr == "launch" and isinstance(node.value, ast.Name) and "fabric" in node.value.id.lower())):
+            return True
+        if isinstance(node, ast.Name) and node.id in _RANK_NAMES:
+            return True
+        if isinstance(node, ast.keyword) and node.arg == "sync_dist":
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 40 and (
+                _PARALLEL.search(node.value)):
+            return True
+    return False
+
+
+def _strategy_parallel(call: ast.Call) -> bool:
+    return any(k.arg in ("strategy", "plugins", "accelerator") and _PARALLEL.search(ast.unparse(k.value))
+               for k in call.keywords)
+
+
+def _flags(a: Analysis) -> dict[str, tuple[int, str]]:
+    """The integer flag defaults of this file and of the project helpers its calls reach (a parser built in
+    ``utils.py``), and an installed package's parser's (:data:`_PACKAGE_PARSERS`): ``{"num_nodes": (1,
+    "--num_nodes")}``. Only the modules the doctor reads anyway (reading another would check it as a helper)."""
+    trees = [a.module.tree]
+    if a.project is not None:
+        list(a.helper_quals)  # reads the helpers the file's calls reach
+        trees += [m.tree for _, m in a.project.helpers()]
+    found: dict[str, tuple[int, str]] = {}
+    aliases = _aliases(a.module.tree)
+    for node in a.module.nodes:
+        if isinstance(node, ast.Call):
+            found.update(_PACKAGE_PARSERS.get(_qualified(node.func, aliases) or "", {}))
+    for tree in trees:
+        for name, (default, option) in declared_layout_flags(tree).items():
+            found.setdefault(name, (default, option))
+    return found
