@@ -81,9 +81,11 @@ def refs(exprs: list[ast.expr], modules: Collection[str]) -> set[str]:
 
 
 def covers(call: ast.Call, scope: ast.AST, names: set[str], modules: Collection[str]) -> bool:
-    """The reducing ``call`` reduces one of ``names`` (dotted, as ``refs`` gives them): it is handed one of them
-    (or what holds it: ``outputs`` for ``outputs.loss``), or a value computed from one (``stats =
-    torch.tensor([correct, total]); dist.all_reduce(stats)``), or nothing the reader can follow."""
+    """The reducing ``call`` reduces one of ``names`` (dotted, as ``refs`` gives them): its result is one of them,
+    it is handed one of them (or what holds it: ``outputs`` for ``outputs.loss``), or a value computed from one
+    (``stats = torch.tensor([correct, total]); dist.all_reduce(stats)``), or nothing the reader can follow."""
+    if _assigned_to(call, scope) & names:  # ``reduced = reduce_tensor(loss).item(); total += reduced``
+        return True
     handed = [*call.args, *(k.value for k in call.keywords)]
     if not handed:
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
@@ -95,6 +97,14 @@ def covers(call: ast.Call, scope: ast.AST, names: set[str], modules: Collection[
         frontier = refs(values, modules) - reach
         reach |= frontier
     return any(r == n or r.startswith(n + ".") or n.startswith(r + ".") for r in reach for n in names)
+
+
+def _assigned_to(call: ast.Call, scope: ast.AST) -> set[str]:
+    """The names the statement holding ``call`` assigns its result to."""
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and any(n is call for n in ast.walk(node.value)):
+            return {t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    return set()
 
 
 def _holds_values(scope: ast.AST, name: str) -> bool:

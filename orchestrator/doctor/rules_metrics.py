@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.helper_loaders import built_sharded, distributed_sampler
 from orchestrator.doctor.metric_sums import (
     accumulations,
     assigned_before,
@@ -154,7 +155,8 @@ def _shard_loop(a: Analysis, name: ast.Name, function: FunctionNode | None, befo
     scope: ast.AST = function if function is not None else a.module.tree
     for loop in _loops(scope):
         added = _sums(loop).get(name.id)
-        if loop.lineno < before and added is not None and not a.trains(loop) and _loop_sharded(a, loop):
+        if (loop.end_lineno or loop.lineno) < before and added is not None and not a.trains(loop) and (
+                _loop_sharded(a, loop)):  # a print after the loop (inside it: a running value, a progress line)
             if collected(loop, name.id) and _read_by_method(a, name):
                 return None  # ``metric.update(...)`` then ``metric.compute()``: the metric object's own reading
             names = {name.id} | refs(added, a.module.aliases)
@@ -281,13 +283,13 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
                        if isinstance(r, ast.Return) and r.value is not None)
         if name == "enumerate" or name == "tqdm":
             return bool(expr.args) and _sharded(a, expr.args[0], depth + 1)
-        if _shards(a, expr):
+        if _shards(a, expr) or (a.project is not None and built_sharded(a.project, a.module, expr, None, 0)):
             return True
         if "Loader" not in name and "loader" not in name:
             return False
         sampler = next((k.value for k in expr.keywords if k.arg in ("sampler", "batch_sampler")), None)
         if sampler is not None:
-            return _is_distributed_sampler(a, sampler, 0)  # its own steps: the loader's flow may be long
+            return distributed_sampler(a.module, sampler)  # its own steps: the loader's flow may be long
         return any(_rank_valued(a, x) for x in [*expr.args, *[k.value for k in expr.keywords]])
     key = dotted(expr)
     if key is None:
@@ -295,6 +297,8 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
     _, value = a.module.resolve(key, expr)
     values = [value] if value is not None else a.module.values_anywhere(key) if "." in key else []
     if value is None and isinstance(expr, ast.Name):
+        if _project_built(a, expr):
+            return True
         values += _returned_for(a, expr)
         function = a.module.function_of(expr)
         if function is not None and not a.module.spawned(function):  # a parameter: what the callers pass
@@ -337,13 +341,17 @@ def _returned_for(a: Analysis, name: ast.Name) -> list[ast.expr]:
     return found
 
 
-def _is_distributed_sampler(a: Analysis, expr: ast.expr, depth: int) -> bool:
-    if depth > _MAX_DEPTH:
+def _project_built(a: Analysis, name: ast.Name) -> bool:
+    """``train_loader, test_loader = get_loader(args)``: the project's ``get_loader`` (another module) gives the
+    loader at ``name``'s place a distributed sampler."""
+    if a.project is None:
         return False
-    if isinstance(expr, ast.Call):
-        return (last_name(expr.func) or "").endswith("DistributedSampler")
-    key = dotted(expr)
-    if key is None:
-        return False
-    _, value = a.module.resolve(key, expr)
-    return value is not None and _is_distributed_sampler(a, value, depth + 1)
+    for node in ast.walk(a.module.scope_of(name).node):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and a.module.local_function(node.value) is None):
+            continue
+        for target in node.targets:
+            at = [i for i, e in enumerate(getattr(target, "elts", [])) if isinstance(e, ast.Name) and e.id == name.id]
+            if at and built_sharded(a.project, a.module, node.value, at[0], len(target.elts)):  # type: ignore[attr-defined]
+                return True
+    return False
