@@ -9,6 +9,11 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import COLLECTIVES, DESTROY, INIT, WRAPPERS
 from orchestrator.source.flow import Branch, Site
+from orchestrator.source.names import LIGHTNING_TRAINER
+
+# Collectives in some versions of their framework only: a warning, likely (Lightning 2's Trainer.save_checkpoint
+# ends in the strategy's barrier; older ones did not wait).
+_VERSIONED = frozenset({f"{LIGHTNING_TRAINER}.save_checkpoint"})
 
 
 def _short(node: ast.AST, limit: int = 50) -> str:
@@ -61,9 +66,12 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
         if flag:
             where += "; a warning: the condition also tests a flag"
         named = condition is not None and a.ranks.named_only(condition)  # is_master, a parameter called rank
+        versioned = a.module.qualname(collective.func) in _VERSIONED
+        if versioned:
+            via += " (a collective since Lightning 2: it ends in the strategy's barrier)"
         yield a.finding("DDP002", site.call, f"{_short(site.call.func)}(){via} {where}",
-                        severity="warning" if helper or flag else a.guess("error"),
-                        confidence="likely" if named else None,
+                        severity="warning" if helper or flag or versioned else a.guess("error"),
+                        confidence="likely" if named or versioned else None,
                         fact=f"{where}; the rank test is read from a name alone" if named else "")
 
 

@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 
 from orchestrator.source.flow import Flow, Loop, Site
-from orchestrator.source.names import LIGHTNING_MODULE, Module, dotted
+from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, Module, dotted
 from orchestrator.source.project import Project, Reach
 from orchestrator.source.ranks import Ranks
 
@@ -22,6 +22,7 @@ _FRAMEWORK_COLLECTIVES: dict[str, tuple[str, ...]] = {
     "lightning.pytorch.strategies.Strategy": ("barrier", "reduce", "all_gather", "broadcast",
                                               "reduce_boolean_decision"),
     LIGHTNING_MODULE: ("all_gather",),
+    LIGHTNING_TRAINER: ("save_checkpoint",),  # ends in the strategy's barrier (Lightning 2)
 }
 _FRAMEWORK_REDUCTIONS = frozenset({"gather", "gather_for_metrics", "gather_object", "reduce", "all_reduce",
                                    "all_gather"})

@@ -32,6 +32,12 @@ FRAMEWORK_HOLDERS: dict[str, str] = {
     "strategy": "lightning.pytorch.strategies.Strategy",
 }
 _FRAMEWORK_CLASSES: dict[str, str] = {"Accelerator": "accelerate.Accelerator", "Fabric": "lightning.fabric.Fabric"}
+# Lightning's Trainer, by the qualified names it is imported under: ``trainer = Trainer(...)`` or a parameter
+# annotated ``trainer: pl.Trainer`` (a callback's hook) reads ``trainer.save_checkpoint`` as the Trainer's.
+LIGHTNING_TRAINER = "lightning.pytorch.Trainer"
+_LIGHTNING_TRAINERS = frozenset(f"{package}.{module}Trainer" for package in ("lightning", "lightning.pytorch",
+                                                                            "pytorch_lightning")
+                                for module in ("", "trainer.", "trainer.trainer."))
 LIGHTNING_MODULE = "lightning.pytorch.LightningModule"  # ``self.all_gather`` in a LightningModule
 
 
@@ -180,8 +186,24 @@ class Module:
             else:
                 _, value = self.resolve(receiver.id, receiver)
                 if isinstance(value, ast.Call):
-                    holder = _FRAMEWORK_CLASSES.get(last_name(value.func) or "")
+                    holder = _FRAMEWORK_CLASSES.get(last_name(value.func) or "") or self._lightning_trainer(value.func)
+                elif value is None:
+                    holder = self._lightning_trainer(self._annotation(receiver))
         return f"{holder}.{expr.attr}" if holder is not None else None
+
+    def _lightning_trainer(self, expr: ast.expr | None) -> str | None:
+        """:data:`LIGHTNING_TRAINER` when ``expr`` names Lightning's Trainer class."""
+        if expr is None or (dotted(expr) or "").split(".")[0] not in self.aliases:
+            return None
+        return LIGHTNING_TRAINER if self.qualname(expr) in _LIGHTNING_TRAINERS else None
+
+    def _annotation(self, name: ast.Name) -> ast.expr | None:
+        """The annotation of the parameter ``name`` of its function, if it is one."""
+        function = self.function_of(name)
+        if function is None:
+            return None
+        params = (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+        return next((p.annotation for p in params if p.arg == name.id), None)
 
     def _in_lightning_module(self, node: ast.AST) -> bool:
         current = self.parents.get(node)
