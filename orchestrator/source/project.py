@@ -172,6 +172,12 @@ class Project:
             imported = module.aliases.get(head)  # re-exported: `from .misc import init_distributed_mode`
             if imported is not None and imported != head and depth < MAX_DEPTH:
                 return self.reach(f"{imported}.{rest}" if rest else imported, depth + 1) or Reach(frozenset())
+            own = _module_name(path, self.roots)  # the package a relative import starts from
+            package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+            for star in _star_sources(module, package or None):  # `from .build import *` in a package's __init__
+                found = self.reach(f"{star}.{name}", depth + 1) if depth < MAX_DEPTH else None
+                if found is not None and (found.quals or found.unread):
+                    return found
             return Reach(frozenset())
         if rest and isinstance(node, ast.ClassDef):
             method = _definition_in(node.body, rest.split(".")[0])
@@ -247,6 +253,23 @@ def _module_name(path: Path, roots: list[Path]) -> str:
             parts.pop()
         return ".".join(parts)
     return path.stem
+
+
+def _star_sources(module: Module, package: str | None) -> list[str]:
+    """The modules ``module`` takes every name of (``from .build import *``, ``from pkg.misc import *``), as
+    absolute names, in import order."""
+    out: list[str] = []
+    for node in module.tree.body:
+        if not (isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)):
+            continue
+        if not node.level:
+            out += [node.module] if node.module else []
+            continue
+        base = package.split(".") if package else []
+        base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+        if base:
+            out.append(".".join([*base, *([node.module] if node.module else [])]))
+    return out
 
 
 def _add_relative_aliases(module: Module, tree: ast.Module, package: str | None) -> None:
