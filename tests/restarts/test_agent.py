@@ -37,7 +37,7 @@ def cluster(root: Path, *, restart: str = "in-process", max_restarts: int = 1) -
         "name: local-tests\n"
         "partitions:\n"
         "  - {name: cpu, nodes: 'node[1-2]', gpus_per_node: 0, cpus_per_node: 2, mem_per_node: 4G}\n"
-        f"launcher: {{init_timeout: 10, collective_timeout: 5, job_root: '{root / 'jobs'}', restart: {restart}, "
+        f"launcher: {{init_timeout: 30, collective_timeout: 5, job_root: '{root / 'jobs'}', restart: {restart}, "
         f"max_restarts: {max_restarts}}}\n", encoding="utf-8")
     return path
 
