@@ -7,6 +7,7 @@ import re
 from typing import Literal
 
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
+from orchestrator.source.nodeshift import shifted
 from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
 
 RankKind = Literal["global", "local", "rankish"]
@@ -116,8 +117,12 @@ class Ranks:
                     return kind
                 if found and not isinstance(value, ast.BinOp | ast.Name | ast.Attribute):
                     return None
+            if shifted(self.module, expr):  # rank += node_rank * gpus: the global rank from there on
+                return "global"
             return _by_name(expr.id) if self.names or self._spawn_index(expr) else None
         if isinstance(expr, ast.Attribute):
+            if shifted(self.module, expr):  # args.local_rank += args.node_index * args.gpu_per_node
+                return "global"
             # what the file assigns to it, over its name (Cutie's self.local_rank = dist.get_rank())
             key = dotted(expr)
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr}
