@@ -82,7 +82,7 @@ def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list
     found_spawns += found + installed_spawns(reading)  # an installed spawner's ranks are its own (never DDP016)
     found_flags += declarations(reading)
     inits = [index_as_rank(reading, spawn.node) for spawn in found if spawn.strategy is None]
-    return [(reading.filename, init.lineno, ast.unparse(init)[:80]) for init in inits if init is not None]
+    return [(file, init.lineno, ast.unparse(init)[:80]) for file, init in (i for i in inits if i is not None)]
 
 
 def _strings(tree: ast.Module) -> dict[str, int]:

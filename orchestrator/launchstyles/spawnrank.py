@@ -13,27 +13,43 @@ from __future__ import annotations
 import ast
 
 from orchestrator.source.analysis import Analysis
-from orchestrator.source.names import FunctionNode, last_name
+from orchestrator.source.names import FunctionNode, Module, last_name
 
 _DEPTH = 3
 
 
-def index_as_rank(a: Analysis, spawn: ast.Call) -> ast.Call | None:
-    """The ``init_process_group`` call that takes ``spawn``'s index (the started function's first parameter) as
-    its rank, or None."""
+def index_as_rank(a: Analysis, spawn: ast.Call) -> tuple[str, ast.Call] | None:
+    """(its file, the ``init_process_group`` call) that takes ``spawn``'s index (the started function's first
+    parameter) as its rank, or None. The started function is the file's own or one it imports from the script's
+    project (``from utils.train import train``; ``mp.spawn(train, ...)``)."""
     target = spawn.args[0] if spawn.args else next((k.value for k in spawn.keywords if k.arg == "fn"), None)
-    function = a.module.functions.get(target.id) if isinstance(target, ast.Name) else None
-    params = _params(function) if function is not None else []
-    if function is None or not params:
+    found = _started(a, target) if isinstance(target, ast.Name) else None
+    if found is None:
         return None
-    return _reaches(a, function, params[0], 0, set())
+    file, module, function = found
+    params = _params(function)
+    init = _reaches(module, function, params[0], 0, set()) if params else None
+    return (file, init) if init is not None else None
+
+
+def _started(a: Analysis, target: ast.Name) -> tuple[str, Module, FunctionNode] | None:
+    """(file, module, function) of the function a spawn starts: this file's, or the project module's it imports."""
+    local = a.module.functions.get(target.id)
+    if local is not None:
+        return a.filename, a.module, local
+    project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
+    qual = a.module.qualname(target)
+    where = project.split(qual) if project is not None and qual is not None else None
+    module = project.read(where[0]) if project is not None and where is not None else None
+    function = module.functions.get(where[1]) if module is not None and where is not None else None
+    return (str(where[0]), module, function) if where is not None and module is not None and function else None
 
 
 def _params(function: FunctionNode) -> list[str]:
     return [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
 
 
-def _reaches(a: Analysis, function: FunctionNode, param: str, depth: int, seen: set[str]) -> ast.Call | None:
+def _reaches(module: Module, function: FunctionNode, param: str, depth: int, seen: set[str]) -> ast.Call | None:
     if depth > _DEPTH or function.name in seen:
         return None
     seen.add(function.name)
@@ -46,13 +62,13 @@ def _reaches(a: Analysis, function: FunctionNode, param: str, depth: int, seen: 
             if isinstance(rank, ast.Name) and _holds(rank.id, node, param, parents, 0):
                 return node
             continue
-        callee = a.module.local_function(node)
+        callee = module.local_function(node)
         if callee is None or callee is function:
             continue
         params = _params(callee)
         for index, arg in enumerate(node.args[:len(params)]):
             if isinstance(arg, ast.Name) and _holds(arg.id, node, param, parents, 0):
-                found = _reaches(a, callee, params[index], depth + 1, seen)
+                found = _reaches(module, callee, params[index], depth + 1, seen)
                 if found is not None:
                     return found
     return None

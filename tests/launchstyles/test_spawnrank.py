@@ -41,3 +41,23 @@ def test_the_spawn_index_as_the_rank(tmp_path: Path, body: str, line: int | None
     facts = read(script)
     assert facts.spawns, "the spawn is a fact"
     assert [found_line for _, found_line, _ in facts.index_ranks] == ([line] if line else [])
+
+
+@pytest.mark.parametrize(("rank", "found"), [("rank", True), ("args.node_rank * 8 + rank", False)])
+def test_a_spawned_function_of_the_projects_own_module(tmp_path: Path, rank: str, found: bool) -> None:
+    """``from utils.train import train``; ``mp.spawn(train, ...)``: the index is followed into the module it comes
+    from, and the finding names that file."""
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "utils" / "train.py").write_text(
+        "import torch.distributed as dist\n\n\n"
+        "def train(rank, args):\n"
+        f"    dist.init_process_group('nccl', init_method=args.url, world_size=args.world, rank={rank})\n",
+        encoding="utf-8")
+    script = tmp_path / "trainer.py"
+    script.write_text("import torch\nimport torch.multiprocessing as mp\n\nfrom utils.train import train\n\n"
+                      "if __name__ == '__main__':\n"
+                      "    mp.spawn(train, nprocs=torch.cuda.device_count(), args=(None,))\n", encoding="utf-8")
+    facts = read(script)
+    assert facts.spawns
+    assert [(Path(file).name, line) for file, line, _ in facts.index_ranks] == ([("train.py", 5)] if found else [])
