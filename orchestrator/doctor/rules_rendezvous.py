@@ -12,7 +12,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_rendezvous_computed import check_computed
 from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.names import dotted, last_name
+from orchestrator.source.names import dotted, last_name, unconditional
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
 
@@ -250,21 +250,9 @@ def _always_overwritten(a: Reading, flags: list[str]) -> bool:
     dests = {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")}
     for node in a.module.nodes:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in dests
-                                                for t in node.targets) and _unconditional(a, node):
+                                                for t in node.targets) and unconditional(node, a.module.parents):
             return True
     return False
-
-
-def _unconditional(a: Reading, node: ast.AST) -> bool:
-    current = a.module.parents.get(node)
-    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
-        if isinstance(current, ast.If) and "__name__" in {n.id for n in ast.walk(current.test)
-                                                          if isinstance(n, ast.Name)}:
-            return True
-        if isinstance(current, ast.If | ast.For | ast.While | ast.Try | ast.With | ast.IfExp):
-            return False
-        current = a.module.parents.get(current)
-    return True
 
 
 def _constant(a: Reading, expr: ast.expr, depth: int = 0) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from orchestrator.source.names import last_name
+from orchestrator.source.names import last_name, unconditional
 
 _LOOPBACK = ("tcp://127.", "tcp://localhost")
 
@@ -31,12 +31,12 @@ def forced_loopback(trees: Sequence[tuple[str, ast.Module]]) -> list[tuple[str, 
             if method is not None and _loopback(method):
                 out.append((file, node.lineno, ast.unparse(node)[:80]))
             elif isinstance(method, ast.Attribute | ast.Name):
-                passed.add(method.attr if isinstance(method, ast.Attribute) else method.id)
+                passed.add(str(last_name(method)))
     for file, tree in trees:
         parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and _name(node.targets[0]) in passed
-                    and _loopback(node.value) and _unconditional(node, parents)):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and last_name(node.targets[0]) in passed
+                    and _loopback(node.value) and unconditional(node, parents)):
                 out.append((file, node.lineno, ast.unparse(node)[:80]))
     return out
 
@@ -46,10 +46,6 @@ def _alone(call: ast.Call) -> bool:
     size = next((k.value for k in call.keywords if k.arg == "world_size"),
                 call.args[3] if len(call.args) > 3 else None)
     return isinstance(size, ast.Constant) and size.value == 1
-
-
-def _name(target: ast.expr) -> str | None:
-    return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
 
 
 def _loopback(value: ast.expr) -> bool:
@@ -65,15 +61,3 @@ def _loopback(value: ast.expr) -> bool:
         else:
             break
     return isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.startswith(_LOOPBACK)
-
-
-def _unconditional(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """No ``if``/loop/``try`` around ``node`` in its function (or module) but ``if __name__ == "__main__":``."""
-    current = parents.get(node)
-    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
-        if isinstance(current, ast.If) and "__name__" not in ast.unparse(current.test):
-            return False
-        if isinstance(current, ast.For | ast.While | ast.Try | ast.IfExp | ast.With):
-            return False
-        current = parents.get(current)
-    return True

@@ -40,9 +40,12 @@ def _started(a: Analysis, target: ast.Name) -> tuple[str, Module, FunctionNode] 
     project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
     qual = a.module.qualname(target)
     where = project.split(qual) if project is not None and qual is not None else None
-    module = project.read(where[0]) if project is not None and where is not None else None
-    function = module.functions.get(where[1]) if module is not None and where is not None else None
-    return (str(where[0]), module, function) if where is not None and module is not None and function else None
+    if project is None or where is None:
+        return None
+    path, name = where
+    module = project.read(path)
+    function = module.functions.get(name) if module is not None else None
+    return (str(path), module, function) if module is not None and function is not None else None
 
 
 def _params(function: FunctionNode) -> list[str]:

@@ -180,7 +180,6 @@ class Agents:
                 return rank, now - held[1]
         return None
 
-
     def counts(self, store: AgentStore) -> dict[int, int]:
         """Every other rank's beat count (0: not beaten yet). The first look adds 0 to each key (a rank that has not
         beaten yet has none, and a get of a missing key would wait); every later one reads them all in one round

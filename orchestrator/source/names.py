@@ -67,6 +67,20 @@ def main_guard(test: ast.expr) -> bool:
     return "__name__" in text and "__main__" in text
 
 
+def unconditional(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """No ``if``/loop/``try``/``with`` around ``node`` in its function (or module) but ``if __name__ == "__main__":``:
+    it runs whenever its function (or the script) does."""
+    current = parents.get(node)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        if isinstance(current, ast.If) and main_guard(current.test):
+            current = parents.get(current)
+            continue
+        if isinstance(current, ast.If | ast.For | ast.While | ast.Try | ast.With | ast.IfExp):
+            return False
+        current = parents.get(current)
+    return True
+
+
 @dataclass
 class Scope:
     """A function (or the module): its assignments by dotted name, and its enclosing scope."""

@@ -80,9 +80,9 @@ def _assigned(src: Source, body: cst.CSTNode, before: cst.CSTNode) -> tuple[str,
 def _assignments(body: cst.CSTNode) -> list[cst.Assign]:
     out: list[cst.Assign] = []
 
-    class Collect(cst.CSTVisitor):
+    class Collect(cst.CSTVisitor):  # ``body`` is a block: every function met inside it is a nested one
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is body
+            return False
 
         def visit_ClassDef(self, node: cst.ClassDef) -> bool:
             return False
