@@ -23,6 +23,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import INIT
 from orchestrator.source.names import FunctionNode, dotted, last_name
+from orchestrator.source.ranks import NODES_ENV, WORLD_ENV
 
 _DEPTH = 4
 _TEMP_CALLS = frozenset({"tempfile.mkdtemp", "tempfile.gettempdir", "tempfile.TemporaryDirectory",
@@ -31,8 +32,6 @@ _LOCAL_DIRS = re.compile(r"^(file://)?/(tmp|dev/shm|var/tmp)(/|$)")
 _SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
                        "multiprocessing.spawn"})
 _NODE_COUNT = re.compile(r"^(n_?nodes|num_?nodes|nb_?nodes|node_?count|number_of_nodes|world_nodes)$", re.IGNORECASE)
-_NODE_ENV = frozenset({"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "NNODES", "GROUP_WORLD_SIZE"})
-_WORLD_ENV = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
 _WORLD_CALLS = frozenset({"torch.distributed.get_world_size"})
 _DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 # (kind of the left side, operator, right side) that *asserts* one node; a test that raises asserts the negation
@@ -184,11 +183,11 @@ def _count_kind(a: Analysis, expr: ast.expr) -> str | None:
     found = origins(a, expr)
     walked = [n for e in found for n in ast.walk(e)]
     envs = {a.ranks.env_key(n) for n in walked if isinstance(n, ast.expr)}
-    if envs & _NODE_ENV or _NODE_COUNT.match(last_name(expr) or ""):
+    if envs & NODES_ENV or _NODE_COUNT.match(last_name(expr) or ""):
         return "nodes"
     if any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _DEVICE_COUNT for n in walked):
         return None  # world_size = torch.cuda.device_count(): equal by construction
-    if envs & _WORLD_ENV or any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _WORLD_CALLS
+    if envs & WORLD_ENV or any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _WORLD_CALLS
                                 for n in walked):
         return "world"
     name = (last_name(expr) or "").lower()

@@ -22,10 +22,8 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_nodes import origins
 from orchestrator.source.analysis import INIT
 from orchestrator.source.names import FunctionNode
+from orchestrator.source.ranks import GLOBAL_ENV, NODES_ENV, WORLD_ENV
 
-_NODE_ENV = frozenset({"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "NNODES", "GROUP_WORLD_SIZE", "NUM_NODES"})
-_WORLD_ENV = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NPROCS"})
-_GLOBAL_RANK_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"})
 _DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _RANDOM_DRAWS = frozenset({"random.randint", "random.randrange", "random.choice", "numpy.random.randint",
                            "numpy.random.choice", "np.random.randint", "np.random.choice"})
@@ -63,19 +61,19 @@ def _world_sizes(a: Analysis) -> Iterator[Finding]:
             continue
         walked = _walked(a, size)
         envs = _envs(a, walked)
-        if envs & _WORLD_ENV or not _counts_devices(a, walked):
+        if envs & WORLD_ENV or not _counts_devices(a, walked):
             continue
         product = next((n for n in walked if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)
-                        and _envs(a, _walked(a, n)) & _NODE_ENV and _counts_devices(a, _walked(a, n))), None)
+                        and _envs(a, _walked(a, n)) & NODES_ENV and _counts_devices(a, _walked(a, n))), None)
         if product is not None:
-            nodes = sorted(_envs(a, _walked(a, product)) & _NODE_ENV)[0]
+            nodes = sorted(_envs(a, _walked(a, product)) & NODES_ENV)[0]
             yield a.finding("DDP008", _statement(a, product), f"world_size = {nodes} x torch.cuda.device_count(): "
                             "the GPUs of every node, not the launcher's task count (WORLD_SIZE, SLURM_NTASKS); a "
                             "job with fewer tasks per node than GPUs waits in init_process_group for ranks that "
                             "never come", confidence="likely")
             continue
         rank = _keyword(site.call, "rank", 4)
-        if rank is not None and _envs(a, _walked(a, rank)) & _GLOBAL_RANK_ENV:
+        if rank is not None and _envs(a, _walked(a, rank)) & GLOBAL_ENV:
             yield a.finding("DDP008", site.call, "world_size is this machine's torch.cuda.device_count() while the "
                             "rank is the launcher's global one: on more than one node (or with fewer tasks than "
                             "GPUs) the ranks and the world disagree; read WORLD_SIZE (or SLURM_NTASKS)",

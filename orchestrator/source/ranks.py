@@ -18,6 +18,9 @@ _MAX_DEPTH = 8
 # Environment variables that hold the global / the node-local rank.
 GLOBAL_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
 LOCAL_ENV = frozenset({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
+# Environment variables that hold the number of nodes / of processes in the world.
+NODES_ENV = frozenset({"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "NNODES", "GROUP_WORLD_SIZE", "NUM_NODES"})
+WORLD_ENV = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "SLURM_NPROCS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
 # Names that hold a rank when nothing else says what they hold (parameters, attributes).
 RANK_NAMES = frozenset({"rank", "global_rank", "world_rank", "grank", "proc_rank", "process_index"})
 LOCAL_NAMES = frozenset({"local_rank", "gpu", "gpu_id", "local_gpu", "device_id", "lrank", "local_process_index"})
