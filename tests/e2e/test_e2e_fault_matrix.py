@@ -299,7 +299,16 @@ def test_a_full_disk_in_a_background_checkpoint_write_fails_the_job_with_the_cau
     the file and "No space left on device" named in attempts.json and the rank's log, nothing of the job left."""
     job = submit(slurm_cluster, tmp_path)
     worker = job.training()["worker"][0]
-    (job.job_dir / "checkpoints" / f".tmp-latest.pt.{worker}").symlink_to("/dev/full")
+    link = job.job_dir / "checkpoints" / f".tmp-latest.pt.{worker}"
+    deadline = time.monotonic() + 30
+    while True:  # a checkpoint being written holds that name until it is renamed into place: link after it
+        try:
+            link.symlink_to("/dev/full")
+            break
+        except FileExistsError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
     injected = time.time()
     status = job.cluster.wait_done(job.job_id, timeout=120, job_dir=job.job_dir)
     took = time.time() - injected
