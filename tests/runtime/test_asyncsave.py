@@ -123,12 +123,13 @@ def test_a_background_save_loads_back_identical(tmp_path: Path, single_rank: Dis
 
 def test_at_most_one_write_is_in_flight_and_a_new_save_waits_for_it(tmp_path: Path, single_rank: Dist,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    gate = threading.Event()
+    gate, entered = threading.Event(), threading.Event()
     order: list[str] = []
     real = checkpoint.write_atomic
 
     def gated(state: Any, directory: Path, job: Any = None) -> Path:
         order.append(f"start {state['epoch']}")
+        entered.set()
         assert gate.wait(30)
         path = real(state, directory, job)
         order.append(f"end {state['epoch']}")
@@ -138,7 +139,8 @@ def test_at_most_one_write_is_in_flight_and_a_new_save_waits_for_it(tmp_path: Pa
     saver = Checkpointer(tmp_path, single_rank, background=True)
     base = {"model": {"w": torch.zeros(4)}, "optimizer": {}, "step": 0, "world_size": 1, "batch_size": 1}
     saver.save({**base, "epoch": 1}, {})  # returns at once: the write waits at the gate
-    assert saver.writer.in_flight and order == ["start 1"]
+    assert saver.writer.in_flight
+    assert entered.wait(30) and order == ["start 1"]  # the writer thread may take a moment to begin
     second = threading.Thread(target=saver.save, args=({**base, "epoch": 2}, {}))
     second.start()
     time.sleep(0.3)
