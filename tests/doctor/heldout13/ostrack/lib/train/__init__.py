@@ -1,0 +1,1 @@
+from .admin.multigpu import MultiGPU

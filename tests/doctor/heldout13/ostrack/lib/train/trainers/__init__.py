@@ -1,0 +1,2 @@
+from .base_trainer import BaseTrainer
+from .ltr_trainer import LTRTrainer
