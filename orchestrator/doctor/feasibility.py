@@ -10,6 +10,8 @@ evidence is only possible stays a warning; the refusal's HINT starts with :func:
   launcher passes): from the second node on two processes claim each rank;
 - DDP021, a ``file://`` rendezvous in a temporary or local folder: the other nodes never see the file;
 - DDP022, a check that the run is on one node (``assert world_size == torch.cuda.device_count()``);
+- DDP008, a loopback ``tcp://`` rendezvous read from the config file the script loads (``rules_rendezvous_computed``;
+  the one the script forces in its code is ``launchstyle.py``'s): each node waits at its own address;
 - DDP023, a framework layout whose node count is certain (written in, or left out: 1) and not the one asked:
   Lightning/Fabric stop at start-up (a flag's default is the gate's flag warning, ``layoutflags.py``).
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_layout import NODES_SAID
+from orchestrator.doctor.rules_rendezvous_computed import CONFIG_LOOPBACK
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 ACROSS_MARK = "cannot work on"  # in the message of a finding this module made an error
@@ -37,13 +40,16 @@ ACROSS_NODES: dict[str, str] = {
     "DDP023": "the framework checks devices x num_nodes against the world size and stops at start-up",
 }
 
+_LOOPBACK_WHY = "each node waits at its own loopback address and the nodes never meet"
+
 
 def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = None) -> list[Finding]:
     """``findings`` for a run on ``nodes`` nodes of ``gpus`` GPUs each (None: not known here): on more than one,
     the codes of ``ACROSS_NODES`` are errors that say why and how to run it."""
     out: list[Finding] = []
     for finding in findings:
-        why = ACROSS_NODES.get(finding.code)
+        why = ACROSS_NODES.get(finding.code) or (
+            _LOOPBACK_WHY if finding.code == "DDP008" and CONFIG_LOOPBACK in finding.message else None)
         if nodes > 1 and why is not None and finding.confidence != "possible" and not (
                 finding.code == "DDP010" and _modulo(finding)) and not (
                 finding.code == "DDP023" and not _other_node_count(finding, nodes)):

@@ -31,9 +31,11 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworks import QUALIFIED, _aliases, _devices, _qualified
+from orchestrator.doctor.layoutconfig import configured_trainer, key_line, read_config, shown
 from orchestrator.doctor.layoutflags import declared_layout_flags
 from orchestrator.launchstyles.installed import SPAWNERS
-from orchestrator.source.names import dotted
+from orchestrator.source.configvalues import ConfigValue
+from orchestrator.source.names import dotted, last_name
 from orchestrator.spec.framework import Framework
 
 _DEPTH = 4
@@ -71,11 +73,13 @@ class _Value:
 
     @property
     def fixed(self) -> bool:
-        return isinstance(self.count, int) and self.kind in ("literal", "left out", "flag", "parameter")
+        return isinstance(self.count, int) and self.kind in ("literal", "left out", "flag", "parameter", "config",
+                                                             "config guess")
 
     @property
     def confidence(self) -> Confidence:
-        return "certain" if self.kind in ("literal", "left out") else "likely"
+        return "certain" if self.kind in ("literal", "left out") else "possible" if self.kind == "config guess" else (
+            "likely")
 
 
 def check_framework_layout(a: Analysis) -> Iterator[Finding]:
@@ -91,13 +95,15 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         if layout is None:
             continue
         nodes, devices = layout
-        configurable = any(v.kind in ("flag", "parameter") for v in (nodes, devices))
+        configurable = any(v.kind in ("flag", "parameter") or (v.kind == "config" and "(not in " not in v.said)
+                           for v in (nodes, devices))
         if not (nodes.fixed or devices.fixed) or (nodes.kind == "environment" and not devices.fixed):
             continue
         if not (intent or configurable or _strategy_parallel(node)):
             continue  # no sign the script is meant to run on several GPUs or nodes
         stuck = [v for v in (nodes, devices) if v.fixed]
-        confidence: Confidence = "certain" if any(v.confidence == "certain" for v in stuck) else "likely"
+        confidence: Confidence = next((c for c in ("certain", "likely") if any(v.confidence == c for v in stuck)),
+                                      "possible")
         detail = ", ".join(v.said for v in stuck)
         yield a.finding("DDP023", node, detail, confidence=confidence,
                         fact=f"the layout is {detail}: it does not follow the nodes and GPUs the launcher starts")
@@ -136,6 +142,11 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     qualified = _qualified(func, aliases) or ""
     if qualified in SPAWNERS:
         return _launch_layout(a, call, SPAWNERS[qualified], flags)
+    lightning = QUALIFIED.get(qualified) == "lightning" and not made
+    if lightning or (last_name(call.func) == "instantiate" and call.args):
+        section = configured_trainer(a, call, lightning)
+        if section is not None:
+            return _config_layout(a, call, section, flags)
     if QUALIFIED.get(qualified) not in _LAYOUT_FRAMEWORKS or any(k.arg is None for k in call.keywords):
         return None
     if call.args and not made:
@@ -153,6 +164,29 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
         nodes = _Value(1, "left out", "num_nodes=1 (left out: the default)")
     key = "devices" if "devices" in given else "gpus" if "gpus" in given else None
     devices = _resolve(a, given[key], flags, key) if key else _Value("auto", "left out")
+    return nodes, devices
+
+
+def _config_layout(a: Analysis, call: ast.Call, section: ConfigValue,
+                   flags: dict[str, tuple[int, str]]) -> tuple[_Value, _Value]:
+    """A Trainer made from a config section (``Trainer(**cfg.trainer)``): the call's own arguments, else the
+    section's keys, else Lightning's defaults (one node, every device)."""
+    given = {k.arg: k.value for k in call.keywords if k.arg}
+    data = section.value if isinstance(section.value, dict) else {}
+    kind = "config" if section.agreed else "config guess"
+
+    def value(key: str) -> _Value | None:
+        if key in given:
+            return _resolve(a, given[key], flags, key)
+        if key not in data:
+            return None
+        count = _count(data[key], key == "num_nodes")
+        return _Value(count, kind, f"{_said(key)}={data[key]!r} ({shown(section, key_line(section, key))}: the "
+                                   "config's default, unless overridden)")
+
+    nodes = value("num_nodes") or _Value(1, kind, f"num_nodes=1 (not in {shown(section, section.line)}: Lightning's "
+                                                  "default, unless overridden)")
+    devices = value("devices") or value("gpus") or _Value("auto", "left out")
     return nodes, devices
 
 
@@ -190,6 +224,12 @@ def _resolve(a: Analysis, expr: ast.expr, flags: dict[str, tuple[int, str]], key
             return _resolve(a, value, flags, key, depth + 1)
         if found:
             return _parameter(a, expr, flags, key, depth)
+    configured = read_config(a, expr) if isinstance(expr, ast.Attribute | ast.Subscript) else None
+    count = _count(configured.value, nodes_key) if configured is not None else None
+    if configured is not None and count is not None:
+        return _Value(count, "config" if configured.agreed else "config guess",
+                      f"{_said(key)}={configured.value!r} ({configured.where}: the config's default, unless "
+                      "overridden)")
     return _Value(None, "unknown")
 
 

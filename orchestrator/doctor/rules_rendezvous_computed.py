@@ -7,7 +7,11 @@
   (``os.environ.get("PORT", 29500)``): unless that variable is set, the launcher's value is replaced by the constant;
 - a ``tcp://`` rendezvous address whose port is drawn at random (``np.random.randint``, ``random.randint``, also in a
   helper ``get_port()``) when the script runs: processes started apart (one per node, one per task) draw their own
-  ports and never meet.
+  ports and never meet;
+- a rendezvous address, rank or world size read from a config file the script loads
+  (``init_process_group(init_method=h.dist_config["dist_url"])`` with ``"dist_url": "tcp://localhost:54321"`` in the
+  JSON file, ``source/configvalues.py``): likely (the user may pass another config), possible where the project's
+  config files disagree.
 
 Each value is followed through names, parameters and this file's calls (``rules_nodes.origins``).
 """
@@ -19,10 +23,14 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.layoutconfig import read_config
 from orchestrator.doctor.rules_nodes import origins
+from orchestrator.env.taskenv import is_loopback
 from orchestrator.source.analysis import INIT
 from orchestrator.source.names import FunctionNode
 from orchestrator.source.ranks import GLOBAL_ENV, NODES_ENV, WORLD_ENV
+
+CONFIG_LOOPBACK = "the config's rendezvous is this machine's loopback address"  # feasibility.py reads it
 
 _DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _RANDOM_DRAWS = frozenset({"random.randint", "random.randrange", "random.choice", "numpy.random.randint",
@@ -34,6 +42,7 @@ def check_computed(a: Analysis) -> Iterator[Finding]:
     yield from _world_sizes(a)
     yield from _master_fallbacks(a)
     yield from _random_ports(a)
+    yield from _config_rendezvous(a)
 
 
 # -- the world size -------------------------------------------------------------------------------------------
@@ -205,3 +214,28 @@ def _draws_in(a: Analysis, function: FunctionNode) -> bool:
     quals = {a.module.qualname(n.func) for n in ast.walk(function) if isinstance(n, ast.Call)}
     return not quals.isdisjoint(_RANDOM_DRAWS) and not any("socket" in (q or "") for q in quals)
 
+
+
+# -- values from a config file --------------------------------------------------------------------------------
+
+def _config_rendezvous(a: Analysis) -> Iterator[Finding]:
+    """``init_process_group(init_method=cfg.dist_url, rank=cfg.rank)`` whose config file fixes a ``tcp://`` address, a
+    rank or a world size: under a launcher its MASTER_ADDR/MASTER_PORT, RANK and WORLD_SIZE are ignored."""
+    for site in a.sites(INIT):
+        for k in site.call.keywords:
+            if k.arg not in ("init_method", "rank", "world_size"):
+                continue
+            found = read_config(a, k.value)
+            if found is None or not (
+                    (k.arg == "init_method" and isinstance(found.value, str) and found.value.startswith("tcp://"))
+                    or (k.arg != "init_method" and isinstance(found.value, int) and not isinstance(found.value, bool)
+                        and not (k.arg == "world_size" and found.value == 1))):
+                continue
+            said = f"{found.where} sets {ast.unparse(k.value)[:40]} = {found.value!r}"
+            if isinstance(found.value, str) and is_loopback(found.value.removeprefix("tcp://").rsplit(":", 1)[0]):
+                said += f" ({CONFIG_LOOPBACK})"
+            yield a.finding("DDP008", site.call, f"{k.arg} from the config file: {said}; the launcher's "
+                                                 "MASTER_ADDR/MASTER_PORT, RANK and WORLD_SIZE are ignored (use "
+                                                 "'env://')", confidence="likely" if found.agreed else "possible",
+                            fact=said)
+            break

@@ -50,6 +50,16 @@ def is_hydra_app(source: str | bytes, filename: str = "<script>") -> bool:
     return False
 
 
+def main_config(decorator: ast.Call) -> tuple[str | None, str | None]:
+    """``@hydra.main(config_path=..., config_name=...)``'s folder and config name (positional or keywords; None
+    where not a literal or not given)."""
+    given = dict(zip(("config_path", "config_name"), decorator.args, strict=False))
+    given.update({k.arg: k.value for k in decorator.keywords if k.arg in ("config_path", "config_name")})
+    path, name = (given.get(key) for key in ("config_path", "config_name"))
+    return (path.value if isinstance(path, ast.Constant) and isinstance(path.value, str) else None,
+            name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None)
+
+
 SOURCE_LIMIT = 4 << 20  # bytes of a script read to tell a Hydra app (a larger file is none)
 
 

@@ -1,0 +1,53 @@
+"""DDP023's layouts taken from a config file: ``Trainer(**cfg.trainer)``, ``hydra.utils.instantiate(cfg.trainer)``
+(its ``_target_`` a Lightning ``Trainer``) and ``Trainer(num_nodes=cfg.trainer.num_nodes)`` read ``num_nodes``,
+``devices`` and ``gpus`` from the config the script loads by default (``source/configvalues.py``). Likely, never
+certain: the user may pass another config or an override."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.source.configvalues import ConfigValue, config_value
+from orchestrator.source.names import last_name
+
+_TRAINER_TARGET = ("lightning", "Trainer")  # a ``_target_`` naming a Lightning Trainer: its head and its last part
+
+
+def read_config(a: Analysis, expr: ast.expr) -> ConfigValue | None:
+    """The config file's value ``expr`` reads (None: not from a config file found): for DDP023 here and DDP008's
+    rendezvous from a config (``rules_rendezvous_computed``)."""
+    root = a.outer if a.outer is not None else a
+    script = root.project.script if root.project is not None else None
+    return config_value(a.module, script, expr, a.outer.module if a.outer is not None else None)
+
+
+def configured_trainer(a: Analysis, call: ast.Call, lightning: bool) -> ConfigValue | None:
+    """The config section a Trainer is made from: the one ``**`` argument of a Lightning ``Trainer(...)``
+    (``lightning``), or the first argument of ``instantiate(...)`` whose ``_target_`` is a Lightning Trainer."""
+    if lightning:
+        spread = [k.value for k in call.keywords if k.arg is None]
+        found = read_config(a, spread[0]) if len(spread) == 1 else None
+    elif last_name(call.func) == "instantiate" and call.args:
+        found = read_config(a, call.args[0])
+        target = str(found.value.get("_target_", "")) if found is not None and isinstance(found.value, dict) else ""
+        if not (target.startswith(_TRAINER_TARGET[0]) and target.endswith(_TRAINER_TARGET[1])):
+            return None
+    else:
+        return None
+    return found if found is not None and isinstance(found.value, dict) else None
+
+
+def key_line(found: ConfigValue, key: str) -> int:
+    """The line of ``key:`` in the section's file at or after the section's line (the section's line if absent)."""
+    try:
+        lines = Path(found.file).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return found.line
+    marks = (f"{key}:", f'"{key}"', f"'{key}'")
+    return next((i + 1 for i in range(found.line - 1, len(lines)) if lines[i].strip().startswith(marks)), found.line)
+
+
+def shown(found: ConfigValue, line: int) -> str:
+    return f"{found.file.parent.name}/{found.file.name}:{line}"

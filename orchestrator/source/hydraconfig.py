@@ -1,0 +1,97 @@
+"""The config a Hydra app starts with when run without overrides (pure reader: YAML parsed as data).
+
+``@hydra.main(config_path="configs", config_name="config")`` reads ``configs/config.yaml`` and its ``defaults:``
+list: ``- trainer: default`` puts ``configs/trainer/default.yaml`` under ``trainer`` (a group file's own
+``defaults:`` are read from its group's folder); ``_self_`` and a ``null`` choice add nothing. Each top-level key
+remembers the file it came from, so that a value is shown where it is written. Interpolations (``${...}``) are
+kept as written (not resolved).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.source.names import FunctionNode, Module
+from orchestrator.spec.hydra import main_config
+
+_MAX_BYTES = 256 << 10
+_DEPTH = 4
+
+
+@dataclass
+class Composed:
+    data: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)  # top-level key -> the file that set it
+    main: Path | None = None
+
+
+def hydra_main(module: Module, function: FunctionNode) -> tuple[Path, str] | None:
+    """The config folder (relative to the script's folder) and name of a ``@hydra.main`` function, or None."""
+    for decorator in function.decorator_list:
+        if isinstance(decorator, ast.Call) and module.qualname(decorator.func) == "hydra.main":
+            path, name = main_config(decorator)
+            if name is not None:
+                return Path(path or "."), name
+    return None
+
+
+def compose(folder: Path, name: str) -> Composed | None:
+    """The composed config of ``name`` in ``folder`` (None when its file cannot be read)."""
+    out = Composed()
+    main = _file(folder, name)
+    if main is None or not _merge(out, folder, main, None, 0):
+        return None
+    out.main = main
+    return out
+
+
+def _file(folder: Path, name: str) -> Path | None:
+    for candidate in (folder / name, folder / f"{name}.yaml", folder / f"{name}.yml"):
+        if candidate.is_file() and candidate.suffix in (".yaml", ".yml"):
+            return candidate
+    return None
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    import yaml  # read only for a Hydra app's config
+
+    try:
+        if path.stat().st_size > _MAX_BYTES:
+            return None
+        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, yaml.YAMLError, RecursionError, ValueError):
+        return None
+    return data if isinstance(data, dict) else {} if data is None else None
+
+
+def _merge(out: Composed, root: Path, path: Path, group: str | None, depth: int) -> bool:
+    """Read ``path`` into ``out`` (under ``group`` when it is a group's file); its defaults first, then itself."""
+    data = _read(path)
+    if data is None or depth > _DEPTH:
+        return False
+    for entry in data.get("defaults") or []:
+        if isinstance(entry, str) and entry != "_self_":
+            found = _file(path.parent, entry)
+            if found is not None:
+                _merge(out, root, found, group, depth + 1)
+        elif isinstance(entry, dict) and len(entry) == 1:
+            ((key, choice),) = entry.items()
+            key = str(key).removeprefix("override ").removeprefix("optional ").strip().lstrip("/")
+            if isinstance(choice, str) and key and "/" not in key and group is None:
+                found = _file(root / key, choice)
+                if found is not None:
+                    _merge(out, root, found, key, depth + 1)
+    own = {k: v for k, v in data.items() if k != "defaults"}
+    if group is None:
+        for key, value in own.items():
+            out.data[key] = value
+            out.files[key] = path
+    else:
+        target = out.data.setdefault(group, {})
+        if isinstance(target, dict):
+            target.update(own)
+            out.files[group] = path
+    return True

@@ -1,0 +1,72 @@
+"""DDP023 from a config file the script loads: a Lightning Trainer made from a config section (``Trainer(**cfg.
+trainer)``, ``hydra.utils.instantiate(cfg.trainer)``) or given ``num_nodes=cfg.trainer.num_nodes`` takes the layout
+the file fixes (likely: the user may pass another config or an override); a section that lets the layout follow the
+launch, or a config the script does not load, stays silent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.doctor import Finding, check_file
+
+_YAML_SCRIPT = """
+import argparse
+import yaml
+import lightning.pytorch as pl
+p = argparse.ArgumentParser()
+p.add_argument("--config", default="configs/train.yaml")
+args = p.parse_args()
+with open(args.config) as f:
+    cfg = yaml.safe_load(f)
+trainer = pl.Trainer(strategy="ddp", **cfg["trainer"])
+trainer.fit(object())
+"""
+
+
+def layout_findings(folder: Path, files: dict[str, str]) -> list[Finding]:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return [f for f in check_file(folder / next(iter(files))) if f.code == "DDP023"]
+
+
+def test_a_trainer_spread_from_a_yaml_section_takes_its_node_count(tmp_path: Path) -> None:
+    found = layout_findings(tmp_path, {"train.py": _YAML_SCRIPT,
+                                       "configs/train.yaml": "seed: 1\ntrainer:\n  devices: 8\n  num_nodes: 1\n"})
+    assert [(f.line, f.confidence) for f in found] == [(10, "likely")]
+    assert "num_nodes=1 (configs/train.yaml:4" in found[0].message
+
+
+def test_a_section_that_follows_the_launch_is_not_reported(tmp_path: Path) -> None:
+    config = "trainer:\n  devices: auto\n  num_nodes: ${oc.env:N}\n"
+    assert layout_findings(tmp_path, {"train.py": _YAML_SCRIPT, "configs/train.yaml": config}) == []
+
+
+def test_a_hydra_apps_trainer_group_is_read_through_its_defaults(tmp_path: Path) -> None:
+    found = layout_findings(tmp_path, {"src/train.py": """
+import hydra
+from omegaconf import DictConfig
+def train(cfg: DictConfig) -> None:
+    trainer = hydra.utils.instantiate(cfg.trainer)
+    trainer.fit(object())
+@hydra.main(version_base="1.3", config_path="../configs", config_name="train.yaml")
+def main(cfg: DictConfig) -> None:
+    train(cfg)
+""", "configs/train.yaml": "defaults:\n  - _self_\n  - trainer: default\nseed: 1\n",
+        "configs/trainer/default.yaml": "_target_: lightning.pytorch.trainer.Trainer\naccelerator: gpu\ndevices: 1\n"})
+    assert [(f.line, f.confidence) for f in found] == [(5, "likely")]
+    assert "devices=1 (trainer/default.yaml:3" in found[0].message
+
+
+def test_a_num_nodes_read_from_the_config_and_a_config_not_loaded(tmp_path: Path) -> None:
+    script = """
+import json
+import lightning.pytorch as pl
+cfg = json.load(open("{name}"))
+trainer = pl.Trainer(strategy="ddp", devices="auto", num_nodes=cfg["num_nodes"])
+"""
+    found = layout_findings(tmp_path / "a", {"train.py": script.format(name="cfg.json"),
+                                             "cfg.json": '{"num_nodes": 1}'})
+    assert [(f.line, f.confidence) for f in found] == [(5, "likely")]
+    assert layout_findings(tmp_path / "b", {"train.py": script.format(name="other.json"),
+                                            "cfg.json": '{"num_nodes": 1}'}) == []

@@ -1,0 +1,58 @@
+"""DDP008 from a config file the script loads: ``init_process_group(init_method=h.dist_config["dist_url"])`` with a
+``tcp://`` address in the JSON/YAML file (and a rank fixed there) is reported with the file and line; ``env://`` in
+the config, or a config the script does not load, is not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orchestrator.doctor import Finding, check_file
+from orchestrator.doctor.feasibility import across_nodes
+
+_SCRIPT = """
+import argparse, json
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from types import SimpleNamespace
+def train(rank, h):
+    dist.init_process_group("nccl", init_method=h.dist_config["dist_url"], rank=rank, world_size=h.world_size)
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--config", default="{config}")
+    a = p.parse_args()
+    h = SimpleNamespace(**json.load(open(a.config)))
+    mp.spawn(train, nprocs=2, args=(h,))
+if __name__ == "__main__":
+    main()
+"""
+
+
+def rendezvous(folder: Path, config: str, url: str) -> list[Finding]:
+    (folder / "configs").mkdir(parents=True)
+    (folder / "configs" / "base.json").write_text(json.dumps({"dist_config": {"dist_url": url}}, indent=2))
+    (folder / "train.py").write_text(_SCRIPT.format(config=config))
+    return [f for f in check_file(folder / "train.py") if f.code == "DDP008"]
+
+
+def test_a_loopback_address_in_the_loaded_config_is_reported_with_its_file_and_line(tmp_path: Path) -> None:
+    found = rendezvous(tmp_path, "configs/base.json", "tcp://localhost:54321")
+    assert [(f.line, f.confidence) for f in found] == [(7, "likely")]
+    assert "configs/base.json:3" in found[0].message and "tcp://localhost:54321" in found[0].message
+
+
+def test_the_launchers_address_in_the_config_is_not_reported(tmp_path: Path) -> None:
+    assert rendezvous(tmp_path, "configs/base.json", "env://") == []
+
+
+def test_a_config_the_script_does_not_load_is_not_read(tmp_path: Path) -> None:
+    assert rendezvous(tmp_path, "configs/other.json", "tcp://localhost:54321") == []
+
+
+def test_a_loopback_from_the_config_is_an_error_across_nodes_only(tmp_path: Path) -> None:
+    found = rendezvous(tmp_path, "configs/base.json", "tcp://127.0.0.1:54321")
+    assert [f.severity for f in across_nodes(found, 1)] == ["warning"]
+    refused = across_nodes(found, 2)
+    assert [f.severity for f in refused] == ["error"] and "cannot work on 2 nodes" in refused[0].message
+    remote = rendezvous(tmp_path / "remote", "configs/base.json", "tcp://10.1.2.3:54321")
+    assert [f.severity for f in across_nodes(remote, 2)] == ["warning"]

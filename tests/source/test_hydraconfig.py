@@ -1,0 +1,30 @@
+"""source/hydraconfig: a Hydra app's config as it starts without overrides: the main file, its ``defaults:``
+groups under their keys (a group file's own defaults read from its folder), each key with the file that set it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from orchestrator.source.hydraconfig import compose, hydra_main
+from orchestrator.source.names import Module
+
+
+def test_the_defaults_groups_are_composed_under_their_keys(tmp_path: Path) -> None:
+    configs = tmp_path / "configs"
+    (configs / "trainer").mkdir(parents=True)
+    (configs / "train.yaml").write_text("defaults:\n  - _self_\n  - trainer: ddp\n  - logger: null\nseed: 1\n")
+    (configs / "trainer" / "default.yaml").write_text("accelerator: cpu\ndevices: 1\n")
+    (configs / "trainer" / "ddp.yaml").write_text("defaults:\n  - default\ndevices: 4\nnum_nodes: 1\n")
+    composed = compose(configs, "train.yaml")
+    assert composed is not None
+    assert composed.data == {"seed": 1, "trainer": {"accelerator": "cpu", "devices": 4, "num_nodes": 1}}
+    assert composed.files["trainer"] == configs / "trainer" / "ddp.yaml"
+    assert compose(configs, "missing") is None
+
+
+def test_the_decorated_function_names_its_config() -> None:
+    module = Module(ast.parse("import hydra\n@hydra.main(version_base=None, config_path='../conf', "
+                              "config_name='cfg')\ndef main(cfg):\n    pass\ndef other(cfg):\n    pass\n"))
+    assert hydra_main(module, module.functions["main"]) == (Path("../conf"), "cfg")
+    assert hydra_main(module, module.functions["other"]) is None
