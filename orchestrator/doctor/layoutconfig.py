@@ -9,8 +9,9 @@ import ast
 from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.configvalues import ConfigValue, config_value
-from orchestrator.source.names import last_name
+from orchestrator.source.names import FunctionNode, Module, last_name
 
 _TRAINER_TARGET = ("lightning", "Trainer")  # a ``_target_`` naming a Lightning Trainer: its head and its last part
 
@@ -20,7 +21,21 @@ def read_config(a: Analysis, expr: ast.expr) -> ConfigValue | None:
     rendezvous from a config (``rules_rendezvous_computed``)."""
     root = a.outer if a.outer is not None else a
     script = root.project.script if root.project is not None else None
-    return config_value(a.module, script, expr, a.outer.module if a.outer is not None else None)
+    return config_value(a.module, script, expr, a.outer.module if a.outer is not None else None,
+                        lambda call: _definition(root, a.module.qualname(call.func)))
+
+
+def _definition(root: Reading, qual: str | None) -> tuple[Module, FunctionNode] | None:
+    """The project module's function ``qual`` names (``utils.load_config``), among the modules the doctor reads
+    anyway (the helpers the script's calls reach: reading another would check it as a helper)."""
+    project = root.project
+    where = project.split(qual) if project is not None and qual else None
+    if project is None or where is None:
+        return None
+    list(root.helper_quals)  # reads the helpers the script's calls reach
+    module = dict(project.helpers()).get(where[0])
+    function = module.functions.get(where[1]) if module is not None and where is not None else None
+    return (module, function) if module is not None and function is not None else None
 
 
 def configured_trainer(a: Analysis, call: ast.Call, lightning: bool) -> ConfigValue | None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ _SUFFIXES = (".json", ".yaml", ".yml")
 _MAX_FILES = 300  # config files looked at when the flag has no default
 _MAX_BYTES = 256 << 10
 _DEPTH = 12
+# a project module's function for a call (None: not one): where a project function that loads a config is read
+Definitions = Callable[[ast.Call], tuple[Module, ast.FunctionDef | ast.AsyncFunctionDef] | None]
 
 
 @dataclass(frozen=True)
@@ -56,16 +59,24 @@ class _Path:
     hydra: tuple[Path, str] | None = None  # a Hydra app's config folder (from the script's folder) and name
 
 
+@dataclass(frozen=True)
+class _Context:
+    outer: Module | None  # the script's module when the module read is a helper it calls
+    definitions: Definitions | None
+
+
 def config_value(module: Module, script: Path | None, expr: ast.expr,
-                 outer: Module | None = None) -> ConfigValue | None:
+                 outer: Module | None = None, definitions: Definitions | None = None) -> ConfigValue | None:
     """The config file's value that ``expr`` (``cfg.trainer.num_nodes``, ``h.dist_config["dist_url"]``) reads, or
     None when ``expr`` does not read a config file this reader finds. ``script``: the script's path (relative paths
-    start there); ``outer``: the script's module when ``module`` is a helper module it calls."""
+    start there); ``outer``: the script's module when ``module`` is a helper module it calls; ``definitions``: a
+    project module's function a call reaches (``cfg = load_config(args.config)``, its body a loader of its first
+    parameter)."""
     chain = _chain(expr)
     if chain is None or script is None:
         return None
     base, keys = chain
-    where = _source_of_name(module, base, outer, 0)
+    where = _source_of_name(module, base, _Context(outer, definitions), 0)
     if where is None:
         return None
     return _lookup(where, keys, script)
@@ -91,12 +102,12 @@ def _chain(expr: ast.expr) -> tuple[ast.Name, list[str]] | None:
     return (current, keys[::-1]) if isinstance(current, ast.Name) and keys else None
 
 
-def _source_of_name(module: Module, name: ast.Name, outer: Module | None, depth: int) -> _Path | None:
+def _source_of_name(module: Module, name: ast.Name, ctx: _Context, depth: int) -> _Path | None:
     if depth > _DEPTH:
         return None
     found, value = module.resolve(name.id, name)
     if value is not None:
-        return _source_of_value(module, value, outer, depth + 1)
+        return _source_of_value(module, value, ctx, depth + 1)
     if not found:
         return None
     function = module.function_of(name)
@@ -105,8 +116,9 @@ def _source_of_name(module: Module, name: ast.Name, outer: Module | None, depth:
     hydra = hydra_main(module, function)
     if hydra is not None:
         return _Path(None, None, hydra)
-    for passed_module, passed in _passed(module, function, name.id, outer):
-        source = _source_of_value(passed_module, passed, outer if passed_module is module else None, depth + 1)
+    for passed_module, passed in _passed(module, function, name.id, ctx.outer):
+        source = _source_of_value(passed_module, passed, ctx if passed_module is module else replace(ctx, outer=None),
+                                  depth + 1)
         if source is not None:
             return source
     return None
@@ -134,11 +146,11 @@ def _passed(module: Module, function: ast.FunctionDef | ast.AsyncFunctionDef, pa
     return out
 
 
-def _source_of_value(module: Module, value: ast.expr, outer: Module | None, depth: int) -> _Path | None:
+def _source_of_value(module: Module, value: ast.expr, ctx: _Context, depth: int) -> _Path | None:
     if depth > _DEPTH:
         return None
     if isinstance(value, ast.Name):
-        return _source_of_name(module, value, outer, depth)
+        return _source_of_name(module, value, ctx, depth)
     if not isinstance(value, ast.Call):
         return None
     qual = module.qualname(value.func) or dotted(value.func) or ""
@@ -146,8 +158,43 @@ def _source_of_value(module: Module, value: ast.expr, outer: Module | None, dept
         return _path_of(module, value.args[0], depth + 1) if value.args else None
     if (last_name(value.func) or "") in _WRAPPERS:
         inner = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg is None), None)
-        return _source_of_value(module, inner, outer, depth + 1) if inner is not None else None
+        return _source_of_value(module, inner, ctx, depth + 1) if inner is not None else None
+    if value.args and _loader_function(module, value, ctx.definitions):
+        return _path_of(module, value.args[0], depth + 1)
     return None
+
+
+def _loader_function(module: Module, call: ast.Call, definitions: Definitions | None) -> bool:
+    """``call`` is of a project function (this file's, else a project module's) whose own body loads a config from
+    its first parameter: ``def load_config(path): with open(path) as f: return yaml.safe_load(f)``."""
+    local = module.local_function(call)
+    found = (module, local) if local is not None else definitions(call) if definitions is not None else None
+    if found is None:
+        return False
+    where, function = found
+    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args) if p.arg not in ("self", "cls")]
+    if not params:
+        return False
+    for inner in where.calls_in(function):
+        qual = where.qualname(inner.func) or dotted(inner.func) or ""
+        if (qual in _LOADERS or qual.endswith(".OmegaConf.load")) and inner.args and _reads_param(where, inner.args[0],
+                                                                                                   params[0]):
+            return True
+    return False
+
+
+def _reads_param(module: Module, expr: ast.expr, param: str) -> bool:
+    """``expr`` (a loader's argument) comes from ``param``: the name itself, ``open(param)``, the file of
+    ``with open(param) as f``, ``f.read()``."""
+    names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    if param in names:
+        return True
+    for name in names:
+        opened = [item.context_expr for item in (n for n in module.nodes if isinstance(n, ast.withitem))
+                  if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name]
+        if any(param in {n.id for n in ast.walk(o) if isinstance(n, ast.Name)} for o in opened):
+            return True
+    return False
 
 
 def _path_of(module: Module, expr: ast.expr, depth: int) -> _Path | None:

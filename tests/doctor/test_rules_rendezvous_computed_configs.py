@@ -56,3 +56,26 @@ def test_a_loopback_from_the_config_is_an_error_across_nodes_only(tmp_path: Path
     assert [f.severity for f in refused] == ["error"] and "cannot work on 2 nodes" in refused[0].message
     remote = rendezvous(tmp_path / "remote", "configs/base.json", "tcp://10.1.2.3:54321")
     assert [f.severity for f in across_nodes(remote, 2)] == ["warning"]
+
+
+def test_a_project_function_that_loads_the_config_is_followed(tmp_path: Path) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "ddp.yaml").write_text("dist:\n  url: tcp://localhost:23456\n  rank: 0\n")
+    (tmp_path / "config_io.py").write_text("import yaml\n\ndef read_settings(path):\n    with open(path) as f:\n"
+                                           "        return yaml.safe_load(f)\n\ndef read_other(path):\n"
+                                           "    return yaml.safe_load(open('configs/ddp.yaml'))\n")
+    script = """
+import argparse
+import torch.distributed as dist
+from config_io import {loader}
+p = argparse.ArgumentParser()
+p.add_argument("--config", default="configs/ddp.yaml")
+cfg = {loader}(p.parse_args().config)
+dist.init_process_group("nccl", init_method=cfg["dist"]["url"], world_size=cfg["dist"]["size"])
+"""
+    (tmp_path / "train.py").write_text(script.format(loader="read_settings"))
+    found = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP008"]
+    assert [(f.line, f.confidence) for f in found] == [(8, "likely")]
+    assert "configs/ddp.yaml:2" in found[0].message
+    (tmp_path / "train.py").write_text(script.format(loader="read_other"))  # its parameter is not what it loads
+    assert [f for f in check_file(tmp_path / "train.py") if f.code == "DDP008"] == []

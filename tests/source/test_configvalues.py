@@ -103,3 +103,16 @@ cfg = json.load(open("cfg.json"))
 init(cfg["dist_url"])
 """, "cfg.json": '{"seed": 1}'})
     assert read(script, "cfg['dist_url']") is None
+
+
+def test_a_function_of_the_script_that_loads_its_parameter_is_a_loader(tmp_path: Path) -> None:
+    script = write(tmp_path, {"train.py": """
+import yaml
+def load(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
+cfg = load("cfg.yaml")
+init(cfg["trainer"]["num_nodes"])
+""", "cfg.yaml": "trainer:\n  num_nodes: 1\n"})
+    found = read(script, "cfg['trainer']['num_nodes']")
+    assert found is not None and (found.value, found.line) == (1, 2)
