@@ -25,9 +25,13 @@ _LIGHTNING = ("lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytor
               "lightning.pytorch.trainer.trainer.Trainer", "pytorch_lightning.Trainer",
               "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer")
 _FABRIC = ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric", "lightning.fabric.fabric.Fabric")
+# Lightning's command line: it builds the Trainer from a config file and flags (its layout is not in the call)
+_LIGHTNING_CLI = tuple(f"{m}.LightningCLI" for m in ("lightning.pytorch.cli", "pytorch_lightning.cli",
+                                                      "pytorch_lightning.utilities.cli", "lightning.pytorch"))
 # qualified name (called or used as a decorator) -> the framework it shows
 QUALIFIED: dict[str, str] = {
     **dict.fromkeys(_LIGHTNING, "lightning"), **dict.fromkeys(_FABRIC, "fabric"),
+    **dict.fromkeys(_LIGHTNING_CLI, "lightning"),
     "accelerate.Accelerator": "accelerate",
     "transformers.Trainer": "hf-trainer", "transformers.Seq2SeqTrainer": "hf-trainer",
     # TRL's trainers are transformers.Trainer subclasses: the same launch and environment
@@ -155,12 +159,18 @@ def frameworks_of(tree: ast.Module, lines: list[str], name: str,
             continue
         where = quote_line(name, lines, node.lineno)
         _, layouts = found.setdefault(framework, (where, []))
-        if framework in ("lightning", "fabric") and isinstance(node, ast.Call):
+        if framework in ("lightning", "fabric") and isinstance(node, ast.Call) and not _cli(qualified):
             layouts.append(_layout(node, where))
     usage = _accelerate_usage(tree, aliases)
     if usage is not None and "accelerate" not in found:
         found["accelerate"] = (quote_line(name, lines, usage.lineno), [])
     return [Framework(name=fw, why=why, layouts=layouts) for fw, (why, layouts) in found.items()]  # type: ignore[arg-type]
+
+
+def _cli(qualified: str) -> bool:
+    """``LightningCLI(...)`` or the project's subclass of it (``MyLightningCLI``): the Trainer's layout comes from
+    the config and the flags, not from the call."""
+    return qualified in _LIGHTNING_CLI or qualified.rsplit(".", 1)[-1].endswith("CLI")
 
 
 _CONSTRUCTORS = frozenset({"from_argparse_args"})  # class methods that make the framework's object

@@ -3,8 +3,9 @@ the style answers its finding (the script runs as written: DDP014 is not shown f
 for a ``local-rank-arg`` one), and adds three refusals: a ``per-node`` script that sets ``MASTER_ADDR``/``MASTER_PORT``
 to a constant cannot meet the other nodes at orch's address (an error, with the fix); on more than one node, one
 whose spawned processes pass their spawn index as the global rank (``launchstyles/spawnrank.py``) is DDP016: every
-node's processes claim ranks 0..n-1 (``feasibility.across_nodes`` makes it the error, with the fix); and on more than
-one node, in any style, a loopback ``init_method`` the script forces (``launchstyles/loopback.py``) is a DDP008 error.
+node's processes claim ranks 0..n-1 (``feasibility.across_nodes`` makes it the error, with the fix); on more than
+one node, in any style, a loopback ``init_method`` the script forces (``launchstyles/loopback.py``) is a DDP008 error,
+and a rank read from an MPI launcher's variables alone (``OMPI_COMM_WORLD_RANK``) is DDP016.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
     if facts is not None and launch.style == "per-node":
         findings += _index_ranks(facts, findings)
     if facts is not None:
-        findings = _loopback(facts, findings, nodes)
+        findings = _loopback(facts, findings, nodes) + _mpi_only(facts)
     gone = ANSWERS.get(launch.style)
     out: list[Finding] = []
     masters: dict[str, dict[int, tuple[str, str]]] = {}
@@ -75,6 +76,22 @@ def _index_ranks(facts: Facts, findings: list[Finding]) -> list[Finding]:
             fix="add the node's offset: rank = int(os.environ['NODE_RANK']) * nprocs + index, world size "
                 "int(os.environ['WORLD_SIZE']) (orch gives a per-node task NODE_RANK, NPROC_PER_NODE and WORLD_SIZE)"))
     return out
+
+
+def _mpi_only(facts: Facts) -> list[Finding]:
+    """DDP016 where the project reads its rank (or its node's index, its world size) from an MPI launcher's
+    variables alone (``facts.mpi_only``): orch's launcher and torchrun set none of them, so every node takes the
+    same ranks, or the script stops on the missing variable (``feasibility.across_nodes`` makes it the error)."""
+    if facts.mpi_only is None:
+        return []
+    file, line, code = facts.mpi_only
+    return [replace(make_finding(
+        "DDP016", file, line, f"{code}: orch's launcher and torchrun never set it", confidence="certain",
+        title="a rank read only from an MPI launcher's variables (mpirun's OMPI_COMM_WORLD_RANK, PMI_RANK, "
+              "MV2_COMM_WORLD_RANK)"),
+        fix="read the launcher's variables first: int(os.environ.get('RANK', os.environ.get('OMPI_COMM_WORLD_RANK', "
+            "0))), NODE_RANK for a node's index, WORLD_SIZE for the world size (orch sets them on every node); or run "
+            "on one node (--nodes 1)")]
 
 
 def _loopback(facts: Facts, findings: list[Finding], nodes: int) -> list[Finding]:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.names import FunctionNode, dotted
 
@@ -25,12 +27,25 @@ _DEPTH = 3
 def check_self_spawn(a: Analysis) -> Iterator[Finding]:
     """DDP014 at each spawn of training processes that no launcher check keeps from running."""
     for spawn in spawns(a):
+        if _installed_copy(a, spawn.node):
+            continue
         if spawn.strategy is None:
             yield a.finding("DDP014", spawn.node, spawn.call,
                             confidence="possible" if _asked_by_count(a, spawn.node) else None)
         else:
             yield a.finding("DDP014", spawn.node, f"{spawn.call}(strategy={spawn.strategy!r}): Lightning starts its "
                                                   "own ranks in every launched rank; use strategy=\"ddp\"")
+
+
+def _installed_copy(a: Analysis, node: ast.AST) -> bool:
+    """``node`` is in the project's copy of a well-known installed spawner (detectron2's ``engine/launch.py``'s
+    ``launch``, read where its package folder was shipped with the script): the spawner's own spawn, made only when
+    asked for more than one process (``launchstyles/installed.py``), not the script's."""
+    function = a.module.function_of(node)
+    path = "/" + Path(a.filename).with_suffix("").as_posix()
+    return function is not None and any(
+        path.endswith("/" + module.replace(".", "/")) and function.name == name
+        for module, _, name in (q.rpartition(".") for q in SPAWNERS))
 
 
 def _asked_by_count(a: Analysis, node: ast.AST) -> bool:

@@ -22,6 +22,12 @@ from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 SLURM_RANK_VARS = frozenset({"SLURM_PROCID", "SLURM_LOCALID"})
 TORCHRUN_RANK_VARS = frozenset({"RANK", "LOCAL_RANK"})
+# the MPI launchers' rank variables (mpirun's OpenMPI, MPICH/PMI, MVAPICH): neither orch's launcher nor torchrun sets
+# them, so a project that reads its ranks from these alone (none of LAUNCHER_VARS anywhere) cannot start under them
+MPI_RANK_VARS = frozenset({"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",
+                           "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+                           "MV2_COMM_WORLD_SIZE"})
+LAUNCHER_VARS = TORCHRUN_RANK_VARS | SLURM_RANK_VARS | {"WORLD_SIZE", "SLURM_NODEID", "NODE_RANK", "GROUP_RANK"}
 MASTER_VARS = ("MASTER_ADDR", "MASTER_PORT")
 
 
@@ -39,6 +45,7 @@ class Facts:
     masters: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)  # file -> master_lines
     index_ranks: tuple[tuple[str, int, str], ...] = ()  # (file, line, code): a spawn index passed as the rank
     loopback: tuple[tuple[str, int, str], ...] = ()  # (file, line, code): a loopback init_method (loopback.py)
+    mpi_only: tuple[str, int, str] | None = None  # (file, line, code): a rank read from MPI_RANK_VARS alone
 
 
 
@@ -71,7 +78,37 @@ def read(entry: Path) -> Facts:
     return Facts(entry, tuple(files), tuple(found_spawns), tuple(found_flags), declared_flag(files[0].tree), slurm,
                  any(TORCHRUN_RANK_VARS & seen.keys() for _, seen in strings),
                  {str(source.path): master_lines(source.tree) for source in files}, tuple(index_ranks),
-                 tuple(forced_loopback([(str(source.path), source.tree) for source in files])))
+                 tuple(forced_loopback([(str(source.path), source.tree) for source in files])),
+                 None if any(LAUNCHER_VARS & seen.keys() for _, seen in strings) else _mpi_read(files))
+
+
+def _mpi_read(files: list[SourceFile]) -> tuple[str, int, str] | None:
+    """The first ``os.environ["OMPI_COMM_WORLD_RANK"]`` (``.get``, ``os.getenv``) of an MPI launcher's rank
+    variable the files read, with its file, line and code; none where some ``init_process_group`` takes no
+    ``rank=`` (it reads ``RANK`` itself: another branch the launcher's variables get through)."""
+    if any(isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] == "init_process_group"
+           and len(node.args) < 5 and not any(k.arg in ("rank", None) for k in node.keywords)
+           for source in files for node in ast.walk(source.tree)):
+        return None
+    for source in files:
+        for node in ast.walk(source.tree):
+            key = _env_read(node)
+            if key in MPI_RANK_VARS:
+                line = getattr(node, "lineno", 0)
+                code = source.lines[line - 1].strip() if 0 < line <= len(source.lines) else key
+                return str(source.path), line, code[:80]
+    return None
+
+
+def _env_read(node: ast.AST) -> str | None:
+    """``K`` of ``os.environ["K"]``, ``os.environ.get("K", ...)``, ``os.getenv("K", ...)``."""
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ":
+        key: ast.AST = node.slice
+    elif isinstance(node, ast.Call) and node.args and ast.unparse(node.func) in ("os.environ.get", "os.getenv"):
+        key = node.args[0]
+    else:
+        return None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
 def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list[FlagDeclaration],

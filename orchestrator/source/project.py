@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from orchestrator.spec.pysource import UnreadableSource, parse_source
 MAX_FILES = 40  # local modules read per script
 MAX_BYTES = 400_000  # a bigger file is not read (a generated or vendored module, not a helper)
 MAX_DEPTH = 3  # helper -> helper -> helper
+_MAX_MEMBERS = 60  # modules of a package folder without __init__.py searched for a name
 PRINT_GUARD = "<print replaced>"  # a helper that replaces builtins.print (print on the main rank only)
 # helpers parsed in this process, by (path, mtime, size): `orch doctor DIR` reads a shared utils.py once
 # keyed by the path and the digest of the bytes read (never size and mtime: an edit that keeps both, cp -p,
@@ -142,7 +144,43 @@ class Project:
             path = self.find(name)
             if path is not None:
                 return path, ".".join(parts[cut:])
+        for cut in range(len(parts) - 1, 0, -1):
+            path = self._member(".".join(parts[:cut]), parts[cut])
+            if path is not None:
+                return path, ".".join(parts[cut:])
         return None
+
+    def _member(self, package: str, name: str) -> Path | None:
+        """The one module of the folder ``package`` that defines ``name`` at its top level, when that folder has
+        no ``__init__.py`` to say where the name comes from (``from pkg.training import setup``, a package whose
+        ``__init__`` re-exports ``torch_setup.setup`` and was not shipped with the script): None when no module or
+        several define it."""
+        key = f"{package}:{name}"
+        if key not in self._found:
+            self._found[key] = None
+            pattern = re.compile(rf"^(?:def|class|async def) {re.escape(name)}\b".encode(), re.MULTILINE)
+            for root in [*self.roots, *self.above]:
+                folder = root.joinpath(*package.split("."))
+                if not folder.is_dir() or (folder / "__init__.py").exists():
+                    continue
+                found = [f for f in sorted(folder.glob("*.py"))[:_MAX_MEMBERS] if _defines(f, pattern)]
+                if len(found) == 1 and found[0].resolve() != self.script:
+                    self._found[key] = found[0].resolve()
+                    break
+        return self._found[key]
+
+    def function(self, qual: str, depth: int = 0) -> tuple[Module, FunctionNode] | None:
+        """The project function ``qual`` names (``utils.dist.get_rank``) and its module, through one
+        re-export (``from .comm import get_rank`` in a package's ``__init__``); None when it is not one."""
+        where = self.split(qual) if depth <= MAX_DEPTH else None
+        module = self.read(where[0]) if where is not None else None
+        if where is None or module is None or "." in where[1]:
+            return None
+        node = _definition(module, where[1])
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return module, node
+        imported = module.aliases.get(where[1]) if node is None else None
+        return self.function(imported, depth + 1) if imported and imported != where[1] else None
 
     def reach(self, qual: str | None, depth: int = 0) -> Reach | None:
         """What calling ``qual`` reaches in the project (None: not a project function)."""
@@ -203,6 +241,13 @@ class Project:
                     quals |= sub.quals
                     unread = unread or sub.unread
         return Reach(frozenset(quals), unread)
+
+
+def _defines(path: Path, pattern: re.Pattern[bytes]) -> bool:
+    try:
+        return path.stat().st_size <= MAX_BYTES and pattern.search(path.read_bytes()) is not None
+    except OSError:
+        return False
 
 
 def _definition(module: Module, name: str) -> FunctionNode | ast.ClassDef | None:

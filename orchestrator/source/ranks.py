@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
@@ -24,6 +25,7 @@ WORLD_ENV = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "SLURM_NPROCS", "OMPI_COMM_
 # Names that hold a rank when nothing else says what they hold (parameters, attributes).
 RANK_NAMES = frozenset({"rank", "global_rank", "world_rank", "grank", "proc_rank", "process_index"})
 LOCAL_NAMES = frozenset({"local_rank", "gpu", "gpu_id", "local_gpu", "device_id", "lrank", "local_process_index"})
+_BY_NAME: dict[str, RankKind] = {**dict.fromkeys(RANK_NAMES, "rankish"), **dict.fromkeys(LOCAL_NAMES, "local")}
 # Flags and helpers that mean "this is the main process".
 MAIN_FLAGS = frozenset({
     "is_main", "is_master", "master_process", "is_main_process", "main_process", "is_rank_zero", "is_rank0",
@@ -69,6 +71,8 @@ class Ranks:
         self.outer = outer  # the script's, for a helper module: flags the script sets (args.should_save)
         self._dependent: dict[tuple[int, bool], bool] = {}
         self.names = True  # whether a name alone (is_master, a parameter called rank) makes a rank: see named_only
+        self.project: Callable[[str], tuple[Module, FunctionNode] | None] | None = None  # Project.function
+        self._returns: dict[str, RankKind | None] = {}  # what a project function of another module returns
 
     # -- rank values --------------------------------------------------------------------------------
     def env_key(self, expr: ast.expr) -> str | None:
@@ -98,10 +102,12 @@ class Ranks:
             return "global" if key in GLOBAL_ENV else "local" if key in LOCAL_ENV else None
         if isinstance(expr, ast.Call):
             q, function = self.module.qualname(expr.func), self.module.local_function(expr)
-            kinds = {self.source(r.value, depth + 1) for r in ast.walk(function) if isinstance(r, ast.Return)
-                     and r.value is not None and not isinstance(r.value, ast.Constant)} if function else set()
-            if len(kinds) == 1 and None not in kinds:  # def get_rank(): ... return dist.get_rank()
-                return kinds.pop()
+            # what a project function returns, over its name (def get_local_rank(): return dist.get_rank())
+            returned = self.returned(function, depth) if function else self._project_returned(q, depth)
+            if returned is not None:
+                return returned
+            if q == "torch.distributed.get_rank" and (expr.args or expr.keywords):  # a rank within a group
+                return None
             if q in _RANK_CALLS:
                 return _RANK_CALLS[q]
             if q is not None and "." in q and q.rsplit(".", 1)[1] in _RANK_CALLS:  # utils.get_rank()
@@ -122,7 +128,7 @@ class Ranks:
                     return None
             if shifted(self.module, expr):  # rank += node_rank * gpus: the global rank from there on
                 return "global"
-            return _by_name(expr.id) if self.names or self._spawn_index(expr) else None
+            return _BY_NAME.get(expr.id) if self.names or self._spawn_index(expr) else None
         if isinstance(expr, ast.Attribute):
             if shifted(self.module, expr):  # args.local_rank += args.node_index * args.gpu_per_node
                 return "global"
@@ -130,8 +136,25 @@ class Ranks:
             key = dotted(expr)
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr}
             return kinds.pop() if len(kinds) == 1 and None not in kinds else (
-                _by_name(expr.attr) if self.names or self._framework(expr) else None)
+                _BY_NAME.get(expr.attr) if self.names or self._framework(expr) else None)
         return None
+
+    def returned(self, function: FunctionNode, depth: int) -> RankKind | None:
+        """The rank every non-constant ``return`` of ``function`` gives, when they agree (``return 0`` aside)."""
+        kinds = {self.source(r.value, depth + 1) for r in ast.walk(function) if isinstance(r, ast.Return)
+                 and r.value is not None and not isinstance(r.value, ast.Constant)}
+        return kinds.pop() if len(kinds) == 1 and None not in kinds else None
+
+    def _project_returned(self, qual: str | None, depth: int) -> RankKind | None:
+        """:meth:`returned` of the function of another project module ``qual`` names (``comm.get_local_rank()``)."""
+        if qual and qual not in self._returns:
+            self._returns[qual] = None  # a cycle adds nothing
+            found = self.project(qual) if self.project is not None and depth < _MAX_DEPTH else None
+            other = Ranks(found[0]) if found is not None else None
+            if other is not None and found is not None:
+                other.project, other._returns = self.project, self._returns
+                self._returns[qual] = other.returned(found[1], depth + 1)
+        return self._returns.get(qual or "")
 
     def dependent(self, expr: ast.expr, depth: int = 0) -> bool:
         """Whether any part of ``expr`` holds a rank (``rank % 2``, ``f"rank{rank}"``)."""
@@ -375,10 +398,3 @@ class Ranks:
                 expr.orelse, depth + 1)
         return False
 
-
-def _by_name(name: str) -> RankKind | None:
-    if name in LOCAL_NAMES:
-        return "local"
-    if name in RANK_NAMES:
-        return "rankish"
-    return None

@@ -1,0 +1,71 @@
+"""The framework a launch must be named for when its object is made in a project module (an ``Accelerator()`` in
+the ``__init__`` of the trainer class the entry builds, also in a package folder shipped without its
+``__init__.py``), with the file and line that decided; and ``LightningCLI(...)``, which builds Lightning's Trainer
+from a config file (its layout is not in the call, so none is judged)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.doctor.frameworks import read_frameworks
+
+_ENGINE = """\
+from accelerate import Accelerator
+
+
+class Runner:
+    def __init__(self, model, lr):
+        self.accelerator = Accelerator(mixed_precision="bf16")
+        self.model = model
+
+    def fit(self, loader):
+        model, loader = self.accelerator.prepare(self.model, loader)
+"""
+
+_ENTRY = """\
+from mypkg.engine import Runner
+
+
+def main():
+    runner = Runner(model=None, lr=1e-3)
+    runner.fit([])
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("with_init", [True, False])
+def test_an_accelerator_made_by_the_entrys_trainer_class_names_accelerate(tmp_path: Path, with_init: bool) -> None:
+    (tmp_path / "mypkg").mkdir()
+    if with_init:
+        (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "engine.py").write_text(_ENGINE)
+    entry = tmp_path / "train.py"
+    entry.write_text(_ENTRY.replace("mypkg.engine", "mypkg.engine" if with_init else "mypkg"))
+    [framework] = read_frameworks(entry)
+    assert framework.name == "accelerate"
+    assert framework.why.startswith("mypkg/engine.py:6:") and "Accelerator(" in framework.why
+
+
+def test_a_class_no_module_of_the_folder_defines_names_nothing(tmp_path: Path) -> None:
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "engine.py").write_text(_ENGINE.replace("class Runner", "class Other"))
+    entry = tmp_path / "train.py"
+    entry.write_text(_ENTRY.replace("mypkg.engine", "mypkg"))
+    assert read_frameworks(entry) == []
+
+
+@pytest.mark.parametrize("module", ["lightning.pytorch.cli", "pytorch_lightning.cli",
+                                    "pytorch_lightning.utilities.cli"])
+def test_lightning_cli_is_lightning_with_no_layout_judged(tmp_path: Path, module: str) -> None:
+    entry = tmp_path / "train.py"
+    entry.write_text(f"from {module} import LightningCLI\n\n\ndef main():\n"
+                     "    cli = LightningCLI(run=False, seed_everything_default=42)\n"
+                     "    cli.trainer.fit(cli.model, datamodule=cli.datamodule)\n\n\nmain()\n")
+    [framework] = read_frameworks(entry)
+    assert (framework.name, framework.layouts) == ("lightning", [])
+    assert framework.why.startswith("train.py:5:")

@@ -1,0 +1,78 @@
+"""A project that reads its rank, its node's index or its world size from an MPI launcher's variables alone
+(mpirun's ``OMPI_COMM_WORLD_RANK``, PMI's ``PMI_RANK``, MVAPICH's ``MV2_COMM_WORLD_RANK``) as a fact
+(orchestrator/launchstyles/facts.py), and what the doctor makes of it across nodes (a DDP016 error, with the fix:
+orch's launcher and torchrun set none of them); nothing where the script falls back to the launcher's variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.doctor.feasibility import across_nodes
+from orchestrator.doctor.launchstyle import answered
+from orchestrator.launchstyles import read
+from orchestrator.spec.launch import Launch
+
+_SPAWNER = """\
+import os
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(index, args):
+    dist.init_process_group("nccl", init_method=args.url, rank=args.node * 8 + index, world_size=args.world)
+
+
+def main(args):
+    {reading}
+    mp.spawn(worker, nprocs=8, args=(args,))
+"""
+
+
+@pytest.mark.parametrize("reading", [
+    'args.node = int(os.environ["OMPI_COMM_WORLD_RANK"])',
+    'args.node = int(os.getenv("PMI_RANK", 0))',
+    'args.node = int(os.environ.get("MV2_COMM_WORLD_RANK", "0"))'])
+def test_a_node_index_from_an_mpi_launcher_alone_is_refused_across_nodes(tmp_path: Path, reading: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_SPAWNER.format(reading=reading), encoding="utf-8")
+    facts = read(script)
+    assert facts.mpi_only is not None and facts.mpi_only[:2] == (str(script), 11)
+    [error] = across_nodes(answered(Launch(style="per-node"), [], 2, script), 2, 8)
+    assert (error.code, error.severity, error.line) == ("DDP016", "error", 11)
+    assert "MPI launcher" in error.message and "os.environ.get('RANK'" in error.fix
+    assert answered(Launch(style="per-node"), [], 1, script) == []  # one node: facts are not read for it
+
+
+@pytest.mark.parametrize("fallback", [
+    'args.node = int(os.environ.get("NODE_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))',
+    'args.node = int(os.environ["OMPI_COMM_WORLD_RANK"]) if "OMPI_COMM_WORLD_RANK" in os.environ else '
+    'int(os.environ["SLURM_NODEID"])'])
+def test_a_fallback_to_the_launchers_variables_is_no_fact(tmp_path: Path, fallback: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_SPAWNER.format(reading=fallback), encoding="utf-8")
+    assert read(script).mpi_only is None
+    assert answered(Launch(style="per-node"), [], 2, script) == []
+
+
+def test_a_helper_reading_rank_beside_the_mpi_variables_is_no_fact(tmp_path: Path) -> None:
+    (tmp_path / "dist_utils.py").write_text(
+        "import os\n\n\ndef ranks():\n    if 'OMPI_COMM_WORLD_RANK' in os.environ:\n"
+        "        return int(os.environ['OMPI_COMM_WORLD_RANK'])\n    return int(os.environ['RANK'])\n",
+        encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text("import torch.distributed as dist\nfrom dist_utils import ranks\n\n"
+                      "dist.init_process_group('nccl', rank=ranks())\n", encoding="utf-8")
+    assert read(script).mpi_only is None
+
+
+def test_another_branch_whose_group_reads_rank_itself_is_no_fact(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("import os\nimport torch.distributed as dist\n\n\ndef setup(args):\n"
+                      "    if args.platform == 'mpi':\n        rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"
+                      "        dist.init_process_group('nccl', init_method=args.url, rank=rank, world_size=2)\n"
+                      "    else:\n        dist.init_process_group('nccl')\n", encoding="utf-8")
+    assert read(script).mpi_only is None
+    script.write_text(script.read_text().replace("dist.init_process_group('nccl')\n", "pass\n"), encoding="utf-8")
+    assert read(script).mpi_only is not None

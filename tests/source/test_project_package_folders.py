@@ -1,0 +1,50 @@
+"""A package folder shipped without its ``__init__.py`` (``from pkg.training import setup``, where the package's
+``__init__`` would re-export ``torch_setup.setup``): the name is looked for in the folder's modules, and taken only
+when exactly one defines it at its top level."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from orchestrator.source.names import Module
+from orchestrator.source.project import Project
+
+SETUP = "import torch\n\n\ndef setup(config):\n    torch.cuda.set_device(0)\n    return config\n"
+
+
+def _project(tmp_path: Path, source: str) -> Project:
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    tree = ast.parse(source)
+    return Project(script, Module(tree), tree)
+
+
+def _folder(tmp_path: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (tmp_path / "pkg" / "training" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / "training" / name).write_text(text)
+
+
+def test_a_name_of_a_folder_without_init_is_found_in_the_module_that_defines_it(tmp_path: Path) -> None:
+    _folder(tmp_path, {"torch_setup.py": SETUP, "losses.py": "def l2(a, b):\n    return (a - b) ** 2\n"})
+    project = _project(tmp_path, "from pkg.training import setup\n\nsetup(None)\n")
+    reach = project.reach("pkg.training.setup")
+    assert reach is not None and "torch.cuda.set_device" in reach.quals
+    found = project.function("pkg.training.setup")
+    assert found is not None and found[1].name == "setup"
+
+
+def test_a_name_two_modules_define_is_not_guessed(tmp_path: Path) -> None:
+    _folder(tmp_path, {"torch_setup.py": SETUP, "other_setup.py": SETUP})
+    project = _project(tmp_path, "from pkg.training import setup\n")
+    assert project.reach("pkg.training.setup") is None
+    assert project.function("pkg.training.setup") is None
+
+
+def test_a_folder_with_its_init_is_read_as_python_reads_it(tmp_path: Path) -> None:
+    _folder(tmp_path, {"__init__.py": "", "torch_setup.py": SETUP})
+    project = _project(tmp_path, "from pkg.training import setup\n")
+    reach = project.reach("pkg.training.setup")
+    assert reach is not None and reach.quals == frozenset()  # the __init__ defines no setup: nothing reached
+    assert project.function("pkg.training.setup") is None
