@@ -115,6 +115,7 @@ class Module:
                 self.parents[child] = node
         self.aliases: dict[str, str] = {}
         self.functions: dict[str, FunctionNode] = {}
+        self.classes: dict[str, ast.ClassDef] = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.scopes: dict[ast.AST, Scope] = {}
         self.module_scope = Scope(tree, None)
         self.scopes[tree] = self.module_scope
@@ -294,7 +295,20 @@ class Module:
             return self.functions.get(func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
             return self.functions.get(func.attr)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return self._instance_method(func.value, func.attr)
         return None
+
+    def _instance_method(self, receiver: ast.Name, method: str) -> FunctionNode | None:
+        """``saver.save(...)`` with ``saver = Saver(...)`` and ``Saver`` a class of this file: its method ``save``."""
+        if receiver.id in self.aliases:
+            return None
+        _, made = self.resolve(receiver.id, receiver)
+        if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id not in self.aliases):
+            return None
+        cls = self.classes.get(made.func.id)
+        return next((node for node in cls.body if isinstance(node, FunctionNode) and node.name == method),
+                    None) if cls is not None else None
 
     def calls_in(self, node: ast.AST) -> Iterator[ast.Call]:
         """Calls inside ``node``, not descending into nested function or class definitions."""

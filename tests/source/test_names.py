@@ -1,0 +1,60 @@
+"""The module reader's calls of the file's own functions: ``f(...)``, ``self.f(...)``, and a method of an instance of
+a class of the file (``saver = Saver(); saver.save(...)``), so that a guard around the call guards the method."""
+
+from __future__ import annotations
+
+import ast
+
+from orchestrator.doctor import check_source
+from orchestrator.source.names import Module
+
+SAVER = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+class Saver:
+    def save(self, model):
+        torch.save(model.state_dict(), "ckpt.pt")
+
+
+def main():
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    rank = dist.get_rank()
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda())
+    saver = Saver()
+    data = list(range(10))
+    sampler = DistributedSampler(data)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for batch in DataLoader(data, sampler=sampler):
+            model(batch).sum().backward()
+{save}
+"""
+
+
+def call_of(module: Module, text: str) -> ast.Call:
+    return next(n for n in module.nodes if isinstance(n, ast.Call) and ast.unparse(n.func) == text)
+
+
+def test_a_method_of_an_instance_of_a_class_of_the_file_is_that_method() -> None:
+    module = Module(ast.parse(SAVER.format(save="        saver.save(model.module)")))
+    method = module.local_function(call_of(module, "saver.save"))
+    assert method is not None and method.lineno == 8
+
+
+def test_an_instance_of_an_imported_class_is_not_followed() -> None:
+    text = "from checkpoints import Saver\n" + SAVER.format(save="        saver.save(model.module)").replace(
+        "class Saver:", "class Other:")
+    module = Module(ast.parse(text))
+    assert module.local_function(call_of(module, "saver.save")) is None
+
+
+def test_a_save_in_a_method_called_under_a_rank_test_is_guarded() -> None:
+    guarded = SAVER.format(save="        if rank == 0:\n            saver.save(model.module)")
+    every_rank = SAVER.format(save="        saver.save(model.module)")
+    assert [f.code for f in check_source(guarded, "train.py") if f.code == "DDP006"] == []
+    assert [f.line for f in check_source(every_rank, "train.py") if f.code == "DDP006"] == [9]
