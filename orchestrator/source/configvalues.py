@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ _WRAPPERS = frozenset({"AttrDict", "EasyDict", "edict", "Munch", "munchify", "Do
                        "Namespace", "create", "DictConfig", "ConfigDict", "dict", "deepcopy", "copy"})
 _SUFFIXES = (".json", ".yaml", ".yml")
 _MAX_FILES = 300  # config files looked at when the flag has no default
+_MAX_SEEN = 5000  # folder entries looked at for them
 _MAX_BYTES = 256 << 10
 _DEPTH = 12
 # a project module's function for a call (None: not one): where a project function that loads a config is read
@@ -277,13 +279,19 @@ def _from_hydra(folder: Path, name: str, keys: list[str]) -> ConfigValue | None:
 
 
 def _candidates(folder: Path) -> list[Path]:
+    """The JSON/YAML files of the script's folder and three levels below it, in a stable order: at most
+    ``_MAX_FILES``, after looking at ``_MAX_SEEN`` entries (a folder of data is not walked through); hidden folders and
+    caches are skipped."""
     out: list[Path] = []
-    for path in sorted(folder.rglob("*")):
-        if len(out) >= _MAX_FILES:
+    seen = 0
+    for top, dirs, files in os.walk(folder):
+        depth = len(Path(top).relative_to(folder).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")) and depth < 3)
+        seen += len(files) + len(dirs)
+        out += [Path(top) / f for f in sorted(files) if f.endswith(_SUFFIXES)]
+        if len(out) >= _MAX_FILES or seen >= _MAX_SEEN:
             break
-        if path.suffix in _SUFFIXES and len(path.relative_to(folder).parts) <= 4 and path.is_file():
-            out.append(path)
-    return out
+    return out[:_MAX_FILES]
 
 
 def _read_value(path: Path, keys: list[str]) -> tuple[object, int] | None:
