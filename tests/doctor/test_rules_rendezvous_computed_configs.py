@@ -79,3 +79,14 @@ dist.init_process_group("nccl", init_method=cfg["dist"]["url"], world_size=cfg["
     assert "configs/ddp.yaml:2" in found[0].message
     (tmp_path / "train.py").write_text(script.format(loader="read_other"))  # its parameter is not what it loads
     assert [f for f in check_file(tmp_path / "train.py") if f.code == "DDP008"] == []
+
+
+def test_a_rank_fixed_in_the_config_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "dist.yaml").write_text("world_size: 4\nrank: 0\n")
+    (tmp_path / "train.py").write_text("import yaml\nimport torch.distributed as dist\n"
+                                       "config = yaml.safe_load(open('dist.yaml'))\n"
+                                       "dist.init_process_group('nccl', rank=config['rank'], "
+                                       "world_size=int(__import__('os').environ['WORLD_SIZE']))\n")
+    found = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP008"]
+    assert [(f.line, f.confidence) for f in found] == [(4, "likely")]
+    assert "rank from the config file" in found[0].message and "dist.yaml:2" in found[0].message
