@@ -29,7 +29,7 @@ from orchestrator.source.analysis import COLLECTIVES, INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
 from orchestrator.source.names import dotted, last_name
-from orchestrator.source.ranks import LOCAL_ENV
+from orchestrator.source.ranks import LOCAL_ENV, LOCAL_NAMES
 
 _PER_NODE = re.compile(r"(?i)local|device_count|per_node")
 
@@ -93,24 +93,36 @@ def _rank_from_flag(a: Analysis) -> Iterator[Finding]:
     if a.spawns:
         return
     for node in a.module.nodes:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp)
+        offset: ast.expr | None
+        local: ast.expr | None
+        assigned: ast.expr
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(node.value, ast.BinOp):
+            # args.local_rank += args.node_index * args.gpu_per_node: the local rank shifted into the global one
+            target = (last_name(node.target) or "").lower()
+            if not ("local" in target or target in LOCAL_NAMES) or not isinstance(node.value.op, ast.Mult):
+                continue
+            offset, local, assigned = node.value, node.target, node.target
+        elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp)
                 and isinstance(node.value.op, ast.Add)):
-            continue
-        target = (last_name(node.targets[0]) or "").lower()
-        if "rank" not in target or "local" in target:
-            continue
-        sides = (node.value.left, node.value.right)
-        offset = next((s for s in sides if isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult)), None)
-        local = next((s for s in sides if s is not offset), None)
-        if offset is None or local is None or not _env_local(a, local, 0):
+            target = (last_name(node.targets[0]) or "").lower()
+            if "rank" not in target or "local" in target:
+                continue
+            sides = (node.value.left, node.value.right)
+            offset = next((s for s in sides if isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mult)), None)
+            local = next((s for s in sides if s is not offset), None)
+            assigned = node.targets[0]
+            if offset is None or local is None or not _env_local(a, local, 0):
+                continue
+        else:
             continue
         flags = [n for n in ast.walk(offset) if isinstance(n, ast.Attribute)
                  and (dotted(n) or "").split(".")[0] in _FLAG_HOLDERS
                  and ("rank" in n.attr.lower() or "node" in n.attr.lower())]
         keys = {a.ranks.env_key(n) or "" for n in ast.walk(offset) if isinstance(n, ast.Call | ast.Subscript)}
         if flags and not any(_NODE_INDEX.search(k) for k in keys):
-            yield a.finding("DDP016", node, f"{ast.unparse(node.targets[0])} = {ast.unparse(node.value)[:50]}: the "
-                            f"node offset comes from {ast.unparse(flags[0])}, a flag no launcher passes per node")
+            yield a.finding("DDP016", node, f"{ast.unparse(assigned)} {'+' * (assigned is local)}= "
+                            f"{ast.unparse(node.value)[:50]}: the node offset comes from {ast.unparse(flags[0])}, a "
+                            "flag no launcher passes per node")
 
 
 _GATHER_INTO = frozenset({"torch.distributed.all_gather", "torch.distributed.all_gather_object"})
