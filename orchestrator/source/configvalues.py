@@ -8,7 +8,9 @@ that holds a config is followed through assignments, the common wrappers (``Attr
 default of the flag that names it (``--config``), resolved from the script's folder and the folders above it; a flag
 with no default (the user must pass one) is answered by the project's config files that hold the key chain read:
 one file, or several that agree on the value, say it (``by_default`` False: the user picks the file); several that
-differ give the first, marked ``agreed`` False (a guess).
+differ give the first, marked ``agreed`` False (a guess). A loader is ``json.load``, ``yaml.safe_load``/``load``,
+``OmegaConf.load`` or a project function whose own body loads its first parameter (``load_config(path)``); the
+parameter of a ``@hydra.main`` function is the app's composed config (``hydraconfig.py``).
 """
 
 from __future__ import annotations
