@@ -120,6 +120,8 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
                 reached = analysis.project.reached(path) | on_import
                 findings.update(f if reached_line(module.tree, reached, f.line) else replace(f, confidence="possible")
                                 for f in found)
+            read = [(filename, tree), *((str(path), module.tree) for path, module in helpers)]
+            findings = rules_data.set_epoch_elsewhere(findings, read)
     except (RecursionError, MemoryError) as exc:
         what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
         raise DoctorSkipped(f"{filename}: {what} to analyse", hint="pass a Python source file") from None

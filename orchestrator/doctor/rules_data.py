@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
@@ -176,6 +178,25 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
         elif isinstance(shuffle, ast.Name) and _passed_true(a, site, shuffle.id):
             yield a.finding("DDP004", site.call, f"the sampler shuffles (a caller passes {shuffle.id}=True) and "
                                                  "nothing calls set_epoch")
+
+
+def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast.Module]]) -> set[Finding]:
+    """DDP004 is judged one file at a time; where another file of the project read calls ``set_epoch`` (a trainer
+    class's ``self.loaders["train"].sampler.set_epoch(epoch)`` for a sampler a data module built), the reader cannot
+    tie that call to the sampler: the finding is only possible, and says where the call is."""
+    calls = [(file, node.lineno) for file, tree in modules for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_epoch"]
+    out = set()
+    for f in findings:
+        elsewhere = [(file, line) for file, line in calls if file != f.file]
+        if f.code != "DDP004" or not elsewhere:
+            out.add(f)
+            continue
+        file, line = elsewhere[0]
+        out.add(replace(f, confidence="possible",
+                        evidence=f"{f.evidence}; set_epoch is called at {Path(file).name}:{line}, on a sampler the "
+                                 "reader cannot tie to this one"))
+    return out
 
 
 def _set_epoch_in_lambda(a: Analysis) -> bool:
