@@ -1,7 +1,8 @@
 """DDP005 and progress bars: a tqdm bar's ``write`` prints on every rank even when the bar is made with ``disable=``
 off rank 0 (tqdm's ``write`` is the class's, not the bar's); a bar that exists on rank 0 only, or values gathered
 before they are printed, are not reported; a loss a step computed from a gathered count is only possible (the rank's
-share of a global figure, or the figure itself)."""
+share of a global figure, or the figure itself). A writer tested in a longer condition (``if writer is not None and
+step % 10 == 0``) is still the rank-0 object."""
 
 from __future__ import annotations
 
@@ -53,3 +54,12 @@ def test_a_loss_computed_from_a_gathered_count_is_only_possible() -> None:
         "        loss, metrics = train_step(batch, tokens)\n"
         "        bar.write(f'loss {metrics[\"loss\"]}')"))
     assert [(f.line, f.confidence) for f in check_source(source, "t.py") if f.code == "DDP005"] == [(16, "possible")]
+
+
+def test_a_writer_tested_in_a_longer_condition_still_exists_on_rank_0_only() -> None:
+    source = _LOOP.format(bar=_DISABLED, write=(
+        "if writer is not None and step % 10 == 0:\n            writer.add_scalar('loss', loss.item(), step)"))
+    assert lines(source) == []
+    source = _LOOP.format(bar=_DISABLED, write=(
+        "if step % 10 == 0:\n            writer.add_scalar('loss', loss.item(), step)"))
+    assert lines(source) == [15]
