@@ -150,17 +150,14 @@ def _rank_zero_object(a: Reading, site: Site) -> bool:
     current = a.module.parents.get(site.call)
     while current is not None:
         if isinstance(current, ast.If):
-            tests = current.test.values if _both(current.test) else [current.test]  # ``if writer and step % 10 == 0``
+            test = current.test  # ``if writer and step % 10 == 0``: each side
+            tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
             for test in tests:
                 test = test.left if isinstance(test, ast.Compare) else test
                 if _RANK_ZERO_OBJECTS.search(last_name(test) or ""):
                     return True
         current = a.module.parents.get(current)
     return False
-
-
-def _both(test: ast.expr) -> bool:
-    return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
 
 
 def _rank_aware_logger(a: Reading, receiver: ast.expr) -> bool:
