@@ -261,7 +261,7 @@ def _reduces(a: Analysis, scope: ast.AST, lines: tuple[int, int] | None = None, 
     for call in a.module.calls_in(scope):
         if lines is not None and not lines[0] <= call.lineno <= lines[1]:
             continue
-        reducing = _REDUCING.search(last_name(call.func) or "") is not None
+        reducing = _REDUCING.search(last_name(call.func) or "") is not None or _synced_compute(a, call)
         if not reducing:
             q = a.module.qualname(call.func)
             reach = a.project.reach(q) if a.project is not None and q else None
@@ -269,6 +269,31 @@ def _reduces(a: Analysis, scope: ast.AST, lines: tuple[int, int] | None = None, 
         if reducing and (names is None or covers(call, scope, names, a.module.aliases)):
             return True
     return False
+
+
+def _synced_compute(a: Analysis, call: ast.Call) -> bool:
+    """``metric.compute()`` of a TorchMetrics metric (``metric = torchmetrics.Accuracy(...)``): it syncs its state
+    across the processes before computing (``sync_on_compute`` is on by default)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "compute"
+            and isinstance(func.value, ast.Name | ast.Attribute)):
+        return False
+    receiver = func.value
+    key = dotted(receiver)
+    made = [v for v in (a.module.values_anywhere(key) if key is not None else []) if isinstance(v, ast.Call)]
+    if isinstance(receiver, ast.Name):
+        _, value = a.module.resolve(receiver.id, receiver)
+        made += [value] if isinstance(value, ast.Call) else []
+    made = [_unchained(m) for m in made]  # ``torchmetrics.Accuracy(...).to(device)``: the metric made
+    return any((a.module.qualname(m.func) or "").startswith("torchmetrics.")
+               and not any(k.arg == "sync_on_compute" and isinstance(k.value, ast.Constant) and k.value.value is False
+                           for k in m.keywords) for m in made)
+
+
+def _unchained(call: ast.Call) -> ast.Call:
+    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    return call
 
 
 def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
