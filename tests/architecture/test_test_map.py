@@ -113,7 +113,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "spec/containers.py": "apptainer and pyxis scripts: tests/slurm/test_render_script.py",
     "source/analysis.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",
     "source/flow.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",
-    "source/names.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",
     "source/ranks.py": "rank tests held in names: tests/doctor/test_ranks.py",
     "source/syspath.py": "the script's own project: tests/doctor/test_doctor_project.py",
     "spec/doctorcodes.py": "the doctor's codes and their policy: tests/doctor/test_doctor_project.py",
