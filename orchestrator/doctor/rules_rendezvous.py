@@ -287,7 +287,24 @@ def _fallback(a: Reading, node: ast.AST, key: str) -> bool:
             if names & _LAUNCHED and any(isinstance(n, ast.In) for n in ast.walk(current.test)) and (
                     child in current.orelse):
                 return True
+            if names & _LAUNCHED and _unset(current.test) and child in current.body:
+                return True  # ``if "MASTER_ADDR" not in os.environ:`` also sets MASTER_PORT: no launcher there
         child, current = current, a.module.parents.get(current)
+    return False
+
+
+def _unset(test: ast.expr) -> bool:
+    """``"X" not in os.environ``, ``os.environ.get("X") is None``, ``not os.environ.get("X")``: the branch where a
+    launcher variable is missing (one part of an ``and`` is enough; every part of an ``or`` must be one)."""
+    if isinstance(test, ast.BoolOp):
+        return any(_unset(v) for v in test.values) if isinstance(test.op, ast.And) else all(
+            _unset(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return isinstance(test.operand, ast.Call) and last_name(test.operand.func) in ("get", "getenv")
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        return isinstance(op, ast.NotIn) or (isinstance(op, ast.Is) and isinstance(right, ast.Constant)
+                                             and right.value is None)
     return False
 
 
