@@ -170,8 +170,8 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
             q.endswith("set_epoch") for q in a.helper_quals) or _set_epoch_in_lambda(a):
         return
     for site in a.sites_ending("DistributedSampler"):
-        if _for_evaluation(a, site) or reshuffled_each_epoch(a, site):  # a new order each epoch stands in for it
-            continue
+        if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or _lightning_loader_hook(a, site):
+            continue  # a new order each epoch stands in for it; Lightning's loops call set_epoch themselves
         shuffle = _kw(site.call, "shuffle")
         if shuffle is None or _is_true(shuffle):
             yield a.finding("DDP004", site.call, "the sampler shuffles and nothing calls set_epoch")
@@ -197,6 +197,20 @@ def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast
                         evidence=f"{f.evidence}; set_epoch is called at {Path(file).name}:{line}, on a sampler the "
                                  "reader cannot tie to this one"))
     return out
+
+
+_LIGHTNING_DATA_CLASSES = ("LightningModule", "LightningDataModule")
+
+
+def _lightning_loader_hook(a: Analysis, site: Site) -> bool:
+    """A sampler built in a ``*_dataloader`` hook of a LightningModule or LightningDataModule: the Trainer's loops
+    call ``set_epoch`` on the sampler of every loader they run, with ``use_distributed_sampler=False`` too."""
+    function = site.function
+    owner = a.module.parents.get(function) if function is not None else None
+    if function is None or not function.name.endswith("_dataloader") or not isinstance(owner, ast.ClassDef):
+        return False
+    return any((q := a.module.qualname(base) or "").startswith(("lightning.", "pytorch_lightning."))
+               and q.endswith(_LIGHTNING_DATA_CLASSES) for base in owner.bases)
 
 
 def _set_epoch_in_lambda(a: Analysis) -> bool:
