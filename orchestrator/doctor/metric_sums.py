@@ -99,6 +99,20 @@ def covers(call: ast.Call, scope: ast.AST, names: set[str], modules: Collection[
     return any(r == n or r.startswith(n + ".") or n.startswith(r + ".") for r in reach for n in names)
 
 
+def derived(loop: ast.For, names: set[str], modules: Collection[str]) -> set[str]:
+    """``names`` and what they are computed from in ``loop`` (``hits = preds == refs; correct += hits.sum()``,
+    ``total += hits.shape[0]``: ``preds`` and ``refs`` too), followed back through the loop's own assignments:
+    a gathered value stays gathered through them."""
+    end = (loop.end_lineno or loop.lineno) + 1
+    reach, frontier = set(names), set(names)
+    for _ in range(_FOLLOW):
+        roots = {n.split(".")[0] for n in frontier}  # ``hits.shape[0]``: what ``hits`` is computed from
+        values = [v for n in roots if (v := assigned_before(loop, n, end)) is not None]
+        frontier = refs(values, modules) - reach
+        reach |= frontier
+    return reach
+
+
 def _assigned_to(call: ast.Call, scope: ast.AST) -> set[str]:
     """The names the statement holding ``call`` assigns its result to."""
     for node in ast.walk(scope):

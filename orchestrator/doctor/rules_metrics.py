@@ -28,6 +28,7 @@ from orchestrator.doctor.metric_sums import (
     assignment_before,
     collected,
     covers,
+    derived,
     names_in,
     refs,
 )
@@ -159,7 +160,7 @@ def _shard_loop(a: Analysis, name: ast.Name, function: FunctionNode | None, befo
                 _loop_sharded(a, loop)):  # a print after the loop (inside it: a running value, a progress line)
             if collected(loop, name.id) and _read_by_method(a, name):
                 return None  # ``metric.update(...)`` then ``metric.compute()``: the metric object's own reading
-            names = {name.id} | refs(added, a.module.aliases)
+            names = derived(loop, {name.id} | refs(added, a.module.aliases), a.module.aliases)
             return None if _reduces(a, scope, (loop.lineno, before), names) else loop
     assignment = assignment_before(scope, name.id, before)
     value = assignment.value if assignment is not None else None
