@@ -188,7 +188,7 @@ def check_swallowed_init(a: Analysis) -> Iterator[Finding]:
         if init is None:
             continue
         for handler in node.handlers:
-            if not _stops(a, handler):
+            if not _stops(a, handler) and not _retried(a, node, handler):
                 caught = ast.unparse(handler.type) if handler.type is not None else "everything"
                 yield a.finding("DDP019", init.call, f"{ast.unparse(init.call.func)[:40]}() fails into `except "
                                 f"{caught[:40]}` (line {handler.lineno}), which goes on")
@@ -201,6 +201,20 @@ def _starts_group(a: Analysis, site: Site) -> bool:
     project = a.outer.project if a.outer is not None else None  # a helper's call into another helper
     reach = project.reach(site.qual) if project is not None else None
     return reach is not None and not reach.quals.isdisjoint(INIT)
+
+
+def _retried(a: Analysis, node: ast.Try, handler: ast.ExceptHandler) -> bool:
+    """The init is tried again: the ``try`` sits in a loop and its handler goes on to the next try (``continue``), or
+    the function checks ``dist.is_initialized()`` after it (a setup that retries on another port)."""
+    loop = a.module.parents.get(node)
+    while loop is not None and not isinstance(loop, ast.For | ast.While | ast.FunctionDef | ast.AsyncFunctionDef):
+        loop = a.module.parents.get(loop)
+    if not isinstance(loop, ast.For | ast.While):
+        return False
+    scope: ast.AST = a.module.function_of(node) or a.module.tree
+    return any(isinstance(n, ast.Continue) for stmt in handler.body for n in ast.walk(stmt)) or any(
+        isinstance(n, ast.Call) and (a.module.qualname(n.func) or "").endswith("is_initialized")
+        and n.lineno > node.lineno for n in ast.walk(scope))
 
 
 def _stops(a: Analysis, handler: ast.ExceptHandler) -> bool:

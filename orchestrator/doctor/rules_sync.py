@@ -117,7 +117,8 @@ def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:
 def check_destroy(a: Analysis) -> Iterator[Finding]:
     """DDP007: destroy_process_group inside a loop or before later collectives."""
     destroys = [site for site in a.flow.sites
-                if (call := a.reaching(site, DESTROY)) is not None and not _destroys_subgroup(a, call)]
+                if (call := a.reaching(site, DESTROY)) is not None and not _destroys_subgroup(a, call)
+                and not _setup_with_retry(a, site)]
     # never calling it is not reported: the process exits after training; nothing hangs or leaks that matters
     for site in destroys:
         if site.loops and not a.exits_after(site.call) and not _loop_inits(a, site):
@@ -130,6 +131,13 @@ def check_destroy(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP007", site.call, f"{_short(site.call.func)}() comes before "
                                                  f"{_short(later.func)}() at line {later.lineno}",
                             severity=a.guess("error"))
+
+
+def _setup_with_retry(a: Analysis, site: Site) -> bool:
+    """A call of a function that starts the process group and destroys it on its way (a setup that retries on
+    another port: ``init_process_group``, then ``destroy_process_group`` when a peer failed, then again): it leaves a
+    group up, so what comes after it is no use after a teardown."""
+    return site.qual not in DESTROY and a.reaching(site, INIT) is not None
 
 
 def _destroys_subgroup(a: Analysis, call: ast.Call) -> bool:
