@@ -90,7 +90,7 @@ def _rank_from_flag(a: Analysis) -> Iterator[Finding]:
     ``RANK`` and pass no such flag, so every node takes offset 0: from the second node on two processes claim each
     rank. Silent on an offset read from the environment (``SLURM_NODEID``, ``GROUP_RANK``) and in a script that
     spawns its own workers (there the node index is the user's to pass: DDP014)."""
-    if a.spawns:
+    if a.spawns or (a.outer is not None and a.outer.spawns):  # per node: the user passes the node's rank flag
         return
     for node in a.module.nodes:
         offset: ast.expr | None
