@@ -203,14 +203,27 @@ _LIGHTNING_DATA_CLASSES = ("LightningModule", "LightningDataModule")
 
 
 def _lightning_loader_hook(a: Analysis, site: Site) -> bool:
-    """A sampler built in a ``*_dataloader`` hook of a LightningModule or LightningDataModule: the Trainer's loops
-    call ``set_epoch`` on the sampler of every loader they run, with ``use_distributed_sampler=False`` too."""
+    """A sampler built in a ``*_dataloader`` hook of a LightningModule or LightningDataModule, or kept by another of
+    its methods (``setup``: ``self.train_sampler = DistributedSampler(...)``) for a hook that reads it: the Trainer's
+    loops call ``set_epoch`` on the sampler of every loader they run, with ``use_distributed_sampler=False`` too."""
     function = site.function
     owner = a.module.parents.get(function) if function is not None else None
-    if function is None or not function.name.endswith("_dataloader") or not isinstance(owner, ast.ClassDef):
+    if function is None or not isinstance(owner, ast.ClassDef) or not (
+            function.name.endswith("_dataloader") or _kept_for_a_hook(a, site, owner)):
         return False
     return any((q := a.module.qualname(base) or "").startswith(("lightning.", "pytorch_lightning."))
                and q.endswith(_LIGHTNING_DATA_CLASSES) for base in owner.bases)
+
+
+def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
+    """``self.X = DistributedSampler(...)`` and a ``*_dataloader`` method of the same class reads ``self.X``."""
+    parent = a.module.parents.get(site.call)
+    kept = {dotted(t) for t in parent.targets} if isinstance(parent, ast.Assign) else set()
+    kept = {k for k in kept if k is not None and k.startswith("self.")}
+    hooks = [f for f in owner.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+             and f.name.endswith("_dataloader")]
+    return bool(kept) and any(dotted(n) in kept for hook in hooks for n in ast.walk(hook)
+                              if isinstance(n, ast.Attribute))
 
 
 def _set_epoch_in_lambda(a: Analysis) -> bool:
