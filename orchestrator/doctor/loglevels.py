@@ -23,9 +23,15 @@ _RANK_LEVELS = frozenset({"get_process_log_level"})  # transformers' TrainingArg
 _MAIN_ONLY_LOGGERS = frozenset({"accelerate.logging.get_logger"})
 
 
-def main_rank_only(a: Analysis, site: Site) -> bool:
-    """``site`` (``logger.info(...)``) logs on the main rank alone: its logger's level is set by rank in this file or,
-    for a helper module, in the script that calls it; or the logger is Accelerate's."""
+def quieted_loggers(a: Analysis) -> set[str]:
+    """The loggers set to a level by rank in this file or, for a helper module, in the script that calls it (read once
+    per file, for :func:`main_rank_only`): ``logging`` for the root logger, else the logger's name."""
+    return _quieted(a) | (_quieted(a.outer) if a.outer is not None else set())
+
+
+def main_rank_only(a: Analysis, site: Site, quieted: set[str]) -> bool:
+    """``site`` (``logger.info(...)``) logs on the main rank alone: its logger is one of ``quieted``
+    (:func:`quieted_loggers`), or Accelerate's."""
     func = site.call.func
     if not isinstance(func, ast.Attribute) or func.attr not in QUIET_BELOW_WARNING:
         return False
@@ -34,7 +40,6 @@ def main_rank_only(a: Analysis, site: Site) -> bool:
         return False
     if receiver == _MAIN_ONLY:
         return not any(k.arg == "main_process_only" and _false(k.value) for k in site.call.keywords)
-    quieted = _quieted(a) | (_quieted(a.outer) if a.outer is not None else set())
     return receiver in quieted or (_ROOT in quieted and receiver.startswith(_STDLIB))
 
 
@@ -71,7 +76,7 @@ def _quieted(a: Analysis) -> set[str]:
                                              and isinstance(func.value, ast.Call) and not func.value.args
                                              and a.module.qualname(func.value.func) == "logging.getLogger")
         own = isinstance(func, ast.Attribute) and func.attr == "setLevel" and not root
-        if not (root or own) or not (_rank_level(a, site.call) or _under_rank_test(a, site.call)):
+        if not (root or own) or not (_rank_level(a, site.call) or site.branch is not None):  # set under a rank test
             continue
         if root:
             out.add(_ROOT)
@@ -93,15 +98,6 @@ def _rank_level(a: Analysis, call: ast.Call) -> bool:
                 return True
             if isinstance(node, ast.Call) and last_name(node.func) in _RANK_LEVELS:
                 return True
-    return False
-
-
-def _under_rank_test(a: Analysis, node: ast.AST) -> bool:
-    current = a.module.parents.get(node)
-    while current is not None:
-        if isinstance(current, ast.If) and a.ranks.is_condition(current.test):
-            return True
-        current = a.module.parents.get(current)
     return False
 
 

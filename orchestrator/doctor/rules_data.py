@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeGuard
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
@@ -166,7 +167,7 @@ def _passed_true(a: Analysis, site: Site, param: str) -> bool:
 def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere (a call in a lambda
     counts: ignite's ``add_event_handler(Events.EPOCH_STARTED, lambda e: sampler.set_epoch(e.state.epoch))``)."""
-    if any(isinstance(s.call.func, ast.Attribute) and s.call.func.attr == "set_epoch" for s in a.flow.sites) or any(
+    if any(_set_epoch(s.call) for s in a.flow.sites) or any(
             q.endswith("set_epoch") for q in a.helper_quals) or _set_epoch_in_lambda(a):
         return
     for site in a.sites_ending("DistributedSampler"):
@@ -184,8 +185,9 @@ def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast
     """DDP004 is judged one file at a time; where another file of the project read calls ``set_epoch`` (a trainer
     class's ``self.loaders["train"].sampler.set_epoch(epoch)`` for a sampler a data module built), the reader cannot
     tie that call to the sampler: the finding is only possible, and says where the call is."""
-    calls = [(file, node.lineno) for file, tree in modules for node in ast.walk(tree)
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_epoch"]
+    if not any(f.code == "DDP004" for f in findings):
+        return findings  # nothing to judge: the project's files are not walked again
+    calls = [(file, node.lineno) for file, tree in modules for node in ast.walk(tree) if _set_epoch(node)]
     out = set()
     for f in findings:
         elsewhere = [(file, line) for file, line in calls if file != f.file]
@@ -226,10 +228,15 @@ def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
                               if isinstance(n, ast.Attribute))
 
 
+def _set_epoch(node: ast.AST) -> TypeGuard[ast.Call]:
+    """``<anything>.set_epoch(...)``."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_epoch"
+
+
 def _set_epoch_in_lambda(a: Analysis) -> bool:
     """A ``set_epoch`` call inside a lambda (an event handler a training engine calls each epoch)."""
-    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_epoch"
-               and any(isinstance(up, ast.Lambda) for up in _ancestors(a, node)) for node in a.module.nodes)
+    return any(_set_epoch(node) and any(isinstance(up, ast.Lambda) for up in _ancestors(a, node))
+               for node in a.module.nodes)
 
 
 def _ancestors(a: Analysis, node: ast.AST) -> Iterator[ast.AST]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.loglevels import main_rank_only
+from orchestrator.doctor.loglevels import main_rank_only, quieted_loggers
 from orchestrator.doctor.metric_sums import assignment_before
 from orchestrator.doctor.metric_values import full_set_value, is_counter, unprepared_sum
 from orchestrator.source.analysis import REDUCTIONS
@@ -57,11 +57,12 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         return
     reduced = reduced_names(a)
     print_guarded = print_replaced(a)
+    quieted = quieted_loggers(a)
     seen: set[int] = set()  # one finding per block: its prints and writers of the losses are one habit, one fix
     for site in a.flow.sites:
         if not is_log(site, a.module) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
             continue
-        if _rank_zero_object(a, site) or main_rank_only(a, site):
+        if _rank_zero_object(a, site) or main_rank_only(a, site, quieted):
             continue
         loop = a.in_training_loop(site)
         if loop is None:

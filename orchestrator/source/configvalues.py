@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.source.hydraconfig import compose, hydra_main
+from orchestrator.source.hydraconfig import MAX_CONFIG_BYTES, compose, hydra_main
 from orchestrator.source.names import Module, dotted, last_name
 
 _LOADERS = frozenset({"json.load", "json.loads", "yaml.load", "yaml.safe_load", "yaml.full_load",
@@ -34,7 +34,6 @@ _WRAPPERS = frozenset({"AttrDict", "EasyDict", "edict", "Munch", "munchify", "Do
 _SUFFIXES = (".json", ".yaml", ".yml")
 _MAX_FILES = 300  # config files looked at when the flag has no default
 _MAX_SEEN = 5000  # folder entries looked at for them
-_MAX_BYTES = 256 << 10
 _DEPTH = 12
 # a project module's function for a call (None: not one): where a project function that loads a config is read
 Definitions = Callable[[ast.Call], tuple[Module, ast.FunctionDef | ast.AsyncFunctionDef] | None]
@@ -299,7 +298,7 @@ def _candidates(folder: Path) -> list[Path]:
 def _read_value(path: Path, keys: list[str]) -> tuple[object, int] | None:
     """The value at ``keys`` in the JSON/YAML file and the line of its last key (None: unreadable, not there)."""
     try:
-        if path.stat().st_size > _MAX_BYTES:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
             return None
         text = path.read_text(encoding="utf-8", errors="replace")
         data: Any = json.loads(text) if path.suffix == ".json" else _yaml(text)

@@ -17,7 +17,7 @@ from typing import Any
 from orchestrator.source.names import FunctionNode, Module
 from orchestrator.spec.hydra import main_config
 
-_MAX_BYTES = 256 << 10
+MAX_CONFIG_BYTES = 256 << 10  # a config file larger than this is not read (here and in configvalues.py)
 _DEPTH = 4
 
 
@@ -59,7 +59,7 @@ def _read(path: Path) -> dict[str, Any] | None:
     import yaml  # read only for a Hydra app's config
 
     try:
-        if path.stat().st_size > _MAX_BYTES:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
             return None
         data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, yaml.YAMLError, RecursionError, ValueError):
