@@ -171,5 +171,6 @@ def update_ledger(job_dir: Path, history: list[dict[str, Any]], cfg: RunConfig) 
     # rank 0's checkpoint times of the run that completed (resumed ones included)
     result["goodput"] = attempts_file.ledger(
         history, queued_s=queued, checkpoint_stall_s=to_float(result.get(attempts_file.CHECKPOINT_STALL)) or 0.0,
-        checkpoint_write_s=to_float(result.get(attempts_file.CHECKPOINT_WRITE)) or 0.0)
+        checkpoint_write_s=to_float(result.get(attempts_file.CHECKPOINT_WRITE)) or 0.0,
+        stall_in_training_s=to_float(result.get(attempts_file.CHECKPOINT_STALL_IN_TRAINING)))
     write_text_atomic(path, json.dumps(result, indent=1, sort_keys=True) + "\n")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import OrchError
-from orchestrator.records.restarts.attempts import CHECKPOINT_STALL, CHECKPOINT_WRITE
+from orchestrator.records.restarts.attempts import CHECKPOINT_STALL, CHECKPOINT_STALL_IN_TRAINING, CHECKPOINT_WRITE
 from orchestrator.records.resumecheck import JobIdentity
 from orchestrator.records.startup import CLOCK
 from orchestrator.restarts.heartbeat import Heartbeat, NoBeat
@@ -80,6 +80,10 @@ class Trainer:
     # and rank 0's time writing their files before this process (its own: checkpointer.write_s)
     checkpoint_stall_s: float = 0.0
     checkpoint_write_s: float = 0.0
+    # the stall's part between two training steps (a save after this attempt's last step is outside its span):
+    # a save's stall waits in stall_pending_s until the next step
+    stall_in_training_s: float = 0.0
+    stall_pending_s: float = 0.0
 
     @property
     def metrics_log(self) -> MetricsLog:
@@ -176,6 +180,7 @@ class Trainer:
         check_identity(state, job_name=self.spec.name, model=task.model)
         resume = Resume.from_checkpoint(state)
         self.checkpoint_stall_s, self.checkpoint_write_s = resume.checkpoint_stall_s, resume.checkpoint_write_s
+        self.stall_in_training_s = resume.stall_in_training_s
         resume.check(world_size=self.ctx.world_size, batch_size=self.params.batch_size,
                      grad_accum=self.params.grad_accum)
         return resume
@@ -203,6 +208,8 @@ class Trainer:
             nonlocal synced, current
             current = step
             RECORDER.step(epoch + 1, step)  # in memory: the outcome record's "last step"
+            self.stall_in_training_s += self.stall_pending_s  # a save between two steps of this attempt
+            self.stall_pending_s = 0.0
             self.beat.tick()  # in-process restarts: its agent sees the rank step (restarts/heartbeat.py)
             if "first_step" not in CLOCK.phases:
                 CLOCK.lap("first_step")
@@ -254,9 +261,11 @@ class Trainer:
                 scaler=parts.scaler.state_dict() if parts.scaler is not None else None, epoch=epoch, step=step,
                 seconds=seconds, world_size=self.ctx.world_size, batch_size=p.batch_size, grad_accum=p.grad_accum,
                 params=p.model_dump(mode="json"), job=self.spec.name, stall_s=self.checkpoint_stall_s,
-                write_s=self.checkpoint_write_s + checkpointer.write_s)
+                write_s=self.checkpoint_write_s + checkpointer.write_s, stall_in_training_s=self.stall_in_training_s)
             checkpointer.save(state, {"tally": tally.saved() if tally is not None else None})
-        self.checkpoint_stall_s += time.monotonic() - began
+        stalled = time.monotonic() - began
+        self.checkpoint_stall_s += stalled
+        self.stall_pending_s += stalled
         self.periodic.reset()
 
     def _stop(self, checkpointer: Checkpointer, parts: Parts, epoch: int, step: int, tally: Tally, seconds: float,
@@ -294,5 +303,6 @@ class Trainer:
             "world_size": self.ctx.world_size, "final": final, "param_digest": digests[0],
             "param_digests": digests, "in_sync": len(set(digests)) == 1, "startup": CLOCK.as_dict(),
             CHECKPOINT_STALL: round(self.checkpoint_stall_s, 3),
+            CHECKPOINT_STALL_IN_TRAINING: round(self.stall_in_training_s, 3),
             CHECKPOINT_WRITE: round(self.checkpoint_write_s + checkpointer.write_s, 3),
         })

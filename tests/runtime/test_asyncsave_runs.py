@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from support import ORCH, TESTS, clean_environ
 
-from orchestrator.records.restarts.attempts import CHECKPOINT_STALL, CHECKPOINT_WRITE
+from orchestrator.records.restarts.attempts import CHECKPOINT_STALL, CHECKPOINT_STALL_IN_TRAINING, CHECKPOINT_WRITE
 from orchestrator.spec.runconfig import CHECKPOINT_DIR
 
 FAULTY = TESTS / "jobs" / "faulty.py"
@@ -81,6 +81,8 @@ def test_rank0_killed_during_a_background_write_resumes_from_the_previous_checkp
     code, straight, err = finished(orch_run(cluster(tmp_path, "sync"), str(FAULTY), "--nproc", "2", *PARAMS))
     assert code == 0, err[-3000:]
     assert straight["result"][CHECKPOINT_STALL] >= straight["result"][CHECKPOINT_WRITE] > 0  # sync: all a stall
+    # the saves after epochs 1 and 2 fell between steps; the last epoch's after the last step
+    assert 0 < straight["result"][CHECKPOINT_STALL_IN_TRAINING] <= straight["result"][CHECKPOINT_STALL]
     async_cluster = cluster(tmp_path, "async")
     mark = tmp_path / "writing"
     proc = orch_run(async_cluster, str(FAULTY), "--nproc", "2", *PARAMS, **slow_env(tmp_path, 600, mark))

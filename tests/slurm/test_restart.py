@@ -132,6 +132,20 @@ def test_the_ledger_takes_the_checkpoint_stall_off_training_and_not_the_backgrou
     assert "checkpoint_stall 4.0s, checkpoint_write 30.0s" in att.format_ledger(led)
 
 
+def test_the_ledger_takes_off_only_the_stall_between_two_steps() -> None:
+    """A save after an attempt's last step (the last epoch's) is outside its first-to-last-step span: a short run
+    whose only save is its last keeps all its training time."""
+    history = [{"attempt": 0, "requeue": 0, "batch_started": 0.0, "started": 1.0, "ended": 10.0,
+                "first_step": 2.0, "last_step_time": 2.01, "kind": "completed"}]
+    led = att.ledger(history, queued_s=None, checkpoint_stall_s=0.02, stall_in_training_s=0.0)
+    assert led["training_s"] == 0.01 and led[att.CHECKPOINT_STALL] == 0.02
+    assert led["goodput"] == 0.001
+    whole = att.ledger(history, queued_s=None, checkpoint_stall_s=0.02)  # the part not known: all of it
+    assert whole["training_s"] == 0.0 and whole["goodput"] == 0.0
+    some = att.ledger(history, queued_s=None, checkpoint_stall_s=0.02, stall_in_training_s=0.004)
+    assert some["training_s"] == 0.006
+
+
 def test_global_steps() -> None:
     assert att.global_step((2, 5), 32, one_based=True) == 37
     assert att.global_step((1, 0), 32, one_based=False) == 32

@@ -44,6 +44,9 @@ MAX_BYTES = 4 * 1024 * 1024
 # time writing their files (in the background when async: it overlaps training)
 CHECKPOINT_STALL = "checkpoint_stall_s"
 CHECKPOINT_WRITE = "checkpoint_write_s"
+# the part of the stall between two training steps of one attempt (a save after an attempt's last step, the
+# last epoch's or a preemption's, is outside every attempt's first-to-last-step span: nothing to take off)
+CHECKPOINT_STALL_IN_TRAINING = "checkpoint_stall_in_training_s"
 LEDGER_KEYS = ("allocated_s", "queued_s", "startup_s", "training_s", CHECKPOINT_STALL, CHECKPOINT_WRITE, "redone_s",
                "recovery_s", "hung_s", "goodput")
 
@@ -100,15 +103,17 @@ def restarts_shown(attempts: Sequence[Mapping[str, Any]], slurm_restarts: object
 
 
 def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
-           checkpoint_stall_s: float = 0.0, checkpoint_write_s: float = 0.0) -> dict[str, float | None]:
+           checkpoint_stall_s: float = 0.0, checkpoint_write_s: float = 0.0,
+           stall_in_training_s: float | None = None) -> dict[str, float | None]:
     """Where the allocated time went (seconds), and the goodput: training time not redone / allocated time;
     None when no attempt saw a training step (a script's steps are its own: orch sees no step of it, so its
     training time is unknown, not 0).
 
     allocated: each allocation from its batch start to its last attempt's end; startup: from the batch
     start to the first training step of its first attempt; training: first to last training step of
-    each attempt (less checkpoint_stall_s, the training thread's time in rank 0's saves, when known; the
-    background writes of checkpoint_write_s overlap training and are not taken off); redone: the share of a failed
+    each attempt (less stall_in_training_s, the training thread's time in rank 0's saves between two steps,
+    when known; checkpoint_stall_s, all of it, when that part is not; the background writes of
+    checkpoint_write_s overlap training and are not taken off); redone: the share of a failed
     attempt's training that the next attempt does again (its lost steps); recovery: failure to the
     next attempt's first step; hung: from the blamed rank's last step to the failure."""
     allocations: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
@@ -134,7 +139,8 @@ def ledger(attempts: Sequence[Mapping[str, Any]], *, queued_s: float | None,
             redone += span * min(1.0, lost_steps / done)
         recovery += _num(a.get("recovery_s")) or 0.0
         hung += _num(a.get("hung_s")) or 0.0
-    training = max(0.0, training - checkpoint_stall_s)
+    inside = checkpoint_stall_s if stall_in_training_s is None else min(stall_in_training_s, checkpoint_stall_s)
+    training = max(0.0, training - inside)
     out = {"allocated_s": allocated, "queued_s": queued_s or 0.0, "startup_s": startup, "training_s": training,
            CHECKPOINT_STALL: checkpoint_stall_s, CHECKPOINT_WRITE: checkpoint_write_s,
            "redone_s": min(redone, training), "recovery_s": recovery, "hung_s": hung}
