@@ -1,0 +1,1 @@
+from .llm2vec import LLM2Vec

@@ -1,0 +1,1 @@
+from .HardNegativeNLLLoss import HardNegativeNLLLoss
