@@ -1,0 +1,2 @@
+
+from .get_dataloader import get_data_loader
