@@ -40,6 +40,7 @@ class Fixed:
     left: list[tuple[Finding, str]] = field(default_factory=list)
     possible: int = 0  # fixable findings of confidence "possible" left as they were (no show_all)
     findings: list[Finding] = field(default_factory=list)  # the doctor's findings in the fixed text
+    before: list[Finding] = field(default_factory=list)  # the doctor's findings in the text as given
 
 
 def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_all: bool = False) -> Fixed:
@@ -56,7 +57,8 @@ def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_al
     tried: set[tuple[str, str]] = set()  # (code, the finding's source line) of a fix that could not be made
     first = source.splitlines()
     original: dict[tuple[str, str], list[Finding]] = {}  # the findings at the lines the user has, by code and text
-    for f in check(source):
+    result.before = check(source)
+    for f in result.before:
         original.setdefault((f.code, _at(first, f.line)), []).append(f)
         result.possible += f.file == filename and f.code in FIXERS and f.code not in ignore and not shown(
             f.confidence, show_all)
@@ -70,7 +72,7 @@ def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_al
         key = (todo[0].code, _at(lines, todo[0].line))
         finding = (original.get(key) or [todo[0]])[0]
         try:
-            new = FIXERS[finding.code](Source(cst.parse_module(result.text)), todo[0])
+            new = FIXERS[finding.code](Source(cst.parse_module(result.text), parsed=True), todo[0])
         except cst.ParserSyntaxError:  # syntax Python's parser takes and libcst's does not: said, never a traceback
             result.left.extend((f, "libcst cannot parse this file: change it by hand (the fix line says how)")
                                for f in todo)

@@ -19,8 +19,9 @@ Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 class Source:
     """A parsed module with each node's start line and parent."""
 
-    def __init__(self, module: cst.Module) -> None:
-        wrapper = MetadataWrapper(module)
+    def __init__(self, module: cst.Module, *, parsed: bool = False) -> None:
+        # a module just parsed holds each node once: libcst's copy (which makes sure of that) is not needed
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=parsed)
         self.module = wrapper.module
         self.positions = wrapper.resolve(PositionProvider)
         self.parents = wrapper.resolve(ParentNodeProvider)

@@ -16,7 +16,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # real_corpus, when run as a script
 from real_corpus import REAL, truth
 
-from orchestrator.doctor import check_source
 from orchestrator.doctor.check import read_script
 from orchestrator.doctor.confidence import shown
 from orchestrator.doctor.fix import FIXERS, fix_source, unified_diff
@@ -36,11 +35,11 @@ def fix_one(name: str, entry: str, show_all: bool = False) -> Outcome | None:
     """``show_all``: as ``--fix --all`` (the possible findings too); else as ``--fix``."""
     path = REAL / name / entry
     text = read_script(path)
-    fixable = tuple(sorted(f.code for f in check_source(text, str(path))
+    result = fix_source(text, str(path), show_all=show_all)  # reads the script once as it is (result.before)
+    fixable = tuple(sorted(f.code for f in result.before
                            if f.file == str(path) and f.code in FIXERS and shown(f.confidence, show_all)))
     if not fixable:
         return None
-    result = fix_source(text, str(path), show_all=show_all)
     fixed = tuple(sorted(f.code for f in result.fixed))
     applies = _applies(text, unified_diff(text, result.text, entry), result.text, entry) if fixed else True
     left_codes = {f.code for f in result.findings if f.file == str(path)}
