@@ -168,7 +168,7 @@ def check_load(a: Analysis) -> Iterator[Finding]:
             _uses_cuda(a) or a.framework_parallel or (a.outer is not None and _uses_cuda(a.outer))):
         return  # a framework that prepares the model (Accelerate, Fabric) runs on a GPU per rank
     for site in a.sites(frozenset({"torch.load"})):
-        if len(site.call.args) >= 2 or _kw(site.call, "map_location") is not None or a.flow.guarded(site):
+        if _mapped(site.call) or a.flow.guarded(site) or _other_branch_maps(a, site.call):
             continue
         state = _loads_state(a, site.call)
         if not (state or _checkpoint_like(a, site.call.args[0] if site.call.args else _kw(site.call, "f"))):
@@ -176,6 +176,68 @@ def check_load(a: Analysis) -> Iterator[Finding]:
         # a state loaded into a model or kept as one is likely; a checkpoint told by its path's name alone, possible
         yield a.finding("DDP009", site.call, ast.unparse(site.call)[:60], confidence=None if state else "possible",
                         fact="its result is a model's state" if state else "a checkpoint by its path's name only")
+
+
+def _mapped(call: ast.Call) -> bool:
+    return len(call.args) >= 2 or _kw(call, "map_location") is not None
+
+
+def _other_branch_maps(a: Reading, call: ast.Call) -> bool:
+    """The load sits in one branch of an ``if`` whose other branch loads onto the rank's GPU (``if args.gpu is None:
+    torch.load(p)``, ``else: torch.load(p, map_location=f"cuda:{args.gpu}")``) in a script that stops on a machine
+    with more than one GPU unless it spawns a process per GPU (``if device_count() > 1 and not
+    args.multiprocessing_distributed: return``): the branch with no GPU chosen runs on a single GPU."""
+    if not _one_gpu_unless_spawned(a):
+        return False
+    child: ast.AST = call
+    parent = a.module.parents.get(call)
+    while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        if isinstance(parent, ast.If):
+            other = parent.orelse if child in parent.body else parent.body
+            if any(isinstance(n, ast.Call) and a.module.qualname(n.func) == "torch.load" and _mapped(n)
+                   and not _onto_cpu(n) for stmt in other for n in ast.walk(stmt)):
+                return True
+        child, parent = parent, a.module.parents.get(parent)
+    return False
+
+
+def _onto_cpu(call: ast.Call) -> bool:
+    where = call.args[1] if len(call.args) >= 2 else _kw(call, "map_location")
+    return where is not None and ("cpu" in ast.unparse(where) or isinstance(where, ast.Lambda))
+
+
+_STOP_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+
+
+def _one_gpu_unless_spawned(a: Reading) -> bool:
+    """An ``if`` on more than one visible GPU (``torch.cuda.device_count() > 1``, also through a name) with no
+    spawn flag, whose body stops the script (``return``, ``raise``, ``sys.exit``)."""
+    for node in a.module.nodes:
+        if not (isinstance(node, ast.If) and node.body and _many_gpus(a, node.test)):
+            continue
+        last = node.body[-1]
+        if isinstance(last, ast.Return | ast.Raise) or (
+                isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                and a.module.qualname(last.value.func) in _STOP_CALLS):
+            return True
+    return False
+
+
+def _many_gpus(a: Reading, test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
+            bound, op = node.comparators[0].value, node.ops[0]
+            many = (isinstance(op, ast.Gt) and bound == 1) or (isinstance(op, ast.GtE) and bound == 2)
+            if many and _device_count(a, node.left):
+                return True
+    return False
+
+
+def _device_count(a: Reading, expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Name):
+        _, value = a.module.resolve(expr.id, expr)
+        expr = value if value is not None else expr
+    return isinstance(expr, ast.Call) and (a.module.qualname(expr.func) or "").endswith("device_count")
 
 
 def _uses_cuda(a: Reading) -> bool:

@@ -188,11 +188,39 @@ def check_swallowed_init(a: Analysis) -> Iterator[Finding]:
         if init is None:
             continue
         for handler in node.handlers:
-            if not _stops(a, handler) and not _retried(a, node, handler):
+            if not _stops(a, handler) and not _retried(a, node, handler) and not _work_skipped(a, node, init):
                 caught = ast.unparse(handler.type) if handler.type is not None else "everything"
                 yield a.finding("DDP019", init.call, f"{ast.unparse(init.call.func)[:40]}() fails into `except "
                                 f"{caught[:40]}` (line {handler.lineno}), which goes on")
                 break
+
+
+_REPORTS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "log"})
+
+
+def _work_skipped(a: Analysis, node: ast.Try, init: Site) -> bool:
+    """A process's target whose ``try`` holds the work after the init and ends the function (``def worker(i, q):
+    try: init(); train() except Exception: q.put(traceback.format_exc())``): a failed rendezvous skips the training
+    too and the process ends, so no rank trains on alone."""
+    function = a.module.function_of(node)
+    if function is None or function.body[-1] is not node or not _process_target(a, function.name):
+        return False
+    raised = {id(n) for stmt in node.body for r in ast.walk(stmt) if isinstance(r, ast.Raise) for n in ast.walk(r)}
+    return any(isinstance(call, ast.Call) and id(call) not in raised and last_name(call.func) not in _REPORTS
+               for stmt in node.body if stmt.lineno > init.call.lineno for call in ast.walk(stmt))
+
+
+def _process_target(a: Analysis, name: str) -> bool:
+    """``name`` is what a process runs: ``Process(target=name)``, ``mp.spawn(name, ...)``, ``start_processes(name,
+    ...)``, in this file or in the script that calls it."""
+    for reading in (a, a.outer):
+        for call in (n for n in (reading.module.nodes if reading is not None else ()) if isinstance(n, ast.Call)):
+            callee = last_name(call.func)
+            target = next((k.value for k in call.keywords if k.arg == "target"), None) if callee == "Process" else (
+                call.args[0] if callee in ("spawn", "start_processes") and call.args else None)
+            if target is not None and last_name(target) == name:
+                return True
+    return False
 
 
 def _starts_group(a: Analysis, site: Site) -> bool:

@@ -63,3 +63,57 @@ def test_a_load_fed_to_load_state_dict_later_is_a_models_state() -> None:
 
 def test_a_load_no_model_takes_is_not_judged() -> None:
     assert fed_findings("print(len(data))") == []
+
+
+
+_BRANCHES = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def worker(gpu, args):
+    dist.init_process_group("nccl")
+    model = DDP(torch.nn.Linear(2, 2).cuda(gpu))
+    if args.gpu is None:
+        checkpoint = torch.load(args.resume)
+    else:
+        checkpoint = torch.load(args.resume{other})
+    model.load_state_dict(checkpoint["model"])
+
+
+def main(args):
+    ngpus = torch.cuda.device_count()
+{guard}
+    if args.spawn:
+        mp.spawn(worker, nprocs=ngpus, args=(args,))
+    else:
+        worker(args.gpu, args)
+"""
+_ONE_GPU = """\
+    if ngpus > 1 and not args.spawn:
+        print("more than one GPU: pass --spawn")
+        return -1
+"""
+
+
+def branch_lines(other: str, guard: str = _ONE_GPU) -> list[int]:
+    source = _BRANCHES.format(other=other, guard=guard)
+    return [f.line for f in check_source(source, "t.py") if f.code == "DDP009"]
+
+
+def test_a_load_without_a_gpu_where_the_script_runs_one_gpu_unless_it_spawns_is_not_reported() -> None:
+    assert branch_lines(', map_location=f"cuda:{args.gpu}"') == []
+
+
+def test_the_same_load_in_a_script_that_runs_unspawned_on_many_gpus_is_reported() -> None:
+    assert branch_lines(', map_location=f"cuda:{args.gpu}"', guard="") == [12]
+
+
+def test_a_cpu_map_location_in_the_other_branch_leaves_the_gpu_branch_reported() -> None:
+    assert branch_lines(', map_location="cpu"') == [12]
+
+
+def test_both_branches_without_map_location_are_reported() -> None:
+    assert branch_lines("") == [12, 14]
