@@ -10,19 +10,25 @@ from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.configvalues import ConfigValue, config_value
+from orchestrator.source.configfiles import ConfigValue, project_config
+from orchestrator.source.configvalues import config_value
 from orchestrator.source.names import FunctionNode, Module, last_name
 
-_TRAINER_TARGET = ("lightning", "Trainer")  # a ``_target_`` naming a Lightning Trainer: its head and its last part
+# a ``_target_`` naming a Lightning Trainer: in its head (lightning, pytorch_lightning), its last part
+_TRAINER_TARGET = ("lightning", "Trainer")
+# a Trainer section of a config the user passes: a file that holds none of these is not one
+LAYOUT_KEYS = frozenset({"devices", "gpus", "num_nodes"})
+_CLI_ABOVE = 3  # folders above a LightningCLI script where its project root is looked for (configs/ beside src/)
 
 
-def read_config(a: Analysis, expr: ast.expr) -> ConfigValue | None:
+def read_config(a: Analysis, expr: ast.expr, holding: frozenset[str] = frozenset()) -> ConfigValue | None:
     """The config file's value ``expr`` reads (None: not from a config file found): for DDP023 here and DDP008's
-    rendezvous from a config (``rules_rendezvous_computed``)."""
+    rendezvous from a config (``rules_rendezvous_computed``). ``holding``: ``expr`` is a section (or the whole
+    config) that holds one of these keys."""
     root = a.outer if a.outer is not None else a
     script = root.project.script if root.project is not None else None
     return config_value(a.module, script, expr, a.outer.module if a.outer is not None else None,
-                        lambda call: _definition(root, a.module.qualname(call.func)))
+                        lambda call: _definition(root, a.module.qualname(call.func)), holding)
 
 
 def _definition(root: Reading, qual: str | None) -> tuple[Module, FunctionNode] | None:
@@ -43,14 +49,23 @@ def configured_trainer(a: Analysis, call: ast.Call, lightning: bool) -> ConfigVa
     (``lightning``), or the first argument of ``instantiate(...)`` whose ``_target_`` is a Lightning Trainer."""
     if lightning:
         spread = [k.value for k in call.keywords if k.arg is None]
-        found = read_config(a, spread[0]) if len(spread) == 1 else None
+        found = read_config(a, spread[0], LAYOUT_KEYS) if len(spread) == 1 else None
     elif last_name(call.func) == "instantiate" and call.args:
         found = read_config(a, call.args[0])
         target = str(found.value.get("_target_", "")) if found is not None and isinstance(found.value, dict) else ""
-        if not (target.startswith(_TRAINER_TARGET[0]) and target.endswith(_TRAINER_TARGET[1])):
+        if not (_TRAINER_TARGET[0] in target.split(".")[0] and target.endswith(_TRAINER_TARGET[1])):
             return None
     else:
         return None
+    return found if found is not None and isinstance(found.value, dict) else None
+
+
+def cli_trainer(a: Analysis) -> ConfigValue | None:
+    """The ``trainer:`` section of the project's config files that sets a layout, for a ``LightningCLI`` (the user
+    passes the file with ``--config``; none passed: Lightning's defaults, one node): one file, or several that agree,
+    is likely; several that differ, a guess."""
+    script = a.project.script if a.outer is None and a.project is not None else None
+    found = project_config(script, ["trainer"], LAYOUT_KEYS, _CLI_ABOVE) if script is not None else None
     return found if found is not None and isinstance(found.value, dict) else None
 
 

@@ -30,11 +30,11 @@ from pathlib import Path
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.frameworks import QUALIFIED, _aliases, _devices, _qualified
-from orchestrator.doctor.layoutconfig import configured_trainer, key_line, read_config, shown
+from orchestrator.doctor.frameworks import _LIGHTNING_CLI, QUALIFIED, _aliases, _devices, _qualified
+from orchestrator.doctor.layoutconfig import cli_trainer, configured_trainer, key_line, read_config, shown
 from orchestrator.doctor.layoutflags import declared_layout_flags
 from orchestrator.launchstyles.installed import SPAWNERS
-from orchestrator.source.configvalues import ConfigValue
+from orchestrator.source.configfiles import ConfigValue
 from orchestrator.source.names import dotted, last_name
 from orchestrator.spec.framework import Framework
 
@@ -142,6 +142,9 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     qualified = _qualified(func, aliases) or ""
     if qualified in SPAWNERS:
         return _launch_layout(a, call, SPAWNERS[qualified], flags)
+    if qualified in _LIGHTNING_CLI:  # the Trainer from the --config file the user passes (the project's)
+        section = cli_trainer(a)
+        return _config_layout(a, call, section, flags) if section is not None else None
     lightning = QUALIFIED.get(qualified) == "lightning" and not made
     if lightning or (last_name(call.func) == "instantiate" and call.args):
         section = configured_trainer(a, call, lightning)

@@ -2,57 +2,38 @@
 ``init_process_group(init_method=h.dist_config["dist_url"])`` reads ``tcp://localhost:54321`` from the JSON file.
 
 A pure reader: the script is never imported or run, the config files are parsed as data (JSON, YAML). The name
-that holds a config is followed through assignments, the common wrappers (``AttrDict``, ``EasyDict``,
-``SimpleNamespace(**d)``, ``OmegaConf.create``) and the parameters of the functions it is passed to (a call, an
-``mp.spawn(fn, args=(...))``, the script's call of a helper module's function). The file is the literal path, or the
-default of the flag that names it (``--config``), resolved from the script's folder and the folders above it; a flag
-with no default (the user must pass one) is answered by the project's config files that hold the key chain read:
-one file, or several that agree on the value, say it (``by_default`` False: the user picks the file); several that
-differ give the first, marked ``agreed`` False (a guess). A loader is ``json.load``, ``yaml.safe_load``/``load``,
-``OmegaConf.load`` or a project function whose own body loads its first parameter (``load_config(path)``); the
-parameter of a ``@hydra.main`` function is the app's composed config (``hydraconfig.py``).
+that holds a config is followed through assignments (``trainer = cfg.trainer``, past a fallback ``trainer = {}``),
+the common wrappers (``AttrDict``, ``EasyDict``, ``SimpleNamespace(**d)``, ``OmegaConf.create``/``merge``/
+``to_container``, ``hydra.utils.instantiate``), a class made from its keys (``TrainConfig(**cfg)``), a dict of some
+of its keys (``{k: cfg[k] for k in names if k in cfg}``), a project function that fills and returns it (``cfg =
+parse_cfg(cfg)``) and the parameters of the functions it is passed to (a call, an ``mp.spawn(fn, args=(...))``, the
+script's call of a helper module's function). The file is the literal path, or the default of the flag that names
+it (``--config``); a flag with no default, a positional ``sys.argv[1]`` or a Hydra app with no ``config_name``
+(the user must pass one) is answered by the project's config files that hold the key chain read
+(``configfiles.py``). A loader is ``json.load``, ``yaml.safe_load``/``load``, ``OmegaConf.load`` or a project
+function whose own body loads its first parameter (``load_config(path)``); the parameter of a ``@hydra.main``
+function is the app's composed config (``hydraconfig.py``).
 """
-
 from __future__ import annotations
 
 import ast
-import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from orchestrator.source.hydraconfig import MAX_CONFIG_BYTES, compose, hydra_main
+from orchestrator.source.configfiles import ConfigValue, lookup
+from orchestrator.source.hydraconfig import hydra_main
 from orchestrator.source.names import Module, dotted, last_name
 
 _LOADERS = frozenset({"json.load", "json.loads", "yaml.load", "yaml.safe_load", "yaml.full_load",
                       "yaml.unsafe_load", "OmegaConf.load", "omegaconf.OmegaConf.load"})
 # a config wrapped for attribute access: the first argument (or ``**d``) is the config
 _WRAPPERS = frozenset({"AttrDict", "EasyDict", "edict", "Munch", "munchify", "DotMap", "Box", "SimpleNamespace",
-                       "Namespace", "create", "DictConfig", "ConfigDict", "dict", "deepcopy", "copy"})
-_SUFFIXES = (".json", ".yaml", ".yml")
-_MAX_FILES = 300  # config files looked at when the flag has no default
-_MAX_SEEN = 5000  # folder entries looked at for them
+                       "Namespace", "create", "DictConfig", "ConfigDict", "dict", "deepcopy", "copy",
+                       "merge", "to_container", "instantiate"})  # merge(cfg, overrides): the first is the config
 _DEPTH = 12
 # a project module's function for a call (None: not one): where a project function that loads a config is read
 Definitions = Callable[[ast.Call], tuple[Module, ast.FunctionDef | ast.AsyncFunctionDef] | None]
-
-
-@dataclass(frozen=True)
-class ConfigValue:
-    """``value`` read at ``file``:``line``; ``by_default``: the script loads that file when run without flags (a
-    literal path, a flag's default); ``agreed``: every candidate file says the same (always True by default)."""
-
-    value: object
-    file: Path
-    line: int
-    by_default: bool
-    agreed: bool
-
-    @property
-    def where(self) -> str:
-        return f"{self.file.parent.name}/{self.file.name}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -68,24 +49,58 @@ class _Context:
     definitions: Definitions | None
 
 
-def config_value(module: Module, script: Path | None, expr: ast.expr,
-                 outer: Module | None = None, definitions: Definitions | None = None) -> ConfigValue | None:
+def config_value(module: Module, script: Path | None, expr: ast.expr, outer: Module | None = None,
+                 definitions: Definitions | None = None, holding: frozenset[str] = frozenset()) -> ConfigValue | None:
     """The config file's value that ``expr`` (``cfg.trainer.num_nodes``, ``h.dist_config["dist_url"]``) reads, or
     None when ``expr`` does not read a config file this reader finds. ``script``: the script's path (relative paths
     start there); ``outer``: the script's module when ``module`` is a helper module it calls; ``definitions``: a
     project module's function a call reaches (``cfg = load_config(args.config)``, its body a loader of its first
-    parameter)."""
-    chain = _chain(expr)
+    parameter). ``holding``: the value is a section (``trainer = cfg.trainer``, or the whole config) that the
+    project's files answer only when it holds one of these keys (a file that lacks them is not this config)."""
+    chain = _chain(_unaliased(module, expr), whole=bool(holding))
     if chain is None or script is None:
         return None
     base, keys = chain
     where = _source_of_name(module, base, _Context(outer, definitions), 0)
     if where is None:
         return None
-    return _lookup(where, keys, script)
+    return lookup(script, keys, where.literal, where.hydra, holding)
 
 
-def _chain(expr: ast.expr) -> tuple[ast.Name, list[str]] | None:
+def _unaliased(module: Module, expr: ast.expr) -> ast.expr:
+    """``trainer`` of ``trainer = cfg.trainer`` (kept through ``if trainer is None: trainer = {}``): the chain the
+    name was given."""
+    for _ in range(_DEPTH):
+        if not isinstance(expr, ast.Name):
+            return expr
+        value = _assigned(module, expr)
+        if not isinstance(value, ast.Attribute | ast.Subscript | ast.Name):
+            return expr
+        expr = value
+    return expr
+
+
+def _assigned(module: Module, name: ast.Name) -> ast.expr | None:
+    """The value last given to ``name`` before it, passing over an empty fallback (``x = {}``, ``None``) and the
+    statement ``name`` is read in (``trainer = Trainer(\n **trainer)``)."""
+    _, value = module.resolve(name.id, name)
+    if value is None or not (_fallback(value) or name in ast.walk(value)):
+        return value
+    scope = module.scope_of(name)
+    earlier = [v for line, v in scope.assigned.get(name.id, []) if line < name.lineno and v is not None]
+    return next((v for v in reversed(earlier) if not _fallback(v) and name not in ast.walk(v)), None)
+
+
+def _fallback(value: ast.expr) -> bool:
+    if isinstance(value, ast.Dict):
+        return not value.keys
+    if isinstance(value, ast.Constant):
+        return value.value is None
+    return isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args and not value.keywords
+
+
+def _chain(expr: ast.expr, whole: bool = False) -> tuple[ast.Name, list[str]] | None:
+    """The name a config is held in and the keys read below it (``whole``: a bare name, the whole config, too)."""
     keys: list[str] = []
     current = expr
     while True:
@@ -102,7 +117,7 @@ def _chain(expr: ast.expr) -> tuple[ast.Name, list[str]] | None:
             current = current.func.value
         else:
             break
-    return (current, keys[::-1]) if isinstance(current, ast.Name) and keys else None
+    return (current, keys[::-1]) if isinstance(current, ast.Name) and (keys or whole) else None
 
 
 def _source_of_name(module: Module, name: ast.Name, ctx: _Context, depth: int) -> _Path | None:
@@ -117,8 +132,8 @@ def _source_of_name(module: Module, name: ast.Name, ctx: _Context, depth: int) -
     if function is None:
         return None
     hydra = hydra_main(module, function)
-    if hydra is not None:
-        return _Path(None, None, hydra)
+    if hydra is not None:  # no config name: the user passes --config-name
+        return _Path(None, None, hydra) if hydra[1] else _Path(None, "--config-name")
     for passed_module, passed in _passed(module, function, name.id, ctx.outer):
         source = _source_of_value(passed_module, passed, ctx if passed_module is module else replace(ctx, outer=None),
                                   depth + 1)
@@ -154,24 +169,48 @@ def _source_of_value(module: Module, value: ast.expr, ctx: _Context, depth: int)
         return None
     if isinstance(value, ast.Name):
         return _source_of_name(module, value, ctx, depth)
+    if isinstance(value, ast.DictComp):  # {k: cfg[k] for k in names if k in cfg}: cfg's keys, some of them
+        picked = value.value
+        return (_source_of_name(module, picked.value, ctx, depth + 1) if isinstance(picked, ast.Subscript)
+                and isinstance(picked.value, ast.Name) else None)
     if not isinstance(value, ast.Call):
         return None
     qual = module.qualname(value.func) or dotted(value.func) or ""
     if qual in _LOADERS or qual.endswith(".OmegaConf.load"):
         return _path_of(module, value.args[0], depth + 1) if value.args else None
-    if (last_name(value.func) or "") in _WRAPPERS:
-        inner = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg is None), None)
+    spread = [k.value for k in value.keywords if k.arg is None]
+    if (last_name(value.func) or "") in _WRAPPERS or (not value.args and len(spread) == len(value.keywords) == 1):
+        inner = value.args[0] if value.args else spread[0] if spread else None  # Config(**cfg): its keys
         return _source_of_value(module, inner, ctx, depth + 1) if inner is not None else None
     if value.args and _loader_function(module, value, ctx.definitions):
         return _path_of(module, value.args[0], depth + 1)
+    if value.args and isinstance(value.args[0], ast.Name) and _returns_first(module, value, ctx.definitions):
+        return _source_of_value(module, value.args[0], ctx, depth + 1)  # cfg = parse_cfg(cfg): fills and returns it
     return None
+
+
+def _definition(module: Module, call: ast.Call,
+                definitions: Definitions | None) -> tuple[Module, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    local = module.local_function(call)
+    return (module, local) if local is not None else definitions(call) if definitions is not None else None
+
+
+def _returns_first(module: Module, call: ast.Call, definitions: Definitions | None) -> bool:
+    """``call`` is of a project function that returns its first parameter (``def parse_cfg(cfg): ...; return
+    cfg``): what it returns is the config it was given."""
+    found = _definition(module, call, definitions)
+    if found is None:
+        return False
+    function = found[1]
+    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args) if p.arg not in ("self", "cls")]
+    returns = [n.value for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
+    return bool(params and returns) and all(isinstance(r, ast.Name) and r.id == params[0] for r in returns)
 
 
 def _loader_function(module: Module, call: ast.Call, definitions: Definitions | None) -> bool:
     """``call`` is of a project function (this file's, else a project module's) whose own body loads a config from
     its first parameter: ``def load_config(path): with open(path) as f: return yaml.safe_load(f)``."""
-    local = module.local_function(call)
-    found = (module, local) if local is not None else definitions(call) if definitions is not None else None
+    found = _definition(module, call, definitions)
     if found is None:
         return False
     where, function = found
@@ -216,6 +255,8 @@ def _path_of(module: Module, expr: ast.expr, depth: int) -> _Path | None:
         return None
     if isinstance(expr, ast.Attribute):
         return _flag_path(module, expr.attr)
+    if isinstance(expr, ast.Subscript) and dotted(expr.value) in ("sys.argv", "argv"):
+        return _Path(None, "sys.argv")  # a positional argument: the user passes the file
     if isinstance(expr, ast.Name):
         found, value = module.resolve(expr.id, expr)
         if value is not None:
@@ -223,7 +264,11 @@ def _path_of(module: Module, expr: ast.expr, depth: int) -> _Path | None:
         opened = next((item.context_expr for item in (n for n in module.nodes if isinstance(n, ast.withitem))
                        if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == expr.id
                        and module.function_of(item) is module.function_of(expr)), None)
-        return _path_of(module, opened, depth + 1) if found and opened is not None else None
+        if found and opened is not None:
+            return _path_of(module, opened, depth + 1)
+        function = module.function_of(expr) if found else None
+        passed = module.argument_for(function, expr.id) if function is not None else []
+        return _path_of(module, passed[0], depth + 1) if len(passed) == 1 else None  # a parameter: what is passed
     return None
 
 
@@ -239,95 +284,3 @@ def _flag_path(module: Module, dest: str) -> _Path | None:
                     return _Path(default.value, None)
                 return _Path(None, named[0])
     return None
-
-
-def _lookup(where: _Path, keys: list[str], script: Path) -> ConfigValue | None:
-    folder = script.resolve().parent
-    if where.hydra is not None:
-        return _from_hydra(folder / where.hydra[0], where.hydra[1], keys)
-    bases = [folder, *list(folder.parents)[:2]]
-    if where.literal is not None:
-        path = next((b / where.literal for b in bases if (b / where.literal).is_file()), None)
-        found = _read_value(path, keys) if path is not None else None
-        return ConfigValue(found[0], path, found[1], True, True) if found is not None and path is not None else None
-    values: list[tuple[Path, object, int]] = []
-    for path in _candidates(folder):
-        found = _read_value(path, keys)
-        if found is not None:
-            values.append((path, *found))
-    if not values:
-        return None
-    agreed = len({repr(v) for _, v, _ in values}) == 1
-    path, value, line = values[0]
-    return ConfigValue(value, path, line, False, agreed)
-
-
-def _from_hydra(folder: Path, name: str, keys: list[str]) -> ConfigValue | None:
-    composed = compose(folder, name)
-    if composed is None:
-        return None
-    data: Any = composed.data
-    for key in keys:
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    path = composed.files.get(keys[0], composed.main)
-    if path is None:
-        return None
-    below = keys[1:] if path != composed.main else keys
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return ConfigValue(data, path, _line_of(text, below) if below else 1, True, True)
-
-
-def _candidates(folder: Path) -> list[Path]:
-    """The JSON/YAML files of the script's folder and three levels below it, in a stable order: at most
-    ``_MAX_FILES``, after looking at ``_MAX_SEEN`` entries (a folder of data is not walked through); hidden folders and
-    caches are skipped."""
-    out: list[Path] = []
-    seen = 0
-    for top, dirs, files in os.walk(folder):
-        depth = len(Path(top).relative_to(folder).parts)
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")) and depth < 3)
-        seen += len(files) + len(dirs)
-        out += [Path(top) / f for f in sorted(files) if f.endswith(_SUFFIXES)]
-        if len(out) >= _MAX_FILES or seen >= _MAX_SEEN:
-            break
-    return out[:_MAX_FILES]
-
-
-def _read_value(path: Path, keys: list[str]) -> tuple[object, int] | None:
-    """The value at ``keys`` in the JSON/YAML file and the line of its last key (None: unreadable, not there)."""
-    try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            return None
-        text = path.read_text(encoding="utf-8", errors="replace")
-        data: Any = json.loads(text) if path.suffix == ".json" else _yaml(text)
-    except (OSError, ValueError, RecursionError):
-        return None
-    for key in keys:
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    return data, _line_of(text, keys)
-
-
-def _yaml(text: str) -> object:
-    import yaml  # read only when a script loads a YAML config
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(str(exc)) from exc
-
-
-def _line_of(text: str, keys: list[str]) -> int:
-    """The line of the last key, found after the lines of the keys above it (1 when not found)."""
-    lines = text.splitlines()
-    start = 0
-    for key in keys:
-        marks = (f'"{key}"', f"'{key}'", f"{key}:")
-        at = next((i for i in range(start, len(lines)) if lines[i].lstrip().startswith(marks)), None)
-        if at is None:
-            return start + 1
-        start = at
-    return start + 1

@@ -29,13 +29,23 @@ class Composed:
 
 
 def hydra_main(module: Module, function: FunctionNode) -> tuple[Path, str] | None:
-    """The config folder (relative to the script's folder) and name of a ``@hydra.main`` function, or None."""
+    """The config folder (relative to the script's folder, or to a folder above it) and name of a ``@hydra.main``
+    function, or None. A folder built from a path (``str(root / "configs")``, ``os.path.join(here, "..", "conf")``)
+    is its string parts joined; a name not given (or not a literal) is "": the user passes ``--config-name``."""
     for decorator in function.decorator_list:
         if isinstance(decorator, ast.Call) and module.qualname(decorator.func) == "hydra.main":
             path, name = main_config(decorator)
-            if name is not None:
-                return Path(path or "."), name
+            return Path(path if path is not None else _built_path(decorator)), name or ""
     return None
+
+
+def _built_path(decorator: ast.Call) -> str:
+    """The string parts of a ``config_path`` that is not a literal, joined ("." when it has none)."""
+    given = next((k.value for k in decorator.keywords if k.arg == "config_path"),
+                 decorator.args[0] if decorator.args else None)
+    found = [n for n in ast.walk(given) if isinstance(n, ast.Constant) and isinstance(n.value, str)] if given else []
+    parts = [str(n.value).strip("/") for n in sorted(found, key=lambda n: (n.lineno, n.col_offset))]
+    return "/".join(p for p in parts if p) or "."
 
 
 def compose(folder: Path, name: str) -> Composed | None:

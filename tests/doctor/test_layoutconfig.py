@@ -70,3 +70,38 @@ trainer = pl.Trainer(strategy="ddp", devices="auto", num_nodes=cfg["num_nodes"])
     assert [(f.line, f.confidence) for f in found] == [(5, "likely")]
     assert layout_findings(tmp_path / "b", {"train.py": script.format(name="other.json"),
                                             "cfg.json": '{"num_nodes": 1}'}) == []
+
+
+_CLI = """
+from pytorch_lightning.cli import LightningCLI
+if __name__ == "__main__":
+    cli = LightningCLI(run=False)
+    cli.trainer.fit(model=cli.model, datamodule=cli.datamodule)
+"""
+
+
+def test_a_lightning_cli_takes_the_layout_of_the_projects_trainer_config(tmp_path: Path) -> None:
+    found = layout_findings(tmp_path / "a", {"train.py": _CLI, "configs/vocoder.yaml":
+                                             "seed_everything: 4444\ntrainer:\n  strategy: ddp\n  devices: [0]\n"})
+    assert [(f.line, f.confidence) for f in found] == [(4, "likely")]
+    assert "devices=[0] (configs/vocoder.yaml:4" in found[0].message
+    follows = "trainer:\n  strategy: ddp\n  devices: auto\n  num_nodes: ${oc.env:SLURM_NNODES}\n"
+    assert layout_findings(tmp_path / "b", {"train.py": _CLI, "configs/vocoder.yaml": follows}) == []
+    assert layout_findings(tmp_path / "c", {"train.py": _CLI, "configs/data.yaml": "trainer:\n  max_epochs: 3\n"}) == []
+
+
+def test_a_hydra_app_whose_config_folder_is_built_from_the_root_and_a_pytorch_lightning_target(
+        tmp_path: Path) -> None:
+    found = layout_findings(tmp_path, {"train.py": """
+import hydra
+import pyrootutils
+root = pyrootutils.setup_root(search_from=__file__, indicator=[".git"])
+@hydra.main(version_base="1.2", config_path=str(root / "pkg/configs"), config_name="train.yaml")
+def main(cfg):
+    trainer = hydra.utils.instantiate(cfg.trainer, callbacks=[])
+    trainer.fit(object())
+""", "pkg/configs/train.yaml": "defaults:\n  - _self_\n  - trainer: ddp.yaml\n",
+        "pkg/configs/trainer/ddp.yaml": "_target_: pytorch_lightning.Trainer\nstrategy: ddp\ndevices: 8\n"
+                                        "num_nodes: 1\n"})
+    assert [(f.line, f.confidence) for f in found] == [(7, "likely")]
+    assert "num_nodes=1 (trainer/ddp.yaml:4" in found[0].message

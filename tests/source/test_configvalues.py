@@ -8,7 +8,8 @@ import ast
 import json
 from pathlib import Path
 
-from orchestrator.source.configvalues import ConfigValue, config_value
+from orchestrator.source.configfiles import ConfigValue
+from orchestrator.source.configvalues import config_value
 from orchestrator.source.names import Module
 
 _URL = {"dist_config": {"dist_backend": "nccl", "dist_url": "tcp://localhost:54321", "world_size": 1}}
@@ -116,3 +117,80 @@ init(cfg["trainer"]["num_nodes"])
 """, "cfg.yaml": "trainer:\n  num_nodes: 1\n"})
     found = read(script, "cfg['trainer']['num_nodes']")
     assert found is not None and (found.value, found.line) == (1, 2)
+
+
+_LAYOUT = frozenset({"devices", "num_nodes", "gpus"})
+
+
+def spread(script: Path, holding: frozenset[str] = _LAYOUT) -> ConfigValue | None:
+    """What the ``**`` argument of the script's ``Trainer(...)`` call reads (a section, or the whole config)."""
+    module = Module(ast.parse(script.read_text()))
+    call = next(n for n in module.nodes if isinstance(n, ast.Call) and ast.unparse(n.func) == "Trainer")
+    return config_value(module, script, next(k.value for k in call.keywords if k.arg is None), holding=holding)
+
+
+def test_a_section_named_by_a_positional_path_is_followed_through_merge_instantiate_and_a_config_class(
+        tmp_path: Path) -> None:
+    script = write(tmp_path, {"scripts/train.py": """
+import sys
+from dataclasses import dataclass
+import hydra
+from omegaconf import OmegaConf
+@dataclass
+class TrainConfig:
+    trainer: dict | None = None
+def train(raw_config, args):
+    raw_config = OmegaConf.load(raw_config)
+    raw_config = OmegaConf.merge(raw_config, OmegaConf.from_dotlist(args))
+    cfg = TrainConfig(**hydra.utils.instantiate(raw_config))
+    trainer = cfg.trainer
+    if trainer is None:
+        trainer = {}
+    trainer = Trainer(
+        strategy="auto",
+        **trainer,
+    )
+if __name__ == "__main__":
+    train(sys.argv[1], sys.argv[2:])
+""", "scripts/configs/model.yaml": "trainer:\n  precision: 32\n",
+        "scripts/configs/train.yaml": "trainer:\n  accelerator: gpu\n  devices: 1\n"})
+    found = spread(script)
+    assert found is not None
+    assert (found.value, found.by_default, found.agreed) == ({"accelerator": "gpu", "devices": 1}, False, True)
+    assert found.file.name == "train.yaml"  # model.yaml's trainer sets no layout: not this config
+
+
+def test_the_whole_config_of_a_hydra_app_with_no_config_name_is_read_through_a_parser_and_a_key_filter(
+        tmp_path: Path) -> None:
+    script = write(tmp_path, {"main.py": """
+import hydra
+from omegaconf import OmegaConf
+def parse_cfg(cfg):
+    cfg.num_nodes = cfg.get("num_nodes", 1)
+    return cfg
+@hydra.main(version_base="1.2")
+def main(cfg):
+    cfg = parse_cfg(cfg)
+    kwargs = OmegaConf.to_container(cfg)
+    kwargs = {name: kwargs[name] for name in ("devices", "strategy") if name in kwargs}
+    kwargs.update({"logger": None})
+    trainer = Trainer(**kwargs)
+""", "scripts/byol.yaml": "method: byol\ndevices: [0, 1]\nstrategy: ddp\n", "scripts/wandb.yaml": "project: x\n"})
+    found = spread(script)
+    assert found is not None and (found.value, found.file.name) == ({"method": "byol", "devices": [0, 1],
+                                                                     "strategy": "ddp"}, "byol.yaml")
+    (tmp_path / "scripts/byol.yaml").write_text("method: byol\n")
+    assert spread(script) is None  # no project file sets a layout: nothing is read
+
+
+def test_a_parser_that_returns_something_else_is_not_the_config(tmp_path: Path) -> None:
+    script = write(tmp_path, {"main.py": """
+import hydra
+def build(cfg):
+    return dict(devices="auto")
+@hydra.main(version_base="1.2")
+def main(cfg):
+    kwargs = build(cfg)
+    trainer = Trainer(**kwargs)
+""", "conf.yaml": "devices: 1\n"})
+    assert spread(script) is None

@@ -28,3 +28,12 @@ def test_the_decorated_function_names_its_config() -> None:
                               "config_name='cfg')\ndef main(cfg):\n    pass\ndef other(cfg):\n    pass\n"))
     assert hydra_main(module, module.functions["main"]) == (Path("../conf"), "cfg")
     assert hydra_main(module, module.functions["other"]) is None
+
+
+def test_a_built_config_folder_is_its_string_parts_and_a_missing_name_is_the_users() -> None:
+    module = Module(ast.parse("import hydra, os\n@hydra.main(version_base=None, config_path=str(root / 'a/b' / 'conf'),"
+                              " config_name='train.yaml')\ndef main(cfg):\n    pass\n"
+                              "@hydra.main(config_path=os.path.join(os.path.dirname(__file__), '..', 'conf'))\n"
+                              "def other(cfg):\n    pass\n"))
+    assert hydra_main(module, module.functions["main"]) == (Path("a/b/conf"), "train.yaml")
+    assert hydra_main(module, module.functions["other"]) == (Path("../conf"), "")

@@ -1,0 +1,39 @@
+"""source/configfiles: the config file a script's value comes from: a literal path from the script's folder or
+above it, else the project's files that hold the keys read (one, or several that agree; a section must hold one of
+the keys asked), from the script's folder or, when none is there, a folder above it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.source.configfiles import lookup, project_config
+
+_LAYOUT = frozenset({"devices", "num_nodes", "gpus"})
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder / next(iter(files))
+
+
+def test_a_literal_path_is_found_from_a_folder_above_the_script(tmp_path: Path) -> None:
+    script = write(tmp_path, {"tools/train.py": "", "cfg.json": '{"trainer": {"num_nodes": 1}}'})
+    found = lookup(script, ["trainer", "num_nodes"], "cfg.json")
+    assert found is not None and (found.value, found.by_default, found.agreed) == (1, True, True)
+    assert lookup(script, ["trainer", "devices"], "cfg.json") is None
+
+
+def test_the_project_config_is_looked_for_at_the_root_above_the_script_only_when_none_is_beside_it(
+        tmp_path: Path) -> None:
+    script = write(tmp_path, {"src/pkg/pretrain/train.py": "", "configs/pretrain.yaml": "trainer:\n  num_nodes: 1\n",
+                              "configs/data.yaml": "trainer:\n  max_epochs: 3\n"})
+    assert project_config(script, ["trainer"], _LAYOUT, above=3) is None  # no project root marked above
+    write(tmp_path, {"LICENSE": "MIT"})
+    found = project_config(script, ["trainer"], _LAYOUT, above=3)
+    assert found is not None and (found.value, found.file.name, found.line) == ({"num_nodes": 1}, "pretrain.yaml", 1)
+    assert project_config(script, ["trainer"], _LAYOUT) is None  # not looked for above: none beside the script
+    write(tmp_path, {"src/pkg/pretrain/local.yaml": "trainer:\n  devices: -1\n"})
+    beside = project_config(script, ["trainer"], _LAYOUT, above=3)
+    assert beside is not None and beside.value == {"devices": -1}
