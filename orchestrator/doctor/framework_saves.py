@@ -66,14 +66,16 @@ def framework_runs(a: Analysis, depth: int = 0) -> str | None:
 
 
 def _project_class_framework(a: Analysis, qual: str | None) -> str | None:
-    """``LLaVATrainer(...)`` of ``class LLaVATrainer(Trainer)`` in a project module: the base class's framework."""
-    if qual is None or a.project is None:
+    """``LLaVATrainer(...)`` of ``class LLaVATrainer(Trainer)`` in a project module, or in the file itself
+    (``class RewardTrainer(Trainer)`` above ``RewardTrainer(...)``): the base class's framework."""
+    if qual is None:
         return None
-    where = a.project.split(qual)
-    module = a.project.read(where[0]) if where is not None else None
-    if module is None or where is None:
+    where = a.project.split(qual) if a.project is not None and "." in qual else None
+    module = a.module if "." not in qual else a.project.read(where[0]) if a.project and where else None
+    name = where[1] if where is not None else qual
+    if module is None:
         return None
-    node = next((n for n in module.tree.body if isinstance(n, ast.ClassDef) and n.name == where[1]), None)
+    node = next((n for n in module.tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
     if node is None:
         return None
     return next((f for b in node.bases if (f := QUALIFIED.get(module.qualname(b) or "")) is not None), None)

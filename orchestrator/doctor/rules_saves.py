@@ -14,8 +14,8 @@ from orchestrator.doctor.framework_saves import (
     called_by_framework,
     framework_runs,
     saver_only,
-    script_arguments,
 )
+from orchestrator.doctor.save_paths import data_cache, file_path, per_host, per_process, per_rank
 from orchestrator.doctor.saves_readback import check_readback
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
@@ -39,10 +39,11 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
             problems.append(f"saves the DDP wrapper {wrapper}, not {wrapper}.module: its keys start with 'module.'")
         path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords
                                                               if k.arg in ("f", "filename")), None)
-        one_path = path is not None and _file_path(a, path, 0) and not _per_rank(a, path)
+        one_path = path is not None and file_path(a, path, 0) and not (per_rank(a, path) or per_process(a, path))
         if one_path and not _guarded(a, site):
             problems.append("runs on every rank, all writing the same file")
-        elif one_path and path is not None and _per_node_guard(a, site) and not _per_host(a, path, 0):
+        elif one_path and path is not None and _per_node_guard(a, site) and not (
+                per_host(a, path, 0) or data_cache(a, call, path)):
             problems.append(_PER_NODE)
         if problems:
             yield a.finding("DDP006", call, "; ".join(problems), fact=_why(a, site, framework, problems))
@@ -73,45 +74,6 @@ def _why(a: Analysis, site: Site, framework: str | None, problems: list[str]) ->
     return fact
 
 
-def _per_rank(a: Analysis, path: ast.expr) -> bool:
-    """The path holds the rank (``f"ckpt_{rank}.pt"``), here or in what the script passes for it (a helper's
-    parameter)."""
-    if a.ranks.dependent(path):
-        return True
-    outer = a.outer
-    return isinstance(path, ast.Name) and outer is not None and any(
-        outer.ranks.dependent(arg) for arg in script_arguments(a, path))
-
-
-_HOST_CALLS = frozenset({"socket.gethostname", "platform.node", "os.uname", "socket.getfqdn"})
-
-
-def _per_host(a: Reading, path: ast.expr, depth: int) -> bool:
-    """The path names the machine (``os.path.join("runs", time + "_" + socket.gethostname())``, here, through
-    names, or in a function of the file or the project that builds it): each node's local rank 0 writes its own
-    file, so a per-node guard writes no shared one."""
-    if depth > 3:
-        return False
-    for node in ast.walk(path):
-        if isinstance(node, ast.Call):
-            qual = a.module.qualname(node.func)
-            if qual in _HOST_CALLS:
-                return True
-            local = a.module.local_function(node)
-            if local is not None and any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _HOST_CALLS
-                                         for n in ast.walk(local)):
-                return True
-            root = a.outer if a.outer is not None else a
-            reach = root.project.reach(qual) if root.project is not None and local is None else None
-            if reach is not None and reach.quals & _HOST_CALLS:
-                return True
-        elif isinstance(node, ast.Name):
-            _, value = a.module.resolve(node.id, node)
-            if value is not None and value is not path and _per_host(a, value, depth + 1):
-                return True
-    return False
-
-
 def _every_rank_pretrained(a: Analysis, framework: str | None) -> Iterator[Finding]:
     """``model.save_pretrained(output_dir)`` (Hugging Face, PEFT) with no rank condition around it in a
     distributed script, or under a local-rank one: every rank (every node's local rank 0) writes the same files (the
@@ -120,13 +82,13 @@ def _every_rank_pretrained(a: Analysis, framework: str | None) -> Iterator[Findi
         func = site.call.func
         if not (isinstance(func, ast.Attribute) and func.attr == "save_pretrained" and site.call.args):
             continue
-        if _per_rank(a, site.call.args[0]) or not _file_path(a, site.call.args[0], 0):
+        if per_rank(a, site.call.args[0]) or not file_path(a, site.call.args[0], 0):
             continue
         if any(k.arg == "is_main_process" for k in site.call.keywords):
             continue  # save_pretrained(..., is_main_process=accelerator.is_main_process): it writes on that rank only
         if not _guarded(a, site):
             problem = "save_pretrained runs on every rank, all writing the same files"
-        elif _per_node_guard(a, site) and not _per_host(a, site.call.args[0], 0):
+        elif _per_node_guard(a, site) and not per_host(a, site.call.args[0], 0):
             problem = "save_pretrained " + _PER_NODE.replace("the same file ", "the same files ")
         else:
             continue
@@ -258,91 +220,13 @@ def _guard_tests(a: Reading, site: Site, depth: int) -> list[ast.expr]:
     return tests
 
 
-_PATH_CALLS = frozenset({"join", "Path", "joinpath", "with_suffix", "with_name", "format", "expanduser"})
-# a string's methods that return an edited string: a path edited is still a path
-_STRING_EDITS = frozenset({"replace", "strip", "rstrip", "lstrip", "lower", "removesuffix", "removeprefix"})
-_PATH_WORDS = re.compile(r"path|file|ckpt|checkpoint|dir|fname|out", re.IGNORECASE)
-
-
-def _file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
-    """``expr`` visibly names a file (a string, an f-string, os.path.join, Path / ..., a name like
-    ``ckpt_path``); a buffer (``io.BytesIO()``) or an open handle is not judged."""
-    if depth > 4:
-        return False
-    if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, str)
-    if isinstance(expr, ast.JoinedStr):
-        return True
-    if isinstance(expr, ast.BinOp):
-        return isinstance(expr.op, ast.Add | ast.Div | ast.Mod) and (
-            _file_path(a, expr.left, depth + 1) or _file_path(a, expr.right, depth + 1))
-    if isinstance(expr, ast.Call):
-        if isinstance(expr.func, ast.Attribute) and expr.func.attr in _STRING_EDITS:  # f"{n}_{k}".replace("/", "_")
-            return _file_path(a, expr.func.value, depth + 1)
-        if last_name(expr.func) in ("str", "fspath") and len(expr.args) == 1:  # str(self.dir / f"model_{n}.pt")
-            return _file_path(a, expr.args[0], depth + 1)
-        built_by = a.module.local_function(expr)  # self.model_name(num): a method of the file that returns the path
-        if built_by is not None and not _reads_a_rank(built_by) and any(
-                _file_path(a, r.value, depth + 1) for r in ast.walk(built_by)
-                if isinstance(r, ast.Return) and r.value is not None):
-            return True  # (one built from a rank, f"weights_tp{self.tp_rank}.pth", is each rank's own)
-        return last_name(expr.func) in _PATH_CALLS
-    if isinstance(expr, ast.Name | ast.Attribute):
-        key = dotted(expr)
-        value = a.module.resolve(key, expr)[1] if key is not None else None
-        if value is not None:
-            return _file_path(a, value, depth + 1)
-        opened = _opened_as(a, expr) if isinstance(expr, ast.Name) else None
-        if opened is not None:
-            return _file_path(a, opened, depth + 1)
-        passed = script_arguments(a, expr) if isinstance(expr, ast.Name) and a.outer is not None else []
-        if any(_file_path(a.outer, arg, depth + 1) for arg in passed if a.outer is not None):
-            return True  # a helper's parameter the script fills with a path
-        return bool(_PATH_WORDS.search(last_name(expr) or "")) or _string_flag(a, expr)
-    return False
-
-
-def _reads_a_rank(function: ast.AST) -> bool:
-    """The function reads a rank (``self.tp_rank``, ``rank``, ``dist.get_rank()``): a path it builds is per rank."""
-    return any("rank" in (last_name(n) or "").lower() for n in ast.walk(function)
-               if isinstance(n, ast.Name | ast.Attribute | ast.Call))
-
-
-def _string_flag(a: Reading, expr: ast.expr) -> bool:
-    """``args.save_model`` of ``parser.add_argument("--save-model", type=str, ...)``: the value handed to
-    torch.save as its file is a string the user typed, a path."""
-    if not isinstance(expr, ast.Attribute):
-        return False
-    for node in a.module.nodes:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
-            dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
-                        None)
-            names = {dest} if dest else {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")}
-            kind = next((k.value for k in node.keywords if k.arg == "type"), None)
-            if expr.attr in names and isinstance(kind, ast.Name) and kind.id == "str":
-                return True
-    return False
-
-
-def _opened_as(a: Reading, name: ast.Name) -> ast.expr | None:
-    """The path of ``with open(path, "wb") as f`` (or ``PathManager.open``, ``fs.open``) around ``name``."""
-    current = a.module.parents.get(name)
-    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
-        if isinstance(current, ast.With | ast.AsyncWith):
-            for item in current.items:
-                target, call = item.optional_vars, item.context_expr
-                if isinstance(target, ast.Name) and target.id == name.id and isinstance(call, ast.Call) \
-                        and last_name(call.func) == "open" and call.args:
-                    return call.args[0]
-        current = a.module.parents.get(current)
-    return None
-
-
 def _knows_prefix(a: Reading) -> bool:
     """The file handles the wrapper's ``"module."`` key prefix (Chinese-CLIP's ``resize_pos_embed(sd, model,
-    prefix="module.")``, ``k.replace("module.", "")``): its checkpoints are loaded back with that prefix."""
-    return any(isinstance(n, ast.Constant) and n.value == "module." for n in a.module.nodes)
+    prefix="module.")``, ``k.replace("module.", "")``), or loads its checkpoints back into the wrapper itself
+    (``ddp_model.load_state_dict(torch.load(args.ckpt))``): the keys match, prefix and all."""
+    return any((isinstance(n, ast.Constant) and n.value == "module.") or (
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load_state_dict"
+        and a.wrapped(n.func.value)) for n in a.module.nodes)
 
 
 def _saved_wrapper(a: Reading, expr: ast.expr) -> str | None:

@@ -20,16 +20,16 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.framework_saves import MAIN_ONLY, WRITERS, saver_only
+from orchestrator.doctor.save_paths import LOADS, path_forms
 from orchestrator.source.analysis import COLLECTIVES
 from orchestrator.source.flow import Site
-from orchestrator.source.names import FunctionNode, dotted, last_name
+from orchestrator.source.names import FunctionNode, last_name
 
-_LOADS = frozenset({"torch.load", "safetensors.torch.load_file"})
 _WAITS = re.compile(r"barrier|synchron|wait_for|sync$", re.IGNORECASE)  # a helper named for waiting on the ranks
 
 
 def check_readback(a: Analysis) -> Iterator[Finding]:
-    for load in a.sites(_LOADS):
+    for load in a.sites(LOADS):
         if not load.call.args or a.flow.guarded(load) or saver_only(a, load):
             continue
         for write in a.flow.sites_in(load.function):
@@ -80,22 +80,9 @@ def _main_only(function: FunctionNode) -> bool:
     return any(last_name(d.func if isinstance(d, ast.Call) else d) in MAIN_ONLY for d in function.decorator_list)
 
 
-def _forms(a: Analysis, expr: ast.expr) -> set[str]:
-    """``expr`` and what it was assigned from (``args.load_model = init_name``), as source text."""
-    out: set[str] = set()
-    current: ast.expr | None = expr
-    for _ in range(4):
-        if current is None:
-            break
-        out.add(ast.dump(current))
-        key = dotted(current) if isinstance(current, ast.Name | ast.Attribute) else None
-        current = a.module.resolve(key, current)[1] if key is not None else None
-    return out
-
-
 def _same_path(a: Analysis, written: list[ast.expr], read: ast.expr) -> bool:
-    reads = _forms(a, read)
-    return any(not reads.isdisjoint(_forms(a, path)) for path in written
+    reads = path_forms(a, read)
+    return any(not reads.isdisjoint(path_forms(a, path)) for path in written
                if not isinstance(path, ast.Constant) or isinstance(path.value, str))
 
 

@@ -115,6 +115,8 @@ class Module:
                 self.parents[child] = node
         self.aliases: dict[str, str] = {}
         self.functions: dict[str, FunctionNode] = {}
+        # a bare name's call is the module's own function before a method of the same name (``save_model(...)``)
+        self.top_functions = {n.name: n for n in tree.body if isinstance(n, FunctionNode)}
         self.classes: dict[str, ast.ClassDef] = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.scopes: dict[ast.AST, Scope] = {}
         self.module_scope = Scope(tree, None)
@@ -292,7 +294,7 @@ class Module:
         """The function defined in this file that ``call`` calls (``f(...)`` or ``self.f(...)``)."""
         func = call.func
         if isinstance(func, ast.Name) and func.id not in self.aliases:
-            return self.functions.get(func.id)
+            return self.top_functions.get(func.id) or self.functions.get(func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
             return self.functions.get(func.attr)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):

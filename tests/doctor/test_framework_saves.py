@@ -203,3 +203,54 @@ def test_a_lightning_hook_runs_on_every_rank_and_prepare_data_on_one(
         "import lightning as L\nfrom net import Net\n\nL.Trainer(devices=8).fit(Net())\n")
     found = [(Path(f.file).name, f.line) for f in check_file(tmp_path / "train.py") if f.code == "DDP006"]
     assert found == ([("net.py", 7)] if reported else [])
+
+
+_OWN_TRAINER = """import torch
+from transformers import AutoTokenizer, Trainer
+
+
+class RewardTrainer(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False):
+        return model(**inputs)[0].mean()
+
+
+tokenizer = AutoTokenizer.from_pretrained("m")
+trainer = RewardTrainer(model=model, args=training_args, train_dataset=data)
+trainer.train()
+trainer.save_model("out/last")
+{save}
+"""
+
+
+@pytest.mark.parametrize(("save", "reported"), [
+    ('tokenizer.save_pretrained("out/last")', True),
+    ('if trainer.is_world_process_zero():\n    tokenizer.save_pretrained("out/last")', False),
+])
+def test_a_trainer_subclass_of_the_file_runs_the_script_on_every_rank(save: str, reported: bool) -> None:
+    assert [line for line, _ in saves(_OWN_TRAINER.format(save=save))] == ([14] if reported else [])
+
+
+_SAME_NAME = """import os
+import torch
+from transformers import Trainer
+
+
+class PeftTrainer(Trainer):
+    def save_model(self, output_dir=None, _internal_call=False):
+        torch.save(self.args, os.path.join(output_dir, "training_args.bin"))
+
+
+def save_model(model, output_dir):
+    model.save_pretrained(output_dir)
+
+
+trainer = PeftTrainer(model=model, args=training_args)
+trainer.train()
+if trainer.is_world_process_zero():
+    save_model(model, training_args.output_dir)
+"""
+
+
+def test_a_function_and_a_trainer_method_of_one_name_are_judged_apart() -> None:
+    """The guarded call is the module's ``save_model``; the method of that name the Trainer calls on every rank."""
+    assert [line for line, _ in saves(_SAME_NAME)] == [8]

@@ -141,3 +141,30 @@ def test_a_buffer_a_method_returns_is_not_judged() -> None:
 
 def test_a_path_a_method_builds_from_a_rank_is_each_ranks_own() -> None:
     assert "DDP006" not in method_codes('f"models/model_{num}_rank{self.rank}.pt"')
+
+
+_WRAPPER = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(2, 2))
+{resume}
+for step in range(100):
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), "ckpt.pth")
+"""
+
+
+def wrapper_codes(resume: str) -> list[str]:
+    return [f.code for f in check_source(_WRAPPER.format(resume=resume), "t.py")]
+
+
+def test_a_wrapper_saved_and_loaded_back_into_the_wrapper_keeps_its_keys() -> None:
+    assert "DDP006" not in wrapper_codes('model.load_state_dict(torch.load("ckpt.pth"))')
+
+
+def test_a_wrapper_saved_and_loaded_into_the_module_is_reported() -> None:
+    assert "DDP006" in wrapper_codes('model.module.load_state_dict(torch.load("ckpt.pth"))')
+    assert "DDP006" in wrapper_codes("")

@@ -58,3 +58,11 @@ def test_a_save_in_a_method_called_under_a_rank_test_is_guarded() -> None:
     every_rank = SAVER.format(save="        saver.save(model.module)")
     assert [f.code for f in check_source(guarded, "train.py") if f.code == "DDP006"] == []
     assert [f.line for f in check_source(every_rank, "train.py") if f.code == "DDP006"] == [9]
+
+
+def test_a_bare_call_is_the_modules_function_before_a_method_of_the_same_name() -> None:
+    text = ("class Trainer:\n    def save_model(self, out):\n        pass\n\n\n"
+            "def save_model(model, out):\n    pass\n\n\nsave_model(None, 'out')\n")
+    module = Module(ast.parse(text))
+    function = module.local_function(call_of(module, "save_model"))
+    assert function is not None and function.lineno == 6
