@@ -1,6 +1,8 @@
 """A spawner for one node as a fact: the function a spawn starts hands its spawn index, unchanged, to
-``init_process_group(rank=...)`` (itself or through the functions of its file it passes the index to:
-``def main_worker(rank, args): training(rank, args)``, ``device = rank``, ``init_process_group(..., rank=device)``).
+``init_process_group(rank=...)`` (itself or through the functions and classes it passes the index to, in its file or
+the project's modules: ``def main_worker(rank, args): training(rank, args)``, ``Trainer(rank=gpu, cfg=cfg)`` whose
+``__init__`` joins the group, ``train_fn(rank, world)`` imported from the project; ``device = rank``,
+``init_process_group(..., rank=device)``).
 
 The spawn index is the rank on its node: started once per node (the ``per-node`` style), every node's processes claim
 ranks 0..nprocs-1 of one world, so such a script works on one node only. Not a fact when the rank is built from the
@@ -11,11 +13,24 @@ passed on.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.names import FunctionNode, Module, last_name
+from orchestrator.source.project import Project
 
 _DEPTH = 3
+
+
+@dataclass(frozen=True)
+class _Callee:
+    """A function the index is passed to: its file, module and definition; ``bound``: a method or a class's
+    ``__init__``, whose first parameter (``self``) takes no argument."""
+
+    file: str
+    module: Module
+    function: FunctionNode
+    bound: bool = False
 
 
 def index_as_rank(a: Analysis, spawn: ast.Call) -> tuple[str, ast.Call] | None:
@@ -23,39 +38,70 @@ def index_as_rank(a: Analysis, spawn: ast.Call) -> tuple[str, ast.Call] | None:
     parameter) as its rank, or None. The started function is the file's own or one it imports from the script's
     project (``from utils.train import train``; ``mp.spawn(train, ...)``)."""
     target = spawn.args[0] if spawn.args else next((k.value for k in spawn.keywords if k.arg == "fn"), None)
-    found = _started(a, target) if isinstance(target, ast.Name) else None
+    project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
+    found = _started(a, project, target) if isinstance(target, ast.Name) else None
     if found is None:
         return None
-    file, module, function = found
-    params = _params(function)
-    init = _reaches(module, function, params[0], 0, set()) if params else None
-    return (file, init) if init is not None else None
+    params = _params(found)
+    return _reaches(project, found, params[0], 0, set()) if params else None
 
 
-def _started(a: Analysis, target: ast.Name) -> tuple[str, Module, FunctionNode] | None:
-    """(file, module, function) of the function a spawn starts: this file's, or the project module's it imports."""
+def _started(a: Analysis, project: Project | None, target: ast.Name) -> _Callee | None:
+    """The function a spawn starts: this file's, or the project module's it imports."""
     local = a.module.functions.get(target.id)
     if local is not None:
-        return a.filename, a.module, local
-    project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
+        return _Callee(a.filename, a.module, local)
     qual = a.module.qualname(target)
-    where = project.split(qual) if project is not None and qual is not None else None
-    if project is None or where is None:
+    return _in_project(project, qual) if qual is not None else None
+
+
+def _in_project(project: Project | None, qual: str) -> _Callee | None:
+    """The project's function ``qual`` names, or its class's ``__init__`` (``from managers.trainer import
+    Trainer``), with its file."""
+    where = project.split(qual) if project is not None else None
+    module = project.read(where[0]) if project is not None and where is not None else None
+    if where is None or module is None or "." in where[1]:
         return None
-    path, name = where
-    module = project.read(path)
-    function = module.functions.get(name) if module is not None else None
-    return (str(path), module, function) if module is not None and function is not None else None
+    function = module.functions.get(where[1])
+    if function is not None and function in module.tree.body:
+        return _Callee(str(where[0]), module, function)
+    cls = module.classes.get(where[1])
+    init = _init_of(cls) if cls is not None else None
+    return _Callee(str(where[0]), module, init, bound=True) if init is not None else None
 
 
-def _params(function: FunctionNode) -> list[str]:
-    return [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+def _init_of(cls: ast.ClassDef) -> FunctionNode | None:
+    return next((node for node in cls.body if isinstance(node, FunctionNode) and node.name == "__init__"), None)
 
 
-def _reaches(module: Module, function: FunctionNode, param: str, depth: int, seen: set[str]) -> ast.Call | None:
-    if depth > _DEPTH or function.name in seen:
+def _callee(project: Project | None, caller: _Callee, call: ast.Call) -> _Callee | None:
+    """The function ``call`` runs: a function or method of the caller's file (``setup(rank)``,
+    ``self.setup(rank)``), a class of it (its ``__init__``), or a function or class the file imports from the
+    project."""
+    module = caller.module
+    local = module.local_function(call)
+    if local is not None:
+        method = isinstance(call.func, ast.Attribute)
+        return _Callee(caller.file, module, local, bound=method)
+    if isinstance(call.func, ast.Name) and call.func.id not in module.aliases:
+        cls = module.classes.get(call.func.id)
+        init = _init_of(cls) if cls is not None else None
+        return _Callee(caller.file, module, init, bound=True) if init is not None else None
+    qual = module.qualname(call.func) if isinstance(call.func, ast.Name | ast.Attribute) else None
+    return _in_project(project, qual) if qual is not None else None
+
+
+def _params(callee: _Callee) -> list[str]:
+    params = [p.arg for p in (*callee.function.args.posonlyargs, *callee.function.args.args)]
+    return params[1:] if callee.bound else params
+
+
+def _reaches(project: Project | None, callee: _Callee, param: str, depth: int,
+             seen: set[tuple[str, str]]) -> tuple[str, ast.Call] | None:
+    function = callee.function
+    if depth > _DEPTH or (callee.file, f"{function.name}:{function.lineno}") in seen:
         return None
-    seen.add(function.name)
+    seen.add((callee.file, f"{function.name}:{function.lineno}"))
     parents = {child: node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(function):
         if not isinstance(node, ast.Call):
@@ -63,15 +109,16 @@ def _reaches(module: Module, function: FunctionNode, param: str, depth: int, see
         if last_name(node.func) == "init_process_group":
             rank = next((k.value for k in node.keywords if k.arg == "rank"), None)
             if isinstance(rank, ast.Name) and _holds(rank.id, node, param, parents, 0):
-                return node
+                return callee.file, node
             continue
-        callee = module.local_function(node)
-        if callee is None or callee is function:
+        inner = _callee(project, callee, node)
+        if inner is None or inner.function is function:
             continue
-        params = _params(callee)
-        for index, arg in enumerate(node.args[:len(params)]):
-            if isinstance(arg, ast.Name) and _holds(arg.id, node, param, parents, 0):
-                found = _reaches(module, callee, params[index], depth + 1, seen)
+        params = _params(inner)
+        passed = [*zip(params, node.args, strict=False), *((k.arg, k.value) for k in node.keywords if k.arg)]
+        for name, arg in passed:
+            if name in params and isinstance(arg, ast.Name) and _holds(arg.id, node, param, parents, 0):
+                found = _reaches(project, inner, name, depth + 1, seen)
                 if found is not None:
                     return found
     return None

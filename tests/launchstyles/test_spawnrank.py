@@ -61,3 +61,47 @@ def test_a_spawned_function_of_the_projects_own_module(tmp_path: Path, rank: str
     facts = read(script)
     assert facts.spawns
     assert [(Path(file).name, line) for file, line, _ in facts.index_ranks] == ([("train.py", 5)] if found else [])
+
+
+_TRAINER = """import torch.distributed as dist
+
+
+class Trainer:
+    def __init__(self, rank, cfg):
+        self.gpu = rank
+{body}
+
+
+def train_fn(rank, world):
+    setup(world, rank=rank)
+
+
+def setup(world, rank):
+    dist.init_process_group('nccl', init_method='tcp://127.0.0.1:23456', world_size=world, rank=rank)
+"""
+
+
+@pytest.mark.parametrize(("body", "worker", "line"), [
+    # the index handed by keyword to a class of another module, whose __init__ joins the group with it
+    ("        dist.init_process_group('nccl', world_size=cfg.gpus, rank=rank)", "Trainer(rank=gpu, cfg=None)", 7),
+    # to a function of another module, on to that module's own function by keyword
+    ("        pass", "train_fn(gpu, 8)", 15),
+    # the class adds the node's offset first: no fact
+    ("        rank = cfg.node * cfg.gpus + rank\n        dist.init_process_group('nccl', world_size=16, rank=rank)",
+     "Trainer(rank=gpu, cfg=None)", None),
+    # another value handed on, not the index
+    ("        pass", "train_fn(0, 8)", None),
+])
+def test_the_index_followed_into_the_projects_classes_and_functions(tmp_path: Path, body: str, worker: str,
+                                                                     line: int | None) -> None:
+    (tmp_path / "managers").mkdir()
+    (tmp_path / "managers" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "managers" / "trainer.py").write_text(_TRAINER.format(body=body), encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text("import torch.multiprocessing as mp\n\nfrom managers.trainer import Trainer, train_fn\n\n\n"
+                      f"def main_worker(gpu):\n    {worker}\n\n\n"
+                      "if __name__ == '__main__':\n    mp.spawn(main_worker, nprocs=8)\n", encoding="utf-8")
+    facts = read(script)
+    assert facts.spawns
+    assert [(Path(file).name, found) for file, found, _ in facts.index_ranks] == (
+        [("trainer.py", line)] if line else [])
