@@ -40,6 +40,7 @@ MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a script larger than this is not read (sk
 RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_devices.check_set_device,      # DDP001
     rules_sync.check_collectives,        # DDP002
+    rules_steps.check_rank_exit,         # DDP002 (a loop with collectives left on one rank)
     rules_data.check_loaders,            # DDP003
     rules_data.check_set_epoch,          # DDP004
     rules_prints.check_prints,           # DDP005
@@ -72,7 +73,8 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_prin
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,
                 rules_launch.check_local_rank_as_rank, rules_launch.check_swallowed_init,
-                rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count)
+                rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count,
+                rules_steps.check_rank_exit)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.frameworks import QUALIFIED
 from orchestrator.source.analysis import COLLECTIVES, REDUCTIONS, WRAPPERS
 from orchestrator.source.flow import Site
 from orchestrator.source.names import last_name
@@ -64,18 +65,74 @@ def _in_training_step(a: Analysis, site: Site) -> bool:
     return any(last_name(other.call.func) == name and a.in_training_loop(other) for other in a.flow.sites)
 
 
+def _unwrapped_names(a: Analysis, site: Site) -> set[str]:
+    """The names the call's function binds to the wrapper's ``.module`` (``sam = self.model.module``, also in one
+    branch: ``sam = model.module if ddp else model``)."""
+    found: set[str] = set()
+    for node in ast.walk(site.function) if site.function is not None else ():
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+            if any(isinstance(v, ast.Attribute) and v.attr == "module" for v in values):
+                found.add(node.targets[0].id)
+    return found
+
+
+def _alias_call(a: Analysis, site: Site) -> str | None:
+    """``sam(x)`` -> ``forward``; ``sam.image_encoder(x)`` -> ``image_encoder``, with ``sam`` bound to ``X.module``."""
+    func = site.call.func
+    holder = func if isinstance(func, ast.Name) else func.value if isinstance(func, ast.Attribute) else None
+    if not isinstance(holder, ast.Name) or holder.id not in _unwrapped_names(a, site):
+        return None
+    return "forward" if holder is func else func.attr if isinstance(func, ast.Attribute) else None
+
+
 def check_module_forward(a: Analysis) -> Iterator[Finding]:
-    """DDP017 at ``model.module(x)`` / ``model.module.predict(x)`` in a training step of a file that wraps a
-    model in DistributedDataParallel, outside ``torch.no_grad()``: DDP's forward is bypassed, its reducer is
-    not prepared, and that module's gradients are never averaged across ranks."""
+    """DDP017 at ``model.module(x)`` / ``model.module.predict(x)`` (also through a name bound to ``model.module``)
+    in a training step of a file that wraps a model in DistributedDataParallel, outside ``torch.no_grad()``: DDP's
+    forward is bypassed, its reducer is not prepared, and that module's gradients are never averaged across ranks.
+    Also a transformers Trainer subclass whose ``compute_loss``/``training_step`` runs ``self.model`` (the model
+    before the Trainer wraps it) instead of the ``model`` it is handed."""
+    yield from _trainer_self_model(a)
     if not _ddp_in_file(a):
         return
     for site in a.flow.sites:
-        method = _module_call(site.call)
+        method = _module_call(site.call) or _alias_call(a, site)
         if method is None or method.startswith(_NOT_FORWARD) or _under_no_grad(a, site.call):
             continue
         if _in_training_step(a, site):
             yield a.finding("DDP017", site.call, f"{ast.unparse(site.call.func)[:60]}(...) in a training step")
+
+
+_TRAINER_STEPS = frozenset({"compute_loss", "training_step"})  # the Trainer hands them the wrapped model
+
+
+def _hf_trainer(a: Analysis, node: ast.ClassDef) -> bool:
+    for base in node.bases:
+        qual = a.module.qualname(base) or ""
+        if QUALIFIED.get(qual) == "hf-trainer" or (qual.startswith(("transformers.", "trl.")) and qual.endswith(
+                "Trainer")):
+            return True
+    return False
+
+
+def _trainer_self_model(a: Analysis) -> Iterator[Finding]:
+    """DDP017 at ``self.model(x)`` in a Trainer subclass's ``compute_loss(self, model, inputs)``: the Trainer passes
+    the DDP-wrapped model as ``model`` and keeps the bare one in ``self.model``; a forward through it never prepares
+    DDP's all-reduce."""
+    for cls in (n for n in a.module.nodes if isinstance(n, ast.ClassDef) and _hf_trainer(a, n)):
+        for method in cls.body:
+            if not (isinstance(method, ast.FunctionDef) and method.name in _TRAINER_STEPS
+                    and "model" in {p.arg for p in method.args.args}):
+                continue
+            for node in ast.walk(method):
+                func = node.func if isinstance(node, ast.Call) else None
+                if isinstance(func, ast.Attribute) and func.attr == "forward":
+                    func = func.value
+                if (isinstance(func, ast.Attribute) and func.attr == "model" and isinstance(func.value, ast.Name)
+                        and func.value.id == "self" and not _under_no_grad(a, node)):
+                    yield a.finding("DDP017", node, f"{ast.unparse(node)[:50]} in {method.name}, which the Trainer "
+                                                    "hands the wrapped `model`")
+                    break
 
 
 _NONFINITE = ("isfinite", "isnan", "isinf")
@@ -140,3 +197,51 @@ def check_skipped_backward(a: Analysis) -> Iterator[Finding]:
                         seen.add(handler.body[-1].lineno)
                         yield a.finding("DDP018", handler.body[-1], "an exception in the step is swallowed "
                                                                     f"(continue) around backward() at line {backward}")
+
+
+def check_rank_exit(a: Analysis) -> Iterator[Finding]:
+    """DDP002 at a ``return``/``break`` that leaves a loop making collectives from inside a rank condition (``if
+    is_master(args): ... if math.isnan(loss): return``): that rank stops while the others meet the loop's next
+    collective (an all_reduce, the gradient all-reduce) without it, and the job hangs."""
+    for node in a.module.nodes:
+        if not isinstance(node, ast.Return | ast.Break):
+            continue
+        found = _rank_exit(a, node)
+        if found is not None:
+            guard, loop, collective = found
+            test = ast.unparse(guard.test)[:40]
+            yield a.finding("DDP002", node, f"{'return' if isinstance(node, ast.Return) else 'break'} under `if "
+                            f"{test}` (line {guard.lineno}) leaves the loop at line {loop.lineno}, whose "
+                            f"{ast.unparse(collective.func)[:30]}() at line {collective.lineno} the other ranks still "
+                            "call", severity="warning", confidence="likely")
+
+
+def _rank_exit(a: Analysis, node: ast.Return | ast.Break) -> tuple[ast.If, ast.For | ast.While, ast.Call] | None:
+    """The rank condition around ``node``, the loop it leaves (the innermost for a ``break``, any enclosing one in
+    its function for a ``return``) and a collective of that loop's outside the condition."""
+    guard: ast.If | None = None
+    child: ast.AST = node
+    parent = a.module.parents.get(node)
+    while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        if isinstance(parent, ast.If) and guard is None and a.ranks.is_condition(parent.test):
+            guard = parent
+        if isinstance(parent, ast.For | ast.While) and child not in parent.orelse:
+            if guard is not None:
+                collective = _loop_collective(a, parent, guard)
+                if collective is not None:
+                    return guard, parent, collective
+            if isinstance(node, ast.Break):
+                return None
+        child, parent = parent, a.module.parents.get(parent)
+    return None
+
+
+def _loop_collective(a: Analysis, loop: ast.For | ast.While, guard: ast.If) -> ast.Call | None:
+    inside = {id(n) for n in ast.walk(guard)}
+    for site in a.flow.sites:
+        if id(site.call) in inside or not any(outer is loop for outer in site.loops):
+            continue
+        collective = a.reaching(site, COLLECTIVES)
+        if collective is not None:
+            return collective
+    return None
