@@ -19,6 +19,7 @@ from pathlib import Path
 
 from orchestrator.doctor.frameworks import QUALIFIED, _aliases, _qualified
 from orchestrator.source.argflags import declared_flags
+from orchestrator.source.names import Module
 
 _LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})
 
@@ -121,3 +122,44 @@ def _declared(tree: ast.Module) -> dict[str, _Flag]:
            and node.func.attr == "add_argparse_args" for node in ast.walk(tree)):
         found.setdefault("num_nodes", _Flag(("--num_nodes",), 1))  # Lightning 1.x's Trainer flags: --num_nodes 1
     return found
+
+
+_SPREAD_NAMES = frozenset({"num_nodes", "gpus", "devices"})  # the layout flags a spread of the flags can pass
+
+
+def spread_flags(module: Module, expr: ast.expr) -> frozenset[str] | None:
+    """The layout flags a ``Trainer(**x)`` spread passes (None: ``x`` is not the flags): ``vars(args)`` passes
+    every one; ``{k: v for k, v in vars(args).items() if k in names}`` those of ``names`` (a list in the file)."""
+    if isinstance(expr, ast.Name):
+        expr = module.resolve(expr.id, expr)[1] or expr
+    if _vars(expr):
+        return _SPREAD_NAMES
+    if not (isinstance(expr, ast.DictComp) and len(expr.generators) == 1):
+        return None
+    loop = expr.generators[0]
+    items = loop.iter
+    if not (isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and items.func.attr == "items"
+            and _vars(items.func.value)):
+        return None
+    passed = _SPREAD_NAMES
+    for test in loop.ifs:
+        listed = _strings(module, test.comparators[0]) if isinstance(test, ast.Compare) and len(test.ops) == 1 and (
+            isinstance(test.ops[0], ast.In)) else None
+        if listed is None:
+            return None
+        passed &= listed
+    return passed
+
+
+def _vars(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "vars" and (
+        len(expr.args) == 1)
+
+
+def _strings(module: Module, expr: ast.expr) -> frozenset[str] | None:
+    """The strings of a list, tuple or set written in (through a name), or None."""
+    if isinstance(expr, ast.Name):
+        expr = module.resolve(expr.id, expr)[1] or expr
+    if not isinstance(expr, ast.List | ast.Tuple | ast.Set):
+        return None
+    return frozenset(e.value for e in expr.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))

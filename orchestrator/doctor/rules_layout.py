@@ -32,7 +32,7 @@ from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworks import _LIGHTNING_CLI, QUALIFIED, _aliases, _devices, _qualified
 from orchestrator.doctor.layoutconfig import cli_trainer, configured_trainer, key_line, read_config, shown
-from orchestrator.doctor.layoutflags import declared_layout_flags
+from orchestrator.doctor.layoutflags import declared_layout_flags, spread_flags
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.source.configfiles import ConfigValue
 from orchestrator.source.names import dotted, last_name
@@ -99,8 +99,9 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
                            for v in (nodes, devices))
         if not (nodes.fixed or devices.fixed) or (nodes.kind == "environment" and not devices.fixed):
             continue
-        if not (intent or configurable or _strategy_parallel(node)):
-            continue  # no sign the script is meant to run on several GPUs or nodes
+        several = any(v.fixed and isinstance(v.count, int) and v.count > 1 for v in (nodes, devices))
+        if not (intent or configurable or several or _strategy_parallel(node)):
+            continue  # no sign the script is meant to run on several GPUs or nodes (gpus=2 is one)
         stuck = [v for v in (nodes, devices) if v.fixed]
         confidence: Confidence = next((c for c in ("certain", "likely") if any(v.confidence == c for v in stuck)),
                                       "possible")
@@ -150,7 +151,11 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
         section = configured_trainer(a, call, lightning)
         if section is not None:
             return _config_layout(a, call, section, flags)
-    if QUALIFIED.get(qualified) not in _LAYOUT_FRAMEWORKS or any(k.arg is None for k in call.keywords):
+    spread = [k.value for k in call.keywords if k.arg is None]
+    passed = spread_flags(a.module, spread[0]) if lightning and len(spread) == 1 else None
+    if passed is not None:  # Trainer(**vars(args)), or of some of the flags: their defaults
+        return _spread_layout(a, call, passed, flags)
+    if QUALIFIED.get(qualified) not in _LAYOUT_FRAMEWORKS or spread:
         return None
     if call.args and not made:
         return None
@@ -191,6 +196,25 @@ def _config_layout(a: Analysis, call: ast.Call, section: ConfigValue,
                                                   "default, unless overridden)")
     devices = value("devices") or value("gpus") or _Value("auto", "left out")
     return nodes, devices
+
+
+def _spread_layout(a: Analysis, call: ast.Call, passed: frozenset[str],
+                   flags: dict[str, tuple[int, str]]) -> tuple[_Value, _Value]:
+    """A Trainer given the script's flags (``**vars(args)``): the call's own arguments, else the defaults of the
+    layout flags ``passed``; what neither sets is not known (a later ``update`` may add it) or every device."""
+    given = {k.arg: k.value for k in call.keywords if k.arg}
+
+    def value(key: str) -> _Value | None:
+        if key in given:
+            return _resolve(a, given[key], flags, key)
+        if key not in passed or key not in flags:
+            return None
+        default, option = flags[key]
+        return _Value(_count(default, key == "num_nodes"), "flag",
+                      f"{key}={default} ({option} defaults to {default}: {FLAG_SAID})")
+
+    return (value("num_nodes") or _Value(None, "unknown"),
+            value("devices") or value("gpus") or _Value("auto", "left out"))
 
 
 def _launch_layout(a: Analysis, call: ast.Call, position: int,

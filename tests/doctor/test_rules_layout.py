@@ -146,3 +146,31 @@ def test_with_a_layout_asked_the_planners_judge_a_literal_layout(tmp_path: Path)
     assert without_judged_layouts(found, read_frameworks(script)) == []
     other = Framework(name="fabric", why="x", layouts=[Layout(where="other.py:6: L.Fabric()")])
     assert without_judged_layouts(found, [other]) == found
+
+
+def test_a_device_count_above_one_written_in_is_a_sign_of_several_gpus() -> None:
+    assert said(_PL + "NUM_GPUS = 2\ntrainer = pl.Trainer(gpus=NUM_GPUS, sync_batchnorm=True)\n") == [(3, "certain")]
+    assert said(_PL + "trainer = pl.Trainer(gpus=1, max_epochs=3)\n") == []  # one GPU, no other sign: not judged
+
+
+_SPREAD = _PL + """import argparse
+p = argparse.ArgumentParser()
+p.add_argument("--num_nodes", type=int, default=1)
+p.add_argument("--precision", type=str, default="bf16")
+args = p.parse_args()
+{kwargs}
+trainer = pl.Trainer(**kwargs, strategy="ddp")
+"""
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ("kwargs = vars(args)", [(8, "likely")]),
+    ("names = ['num_nodes', 'precision']\nkwargs = {k: v for k, v in vars(args).items() if k in names}",
+     [(9, "likely")]),
+    ("kwargs = {k: v for k, v in vars(args).items() if k in ('precision',)}", []),  # num_nodes not passed
+    ("kwargs = {k: v for k, v in vars(args).items() if k.startswith('p')}", []),  # which flags: not known
+], ids=["all-flags", "listed-flags", "layout-not-listed", "unknown-filter"])
+def test_a_trainer_given_the_flags_takes_their_layout_defaults(kwargs: str, expected: list[tuple[int, str]]) -> None:
+    found = layout(_SPREAD.format(kwargs=kwargs))
+    assert [(f.line, f.confidence) for f in found] == expected
+    assert all("--num_nodes defaults to 1" in f.message for f in found)
