@@ -12,10 +12,10 @@ read from the environment (``SLURM_NNODES``, ``WORLD_SIZE // LOCAL_WORLD_SIZE``)
 A ``Fabric()`` with no layout argument at all leaves the layout to ``fabric run``'s flags (``--devices``,
 ``--num-nodes``): not reported. Reported once per file, at the first such call, and only where the script is meant
 to run on several GPUs or nodes: it names a DDP/FSDP/DeepSpeed strategy, uses the framework's ranks or collectives
-(``fabric.launch()``, ``global_rank``, ``all_gather``, a ``DistributedSampler``, ``sync_dist=``), or takes its layout
-from flags. Confidence: certain for a literal or a
-value left out, likely for a flag's or a parameter's default (the user may pass the flag). A warning; on more than
-one node a certain ``num_nodes`` that differs is an error (``feasibility.py``). The gate's
+(``fabric.launch()``, ``global_rank``, ``all_gather``, a ``DistributedSampler``, ``sync_dist=``), fixes more than
+one device or node, or takes its layout from flags (also spread in: ``Trainer(**vars(args))``). Confidence: certain
+for a literal or a value left out, likely for a flag's or a parameter's default (the user may pass the flag). A
+warning; on more than one node a certain ``num_nodes`` that differs is an error (``feasibility.py``). The gate's
 ``layoutflags.flag_layout_warning`` owns the flag defaults when a layout is asked (it knows the flags passed).
 """
 
