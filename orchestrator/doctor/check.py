@@ -143,7 +143,11 @@ def _run(analysis: Analysis, rules: Sequence[Callable[[Analysis], Iterator[Findi
 def reached_line(tree: ast.Module, reached: frozenset[str], line: int) -> bool:
     """Whether ``line`` of a helper module runs for the script: at module level (it runs on import), or in a
     function, class or method the script's calls reached (``Project.reached``). A finding in a function
-    nothing the script calls reaches (the helper's own ``main()``) is only possible."""
+    nothing the script calls reaches (the helper's own ``main()``, or its ``if __name__ == "__main__":`` block,
+    which never runs on import) is only possible."""
+    if any(isinstance(s, ast.If) and main_guard(s.test) and s.body[0].lineno <= line <= (s.end_lineno or line)
+           for s in tree.body):
+        return False
     name = _defined_at(tree.body, line)
     if not name:
         return True

@@ -134,7 +134,9 @@ class Ranks:
                 return "global"
             # what the file assigns to it, over its name (Cutie's self.local_rank = dist.get_rank())
             key = dotted(expr)
-            kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr}
+            # (an update from itself, ``opt.dist_rank = opt.dist_rank * ngpus + index``, keeps what it holds)
+            kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr
+                     and not any(dotted(n) == key for n in ast.walk(v) if isinstance(n, ast.Attribute))}
             return kinds.pop() if len(kinds) == 1 and None not in kinds else (
                 _BY_NAME.get(expr.attr) if self.names or self._framework(expr) else None)
         return None

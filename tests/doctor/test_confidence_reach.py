@@ -62,3 +62,24 @@ def test_a_helper_finding_where_the_script_never_reaches_is_possible(tmp_path: P
     (tmp_path / "ckpt.py").write_text(HELPER)
     found = {f.line: f.confidence for f in check_files([tmp_path / "train.py"]) if f.code == "DDP009"}
     assert found == {5: "likely", 14: "likely", 19: "likely", 27: "possible"}
+
+
+MAIN_BLOCK = """\
+import torch
+
+
+def resume(model, path):
+    model.load_state_dict(torch.load(path))
+
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(2, 2)
+    model.load_state_dict(torch.load("other.pt"))
+"""
+
+
+def test_a_helpers_main_block_never_runs_on_import(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(SCRIPT)
+    (tmp_path / "ckpt.py").write_text(MAIN_BLOCK)
+    found = {f.line: f.confidence for f in check_files([tmp_path / "train.py"]) if f.code == "DDP009"}
+    assert found == {5: "likely", 10: "possible"}

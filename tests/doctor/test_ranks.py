@@ -84,3 +84,23 @@ def test_attributes_holding_rank_tests_guard_saves_and_a_local_rank_test_is_a_pe
     saves = [(line, message) for code, line, message in _codes(ATTRIBUTE) if code == "DDP006"]
     assert [line for line, _ in saves] == [21]  # self.leader's save is fine; self.chief's is one per node
     assert "guarded by the local rank" in saves[0][1]
+
+
+UPDATED = HEAD + """\
+def worker(index, opt):
+    opt.dist_rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+    opt.dist_rank = opt.dist_rank * opt.ngpus_per_node + index
+    dist.init_process_group("nccl", rank=opt.dist_rank, world_size=opt.world_size)
+    opt.is_master_node = not opt.distributed or opt.dist_rank == 0
+    model = DDP(torch.nn.Linear(2, 2).cuda(index), device_ids=[index])
+    if {guard}:
+        torch.save(model.module.state_dict(), "ckpt.pt")
+"""
+
+
+def test_an_attribute_updated_from_itself_keeps_the_rank_it_holds() -> None:
+    """``opt.dist_rank = opt.dist_rank * ngpus + index`` is still a rank: the flag built from it guards the save."""
+    saves = [f.line for f in check_source(UPDATED.format(guard="opt.is_master_node"), "t.py") if f.code == "DDP006"]
+    assert saves == []
+    assert [f.line for f in check_source(UPDATED.format(guard="opt.distributed"), "t.py")
+            if f.code == "DDP006"] == [13]
