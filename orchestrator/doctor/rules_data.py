@@ -160,15 +160,24 @@ def _passed_true(a: Analysis, site: Site, param: str) -> bool:
     function = site.function
     if function is None or param not in {arg.arg for arg in function.args.args + function.args.kwonlyargs}:
         return False
-    calls = [node for x in (a, a.outer) if x is not None for node in x.module.nodes if isinstance(node, ast.Call)]
-    return any(last_name(call.func) == function.name and _is_true(_kw(call, param)) for call in calls)
+    params = [arg.arg for arg in function.args.args]
+    index = params.index(param) - (1 if params[:1] == ["self"] else 0) if param in params else -1
+    for x in (a, a.outer):
+        for call in (n for n in (x.module.nodes if x is not None else ()) if isinstance(n, ast.Call)):
+            if last_name(call.func) != function.name or x is None:
+                continue
+            value = _kw(call, param) or (call.args[index] if 0 <= index < len(call.args) else None)
+            if _is_true(value) or (isinstance(value, ast.Name) and any(
+                    _is_true(v) for _, v in x.module.scope_of(value).assigned.get(value.id, ()))):
+                return True  # shuffle=True, or a name the caller sets to True (``if is_train: shuffle = True``)
+    return False
 
 
 def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere (a call in a lambda
     counts: ignite's ``add_event_handler(Events.EPOCH_STARTED, lambda e: sampler.set_epoch(e.state.epoch))``)."""
     if any(_set_epoch(s.call) for s in a.flow.sites) or any(
-            q.endswith("set_epoch") for q in a.helper_quals) or _set_epoch_in_lambda(a):
+            q.endswith("set_epoch") for q in a.helper_quals) or _set_epoch_in_lambda(a) or _class_sets_epoch(a):
         return
     for site in a.sites_ending("DistributedSampler"):
         if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or _lightning_loader_hook(a, site):
@@ -211,10 +220,19 @@ def _lightning_loader_hook(a: Analysis, site: Site) -> bool:
     function = site.function
     owner = a.module.parents.get(function) if function is not None else None
     if function is None or not isinstance(owner, ast.ClassDef) or not (
-            function.name.endswith("_dataloader") or _kept_for_a_hook(a, site, owner)):
+            function.name.endswith("_dataloader") or _kept_for_a_hook(a, site, owner)
+            or _called_by_a_hook(function.name, owner)):
         return False
     return any((q := a.module.qualname(base) or "").startswith(("lightning.", "pytorch_lightning."))
                and q.endswith(_LIGHTNING_DATA_CLASSES) for base in owner.bases)
+
+
+def _called_by_a_hook(name: str, owner: ast.ClassDef) -> bool:
+    """``self._get_loader(path, True)`` in a ``*_dataloader`` method of the same class: the hook's loader."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+               for hook in owner.body if isinstance(hook, ast.FunctionDef | ast.AsyncFunctionDef)
+               and hook.name.endswith("_dataloader") for n in ast.walk(hook))
 
 
 def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
@@ -231,6 +249,36 @@ def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
 def _set_epoch(node: ast.AST) -> TypeGuard[ast.Call]:
     """``<anything>.set_epoch(...)``."""
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_epoch"
+
+
+def _class_sets_epoch(a: Analysis) -> bool:
+    """The file makes a project class that calls ``set_epoch`` itself (maskrcnn-benchmark's
+    ``IterationBasedBatchSampler``: ``self.batch_sampler.sampler.set_epoch(iteration)`` in its ``__iter__``)."""
+    project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
+    if project is None:
+        return False
+    for qual in {site.qual for site in a.flow.sites if site.qual}:
+        for _ in range(2):  # the class, or a package's re-export of it (``from .x import Sampler``)
+            where = project.split(qual) or _beside(a, qual)
+            module = project.read(where[0]) if where is not None else None
+            if module is None or where is None:
+                break
+            cls = next((n for n in module.tree.body if isinstance(n, ast.ClassDef) and n.name == where[1]), None)
+            if cls is not None:
+                if any(_set_epoch(n) for n in ast.walk(cls)):
+                    return True
+                break
+            qual = module.qualname(ast.Name(id=where[1])) or ""
+    return False
+
+
+def _beside(a: Analysis, qual: str) -> tuple[Path, str] | None:
+    """A helper's relative import (``from . import samplers``: ``samplers.Sampler``): the module next to its file."""
+    parts = qual.split(".")
+    folder = Path(a.filename).parent.joinpath(*parts[:-1])
+    found = next((f for f in (folder / "__init__.py", folder.with_suffix(".py")) if len(parts) > 1 and f.is_file()),
+                 None)
+    return (found, parts[-1]) if found is not None else None
 
 
 def _set_epoch_in_lambda(a: Analysis) -> bool:
