@@ -203,9 +203,10 @@ def reduced_names(a: Analysis) -> set[str]:
             names.update(n.id for t in parent.targets for n in _names(t))
         if (into := _collected_into(parent)) is not None:  # ``losses.append(accelerator.gather(loss))``
             names.add(into)
-        if site.qual in REDUCTIONS or not isinstance(parent, ast.Assign):
+        if site.qual in REDUCTIONS or not (isinstance(parent, ast.Assign) or _trains(a, site)):
             # a collective, or a helper that reduces in place (reduce_meters(meters)); a helper whose results are
-            # kept (eval_ppl, eval_loss = evaluation(model, train_config, ...)) reduced those, not its inputs
+            # kept (eval_ppl, eval_loss = evaluation(model, train_config, ...)) reduced those, not its inputs, and
+            # the training function itself (main_worker(gpu, args)) reduces what it computes, not its arguments
             for arg in [*site.call.args, *[k.value for k in site.call.keywords]]:
                 names.update(n.id for n in _names(arg))
     for node in a.module.nodes:  # ``metrics.append(gathered)``: a list of reduced values
@@ -214,6 +215,12 @@ def reduced_names(a: Analysis) -> set[str]:
                 arg.id in names):
             names.add(into)
     return names
+
+
+def _trains(a: Analysis, site: Site) -> bool:
+    """``site`` calls a function of this file that runs a backward pass (the training function)."""
+    target = a.module.local_function(site.call)
+    return target is not None and any(isinstance(n, ast.Attribute) and n.attr == "backward" for n in ast.walk(target))
 
 
 def _collected_into(node: ast.AST | None) -> str | None:
