@@ -34,6 +34,7 @@ QUALIFIED: dict[str, str] = {
     **dict.fromkeys(_LIGHTNING_CLI, "lightning"),
     "accelerate.Accelerator": "accelerate",
     "transformers.Trainer": "hf-trainer", "transformers.Seq2SeqTrainer": "hf-trainer",
+    "transformers.trainer.Trainer": "hf-trainer", "transformers.trainer_seq2seq.Seq2SeqTrainer": "hf-trainer",
     # TRL's trainers are transformers.Trainer subclasses: the same launch and environment
     **{f"trl.{t}Trainer": "hf-trainer" for t in ("SFT", "DPO", "Reward", "ORPO", "KTO", "CPO", "GRPO", "GKD", "BCO",
                                                   "PRM", "OnlineDPO", "IterativeSFT")},
@@ -61,7 +62,7 @@ def read_frameworks(path: Path) -> list[Framework]:
         for folder in _config_folders(path, [(source.path, source.tree) for source in sources]):
             for framework in hydra_targets(folder, shown_from=path.parent):
                 found.setdefault(framework.name, framework)
-    if "hf-trainer" in found and "accelerate" in found and not any(_drives(source.tree) for source in sources):
+    if "hf-trainer" in found and "accelerate" in found and not any(_drives(source.tree, own) for source in sources):
         del found["accelerate"]  # an Accelerator beside a Trainer that only reads its state: the Trainer's own
     return list(found.values())
 
@@ -148,13 +149,16 @@ def frameworks_of(tree: ast.Module, lines: list[str], name: str,
     project's classes built on a framework's, by class name, as :func:`project_subclasses` finds them)."""
     aliases = _aliases(tree)
     known = {**QUALIFIED, **_subclasses(tree, aliases)}
+    held = _held_classes(tree, aliases)
     found: dict[str, tuple[str, list[Layout]]] = {}
     for node in sorted(_uses(tree), key=lambda n: (n.lineno, n.col_offset)):
         target = node.func if isinstance(node, ast.Call) else node
         if isinstance(target, ast.Attribute) and target.attr in _CONSTRUCTORS:
             target = target.value  # Trainer.from_argparse_args(args): a Trainer made by its class method
         qualified = _qualified(target, aliases) or (target.id if isinstance(target, ast.Name) else "")
-        framework = known.get(qualified) or _own_class(qualified, own or {})
+        candidates = held.get(qualified, []) if isinstance(target, ast.Name) and target.id not in aliases else []
+        framework = next((f for q in [qualified, *candidates] if (f := known.get(q) or _own_class(q, own or {}))),
+                         None)
         if framework is None:
             continue
         where = quote_line(name, lines, node.lineno)
@@ -165,6 +169,24 @@ def frameworks_of(tree: ast.Module, lines: list[str], name: str,
     if usage is not None and "accelerate" not in found:
         found["accelerate"] = (quote_line(name, lines, usage.lineno), [])
     return [Framework(name=fw, why=why, layouts=layouts) for fw, (why, layouts) in found.items()]  # type: ignore[arg-type]
+
+
+def _held_classes(tree: ast.Module, aliases: dict[str, str]) -> dict[str, list[str]]:
+    """Names that hold a class to call later, by the classes' qualified names (``trainer_cls = GCTrainer if
+    args.grad_cache else Trainer``; ``trainer = trainer_cls(...)``): the call makes one of them."""
+    held: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        value, options = node.value, []
+        while isinstance(value, ast.IfExp):
+            options.append(value.body)
+            value = value.orelse
+        for option in [*options, value]:
+            if isinstance(option, ast.Name | ast.Attribute):
+                name = _qualified(option, aliases) or (option.id if isinstance(option, ast.Name) else "")
+                held.setdefault(node.targets[0].id, []).append(name)
+    return held
 
 
 def _cli(qualified: str) -> bool:
@@ -245,10 +267,17 @@ def _own_class(qualified: str, own: dict[str, str]) -> str | None:
 _TRAINING_METHODS = frozenset({"prepare", "backward", "accumulate"})
 
 
-def _drives(tree: ast.Module) -> bool:
+def _drives(tree: ast.Module, own: dict[str, str]) -> bool:
     """Some object's ``prepare``/``accumulate``/``backward(loss)`` is called: an Accelerator that trains, not one
-    asked for its ``process_index`` beside a Trainer."""
-    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    asked for its ``process_index`` beside a Trainer, nor the Trainer's own (``self.accelerator.prepare(loader)`` in
+    a method of a Trainer subclass: ``own``, the project's classes built on a framework's)."""
+    aliases = _aliases(tree)
+    trainers = {**own, **_subclasses(tree, dict(aliases))}
+    theirs = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+              and trainers.get(node.name) == "hf-trainer" for inner in ast.walk(node)
+              if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+              and ast.unparse(inner.func.value) == "self.accelerator"}
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and id(node) not in theirs
                and node.func.attr in _TRAINING_METHODS and (node.func.attr != "backward" or bool(node.args))
                for node in ast.walk(tree))
 
