@@ -275,9 +275,10 @@ def _class_sets_epoch(a: Analysis) -> bool:
 def _beside(a: Analysis, qual: str) -> tuple[Path, str] | None:
     """A helper's relative import (``from . import samplers``: ``samplers.Sampler``): the module next to its file."""
     parts = qual.split(".")
+    if len(parts) < 2 or not all(parts):
+        return None
     folder = Path(a.filename).parent.joinpath(*parts[:-1])
-    found = next((f for f in (folder / "__init__.py", folder.with_suffix(".py")) if len(parts) > 1 and f.is_file()),
-                 None)
+    found = next((f for f in (folder / "__init__.py", folder.with_suffix(".py")) if f.is_file()), None)
     return (found, parts[-1]) if found is not None else None
 
 
