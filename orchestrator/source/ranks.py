@@ -40,8 +40,7 @@ _FRAMEWORK_FLAGS = frozenset({"is_main_process", "is_local_main_process", "proce
 
 
 def is_main_flag(name: str | None) -> bool:
-    """``is_master``, or a getter of it (lingua's ``get_is_master()``), or a worker's (``is_root_worker()`` of
-    DALL-E's distributed backends, as Horovod names its processes)."""
+    """``is_master``, a getter of it (lingua's ``get_is_master()``), a worker's (DALL-E's ``is_root_worker()``)."""
     if name is None:
         return False
     bare = name.removeprefix("get_")
@@ -57,8 +56,7 @@ _RANK_CALLS: dict[str, RankKind] = {
     "Get_rank": "global",  # mpi4py: MPI.COMM_WORLD.Get_rank()
 }
 
-# a getter of some rank: get_data_parallel_rank(), get_tensor_model_parallel_rank(), get_global_rank()
-_RANK_GETTER = re.compile(r"get_\w*rank")
+_RANK_GETTER = re.compile(r"get_\w*rank")  # a rank's getter: get_data_parallel_rank(), get_global_rank()
 
 # calls whose result carries their arguments (a path, a string, a number): a rank in, a rank out
 _TRANSPARENT = frozenset({"int", "str", "join", "format", "Path", "joinpath", "with_name", "with_suffix", "abspath",
@@ -132,9 +130,9 @@ class Ranks:
         if isinstance(expr, ast.Attribute):
             if shifted(self.module, expr):  # args.local_rank += args.node_index * args.gpu_per_node
                 return "global"
-            # what the file assigns to it, over its name (Cutie's self.local_rank = dist.get_rank())
+            # what the file assigns to it, over its name (Cutie's self.local_rank = dist.get_rank()); an update from
+            # itself (``opt.dist_rank = opt.dist_rank * ngpus + index``) keeps what it holds
             key = dotted(expr)
-            # (an update from itself, ``opt.dist_rank = opt.dist_rank * ngpus + index``, keeps what it holds)
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr
                      and not any(dotted(n) == key for n in ast.walk(v) if isinstance(n, ast.Attribute))}
             return kinds.pop() if len(kinds) == 1 and None not in kinds else (

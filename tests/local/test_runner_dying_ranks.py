@@ -78,7 +78,9 @@ def job_folder(tmp_path: Path, mode: str = "slurm", **params: object) -> Path:
             tasks_per_node=2,
             cpus_per_task=1,
             job_dir=str(job_dir),
-            launcher=Launcher(init_timeout=TIMEOUT, collective_timeout=TIMEOUT),
+            # the epoch 1 checkpoint is on disk before epoch 2 starts (a background write could still be
+            # running at the fault, 8 steps later, on a loaded machine: tests/runtime/test_asyncsave_runs.py)
+            launcher=Launcher(init_timeout=TIMEOUT, collective_timeout=TIMEOUT, checkpoint_write="sync"),
             created=datetime.now().isoformat(timespec="seconds"),
         ),
     )
