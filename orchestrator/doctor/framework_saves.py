@@ -81,14 +81,19 @@ def _project_class_framework(a: Analysis, qual: str | None) -> str | None:
     return next((f for b in node.bases if (f := QUALIFIED.get(module.qualname(b) or "")) is not None), None)
 
 
+def hf_trainer_base(qual: str) -> bool:
+    """A base class qualified as a transformers (or TRL) Trainer: ``transformers.Trainer``, ``trl.SFTTrainer``."""
+    return QUALIFIED.get(qual) == "hf-trainer" or (
+        qual.startswith(("transformers.", "trl.")) and qual.endswith("Trainer"))
+
+
 def _class_kind(module: Module, node: ast.ClassDef) -> str | None:
     """``hf-callback``, ``hf-trainer`` or ``lightning``: the framework class ``node`` is built on, if any."""
     for base in node.bases:
         qual = module.qualname(base) or ""
         if qual in _HF_CALLBACKS:
             return "hf-callback"
-        if QUALIFIED.get(qual) == "hf-trainer" or (qual.startswith(("transformers.", "trl."))
-                                                  and qual.endswith("Trainer")):
+        if hf_trainer_base(qual):
             return "hf-trainer"
         if qual.startswith(("lightning.", "pytorch_lightning.")) and qual.endswith(_LIGHTNING_HOOKED):
             return "lightning"

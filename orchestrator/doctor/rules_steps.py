@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.frameworks import QUALIFIED
+from orchestrator.doctor.framework_saves import hf_trainer_base
 from orchestrator.source.analysis import COLLECTIVES, REDUCTIONS, WRAPPERS
 from orchestrator.source.flow import Site
 from orchestrator.source.names import last_name
@@ -77,11 +77,17 @@ def _unwrapped_names(a: Analysis, site: Site) -> set[str]:
     return found
 
 
-def _alias_call(a: Analysis, site: Site) -> str | None:
-    """``sam(x)`` -> ``forward``; ``sam.image_encoder(x)`` -> ``image_encoder``, with ``sam`` bound to ``X.module``."""
+def _alias_call(a: Analysis, site: Site, unwrapped: dict[int, set[str]]) -> str | None:
+    """``sam(x)`` -> ``forward``; ``sam.image_encoder(x)`` -> ``image_encoder``, with ``sam`` bound to ``X.module``
+    (``unwrapped``: each function's names of the wrapper's ``.module``, read once per function)."""
     func = site.call.func
     holder = func if isinstance(func, ast.Name) else func.value if isinstance(func, ast.Attribute) else None
-    if not isinstance(holder, ast.Name) or holder.id not in _unwrapped_names(a, site):
+    if not isinstance(holder, ast.Name):
+        return None
+    key = id(site.function)
+    if key not in unwrapped:
+        unwrapped[key] = _unwrapped_names(a, site)
+    if holder.id not in unwrapped[key]:
         return None
     return "forward" if holder is func else func.attr if isinstance(func, ast.Attribute) else None
 
@@ -95,8 +101,9 @@ def check_module_forward(a: Analysis) -> Iterator[Finding]:
     yield from _trainer_self_model(a)
     if not _ddp_in_file(a):
         return
+    unwrapped: dict[int, set[str]] = {}
     for site in a.flow.sites:
-        method = _module_call(site.call) or _alias_call(a, site)
+        method = _module_call(site.call) or _alias_call(a, site, unwrapped)
         if method is None or method.startswith(_NOT_FORWARD) or _under_no_grad(a, site.call):
             continue
         if _in_training_step(a, site):
@@ -107,12 +114,7 @@ _TRAINER_STEPS = frozenset({"compute_loss", "training_step"})  # the Trainer han
 
 
 def _hf_trainer(a: Analysis, node: ast.ClassDef) -> bool:
-    for base in node.bases:
-        qual = a.module.qualname(base) or ""
-        if QUALIFIED.get(qual) == "hf-trainer" or (qual.startswith(("transformers.", "trl.")) and qual.endswith(
-                "Trainer")):
-            return True
-    return False
+    return any(hf_trainer_base(a.module.qualname(base) or "") for base in node.bases)
 
 
 def _trainer_self_model(a: Analysis) -> Iterator[Finding]:
