@@ -176,10 +176,11 @@ def _passed_true(a: Analysis, site: Site, param: str) -> bool:
 def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere (a call in a lambda
     counts: ignite's ``add_event_handler(Events.EPOCH_STARTED, lambda e: sampler.set_epoch(e.state.epoch))``)."""
-    if any(_set_epoch(s.call) for s in a.flow.sites) or any(
+    samplers = a.sites_ending("DistributedSampler")
+    if not samplers or any(_set_epoch(s.call) for s in a.flow.sites) or any(
             q.endswith("set_epoch") for q in a.helper_quals) or _set_epoch_in_lambda(a) or _class_sets_epoch(a):
-        return
-    for site in a.sites_ending("DistributedSampler"):
+        return  # (the project's classes are read only for a file that makes a DistributedSampler)
+    for site in samplers:
         if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or _lightning_loader_hook(a, site):
             continue  # a new order each epoch stands in for it; Lightning's loops call set_epoch themselves
         shuffle = _kw(site.call, "shuffle")
