@@ -107,7 +107,7 @@ def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
         if isinstance(node, ast.Call) and constant in node.args[:1]:
             return bool(re.search(r"environ|getenv", ast.unparse(node.func)))
         if isinstance(node, ast.Compare) and node.left is constant:
-            return any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+            return any(isinstance(op, ast.In | ast.NotIn) for op in node.ops) and not _fills_in(node, tree)
         if isinstance(node, ast.Tuple | ast.List | ast.Set) and constant in node.elts:
             # for v in ("LOCAL_RANK", "SLURM_LOCALID"): if v in os.environ: local_rank = int(os.environ[v])
             # or env2int(["OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"]) with os.environ.get(e) inside
@@ -116,6 +116,17 @@ def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
                        or (isinstance(n, ast.Call) and n.args and not isinstance(n.args[0], ast.Constant)
                            and bool(re.search(r"environ\.get|getenv", ast.unparse(n.func))))
                        for n in ast.walk(tree))
+    return False
+
+
+def _fills_in(test: ast.Compare, tree: ast.AST) -> bool:
+    """``if "LOCAL_RANK" not in os.environ: os.environ["LOCAL_RANK"] = str(args.local_rank)``: the test only guards
+    an export of the flag's value (the local rank still comes from the flag), no read of the launcher's."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and node.test is test and not node.orelse:
+            return all(isinstance(s, ast.Assign) and all(
+                isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "LOCAL_RANK"
+                and "environ" in ast.unparse(t.value) for t in s.targets) for s in node.body)
     return False
 
 

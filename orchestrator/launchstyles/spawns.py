@@ -281,8 +281,36 @@ def _only_way(a: Analysis, flag: ast.expr) -> bool:
     trees = [a.module.tree, root.module.tree]
     trees += [module.tree for _, module in root.project.helpers()] if root.project is not None else []
     inits = [guards for tree in {id(t): t for t in trees}.values() for guards in _init_guards(tree)]
-    return bool(inits) and all(any(isinstance(n, ast.Attribute) and n.attr == name for g in guards
-                                   for n in ast.walk(g)) for guards in inits)
+    return bool(inits) and (all(any(isinstance(n, ast.Attribute) and n.attr == name for g in guards
+                                    for n in ast.walk(g)) for guards in inits) or _stops_without(a, name))
+
+
+def _stops_without(a: Analysis, name: str | None) -> bool:
+    """The script stops on a machine with more than one GPU unless the flag is passed (NeWCRFs' ``if
+    ngpus_per_node > 1 and not args.multiprocessing_distributed: return -1``): its other branch trains on one GPU
+    alone, so under a launcher that gives each rank its GPUs the flag's spawn is the only way to train on several."""
+    for node in a.module.nodes:
+        if not (isinstance(node, ast.If) and node.body and isinstance(node.body[-1], ast.Return | ast.Raise)):
+            continue
+        tests = list(ast.walk(node.test))
+        if any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, ast.Attribute)
+               and n.operand.attr == name for n in tests) and any(_more_than_one_gpu(a, n) for n in tests):
+            return True
+    return False
+
+
+def _more_than_one_gpu(a: Analysis, node: ast.AST) -> bool:
+    """``device_count() > 1`` (``>= 2``), also through a name set from it."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant)):
+        return False
+    bound, op = node.comparators[0].value, node.ops[0]
+    if not ((isinstance(op, ast.Gt) and bound == 1) or (isinstance(op, ast.GtE) and bound == 2)):
+        return False
+    left = node.left
+    if isinstance(left, ast.Name):
+        _, value = a.module.resolve(left.id, left)
+        left = value if value is not None else left
+    return isinstance(left, ast.Call) and last_name(left.func) == "device_count"
 
 
 def _init_guards(tree: ast.Module) -> list[list[ast.expr]]:

@@ -44,6 +44,9 @@ class Reach:
     unread: str | None = None
 
 
+_MAX_UP = 6  # how far above the script a package it imports by name may start
+
+
 class _Unreadable(Exception):
     pass
 
@@ -59,6 +62,7 @@ class Project:
         self._modules: dict[Path, Module | None] = {}
         self._reach: dict[tuple[Path, str], Reach] = {}
         self._found: dict[str, Path | None] = {}
+        self._named: dict[Path, str] = {}  # a module's dotted name, as first found
         self.files_read = 0
         _add_relative_aliases(module, tree, self.package)
         self.module = module
@@ -69,13 +73,18 @@ class Project:
         if dotted_name not in self._found:
             self._found[dotted_name] = None
             parts = dotted_name.split(".")
-            for root, packages_only in [*((r, False) for r in self.roots), *((r, True) for r in self.above)]:
+            # the script inside the package it imports, installed from a src/ layout (``src/tevatron/retriever/
+            # driver/train.py`` imports ``tevatron.retriever.trainer``): the folder that holds that package
+            owner = [p.parent for p in self.script.parents[:_MAX_UP] if p.name == parts[0] and p.parent not in (
+                *self.roots, *self.above)][:1]
+            for root, packages_only in [*((r, False) for r in self.roots), *((r, True) for r in [*self.above, *owner])]:
                 if packages_only and (len(parts) < 2 or not (root / parts[0]).is_dir()):
                     continue  # above the script, only a package (a folder) counts: a stray utils.py is not its
                 base = root.joinpath(*parts)
                 found = next((c for c in (base.with_suffix(".py"), base / "__init__.py") if c.is_file()), None)
                 if found is not None and found.resolve() != self.script:
                     self._found[dotted_name] = found.resolve()
+                    self._named.setdefault(found.resolve(), dotted_name)
                     break
         return self._found[dotted_name]
 
@@ -198,6 +207,10 @@ class Project:
             self._reach[key] = self._compute(path, name, depth)
         return self._reach[key]
 
+    def _name_of(self, path: Path) -> str:
+        """The dotted name ``path`` was found under (its own calls of its functions resolve through it)."""
+        return self._named.get(path) or _module_name(path, [*self.roots, *self.above])
+
     def _compute(self, path: Path, name: str, depth: int) -> Reach:
         """What ``name`` (a function, a class or ``Class.method``) of the module at ``path`` reaches."""
         try:
@@ -210,7 +223,7 @@ class Project:
             imported = module.aliases.get(head)  # re-exported: `from .misc import init_distributed_mode`
             if imported is not None and imported != head and depth < MAX_DEPTH:
                 return self.reach(f"{imported}.{rest}" if rest else imported, depth + 1) or Reach(frozenset())
-            own = _module_name(path, self.roots)  # the package a relative import starts from
+            own = self._name_of(path)  # the package a relative import starts from
             package = own if path.name == "__init__.py" else own.rpartition(".")[0]
             for star in _star_sources(module, package or None):  # `from .build import *` in a package's __init__
                 found = self.reach(f"{star}.{name}", depth + 1) if depth < MAX_DEPTH else None
@@ -232,7 +245,7 @@ class Project:
             if q is not None:
                 quals.add(q)
             local = module.local_function(inner)
-            target = f"{_module_name(path, self.roots)}.{local.name}" if local is not None else q
+            target = f"{self._name_of(path)}.{local.name}" if local is not None else q
             subs = [self.reach(target, depth + 1) if target else None]
             if q is not None and q.rsplit(".", 1)[-1] in _SPAWNERS and inner.args:
                 subs.append(self.reach(module.qualname(inner.args[0]), depth + 1))  # spawn(mpu.run, ...) runs it
@@ -288,6 +301,8 @@ def _package_of(path: Path) -> str | None:
 
 
 def _module_name(path: Path, roots: list[Path]) -> str:
+    """``a.b`` for ``root/a/b.py`` under the first of ``roots`` that holds ``path`` (the script's folders, then the
+    folders above it where its packages were found); the file's stem under none."""
     for root in roots:
         try:
             rel = path.relative_to(root.resolve())

@@ -176,23 +176,31 @@ if __name__ == "__main__":
     parser.add_argument("--multiprocessing-distributed", action="store_true")
     args = parser.parse_args()
     args.multi = args.world_size > 1
-    if args.{spawn_flag}:
+{stop}    if args.{spawn_flag}:
         mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(args,))
     else:
         worker(0, args)
 """
 
 
-@pytest.mark.parametrize(("spawn_flag", "init_flag", "style"), [
+_STOP = """    gpus = torch.cuda.device_count()
+    if gpus > 1 and not args.multiprocessing_distributed:
+        raise SystemExit("more than one GPU: pass --multiprocessing-distributed")
+"""
+
+
+@pytest.mark.parametrize(("spawn_flag", "init_flag", "stop", "style"), [
     # the flag that spawns is the only way to a process group: the spawn is how the script must be started
-    ("distributed", "args.distributed", "per-node"),
+    ("distributed", "args.distributed", "", "per-node"),
     # ImageNet's way: the spawn is opt-in, the other branch starts a group under a launcher too
-    ("multiprocessing_distributed", "args.multi", "env"),
+    ("multiprocessing_distributed", "args.multi", "", "env"),
+    # NeWCRFs' way: the same, but the script stops on more than one GPU unless the spawn flag is passed
+    ("multiprocessing_distributed", "args.multi", _STOP, "per-node"),
 ])
 def test_an_opt_in_spawn_is_per_node_when_it_is_the_only_way(tmp_path: Path, spawn_flag: str, init_flag: str,
-                                                              style: str) -> None:
+                                                              stop: str, style: str) -> None:
     script = tmp_path / "train.py"
-    script.write_text(_OPT_IN.format(spawn_flag=spawn_flag, init_flag=init_flag), encoding="utf-8")
+    script.write_text(_OPT_IN.format(spawn_flag=spawn_flag, init_flag=init_flag, stop=stop), encoding="utf-8")
     assert _detect(script)[0] == style
 
 
@@ -237,3 +245,27 @@ def test_a_spawn_index_passed_as_the_rank_is_refused_across_nodes(tmp_path: Path
     assert [(f.code, f.line, f.severity) for f in found] == ([("DDP016", 9, "error")] if refused else [])
     if refused:
         assert "cannot work on 2 nodes" in found[0].message and "NODE_RANK" in found[0].fix
+
+
+_FILLS_IN = """import argparse
+import os
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=0)
+args = parser.parse_args()
+{guard}
+torch.cuda.set_device(args.local_rank)
+"""
+
+
+@pytest.mark.parametrize(("guard", "style"), [
+    # GMFlow's way: the flag's value exported where the launcher set none; the local rank still comes from the flag
+    ("if 'LOCAL_RANK' not in os.environ:\n    os.environ['LOCAL_RANK'] = str(args.local_rank)", "local-rank-arg"),
+    # the launcher's value read where it set one: the script runs under torchrun as well
+    ("if 'LOCAL_RANK' in os.environ:\n    args.local_rank = int(os.environ['LOCAL_RANK'])", "env"),
+])
+def test_an_export_of_the_flag_is_no_read_of_the_launchers_local_rank(tmp_path: Path, guard: str, style: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_FILLS_IN.format(guard=guard), encoding="utf-8")
+    assert _detect(script)[0] == style
