@@ -55,6 +55,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_spawn.check_self_spawn,        # DDP014
     rules_launch.check_legacy_local_rank,  # DDP015
     rules_launch.check_local_rank_as_rank,  # DDP016
+    rules_spawn.check_index_as_rank,     # DDP016 (a spawn index as the rank)
     rules_steps.check_module_forward,    # DDP017
     rules_steps.check_skipped_backward,  # DDP018
     rules_launch.check_swallowed_init,   # DDP019
@@ -72,7 +73,8 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_prin
                 rules_saves.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,
-                rules_launch.check_local_rank_as_rank, rules_launch.check_swallowed_init,
+                rules_launch.check_local_rank_as_rank, rules_spawn.check_index_as_rank,
+                rules_launch.check_swallowed_init,
                 rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count,
                 rules_steps.check_rank_exit)
 

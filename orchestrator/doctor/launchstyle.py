@@ -16,6 +16,7 @@ from pathlib import Path
 
 from orchestrator.doctor.feasibility import ACROSS_MARK
 from orchestrator.doctor.findings import Finding, make_finding
+from orchestrator.doctor.rules_spawn import INDEX_RANK_FIX, INDEX_RANK_TITLE
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.launchstyles.facts import Facts, entry_tree, master_lines, read
 from orchestrator.spec.launch import Launch
@@ -65,16 +66,16 @@ def _blocks(name: str, value: str, nodes: int) -> bool:
 
 
 def _index_ranks(facts: Facts, findings: list[Finding]) -> list[Finding]:
-    """DDP016 at each ``init_process_group`` that takes a spawn index as the rank (none already reported there)."""
-    have = {(f.file, f.line, f.code) for f in findings}
+    """DDP016 at each ``init_process_group`` that takes a spawn index as the rank, where the doctor's own warning
+    (``rules_spawn.check_index_as_rank``) is not already there (a helper it could not reach)."""
+    have = {(str(Path(f.file).resolve()), f.line) for f in findings if f.code == "DDP016"}
     out = []
     for file, line, code in facts.index_ranks:
-        if (file, line, "DDP016") in have:
+        if (str(Path(file).resolve()), line) in have:
             continue
         out.append(replace(make_finding(
-            "DDP016", file, line, f"{code}: the rank is the spawn index, the node-local rank", confidence="certain"),
-            fix="add the node's offset: rank = int(os.environ['NODE_RANK']) * nprocs + index, world size "
-                "int(os.environ['WORLD_SIZE']) (orch gives a per-node task NODE_RANK, NPROC_PER_NODE and WORLD_SIZE)"))
+            "DDP016", file, line, f"{code}: the rank is the spawn index, the node-local rank", title=INDEX_RANK_TITLE,
+            confidence="certain"), fix=INDEX_RANK_FIX))
     return out
 
 

@@ -7,21 +7,33 @@ script runs its spawn as written, and the gate drops this finding then.
 A spawn asked for by a count whose default is 1 (``if args.world_size > 1: mp.spawn(...)`` with ``--world-size``
 declared ``default=1``, a parameter ``num_gpus=1``) is only possible: with the count left at its default no process
 is spawned, and a user who passes it runs the script per node, as written.
+
+DDP016 (``check_index_as_rank``): the function such a spawn starts hands its spawn index, unchanged, to
+``init_process_group(rank=...)`` (the launch styles' fact, ``orchestrator.launchstyles.spawnrank``). Started once
+per node (``per-node``), every node's processes claim ranks 0..nprocs-1 of one world: the script works on one node
+only. A warning here (on one node it trains); across nodes ``feasibility.across_nodes`` makes it the error.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
-from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.launchstyles.installed import SPAWNERS
+from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.names import FunctionNode, dotted
 
 _DEPTH = 3
+INDEX_RANK_TITLE = ("a spawn index passed as the global rank, with no node's offset: on more than one node every "
+                    "node's processes claim ranks 0..nprocs-1")
+# DDP016's fix where the rank is a spawn index (launchstyle.py's across-node finding says the same)
+INDEX_RANK_FIX = ("add the node's offset: rank = int(os.environ['NODE_RANK']) * nprocs + index, world size "
+                  "int(os.environ['WORLD_SIZE']) (orch gives a per-node task NODE_RANK, NPROC_PER_NODE and WORLD_SIZE)")
 
 
 def check_self_spawn(a: Analysis) -> Iterator[Finding]:
@@ -35,6 +47,29 @@ def check_self_spawn(a: Analysis) -> Iterator[Finding]:
         else:
             yield a.finding("DDP014", spawn.node, f"{spawn.call}(strategy={spawn.strategy!r}): Lightning starts its "
                                                   "own ranks in every launched rank; use strategy=\"ddp\"")
+
+
+def check_index_as_rank(a: Analysis) -> Iterator[Finding]:
+    """DDP016 at each ``init_process_group`` (in this file or a project module) whose rank is the index of a spawn
+    of ``a``'s file, with no node's offset: one finding per call, however many spawns reach it."""
+    seen: set[tuple[str, int]] = set()
+    for spawn in spawns(a):
+        if spawn.strategy is not None or _installed_copy(a, spawn.node):
+            continue
+        found = index_as_rank(a, spawn.node)
+        if found is None or (found[0], found[1].lineno) in seen:
+            continue
+        file, init = found
+        seen.add((file, init.lineno))
+        code = " ".join(ast.unparse(init).split())
+        code = code if len(code) <= 70 else code[:67] + "..."
+        rank = next((k.value for k in init.keywords if k.arg == "rank"), None)
+        where = f"{Path(spawn.file).name}:{spawn.line}"
+        detail = f"rank={ast.unparse(rank) if rank is not None else '?'}: the index of {spawn.call} at {where}"
+        yield replace(make_finding(
+            "DDP016", file, init.lineno, detail, title=INDEX_RANK_TITLE, end_line=init.end_lineno or init.lineno,
+            evidence=f"line {init.lineno}: `{code}`; the spawn at {where} passes its index as the rank, with no "
+                     "node's offset: one node only"), fix=INDEX_RANK_FIX)
 
 
 def _installed_copy(a: Analysis, node: ast.AST) -> bool:

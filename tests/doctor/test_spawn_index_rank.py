@@ -1,0 +1,103 @@
+"""DDP016 at a spawner for one node whose spawned processes pass their spawn index, unchanged, as
+``init_process_group``'s rank (orchestrator/doctor/rules_spawn.py ``check_index_as_rank``, on the launch styles' fact
+``launchstyles/spawnrank.py``): a warning in the doctor's own output (it trains on one node), an error across nodes
+(every node's processes claim ranks 0..nprocs-1), reported once at the init line; silent where the rank adds a node's
+offset to the index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.doctor.check import check_file, check_source
+from orchestrator.doctor.feasibility import across_nodes
+from orchestrator.doctor.launchstyle import answered
+from orchestrator.launchstyles import choose
+
+_SPAWNER = """import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(gpu, args):
+{body}
+    torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda(gpu), device_ids=[gpu])
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(None,))
+"""
+
+
+def _ddp016(findings: list) -> list[tuple[int, str]]:  # type: ignore[type-arg]
+    return [(f.line, f.severity) for f in findings if f.code == "DDP016"]
+
+
+@pytest.mark.parametrize(("body", "found"), [
+    # the index itself, and through a copy: a warning at the init
+    ("    dist.init_process_group('nccl', rank=gpu, world_size=torch.cuda.device_count())", [(7, "warning")]),
+    ("    rank = gpu\n    dist.init_process_group('nccl', rank=rank, world_size=8)", [(8, "warning")]),
+    # the node's offset added (a flag, the environment): the global rank, silent
+    ("    rank = args.nr * 8 + gpu\n    dist.init_process_group('nccl', rank=rank, world_size=16)", []),
+    ("    dist.init_process_group('nccl', rank=int(__import__('os').environ['NODE_RANK']) * 8 + gpu)", []),
+    # no rank= at all: init_process_group reads RANK itself, silent
+    ("    dist.init_process_group('nccl')", []),
+])
+def test_a_spawn_index_as_the_rank_is_a_warning_on_one_node(body: str, found: list[tuple[int, str]]) -> None:
+    findings = check_source(_SPAWNER.format(body=body), "train.py")
+    assert _ddp016(findings) == found
+    if found:
+        ddp016 = next(f for f in findings if f.code == "DDP016")
+        assert "spawn index" in ddp016.message and "NODE_RANK" in ddp016.fix
+        assert ddp016.confidence != "possible"
+
+
+def test_a_spawn_a_launcher_check_keeps_from_running_is_silent() -> None:
+    """``if "LOCAL_RANK" not in os.environ: mp.spawn(...)``: under a launcher the workers take the launcher's ranks,
+    so the index as the rank is the script's single-machine fallback, not a per-node spawner."""
+    source = _SPAWNER.format(body="    dist.init_process_group('nccl', rank=gpu, world_size=8)").replace(
+        "    mp.spawn(", "    import os\n    if 'LOCAL_RANK' not in os.environ:\n        mp.spawn(")
+    assert _ddp016(check_source(source, "train.py")) == []
+
+
+def test_two_spawns_of_one_worker_are_one_finding() -> None:
+    source = _SPAWNER.format(body="    dist.init_process_group('nccl', rank=gpu, world_size=8)").replace(
+        "    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(None,))",
+        "    if torch.cuda.device_count() > 4:\n        mp.spawn(worker, nprocs=4, args=(None,))\n"
+        "    else:\n        mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(None,))")
+    assert _ddp016(check_source(source, "train.py")) == [(7, "warning")]
+
+
+def test_the_init_in_a_project_module_is_reported_in_that_module(tmp_path: Path) -> None:
+    """The spawned function comes from the project (``from utils.train import train``): the finding names that
+    module's init line; the node's offset there keeps it silent."""
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("", encoding="utf-8")
+    script = tmp_path / "main.py"
+    script.write_text("import torch\nimport torch.multiprocessing as mp\n\nfrom utils.train import train\n\n"
+                      "if __name__ == '__main__':\n"
+                      "    mp.spawn(train, nprocs=torch.cuda.device_count(), args=(None,))\n", encoding="utf-8")
+    for rank, found in (("rank", [("train.py", 5)]), ("args.node_rank * 8 + rank", [])):
+        (tmp_path / "utils" / "train.py").write_text(
+            "import torch.distributed as dist\n\n\n"
+            "def train(rank, args):\n"
+            f"    dist.init_process_group('nccl', init_method=args.url, world_size=args.world, rank={rank})\n",
+            encoding="utf-8")
+        assert [(Path(f.file).name, f.line) for f in check_file(script) if f.code == "DDP016"] == found
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_across_nodes_the_same_finding_is_the_error(tmp_path: Path, nodes: int) -> None:
+    """The per-node style's answer adds no second DDP016 at the line; across nodes the warning becomes the error
+    (with the offset to add, or one node), on one node it stays a warning."""
+    script = tmp_path / "train.py"
+    script.write_text(_SPAWNER.format(body="    dist.init_process_group('nccl', rank=gpu, world_size=8)"),
+                      encoding="utf-8")
+    launch = choose("auto", script)
+    assert launch.style == "per-node"
+    found = across_nodes(answered(launch, check_file(script), nodes, script), nodes, 8)
+    assert _ddp016(found) == [(7, "error" if nodes > 1 else "warning")]
+    if nodes > 1:
+        ddp016 = next(f for f in found if f.code == "DDP016")
+        assert "cannot work on 2 nodes" in ddp016.message and "NODE_RANK" in ddp016.fix
