@@ -15,7 +15,15 @@ from orchestrator.doctor.framework_saves import (
     framework_runs,
     saver_only,
 )
-from orchestrator.doctor.save_paths import data_cache, file_path, per_host, per_process, per_rank
+from orchestrator.doctor.save_guards import left_at_none, unset_elsewhere
+from orchestrator.doctor.save_paths import (
+    data_cache,
+    file_path,
+    local_index_only,
+    per_host,
+    per_process,
+    per_rank,
+)
 from orchestrator.doctor.saves_readback import check_readback
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
@@ -42,6 +50,8 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         one_path = path is not None and file_path(a, path, 0) and not (per_rank(a, path) or per_process(a, path))
         if one_path and not _guarded(a, site):
             problems.append("runs on every rank, all writing the same file")
+        elif path is not None and _per_local_index(a, site, path):
+            problems.append(_PER_INDEX)
         elif one_path and path is not None and _per_node_guard(a, site) and not (
                 per_host(a, path, 0) or data_cache(a, call, path)):
             problems.append(_PER_NODE)
@@ -55,10 +65,24 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
 _PER_NODE = "guarded by the local rank: local rank 0 of every node writes the same file (one shared file system)"
 
 
+_PER_INDEX = ("runs on every rank, each writing a file named by its local rank: on every node the processes with "
+              "the same local rank write the same file (one shared file system)")
+
+
+def _per_local_index(a: Analysis, site: Site, path: ast.expr) -> bool:
+    """An unguarded save to a path numbered by the local rank alone (``final_state{gpu}.pth``), in a script whose
+    ranks can span nodes (a launcher's, or a spawn offset by the node), that names no host and builds no cache."""
+    if (a.spawns and not _multi_node_spawn(a)) or not file_path(a, path, 0) or per_process(a, path):
+        return False
+    return (local_index_only(a, path) and not _guarded(a, site) and not per_host(a, path, 0)
+            and not data_cache(a, site.call, path))
+
+
 def _guarded(a: Analysis, site: Site) -> bool:
     """Only some ranks run ``site``: a rank condition around it or its callers (the script's, for a helper), the
-    frameworks' "this process saves" (``args.should_save``, ``@rank_zero_only``, the Trainer's ``_save``)."""
-    return a.flow.guarded(site) or _guarded_by_script(a, site) or saver_only(a, site)
+    frameworks' "this process saves" (``args.should_save``, ``@rank_zero_only``, the Trainer's ``_save``), a test of
+    a value the other ranks unset (``if self.ckpt_dir is not None:``)."""
+    return a.flow.guarded(site) or unset_elsewhere(a, site.call) or _guarded_by_script(a, site) or saver_only(a, site)
 
 
 def _why(a: Analysis, site: Site, framework: str | None, problems: list[str]) -> str:
@@ -119,19 +143,26 @@ def _guarded_by_script(a: Reading, site: Site) -> bool:
     not at all, as far as can be seen: then nothing says every rank runs it)."""
     if a.outer is None or site.function is None or called_by_framework(a, site.function):
         return False  # (a framework calls it on every rank: a callback's on_save, a Trainer's _save_checkpoint)
-    return _script_guarded(a, site.function, 0)
+    return _script_guarded(a, site.function, site.call, 0)
 
 
-def _script_guarded(a: Reading, function: FunctionNode, depth: int) -> bool:
-    """Every way the script reaches ``function`` is guarded: its own calls of it, and the helper's calls of
-    it from functions (methods: ``Trainer.train`` calling ``self.save``) that the script reaches unguarded."""
+def _script_guarded(a: Reading, function: FunctionNode, node: ast.AST, depth: int) -> bool:
+    """Every way the script reaches ``node`` in ``function`` is guarded: its own calls of it, and the helper's calls
+    of it from functions (methods: ``Trainer.train`` calling ``self.save``) that the script reaches unguarded. A call
+    that leaves a parameter at its None default which ``node``'s block needs (``if model is not None:``) does not
+    reach ``node``."""
     assert a.outer is not None
-    calls = [s for s in a.outer.flow.sites if last_name(s.call.func) == function.name]
+    outer = a.outer
+
+    def reaches_unguarded(where: Reading, site: Site) -> bool:
+        return not (where.flow.guarded(site) or unset_elsewhere(where, site.call)
+                    or left_at_none(function, node, site.call, a.module))
+    calls = [s for s in outer.flow.sites if last_name(s.call.func) == function.name]
     inner = [s for s in a.flow.sites if a.module.local_function(s.call) is function]
-    if depth > 3 or any(not a.outer.flow.guarded(s) for s in calls):
+    if depth > 3 or any(reaches_unguarded(outer, s) for s in calls):
         return depth > 3
-    return all(a.flow.guarded(s) or (s.function is not None and _script_guarded(a, s.function, depth + 1))
-               for s in inner)
+    return all(not reaches_unguarded(a, s) or (s.function is not None and _script_guarded(
+        a, s.function, s.call, depth + 1)) for s in inner)
 
 
 # "this is the node's first process": helpers and flags that test the local rank

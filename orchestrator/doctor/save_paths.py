@@ -27,6 +27,26 @@ def per_rank(a: Analysis, path: ast.expr) -> bool:
         outer.ranks.dependent(arg) for arg in script_arguments(a, path))
 
 
+def local_index_only(a: Reading, path: ast.expr, depth: int = 0) -> bool:
+    """Every rank the path holds is a node-local one (``f"final_state{gpu}.pth"``, ``ckpt_{local_rank}.pt``): the
+    processes with the same local rank on every node write the same file."""
+    return _rank_kinds(a, path, depth) == {"local"}
+
+
+def _rank_kinds(a: Reading, expr: ast.expr, depth: int) -> set[str]:
+    """The kinds of rank (global, local, rankish) ``expr`` holds, through the names it is built from."""
+    kinds: set[str] = set()
+    for node in ast.walk(expr):
+        kind = a.ranks.source(node) if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript) else None
+        if kind is not None:
+            kinds.add(kind)
+        elif isinstance(node, ast.Name) and depth < 4:
+            _, value = a.module.resolve(node.id, node)
+            if value is not None and value is not expr:
+                kinds |= _rank_kinds(a, value, depth + 1)
+    return kinds
+
+
 _HOST_CALLS = frozenset({"socket.gethostname", "platform.node", "os.uname", "socket.getfqdn"})
 # what names a file for its own process alone: a fresh id, the process id, a temporary file
 _PROCESS_CALLS = frozenset({"uuid1", "uuid4", "getpid", "token_hex", "token_urlsafe", "token_bytes", "mkstemp",
@@ -113,6 +133,8 @@ def file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
         return isinstance(expr.value, str)
     if isinstance(expr, ast.JoinedStr):
         return True
+    if isinstance(expr, ast.IfExp):  # args.output_dir if args.output_dir else f"{name}-finetuned"
+        return file_path(a, expr.body, depth + 1) or file_path(a, expr.orelse, depth + 1)
     if isinstance(expr, ast.BinOp):
         return isinstance(expr.op, ast.Add | ast.Div | ast.Mod) and (
             file_path(a, expr.left, depth + 1) or file_path(a, expr.right, depth + 1))

@@ -1,4 +1,5 @@
-"""Ranks and devices: which expressions hold a rank, which tests are rank conditions, which values are devices."""
+"""Ranks and devices: which expressions hold a rank, which tests are rank conditions, which values are devices
+(those in orchestrator.source.rankdevices)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Literal
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
 from orchestrator.source.nodeshift import shifted
 from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
+from orchestrator.source.rankdevices import DeviceKind as DeviceKind  # (read from here too)
+from orchestrator.source.rankdevices import Devices
 
 RankKind = Literal["global", "local", "rankish"]
-DeviceKind = Literal["default", "index"]
 
 _MAX_DEPTH = 8
 
@@ -63,7 +65,9 @@ _TRANSPARENT = frozenset({"int", "str", "join", "format", "Path", "joinpath", "w
                           "expanduser", "normpath", "replace", "min", "max", "tensor"})
 
 
-class Ranks:
+class Ranks(Devices):
+    device_names = RANK_NAMES | LOCAL_NAMES
+
     def __init__(self, module: Module, outer: Ranks | None = None) -> None:
         self.module = module
         self.outer = outer  # the script's, for a helper module: flags the script sets (args.should_save)
@@ -71,6 +75,8 @@ class Ranks:
         self.names = True  # whether a name alone (is_master, a parameter called rank) makes a rank: see named_only
         self.project: Callable[[str], tuple[Module, FunctionNode] | None] | None = None  # Project.function
         self._returns: dict[str, RankKind | None] = {}  # what a project function of another module returns
+        # whether a project function of another module returns a rank test, and its value on rank 0
+        self._tests: dict[tuple[str, bool], tuple[bool, bool | None]] = {}
 
     # -- rank values --------------------------------------------------------------------------------
     def env_key(self, expr: ast.expr) -> str | None:
@@ -98,6 +104,9 @@ class Ranks:
         key = self.env_key(expr)
         if key is not None:
             return "global" if key in GLOBAL_ENV else "local" if key in LOCAL_ENV else None
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and isinstance(
+                expr.slice.value, str):  # a rank kept in a dict under its name: info["rank"], self.ddp_info["rank"]
+            return _BY_NAME.get(expr.slice.value) if self.names else None
         if isinstance(expr, ast.Call):
             q, function = self.module.qualname(expr.func), self.module.local_function(expr)
             # what a project function returns, over its name (def get_local_rank(): return dist.get_rank())
@@ -149,12 +158,33 @@ class Ranks:
         """:meth:`returned` of the function of another project module ``qual`` names (``comm.get_local_rank()``)."""
         if qual and qual not in self._returns:
             self._returns[qual] = None  # a cycle adds nothing
-            found = self.project(qual) if self.project is not None and depth < _MAX_DEPTH else None
-            other = Ranks(found[0]) if found is not None else None
-            if other is not None and found is not None:
-                other.project, other._returns = self.project, self._returns
-                self._returns[qual] = other.returned(found[1], depth + 1)
+            other = self._project_reading(qual, depth)
+            if other is not None:
+                self._returns[qual] = other[0].returned(other[1], depth + 1)
         return self._returns.get(qual or "")
+
+    def _project_test(self, qual: str | None, depth: int) -> tuple[bool, bool | None]:
+        """A function of another project module that returns a rank test (``def is_first_worker(): return not
+        dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0``): whether it does, and its
+        value on rank 0 (None when that cannot be told)."""
+        key = (qual or "", self.names)
+        if qual and key not in self._tests:
+            self._tests[key] = (False, None)  # a cycle adds nothing
+            other = self._project_reading(qual, depth)
+            if other is not None and other[0]._returns_condition(other[1], depth + 1):
+                values = {other[0].at_rank_zero(r.value, depth + 1) for r in ast.walk(other[1])
+                          if isinstance(r, ast.Return) and r.value is not None and other[0].is_condition(r.value)}
+                self._tests[key] = (True, values.pop() if len(values) == 1 else None)
+        return self._tests.get(key, (False, None))
+
+    def _project_reading(self, qual: str, depth: int) -> tuple[Ranks, FunctionNode] | None:
+        """The function of another project module ``qual`` names, with a reading of its module."""
+        found = self.project(qual) if self.project is not None and depth < _MAX_DEPTH else None
+        if found is None:
+            return None
+        other = Ranks(found[0])
+        other.project, other._returns, other._tests, other.names = self.project, self._returns, self._tests, self.names
+        return other, found[1]
 
     def dependent(self, expr: ast.expr, depth: int = 0) -> bool:
         """Whether any part of ``expr`` holds a rank (``rank % 2``, ``f"rank{rank}"``)."""
@@ -219,6 +249,8 @@ class Ranks:
             function = self.module.local_function(test)
             if function is not None:
                 return self._returns_condition(function, depth + 1)
+            if self._project_test(self.module.qualname(test.func), depth)[0]:
+                return True
             return (self.names or self._framework(test.func)) and is_main_flag(last_name(test.func))
         return False
 
@@ -303,98 +335,10 @@ class Ranks:
                           if isinstance(node, ast.Return) and node.value is not None
                           and self.is_condition(node.value, depth + 1)}
                 return values.pop() if len(values) == 1 else None
-            return True if is_main_flag(last_name(test.func)) else None
+            tests, at_zero = self._project_test(self.module.qualname(test.func), depth)
+            return at_zero if tests and at_zero is not None else True if is_main_flag(last_name(test.func)) else None
         return None
 
     def _returns_condition(self, function: FunctionNode, depth: int) -> bool:
         returns = [node for node in ast.walk(function) if isinstance(node, ast.Return) and node.value is not None]
         return bool(returns) and any(self.is_condition(node.value, depth) for node in returns if node.value)
-
-    # -- devices ------------------------------------------------------------------------------------
-    def device_kind(self, expr: ast.expr, depth: int = 0) -> DeviceKind | None:
-        """``default`` for the current CUDA device ("cuda", torch.device("cuda")), ``index`` for a
-        numbered one (3, "cuda:1", f"cuda:{local_rank}", a rank), None when not a CUDA device."""
-        if depth > _MAX_DEPTH:
-            return None
-        if isinstance(expr, ast.Constant):
-            const = expr.value
-            if isinstance(const, str):
-                return "default" if const == "cuda" else "index" if const.startswith("cuda:") else None
-            return "index" if isinstance(const, int) and not isinstance(const, bool) else None
-        if isinstance(expr, ast.JoinedStr):
-            head = expr.values[0] if expr.values else None
-            if isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("cuda"):
-                return "index" if len(expr.values) > 1 else self.device_kind(head, depth + 1)
-            return None
-        if isinstance(expr, ast.IfExp):
-            return self.device_kind(expr.body, depth + 1) or self.device_kind(expr.orelse, depth + 1)
-        if isinstance(expr, ast.Call):
-            q = self.module.qualname(expr.func)
-            if q == "torch.device":
-                if len(expr.args) >= 2 or any(k.arg == "index" for k in expr.keywords):
-                    return "index"
-                return self.device_kind(expr.args[0], depth + 1) if expr.args else None
-            if isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
-                return self.device_kind(expr.func.value, depth + 1) and "index"
-            return "index" if self.source(expr, depth + 1) else None
-        if isinstance(expr, ast.BinOp):
-            if isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, str):
-                return "index" if expr.left.value.startswith("cuda:") else None
-            return "index" if self.dependent(expr, depth + 1) else None
-        if isinstance(expr, ast.Name):
-            _, value = self.module.resolve(expr.id, expr)
-            if value is not None:
-                return self.device_kind(value, depth + 1)
-            return "index" if expr.id in RANK_NAMES | LOCAL_NAMES else None
-        if isinstance(expr, ast.Attribute):
-            return "index" if expr.attr in RANK_NAMES | LOCAL_NAMES else None
-        return "index" if self.source(expr, depth + 1) else None
-
-    def _int_constant(self, expr: ast.expr) -> bool:
-        if isinstance(expr, ast.Name):
-            expr = self.module.resolve(expr.id, expr)[1] or expr
-        return isinstance(expr, ast.Constant) and isinstance(expr.value, int) and not isinstance(expr.value, bool)
-
-    def device_from_global_rank(self, expr: ast.expr, depth: int = 0) -> bool:
-        """Whether the device ``expr`` names is numbered by the global rank (RANK, get_rank())."""
-        if depth > _MAX_DEPTH:
-            return False
-        if self.source(expr, depth) == "global":
-            return True
-        if isinstance(expr, ast.Name):
-            found, value = self.module.resolve(expr.id, expr)
-            if value is None and found:  # a parameter: what the callers in this file pass for it
-                function = self.module.function_of(expr)
-                params = [p.arg for p in function.args.args] if function is not None else []
-                if function is None or expr.id not in params or self.module.spawned(function):
-                    return False
-                return any(self.device_from_global_rank(arg, depth + 2)
-                           for arg in self.module.argument_for(function, expr.id))
-            return value is not None and self.device_from_global_rank(value, depth + 1)
-        if isinstance(expr, ast.Attribute):
-            key = dotted(expr)
-            if key is None or "." not in key:
-                return False
-            found, value = self.module.resolve(key, expr)
-            values = [value] if value is not None else self.module.values_anywhere(key)
-            return any(self.device_from_global_rank(v, depth + 2) for v in values)
-        if isinstance(expr, ast.Call):
-            parts = list(expr.args)
-            if isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
-                parts = list(expr.args)
-            elif self.module.qualname(expr.func) not in ("torch.device", "str", "int"):
-                return False
-            return any(self.device_from_global_rank(part, depth + 1) for part in parts)
-        if isinstance(expr, ast.JoinedStr):
-            return any(self.device_from_global_rank(v.value, depth + 1)
-                       for v in expr.values if isinstance(v, ast.FormattedValue))
-        if isinstance(expr, ast.BinOp) and isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, str):
-            return self.device_from_global_rank(expr.right, depth + 1)
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod) and self._int_constant(expr.right):
-            # rank % 8: a GPU count written in the code, wrong on a node with another count
-            return self.device_from_global_rank(expr.left, depth + 1)
-        if isinstance(expr, ast.IfExp):
-            return self.device_from_global_rank(expr.body, depth + 1) or self.device_from_global_rank(
-                expr.orelse, depth + 1)
-        return False
-

@@ -1,0 +1,196 @@
+"""DDP006 on saves that only rank 0 reaches though no plain rank test sits around them: a project helper's rank test
+combined with ``and`` (``def is_first_worker(): return not dist.is_available() or not dist.is_initialized() or
+dist.get_rank() == 0``), a value the other ranks unset (``if rank != 0: ckpt_dir = None``) or that only rank 0 sets
+(``saver = None; if is_main: saver = Saver()``) tested before the save, a helper's parameter left at its None default
+by the one call that runs on every rank (``checkpoint(cfg)`` loads, ``checkpoint(cfg, model=m)`` saves); and on saves
+every rank does make: to a path numbered by the local rank alone, or to an ``a if a else b`` path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.doctor import check_file, check_source
+
+_HEAD = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+"""
+
+
+def _project(tmp_path: Path, script: str, helper: str, helper_name: str = "dist_helpers.py") -> Path:
+    (tmp_path / helper_name).write_text(helper)
+    (tmp_path / "train.py").write_text(script)
+    return tmp_path / "train.py"
+
+
+def _ddp006(findings: list) -> list[int]:  # type: ignore[type-arg]
+    return [f.line for f in findings if f.code == "DDP006"]
+
+
+_RANK_HELPER = """\
+import torch.distributed as dist
+
+
+def is_first_worker():
+    return not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0
+
+
+def is_chosen():
+    return dist.is_initialized()
+"""
+
+_HELPER_GUARD = _HEAD + """\
+from dist_helpers import {helper}
+
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(2, 2))
+for step in range(100):
+    if {helper}() and step % 10 == 0:
+        torch.save(model.module.state_dict(), os.path.join("out", "ckpt.pt"))
+"""
+
+
+def test_a_project_helper_returning_a_rank_test_guards_the_save(tmp_path: Path) -> None:
+    script = _project(tmp_path, _HELPER_GUARD.format(helper="is_first_worker"), _RANK_HELPER)
+    assert _ddp006(check_file(script)) == []
+
+
+def test_a_project_helper_testing_no_rank_guards_nothing(tmp_path: Path) -> None:
+    script = _project(tmp_path, _HELPER_GUARD.format(helper="is_chosen"), _RANK_HELPER)
+    assert _ddp006(check_file(script)) == [11]
+
+
+_CHECKPOINT_HELPER = """\
+import os
+import torch
+
+
+def checkpoint(cfg, model=None, save_dir="ckpts"):
+    path = os.path.join(save_dir, "resume.pth")
+    if model is not None:
+        torch.save(model.state_dict(), path)
+    else:
+        if os.path.exists(path):
+            return torch.load(path, map_location="cpu")
+        return None
+"""
+
+_CHECKPOINT_SCRIPT = _HEAD + """\
+from dist_helpers import checkpoint
+
+dist.init_process_group("nccl")
+rank = dist.get_rank()
+model = DDP(torch.nn.Linear(2, 2))
+state = checkpoint(None{resume})
+for step in range(100):
+    if rank == 0 and step % 10 == 0:
+        checkpoint(None, model=model.module)
+"""
+
+
+def test_a_call_leaving_the_model_at_none_loads_and_never_saves(tmp_path: Path) -> None:
+    script = _project(tmp_path, _CHECKPOINT_SCRIPT.format(resume=""), _CHECKPOINT_HELPER)
+    assert _ddp006(check_file(script)) == []
+
+
+def test_a_call_on_every_rank_that_passes_the_model_saves_on_every_rank(tmp_path: Path) -> None:
+    script = _project(tmp_path, _CHECKPOINT_SCRIPT.format(resume=", model.module"), _CHECKPOINT_HELPER)
+    assert _ddp006(check_file(script)) == [8]
+
+
+_UNSET = _HEAD + """\
+dist.init_process_group("nccl")
+info = {{"rank": dist.get_rank(), "local_rank": int(os.environ["LOCAL_RANK"])}}
+ckpt_dir = "ckpts"
+if info["rank"] not in [0, -1]:
+    ckpt_dir = {value}
+model = DDP(torch.nn.Linear(2, 2))
+for step in range(100):
+    if ckpt_dir is not None and step % 10 == 0:
+        torch.save(model.module.state_dict(), os.path.join(ckpt_dir, f"step_{{step}}.pth"))
+"""
+
+
+def test_a_folder_the_other_ranks_unset_guards_the_saves_under_its_test() -> None:
+    assert _ddp006(check_source(_UNSET.format(value="None"), "t.py")) == []
+
+
+def test_a_folder_the_other_ranks_keep_guards_nothing() -> None:
+    assert _ddp006(check_source(_UNSET.format(value='"other"'), "t.py")) == [13]
+
+
+_SAVER = _HEAD + """\
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(2, 2))
+saver = None
+if {test}:
+    saver = dict(path=os.path.join("out", "ckpt.pt"))
+for step in range(100):
+    if saver is not None:
+        torch.save(model.module.state_dict(), saver["path"] + "ckpt.pt")
+"""
+
+
+def test_a_writer_made_on_rank_zero_alone_guards_the_saves_under_its_test() -> None:
+    assert _ddp006(check_source(_SAVER.format(test="dist.get_rank() == 0"), "t.py")) == []
+
+
+def test_a_writer_made_on_every_rank_but_zero_guards_nothing() -> None:
+    assert _ddp006(check_source(_SAVER.format(test="dist.get_rank() != 0"), "t.py")) == [12]
+
+
+_LOCAL_INDEX = _HEAD + """\
+dist.init_process_group("nccl")
+{index} = {value}
+model = DDP(torch.nn.Linear(2, 2))
+final = os.path.join("out", "final_state{{}}.pth".format({index}))
+torch.save(model.module.state_dict(), final)
+"""
+
+
+def test_a_path_numbered_by_the_local_rank_is_shared_across_nodes() -> None:
+    source = _LOCAL_INDEX.format(index="local_rank", value='int(os.environ["LOCAL_RANK"])')
+    assert _ddp006(check_source(source, "t.py")) == [9]
+
+
+def test_a_path_numbered_by_the_global_rank_is_each_ranks_own() -> None:
+    source = _LOCAL_INDEX.format(index="rank", value="dist.get_rank()")
+    assert _ddp006(check_source(source, "t.py")) == []
+
+
+def test_a_path_numbered_by_the_spawn_index_on_one_node_is_each_ranks_own() -> None:
+    source = _HEAD + """\
+import torch.multiprocessing as mp
+
+
+def worker(gpu, world):
+    dist.init_process_group("nccl", rank=gpu, world_size=world)
+    model = DDP(torch.nn.Linear(2, 2).cuda(gpu), device_ids=[gpu])
+    torch.save(model.module.state_dict(), os.path.join("out", f"final_state{gpu}.pth"))
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(8,), nprocs=8)
+"""
+    assert _ddp006(check_source(source, "t.py")) == []
+
+
+_CHOSEN_PATH = _HEAD + """\
+from transformers import AutoTokenizer
+
+dist.init_process_group("nccl")
+tokenizer = AutoTokenizer.from_pretrained("m")
+output_dir = args_dir if (args_dir := os.environ.get("OUT")) else f"{{tokenizer.name_or_path}}-finetuned"
+{guard}tokenizer.save_pretrained(output_dir)
+"""
+
+
+def test_a_path_chosen_between_two_by_a_test_is_a_path() -> None:
+    assert _ddp006(check_source(_CHOSEN_PATH.format(guard=""), "t.py")) == [10]
+
+
+def test_the_same_save_on_rank_zero_alone_is_quiet() -> None:
+    source = _CHOSEN_PATH.format(guard="if dist.get_rank() == 0:\n    ")
+    assert _ddp006(check_source(source, "t.py")) == []
