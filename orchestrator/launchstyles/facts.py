@@ -1,8 +1,10 @@
 """What a script's project says about how it launches, read once (``orchestrator.source``: the entry and the
 project modules its calls reach): the spawns no launcher check guards and the frameworks' spawning strategies
 (``spawns.py``; an installed package's spawner such as detectron2's ``launch``: ``installed.py``), the
-``--local_rank`` declarations that decide the local rank (``localrank.py``), where Slurm's rank variables are read
-and whether torchrun's are, and the constant ``MASTER_ADDR``/``MASTER_PORT`` a file sets.
+``--local_rank`` declarations that decide the local rank (``localrank.py``; also at the top level of a project
+module the entry imports, which importing runs), where Slurm's rank variables (or its tasks per node) are read and
+whether torchrun's are, a rank read only from an MPI launcher's variables or mpi4py's ``COMM_WORLD``, and the
+constant ``MASTER_ADDR``/``MASTER_PORT`` a file sets.
 Each with its file and line; nothing here judges (``style.py`` decides, the doctor reports)."""
 
 from __future__ import annotations
@@ -21,12 +23,18 @@ from orchestrator.source.projectfiles import SourceFile, read_entry, with_import
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 SLURM_RANK_VARS = frozenset({"SLURM_PROCID", "SLURM_LOCALID"})
+# Slurm's count of tasks per node: set only where the job asks for it (``--ntasks-per-node``), and the node's GPU count
+# only when srun starts a task per GPU; a project that sizes its layout from it (Lightning's ``devices=``) is written
+# for srun's tasks, as one that reads SLURM_RANK_VARS is
+SLURM_LAYOUT_VARS = frozenset({"SLURM_NTASKS_PER_NODE"})
 TORCHRUN_RANK_VARS = frozenset({"RANK", "LOCAL_RANK"})
 # the MPI launchers' rank variables (mpirun's OpenMPI, MPICH/PMI, MVAPICH): neither orch's launcher nor torchrun sets
 # them, so a project that reads its ranks from these alone (none of LAUNCHER_VARS anywhere) cannot start under them
 MPI_RANK_VARS = frozenset({"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",
                            "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
                            "MV2_COMM_WORLD_SIZE"})
+# mpi4py's world (``MPI.COMM_WORLD.Get_rank()``): under a launcher that is not mpiexec each process is a world of one
+_MPI_WORLD = frozenset({"Get_rank", "Get_size", "rank", "size"})
 LAUNCHER_VARS = TORCHRUN_RANK_VARS | SLURM_RANK_VARS | {"WORLD_SIZE", "SLURM_NODEID", "NODE_RANK", "GROUP_RANK"}
 MASTER_VARS = ("MASTER_ADDR", "MASTER_PORT")
 
@@ -60,44 +68,110 @@ def read(entry: Path) -> Facts:
     found_spawns: list[Spawn] = []
     found_flags: list[FlagDeclaration] = []
     index_ranks: list[tuple[str, int, str]] = []
+    read_paths: set[str] = set()
     try:
         if analysis is not None:
             index_ranks += _read_spawns(analysis, found_spawns, found_flags)
             for path, module in analysis.project.helpers() if analysis.project is not None else []:
+                read_paths.add(str(path))
                 index_ranks += _read_spawns(Analysis(module.tree, str(path), outer=analysis), found_spawns,
                                             found_flags)
     except (RecursionError, MemoryError):  # too deep to follow: what was found stands
         pass
     files = with_imported(entry, analysis, first)
+    if analysis is not None:
+        found_flags += _imported_flags(analysis, [s for s in files[1:] if str(s.path) not in read_paths])
     name = str(entry)
     found_spawns.sort(key=lambda s: (s.file != name, s.file, s.line))
     found_flags.sort(key=lambda d: (d.file != name, d.file, d.line))
     strings = [(source, _strings(source.tree)) for source in files]
-    slurm = next((source.quote(min(line for key, line in seen.items() if key in SLURM_RANK_VARS))
-                  for source, seen in strings if SLURM_RANK_VARS & seen.keys()), None)
+    slurm_vars = SLURM_RANK_VARS | SLURM_LAYOUT_VARS
+    slurm = next((source.quote(min(line for key, line in seen.items() if key in slurm_vars))
+                  for source, seen in strings if slurm_vars & seen.keys()), None)
+    launcher_read = any(LAUNCHER_VARS & (seen.keys() - _env_written(source.tree)) for source, seen in strings)
     return Facts(entry, tuple(files), tuple(found_spawns), tuple(found_flags), declared_flag(files[0].tree), slurm,
                  any(TORCHRUN_RANK_VARS & seen.keys() for _, seen in strings),
                  {str(source.path): master_lines(source.tree) for source in files}, tuple(index_ranks),
                  tuple(forced_loopback([(str(source.path), source.tree) for source in files])),
-                 None if any(LAUNCHER_VARS & seen.keys() for _, seen in strings) else _mpi_read(files))
+                 None if launcher_read else _mpi_read(files))
+
+
+def _imported_flags(analysis: Analysis, imported: list[SourceFile]) -> list[FlagDeclaration]:
+    """The ``--local_rank`` declarations at the top level of the project modules the entry imports (``from
+    configs.train_configs import *``, a module that builds and parses the parser when imported): importing it runs
+    them, though no call of the script reaches them."""
+    project = analysis.project
+    direct = {str(path) for path in project.imported(analysis.module)} if project is not None else set()
+    out: list[FlagDeclaration] = []
+    for source in imported:
+        if str(source.path) not in direct:
+            continue
+        reading = Analysis(source.tree, str(source.path), outer=analysis)
+        out += [d for d in declarations(reading) if not _in_function(reading, d.node)]
+    return out
+
+
+def _in_function(reading: Analysis, node: ast.AST) -> bool:
+    current = reading.module.parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return True
+        current = reading.module.parents.get(current)
+    return False
+
+
+def _env_written(tree: ast.Module) -> set[str]:
+    """The keys the file only writes into the environment (``os.environ["RANK"] = str(rank)``): a value the
+    script hands on, no read of the launcher's."""
+    written: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ" and isinstance(
+                node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            (written if isinstance(node.ctx, ast.Store) else read).add(node.slice.value)
+        key = _env_read(node) if isinstance(node, ast.Call) else None
+        if key is not None:
+            read.add(key)
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+            read.add(node.left.value)
+    return written - read
 
 
 def _mpi_read(files: list[SourceFile]) -> tuple[str, int, str] | None:
     """The first ``os.environ["OMPI_COMM_WORLD_RANK"]`` (``.get``, ``os.getenv``) of an MPI launcher's rank
-    variable the files read, with its file, line and code; none where some ``init_process_group`` takes no
-    ``rank=`` (it reads ``RANK`` itself: another branch the launcher's variables get through)."""
-    if any(isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] == "init_process_group"
-           and len(node.args) < 5 and not any(k.arg in ("rank", None) for k in node.keywords)
-           for source in files for node in ast.walk(source.tree)):
+    variable, or of mpi4py's world (``MPI.COMM_WORLD.Get_rank()``), the files read, with its file, line and code;
+    none where some ``init_process_group`` takes no ``rank=`` (it reads ``RANK`` itself: another branch the
+    launcher's variables get through), unless the project writes ``RANK`` into the environment itself (the init then
+    reads the script's value)."""
+    exports = any("RANK" in _env_written(source.tree) for source in files)
+    if not exports and any(isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] ==
+                           "init_process_group" and len(node.args) < 5
+                           and not any(k.arg in ("rank", None) for k in node.keywords)
+                           for source in files for node in ast.walk(source.tree)):
         return None
+    hits: list[tuple[str, int, str]] = []
     for source in files:
+        mpi4py = _imports_mpi4py(source.tree)
         for node in ast.walk(source.tree):
             key = _env_read(node)
-            if key in MPI_RANK_VARS:
+            if key in MPI_RANK_VARS or (mpi4py and _mpi_world(node)):
                 line = getattr(node, "lineno", 0)
-                code = source.lines[line - 1].strip() if 0 < line <= len(source.lines) else key
-                return str(source.path), line, code[:80]
-    return None
+                code = source.lines[line - 1].strip() if 0 < line <= len(source.lines) else str(key)
+                hits.append((str(source.path), line, code[:80]))
+    return next((hit for hit in hits if "rank" in hit[2].lower()), hits[0] if hits else None)  # the rank first
+
+
+def _imports_mpi4py(tree: ast.Module) -> bool:
+    """The file imports mpi4py (``from mpi4py import MPI``)."""
+    return any((isinstance(node, ast.Import) and any(a.name.split(".")[0] == "mpi4py" for a in node.names))
+               or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "mpi4py")
+               for node in ast.walk(tree))
+
+
+def _mpi_world(node: ast.AST) -> bool:
+    """``MPI.COMM_WORLD.Get_rank()``, ``comm.Get_size()`` of ``COMM_WORLD``, ``MPI.COMM_WORLD.rank``."""
+    return (isinstance(node, ast.Attribute) and node.attr in _MPI_WORLD
+            and ast.unparse(node.value).endswith("COMM_WORLD"))
 
 
 def _env_read(node: ast.AST) -> str | None:

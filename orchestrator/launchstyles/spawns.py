@@ -9,7 +9,8 @@ launched rank a world of its own (rank from the spawn index, world size from the
 port). Not a fact when the code already asks the environment whether a launcher started it
 (``if "LOCAL_RANK" not in os.environ: mp.spawn(...)``, ``if int(os.environ.get("WORLD_SIZE", 1)) > 1:
 main() else: mp.spawn(...)``), around the call or around every call of its function, nor when the spawn
-is an opt-in flag (``if args.multiprocessing_distributed:``: a flag the user passes, off by default), nor
+is an opt-in flag (``if args.multiprocessing_distributed:``: a flag the user passes, off by default, that the
+project's config files do not switch on, where the other branch can start under a launcher), nor
 when the started function does not set up distributed training (a file-sync process).
 """
 
@@ -17,8 +18,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from orchestrator.source.analysis import INIT, WRAPPERS, Analysis
+from orchestrator.source.configfiles import lookup
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV
@@ -30,6 +33,8 @@ LAUNCHER_ENV = GLOBAL_ENV | LOCAL_ENV | frozenset({
     "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "GROUP_RANK",
     "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
 _SETS_UP = INIT | WRAPPERS
+# the launchers' world sizes (torchrun's, Slurm's, MPI's): a project that reads none never learns a launcher's world
+_WORLD_VARS = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "SLURM_NPROCS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
 _DEPTH = 3
 # Lightning's strategies that start the ranks themselves (a launched rank then starts ``devices`` more):
 # by name, and by class
@@ -280,9 +285,25 @@ def _only_way(a: Analysis, flag: ast.expr) -> bool:
     root = a.outer or a
     trees = [a.module.tree, root.module.tree]
     trees += [module.tree for _, module in root.project.helpers()] if root.project is not None else []
-    inits = [guards for tree in {id(t): t for t in trees}.values() for guards in _init_guards(tree)]
+    unique = list({id(t): t for t in trees}.values())
+    inits = [guards for tree in unique for guards in _init_guards(tree)]
     return bool(inits) and (all(any(isinstance(n, ast.Attribute) and n.attr == name for g in guards
-                                    for n in ast.walk(g)) for guards in inits) or _stops_without(a, name))
+                                    for n in ast.walk(g)) for guards in inits) or _stops_without(a, name)
+                            or _no_launcher_world(unique))
+
+
+def _no_launcher_world(trees: list[ast.Module]) -> bool:
+    """No file names a launcher's world size (``os.environ["WORLD_SIZE"]``) and every ``init_process_group`` is
+    given its own (``world_size=args.world_size``, a ``--world-size`` flag that defaults to 1): under a launcher
+    the other branch never learns how many ranks there are (undistributed, or every rank a world of its flag's
+    size), so the flag's spawn is the way the script trains on several GPUs (an ImageNet-style script that reads
+    ``WORLD_SIZE`` for ``--dist-url env://`` is not)."""
+    if any(isinstance(node, ast.Constant) and node.value in _WORLD_VARS for tree in trees for node in ast.walk(tree)):
+        return False
+    inits = [node for tree in trees for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and last_name(node.func) == "init_process_group"]
+    return bool(inits) and all(len(call.args) >= 4 or any(k.arg == "world_size" for k in call.keywords)
+                               for call in inits)
 
 
 def _stops_without(a: Analysis, name: str | None) -> bool:
@@ -329,9 +350,16 @@ def _init_guards(tree: ast.Module) -> list[list[ast.expr]]:
 
 
 def _opt_in(a: Analysis, test: ast.expr) -> bool:
-    """A bare flag the user passes (``args.multiprocessing_distributed``), never assigned in the file: off by
-    default, so the spawn is asked for, not a habit."""
+    """A bare flag the user passes (``args.multiprocessing_distributed``), never assigned in the file nor switched
+    on by the project's config files: off by default, so the spawn is asked for, not a habit."""
     if not isinstance(test, ast.Attribute):
         return False
     key = dotted(test)
-    return key is not None and not a.module.values_anywhere(key)
+    return key is not None and not a.module.values_anywhere(key) and not _configured_on(a, test.attr)
+
+
+def _configured_on(a: Analysis, name: str) -> bool:
+    """The project's config files set the flag's key to true, all that hold it (``multiprocessing_distributed:
+    true`` in the YAML the script copies into its arguments): the spawn is the configured way to train."""
+    found = lookup(Path((a.outer or a).filename), [name])
+    return found is not None and found.agreed and found.value is True

@@ -1,7 +1,8 @@
 """Which launch style a script is written for (``orchestrator.spec.launch``), decided from its facts (``facts.py``):
 a spawn of training processes that no launcher check keeps from running is a ``per-node`` script; a project that
 takes the local rank only from the legacy ``--local_rank`` flag is ``local-rank-arg``. A script that reads
-``SLURM_PROCID`` / ``SLURM_LOCALID`` from the environment and none of torchrun's rank variables is ``slurm``.
+``SLURM_PROCID`` / ``SLURM_LOCALID`` (or sizes its layout from ``SLURM_NTASKS_PER_NODE``) from the environment and
+none of torchrun's rank variables is ``slurm``.
 Anything else is ``env`` (torchrun's). The facts cover the script and the project modules it reaches (a spawn or
 Slurm's variables in a helper decide too), and ``why`` names the file and line that decided.
 """

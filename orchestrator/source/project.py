@@ -104,12 +104,13 @@ class Project:
             if stat.st_size > MAX_BYTES:
                 raise _Unreadable(str(path))
             source = path.read_bytes()
-            key = (str(path), hashlib.sha256(source).digest())
+            package = self._package(path)
+            key = (f"{path}:{package}", hashlib.sha256(source).digest())
             module = _PARSED.get(key)
             if module is None:
                 tree = parse_source(source, str(path))
                 module = Module(tree)
-                _add_relative_aliases(module, tree, _package_of(path))
+                _add_relative_aliases(module, tree, package)
                 if len(_PARSED) >= _PARSED_MAX:
                     _PARSED.pop(next(iter(_PARSED)))
                 _PARSED[key] = module
@@ -117,6 +118,19 @@ class Project:
             raise _Unreadable(str(path)) from None
         self._modules[path] = module
         return module
+
+    def _package(self, path: Path) -> str | None:
+        """The package ``path``'s relative imports start from: the folders with ``__init__.py`` above it, or, when
+        the project found it under a longer dotted name ending in those (a package whose parents were shipped
+        without their ``__init__.py``: ``from .AbsTrainer import X`` in ``FlagEmbedding/abc/finetune/embedder``,
+        imported as ``FlagEmbedding.abc.finetune.embedder``), that name."""
+        own = _package_of(path)
+        named = self._named.get(path)
+        if named is None:
+            return own
+        package = named if path.name == "__init__.py" else named.rpartition(".")[0]
+        longer = bool(package) and (own is None or (package.endswith(f".{own}") and "<" not in package))
+        return package if longer and own is not None else own
 
     def read(self, path: Path) -> Module | None:
         """``load``, None when it cannot be read (within the same bounds)."""

@@ -82,3 +82,35 @@ def test_deciding_a_style_imports_no_doctor() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('orchestrator.doctor')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.split("\n")[:2] == ["per-node", "[]"]
+
+
+def test_a_local_rank_flag_declared_where_an_imported_config_module_runs_is_the_scripts(tmp_path: Path) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "train_configs.py").write_text(
+        "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--local_rank', default=-1, "
+        "type=int)\nargs = parser.parse_args()\n", encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n\n\ndef main(args):\n    torch.cuda.set_device(args.local_rank)\n\n\n"
+                      "if __name__ == '__main__':\n    from configs.train_configs import *\n    main(args)\n",
+                      encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.why) == ("local-rank-arg", "configs/train_configs.py:3: parser.add_argument("
+                                                            "'--local_rank', default=-1, type=int)")
+    # declared inside a function of the module (a parser another tool builds): importing it declares nothing
+    (tmp_path / "configs" / "train_configs.py").write_text(
+        "import argparse\n\n\ndef other_parser():\n    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--local_rank', default=-1, type=int)\n    return parser\n\n\nargs = None\n",
+        encoding="utf-8")
+    assert detect(read(script)).style == "env"
+
+
+def test_a_layout_sized_from_slurms_tasks_per_node_is_written_for_slurm(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    reading = "devices=int(os.environ.get('SLURM_NTASKS_PER_NODE', 1))"
+    script.write_text(f"import os\nimport lightning as L\n\ntrainer = L.Trainer(strategy='ddp', {reading},\n"
+                      "                    num_nodes=int(os.environ.get('SLURM_NNODES', 1)))\n", encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.why) == ("slurm", f"train.py:4: trainer = L.Trainer(strategy='ddp', {reading},")
+    # the node count alone is any Slurm job's: the devices from the GPUs, the script is torchrun's
+    script.write_text(script.read_text().replace(reading, "devices=8"), encoding="utf-8")
+    assert detect(read(script)).style == "env"

@@ -76,3 +76,32 @@ def test_another_branch_whose_group_reads_rank_itself_is_no_fact(tmp_path: Path)
     assert read(script).mpi_only is None
     script.write_text(script.read_text().replace("dist.init_process_group('nccl')\n", "pass\n"), encoding="utf-8")
     assert read(script).mpi_only is not None
+
+
+_MPI4PY = """import os
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+
+
+def setup(args):
+    rank = MPI.COMM_WORLD.Get_rank()
+    {export}
+    torch.cuda.set_device(rank % 8)
+    dist.init_process_group("nccl", init_method="env://")
+"""
+
+
+@pytest.mark.parametrize(("export", "refused"), [
+    # VDVAE's way: mpi4py's world written over the launcher's RANK/WORLD_SIZE, the group reads the script's values
+    ('os.environ["RANK"] = str(rank)\n    os.environ["WORLD_SIZE"] = str(MPI.COMM_WORLD.Get_size())', True),
+    # the launcher's RANK read too: the group joins with the launcher's ranks
+    ('rank = int(os.environ.get("RANK", rank))', False),
+])
+def test_a_world_from_mpi4py_alone_is_refused_across_nodes(tmp_path: Path, export: str, refused: bool) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_MPI4PY.format(export=export), encoding="utf-8")
+    facts = read(script)
+    assert (facts.mpi_only is not None) is refused
+    errors = across_nodes(answered(Launch(), [], 2, script), 2, 8)
+    assert [(e.code, e.severity, e.line) for e in errors] == ([("DDP016", "error", 8)] if refused else [])

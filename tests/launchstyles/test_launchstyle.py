@@ -152,6 +152,7 @@ def test_slurm_variables_read_for_a_seed_decide_no_style(tmp_path: Path, reading
 
 
 _OPT_IN = """import argparse
+import os
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -175,7 +176,7 @@ if __name__ == "__main__":
     parser.add_argument("--distributed", action="store_true")
     parser.add_argument("--multiprocessing-distributed", action="store_true")
     args = parser.parse_args()
-    args.multi = args.world_size > 1
+{world}    args.multi = args.world_size > 1
 {stop}    if args.{spawn_flag}:
         mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(args,))
     else:
@@ -189,18 +190,43 @@ _STOP = """    gpus = torch.cuda.device_count()
 """
 
 
-@pytest.mark.parametrize(("spawn_flag", "init_flag", "stop", "style"), [
+_WORLD = """    if args.dist_url == "env://" and args.world_size == -1:
+        args.world_size = int(os.environ["WORLD_SIZE"])
+"""
+
+
+@pytest.mark.parametrize(("spawn_flag", "init_flag", "world", "stop", "style"), [
     # the flag that spawns is the only way to a process group: the spawn is how the script must be started
-    ("distributed", "args.distributed", "", "per-node"),
-    # ImageNet's way: the spawn is opt-in, the other branch starts a group under a launcher too
-    ("multiprocessing_distributed", "args.multi", "", "env"),
+    ("distributed", "args.distributed", _WORLD, "", "per-node"),
+    # ImageNet's way: the spawn is opt-in, the other branch starts a group under a launcher too (its world size
+    # read from the launcher's WORLD_SIZE)
+    ("multiprocessing_distributed", "args.multi", _WORLD, "", "env"),
     # NeWCRFs' way: the same, but the script stops on more than one GPU unless the spawn flag is passed
-    ("multiprocessing_distributed", "args.multi", _STOP, "per-node"),
+    ("multiprocessing_distributed", "args.multi", _WORLD, _STOP, "per-node"),
+    # the other branch never learns the launcher's world (no WORLD_SIZE read, the group given --world-size's value):
+    # the spawn is the way to train on several GPUs
+    ("multiprocessing_distributed", "args.multi", "", "", "per-node"),
 ])
 def test_an_opt_in_spawn_is_per_node_when_it_is_the_only_way(tmp_path: Path, spawn_flag: str, init_flag: str,
-                                                              stop: str, style: str) -> None:
+                                                              world: str, stop: str, style: str) -> None:
     script = tmp_path / "train.py"
-    script.write_text(_OPT_IN.format(spawn_flag=spawn_flag, init_flag=init_flag, stop=stop), encoding="utf-8")
+    script.write_text(_OPT_IN.format(spawn_flag=spawn_flag, init_flag=init_flag, world=world, stop=stop),
+                      encoding="utf-8")
+    assert _detect(script)[0] == style
+
+
+@pytest.mark.parametrize(("configured", "style"), [
+    ("true", "per-node"),  # the project's config switches the spawn on: it is how the script trains
+    ("false", "env"),  # off in the config as on the command line: ImageNet's opt-in
+])
+def test_a_spawn_flag_the_projects_config_switches_on_is_no_opt_in(tmp_path: Path, configured: str,
+                                                                     style: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_OPT_IN.format(spawn_flag="multiprocessing_distributed", init_flag="args.multi", world=_WORLD,
+                                     stop=""), encoding="utf-8")
+    (tmp_path / "config" / "data").mkdir(parents=True)
+    (tmp_path / "config" / "data" / "model.yaml").write_text(
+        f"world_size: 1\nmultiprocessing_distributed: {configured}\n", encoding="utf-8")
     assert _detect(script)[0] == style
 
 

@@ -58,3 +58,29 @@ def test_a_package_of_another_name_above_is_not_taken(tmp_path: Path) -> None:
     project = _project(tmp_path / "src" / "pkg" / "retriever" / "driver" / "train.py",
                        "from other.retriever.dist import x\n")
     assert project.find("other.retriever.dist") is None  # not an ancestor's package: an installed one
+
+
+def test_a_package_whose_parents_have_no_init_resolves_its_relative_imports_by_its_imported_name(
+        tmp_path: Path) -> None:
+    """``pkg/abc/trainers/__init__.py`` re-exports ``from .base import BaseTrainer``, and ``pkg/abc/`` and ``pkg/``
+    were shipped without their ``__init__.py``: imported as ``pkg.abc.trainers``, its relative import starts there,
+    so the class's module is read (not ``trainers.base``, a name nothing has)."""
+    from orchestrator.doctor.frameworks import read_frameworks
+
+    _write(tmp_path, {
+        "pkg/abc/trainers/__init__.py": "from .base import BaseTrainer\n",
+        "pkg/abc/trainers/base.py": "from transformers.trainer import Trainer\n\n\nclass BaseTrainer(Trainer):\n"
+                                    "    pass\n",
+        "pkg/run/__init__.py": "",
+        "pkg/run/trainer.py": "from pkg.abc.trainers import BaseTrainer\n\n\nclass MyTrainer(BaseTrainer):\n"
+                              "    pass\n",
+    })
+    script = tmp_path / "pkg" / "run" / "__main__.py"
+    script.write_text("from pkg.run.trainer import MyTrainer\n\n\ndef main():\n    MyTrainer(model=None).train()\n",
+                      encoding="utf-8")
+    [framework] = read_frameworks(script)
+    assert (framework.name, framework.why) == ("hf-trainer", "__main__.py:5: MyTrainer(model=None).train()")
+    # the same package inside a complete one (every folder with its __init__.py) was read before, and still is
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "abc" / "__init__.py").write_text("")
+    assert [f.name for f in read_frameworks(script)] == ["hf-trainer"]
