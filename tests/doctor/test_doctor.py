@@ -263,7 +263,8 @@ def test_gate_refuses_errors_unless_told_not_to(tmp_path: Path) -> None:
     out = io.StringIO()
     assert len(gate([bad], out, refuse=False)) == 15 and "DDP002" in out.getvalue()
     out = io.StringIO()
-    assert [f.code for f in gate([FIXTURES / "seed001_ddp_note.py"], out)] == ["DDP014", "DDP008", "DDP008"]
+    # the spawn index as the rank (one node only), the self-spawn under a launcher, the forced address and port
+    assert [f.code for f in gate([FIXTURES / "seed001_ddp_note.py"], out)] == ["DDP016", "DDP014", "DDP008", "DDP008"]
     out = io.StringIO()
     assert gate([FIXTURES / "seed001_fixed.py"], out) == [] and out.getvalue() == ""
 

@@ -58,10 +58,16 @@ def test_a_rank_modulo_a_count_stays_a_warning_on_two_nodes() -> None:
     assert _severity(findings, "DDP010") == {"warning"}
 
 
-@pytest.mark.parametrize("name", ["rdzv_shared_env.py", "own_count_spawner.py"])
-def test_what_works_across_nodes_is_not_refused(name: str) -> None:
-    findings = across_nodes(check_file(MULTINODE / name), 4, 8)
+def test_what_works_across_nodes_is_not_refused() -> None:
+    findings = across_nodes(check_file(MULTINODE / "rdzv_shared_env.py"), 4, 8)
     assert not [f for f in findings if f.severity == "error"], findings
+
+
+def test_a_spawners_own_gpu_count_check_is_no_node_check() -> None:
+    """Its world is the GPU count it checks (no DDP022); what refuses it across nodes is its spawn index taken as the
+    rank with no node offset (DDP016): every node's processes would claim ranks 0..n-1."""
+    findings = across_nodes(check_file(MULTINODE / "own_count_spawner.py"), 4, 8)
+    assert [(f.code, f.line) for f in findings if f.severity == "error"] == [("DDP016", 9)], findings
 
 
 # -- through the real CLI -------------------------------------------------------------------------------
