@@ -55,7 +55,12 @@ def test_a_script_run_through_the_service_says_how_it_ended(failing: int | None,
     """Two real local ranks of a plain script (no torch): the outcome names a failed rank's log and its last
     lines; the ranks' output went to the stream the caller gave."""
     script = tmp_path / "ranks.py"
-    script.write_text("import os, sys\nrank = int(os.environ['RANK'])\nprint('hello from', rank, flush=True)\n"
+    said = tmp_path / "said"  # each rank leaves a mark once its line is out: the failing rank waits for the other's,
+    # so its failure cannot stop the other rank before that rank has said anything
+    script.write_text("import os, sys, time\nrank = int(os.environ['RANK'])\nprint('hello from', rank, flush=True)\n"
+                      f"open({str(said)!r} + str(rank), 'w').close()\n"
+                      f"while rank == {failing} and not os.path.exists({str(said)!r} + str(1 - rank)):\n"
+                      "    time.sleep(0.05)\n"
                       f"sys.exit(3 if rank == {failing} else 0)\n")
     request = RunRequest(job=str(script), script_args=[], nproc=2, cpu=True, no_check=True,
                          job_root=str(tmp_path / "jobs"), all_ranks=True)
