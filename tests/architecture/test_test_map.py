@@ -61,6 +61,7 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "doctor/rules_random.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_spawn.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_steps.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
+    "doctor/save_guards.py": "the guards a save runs under (DDP006): tests/doctor/test_rules_saves_guards.py",
     "launchstyles/localrank.py": "the flag's facts: tests/launchstyles/test_facts.py; DDP015 in tests/doctor/",
     "launchstyles/spawns.py": "the spawn facts: tests/launchstyles/test_facts.py; DDP014 in tests/doctor/",
     "launchstyles/style.py": "each style from its facts: tests/launchstyles/test_launchstyle.py, test_facts.py",
@@ -113,6 +114,8 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "spec/containers.py": "apptainer and pyxis scripts: tests/slurm/test_render_script.py",
     "source/analysis.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",
     "source/flow.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",
+    "source/rankdevices.py": ("devices numbered by the global rank (DDP001, DDP010): tests/doctor/test_doctor.py, "
+                              "tests/doctor/test_confidence_context.py"),
     "source/ranks.py": "rank tests held in names: tests/doctor/test_ranks.py",
     "source/syspath.py": "the script's own project: tests/doctor/test_doctor_project.py",
     "spec/doctorcodes.py": "the doctor's codes and their policy: tests/doctor/test_doctor_project.py",

@@ -29,6 +29,7 @@ every finding with its verdict).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Sequence
@@ -168,12 +169,14 @@ def pitfalls(name: str, entry: dict[str, Any]) -> list[Pitfall]:
     return out
 
 
-def run_doctor(entry: Path) -> list[Any]:
-    """The doctor's findings for one script, following its local imports when the doctor can."""
+@functools.cache
+def run_doctor(entry: Path) -> tuple[Any, ...]:
+    """The doctor's findings for one script, following its local imports when the doctor can. Read once per test
+    process: the corpus's tests and the bench score the same scripts several ways (the doctor is deterministic)."""
     from orchestrator.doctor.check import check_files
     params = inspect.signature(check_files).parameters
     options = {name: True for name in params if "follow" in name or name in ("imports", "local_imports")}
-    return check_files([entry], **options)
+    return tuple(check_files([entry], **options))
 
 
 def _relative(file: str, folder: Path) -> str:
