@@ -28,7 +28,7 @@ from orchestrator.doctor import (
 )
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
-from orchestrator.doctor.confidence import at_most
+from orchestrator.doctor.confidence import at_most, measured_weak
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped, Finding
 from orchestrator.source.names import main_guard
 from orchestrator.spec.pysource import UnreadableSource, parse_source
@@ -129,7 +129,18 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
     except (RecursionError, MemoryError) as exc:
         what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
         raise DoctorSkipped(f"{filename}: {what} to analyse", hint="pass a Python source file") from None
+    findings = {_as_measured(f, f.file != filename) for f in findings}
     return sorted(findings, key=lambda f: (f.file != filename, f.file, f.line, f.code, f.message))
+
+
+def _as_measured(finding: Finding, in_helper: bool) -> Finding:
+    """``finding``, possible where its code's findings were measured weak (confidence.MEASURED_WEAK), saying so."""
+    weak = measured_weak(finding.code, in_helper)
+    if weak is None or finding.confidence == "possible":
+        return finding
+    where = "in a helper module" if in_helper else "in a script"
+    said = f"this check {where} was right in {weak[0]} of {weak[1]} findings on code never seen"
+    return replace(finding, confidence="possible", evidence=f"{finding.evidence}; {said}" if finding.evidence else said)
 
 
 def _run(analysis: Analysis, rules: Sequence[Callable[[Analysis], Iterator[Finding]]], ignored: dict[int, set[str]],

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.doctor import check_files
+import pytest
+
+from orchestrator.doctor import check_files, confidence
 
 SCRIPT = """\
 import os
@@ -57,7 +59,9 @@ if __name__ == "__main__":
 """
 
 
-def test_a_helper_finding_where_the_script_never_reaches_is_possible(tmp_path: Path) -> None:
+def test_a_helper_finding_where_the_script_never_reaches_is_possible(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confidence, "MEASURED_WEAK", {})  # the reach alone (DDP009 in a helper is measured weak)
     (tmp_path / "train.py").write_text(SCRIPT)
     (tmp_path / "ckpt.py").write_text(HELPER)
     found = {f.line: f.confidence for f in check_files([tmp_path / "train.py"]) if f.code == "DDP009"}
@@ -78,8 +82,23 @@ if __name__ == "__main__":
 """
 
 
-def test_a_helpers_main_block_never_runs_on_import(tmp_path: Path) -> None:
+def test_a_helpers_main_block_never_runs_on_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confidence, "MEASURED_WEAK", {})  # the reach alone (DDP009 in a helper is measured weak)
     (tmp_path / "train.py").write_text(SCRIPT)
     (tmp_path / "ckpt.py").write_text(MAIN_BLOCK)
     found = {f.line: f.confidence for f in check_files([tmp_path / "train.py"]) if f.code == "DDP009"}
     assert found == {5: "likely", 10: "possible"}
+
+
+def test_a_helper_finding_of_a_code_measured_weak_there_is_possible_and_says_why(tmp_path: Path) -> None:
+    """DDP009 in a helper module was right in few of its findings on code never seen (confidence.MEASURED_WEAK):
+    there it is possible, its evidence saying so; the same load in the script itself stays likely."""
+    (tmp_path / "train.py").write_text(SCRIPT + "model.load_state_dict(torch.load('first.pt'))\n")
+    (tmp_path / "ckpt.py").write_text(MAIN_BLOCK)
+    found = {(Path(f.file).name, f.line): f for f in check_files([tmp_path / "train.py"]) if f.code == "DDP009"}
+    helper, script = found[("ckpt.py", 5)], found[("train.py", SCRIPT.count("\n") + 1)]
+    right, of = confidence.MEASURED_WEAK[("DDP009", "helper")]
+    assert helper.confidence == "possible"
+    assert helper.evidence.endswith(f"this check in a helper module was right in {right} of {of} findings on code "
+                                    "never seen")
+    assert script.confidence == "likely" and "never seen" not in script.evidence

@@ -81,8 +81,11 @@ MIN_SUBSET = {"tuned": (0.97, 0.82), "set 3": (0.95, 0.86), "set 4": (0.80, 0.80
               "set 6": (0.80, 0.89), "set 7": (1.0, 0.63), "set 8": (1.0, 0.20)}
 # The default output (orch doctor without --all: its possible findings left out) on the 122 scripts of the tuned
 # sets and sets 3 to 8, where it was first measured: precision 0.96 (174 of 182), recall 0.78 (139 of 179); --all
-# there: 0.94 (175 of 186), 0.78 (140 of 179). (precision, recall) floors, rounded down.
-MIN_DEFAULT = (0.95, 0.77)
+# there: 0.94 (175 of 186), 0.78 (140 of 179). (precision, recall) floors, rounded down. Since the findings of the
+# places measured weak on code never seen are possible (confidence.MEASURED_WEAK: a helper module's DDP005, DDP006,
+# DDP009, DDP019, DDP020), the default output there is 0.98 (171 findings), recall 0.74: these sets were tuned on, so
+# the helper findings left out were mostly true here.
+MIN_DEFAULT = (0.95, 0.73)
 DEFAULT_SETS = frozenset({"tuned", "set 3", "set 4", "set 5", "set 6", "set 7", "set 8"})
 
 _CODE = re.compile(r"^(DDP\d{3}|OTHER)$")
@@ -222,9 +225,10 @@ def test_shown_is_what_orch_doctor_prints() -> None:
                            "sys.exit(entrypoint())", "doctor", entry.name, "--json"], cwd=entry.parent,
                           capture_output=True, text=True, env=clean_environ(PYTHONPATH=str(ROOT)), timeout=120,
                           check=False)
-    printed = {(Path(f["file"]).resolve(), f["line"], f["code"]) for f in json.loads(proc.stdout)}
+    everything = json.loads(proc.stdout)  # --json gives the possible findings too, each with its confidence
+    printed = {(Path(f["file"]).resolve(), f["line"], f["code"]) for f in everything if f["confidence"] != "possible"}
     shown = {(Path(f.file).resolve(), f.line, f.code) for f in shown_by_orch_doctor(entry)}
-    assert printed == shown and printed, (printed, shown)
+    assert printed == shown and everything, (printed, shown)
     assert "DDP015" in {f.code for f in run_doctor(entry)} and "DDP015" not in {code for _, _, code in shown}
 
 
