@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,8 +59,10 @@ def _applies(text: str, diff: str, fixed: str, entry: str) -> bool:
         return proc.returncode == 0 and (Path(folder) / "out.py").read_bytes() == fixed.encode("utf-8")
 
 
-def fix_all(show_all: bool = False) -> list[Outcome]:
-    found = (fix_one(name, entry["entry"], show_all) for name, entry in sorted(truth().items()))
+def fix_all(show_all: bool = False, names: Sequence[str] | None = None) -> list[Outcome]:
+    """``names``: those scripts only (every script of the corpus by default)."""
+    data = truth()
+    found = (fix_one(name, data[name]["entry"], show_all) for name in (names or sorted(data)))
     return [outcome for outcome in found if outcome is not None]
 
 
