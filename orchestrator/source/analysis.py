@@ -7,7 +7,7 @@ import ast
 from functools import cached_property
 from pathlib import Path
 
-from orchestrator.source.flow import Flow, Loop, Site
+from orchestrator.source.flow import Flow, Loop, Site, falsy_arguments
 from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, Module, dotted
 from orchestrator.source.project import Project, Reach
 from orchestrator.source.ranks import Ranks
@@ -147,7 +147,7 @@ class Analysis:
         if site.qual in wanted or self.helper_reaches(site, wanted):
             return site.call
         target = self.module.local_function(site.call)
-        return self.flow.reaches(target, wanted) if target is not None else None
+        return self.flow.reaches(target, wanted, off=falsy_arguments(site.call, target)) if target is not None else None
 
     def wrapped(self, expr: ast.expr) -> bool:
         """``expr`` is (a name bound to) ``DDP(...)`` / ``FSDP(...)``."""

@@ -135,15 +135,18 @@ class Flow:
     def sites_in(self, function: FunctionNode | None) -> list[Site]:
         return [site for site in self.sites if site.function is function]
 
-    def reaches(self, function: FunctionNode, wanted: frozenset[str], seen: set[str] | None = None) -> ast.Call | None:
+    def reaches(self, function: FunctionNode, wanted: frozenset[str], seen: set[str] | None = None,
+                off: frozenset[str] = frozenset()) -> ast.Call | None:
         """A call of one of ``wanted`` (qualified names) made by ``function`` or the local functions it
-        calls, outside any rank condition; None when there is none."""
+        calls, outside any rank condition; None when there is none. ``off``: parameters of ``function`` the
+        caller passes a literal ``False``/``None``/``0`` (:func:`falsy_arguments`): what runs only under ``if
+        PARAM:`` never runs for that call (``epoch(model, False)`` and ``if train: dist.reduce(...)``)."""
         seen = set() if seen is None else seen
         if function.name in seen:
             return None
         seen.add(function.name)
         for site in self.sites_in(function):
-            if site.branch is not None:
+            if site.branch is not None or (off and _only_when(function, site.call, off)):
                 continue
             if site.qual in wanted:
                 return site.call
@@ -153,3 +156,32 @@ class Flow:
                 if found is not None:
                     return found
         return None
+
+
+def falsy_arguments(call: ast.Call, function: FunctionNode) -> frozenset[str]:
+    """The parameters of ``function`` that ``call`` passes a literal ``False``, ``None`` or ``0``: by keyword, or by
+    position when the call names the function itself (``f(a, False)``; a method's ``self`` would shift them)."""
+    params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    given = list(zip(params, call.args, strict=False)) if isinstance(call.func, ast.Name) else []
+    given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+    return frozenset(name for name, value in given if isinstance(value, ast.Constant) and _falsy(value.value))
+
+
+def _falsy(value: object) -> bool:
+    return value is None or value is False or (type(value) is int and value == 0)
+
+
+def _only_when(function: FunctionNode, call: ast.Call, names: frozenset[str]) -> bool:
+    """``call`` sits in the body of ``if NAME:`` (or the ``else`` of ``if not NAME:``) in ``function``, NAME one of
+    ``names``."""
+    for node in ast.walk(function):
+        if not isinstance(node, ast.If):
+            continue
+        test, negated = node.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        if not (isinstance(test, ast.Name) and test.id in names):
+            continue
+        if any(call in ast.walk(stmt) for stmt in (node.orelse if negated else node.body)):
+            return True
+    return False
