@@ -160,11 +160,14 @@ class Flow:
 
 def falsy_arguments(call: ast.Call, function: FunctionNode) -> frozenset[str]:
     """The parameters of ``function`` that ``call`` passes a literal ``False``, ``None`` or ``0``: by keyword, or by
-    position when the call names the function itself (``f(a, False)``; a method's ``self`` would shift them)."""
+    position when the call names the function itself (``f(a, False)``; a method's ``self`` would shift them). Not a
+    parameter the function assigns again (``train = train or resume``): its later value is not the caller's."""
+    assigned = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
     given = list(zip(params, call.args, strict=False)) if isinstance(call.func, ast.Name) else []
     given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
-    return frozenset(name for name, value in given if isinstance(value, ast.Constant) and _falsy(value.value))
+    return frozenset(name for name, value in given
+                     if name not in assigned and isinstance(value, ast.Constant) and _falsy(value.value))
 
 
 def _falsy(value: object) -> bool:

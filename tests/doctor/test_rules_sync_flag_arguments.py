@@ -54,3 +54,12 @@ def test_a_flag_negated_puts_the_collective_in_its_else() -> None:
     assert [f for f in check_source(script.format(call="epoch(model, False)"), "t.py") if f.code == "DDP002"] == []
     assert [f.line for f in check_source(script.format(call="epoch(model, True)"), "t.py")
             if f.code == "DDP002"] == [24]
+
+
+def test_a_flag_the_function_assigns_again_is_not_the_callers() -> None:
+    again = "    loss = torch.zeros(1)\n    train = train or steps > 0\n"
+    script = SCRIPT.replace("    loss = torch.zeros(1)\n", again)
+    assert [f.line for f in check_source(script.format(call="epoch(model, False, 5)"), "t.py")
+            if f.code == "DDP002"] == [23]
+    other = SCRIPT.replace("    loss = torch.zeros(1)\n", "    loss = torch.zeros(1)\n    model = model.eval()\n")
+    assert [f for f in check_source(other.format(call="epoch(model, False)"), "t.py") if f.code == "DDP002"] == []
