@@ -29,6 +29,7 @@ every finding with its verdict).
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import sys
@@ -127,7 +128,15 @@ def _ratio(part: int, whole: int) -> float:
 
 
 def truth() -> dict[str, dict[str, Any]]:
-    data = yaml.safe_load(TRUTH.read_text(encoding="utf-8"))
+    """The hand-read truth, a fresh copy per call (callers may change it): parsed once per process."""
+    return copy.deepcopy(_parsed_truth())
+
+
+@functools.cache
+def _parsed_truth() -> dict[str, dict[str, Any]]:
+    # libyaml's loader when PyYAML has it: the truth is 400 KB, a second with the pure-Python one
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(TRUTH.read_text(encoding="utf-8"), Loader=loader)
     assert isinstance(data, dict)
     return data
 

@@ -29,7 +29,7 @@ class Outcome:
     fixed: tuple[str, ...]
     left: tuple[str, ...]
     applies: bool
-    passes: bool  # no finding of a fixed code left in the fixed entry
+    passes: bool  # no finding of a fixed code left in the fixed entry, but those the fixer left as they were
 
 
 def fix_one(name: str, entry: str, show_all: bool = False) -> Outcome | None:
@@ -43,9 +43,11 @@ def fix_one(name: str, entry: str, show_all: bool = False) -> Outcome | None:
         return None
     fixed = tuple(sorted(f.code for f in result.fixed))
     applies = _applies(text, unified_diff(text, result.text, entry), result.text, entry) if fixed else True
-    left_codes = {f.code for f in result.findings if f.file == str(path)}
-    return Outcome(name, fixable, fixed, tuple(sorted(f.code for f, _ in result.left)), applies,
-                   not (set(fixed) & left_codes))
+    left = tuple(sorted(f.code for f, _ in result.left))
+    after = [f.code for f in result.findings if f.file == str(path)]
+    # passes: of each fixed code, no finding left but those the fixer said it left as they were (another finding of
+    # the same code that has no fix of its form stays, and is not a failed fix)
+    return Outcome(name, fixable, fixed, left, applies, all(after.count(code) <= left.count(code) for code in fixed))
 
 
 def _applies(text: str, diff: str, fixed: str, entry: str) -> bool:
