@@ -131,7 +131,8 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "let the launcher's address meet the ranks: init_process_group(backend) with no init_method (env://), "
          "or a file:// path on a file system every node mounts"),
     Rule("DDP022", "warning",
-         "a check that the run is on one node (the world size equal to this machine's GPU count, a node count of 1)",
+         "a check that the run is on one node (the world size equal to this machine's GPU count, a node count of 1, "
+         "the local rank equal to the global one)",
          "drop the check (the world is nodes x GPUs per node), or run on one node (--nodes 1)"),
     Rule("DDP023", "warning",
          "a framework layout that cannot follow the launcher: the Trainer/Fabric (or detectron2 launch) num_nodes or "

@@ -9,7 +9,8 @@ it waits in the queue.
   ``/dev/shm``), followed through names, this file's calls and ``mp.spawn``'s ``args``: the other nodes
   never see that file (not under a test of the operating system: Windows' FileStore).
 - DDP022: ``assert world_size == torch.cuda.device_count()`` (the world is one node's GPUs), ``assert nnodes
-  == 1``, and the same as a test that raises or exits (``if nnodes > 1: raise ...``). A world size that is
+  == 1``, ``assert local_rank == dist.get_rank()`` (the local rank is the global one on the first node only), and
+  the same as a test that raises or exits (``if nnodes > 1: raise ...``). A world size that is
   itself the GPU count (``world_size = torch.cuda.device_count()``) is not a check: not reported.
 """
 
@@ -153,8 +154,17 @@ def check_node_count(a: Analysis) -> Iterator[Finding]:
             test, table = node.test, _FORBIDS
         else:
             continue
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and _one_node(a, test, table):
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and (
+                _one_node(a, test, table) or _local_is_global(a, test, table is _REQUIRES)):
             yield a.finding("DDP022", node, ast.unparse(test)[:60])
+
+
+def _local_is_global(a: Analysis, test: ast.Compare, asserted: bool) -> bool:
+    """``assert args.local_rank == dist.get_rank()`` (or ``if local_rank != rank: raise``): the local rank is the
+    global one only on the first node."""
+    wanted = ast.Eq if asserted else ast.NotEq
+    kinds = {a.ranks.source(test.left), a.ranks.source(test.comparators[0])}
+    return isinstance(test.ops[0], wanted) and kinds == {"local", "global"}
 
 
 def _stops(stmt: ast.stmt) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_rendezvous_computed import check_computed
+from orchestrator.launchstyles.spawns import opt_in
 from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.names import dotted, last_name, unconditional
@@ -139,7 +140,7 @@ def _written(a: Analysis) -> Iterator[Finding]:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 key = a.ranks.env_key(target)
-                if key in _ENV_KEYS and not _fallback(a, node, key) and (
+                if key in _ENV_KEYS and not _fallback(a, node, key) and not _off_the_launchers_path(a, node) and (
                         _constant(a, node.value) or (launched and _overwrites(a, node.value, key))):
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
                                                     "launcher's value is overwritten")
@@ -252,6 +253,38 @@ def _always_overwritten(a: Reading, flags: list[str]) -> bool:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in dests
                                                 for t in node.targets) and unconditional(node, a.module.parents):
             return True
+    return False
+
+
+def _off_the_launchers_path(a: Analysis, node: ast.AST) -> bool:
+    """The write sits where a launcher's run does not go: in the ``except`` of a ``try`` that starts the process group
+    (EfficientViT's ``RANK=0, WORLD_SIZE=1`` after a failed rendezvous: DDP019 reports that), or in a function this
+    file calls only under an opt-in flag (GLM's ``if args.deepspeed_mpi: mpi_define_env(args)``: another launcher's
+    path, asked for)."""
+    child, current = node, a.module.parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.Try) and any(child is h for h in current.handlers) and any(
+                isinstance(n, ast.Call) and a.module.qualname(n.func) in INIT
+                for stmt in current.body for n in ast.walk(stmt)):
+            return True
+        child, current = current, a.module.parents.get(current)
+    function = a.module.function_of(node)
+    callers = [s.call for s in a.flow.sites if function is not None and a.module.local_function(s.call) is function]
+    return bool(callers) and all(_under_opt_in(a, call) for call in callers)
+
+
+def _under_opt_in(a: Analysis, call: ast.Call) -> bool:
+    """An ``if`` around ``call`` (in its function) tests a flag the user passes, off by default (``args.x``, alone or
+    in an ``and``)."""
+    child: ast.AST = call
+    current = a.module.parents.get(call)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+        if isinstance(current, ast.If) and child in current.body:
+            test = current.test
+            parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            if any(opt_in(a, part) for part in parts):
+                return True
+        child, current = current, a.module.parents.get(current)
     return False
 
 

@@ -216,7 +216,7 @@ def env_checked(a: Analysis, node: ast.AST) -> bool:
     current = a.module.parents.get(node)
     while current is not None and not isinstance(current, ast.ClassDef):
         if isinstance(current, ast.If | ast.While | ast.IfExp) and child is not current.test and (
-                _reads_launcher(a, current.test, 0) or (_opt_in(a, current.test) and not _only_way(a, current.test))):
+                _reads_launcher(a, current.test, 0) or (opt_in(a, current.test) and not _only_way(a, current.test))):
             return True
         for block in ("body", "orelse", "finalbody"):
             stmts = getattr(current, block, None)
@@ -349,7 +349,7 @@ def _init_guards(tree: ast.Module) -> list[list[ast.expr]]:
     return found
 
 
-def _opt_in(a: Analysis, test: ast.expr) -> bool:
+def opt_in(a: Analysis, test: ast.expr) -> bool:
     """A bare flag the user passes (``args.multiprocessing_distributed``), never assigned in the file nor switched
     on by the project's config files: off by default, so the spawn is asked for, not a habit."""
     if not isinstance(test, ast.Attribute):

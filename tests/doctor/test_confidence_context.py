@@ -185,3 +185,10 @@ def test_a_shard_followed_through_a_builder_and_two_functions_parameters_is_an_u
     # the loader's flow (builder, its return, two parameters) is longer than the sampler's own steps
     assert confidences(_SHARD_EVAL.format(sampler="sampler=DistributedSampler(ds)"), "DDP013") == ["likely"]
     assert confidences(_SHARD_EVAL.format(sampler="shuffle=False"), "DDP013") == []
+
+
+def test_a_module_method_called_with_no_input_is_no_forward() -> None:
+    """VISTA-3D's ``model.module.clear_cache()`` in its step: bookkeeping, no forward to bypass."""
+    source = _MODULE_CALL.format(name="compute_loss").replace("return model.module.head(batch)",
+                                                              "model.module.clear_cache()\n    return model(batch)")
+    assert confidences(source, "DDP017") == []

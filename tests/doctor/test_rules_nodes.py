@@ -65,6 +65,9 @@ def test_other_rendezvous_are_not_ddp021(method: str) -> None:
     "assert int(os.environ['WORLD_SIZE']) <= torch.cuda.device_count()",
     "if world_size > torch.cuda.device_count():\n    raise ValueError('one node')",
     "if args.nnodes != 1:\n    sys.exit('single node only')",
+    "assert args.local_rank == torch.distributed.get_rank()",  # the local rank is the global one on node 1 only
+    "local_rank = int(os.environ['LOCAL_RANK'])\nassert dist.get_rank() == local_rank",
+    "if int(os.environ['LOCAL_RANK']) != int(os.environ['RANK']):\n    raise RuntimeError('one node')",
 ])
 def test_a_one_node_check(check: str) -> None:
     assert codes(f"{check}\n") == ["DDP022"], check
@@ -76,6 +79,9 @@ def test_a_one_node_check(check: str) -> None:
     "world_size = torch.cuda.device_count()\nassert world_size == torch.cuda.device_count()",
     "if nnodes > 1:\n    print('several nodes')",
     "assert world_size % torch.cuda.device_count() == 0",
+    "assert args.local_rank == dist.get_rank() % torch.cuda.device_count()",  # the local rank from the global one
+    "assert int(os.environ['LOCAL_RANK']) < torch.cuda.device_count()",
+    "if args.local_rank == dist.get_rank():\n    raise RuntimeError('equal')",  # raises only when they are equal
 ])
 def test_checks_that_hold_on_many_nodes_are_not_ddp022(check: str) -> None:
     assert codes(f"{check}\n") == [], check

@@ -45,3 +45,44 @@ def test_defaults_written_where_a_launcher_variable_is_missing_are_not_reported(
 @pytest.mark.parametrize("test", OVERWRITES)
 def test_writes_a_launched_run_reaches_are_reported(test: str) -> None:
     assert ddp008(test) == [8, 9]
+
+
+OFF_PATH = """\
+import os
+import argparse
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+
+
+def mpi_define_env(args):
+    comm = MPI.COMM_WORLD
+    os.environ["RANK"] = str(comm.Get_rank())
+    os.environ["MASTER_PORT"] = "29500"
+
+
+def init(args):
+    {call}
+    try:
+        dist.init_process_group("nccl")
+    except Exception:
+        os.environ["RANK"] = "0"
+        os.environ["WORLD_SIZE"] = "1"
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda())
+"""
+
+
+@pytest.mark.parametrize("call", ["if args.use_mpi:\n        mpi_define_env(args)",
+                                  "if hasattr(args, 'use_mpi') and args.use_mpi:\n        mpi_define_env(args)"])
+def test_writes_off_the_launchers_path_are_not_reported(call: str) -> None:
+    """Another launcher's set-up called only under an opt-in flag (GLM's ``--deepspeed_mpi``), and the fallback after
+    a failed rendezvous (EfficientViT's: DDP019 reports that one)."""
+    findings = check_source(OFF_PATH.format(call=call), "train.py")
+    assert [f.line for f in findings if f.code == "DDP008"] == []
+    assert [f.code for f in findings if f.code == "DDP019"] == ["DDP019"]
+
+
+def test_another_launchers_set_up_called_on_every_run_is_reported() -> None:
+    findings = check_source(OFF_PATH.format(call="mpi_define_env(args)"), "train.py")
+    assert [f.line for f in findings if f.code == "DDP008"] == [10, 11]
