@@ -31,6 +31,7 @@ from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.confidence import at_most, measured_weak
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped, Finding
 from orchestrator.source.names import main_guard
+from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 from orchestrator.spec.safefile import NotAFile, open_regular
 
@@ -180,7 +181,7 @@ def _module_level_names(tree: ast.Module) -> set[str]:
             continue
         if isinstance(stmt, ast.If) and main_guard(stmt.test):
             continue
-        out |= {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(stmt)
+        out |= {n.id if isinstance(n, ast.Name) else n.attr for n in walk(stmt)
                 if isinstance(n, ast.Name | ast.Attribute)}
     return out
 
@@ -189,7 +190,7 @@ def _named_in(tree: ast.Module, reached: frozenset[str]) -> set[str]:
     """The names read inside the module's reached top-level definitions."""
     bodies = [s for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
               and s.name in reached]
-    return {n.id for body in bodies for n in ast.walk(body) if isinstance(n, ast.Name)}
+    return {n.id for body in bodies for n in walk(body) if isinstance(n, ast.Name)}
 
 
 def _defined_at(body: list[ast.stmt], line: int, prefix: str = "") -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_layout import NODES_SAID
 from orchestrator.doctor.rules_rendezvous_computed import CONFIG_LOOPBACK
+from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 ACROSS_MARK = "cannot work on"  # in the message of a finding this module made an error
@@ -88,4 +89,4 @@ def _modulo(finding: Finding) -> bool:
     except (OSError, UnreadableSource, RecursionError, MemoryError):
         return True  # unread: not certain
     return any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and not isinstance(node.left, ast.Constant)
-               and finding.line <= getattr(node, "lineno", 0) <= finding.end_line for node in ast.walk(tree))
+               and finding.line <= getattr(node, "lineno", 0) <= finding.end_line for node in walk(tree))

@@ -18,6 +18,7 @@ from orchestrator.doctor.frameworks import QUALIFIED
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
+from orchestrator.source.walk import walk
 
 # The frameworks whose launch runs the script's own code on every rank, as the findings name them.
 EVERY_RANK: dict[str, str] = {"hf-trainer": "the transformers Trainer", "lightning": "Lightning", "fabric": "Fabric",
@@ -144,7 +145,7 @@ def saver_only(a: Analysis, site: Site) -> bool:
 def _should_save(a: Analysis, test: ast.expr) -> bool:
     """``args.should_save`` (``training_args``, ``self.args``): the TrainingArguments' flag, set by the Trainer, not
     by the file (``control.should_save`` is a callback's "save now", not a rank)."""
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, ast.Attribute) and node.attr == "should_save" and (
                 last_name(node.value) or "").endswith("args"):
             key = dotted(node) or ""

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.source.walk import walk
 from orchestrator.spec.framework import Framework, Layout
 from orchestrator.spec.pysource import quote_line
 
@@ -76,7 +77,7 @@ def _instantiates(tree: ast.Module) -> bool:
     """The file calls Hydra's ``instantiate`` (``hydra.utils.instantiate(config.trainer)``)."""
     aliases = _aliases(tree)
     return any(isinstance(n, ast.Call) and (_qualified(n.func, aliases) or "").startswith("hydra.utils.instantiate")
-               for n in ast.walk(tree))
+               for n in walk(tree))
 
 
 def _configs(folder: Path, depth: int = 4) -> list[Path]:
@@ -103,7 +104,7 @@ def _config_folders(path: Path, trees: list[tuple[Path, ast.Module]]) -> list[Pa
     folders = [path.parent.resolve()]
     for file, tree in trees:
         aliases = _aliases(tree)
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             keyword = _CONFIG_DIRS.get(_qualified(node.func, aliases) or "")
@@ -175,7 +176,7 @@ def _held_classes(tree: ast.Module, aliases: dict[str, str]) -> dict[str, list[s
     """Names that hold a class to call later, by the classes' qualified names (``trainer_cls = GCTrainer if
     args.grad_cache else Trainer``; ``trainer = trainer_cls(...)``): the call makes one of them."""
     held: dict[str, list[str]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         value, options = node.value, []
@@ -202,7 +203,7 @@ def _subclasses(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
     """The file's own classes built on a framework's (``class MyTrainer(transformers.Trainer):``): calling one
     shows the framework as the base class would."""
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ClassDef):
             bases = [QUALIFIED.get(_qualified(b, aliases) or "") for b in node.bases]
             framework = next((b for b in bases if b), None)
@@ -220,7 +221,7 @@ def project_subclasses(trees: list[ast.Module]) -> dict[str, str]:
     ``llava_trainer.py``, and a class built on that one in another file): calling one where it is imported shows
     the framework."""
     own: dict[str, str] = {}
-    classes = [(node, _aliases(tree)) for tree in trees for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    classes = [(node, _aliases(tree)) for tree in trees for node in walk(tree) if isinstance(node, ast.ClassDef)]
     for node, aliases in classes:
         framework = _copied(node, aliases)
         if framework is not None:
@@ -273,13 +274,13 @@ def _drives(tree: ast.Module, own: dict[str, str]) -> bool:
     a method of a Trainer subclass: ``own``, the project's classes built on a framework's)."""
     aliases = _aliases(tree)
     trainers = {**own, **_subclasses(tree, dict(aliases))}
-    theirs = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
-              and trainers.get(node.name) == "hf-trainer" for inner in ast.walk(node)
+    theirs = {id(inner) for node in walk(tree) if isinstance(node, ast.ClassDef)
+              and trainers.get(node.name) == "hf-trainer" for inner in walk(node)
               if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
               and ast.unparse(inner.func.value) == "self.accelerator"}
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and id(node) not in theirs
                and node.func.attr in _TRAINING_METHODS and (node.func.attr != "backward" or bool(node.args))
-               for node in ast.walk(tree))
+               for node in walk(tree))
 
 
 _ACCELERATOR_ONLY = frozenset({"wait_for_everyone", "unwrap_model", "gather_for_metrics"})
@@ -293,7 +294,7 @@ def _accelerate_usage(tree: ast.Module, aliases: dict[str, str]) -> ast.Call | N
     if not any(module.split(".")[0] == "accelerate" for module in aliases.values()):
         return None
     calls: dict[str, dict[str, ast.Call]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name) and node.func.value.id not in aliases
                 and (node.func.attr != "backward" or node.args)):  # loss.backward() is anyone's
@@ -317,7 +318,7 @@ def script_frameworks(target: ScriptTarget) -> list[Framework]:
 def _aliases(tree: ast.Module) -> dict[str, str]:
     """Each imported name -> its module path (``L`` -> ``lightning``, ``Trainer`` -> ``lightning.Trainer``)."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -343,7 +344,7 @@ def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
 def _uses(tree: ast.Module) -> list[ast.Call | ast.Name | ast.Attribute]:
     """Every call, and every decorator that is a bare name (``@record``)."""
     uses: list[ast.Call | ast.Name | ast.Attribute] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             uses.append(node)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -19,6 +19,7 @@ from orchestrator.doctor.check import read_script
 from orchestrator.doctor.rules_devices import device_args
 from orchestrator.errors import OrchError
 from orchestrator.source.ranks import LOCAL_NAMES
+from orchestrator.source.walk import walk
 
 _MAX_DEPTH = 8
 # Frameworks that put each process on cuda:LOCAL_RANK themselves (Accelerate's PartialState; the HF Trainer
@@ -33,9 +34,9 @@ FRAMEWORK_BINDERS: dict[str, str] = {
 def _from_local_rank(a: Analysis, expr: ast.expr, depth: int = 0) -> bool:
     """Whether the device ``expr`` names is the local rank itself (``local_rank``, ``LOCAL_RANK``,
     ``f"cuda:{args.local_rank}"``); arithmetic on it (``local_rank % k``) is the script's own mapping."""
-    if depth > _MAX_DEPTH or any(isinstance(n, ast.BinOp) and not isinstance(n.op, ast.Add) for n in ast.walk(expr)):
+    if depth > _MAX_DEPTH or any(isinstance(n, ast.BinOp) and not isinstance(n.op, ast.Add) for n in walk(expr)):
         return False
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript) and a.ranks.source(node) == "local":
             return True
         if isinstance(node, ast.Attribute) and node.attr in LOCAL_NAMES:

@@ -8,6 +8,7 @@ import ast
 
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
 from orchestrator.source.project import Project
+from orchestrator.source.walk import walk
 
 _MAX_FLOW = 4  # steps a loader or a sampler is followed through the helper's names
 
@@ -41,7 +42,7 @@ def built_sharded(project: Project, module: Module, call: ast.Call, index: int |
 
 
 def _returned(function: FunctionNode, index: int | None, count: int) -> list[ast.expr]:
-    values = [r.value for r in ast.walk(function) if isinstance(r, ast.Return) and r.value is not None]
+    values = [r.value for r in walk(function) if isinstance(r, ast.Return) and r.value is not None]
     if index is None:
         return values
     return [v.elts[index] for v in values if isinstance(v, ast.Tuple) and len(v.elts) == count]

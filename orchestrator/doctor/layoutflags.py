@@ -20,6 +20,7 @@ from pathlib import Path
 from orchestrator.doctor.frameworks import QUALIFIED, _aliases, _qualified
 from orchestrator.source.argflags import declared_flags
 from orchestrator.source.names import Module
+from orchestrator.source.walk import walk
 
 _LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})
 
@@ -45,7 +46,7 @@ def flag_layout_warning(path: Path, style: str, nodes: int, gpus: int | None, ar
     wanted = {"num_nodes": nodes, "devices": gpus}
     for source in sources:
         aliases = _aliases(source.tree)
-        for node in ast.walk(source.tree):
+        for node in walk(source.tree):
             func = node.func if isinstance(node, ast.Call) else None
             made = isinstance(func, ast.Attribute) and func.attr == "from_argparse_args"
             if isinstance(func, ast.Attribute) and made:
@@ -119,7 +120,7 @@ def _declared(tree: ast.Module) -> dict[str, _Flag]:
             longs[0].lstrip("-").replace("-", "_"))
         found[name] = _Flag(tuple(longs), int(default.value))
     if any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-           and node.func.attr == "add_argparse_args" for node in ast.walk(tree)):
+           and node.func.attr == "add_argparse_args" for node in walk(tree)):
         found.setdefault("num_nodes", _Flag(("--num_nodes",), 1))  # Lightning 1.x's Trainer flags: --num_nodes 1
     return found
 

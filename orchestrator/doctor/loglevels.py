@@ -15,6 +15,7 @@ import ast
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.flow import Site
 from orchestrator.source.names import dotted, last_name
+from orchestrator.source.walk import walk
 
 QUIET_BELOW_WARNING = frozenset({"info", "debug"})  # the lines a WARNING level drops
 _ROOT = "logging"  # a level set on the root logger governs every stdlib logger that sets none of its own
@@ -93,7 +94,7 @@ def _rank_level(a: Analysis, call: ast.Call) -> bool:
         if isinstance(value, ast.Name):
             _, made = a.module.resolve(value.id, value)
             value = made if made is not None else value
-        for node in ast.walk(value):
+        for node in walk(value):
             if isinstance(node, ast.IfExp) and a.ranks.is_condition(node.test):
                 return True
             if isinstance(node, ast.Call) and last_name(node.func) in _RANK_LEVELS:

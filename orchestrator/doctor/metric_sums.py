@@ -13,6 +13,7 @@ import ast
 from collections.abc import Collection
 
 from orchestrator.source.names import dotted
+from orchestrator.source.walk import walk
 
 _COLLECTS = frozenset({"append", "extend", "update"})
 _FOLLOW = 3  # assignments a reduction's argument is followed back through
@@ -21,7 +22,7 @@ _FOLLOW = 3  # assignments a reduction's argument is followed back through
 def accumulations(loop: ast.For) -> dict[str, list[ast.expr]]:
     """The names ``loop`` accumulates into, each with the values it adds (``{"total": [loss.item()]}``)."""
     found: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(loop):
+    for node in walk(loop):
         if isinstance(node, ast.AugAssign) and (key := dotted(node.target)):
             found.setdefault(key, []).append(node.value)
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _COLLECTS
@@ -36,11 +37,11 @@ def accumulations(loop: ast.For) -> dict[str, list[ast.expr]]:
 
 def collected(loop: ast.For, name: str) -> bool:
     """``name`` is only added to by a method (``meter.update(v)``, ``values.append(v)``), never summed with ``+=``."""
-    return not any(isinstance(n, ast.AugAssign) and dotted(n.target) == name for n in ast.walk(loop))
+    return not any(isinstance(n, ast.AugAssign) and dotted(n.target) == name for n in walk(loop))
 
 
 def names_in(exprs: list[ast.expr]) -> set[str]:
-    return {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
+    return {n.id for e in exprs for n in walk(e) if isinstance(n, ast.Name)}
 
 
 def assigned_before(scope: ast.AST, name: str, before: int) -> ast.expr | None:
@@ -52,9 +53,9 @@ def assigned_before(scope: ast.AST, name: str, before: int) -> ast.expr | None:
 def assignment_before(scope: ast.AST, name: str, before: int) -> ast.Assign | None:
     """The last assignment to ``name`` (also as part of a tuple target) in ``scope`` before a line."""
     found: ast.Assign | None = None
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if isinstance(node, ast.Assign) and node.lineno < before:
-            targets = [k for t in node.targets for k in ast.walk(t) if isinstance(k, ast.Name)
+            targets = [k for t in node.targets for k in walk(t) if isinstance(k, ast.Name)
                        and isinstance(k.ctx, ast.Store)]  # not ``results[key] = v``
             if any(t.id == name for t in targets) and (found is None or node.lineno > found.lineno):
                 found = node
@@ -115,13 +116,13 @@ def derived(loop: ast.For, names: set[str], modules: Collection[str]) -> set[str
 
 def _assigned_to(call: ast.Call, scope: ast.AST) -> set[str]:
     """The names the statement holding ``call`` assigns its result to."""
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Assign) and any(n is call for n in ast.walk(node.value)):
-            return {t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    for node in walk(scope):
+        if isinstance(node, ast.Assign) and any(n is call for n in walk(node.value)):
+            return {t.id for target in node.targets for t in walk(target) if isinstance(t, ast.Name)}
     return set()
 
 
 def _holds_values(scope: ast.AST, name: str) -> bool:
     """``name`` is assigned in ``scope`` (a value of the script's, not a module or a framework object passed in)."""
     return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
-               for n in ast.walk(scope))
+               for n in walk(scope))

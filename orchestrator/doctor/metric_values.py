@@ -6,12 +6,13 @@ import ast
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.source.names import last_name
+from orchestrator.source.walk import walk
 
 
 def is_counter(a: Analysis, name: ast.Name) -> bool:
     """``not_loss_dec_cnt``: every assignment an integer constant (``= 0``, ``+= 1``): a count, not a metric."""
     values: list[ast.expr] = []
-    for node in ast.walk(a.module.function_of(name) or a.module.tree):
+    for node in walk(a.module.function_of(name) or a.module.tree):
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name.id:
             values.append(node.value)
         if not isinstance(node, ast.Assign):
@@ -34,7 +35,7 @@ def full_set_value(a: Analysis, name: ast.Name) -> bool:
     function = a.module.local_function(value) if isinstance(value, ast.Call) else None
     if function is None:
         return False
-    samplers = [last_name(n.func) or "" for n in ast.walk(function) if isinstance(n, ast.Call)]
+    samplers = [last_name(n.func) or "" for n in walk(function) if isinstance(n, ast.Call)]
     return "SequentialSampler" in samplers and not any("Distributed" in s for s in samplers)
 
 
@@ -44,9 +45,9 @@ _FRAMEWORK_SHARDS = frozenset({"prepare", "prepare_data_loader", "setup_dataload
 def framework_prepared(a: Analysis) -> frozenset[str]:
     """The names handed to a framework's sharding call (``accelerator.prepare(model, opt, train_dl)``,
     ``prepare_data_loader``, ``fabric.setup_dataloaders``): a loader among them is split across the ranks."""
-    return frozenset(n.id for call in ast.walk(a.module.tree) if isinstance(call, ast.Call)
+    return frozenset(n.id for call in walk(a.module.tree) if isinstance(call, ast.Call)
                      and last_name(call.func) in _FRAMEWORK_SHARDS
-                     for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)
+                     for arg in [*call.args, *(k.value for k in call.keywords)] for n in walk(arg)
                      if isinstance(n, ast.Name))
 
 
@@ -68,10 +69,10 @@ def unprepared_sum(a: Analysis, name: ast.Name) -> bool:
         return False
     scope: ast.AST = a.module.function_of(name) or a.module.tree
     prepared = framework_prepared(a)
-    for loop in ast.walk(scope):
+    for loop in walk(scope):
         if not (isinstance(loop, ast.For) and loop.lineno < name.lineno) or a.trains(loop):
             continue
-        sums = {t.id for t in ast.walk(loop) if isinstance(t, ast.AugAssign) and isinstance(t.target, ast.Name)
+        sums = {t.id for t in walk(loop) if isinstance(t, ast.AugAssign) and isinstance(t.target, ast.Name)
                 for t in [t.target]}
         loader = _iterated(loop.iter)
         if name.id in sums and loader is not None and loader not in prepared:

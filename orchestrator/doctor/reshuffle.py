@@ -16,6 +16,7 @@ import ast
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.source.flow import Site
 from orchestrator.source.names import last_name
+from orchestrator.source.walk import walk
 
 # Calls that draw a new order, and calls that seed the ones after them: reseeded per epoch, their arguments (or
 # their receiver's: ``np.random.RandomState(epoch).permutation(n)``) carry the epoch.
@@ -30,11 +31,11 @@ def reshuffled_each_epoch(a: Analysis, site: Site) -> bool:
     for loop in reversed(site.loops):
         if not isinstance(loop, ast.For | ast.AsyncFor):
             continue
-        epoch = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        epoch = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
         seed = next((k.value for k in site.call.keywords if k.arg == "seed"), None)
         if (seed is not None and _carries(a, seed, epoch, loop, 0)) or _rebuilt_with_epoch(a, site, epoch, loop):
             return True
-        calls = sorted((n for n in ast.walk(loop) if isinstance(n, ast.Call) and n.lineno <= site.call.lineno),
+        calls = sorted((n for n in walk(loop) if isinstance(n, ast.Call) and n.lineno <= site.call.lineno),
                        key=lambda n: n.lineno)
         seeded: int | None = None  # the line of the first per-epoch seed call of the pass
         for call in calls:
@@ -64,7 +65,7 @@ def _carries(a: Analysis, expr: ast.AST, epoch: set[str], loop: ast.AST, depth: 
     epoch``) or the object it is called on (``rng.shuffle(ids)`` with ``rng = default_rng(epoch)``)."""
     if depth > _MAX_DEPTH:
         return False
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if not isinstance(node, ast.Name):
             continue
         if node.id in epoch:

@@ -17,6 +17,7 @@ from orchestrator.doctor.reshuffle import reshuffled_each_epoch
 from orchestrator.source.analysis import INIT, WRAPPERS
 from orchestrator.source.flow import Site
 from orchestrator.source.names import dotted, last_name
+from orchestrator.source.walk import walk
 
 _PLAIN_SAMPLERS = frozenset({"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"})
 _SELF_SHARDING = ("use_ddp", "distributed")
@@ -75,7 +76,7 @@ def _loader_severity(a: Analysis, site: Site, dataset: ast.expr) -> Severity:
         if isinstance(current, ast.If | ast.IfExp | ast.Try):
             return "warning"
         current = a.module.parents.get(current)
-    for node in ast.walk(dataset):
+    for node in walk(dataset):
         if isinstance(node, ast.Name):
             _, value = a.module.resolve(node.id, node)
             if isinstance(value, ast.Call) and _built_elsewhere(a, value):
@@ -121,7 +122,7 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
         return False
     if a.ranks.dependent(expr):
         return True
-    for node in ast.walk(expr):
+    for node in walk(expr):
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is None:
             continue
@@ -146,9 +147,9 @@ def _iterated_in_training(a: Analysis, site: Site) -> bool:
     if name is None:
         return False
     scope = a.module.scope_of(site.call).node
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if isinstance(node, ast.For | ast.AsyncFor) and any(
-                dotted(n) == name for n in ast.walk(node.iter) if isinstance(n, ast.Name | ast.Attribute)
+                dotted(n) == name for n in walk(node.iter) if isinstance(n, ast.Name | ast.Attribute)
         ) and a.trains(node):
             return True
     return False
@@ -197,7 +198,7 @@ def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast
     tie that call to the sampler: the finding is only possible, and says where the call is."""
     if not any(f.code == "DDP004" for f in findings):
         return findings  # nothing to judge: the project's files are not walked again
-    calls = [(file, node.lineno) for file, tree in modules for node in ast.walk(tree) if _set_epoch(node)]
+    calls = [(file, node.lineno) for file, tree in modules for node in walk(tree) if _set_epoch(node)]
     out = set()
     for f in findings:
         elsewhere = [(file, line) for file, line in calls if file != f.file]
@@ -233,7 +234,7 @@ def _called_by_a_hook(name: str, owner: ast.ClassDef) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name
                and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
                for hook in owner.body if isinstance(hook, ast.FunctionDef | ast.AsyncFunctionDef)
-               and hook.name.endswith("_dataloader") for n in ast.walk(hook))
+               and hook.name.endswith("_dataloader") for n in walk(hook))
 
 
 def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
@@ -243,7 +244,7 @@ def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
     kept = {k for k in kept if k is not None and k.startswith("self.")}
     hooks = [f for f in owner.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
              and f.name.endswith("_dataloader")]
-    return bool(kept) and any(dotted(n) in kept for hook in hooks for n in ast.walk(hook)
+    return bool(kept) and any(dotted(n) in kept for hook in hooks for n in walk(hook)
                               if isinstance(n, ast.Attribute))
 
 
@@ -266,7 +267,7 @@ def _class_sets_epoch(a: Analysis) -> bool:
                 break
             cls = next((n for n in module.tree.body if isinstance(n, ast.ClassDef) and n.name == where[1]), None)
             if cls is not None:
-                if any(_set_epoch(n) for n in ast.walk(cls)):
+                if any(_set_epoch(n) for n in walk(cls)):
                     return True
                 break
             qual = module.qualname(ast.Name(id=where[1])) or ""

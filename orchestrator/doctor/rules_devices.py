@@ -15,6 +15,7 @@ from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
 from orchestrator.source.names import last_name
 from orchestrator.source.ranks import DeviceKind
+from orchestrator.source.walk import walk
 
 
 def _kw(call: ast.Call, name: str) -> ast.expr | None:
@@ -195,7 +196,7 @@ def _other_branch_maps(a: Reading, call: ast.Call) -> bool:
         if isinstance(parent, ast.If):
             other = parent.orelse if child in parent.body else parent.body
             if any(isinstance(n, ast.Call) and a.module.qualname(n.func) == "torch.load" and _mapped(n)
-                   and not _onto_cpu(n) for stmt in other for n in ast.walk(stmt)):
+                   and not _onto_cpu(n) for stmt in other for n in walk(stmt)):
                 return True
         child, parent = parent, a.module.parents.get(parent)
     return False
@@ -224,7 +225,7 @@ def _one_gpu_unless_spawned(a: Reading) -> bool:
 
 
 def _many_gpus(a: Reading, test: ast.expr) -> bool:
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
             bound, op = node.comparators[0].value, node.ops[0]
             many = (isinstance(op, ast.Gt) and bound == 1) or (isinstance(op, ast.GtE) and bound == 2)
@@ -254,7 +255,7 @@ def _checkpoint_like(a: Reading, expr: ast.expr | None, depth: int = 0) -> bool:
     """``expr`` names a checkpoint (a name or a string that says so), where tensors saved on a GPU live."""
     if expr is None or depth > 3:
         return False
-    for node in ast.walk(expr):
+    for node in walk(expr):
         text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else (
             last_name(node) if isinstance(node, ast.Name | ast.Attribute) else None)
         if text and _CHECKPOINT.search(text):
@@ -283,8 +284,8 @@ def _fed_to_a_model(a: Reading, assign: ast.Assign) -> bool:
     scope = a.module.function_of(assign) or a.module.tree
     return bool(names) and any(
         isinstance(node, ast.Call) and last_name(node.func) == "load_state_dict" and node.lineno > assign.lineno
-        and any(isinstance(n, ast.Name) and n.id in names for arg in node.args for n in ast.walk(arg))
-        for node in ast.walk(scope))
+        and any(isinstance(n, ast.Name) and n.id in names for arg in node.args for n in walk(arg))
+        for node in walk(scope))
 
 
 def check_global_rank_device(a: Analysis) -> Iterator[Finding]:

@@ -30,6 +30,7 @@ from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
 from orchestrator.source.names import dotted, last_name
 from orchestrator.source.ranks import LOCAL_ENV, LOCAL_NAMES
+from orchestrator.source.walk import walk
 
 _PER_NODE = re.compile(r"(?i)local|device_count|per_node")
 
@@ -115,10 +116,10 @@ def _rank_from_flag(a: Analysis) -> Iterator[Finding]:
                 continue
         else:
             continue
-        flags = [n for n in ast.walk(offset) if isinstance(n, ast.Attribute)
+        flags = [n for n in walk(offset) if isinstance(n, ast.Attribute)
                  and (dotted(n) or "").split(".")[0] in _FLAG_HOLDERS
                  and ("rank" in n.attr.lower() or "node" in n.attr.lower())]
-        keys = {a.ranks.env_key(n) or "" for n in ast.walk(offset) if isinstance(n, ast.Call | ast.Subscript)}
+        keys = {a.ranks.env_key(n) or "" for n in walk(offset) if isinstance(n, ast.Call | ast.Subscript)}
         if flags and not any(_NODE_INDEX.search(k) for k in keys):
             yield a.finding("DDP016", node, f"{ast.unparse(assigned)} {'+' * (assigned is local)}= "
                             f"{ast.unparse(node.value)[:50]}: the node offset comes from {ast.unparse(flags[0])}, a "
@@ -140,12 +141,12 @@ def _gathered_vs_local(a: Analysis) -> Iterator[Finding]:
             continue
         scope: ast.AST = site.function if site.function is not None else a.module.tree
         for _ in range(2):  # names derived from the gathered list: loop targets over it, values computed from it
-            for node in ast.walk(scope):
+            for node in walk(scope):
                 derived = (node.target, node.iter) if isinstance(node, ast.For) else (
                     (node.targets[0], node.value) if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
                 if derived is not None and _mentions(derived[1], names):
-                    names |= {n.id for n in ast.walk(derived[0]) if isinstance(n, ast.Name)}
-        for node in ast.walk(scope):
+                    names |= {n.id for n in walk(derived[0]) if isinstance(n, ast.Name)}
+        for node in walk(scope):
             pairs: list[tuple[ast.expr, ast.expr]] = []
             if isinstance(node, ast.Subscript) and _mentions(node.value, names):
                 pairs.append((node.value, node.slice))
@@ -171,7 +172,7 @@ def _gathered_names(a: Analysis, site: Site) -> set[str]:
 
 
 def _mentions(expr: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+    return any(isinstance(n, ast.Name) and n.id in names for n in walk(expr))
 
 
 _STOPS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
@@ -205,9 +206,9 @@ def _work_skipped(a: Analysis, node: ast.Try, init: Site) -> bool:
     function = a.module.function_of(node)
     if function is None or function.body[-1] is not node or not _process_target(a, function.name):
         return False
-    raised = {id(n) for stmt in node.body for r in ast.walk(stmt) if isinstance(r, ast.Raise) for n in ast.walk(r)}
+    raised = {id(n) for stmt in node.body for r in walk(stmt) if isinstance(r, ast.Raise) for n in walk(r)}
     return any(isinstance(call, ast.Call) and id(call) not in raised and last_name(call.func) not in _REPORTS
-               for stmt in node.body if stmt.lineno > init.call.lineno for call in ast.walk(stmt))
+               for stmt in node.body if stmt.lineno > init.call.lineno for call in walk(stmt))
 
 
 def _process_target(a: Analysis, name: str) -> bool:
@@ -240,14 +241,14 @@ def _retried(a: Analysis, node: ast.Try, handler: ast.ExceptHandler) -> bool:
     if not isinstance(loop, ast.For | ast.While):
         return False
     scope: ast.AST = a.module.function_of(node) or a.module.tree
-    return any(isinstance(n, ast.Continue) for stmt in handler.body for n in ast.walk(stmt)) or any(
+    return any(isinstance(n, ast.Continue) for stmt in handler.body for n in walk(stmt)) or any(
         isinstance(n, ast.Call) and (a.module.qualname(n.func) or "").endswith("is_initialized")
-        and n.lineno > node.lineno for n in ast.walk(scope))
+        and n.lineno > node.lineno for n in walk(scope))
 
 
 def _stops(a: Analysis, handler: ast.ExceptHandler) -> bool:
     return any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and a.module.qualname(n.func) in _STOPS)
-               for stmt in handler.body for n in ast.walk(stmt))
+               for stmt in handler.body for n in walk(stmt))
 
 
 def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:

@@ -36,6 +36,7 @@ from orchestrator.doctor.layoutflags import declared_layout_flags, spread_flags
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.source.configfiles import ConfigValue
 from orchestrator.source.names import dotted, last_name
+from orchestrator.source.walk import walk
 from orchestrator.spec.framework import Framework
 
 _DEPTH = 4
@@ -296,7 +297,7 @@ def _said(key: str) -> str:
 def _from_environment(a: Analysis, expr: ast.expr) -> bool:
     """``expr`` reads the launcher's environment: ``os.environ[...]``, ``os.getenv(...)``, a ``SLURM_NNODES``-like
     name, through this file's names."""
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _ENV_NAMES.match(node.value):
             return True
         if isinstance(node, ast.Attribute) and node.attr == "environ":
@@ -308,7 +309,7 @@ def _from_environment(a: Analysis, expr: ast.expr) -> bool:
 
 def _rank_use(tree: ast.Module) -> bool:
     """The file works with ranks or a parallel strategy (a sign it is meant to run on several GPUs or nodes)."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Attribute) and (node.attr in _RANK_NAMES or (
                 node.attr == "launch" and isinstance(node.value, ast.Name) and "fabric" in node.value.id.lower())):
             return True

@@ -35,6 +35,7 @@ from orchestrator.doctor.metric_sums import (
 from orchestrator.doctor.rules_prints import METRIC, is_log, is_reduced, reduced_names
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
+from orchestrator.source.walk import walk
 
 _REDUCING = re.compile(r"reduce|gather|synchroni[sz]e|(^|_)sync($|_)|accumulate_across|mean_across", re.IGNORECASE)
 _MAX_DEPTH = 3
@@ -103,17 +104,17 @@ def last_batch(a: Analysis, site: Site, parts: list[ast.expr]) -> Finding | None
 
 def _assigned_between(scope: ast.AST, name: str, start: int, end: int) -> bool:
     return any(isinstance(n, ast.Assign | ast.AugAssign) and start < n.lineno < end and name in names_in(
-        n.targets if isinstance(n, ast.Assign) else [n.target]) for n in ast.walk(scope))
+        n.targets if isinstance(n, ast.Assign) else [n.target]) for n in walk(scope))
 
 
 def _shown(a: Analysis, site: Site, part: ast.expr) -> list[ast.Name]:
     """The names ``part`` shows: its own, and those in the values of a dict it names (``results = {"loss":
     total / n}``, then ``trainer.log(results)``)."""
-    shown = [n for n in ast.walk(part) if isinstance(n, ast.Name)]
+    shown = [n for n in walk(part) if isinstance(n, ast.Name)]
     if isinstance(part, ast.Name) and not METRIC.search(part.id):
         value = assigned_before(site.function or a.module.tree, part.id, site.call.lineno)
         if isinstance(value, ast.Dict):
-            shown += [n for v in value.values for n in ast.walk(v) if isinstance(n, ast.Name)]
+            shown += [n for v in value.values for n in walk(v) if isinstance(n, ast.Name)]
     return shown
 
 
@@ -171,7 +172,7 @@ def _shard_loop(a: Analysis, name: ast.Name, function: FunctionNode | None, befo
             return _shard_loop(a, receiver, function, assignment.lineno, depth + 1)
         return _call_shard_loop(a, value, sharded_args=_any_sharded(a, value), depth=depth + 1)
     if value is not None:
-        for inner in ast.walk(value):
+        for inner in walk(value):
             if isinstance(inner, ast.Name) and inner.id != name.id:
                 found = _shard_loop(a, inner, function, before, depth + 1)
                 if found is not None:
@@ -187,7 +188,7 @@ def _call_shard_loop(a: Analysis, call: ast.Call, *, sharded_args: bool, depth: 
         return None
     returned = _returned_names(target)
     for loop in _loops(target):
-        summed = any(isinstance(n, ast.AugAssign) for n in ast.walk(loop))
+        summed = any(isinstance(n, ast.AugAssign) for n in walk(loop))
         if a.trains(loop) or not (summed or not returned.isdisjoint(_sums(loop))):
             continue
         if _loop_sharded(a, loop) or (sharded_args and _iterates_parameter(loop, target)):
@@ -201,9 +202,9 @@ def _call_shard_loop(a: Analysis, call: ast.Call, *, sharded_args: bool, depth: 
 
 def _iterates_parameter(loop: ast.For, function: FunctionNode) -> bool:
     params = {p.arg for p in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
-    return any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(loop.iter)) or any(
+    return any(isinstance(n, ast.Name) and n.id in params for n in walk(loop.iter)) or any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
-        and n.func.value.id in params for n in ast.walk(loop))
+        and n.func.value.id in params for n in walk(loop))
 
 
 def _any_sharded(a: Analysis, call: ast.Call) -> bool:
@@ -216,13 +217,13 @@ def _loop_sharded(a: Analysis, loop: ast.For) -> bool:
     if _sharded(a, loop.iter, 0):
         return True
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and "batch" in n.func.attr
-               and _sharded(a, n.func.value, 0) for n in ast.walk(loop))
+               and _sharded(a, n.func.value, 0) for n in walk(loop))
 
 
 def _returned_names(function: FunctionNode) -> set[str]:
     """The names ``function`` returns, and those their last values are computed from (``out = losses.mean();
     return out``)."""
-    names = names_in([r.value for r in ast.walk(function) if isinstance(r, ast.Return) and r.value is not None])
+    names = names_in([r.value for r in walk(function) if isinstance(r, ast.Return) and r.value is not None])
     values = [v for n in names if (v := assigned_before(function, n, function.end_lineno or 0)) is not None]
     return names | names_in(values)
 
@@ -242,7 +243,7 @@ def _loops(scope: ast.AST) -> list[ast.For]:
     """The for-loops in ``scope`` (cached per scope for the run of this rule)."""
     cached = _LOOPS.get(id(scope))
     if cached is None or cached[0] is not scope:
-        cached = (scope, [n for n in ast.walk(scope) if isinstance(n, ast.For)])
+        cached = (scope, [n for n in walk(scope) if isinstance(n, ast.For)])
         _LOOPS[id(scope)] = cached
     return cached[1]
 
@@ -305,7 +306,7 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
         name = last_name(expr.func) or ""
         built_by = a.module.local_function(expr)
         if built_by is not None:  # loader = make_loader(...): what it returns
-            return any(_sharded(a, r.value, depth + 1) for r in ast.walk(built_by)
+            return any(_sharded(a, r.value, depth + 1) for r in walk(built_by)
                        if isinstance(r, ast.Return) and r.value is not None)
         if name == "enumerate" or name == "tqdm":
             return bool(expr.args) and _sharded(a, expr.args[0], depth + 1)
@@ -351,7 +352,7 @@ def _returned_for(a: Analysis, name: ast.Name) -> list[ast.expr]:
     call itself for ``train_dl, val_dl = fabric.setup_dataloaders(train_dl, val_dl)``."""
     scope = a.module.scope_of(name).node
     found: list[ast.expr] = []
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue
         for target in node.targets:
@@ -362,7 +363,7 @@ def _returned_for(a: Analysis, name: ast.Name) -> list[ast.expr]:
                     if _shards(a, node.value):
                         found.append(node.value)
                     continue
-                found += [r.value.elts[index] for r in ast.walk(function) if isinstance(r, ast.Return)
+                found += [r.value.elts[index] for r in walk(function) if isinstance(r, ast.Return)
                           and isinstance(r.value, ast.Tuple) and len(r.value.elts) == len(target.elts)]
     return found
 
@@ -372,7 +373,7 @@ def _project_built(a: Analysis, name: ast.Name) -> bool:
     loader at ``name``'s place a distributed sampler."""
     if a.project is None:
         return False
-    for node in ast.walk(a.module.scope_of(name).node):
+    for node in walk(a.module.scope_of(name).node):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                 and a.module.local_function(node.value) is None):
             continue

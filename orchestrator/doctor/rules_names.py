@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.names import last_name, main_guard
+from orchestrator.source.walk import walk
 
 # builtins that exist only on some Pythons (newer than 3.10, Python 2's), and what notebooks define
 OTHER_PYTHONS = frozenset({
@@ -61,8 +62,8 @@ def check_undefined_names(a: Analysis) -> Iterator[Finding]:
     except (RecursionError, MemoryError):
         return
     uses = _evaluated_names(tree)
-    fragment = not any(isinstance(n, ast.Import | ast.ImportFrom) for n in ast.walk(tree))
-    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    fragment = not any(isinstance(n, ast.Import | ast.ImportFrom) for n in walk(tree))
+    called = {n.func.id for n in walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     referred = _referred(tree)
     seen: set[str] = set()
     for message in found:
@@ -168,7 +169,7 @@ def _scopes(a: Analysis, node: ast.AST) -> Iterator[ast.AST]:
 def _bound(scope: ast.AST) -> set[str]:
     """Every name ``scope`` binds somewhere (its nested functions' too: said conservatively)."""
     out: set[str] = set()
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             out.add(node.id)
         elif isinstance(node, ast.arg):
@@ -186,7 +187,7 @@ def _bound(scope: ast.AST) -> set[str]:
 
 def _unsure(tree: ast.Module) -> bool:
     """Whether names may be bound where pyflakes cannot see them: ``import *``, ``globals()``, ``exec``..."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
@@ -201,7 +202,7 @@ def _unsure(tree: ast.Module) -> bool:
 def _evaluated_names(tree: ast.Module) -> dict[tuple[int, int], ast.Name]:
     """The names read at run time, by (line, column): not those inside annotations."""
     skip: set[int] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         notes: list[ast.expr | None] = []
         if isinstance(node, ast.arg):
             notes.append(node.annotation)
@@ -211,15 +212,15 @@ def _evaluated_names(tree: ast.Module) -> dict[tuple[int, int], ast.Name]:
             notes.append(node.annotation)
         for note in notes:
             if note is not None:
-                skip.update(id(n) for n in ast.walk(note))
-    return {(n.lineno, n.col_offset): n for n in ast.walk(tree)
+                skip.update(id(n) for n in walk(note))
+    return {(n.lineno, n.col_offset): n for n in walk(tree)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip}
 
 
 def _referred(tree: ast.Module) -> set[str]:
     """Every name the file reads (``f``, ``obj.f``, a string naming it for ``getattr``)."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             out.add(node.id)
         elif isinstance(node, ast.Attribute):

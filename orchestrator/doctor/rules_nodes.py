@@ -25,6 +25,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import INIT
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import NODES_ENV, WORLD_ENV
+from orchestrator.source.walk import walk
 
 _DEPTH = 4
 _TEMP_CALLS = frozenset({"tempfile.mkdtemp", "tempfile.gettempdir", "tempfile.TemporaryDirectory",
@@ -56,7 +57,7 @@ def origins(a: Analysis, expr: ast.expr, depth: int = 0) -> list[ast.expr]:
     out = [expr]
     if depth > _DEPTH:
         return out
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             found, value = a.module.resolve(node.id, node)
             values = [value] if value is not None else _bound(a, node) if found else []
@@ -77,7 +78,7 @@ def _bound(a: Analysis, name: ast.Name) -> list[ast.expr]:
     if function is not None:
         found += a.module.argument_for(function, name.id) + _spawn_args(a, function, name.id)
     scope = function if function is not None else a.module.tree
-    found += [item.context_expr for node in ast.walk(scope) if isinstance(node, ast.With | ast.AsyncWith)
+    found += [item.context_expr for node in walk(scope) if isinstance(node, ast.With | ast.AsyncWith)
               for item in node.items if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id]
     return found
 
@@ -112,7 +113,7 @@ def check_local_rendezvous(a: Analysis) -> Iterator[Finding]:
         if method is None:
             continue
         found = origins(a, method)
-        nodes = [n for expr in found for n in ast.walk(expr)]
+        nodes = [n for expr in found for n in walk(expr)]
         if not any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("file://")
                    for n in nodes):
             continue
@@ -129,7 +130,7 @@ def _platform_branch(a: Analysis, node: ast.AST) -> bool:
     current = a.module.parents.get(node)
     while current is not None:
         if isinstance(current, ast.If) and any(isinstance(n, ast.Attribute) and a.module.qualname(n) in _PLATFORM
-                                               for n in ast.walk(current.test)):
+                                               for n in walk(current.test)):
             return True
         current = a.module.parents.get(current)
     return False
@@ -191,7 +192,7 @@ def _count_kind(a: Analysis, expr: ast.expr) -> str | None:
     """``nodes`` for a node count, ``world`` for a world size read from the launcher or named so (not one
     that is itself the GPU count)."""
     found = origins(a, expr)
-    walked = [n for e in found for n in ast.walk(e)]
+    walked = [n for e in found for n in walk(e)]
     envs = {a.ranks.env_key(n) for n in walked if isinstance(n, ast.expr)}
     if envs & NODES_ENV or _NODE_COUNT.match(last_name(expr) or ""):
         return "nodes"
@@ -207,5 +208,5 @@ def _count_kind(a: Analysis, expr: ast.expr) -> str | None:
 def _matches(a: Analysis, expr: ast.expr, wanted: str) -> bool:
     if wanted == "gpus":
         return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _DEVICE_COUNT
-                   for e in origins(a, expr) for n in ast.walk(e))
+                   for e in origins(a, expr) for n in walk(e))
     return isinstance(expr, ast.Constant) and expr.value == int(wanted) and not isinstance(expr.value, bool)

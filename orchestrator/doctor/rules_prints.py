@@ -16,6 +16,7 @@ from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
 from orchestrator.source.names import Module, dotted, last_name
 from orchestrator.source.project import PRINT_GUARD
+from orchestrator.source.walk import walk
 
 METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
 _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
@@ -47,7 +48,7 @@ def _bar(module: Module, receiver: ast.expr) -> bool:
 
 
 def _names(expr: ast.AST) -> list[ast.Name]:
-    return [n for n in ast.walk(expr) if isinstance(n, ast.Name)]
+    return [n for n in walk(expr) if isinstance(n, ast.Name)]
 
 
 def check_prints(a: Analysis) -> Iterator[Finding]:
@@ -68,7 +69,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         if loop is None:
             continue
         parts = [*site.call.args, *[k.value for k in site.call.keywords]]
-        metrics = [n for part in parts for n in ast.walk(part)
+        metrics = [n for part in parts for n in walk(part)
                    if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")
                    and not _setting(n)]
         metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (
@@ -89,7 +90,7 @@ def _made_from_reduced(a: Analysis, metrics: list[ast.Name | ast.Attribute]) -> 
     ``global_tokens = accelerator.gather(tokens).sum()``): the rank's share of a global figure, or the figure itself;
     the reader cannot tell."""
     for node in metrics:
-        name = next((n for n in ast.walk(node) if isinstance(n, ast.Name)), None)
+        name = next((n for n in walk(node) if isinstance(n, ast.Name)), None)
         scope: ast.AST = a.module.function_of(node) or a.module.tree
         made = assignment_before(scope, name.id, node.lineno) if name is not None else None
         if made is None or not isinstance(made.value, ast.Call):
@@ -97,7 +98,7 @@ def _made_from_reduced(a: Analysis, metrics: list[ast.Name | ast.Attribute]) -> 
         for x in [*made.value.args, *(k.value for k in made.value.keywords)]:
             source = assignment_before(scope, x.id, made.lineno) if isinstance(x, ast.Name) else None
             if source is not None and any(isinstance(c, ast.Call) and a.module.qualname(c.func) in REDUCTIONS
-                                          for c in ast.walk(source.value)):
+                                          for c in walk(source.value)):
                 return True
     return False
 
@@ -220,7 +221,7 @@ def reduced_names(a: Analysis) -> set[str]:
 def _trains(a: Analysis, site: Site) -> bool:
     """``site`` calls a function of this file that runs a backward pass (the training function)."""
     target = a.module.local_function(site.call)
-    return target is not None and any(isinstance(n, ast.Attribute) and n.attr == "backward" for n in ast.walk(target))
+    return target is not None and any(isinstance(n, ast.Attribute) and n.attr == "backward" for n in walk(target))
 
 
 def _collected_into(node: ast.AST | None) -> str | None:

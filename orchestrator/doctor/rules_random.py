@@ -16,6 +16,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.flow import Site
 from orchestrator.source.names import dotted, last_name
+from orchestrator.source.walk import walk
 
 _SPLITS = frozenset({"torch.utils.data.random_split", "torch.utils.data.dataset.random_split", "random_split"})
 _DRAWS = {"torch.randperm": "torch", "numpy.random.permutation": "numpy", "np.random.permutation": "numpy",
@@ -93,10 +94,10 @@ def _feeds_data(a: Analysis, site: Site) -> bool:
         return False
     scope = a.module.scope_of(site.call).node
     for _ in range(3):  # names derived from them: train_idx = perm[:n]
-        for node in ast.walk(scope):
+        for node in walk(scope):
             if isinstance(node, ast.Assign) and node.lineno > site.call.lineno and _mentions(node.value, tainted):
                 tainted.update(k for t in node.targets for k in _keys(t))
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if isinstance(node, ast.Call) and node.lineno >= site.call.lineno and node is not site.call:
             name = last_name(node.func) or ""
             if any(c in name for c in _CONSUMERS) and any(_mentions(x, tainted) for x in
@@ -113,4 +114,4 @@ def _keys(target: ast.expr) -> list[str]:
 
 
 def _mentions(expr: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name | ast.Attribute) and dotted(n) in names for n in ast.walk(expr))
+    return any(isinstance(n, ast.Name | ast.Attribute) and dotted(n) in names for n in walk(expr))

@@ -14,6 +14,7 @@ from orchestrator.launchstyles.spawns import opt_in
 from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.names import dotted, last_name, unconditional
+from orchestrator.source.walk import walk
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
 
@@ -77,7 +78,7 @@ def _overwrites(a: Reading, value: ast.expr, key: str) -> bool:
 
 def _from_arguments(a: Reading, expr: ast.expr) -> bool:
     """The user's own flags (``str(args.nodes * args.gpus)``, a parameter): their choice, not a guess to flag."""
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Attribute) and (dotted(node) or "").split(".")[0] in ("args", "opt", "opts", "cfg",
                                                                                      "config", "hparams"):
             return True
@@ -90,14 +91,14 @@ def _from_arguments(a: Reading, expr: ast.expr) -> bool:
 def _from_env(a: Reading, expr: ast.expr, depth: int) -> bool:
     if depth > 4:
         return False
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Subscript | ast.Call) and (a.ranks.env_key(node) is not None or (
                 isinstance(node, ast.Call) and _ENVIRONMENT.search(a.module.qualname(node.func) or ""))):
             return True
         if isinstance(node, ast.Call):
             helper = a.module.local_function(node)  # world_info_from_env(): reads the environment itself
             if helper is not None and any(isinstance(n, ast.Subscript) and a.module.qualname(n.value) == "os.environ"
-                                          for n in ast.walk(helper)):
+                                          for n in walk(helper)):
                 return True
         if isinstance(node, ast.Name | ast.Attribute):
             key = dotted(node)
@@ -118,7 +119,7 @@ _ENVIRONMENT = re.compile(r"^os\.|environ|Environment")
 def _unpacked_from(a: Reading, name: ast.Name) -> list[ast.expr]:
     """``a, b, c = f()``: the call ``name`` was unpacked from, in its scope."""
     scope = a.module.scope_of(name).node
-    return [node.value for node in ast.walk(scope) if isinstance(node, ast.Assign) and any(
+    return [node.value for node in walk(scope) if isinstance(node, ast.Assign) and any(
         isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id for e in t.elts)
         for t in node.targets)]
 
@@ -189,7 +190,7 @@ def _formatted_url(a: Reading, expr: ast.expr) -> str | None:
         return None
     if not (isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("tcp://")):
         return None
-    if any(a.ranks.env_key(n) is not None for part in parts for n in ast.walk(part)
+    if any(a.ranks.env_key(n) is not None for part in parts for n in walk(part)
            if isinstance(n, ast.Subscript | ast.Call)):
         return None  # "tcp://%s:%s" % (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]): the launcher's
     for part in parts:
@@ -265,7 +266,7 @@ def _off_the_launchers_path(a: Analysis, node: ast.AST) -> bool:
     while current is not None:
         if isinstance(current, ast.Try) and any(child is h for h in current.handlers) and any(
                 isinstance(n, ast.Call) and a.module.qualname(n.func) in INIT
-                for stmt in current.body for n in ast.walk(stmt)):
+                for stmt in current.body for n in walk(stmt)):
             return True
         child, current = current, a.module.parents.get(current)
     function = a.module.function_of(node)
@@ -314,10 +315,10 @@ def _fallback(a: Reading, node: ast.AST, key: str) -> bool:
     current = a.module.parents.get(node)
     while current is not None:
         if isinstance(current, ast.If):
-            names = {n.value for n in ast.walk(current.test) if isinstance(n, ast.Constant)}
+            names = {n.value for n in walk(current.test) if isinstance(n, ast.Constant)}
             if key in names:
                 return True
-            if names & _LAUNCHED and any(isinstance(n, ast.In) for n in ast.walk(current.test)) and (
+            if names & _LAUNCHED and any(isinstance(n, ast.In) for n in walk(current.test)) and (
                     child in current.orelse):
                 return True
             if names & _LAUNCHED and _unset(current.test) and child in current.body:

@@ -29,6 +29,7 @@ from orchestrator.env.taskenv import is_loopback
 from orchestrator.source.analysis import INIT
 from orchestrator.source.names import FunctionNode
 from orchestrator.source.ranks import GLOBAL_ENV, NODES_ENV, WORLD_ENV
+from orchestrator.source.walk import walk
 
 CONFIG_LOOPBACK = "the config's rendezvous is this machine's loopback address"  # feasibility.py reads it
 
@@ -52,7 +53,7 @@ def _keyword(call: ast.Call, name: str, index: int) -> ast.expr | None:
 
 
 def _walked(a: Analysis, expr: ast.expr) -> list[ast.AST]:
-    return [n for e in origins(a, expr) for n in ast.walk(e)]
+    return [n for e in origins(a, expr) for n in walk(e)]
 
 
 def _envs(a: Analysis, nodes: list[ast.AST]) -> set[str]:
@@ -107,7 +108,7 @@ def _master_fallbacks(a: Analysis) -> Iterator[Finding]:
         if not keys:
             continue
         key = sorted(keys)[0]
-        found = next(((read, fallback) for expr in origins(a, node.value) for read in ast.walk(expr)
+        found = next(((read, fallback) for expr in origins(a, node.value) for read in walk(expr)
                       if isinstance(read, ast.Call) and (fallback := _fixed_fallback(a, read, key)) is not None),
                      None)
         if found is not None:
@@ -193,7 +194,7 @@ def _random_ports(a: Analysis) -> Iterator[Finding]:
 def _drawn(a: Analysis, part: ast.expr) -> str | None:
     """``np.random.randint(...)`` when ``part`` is, or holds, a random draw (made here, or in a function of this
     file or of the project that returns one)."""
-    for node in (n for e in origins(a, part) for n in ast.walk(e)):
+    for node in (n for e in origins(a, part) for n in walk(e)):
         if not isinstance(node, ast.Call):
             continue
         qual = a.module.qualname(node.func) or ""
@@ -211,7 +212,7 @@ def _drawn(a: Analysis, part: ast.expr) -> str | None:
 
 def _draws_in(a: Analysis, function: FunctionNode) -> bool:
     """``function`` makes a random draw and binds no socket (a port the OS gives is free, not drawn)."""
-    quals = {a.module.qualname(n.func) for n in ast.walk(function) if isinstance(n, ast.Call)}
+    quals = {a.module.qualname(n.func) for n in walk(function) if isinstance(n, ast.Call)}
     return not quals.isdisjoint(_RANDOM_DRAWS) and not any("socket" in (q or "") for q in quals)
 
 

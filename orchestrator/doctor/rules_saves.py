@@ -29,6 +29,7 @@ from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import RANK_NAMES, is_main_flag
+from orchestrator.source.walk import walk
 
 
 def check_saves(a: Analysis) -> Iterator[Finding]:
@@ -187,7 +188,7 @@ def _per_node_guard(a: Reading, site: Site) -> bool:
     if not tests:
         return False
     tests += [(where, held) for where, t in tests for held in _held_tests(where, t)]
-    kinds = {_guard_kind(where, n) for where, t in tests for n in ast.walk(t)
+    kinds = {_guard_kind(where, n) for where, t in tests for n in walk(t)
              if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
     kinds.discard(None)
     return kinds == {"local"}
@@ -261,7 +262,7 @@ def _knows_prefix(a: Reading) -> bool:
 
 def _saved_wrapper(a: Reading, expr: ast.expr) -> str | None:
     """The name of the DDP wrapper ``expr`` saves (itself or its state_dict()), if it does."""
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "state_dict":
             if a.wrapped(node.func.value):
                 return ast.unparse(node.func.value)

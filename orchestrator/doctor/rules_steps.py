@@ -13,6 +13,7 @@ from orchestrator.doctor.framework_saves import hf_trainer_base
 from orchestrator.source.analysis import COLLECTIVES, REDUCTIONS, WRAPPERS
 from orchestrator.source.flow import Site
 from orchestrator.source.names import last_name
+from orchestrator.source.walk import walk
 
 # Methods of a module that run no forward (bookkeeping, I/O, sampling noise or generating without gradients).
 _NOT_FORWARD = ("state_dict", "load_state_dict", "parameters", "named_parameters", "buffers", "named_buffers",
@@ -69,7 +70,7 @@ def _unwrapped_names(a: Analysis, site: Site) -> set[str]:
     """The names the call's function binds to the wrapper's ``.module`` (``sam = self.model.module``, also in one
     branch: ``sam = model.module if ddp else model``)."""
     found: set[str] = set()
-    for node in ast.walk(site.function) if site.function is not None else ():
+    for node in walk(site.function) if site.function is not None else ():
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
             if any(isinstance(v, ast.Attribute) and v.attr == "module" for v in values):
@@ -128,7 +129,7 @@ def _trainer_self_model(a: Analysis) -> Iterator[Finding]:
             if not (isinstance(method, ast.FunctionDef) and method.name in _TRAINER_STEPS
                     and "model" in {p.arg for p in method.args.args}):
                 continue
-            for node in ast.walk(method):
+            for node in walk(method):
                 func = node.func if isinstance(node, ast.Call) else None
                 if isinstance(func, ast.Attribute) and func.attr == "forward":
                     func = func.value
@@ -147,7 +148,7 @@ def _per_rank_test(a: Analysis, test: ast.expr) -> bool:
     ``loss == 0``), an empty batch (``len(batch) == 0``, ``x.numel() == 0``); never a rank condition (DDP002)."""
     if a.ranks.is_condition(test):
         return False
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, ast.Call) and (last_name(node.func) or "") in _NONFINITE:
             return True
         if isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == 0 and
@@ -186,7 +187,7 @@ def check_skipped_backward(a: Analysis) -> Iterator[Finding]:
         backward = _backward_line(a, loop)
         if backward is None:
             continue
-        for node in ast.walk(loop):
+        for node in walk(loop):
             if getattr(node, "lineno", backward) >= backward and not isinstance(node, ast.Try):
                 continue
             if isinstance(node, ast.If) and _skips(node.body) and _per_rank_test(a, node.test):
@@ -241,7 +242,7 @@ def _rank_exit(a: Analysis, node: ast.Return | ast.Break) -> tuple[ast.If, ast.F
 
 
 def _loop_collective(a: Analysis, loop: ast.For | ast.While, guard: ast.If) -> ast.Call | None:
-    inside = {id(n) for n in ast.walk(guard)}
+    inside = {id(n) for n in walk(guard)}
     for site in a.flow.sites:
         if id(site.call) in inside or not any(outer is loop for outer in site.loops):
             continue

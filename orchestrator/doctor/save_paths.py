@@ -15,6 +15,7 @@ from orchestrator.doctor.framework_saves import script_arguments
 from orchestrator.doctor.rules_random import _seeded_states
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.names import dotted, last_name
+from orchestrator.source.walk import walk
 
 
 def per_rank(a: Analysis, path: ast.expr) -> bool:
@@ -36,7 +37,7 @@ def local_index_only(a: Reading, path: ast.expr, depth: int = 0) -> bool:
 def _rank_kinds(a: Reading, expr: ast.expr, depth: int) -> set[str]:
     """The kinds of rank (global, local, rankish) ``expr`` holds, through the names it is built from."""
     kinds: set[str] = set()
-    for node in ast.walk(expr):
+    for node in walk(expr):
         kind = a.ranks.source(node) if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript) else None
         if kind is not None:
             kinds.add(kind)
@@ -59,7 +60,7 @@ def per_host(a: Reading, path: ast.expr, depth: int) -> bool:
     file, so a per-node guard writes no shared one. So does the folder of a TensorBoard writer made with no
     ``log_dir`` (``SummaryWriter()``, ignite's ``TensorboardLogger(log_dir=None)``): ``runs/<time>_<hostname>``."""
     return _built_from(a, path, lambda qual: qual in _HOST_CALLS, depth) or any(
-        _default_log_dir(a, node) for node in ast.walk(path))
+        _default_log_dir(a, node) for node in walk(path))
 
 
 _WRITER = re.compile(r"SummaryWriter|Tensorboard", re.IGNORECASE)
@@ -98,14 +99,14 @@ def _built_from(a: Reading, path: ast.expr, wanted: Callable[[str], bool], depth
     project that builds it."""
     if depth > 3:
         return False
-    for node in ast.walk(path):
+    for node in walk(path):
         if isinstance(node, ast.Call):
             qual = a.module.qualname(node.func)
             if qual is not None and wanted(qual):
                 return True
             local = a.module.local_function(node)
             if local is not None and any(isinstance(n, ast.Call) and wanted(a.module.qualname(n.func) or "")
-                                         for n in ast.walk(local)):
+                                         for n in walk(local)):
                 return True
             root = a.outer if a.outer is not None else a
             reach = root.project.reach(qual) if root.project is not None and local is None else None
@@ -145,7 +146,7 @@ def file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
             return file_path(a, expr.args[0], depth + 1)
         built_by = a.module.local_function(expr)  # self.model_name(num): a method of the file that returns the path
         if built_by is not None and not _reads_a_rank(built_by) and any(
-                file_path(a, r.value, depth + 1) for r in ast.walk(built_by)
+                file_path(a, r.value, depth + 1) for r in walk(built_by)
                 if isinstance(r, ast.Return) and r.value is not None):
             return True  # (one built from a rank, f"weights_tp{self.tp_rank}.pth", is each rank's own)
         return last_name(expr.func) in _PATH_CALLS
@@ -166,7 +167,7 @@ def file_path(a: Reading, expr: ast.expr, depth: int) -> bool:
 
 def _reads_a_rank(function: ast.AST) -> bool:
     """The function reads a rank (``self.tp_rank``, ``rank``, ``dist.get_rank()``): a path it builds is per rank."""
-    return any("rank" in (last_name(n) or "").lower() for n in ast.walk(function)
+    return any("rank" in (last_name(n) or "").lower() for n in walk(function)
                if isinstance(n, ast.Name | ast.Attribute | ast.Call))
 
 
@@ -232,7 +233,7 @@ def data_cache(a: Analysis, call: ast.Call, path: ast.expr) -> bool:
     written = path_forms(a, path)
     scope: ast.AST = a.module.function_of(call) or a.module.tree
     tested = loaded = False
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if not isinstance(node, ast.Call) or node is call:
             continue
         func = node.func

@@ -20,6 +20,7 @@ from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.projectfiles import SourceFile, read_entry, with_imported
+from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 SLURM_RANK_VARS = frozenset({"SLURM_PROCID", "SLURM_LOCALID"})
@@ -125,7 +126,7 @@ def _env_written(tree: ast.Module) -> set[str]:
     script hands on, no read of the launcher's."""
     written: set[str] = set()
     read: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ" and isinstance(
                 node.slice, ast.Constant) and isinstance(node.slice.value, str):
             (written if isinstance(node.ctx, ast.Store) else read).add(node.slice.value)
@@ -147,12 +148,12 @@ def _mpi_read(files: list[SourceFile]) -> tuple[str, int, str] | None:
     if not exports and any(isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] ==
                            "init_process_group" and len(node.args) < 5
                            and not any(k.arg in ("rank", None) for k in node.keywords)
-                           for source in files for node in ast.walk(source.tree)):
+                           for source in files for node in walk(source.tree)):
         return None
     hits: list[tuple[str, int, str]] = []
     for source in files:
         mpi4py = _imports_mpi4py(source.tree)
-        for node in ast.walk(source.tree):
+        for node in walk(source.tree):
             key = _env_read(node)
             if key in MPI_RANK_VARS or (mpi4py and _mpi_world(node)):
                 line = getattr(node, "lineno", 0)
@@ -165,7 +166,7 @@ def _imports_mpi4py(tree: ast.Module) -> bool:
     """The file imports mpi4py (``from mpi4py import MPI``)."""
     return any((isinstance(node, ast.Import) and any(a.name.split(".")[0] == "mpi4py" for a in node.names))
                or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "mpi4py")
-               for node in ast.walk(tree))
+               for node in walk(tree))
 
 
 def _mpi_world(node: ast.AST) -> bool:
@@ -201,11 +202,11 @@ def _strings(tree: ast.Module) -> dict[str, int]:
     more than a seed's offset: :func:`_seed_only`)."""
     found: dict[str, int] = {}
     statements: dict[ast.AST, ast.stmt] = {}
-    for statement in ast.walk(tree):
+    for statement in walk(tree):
         if isinstance(statement, ast.stmt):
             for node in _own_nodes(statement):
                 statements[node] = statement
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 40:
             if node.value in SLURM_RANK_VARS and _seed_only(node, statements):
                 continue
@@ -218,7 +219,7 @@ def _own_nodes(statement: ast.stmt) -> list[ast.AST]:
     parts = [statement.test] if isinstance(statement, ast.If | ast.While) else (
         [] if isinstance(statement, ast.For | ast.With | ast.Try | ast.FunctionDef | ast.AsyncFunctionDef
                          | ast.ClassDef) else [statement])
-    return [node for part in parts for node in ast.walk(part)]
+    return [node for part in parts for node in walk(part)]
 
 
 _SEEDING = ("seed", "manual_seed", "seed_everything", "set_seed")
@@ -256,7 +257,7 @@ def master_lines(tree: ast.Module | None) -> dict[int, tuple[str, str]]:
     if tree is None:
         return {}
     lines: dict[int, tuple[str, str]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from orchestrator.source.analysis import Analysis
+from orchestrator.source.walk import walk
 from orchestrator.spec.launch import LOCAL_RANK_FLAGS
 
 _FLAGS = frozenset(LOCAL_RANK_FLAGS)
@@ -40,7 +41,7 @@ def declarations(a: Analysis) -> list[FlagDeclaration]:
     if not sites:
         return []
     trees = _project_trees(a)
-    if not _flag_used(trees) or any(_env_use(node, tree) for tree in trees for node in ast.walk(tree)
+    if not _flag_used(trees) or any(_env_use(node, tree) for tree in trees for node in walk(tree)
                                     if isinstance(node, ast.Constant) and node.value == "LOCAL_RANK"):
         return []
     out: list[FlagDeclaration] = []
@@ -61,7 +62,7 @@ def declared_flag(tree: ast.Module | None) -> str | None:
     """The first spelling of ``--local_rank``/``--local-rank`` an ``add_argument`` of ``tree`` declares."""
     if tree is None:
         return None
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
             for arg in node.args:
                 if isinstance(arg, ast.Constant) and arg.value in LOCAL_RANK_FLAGS:
@@ -88,7 +89,7 @@ def _flag_used(trees: list[ast.Module]) -> bool:
     """The flag's value is read somewhere (``args.local_rank``, ``config.LOCAL_RANK``, ``opt["local_rank"]``):
     a flag declared only so that the old launcher's argument parses is harmless."""
     for tree in trees:
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in ("local_rank", "LOCAL_RANK") and isinstance(
                     node.ctx, ast.Load):
                 return True
@@ -101,7 +102,7 @@ def _flag_used(trees: list[ast.Module]) -> bool:
 def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
     """``"LOCAL_RANK"`` as an environment key that is read (a subscript load, ``.get``/``getenv``, an ``in``
     test), not written (``os.environ["LOCAL_RANK"] = ...``) nor a mere string (a config key, a message)."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Subscript) and node.slice is constant:
             return isinstance(node.ctx, ast.Load) and "environ" in ast.unparse(node.value)
         if isinstance(node, ast.Call) and constant in node.args[:1]:
@@ -115,14 +116,14 @@ def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
                         and "environ" in ast.unparse(n.value))
                        or (isinstance(n, ast.Call) and n.args and not isinstance(n.args[0], ast.Constant)
                            and bool(re.search(r"environ\.get|getenv", ast.unparse(n.func))))
-                       for n in ast.walk(tree))
+                       for n in walk(tree))
     return False
 
 
 def _fills_in(test: ast.Compare, tree: ast.AST) -> bool:
     """``if "LOCAL_RANK" not in os.environ: os.environ["LOCAL_RANK"] = str(args.local_rank)``: the test only guards
     an export of the flag's value (the local rank still comes from the flag), no read of the launcher's."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.If) and node.test is test and not node.orelse:
             return all(isinstance(s, ast.Assign) and all(
                 isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "LOCAL_RANK"

@@ -13,6 +13,7 @@ import ast
 from collections.abc import Sequence
 
 from orchestrator.source.names import last_name, unconditional
+from orchestrator.source.walk import walk
 
 _LOOPBACK = ("tcp://127.", "tcp://localhost")
 
@@ -23,7 +24,7 @@ def forced_loopback(trees: Sequence[tuple[str, ast.Module]]) -> list[tuple[str, 
     passed: set[str] = set()
     out: list[tuple[str, int, str]] = []
     for file, tree in trees:
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if not (isinstance(node, ast.Call) and last_name(node.func) == "init_process_group") or _alone(node):
                 continue
             method = next((k.value for k in node.keywords if k.arg == "init_method"),
@@ -33,8 +34,8 @@ def forced_loopback(trees: Sequence[tuple[str, ast.Module]]) -> list[tuple[str, 
             elif isinstance(method, ast.Attribute | ast.Name):
                 passed.add(str(last_name(method)))
     for file, tree in trees:
-        parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
-        for node in ast.walk(tree):
+        parents = {child: parent for parent in walk(tree) for child in ast.iter_child_nodes(parent)}
+        for node in walk(tree):
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and last_name(node.targets[0]) in passed
                     and _loopback(node.value) and unconditional(node, parents)):
                 out.append((file, node.lineno, ast.unparse(node)[:80]))

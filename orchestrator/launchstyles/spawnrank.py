@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.names import FunctionNode, Module, last_name
 from orchestrator.source.project import Project
+from orchestrator.source.walk import walk
 
 _DEPTH = 3
 
@@ -102,8 +103,8 @@ def _reaches(project: Project | None, callee: _Callee, param: str, depth: int,
     if depth > _DEPTH or (callee.file, f"{function.name}:{function.lineno}") in seen:
         return None
     seen.add((callee.file, f"{function.name}:{function.lineno}"))
-    parents = {child: node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
-    for node in ast.walk(function):
+    parents = {child: node for node in walk(function) for child in ast.iter_child_nodes(node)}
+    for node in walk(function):
         if not isinstance(node, ast.Call):
             continue
         if last_name(node.func) == "init_process_group":

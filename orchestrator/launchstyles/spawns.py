@@ -25,6 +25,7 @@ from orchestrator.source.configfiles import lookup
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV
+from orchestrator.source.walk import walk
 
 _MP = ("torch.multiprocessing.", "multiprocessing.")
 _SPAWNERS = frozenset({"spawn", "start_processes"})
@@ -252,7 +253,7 @@ def _reads_launcher(a: Analysis, expr: ast.expr, depth: int) -> bool:
     itself or through the names it uses (``distributed = "WORLD_SIZE" in os.environ``)."""
     if depth > _DEPTH:
         return False
-    for node in ast.walk(expr):
+    for node in walk(expr):
         key = a.ranks.env_key(node) if isinstance(node, ast.expr) else None
         if key is not None and key in LAUNCHER_ENV:
             return True
@@ -269,7 +270,7 @@ def _reads_launcher(a: Analysis, expr: ast.expr, depth: int) -> bool:
                 return True
         if isinstance(node, ast.Call):
             function = a.module.local_function(node)
-            if function is not None and any(_reads_launcher(a, r.value, depth + 1) for r in ast.walk(function)
+            if function is not None and any(_reads_launcher(a, r.value, depth + 1) for r in walk(function)
                                             if isinstance(r, ast.Return) and r.value is not None):
                 return True
     return False
@@ -288,7 +289,7 @@ def _only_way(a: Analysis, flag: ast.expr) -> bool:
     unique = list({id(t): t for t in trees}.values())
     inits = [guards for tree in unique for guards in _init_guards(tree)]
     return bool(inits) and (all(any(isinstance(n, ast.Attribute) and n.attr == name for g in guards
-                                    for n in ast.walk(g)) for guards in inits) or _stops_without(a, name)
+                                    for n in walk(g)) for guards in inits) or _stops_without(a, name)
                             or _no_launcher_world(unique))
 
 
@@ -298,9 +299,9 @@ def _no_launcher_world(trees: list[ast.Module]) -> bool:
     the other branch never learns how many ranks there are (undistributed, or every rank a world of its flag's
     size), so the flag's spawn is the way the script trains on several GPUs (an ImageNet-style script that reads
     ``WORLD_SIZE`` for ``--dist-url env://`` is not)."""
-    if any(isinstance(node, ast.Constant) and node.value in _WORLD_VARS for tree in trees for node in ast.walk(tree)):
+    if any(isinstance(node, ast.Constant) and node.value in _WORLD_VARS for tree in trees for node in walk(tree)):
         return False
-    inits = [node for tree in trees for node in ast.walk(tree)
+    inits = [node for tree in trees for node in walk(tree)
              if isinstance(node, ast.Call) and last_name(node.func) == "init_process_group"]
     return bool(inits) and all(len(call.args) >= 4 or any(k.arg == "world_size" for k in call.keywords)
                                for call in inits)
@@ -313,7 +314,7 @@ def _stops_without(a: Analysis, name: str | None) -> bool:
     for node in a.module.nodes:
         if not (isinstance(node, ast.If) and node.body and isinstance(node.body[-1], ast.Return | ast.Raise)):
             continue
-        tests = list(ast.walk(node.test))
+        tests = list(walk(node.test))
         if any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, ast.Attribute)
                and n.operand.attr == name for n in tests) and any(_more_than_one_gpu(a, n) for n in tests):
             return True

@@ -11,6 +11,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from orchestrator.source.walk import walk
+
 
 @dataclass(frozen=True)
 class Declared:
@@ -23,7 +25,7 @@ class Declared:
 
 def declared_flags(tree: ast.AST) -> Iterator[Declared]:
     """Every ``add_argument`` call below ``tree`` with at least one option string, in ``ast.walk`` order."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "add_argument"):
             continue

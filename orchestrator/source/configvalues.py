@@ -24,6 +24,7 @@ from pathlib import Path
 from orchestrator.source.configfiles import ConfigValue, lookup
 from orchestrator.source.hydraconfig import hydra_main
 from orchestrator.source.names import Module, dotted, last_name
+from orchestrator.source.walk import walk
 
 _LOADERS = frozenset({"json.load", "json.loads", "yaml.load", "yaml.safe_load", "yaml.full_load",
                       "yaml.unsafe_load", "OmegaConf.load", "omegaconf.OmegaConf.load"})
@@ -84,11 +85,11 @@ def _assigned(module: Module, name: ast.Name) -> ast.expr | None:
     """The value last given to ``name`` before it, passing over an empty fallback (``x = {}``, ``None``) and the
     statement ``name`` is read in (``trainer = Trainer(\n **trainer)``)."""
     _, value = module.resolve(name.id, name)
-    if value is None or not (_fallback(value) or name in ast.walk(value)):
+    if value is None or not (_fallback(value) or name in walk(value)):
         return value
     scope = module.scope_of(name)
     earlier = [v for line, v in scope.assigned.get(name.id, []) if line < name.lineno and v is not None]
-    return next((v for v in reversed(earlier) if not _fallback(v) and name not in ast.walk(v)), None)
+    return next((v for v in reversed(earlier) if not _fallback(v) and name not in walk(v)), None)
 
 
 def _fallback(value: ast.expr) -> bool:
@@ -203,7 +204,7 @@ def _returns_first(module: Module, call: ast.Call, definitions: Definitions | No
         return False
     function = found[1]
     params = [p.arg for p in (*function.args.posonlyargs, *function.args.args) if p.arg not in ("self", "cls")]
-    returns = [n.value for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
+    returns = [n.value for n in walk(function) if isinstance(n, ast.Return) and n.value is not None]
     return bool(params and returns) and all(isinstance(r, ast.Name) and r.id == params[0] for r in returns)
 
 
@@ -228,13 +229,13 @@ def _loader_function(module: Module, call: ast.Call, definitions: Definitions | 
 def _reads_param(module: Module, expr: ast.expr, param: str) -> bool:
     """``expr`` (a loader's argument) comes from ``param``: the name itself, ``open(param)``, the file of
     ``with open(param) as f``, ``f.read()``."""
-    names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    names = {n.id for n in walk(expr) if isinstance(n, ast.Name)}
     if param in names:
         return True
     for name in names:
         opened = [item.context_expr for item in (n for n in module.nodes if isinstance(n, ast.withitem))
                   if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name]
-        if any(param in {n.id for n in ast.walk(o) if isinstance(n, ast.Name)} for o in opened):
+        if any(param in {n.id for n in walk(o) if isinstance(n, ast.Name)} for o in opened):
             return True
     return False
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from orchestrator.source.names import FunctionNode, Module
 from orchestrator.source.ranks import Ranks
+from orchestrator.source.walk import walk
 
 Loop = ast.For | ast.AsyncFor | ast.While
 _EXITS = (ast.Return, ast.Continue, ast.Raise, ast.Break)
@@ -162,7 +163,7 @@ def falsy_arguments(call: ast.Call, function: FunctionNode) -> frozenset[str]:
     """The parameters of ``function`` that ``call`` passes a literal ``False``, ``None`` or ``0``: by keyword, or by
     position when the call names the function itself (``f(a, False)``; a method's ``self`` would shift them). Not a
     parameter the function assigns again (``train = train or resume``): its later value is not the caller's."""
-    assigned = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assigned = {n.id for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
     given = list(zip(params, call.args, strict=False)) if isinstance(call.func, ast.Name) else []
     given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
@@ -177,7 +178,7 @@ def _falsy(value: object) -> bool:
 def _only_when(function: FunctionNode, call: ast.Call, names: frozenset[str]) -> bool:
     """``call`` sits in the body of ``if NAME:`` (or the ``else`` of ``if not NAME:``) in ``function``, NAME one of
     ``names``."""
-    for node in ast.walk(function):
+    for node in walk(function):
         if not isinstance(node, ast.If):
             continue
         test, negated = node.test, False
@@ -185,6 +186,6 @@ def _only_when(function: FunctionNode, call: ast.Call, names: frozenset[str]) ->
             test, negated = test.operand, True
         if not (isinstance(test, ast.Name) and test.id in names):
             continue
-        if any(call in ast.walk(stmt) for stmt in (node.orelse if negated else node.body)):
+        if any(call in walk(stmt) for stmt in (node.orelse if negated else node.body)):
             return True
     return False

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.walk import walk
 from orchestrator.spec.hydra import main_config
 
 MAX_CONFIG_BYTES = 256 << 10  # a config file larger than this is not read (here and in configvalues.py)
@@ -43,7 +44,7 @@ def _built_path(decorator: ast.Call) -> str:
     """The string parts of a ``config_path`` that is not a literal, joined ("." when it has none)."""
     given = next((k.value for k in decorator.keywords if k.arg == "config_path"),
                  decorator.args[0] if decorator.args else None)
-    found = [n for n in ast.walk(given) if isinstance(n, ast.Constant) and isinstance(n.value, str)] if given else []
+    found = [n for n in walk(given) if isinstance(n, ast.Constant) and isinstance(n.value, str)] if given else []
     parts = [str(n.value).strip("/") for n in sorted(found, key=lambda n: (n.lineno, n.col_offset))]
     return "/".join(p for p in parts if p) or "."
 

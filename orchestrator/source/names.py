@@ -12,6 +12,8 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from orchestrator.source.walk import walk
+
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 # What the conventional short names mean when a snippet uses them without importing them.
@@ -109,7 +111,7 @@ class Module:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.parents: dict[ast.AST, ast.AST] = {}
-        self.nodes: list[ast.AST] = list(ast.walk(tree))  # every node, walked once
+        self.nodes: list[ast.AST] = list(walk(tree))  # every node, walked once
         for node in self.nodes:
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from orchestrator.source.names import FunctionNode, Module
 from orchestrator.source.syspath import extra_roots
+from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 MAX_FILES = 40  # local modules read per script
@@ -249,7 +250,7 @@ class Project:
             node = method if method is not None else node
         quals: set[str] = set()
         unread: str | None = None
-        for inner in ast.walk(node):
+        for inner in walk(node):
             if isinstance(inner, ast.Assign) and any(module.qualname(t) in _PRINT_TARGETS for t in inner.targets
                                                      if isinstance(t, ast.Attribute)):
                 quals.add(PRINT_GUARD)
@@ -350,7 +351,7 @@ def _add_relative_aliases(module: Module, tree: ast.Module, package: str | None)
     """``from .utils import f`` / ``from . import utils`` as absolute names (``pkg.utils.f``); in a script
     outside a package the relative import cannot work: its names map to ``<missing>``, unless the file also
     imports the name absolutely (``try: from data.x import f`` / ``except ImportError: from .data.x import f``)."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not (isinstance(node, ast.ImportFrom) and node.level):
             continue
         base = package.split(".") if package else None

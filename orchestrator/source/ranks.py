@@ -13,6 +13,7 @@ from orchestrator.source.nodeshift import shifted
 from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
 from orchestrator.source.rankdevices import DeviceKind as DeviceKind  # (read from here too)
 from orchestrator.source.rankdevices import Devices
+from orchestrator.source.walk import walk
 
 RankKind = Literal["global", "local", "rankish"]
 
@@ -143,14 +144,14 @@ class Ranks(Devices):
             # itself (``opt.dist_rank = opt.dist_rank * ngpus + index``) keeps what it holds
             key = dotted(expr)
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr
-                     and not any(dotted(n) == key for n in ast.walk(v) if isinstance(n, ast.Attribute))}
+                     and not any(dotted(n) == key for n in walk(v) if isinstance(n, ast.Attribute))}
             return kinds.pop() if len(kinds) == 1 and None not in kinds else (
                 _BY_NAME.get(expr.attr) if self.names or self._framework(expr) else None)
         return None
 
     def returned(self, function: FunctionNode, depth: int) -> RankKind | None:
         """The rank every non-constant ``return`` of ``function`` gives, when they agree (``return 0`` aside)."""
-        kinds = {self.source(r.value, depth + 1) for r in ast.walk(function) if isinstance(r, ast.Return)
+        kinds = {self.source(r.value, depth + 1) for r in walk(function) if isinstance(r, ast.Return)
                  and r.value is not None and not isinstance(r.value, ast.Constant)}
         return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
@@ -172,7 +173,7 @@ class Ranks(Devices):
             self._tests[key] = (False, None)  # a cycle adds nothing
             other = self._project_reading(qual, depth)
             if other is not None and other[0]._returns_condition(other[1], depth + 1):
-                values = {other[0].at_rank_zero(r.value, depth + 1) for r in ast.walk(other[1])
+                values = {other[0].at_rank_zero(r.value, depth + 1) for r in walk(other[1])
                           if isinstance(r, ast.Return) and r.value is not None and other[0].is_condition(r.value)}
                 self._tests[key] = (True, values.pop() if len(values) == 1 else None)
         return self._tests.get(key, (False, None))
@@ -197,7 +198,7 @@ class Ranks(Devices):
         return self._dependent[key]
 
     def _depends(self, expr: ast.expr, depth: int) -> bool:
-        for node in ast.walk(expr):
+        for node in walk(expr):
             if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript) and self.source(node, depth):
                 return True
             if isinstance(node, ast.Name):
@@ -331,7 +332,7 @@ class Ranks(Devices):
         if isinstance(test, ast.Call):
             function = self.module.local_function(test)
             if function is not None:
-                values = {self.at_rank_zero(node.value, depth + 1) for node in ast.walk(function)
+                values = {self.at_rank_zero(node.value, depth + 1) for node in walk(function)
                           if isinstance(node, ast.Return) and node.value is not None
                           and self.is_condition(node.value, depth + 1)}
                 return values.pop() if len(values) == 1 else None
@@ -340,5 +341,5 @@ class Ranks(Devices):
         return None
 
     def _returns_condition(self, function: FunctionNode, depth: int) -> bool:
-        returns = [node for node in ast.walk(function) if isinstance(node, ast.Return) and node.value is not None]
+        returns = [node for node in walk(function) if isinstance(node, ast.Return) and node.value is not None]
         return bool(returns) and any(self.is_condition(node.value, depth) for node in returns if node.value)

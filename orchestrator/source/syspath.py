@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 
 from orchestrator.source.names import last_name
+from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 log = logging.getLogger(__name__)
@@ -61,9 +62,9 @@ def _normal(parts: tuple[str, ...]) -> list[str]:
 def _added(file: Path, tree: ast.Module) -> list[Path]:
     env: dict[str, Path] = {}
     adders = {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and any(
-        isinstance(n, ast.Call) and _is_path_add(n) for n in ast.walk(f))}
+        isinstance(n, ast.Call) and _is_path_add(n) for n in walk(f))}
     out: list[Path] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = _value(node.value, file, env)
             if value is not None:

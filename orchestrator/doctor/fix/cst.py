@@ -6,11 +6,12 @@ returns a new module (``Module.deep_replace``), which keeps every other byte of 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 Block = cst.Module | cst.IndentedBlock
 Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
@@ -24,7 +25,7 @@ class Source:
         wrapper = MetadataWrapper(module, unsafe_skip_copy=parsed)
         self.module = wrapper.module
         self.positions = wrapper.resolve(PositionProvider)
-        self.parents = wrapper.resolve(ParentNodeProvider)
+        self.parents = _parents(self.module)
 
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
@@ -71,6 +72,28 @@ class Source:
     def scope(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The function around ``node`` (None at module level)."""
         return next((a for a in self.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
+
+
+def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
+    """Each node's parent: libcst's ParentNodeProvider's map, read from the nodes' fields (its visit rebuilds every
+    node, seven times the time on a large script, and a fix reads the module again after each change)."""
+    found: dict[cst.CSTNode, cst.CSTNode] = {}
+    todo: list[cst.CSTNode] = [module]
+    while todo:
+        node = todo.pop()
+        for child in _children(node):
+            found[child] = node
+            todo.append(child)
+    return found
+
+
+def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for field in dataclasses.fields(node):
+        value = getattr(node, field.name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, list | tuple):
+            yield from (item for item in value if isinstance(item, cst.CSTNode))
 
 
 def callee(call: cst.Call) -> str:
