@@ -281,6 +281,10 @@ def test_launch_verdict_rule() -> None:
 # 14:02-14:07 UTC, after the tuning on set 16): default output precision 0.25 (6 of 24), recall 0.19 (6 of 31; over
 # pitfalls with a catalog code 0.26, 6 of 23), no error finding; --shown 0.30 (6 of 20); --all 0.33 (10 of 30), 0.32
 # (10 of 31); launch right or refused 23 of 24.
+# Set 18 (15 scripts from 15 repositories, judged and committed 19:32-19:39 UTC by three judges, measured on commit
+# 7d4b3fe at 19:39 UTC, after the tuning on set 17): default output precision 0.00 (0 of 1: a false DDP015), recall 0.00
+# (0 of 21; over pitfalls with a catalog code 0 of 15), no error finding; --shown nothing printed; --all 0.40 (2 of 5),
+# 0.10 (2 of 21); launch right or refused 10 of 15 (style 14, framework 11, 2-node verdict 14).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -291,6 +295,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (15, 26, 0.41, 0.31, True),
     (16, 26, 0.39, 0.21, False),
     (17, 24, 0.25, 0.19, True),
+    (18, 15, 0.0, 0.0, True),
 ]
 
 
