@@ -100,7 +100,10 @@ _CONFIG_DIRS = {"hydra.main": "config_path", "hydra.initialize": "config_path",
 def _config_folders(path: Path, trees: list[tuple[Path, ast.Module]]) -> list[Path]:
     """Where the script's Hydra configs are: its folder, and each folder a file names in ``@hydra.main(config_path=
     "../configs")`` (relative to that file, as Hydra reads it) or ``hydra.initialize(config_path=...)`` that is not
-    inside the script's folder (read already)."""
+    inside the script's folder (read already); a folder built from a root the script computes (``str(ROOT / "conf")``)
+    by its literal parts, from the file's folder or one of the two above it."""
+    from orchestrator.source.hydraconfig import named_folder  # with the reading, as project_files
+
     folders = [path.parent.resolve()]
     for file, tree in trees:
         aliases = _aliases(tree)
@@ -108,11 +111,8 @@ def _config_folders(path: Path, trees: list[tuple[Path, ast.Module]]) -> list[Pa
             if not isinstance(node, ast.Call):
                 continue
             keyword = _CONFIG_DIRS.get(_qualified(node.func, aliases) or "")
-            value = next((k.value for k in node.keywords if k.arg == keyword), None) if keyword else None
-            if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
-                continue
-            folder = (file.parent / value.value).resolve()
-            if folder.is_dir() and not any(folder.is_relative_to(seen) for seen in folders):
+            folder = named_folder(file.parent, node, keyword) if keyword else None
+            if folder is not None and not any(folder.is_relative_to(seen) for seen in folders):
                 folders.append(folder)
     return folders
 

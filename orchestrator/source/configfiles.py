@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.source.hydraconfig import MAX_CONFIG_BYTES, compose
+from orchestrator.source.hydraconfig import MAX_CONFIG_BYTES, compose, config_bases
 
 _SUFFIXES = (".json", ".yaml", ".yml")
 _MAX_FILES = 300  # config files looked at when the flag has no default
@@ -53,7 +53,7 @@ def lookup(script: Path, keys: list[str], literal: str | None = None, hydra: tup
     folder or the two above it), the Hydra app's ``hydra`` (config folder, name), else the project's candidate files
     (``holding``: a candidate's value is a section that holds one of these keys)."""
     folder = script.resolve().parent
-    bases = [folder, *list(folder.parents)[:2]]
+    bases = config_bases(folder)
     if hydra is not None:  # config_path is from the script's folder (a built one may be from the root)
         return next((c for c in (_from_hydra(b / hydra[0], hydra[1], keys) for b in bases) if c), None)
     if literal is not None:

@@ -36,17 +36,37 @@ def hydra_main(module: Module, function: FunctionNode) -> tuple[Path, str] | Non
     for decorator in function.decorator_list:
         if isinstance(decorator, ast.Call) and module.qualname(decorator.func) == "hydra.main":
             path, name = main_config(decorator)
-            return Path(path if path is not None else _built_path(decorator)), name or ""
+            return Path(path if path is not None else built_path(decorator)), name or ""
     return None
 
 
-def _built_path(decorator: ast.Call) -> str:
-    """The string parts of a ``config_path`` that is not a literal, joined ("." when it has none)."""
-    given = next((k.value for k in decorator.keywords if k.arg == "config_path"),
-                 decorator.args[0] if decorator.args else None)
+def built_path(call: ast.Call, keyword: str = "config_path") -> str:
+    """The string parts of a ``config_path`` (or ``keyword``) that is not a literal, joined ("." when it has none):
+    ``str(ROOT / "conf")`` -> ``conf``, read from the script's folder or one above it (:func:`config_bases`)."""
+    given = next((k.value for k in call.keywords if k.arg == keyword), call.args[0] if call.args else None)
     found = [n for n in walk(given) if isinstance(n, ast.Constant) and isinstance(n.value, str)] if given else []
     parts = [str(n.value).strip("/") for n in sorted(found, key=lambda n: (n.lineno, n.col_offset))]
     return "/".join(p for p in parts if p) or "."
+
+
+def config_bases(folder: Path) -> list[Path]:
+    """Where a config folder named from a built path may start: the script's folder and the two above it (a root
+    the script computes is most often its repository's or its package's)."""
+    return [folder, *list(folder.parents)[:2]]
+
+
+def named_folder(folder: Path, call: ast.Call, keyword: str) -> Path | None:
+    """The folder that ``call``'s ``keyword`` (``config_path=``) names in a file of ``folder``: a literal, relative to
+    it; one built from a root the script computes, by its literal parts from it or a folder above
+    (:func:`config_bases`); None when it names none that exists."""
+    value = next((k.value for k in call.keywords if k.arg == keyword), None)
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        candidates = [folder / value.value]
+    elif value is not None and not isinstance(value, ast.Constant) and (built := built_path(call, keyword)) != ".":
+        candidates = [base / built for base in config_bases(folder)]
+    else:
+        return None
+    return next((c.resolve() for c in candidates if c.is_dir()), None)
 
 
 def compose(folder: Path, name: str) -> Composed | None:

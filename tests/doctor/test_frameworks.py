@@ -152,6 +152,28 @@ def test_a_trainer_from_the_configs_hydra_main_names(tmp_path: Path, config_path
         assert found["lightning"] == "../configs/trainer/default.yaml:1: _target_: lightning.pytorch.trainer.Trainer"
 
 
+@pytest.mark.parametrize(("config_path", "names"), [
+    # a root the script computes, then a literal folder (MatterGen: str(MODELS_PROJECT_ROOT / "conf")), one folder up
+    ('str(PROJECT_ROOT / "conf")', ["hydra", "lightning"]),
+    ('os.path.join(PROJECT_ROOT, "conf")', ["hydra", "lightning"]),
+    ("str(PROJECT_ROOT)", ["hydra"]),  # no literal part: nothing named, the folders above are not read
+    ('str(PROJECT_ROOT / "missing")', ["hydra"]),  # no such folder from the script's or those above it
+])
+def test_a_trainer_from_a_config_folder_built_from_a_root(tmp_path: Path, config_path: str,
+                                                           names: list[str]) -> None:
+    (tmp_path / "pkg" / "conf" / "trainer").mkdir(parents=True)
+    (tmp_path / "pkg" / "conf" / "trainer" / "default.yaml").write_text("_target_: pytorch_lightning.Trainer\n")
+    (tmp_path / "pkg" / "scripts").mkdir()
+    script = tmp_path / "pkg" / "scripts" / "run.py"
+    script.write_text("import os\nimport hydra\nfrom pkg.globals import PROJECT_ROOT\n\n"
+                      f"@hydra.main(config_path={config_path}, config_name='default')\ndef main(cfg):\n"
+                      "    trainer = hydra.utils.instantiate(cfg.trainer)\n")
+    found = {f.name: f.why for f in read_frameworks(script)}
+    assert sorted(found) == names
+    if "lightning" in found:
+        assert found["lightning"] == "../conf/trainer/default.yaml:1: _target_: pytorch_lightning.Trainer"
+
+
 _COPY = ("from transformers.trainer_callback import TrainerState\n"
          "from transformers.training_args import TrainingArguments\n\nclass Trainer:\n    pass\n")
 

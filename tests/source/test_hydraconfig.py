@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from orchestrator.source.hydraconfig import compose, hydra_main
+from orchestrator.source.hydraconfig import compose, hydra_main, named_folder
 from orchestrator.source.names import Module
 
 
@@ -37,3 +37,20 @@ def test_a_built_config_folder_is_its_string_parts_and_a_missing_name_is_the_use
                               "def other(cfg):\n    pass\n"))
     assert hydra_main(module, module.functions["main"]) == (Path("a/b/conf"), "train.yaml")
     assert hydra_main(module, module.functions["other"]) == (Path("../conf"), "")
+
+
+def test_the_folder_a_config_path_names_literal_or_built_from_a_root(tmp_path: Path) -> None:
+    """``config_path="../conf"`` from the file's folder; ``str(ROOT / "conf")`` by its literal part, from the file's
+    folder or one of the two above it; nothing for a root alone, a folder that is not there, or ``None``."""
+    (tmp_path / "pkg" / "conf").mkdir(parents=True)
+    (tmp_path / "pkg" / "scripts").mkdir()
+    here = tmp_path / "pkg" / "scripts"
+
+    def folder(argument: str) -> Path | None:
+        call = ast.parse(f"hydra.main(config_path={argument})").body[0].value  # type: ignore[attr-defined]
+        return named_folder(here, call, "config_path")
+
+    assert folder('"../conf"') == tmp_path / "pkg" / "conf"
+    assert folder('str(ROOT / "conf")') == tmp_path / "pkg" / "conf"
+    assert folder('os.path.join(ROOT, "conf")') == tmp_path / "pkg" / "conf"
+    assert folder("str(ROOT)") is None and folder('str(ROOT / "missing")') is None and folder("None") is None
