@@ -111,7 +111,7 @@ class Module:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.parents: dict[ast.AST, ast.AST] = {}
-        self.nodes: list[ast.AST] = list(walk(tree))  # every node, walked once
+        self.nodes = walk(tree)  # every node, walked once (the walk kept on the tree, not a copy)
         for node in self.nodes:
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
