@@ -85,6 +85,8 @@ _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 def suppressions(source: str) -> dict[int, set[str]]:
     """``{line: {codes}}`` from ``# orch: ignore[DDP004, DDP005]`` comments (comments only, not strings)."""
     found: dict[int, set[str]] = {}
+    if not _IGNORE.search(source):  # no such text anywhere, so in no comment: the file is not tokenized
+        return found
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if token.type == tokenize.COMMENT:

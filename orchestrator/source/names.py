@@ -124,6 +124,8 @@ class Module:
         self.module_scope = Scope(tree, None)
         self.scopes[tree] = self.module_scope
         self._collect(tree, self.module_scope)
+        self._calls_key: frozenset[str] | None = None
+        self._calls: dict[int, list[ast.Call]] = {}
 
     # -- collection ---------------------------------------------------------------------------------
     def _collect(self, node: ast.AST, scope: Scope) -> None:
@@ -268,13 +270,23 @@ class Module:
         params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         index = params.index(name) if name in params else None
         found: list[ast.expr] = []
-        for node in self.nodes:
-            if isinstance(node, ast.Call) and self.local_function(node) is function:
+        for node in self.calls_of(function):
                 offset = 1 if isinstance(node.func, ast.Attribute) and params[:1] == ["self"] else 0
                 if index is not None and 0 <= index - offset < len(node.args):
                     found.append(node.args[index - offset])
                 found.extend(k.value for k in node.keywords if k.arg == name)
         return found
+
+    def calls_of(self, function: FunctionNode) -> list[ast.Call]:
+        """The calls in this file of ``function`` (``local_function``), in the file's order. Indexed once per set of
+        aliased names: a project adds aliases after reading the module, and ``local_function`` reads them."""
+        key = frozenset(self.aliases)
+        if self._calls_key != key:
+            self._calls_key, self._calls = key, {}
+            for node in self.nodes:
+                if isinstance(node, ast.Call) and (called := self.local_function(node)) is not None:
+                    self._calls.setdefault(id(called), []).append(node)
+        return self._calls.get(id(function), [])
 
     def passed_for(self, name: ast.Name) -> list[ast.expr]:
         """What this file's calls pass for ``name`` when it is a parameter of its function (``def train(model,

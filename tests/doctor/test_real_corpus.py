@@ -23,6 +23,7 @@ from real_corpus import (
     also_lines,
     default_output,
     is_heldout,
+    run_doctor,
     score_all,
     set_label,
     table,
@@ -196,16 +197,19 @@ def test_matching_rule_is_strict() -> None:
 
 def test_launch_gate_refuses_no_correct_script() -> None:
     """What ``orch run``/``orch submit`` do before launching (the doctor's gate, refusing on errors) lets every
-    corpus script through unless its truth has a pitfall that certainly breaks the run (``severity_ok``)."""
+    corpus script through unless its truth has a pitfall that certainly breaks the run (``severity_ok``). The gate's
+    reading of one script is ``check_files([script])``, the reading the scores share (``run_doctor``, read once per
+    test process); its verdict is ``report``'s."""
     import io
 
-    from orchestrator.doctor.gate import gate
+    from orchestrator.doctor.gate import report
     refused = []
     for name, entry in truth().items():
         if any(p.get("severity_ok") for p in entry.get("pitfalls") or ()) or is_heldout(entry):
             continue  # a held-out set is read by the doctor only when it is measured
+        script = REAL / name / entry["entry"]
         try:
-            gate([REAL / name / entry["entry"]], io.StringIO(), refuse=True)
+            report(run_doctor(script), [script], io.StringIO(), refuse=True, ignore=(), would_refuse=None)
         except Exception as exc:  # ScriptRefused: an error-severity finding
             refused.append(f"{name}: {exc}")
     assert not refused, refused
@@ -218,7 +222,7 @@ def test_shown_is_what_orch_doctor_prints() -> None:
     import subprocess
     import sys
 
-    from real_corpus import ROOT, run_doctor, shown_by_orch_doctor
+    from real_corpus import ROOT, shown_by_orch_doctor
     from support import clean_environ
     entry = REAL / "convai_gpt" / "train.py"
     proc = subprocess.run([sys.executable, "-c", "import sys; from orchestrator.cli import entrypoint; "
