@@ -90,10 +90,8 @@ def _spawn_args(a: Analysis, function: FunctionNode, name: str) -> list[ast.expr
         return []
     index = params.index(name) - 1
     found: list[ast.expr] = []
-    for node in a.module.nodes:
-        if not (isinstance(node, ast.Call) and a.module.qualname(node.func) in _SPAWNERS and node.args):
-            continue
-        if not (isinstance(node.args[0], ast.Name) and node.args[0].id == function.name):
+    for node in a.module.calls_to(_SPAWNERS):
+        if not (node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == function.name):
             continue
         args = next((k.value for k in node.keywords if k.arg == "args"), node.args[1] if len(node.args) > 1 else None)
         if isinstance(args, ast.Tuple | ast.List) and index < len(args.elts):

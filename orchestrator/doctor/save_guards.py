@@ -88,8 +88,7 @@ def _unset_off_main(a: Reading, key: str) -> bool:
     """``key`` holds a value on rank 0 alone: the file assigns it None (or False) on the side of a rank condition
     rank 0 does not take (``if rank not in [0, -1]: self.ckpt_dir = None``), or sets it to None and gives it a value
     only on the side rank 0 takes (``saver = None``, then ``if is_primary(args): saver = CheckpointSaver(...)``)."""
-    assigned = [node for node in a.module.nodes if isinstance(node, ast.Assign)
-                and any(dotted(t) == key for t in node.targets)]
+    assigned = a.module.assignments(key)
     unset = [node for node in assigned if isinstance(node.value, ast.Constant) and node.value.value in (None, False)]
     if any(_rank_side(a, node, direct=True) is False for node in unset):
         return True

@@ -126,6 +126,8 @@ class Module:
         self._collect(tree, self.module_scope)
         self._calls_key: frozenset[str] | None = None
         self._calls: dict[int, list[ast.Call]] = {}
+        self._calls_to: dict[tuple[frozenset[str], frozenset[tuple[str, str]]], list[ast.Call]] = {}
+        self._assignments: dict[str, list[ast.Assign]] | None = None
 
     # -- collection ---------------------------------------------------------------------------------
     def _collect(self, node: ast.AST, scope: Scope) -> None:
@@ -287,6 +289,26 @@ class Module:
                 if isinstance(node, ast.Call) and (called := self.local_function(node)) is not None:
                     self._calls.setdefault(id(called), []).append(node)
         return self._calls.get(id(function), [])
+
+    def calls_to(self, quals: frozenset[str]) -> list[ast.Call]:
+        """The calls in this file of a callee whose qualified name is in ``quals`` (``torch.multiprocessing.spawn``),
+        in the file's order; indexed once per ``quals`` and aliases (``qualname`` reads them)."""
+        key = (quals, frozenset(self.aliases.items()))
+        if key not in self._calls_to:
+            self._calls_to[key] = [n for n in self.nodes if isinstance(n, ast.Call) and self.qualname(n.func) in quals]
+        return self._calls_to[key]
+
+    def assignments(self, key: str) -> list[ast.Assign]:
+        """The ``=`` statements of this file with ``key`` (``saver``, ``self.ckpt_dir``) among their targets, in the
+        file's order."""
+        if self._assignments is None:
+            self._assignments = {}
+            for node in self.nodes:
+                if isinstance(node, ast.Assign):
+                    for target in dict.fromkeys(dotted(t) for t in node.targets):
+                        if target is not None:
+                            self._assignments.setdefault(target, []).append(node)
+        return self._assignments.get(key, [])
 
     def passed_for(self, name: ast.Name) -> list[ast.expr]:
         """What this file's calls pass for ``name`` when it is a parameter of its function (``def train(model,
