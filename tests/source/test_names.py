@@ -66,3 +66,27 @@ def test_a_bare_call_is_the_modules_function_before_a_method_of_the_same_name() 
     module = Module(ast.parse(text))
     function = module.local_function(call_of(module, "save_model"))
     assert function is not None and function.lineno == 6
+
+
+def test_the_calls_of_a_function_are_indexed_again_when_a_name_becomes_an_import() -> None:
+    module = Module(ast.parse("def f(a):\n    pass\n\nf(1)\nf(a=2)\nprint(3)\n"))
+    function = module.top_functions["f"]
+    assert [ast.unparse(c) for c in module.calls_of(function)] == ["f(1)", "f(a=2)"]
+    assert [ast.unparse(v) for v in module.argument_for(function, "a")] == ["1", "2"]
+    module.aliases["f"] = "pkg.f"  # as a project's relative import adds it after the module was read
+    assert module.calls_of(function) == [] and module.argument_for(function, "a") == []
+
+
+def test_the_calls_to_a_qualified_name_follow_the_aliases() -> None:
+    module = Module(ast.parse("import torch.multiprocessing as mp\n\nmp.spawn(run, args=(1,))\nmp.spawn(run)\n"))
+    spawn = frozenset({"torch.multiprocessing.spawn"})
+    assert [ast.unparse(c) for c in module.calls_to(spawn)] == ["mp.spawn(run, args=(1,))", "mp.spawn(run)"]
+    module.aliases["mp"] = "multiprocessing"
+    assert module.calls_to(spawn) == []
+
+
+def test_the_assignments_of_a_target_are_each_statement_once_in_order() -> None:
+    module = Module(ast.parse("x = 1\nself.ckpt = y = None\nx = x = 2\n"))
+    assert [n.lineno for n in module.assignments("x")] == [1, 3]
+    assert [n.lineno for n in module.assignments("self.ckpt")] == [2]
+    assert module.assignments("z") == []
