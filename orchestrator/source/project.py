@@ -79,10 +79,14 @@ class Project:
             owner = [p.parent for p in self.script.parents[:_MAX_UP] if p.name == parts[0] and p.parent not in (
                 *self.roots, *self.above)][:1]
             for root, packages_only in [*((r, False) for r in self.roots), *((r, True) for r in [*self.above, *owner])]:
-                if packages_only and (len(parts) < 2 or not (root / parts[0]).is_dir()):
+                if packages_only and not (root / parts[0]).is_dir():
                     continue  # above the script, only a package (a folder) counts: a stray utils.py is not its
                 base = root.joinpath(*parts)
-                found = next((c for c in (base.with_suffix(".py"), base / "__init__.py") if c.is_file()), None)
+                # above the script, a bare name is the package's __init__.py (``from speechtokenizer import X`` in
+                # scripts/train.py, speechtokenizer/ beside scripts/), never a module file of that name
+                candidates = [base / "__init__.py"] if packages_only and len(parts) < 2 else [
+                    base.with_suffix(".py"), base / "__init__.py"]
+                found = next((c for c in candidates if c.is_file()), None)
                 if found is not None and found.resolve() != self.script:
                     self._found[dotted_name] = found.resolve()
                     self._named.setdefault(found.resolve(), dotted_name)

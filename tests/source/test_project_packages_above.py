@@ -84,3 +84,17 @@ def test_a_package_whose_parents_have_no_init_resolves_its_relative_imports_by_i
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "abc" / "__init__.py").write_text("")
     assert [f.name for f in read_frameworks(script)] == ["hf-trainer"]
+
+
+def test_a_package_beside_the_scripts_folder_is_found_by_its_bare_name_and_a_module_file_there_is_not(
+        tmp_path: Path) -> None:
+    # SpeechTokenizer's layout: scripts/train_example.py does `from speechtokenizer import SpeechTokenizerTrainer`, the
+    # package's __init__.py re-exporting it from its trainer module
+    _write(tmp_path, {"speechtok/__init__.py": "from .trainer import spawned_train\n", "speechtok/trainer.py": DIST,
+                      "helpers.py": DIST})
+    project = _project(tmp_path / "scripts" / "train.py",
+                       "from speechtok import spawned_train\nimport helpers\n")
+    assert project.find("speechtok") == (tmp_path / "speechtok" / "__init__.py").resolve()
+    reach = project.reach("speechtok.spawned_train")
+    assert reach is not None and "torch.distributed.init_process_group" in reach.quals
+    assert project.find("helpers") is None  # a module file above the script's folder is not its
