@@ -273,10 +273,10 @@ class Module:
         index = params.index(name) if name in params else None
         found: list[ast.expr] = []
         for node in self.calls_of(function):
-                offset = 1 if isinstance(node.func, ast.Attribute) and params[:1] == ["self"] else 0
-                if index is not None and 0 <= index - offset < len(node.args):
-                    found.append(node.args[index - offset])
-                found.extend(k.value for k in node.keywords if k.arg == name)
+            offset = 1 if isinstance(node.func, ast.Attribute) and params[:1] == ["self"] else 0
+            if index is not None and 0 <= index - offset < len(node.args):
+                found.append(node.args[index - offset])
+            found.extend(k.value for k in node.keywords if k.arg == name)
         return found
 
     def calls_of(self, function: FunctionNode) -> list[ast.Call]:
