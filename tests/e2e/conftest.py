@@ -72,7 +72,8 @@ class SlurmCluster:
 
     def wait(self, job_id: str, until: Callable[[dict[str, Any]], bool], timeout: float,
              job_dir: Path | None = None, what: str = "the expected state") -> dict[str, Any]:
-        """Poll ``orch status --json`` until ``until(status)``; on timeout fail with the logs."""
+        """Ask ``orch status --json`` until ``until(status)``, each time Slurm's view of the job changes and every
+        STATUS_EVERY seconds; on timeout fail with the logs."""
         deadline = time.monotonic() + timeout
         status: dict[str, Any] = {}
         seen, asked = "", -STATUS_EVERY
