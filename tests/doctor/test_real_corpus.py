@@ -238,7 +238,7 @@ def test_shown_is_what_orch_doctor_prints() -> None:
 
 def test_launch_verdict_rule() -> None:
     """A script that cannot work on 2 nodes is right only when refused; one that can, only when let through with
-    its style and framework right (real_launch.py, issue 44's 'right, or refused before the queue')."""
+    its style and framework right (real_launch.py: right, or refused before the queue)."""
     from real_launch import Verdict
     ok = Verdict("s", "env", ("accelerate",), False, "", ("env", "slurm"), "accelerate", True)
     assert ok.style_right and ok.framework_right and ok.verdict_right and ok.right_or_refused
