@@ -68,27 +68,19 @@ def _edit_checkpoint(folder: Path, change: Callable[[dict[str, Any]], None]) -> 
         (folder / "checkpoints" / f"{name}.json").unlink(missing_ok=True)
 
 
-def _rename_first_key(state: dict[str, Any]) -> None:
-    key = next(iter(state["model"]))
-    state["model"]["renamed." + key] = state["model"].pop(key)
-
-
 def _grow_first_tensor(state: dict[str, Any]) -> None:
     import torch
 
     key = next(iter(state["model"]))
     state["model"][key] = torch.zeros(tuple(s + 1 for s in state["model"][key].shape))
 
+
+# One damage of each kind the ranks check (the job, the counters, the model): every other value is checked where
+# the ranks' check is a function (tests/runtime/test_identity.py); these prove the ranks refuse it in a real resume.
 CHECKPOINT_DAMAGE: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("another job", lambda s: s.update(job="mnist"), "written by job 'mnist'"),
-    ("renamed weight", _rename_first_key, "does not match the job's model"),
     ("reshaped weight", _grow_first_tensor, "does not match the job's model"),
-    ("ranks empty", lambda s: s.update(ranks=[]), "ranks hold 0 entries"),
     ("ranks too many", lambda s: s.update(ranks=s["ranks"] * 3), "ranks hold 3 entries"),
-    ("epoch negative", lambda s: s.update(epoch=-1), "epoch is -1"),
-    ("step negative", lambda s: s.update(step=-5), "step is -5"),
-    ("world size zero", lambda s: s.update(world_size=0), "world_size is 0"),
-    ("epoch text", lambda s: s.update(epoch="1"), "epoch is '1'"),
 ]
 
 
