@@ -1,6 +1,7 @@
-"""``orch list`` and ``orch status`` on a job root of tens of thousands of folders print a bounded table (the
-newest, and that there are more), find an old id, list paths without reading folders, and take any
-``--limit`` (the speed figures are in bench/bench_many_jobs.py, not asserted here).
+"""``orch list`` and ``orch status`` on a job root of ten thousand folders print a bounded table (the newest, and
+that there are more), find an old id, list paths without reading folders, ask Slurm in bounded batches when every
+job is listed, and take any ``--limit`` (the speed figures, for tens of thousands of folders, are in
+bench/bench_many_jobs.py, not asserted here).
 
 The Slurm clients are stand-ins first on PATH (real subprocesses, as the CLI runs them).
 """
@@ -17,11 +18,14 @@ from support import assert_bounded
 from orchestrator.cli import main
 from orchestrator.commands.list_jobs import DEFAULT_LIMIT
 from orchestrator.records.jobdirs import iter_job_paths, newest_with_id
+from orchestrator.slurm import client
 from orchestrator.spec.runconfig import RunConfig, run_config_text
 
-# -- a job root of 30,000 folders ------------------------------------------------------------------
+# -- a job root of 10,000 folders ------------------------------------------------------------------
 
-FOLDERS = 30_000
+FOLDERS = 10_000
+# their 9,000 ids (every tenth folder has none) fill more than two of the Slurm client's batches
+IDS_BYTES = len(" ".join(str(500_000 + i) for i in range(FOLDERS) if i % 10))
 
 
 def _config_text(folder: Path, created: str) -> str:
@@ -59,7 +63,7 @@ def _cluster(tmp_path: Path, root: Path) -> None:
         f"mem_per_node: 4096}}\nlauncher:\n  job_root: {root}\n")
 
 
-def test_orch_list_of_30000_folders_prints_the_newest_and_says_there_are_more(
+def test_orch_list_of_10000_folders_prints_the_newest_and_says_there_are_more(
         scale_slurm: Path, big_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _cluster(tmp_path, big_root)
     assert main(["list"]) == 0
@@ -74,16 +78,18 @@ def test_orch_list_of_30000_folders_prints_the_newest_and_says_there_are_more(
     assert main(["list", "--limit", "12", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert [r["job_dir"] for r in shown] == [str(_folder(big_root, FOLDERS - 1 - k)) for k in range(12)]
+    before = len(assert_bounded(scale_slurm, "squeue"))
     assert main(["list", "--limit", "9" * 25, "--json"]) == 0  # more than islice takes: all of them
     everything = json.loads(capsys.readouterr().out)
     assert len(everything) == FOLDERS
     states = {r["state"] for r in everything}
     assert {"RUNNING", "COMPLETED", "FAILED", "NOT_QUEUED"} <= states and "UNKNOWN" not in states
-    assert_bounded(scale_slurm, "squeue")
+    assert IDS_BYTES > 2 * client.ID_BATCH_BYTES
+    assert len(assert_bounded(scale_slurm, "squeue")) - before >= 3  # every id asked, in bounded batches
     assert_bounded(scale_slurm, "sacct")
 
 
-def test_status_of_an_old_job_id_among_30000_folders(
+def test_status_of_an_old_job_id_among_10000_folders(
         scale_slurm: Path, big_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _cluster(tmp_path, big_root)
     assert main(["status", "500001", "500017", "--json"]) == 0
@@ -98,8 +104,8 @@ def test_status_of_an_old_job_id_among_30000_folders(
 def test_paths_are_listed_without_reading_folders(big_root: Path) -> None:
     newest = iter_job_paths(big_root)
     assert [next(newest) for _ in range(3)] == [_folder(big_root, FOLDERS - 1 - k) for k in range(3)]
-    found = newest_with_id(big_root, ["500001", "529999", "499999"])
-    assert sorted(found) == ["500001", "529999"]
+    found = newest_with_id(big_root, ["500001", "509999", "499999"])
+    assert sorted(found) == ["500001", "509999"]
     assert found["500001"].path == _folder(big_root, 1)
 
 
