@@ -49,10 +49,21 @@ fi
 
 echo "orch test: ruff"
 .venv/bin/ruff check orchestrator jobs tests bench
-echo "orch test: mypy --strict"
-.venv/bin/mypy
-echo "orch test: lint-imports (the layer contracts in pyproject.toml)"
-PYTHONPATH=tests/architecture .venv/bin/lint-imports --no-cache --no-logo
+# mypy (strict) and the import contracts run beside the cluster's start and the tests (mypy alone keeps one core
+# busy for a minute and a half); their output is shown, and their failure counted, when the tests are done.
+lint_log="$(mktemp)"
+echo "orch test: mypy --strict and lint-imports (the layer contracts in pyproject.toml), beside the tests"
+( .venv/bin/mypy && PYTHONPATH=tests/architecture .venv/bin/lint-imports --no-cache --no-logo ) >"$lint_log" 2>&1 &
+lint_pid=$!
+finish() {  # show mypy's and lint-imports' output; exit with the first failure (the tests', else theirs)
+  local rc=$1 lint_rc=0
+  wait "$lint_pid" || lint_rc=$?
+  echo "orch test: mypy --strict and lint-imports:"
+  cat "$lint_log"
+  rm -f "$lint_log"
+  [ "$rc" != 0 ] || rc=$lint_rc
+  exit "$rc"
+}
 
 apt_done
 if [ "$slurm" = 1 ]; then
@@ -106,7 +117,7 @@ if [ -n "${ORCH_TEST_USER:-}" ] && [ -n "${ORCH_TEST_PYTHON:-}" ]; then
     cat "$e2e_log"
     rm -f "$e2e_log"
     [ "$e2e_rc" = 0 ] || rc=$e2e_rc
-    exit "$rc"
+    finish "$rc"
   fi
   if [ "$first" = 1 ]; then
     echo "orch test: pytest (as $(id -un); the end-to-end tests follow as $ORCH_TEST_USER)"
@@ -116,10 +127,12 @@ if [ -n "${ORCH_TEST_USER:-}" ] && [ -n "${ORCH_TEST_PYTHON:-}" ]; then
     echo "orch test: pytest ${theirs[*]} as $ORCH_TEST_USER (umask 022)"
     e2e || rc=$?
   fi
-  exit "$rc"
+  finish "$rc"
 fi
 if [ "$(id -u)" = 0 ] && [ "${ORCH_SKIP_SLURM:-0}" != 1 ]; then
   echo "orch test: WARNING: no unprivileged test user (see cluster.sh's messages above): the end-to-end tests run as root"
 fi
 echo "orch test: pytest"
-.venv/bin/python -m pytest "${workers[@]}" "$@"
+rc=0
+.venv/bin/python -m pytest "${workers[@]}" "$@" || rc=$?
+finish "$rc"

@@ -30,8 +30,11 @@ every finding with its verdict).
 from __future__ import annotations
 
 import copy
+import fcntl
 import functools
+import hashlib
 import inspect
+import pickle
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -178,14 +181,49 @@ def pitfalls(name: str, entry: dict[str, Any]) -> list[Pitfall]:
     return out
 
 
+# A folder the test workers of one run share (tests/doctor/conftest.py sets it under pytest-xdist): what one worker
+# read there, no other reads again. None: each process reads for itself.
+SHARED: Path | None = None
+
+
+@functools.cache
+def read_once(text: str, filename: str) -> tuple[Any, ...]:
+    """``check_source(text, filename)``: read once per test process and, where the workers share ``SHARED``, once
+    per run (the doctor is deterministic: a file's text and its project, which the tests never change)."""
+    from orchestrator.doctor.check import check_source
+    if SHARED is None:
+        return tuple(check_source(text, filename))
+    SHARED.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(f"{filename}\0{text}".encode()).hexdigest()
+    done = SHARED / f"{key}.pickle"
+    with open(SHARED / f"{key}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a worker reading it now: wait for its reading
+        if done.exists():
+            found: tuple[Any, ...] = pickle.loads(done.read_bytes())
+            return found
+        found = tuple(check_source(text, filename))
+        partial = done.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(found))
+        partial.replace(done)
+        return found
+
+
+def reader(text: str, filename: str) -> list[Any]:
+    """``read_once`` as ``orch doctor --fix`` calls its reader."""
+    return list(read_once(text, filename))
+
+
 @functools.cache
 def run_doctor(entry: Path) -> tuple[Any, ...]:
-    """The doctor's findings for one script, following its local imports when the doctor can. Read once per test
-    process: the corpus's tests and the bench score the same scripts several ways (the doctor is deterministic)."""
-    from orchestrator.doctor.check import check_files
-    params = inspect.signature(check_files).parameters
+    """The doctor's findings for one script, following its local imports when the doctor can: ``check_files``'s
+    reading (a script's findings, a place and code once), read once (``read_once``): the corpus's tests, the fixes'
+    and the bench score the same scripts several ways."""
+    from orchestrator.doctor import check
+    params = inspect.signature(check.check_files).parameters
     options = {name: True for name in params if "follow" in name or name in ("imports", "local_imports")}
-    return tuple(check_files([entry], **options))
+    if options:  # an older tree's reading (a measurement on an exported commit)
+        return tuple(check.check_files([entry], **options))
+    return tuple(check.dedupe(read_once(check.read_script(entry), str(entry))))
 
 
 def _relative(file: str, folder: Path) -> str:

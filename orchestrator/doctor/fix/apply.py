@@ -43,15 +43,18 @@ class Fixed:
     before: list[Finding] = field(default_factory=list)  # the doctor's findings in the text as given
 
 
-def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_all: bool = False) -> Fixed:
+def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_all: bool = False,
+               reader: Callable[[str, str], list[Finding]] = check_source) -> Fixed:
     """The script's text with every fixable finding of ``filename`` that the doctor shows (certain and likely;
-    the possible ones too with ``show_all``, as ``--all``), less the codes in ``ignore``, fixed."""
+    the possible ones too with ``show_all``, as ``--all``), less the codes in ``ignore``, fixed. ``reader``
+    reads a text as ``check_source(text, filename)`` does (a caller that has read the script already passes
+    its own, which remembers)."""
     result = Fixed(text=source)
     checked: dict[str, list[Finding]] = {}  # the doctor's findings by text: each text is read once
 
     def check(text: str) -> list[Finding]:
         if text not in checked:
-            checked[text] = check_source(text, filename)
+            checked[text] = reader(text, filename)
         return checked[text]
 
     tried: set[tuple[str, str]] = set()  # (code, the finding's source line) of a fix that could not be made

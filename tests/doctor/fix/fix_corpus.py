@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # real_corpus, when run as a script
-from real_corpus import REAL, truth
+from real_corpus import REAL, reader, truth
 
 from orchestrator.doctor.check import read_script
 from orchestrator.doctor.confidence import shown
@@ -36,7 +36,7 @@ def fix_one(name: str, entry: str, show_all: bool = False) -> Outcome | None:
     """``show_all``: as ``--fix --all`` (the possible findings too); else as ``--fix``."""
     path = REAL / name / entry
     text = read_script(path)
-    result = fix_source(text, str(path), show_all=show_all)  # reads the script once as it is (result.before)
+    result = fix_source(text, str(path), show_all=show_all, reader=reader)  # the corpus tests' reading too
     fixable = tuple(sorted(f.code for f in result.before
                            if f.file == str(path) and f.code in FIXERS and shown(f.confidence, show_all)))
     if not fixable:
