@@ -27,12 +27,12 @@ _LIGHTNING = ("lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytor
               "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer")
 _FABRIC = ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric", "lightning.fabric.fabric.Fabric")
 # Lightning's command line: it builds the Trainer from a config file and flags (its layout is not in the call)
-_LIGHTNING_CLI = tuple(f"{m}.LightningCLI" for m in ("lightning.pytorch.cli", "pytorch_lightning.cli",
+LIGHTNING_CLI = tuple(f"{m}.LightningCLI" for m in ("lightning.pytorch.cli", "pytorch_lightning.cli",
                                                       "pytorch_lightning.utilities.cli", "lightning.pytorch"))
 # qualified name (called or used as a decorator) -> the framework it shows
 QUALIFIED: dict[str, str] = {
     **dict.fromkeys(_LIGHTNING, "lightning"), **dict.fromkeys(_FABRIC, "fabric"),
-    **dict.fromkeys(_LIGHTNING_CLI, "lightning"),
+    **dict.fromkeys(LIGHTNING_CLI, "lightning"),
     "accelerate.Accelerator": "accelerate",
     "transformers.Trainer": "hf-trainer", "transformers.Seq2SeqTrainer": "hf-trainer",
     "transformers.trainer.Trainer": "hf-trainer", "transformers.trainer_seq2seq.Seq2SeqTrainer": "hf-trainer",
@@ -75,8 +75,8 @@ _MAX_CONFIG_BYTES = 200_000
 
 def _instantiates(tree: ast.Module) -> bool:
     """The file calls Hydra's ``instantiate`` (``hydra.utils.instantiate(config.trainer)``)."""
-    aliases = _aliases(tree)
-    return any(isinstance(n, ast.Call) and (_qualified(n.func, aliases) or "").startswith("hydra.utils.instantiate")
+    aliases = import_aliases(tree)
+    return any(isinstance(n, ast.Call) and (qualified_name(n.func, aliases) or "").startswith("hydra.utils.instantiate")
                for n in walk(tree))
 
 
@@ -106,11 +106,11 @@ def _config_folders(path: Path, trees: list[tuple[Path, ast.Module]]) -> list[Pa
 
     folders = [path.parent.resolve()]
     for file, tree in trees:
-        aliases = _aliases(tree)
+        aliases = import_aliases(tree)
         for node in walk(tree):
             if not isinstance(node, ast.Call):
                 continue
-            keyword = _CONFIG_DIRS.get(_qualified(node.func, aliases) or "")
+            keyword = _CONFIG_DIRS.get(qualified_name(node.func, aliases) or "")
             folder = named_folder(file.parent, node, keyword) if keyword else None
             if folder is not None and not any(folder.is_relative_to(seen) for seen in folders):
                 folders.append(folder)
@@ -148,7 +148,7 @@ def frameworks_of(tree: ast.Module, lines: list[str], name: str,
                   own: dict[str, str] | None = None) -> list[Framework]:
     """:func:`read_frameworks` of a parsed source (``lines``: its text, ``name``: the file's name; ``own``: the
     project's classes built on a framework's, by class name, as :func:`project_subclasses` finds them)."""
-    aliases = _aliases(tree)
+    aliases = import_aliases(tree)
     known = {**QUALIFIED, **_subclasses(tree, aliases)}
     held = _held_classes(tree, aliases)
     found: dict[str, tuple[str, list[Layout]]] = {}
@@ -156,7 +156,7 @@ def frameworks_of(tree: ast.Module, lines: list[str], name: str,
         target = node.func if isinstance(node, ast.Call) else node
         if isinstance(target, ast.Attribute) and target.attr in _CONSTRUCTORS:
             target = target.value  # Trainer.from_argparse_args(args): a Trainer made by its class method
-        qualified = _qualified(target, aliases) or (target.id if isinstance(target, ast.Name) else "")
+        qualified = qualified_name(target, aliases) or (target.id if isinstance(target, ast.Name) else "")
         candidates = held.get(qualified, []) if isinstance(target, ast.Name) and target.id not in aliases else []
         framework = next((f for q in [qualified, *candidates] if (f := known.get(q) or _own_class(q, own or {}))),
                          None)
@@ -185,7 +185,7 @@ def _held_classes(tree: ast.Module, aliases: dict[str, str]) -> dict[str, list[s
             value = value.orelse
         for option in [*options, value]:
             if isinstance(option, ast.Name | ast.Attribute):
-                name = _qualified(option, aliases) or (option.id if isinstance(option, ast.Name) else "")
+                name = qualified_name(option, aliases) or (option.id if isinstance(option, ast.Name) else "")
                 held.setdefault(node.targets[0].id, []).append(name)
     return held
 
@@ -193,7 +193,7 @@ def _held_classes(tree: ast.Module, aliases: dict[str, str]) -> dict[str, list[s
 def _cli(qualified: str) -> bool:
     """``LightningCLI(...)`` or the project's subclass of it (``MyLightningCLI``): the Trainer's layout comes from
     the config and the flags, not from the call."""
-    return qualified in _LIGHTNING_CLI or qualified.rsplit(".", 1)[-1].endswith("CLI")
+    return qualified in LIGHTNING_CLI or qualified.rsplit(".", 1)[-1].endswith("CLI")
 
 
 _CONSTRUCTORS = frozenset({"from_argparse_args"})  # class methods that make the framework's object
@@ -205,7 +205,7 @@ def _subclasses(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in walk(tree):
         if isinstance(node, ast.ClassDef):
-            bases = [QUALIFIED.get(_qualified(b, aliases) or "") for b in node.bases]
+            bases = [QUALIFIED.get(qualified_name(b, aliases) or "") for b in node.bases]
             framework = next((b for b in bases if b), None)
             if framework is not None:
                 aliases.setdefault(node.name, node.name)
@@ -221,7 +221,7 @@ def project_subclasses(trees: list[ast.Module]) -> dict[str, str]:
     ``llava_trainer.py``, and a class built on that one in another file): calling one where it is imported shows
     the framework."""
     own: dict[str, str] = {}
-    classes = [(node, _aliases(tree)) for tree in trees for node in walk(tree) if isinstance(node, ast.ClassDef)]
+    classes = [(node, import_aliases(tree)) for tree in trees for node in walk(tree) if isinstance(node, ast.ClassDef)]
     for node, aliases in classes:
         framework = _copied(node, aliases)
         if framework is not None:
@@ -233,7 +233,7 @@ def project_subclasses(trees: list[ast.Module]) -> dict[str, str]:
             if node.name in own:
                 continue
             for base in node.bases:
-                qualified = _qualified(base, aliases) or (base.id if isinstance(base, ast.Name) else "")
+                qualified = qualified_name(base, aliases) or (base.id if isinstance(base, ast.Name) else "")
                 framework = QUALIFIED.get(qualified) or _own_class(qualified, own)
                 if framework is not None:
                     own[node.name], grew = framework, True
@@ -272,7 +272,7 @@ def _drives(tree: ast.Module, own: dict[str, str]) -> bool:
     """Some object's ``prepare``/``accumulate``/``backward(loss)`` is called: an Accelerator that trains, not one
     asked for its ``process_index`` beside a Trainer, nor the Trainer's own (``self.accelerator.prepare(loader)`` in
     a method of a Trainer subclass: ``own``, the project's classes built on a framework's)."""
-    aliases = _aliases(tree)
+    aliases = import_aliases(tree)
     trainers = {**own, **_subclasses(tree, dict(aliases))}
     theirs = {id(inner) for node in walk(tree) if isinstance(node, ast.ClassDef)
               and trainers.get(node.name) == "hf-trainer" for inner in walk(node)
@@ -315,7 +315,7 @@ def script_frameworks(target: ScriptTarget) -> list[Framework]:
     return read_frameworks(path) if path is not None else []
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
+def import_aliases(tree: ast.Module) -> dict[str, str]:
     """Each imported name -> its module path (``L`` -> ``lightning``, ``Trainer`` -> ``lightning.Trainer``)."""
     names: dict[str, str] = {}
     for node in walk(tree):
@@ -332,11 +332,11 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return names
 
 
-def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
+def qualified_name(node: ast.expr, aliases: dict[str, str]) -> str | None:
     if isinstance(node, ast.Name):
         return aliases.get(node.id)
     if isinstance(node, ast.Attribute):
-        head = _qualified(node.value, aliases)
+        head = qualified_name(node.value, aliases)
         return f"{head}.{node.attr}" if head else None
     return None
 
@@ -359,7 +359,7 @@ def _layout(call: ast.Call, where: str) -> Layout:
     given = {k.arg: _literal(k.value) for k in call.keywords if k.arg in LAYOUT_ARGS}
     values: dict[str, Any] = {}
     if "devices" in given:
-        values["devices"] = _devices(given["devices"])
+        values["devices"] = devices_of(given["devices"])
     if "num_nodes" in given:
         nodes = given["num_nodes"]
         values["num_nodes"] = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0 else None
@@ -369,7 +369,7 @@ def _layout(call: ast.Call, where: str) -> Layout:
     return Layout(where=where, **values)
 
 
-def _devices(value: object) -> int | str | None:
+def devices_of(value: object) -> int | str | None:
     """``devices=``: a count, ``auto`` (also -1 and "-1": every device), or None (not judged)."""
     if isinstance(value, bool):
         return None

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.doctor.frameworks import QUALIFIED, _aliases, _qualified
+from orchestrator.doctor.frameworks import QUALIFIED, import_aliases, qualified_name
 from orchestrator.source.argflags import declared_flags
 from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
@@ -45,14 +45,14 @@ def flag_layout_warning(path: Path, style: str, nodes: int, gpus: int | None, ar
         flags.update(_declared(source.tree))
     wanted = {"num_nodes": nodes, "devices": gpus}
     for source in sources:
-        aliases = _aliases(source.tree)
+        aliases = import_aliases(source.tree)
         for node in walk(source.tree):
             func = node.func if isinstance(node, ast.Call) else None
             made = isinstance(func, ast.Attribute) and func.attr == "from_argparse_args"
             if isinstance(func, ast.Attribute) and made:
                 func = func.value  # Trainer.from_argparse_args(args): its layout from Lightning's own flags
             if not (isinstance(node, ast.Call) and func is not None
-                    and QUALIFIED.get(_qualified(func, aliases) or "") in _LAYOUT_FRAMEWORKS):
+                    and QUALIFIED.get(qualified_name(func, aliases) or "") in _LAYOUT_FRAMEWORKS):
                 continue
             keywords = list(node.keywords)
             if made and "num_nodes" in flags and all(k.arg != "num_nodes" for k in keywords):

@@ -30,7 +30,7 @@ from pathlib import Path
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.frameworks import _LIGHTNING_CLI, QUALIFIED, _aliases, _devices, _qualified
+from orchestrator.doctor.frameworks import LIGHTNING_CLI, QUALIFIED, devices_of, import_aliases, qualified_name
 from orchestrator.doctor.layoutconfig import cli_trainer, configured_trainer, key_line, read_config, shown
 from orchestrator.doctor.layoutflags import declared_layout_flags, spread_flags
 from orchestrator.launchstyles.installed import SPAWNERS
@@ -87,7 +87,7 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
     """DDP023 at each Trainer/Fabric/detectron2 ``launch`` call whose layout is fixed, in a script meant to run on
     several GPUs or nodes."""
     flags = _flags(a)
-    aliases = _aliases(a.module.tree)
+    aliases = import_aliases(a.module.tree)
     intent = _rank_use(a.module.tree)
     for node in a.module.nodes:
         if not isinstance(node, ast.Call):
@@ -141,10 +141,10 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     made = isinstance(func, ast.Attribute) and func.attr == "from_argparse_args"
     if made and isinstance(func, ast.Attribute):
         func = func.value
-    qualified = _qualified(func, aliases) or ""
+    qualified = qualified_name(func, aliases) or ""
     if qualified in SPAWNERS:
         return _launch_layout(a, call, SPAWNERS[qualified], flags)
-    if qualified in _LIGHTNING_CLI:  # the Trainer from the --config file the user passes (the project's)
+    if qualified in LIGHTNING_CLI:  # the Trainer from the --config file the user passes (the project's)
         section = cli_trainer(a)
         return _config_layout(a, call, section, flags) if section is not None else None
     lightning = QUALIFIED.get(qualified) == "lightning" and not made
@@ -284,10 +284,10 @@ def _parameter(a: Analysis, name: ast.Name, flags: dict[str, tuple[int, str]], k
 
 
 def _count(value: object, nodes: bool) -> int | str | None:
-    """A node count (a positive int) or a device count (``_devices``: a count, a list of ids, "auto")."""
+    """A node count (a positive int) or a device count (``devices_of``: a count, a list of ids, "auto")."""
     if nodes:
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-    return _devices(value)
+    return devices_of(value)
 
 
 def _said(key: str) -> str:
@@ -337,10 +337,10 @@ def _flags(a: Analysis) -> dict[str, tuple[int, str]]:
         list(a.helper_quals)  # reads the helpers the file's calls reach
         trees += [m.tree for _, m in a.project.helpers()]
     found: dict[str, tuple[int, str]] = {}
-    aliases = _aliases(a.module.tree)
+    aliases = import_aliases(a.module.tree)
     for node in a.module.nodes:
         if isinstance(node, ast.Call):
-            found.update(_PACKAGE_PARSERS.get(_qualified(node.func, aliases) or "", {}))
+            found.update(_PACKAGE_PARSERS.get(qualified_name(node.func, aliases) or "", {}))
     for tree in trees:
         for name, (default, option) in declared_layout_flags(tree).items():
             found.setdefault(name, (default, option))
