@@ -53,7 +53,9 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "doctor/catalog.py": "the catalog's severity policy: tests/doctor/test_doctor_project.py",
     "doctor/check.py": "tests/doctor/test_doctor.py",
     "doctor/findings.py": "tests/doctor/test_doctor.py",
+    "doctor/frameworknames.py": "the names each framework is read by: tests/doctor/test_frameworks.py",
     "doctor/gate.py": "the doctor in front of a launch: tests/doctor/test_doctor_launch.py, test_doctor_ignore.py",
+    "doctor/hydratargets.py": "a Hydra app's YAML and structured configs: tests/doctor/test_frameworks.py",
     "doctor/launchstyle.py": ("the finding a style answers, the per-node refusal of a constant master: "
                               "tests/launchstyles/test_launchstyle.py"),
     "doctor/metric_values.py": "the doctor's corpus: tests/doctor/test_doctor.py",
@@ -90,7 +92,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
                           "tests/runtime/test_runtime_datasets.py"),
     "runtime/banner.py": ("the start-up lines and the resume line: tests/runtime/test_runtime_datasets.py, "
                           "tests/runtime/test_periodic.py, tests/local/test_runner.py"),
-    "runtime/identity.py": "checkpoints of another job: tests/records/test_resumecheck_damaged.py, test_resumecheck.py",
     "runtime/imports.py": "the CLI's start-up imports: tests/records/test_startup.py",
     "runtime/measures.py": "tests/runtime/test_runtime_sources.py, tests/runtime/test_runtime_loop.py",
     "runtime/progress.py": "tests/runtime/test_runtime_sources.py",
