@@ -84,11 +84,12 @@ def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_al
             new, why = None, f"{exc}: change it by hand (the fix line says how)"
         else:
             why = _NO_FIX
-        if new is None or new.code == result.text or not _fixes(new.code, check, finding.code, now):
+        code = new.code if new is not None else None  # libcst writes the whole module out at each .code: once
+        if code is None or code == result.text or not _fixes(code, check, finding.code, now):
             tried.add(key)  # not tried again (nor a finding of the same code on a line that reads the same)
             result.left.append((finding, why))
             continue
-        result.text = new.code
+        result.text = code
         result.fixed.append(finding)
         if original.get(key):
             original[key].pop(0)

@@ -2,13 +2,12 @@
 statements put before or after another, and the names a fix writes (``dist``, ``os``).
 
 The module is read once with positions and parents (:class:`Source`); a fixer finds its nodes there and
-returns a new module (``Module.deep_replace``), which keeps every other byte of the file as it was."""
+returns a new module (:func:`replace_node`), which keeps every other byte of the file as it was."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, cast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -112,12 +111,30 @@ def replace_in_block(src: Source, block: Block, body: Sequence[cst.BaseStatement
     """The module with ``block``'s statements replaced by ``body``."""
     if isinstance(block, cst.Module):
         return block.with_changes(body=list(body))
-    return replace_node(src.module, block, block.with_changes(body=list(body)))
+    return replace_node(src, block, block.with_changes(body=list(body)))
 
 
-def replace_node(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> cst.Module:
-    """``module`` with ``old`` (a node of it, by identity) replaced by ``new``."""
-    return cst.ensure_type(module.deep_replace(old, cast(Any, new)), cst.Module)
+def replace_node(src: Source, old: cst.CSTNode, new: cst.CSTNode) -> cst.Module:
+    """``src.module`` with ``old`` (a node of it, by identity) replaced by ``new``: only the nodes from ``old``'s
+    parent up to the module are rebuilt (``Module.deep_replace`` would rebuild every node of the file)."""
+    child, replacement = old, new
+    parent = src.parent(child)
+    while parent is not None:
+        replacement = _with_child(parent, child, replacement)
+        child, parent = parent, src.parent(parent)
+    assert child is src.module, "the node replaced is not in the module"
+    return cst.ensure_type(replacement, cst.Module)
+
+
+def _with_child(parent: cst.CSTNode, old: cst.CSTNode, new: cst.CSTNode) -> cst.CSTNode:
+    """``parent`` with its child ``old`` (by identity, a field's value or an item of one) replaced by ``new``."""
+    for field in dataclasses.fields(parent):
+        value = getattr(parent, field.name)
+        if value is old:
+            return parent.with_changes(**{field.name: new})
+        if isinstance(value, list | tuple) and any(item is old for item in value):
+            return parent.with_changes(**{field.name: type(value)(new if item is old else item for item in value)})
+    raise AssertionError(f"{type(old).__name__} is not a child of {type(parent).__name__}")
 
 
 def insert(src: Source, anchor: Statement, new: Sequence[Statement], after: bool = False) -> cst.Module:

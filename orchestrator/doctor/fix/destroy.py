@@ -41,7 +41,7 @@ def fix(src: Source, finding: Finding) -> cst.Module | None:
     body = list(moved.body.body)
     at = len(body) - 1 if body and _returns(body[-1]) else len(body)
     body.insert(at, statement(f"{destroy}\n"))
-    return replace_node(again.module, moved.body, moved.body.with_changes(body=body))
+    return replace_node(again, moved.body, moved.body.with_changes(body=body))
 
 
 def _same(src: Source, name: str, line: int) -> cst.FunctionDef | None:

@@ -23,4 +23,4 @@ def fix(src: Source, finding: Finding) -> cst.Module | None:
         added = added.with_changes(comma=args[-1].comma)
         args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
     new = call.with_changes(args=[*args, added])
-    return replace_node(src.module, call, new)
+    return replace_node(src, call, new)
