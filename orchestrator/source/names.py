@@ -116,6 +116,9 @@ class Module:
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
         self.aliases: dict[str, str] = {}
+        # every absolute import of a name, in the file's order (``aliases`` keeps the last): a name imported in
+        # several branches (``if task == "glue": from tasks.glue.get_trainer import get_trainer``, ``elif ...``)
+        self.imports: dict[str, list[str]] = {}
         self.functions: dict[str, FunctionNode] = {}
         # a bare name's call is the module's own function before a method of the same name (``save_model(...)``)
         self.top_functions = {n.name: n for n in tree.body if isinstance(n, FunctionNode)}
@@ -145,13 +148,13 @@ class Module:
             if isinstance(child, ast.Import):
                 for alias in child.names:
                     if alias.asname:
-                        self.aliases[alias.asname] = alias.name
+                        self._imported(alias.asname, alias.name)
                     else:
                         head = alias.name.split(".")[0]
-                        self.aliases[head] = head
+                        self._imported(head, head)
             elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
                 for alias in child.names:
-                    self.aliases[alias.asname or alias.name] = f"{child.module}.{alias.name}"
+                    self._imported(alias.asname or alias.name, f"{child.module}.{alias.name}")
             elif isinstance(child, ast.Assign):
                 for target in child.targets:
                     self._record_target(scope, target, child.lineno, child.value)
@@ -165,6 +168,10 @@ class Module:
             elif isinstance(child, ast.withitem) and child.optional_vars is not None:
                 self._record_target(scope, child.optional_vars, child.context_expr.lineno, None)
             self._collect(child, scope)
+
+    def _imported(self, name: str, qual: str) -> None:
+        self.aliases[name] = qual
+        self.imports.setdefault(name, []).append(qual)
 
     def _record_target(self, scope: Scope, target: ast.expr, line: int, value: ast.expr | None) -> None:
         if isinstance(target, ast.Tuple | ast.List):

@@ -66,6 +66,7 @@ class Project:
         self._named: dict[Path, str] = {}  # a module's dotted name, as first found
         self.files_read = 0
         _add_relative_aliases(module, tree, self.package)
+        self._settle(module)
         self.module = module
 
     # -- files --------------------------------------------------------------------------------------
@@ -116,6 +117,7 @@ class Project:
                 tree = parse_source(source, str(path))
                 module = Module(tree)
                 _add_relative_aliases(module, tree, package)
+                self._settle(module)
                 if len(_PARSED) >= _PARSED_MAX:
                     _PARSED.pop(next(iter(_PARSED)))
                 _PARSED[key] = module
@@ -123,6 +125,21 @@ class Project:
             raise _Unreadable(str(path)) from None
         self._modules[path] = module
         return module
+
+    def _settle(self, module: Module) -> None:
+        """A name imported in several branches is bound by its last import (``aliases``); when that module is not in
+        the project (``tasks.qa.get_trainer`` of a repository that ships only ``tasks/superglue``) and an earlier
+        one is, the earlier one is the import the script can run, and the one its calls are followed into."""
+        for name, quals in module.imports.items():
+            current = module.aliases.get(name)
+            if len(set(quals)) < 2 or current != quals[-1] or self._local(current):
+                continue
+            usable = next((qual for qual in quals if self._local(qual)), None)
+            if usable is not None:
+                module.aliases[name] = usable
+
+    def _local(self, qual: str) -> bool:
+        return self.find(qual) is not None or self.split(qual) is not None
 
     def _package(self, path: Path) -> str | None:
         """The package ``path``'s relative imports start from: the folders with ``__init__.py`` above it, or, when
