@@ -14,7 +14,7 @@ import ast
 from collections.abc import Callable
 from typing import Literal
 
-from orchestrator.doctor.frameworks import QUALIFIED
+from orchestrator.doctor.frameworknames import QUALIFIED
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name

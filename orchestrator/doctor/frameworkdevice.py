@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from orchestrator.doctor.analysis import Analysis
-from orchestrator.doctor.frameworks import QUALIFIED
+from orchestrator.doctor.frameworknames import QUALIFIED
 from orchestrator.source.analysis import FRAMEWORK_SETUP
 from orchestrator.source.names import last_name
 

@@ -1,20 +1,21 @@
 """Which training frameworks a script is written with (``orchestrator.spec.framework``), read from its source.
 
 The script is never imported: its imports give each name its module (``import lightning as L`` makes
-``L.Trainer`` ``lightning.Trainer``), and a call or decorator of one of :data:`QUALIFIED`'s names shows the
-framework. For Lightning's ``Trainer(...)`` and ``Fabric(...)`` the literal layout arguments are kept
-(``devices``, ``num_nodes``, ``strategy``, ``accelerator``; left out: the framework's default); an
-argument that is not a literal, and any call with ``*args``/``**kwargs``, is not judged.
+``L.Trainer`` ``lightning.Trainer``), and a call or decorator of one of the names of
+``frameworknames.QUALIFIED`` shows the framework (a Hydra app's configs: ``hydratargets.py``). For Lightning's
+``Trainer(...)`` and ``Fabric(...)`` the literal layout arguments are kept (``devices``, ``num_nodes``,
+``strategy``, ``accelerator``; left out: the framework's default); an argument that is not a literal, and any
+call with ``*args``/``**kwargs``, is not judged.
 """
 
 from __future__ import annotations
 
 import ast
-import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.doctor.frameworknames import FRAMEWORK_ROOTS, LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
+from orchestrator.doctor.hydratargets import config_folders, hydra_targets, instantiates, structured_targets
 from orchestrator.source.walk import walk
 from orchestrator.spec.framework import Framework, Layout
 from orchestrator.spec.pysource import quote_line
@@ -22,26 +23,6 @@ from orchestrator.spec.pysource import quote_line
 if TYPE_CHECKING:
     from orchestrator.spec.script import ScriptTarget
 
-_LIGHTNING = ("lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer",
-              "lightning.pytorch.trainer.trainer.Trainer", "pytorch_lightning.Trainer",
-              "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer")
-_FABRIC = ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric", "lightning.fabric.fabric.Fabric")
-# Lightning's command line: it builds the Trainer from a config file and flags (its layout is not in the call)
-LIGHTNING_CLI = tuple(f"{m}.LightningCLI" for m in ("lightning.pytorch.cli", "pytorch_lightning.cli",
-                                                      "pytorch_lightning.utilities.cli", "lightning.pytorch"))
-# qualified name (called or used as a decorator) -> the framework it shows
-QUALIFIED: dict[str, str] = {
-    **dict.fromkeys(_LIGHTNING, "lightning"), **dict.fromkeys(_FABRIC, "fabric"),
-    **dict.fromkeys(LIGHTNING_CLI, "lightning"),
-    "accelerate.Accelerator": "accelerate",
-    "transformers.Trainer": "hf-trainer", "transformers.Seq2SeqTrainer": "hf-trainer",
-    "transformers.trainer.Trainer": "hf-trainer", "transformers.trainer_seq2seq.Seq2SeqTrainer": "hf-trainer",
-    # TRL's trainers are transformers.Trainer subclasses: the same launch and environment
-    **{f"trl.{t}Trainer": "hf-trainer" for t in ("SFT", "DPO", "Reward", "ORPO", "KTO", "CPO", "GRPO", "GKD", "BCO",
-                                                  "PRM", "OnlineDPO", "IterativeSFT")},
-    "hydra.main": "hydra",
-    "torch.distributed.elastic.multiprocessing.errors.record": "torchelastic",
-}
 LAYOUT_ARGS = ("devices", "num_nodes", "strategy", "accelerator")
 
 
@@ -59,89 +40,15 @@ def read_frameworks(path: Path) -> list[Framework]:
             seen = found.get(framework.name)
             found[framework.name] = framework if seen is None else seen.model_copy(
                 update={"layouts": [*seen.layouts, *framework.layouts]})
-    if any(_instantiates(source.tree) for source in sources):
-        for folder in _config_folders(path, [(source.path, source.tree) for source in sources]):
+    if any(instantiates(source.tree) for source in sources):
+        for folder in config_folders(path, [(source.path, source.tree) for source in sources]):
             for framework in hydra_targets(folder, shown_from=path.parent):
                 found.setdefault(framework.name, framework)
+        for framework in structured_targets(sources):
+            found.setdefault(framework.name, framework)
     if "hf-trainer" in found and "accelerate" in found and not any(_drives(source.tree, own) for source in sources):
         del found["accelerate"]  # an Accelerator beside a Trainer that only reads its state: the Trainer's own
     return list(found.values())
-
-
-_TARGET = re.compile(r"^\s*_target_:\s*['\"]?([\w.]+)", re.MULTILINE)
-_MAX_CONFIGS = 300  # YAML files read under the script's folder
-_MAX_CONFIG_BYTES = 200_000
-
-
-def _instantiates(tree: ast.Module) -> bool:
-    """The file calls Hydra's ``instantiate`` (``hydra.utils.instantiate(config.trainer)``)."""
-    aliases = import_aliases(tree)
-    return any(isinstance(n, ast.Call) and (qualified_name(n.func, aliases) or "").startswith("hydra.utils.instantiate")
-               for n in walk(tree))
-
-
-def _configs(folder: Path, depth: int = 4) -> list[Path]:
-    """The YAML files under ``folder`` (at most ``_MAX_CONFIGS``, ``depth`` folders down, hidden ones skipped)."""
-    found: list[Path] = []
-    for root, dirs, files in os.walk(folder):
-        here = Path(root)
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")) and d != "node_modules"
-                         and len(here.relative_to(folder).parts) < depth)
-        found += [here / f for f in sorted(files) if f.endswith((".yaml", ".yml"))]
-        if len(found) >= _MAX_CONFIGS:
-            break
-    return found[:_MAX_CONFIGS]
-
-
-_CONFIG_DIRS = {"hydra.main": "config_path", "hydra.initialize": "config_path",
-                "hydra.initialize_config_dir": "config_dir"}  # Hydra's call -> its argument naming the configs' folder
-
-
-def _config_folders(path: Path, trees: list[tuple[Path, ast.Module]]) -> list[Path]:
-    """Where the script's Hydra configs are: its folder, and each folder a file names in ``@hydra.main(config_path=
-    "../configs")`` (relative to that file, as Hydra reads it) or ``hydra.initialize(config_path=...)`` that is not
-    inside the script's folder (read already); a folder built from a root the script computes (``str(ROOT / "conf")``)
-    by its literal parts, from the file's folder or one of the two above it."""
-    from orchestrator.source.hydraconfig import named_folder  # with the reading, as project_files
-
-    folders = [path.parent.resolve()]
-    for file, tree in trees:
-        aliases = import_aliases(tree)
-        for node in walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            keyword = _CONFIG_DIRS.get(qualified_name(node.func, aliases) or "")
-            folder = named_folder(file.parent, node, keyword) if keyword else None
-            if folder is not None and not any(folder.is_relative_to(seen) for seen in folders):
-                folders.append(folder)
-    return folders
-
-
-def hydra_targets(folder: Path, shown_from: Path | None = None) -> list[Framework]:
-    """The frameworks a Hydra config under ``folder`` builds with ``_target_: lightning.Trainer``: a script that
-    calls ``hydra.utils.instantiate`` makes its Trainer from such a file (its layout, in YAML, is not judged). Each
-    file is named from ``shown_from`` (the script's folder; default ``folder``)."""
-    found: dict[str, Framework] = {}
-    for config in _configs(folder):
-        try:
-            if config.stat().st_size > _MAX_CONFIG_BYTES:
-                continue
-            text = config.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for match in _TARGET.finditer(text):
-            framework = QUALIFIED.get(match.group(1))
-            if framework is not None and framework not in found:
-                line = text.count("\n", 0, match.start(1)) + 1
-                found[framework] = Framework(name=framework,  # type: ignore[arg-type]
-                                             why=f"{_relative(config, shown_from or folder)}:{line}: "
-                                                 f"_target_: {match.group(1)}")
-    return list(found.values())
-
-
-def _relative(path: Path, start: Path) -> str:
-    """``path`` from ``start`` (``../configs/trainer/default.yaml``)."""
-    return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
 
 
 def frameworks_of(tree: ast.Module, lines: list[str], name: str,
@@ -213,9 +120,6 @@ def _subclasses(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
     return out
 
 
-_FRAMEWORK_ROOTS = frozenset(name.split(".")[0] for name in QUALIFIED)
-
-
 def project_subclasses(trees: list[ast.Module]) -> dict[str, str]:
     """The classes the project's files build on a framework's, by name (``class LLaVATrainer(Trainer)`` in
     ``llava_trainer.py``, and a class built on that one in another file): calling one where it is imported shows
@@ -260,7 +164,7 @@ def _copied(node: ast.ClassDef, aliases: dict[str, str]) -> str | None:
 def _own_class(qualified: str, own: dict[str, str]) -> str | None:
     """The framework of the project's class ``qualified`` names (``llava.train.llava_trainer.LLaVATrainer``), not
     of a framework's own class that has the same name."""
-    if not qualified or qualified.split(".")[0] in _FRAMEWORK_ROOTS:
+    if not qualified or qualified.split(".")[0] in FRAMEWORK_ROOTS:
         return None
     return own.get(qualified.rsplit(".", 1)[-1])
 
@@ -313,32 +217,6 @@ def script_frameworks(target: ScriptTarget) -> list[Framework]:
 
     path = Path(target.target) if target.kind == "script" else find_module(target.target, [Path(target.cwd)])
     return read_frameworks(path) if path is not None else []
-
-
-def import_aliases(tree: ast.Module) -> dict[str, str]:
-    """Each imported name -> its module path (``L`` -> ``lightning``, ``Trainer`` -> ``lightning.Trainer``)."""
-    names: dict[str, str] = {}
-    for node in walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    names[alias.asname] = alias.name
-                else:
-                    head = alias.name.split(".")[0]
-                    names[head] = head
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return names
-
-
-def qualified_name(node: ast.expr, aliases: dict[str, str]) -> str | None:
-    if isinstance(node, ast.Name):
-        return aliases.get(node.id)
-    if isinstance(node, ast.Attribute):
-        head = qualified_name(node.value, aliases)
-        return f"{head}.{node.attr}" if head else None
-    return None
 
 
 def _uses(tree: ast.Module) -> list[ast.Call | ast.Name | ast.Attribute]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.doctor.frameworks import QUALIFIED, import_aliases, qualified_name
+from orchestrator.doctor.frameworknames import QUALIFIED, import_aliases, qualified_name
 from orchestrator.source.argflags import declared_flags
 from orchestrator.source.names import Module
 from orchestrator.source.walk import walk

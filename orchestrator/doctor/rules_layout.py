@@ -30,7 +30,8 @@ from pathlib import Path
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.frameworks import LIGHTNING_CLI, QUALIFIED, devices_of, import_aliases, qualified_name
+from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
+from orchestrator.doctor.frameworks import devices_of
 from orchestrator.doctor.layoutconfig import cli_trainer, configured_trainer, key_line, read_config, shown
 from orchestrator.doctor.layoutflags import declared_layout_flags, spread_flags
 from orchestrator.launchstyles.installed import SPAWNERS

@@ -98,6 +98,38 @@ def test_a_trainer_hydra_instantiates_from_a_config(tmp_path: Path) -> None:
     assert "lightning" not in {f.name for f in read_frameworks(script)}
 
 
+STRUCTURED = """from dataclasses import dataclass, field
+
+
+@dataclass
+class TrainerConf:
+    _target_: str = "pytorch_lightning.trainer.Trainer"
+    devices: int = 1
+
+
+@dataclass
+class Config:
+    trainer: TrainerConf = field(default_factory=TrainerConf)
+"""
+
+
+@pytest.mark.parametrize(("builds", "shown"), [
+    # the Trainer comes from a structured config (a dataclass in the project, stored in Hydra's ConfigStore)
+    ("    trainer = hydra.utils.instantiate(config.trainer)\n    trainer.fit(None)\n", True),
+    # the same config read for its values only: nothing is built from it
+    ("    print(config.trainer.devices)\n", False),
+])
+def test_a_trainer_hydra_instantiates_from_a_structured_config(tmp_path: Path, builds: str, shown: bool) -> None:
+    (tmp_path / "conf.py").write_text(STRUCTURED)
+    script = tmp_path / "train.py"
+    script.write_text("import hydra\nfrom hydra.core.config_store import ConfigStore\n\nfrom conf import Config\n\n"
+                      "ConfigStore.instance().store(name='config', node=Config)\n\n\n"
+                      "@hydra.main(config_path=None, config_name='config')\ndef main(config):\n" + builds)
+    found = {f.name: f.why for f in read_frameworks(script)}
+    assert found.get("lightning") == ('conf.py:6: _target_: str = "pytorch_lightning.trainer.Trainer"' if shown
+                                      else None)
+
+
 def _project(tmp_path: Path, files: dict[str, str]) -> list[str]:
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

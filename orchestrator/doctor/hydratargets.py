@@ -1,0 +1,125 @@
+"""Frameworks a Hydra app builds from its configs (``hydra.utils.instantiate(cfg.trainer)``): the classes the
+configs' ``_target_`` names, in the YAML files under the script's folder and the folders its ``@hydra.main``
+names, and in the project's structured configs (a dataclass field ``_target_: str = "pytorch_lightning.Trainer"``).
+Their layout, in the config, is not judged here."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.doctor.frameworknames import QUALIFIED, import_aliases, qualified_name
+from orchestrator.source.walk import walk
+from orchestrator.spec.framework import Framework
+
+if TYPE_CHECKING:
+    from orchestrator.source.projectfiles import SourceFile
+
+_TARGET = re.compile(r"^\s*_target_:\s*['\"]?([\w.]+)", re.MULTILINE)
+_MAX_CONFIGS = 300  # YAML files read under the script's folder
+_MAX_CONFIG_BYTES = 200_000
+
+
+def instantiates(tree: ast.Module) -> bool:
+    """The file calls Hydra's ``instantiate`` (``hydra.utils.instantiate(config.trainer)``)."""
+    aliases = import_aliases(tree)
+    return any(isinstance(n, ast.Call) and (qualified_name(n.func, aliases) or "").startswith("hydra.utils.instantiate")
+               for n in walk(tree))
+
+
+def _configs(folder: Path, depth: int = 4) -> list[Path]:
+    """The YAML files under ``folder`` (at most ``_MAX_CONFIGS``, ``depth`` folders down, hidden ones skipped)."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        here = Path(root)
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")) and d != "node_modules"
+                         and len(here.relative_to(folder).parts) < depth)
+        found += [here / f for f in sorted(files) if f.endswith((".yaml", ".yml"))]
+        if len(found) >= _MAX_CONFIGS:
+            break
+    return found[:_MAX_CONFIGS]
+
+
+_CONFIG_DIRS = {"hydra.main": "config_path", "hydra.initialize": "config_path",
+                "hydra.initialize_config_dir": "config_dir"}  # Hydra's call -> its argument naming the configs' folder
+
+
+def config_folders(path: Path, trees: list[tuple[Path, ast.Module]]) -> list[Path]:
+    """Where the script's Hydra configs are: its folder, and each folder a file names in ``@hydra.main(config_path=
+    "../configs")`` (relative to that file, as Hydra reads it) or ``hydra.initialize(config_path=...)`` that is not
+    inside the script's folder (read already); a folder built from a root the script computes (``str(ROOT / "conf")``)
+    by its literal parts, from the file's folder or one of the two above it."""
+    from orchestrator.source.hydraconfig import named_folder  # with the reading, as project_files
+
+    folders = [path.parent.resolve()]
+    for file, tree in trees:
+        aliases = import_aliases(tree)
+        for node in walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            keyword = _CONFIG_DIRS.get(qualified_name(node.func, aliases) or "")
+            folder = named_folder(file.parent, node, keyword) if keyword else None
+            if folder is not None and not any(folder.is_relative_to(seen) for seen in folders):
+                folders.append(folder)
+    return folders
+
+
+def hydra_targets(folder: Path, shown_from: Path | None = None) -> list[Framework]:
+    """The frameworks a Hydra config under ``folder`` builds with ``_target_: lightning.Trainer``: a script that
+    calls ``hydra.utils.instantiate`` makes its Trainer from such a file (its layout, in YAML, is not judged). Each
+    file is named from ``shown_from`` (the script's folder; default ``folder``)."""
+    found: dict[str, Framework] = {}
+    for config in _configs(folder):
+        try:
+            if config.stat().st_size > _MAX_CONFIG_BYTES:
+                continue
+            text = config.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for match in _TARGET.finditer(text):
+            framework = QUALIFIED.get(match.group(1))
+            if framework is not None and framework not in found:
+                line = text.count("\n", 0, match.start(1)) + 1
+                found[framework] = Framework(name=framework,  # type: ignore[arg-type]
+                                             why=f"{_relative(config, shown_from or folder)}:{line}: "
+                                                 f"_target_: {match.group(1)}")
+    return list(found.values())
+
+
+def _relative(path: Path, start: Path) -> str:
+    """``path`` from ``start`` (``../configs/trainer/default.yaml``)."""
+    return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
+
+
+def structured_targets(sources: Sequence[SourceFile]) -> list[Framework]:
+    """The frameworks the project's structured configs build: a class field ``_target_: str =
+    "pytorch_lightning.trainer.Trainer"`` (deepspeech.pytorch's ``TrainerConf`` dataclass, stored in Hydra's
+    ConfigStore), the Python form of a YAML ``_target_:`` line; each with the file and line that names it."""
+    found: dict[str, Framework] = {}
+    for source in sources:
+        for node in walk(source.tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for stmt in node.body:
+                value = _target_value(stmt)
+                framework = QUALIFIED.get(value) if value is not None else None
+                if framework is not None and framework not in found:
+                    found[framework] = Framework(name=framework, why=source.quote(stmt.lineno))  # type: ignore[arg-type]
+    return list(found.values())
+
+
+def _target_value(stmt: ast.stmt) -> str | None:
+    """``X`` of ``_target_: str = "X"`` or ``_target_ = "X"``; None for any other statement."""
+    targets: list[ast.expr]
+    if isinstance(stmt, ast.AnnAssign):
+        targets, value = [stmt.target], stmt.value
+    elif isinstance(stmt, ast.Assign):
+        targets, value = list(stmt.targets), stmt.value
+    else:
+        return None
+    named = any(isinstance(t, ast.Name) and t.id == "_target_" for t in targets)
+    return value.value if named and isinstance(value, ast.Constant) and isinstance(value.value, str) else None
