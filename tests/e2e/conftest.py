@@ -186,6 +186,19 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
         _cluster_sh("down", env, 120)
 
 
+# The preemption tests' uninterrupted run: smoke on 2 nodes x 2 ranks, one CPU per task (so that it fits beside the
+# run the test preempts), about 0.5 s per epoch
+SMOKE_REFERENCE = ("--nodes", "2", "--gpus", "2", "--cpus-per-task", "1",
+                   "epochs=12", "samples=1024", "test_samples=0", "batch_size=8")
+
+
+@pytest.fixture(scope="session")
+def smoke_reference(slurm_cluster: SlurmCluster) -> tuple[str, Path]:
+    """One uninterrupted run of SMOKE_REFERENCE, submitted when a test first asks (job id, job folder): the CLI's and
+    the API's preemption tests both compare their resumed run's parameters with it, one reference run for both."""
+    return slurm_cluster.submit("smoke", *SMOKE_REFERENCE)
+
+
 @pytest.fixture
 def slurm_env(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmCluster:
     """The cluster, with SLURM_CONF set in this process too (for in-process API calls)."""

@@ -72,12 +72,13 @@ def test_api_cancel(slurm_env: SlurmCluster) -> None:
         handle.result(timeout=5)
 
 
-def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster) -> None:
+def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster, smoke_reference: tuple[str, Path]) -> None:
     """The API job's batch shell (orch's template) requeues it after the ranks checkpointed; the rerun
-    resumes exactly."""
+    resumes exactly: to the parameters of the same job run uninterrupted (conftest.SMOKE_REFERENCE, the run the CLI's
+    preemption test compares with too)."""
+    ref_id, ref_dir = smoke_reference
     params = {"epochs": 12, "samples": 1024, "test_samples": 0, "batch_size": 8, "cpus_per_task": 1}
     handle = api.submit("smoke", nodes=2, gpus=2, cluster=slurm_env.cluster_yaml, **params)
-    reference = api.submit("smoke", nodes=2, gpus=2, cluster=slurm_env.cluster_yaml, **params)
     metrics = handle.job_dir / "metrics.jsonl"
     deadline = time.monotonic() + 120
     while not (metrics.is_file() and metrics.read_text().strip()):
@@ -93,7 +94,8 @@ def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster) -> None:
     resumed = handle.result(timeout=240)
     log = handle.logs(0)
     assert "requeueing job" in handle.logs(None) and "resuming from checkpoint" in log  # batch log, rank 0's
-    assert resumed["param_digest"] == reference.result(timeout=240)["param_digest"], log
+    assert slurm_env.wait_done(ref_id, timeout=240, job_dir=ref_dir)["state"] == "COMPLETED"
+    assert resumed["param_digest"] == json.loads((ref_dir / "result.json").read_text())["param_digest"], log
 
 
 def test_api_refused_by_sbatch(slurm_env: SlurmCluster, tmp_path: Path) -> None:

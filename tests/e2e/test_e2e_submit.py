@@ -176,12 +176,12 @@ def test_kill_9_of_one_task_ends_the_job_and_names_the_rank(slurm_cluster: Slurm
     print(f"kill -9 of rank 2 -> {final['state']} after {took:.1f} s")
 
 
-def test_preemption_requeues_resumes_and_matches_an_uninterrupted_run(slurm_cluster: SlurmCluster) -> None:
-    params = ["epochs=12", "samples=1024", "test_samples=0", "batch_size=8"]  # about 0.5 s per epoch
-    # one CPU per task, so that the uninterrupted reference run fits beside it on the two nodes
-    shape = ["--nodes", "2", "--gpus", "2", "--cpus-per-task", "1"]
-    job_id, job_dir = slurm_cluster.submit("smoke", *shape, *params)
-    ref_id, ref_dir = slurm_cluster.submit("smoke", *shape, *params)
+def test_preemption_requeues_resumes_and_matches_an_uninterrupted_run(
+        slurm_cluster: SlurmCluster, smoke_reference: tuple[str, Path]) -> None:
+    from conftest import SMOKE_REFERENCE
+
+    ref_id, ref_dir = smoke_reference  # the same job uninterrupted (submitted first when no test has yet)
+    job_id, job_dir = slurm_cluster.submit("smoke", *SMOKE_REFERENCE)
     metrics = job_dir / "metrics.jsonl"
     deadline = time.monotonic() + 120
     while not (metrics.is_file() and metrics.read_text().strip()):  # mid-training: after the first epoch
