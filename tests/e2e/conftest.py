@@ -187,9 +187,10 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
 
 
 # The preemption tests' uninterrupted run: smoke on 2 nodes x 2 ranks, one CPU per task (so that it fits beside the
-# run the test preempts), about 0.5 s per epoch
+# run the test preempts), about 0.5 s per epoch; its parameters once, for the CLI's arguments and the API's keywords
+SMOKE_REFERENCE_PARAMS = {"epochs": 12, "samples": 1024, "test_samples": 0, "batch_size": 8}
 SMOKE_REFERENCE = ("--nodes", "2", "--gpus", "2", "--cpus-per-task", "1",
-                   "epochs=12", "samples=1024", "test_samples=0", "batch_size=8")
+                   *(f"{key}={value}" for key, value in SMOKE_REFERENCE_PARAMS.items()))
 
 
 @pytest.fixture(scope="session")

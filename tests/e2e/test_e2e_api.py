@@ -76,9 +76,11 @@ def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster, smoke_refe
     """The API job's batch shell (orch's template) requeues it after the ranks checkpointed; the rerun
     resumes exactly: to the parameters of the same job run uninterrupted (conftest.SMOKE_REFERENCE, the run the CLI's
     preemption test compares with too)."""
+    from conftest import SMOKE_REFERENCE_PARAMS
+
     ref_id, ref_dir = smoke_reference
-    params = {"epochs": 12, "samples": 1024, "test_samples": 0, "batch_size": 8, "cpus_per_task": 1}
-    handle = api.submit("smoke", nodes=2, gpus=2, cluster=slurm_env.cluster_yaml, **params)
+    handle = api.submit("smoke", nodes=2, gpus=2, cpus_per_task=1, cluster=slurm_env.cluster_yaml,
+                        **SMOKE_REFERENCE_PARAMS)
     metrics = handle.job_dir / "metrics.jsonl"
     deadline = time.monotonic() + 120
     while not (metrics.is_file() and metrics.read_text().strip()):
