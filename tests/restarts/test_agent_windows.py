@@ -233,8 +233,8 @@ def test_an_agent_leaves_once_every_ranks_agent_ended_or_the_wait_is_over(tmp_pa
     store = DictStore()
     host = make_agent(tmp_path, store, rank=0)
     later = threading.Timer(0.3, lambda: store.set(proto.ended(1), "1"))  # rank 1's agent ends a moment later
+    began = time.monotonic()  # before the timer starts: the 0.3 s are counted from here
     later.start()
-    began = time.monotonic()
     host.exit_barrier(5.0)
     assert 0.3 <= time.monotonic() - began < 5.0 and store.check([proto.ended(0)])
     later.join()
