@@ -1,0 +1,1 @@
+from ops_tdn.basic_ops import *
