@@ -289,6 +289,10 @@ def test_launch_verdict_rule() -> None:
 # 7d4b3fe at 19:39 UTC, after the tuning on set 17): default output precision 0.00 (0 of 1: a false DDP015), recall 0.00
 # (0 of 21; over pitfalls with a catalog code 0 of 15), no error finding; --shown nothing printed; --all 0.40 (2 of 5),
 # 0.10 (2 of 21); launch right or refused 10 of 15 (style 14, framework 11, 2-node verdict 14).
+# Set 19 (21 scripts from 21 repositories, judged by three judges, truth committed 07:08 UTC on 2026-12-01, measured on
+# commit ffeb860 at 07:09-07:11 UTC, after the tuning on set 18): default output precision 0.68 (13 of 19), recall 0.23
+# (13 of 57; over pitfalls with a catalog code 0.32, 13 of 41), no error finding; --shown 0.76 (13 of 17); --all 0.64
+# (16 of 25), 0.28 (16 of 57); launch right or refused 17 of 21 (style 19, framework 20, 2-node verdict 18).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -300,6 +304,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (16, 26, 0.39, 0.21, False),
     (17, 24, 0.25, 0.19, True),
     (18, 15, 0.0, 0.0, True),
+    (19, 21, 0.68, 0.22, True),
 ]
 
 
