@@ -10,7 +10,8 @@ import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+
+from orchestrator.doctor.fix.startlines import start_lines
 
 Block = cst.Module | cst.IndentedBlock
 Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
@@ -20,17 +21,16 @@ class Source:
     """A parsed module with each node's start line and parent."""
 
     def __init__(self, module: cst.Module, *, parsed: bool = False) -> None:
-        # a module just parsed holds each node once: libcst's copy (which makes sure of that) is not needed
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=parsed)
-        self.module = wrapper.module
-        self.positions = wrapper.resolve(PositionProvider)
+        # a module just parsed holds each node once; another is copied first, as libcst's MetadataWrapper does
+        self.module = module if parsed else module.deep_clone()
+        self.starts = start_lines(self.module)
         self.parents = _parents(self.module)
 
     def line(self, node: cst.CSTNode) -> int:
-        return self.positions[node].start.line
+        return self.starts[node]
 
     def nodes(self, kind: type[cst.CSTNode] = cst.CSTNode) -> list[cst.CSTNode]:
-        return [node for node in self.positions if isinstance(node, kind)]
+        return [node for node in self.starts if isinstance(node, kind)]
 
     def calls_at(self, line: int, name: Callable[[str], bool]) -> list[cst.Call]:
         """The calls starting on ``line`` whose callee's last name satisfies ``name``."""
@@ -86,9 +86,15 @@ def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
     return found
 
 
+_FIELDS: dict[type[cst.CSTNode], tuple[str, ...]] = {}  # a node class's field names (dataclasses.fields, once a class)
+
+
 def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for field in dataclasses.fields(node):
-        value = getattr(node, field.name)
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(field.name for field in dataclasses.fields(node))
+    for name in names:
+        value = getattr(node, name)
         if isinstance(value, cst.CSTNode):
             yield value
         elif isinstance(value, list | tuple):
