@@ -220,7 +220,7 @@ def test_orch_run_fault_on_rank_0(fault: str, says: str, tmp_path: Path) -> None
     cluster.write_text(
         "name: dying\npartitions:\n  - {name: cpu, nodes: 'n[1-2]', gpus_per_node: 0, cpus_per_node: 2, "
         f"mem_per_node: 4G}}\nlauncher: {{init_timeout: {TIMEOUT}, collective_timeout: {TIMEOUT}, "
-        f"job_root: '{root}'}}\n",
+        f"checkpoint_write: sync, job_root: '{root}'}}\n",  # epoch 1's checkpoint on disk before the fault (job_folder)
         encoding="utf-8",
     )
     params = {**PARAMS, "fault": fault, "fault_rank": 0}
