@@ -7,7 +7,8 @@ of the children it waited for, ``getrusage``, and the CPU-seconds the whole mach
 ``/proc/stat``: the one measure that sees a Slurm job's ranks, which are nobody's children; it is right only while
 nothing else runs)::
 
-    ORCH_SUITE_CPU=/tmp/first.tsv PYTHONPATH=bench .venv/bin/python -m pytest -p suite_cpu --ignore=tests/e2e -n 2
+    ORCH_SUITE_CPU=/tmp/first.tsv PYTHONPATH="$PWD/bench" .venv/bin/python -m pytest -p suite_cpu \
+        --ignore=tests/e2e -n 2
 
 Then ``python bench/suite_cpu.py /tmp/first.tsv [--machine] [--top N]`` prints the totals by folder, file and test
 function (parameters folded together); ``--machine`` ranks by the machine's CPU instead of the process's.
