@@ -108,7 +108,7 @@ def _imported_flags(analysis: Analysis, imported: list[SourceFile]) -> list[Flag
         if str(source.path) not in direct:
             continue
         reading = Analysis(source.tree, str(source.path), outer=analysis)
-        out += [d for d in declarations(reading) if not _in_function(reading, d.node)]
+        out += [d for d in declarations(reading, packages=True) if not _in_function(reading, d.node)]
     return out
 
 
@@ -192,7 +192,7 @@ def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list
     rank (``spawnrank.py``) returned."""
     found = spawns(reading)
     found_spawns += found + installed_spawns(reading)  # an installed spawner's ranks are its own (never DDP016)
-    found_flags += declarations(reading)
+    found_flags += declarations(reading, packages=True)
     inits = [index_as_rank(reading, spawn.node) for spawn in found if spawn.strategy is None]
     return [(file, init.lineno, ast.unparse(init)[:80]) for file, init in (i for i in inits if i is not None)]
 

@@ -14,11 +14,13 @@ import re
 from dataclasses import dataclass, field
 
 from orchestrator.source.analysis import Analysis
+from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.walk import walk
 from orchestrator.spec.launch import LOCAL_RANK_FLAGS
 
 _FLAGS = frozenset(LOCAL_RANK_FLAGS)
 _VERSION = re.compile(r"version|VERSION|__version__")
+_MAX_SCANNED = 400  # .py files of the project's packages searched for a read of the flag's value
 
 
 @dataclass(frozen=True)
@@ -33,16 +35,18 @@ class FlagDeclaration:
     node: ast.Call = field(compare=False, repr=False)
 
 
-def declarations(a: Analysis) -> list[FlagDeclaration]:
+def declarations(a: Analysis, *, packages: bool = False) -> list[FlagDeclaration]:
     """The declarations of the flag in ``a``'s file that decide the local rank: none when the project (the
     script and the project modules it calls, as read) never reads the flag's value or reads ``LOCAL_RANK`` from
-    the environment anywhere; a declaration only for old torch versions does not count."""
+    the environment anywhere; a declaration only for old torch versions does not count. ``packages``: a read of
+    the value in another module of the project's own packages counts too (``_read_in_packages``)."""
     sites = [node for node in a.module.nodes if isinstance(node, ast.Call) and _declares_flag(node)]
     if not sites:
         return []
     trees = _project_trees(a)
-    if not _flag_used(trees) or any(_env_use(node, tree) for tree in trees for node in walk(tree)
-                                    if isinstance(node, ast.Constant) and node.value == "LOCAL_RANK"):
+    if any(_reads_local_rank(tree) for tree in trees):
+        return []
+    if not _flag_used(trees) and not (packages and _read_in_packages(a.outer if a.outer is not None else a)):
         return []
     out: list[FlagDeclaration] = []
     for call in sites:
@@ -97,6 +101,35 @@ def _flag_used(trees: list[ast.Module]) -> bool:
                     node.slice.value == "local_rank") and isinstance(node.ctx, ast.Load):
                 return True
     return False
+
+
+def _reads_local_rank(tree: ast.AST) -> bool:
+    """``LOCAL_RANK`` read from the environment somewhere in ``tree``."""
+    return any(_env_use(node, tree) for node in walk(tree)
+               if isinstance(node, ast.Constant) and node.value == "LOCAL_RANK")
+
+
+def _read_in_packages(root: Analysis) -> bool:
+    """The flag's value read in a module of the project's own packages that no call of the script reached, and
+    ``LOCAL_RANK`` read from the environment in none of them: the trainer a registry imports by its name
+    (Pythia's ``importlib.import_module("pythia.trainers." + name)``, then ``training_parameters.local_rank``)."""
+    project = root.project
+    if project is None:
+        return False
+    read = {path for path, _ in project.helpers()}
+    folders = sorted({f for path in read if (f := project.package_folder(path)) is not None})
+    files = [p for folder in folders for p in sorted(folder.rglob("*.py")) if p.resolve() not in read]
+    used = False
+    for path in files[:_MAX_SCANNED]:
+        try:
+            data = path.read_bytes() if path.stat().st_size <= MAX_BYTES else b""
+            tree = ast.parse(data) if b"local_rank" in data or b"LOCAL_RANK" in data else None
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if tree is not None and _reads_local_rank(tree):
+            return False
+        used = used or (tree is not None and _flag_used([tree]))
+    return used
 
 
 def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:

@@ -174,6 +174,12 @@ class Project:
         """The local modules read so far (those the script's calls reached), in reading order."""
         return [(path, module) for path, module in self._modules.items() if module is not None]
 
+    def package_folder(self, path: Path) -> Path | None:
+        """The folder of the top package of the local module at ``path`` (``pythia/`` for ``pythia.utils.flags``);
+        None for a module outside a package."""
+        parts = self._name_of(path).split(".")
+        return path.parents[len(parts) - 2] if len(parts) >= 2 and len(path.parents) >= len(parts) else None
+
     def reached(self, path: Path) -> frozenset[str]:
         """The functions, classes and methods of the module at ``path`` that the script's calls reached
         (``f``, ``Class``, ``Class.method``), as followed so far."""

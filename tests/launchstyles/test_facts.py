@@ -114,3 +114,32 @@ def test_a_layout_sized_from_slurms_tasks_per_node_is_written_for_slurm(tmp_path
     # the node count alone is any Slurm job's: the devices from the GPUs, the script is torchrun's
     script.write_text(script.read_text().replace(reading, "devices=8"), encoding="utf-8")
     assert detect(read(script)).style == "env"
+
+
+def test_a_local_rank_flag_whose_value_a_module_of_the_package_reads_is_the_scripts(tmp_path: Path) -> None:
+    """As in Pythia (MMF): the parser is built in the package, the trainer that reads the value is imported by name
+    from a registry, so no call of the script reaches it; a module of the package that reads ``LOCAL_RANK`` from the
+    environment instead makes the script torchrun's."""
+    package = tmp_path / "pkg"
+    (package / "trainers").mkdir(parents=True)
+    (package / "flags.py").write_text(
+        "import argparse\n\n\nclass Flags:\n    def get_parser(self):\n        parser = argparse.ArgumentParser()\n"
+        "        parser.add_argument('--local_rank', type=int, default=None)\n        return parser\n\n\n"
+        "flags = Flags()\n", encoding="utf-8")
+    trainer = package / "trainers" / "base.py"
+    trainer.write_text("import torch\n\n\nclass Trainer:\n    def __init__(self, config):\n"
+                       "        self.local_rank = config.local_rank\n        torch.cuda.set_device(self.local_rank)\n",
+                       encoding="utf-8")
+    (tmp_path / "tools").mkdir()
+    script = tmp_path / "tools" / "run.py"
+    script.write_text("import importlib\n\nfrom pkg.flags import flags\n\n\ndef run():\n"
+                      "    args = flags.get_parser().parse_args()\n"
+                      "    trainer = importlib.import_module('pkg.trainers.' + 'base').Trainer(args)\n\n\n"
+                      "if __name__ == '__main__':\n    run()\n", encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.why) == ("local-rank-arg", "flags.py:7: parser.add_argument('--local_rank', "
+                                                            "type=int, default=None)")
+    trainer.write_text(trainer.read_text(encoding="utf-8").replace(
+        "config.local_rank", "int(os.environ['LOCAL_RANK'])").replace("import torch", "import os\nimport torch"),
+        encoding="utf-8")
+    assert detect(read(script)).style == "env"
