@@ -20,9 +20,7 @@ when touching a lexer or parser; pin what it finds with ``@example``).
 from __future__ import annotations
 
 import copy
-import json
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -30,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import sharedruns
 import yaml
 from hypothesis import settings
 from support import (
@@ -184,29 +183,23 @@ def stubs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stubs:
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One finished local smoke run (2 epochs, checkpoints), made once; tests copy it."""
-    base = tmp_path_factory.mktemp("finished")
-    proc = orch("run", "smoke", "--nproc", "1", "--job-root", str(base / "jobs"), "samples=64", "test_samples=16",
-                "epochs=1", cwd=base)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (folder,) = (base / "jobs").iterdir()
-    assert (folder / "checkpoints" / "latest.pt").is_file()
-    return folder
+    """One finished local smoke run (1 epoch, checkpoints), made once per session (``sharedruns.once``); tests that
+    change it take ``job_copy``."""
+    def make(base: Path) -> Path:
+        proc = orch("run", "smoke", "--nproc", "1", "--job-root", str(base / "jobs"), "samples=64",
+                    "test_samples=16", "epochs=1", cwd=base)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        (folder,) = (base / "jobs").iterdir()
+        assert (folder / "checkpoints" / "latest.pt").is_file()
+        return folder
+    return sharedruns.once(tmp_path_factory, "finished-smoke-run", make)
 
 
 @pytest.fixture
 def job_copy(finished_run: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "jobs"
-    root.mkdir(mode=0o750)
-    folder = root / finished_run.name
-    shutil.copytree(finished_run, folder, symlinks=True)
-    cfg = json.loads((folder / "job.json").read_text())
-    cfg["job_dir"] = str(folder)
-    (folder / "job.json").write_text(json.dumps(cfg))
-    os.chmod(folder / "job.json", 0o640)
-    return folder
+    return sharedruns.copy_job(finished_run, tmp_path / "jobs")
 
 
 @pytest.fixture
