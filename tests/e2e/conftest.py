@@ -8,6 +8,7 @@ cluster.yaml whose ``launcher.job_root`` is a pytest temporary folder, so job fo
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -198,6 +199,56 @@ def smoke_reference(slurm_cluster: SlurmCluster) -> tuple[str, Path]:
     """One uninterrupted run of SMOKE_REFERENCE, submitted when a test first asks (job id, job folder): the CLI's and
     the API's preemption tests both compare their resumed run's parameters with it, one reference run for both."""
     return slurm_cluster.submit("smoke", *SMOKE_REFERENCE)
+
+
+@dataclass(frozen=True)
+class Preempted:
+    """The preempted run of SMOKE_REFERENCE, made once (``preempted_smoke``): its API handle, what
+    ``orch status --json`` and the handle's status said while it waited requeued, whether W&B tracking was on."""
+
+    handle: Any  # orchestrator.api.JobHandle
+    requeued: dict[str, Any]  # orch status --json: PENDING after the requeue
+    requeued_api: Any  # the handle's status() then (orchestrator.status.JobStatus)
+    tracked: bool  # --track wandb (offline), log_every=1: the tracking test reads its steps and W&B runs
+
+
+@pytest.fixture(scope="session")
+def preempted_smoke(slurm_cluster: SlurmCluster, smoke_reference: tuple[str, Path]) -> Preempted:
+    """SMOKE_REFERENCE submitted with ``orch submit``, preempted after its first epoch (``scancel --signal=USR2
+    --full``, as a preemption does: the batch shell and the steps) and requeued; its restart let through
+    (``StartTime=now+2``) and left to run. One job for the three tests that preempt this run and only read what came
+    of it: the CLI's (test_e2e_submit.py: orch status, the logs and metrics, the parameters against
+    ``smoke_reference``), the API's (test_e2e_api.py: a JobHandle's status, logs and result; api.submit queues through
+    the same orchestrator.service.queue, and test_api_submit_2x2 submits through it) and the tracking's
+    (test_e2e_tracking.py: one step sequence and one W&B run across the requeue). W&B tracking (offline) and a log
+    line every step change no parameter, so the one job serves all three: 3 preempted jobs -> 1. The reference is
+    submitted first, so both run side by side."""
+    from orchestrator import api
+
+    tracked = importlib.util.find_spec("wandb") is not None
+    extra = ("--track", "wandb", "--env", "WANDB_MODE=offline", "log_every=1") if tracked else ()
+    job_id, job_dir = slurm_cluster.submit("smoke", *SMOKE_REFERENCE, *extra)
+    handle = api.JobHandle(job_id=job_id, job_dir=job_dir, executor="slurm")
+    metrics = job_dir / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while not (metrics.is_file() and metrics.read_text().strip()):  # mid-training: after the first epoch
+        assert time.monotonic() < deadline, f"no epoch after 120 s\n{slurm_cluster.describe(job_dir)}"
+        time.sleep(0.1)
+    signalled = slurm_cluster.client("scancel", "--signal=USR2", "--full", job_id)
+    assert signalled.returncode == 0, signalled.stderr
+    # the job checkpoints, requeues itself, and waits for its BeginTime (120 s): asked while it waits
+    requeued = slurm_cluster.wait(job_id, lambda s: s["state"] == "PENDING" and (s["restarts"] or 0) >= 1, 60,
+                                  job_dir, "PENDING after a requeue")
+    with pytest.MonkeyPatch.context() as patch:  # the handle asks Slurm from this process: the cluster's
+        for key in [k for k in os.environ if k.startswith("SLURM_")]:
+            patch.delenv(key)
+        patch.setenv("SLURM_CONF", slurm_cluster.env["SLURM_CONF"])
+        requeued_api = handle.status()
+    # then skip the wait; not "now": a restart within the second of the requeue can meet slurmd's revocation of the
+    # old run's credential (Slurm compares whole seconds) and fail with "Job credential revoked"
+    update = slurm_cluster.client("scontrol", "update", f"JobId={job_id}", "StartTime=now+2")
+    assert update.returncode == 0, update.stderr
+    return Preempted(handle=handle, requeued=requeued, requeued_api=requeued_api, tracked=tracked)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from orchestrator.errors import OrchError, SlurmError
 from orchestrator.spec.snapshot import Snapshot, relocate
 
 if TYPE_CHECKING:
-    from conftest import SlurmCluster
+    from conftest import Preempted, SlurmCluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -72,27 +72,17 @@ def test_api_cancel(slurm_env: SlurmCluster) -> None:
         handle.result(timeout=5)
 
 
-def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster, smoke_reference: tuple[str, Path]) -> None:
+def test_api_preemption_requeues_and_resumes(slurm_env: SlurmCluster, smoke_reference: tuple[str, Path],
+                                             preempted_smoke: Preempted) -> None:
     """The API job's batch shell (orch's template) requeues it after the ranks checkpointed; the rerun
-    resumes exactly: to the parameters of the same job run uninterrupted (conftest.SMOKE_REFERENCE, the run the CLI's
-    preemption test compares with too)."""
-    from conftest import SMOKE_REFERENCE_PARAMS
-
+    resumes exactly: to the parameters of the same job run uninterrupted (conftest.SMOKE_REFERENCE). The job is
+    conftest's ``preempted_smoke`` (queued as api.submit queues), the one preempted run the CLI's and the tracking's
+    tests read too; the API follows it through a JobHandle."""
     ref_id, ref_dir = smoke_reference
-    handle = api.submit("smoke", nodes=2, gpus=2, cpus_per_task=1, cluster=slurm_env.cluster_yaml,
-                        **SMOKE_REFERENCE_PARAMS)
-    metrics = handle.job_dir / "metrics.jsonl"
-    deadline = time.monotonic() + 120
-    while not (metrics.is_file() and metrics.read_text().strip()):
-        assert time.monotonic() < deadline, handle.logs(0)
-        time.sleep(0.1)
-    # the batch shell and the steps, as --signal=B:USR2@T and a preemption do
-    assert slurm_env.client("scancel", "--signal=USR2", "--full", handle.job_id).returncode == 0
-    deadline = time.monotonic() + 60
-    while not ((status := handle.status()).state == "PENDING" and (status.restarts or 0) >= 1):
-        assert time.monotonic() < deadline and not status.terminal, (status, handle.logs(0))
-        time.sleep(0.3)
-    assert slurm_env.client("scontrol", "update", f"JobId={handle.job_id}", "StartTime=now+2").returncode == 0
+    handle = preempted_smoke.handle
+    assert isinstance(handle, api.JobHandle) and handle.executor == "slurm"
+    requeued = preempted_smoke.requeued_api  # the handle's status() while the requeued job waited
+    assert requeued.state == "PENDING" and (requeued.restarts or 0) >= 1 and not requeued.terminal, requeued
     resumed = handle.result(timeout=240)
     log = handle.logs(0)
     assert "requeueing job" in handle.logs(None) and "resuming from checkpoint" in log  # batch log, rank 0's

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import SlurmCluster
+    from conftest import Preempted, SlurmCluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -177,26 +177,15 @@ def test_kill_9_of_one_task_ends_the_job_and_names_the_rank(slurm_cluster: Slurm
 
 
 def test_preemption_requeues_resumes_and_matches_an_uninterrupted_run(
-        slurm_cluster: SlurmCluster, smoke_reference: tuple[str, Path]) -> None:
-    from conftest import SMOKE_REFERENCE
-
+        slurm_cluster: SlurmCluster, smoke_reference: tuple[str, Path], preempted_smoke: Preempted) -> None:
+    """The preempted run (conftest's ``preempted_smoke``: SMOKE_REFERENCE, queued by orch.service.queue as orch submit
+    queues it, preempted after its first epoch; the API's and the tracking's tests read it too) as the CLI sees it."""
     ref_id, ref_dir = smoke_reference  # the same job uninterrupted (submitted first when no test has yet)
-    job_id, job_dir = slurm_cluster.submit("smoke", *SMOKE_REFERENCE)
+    job_id, job_dir = preempted_smoke.handle.job_id, preempted_smoke.handle.job_dir
     metrics = job_dir / "metrics.jsonl"
-    deadline = time.monotonic() + 120
-    while not (metrics.is_file() and metrics.read_text().strip()):  # mid-training: after the first epoch
-        assert time.monotonic() < deadline, f"no epoch after 120 s\n{slurm_cluster.describe(job_dir)}"
-        time.sleep(0.1)
-    signalled = slurm_cluster.client("scancel", "--signal=USR2", "--full", job_id)
-    assert signalled.returncode == 0, signalled.stderr
-    # the job checkpoints, requeues itself, and waits for its BeginTime (120 s): skip the wait
-    requeued = slurm_cluster.wait(job_id, lambda s: s["state"] == "PENDING" and (s["restarts"] or 0) >= 1, 60,
-                                  job_dir, "PENDING after a requeue")
+    requeued = preempted_smoke.requeued  # orch status --json while the requeued job waited for its BeginTime
+    assert requeued["state"] == "PENDING" and (requeued["restarts"] or 0) >= 1, requeued
     assert requeued["orch_state"] == "queued"
-    # not "now": a restart within the second of the requeue can meet slurmd's revocation of the old
-    # run's credential (Slurm compares whole seconds) and fail with "Job credential revoked"
-    update = slurm_cluster.client("scontrol", "update", f"JobId={job_id}", "StartTime=now+2")
-    assert update.returncode == 0, update.stderr
     final = slurm_cluster.wait_done(job_id, timeout=180, job_dir=job_dir)
     assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
     rank0 = (job_dir / "logs" / f"{job_id}-rank0.out").read_text()

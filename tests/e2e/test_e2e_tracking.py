@@ -14,7 +14,7 @@ import pytest
 from orchestrator.spec.tracking import STEPS_FILE, TB_DIR, run_id
 
 if TYPE_CHECKING:
-    from conftest import SlurmCluster
+    from conftest import Preempted, SlurmCluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -32,19 +32,21 @@ def _requeue(slurm_cluster: SlurmCluster, job_id: str, job_dir: Path) -> None:
     assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
 
 
-def test_requeued_job_continues_its_steps_and_its_wandb_run(slurm_cluster: SlurmCluster) -> None:
+def test_requeued_job_continues_its_steps_and_its_wandb_run(slurm_cluster: SlurmCluster,
+                                                            request: pytest.FixtureRequest) -> None:
+    """The preempted smoke run of conftest's ``preempted_smoke`` (2 x 2 ranks, 12 epochs of 1024 samples in batches of
+    8, ``--track wandb`` offline, ``log_every=1``), requeued after its first epoch: the job the API's and the CLI's
+    preemption tests read too."""
     pytest.importorskip("wandb")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    params = ["epochs=12", "samples=1024", "test_samples=0", "batch_size=8", "log_every=1"]
-    job_id, job_dir = slurm_cluster.submit("smoke", "--nodes", "2", "--gpus", "2", "--cpus-per-task", "1",
-                                           "--track", "wandb", "--env", "WANDB_MODE=offline", *params)
+    preempted: Preempted = request.getfixturevalue("preempted_smoke")
+    assert preempted.tracked
+    job_id, job_dir = preempted.handle.job_id, preempted.handle.job_dir
+    assert preempted.requeued["state"] == "PENDING" and (preempted.requeued["restarts"] or 0) >= 1
+    final = slurm_cluster.wait_done(job_id, timeout=180, job_dir=job_dir)
+    assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
     steps = job_dir / STEPS_FILE
-    deadline = time.monotonic() + 120
-    while not (steps.is_file() and len(steps.read_text().splitlines()) > 5):
-        assert time.monotonic() < deadline, f"no steps after 120 s\n{slurm_cluster.describe(job_dir)}"
-        time.sleep(0.1)
-    _requeue(slurm_cluster, job_id, job_dir)
     acc = EventAccumulator(str(job_dir / TB_DIR), size_guidance={"scalars": 0})
     acc.Reload()
     seen = [event.step for event in acc.Scalars("train/loss")]
