@@ -251,6 +251,35 @@ def preempted_smoke(slurm_cluster: SlurmCluster, smoke_reference: tuple[str, Pat
     return Preempted(handle=handle, requeued=requeued, requeued_api=requeued_api, tracked=tracked)
 
 
+class LocalRun:
+    """An uninterrupted local run (``orch run JOB --nproc 2 --json PARAMS``), started once and read when needed."""
+
+    def __init__(self, root: Path, job: Path, *params: str) -> None:
+        env = {**os.environ, "ORCH_DATA_DIR": os.environ.get("ORCH_DATA_DIR", str(root))}
+        self.proc = subprocess.Popen([ORCH, "run", str(job), "--nproc", "2", "--job-root", str(root), "--json",
+                                      *params], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.digest: str | None = None
+
+    def param_digest(self) -> str:
+        if self.digest is None:
+            out, err = self.proc.communicate(timeout=300)
+            assert self.proc.returncode == 0, err[-3000:]
+            self.digest = str(json.loads(out)["result"]["param_digest"])
+        return self.digest
+
+
+@pytest.fixture(scope="session")
+def faulty_epochs2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRun]:
+    """tests/jobs/faulty.py ``epochs=2`` run uninterrupted on this machine, once: the parameters that the in-process
+    restarts of a killed, a stopped (test_e2e_inprocess_restarts.py) and a stuck rank (test_e2e_hang_places.py) must
+    end with (3 local runs -> 1). Started when a test first asks, so it runs beside that test's job."""
+    run = LocalRun(tmp_path_factory.mktemp("faulty-epochs2"), ROOT / "tests" / "jobs" / "faulty.py", "epochs=2")
+    yield run
+    if run.proc.poll() is None:
+        run.proc.kill()
+        run.proc.communicate()
+
+
 @pytest.fixture
 def slurm_env(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmCluster:
     """The cluster, with SLURM_CONF set in this process too (for in-process API calls)."""

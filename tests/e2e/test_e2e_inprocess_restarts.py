@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import SlurmCluster
+    from conftest import LocalRun, SlurmCluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -27,8 +27,8 @@ ORCH = str(Path(sys.executable).with_name("orch"))
 
 
 @pytest.mark.parametrize(("fault", "kind"), [("kill", "vanished"), ("stop", "stuck")])
-def test_a_failed_rank_is_restarted_inside_the_step(slurm_cluster: SlurmCluster, tmp_path: Path, fault: str,
-                                                    kind: str) -> None:
+def test_a_failed_rank_is_restarted_inside_the_step(slurm_cluster: SlurmCluster, faulty_epochs2: LocalRun,
+                                                    fault: str, kind: str) -> None:
     cluster = slurm_cluster
     if len(cluster.nodes()) < 2:
         pytest.skip("needs 2 nodes")
@@ -50,11 +50,8 @@ def test_a_failed_rank_is_restarted_inside_the_step(slurm_cluster: SlurmCluster,
     # rank 0's restarted attempt imported nothing (its pid is the same, above): the phase is loading the job again,
     # 0.2-0.6 s here, 1.7 s once on a saturated machine (0.5 s was a timing bound that load broke)
     assert result["startup"]["imports"] < 2.0, result["startup"]
-    env = {**os.environ, "ORCH_DATA_DIR": os.environ.get("ORCH_DATA_DIR", str(tmp_path))}
-    local = subprocess.run([ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", str(tmp_path / "local"),
-                            "--json", "epochs=2"], capture_output=True, text=True, env=env, timeout=300, check=False)
-    assert local.returncode == 0, local.stderr
-    assert result["param_digest"] == json.loads(local.stdout)["result"]["param_digest"]
+    # the same job uninterrupted on this machine (conftest's faulty_epochs2: one run for every test that needs it)
+    assert result["param_digest"] == faulty_epochs2.param_digest()
 
 
 WARM_SCRIPT = TESTS / "scripts" / "warm_imports.py"

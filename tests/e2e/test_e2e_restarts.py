@@ -18,7 +18,7 @@ import pytest
 from orchestrator.env import hostlist
 
 if TYPE_CHECKING:
-    from conftest import SlurmCluster
+    from conftest import LocalRun, SlurmCluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -50,8 +50,8 @@ def _attempts(job_dir: Path) -> list[dict[str, object]]:
     return data
 
 
-def test_kill_9_of_one_rank_mid_epoch_is_restarted_in_the_allocation(slurm_cluster: SlurmCluster,
-                                                                     tmp_path: Path) -> None:
+def test_kill_9_of_one_rank_mid_epoch_is_restarted_in_the_allocation(slurm_cluster: SlurmCluster, tmp_path: Path,
+                                                                     faulty_epochs2: LocalRun) -> None:
     """Rank 1 dies of SIGKILL in epoch 2 (restart 0 only): one restart, COMPLETED, the same parameters.
     The partition's other nodes are excluded, so no node is left to submit the job again on (that path:
     the test below): the restart stays in the allocation, on the same nodes."""
@@ -82,13 +82,10 @@ def test_kill_9_of_one_rank_mid_epoch_is_restarted_in_the_allocation(slurm_clust
     assert "# attempt 0 (requeue 0):" in human and "# goodput " in human, human
     batch = (job_dir / "logs" / f"slurm-{job_id}.out").read_text(errors="replace")
     assert "only 1 node(s) remain, the job needs 2: restarting on the same nodes" in batch, batch
-    # the same job without the fault, run locally with the same world size: bit-equal parameters
-    env = {**os.environ, "ORCH_DATA_DIR": os.environ.get("ORCH_DATA_DIR", str(tmp_path))}
-    local = subprocess.run([ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", str(tmp_path), "--json",
-                            "epochs=2"], capture_output=True, text=True, env=env, timeout=300, check=False)
-    assert local.returncode == 0, local.stderr
-    clean = json.loads(local.stdout)["result"]
-    assert result["param_digest"] == clean["param_digest"], (result["param_digest"], clean["param_digest"])
+    # the same job without the fault, run locally with the same world size (conftest's faulty_epochs2, one run for
+    # the tests that need it): bit-equal parameters
+    clean = faulty_epochs2.param_digest()
+    assert result["param_digest"] == clean, (result["param_digest"], clean)
 
 
 def test_the_same_error_at_the_same_step_is_restarted_once(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
