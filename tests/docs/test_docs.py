@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import shared_blocks
 from support import ORCH, ROOT, clean_environ
 
 DOCS = ROOT / "docs"
@@ -284,17 +285,33 @@ BLOCKS = runnable_blocks()
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
-def test_runnable_block(block: Block, tmp_path: Path, pristine: Path) -> None:
+def test_runnable_block(block: Block, tmp_path: Path, pristine: Path,
+                        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each command in the block's clone, in order; an ``orch run`` that finds the clone and home as fresh as the
+    clone left them is the one run of that command in a fresh clone this session (tests/docs/shared_blocks.py)."""
     work, env = _workdir(tmp_path, pristine)
+    home = tmp_path / "home"
+    fresh = shared_blocks.state(work, home)
     for command in block_commands(block):
         started = time.monotonic()
-        try:
-            proc = subprocess.run([ORCH, *command.argv], cwd=work, env=env, capture_output=True, text=True,
-                                  timeout=COMMAND_TIMEOUT, check=False)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"{block.page.relative_to(ROOT)}:{command.line}: {command.text} ran past "
-                        f"{COMMAND_TIMEOUT} s: keep runnable commands fast")
-        took = time.monotonic() - started
+        if shared_blocks.shareable(command.argv) and shared_blocks.state(work, home) == fresh:
+            made = shared_blocks.shared_run(tmp_path_factory, lambda folder: _workdir(folder, pristine),
+                                            [ORCH, *command.argv], COMMAND_TIMEOUT)
+            if made["timed_out"]:
+                pytest.fail(f"{block.page.relative_to(ROOT)}:{command.line}: {command.text} ran past "
+                            f"{COMMAND_TIMEOUT} s: keep runnable commands fast")
+            shared_blocks.take_over(made, work, home)
+            proc = subprocess.CompletedProcess([ORCH, *command.argv], int(str(made["returncode"])),
+                                               str(made["stdout"]), str(made["stderr"]))
+            took = float(str(made["took"]))
+        else:
+            try:
+                proc = subprocess.run([ORCH, *command.argv], cwd=work, env=env, capture_output=True, text=True,
+                                      timeout=COMMAND_TIMEOUT, check=False)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"{block.page.relative_to(ROOT)}:{command.line}: {command.text} ran past "
+                            f"{COMMAND_TIMEOUT} s: keep runnable commands fast")
+            took = time.monotonic() - started
         assert proc.returncode == command.expect, (
             f"{block.page.relative_to(ROOT)}:{command.line}: {command.text} exited {proc.returncode}, "
             f"the docs say {command.expect} ({took:.1f} s)\nstdout:\n{proc.stdout[-3000:]}\n"
