@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import sharedruns
 from support import ORCH, ROOT, TESTS, clean_environ
 
 from orchestrator.records.resumecheck import JobIdentity
@@ -43,15 +44,17 @@ def new_run(root: Path, *args: str) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Finished 2-rank runs: smoke, and "wide" (smoke's data with another model, under another name)."""
-    base = tmp_path_factory.mktemp("runs")
-    wide = base / "wide.py"
-    wide.write_text(SMOKE.read_text().replace('name="smoke"', 'name="wide"')
-                    .replace("nn.Linear(10, 10)", "nn.Linear(10, 12)"))
-    return {"smoke": new_run(base / "a", "smoke", "--nproc", "2", *SMALL),
-            "wide": new_run(base / "b", str(wide), "--nproc", "2", *SMALL)}
+    """Finished 2-rank runs: smoke, and "wide" (smoke's data with another model, under another name), made once
+    per session (``sharedruns.once``); the tests change copies of them only (``copy_of``)."""
+    def make(base: Path) -> dict[str, Path]:
+        wide = base / "wide.py"
+        wide.write_text(SMOKE.read_text().replace('name="smoke"', 'name="wide"')
+                        .replace("nn.Linear(10, 10)", "nn.Linear(10, 12)"))
+        return {"smoke": new_run(base / "a", "smoke", "--nproc", "2", *SMALL),
+                "wide": new_run(base / "b", str(wide), "--nproc", "2", *SMALL)}
+    return sharedruns.once(tmp_path_factory, "resumecheck-smoke-and-wide", make)
 
 
 def copy_of(folder: Path, tmp_path: Path) -> Path:

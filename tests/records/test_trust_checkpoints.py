@@ -36,17 +36,6 @@ def orch(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           env=clean_environ(PYTHONPATH=os.environ.get("PYTHONPATH", "")))
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("finished3")
-    proc = orch("run", "smoke", "--nproc", "1", "--job-root", str(base / "jobs"), "samples=64", "test_samples=16",
-                "epochs=1", cwd=base)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (folder,) = (base / "jobs").iterdir()
-    assert (folder / "checkpoints" / "latest.pt").is_file()
-    return folder
-
-
 def resume(folder: Path) -> subprocess.CompletedProcess[str]:
     return orch("run", "--resume", str(folder), "epochs=2", cwd=folder.parent)
 
