@@ -1,9 +1,12 @@
 """Each launch style on the local Slurm cluster, as the user: a script written for
 ``torch.distributed.launch``, one that spawns its own ranks per node (the seed wiki's form) and one that
 reads srun's variables, each submitted unmodified with ``--nodes 2 --gpus 2`` (4 gloo ranks), and each
-rank's parameters compared with the style's own launcher running the same script on this machine with the
-same world: ``torch.distributed.launch --nproc_per_node 4``, the script's spawn started by hand once per
-"node" (``-n 2 -g 2 -nr 0`` and ``-nr 1``), and four processes with srun's variables for 2 nodes x 2 tasks."""
+rank's parameters compared with one reference world of 4 on this machine: four processes of the srun script with
+srun's variables for 2 nodes x 2 tasks. The three scripts train the same model on the same data (tests/scripts:
+``ddp_model.make_model(seed=1 + rank)``, the generator seeded ``100 + rank``, 3 SGD steps), so the same world of 4
+gives each of them these parameters; that each style's own launcher (``torch.distributed.launch``, the script's
+spawn started by hand per node, srun's variables) gives what ``orch run`` gives is proven style by style in the first
+pass (tests/local/test_runner_launch_styles.py). One reference world instead of three: 12 -> 4 local rank starts."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from support import TEARDOWN_ABORT, once_more_on_teardown_abort
+from support import TEARDOWN_ABORT
 
 from orchestrator.env.taskenv import simulate_slurm_task_envs
 from orchestrator.local.rankenv import free_port
@@ -48,21 +51,11 @@ def _wait_all(start: Callable[[], list[subprocess.Popen[str]]]) -> None:
         assert code == 0, err
 
 
-def _references(tmp: Path) -> dict[str, Path]:
-    """The three styles' own launchers on this machine, one world of 4 each."""
-    out = {style: tmp / f"ref-{style}" for style in ("local-rank-arg", "per-node", "slurm")}
-    legacy = once_more_on_teardown_abort(lambda: subprocess.run(
-        [sys.executable, "-m", "torch.distributed.launch", "--nproc_per_node", str(WORLD), "--master_port",
-         str(free_port()), str(SCRIPTS / "local_rank_arg.py"), "--out", str(out["local-rank-arg"])],
-        capture_output=True, text=True, timeout=TIMEOUT, check=False))
-    assert legacy.returncode == 0, legacy.stderr
-    port = str(free_port())
-    _wait_all(lambda: [subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "spawn_per_node.py"), "-n", "2", "-g", "2", "-nr", str(node), "--out",
-         str(out["per-node"])], text=True, stderr=subprocess.PIPE,
-        env={**_base(), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}) for node in (0, 1)])
+def _reference(tmp: Path) -> Path:
+    """One world of 4 on this machine: the srun script's four processes with srun's variables (2 nodes x 2 tasks)."""
+    out = tmp / "reference"
     envs = simulate_slurm_task_envs(["node1", "node2"], 2, "4242", 0, "127.0.0.1", free_port())
-    _wait_all(lambda: [subprocess.Popen([sys.executable, str(SCRIPTS / "slurm_native.py"), "--out", str(out["slurm"])],
+    _wait_all(lambda: [subprocess.Popen([sys.executable, str(SCRIPTS / "slurm_native.py"), "--out", str(out)],
                                         env={**_base(), **environ}, text=True, stderr=subprocess.PIPE)
                        for environ in envs])
     return out
@@ -90,21 +83,21 @@ def test_each_style_trains_one_world_on_two_nodes(slurm_cluster: SlurmCluster, t
 
     for style in styles:
         submitted[style] = submit(style)
-    refs = _references(tmp_path)
+    reference = _records(_reference(tmp_path))
     for style in styles:
         job_id, job_dir, out = submitted[style]
         final = slurm_cluster.wait_done(job_id, timeout=TIMEOUT, job_dir=job_dir)
         if final["state"] != "COMPLETED" and TEARDOWN_ABORT in slurm_cluster.describe(job_dir):
-            # gloo's threads aborted the interpreter's teardown after training (as in _references): once more
+            # gloo's threads aborted the interpreter's teardown after training (as in _wait_all): once more
             submitted[style] = job_id, job_dir, out = submit(style)
             final = slurm_cluster.wait_done(job_id, timeout=TIMEOUT, job_dir=job_dir)
         assert final["state"] == "COMPLETED", f"{style}\n{slurm_cluster.describe(job_dir)}"
         cfg = json.loads((job_dir / "job.json").read_text(encoding="utf-8"))
         assert cfg["script"]["launch"]["style"] == style and cfg["script"]["launch"]["how"] == "detected"
-        ours, theirs = _records(out), _records(refs[style])
-        for rank, (mine, ref) in enumerate(zip(ours, theirs, strict=True)):
+        ours = _records(out)
+        for rank, (mine, ref) in enumerate(zip(ours, reference, strict=True)):
             assert (mine["rank"], mine["world"]) == (rank, WORLD), style
-            assert mine["params"] == ref["params"], f"{style}: rank {rank} differs from its own launcher's"
+            assert mine["params"] == ref["params"], f"{style}: rank {rank} differs from the reference world's"
         assert all(r["params"] == ours[0]["params"] for r in ours), style
     per_node = _records(submitted["per-node"][2])
     assert sorted(r["env"]["NODE_RANK"] for r in per_node) == ["0", "0", "1", "1"]
