@@ -251,6 +251,50 @@ def preempted_smoke(slurm_cluster: SlurmCluster, smoke_reference: tuple[str, Pat
     return Preempted(handle=handle, requeued=requeued, requeued_api=requeued_api, tracked=tracked)
 
 
+@dataclass(frozen=True)
+class PreemptedScript:
+    """tests/scripts/preemptible.py on 2 nodes, preempted once (``preempted_script``): what the submit said on stderr,
+    the job, and the folder the script wrote its ``seen<rank>-<restart>.json`` to."""
+
+    submit_stderr: str
+    job_id: str
+    job_dir: Path
+    out: Path
+
+
+@pytest.fixture(scope="session")
+def preempted_script(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> PreemptedScript:
+    """``orch submit preemptible.py --nodes 2 --gpus 1 --track wandb`` from a folder of its own, with a hostile
+    SBATCH_TIMELIMIT and SBATCH_PARTITION in the submitting shell, signalled (``scancel --signal=USR2 --full``) once
+    both ranks are ready, requeued (exit 75) and COMPLETED. One job for the two tests that read what its ranks saw
+    before and after the requeue (2 preempted jobs -> 1): test_e2e_script.py's (the restart count, the run id, the job
+    folder, the next master port) and test_e2e_tracking.py's (the W&B run id, the same across the requeue; the
+    script itself never imports wandb: it records what it was given, so the tracker changes nothing else)."""
+    cwd = tmp_path_factory.mktemp("preempted-script")
+    out = cwd / "out"
+    env = {**slurm_cluster.env, "SBATCH_TIMELIMIT": "1", "SBATCH_PARTITION": "nosuchpartition"}
+    proc = subprocess.run([ORCH, "submit", str(ROOT / "tests" / "scripts" / "preemptible.py"), "--nodes", "2",
+                           "--gpus", "1", "--track", "wandb", "--cluster", str(slurm_cluster.cluster_yaml), "--json",
+                           "--", "--out", str(out)], cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    job_id, job_dir = str(data["job_id"]), Path(data["job_dir"])
+    deadline = time.monotonic() + 120
+    while not all((out / f"ready{r}").exists() for r in (0, 1)):
+        assert time.monotonic() < deadline, slurm_cluster.describe(job_dir)
+        time.sleep(0.2)
+    signalled = slurm_cluster.client("scancel", "--signal=USR2", "--full", job_id)
+    assert signalled.returncode == 0, signalled.stderr
+    slurm_cluster.wait(job_id, lambda s: s["state"] == "PENDING" and (s["restarts"] or 0) >= 1, 60, job_dir,
+                       "PENDING after a requeue")
+    update = slurm_cluster.client("scontrol", "update", f"JobId={job_id}", "StartTime=now+2")  # now+2: see above
+    assert update.returncode == 0, update.stderr
+    final = slurm_cluster.wait_done(job_id, timeout=180, job_dir=job_dir)
+    assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
+    return PreemptedScript(submit_stderr=proc.stderr, job_id=job_id, job_dir=job_dir, out=out)
+
+
 class LocalRun:
     """An uninterrupted local run (``orch run JOB --nproc 2 --json PARAMS``), started once and read when needed."""
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,7 @@ from orchestrator.env.taskenv import is_loopback
 from orchestrator.spec.snapshot import Snapshot, relocate
 
 if TYPE_CHECKING:
-    from conftest import SlurmCluster
+    from conftest import PreemptedScript, SlurmCluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -96,23 +95,13 @@ def test_unmodified_script_on_two_nodes(slurm_cluster: SlurmCluster, tmp_path: P
     assert all(rec["params"] == k2[0]["params"] for rec in k2)
 
 
-def test_preempted_script_requeues_and_sees_the_restart_count(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    """The contract: the signal reaches the script, exit 75 requeues, the next run has restart count 1."""
-    out = tmp_path / "out"
-    job_id, job_dir = _submit(slurm_cluster, tmp_path, str(SCRIPTS / "preemptible.py"), "--nodes", "2", "--gpus",
-                              "1", "--cluster", str(slurm_cluster.cluster_yaml), "--json", "--", "--out", str(out))
-    deadline = time.monotonic() + 120
-    while not all((out / f"ready{r}").exists() for r in (0, 1)):
-        assert time.monotonic() < deadline, slurm_cluster.describe(job_dir)
-        time.sleep(0.2)
-    signalled = slurm_cluster.client("scancel", "--signal=USR2", "--full", job_id)
-    assert signalled.returncode == 0, signalled.stderr
-    slurm_cluster.wait(job_id, lambda s: s["state"] == "PENDING" and (s["restarts"] or 0) >= 1, 60, job_dir,
-                       "PENDING after a requeue")
-    update = slurm_cluster.client("scontrol", "update", f"JobId={job_id}", "StartTime=now+2")
-    assert update.returncode == 0, update.stderr
-    final = slurm_cluster.wait_done(job_id, timeout=180, job_dir=job_dir)
-    assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
+def test_preempted_script_requeues_and_sees_the_restart_count(preempted_script: PreemptedScript,
+                                                              slurm_cluster: SlurmCluster) -> None:
+    """The contract: the signal reaches the script, exit 75 requeues, the next run has restart count 1. The job is
+    conftest's ``preempted_script`` (submitted as _submit does, hostile SBATCH_* included, with ``--track wandb``:
+    test_e2e_tracking.py reads its W&B run id)."""
+    assert "SBATCH_PARTITION, SBATCH_TIMELIMIT" in preempted_script.submit_stderr  # said, not silently dropped
+    job_id, job_dir, out = preempted_script.job_id, preempted_script.job_dir, preempted_script.out
     for rank in (0, 1):
         first = json.loads((out / f"seen{rank}-0.json").read_text())
         second = json.loads((out / f"seen{rank}-1.json").read_text())

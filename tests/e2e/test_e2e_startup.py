@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,9 +17,11 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
-def test_startup_phases_in_result_json_and_status(slurm_cluster: SlurmCluster) -> None:
-    job_id, job_dir = slurm_cluster.submit("smoke", "--nodes", "2", "--gpus", "1", "epochs=1", "samples=256",
-                                           "test_samples=0")
+def test_startup_phases_in_result_json_and_status(slurm_cluster: SlurmCluster,
+                                                  smoke_reference: tuple[str, Path]) -> None:
+    """Read from the session's uninterrupted smoke run on 2 nodes (conftest's ``smoke_reference``, which the
+    preemption tests compare with): a job made once for the tests that only read it."""
+    job_id, job_dir = smoke_reference
     final = slurm_cluster.wait_done(job_id, job_dir=job_dir)
     assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
     startup = json.loads((job_dir / "result.json").read_text())["startup"]

@@ -5,8 +5,6 @@ both attempts; a script submitted with ``--track wandb`` sees the same WANDB_RUN
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -14,23 +12,9 @@ import pytest
 from orchestrator.spec.tracking import STEPS_FILE, TB_DIR, run_id
 
 if TYPE_CHECKING:
-    from conftest import Preempted, SlurmCluster
+    from conftest import Preempted, PreemptedScript, SlurmCluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-
-
-def _requeue(slurm_cluster: SlurmCluster, job_id: str, job_dir: Path) -> None:
-    signalled = slurm_cluster.client("scancel", "--signal=USR2", "--full", job_id)
-    assert signalled.returncode == 0, signalled.stderr
-    slurm_cluster.wait(job_id, lambda s: s["state"] == "PENDING" and (s["restarts"] or 0) >= 1, 60, job_dir,
-                       "PENDING after a requeue")
-    update = slurm_cluster.client("scontrol", "update", f"JobId={job_id}", "StartTime=now+2")
-    assert update.returncode == 0, update.stderr
-    final = slurm_cluster.wait_done(job_id, timeout=180, job_dir=job_dir)
-    assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
-
 
 def test_requeued_job_continues_its_steps_and_its_wandb_run(slurm_cluster: SlurmCluster,
                                                             request: pytest.FixtureRequest) -> None:
@@ -59,15 +43,10 @@ def test_requeued_job_continues_its_steps_and_its_wandb_run(slurm_cluster: Slurm
     assert len(list((job_dir / "wandb").glob("offline-run-*"))) == 2
 
 
-def test_script_sees_the_same_wandb_run_id_after_a_requeue(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    out = tmp_path / "out"  # the script itself never imports wandb: it records what it was given
-    job_id, job_dir = slurm_cluster.submit(str(SCRIPTS / "preemptible.py"), "--nodes", "2", "--gpus", "1",
-                                           "--track", "wandb", "--", "--out", str(out))
-    deadline = time.monotonic() + 120
-    while not all((out / f"ready{r}").exists() for r in range(2)):
-        assert time.monotonic() < deadline, slurm_cluster.describe(job_dir)
-        time.sleep(0.1)
-    _requeue(slurm_cluster, job_id, job_dir)
+def test_script_sees_the_same_wandb_run_id_after_a_requeue(preempted_script: PreemptedScript) -> None:
+    """preemptible.py on 2 nodes with ``--track wandb``, requeued once (conftest's ``preempted_script``, the job
+    test_e2e_script.py's preemption test reads too); the script never imports wandb: it records what it was given."""
+    out, job_dir = preempted_script.out, preempted_script.job_dir
     for rank in range(2):
         first, second = (json.loads((out / f"seen{rank}-{n}.json").read_text()) for n in (0, 1))
         assert first["WANDB_RUN_ID"] == second["WANDB_RUN_ID"] == run_id(job_dir)
