@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, ROOT, clean_environ
+import sharedruns
+from support import ORCH, ROOT, clean_environ, cluster_file
 
 TIMEOUT = 120
 
@@ -33,15 +34,19 @@ _os.write(1, b"noisy: rank fd 1\\n")
 SMOKE = (ROOT / "jobs" / "smoke.py").read_text(encoding="utf-8")
 
 
+def _world(folder: Path, cluster: Path) -> dict[str, Any]:
+    (folder / "noisy_job.py").write_text(SMOKE + "\n" + NOISE, encoding="utf-8")
+    (folder / "noisy_script.py").write_text(SCRIPT, encoding="utf-8")
+    stubs = ROOT / "tests" / "stubs"
+    env = clean_environ(PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", ORCH_STUB_LOG=str(folder / "stubs.jsonl"),
+                        ORCH_STUB_PYTHON=sys.executable, ORCH_CLUSTER=str(cluster),
+                        ORCH_STATE_DIR=str(folder / "state"))
+    return {"env": env, "cwd": folder}
+
+
 @pytest.fixture
 def world(tmp_path: Path, write_cluster: Any) -> dict[str, Any]:
-    (tmp_path / "noisy_job.py").write_text(SMOKE + "\n" + NOISE, encoding="utf-8")
-    (tmp_path / "noisy_script.py").write_text(SCRIPT, encoding="utf-8")
-    stubs = ROOT / "tests" / "stubs"
-    env = clean_environ(PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", ORCH_STUB_LOG=str(tmp_path / "stubs.jsonl"),
-                        ORCH_STUB_PYTHON=sys.executable, ORCH_CLUSTER=str(write_cluster()),
-                        ORCH_STATE_DIR=str(tmp_path / "state"))
-    return {"env": env, "cwd": tmp_path}
+    return _world(tmp_path, write_cluster())
 
 
 def _orch(world: dict[str, Any], *argv: str) -> subprocess.CompletedProcess[str]:
@@ -57,23 +62,39 @@ def _one_document(proc: subprocess.CompletedProcess[str]) -> Any:
         pytest.fail(f"stdout is not one JSON document:\n{proc.stdout[:2000]}\n--- stderr ---\n{proc.stderr[-2000:]}")
 
 
+# The runs of the noisy job file and script (2 ranks each): both tests read them, so each is made once per
+# session, in a world of its own like the tests' (``sharedruns.once``); the other verbs run on a copy.
+RUNS = {"job file": ["run", "noisy_job.py", "--nproc", "2", "--job-root", "jobs", "epochs=1", "samples=64",
+                     "test_samples=16"],
+        "script": ["run", "noisy_script.py", "--nproc", "2", "--job-root", "jobs"]}
+
+
+def _shared_run(tmp_path_factory: pytest.TempPathFactory, kind: str) -> subprocess.CompletedProcess[str]:
+    def make(folder: Path) -> subprocess.CompletedProcess[str]:
+        return _orch(_world(folder, cluster_file(folder)), *RUNS[kind])
+    return sharedruns.once(tmp_path_factory, "noisy-" + kind.replace(" ", "-") + "-run", make)
+
+
 # verb -> argv (before --json); the job folder of an `orch run` is {job}
 WITH_USER_CODE = {
     "submit --dry-run, job file": ["submit", "noisy_job.py", "--dry-run"],
     "submit --dry-run, script": ["submit", "noisy_script.py", "--dry-run"],
     "submit, job file": ["submit", "noisy_job.py"],
     "submit, script": ["submit", "noisy_script.py"],
-    "run, job file": ["run", "noisy_job.py", "--nproc", "2", "--job-root", "jobs", "epochs=1", "samples=64",
-                      "test_samples=0"],
-    "run, script": ["run", "noisy_script.py", "--nproc", "2", "--job-root", "jobs"],
+    "run, job file": RUNS["job file"],
+    "run, script": RUNS["script"],
     "doctor, script": ["doctor", "noisy_script.py"],
     "doctor, job file": ["doctor", "noisy_job.py"],
 }
 
 
 @pytest.mark.parametrize("case", list(WITH_USER_CODE))
-def test_json_stdout_is_one_document_whatever_user_code_prints(case: str, world: dict[str, Any]) -> None:
-    proc = _orch(world, *WITH_USER_CODE[case])
+def test_json_stdout_is_one_document_whatever_user_code_prints(case: str, world: dict[str, Any],
+                                                              tmp_path_factory: pytest.TempPathFactory) -> None:
+    if case.startswith("run, "):
+        proc = _shared_run(tmp_path_factory, case.removeprefix("run, "))
+    else:
+        proc = _orch(world, *WITH_USER_CODE[case])
     assert proc.returncode == 0, proc.stderr
     _one_document(proc)
     assert "noisy:" not in proc.stdout
@@ -96,16 +117,16 @@ ON_A_RUN = {
 }
 
 
-# the first run of each kind (user code that prints at import), and its resume
-FIRST_RUN = {"job file": ["noisy_job.py", "epochs=1", "samples=64", "test_samples=16"], "script": ["noisy_script.py"]}
+# the resume of each kind's run (user code that prints at import)
 RESUMES = {"job file": ["run", "--resume", "{job}", "epochs=2"], "script": ["run", "--resume", "{job}"]}
 
 
-@pytest.mark.parametrize("kind", list(FIRST_RUN))
-def test_every_other_json_verb_prints_one_document(kind: str, world: dict[str, Any]) -> None:
-    run = _orch(world, "run", *FIRST_RUN[kind], "--job-root", "jobs")
+@pytest.mark.parametrize("kind", list(RUNS))
+def test_every_other_json_verb_prints_one_document(kind: str, world: dict[str, Any], tmp_path: Path,
+                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    run = _shared_run(tmp_path_factory, kind)
     assert run.returncode == 0, run.stderr
-    job = _one_document(run)["job_dir"]
+    job = str(sharedruns.copy_job(Path(_one_document(run)["job_dir"]), tmp_path / "jobs"))  # the verbs change it
     verbs = {**ON_A_RUN, "run --resume": RESUMES[kind],
              "submit --sweep": ["submit", "noisy_job.py", "--sweep", "lr=0.1,0.2"]}
     for verb, argv in verbs.items():
