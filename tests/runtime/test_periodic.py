@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sharedruns
 from support import ORCH, TESTS, clean_environ
 
 from orchestrator.env.devices import CPU
@@ -119,14 +120,18 @@ def digest(summary: dict[str, Any]) -> str:
     return value
 
 
-@pytest.fixture(scope="module")
-def straight(cluster_file: Path) -> str:
-    """The reference: no interruption and no periodic checkpoint (the default interval is far away)."""
-    proc, summary = faulty(cluster_file)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    log = (Path(summary["job_dir"]) / LOG_DIR / "local-rank0.out").read_text()
+@pytest.fixture
+def straight(cluster_file: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The reference: no interruption and no periodic checkpoint (the default interval is far away), made once
+    per session (both tests only read its parameters)."""
+    def make(_: Path) -> tuple[str, str]:
+        proc, summary = faulty(cluster_file)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        log = (Path(summary["job_dir"]) / LOG_DIR / "local-rank0.out").read_text()
+        return digest(summary), log
+    value, log = sharedruns.once(tmp_path_factory, "periodic-faulty-reference", make)
     assert not CHECKPOINT_LINE.search(log)
-    return digest(summary)
+    return value
 
 
 @pytest.mark.slow
