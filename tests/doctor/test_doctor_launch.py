@@ -120,9 +120,11 @@ def test_run_refuses_errors_unless_no_check(scripts: tuple[Path, Path], tmp_path
     refused = _orch_run(tmp_path, str(bad), "--nproc", "2")
     assert refused.returncode == 2 and "DDP003 error" in refused.stderr
     assert "nothing was launched" in refused.stderr and not (tmp_path / "runs").exists()
-    forced = _orch_run(tmp_path, str(bad), "--nproc", "2", "--no-check")
+    # what launches, launches one rank: the doctor's gate is the same for any --nproc (a world of 1 is refused too)
+    assert "DDP003 error" in _orch_run(tmp_path, str(bad), "--nproc", "1").stderr
+    forced = _orch_run(tmp_path, str(bad), "--nproc", "1", "--no-check")
     assert forced.returncode == 0, forced.stderr[-3000:]
     assert "DDP003" not in forced.stderr  # --no-check: the doctor does not run
-    ok = _orch_run(tmp_path, str(clean), "--nproc", "2")
+    ok = _orch_run(tmp_path, str(clean), "--nproc", "1")
     assert ok.returncode == 0, ok.stderr[-3000:]
     assert "orch doctor" not in ok.stderr
