@@ -295,6 +295,40 @@ def preempted_script(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempP
     return PreemptedScript(submit_stderr=proc.stderr, job_id=job_id, job_dir=job_dir, out=out)
 
 
+@dataclass(frozen=True)
+class SpinHang:
+    """tests/jobs/hang.py on 2 nodes, rank 1 spinning in Python at step 3 (``spin_hang``): the cluster file it ran
+    with (bad-node memory on, in a job root of its own: ``root``), the job and its final ``orch status --json``."""
+
+    cluster_yaml: Path
+    root: Path
+    job_id: str
+    job_dir: Path
+    final: dict[str, Any]
+
+
+@pytest.fixture(scope="session")
+def spin_hang(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> SpinHang:
+    """One FAILED job for the two tests that read it (2 jobs -> 1): test_e2e_blame.py's spinning rank, named by
+    ``orch status`` and ``orch logs``, and test_e2e_bad_nodes.py's hang that records its node. Its cluster file has
+    ``launcher.collective_timeout: 6`` (the blame test's) and bad-node memory on (``bad_node_ttl`` one day, the
+    session's file has 0) in a job root of its own, as test_e2e_bad_nodes.py's ``_remembering`` writes it; the memory
+    records the node after the blame, and changes nothing of it."""
+    folder = tmp_path_factory.mktemp("spin-hang")
+    root = folder / "jobs"
+    root.mkdir()
+
+    def edit(data: dict[str, Any]) -> None:
+        data["launcher"].update(job_root=str(root), bad_node_ttl=86400, collective_timeout=6)
+
+    cluster_yaml = slurm_cluster.derived_cluster_yaml(folder / "cluster.yaml", edit)
+    job_id, job_dir = slurm_cluster.submit(str(ROOT / "tests" / "jobs" / "hang.py"), "--nodes", "2", "--gpus", "1",
+                                           "--cpus-per-task", "1", "fault=spin", "fault_rank=1", "fault_step=3",
+                                           "epochs=3", cluster_yaml=cluster_yaml)
+    final = slurm_cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
+    return SpinHang(cluster_yaml=cluster_yaml, root=root, job_id=job_id, job_dir=job_dir, final=final)
+
+
 class LocalRun:
     """An uninterrupted local run (``orch run JOB --nproc 2 --json PARAMS``), started once and read when needed."""
 

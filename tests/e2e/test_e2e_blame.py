@@ -14,7 +14,7 @@ import pytest
 from orchestrator.task.outcome import read_outcomes
 
 if TYPE_CHECKING:
-    from conftest import SlurmCluster
+    from conftest import SlurmCluster, SpinHang
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -24,17 +24,23 @@ TIMEOUT = 6
 
 @pytest.mark.parametrize(("fault", "stuck", "waiting"), [("spin", 1, 0), ("stop", 0, 1)])
 def test_the_rank_that_stopped_progressing_is_named_by_status_and_logs(
-        fault: str, stuck: int, waiting: int, slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+        fault: str, stuck: int, waiting: int, slurm_cluster: SlurmCluster, tmp_path: Path,
+        request: pytest.FixtureRequest) -> None:
     """A rank stuck in Python, and a SIGSTOPped rank 0 (which also hosts the rendezvous store)."""
     cluster = slurm_cluster
 
     def short_timeout(data: dict[str, Any]) -> None:
         data["launcher"]["collective_timeout"] = TIMEOUT
 
-    cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", short_timeout)
-    job_id, job_dir = cluster.submit(str(HANG_JOB), "--nodes", "2", "--gpus", "1", "--cpus-per-task", "1",
-                                     f"fault={fault}", f"fault_rank={stuck}", "fault_step=3", "epochs=3",
-                                     cluster_yaml=cluster_yaml)
+    if fault == "spin":  # conftest's spin_hang, this very job (its file: bad-node memory on besides), made once for
+        # this test and test_e2e_bad_nodes.py's hang
+        spin: SpinHang = request.getfixturevalue("spin_hang")
+        job_id, job_dir = spin.job_id, spin.job_dir
+    else:
+        cluster_yaml = cluster.derived_cluster_yaml(tmp_path / "cluster.yaml", short_timeout)
+        job_id, job_dir = cluster.submit(str(HANG_JOB), "--nodes", "2", "--gpus", "1", "--cpus-per-task", "1",
+                                         f"fault={fault}", f"fault_rank={stuck}", "fault_step=3", "epochs=3",
+                                         cluster_yaml=cluster_yaml)
     status = cluster.wait_done(job_id, timeout=300, job_dir=job_dir)
     records, notes = read_outcomes(job_dir)
     detail = f"{status}\n{[r.model_dump() for r in records]}\n{notes}\n{cluster.describe(job_dir)}"
