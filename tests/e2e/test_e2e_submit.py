@@ -100,7 +100,9 @@ def test_smoke_2x2_status_logs_list_plot(slurm_cluster: SlurmCluster, tmp_path: 
 
 
 def test_cancel_a_running_job(slurm_cluster: SlurmCluster) -> None:
-    job_id, job_dir = slurm_cluster.submit("smoke", "--nodes", "2", "--gpus", "2", *SMOKE_LONG)
+    # 2 nodes x 1: a job on two nodes is cancelled as one (scancel of the job); a second rank per node cost two rank
+    # start-ups and proved nothing more
+    job_id, job_dir = slurm_cluster.submit("smoke", "--nodes", "2", "--gpus", "1", *SMOKE_LONG)
     slurm_cluster.wait(job_id, lambda s: s["state"] == "RUNNING", 60, job_dir, "RUNNING")
     out = slurm_cluster.orch("cancel", job_id, "--cluster", str(slurm_cluster.cluster_yaml), check=True)
     assert f"cancelled {job_id}" in out.stdout
