@@ -100,9 +100,10 @@ def test_two_users_share_one_job_root(slurm_cluster: SlurmCluster, second_user: 
     theirs = second_user.tmp / "shared.yaml"
     second_user.write(theirs, text)
 
-    # the first user: a job and a script (its snapshot goes to this user's store)
+    # the first user: a job and a script (its snapshot goes to this user's store); one rank each, as the second
+    # user's: the folders, snapshots and views are the point, a second rank of the script proved nothing more
     my_job, my_job_dir = slurm_cluster.submit("smoke", "--nodes", "1", "--gpus", "1", cluster_yaml=mine)
-    my_script, my_script_dir = slurm_cluster.submit(str(DDP), "--nodes", "1", "--gpus", "2", "--", "--out",
+    my_script, my_script_dir = slurm_cluster.submit(str(DDP), "--nodes", "1", "--gpus", "1", "--", "--out",
                                                    str(tmp_path / "out"), "--steps", "2", cluster_yaml=mine)
     for job_id, job_dir in ((my_job, my_job_dir), (my_script, my_script_dir)):
         assert job_dir.parent == shared_root
@@ -120,7 +121,7 @@ def test_two_users_share_one_job_root(slurm_cluster: SlurmCluster, second_user: 
     their_job, their_job_dir = _submitted(
         second_user.orch("submit", "smoke", "--nodes", "1", "--gpus", "1", "--json", "--cluster", str(theirs)))
     their_script, their_script_dir = _submitted(second_user.orch(
-        "submit", str(DDP), "--nodes", "1", "--gpus", "2", "--json", "--cluster", str(theirs), "--", "--out",
+        "submit", str(DDP), "--nodes", "1", "--gpus", "1", "--json", "--cluster", str(theirs), "--", "--out",
         str(second_user.tmp / "out"), "--steps", "2"))
     for job_id in (their_job, their_script):
         final = _second_users_state(second_user, job_id, theirs)
