@@ -254,46 +254,28 @@ def test_byte_flips_are_refused_or_harmless(tmp_path: Path) -> None:
 # --- orch run --resume on a damaged job folder: loud fallback or a clear stop -----------------
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Path]:
-    """A copy of a finished 1-rank smoke run with two epochs (latest = epoch 2, previous = epoch 1)."""
-    import shutil
-
+@pytest.fixture
+def finished(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Callable[[], Path]:
+    """A copy of a finished 1-rank smoke run with two epochs (latest = epoch 2, previous = epoch 1); the run is
+    made once per session (``sharedruns.once``), each test damages a copy of its own."""
+    import sharedruns
     from support import ORCH, clean_environ
 
-    root = tmp_path_factory.mktemp("finished")
-    proc = subprocess.run(
-        [
-            ORCH,
-            "run",
-            "smoke",
-            "--nproc",
-            "1",
-            "--job-root",
-            str(root / "jobs"),
-            "--json",
-            "epochs=2",
-            "samples=256",
-            "test_samples=64",
-        ],
-        capture_output=True,
-        text=True,
-        env=clean_environ(),
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    source = Path(json.loads(proc.stdout)["job_dir"])
-    copies = []
+    def make(root: Path) -> Path:
+        proc = subprocess.run(
+            [ORCH, "run", "smoke", "--nproc", "1", "--job-root", str(root / "jobs"), "--json", "epochs=2",
+             "samples=256", "test_samples=64"],
+            capture_output=True, text=True, env=clean_environ(), timeout=300, check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return Path(json.loads(proc.stdout)["job_dir"])
+
+    source = sharedruns.once(tmp_path_factory, "smoke-1rank-2epochs-256-samples", make)
+    copies: list[Path] = []
 
     def copy() -> Path:
-        target = root / f"copy{len(copies)}"
-        shutil.copytree(source, target)
-        config = json.loads((target / "job.json").read_text(encoding="utf-8"))
-        config["job_dir"] = str(target)
-        (target / "job.json").write_text(json.dumps(config), encoding="utf-8")
-        copies.append(target)
-        return target
+        copies.append(sharedruns.copy_job(source, tmp_path / f"copy{len(copies)}"))
+        return copies[-1]
 
     return copy
 
