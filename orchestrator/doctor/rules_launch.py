@@ -260,6 +260,9 @@ def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
         return True
     if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("int", "str") and expr.args:
         return _holds_local(a, expr.args[0], depth + 1)
+    if isinstance(expr, ast.Attribute):  # args.rank = gpu, gpu the local rank its callers pass
+        key = dotted(expr)
+        return key is not None and any(_holds_local(a, v, depth + 1) for v in a.module.values_anywhere(key))
     if not isinstance(expr, ast.Name):
         return False
     scope = a.module.scope_of(expr)
