@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import shared_blocks
+import sharedruns
 from support import ORCH, ROOT, clean_environ
 
 DOCS = ROOT / "docs"
@@ -226,8 +227,12 @@ def _git(args: list[str], cwd: Path, home: Path) -> str:
 
 @pytest.fixture(scope="session")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A git repository of the checkout's files, made once: each block clones it (``_workdir``)."""
-    base = tmp_path_factory.mktemp("pristine")
+    """A git repository of the checkout's files, made once per session (both workers'): each block clones it
+    (``_workdir``)."""
+    return sharedruns.once(tmp_path_factory, "docs-pristine", _make_pristine)
+
+
+def _make_pristine(base: Path) -> Path:
     repo, home = base / "orch", base / "home"
     home.mkdir()
     try:
