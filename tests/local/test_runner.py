@@ -2,6 +2,9 @@
 
 The reference is one uninterrupted 2-rank run of tests/jobs/faulty.py (the smoke model with faults
 that are off by default); resumed, preempted and killed runs must end with bit-identical parameters.
+The reference and the failed runs are made once per session (tests/local/sharedlocal.py): other modules read
+the same runs (tests/restarts/test_agent.py the reference, test_runner_dying_ranks.py and
+test_runner_errors_once.py the failures).
 """
 
 from __future__ import annotations
@@ -18,16 +21,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, TESTS, clean_environ
+import sharedruns
+from local import sharedlocal
+from support import ORCH, clean_environ
 
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, LOG_DIR, METRICS_FILE, REQUEUE_FILE, RESULT_FILE
 
-FAULTY = TESTS / "jobs" / "faulty.py"
-INIT_TIMEOUT = 10  # launcher.init_timeout of the test cluster: rendezvous, start-up, checkpoints
-COLLECTIVE_TIMEOUT = 5  # launcher.collective_timeout: the wait for a stuck collective while training
+FAULTY = sharedlocal.FAULTY
+INIT_TIMEOUT = sharedlocal.INIT_TIMEOUT  # launcher.init_timeout of the test cluster: rendezvous, start-up, checkpoints
+COLLECTIVE_TIMEOUT = sharedlocal.COLLECTIVE_TIMEOUT  # launcher.collective_timeout: a stuck collective while training
 RUN_TIMEOUT = 180  # a run that takes longer than this hangs: the test fails instead of waiting
 # 1001 samples on 2 ranks: the sampler pads one sample, which the metrics must not count
-PARAMS = ["epochs=2", "samples=1001", "check_sync=true"]
+PARAMS = sharedlocal.FAULTY_PARAMS
 METRIC_KEYS = {"epoch", "train_loss", "train_acc", "test_loss", "test_acc", "samples_per_s", "seconds",
                "world_size"}
 
@@ -56,15 +61,7 @@ class Run:
 
 @pytest.fixture(scope="module")
 def cluster_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("local")
-    path = root / "cluster.yaml"
-    path.write_text(
-        "name: local-tests\n"
-        "partitions:\n"
-        "  - {name: cpu, nodes: 'node[1-2]', gpus_per_node: 0, cpus_per_node: 2, mem_per_node: 4G}\n"
-        f"launcher: {{init_timeout: {INIT_TIMEOUT}, collective_timeout: {COLLECTIVE_TIMEOUT}, "
-        f"job_root: '{root / 'jobs'}'}}\n", encoding="utf-8")
-    return path
+    return sharedlocal.cluster(tmp_path_factory.mktemp("local"))
 
 
 def start(cluster: Path, *args: str) -> subprocess.Popen[str]:
@@ -111,28 +108,27 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120) -> 
         time.sleep(0.05)
 
 
-def live_processes_of(job_dir: Path) -> list[int]:
-    """PIDs whose command line names the job folder (the ranks), excluding zombies."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if str(job_dir) in cmdline and state != "Z":
-            pids.append(int(entry.name))
-    return pids
+live_processes_of = sharedlocal.processes_naming
 
 
 @pytest.fixture(scope="module")
-def straight(cluster_file: Path) -> Run:
-    """The reference: 2 ranks, 2 epochs, no interruption."""
-    run = run_faulty(cluster_file)
-    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    return run
+def straight(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The reference: 2 ranks, 2 epochs, no interruption (made once per session: sharedlocal.faulty_reference)."""
+    proc = sharedlocal.faulty_reference(tmp_path_factory)
+    return Run(proc, json.loads(proc.stdout))
+
+
+# The failed runs, one per fault: (rank, step) of the fault, each run made once per session and read by other
+# modules too (sharedlocal.faulty_failure). A kill in epoch 2 (step 40) is test_killed_rank_leaves_a_checkpoint's
+# run; a collective only rank 0 enters (its message names no rank) is test_runner_dying_ranks's rank-0 run; the
+# raise on rank 1 at step 3 is test_runner_errors_once's.
+FAULT_AT = {"raise": (1, 3), "kill": (1, 40), "skip_barrier": (0, 40), "exit0": (1, 3)}
+
+
+def failed_run(tmp_path_factory: pytest.TempPathFactory, fault: str) -> tuple[Run, list[int]]:
+    """The run with ``fault`` (FAULT_AT) and the processes of its job folder left as it ended."""
+    made = sharedlocal.faulty_failure(tmp_path_factory, fault, *FAULT_AT[fault])
+    return Run(made["proc"], json.loads(made["proc"].stdout)), made["left"]
 
 
 def test_two_ranks_end_with_identical_parameters(straight: Run) -> None:
@@ -173,10 +169,14 @@ def test_resume_after_an_epoch_is_bit_identical(cluster_file: Path, straight: Ru
     assert [e["epoch"] for e in entries] == [1, 2]
 
 
-def test_preemption_mid_epoch_resumes_bit_identical(cluster_file: Path, straight: Run) -> None:
+def test_preemption_mid_epoch_resumes_bit_identical(cluster_file: Path, straight: Run,
+                                                   tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     # only rank 1 gets the signal, at its 40th step (epoch 2): both ranks must stop at one step
-    preempted = run_faulty(cluster_file, "signal_step=40", "signal_rank=1")
-    assert preempted.proc.returncode == 0, preempted.proc.stderr[-3000:]
+    # (sharedlocal.faulty_preempted, made once per session: the resume continues a copy of it)
+    proc = sharedlocal.faulty_preempted(tmp_path_factory)
+    shared = Run(proc, json.loads(proc.stdout))
+    assert shared.proc.returncode == 0, shared.proc.stderr[-3000:]
+    preempted = Run(shared.proc, {**shared.summary, "job_dir": str(sharedruns.copy_job(shared.job_dir, tmp_path))})
     assert preempted.summary["status"] == "preempted"
     marker = (preempted.job_dir / REQUEUE_FILE).read_text()
     assert marker.startswith("epoch 2, step ")
@@ -255,9 +255,9 @@ def test_preemption_signal_sent_to_orch_run_is_forwarded(cluster_file: Path, str
     ("skip_barrier", 3, f"a collective timed out after {COLLECTIVE_TIMEOUT} s"),
     ("exit0", 3, "rank 1 had already exited with code 0"),
 ])
-def test_a_failing_rank_ends_the_job_and_is_named(cluster_file: Path, fault: str, exit_code: int,
-                                                  says: str) -> None:
-    run = run_faulty(cluster_file, f"fault={fault}")
+def test_a_failing_rank_ends_the_job_and_is_named(tmp_path_factory: pytest.TempPathFactory, fault: str,
+                                                  exit_code: int, says: str) -> None:
+    run, left = failed_run(tmp_path_factory, fault)
     assert run.proc.returncode == exit_code, run.proc.stderr[-3000:]
     assert run.summary["status"] == "failed" and run.summary["exit_code"] == exit_code
     assert says in run.summary["message"]
@@ -269,18 +269,19 @@ def test_a_failing_rank_ends_the_job_and_is_named(cluster_file: Path, fault: str
     # the verdict of orchestrator.records.restarts.blame, as orch status --json shows it for a Slurm job
     failure = run.summary["failure"]
     assert failure["rank"] == run.summary["failed_rank"] and failure["message"] == run.summary["message"]
-    assert live_processes_of(run.job_dir) == []
+    assert left == []  # the processes naming the job folder the moment orch run ended
 
 
-def test_killed_rank_leaves_a_checkpoint_that_resumes_bit_identical(cluster_file: Path,
-                                                                    straight: Run) -> None:
-    killed = run_faulty(cluster_file, "fault=kill", "fault_step=40")  # in epoch 2, after a checkpoint
+def test_killed_rank_leaves_a_checkpoint_that_resumes_bit_identical(cluster_file: Path, straight: Run,
+                                                                    tmp_path_factory: pytest.TempPathFactory,
+                                                                    tmp_path: Path) -> None:
+    killed, _ = failed_run(tmp_path_factory, "kill")  # rank 1 at step 40: in epoch 2, after a checkpoint
     assert killed.proc.returncode == 128 + signal.SIGKILL, killed.proc.stderr[-3000:]
     assert killed.summary["failed_rank"] == 1
     from orchestrator.runtime.checkpoint import read_checkpoint
 
     assert read_checkpoint(killed.job_dir / CHECKPOINT_DIR / "latest.pt")["epoch"] == 1
-    resumed = resume(cluster_file, killed.job_dir, "fault=none")
+    resumed = resume(cluster_file, sharedruns.copy_job(killed.job_dir, tmp_path / "jobs"), "fault=none")
     assert resumed.proc.returncode == 0, resumed.proc.stderr[-3000:]
     assert resumed.digest == straight.digest
 

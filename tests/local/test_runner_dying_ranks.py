@@ -1,13 +1,14 @@
 """Dying and stuck ranks: real processes, gloo on CPU, tests/jobs/faulty.py (faults on purpose).
 
-tests/local/test_runner.py covers ``orch run`` when rank 1 raises, is killed, skips a collective or
-exits 0. This file fills the gaps:
+tests/local/test_runner.py covers ``orch run`` when rank 1 raises, is killed or exits 0, and when one rank
+skips a collective (rank 0's run below). This file fills the gaps:
 
 * the shared entrypoint alone, as ``srun`` starts it (Slurm task variables, no ``orch run``
   watching and stopping the others): each survivor must end by itself, non-zero, naming its rank,
   within the configured timeout of the fault; a rank that exits 0 in the middle of training
   (which ``srun --kill-on-bad-exit`` does not treat as a failure) must not leave the others hanging;
-* the fault on rank 0 (which also hosts the rendezvous store) under ``orch run``;
+* the fault on rank 0 (which also hosts the rendezvous store) under ``orch run`` (launcher.collective_timeout
+  ``sharedlocal.COLLECTIVE_TIMEOUT``, 5 s, there);
 * after each fault, the last checkpoint (written at the end of epoch 1) still loads.
 
 The fault is at a rank's step 40, in epoch 2 (32 steps per epoch), after the epoch 1 checkpoint.
@@ -27,7 +28,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support import ORCH, TESTS, clean_environ
+from local import sharedlocal
+from support import TESTS, clean_environ
 
 from orchestrator.env import taskenv
 from orchestrator.local.rankenv import free_port
@@ -214,37 +216,12 @@ def test_rank_exiting_0_mid_training_does_not_leave_the_other_hanging(tmp_path: 
         ("skip_barrier", "timed out"),
     ],
 )
-def test_orch_run_fault_on_rank_0(fault: str, says: str, tmp_path: Path) -> None:
-    root = tmp_path / "jobs"
-    cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(
-        "name: dying\npartitions:\n  - {name: cpu, nodes: 'n[1-2]', gpus_per_node: 0, cpus_per_node: 2, "
-        f"mem_per_node: 4G}}\nlauncher: {{init_timeout: {TIMEOUT}, collective_timeout: {TIMEOUT}, "
-        f"checkpoint_write: sync, job_root: '{root}'}}\n",  # epoch 1's checkpoint on disk before the fault (job_folder)
-        encoding="utf-8",
-    )
-    params = {**PARAMS, "fault": fault, "fault_rank": 0}
-    argv = [
-        ORCH,
-        "run",
-        str(FAULTY),
-        "--cluster",
-        str(cluster),
-        "--nproc",
-        "2",
-        "--json",
-        *(f"{k}={v}" for k, v in params.items()),
-    ]
-    started = time.monotonic()
-    proc = subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        env=clean_environ(),
-        timeout=START_BUDGET + TIMEOUT + MARGIN,
-        check=False,
-    )
-    elapsed = time.monotonic() - started
+def test_orch_run_fault_on_rank_0(fault: str, says: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The run is made once per session (tests/local/sharedlocal.py: faulty.py's 2 epochs of 32 steps, the fault
+    at step 40, checkpoints written on the training thread as job_folder's): test_runner.py's failing-rank test
+    reads the skip_barrier run, test_runner_errors_once.py the raise."""
+    made = sharedlocal.faulty_failure(tmp_path_factory, fault, 0, FAULT_STEP)
+    proc, elapsed = made["proc"], made["seconds"]
     summary = json.loads(proc.stdout)
     assert proc.returncode != 0 and summary["status"] == "failed", proc.stderr[-3000:]
     assert says in summary["message"] and "orch: error:" in proc.stderr
@@ -252,20 +229,6 @@ def test_orch_run_fault_on_rank_0(fault: str, says: str, tmp_path: Path) -> None
         assert summary["failed_rank"] == 0
     job_dir = Path(summary["job_dir"])
     assert_checkpoint_of_epoch_1_loads(job_dir)
-    leftovers = [pid for pid in _pids_naming(job_dir)]
+    leftovers = made["left"]  # the processes naming the job folder the moment orch run ended
     assert leftovers == [], f"processes left running: {leftovers}"
     assert elapsed < START_BUDGET + TIMEOUT + MARGIN
-
-
-def _pids_naming(job_dir: Path) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if str(job_dir) in cmdline and state != "Z":
-                pids.append(int(entry.name))
-    return pids
