@@ -1,6 +1,8 @@
 """Bring your own script, for real: ``orch run tests/scripts/ddp_train.py --nproc 2`` (2 gloo ranks),
 compared with ``torchrun --nproc-per-node 2`` running the same unmodified script; exit codes; the
-requeue contract (exit 75 after the preemption signal; ``--resume`` raises TORCHELASTIC_RESTART_COUNT)."""
+requeue contract (exit 75 after the preemption signal; ``--resume`` raises TORCHELASTIC_RESTART_COUNT).
+The ``orch run`` of ddp_train.py from another directory is made once per session (tests/local/sharedlocal.py) and
+read by other modules too."""
 
 from __future__ import annotations
 
@@ -14,27 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, ROOT, clean_environ, once_more_on_teardown_abort
+from local import sharedlocal
+from support import ORCH, once_more_on_teardown_abort
 
 from orchestrator.local.rankenv import free_port
 
 pytestmark = pytest.mark.slow
 
-SCRIPTS = ROOT / "tests" / "scripts"
-DDP = SCRIPTS / "ddp_train.py"
-# Arguments no shell or quoting layer may change: they must reach sys.argv byte for byte.
-HOSTILE: list[str] = [
-    "with space", "it's", 'say "hi"', "$(touch /tmp/orch-pwned)", "`id`", "a;b", "*", "~root", "--out",
-    "-x", "", " ", "tab\there", "new\nline", "back\\slash", "%j %t", "unicode ✓", "#hash", "--",
-    os.fsdecode(b"\xff\xfe not utf-8 \x80"), "\x01\x1b[31m",
-]
+SCRIPTS = sharedlocal.SCRIPTS
+DDP = sharedlocal.DDP
+HOSTILE = sharedlocal.HOSTILE  # arguments no shell or quoting layer may change: byte for byte to sys.argv
 TIMEOUT = 180
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = clean_environ(PYTHONPATH=str(ROOT), **extra)
-    env.pop("OMP_NUM_THREADS", None)  # torchrun sets 1 when it is unset; orch sets the task's CPUs
-    return env
+_env = sharedlocal.script_env  # OMP_NUM_THREADS unset: torchrun sets 1 when it is unset; orch sets the task's CPUs
 
 
 def _orch_run(cwd: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[bytes]:
@@ -51,16 +44,21 @@ def _job_dir(root: Path) -> Path:
     return job_dir
 
 
-def test_unmodified_script_runs_in_two_ranks_from_another_directory(tmp_path: Path) -> None:
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    out, jobs = tmp_path / "out", tmp_path / "jobs"
-    rel = os.path.relpath(DDP, elsewhere)  # a relative path: resolved against the cwd of the command
-    proc = _orch_run(elsewhere, rel, "--nproc", "2", "--job-root", str(jobs), "--",
-                     "--out", str(out), "--steps", "4", "--lr", "0.05", "--", *HOSTILE)
+@pytest.fixture
+def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[bytes], Path]:
+    """``orch run ../scripts/ddp_train.py --nproc 2 --cpu --json`` (a relative path) from ``elsewhere/``, the
+    arguments HOSTILE after the script's own (sharedlocal.ddp_train): the run and its folder."""
+    made = sharedlocal.ddp_train(tmp_path_factory)
+    return made["proc"], made["folder"]
+
+
+def test_unmodified_script_runs_in_two_ranks_from_another_directory(
+        ddp_run: tuple[subprocess.CompletedProcess[bytes], Path]) -> None:
+    proc, folder = ddp_run
+    elsewhere, out, jobs = folder / "elsewhere", folder / "out", folder / "jobs"
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     records = _records(out, 2)
-    expected_argv = ["--out", str(out), "--steps", "4", "--lr", "0.05", "--", *HOSTILE]
+    expected_argv = ["--out", str(out), *sharedlocal.DDP_STEPS, "--", *HOSTILE]
     job_dir = _job_dir(jobs)
     for rank, rec in enumerate(records):
         assert rec["env"] == {
@@ -87,18 +85,21 @@ def test_unmodified_script_runs_in_two_ranks_from_another_directory(tmp_path: Pa
     assert not Path("/tmp/orch-pwned").exists()
 
 
-def test_torchrun_and_orch_run_give_the_script_the_same_variables(tmp_path: Path) -> None:
-    torchrun_out, orch_out = tmp_path / "torchrun", tmp_path / "orch"
+def test_torchrun_and_orch_run_give_the_script_the_same_variables(
+        tmp_path: Path, ddp_run: tuple[subprocess.CompletedProcess[bytes], Path]) -> None:
+    torchrun_out = tmp_path / "torchrun"
     # plain torchrun (not orch) aborts now and then in gloo's teardown under load (the shared rule: once more)
     torchrun = once_more_on_teardown_abort(lambda: subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
          "--master-port", str(free_port()), str(DDP), "--out", str(torchrun_out)],
         cwd=tmp_path, env=_env(), capture_output=True, text=True, errors="replace", timeout=TIMEOUT, check=False))
     assert torchrun.returncode == 0, torchrun.stderr
-    proc = _orch_run(tmp_path, str(DDP), "--nproc", "2", "--job-root", str(tmp_path / "jobs"), "--",
-                     "--out", str(orch_out))
+    # orch's side: the shared run (from another directory, by a relative path, with more arguments: none of them
+    # changes a variable; test_unmodified_script_runs_in_two_ranks_from_another_directory checks its own values)
+    proc, folder = ddp_run
+    orch_out, jobs = folder / "out", folder / "jobs"
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-    cpus = json.loads((_job_dir(tmp_path / "jobs") / "job.json").read_text())["cpus_per_task"]
+    cpus = json.loads((_job_dir(jobs) / "job.json").read_text())["cpus_per_task"]
     # Differ by design: the port and run id; OMP_NUM_THREADS is 1 under torchrun, the task's CPUs under orch;
     # the error file is in torchrun's temporary folder, in the job folder under orch.
     differ = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS", "TORCHELASTIC_ERROR_FILE"}
@@ -109,7 +110,7 @@ def test_torchrun_and_orch_run_give_the_script_the_same_variables(tmp_path: Path
         # one machine: torchrun's agent hosts the store, orch's rank 0 task does (on loopback): both True
         assert theirs["env"]["TORCHELASTIC_USE_AGENT_STORE"] == ours["env"]["TORCHELASTIC_USE_AGENT_STORE"] == "True"
         assert ours["env"]["OMP_NUM_THREADS"] == str(cpus)
-        assert ours["env"]["TORCHELASTIC_ERROR_FILE"] == str(_job_dir(tmp_path / "jobs") / "logs" /
+        assert ours["env"]["TORCHELASTIC_ERROR_FILE"] == str(_job_dir(jobs) / "logs" /
                                                              f"rank{ours['env']['RANK']}.error.json")
         assert theirs["path0"] == ours["path0"] == str(SCRIPTS)
         assert theirs["argv0"] == ours["argv0"]

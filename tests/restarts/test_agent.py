@@ -6,6 +6,9 @@ rank's process is the same one before and after the restart, and the restarted a
 Then the fallbacks: the budget of restarts is shared with the step-level ones, and a deadlock (no rank
 failed or stopped) ends the step and is restarted by step; the preemption signal reaches the worker through
 its agent; a script's restarted world imports nothing. The agent's decisions over a store: below.
+
+The uninterrupted runs they compare with are made once per session (tests/local/sharedlocal.py) and read by other
+modules too: faulty.py's (tests/local/test_runner.py's reference) and ddp_train.py's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from local import sharedlocal
 from support import ORCH, TESTS, DictStore, clean_environ
 
 from orchestrator.records.restarts.attempts import format_attempts, read_attempts
@@ -26,8 +30,8 @@ from orchestrator.restarts import protocol as proto
 from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import RESULT_FILE
 
-FAULTY = TESTS / "jobs" / "faulty.py"
-PARAMS = ["epochs=2", "samples=1001", "check_sync=true"]
+FAULTY = sharedlocal.FAULTY
+PARAMS = sharedlocal.FAULTY_PARAMS
 RUN_TIMEOUT = 180
 
 
@@ -56,10 +60,11 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(root: Path) -> str:
-    """The parameters of an uninterrupted run (the step path: no agent)."""
-    summary, err = run(cluster(root, restart="step", max_restarts=0))
-    assert summary["status"] == "completed", err[-3000:]
+def reference(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The parameters of an uninterrupted run (max_restarts 0: no agent), the job and parameters of ``run``'s:
+    sharedlocal.faulty_reference, made once per session."""
+    summary = json.loads(sharedlocal.faulty_reference(tmp_path_factory).stdout)
+    assert summary["status"] == "completed", summary
     digest: str = summary["result"]["param_digest"]
     return digest
 
@@ -187,10 +192,11 @@ def test_a_scripts_restarted_world_imports_nothing(root: Path) -> None:
 
 
 def ddp_params(root: Path, restart: str, max_restarts: int, *args: str) -> tuple[dict[str, Any], list[list[float]]]:
-    """``orch run`` of tests/scripts/ddp_train.py on 2 ranks: the summary and each rank's final parameters."""
+    """``orch run`` of tests/scripts/ddp_train.py on 2 ranks, sharedlocal.ddp_train's steps and learning rate: the
+    summary and each rank's final parameters."""
     out = root / f"ddp-{restart}-{max_restarts}-{len(args)}"
     argv = [ORCH, "run", "--cluster", str(cluster(root, restart=restart, max_restarts=max_restarts)), "--json",
-            str(TESTS / "scripts" / "ddp_train.py"), "--nproc", "2", "--", "--out", str(out), "--steps", "4", *args]
+            str(sharedlocal.DDP), "--nproc", "2", "--", "--out", str(out), *sharedlocal.DDP_STEPS, *args]
     proc = subprocess.run(argv, capture_output=True, text=True, env=clean_environ(), timeout=RUN_TIMEOUT)
     assert proc.stdout.strip(), proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
@@ -199,10 +205,15 @@ def ddp_params(root: Path, restart: str, max_restarts: int, *args: str) -> tuple
 
 
 @pytest.mark.slow
-def test_a_scripts_warm_restart_trains_as_an_uninterrupted_run(root: Path) -> None:
+def test_a_scripts_warm_restart_trains_as_an_uninterrupted_run(root: Path,
+                                                               tmp_path_factory: pytest.TempPathFactory) -> None:
     """The world forked again from the agents (which imported torch before it) trains exactly as a world that
-    never failed: every rank's final parameters are bit-equal to those of an uninterrupted run."""
-    _, uninterrupted = ddp_params(root, "step", 0)
+    never failed: every rank's final parameters are bit-equal to those of an uninterrupted run (sharedlocal's run
+    of the script: the same steps and learning rate, made once per session; its other arguments change no
+    parameter)."""
+    shared = sharedlocal.ddp_train(tmp_path_factory)
+    assert shared["proc"].returncode == 0, shared["proc"].stderr.decode(errors="replace")[-3000:]
+    uninterrupted = [json.loads((shared["folder"] / "out" / f"rank{r}.json").read_text())["params"] for r in (0, 1)]
     summary, restarted = ddp_params(root, "in-process", 1, "--fail-first-attempt", "1")
     attempts = read_attempts(Path(summary["job_dir"]))
     assert [a["in_process"] for a in attempts] == [True, False] and attempts[0]["blamed_rank"] == 1, attempts

@@ -3,8 +3,9 @@
 MASTER_ADDR:MASTER_PORT the batch script exports), through the real task launcher. The agents meet at their own
 port (env/masterport.py's agents_port), rank 0's agent hosts the agents' store there, and the next world's
 MASTER_ADDR:MASTER_PORT is agreed through it. Rank 1's worker dies of SIGKILL after its first step: the world is
-forked again from the agents in the same processes, and trains as an uninterrupted run. MASTER_ADDR is this
-machine's own non-loopback address where it has one (a real cluster's path: the world's store listens on every
+forked again from the agents in the same processes, and trains as an uninterrupted run (tests/local/sharedlocal.py's
+``orch run`` of the script on 2 ranks, made once per session: the same world size, steps and learning rate). MASTER_ADDR
+is this machine's own non-loopback address where it has one (a real cluster's path: the world's store listens on every
 interface), else loopback (nodes of a test cluster that share one address)."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import TESTS, clean_environ
+from local import sharedlocal
+from support import clean_environ
 
 from orchestrator.env import taskenv
 from orchestrator.records.jobcreate import create_job_dir, write_config
@@ -27,7 +29,7 @@ from orchestrator.spec.cluster import Launcher
 from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget
 
-DDP = TESTS / "scripts" / "ddp_train.py"
+DDP = sharedlocal.DDP
 TIMEOUT = 120
 
 
@@ -49,11 +51,12 @@ def free_port() -> int:
 
 
 def step(root: Path, name: str, addr: str, *args: str) -> tuple[Path, list[subprocess.CompletedProcess[str]]]:
-    """Both tasks of one 2-node step of ddp_train.py (4 steps) with ``args``: (the job folder, each task's run)."""
+    """Both tasks of one 2-node step of ddp_train.py (sharedlocal.DDP_STEPS) with ``args``: (the job folder, each
+    task's run)."""
     folder = create_job_dir(root / name)
     out = folder / "out"
     script = ScriptTarget(kind="script", target=str(DDP), cwd=str(DDP.parent),
-                          args=["--out", str(out), "--steps", "4", *args])
+                          args=["--out", str(out), *sharedlocal.DDP_STEPS, *args])
     write_config(folder, RunConfig(mode="slurm", job_name="ddp_train", job_file=str(DDP), params={}, nodes=2,
                                    gpus_per_node=0, tasks_per_node=1, cpus_per_task=1, job_dir=str(folder),
                                    created="2026-11-29T00:00:00+00:00", script=script,
@@ -79,7 +82,8 @@ def params(folder: Path) -> list[Any]:
 
 
 @pytest.mark.slow
-def test_a_script_on_two_nodes_restarts_warm_and_trains_as_an_uninterrupted_run(tmp_path: Path) -> None:
+def test_a_script_on_two_nodes_restarts_warm_and_trains_as_an_uninterrupted_run(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     addr = own_address()
     folder, runs = step(tmp_path, "killed", addr, "--kill-first-attempt", "1")
     detail = "\n".join(f"rank {r}: exit {run.returncode}\n{run.stdout[-3000:]}" for r, run in enumerate(runs))
@@ -94,7 +98,7 @@ def test_a_script_on_two_nodes_restarts_warm_and_trains_as_an_uninterrupted_run(
     assert len({r["env"]["MASTER_PORT"] for r in restarted}) == 1 and \
         all(r["env"]["TORCHELASTIC_USE_AGENT_STORE"] == "True" for r in restarted), restarted
     assert "restarting in the step's processes" in "".join(run.stdout for run in runs), detail
-    _, clean = step(tmp_path, "uninterrupted", addr)
-    assert [run.returncode for run in clean] == [0, 0], [run.stdout[-3000:] for run in clean]
-    assert [r["params"] for r in restarted] == [r["params"] for r in params(tmp_path / "uninterrupted")]
+    uninterrupted = sharedlocal.ddp_train(tmp_path_factory)
+    assert uninterrupted["proc"].returncode == 0, uninterrupted["proc"].stderr.decode(errors="replace")[-3000:]
+    assert [r["params"] for r in restarted] == [r["params"] for r in params(uninterrupted["folder"])]
 

@@ -1,7 +1,11 @@
 """The world check for real: ``orch run SCRIPT --nproc 2`` (2 gloo ranks on the CPU) through the CLI, one run per
 case: a formed world, ranks that each trained alone (a hard-coded tcp:// rendezvous with world_size=1), ranks that
 never called init_process_group, a correct script with subgroups, ranks declared independent, and the strict
-check (--strict-world, cluster.yaml's launcher.world_check); orch status on what they left."""
+check (--strict-world, cluster.yaml's launcher.world_check); orch status on what they left.
+
+Two runs serve two tests each: the formed world is tests/local/sharedlocal.py's run of ddp_train.py (made once per
+session, read by other modules too), and ranks that never initialised are one run of no_init.py that also sleeps
+past launcher.init_timeout (``never_initialised``)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sharedruns
+from local import sharedlocal
 from support import ORCH, ROOT, TEST_CLUSTER, clean_environ, cluster_file
 
 pytestmark = pytest.mark.slow
@@ -47,10 +53,15 @@ def status(tmp_path: Path, job_dir: Path) -> tuple[str, dict[str, Any]]:
     return text.stdout, json.loads(data.stdout)
 
 
-def test_a_formed_world_raises_no_alarm(tmp_path: Path) -> None:
-    proc, job_dir = run(tmp_path, "ddp_train.py", "--json", "--", "--out", str(tmp_path / "out"))
-    assert proc.returncode == 0, proc.stderr
-    assert "warning" not in proc.stderr, proc.stderr
+def test_a_formed_world_raises_no_alarm(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # ``orch run ddp_train.py --nproc 2 --cpu --json`` (sharedlocal.ddp_train: from another directory, with
+    # arguments of its own after the script's)
+    made = sharedlocal.ddp_train(tmp_path_factory)
+    proc = made["proc"]
+    job_dir = sharedlocal.job_dir_under(made["folder"] / "jobs")
+    stderr = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0, stderr
+    assert "warning" not in stderr, stderr
     assert json.loads(proc.stdout)["world"] is None
     assert worlds(job_dir) == [{"size": 2, "rank": r, "backend": "gloo", "orch_rendezvous": True} for r in range(2)]
     text, data = status(tmp_path, job_dir)
@@ -73,8 +84,21 @@ def test_ranks_that_each_trained_alone_are_reported(tmp_path: Path) -> None:
     assert f"# job {job_dir}: warning: {NEVER_FORMED}" in text
 
 
-def test_ranks_that_never_initialised_are_reported(tmp_path: Path) -> None:
-    proc, job_dir = run(tmp_path, "no_init.py", "--json")
+@pytest.fixture
+def never_initialised(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``orch run no_init.py --nproc 2 --cpu --json`` with launcher.init_timeout 10 and ranks that sleep 12 s before
+    they end without a process group: made once per session, read by the two tests of ranks that never
+    initialised (rank 0's word while it runs; the verdict at the end, which the sleep does not change)."""
+    def make(folder: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+        cluster = cluster_file(folder, launcher={**TEST_CLUSTER["launcher"], "init_timeout": 10})
+        return run(folder, "no_init.py", "--json", "--cluster", str(cluster), "--", "--sleep", "12")
+
+    return sharedruns.once(tmp_path_factory, "worldcheck-no-init-slept", make)
+
+
+def test_ranks_that_never_initialised_are_reported(
+        tmp_path: Path, never_initialised: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, job_dir = never_initialised
     assert proc.returncode == 0, proc.stderr
     assert f"orch: warning: {NEVER_INITIALISED}\nHINT: call init_process_group" in proc.stderr
     assert json.loads(proc.stdout)["world"]["kind"] == "never_initialised"
@@ -119,9 +143,9 @@ def test_cluster_yaml_makes_the_check_strict(tmp_path: Path) -> None:
     assert "never formed a process group: this rank never called init_process_group" in proc.stderr
 
 
-def test_rank_0_says_so_while_it_runs_when_no_init_came_in_time(tmp_path: Path) -> None:
-    cluster = cluster_file(tmp_path, launcher={**TEST_CLUSTER["launcher"], "init_timeout": 10})
-    proc, _ = run(tmp_path, "no_init.py", "--cluster", str(cluster), "--", "--sleep", "12")
+def test_rank_0_says_so_while_it_runs_when_no_init_came_in_time(
+        never_initialised: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, _ = never_initialised
     assert proc.returncode == 0, proc.stderr
     assert ("orch: warning: rank 0 has not called init_process_group 10 s into the script (launcher.init_timeout)"
             in proc.stdout + proc.stderr)
