@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import sharedruns
 from support import ORCH, ROOT, clean_environ
 
 from orchestrator.records.stacks import places_path
@@ -67,7 +68,8 @@ CASES = {
 }
 
 
-def _run(tmp_path: Path, script: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], float, Path]:
+def _run(tmp_path: Path, script: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], float, Path, list[int]]:
+    """The run, when it ended (time.time()), its job folder, and its ranks still alive as it ended."""
     jobs = tmp_path / "jobs"
     proc = subprocess.run([ORCH, "run", str(SCRIPTS / script), "--nproc", "2", "--job-root", str(jobs),
                            "--collective-timeout", str(TIMEOUT_S), "--max-restarts", "0", *extra],
@@ -75,7 +77,17 @@ def _run(tmp_path: Path, script: str, *extra: str) -> tuple[subprocess.Completed
                           timeout=CAP_S, check=False)
     ended = time.time()
     [job_dir] = [p for p in jobs.iterdir() if (p / "job.json").is_file()]
-    return proc, ended, job_dir
+    return proc, ended, job_dir, _left_behind(job_dir)
+
+
+def _case_run(case: str, tmp_path_factory: pytest.TempPathFactory,
+              tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], float, Path, list[int]]:
+    """The run of ``case``; the loader's is made once per session: test_status_and_logs_name_the_rank_and_list_every_
+    ranks_place reads the same hang (a copy of its folder)."""
+    script, extra, _, _ = CASES[case]
+    if case != "loader":
+        return _run(tmp_path, script, *extra)
+    return sharedruns.once(tmp_path_factory, "hang-places-loader", lambda folder: _run(folder, script, *extra))
 
 
 def _hung_at(job_dir: Path) -> float:
@@ -99,10 +111,10 @@ def _left_behind(job_dir: Path) -> list[int]:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_a_hang_ends_in_seconds_and_names_the_rank_and_its_line(case: str, tmp_path: Path) -> None:
-    script, extra, _, _ = CASES[case]
+def test_a_hang_ends_in_seconds_and_names_the_rank_and_its_line(case: str, tmp_path_factory: pytest.TempPathFactory,
+                                                              tmp_path: Path) -> None:
     expected = _expected(case)
-    proc, ended, job_dir = _run(tmp_path, script, *extra)
+    proc, ended, job_dir, left = _case_run(case, tmp_path_factory, tmp_path)
     terminal = proc.stdout + proc.stderr
     assert proc.returncode != 0, terminal
     hung = _hung_at(job_dir)
@@ -113,11 +125,13 @@ def test_a_hang_ends_in_seconds_and_names_the_rank_and_its_line(case: str, tmp_p
     named_in = json.loads(places_path(job_dir).read_text())["culprit"]
     assert expected.fullmatch(named_in), named_in
     assert last.startswith(f"orch: error: {named_in}; "), terminal
-    assert not _left_behind(job_dir)
+    assert not left  # the ranks' processes alive as orch run ended
 
 
-def test_status_and_logs_name_the_rank_and_list_every_ranks_place(tmp_path: Path) -> None:
-    _, _, job_dir = _run(tmp_path, "hang_loader.py")
+def test_status_and_logs_name_the_rank_and_list_every_ranks_place(tmp_path_factory: pytest.TempPathFactory,
+                                                                  tmp_path: Path) -> None:
+    _, _, shared, _ = _case_run("loader", tmp_path_factory, tmp_path)
+    job_dir = sharedruns.copy_job(shared, tmp_path / "jobs")  # orch status and logs may write into it
     expected = json.loads(places_path(job_dir).read_text())["culprit"]
     assert _expected("loader").fullmatch(expected), expected
     env = clean_environ(PYTHONPATH=str(ROOT))
