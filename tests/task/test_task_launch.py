@@ -20,6 +20,9 @@ import pytest
 import yaml
 from support import ORCH, TEST_CLUSTER, TESTS, clean_environ
 
+from orchestrator.records.jobcreate import create_job_dir, write_config
+from orchestrator.spec.cluster import Launcher
+from orchestrator.spec.runconfig import RunConfig
 from orchestrator.task.outcome import read_outcomes
 from orchestrator.task.reaper import descendants
 
@@ -118,12 +121,11 @@ def test_an_interrupted_orch_run_ends_the_ranks_children_and_exits_128_plus_sign
 
 def test_the_task_entry_ends_its_children_itself(tmp_path: Path) -> None:
     """As under srun (no orch run around it): the launcher signals what it started before it exits."""
-    proc = run(tmp_path, "--nproc", "1", "epochs=1")  # a job folder to reuse
-    assert proc.returncode == 0, proc.stderr
-    folder = job_dir(tmp_path)
-    cfg = json.loads((folder / "job.json").read_text())
-    cfg["params"].update(child=True, fault="raise", fault_rank=0, fault_step=1)
-    (folder / "job.json").write_text(json.dumps(cfg))
+    folder = create_job_dir(tmp_path / "jobs" / "hang-task")  # a job folder as orch run makes it, no rank run yet
+    write_config(folder, RunConfig(mode="local", job_name="hang", job_file=HANG_JOB, nodes=1, gpus_per_node=0,
+                                   tasks_per_node=1, cpus_per_task=1, job_dir=str(folder), launcher=Launcher(),
+                                   params={"epochs": 1, "child": True, "fault": "raise", "fault_rank": 0,
+                                           "fault_step": 1}, created="2026-12-01T00:00:00+00:00"))
     task_env = {**env(), "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
                 "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29000 + os.getpid() % 400)}
     task = subprocess.run([sys.executable, "-m", "orchestrator.runtime.launch", "--job-dir", str(folder)],
