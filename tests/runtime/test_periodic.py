@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sharedruns
+from local import sharedlocal
 from support import ORCH, TESTS, clean_environ
 
 from orchestrator.env.devices import CPU
@@ -28,7 +28,7 @@ from orchestrator.spec.runconfig import CHECKPOINT_DIR, LOG_DIR
 from orchestrator.task.preempt import PreemptFlag
 
 FAULTY = TESTS / "jobs" / "faulty.py"
-PARAMS = ["epochs=2", "samples=1001", "check_sync=true"]  # 32 steps per epoch on 2 ranks
+PARAMS = sharedlocal.FAULTY_PARAMS  # 32 steps per epoch on 2 ranks (the shared reference's)
 RUN_TIMEOUT = 180
 CHECKPOINT_LINE = re.compile(r"orch: checkpoint at epoch (\d+), step (\d+) \(checkpoint_every")
 
@@ -121,17 +121,15 @@ def digest(summary: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def straight(cluster_file: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The reference: no interruption and no periodic checkpoint (the default interval is far away), made once
-    per session (both tests only read its parameters)."""
-    def make(_: Path) -> tuple[str, str]:
-        proc, summary = faulty(cluster_file)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        log = (Path(summary["job_dir"]) / LOG_DIR / "local-rank0.out").read_text()
-        return digest(summary), log
-    value, log = sharedruns.once(tmp_path_factory, "periodic-faulty-reference", make)
+def straight(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The reference: no interruption and no periodic checkpoint (the default interval is far away): the session's
+    uninterrupted run of the same job and parameters (tests/local/sharedlocal.py; its timeouts differ, which the
+    parameters do not see)."""
+    proc = sharedlocal.faulty_reference(tmp_path_factory)
+    summary = json.loads(proc.stdout)
+    log = (Path(summary["job_dir"]) / LOG_DIR / "local-rank0.out").read_text()
     assert not CHECKPOINT_LINE.search(log)
-    return value
+    return digest(summary)
 
 
 @pytest.mark.slow
