@@ -347,15 +347,28 @@ class LocalRun:
 
 
 @pytest.fixture(scope="session")
-def faulty_epochs2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRun]:
+def start_local_run() -> Iterator[Callable[..., LocalRun]]:
+    """``start_local_run(root, job, *params)``: a LocalRun, started now; any still running at the session's end is
+    killed."""
+    started: list[LocalRun] = []
+
+    def start(root: Path, job: Path, *params: str) -> LocalRun:
+        started.append(LocalRun(root, job, *params))
+        return started[-1]
+
+    yield start
+    for run in started:
+        if run.proc.poll() is None:
+            run.proc.kill()
+            run.proc.communicate()
+
+
+@pytest.fixture(scope="session")
+def faulty_epochs2(tmp_path_factory: pytest.TempPathFactory, start_local_run: Callable[..., LocalRun]) -> LocalRun:
     """tests/jobs/faulty.py ``epochs=2`` run uninterrupted on this machine, once: the parameters that the in-process
     restarts of a killed, a stopped (test_e2e_inprocess_restarts.py) and a stuck rank (test_e2e_hang_places.py) must
     end with (3 local runs -> 1). Started when a test first asks, so it runs beside that test's job."""
-    run = LocalRun(tmp_path_factory.mktemp("faulty-epochs2"), ROOT / "tests" / "jobs" / "faulty.py", "epochs=2")
-    yield run
-    if run.proc.poll() is None:
-        run.proc.kill()
-        run.proc.communicate()
+    return start_local_run(tmp_path_factory.mktemp("faulty-epochs2"), ROOT / "tests" / "jobs" / "faulty.py", "epochs=2")
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import SlurmCluster
+    from conftest import LocalRun, SlurmCluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -47,32 +47,10 @@ def in_process(data: dict[str, Any]) -> None:
     data["launcher"]["restart"] = "in-process"
 
 
-@dataclass
-class Reference:
-    """An uninterrupted local run of the same job (``orch run --nproc 2``), started once and read when needed."""
-
-    proc: subprocess.Popen[str]
-    digest: str | None = None
-
-    def param_digest(self) -> str:
-        if self.digest is None:
-            out, err = self.proc.communicate(timeout=300)
-            assert self.proc.returncode == 0, err[-3000:]
-            self.digest = str(json.loads(out)["result"]["param_digest"])
-        return self.digest
-
-
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
-    root = tmp_path_factory.mktemp("reference")
-    env = {**os.environ, "ORCH_DATA_DIR": os.environ.get("ORCH_DATA_DIR", str(root))}
-    proc = subprocess.Popen([ORCH, "run", str(FAULTY), "--nproc", "2", "--job-root", str(root), "--json", *PARAMS],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    ref = Reference(proc)
-    yield ref
-    if proc.poll() is None:
-        proc.kill()
-        proc.communicate()
+def reference(tmp_path_factory: pytest.TempPathFactory, start_local_run: Callable[..., LocalRun]) -> LocalRun:
+    """An uninterrupted local run of the same job (``orch run --nproc 2``), started once and read when needed."""
+    return start_local_run(tmp_path_factory.mktemp("reference"), FAULTY, *PARAMS)
 
 
 def _environ(pid: int) -> dict[str, str] | None:
@@ -185,7 +163,7 @@ def submit(cluster: SlurmCluster, tmp_path: Path, *extra: str, max_restarts: int
     return Job(cluster, job_id, job_dir, pace)
 
 
-def finish(job: Job, reference: Reference, timeout: float = 180.0) -> dict[str, Any]:
+def finish(job: Job, reference: LocalRun, timeout: float = 180.0) -> dict[str, Any]:
     """Let the job run at full speed to its end: COMPLETED, the reference's parameters, nothing left."""
     job.pace.unlink(missing_ok=True)
     status = job.cluster.wait_done(job.job_id, timeout=timeout, job_dir=job.job_dir)
@@ -234,7 +212,7 @@ WORKER_CASES: dict[str, tuple[Callable[[Job], object], list[tuple[str, int | Non
 
 
 def test_faults_one_after_another_end_completed_as_an_uninterrupted_run(slurm_cluster: SlurmCluster,
-                                                                       tmp_path: Path, reference: Reference) -> None:
+                                                                       tmp_path: Path, reference: LocalRun) -> None:
     """One job, one fault after another (WORKER_CASES), then the preemption signal during a restart: each worker
     fault is one in-process restart (two for the second failure) and the survivors keep their processes; an
     agent's death ends the step (srun's --kill-on-bad-exit) and the batch script restarts it; the preemption
@@ -339,7 +317,7 @@ def _start_slurmd(cluster: SlurmCluster, node: str) -> None:
 
 
 def test_a_nodes_slurmd_killed_leaves_the_job_training(slurm_cluster: SlurmCluster, tmp_path: Path,
-                                                      reference: Reference) -> None:
+                                                      reference: LocalRun) -> None:
     """kill -9 of the slurmd of rank N's node: the step's tasks live under slurmstepd, not slurmd, so the job
     trains on and completes as an uninterrupted run (Slurm would mark the node DOWN only after SlurmdTimeout,
     300 s by default, with no word from it). slurmd is root's: as the user this is skipped."""
