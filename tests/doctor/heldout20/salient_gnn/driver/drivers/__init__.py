@@ -1,0 +1,3 @@
+from .base import BaseDriver
+from .ddp import DDPDriver
+from .singleproc import SingleProcDriver
