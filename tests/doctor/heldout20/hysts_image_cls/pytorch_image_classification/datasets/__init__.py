@@ -1,0 +1,2 @@
+from .datasets import create_dataset
+from .dataloader import create_dataloader

@@ -1,0 +1,1 @@
+from .make_dataloader import make_dataloader
