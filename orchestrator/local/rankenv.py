@@ -7,9 +7,6 @@ NODE_RANK=0, MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port) and derives its Dis
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import signal
 import socket
 from collections.abc import Mapping
 
@@ -42,9 +39,3 @@ def child_env(base: Mapping[str, str], *, rank: int, nproc: int, port: int,
         "MASTER_ADDR": LOCAL_ADDR, "MASTER_PORT": str(port),
     })
     return env
-
-
-def die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the child gets SIGTERM when orch run dies, so no rank outlives its runner."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

@@ -16,6 +16,7 @@ itself is killed. No torch here: only the child processes import it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -29,18 +30,22 @@ from pathlib import Path
 from typing import IO
 
 from orchestrator.errors import ConfigError
-from orchestrator.local.rankenv import child_env, die_with_parent, free_port
+from orchestrator.local.rankenv import child_env, free_port
 from orchestrator.local.result import LocalResult, local_result
 from orchestrator.records import pyspy, stacks
 from orchestrator.records.joblayout import local_log_name as log_name
 from orchestrator.records.restarts.rankoutcome import PEER_FAILURE_EXIT
 from orchestrator.spec.runconfig import LOG_DIR, REQUEUE_FILE
 from orchestrator.task import hang, reaper
+from orchestrator.task.forkserver import ForkedRank, ForkServer, die_with_parent
 from orchestrator.task.outcome import remove_outcomes
 from orchestrator.task.preempt import SIGNALS
 
 GRACE_SECONDS = 5.0
 POLL_SECONDS = 0.05
+TASK_MODULE = "orchestrator.runtime.launch"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -57,7 +62,9 @@ class LocalRunner:
     all_ranks: bool = False  # show every rank's output, each line prefixed with [rank R]
     grace: float = GRACE_SECONDS
     port: int | None = None
-    _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, init=False)
+    fork: bool = False  # the ranks forked from one server that imported torch once (task.forkserver.forks_ranks)
+    _procs: list[subprocess.Popen[bytes] | ForkedRank] = field(default_factory=list, init=False)
+    _server: ForkServer | None = field(default=None, init=False)
     _forwarded: list[int] = field(default_factory=list, init=False)
     _quiet: bool = field(default=False, init=False)
     _quiet_all: bool = field(default=False, init=False)  # the other ranks' stack dumps (all_ranks)
@@ -78,6 +85,8 @@ class LocalRunner:
                 self._start(port, logs)
                 codes, exited_at, stopped = self._watch()
         finally:
+            if self._server is not None:  # its ranks have ended: it leaves
+                self._server.close(self.grace)
             reaper.stop_marked(self._token, self.grace)  # what left the ranks' groups (setsid daemons)
             if watchdog is not None:
                 with contextlib.suppress(OSError):
@@ -105,22 +114,27 @@ class LocalRunner:
             return None
 
     def _start(self, port: int, logs: Path) -> None:
-        argv = [self.python, "-m", "orchestrator.runtime.launch", "--job-dir", str(self.job_dir)]
-        preexec: Callable[[], None] | None = die_with_parent if sys.platform.startswith("linux") else None
+        argv = ["--job-dir", str(self.job_dir)]
         self._files: list[IO[bytes]] = []
-        for rank in range(self.nproc):
+        envs = [{**child_env(self.environ, rank=rank, nproc=self.nproc, port=port, extra=self.extra_env),
+                 reaper.TOKEN_VAR: self._token} for rank in range(self.nproc)]
+        common = {k: v for k, v in envs[0].items() if all(env.get(k) == v for env in envs)}
+        self._server = self._fork_server(common, logs) if self.fork else None
+        for rank, env in enumerate(envs):
             if self._forwarded:  # Ctrl-C or SIGTERM while starting: start no more ranks
                 break
             log_file = (logs / log_name(rank)).open("ab")
             self._files.append(log_file)
-            env = child_env(self.environ, rank=rank, nproc=self.nproc, port=port, extra=self.extra_env)
-            env[reaper.TOKEN_VAR] = self._token
-            out: int | IO[bytes] = subprocess.PIPE if rank == 0 or self.all_ranks else log_file
-            # Own session: a terminal's Ctrl-C reaches orch run only, which forwards it once.
+            shown = rank == 0 or self.all_ranks
             try:
-                self._procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                                    stdin=subprocess.DEVNULL, start_new_session=True,
-                                                    preexec_fn=preexec))
+                if self._server is not None:
+                    self._procs.append(self._forked(self._server, rank, argv, env, common, log_file, shown))
+                    continue
+                # Own session: a terminal's Ctrl-C reaches orch run only, which forwards it once.
+                self._procs.append(subprocess.Popen([self.python, "-m", TASK_MODULE, *argv], env=env,
+                                                    stdout=subprocess.PIPE if shown else log_file,
+                                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                    start_new_session=True, preexec_fn=_preexec()))
             except OSError as exc:  # EAGAIN: the user's process limit (ulimit -u), ENOMEM
                 self._send_all(signal.SIGKILL)
                 for proc in self._procs:
@@ -132,10 +146,44 @@ class LocalRunner:
                                   hint="run fewer processes (--nproc), or raise the process limit (ulimit -u)"
                                   ) from None
         self._echo_lock = threading.Lock()
-        shown = range(len(self._procs)) if self.all_ranks else range(min(1, len(self._procs)))
-        self._tees = [threading.Thread(target=self._copy_rank, args=(rank,), daemon=True) for rank in shown]
+        shown_ranks = range(len(self._procs)) if self.all_ranks else range(min(1, len(self._procs)))
+        self._tees = [threading.Thread(target=self._copy_rank, args=(rank,), daemon=True) for rank in shown_ranks]
         for tee in self._tees:
             tee.start()
+
+    def _fork_server(self, common: Mapping[str, str], logs: Path) -> ForkServer | None:
+        """The server the ranks are forked from, once it has imported torch; None (each rank then starts its
+        own interpreter) when it could not start or died first (its output is in rank 0's log)."""
+        with (logs / log_name(0)).open("ab") as output:
+            try:
+                server = ForkServer.start(self.python, common, name=["--job-dir", str(self.job_dir)],
+                                          output=output, preexec=_preexec())
+            except OSError as exc:
+                logger.warning("could not start the fork server of the ranks (%s): each rank starts on its own", exc)
+                return None
+        if server.ready(cancelled=lambda: bool(self._forwarded)):
+            return server
+        server.close(self.grace)
+        if not self._forwarded:
+            logger.warning("the fork server of the ranks exited before it was ready (code %s, see %s): each rank "
+                           "starts on its own", server.proc.returncode, logs / log_name(0))
+        return None
+
+    @staticmethod
+    def _forked(server: ForkServer, rank: int, argv: list[str], env: Mapping[str, str], common: Mapping[str, str],
+                log_file: IO[bytes], shown: bool) -> ForkedRank:
+        """Rank ``rank`` forked by ``server``, its output to a pipe (``shown``: read by a tee) or its log."""
+        if not shown:
+            return server.fork(rank, argv, env, log_file.fileno(), common=common, stdout=None)
+        read, write = os.pipe()
+        stdout = os.fdopen(read, "rb")
+        try:
+            return server.fork(rank, argv, env, write, common=common, stdout=stdout)
+        except OSError:
+            stdout.close()
+            raise
+        finally:
+            os.close(write)
 
     def _copy_rank(self, rank: int) -> None:
         """Copy a rank's output to its log and show it (``[rank R]`` before each line with all_ranks)."""
@@ -257,6 +305,10 @@ class LocalRunner:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+
+
+def _preexec() -> Callable[[], None] | None:
+    return die_with_parent if sys.platform.startswith("linux") else None
 
 
 def _group_alive(pgid: int) -> bool:

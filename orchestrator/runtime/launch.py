@@ -169,6 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return launch.main(argv, TorchRuntime())
 
 
-if __name__ == "__main__":
+def run_task() -> None:
+    """The task process, started (``python -m``) or forked (:mod:`orchestrator.runtime.forkserver`); never returns."""
     lines.start()  # each line one write, still live (not python -u), here and in the processes it spawns
     launch.entrypoint(TorchRuntime())
+
+
+if __name__ == "__main__":
+    run_task()

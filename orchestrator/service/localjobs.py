@@ -33,10 +33,12 @@ class LocalTask:
     def __call__(self) -> dict[str, Any] | None:
         from orchestrator.local.restarts import run_attempts
         from orchestrator.local.runner import LocalRunner
+        from orchestrator.task.forkserver import forks_ranks
 
         folder = Path(self.job_dir)
         cfg = read_run_config(folder)
-        outcome = run_attempts(lambda extra: LocalRunner(job_dir=folder, nproc=self.nproc, extra_env=extra,
+        fork = forks_ranks(script=cfg.script is not None, nproc=self.nproc, environ=os.environ)
+        outcome = run_attempts(lambda extra: LocalRunner(job_dir=folder, nproc=self.nproc, extra_env=extra, fork=fork,
                                                          preempt_signal=cfg.launcher.preempt_signal), folder, cfg)
         if outcome.exit_code != 0:
             raise RuntimeError(outcome.message)

@@ -43,6 +43,7 @@ from orchestrator.spec.launch import check_style
 from orchestrator.spec.runconfig import CHECKPOINT_DIR, JOB_FILE, LOG_DIR, RunConfig, read_run_config
 from orchestrator.spec.script import ScriptTarget, resolve_target, script_job
 from orchestrator.spec.tracking import TRACKERS, TrackerName, merge_tracking, missing_extra
+from orchestrator.task.forkserver import forks_ranks
 from orchestrator.task.hang import for_terminal
 from orchestrator.task.outcome import read_outcomes
 
@@ -239,9 +240,10 @@ def run_local(request: RunRequest, job_dir: Path, cfg: RunConfig, out: TextIO) -
         cfg = RunConfig.model_validate({**cfg.model_dump(), "launcher": {**cfg.launcher.model_dump(), **changed}})
         write_run_config(job_dir, cfg)
     base = {"CUDA_VISIBLE_DEVICES": ""} if request.cpu else {}
+    fork = forks_ranks(script=cfg.script is not None, nproc=cfg.tasks_per_node, environ=os.environ)
     result = run_attempts(lambda extra: LocalRunner(
         job_dir=job_dir, nproc=cfg.tasks_per_node, preempt_signal=cfg.launcher.preempt_signal, echo=out,
-        all_ranks=request.all_ranks, extra_env={**base, **extra}), job_dir, cfg, out=out)
+        all_ranks=request.all_ranks, extra_env={**base, **extra}, fork=fork), job_dir, cfg, out=out)
     outcome = RunOutcome(job_dir=job_dir, status=result.status, exit_code=result.exit_code, message=result.message,
                          summary=result.summary(), world=_world(result.status, job_dir, cfg),
                          failed_rank=result.failed_rank)
