@@ -293,6 +293,11 @@ def test_launch_verdict_rule() -> None:
 # commit ffeb860 at 07:09-07:11 UTC, after the tuning on set 18): default output precision 0.68 (13 of 19), recall 0.23
 # (13 of 57; over pitfalls with a catalog code 0.32, 13 of 41), no error finding; --shown 0.76 (13 of 17); --all 0.64
 # (16 of 25), 0.28 (16 of 57); launch right or refused 17 of 21 (style 19, framework 20, 2-node verdict 18).
+# Set 20 (24 scripts from 24 repositories, judged by three judges, truth committed 14:11 UTC on 2026-12-01 and
+# reviewed at 14:16 (five DDP015 on --local_rank scripts removed, as in sets 18 and 19), measured on commit d03e7db at
+# 14:16-14:18 UTC, after the tuning on set 19): default output precision 0.62 (23 of 37), recall 0.29 (18 of 63; over
+# pitfalls with a catalog code 0.33, 18 of 54), no error finding; --shown 0.82 (23 of 28); --all 0.51 (26 of 51), 0.33
+# (21 of 63); launch right or refused 19 of 24 (style 22, framework 24, 2-node verdict 19).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -305,6 +310,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (17, 24, 0.25, 0.19, True),
     (18, 15, 0.0, 0.0, True),
     (19, 21, 0.68, 0.22, True),
+    (20, 24, 0.62, 0.28, True),
 ]
 
 
