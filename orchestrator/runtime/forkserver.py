@@ -16,11 +16,16 @@ import sys
 
 
 def preload() -> None:
-    """What every rank of orch's entrypoint imports before it trains: here, once for all of them."""
+    """What every rank of orch's entrypoint imports before it trains: here, once for all of them. CUDA must not be
+    initialized by it (a forked child cannot use a parent's CUDA): if it was, the server leaves before it is ready,
+    and orch run starts each rank on its own."""
     import torch
 
     if os.environ.get("ORCH_PREFETCH_DYNAMO") != "0":
-        import torch._dynamo  # noqa: F401
+        import torch._dynamo
+    if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        print("orch: the fork server's imports initialized CUDA: the ranks start on their own", file=sys.stderr)
+        sys.exit(3)
 
 
 def as_fresh() -> None:
