@@ -47,6 +47,7 @@ SERVER_MODULE = "orchestrator.runtime.forkserver"
 LOST_CODE = -signal.SIGKILL  # a rank whose end the server could not report (the server died)
 MAX_MESSAGE = 1 << 16
 POLL_SECONDS = 0.05
+REPLY_SECONDS = 60.0  # a fork takes milliseconds once the server is ready
 
 logger = logging.getLogger(__name__)
 
@@ -144,10 +145,14 @@ class ForkServer:
         except OSError:
             self.gone = True
             raise
+        deadline = time.monotonic() + REPLY_SECONDS
         while True:
-            reply = self._next(None)
-            if reply is None:  # gone before it answered
-                raise OSError(f"the fork server of the ranks exited (code {self.proc.poll()})")
+            reply = self._next(max(0.0, deadline - time.monotonic()))
+            if reply is None and not self.gone and time.monotonic() < deadline:
+                continue
+            if reply is None:  # gone before it answered, or stuck
+                raise OSError(f"the fork server of the ranks did not fork rank {rank} (its exit code: "
+                              f"{self.proc.poll()})")
             if reply.get("rank") == rank:
                 if "error" in reply:
                     raise OSError(str(reply["error"]))
