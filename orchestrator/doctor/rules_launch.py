@@ -59,13 +59,17 @@ def check_legacy_local_rank(a: Analysis) -> Iterator[Finding]:
 def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
     """DDP016 at ``init_process_group(rank=X)`` where X holds the node-local rank (``LOCAL_RANK``, a
     ``local_rank`` passed down as ``rank``): from the second node on, two processes claim each rank. Not in a
-    script that spawns its own workers (there the spawn index is the rank by design; DDP014 owns it)."""
-    if a.spawns:
-        return
+    script that spawns its own workers (there the spawn index is the rank by design; DDP014 owns it), unless the
+    function that joins is also called directly, as a launcher starts it (``main_worker(args.gpu, ngpus, args)``
+    beside its ``mp.spawn(main_worker, ...)``: there ``args.rank = args.local_rank`` is the launcher's path)."""
     for site in a.sites(INIT):
+        if a.spawns and not _called_directly(a, site.function):
+            continue
         rank = next((k.value for k in site.call.keywords if k.arg == "rank"), None)
         if rank is not None and _holds_local(a, rank, 0):
             yield a.finding("DDP016", site.call, f"rank={ast.unparse(rank)[:40]} holds the local rank")
+    if a.spawns:
+        return
     for site in a.sites_ending("DistributedSampler"):
         # DistributedSampler(ds, rank=LOCAL_RANK): num_replicas is the world size, so from the second node on the
         # nodes read the same shards (Cutie's, TorchRec's BERT4Rec loaders); a per-node world (num_replicas=
@@ -249,6 +253,17 @@ def _retried(a: Analysis, node: ast.Try, handler: ast.ExceptHandler) -> bool:
 def _stops(a: Analysis, handler: ast.ExceptHandler) -> bool:
     return any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and a.module.qualname(n.func) in _STOPS)
                for stmt in handler.body for n in walk(stmt))
+
+
+def _called_directly(a: Analysis, function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
+    """``function`` is also called directly where the script spawns its workers: the same function (or the
+    module's top level) calls it in one branch and hands it, or another worker, to ``mp.spawn`` in the other
+    (``if args.multiprocessing_distributed: mp.spawn(main_worker, ...) else: main_worker(args.gpu, ...)``)."""
+    if function is None:
+        return False
+    spawners = {id(site.function) for site in a.flow.sites if (site.qual or "").endswith("multiprocessing.spawn")}
+    return any(id(site.function) in spawners and last_name(site.call.func) == function.name
+               for site in a.flow.sites)
 
 
 def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:

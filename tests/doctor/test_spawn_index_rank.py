@@ -101,3 +101,42 @@ def test_across_nodes_the_same_finding_is_the_error(tmp_path: Path, nodes: int) 
     if nodes > 1:
         ddp016 = next(f for f in found if f.code == "DDP016")
         assert "cannot work on 2 nodes" in ddp016.message and "NODE_RANK" in ddp016.fix
+
+
+_BOTH_WAYS = """import argparse
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def main_worker(gpu, ngpus, args):
+    if args.local_rank != -1:
+        args.rank = {launched}
+    else:
+        args.rank = args.rank * ngpus + gpu
+    dist.init_process_group('nccl', init_method=args.dist_url, world_size=args.world_size, rank=args.rank)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--local_rank', default=-1, type=int)
+    parser.add_argument('--multiprocessing-distributed', action='store_true')
+    args = parser.parse_args()
+    ngpus = torch.cuda.device_count()
+    if args.multiprocessing_distributed:
+        mp.spawn(main_worker, nprocs=ngpus, args=(ngpus, args))
+    else:
+        main_worker(args.local_rank, ngpus, args)
+"""
+
+
+@pytest.mark.parametrize(("launched", "found"), [
+    ("args.local_rank", True),  # the launcher's path: the node's local rank as the global rank
+    ("int(__import__('os').environ['RANK'])", False),
+])
+def test_a_spawner_whose_worker_a_launcher_also_starts_is_read_on_the_launchers_path(launched: str,
+                                                                                     found: bool) -> None:
+    """MoCo-style ``main_worker``: spawned per node with ``--multiprocessing-distributed``, else called once per
+    launched rank; on that path ``args.rank = args.local_rank`` claims ranks 0..n-1 again on every node."""
+    findings = check_source(_BOTH_WAYS.format(launched=launched), "train.py")
+    assert bool([f for f in findings if f.code == "DDP016"]) is found
