@@ -205,13 +205,18 @@ class ForkServer:
 
 
 def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie does not: an orphan whose new parent, a subreaper, has not reaped it yet)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc: kill(0) is all there is
 
 
 # --- the server: the torch side runs it after its imports ----------------------------------------------
