@@ -1,5 +1,7 @@
 """Local runs: start N processes of ``python -m orchestrator.runtime.launch --job-dir DIR`` on this machine,
 watch them, stop them all when one fails, and hand what was seen to :func:`orchestrator.local.result.local_result`.
+With ``fork`` (orch's entrypoint, 2+ ranks) they are forked from one server that imported torch once
+(:mod:`orchestrator.task.forkserver`); each is the same task in its own session, seen here through ``ForkedRank``.
 
 Each rank's environment comes from :mod:`orchestrator.local.rankenv`. Rank 0's output goes to the terminal and
 every rank's to ``logs/local-rank<R>.out``. When one process exits non-zero the others get SIGTERM at once and
