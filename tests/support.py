@@ -56,6 +56,30 @@ TEST_CLUSTER: dict[str, Any] = {
 }
 
 
+def batch_task_env(restarts: int = 1) -> dict[str, str]:
+    """Slurm's variables for the one task of a 1-node CPU job on ``cpu001`` (127.0.0.1), without MASTER_*: the batch
+    script derives MASTER_PORT from the job id, as on a cluster. The job id is drawn at random until that port is
+    free on loopback for each restart count below ``restarts`` (a fixed id gives every test the same port: two
+    running at once, or a port the OS lent out as an ephemeral one, and rank 0 cannot listen)."""
+    import random
+    import socket
+
+    from orchestrator.env.masterport import DEFAULT_PORT_RANGE, master_port
+    from orchestrator.env.taskenv import simulate_slurm_task_envs
+
+    while True:
+        job_id = random.randrange(100_000, 10_000_000)
+        with contextlib.ExitStack() as held:
+            try:
+                for restart in range(restarts):
+                    sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                    sock.bind(("127.0.0.1", master_port(job_id, restart, DEFAULT_PORT_RANGE)))
+            except OSError:
+                continue
+        task = next(iter(simulate_slurm_task_envs(["cpu001"], 1, str(job_id), 0, "127.0.0.1", 1)))
+        return {k: v for k, v in task.items() if not k.startswith("MASTER_")}
+
+
 def is_leaky_var(name: str) -> bool:
     if name.startswith("ORCH_STUB_") or name == "ORCH_STATE_DIR":  # set by fixtures, on purpose (the
         return False  # state folder keeps every test away from the user's index of submitted jobs)

@@ -67,9 +67,9 @@ def _parse_port_range(text: str) -> tuple[int, int]:
     low, sep, high = text.partition("-")
     first, last = parse_int(low, digits=5), parse_int(high, digits=5)
     if not sep or first is None or last is None:
-        raise ConfigError(f"--port-range {text[:60]!r} is not LOW-HIGH", hint="e.g. --port-range 29500-39499")
+        raise ConfigError(f"--port-range {text[:60]!r} is not LOW-HIGH", hint="e.g. --port-range 20000-32767")
     pair = first, last
     if not 1 <= pair[0] <= pair[1] <= 65535:
         raise ConfigError(f"--port-range {text!r} is not within 1-65535 with LOW <= HIGH",
-                          hint="e.g. --port-range 29500-39499")
+                          hint="e.g. --port-range 20000-32767")
     return pair

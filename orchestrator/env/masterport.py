@@ -13,7 +13,7 @@ import zlib
 
 from orchestrator.errors import ConfigError, DistEnvError
 
-DEFAULT_PORT_RANGE: tuple[int, int] = (29500, 39499)
+DEFAULT_PORT_RANGE: tuple[int, int] = (20000, 32767)  # below Linux's ephemeral ports (32768-60999): none lent out
 # The restart count is Slurm's (SLURM_RESTART_COUNT): the hint distenv gives for a Slurm variable.
 _RESTART_HINT = ("these variables come from Slurm; do not set, copy or --export them by hand, "
                  "and start each task with srun in the allocation")

@@ -58,7 +58,7 @@ _FIX_BY_TYPE = {
     "literal_error": "use one of the values listed",
     "string_type": "use text (quote it in YAML)",
     "list_type": "use a YAML list (one '- item' per line, or [a, b])",
-    "tuple_type": "use a YAML list of two numbers, e.g. [29500, 39499]",
+    "tuple_type": "use a YAML list of two numbers, e.g. [20000, 32767]",
     "dict_type": "use a mapping (one 'key: value' per line)",
 }
 _FIX_BY_FIELD = {  # fields whose fix is their own, whatever pydantic's error type

@@ -21,7 +21,9 @@ a failure during training, with the traceback above it), never a bare traceback.
 Each task also leaves how it ended in ``logs/rank<R>.outcome.json`` (:mod:`orchestrator.task.outcome`):
 ``running`` from the moment its rank is known, then completed, failed, gave up waiting in a
 collective (exit 3, with the timeout that applied), or stopped by SIGTERM while running (written by
-the SIGTERM handler, which then ends the task's children and lets the signal take its course).
+the SIGTERM handler, which then ends the task's children and lets the signal take its course). A task
+whose outcome is recorded is leaving: a SIGTERM then (the other ranks of a failed run stopped while this
+one's DataLoader still joins its workers) ends it with the exit code it recorded, without stack dumps.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from orchestrator.env import distenv, taskenv
 from orchestrator.errors import ConfigError, DistEnvError, OrchError, RendezvousTimeout
 from orchestrator.records.codetrust import check_task_code
 from orchestrator.records.joblayout import outcome_path
-from orchestrator.records.restarts.rankoutcome import PEER_FAILURE_EXIT  # a collective failed or timed out
+from orchestrator.records.restarts.rankoutcome import PEER_FAILURE_EXIT, Kind  # a collective failed or timed out
 from orchestrator.records.resumecheck import check_resume_folder
 from orchestrator.records.stacks import STACK
 from orchestrator.records.startup import CLOCK
@@ -173,6 +175,16 @@ def install_term_record(preempt_signal: str) -> None:
     def on_term(signum: int, frame: FrameType | None) -> None:
         if not termwake.first():  # begun already: the main thread was woken (termwake) while in here
             return
+        recorded = RECORDER.exit_code if RECORDER.final else None
+        if os.getpid() == owner and recorded is not None and recorded >= 0:
+            # the task was leaving with its own outcome (an error's frames going, a DataLoader joining its
+            # workers) when orch run or srun stopped the ranks still there: nothing was stuck, so it leaves
+            # now, with the exit code it recorded, not as one stopped while running
+            end_children()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(recorded)
         if os.getpid() == owner:  # not in a forked child (a DataLoader worker inherits the handler)
             hang.say_stopped(signum, RECORDER.base.get("rank"))
             STACK.stopped(frame)  # where this rank was (the others may be waiting for it)
@@ -280,8 +292,7 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         return _failed(exc, env)
     except KeyboardInterrupt:
         print(f"orch: {_rank_label(os.environ, env)} interrupted", file=sys.stderr, flush=True)
-        RECORDER.finish("signalled", 130, signal_name="SIGINT")
-        return 130
+        return _ended("signalled", 130, signal_name="SIGINT")
     except Exception as exc:
         if not script and isinstance(exc, OSError) and exc.errno in FULL_DISK:  # a write orch did not name
             return _failed(full_disk(Path(os.fsdecode(exc.filename or job_dir)), exc), env)
@@ -317,11 +328,9 @@ def _main(argv: Sequence[str] | None, runtime: TaskRuntime) -> int:
         if not (script and peer is None):
             print(OrchError(message, hint).render(), file=sys.stderr, flush=True)
         if peer is None:
-            RECORDER.finish("failed", FAILURE_EXIT, reason=_reason(message))
-            return FAILURE_EXIT
+            return _ended("failed", FAILURE_EXIT, reason=_reason(message))
         how = "timeout" if "timed out" in peer[0] else "lost"
-        RECORDER.finish("waited", PEER_FAILURE_EXIT, reason=_reason(message), how=how, timeout_s=applied)
-        return PEER_FAILURE_EXIT
+        return _ended("waited", PEER_FAILURE_EXIT, reason=_reason(message), how=how, timeout_s=applied)
 
 
 def run_as_agent(cfg: RunConfig, env: distenv.DistEnv, job_dir: Path, runtime: TaskRuntime,
@@ -346,10 +355,17 @@ def _failed(exc: OrchError, env: distenv.DistEnv | None) -> int:
     message = exc.message if exc.message.startswith("rank ") else f"{label}: {exc.message}"
     print(OrchError(message, exc.hint).render(), file=sys.stderr, flush=True)
     if isinstance(exc, RendezvousTimeout):
-        RECORDER.finish("waited", exc.exit_code, reason=_reason(message), how="timeout", timeout_s=exc.timeout_s)
-    else:
-        RECORDER.finish("failed", exc.exit_code, reason=_reason(message))
-    return exc.exit_code
+        return _ended("waited", exc.exit_code, reason=_reason(message), how="timeout", timeout_s=exc.timeout_s)
+    return _ended("failed", exc.exit_code, reason=_reason(message))
+
+
+def _ended(kind: Kind, code: int, *, reason: str | None = None, how: str | None = None,
+           timeout_s: int | None = None, signal_name: str | None = None) -> int:
+    """This rank's final record; from here on it is leaving: a SIGTERM now dumps no stacks (nothing is stuck) and
+    ends it with ``code`` (install_term_record). Returns ``code``."""
+    RECORDER.finish(kind, code, reason=reason, how=how, timeout_s=timeout_s, signal_name=signal_name)
+    hang.remove_stack_dumps()
+    return code
 
 
 def entrypoint(runtime: TaskRuntime) -> None:

@@ -52,10 +52,12 @@ class Recorder:
     # when its world formed (init_process_group returned: orch sees no training step of a script)
     world: WorldJoin | None = None  # a script's world, once watched (task/worldcheck.py)
     final: bool = False
+    exit_code: int | None = None  # the final record's
 
     def start(self, path: Path, *, rank: int, world_size: int, run: str, restart: int, stopped_by: str,
               init_timeout: int, collective_timeout: int) -> None:
         self.path, self.final, self.last_step, self.stopped_by = path, False, None, stopped_by
+        self.exit_code = None
         self.first_step, self.world = None, None
         self.settings = {INIT_TIMEOUT: init_timeout, COLLECTIVE_TIMEOUT: collective_timeout}
         self.timeout = (init_timeout, INIT_TIMEOUT)  # start-up until the runtime says otherwise
@@ -97,7 +99,7 @@ class Recorder:
             return
         # orch run's or srun's SIGTERM from here on waits: once this call is the first, its record lands whole
         with signals_held():
-            self.final = True
+            self.final, self.exit_code = True, exit_code
             extra: dict[str, Any] = {"exit_code": exit_code, "reason": reason[:2000] if reason else None}
             if kind == "waited":
                 extra["how"] = how

@@ -51,7 +51,7 @@ def test_all_four_ranks_of_the_real_2x2_environment(rank: int) -> None:
         "rank": rank, "local_rank": rank % 2, "world_size": 4, "local_world_size": 2,
         "node_rank": rank // 2, "num_nodes": 2,
         "master_addr": "node1",  # first host of SLURM_STEP_NODELIST
-        "master_port": 29501,  # 29500 + job 1 (restart 0) in the default range 29500-39499
+        "master_port": 20001,  # 20000 + job 1 (restart 0) in the default range 20000-32767
     }
 
 
@@ -65,7 +65,7 @@ def test_as_dict_and_torch_env_keys() -> None:
                                     "node_rank", "num_nodes", "master_addr", "master_port"]
     assert dist.torch_env() == {
         "RANK": "2", "LOCAL_RANK": "0", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "NODE_RANK": "1",
-        "GROUP_RANK": "1", "GROUP_WORLD_SIZE": "2", "MASTER_ADDR": "node1", "MASTER_PORT": "29501",
+        "GROUP_RANK": "1", "GROUP_WORLD_SIZE": "2", "MASTER_ADDR": "node1", "MASTER_PORT": "20001",
     }
     with pytest.raises(AttributeError):
         dist.rank = 5  # type: ignore[misc]
@@ -122,7 +122,7 @@ def test_master_from_environment_wins() -> None:
     env = {**real_task_env(3), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "31337"}
     dist = derive(env)
     assert (dist.master_addr, dist.master_port) == ("127.0.0.1", 31337)
-    assert derive({**real_task_env(3), "MASTER_ADDR": "10.1.1.1"}).master_port == 29501
+    assert derive({**real_task_env(3), "MASTER_ADDR": "10.1.1.1"}).master_port == 20001
 
 
 def test_step_variables_win_over_job_variables() -> None:
@@ -233,7 +233,7 @@ def test_derive_reads_only_the_mapping(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RANK", "7")
     monkeypatch.setenv("MASTER_PORT", "1234")
     assert derive(real_task_env(0)).rank == 0
-    assert derive(real_task_env(0)).master_port == 29501
+    assert derive(real_task_env(0)).master_port == 20001
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -265,9 +265,9 @@ def test_parse_tasks_per_node_large_and_invalid() -> None:
     ("abc", 0, (20000, 20099), 20078),
     (42, 1, (20000, 20099), 20005),
     (" 42 ", 1, (20000, 20099), 20005),
-    ("1", 0, DEFAULT_PORT_RANGE, 29501),
-    ("1", 1, DEFAULT_PORT_RANGE, 35682),
-    ("12345", 2, DEFAULT_PORT_RANGE, 34207),
+    ("1", 0, DEFAULT_PORT_RANGE, 20001),
+    ("1", 1, DEFAULT_PORT_RANGE, 27892),
+    ("12345", 2, DEFAULT_PORT_RANGE, 22591),
     ("5", 3, (4000, 4000), 4000),
     ("0", 0, (65535, 65535), 65535),
     ("7", 0, (1, 10), 8),
@@ -309,7 +309,7 @@ def test_a_requeued_job_moves_away_from_its_neighbours() -> None:
 
 def test_job_master_port_in_the_batch_script() -> None:
     # the batch script computes the port the tasks would derive themselves
-    assert job_master_port(BATCH_STEP) == derive(real_task_env(0)).master_port == 29501
+    assert job_master_port(BATCH_STEP) == derive(real_task_env(0)).master_port == 20001
     assert job_master_port({**BATCH_STEP, "SLURM_RESTART_COUNT": "2"}, (1000, 1999)) == master_port(
         "1", 2, (1000, 1999))
     with pytest.raises(DistEnvError, match="SLURM_JOB_ID or SLURM_JOBID is not set"):
@@ -399,9 +399,9 @@ REAL_JOB7_RANK2 = parse_env(
 
 
 def test_simulation_equals_a_captured_real_task_environment() -> None:
-    simulated = list(simulate_slurm_task_envs(["node1", "node2"], 2, "7", 2, "node1", 29507))[2]
+    simulated = list(simulate_slurm_task_envs(["node1", "node2"], 2, "7", 2, "node1", 20007))[2]
     assert {k: v for k, v in simulated.items() if not k.startswith("MASTER_")} == {
         k: REAL_JOB7_RANK2[k] for k in simulated if not k.startswith("MASTER_")}
     assert derive(REAL_JOB7_RANK2) == derive(simulated) == DistEnv(
         rank=2, local_rank=0, world_size=4, local_world_size=2, node_rank=1, num_nodes=2,
-        master_addr="node1", master_port=29507)
+        master_addr="node1", master_port=20007)

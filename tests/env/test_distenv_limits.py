@@ -10,7 +10,7 @@ from orchestrator.env.masterport import DEFAULT_PORT_RANGE, master_port
 from orchestrator.env.taskenv import simulate_slurm_task_envs
 from orchestrator.errors import ConfigError, DistEnvError
 
-JOB1_PORT = 29501  # master_port("1", 0, DEFAULT_PORT_RANGE): 29500 + 1
+JOB1_PORT = 20001  # master_port("1", 0, DEFAULT_PORT_RANGE): 20000 + 1
 
 
 def changed(base: dict[str, str], **changes: str | None) -> dict[str, str]:
@@ -299,15 +299,15 @@ def test_bad_restart_counts(restarts: int) -> None:
 
 
 def test_job_numbers() -> None:
-    assert master_port(0, 0, DEFAULT_PORT_RANGE) == 29500
+    assert master_port(0, 0, DEFAULT_PORT_RANGE) == 20000
     with pytest.raises(DistEnvError, match="job id -1 is negative"):
         master_port(-1, 0, DEFAULT_PORT_RANGE)
-    assert master_port("10_0", 0, DEFAULT_PORT_RANGE) == 29510
-    assert master_port("0+10", 0, DEFAULT_PORT_RANGE) == 29510
+    assert master_port("10_0", 0, DEFAULT_PORT_RANGE) == 20010
+    assert master_port("0+10", 0, DEFAULT_PORT_RANGE) == 20010
 
 
-@pytest.mark.parametrize(("restart", "expected"), [(None, 29501), ("", 29501), (" ", 29501), ("0", 29501),
-                                                   ("1", 35682), (" 1 ", 35682)])
+@pytest.mark.parametrize(("restart", "expected"), [(None, JOB1_PORT), ("", JOB1_PORT), (" ", JOB1_PORT),
+                                                   ("0", JOB1_PORT), ("1", 27892), (" 1 ", 27892)])
 def test_job_master_port_restart_count(restart: str | None, expected: int) -> None:
     env = changed({"SLURM_JOBID": "1"}, SLURM_RESTART_COUNT=restart)
     assert job_master_port(env) == expected

@@ -9,7 +9,9 @@ per batch by the runtime), the model has dropout (the training RNG). Loss: MSE; 
 Faults (off by default): ``nan`` (the model returns NaN at forward call ``fault_step`` on
 ``fault_rank``; call 0 is the runtime's bucket-settling pass), ``bad_metric`` (the metric returns a
 vector), ``bad_shape`` (sample 100 has 5 features instead of 4), ``iterable`` (an IterableDataset).
-``signal_step`` sends SIGUSR2 to every rank at that forward call, as Slurm would.
+``signal_step`` sends SIGUSR2 to every rank at that forward call, as Slurm would. ``slow_exit_rank``: on that
+rank the bad metric's value holds an object that takes 4 s to free, as a DataLoader joining its workers does
+while the rank leaves after the error.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class LazyParams(TrainParams):
     fault_rank: int = 1
     fault_step: int = 5
     signal_step: int | None = None
+    slow_exit_rank: int | None = None
 
 
 def write_data(folder: Any, train: int, test: int, seed: int = 0) -> None:
@@ -54,6 +57,7 @@ def write_data(folder: Any, train: int, test: int, seed: int = 0) -> None:
 def build(params: LazyParams, ctx: BuildContext) -> TrainTask:
     import os
     import signal
+    import time
 
     import numpy as np
     import torch
@@ -104,8 +108,14 @@ def build(params: LazyParams, ctx: BuildContext) -> TrainTask:
                     out = out * float("nan")
             return out
 
+    class SlowToFree:
+        def __del__(self) -> None:
+            time.sleep(4)
+
     def mae(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         errors = (outputs - targets).abs()
+        if params.fault == "bad_metric" and ctx.rank == params.slow_exit_rank:
+            errors.held = SlowToFree()  # type: ignore[attr-defined]
         return errors if params.fault == "bad_metric" else errors.sum()
 
     train: Any = Stream() if params.fault == "iterable" else Lazy("train", params.noise)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 STUBS_DIR = TESTS / "stubs"
 SHELLCHECK = shutil.which("shellcheck")
-PORT_RANGE = (29500, 39499)
+PORT_RANGE = masterport.DEFAULT_PORT_RANGE
 
 MakePlan = Callable[..., SubmitPlan]
 

@@ -33,7 +33,7 @@ def test_shipped_cluster_yaml_is_valid() -> None:
 def test_minimal_cluster_gets_defaults() -> None:
     cluster = parse_cluster(MINIMAL)
     assert cluster.partition(None).name == "gpu"  # no default partition: the first one
-    assert cluster.launcher.port_range == (29500, 39499)
+    assert cluster.launcher.port_range == (20000, 32767)
     assert cluster.partition("gpu").mem_mb == 65536
     assert cluster.partition("gpu").max_time_seconds is None
 

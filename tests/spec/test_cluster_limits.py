@@ -83,7 +83,7 @@ def test_launcher_bounds(launcher: dict[str, Any], ok: bool) -> None:
 
 def test_launcher_built_in_defaults() -> None:
     launcher = parse_cluster(cluster_text()).launcher
-    assert launcher.port_range == (29500, 39499)
+    assert launcher.port_range == (20000, 32767)
     assert (launcher.init_timeout, launcher.collective_timeout, launcher.srun_wait) == (300, 30, 60)
     assert (launcher.preempt_signal, launcher.preempt_before, launcher.requeue) == ("USR2", 120, True)
     assert (launcher.job_root, launcher.gpu_flag, launcher.python) == ("~/orch-jobs", "gpus-per-node", None)
@@ -151,7 +151,7 @@ def test_duplicate_partitions_are_named_once_each_sorted() -> None:
     (cluster_text(launcher={"setup": "module load x"}),
      "launcher.setup: use a YAML list (one '- item' per line, or [a, b])"),
     (cluster_text(launcher={"port_range": 5}),
-     "launcher.port_range: use a YAML list of two numbers, e.g. [29500, 39499]"),
+     "launcher.port_range: use a YAML list of two numbers, e.g. [20000, 32767]"),
     (cluster_text(env=["A"]), "env: use a mapping (one 'key: value' per line)"),
     (cluster_text(launcher={"job_root": None}), "launcher.job_root: use text (quote it in YAML)"),
 ])

@@ -14,9 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import ORCH, ROOT, Stubs, clean_environ
+from support import ORCH, ROOT, Stubs, batch_task_env, clean_environ
 
-from orchestrator.env.taskenv import simulate_slurm_task_envs
 from orchestrator.errors import ConfigError
 from orchestrator.records.cache import load_cluster
 from orchestrator.spec.umask import check_umask
@@ -91,8 +90,7 @@ def test_the_batch_job_hands_the_recorded_umask_to_the_script(proj: Path, stubs:
     job_dir = Path(json.loads(proc.stdout)["job_dir"])
     assert json.loads((job_dir / "job.json").read_text())["umask"] == "0022"
     assert "\numask 077\n" in (job_dir / "sbatch.sh").read_text()  # orch's records: private
-    task = next(iter(simulate_slurm_task_envs(["cpu001"], 1, "4242", 0, "127.0.0.1", 1)))
-    task = {k: v for k, v in task.items() if not k.startswith("MASTER_")}
+    task = batch_task_env()
     run = subprocess.run(["bash", str(job_dir / "sbatch.sh")], cwd=proj, capture_output=True, text=True,
                          timeout=180, check=False, env=stubs.env(**task, ORCH_STUB_SRUN_EXEC="1"),
                          preexec_fn=lambda: os.umask(0o077))  # what slurmd gives it (sbatch ran under 077)

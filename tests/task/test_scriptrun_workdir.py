@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, ROOT, Stubs, clean_environ
-
-from orchestrator.env.taskenv import simulate_slurm_task_envs
+from support import ORCH, ROOT, Stubs, batch_task_env, clean_environ
 
 WRITER = """\
 import json, os, pathlib, sys
@@ -64,8 +62,7 @@ def _submit(stubs: Stubs, cwd: Path, cluster: Path, *args: str) -> Path:
 
 def _run_batch(stubs: Stubs, job_dir: Path, cwd: Path, **env: str) -> dict[str, Any]:
     """sbatch.sh under bash, started in ``cwd`` (not the submit directory), its srun running the task."""
-    task = next(iter(simulate_slurm_task_envs(["cpu001"], 1, "4242", 0, "127.0.0.1", 1)))
-    task = {k: v for k, v in task.items() if not k.startswith("MASTER_")}
+    task = batch_task_env()
     proc = subprocess.run(["bash", str(job_dir / "sbatch.sh")], cwd=cwd, capture_output=True, text=True,
                           timeout=180, check=False, preexec_fn=lambda: os.umask(0o022),
                           env=stubs.env(**task, ORCH_STUB_SRUN_EXEC="1", **env))

@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ORCH, Stubs
-
-from orchestrator.env.taskenv import simulate_slurm_task_envs
+from support import ORCH, Stubs, batch_task_env
 
 TRAIN_V1 = """\
 import os, sys, json
@@ -79,10 +77,11 @@ def submit(stubs: Stubs, cwd: Path, cluster: Path, *args: str) -> Path:
     return Path(json.loads(proc.stdout)["job_dir"])
 
 
-def run_batch(stubs: Stubs, job_dir: Path, cwd: Path, restart: int = 0, **env: str) -> dict[str, Any]:
-    """The job's sbatch.sh, as Slurm runs it (from the submit directory), its srun running the task."""
-    task = next(iter(simulate_slurm_task_envs(["cpu001"], 1, "4242", 0, "127.0.0.1", 1)))
-    task = {k: v for k, v in task.items() if not k.startswith("MASTER_")}
+def run_batch(stubs: Stubs, job_dir: Path, cwd: Path, restart: int = 0, task: dict[str, str] | None = None,
+              **env: str) -> dict[str, Any]:
+    """The job's sbatch.sh, as Slurm runs it (from the submit directory), its srun running the task (``task``:
+    Slurm's variables of the job, the same for each of its restarts)."""
+    task = task or batch_task_env()
     proc = subprocess.run(["bash", str(job_dir / "sbatch.sh")], cwd=cwd, capture_output=True, text=True,
                           timeout=120, check=False,
                           env=stubs.env(**task, SLURM_RESTART_COUNT=str(restart), ORCH_STUB_SRUN_EXEC="1", **env))
@@ -104,8 +103,9 @@ def test_the_submitted_version_runs_after_an_edit_and_after_a_requeue(repo: Path
     (repo / "helper.py").write_text("VERSION = 2\n")
     snap = config(job_dir)["snapshot"]
     tree = Path(snap["path"])
+    task = batch_task_env(restarts=2)
     for restart in (0, 1):  # the first attempt and a requeue (TORCHELASTIC_RESTART_COUNT 1)
-        got = run_batch(stubs, job_dir, repo / "sub", restart, DATA_REL="../data/input.txt",
+        got = run_batch(stubs, job_dir, repo / "sub", restart, task, DATA_REL="../data/input.txt",
                         OUT_REL="../runs/written.txt")
         assert (got["version"], got["helper"]) == (1, 1)
         # as torchrun from the submit directory: the submit directory itself (writable), the snapshot's
@@ -279,11 +279,8 @@ def test_a_missing_snapshot_is_one_error_line(repo: Path, cluster: Path, stubs: 
 
     job_dir = submit(stubs, repo, cluster, "train.py")
     remove_tree(Path(config(job_dir)["snapshot"]["path"]))
-    task = next(iter(simulate_slurm_task_envs(["cpu001"], 1, "4242", 0, "127.0.0.1", 1)))
     proc = subprocess.run(["bash", str(job_dir / "sbatch.sh")], cwd=repo, capture_output=True, text=True,
-                          timeout=120, check=False,
-                          env=stubs.env(**{k: v for k, v in task.items() if not k.startswith("MASTER_")},
-                                        ORCH_STUB_SRUN_EXEC="1"))
+                          timeout=120, check=False, env=stubs.env(**batch_task_env(), ORCH_STUB_SRUN_EXEC="1"))
     log = "".join(p.read_text() for p in (job_dir / "logs").glob("*"))
     assert proc.returncode == 2
     assert "code snapshot" in log and "is missing" in log and "Traceback" not in log
