@@ -31,7 +31,7 @@ RANK3 = {
     "SLURM_STEP_ID": "0", "SLURM_GTIDS": "2,3", "SLURMD_NODENAME": "node2", "CUDA_VISIBLE_DEVICES": "0,1",
 }
 RANK3_JSON = {"rank": 3, "local_rank": 1, "world_size": 4, "local_world_size": 2, "node_rank": 1,
-              "num_nodes": 2, "master_addr": "node1", "master_port": 29501}
+              "num_nodes": 2, "master_addr": "node1", "master_port": 20001}
 _LEAKY = ("SLURM_", "SLURMD_", "SBATCH_", "SRUN_", "ORCH_")
 _LAUNCH_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
                 "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -90,7 +90,7 @@ def test_env_module(clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
     assert run_verb(env_cmd, []) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["rank", "3"]
-    assert lines[-1].split() == ["master_port", "29501"]
+    assert lines[-1].split() == ["master_port", "20001"]
 
 
 def test_env_module_port_range_sources(clean_env: pytest.MonkeyPatch, tmp_path: Path,
@@ -100,7 +100,7 @@ def test_env_module_port_range_sources(clean_env: pytest.MonkeyPatch, tmp_path: 
     assert run_verb(env_cmd, ["--json", "--port-range", "40000-40009"]) == 0
     assert json.loads(capsys.readouterr().out)["master_port"] == master_port("1", 0, (40000, 40009))
     cluster = tmp_path / "c.yaml"
-    cluster.write_text((ROOT / "cluster.yaml").read_text().replace("[29500, 39499]", "[50000, 50099]"))
+    cluster.write_text((ROOT / "cluster.yaml").read_text().replace("[20000, 32767]", "[50000, 50099]"))
     assert run_verb(env_cmd, ["--json", "--cluster", str(cluster)]) == 0
     assert json.loads(capsys.readouterr().out)["master_port"] == 50001
     assert run_verb(env_cmd, ["--cluster", str(tmp_path / "missing.yaml")]) == 2

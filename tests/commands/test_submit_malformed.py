@@ -112,7 +112,7 @@ CLUSTER_CASES: list[tuple[str, str, list[str]]] = [
     (
         "port-range-string",
         cluster_text(_set("launcher.port_range", "29500-39499")),
-        ["launcher.port_range", "[29500, 39499]"],
+        ["launcher.port_range", "[20000, 32767]"],
     ),
     (
         "port-range-too-high",

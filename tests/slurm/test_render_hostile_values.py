@@ -47,7 +47,7 @@ from orchestrator.spec.runconfig import JOB_FILE, SCRIPT_FILE
 STUBS_DIR = TESTS / "stubs"
 VALUES_JOB = TESTS / "jobs" / "hardening_values.py"
 SHELLCHECK = shutil.which("shellcheck")
-PORT_RANGE = (29500, 39499)
+PORT_RANGE = masterport.DEFAULT_PORT_RANGE
 JOB_ID = "4711"
 PWNED = "PWNED"  # what an injected `touch PWNED` would create (in the cwd of the script)
 ENV_NAME = "ORCH_HOSTILE"  # the cluster.yaml env variable that carries a hostile value

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support import TESTS
 
-from orchestrator.env.masterport import agents_port
+from orchestrator.env.masterport import DEFAULT_PORT_RANGE, agents_port
 from orchestrator.records.restarts import attempts as att
 from orchestrator.records.restarts.blame import blame
 from orchestrator.records.restarts.rankoutcome import RankOutcome
@@ -203,7 +203,7 @@ def test_dry_run_shows_restarts_and_allocates_the_spares(capsys: pytest.CaptureF
         out = capsys.readouterr().out
         assert "\n#   restart: in-process (warm: the script's whole world starts again" in out
         master = int(out.split("\n")[-2].rsplit(":", 1)[1])  # the last rank's MASTER column
-        meet = f"the agents meet at their own port {agents_port(master, (29500, 39499))} (half the port range"
+        meet = f"the agents meet at their own port {agents_port(master, DEFAULT_PORT_RANGE)} (half the port range"
         assert (meet in out) is apart, out
     step = write_cluster(launcher={"max_restarts": 2, "restart": "step"}, name="step.yaml")
     assert main(["submit", "smoke", "--cluster", str(step), "--nodes", "2", "--gpus", "1", "--dry-run"]) == 0

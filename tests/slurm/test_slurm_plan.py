@@ -28,7 +28,7 @@ from orchestrator.spec.job import Resources
 from orchestrator.spec.runconfig import read_run_config
 
 MakePlan = Callable[..., SubmitPlan]
-PORT_RANGE = (29500, 39499)
+PORT_RANGE = masterport.DEFAULT_PORT_RANGE
 
 
 def test_the_nodes_asked_for_win_over_the_jobs_even_zero() -> None:
