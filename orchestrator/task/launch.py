@@ -39,7 +39,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from orchestrator.env import distenv, taskenv
 from orchestrator.errors import ConfigError, DistEnvError, OrchError, RendezvousTimeout
@@ -180,11 +180,7 @@ def install_term_record(preempt_signal: str) -> None:
             # the task was leaving with its own outcome (an error's frames going, a DataLoader joining its
             # workers) when orch run or srun stopped the ranks still there: nothing was stuck, so it leaves
             # now, with the exit code it recorded, not as one stopped while running
-            end_children()
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-            os._exit(recorded)
+            _leave(recorded)
         if os.getpid() == owner:  # not in a forked child (a DataLoader worker inherits the handler)
             hang.say_stopped(signum, RECORDER.base.get("rank"))
             STACK.stopped(frame)  # where this rank was (the others may be waiting for it)
@@ -375,6 +371,11 @@ def entrypoint(runtime: TaskRuntime) -> None:
     code = main(None, runtime)
     hang.remove_stack_dumps()
     logging.shutdown()
+    _leave(code)
+
+
+def _leave(code: int) -> NoReturn:
+    """The output flushed and this task's children ended, exit with ``code`` at once (no interpreter teardown)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
