@@ -23,4 +23,9 @@ if ! .venv/bin/python -c "import orchestrator, pytest, hypothesis, mypy, matplot
   "${pip[@]}" install -e ".[test]" 2> >(grep -v "^WARNING: Location" >&2)
   touch .venv/.orch-installed
 fi
+# Byte-compile orch's own modules and the built-in jobs, as pip does for a package it installs (an editable
+# install leaves that to the first import). Where PYTHONDONTWRITEBYTECODE is set no process writes them, so every
+# `orch` command and every rank compiled them again: about 0.2 CPU-seconds a CLI call, 0.8 a 2-rank `orch run`.
+# A source edited later is compiled again in memory until the next set-up (Python checks each file's time).
+.venv/bin/python -m compileall -q -j 0 orchestrator jobs
 echo "orch setup: ready ($(.venv/bin/orch --version))"

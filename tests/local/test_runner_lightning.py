@@ -4,6 +4,7 @@ unmodified script; one that cannot match, or a spawning strategy, is refused bef
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -14,8 +15,9 @@ from support import ORCH, ROOT, assert_refused, clean_environ, once_more_on_tear
 
 from orchestrator.local.rankenv import free_port
 
-pytestmark = pytest.mark.slow
-pytest.importorskip("lightning")
+# find_spec, not importorskip: importing lightning at collection costs each test worker seconds; the runs import it
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("lightning") is None, reason="lightning is not installed")]
 
 SCRIPT = ROOT / "tests" / "scripts" / "lightning_layout.py"
 TIMEOUT = 240

@@ -4,14 +4,17 @@ parameters equal an uninterrupted run's, bit for bit (tests/scripts/hf_preemptib
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 from support import TESTS, preempt_and_resume
 
-pytest.importorskip("transformers")
-pytestmark = pytest.mark.slow
+# find_spec, not importorskip: importing transformers at collection costs each test worker seconds; the runs import it
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                                 reason="transformers is not installed")]
 
 
 def test_preempted_train_resumes_from_its_checkpoint_to_the_uninterrupted_parameters(tmp_path: Path) -> None:

@@ -4,14 +4,16 @@ uninterrupted run's, bit for bit (tests/scripts/lightning_preemptible.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 from support import TESTS, preempt_and_resume
 
-pytest.importorskip("lightning")
-pytestmark = pytest.mark.slow
+# find_spec, not importorskip: importing lightning at collection costs each test worker seconds; the runs import it
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("lightning") is None, reason="lightning is not installed")]
 
 
 def test_preempted_fit_resumes_mid_epoch_to_the_uninterrupted_parameters(tmp_path: Path) -> None:
