@@ -30,7 +30,8 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.confidence import at_most, measured_weak
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped, Finding
-from orchestrator.source.names import main_guard
+from orchestrator.source.names import Module, main_guard
+from orchestrator.source.project import Project
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 from orchestrator.spec.safefile import NotAFile, open_regular
@@ -125,15 +126,31 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
                 found: set[Finding] = set()
                 _run(helper, HELPER_RULES, suppressions(_text(path)), found, severity="warning")
                 reached = analysis.project.reached(path) | on_import
-                findings.update(f if reached_line(module.tree, reached, f.line) else replace(f, confidence="possible")
-                                for f in found)
+                for f in found:
+                    if reached_line(module.tree, reached, f.line):
+                        findings.add(f)
+                    elif f.code != "DDP020":  # a missing name off the run path as read is no NameError
+                        findings.add(replace(f, confidence="possible"))
             read = [(filename, tree), *((str(path), module.tree) for path, module in helpers)]
-            findings = rules_data.set_epoch_elsewhere(findings, read)
+            modules = [analysis.project.module, *(m for _, m in helpers), *imported]
+            findings = rules_data.set_epoch_elsewhere(findings, read, _imported_packages(analysis.project, modules))
     except (RecursionError, MemoryError) as exc:
         what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
         raise DoctorSkipped(f"{filename}: {what} to analyse", hint="pass a Python source file") from None
     findings = {_as_measured(f, f.file != filename) for f in findings}
     return sorted(findings, key=lambda f: (f.file != filename, f.file, f.line, f.code, f.message))
+
+
+def _imported_packages(project: Project, modules: Iterable[Module]) -> list[Path]:
+    """The project's package folders the modules read import from (``models/`` for ``from models.transducer import
+    Transducer``), whether or not the module imported is there to read: folders beside the script or its package."""
+    heads = sorted({qual.split(".")[0] for module in modules for qual in module.aliases.values()})
+    folders: list[Path] = []
+    for head in heads:
+        found = next((root / head for root in [*project.roots, *project.above] if (root / head).is_dir()), None)
+        if found is not None and found not in folders:
+            folders.append(found)
+    return folders
 
 
 def _as_measured(finding: Finding, in_helper: bool) -> Finding:

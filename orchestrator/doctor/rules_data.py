@@ -192,13 +192,18 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
                                                  "nothing calls set_epoch")
 
 
-def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast.Module]]) -> set[Finding]:
+def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast.Module]],
+                        packages: Sequence[Path] = ()) -> set[Finding]:
     """DDP004 is judged one file at a time; where another file of the project read calls ``set_epoch`` (a trainer
-    class's ``self.loaders["train"].sampler.set_epoch(epoch)`` for a sampler a data module built), the reader cannot
-    tie that call to the sampler: the finding is only possible, and says where the call is."""
+    class's ``self.loaders["train"].sampler.set_epoch(epoch)`` for a sampler a data module built), or a module of a
+    package the project imports does (``models/model.py``'s ``fit`` behind ``from models.transducer import
+    Transducer``, a module the reader may not reach), the reader cannot tie that call to the sampler: the finding is
+    only possible, and says where the call is."""
     if not any(f.code == "DDP004" for f in findings):
         return findings  # nothing to judge: the project's files are not walked again
     calls = [(file, node.lineno) for file, tree in modules for node in walk(tree) if _set_epoch(node)]
+    read = {str(Path(file).resolve()) for file, _ in modules}
+    calls += [(str(path), line) for path, line in _set_epoch_in_packages(packages) if str(path) not in read]
     out = set()
     for f in findings:
         elsewhere = [(file, line) for file, line in calls if file != f.file]
@@ -210,6 +215,27 @@ def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast
                         evidence=f"{f.evidence}; set_epoch is called at {Path(file).name}:{line}, on a sampler the "
                                  "reader cannot tie to this one"))
     return out
+
+
+_SET_EPOCH_CALL = re.compile(rb"\.set_epoch\s*\(")
+_PACKAGE_FILES = 200  # the .py files looked at in the packages a script's project imports
+_PACKAGE_FILE_BYTES = 400_000
+
+
+def _set_epoch_in_packages(packages: Sequence[Path]) -> Iterator[tuple[Path, int]]:
+    """``(file, line)`` of the first ``.set_epoch(`` of each ``.py`` file under ``packages`` (bounded: the first
+    ``_PACKAGE_FILES`` files in name order, each under ``_PACKAGE_FILE_BYTES``); text, not parsed."""
+    files = sorted({f.resolve() for folder in packages for f in folder.rglob("*.py")})[:_PACKAGE_FILES]
+    for path in files:
+        try:
+            if path.stat().st_size > _PACKAGE_FILE_BYTES:
+                continue
+            text = path.read_bytes()
+        except OSError:
+            continue
+        match = _SET_EPOCH_CALL.search(text)
+        if match is not None:
+            yield path, text.count(b"\n", 0, match.start()) + 1
 
 
 _LIGHTNING_DATA_CLASSES = ("LightningModule", "LightningDataModule")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.starimports import dunder_all, star_sources
 from orchestrator.source.syspath import extra_roots
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
@@ -67,6 +68,7 @@ class Project:
         self.files_read = 0
         _add_relative_aliases(module, tree, self.package)
         self._settle(module)
+        self._add_star_aliases(module)
         self.module = module
 
     # -- files --------------------------------------------------------------------------------------
@@ -125,6 +127,23 @@ class Project:
             raise _Unreadable(str(path)) from None
         self._modules[path] = module
         return module
+
+    def _add_star_aliases(self, module: Module) -> None:
+        """The script's own ``from functions import *`` of a project module: each public name that module defines or
+        imports (its ``__all__`` where it has one) is the script's name for it (``functions.create_model``,
+        ``driver.drivers.ddp.DDPDriver`` through a package's ``__init__``), so its calls are followed there."""
+        for star in star_sources(module, self.package):
+            path = self.find(star)
+            source = self.read(path) if path is not None else None
+            if source is None:
+                continue
+            names = {s.name: f"{star}.{s.name}" for s in source.tree.body
+                     if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+            names.update((name, qual) for name, qual in source.aliases.items() if not qual.startswith("<missing>"))
+            public = dunder_all(source.tree)
+            for name, qual in names.items():
+                if (name in public) if public is not None else not name.startswith("_"):
+                    module.aliases.setdefault(name, qual)
 
     def _settle(self, module: Module) -> None:
         """A name imported in several branches is bound by its last import (``aliases``); when that module is not in
@@ -267,7 +286,7 @@ class Project:
                 return self.reach(f"{imported}.{rest}" if rest else imported, depth + 1) or Reach(frozenset())
             own = self._name_of(path)  # the package a relative import starts from
             package = own if path.name == "__init__.py" else own.rpartition(".")[0]
-            for star in _star_sources(module, package or None):  # `from .build import *` in a package's __init__
+            for star in star_sources(module, package or None):  # `from .build import *` in a package's __init__
                 found = self.reach(f"{star}.{name}", depth + 1) if depth < MAX_DEPTH else None
                 if found is not None and (found.quals or found.unread):
                     return found
@@ -355,23 +374,6 @@ def _module_name(path: Path, roots: list[Path]) -> str:
             parts.pop()
         return ".".join(parts)
     return path.stem
-
-
-def _star_sources(module: Module, package: str | None) -> list[str]:
-    """The modules ``module`` takes every name of (``from .build import *``, ``from pkg.misc import *``), as
-    absolute names, in import order."""
-    out: list[str] = []
-    for node in module.tree.body:
-        if not (isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)):
-            continue
-        if not node.level:
-            out += [node.module] if node.module else []
-            continue
-        base = package.split(".") if package else []
-        base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
-        if base:
-            out.append(".".join([*base, *([node.module] if node.module else [])]))
-    return out
 
 
 def _add_relative_aliases(module: Module, tree: ast.Module, package: str | None) -> None:

@@ -58,3 +58,22 @@ def test_a_set_epoch_in_another_file_makes_the_finding_possible(tmp_path: Path, 
     found = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP004"]
     assert [(Path(f.file).name, f.line, f.confidence) for f in found] == [("data.py", 5, confidence)]
     assert ("engine.py:7" in found[0].evidence) == (confidence == "possible")
+
+
+def test_a_set_epoch_in_a_package_the_project_imports_makes_the_finding_possible(tmp_path: Path) -> None:
+    """The module that calls ``set_epoch`` is one the reader does not reach (``models/model.py``'s ``fit``, a base
+    class of the ``models.transducer`` the helper imports, which is not there): a package the project imports holds
+    it, so the finding is only possible; with no such call in the package, it stays likely."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("")
+    for call, confidence in [("sampler.set_epoch(epoch)", "possible"), ("pass", "likely")]:
+        (tmp_path / "models" / "model.py").write_text(
+            f"class Model:\n    def fit(self, loader, sampler, epochs):\n        for epoch in range(epochs):\n"
+            f"            {call}\n")
+        (tmp_path / "data.py").write_text(f"from models.transducer import Transducer\n{DATA}")
+        (tmp_path / "train.py").write_text(TRAIN.replace("from engine import Solver\n", "").replace(
+            "Solver(model, build_loaders(list(range(100))), torch.optim.SGD(model.parameters(), lr=0.1)).train(3)",
+            "loaders = build_loaders(list(range(100)))"))
+        found = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP004"]
+        assert [(Path(f.file).name, f.line, f.confidence) for f in found] == [("data.py", 6, confidence)]
+        assert ("model.py:4" in found[0].evidence) == (confidence == "possible")

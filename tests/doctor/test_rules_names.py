@@ -78,6 +78,17 @@ def test_a_project_module_the_script_calls_is_read_and_its_names_are_warnings(tm
     assert found == [("utils.py", 4, "warning")]
 
 
+def test_a_project_modules_function_the_script_never_reaches_is_not_read_for_names(tmp_path: Path) -> None:
+    """Off the run path as read (a helper module's function no call of the script reaches), a missing name is no
+    NameError the run meets: nothing is reported there, where the reached function's missing name is."""
+    (tmp_path / "utils.py").write_text("import torch\n\ndef all_gather(data):\n    return pickle.dumps(data)\n\n"
+                                       "def get_dataset(tokenizer):\n    return load(tokenizer, max_input_length)\n")
+    script = tmp_path / "train.py"
+    script.write_text(_HEAD + "from utils import *\n\ndef main():\n    all_gather(1)\n\nmain()\n")
+    found = [(Path(f.file).name, f.line) for f in check_file(script) if f.code == "DDP020"]
+    assert found == [("utils.py", 4)]
+
+
 def test_without_pyflakes_the_rule_is_skipped_not_the_doctor(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyflakes", None)
     found = check_source(_HEAD + "print(ddp_model)\n", "t.py")
