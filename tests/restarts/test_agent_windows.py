@@ -151,7 +151,7 @@ def test_stopping_a_worker_ends_its_whole_process_group(tmp_path: Path) -> None:
             time.sleep(60)
         finally:
             os._exit(0)
-    assert wait_for(mark.exists)
+    assert wait_for(lambda: mark.exists() and mark.read_text() != "")  # written, not just made: no empty read
     child = int(mark.read_text())
     assert os.getpgid(ag.pid) == ag.pid and os.getpgid(child) == ag.pid  # the worker's own group
     ag._stop_worker(grace=0.3)
@@ -172,7 +172,7 @@ def test_a_worker_dies_with_its_agent(tmp_path: Path) -> None:
         time.sleep(60)
 
     helper = in_child(run_agent)
-    assert wait_for(mark.exists)
+    assert wait_for(lambda: mark.exists() and mark.read_text() != "")  # written, not just made: no empty read
     worker = int(mark.read_text())
     assert alive(worker)
     os.kill(helper, signal.SIGKILL)
