@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -219,14 +220,29 @@ def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast
 
 _SET_EPOCH_CALL = re.compile(rb"\.set_epoch\s*\(")
 _PACKAGE_FILES = 200  # the .py files looked at in the packages a script's project imports
+_PACKAGE_ENTRIES = 5_000  # the names listed there at most (a data folder of a million images is not walked)
 _PACKAGE_FILE_BYTES = 400_000
 
 
+def _package_files(packages: Sequence[Path]) -> list[Path]:
+    """The ``.py`` files under ``packages``, folder by folder in name order, within both bounds."""
+    files: list[Path] = []
+    listed = 0
+    for folder in packages:
+        for top, dirs, names in os.walk(folder):
+            dirs.sort()
+            listed += len(dirs) + len(names)
+            files += [Path(top, n).resolve() for n in sorted(names) if n.endswith(".py")]
+            if listed >= _PACKAGE_ENTRIES or len(files) >= _PACKAGE_FILES:
+                return list(dict.fromkeys(files))[:_PACKAGE_FILES]
+    return list(dict.fromkeys(files))
+
+
 def _set_epoch_in_packages(packages: Sequence[Path]) -> Iterator[tuple[Path, int]]:
-    """``(file, line)`` of the first ``.set_epoch(`` of each ``.py`` file under ``packages`` (bounded: the first
-    ``_PACKAGE_FILES`` files in name order, each under ``_PACKAGE_FILE_BYTES``); text, not parsed."""
-    files = sorted({f.resolve() for folder in packages for f in folder.rglob("*.py")})[:_PACKAGE_FILES]
-    for path in files:
+    """``(file, line)`` of the first ``.set_epoch(`` of each ``.py`` file under ``packages`` (bounded: at most
+    ``_PACKAGE_FILES`` files among the first ``_PACKAGE_ENTRIES`` names, each under ``_PACKAGE_FILE_BYTES``); text,
+    not parsed."""
+    for path in _package_files(packages):
         try:
             if path.stat().st_size > _PACKAGE_FILE_BYTES:
                 continue
