@@ -77,3 +77,21 @@ def test_a_set_epoch_in_a_package_the_project_imports_makes_the_finding_possible
         found = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP004"]
         assert [(Path(f.file).name, f.line, f.confidence) for f in found] == [("data.py", 6, confidence)]
         assert ("model.py:4" in found[0].evidence) == (confidence == "possible")
+
+
+def test_the_look_into_imported_packages_is_bounded(tmp_path: Path) -> None:
+    """A package folder that also holds a data set (thousands of files) is listed up to a bound, not walked whole."""
+    from orchestrator.doctor import rules_data
+
+    data = tmp_path / "data"
+    (data / "images").mkdir(parents=True)
+    for i in range(rules_data._PACKAGE_ENTRIES + 10):
+        (data / "images" / f"{i:05d}.png").touch()
+    (data / "zz").mkdir()
+    (data / "zz" / "loader.py").write_text("sampler.set_epoch(0)\n")  # listed after images/: never reached
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "fit.py").write_text("x = 1\n\nsampler.set_epoch(epoch)\n")
+    assert rules_data._package_files([tmp_path / "models"]) == [(tmp_path / "models" / "fit.py").resolve()]
+    assert rules_data._package_files([data, tmp_path / "models"]) == []  # the bound is met inside data/images
+    assert list(rules_data._set_epoch_in_packages([tmp_path / "models"])) == [
+        ((tmp_path / "models" / "fit.py").resolve(), 3)]
