@@ -132,8 +132,10 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
                     elif f.code != "DDP020":  # a missing name off the run path as read is no NameError
                         findings.add(replace(f, confidence="possible"))
             read = [(filename, tree), *((str(path), module.tree) for path, module in helpers)]
-            modules = [analysis.project.module, *(m for _, m in helpers), *imported]
-            findings = rules_data.set_epoch_elsewhere(findings, read, _imported_packages(analysis.project, modules))
+            project = analysis.project
+            modules = [project.module, *(m for _, m in helpers), *imported]
+            findings = rules_data.set_epoch_elsewhere(  # the package folders looked up only for a DDP004
+                findings, read, lambda: _imported_packages(project, modules))
     except (RecursionError, MemoryError) as exc:
         what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
         raise DoctorSkipped(f"{filename}: {what} to analyse", hint="pass a Python source file") from None

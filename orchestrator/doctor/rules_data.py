@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeGuard
@@ -194,7 +194,7 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
 
 
 def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast.Module]],
-                        packages: Sequence[Path] = ()) -> set[Finding]:
+                        packages: Callable[[], Sequence[Path]] = tuple) -> set[Finding]:
     """DDP004 is judged one file at a time; where another file of the project read calls ``set_epoch`` (a trainer
     class's ``self.loaders["train"].sampler.set_epoch(epoch)`` for a sampler a data module built), or a module of a
     package the project imports does (``models/model.py``'s ``fit`` behind ``from models.transducer import
@@ -204,7 +204,7 @@ def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast
         return findings  # nothing to judge: the project's files are not walked again
     calls = [(file, node.lineno) for file, tree in modules for node in walk(tree) if _set_epoch(node)]
     read = {str(Path(file).resolve()) for file, _ in modules}
-    calls += [(str(path), line) for path, line in _set_epoch_in_packages(packages) if str(path) not in read]
+    calls += [(str(path), line) for path, line in _set_epoch_in_packages(packages()) if str(path) not in read]
     out = set()
     for f in findings:
         elsewhere = [(file, line) for file, line in calls if file != f.file]
