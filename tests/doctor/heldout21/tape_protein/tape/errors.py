@@ -1,0 +1,3 @@
+class EarlyStopping(Exception):
+    """Raised when stopping training b/c no improvement in validation loss"""
+    pass

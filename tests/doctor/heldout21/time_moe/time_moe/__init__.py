@@ -1,0 +1,2 @@
+#!/usr/bin/env python
+# -*- coding:utf-8 _*-
