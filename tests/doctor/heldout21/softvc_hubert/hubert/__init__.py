@@ -1,0 +1,5 @@
+from .model import (
+    Hubert,
+    HubertDiscrete,
+    HubertSoft,
+)
