@@ -1,0 +1,13 @@
+# Copyright (c) Meta, Inc. and its affiliates.
+#
+# This source code is licensed under the MIT license found in the
+# LICENSE file in the root directory of this source tree.
+from __future__ import annotations
+
+from .base_trainer import BaseTrainer
+from .ocp_trainer import OCPTrainer
+
+__all__ = [
+    "BaseTrainer",
+    "OCPTrainer",
+]

@@ -1,0 +1,7 @@
+from .data import (TxtMapper, VideoMapper,AudioMapper)
+
+from .loader import PrefetchLoader, MetaLoader, AccumMetaLoader
+
+
+
+
