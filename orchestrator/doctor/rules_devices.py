@@ -59,12 +59,14 @@ def _cuda_use(a: Reading, site: Site) -> DeviceKind | None:
     return "index" if "index" in kinds else None
 
 
+def _backend(site: Site) -> str | None:
+    """``init_process_group``'s backend where it is written in (None: a name, a config's value)."""
+    value = site.call.args[0] if site.call.args else _kw(site.call, "backend")
+    return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+
+
 def _backends(a: Reading) -> list[str | None]:
-    found: list[str | None] = []
-    for site in a.sites(INIT):
-        value = site.call.args[0] if site.call.args else _kw(site.call, "backend")
-        found.append(value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None)
-    return found
+    return [_backend(site) for site in a.sites(INIT)]
 
 
 def _cpu_backend_only(a: Reading) -> bool:
@@ -122,16 +124,28 @@ def _explicit_only(a: Analysis) -> Iterator[Finding]:
     binds the current device before an NCCL group: NCCL opens its communicator on the current device, GPU 0,
     in every rank (an extra process on GPU 0 under plain torchrun; orch's launcher binds it first)."""
     explicit = [site for site in a.flow.sites if _cuda_use(a, site) == "index"]
-    if not explicit or a.spawns or _cpu_backend_only(a) or not _backends(a) or _sets_visible_devices(a) or a.unread:
+    # A script that starts its own ranks and joins NCCL with its GPUs named only in its helpers (the trainer
+    # class's .cuda(rank), DDP(device_ids=[rank])): reported at the group's start.
+    nccl = [site for site in a.sites(INIT) if a.spawns and _backend(site) == "nccl"]
+    first = explicit[0] if explicit else nccl[0] if nccl else None
+    if first is None or _cpu_backend_only(a) or not _backends(a) or _sets_visible_devices(a) or a.unread:
         return
     if [s for s in a.sites(SET_DEVICE) if not _bare_context(a, s)] or a.helper_sites(SET_DEVICE):
         return
-    if any(_kw(site.call, "device_id") is not None for site in a.sites(INIT)) or _unseen_binder(a, explicit[0]):
+    if any(_kw(site.call, "device_id") is not None for site in a.sites(INIT)) or _unseen_binder(a, first):
         return
-    yield a.finding("DDP001", explicit[0].call,
-                    f"{ast.unparse(explicit[0].call)[:50]} names the device but nothing binds it: NCCL opens its "
-                    "communicator on the current device, GPU 0, in every rank (harmless under orch run/submit, "
-                    "whose launcher binds each rank's GPU; under torchrun or a plain launch an extra context on GPU 0)")
+    where = _SPAWNED if a.spawns else _LAUNCHED
+    what = "names the device" if explicit else "joins NCCL"
+    yield a.finding("DDP001", first.call,
+                    f"{ast.unparse(first.call)[:50]} {what} but nothing binds it: NCCL opens its "
+                    f"communicator on the current device, GPU 0, in every rank ({where})")
+
+
+# Who binds the current device for the ranks: orch's launcher for the ranks it starts, nobody for a script's own.
+_LAUNCHED = ("harmless under orch run/submit, whose launcher binds each rank's GPU; under torchrun or a plain "
+             "launch an extra context on GPU 0")
+_SPAWNED = ("the script starts these ranks itself, so no launcher binds their GPU, orch's included: every rank "
+            "keeps a context on GPU 0")
 
 
 _DIST_SETUP = re.compile(r"init_dist|dist_init|distributed_init|setup_dist|init_distributed|setup_distributed",

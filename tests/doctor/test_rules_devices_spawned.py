@@ -1,0 +1,83 @@
+"""DDP001 in a script that starts its own ranks (``mp.spawn``, orch's per-node style): no launcher binds those
+processes' GPU, orch's included, so a device only named (``torch.device(f"cuda:{rank}")``, ``.to(device)``,
+``device_ids=[rank]``), or named only in the project's trainer while the spawned worker joins NCCL, leaves every
+rank's current device, and NCCL's communicator, on GPU 0 (orchestrator/doctor/rules_devices.py ``_explicit_only``).
+Under a launcher the same code is harmless under orch, and the finding says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.doctor.check import check_file, check_source
+
+_SPAWNER = """import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(rank, world):
+    dist.init_process_group({backend!r}, init_method="tcp://127.0.0.1:23456", rank=rank, world_size=world)
+{body}
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(torch.cuda.device_count(),))
+"""
+
+_NAMED = """    device = torch.device("cuda:{:d}".format(rank))
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).to(device), device_ids=[rank])"""
+
+
+def _ddp001(findings: list) -> list:  # type: ignore[type-arg]
+    return [f for f in findings if f.code == "DDP001"]
+
+
+def test_a_device_only_named_in_ranks_the_script_spawns_is_reported() -> None:
+    found = _ddp001(check_source(_SPAWNER.format(backend="nccl", body=_NAMED), "train.py"))
+    assert [f.line for f in found] == [9]  # the first use of the named device: .to(device)
+    assert "no launcher binds their GPU" in found[0].message and "harmless" not in found[0].message
+    assert found[0].severity == "warning"
+
+
+def test_a_spawned_rank_that_binds_its_device_is_silent() -> None:
+    body = "    torch.cuda.set_device(rank)\n" + _NAMED
+    assert _ddp001(check_source(_SPAWNER.format(backend="nccl", body=body), "train.py")) == []
+
+
+def test_a_gloo_group_opens_no_nccl_communicator_so_is_silent() -> None:
+    assert _ddp001(check_source(_SPAWNER.format(backend="gloo", body=_NAMED), "train.py")) == []
+
+
+def test_the_same_named_device_under_a_launcher_says_it_is_harmless_under_orch() -> None:
+    source = """import os
+import torch
+import torch.distributed as dist
+
+rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).to(rank), device_ids=[rank])
+"""
+    found = _ddp001(check_source(source, "train.py"))
+    assert [f.line for f in found] == [7]
+    assert "harmless under orch" in found[0].message
+
+
+def test_a_spawned_worker_joining_nccl_whose_trainer_names_the_device_is_reported_at_the_init(tmp_path: Path) -> None:
+    """stylegan2-pytorch's layout: the spawned ``run_training`` joins NCCL and hands the rank to a ``Trainer`` class
+    in the project's module, which does ``self.cuda(rank)`` and ``DDP(..., device_ids=[rank])``; nothing binds it."""
+    (tmp_path / "trainer.py").write_text("""import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, rank):
+        self.model = DDP(torch.nn.Linear(2, 2).cuda(rank), device_ids=[rank])
+""")
+    script = tmp_path / "cli.py"
+    script.write_text(_SPAWNER.format(backend="nccl", body="    from trainer import Trainer\n    Trainer(rank)"))
+    found = _ddp001(check_file(script))
+    assert [f.line for f in found] == [7]  # init_process_group("nccl", ...)
+    assert "joins NCCL" in found[0].message
+    (tmp_path / "trainer.py").write_text((tmp_path / "trainer.py").read_text().replace(
+        "        self.model", "        torch.cuda.set_device(rank)\n        self.model"))
+    assert _ddp001(check_file(script)) == []
