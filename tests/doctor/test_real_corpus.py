@@ -298,6 +298,11 @@ def test_launch_verdict_rule() -> None:
 # 14:16-14:18 UTC, after the tuning on set 19): default output precision 0.62 (23 of 37), recall 0.29 (18 of 63; over
 # pitfalls with a catalog code 0.33, 18 of 54), no error finding; --shown 0.82 (23 of 28); --all 0.51 (26 of 51), 0.33
 # (21 of 63); launch right or refused 19 of 24 (style 22, framework 24, 2-node verdict 19).
+# Set 21 (24 scripts from 24 repositories, judged by three judges, truth committed 00:41-00:46 UTC on 2026-12-02 and
+# reviewed at 00:54 (four DDP015 on --local_rank scripts and one DDP014 on a per-node script removed, as in sets 18-20),
+# measured on commit 33914e2 at 00:54-00:55 UTC): default output precision 0.58 (18 of 31), recall 0.25 (14 of 55; over
+# pitfalls with a catalog code 0.33, 14 of 43), no error finding; --shown 0.72 (18 of 25); --all 0.60 (24 of 40), 0.33
+# (18 of 55); launch right or refused 14 of 24 (style 20, framework 23, 2-node verdict 17).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -311,6 +316,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (18, 15, 0.0, 0.0, True),
     (19, 21, 0.68, 0.22, True),
     (20, 24, 0.62, 0.28, True),
+    (21, 24, 0.58, 0.25, True),
 ]
 
 
