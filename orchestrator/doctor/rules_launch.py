@@ -296,6 +296,8 @@ def _env_local(a: Reading, expr: ast.expr, depth: int) -> bool:
         return False
     if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("int", "str") and expr.args:
         return _env_local(a, expr.args[0], depth + 1)
+    if isinstance(expr, ast.IfExp):  # int(os.environ["LOCAL_RANK"]) if "LOCAL_RANK" in os.environ else 0
+        return _local_or_constant(a, [expr.body, expr.orelse], depth)
     if isinstance(expr, ast.Call | ast.Subscript):
         key = a.ranks.env_key(expr)
         return key in LOCAL_ENV if key is not None else isinstance(expr, ast.Call) and a.ranks.source(expr) == "local"
@@ -306,7 +308,9 @@ def _env_local(a: Reading, expr: ast.expr, depth: int) -> bool:
         return False
     _, value = a.module.resolve(expr.id, expr)
     if value is not None:
-        return _env_local(a, value, depth + 1)
+        # if distributed: rank = int(os.environ["LOCAL_RANK"]) / else: rank = 0 (one process)
+        return _env_local(a, value, depth + 1) or (isinstance(value, ast.Constant) and any(
+            _env_local(a, v, depth + 1) for v in a.module.other_branch(expr.id, expr)))
     function = a.module.function_of(expr)
     if function is None or expr.id not in {p.arg for p in function.args.args + function.args.kwonlyargs}:
         return False
@@ -324,3 +328,9 @@ def _env_local(a: Reading, expr: ast.expr, depth: int) -> bool:
             if any(_env_local(outer, v, depth + 1) for v in values):
                 return True
     return False
+
+
+def _local_or_constant(a: Reading, values: list[ast.expr], depth: int) -> bool:
+    """One of ``values`` is the local rank and the others constants (the single-process fallback)."""
+    return any(_env_local(a, v, depth + 1) for v in values) and all(
+        isinstance(v, ast.Constant) or _env_local(a, v, depth + 1) for v in values)

@@ -64,7 +64,7 @@ def spawns(a: Analysis) -> list[Spawn]:
     out: list[Spawn] = []
     for site in a.flow.sites:
         target, how = _started(a, site)
-        if how is None or not _trains_distributed(a, target, how):
+        if how is None or not _trains_distributed(a, target, how, site.call):
             continue
         if env_checked(a, site.call) or callers_checked(a, site.function, 0):
             continue
@@ -118,7 +118,14 @@ def _started(a: Analysis, site: Site) -> tuple[ast.expr | None, str | None]:
         return fn, q.rsplit(".", 1)[1]
     if last_name(site.call.func) == "Process" and (q.startswith(_MP) or _from_context(a, site.call.func)):
         return _kw(site.call, "target"), "Process"
+    if q in _ELASTIC:  # elastic_launch(LaunchConfig(nproc_per_node=n), entrypoint)(*args): torchrun in-process
+        return site.call.args[1] if len(site.call.args) > 1 else _kw(site.call, "entrypoint"), "elastic_launch"
     return None, None
+
+
+# torchrun's agent started inside the script: ``elastic_launch(config, entrypoint)(*args)`` runs nproc_per_node
+# workers of ``entrypoint`` on this machine
+_ELASTIC = frozenset({"torch.distributed.launcher.api.elastic_launch", "torch.distributed.launcher.elastic_launch"})
 
 
 def _from_context(a: Analysis, func: ast.expr) -> bool:
@@ -135,7 +142,7 @@ def _kw(call: ast.Call, name: str) -> ast.expr | None:
 
 
 def _nprocs(call: ast.Call, how: str) -> str:
-    if how == "Process":
+    if how in ("Process", "elastic_launch"):
         return ""
     value = _kw(call, "nprocs")
     if value is None and len(call.args) >= 3:
@@ -143,10 +150,13 @@ def _nprocs(call: ast.Call, how: str) -> str:
     return ast.unparse(value)[:40] if value is not None else ""
 
 
-def _trains_distributed(a: Analysis, target: ast.expr | None, how: str) -> bool:
+def _trains_distributed(a: Analysis, target: ast.expr | None, how: str, call: ast.Call) -> bool:
     """The started function sets up a process group or wraps a model (itself, through functions of this
     file or the project's helpers); a spawned function that cannot be followed counts when the file does
-    (a ``Process`` target that cannot be followed is not judged: a logger, a file sync)."""
+    (a ``Process`` target that cannot be followed is not judged: a logger, a file sync). torchrun's agent
+    (``elastic_launch``) starts nothing but distributed workers: its entrypoint counts whatever it calls."""
+    if how == "elastic_launch":
+        return target is not None
     function = _function(a, target)
     if function is None and target is not None:  # mp.spawn(mpu.run, ...): a function of a project module
         project = (a.outer or a).project
@@ -157,11 +167,23 @@ def _trains_distributed(a: Analysis, target: ast.expr | None, how: str) -> bool:
         return True
     if function is None:
         return target is not None and how != "Process" and a.data_parallel
-    if a.flow.reaches(function, _SETS_UP) is not None:
+    if a.flow.reaches(function, _SETS_UP) is not None or _wrapped_trains(a, function, call):
         return True
     # also under a branch on the spawn index (``if rank == 0: training(rank) else: training(rank)``)
     return any(site.qual in _SETS_UP or a.helper_reaches(site, _SETS_UP)
                for site in _sites_under(a, function, 0, set()))
+
+
+def _wrapped_trains(a: Analysis, function: FunctionNode, call: ast.Call) -> bool:
+    """``Process(target=_wrap, args=(func, kwargs, queue))`` where ``_wrap`` calls its parameter (``func(**kwargs)``,
+    as torch's own spawn does): the function handed over in ``args`` is what runs, a parameter of the spawner that
+    its callers fill (TAPE's ``launch_process_group(run_train, args, ...)``)."""
+    params = {p.arg for p in (*function.args.posonlyargs, *function.args.args)}
+    if not any(isinstance(c.func, ast.Name) and c.func.id in params for c in walk(function) if isinstance(c, ast.Call)):
+        return False
+    handed = _kw(call, "args")
+    return isinstance(handed, ast.Tuple) and any(
+        isinstance(e, ast.Name) and _passed_trains(a, e) for e in handed.elts)
 
 
 def _passed_trains(a: Analysis, target: ast.Name) -> bool:
@@ -179,7 +201,8 @@ def _passed_trains(a: Analysis, target: ast.Name) -> bool:
                 continue
             passed = call.args[index]
             local = owner.module.functions.get(passed.id) if isinstance(passed, ast.Name) else None
-            if local is not None and owner.flow.reaches(local, _SETS_UP) is not None:
+            if local is not None and (owner.flow.reaches(local, _SETS_UP) is not None or any(
+                    owner.helper_reaches(site, _SETS_UP) for site in _sites_under(owner, local, 0, set()))):
                 return True
             reach = project.reach(owner.module.qualname(passed)) if project is not None else None
             if reach is not None and not reach.quals.isdisjoint(_SETS_UP):

@@ -269,6 +269,24 @@ class Module:
             scope = scope.parent
         return (True, None) if entries else (False, None)
 
+    def other_branch(self, name: str, node: ast.AST) -> list[ast.expr]:
+        """The values the other branch of an ``if`` assigns to ``name`` where the value ``resolve`` gives was
+        assigned in one branch: ``if distributed: rank = int(os.environ["LOCAL_RANK"])`` / ``else: rank = 0`` (the
+        last assignment by line is the single-process fallback; the distributed path holds the other)."""
+        _, value = self.resolve(name, node)
+        statement = self.parents.get(value) if value is not None else None
+        child, current = statement, self.parents.get(statement) if statement is not None else None
+        while current is not None and not isinstance(current, FunctionNode | ast.ClassDef):
+            if isinstance(current, ast.If) and child in current.orelse:
+                found: list[ast.expr] = []
+                while isinstance(current, ast.If) and child in current.orelse:  # up an if/elif/else chain
+                    found += [n.value for stmt in current.body for n in walk(stmt) if isinstance(n, ast.Assign)
+                              and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+                    child, current = current, self.parents.get(current)
+                return found
+            child, current = current, self.parents.get(current)
+        return []
+
     def values_anywhere(self, key: str) -> list[ast.expr]:
         """Every value assigned to ``key`` (``args.rank``) in any function of the file."""
         return [value for scope in self.scopes.values() for _, value in scope.assigned.get(key, ())

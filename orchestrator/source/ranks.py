@@ -132,6 +132,10 @@ class Ranks(Devices):
                 kind = self.source(value, depth + 1)
                 if kind is not None:
                     return kind
+                if isinstance(value, ast.Constant):  # else: rank = 0, the fallback of an `if` whose body reads it
+                    kinds = {self.source(v, depth + 1) for v in self.module.other_branch(expr.id, expr)} - {None}
+                    if len(kinds) == 1:
+                        return kinds.pop()
                 if found and not isinstance(value, ast.BinOp | ast.Name | ast.Attribute):
                     return None
             if shifted(self.module, expr):  # rank += node_rank * gpus: the global rank from there on
