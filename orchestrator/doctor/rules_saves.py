@@ -137,6 +137,11 @@ def _per_node_savers(a: Analysis) -> Iterator[Finding]:
                 _per_node_guard(a, creation)):
             yield a.finding("DDP006", site.call, f"{func.value.id} is made only where the local rank is 0 "
                                                  f"(line {creation.call.lineno}): one writer per node, the same files")
+        elif (_SAVER.search(func.attr) and func.value.id not in a.module.aliases and _per_node_guard(a, site)
+              and (site.branch is None or site.branch.side == "body")):  # not the `else` of `if local_rank == 0:`
+            # checkpointer.save_checkpoint(epoch=epoch) under `if rank == 0:` where rank is LOCAL_RANK
+            yield a.finding("DDP006", site.call, f"{func.value.id}.{func.attr}() runs only where the local rank is "
+                                                 "0: one writer per node, the same files", confidence="possible")
 
 
 def _guarded_by_script(a: Reading, site: Site) -> bool:

@@ -194,3 +194,26 @@ def test_a_path_chosen_between_two_by_a_test_is_a_path() -> None:
 def test_the_same_save_on_rank_zero_alone_is_quiet() -> None:
     source = _CHOSEN_PATH.format(guard="if dist.get_rank() == 0:\n    ")
     assert _ddp006(check_source(source, "t.py")) == []
+
+
+def test_a_checkpointers_save_under_a_local_rank_guard_is_one_writer_per_node() -> None:
+    """3D-Speaker's ``checkpointer = build('checkpointer', config)``, then ``if rank == 0:
+    checkpointer.save_checkpoint(epoch=epoch)`` with ``rank`` the LOCAL_RANK: every node's first process writes the
+    same checkpoint (a possible finding: what the object writes is not read); not the other branch of that guard,
+    nor a save under the global rank."""
+    source = _HEAD + """
+rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(2, 2).cuda())
+checkpointer = build("checkpointer", {})
+for epoch in range(3):
+    if rank == 0:
+        checkpointer.save_checkpoint(epoch=epoch)
+    else:
+        checkpointer.save_checkpoint_skipped(epoch=epoch)
+"""
+    found = [f for f in check_source(source, "train.py") if f.code == "DDP006"]
+    assert [(f.line, f.confidence) for f in found] == [(12, "possible")]
+    assert "local rank is 0" in found[0].message
+    global_rank = source.replace('rank = int(os.environ["LOCAL_RANK"])', 'rank = int(os.environ["RANK"])')
+    assert _ddp006(check_source(global_rank, "train.py")) == []
