@@ -49,7 +49,8 @@ def configured_trainer(a: Analysis, call: ast.Call, lightning: bool) -> ConfigVa
     (``lightning``), or the first argument of ``instantiate(...)`` whose ``_target_`` is a Lightning Trainer."""
     if lightning:
         spread = [k.value for k in call.keywords if k.arg is None]
-        found = read_config(a, spread[0], LAYOUT_KEYS) if len(spread) == 1 else None
+        section = _spread_section(a, spread[0]) if len(spread) == 1 else None
+        found = read_config(a, section, LAYOUT_KEYS) if section is not None else None
     elif last_name(call.func) == "instantiate" and call.args:
         found = read_config(a, call.args[0])
         target = str(found.value.get("_target_", "")) if found is not None and isinstance(found.value, dict) else ""
@@ -58,6 +59,24 @@ def configured_trainer(a: Analysis, call: ast.Call, lightning: bool) -> ConfigVa
     else:
         return None
     return found if found is not None and isinstance(found.value, dict) else None
+
+
+def _spread_section(a: Analysis, expr: ast.expr) -> ast.expr | None:
+    """What ``Trainer(**expr)`` spreads: ``expr`` itself, or, for a name bound to a dict literal that spreads one
+    section and adds other keys (HULC's ``trainer_args = {**cfg.trainer, "logger": ..., "callbacks": ...}``), that
+    section, unless the literal or a later ``trainer_args["devices"] = ...`` sets a layout key itself."""
+    if not isinstance(expr, ast.Name):
+        return expr
+    _, value = a.module.resolve(expr.id, expr)
+    if not isinstance(value, ast.Dict):
+        return expr
+    spread = [v for k, v in zip(value.keys, value.values, strict=True) if k is None]
+    named = {k.value for k in value.keys if isinstance(k, ast.Constant)}
+    set_later = {n.slice.value for n in a.module.nodes if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)
+                 and isinstance(n.value, ast.Name) and n.value.id == expr.id and isinstance(n.slice, ast.Constant)}
+    if len(spread) != 1 or (named | set_later) & LAYOUT_KEYS:
+        return None
+    return spread[0]
 
 
 def cli_trainer(a: Analysis) -> ConfigValue | None:

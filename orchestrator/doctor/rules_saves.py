@@ -265,14 +265,49 @@ def _knows_prefix(a: Reading) -> bool:
     return any(isinstance(n, ast.Constant) and n.value == "module." for n in a.module.nodes)
 
 
-def _saved_wrapper(a: Reading, expr: ast.expr) -> str | None:
-    """The name of the DDP wrapper ``expr`` saves (itself or its state_dict()), if it does."""
+def _saved_wrapper(a: Reading, expr: ast.expr, depth: int = 0) -> str | None:
+    """The name of the DDP wrapper ``expr`` saves (itself or its state_dict()), if it does; in a helper also the
+    parameter the script fills with its wrapper (``save_model(net, ...)`` after ``net = DDP(net)``), through the names
+    the saved value is built from there (``sd = net.state_dict()``, ``state = {"model": sd}``)."""
     for node in walk(expr):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "state_dict":
-            if a.wrapped(node.func.value):
+            # through names only the helper's parameter counts: a script's `state = dict(model=model.state_dict())`
+            # is a resume checkpoint the script loads back into its wrapper (judged no pitfall in the corpus)
+            if (a.wrapped(node.func.value) and not depth) or _passed_wrapper(a, node.func.value):
                 return ast.unparse(node.func.value)
-        elif isinstance(node, ast.Name) and a.wrapped(node):
+        elif isinstance(node, ast.Name) and a.wrapped(node) and not depth:
             parent = a.module.parents.get(node)
             if not isinstance(parent, ast.Attribute):
                 return node.id
+        elif isinstance(node, ast.Name) and depth < 2 and a.outer is not None:
+            _, value = a.module.resolve(node.id, node)
+            found = _saved_wrapper(a, value, depth + 1) if isinstance(value, ast.Dict | ast.Call) else None
+            if found is not None:
+                return found
     return None
+
+
+def _passed_wrapper(a: Reading, expr: ast.expr) -> bool:
+    """``expr`` is a parameter of a helper's function that every call of it in the script fills with the DDP
+    wrapper (``save_model(net, optimizer, epoch, work_dir)`` where the script's ``net`` is ``DDP(...)``)."""
+    function = a.module.function_of(expr)
+    if a.outer is None or function is None or not isinstance(expr, ast.Name):
+        return False
+    params = [p.arg for p in function.args.args]
+    if expr.id not in params or params[:1] == ["self"]:
+        return False
+    unwraps = any((isinstance(n, ast.Attribute) and n.attr == "module" and isinstance(n.value, ast.Name)
+                   and n.value.id == expr.id) or (isinstance(n, ast.Constant) and n.value == "module")
+                  for n in walk(function))  # `if hasattr(model, "module"): sd = model.module.state_dict()`
+    index = params.index(expr.id)
+    if unwraps:
+        return False
+    passed = [s.call.args[index] for s in a.outer.flow.sites
+              if last_name(s.call.func) == function.name and len(s.call.args) > index]
+    return bool(passed) and not _knows_prefix(a.outer) and all(_ddp_wrapped(a.outer, p) for p in passed)
+
+
+def _ddp_wrapped(a: Reading, expr: ast.expr) -> bool:
+    """``expr`` is (a name bound to) ``DDP(...)``, whose state_dict keys start with ``module.`` (FSDP's do not)."""
+    _, value = a.module.resolve(expr.id, expr) if isinstance(expr, ast.Name) else (False, None)
+    return isinstance(value, ast.Call) and "DistributedDataParallel" in (a.module.qualname(value.func) or "")

@@ -105,3 +105,16 @@ def main(cfg):
                                         "num_nodes: 1\n"})
     assert [(f.line, f.confidence) for f in found] == [(7, "likely")]
     assert "num_nodes=1 (trainer/ddp.yaml:4" in found[0].message
+
+
+def test_a_dict_that_spreads_the_section_and_adds_keys_is_read_through(tmp_path: Path) -> None:
+    """HULC's ``trainer_args = {**cfg.trainer, "logger": ..., "callbacks": ...}`` then ``Trainer(**trainer_args)``:
+    the layout is the section's; silent where the dict (or a later ``trainer_args["devices"] = ...``) sets it."""
+    script = _YAML_SCRIPT.replace('trainer = pl.Trainer(strategy="ddp", **cfg["trainer"])',
+                                  'trainer_args = {**cfg["trainer"], "logger": None, "callbacks": []}\n'
+                                  'trainer = pl.Trainer(strategy="ddp", **trainer_args)')
+    config = "trainer:\n  devices: 1\n"
+    found = layout_findings(tmp_path, {"train.py": script, "configs/train.yaml": config})
+    assert [(f.line, f.confidence) for f in found] == [(11, "likely")]
+    set_later = script.replace("trainer = pl.Trainer(", 'trainer_args["devices"] = "auto"\ntrainer = pl.Trainer(')
+    assert layout_findings(tmp_path, {"train.py": set_later, "configs/train.yaml": config}) == []
