@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -34,6 +35,11 @@ Action = Callable[[JobRow], str]  # does it, says what was done; an OrchError sa
 class Actions:
     cancel: Action
     requeue: Action  # the checkpoint-and-requeue signal (the job's launcher.preempt_signal)
+
+
+def widths(rows: list[JobRow]) -> dict[str, int]:
+    """Each column's width: its widest cell or its title."""
+    return {title: max([cell_len(title), *(cell_len(show(row)) for row in rows)]) for title, show in COLUMNS.items()}
 
 
 class Confirm(ModalScreen[bool]):
@@ -70,6 +76,7 @@ class TopApp(App[None]):
         self.selected: str | None = None  # the key of the job whose detail shows
         self.message = ""
         self.refreshes = 0
+        self.widths: dict[str, int] = {}  # the columns' widths now (title -> cells)
         self._busy = False
 
     def compose(self) -> ComposeResult:
@@ -80,8 +87,7 @@ class TopApp(App[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#jobs", DataTable)
-        for title in COLUMNS:
-            table.add_column(title, key=title)
+        self._columns(table, widths([]))
         table.focus()
         self.tick()
         self.set_interval(self.interval, self.tick)
@@ -112,9 +118,12 @@ class TopApp(App[None]):
         self.refreshes += 1
         table = self.query_one("#jobs", DataTable)
         new = {row.key: row for row in rows}
-        if list(new) != list(self.rows):  # jobs came or went: the table again, the cursor on its job
+        wanted = widths(rows)
+        if list(new) != list(self.rows) or wanted != self.widths:  # the table again, the cursor on its job
             current = self._current()
-            table.clear()
+            table.clear(columns=wanted != self.widths)
+            if wanted != self.widths:
+                self._columns(table, wanted)
             for row in rows:
                 table.add_row(*map(Text, cells(row)), key=row.key)  # Text: node[1-2] is no markup
             keys = list(new)
@@ -124,11 +133,19 @@ class TopApp(App[None]):
             for key, row in new.items():
                 if row != self.rows[key]:
                     for title, cell in zip(COLUMNS, cells(row), strict=True):
-                        table.update_cell(key, title, Text(cell), update_width=True)  # a longer cell widens
+                        table.update_cell(key, title, Text(cell))
         self.rows = new
         if detail is not None:
             self.query_one("#detail", Static).update(detail_text(detail))
         self._status()
+
+    def _columns(self, table: DataTable[Text], wanted: dict[str, int]) -> None:
+        """The columns at the widths their cells need. Fixed widths, never textual's auto width: that one is
+        measured when the table is next idle, and a terminal was seen keeping the table drawn at the titles'
+        widths (the step count cut) until some cell changed again."""
+        for title in COLUMNS:
+            table.add_column(title, key=title, width=wanted[title])
+        self.widths = wanted
 
     def _status(self) -> None:
         slurm = f"  Slurm: {self.board.slurm_error}" if self.board.slurm_error else ""

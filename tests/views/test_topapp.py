@@ -136,7 +136,7 @@ def test_a_cell_that_grows_widens_its_column(root: Path) -> None:
             await _until(pilot, lambda: app.rows[first].step == "3/10")
             cell = str(table.get_cell(first, "PROGRESS"))
             assert "step 3/10" in cell
-            width = table.columns["PROGRESS"].content_width  # type: ignore[index]
+            width = table.columns["PROGRESS"].width  # type: ignore[index]
             assert width >= len(cell)
 
     asyncio.run(drive())
