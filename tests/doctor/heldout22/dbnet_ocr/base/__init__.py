@@ -1,0 +1,2 @@
+from .base_trainer import BaseTrainer
+from .base_dataset import BaseDataSet

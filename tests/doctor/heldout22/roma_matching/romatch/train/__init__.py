@@ -1,0 +1,1 @@
+from .train import train_k_epochs
