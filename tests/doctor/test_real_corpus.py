@@ -303,6 +303,11 @@ def test_launch_verdict_rule() -> None:
 # measured on commit 33914e2 at 00:54-00:55 UTC): default output precision 0.58 (18 of 31), recall 0.25 (14 of 55; over
 # pitfalls with a catalog code 0.33, 14 of 43), no error finding; --shown 0.72 (18 of 25); --all 0.60 (24 of 40), 0.33
 # (18 of 55); launch right or refused 14 of 24 (style 20, framework 23, 2-node verdict 17).
+# Set 22 (22 scripts from 22 repositories, judged by three judges, truth committed 04:09-04:13 UTC on 2026-12-02 and
+# reviewed at 04:14 (three DDP015 on --local_rank scripts removed, as in sets 18-21), measured on commit 6c05629 at
+# 04:15-04:17 UTC): default output precision 0.54 (15 of 28), recall 0.17 (11 of 66; over pitfalls with a catalog code
+# 0.21, 11 of 53), no error finding; --shown 0.65 (15 of 23); --all 0.48 (20 of 42), 0.21 (14 of 66); launch right or
+# refused 15 of 22 (style 21, framework 20, 2-node verdict 17).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -317,6 +322,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (19, 21, 0.68, 0.22, True),
     (20, 24, 0.62, 0.28, True),
     (21, 24, 0.58, 0.25, True),
+    (22, 22, 0.53, 0.16, True),
 ]
 
 
