@@ -193,7 +193,8 @@ def check_swallowed_init(a: Analysis) -> Iterator[Finding]:
         if init is None:
             continue
         for handler in node.handlers:
-            if not _stops(a, handler) and not _retried(a, node, handler) and not _work_skipped(a, node, init):
+            if not (_stops(a, handler) or _retried(a, node, handler) or _work_skipped(a, node, init)
+                    or _whole_run(a, init)):
                 caught = ast.unparse(handler.type) if handler.type is not None else "everything"
                 yield a.finding("DDP019", init.call, f"{ast.unparse(init.call.func)[:40]}() fails into `except "
                                 f"{caught[:40]}` (line {handler.lineno}), which goes on")
@@ -213,6 +214,12 @@ def _work_skipped(a: Analysis, node: ast.Try, init: Site) -> bool:
     raised = {id(n) for stmt in node.body for r in walk(stmt) if isinstance(r, ast.Raise) for n in walk(r)}
     return any(isinstance(call, ast.Call) and id(call) not in raised and last_name(call.func) not in _REPORTS
                for stmt in node.body if stmt.lineno > init.call.lineno for call in walk(stmt))
+
+
+def _whole_run(a: Analysis, init: Site) -> bool:
+    """The group is started inside a call that also trains (``try: run(cfg) except Exception: log(...)``, a catch
+    around the whole run): a failed rendezvous ends that call, the training with it, so no rank trains alone."""
+    return init.qual not in INIT and a.trains(init.call)
 
 
 def _process_target(a: Analysis, name: str) -> bool:
@@ -319,15 +326,7 @@ def _env_local(a: Reading, expr: ast.expr, depth: int) -> bool:
     outer = a.outer  # a helper's parameter: what the script passes to the function of that name
     if outer is None:
         return False
-    params = [p.arg for p in function.args.args]
-    index = params.index(expr.id) - (1 if params[:1] == ["self"] else 0)
-    for site in outer.flow.sites:
-        if last_name(site.call.func) == function.name:
-            values = [k.value for k in site.call.keywords if k.arg == expr.id]
-            values += [site.call.args[index]] if 0 <= index < len(site.call.args) else []
-            if any(_env_local(outer, v, depth + 1) for v in values):
-                return True
-    return False
+    return any(_env_local(outer, v, depth + 1) for v in outer.passes_for(function, expr.id))
 
 
 def _local_or_constant(a: Reading, values: list[ast.expr], depth: int) -> bool:

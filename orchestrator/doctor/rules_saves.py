@@ -55,7 +55,7 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
             problems.append(_PER_INDEX)
         elif one_path and path is not None and _per_node_guard(a, site) and not (
                 per_host(a, path, 0) or data_cache(a, call, path)):
-            problems.append(_PER_NODE)
+            problems.append(_PER_NODE if _node_first_runs(a, site) else _ALL_BUT_FIRST)
         if problems:
             yield a.finding("DDP006", call, "; ".join(problems), fact=_why(a, site, framework, problems))
     yield from _per_node_savers(a)
@@ -65,6 +65,9 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
 
 _PER_NODE = "guarded by the local rank: local rank 0 of every node writes the same file (one shared file system)"
 
+
+_ALL_BUT_FIRST = ("runs on every rank but each node's first (the other side of a local-rank test), all writing the "
+                  "same file")
 
 _PER_INDEX = ("runs on every rank, each writing a file named by its local rank: on every node the processes with "
               "the same local rank write the same file (one shared file system)")
@@ -138,7 +141,7 @@ def _per_node_savers(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP006", site.call, f"{func.value.id} is made only where the local rank is 0 "
                                                  f"(line {creation.call.lineno}): one writer per node, the same files")
         elif (_SAVER.search(func.attr) and func.value.id not in a.module.aliases and _per_node_guard(a, site)
-              and (site.branch is None or site.branch.side == "body")):  # not the `else` of `if local_rank == 0:`
+              and _node_first_runs(a, site)):  # not the `else` of `if local_rank == 0:`
             # checkpointer.save_checkpoint(epoch=epoch) under `if rank == 0:` where rank is LOCAL_RANK
             yield a.finding("DDP006", site.call, f"{func.value.id}.{func.attr}() runs only where the local rank is "
                                                  "0: one writer per node, the same files", confidence="possible")
@@ -239,6 +242,15 @@ def _multi_node_spawn(a: Reading) -> bool:
     return False
 
 
+def _node_first_runs(a: Reading, site: Site) -> bool:
+    """The side of the local-rank test around ``site`` is the one local rank 0 takes (``if local_rank == 0:``'s
+    body, ``if local_rank != 0:``'s ``else``); so taken when it cannot be told."""
+    if site.branch is None:
+        return True
+    value = a.ranks.at_rank_zero(site.branch.node.test)
+    return value is None or value == (site.branch.side == "body")
+
+
 def _guard_tests(a: Reading, site: Site, depth: int) -> list[ast.expr]:
     """The rank conditions that guard ``site``: around it, or around every call of its function."""
     if site.branch is not None:
@@ -299,11 +311,9 @@ def _passed_wrapper(a: Reading, expr: ast.expr) -> bool:
     unwraps = any((isinstance(n, ast.Attribute) and n.attr == "module" and isinstance(n.value, ast.Name)
                    and n.value.id == expr.id) or (isinstance(n, ast.Constant) and n.value == "module")
                   for n in walk(function))  # `if hasattr(model, "module"): sd = model.module.state_dict()`
-    index = params.index(expr.id)
     if unwraps:
         return False
-    passed = [s.call.args[index] for s in a.outer.flow.sites
-              if last_name(s.call.func) == function.name and len(s.call.args) > index]
+    passed = a.outer.passes_for(function, expr.id)
     return bool(passed) and not _knows_prefix(a.outer) and all(_ddp_wrapped(a.outer, p) for p in passed)
 
 

@@ -104,10 +104,13 @@ def _runs_on_rank_zero(a: Analysis, branch: Branch) -> bool | None:
 def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:
     wanted = a.reaching(site, COLLECTIVES)
     name = a.module.qualname(wanted.func) if wanted is not None else None
+    called = ast.unparse(site.call.func)
     for stmt in branch.other():
         for call in a.module.calls_in(stmt):
             if a.module.qualname(call.func) in (site.qual, name):
                 return True
+            if any(ast.unparse(v) == called for v in (*call.args, *(k.value for k in call.keywords))):
+                return True  # handed over to be called: `wandb.agent(sweep, function=trainer.train)`
             target = a.module.local_function(call)
             if target is not None and name is not None and a.flow.reaches(target, frozenset({name})):
                 return True

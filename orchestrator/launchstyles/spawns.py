@@ -194,12 +194,9 @@ def _passed_trains(a: Analysis, target: ast.Name) -> bool:
     params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)] if function is not None else []
     if function is None or target.id not in params:
         return False
-    index, project = params.index(target.id), (a.outer or a).project
+    project = (a.outer or a).project
     for owner in (a, a.outer) if a.outer is not None else (a,):
-        for call in owner.module.nodes:
-            if not (isinstance(call, ast.Call) and last_name(call.func) == function.name and len(call.args) > index):
-                continue
-            passed = call.args[index]
+        for passed in owner.passes_for(function, target.id):
             local = owner.module.functions.get(passed.id) if isinstance(passed, ast.Name) else None
             if local is not None and (owner.flow.reaches(local, _SETS_UP) is not None or any(
                     owner.helper_reaches(site, _SETS_UP) for site in _sites_under(owner, local, 0, set()))):

@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 
 from orchestrator.source.flow import Flow, Loop, Site, falsy_arguments
-from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, Module, dotted
+from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, FunctionNode, Module, dotted, last_name
 from orchestrator.source.project import Project, Reach
 from orchestrator.source.ranks import Ranks
 
@@ -102,6 +102,19 @@ class Analysis:
     def unread(self) -> str | None:
         """A local helper the script calls that could not be read (its file or module), if any."""
         return next((r.unread for s in self.flow.sites if (r := self.helper(s)) is not None and r.unread), None)
+
+    def passes_for(self, function: FunctionNode, name: str) -> list[ast.expr]:
+        """What this file's calls of a function named as ``function`` pass for its parameter ``name``: a helper's
+        function, defined in another file and called here as ``save(...)`` or ``helpers.save(...)``; by position (a
+        method's ``self`` bound) and by keyword."""
+        params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+        index = params.index(name) - (params[:1] == ["self"]) if name in params else -1
+        found: list[ast.expr] = []
+        for node in self.module.nodes:
+            if isinstance(node, ast.Call) and last_name(node.func) == function.name:
+                found += [node.args[index]] if 0 <= index < len(node.args) else []
+                found += [k.value for k in node.keywords if k.arg == name]
+        return found
 
     def sites(self, quals: frozenset[str]) -> list[Site]:
         return [site for site in self.flow.sites if site.qual in quals]

@@ -86,3 +86,34 @@ def test_writes_off_the_launchers_path_are_not_reported(call: str) -> None:
 def test_another_launchers_set_up_called_on_every_run_is_reported() -> None:
     findings = check_source(OFF_PATH.format(call="mpi_define_env(args)"), "train.py")
     assert [f.line for f in findings if f.code == "DDP008"] == [10, 11]
+
+
+NOT_LAUNCHED = """\
+import os
+import torch
+import torch.distributed as dist
+
+
+def init_dist(args):
+    args.distributed = False
+    if "WORLD_SIZE" in os.environ:
+        args.distributed = int(os.environ["WORLD_SIZE"]) > 1
+    if {flag}:
+        args.distributed = True
+    if not args.distributed:
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        os.environ["WORLD_SIZE"] = "1"
+        os.environ["RANK"] = "0"
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+"""
+
+
+def test_writes_where_no_launcher_started_the_run_are_not_reported() -> None:
+    """``args.distributed = int(os.environ["WORLD_SIZE"]) > 1`` then ``if not args.distributed:`` writing a group of
+    one (the image-classification template's ``init_dist``): a launched run with more than one rank never goes there.
+    A flag the same test reads from the device count goes there under a launcher too (reported)."""
+    assert [f.line for f in check_source(NOT_LAUNCHED.format(flag="args.slurm"), "t.py") if f.code == "DDP008"] == []
+    counted = NOT_LAUNCHED.replace('int(os.environ["WORLD_SIZE"]) > 1', "torch.cuda.device_count() > 1")
+    assert [f.line for f in check_source(counted.format(flag="args.slurm"), "t.py") if f.code == "DDP008"] == [
+        13, 14, 15]

@@ -217,3 +217,25 @@ for epoch in range(3):
     assert "local rank is 0" in found[0].message
     global_rank = source.replace('rank = int(os.environ["LOCAL_RANK"])', 'rank = int(os.environ["RANK"])')
     assert _ddp006(check_source(global_rank, "train.py")) == []
+
+
+_LOCAL_SIDES = _HEAD + """
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(2, 2).cuda())
+if local_rank {op} 0:
+    print("saving")
+else:
+    torch.save(model.module.state_dict(), "model.pt")
+"""
+
+
+def test_a_save_in_the_other_side_of_a_local_rank_test_says_which_ranks_write() -> None:
+    """``if local_rank == 0: ... else: torch.save(...)``: every rank but each node's first writes the same file (not
+    "local rank 0 of every node writes"); ``if local_rank != 0: ... else:`` puts the save on each node's first."""
+    others = [f for f in check_source(_LOCAL_SIDES.format(op="=="), "train.py") if f.code == "DDP006"]
+    assert [f.line for f in others] == [12]
+    assert "every rank but each node's first" in others[0].message and "local rank 0 of" not in others[0].message
+    firsts = [f for f in check_source(_LOCAL_SIDES.format(op="!="), "train.py") if f.code == "DDP006"]
+    assert [f.line for f in firsts] == [12]
+    assert "local rank 0 of every node writes" in firsts[0].message
