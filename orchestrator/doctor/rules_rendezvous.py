@@ -321,21 +321,17 @@ def _fallback(a: Reading, node: ast.AST, key: str) -> bool:
             if names & _LAUNCHED and any(isinstance(n, ast.In) for n in walk(current.test)) and (
                     child in current.orelse):
                 return True
-            if names & _LAUNCHED and _unset(current.test) and child in current.body:
-                return True  # ``if "MASTER_ADDR" not in os.environ:`` also sets MASTER_PORT: no launcher there
-            if child in current.body and _not_launched(a, current.test):
-                return True  # ``if not args.distributed:`` where distributed is ``int(os.environ["WORLD_SIZE"]) > 1``
+            if child in current.body and (
+                    (names & _LAUNCHED and _unset(current.test)) or _not_launched(a, current.test)):
+                return True  # no launcher there: ``if "MASTER_ADDR" not in os.environ:``, ``if not args.distributed:``
         child, current = current, a.module.parents.get(current)
     return False
 
 
 def _not_launched(a: Reading, test: ast.expr) -> bool:
-    """``not distributed`` (a name or ``args.x``) whose values anywhere in the file are constants and tests of a
-    launcher's variable (``args.distributed = int(os.environ["WORLD_SIZE"]) > 1``): the branch of a run that no
-    launcher started (timm's and many since: one process, a group of one)."""
-    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
-        return False
-    key = dotted(test.operand)
+    """``not distributed`` whose values in the file are constants and tests of a launcher's variable (``args.distributed
+    = int(os.environ["WORLD_SIZE"]) > 1``): the branch of a run that no launcher started (a group of one)."""
+    key = dotted(test.operand) if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else None
     tests = [v for v in a.module.values_anywhere(key) if not isinstance(v, ast.Constant)] if key else []
     return bool(tests) and all(isinstance(v, ast.Compare) and not any(isinstance(op, ast.NotIn) for op in v.ops) and {
         n.value for n in walk(v) if isinstance(n, ast.Constant)} & _LAUNCHED for v in tests)

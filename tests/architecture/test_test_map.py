@@ -59,7 +59,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "doctor/launchstyle.py": ("the finding a style answers, the per-node refusal of a constant master: "
                               "tests/launchstyles/test_launchstyle.py"),
     "doctor/metric_values.py": "the doctor's corpus: tests/doctor/test_doctor.py",
-    "doctor/rules_launch.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_random.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_spawn.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_steps.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
@@ -113,7 +112,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "spec/clusterparse.py": ("cluster.yaml parsed and validated, every bad field named with its fix: "
                              "tests/spec/test_cluster.py, test_cluster_limits.py, test_cluster_bounds.py"),
     "spec/containers.py": "apptainer and pyxis scripts: tests/slurm/test_render_script.py",
-    "source/analysis.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",
     "source/flow.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",
     "source/rankdevices.py": ("devices numbered by the global rank (DDP001, DDP010): tests/doctor/test_doctor.py, "
                               "tests/doctor/test_confidence_context.py"),

@@ -93,6 +93,8 @@ def test_another_users_sweep_in_a_shared_root_is_passed_over() -> None:
         private = make_sweep(root, "smoke-20260102-000000-bbbbbb", "50", 1)
         os.chmod(root, 0o1777)
         os.chmod(readable, 0o755)
+        for name in ("array.json", "job_id"):  # readable whatever the umask the test process has now
+            os.chmod(readable / name, 0o644)
         os.chmod(private, 0o700)
         code = ("import sys; from pathlib import Path; from orchestrator.records.sweeps import find_sweep; "
                 "print(find_sweep(Path(sys.argv[1]), '40'), find_sweep(Path(sys.argv[1]), '50'))")
