@@ -245,10 +245,7 @@ def _multi_node_spawn(a: Reading) -> bool:
 def _node_first_runs(a: Reading, site: Site) -> bool:
     """The side of the local-rank test around ``site`` is the one local rank 0 takes (``if local_rank == 0:``'s
     body, ``if local_rank != 0:``'s ``else``); so taken when it cannot be told."""
-    if site.branch is None:
-        return True
-    value = a.ranks.at_rank_zero(site.branch.node.test)
-    return value is None or value == (site.branch.side == "body")
+    return site.branch is None or site.branch.taken_at_rank_zero(a.ranks) is not False
 
 
 def _guard_tests(a: Reading, site: Site, depth: int) -> list[ast.expr]:

@@ -40,7 +40,7 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
             test = _short(site.branch.node.test)
             when = f"runs only when `{test}`" if site.branch.side == "body" else f"runs only when `not ({test})`"
             where = f"{when} (line {site.branch.node.lineno})"
-            zero = _runs_on_rank_zero(a, site.branch)
+            zero = site.branch.taken_at_rank_zero(a.ranks)
         else:
             guard = site.early_guard
             assert guard is not None
@@ -92,13 +92,6 @@ def _new_group_between(a: Analysis, site: Site, guard: ast.If) -> bool:
     the collectives that follow are the new group's."""
     return any(guard.lineno < s.call.lineno < site.call.lineno and a.reaching(s, INIT) is not None
                for s in a.flow.sites_in(site.function))
-
-
-def _runs_on_rank_zero(a: Analysis, branch: Branch) -> bool | None:
-    value = a.ranks.at_rank_zero(branch.node.test)
-    if value is None:
-        return None
-    return value if branch.side == "body" else not value
 
 
 def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:

@@ -28,6 +28,11 @@ class Branch:
     def other(self) -> list[ast.stmt]:
         return self.node.orelse if self.side == "body" else self.node.body
 
+    def taken_at_rank_zero(self, ranks: Ranks) -> bool | None:
+        """Whether rank 0 (local rank 0, for a local-rank test) takes this side; None when it cannot be told."""
+        value = ranks.at_rank_zero(self.node.test)
+        return None if value is None else value == (self.side == "body")
+
 
 @dataclass(frozen=True)
 class Site:
