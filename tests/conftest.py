@@ -237,7 +237,7 @@ def scale_slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def fake_slurm(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
-    """Stand-in Slurm clients (tests/support.py's FakeSlurm) first on PATH, answering what the test sets."""
+    """Stand-in Slurm clients (tests/support/standins.py's FakeSlurm) first on PATH, answering what the test sets."""
     fake = FakeSlurm(tmp_path / "fake-slurm")
     clean_env.setenv("PATH", f"{fake.bin}{os.pathsep}{os.environ['PATH']}")
     clean_env.setenv("FAKE_SLURM_SPEC", str(fake.spec))

@@ -25,10 +25,10 @@ from support import ROOT
 PACKAGE = ROOT / "orchestrator"
 TESTS = ROOT / "tests"
 TOP_LEVEL_TESTS = "commands"  # where the tests of orchestrator/<module>.py (cli, api, job, errors) live
-# Folders of tests/ that mirror no package: fixtures, shared helpers and cross-cutting checks (gpu: the
+# Folders of tests/ that mirror no package: fixtures, shared helpers (support/) and cross-cutting checks (gpu: the
 # checks that need a CUDA device, across layers, run by scripts/gpu-check.sh; bench: the pure parts of bench/'s
 # scripts, never their timed runs).
-NOT_MIRRORS = {"e2e", "docs", "architecture", "gpu", "golden", "jobs", "scripts", "stubs", "bench"}
+NOT_MIRRORS = {"e2e", "docs", "architecture", "gpu", "golden", "jobs", "scripts", "stubs", "bench", "support"}
 
 # module (relative to orchestrator/) -> where it is tested, and why there.
 COVERED_ELSEWHERE: dict[str, str] = {

@@ -1,5 +1,5 @@
 """orch top in a real terminal (tmux: send keys, capture the pane), over job folders written with orch's own
-writers and the stand-in Slurm clients (tests/support.py's FakeSlurm): the table shows, a changed
+writers and the stand-in Slurm clients (tests/support/standins.py's FakeSlurm): the table shows, a changed
 progress.json shows within a refresh, the cancel key asks and then cancels. The same against the local Slurm
 cluster, with a training job and a killed rank: tests/e2e/test_e2e_top.py."""
 

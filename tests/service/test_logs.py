@@ -1,7 +1,7 @@
 """orch logs's reading as a service (orchestrator/service/logs.py), over a Scope and plain values: the view a call
 asks for and its refusals, when the job has ended (the tense of a note; when following stops, and why), the notes on
 an empty or absent log, and the bounded tails of orch mcp's logs tool. Against stand-in Slurm clients
-(tests/support.py's FakeSlurm); orch logs's own output is tested through the CLI in tests/commands/."""
+(tests/support/standins.py's FakeSlurm); orch logs's own output is tested through the CLI in tests/commands/."""
 
 from __future__ import annotations
 

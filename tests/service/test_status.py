@@ -1,7 +1,7 @@
 """orch status's reading as a service (orchestrator/service/status.py), called over a Scope and plain job refs as
 orch mcp calls it: the rows are the objects ``orch status --json`` prints, one job named carries its start-up,
 snapshot and working directory, the attempts' lines are orch status JOB's. Against stand-in Slurm clients
-(tests/support.py's FakeSlurm); orch status's own output is tested through the CLI in tests/commands/."""
+(tests/support/standins.py's FakeSlurm); orch status's own output is tested through the CLI in tests/commands/."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def test_every_shape_passes_shellcheck(shaped_plan: SubmitPlan, tmp_path: Path) 
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-# What sbatch must read for each shape, worked out by hand from tests/support.py's TEST_CLUSTER (not
+# What sbatch must read for each shape, worked out by hand from tests/support/environment.py's TEST_CLUSTER (not
 # from the plan): partition gpu = 96 CPUs, 1000G = 1,024,000 MB, 8 a100 per node; debug = 32 CPUs, 256G,
 # 4 untyped GPUs, max 02:00:00; cpu = 64 CPUs, 256G; defaults.time 04:00:00; preempt_before 180.
 # CPUs per task = node CPUs / the node's GPUs x the task's GPUs (CPU jobs: node CPUs / tasks per node);

@@ -1,7 +1,7 @@
 """Planning at its edges: which value wins (command line, then the job's resources, then cluster.yaml's
 defaults, then the built-ins), every partition limit at N and N+1, and every refusal with its fix.
 
-The test cluster (tests/support.py): partitions gpu (gpu[001-064], 8 a100, 96 CPUs, 1000G, max 2 days),
+The test cluster (tests/support/environment.py): partitions gpu (gpu[001-064], 8 a100, 96 CPUs, 1000G, max 2 days),
 debug (dbg[1-4], 4 GPUs, 32 CPUs, 256G, max 02:00:00), cpu (cpu[001-128], 64 CPUs, 256G, max 1 day);
 defaults.partition gpu, defaults.time 04:00:00; launcher.preempt_before 180.
 """

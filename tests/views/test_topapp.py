@@ -1,6 +1,6 @@
 """views/topapp.py through textual's own harness (App.run_test's pilot): the table, selecting a job (its
 ranks, start-up and log), and the cancel and checkpoint-and-requeue keys, which ask first and then go through
-orch cancel's code path to the stand-in Slurm clients (tests/support.py's FakeSlurm, as tests/commands use)."""
+orch cancel's code path to the stand-in Slurm clients (tests/support/standins.py's FakeSlurm, as tests/commands use)."""
 
 from __future__ import annotations
 
