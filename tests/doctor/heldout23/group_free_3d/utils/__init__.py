@@ -1,0 +1,2 @@
+from .lr_scheduler import get_scheduler
+from .logger import setup_logger

@@ -1,0 +1,3 @@
+from .Train import train
+from .Test import test
+from .Eval import evaluate

@@ -1,0 +1,3 @@
+from .models import register, make
+from . import sam
+
