@@ -1,0 +1,2 @@
+from .train import main
+main()
