@@ -28,10 +28,11 @@ class Analysis(analysis.Analysis):
         return "warning" if self.unread else severity
 
     def finding(self, code: str, node: ast.AST, detail: str = "", severity: Severity | None = None,
-                title: str | None = None, confidence: Confidence | None = None, fact: str = "") -> Finding:
+                title: str | None = None, confidence: Confidence | None = None, fact: str = "",
+                marks: frozenset[str] = frozenset(), nodes: int | None = None) -> Finding:
         """A finding at ``node``; its evidence is the code there and ``fact`` (else ``detail``): what triggered it."""
         line = getattr(node, "lineno", 1)
         end = getattr(node, "end_lineno", line) or line
         span = f"lines {line}-{end}" if end > line else f"line {line}"
         evidence = f"{span}: `{_snippet(node)}`; {fact or detail}".rstrip("; ")
-        return make_finding(code, self.filename, line, detail, severity, title, end, confidence, evidence)
+        return make_finding(code, self.filename, line, detail, severity, title, end, confidence, evidence, marks, nodes)

@@ -26,12 +26,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.rules_layout import NODES_SAID
 from orchestrator.doctor.rules_rendezvous_computed import CONFIG_LOOPBACK
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
-ACROSS_MARK = "cannot work on"  # in the message of a finding this module made an error
+ACROSS_MARK = "cannot work on"  # in the message of a finding this module made an error, and its mark
 # code -> why it fails across nodes ({nodes}, {where}: the layout)
 ACROSS_NODES: dict[str, str] = {
     "DDP010": "the ranks of the second node ask for a GPU index past {where}",
@@ -50,7 +49,7 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
     out: list[Finding] = []
     for finding in findings:
         why = ACROSS_NODES.get(finding.code) or (
-            _LOOPBACK_WHY if finding.code == "DDP008" and CONFIG_LOOPBACK in finding.message else None)
+            _LOOPBACK_WHY if finding.code == "DDP008" and CONFIG_LOOPBACK in finding.marks else None)
         if nodes > 1 and why is not None and finding.confidence != "possible" and not (
                 finding.code == "DDP010" and _modulo(finding)) and not (
                 finding.code == "DDP023" and not _other_node_count(finding, nodes)):
@@ -59,6 +58,7 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
             finding = replace(finding, severity="error",
                               message=f"{finding.message}: {ACROSS_MARK} {nodes} nodes, "
                                       f"{why.format(nodes=nodes, where=where, others=others)}",
+                              marks=finding.marks | {ACROSS_MARK},
                               fix=finding.fix if "--nodes 1" in finding.fix else f"{finding.fix}; or run on one "
                                                                                      "node (--nodes 1)")
         out.append(finding)
@@ -67,7 +67,7 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
 
 def layout_hint(findings: Iterable[Finding]) -> str:
     """The start of the refusal's HINT when the layout is what fails (``DDP022 cannot work across nodes: ...``)."""
-    codes = sorted({f.code for f in findings if f.severity == "error" and ACROSS_MARK in f.message})
+    codes = sorted({f.code for f in findings if f.severity == "error" and ACROSS_MARK in f.marks})
     if not codes:
         return ""
     many = len(codes) > 1
@@ -77,8 +77,7 @@ def layout_hint(findings: Iterable[Finding]) -> str:
 
 def _other_node_count(finding: Finding, nodes: int) -> bool:
     """A DDP023 finding whose node count is certain (written in, or left out) and not ``nodes``."""
-    said = NODES_SAID.search(finding.message)
-    return finding.confidence == "certain" and said is not None and int(said.group(1)) != nodes
+    return finding.confidence == "certain" and finding.nodes is not None and finding.nodes != nodes
 
 
 def _modulo(finding: Finding) -> bool:

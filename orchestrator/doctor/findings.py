@@ -33,6 +33,10 @@ class Finding:
     end_line: int = field(default=0, compare=False, repr=False)  # last line of the statement (suppression)
     confidence: Confidence = field(default="likely", compare=False)  # how direct the evidence is (confidence.py)
     evidence: str = field(default="", compare=False)  # the line(s) and the fact that triggered it
+    # what later readings decide on, said by the rule that knew it (never read back from the message): marks such
+    # as feasibility.ACROSS_MARK, and the node count a framework layout is certainly fixed at (DDP023)
+    marks: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    nodes: int | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, object]:
         return {"code": self.code, "severity": self.severity, "confidence": self.confidence, "file": self.file,
@@ -41,7 +45,7 @@ class Finding:
 
 def make_finding(code: str, file: str, line: int, detail: str = "", severity: Severity | None = None,
                  title: str | None = None, end_line: int = 0, confidence: Confidence | None = None,
-                 evidence: str = "") -> Finding:
+                 evidence: str = "", marks: frozenset[str] = frozenset(), nodes: int | None = None) -> Finding:
     """A finding of ``code``: the catalog gives severity, message and fix; ``detail`` names the culprit;
     ``confidence`` defaults to the code's (:func:`default_confidence`: every error is certain)."""
     rule = CATALOG[code]
@@ -50,7 +54,7 @@ def make_finding(code: str, file: str, line: int, detail: str = "", severity: Se
     severity = severity or rule.severity
     return Finding(file=file, line=line, code=code, severity=severity, message=message, fix=rule.fix,
                    end_line=max(line, end_line), confidence=confidence or default_confidence(code, severity),
-                   evidence=evidence or detail)
+                   evidence=evidence or detail, marks=marks, nodes=nodes)
 
 
 def refuses(finding: Finding) -> bool:

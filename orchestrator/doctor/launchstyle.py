@@ -107,7 +107,7 @@ def _loopback(facts: Facts, findings: list[Finding], nodes: int) -> list[Finding
         out.append(replace(make_finding(
             "DDP008", file, line, f"{code}: the rendezvous is this machine's loopback address, set by the script: "
             f"{ACROSS_MARK} {nodes} nodes, each node waits at its own address and the nodes never meet",
-            confidence="certain"), severity="error",
+            confidence="certain", marks=frozenset({ACROSS_MARK})), severity="error",
             fix="let the launcher's address through (init_method='env://': orch exports MASTER_ADDR and MASTER_PORT "
                 "to every node), or run on one node (--nodes 1)"))
     return out

@@ -41,9 +41,8 @@ from orchestrator.source.walk import walk
 from orchestrator.spec.framework import Framework
 
 _DEPTH = 4
-# in the finding's message: a node count written in or left out (not a flag's default); feasibility.py reads it
-NODES_SAID = re.compile(r"num_nodes=(\d+)(?=,|\)$| \(left out)")
 FLAG_SAID = "the flag's default, unless passed"  # in the finding's detail when a flag's default fixes the layout
+FLAG_DEFAULT = "a flag's default fixes the layout"  # the finding's mark then (flag_owned reads it)
 # launcher variables a layout that follows the launch reads
 _ENV_NAMES = re.compile(r"^(SLURM_\w+|WORLD_SIZE|LOCAL_WORLD_SIZE|NUM_NODES|NNODES|N_NODES|GROUP_WORLD_SIZE|"
                         r"NODE_COUNT|PET_\w+|OMPI_\w+|PMI_\w+)$")
@@ -108,8 +107,13 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         confidence: Confidence = next((c for c in ("certain", "likely") if any(v.confidence == c for v in stuck)),
                                       "possible")
         detail = ", ".join(v.said for v in stuck)
+        # the node count when it is certain (written in, or left out: Lightning's and Fabric's num_nodes), for
+        # feasibility.py; detectron2's num_machines is not read there
+        certain = nodes.kind in ("literal", "left out") and nodes.said.startswith("num_nodes=")
         yield a.finding("DDP023", node, detail, confidence=confidence,
-                        fact=f"the layout is {detail}: it does not follow the nodes and GPUs the launcher starts")
+                        fact=f"the layout is {detail}: it does not follow the nodes and GPUs the launcher starts",
+                        marks=frozenset({FLAG_DEFAULT}) if any(v.kind == "flag" for v in stuck) else frozenset(),
+                        nodes=nodes.count if certain and isinstance(nodes.count, int) else None)
         return  # once per file, at the first call: one layout per script (a version branch's twin is the same)
 
 
@@ -117,7 +121,7 @@ def flag_owned(finding: Finding, style: str) -> bool:
     """A DDP023 finding that only the script's flag defaults make (not certain): in front of a launch the gate's
     ``layoutflags.flag_layout_warning`` says it instead, judged against the layout asked and the flags passed (a
     per-node script's flags are ``pernodeflags.py``'s)."""
-    return (finding.code == "DDP023" and finding.confidence != "certain" and FLAG_SAID in finding.message
+    return (finding.code == "DDP023" and finding.confidence != "certain" and FLAG_DEFAULT in finding.marks
             and style != "per-node")
 
 

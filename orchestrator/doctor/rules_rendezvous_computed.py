@@ -31,7 +31,7 @@ from orchestrator.source.names import FunctionNode
 from orchestrator.source.ranks import GLOBAL_ENV, NODES_ENV, WORLD_ENV
 from orchestrator.source.walk import walk
 
-CONFIG_LOOPBACK = "the config's rendezvous is this machine's loopback address"  # feasibility.py reads it
+CONFIG_LOOPBACK = "the config's rendezvous is this machine's loopback address"  # said, and the mark feasibility reads
 
 _DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _RANDOM_DRAWS = frozenset({"random.randint", "random.randrange", "random.choice", "numpy.random.randint",
@@ -233,10 +233,12 @@ def _config_rendezvous(a: Analysis) -> Iterator[Finding]:
                         and not (k.arg == "world_size" and found.value == 1))):
                 continue
             said = f"{found.where} sets {ast.unparse(k.value)[:40]} = {found.value!r}"
-            if isinstance(found.value, str) and is_loopback(found.value.removeprefix("tcp://").rsplit(":", 1)[0]):
+            host = found.value.removeprefix("tcp://").rsplit(":", 1)[0] if isinstance(found.value, str) else None
+            loopback = host is not None and is_loopback(host)
+            if loopback:
                 said += f" ({CONFIG_LOOPBACK})"
             yield a.finding("DDP008", site.call, f"{k.arg} from the config file: {said}; the launcher's "
                                                  "MASTER_ADDR/MASTER_PORT, RANK and WORLD_SIZE are ignored (use "
                                                  "'env://')", confidence="likely" if found.agreed else "possible",
-                            fact=said)
+                            fact=said, marks=frozenset({CONFIG_LOOPBACK}) if loopback else frozenset())
             break

@@ -27,7 +27,7 @@ def test_a_forced_loopback_init_method_is_a_fact_and_an_error_across_nodes(tmp_p
                       "    main(args)\n", encoding="utf-8")
     assert [(Path(f).name, line) for f, line, _ in read(script).loopback] == [("train.py", 12)]
     [error] = answered(Launch(), [], 2, script)
-    assert (error.code, error.severity, error.line, ACROSS_MARK in error.message) == ("DDP008", "error", 12, True)
+    assert (error.code, error.severity, error.line, ACROSS_MARK in error.marks) == ("DDP008", "error", 12, True)
     assert answered(Launch(), [], 1, script) == []  # one node: its own loopback still meets
 
 
