@@ -110,11 +110,19 @@ class TopApp(App[None]):
 
     def _failed(self, message: str) -> None:
         self._busy = False
+        if self._screen_gone():
+            return
         self.message = message
         self._status()
 
+    def _screen_gone(self) -> bool:
+        """The screen is gone (the app is closing): a refresh read before it closed shows nothing."""
+        return not self.query("#jobs")
+
     def _show(self, rows: list[JobRow], detail: Detail | None) -> None:
         self._busy = False
+        if self._screen_gone():
+            return
         self.refreshes += 1
         table = self.query_one("#jobs", DataTable)
         new = {row.key: row for row in rows}

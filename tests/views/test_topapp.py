@@ -140,3 +140,21 @@ def test_a_cell_that_grows_widens_its_column(root: Path) -> None:
             assert width >= len(cell)
 
     asyncio.run(drive())
+
+
+def test_a_refresh_that_arrives_after_the_screen_is_gone_shows_nothing(root: Path) -> None:
+    """A refresh thread's result handed to the app as it closes (seen in a CI run: the worker failed with NoMatches
+    for #jobs, and the test with it) is dropped, not a crash."""
+    app = _app()
+    rows: list[object] = []
+
+    async def drive() -> None:
+        async with app.run_test(size=(200, 50)) as pilot:
+            await _until(pilot, lambda: len(app.rows) == 2)
+            rows.extend(app.board.refresh())
+
+    asyncio.run(drive())
+    before = app.refreshes
+    app._show(rows, None)  # type: ignore[arg-type]
+    app._failed("refresh failed: late")
+    assert app.refreshes == before and not app._busy
