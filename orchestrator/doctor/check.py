@@ -157,7 +157,7 @@ def _imported_packages(project: Project, modules: Iterable[Module]) -> list[Path
 
 def _as_measured(finding: Finding, in_helper: bool) -> Finding:
     """``finding``, possible where its code's findings were measured weak (confidence.MEASURED_WEAK), saying so."""
-    weak = measured_weak(finding.code, in_helper)
+    weak = measured_weak(finding.code, in_helper, finding.marks)
     if weak is None or finding.confidence == "possible":
         return finding
     where = "in a helper module" if in_helper else "in a script"

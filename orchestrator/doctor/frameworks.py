@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.doctor.frameworknames import FRAMEWORK_ROOTS, LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
-from orchestrator.doctor.hydratargets import config_folders, hydra_targets, instantiates, structured_targets
+from orchestrator.doctor.hydratargets import (
+    config_folders,
+    hydra_targets,
+    instantiates,
+    project_classes,
+    structured_targets,
+)
 from orchestrator.source.walk import walk
 from orchestrator.spec.framework import Framework, Layout
 from orchestrator.spec.pysource import quote_line
@@ -44,6 +50,11 @@ def read_frameworks(path: Path) -> list[Framework]:
         for folder in config_folders(path, [(source.path, source.tree) for source in sources]):
             for framework in hydra_targets(folder, shown_from=path.parent):
                 found.setdefault(framework.name, framework)
+            read = {source.path.resolve() for source in sources}
+            for module, tree, lines, shown in project_classes(folder, path.parent, path.parent):
+                if module.resolve() not in read:  # the workspace class the config builds: its loop's framework
+                    for framework in frameworks_of(tree, lines, shown, own):
+                        found.setdefault(framework.name, framework)
         for framework in structured_targets(sources):
             found.setdefault(framework.name, framework)
     if "hf-trainer" in found and "accelerate" in found and not any(_drives(source.tree, own) for source in sources):

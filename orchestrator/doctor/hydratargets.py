@@ -1,6 +1,8 @@
 """Frameworks a Hydra app builds from its configs (``hydra.utils.instantiate(cfg.trainer)``): the classes the
 configs' ``_target_`` names, in the YAML files under the script's folder and the folders its ``@hydra.main``
-names, and in the project's structured configs (a dataclass field ``_target_: str = "pytorch_lightning.Trainer"``).
+names, and in the project's structured configs (a dataclass field ``_target_: str = "pytorch_lightning.Trainer"``);
+and the project modules whose class a config builds at its top level (``_target_: diffusion_policy.workspace.
+train_workspace.TrainWorkspace``, made by ``hydra.utils.get_class(cfg._target_)``), where the training loop is.
 Their layout, in the config, is not judged here."""
 
 from __future__ import annotations
@@ -15,19 +17,24 @@ from typing import TYPE_CHECKING
 from orchestrator.doctor.frameworknames import QUALIFIED, import_aliases, qualified_name
 from orchestrator.source.walk import walk
 from orchestrator.spec.framework import Framework
+from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 if TYPE_CHECKING:
     from orchestrator.source.projectfiles import SourceFile
 
 _TARGET = re.compile(r"^\s*_target_:\s*['\"]?([\w.]+)", re.MULTILINE)
+_ROOT_TARGET = re.compile(r"^_target_:\s*['\"]?([\w.]+)", re.MULTILINE)  # the class a config builds, at its top level
+_BUILDERS = ("hydra.utils.instantiate", "hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.call")
+_MAX_MODULE_BYTES = 400_000  # a project module named by a config (as the project's reading bounds its helpers)
 _MAX_CONFIGS = 300  # YAML files read under the script's folder
 _MAX_CONFIG_BYTES = 200_000
 
 
 def instantiates(tree: ast.Module) -> bool:
-    """The file calls Hydra's ``instantiate`` (``hydra.utils.instantiate(config.trainer)``)."""
+    """The file builds objects from its configs with Hydra (``hydra.utils.instantiate(config.trainer)``,
+    ``hydra.utils.get_class(cfg._target_)``)."""
     aliases = import_aliases(tree)
-    return any(isinstance(n, ast.Call) and (qualified_name(n.func, aliases) or "").startswith("hydra.utils.instantiate")
+    return any(isinstance(n, ast.Call) and (qualified_name(n.func, aliases) or "").startswith(_BUILDERS)
                for n in walk(tree))
 
 
@@ -88,6 +95,36 @@ def hydra_targets(folder: Path, shown_from: Path | None = None) -> list[Framewor
                                              why=f"{_relative(config, shown_from or folder)}:{line}: "
                                                  f"_target_: {match.group(1)}")
     return list(found.values())
+
+
+def project_classes(folder: Path, root: Path, shown_from: Path) -> list[tuple[Path, ast.Module, list[str], str]]:
+    """The project modules a config under ``folder`` names as the class it builds at its top level, found as files
+    under ``root`` (the script's folder): each parsed, with its name from ``shown_from`` (unreadable ones left out)."""
+    found: dict[Path, tuple[Path, ast.Module, list[str], str]] = {}
+    for config in _configs(folder):
+        try:
+            text = config.read_text(encoding="utf-8", errors="replace") if config.stat().st_size <= (
+                _MAX_CONFIG_BYTES) else ""
+        except OSError:
+            continue
+        for match in _ROOT_TARGET.finditer(text):
+            module = root.joinpath(*match.group(1).split(".")[:-1]).with_suffix(".py")
+            if module in found or QUALIFIED.get(match.group(1)) or not module.is_file():
+                continue
+            parsed = _parse(module)
+            if parsed is not None:
+                found[module] = (module, *parsed, _relative(module, shown_from))
+    return list(found.values())
+
+
+def _parse(path: Path) -> tuple[ast.Module, list[str]] | None:
+    try:
+        if path.stat().st_size > _MAX_MODULE_BYTES:
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace")
+        return parse_source(text, str(path)), text.splitlines()
+    except (OSError, UnreadableSource, RecursionError, MemoryError):
+        return None
 
 
 def _relative(path: Path, start: Path) -> str:

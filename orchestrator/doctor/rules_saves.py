@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.confidence import PER_NODE_WRITER
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.framework_saves import (
     WRITERS,
@@ -57,7 +58,8 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
                 per_host(a, path, 0) or data_cache(a, call, path)):
             problems.append(_PER_NODE if _node_first_runs(a, site) else _ALL_BUT_FIRST)
         if problems:
-            yield a.finding("DDP006", call, "; ".join(problems), fact=_why(a, site, framework, problems))
+            yield a.finding("DDP006", call, "; ".join(problems), fact=_why(a, site, framework, problems),
+                            marks=frozenset({PER_NODE_WRITER}) if _PER_NODE in problems else frozenset())
     yield from _per_node_savers(a)
     yield from _every_rank_pretrained(a, framework)
     yield from check_readback(a)
@@ -114,13 +116,15 @@ def _every_rank_pretrained(a: Analysis, framework: str | None) -> Iterator[Findi
             continue
         if any(k.arg == "is_main_process" for k in site.call.keywords):
             continue  # save_pretrained(..., is_main_process=accelerator.is_main_process): it writes on that rank only
+        per_node = False
         if not _guarded(a, site):
             problem = "save_pretrained runs on every rank, all writing the same files"
         elif _per_node_guard(a, site) and not per_host(a, site.call.args[0], 0):
-            problem = "save_pretrained " + _PER_NODE.replace("the same file ", "the same files ")
+            problem, per_node = "save_pretrained " + _PER_NODE.replace("the same file ", "the same files "), True
         else:
             continue
-        yield a.finding("DDP006", site.call, problem, fact=_why(a, site, framework, [problem]))
+        yield a.finding("DDP006", site.call, problem, fact=_why(a, site, framework, [problem]),
+                        marks=frozenset({PER_NODE_WRITER}) if per_node else frozenset())
 
 
 _SAVER = re.compile(r"saver|checkpoint", re.IGNORECASE)
@@ -139,7 +143,8 @@ def _per_node_savers(a: Analysis) -> Iterator[Finding]:
         if creation is not None and _SAVER.search(last_name(creation.call.func) or "") and (
                 _per_node_guard(a, creation)):
             yield a.finding("DDP006", site.call, f"{func.value.id} is made only where the local rank is 0 "
-                                                 f"(line {creation.call.lineno}): one writer per node, the same files")
+                                                 f"(line {creation.call.lineno}): one writer per node, the same files",
+                            marks=frozenset({PER_NODE_WRITER}))
         elif (_SAVER.search(func.attr) and func.value.id not in a.module.aliases and _per_node_guard(a, site)
               and _node_first_runs(a, site)):  # not the `else` of `if local_rank == 0:`
             # checkpointer.save_checkpoint(epoch=epoch) under `if rank == 0:` where rank is LOCAL_RANK

@@ -10,6 +10,7 @@ Each with its file and line; nothing here judges (``style.py`` decides, the doct
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,10 +74,11 @@ def read(entry: Path) -> Facts:
     try:
         if analysis is not None:
             index_ranks += _read_spawns(analysis, found_spawns, found_flags)
-            for path, module in analysis.project.helpers() if analysis.project is not None else []:
-                read_paths.add(str(path))
-                index_ranks += _read_spawns(Analysis(module.tree, str(path), outer=analysis), found_spawns,
-                                            found_flags)
+            helpers = [Analysis(module.tree, str(path), outer=analysis)
+                       for path, module in (analysis.project.helpers() if analysis.project is not None else [])]
+            for reading in helpers:
+                read_paths.add(reading.filename)
+                index_ranks += _read_spawns(reading, found_spawns, found_flags, helpers)
     except (RecursionError, MemoryError):  # too deep to follow: what was found stands
         pass
     files = with_imported(entry, analysis, first)
@@ -187,10 +189,10 @@ def _env_read(node: ast.AST) -> str | None:
 
 
 def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list[FlagDeclaration],
-                 ) -> list[tuple[str, int, str]]:
+                 others: Sequence[Analysis] = ()) -> list[tuple[str, int, str]]:
     """``reading``'s spawns and flag declarations added to the lists; its spawns that pass their index as the
-    rank (``spawnrank.py``) returned."""
-    found = spawns(reading)
+    rank (``spawnrank.py``) returned. ``others``: the readings of the project's other helper modules."""
+    found = spawns(reading, others)
     found_spawns += found + installed_spawns(reading)  # an installed spawner's ranks are its own (never DDP016)
     found_flags += declarations(reading, packages=True)
     inits = [index_as_rank(reading, spawn.node) for spawn in found if spawn.strategy is None]

@@ -17,6 +17,7 @@ when the started function does not set up distributed training (a file-sync proc
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,13 +59,14 @@ class Spawn:
     strategy: str | None = None
 
 
-def spawns(a: Analysis) -> list[Spawn]:
+def spawns(a: Analysis, others: Sequence[Analysis] = ()) -> list[Spawn]:
     """The spawns of training processes in ``a``'s file that no launcher check keeps from running, then the
-    framework spawning strategies."""
+    framework spawning strategies. ``others``: the readings of the project's other helper modules, whose calls may
+    hand a helper's spawner what it starts (``coreutils.main_spawner(args, main_worker)`` in a sibling module)."""
     out: list[Spawn] = []
     for site in a.flow.sites:
         target, how = _started(a, site)
-        if how is None or not _trains_distributed(a, target, how, site.call):
+        if how is None or not _trains_distributed(a, target, how, site.call, others):
             continue
         if env_checked(a, site.call) or callers_checked(a, site.function, 0):
             continue
@@ -150,7 +152,8 @@ def _nprocs(call: ast.Call, how: str) -> str:
     return ast.unparse(value)[:40] if value is not None else ""
 
 
-def _trains_distributed(a: Analysis, target: ast.expr | None, how: str, call: ast.Call) -> bool:
+def _trains_distributed(a: Analysis, target: ast.expr | None, how: str, call: ast.Call,
+                        others: Sequence[Analysis] = ()) -> bool:
     """The started function sets up a process group or wraps a model (itself, through functions of this
     file or the project's helpers); a spawned function that cannot be followed counts when the file does
     (a ``Process`` target that cannot be followed is not judged: a logger, a file sync). torchrun's agent
@@ -163,7 +166,7 @@ def _trains_distributed(a: Analysis, target: ast.expr | None, how: str, call: as
         reach = project.reach(a.module.qualname(target)) if project is not None else None
         if reach is not None and not reach.quals.isdisjoint(_SETS_UP):
             return True
-    if function is None and isinstance(target, ast.Name) and _passed_trains(a, target):
+    if function is None and isinstance(target, ast.Name) and _passed_trains(a, target, others):
         return True
     if function is None:
         return target is not None and how != "Process" and a.data_parallel
@@ -186,16 +189,16 @@ def _wrapped_trains(a: Analysis, function: FunctionNode, call: ast.Call) -> bool
         isinstance(e, ast.Name) and _passed_trains(a, e) for e in handed.elts)
 
 
-def _passed_trains(a: Analysis, target: ast.Name) -> bool:
+def _passed_trains(a: Analysis, target: ast.Name, others: Sequence[Analysis] = ()) -> bool:
     """``def run_distributed(fn, args): mp.spawn(fn, ...)``: a function the callers pass for the parameter (this
-    file's calls, or the script's calls of this helper: ``run_distributed(train_worker, args)``) sets up distributed
-    training, itself or through the project's modules."""
+    file's calls, the script's calls of this helper, ``run_distributed(train_worker, args)``, or another helper
+    module's, ``others``) sets up distributed training, itself or through the project's modules."""
     function = a.module.function_of(target)
     params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)] if function is not None else []
     if function is None or target.id not in params:
         return False
     project = (a.outer or a).project
-    for owner in (a, a.outer) if a.outer is not None else (a,):
+    for owner in (a, *([a.outer] if a.outer is not None else []), *(o for o in others if o is not a)):
         for passed in owner.passes_for(function, target.id):
             local = owner.module.functions.get(passed.id) if isinstance(passed, ast.Name) else None
             if local is not None and (owner.flow.reaches(local, _SETS_UP) is not None or any(
@@ -237,7 +240,8 @@ def env_checked(a: Analysis, node: ast.AST) -> bool:
     current = a.module.parents.get(node)
     while current is not None and not isinstance(current, ast.ClassDef):
         if isinstance(current, ast.If | ast.While | ast.IfExp) and child is not current.test and (
-                _reads_launcher(a, current.test, 0) or (opt_in(a, current.test) and not _only_way(a, current.test))):
+                _reads_launcher(a, current.test, 0) or (opt_in(a, current.test) and not _only_way(a, current.test)
+                                                        and not _else_stops(current, child))):
             return True
         for block in ("body", "orelse", "finalbody"):
             stmts = getattr(current, block, None)
@@ -258,6 +262,16 @@ def callers_checked(a: Analysis, function: FunctionNode | None, depth: int) -> b
     callers = [s for s in a.flow.sites if a.module.local_function(s.call) is function]
     return bool(callers) and all(env_checked(a, s.call) or callers_checked(a, s.function, depth + 1)
                                  for s in callers)
+
+
+def _else_stops(stmt: ast.If | ast.While | ast.IfExp, child: ast.AST) -> bool:
+    """The flag's other branch stops the script (``if args.multiprocessing_distributed: mp.spawn(...)`` / ``else:
+    raise NotImplementedError('Currently only DDP training')``): the spawn is the only way it trains."""
+    if not (isinstance(stmt, ast.If) and child in stmt.body and stmt.orelse):
+        return False
+    last = stmt.orelse[-1]
+    return isinstance(last, ast.Raise) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                                           and last_name(last.value.func) in ("exit", "_exit"))
 
 
 def _leaves(stmt: ast.If) -> bool:

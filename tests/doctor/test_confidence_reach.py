@@ -102,3 +102,30 @@ def test_a_helper_finding_of_a_code_measured_weak_there_is_possible_and_says_why
     assert helper.evidence.endswith(f"this check in a helper module was right in {right} of {of} findings on code "
                                     "never seen")
     assert script.confidence == "likely" and "never seen" not in script.evidence
+
+
+SAVER = """\
+import torch
+
+
+def save(model, args, path):
+    if args.local_rank == 0:
+        torch.save(model.state_dict(), path)
+
+
+def export(model, path):
+    torch.save(model.state_dict(), path)
+"""
+
+
+def test_a_helpers_one_writer_per_node_is_a_variant_measured_sound(tmp_path: Path) -> None:
+    """DDP006 in a helper module is measured weak, but not its one-writer-per-node variant (a save under a local-rank
+    guard: confidence.SOUND_VARIANTS): that stays likely, marked as such; the helper's unguarded save is possible."""
+    (tmp_path / "train.py").write_text(SCRIPT.replace("import ckpt", "import ckpt\nimport saver") +
+                                       "args = None\nsaver.save(model, args, 'last.pt')\nsaver.export(model, 'm.pt')\n")
+    (tmp_path / "ckpt.py").write_text(MAIN_BLOCK)
+    (tmp_path / "saver.py").write_text(SAVER)
+    found = {f.line: f for f in check_files([tmp_path / "train.py"]) if f.code == "DDP006"
+             and Path(f.file).name == "saver.py"}
+    assert (found[6].confidence, confidence.PER_NODE_WRITER in found[6].marks) == ("likely", True)
+    assert found[10].confidence == "possible" and "never seen" in found[10].evidence

@@ -69,3 +69,57 @@ def test_lightning_cli_is_lightning_with_no_layout_judged(tmp_path: Path, module
     [framework] = read_frameworks(entry)
     assert (framework.name, framework.layouts) == ("lightning", [])
     assert framework.why.startswith("train.py:5:")
+
+
+_WORKSPACE = """\
+from accelerate import Accelerator
+
+
+class TrainWorkspace:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def run(self):
+        accelerator = Accelerator(log_with="wandb")
+        accelerator.print("training")
+"""
+
+_HYDRA_APP = """\
+import hydra
+
+
+@hydra.main(version_base=None, config_path="policy/config")
+def main(cfg):
+    cls = hydra.utils.get_class(cfg._target_)
+    workspace = cls(cfg)
+    workspace.run()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("policy.workspace.train_workspace.TrainWorkspace",
+     ("accelerate", "policy/workspace/train_workspace.py:9: accelerator = Accelerator(log_with=\"wandb\")")),
+    ("policy.workspace.missing.TrainWorkspace", None),  # no such module in the project: nothing read
+])
+def test_the_workspace_class_a_hydra_config_builds_names_its_loops_framework(
+        tmp_path: Path, target: str, expected: tuple[str, str] | None) -> None:
+    """diffusion_policy's layout: ``train.py`` makes ``hydra.utils.get_class(cfg._target_)`` of the config's
+    top-level ``_target_``, a workspace class of the project that the entry never imports; its Accelerate loop is
+    the run's framework. A nested ``_target_`` (a model, a scheduler) is not the app's class and is not read."""
+    (tmp_path / "policy" / "workspace").mkdir(parents=True)
+    (tmp_path / "policy" / "config").mkdir()
+    (tmp_path / "policy" / "workspace" / "train_workspace.py").write_text(_WORKSPACE, encoding="utf-8")
+    (tmp_path / "policy" / "workspace" / "model.py").write_text(_WORKSPACE.replace("TrainWorkspace", "Model"),
+                                                                 encoding="utf-8")
+    (tmp_path / "policy" / "config" / "train.yaml").write_text(
+        f"_target_: {target}\npolicy:\n  _target_: policy.workspace.model.Model\n", encoding="utf-8")
+    (tmp_path / "train.py").write_text(_HYDRA_APP, encoding="utf-8")
+    found = {f.name: f.why for f in read_frameworks(tmp_path / "train.py")}
+    if expected is None:
+        assert found == {"hydra": "train.py:4: @hydra.main(version_base=None, config_path=\"policy/config\")"}
+    else:
+        assert found.get(expected[0]) == expected[1]

@@ -1,0 +1,86 @@
+"""Spawns read where a project puts them (orchestrator/launchstyles/spawns.py): a spawner in a shared helper module
+that another helper module hands the worker, and a spawn behind an opt-in flag whose other branch stops the script.
+Both are per-node scripts; the same code with a launcher's path beside the spawn is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.launchstyles import detect, read
+
+WORKER = """\
+import torch.distributed as dist
+
+
+def main_worker(gpu, ngpus_per_node, args):
+    dist.init_process_group("nccl")
+    print("training", gpu)
+"""
+
+
+def _package_project(root: Path) -> Path:
+    """``python -m cat.ctc``: the entry imports its training module relatively; that module hands its worker to the
+    spawner of a shared helper module (CAT's ``coreutils.main_spawner(args, main_worker)``)."""
+    for folder in ("cat", "cat/ctc", "cat/shared"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / folder / "__init__.py").write_text("", encoding="utf-8")
+    (root / "cat" / "ctc" / "__main__.py").write_text("from .train import main\nmain()\n", encoding="utf-8")
+    (root / "cat" / "ctc" / "train.py").write_text(
+        "import argparse\n\nfrom ..shared import coreutils\n\n\n" + WORKER.replace("import torch.distributed as dist\n",
+                                                                                  "import torch.distributed as dist\n\n")
+        + "\n\ndef main():\n    args = argparse.ArgumentParser().parse_args()\n"
+          "    coreutils.main_spawner(args, main_worker)\n", encoding="utf-8")
+    (root / "cat" / "shared" / "coreutils.py").write_text(
+        "import torch\nimport torch.multiprocessing as mp\n\n\ndef main_spawner(args, _main_worker):\n"
+        "    ngpus_per_node = torch.cuda.device_count()\n"
+        "    mp.spawn(_main_worker, nprocs=ngpus_per_node, args=(ngpus_per_node, args))\n", encoding="utf-8")
+    return root / "cat" / "ctc" / "__main__.py"
+
+
+def test_a_spawner_handed_its_worker_by_another_helper_module_is_a_spawn(tmp_path: Path) -> None:
+    entry = _package_project(tmp_path)
+    facts = read(entry)
+    assert [(Path(s.file).name, s.line) for s in facts.spawns] == [("coreutils.py", 7)]
+    launch = detect(facts)
+    assert (launch.style, launch.why.split(":")[0]) == ("per-node", "coreutils.py")
+
+
+def test_a_spawner_handed_a_worker_that_trains_nothing_is_no_spawn(tmp_path: Path) -> None:
+    entry = _package_project(tmp_path)
+    train = tmp_path / "cat" / "ctc" / "train.py"
+    train.write_text(train.read_text(encoding="utf-8").replace('    dist.init_process_group("nccl")\n', ""),
+                     encoding="utf-8")
+    assert read(entry).spawns == ()
+
+
+OPT_IN = WORKER + """
+
+def main(args):
+    if args.multiprocessing_distributed:
+        mp.spawn(main_worker, nprocs=8, args=(8, args))
+    else:
+        {other}
+
+
+if __name__ == "__main__":
+    import argparse
+    import torch.multiprocessing as mp
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--multiprocessing-distributed", action="store_true")
+    main(parser.parse_args())
+"""
+
+
+def test_an_opt_in_spawn_whose_other_branch_stops_is_the_only_way(tmp_path: Path) -> None:
+    script = tmp_path / "main_contrast.py"
+    script.write_text(OPT_IN.format(other="raise NotImplementedError('Currently only DDP training')"),
+                      encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.why.split(":")[:2]) == ("per-node", ["main_contrast.py", "11"])
+
+
+def test_an_opt_in_spawn_beside_a_launcher_path_is_asked_for_not_the_style(tmp_path: Path) -> None:
+    script = tmp_path / "main.py"
+    script.write_text(OPT_IN.format(other="main_worker(None, 1, args)"), encoding="utf-8")  # ImageNet's other branch
+    assert read(script).spawns == ()
+    assert detect(read(script)).style == "env"
