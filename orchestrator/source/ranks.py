@@ -29,6 +29,11 @@ WORLD_ENV = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "SLURM_NPROCS", "OMPI_COMM_
 RANK_NAMES = frozenset({"rank", "global_rank", "world_rank", "grank", "proc_rank", "process_index"})
 LOCAL_NAMES = frozenset({"local_rank", "gpu", "gpu_id", "local_gpu", "device_id", "lrank", "local_process_index"})
 _BY_NAME: dict[str, RankKind] = {**dict.fromkeys(RANK_NAMES, "rankish"), **dict.fromkeys(LOCAL_NAMES, "local")}
+
+
+def _by_name(name: str) -> RankKind | None:
+    """The rank a name says it holds (``local_rank``; a private attribute's too: ``cfg.environment._local_rank``)."""
+    return _BY_NAME.get(name.lstrip("_"))
 # Flags and helpers that mean "this is the main process".
 MAIN_FLAGS = frozenset({
     "is_main", "is_master", "master_process", "is_main_process", "main_process", "is_rank_zero", "is_rank0",
@@ -107,7 +112,7 @@ class Ranks(Devices):
             return "global" if key in GLOBAL_ENV else "local" if key in LOCAL_ENV else None
         if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and isinstance(
                 expr.slice.value, str):  # a rank kept in a dict under its name: info["rank"], self.ddp_info["rank"]
-            return _BY_NAME.get(expr.slice.value) if self.names else None
+            return _by_name(expr.slice.value) if self.names else None
         if isinstance(expr, ast.Call):
             q, function = self.module.qualname(expr.func), self.module.local_function(expr)
             # what a project function returns, over its name (def get_local_rank(): return dist.get_rank())
@@ -140,7 +145,7 @@ class Ranks(Devices):
                     return None
             if shifted(self.module, expr):  # rank += node_rank * gpus: the global rank from there on
                 return "global"
-            return _BY_NAME.get(expr.id) if self.names or self._spawn_index(expr) else None
+            return _by_name(expr.id) if self.names or self._spawn_index(expr) else None
         if isinstance(expr, ast.Attribute):
             if shifted(self.module, expr):  # args.local_rank += args.node_index * args.gpu_per_node
                 return "global"
@@ -150,7 +155,7 @@ class Ranks(Devices):
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr
                      and not any(dotted(n) == key for n in walk(v) if isinstance(n, ast.Attribute))}
             return kinds.pop() if len(kinds) == 1 and None not in kinds else (
-                _BY_NAME.get(expr.attr) if self.names or self._framework(expr) else None)
+                _by_name(expr.attr) if self.names or self._framework(expr) else None)
         return None
 
     def returned(self, function: FunctionNode, depth: int) -> RankKind | None:

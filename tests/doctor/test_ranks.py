@@ -104,3 +104,24 @@ def test_an_attribute_updated_from_itself_keeps_the_rank_it_holds() -> None:
     assert saves == []
     assert [f.line for f in check_source(UPDATED.format(guard="opt.distributed"), "t.py")
             if f.code == "DDP006"] == [13]
+
+
+PRIVATE = HEAD + """\
+def save_checkpoint(model, cfg, path):
+    if cfg.environment._local_rank == 0:
+        torch.save(model.state_dict(), path)
+
+
+def main(cfg):
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(cfg.environment._local_rank)
+    model = DDP(torch.nn.Linear(2, 2).cuda())
+    save_checkpoint(model, cfg, "checkpoint.pth")
+"""
+
+
+def test_a_private_attribute_named_for_a_rank_holds_that_rank() -> None:
+    """``cfg.environment._local_rank`` (H2O LLM Studio's config) is the local rank its name says, as ``local_rank``
+    is: the save under it is one writer per node, not a save on every rank."""
+    (save,) = [f for f in check_source(PRIVATE, "train.py") if f.code == "DDP006"]
+    assert "guarded by the local rank" in save.message and "runs on every rank" not in save.message
