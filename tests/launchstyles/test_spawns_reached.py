@@ -25,9 +25,9 @@ def _package_project(root: Path) -> Path:
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / "__init__.py").write_text("", encoding="utf-8")
     (root / "cat" / "ctc" / "__main__.py").write_text("from .train import main\nmain()\n", encoding="utf-8")
+    worker = WORKER.replace("import torch.distributed as dist\n", "import torch.distributed as dist\n\n")
     (root / "cat" / "ctc" / "train.py").write_text(
-        "import argparse\n\nfrom ..shared import coreutils\n\n\n" + WORKER.replace("import torch.distributed as dist\n",
-                                                                                  "import torch.distributed as dist\n\n")
+        "import argparse\n\nfrom ..shared import coreutils\n\n\n" + worker
         + "\n\ndef main():\n    args = argparse.ArgumentParser().parse_args()\n"
           "    coreutils.main_spawner(args, main_worker)\n", encoding="utf-8")
     (root / "cat" / "shared" / "coreutils.py").write_text(

@@ -1,6 +1,6 @@
 """The service that cancels or signals jobs (orchestrator/service/cancel.py), called as orch top and orch mcp
-call it: over a Scope and plain ids, against stand-in Slurm clients (tests/support/standins.py's FakeSlurm). orch cancel's
-own output is tested through the CLI in tests/commands/test_status_logs.py and test_logs_script_jobs.py."""
+call it: over a Scope and plain ids, against stand-in Slurm clients (tests/support/standins.py's FakeSlurm). orch
+cancel's own output is tested through the CLI in tests/commands/test_status_logs.py and test_logs_script_jobs.py."""
 
 from __future__ import annotations
 
