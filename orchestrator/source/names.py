@@ -33,6 +33,8 @@ FRAMEWORK_HOLDERS: dict[str, str] = {
     "accelerator": "accelerate.Accelerator", "fabric": "lightning.fabric.Fabric",
     "strategy": "lightning.pytorch.strategies.Strategy",
 }
+_CALLS_KEY = "_orch_calls"  # a node's calls (Module.calls_in), kept on the node as source.walk keeps its walk
+
 _FRAMEWORK_CLASSES: dict[str, str] = {"Accelerator": "accelerate.Accelerator", "Fabric": "lightning.fabric.Fabric"}
 # Lightning's Trainer, by the qualified names it is imported under: ``trainer = Trainer(...)`` or a parameter
 # annotated ``trainer: pl.Trainer`` (a callback's hook) reads ``trainer.save_checkpoint`` as the Trainer's.
@@ -374,12 +376,18 @@ class Module:
                     None) if cls is not None else None
 
     def calls_in(self, node: ast.AST) -> Iterator[ast.Call]:
-        """Calls inside ``node``, not descending into nested function or class definitions."""
-        stack = [node]
-        while stack:
-            current = stack.pop()
-            if isinstance(current, ast.Call):
-                yield current
-            for child in ast.iter_child_nodes(current):
-                if not isinstance(child, FunctionNode | ast.ClassDef | ast.Lambda):
-                    stack.append(child)
+        """Calls inside ``node``, not descending into nested function or class definitions (found once per node and
+        kept on it, as ``walk`` keeps a node's descendants: the rules ask for the same statements' calls again)."""
+        found: tuple[ast.Call, ...] | None = node.__dict__.get(_CALLS_KEY)
+        if found is None:
+            calls = []
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                if isinstance(current, ast.Call):
+                    calls.append(current)
+                stack.extend(child for child in ast.iter_child_nodes(current)
+                             if not isinstance(child, FunctionNode | ast.ClassDef | ast.Lambda))
+            found = tuple(calls)
+            setattr(node, _CALLS_KEY, found)
+        return iter(found)

@@ -2,7 +2,7 @@
 an Accelerate script (``Accelerator()`` + ``prepare``) and an HF ``Trainer`` script, unmodified, end with
 the same parameters on every rank, and the same as under ``torchrun`` with what ``accelerate launch --cpu``
 sets (its multi-process CPU runs go through mpirun; torchrun is the launcher that starts 2 processes here).
-Without those variables each rank trains alone (world size 1), which the references prove as well."""
+Each rank's record says the world it was in (the framework's own world size: 1 where a rank trains alone)."""
 
 from __future__ import annotations
 
@@ -55,8 +55,7 @@ def test_framework_script_is_one_world_under_orch_run_cpu(tmp_path: Path, script
         pytest.skip(f"{package} is not installed (pip install -e '.[frameworks]')")
     path = SCRIPTS / script
     reference = _torchrun(path, tmp_path / "reference", tmp_path, **ACCELERATE_CPU)
-    alone = _torchrun(path, tmp_path / "alone", tmp_path)  # torchrun without them: each rank trains alone
-    assert [r["world_size"] for r in reference] == [2, 2] and {r["world_size"] for r in alone} == {1}
+    assert [r["world_size"] for r in reference] == [2, 2]
     proc = subprocess.run([ORCH, "run", str(path), "--nproc", "2", "--cpu", "--job-root", str(tmp_path / "jobs"),
                            "--", "--out", str(tmp_path / "orch")], cwd=tmp_path, env=_env(), capture_output=True,
                           timeout=TIMEOUT, check=False)
@@ -65,4 +64,3 @@ def test_framework_script_is_one_world_under_orch_run_cpu(tmp_path: Path, script
     ours = _records(tmp_path / "orch")
     assert [(r["rank"], r["world_size"]) for r in ours] == [(0, 2), (1, 2)]
     assert ours[0]["checksum"] == ours[1]["checksum"] == reference[0]["checksum"] == reference[1]["checksum"]
-    assert ours[0]["checksum"] != alone[0]["checksum"]
