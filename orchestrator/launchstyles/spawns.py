@@ -245,10 +245,10 @@ def env_checked(a: Analysis, node: ast.AST) -> bool:
             return True
         for block in ("body", "orelse", "finalbody"):
             stmts = getattr(current, block, None)
-            if isinstance(stmts, list) and child in stmts:
-                for earlier in stmts[:stmts.index(child)]:
-                    if isinstance(earlier, ast.If) and _leaves(earlier) and _reads_launcher(a, earlier.test, 0):
-                        return True
+            if isinstance(stmts, list) and child in stmts and any(
+                    isinstance(e, ast.If) and _ends(e.body, returning=True) and _reads_launcher(a, e.test, 0)
+                    for e in stmts[:stmts.index(child)]):
+                return True
         if isinstance(current, FunctionNode):
             return False
         child, current = current, a.module.parents.get(current)
@@ -268,10 +268,6 @@ def _else_stops(stmt: ast.If | ast.While | ast.IfExp, child: ast.AST) -> bool:
     """The flag's other branch stops the script (``if args.multiprocessing_distributed: mp.spawn(...)`` / ``else:
     raise NotImplementedError('Currently only DDP training')``): the spawn is the only way it trains."""
     return isinstance(stmt, ast.If) and child in stmt.body and _ends(stmt.orelse, returning=False)
-
-
-def _leaves(stmt: ast.If) -> bool:
-    return _ends(stmt.body, returning=True)
 
 
 def _ends(block: list[ast.stmt], returning: bool) -> bool:
