@@ -20,6 +20,7 @@ from orchestrator.doctor.hydratargets import (
     hydra_targets,
     instantiates,
     project_classes,
+    read_configs,
     structured_targets,
 )
 from orchestrator.source.walk import walk
@@ -47,11 +48,12 @@ def read_frameworks(path: Path) -> list[Framework]:
             found[framework.name] = framework if seen is None else seen.model_copy(
                 update={"layouts": [*seen.layouts, *framework.layouts]})
     if any(instantiates(source.tree) for source in sources):
+        read = {source.path.resolve() for source in sources}
         for folder in config_folders(path, [(source.path, source.tree) for source in sources]):
-            for framework in hydra_targets(folder, shown_from=path.parent):
+            configs = read_configs(folder)
+            for framework in hydra_targets(configs, shown_from=path.parent):
                 found.setdefault(framework.name, framework)
-            read = {source.path.resolve() for source in sources}
-            for module, tree, lines, shown in project_classes(folder, path.parent, path.parent):
+            for module, tree, lines, shown in project_classes(configs, path.parent, path.parent):
                 if module.resolve() not in read:  # the workspace class the config builds: its loop's framework
                     for framework in frameworks_of(tree, lines, shown, own):
                         found.setdefault(framework.name, framework)

@@ -75,38 +75,41 @@ def config_folders(path: Path, trees: list[tuple[Path, ast.Module]]) -> list[Pat
     return folders
 
 
-def hydra_targets(folder: Path, shown_from: Path | None = None) -> list[Framework]:
-    """The frameworks a Hydra config under ``folder`` builds with ``_target_: lightning.Trainer``: a script that
-    calls ``hydra.utils.instantiate`` makes its Trainer from such a file (its layout, in YAML, is not judged). Each
-    file is named from ``shown_from`` (the script's folder; default ``folder``)."""
-    found: dict[str, Framework] = {}
+def read_configs(folder: Path) -> list[tuple[Path, str]]:
+    """The YAML files under ``folder`` (``_configs``) with their text, those too large or unreadable left out: read
+    once for what they build (``hydra_targets``, ``project_classes``)."""
+    out: list[tuple[Path, str]] = []
     for config in _configs(folder):
         try:
-            if config.stat().st_size > _MAX_CONFIG_BYTES:
-                continue
-            text = config.read_text(encoding="utf-8", errors="replace")
+            if config.stat().st_size <= _MAX_CONFIG_BYTES:
+                out.append((config, config.read_text(encoding="utf-8", errors="replace")))
         except OSError:
             continue
+    return out
+
+
+def hydra_targets(configs: Sequence[tuple[Path, str]], shown_from: Path) -> list[Framework]:
+    """The frameworks the Hydra ``configs`` (``read_configs``) build with ``_target_: lightning.Trainer``: a script
+    that calls ``hydra.utils.instantiate`` makes its Trainer from such a file (its layout, in YAML, is not judged).
+    Each file is named from ``shown_from`` (the script's folder)."""
+    found: dict[str, Framework] = {}
+    for config, text in configs:
         for match in _TARGET.finditer(text):
             framework = QUALIFIED.get(match.group(1))
             if framework is not None and framework not in found:
                 line = text.count("\n", 0, match.start(1)) + 1
                 found[framework] = Framework(name=framework,  # type: ignore[arg-type]
-                                             why=f"{_relative(config, shown_from or folder)}:{line}: "
-                                                 f"_target_: {match.group(1)}")
+                                             why=f"{_relative(config, shown_from)}:{line}: _target_: {match.group(1)}")
     return list(found.values())
 
 
-def project_classes(folder: Path, root: Path, shown_from: Path) -> list[tuple[Path, ast.Module, list[str], str]]:
-    """The project modules a config under ``folder`` names as the class it builds at its top level, found as files
-    under ``root`` (the script's folder): each parsed, with its name from ``shown_from`` (unreadable ones left out)."""
+def project_classes(configs: Sequence[tuple[Path, str]], root: Path,
+                    shown_from: Path) -> list[tuple[Path, ast.Module, list[str], str]]:
+    """The project modules the ``configs`` (``read_configs``) name as the class they build at their top level, found
+    as files under ``root`` (the script's folder): each parsed, with its name from ``shown_from`` (unreadable ones left
+    out)."""
     found: dict[Path, tuple[Path, ast.Module, list[str], str]] = {}
-    for config in _configs(folder):
-        try:
-            text = config.read_text(encoding="utf-8", errors="replace") if config.stat().st_size <= (
-                _MAX_CONFIG_BYTES) else ""
-        except OSError:
-            continue
+    for _, text in configs:
         for match in _ROOT_TARGET.finditer(text):
             module = root.joinpath(*match.group(1).split(".")[:-1]).with_suffix(".py")
             if module in found or QUALIFIED.get(match.group(1)) or not module.is_file():

@@ -245,10 +245,10 @@ def env_checked(a: Analysis, node: ast.AST) -> bool:
             return True
         for block in ("body", "orelse", "finalbody"):
             stmts = getattr(current, block, None)
-            if isinstance(stmts, list) and child in stmts:
-                for earlier in stmts[:stmts.index(child)]:
-                    if isinstance(earlier, ast.If) and _leaves(earlier) and _reads_launcher(a, earlier.test, 0):
-                        return True
+            if isinstance(stmts, list) and child in stmts and any(
+                    isinstance(e, ast.If) and _ends(e.body, returning=True) and _reads_launcher(a, e.test, 0)
+                    for e in stmts[:stmts.index(child)]):
+                return True
         if isinstance(current, FunctionNode):
             return False
         child, current = current, a.module.parents.get(current)
@@ -267,16 +267,13 @@ def callers_checked(a: Analysis, function: FunctionNode | None, depth: int) -> b
 def _else_stops(stmt: ast.If | ast.While | ast.IfExp, child: ast.AST) -> bool:
     """The flag's other branch stops the script (``if args.multiprocessing_distributed: mp.spawn(...)`` / ``else:
     raise NotImplementedError('Currently only DDP training')``): the spawn is the only way it trains."""
-    if not (isinstance(stmt, ast.If) and child in stmt.body and stmt.orelse):
-        return False
-    last = stmt.orelse[-1]
-    return isinstance(last, ast.Raise) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
-                                           and last_name(last.value.func) in ("exit", "_exit"))
+    return isinstance(stmt, ast.If) and child in stmt.body and _ends(stmt.orelse, returning=False)
 
 
-def _leaves(stmt: ast.If) -> bool:
-    last = stmt.body[-1] if stmt.body else None
-    if isinstance(last, ast.Return | ast.Raise):
+def _ends(block: list[ast.stmt], returning: bool) -> bool:
+    """``block`` ends by raising or exiting (``sys.exit(1)``), or by returning when ``returning``."""
+    last = block[-1] if block else None
+    if isinstance(last, ast.Raise) or (returning and isinstance(last, ast.Return)):
         return True
     return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and last_name(last.value.func) in (
         "exit", "_exit")

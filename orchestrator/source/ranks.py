@@ -34,6 +34,8 @@ _BY_NAME: dict[str, RankKind] = {**dict.fromkeys(RANK_NAMES, "rankish"), **dict.
 def _by_name(name: str) -> RankKind | None:
     """The rank a name says it holds (``local_rank``; a private attribute's too: ``cfg.environment._local_rank``)."""
     return _BY_NAME.get(name.lstrip("_"))
+
+
 # Flags and helpers that mean "this is the main process".
 MAIN_FLAGS = frozenset({
     "is_main", "is_master", "master_process", "is_main_process", "main_process", "is_rank_zero", "is_rank0",
