@@ -5,7 +5,8 @@ network change, a suspended laptop, a killed control master), the connection is 
 (retried for :data:`RETRY_FOR` seconds) and ``orch logs -f`` restarts there. Its first lines are
 the end of the log again: they are held until the stream pauses, and the lines already printed
 (the longest overlap of what was printed last and what came back) are dropped, so the output
-goes on where it stopped.
+goes on where it stopped. A repeat that pauses before it reaches the last line printed (a busy cluster)
+is held on until it does, or until a line that was never printed comes.
 
 The cluster's ``orch logs -f`` ends by itself when its SSH session goes away (it watches its stdout:
 :mod:`orchestrator.records.logs.outwatch`), so this side only has to make sure its session does go away
@@ -52,6 +53,20 @@ def overlap(printed: Sequence[bytes], again: Sequence[bytes]) -> int:
         if after[:k] == before[len(before) - k:]:
             return k
     return 0
+
+
+def already_printed(printed: Sequence[bytes], again: Sequence[bytes], *, ended: bool) -> int | None:
+    """How many of ``again``'s first lines (a restarted stream's, held) were printed already: their overlap with
+    the end of ``printed``; None while all of ``again`` is a run of the printed lines short of the last one (the
+    repeat goes on: hold on), but where the stream ``ended`` there (all of it was printed)."""
+    found = overlap(printed, again)
+    if found or not again:
+        return found
+    before, after = list(printed), list(again)
+    inside = any(before[start:start + len(after)] == after for start in range(len(before) - len(after) + 1))
+    if not inside:
+        return 0
+    return len(after) if ended else None
 
 
 def _reader(stream: object, out: queue.Queue[bytes | None]) -> None:
@@ -162,8 +177,10 @@ def _stream(proc: subprocess.Popen[bytes], stdin: bytes, out: BinaryIO, printed:
                 continue
             line = b""  # the restarted stream paused: its repeated start is over
         if held is not None and (line == b"" or line is None or len(held) > lines):
-            skip = overlap(printed, held)
-            for kept in held[skip:]:
+            skip = already_printed(printed, held, ended=line is None)
+            if skip is None and line == b"":
+                continue  # a pause in the middle of the repeat: what follows it may still be printed already
+            for kept in held[skip or 0:]:
                 out.write(kept)
                 printed.append(kept)
             out.flush()
