@@ -11,6 +11,8 @@
   copy of it in a job root of the test's own, its job.json pointing at the copy.
 * ``state_dir`` (autouse): ``$ORCH_STATE_DIR`` is a fresh folder, so no test writes the user's index of
   submitted jobs (``~/.local/state/orch/jobs.jsonl``) or reads the developer's.
+* ``preempt_flags`` (autouse): a preemption-signal handler a test installed in the test process (the task's launch
+  and the frameworks' integrations install one where they run) is restored when the test ends.
 
 Hypothesis runs derandomized (profile ``gate``): the same examples on every run, so a test run passes
 or fails by the code alone. ``ORCH_HYPOTHESIS=explore`` searches with fresh random examples (run it
@@ -22,7 +24,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +67,17 @@ def state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPath
     folder = tmp_path_factory.mktemp("orch-state")
     monkeypatch.setenv("ORCH_STATE_DIR", str(folder))
     return folder
+
+
+@pytest.fixture(autouse=True)
+def preempt_flags() -> Iterator[None]:
+    """No preemption flag outlives the test that installed it: the next test in this worker starts without one."""
+    from orchestrator.task.preempt import installed
+
+    before = installed()
+    yield
+    while (flag := installed()) is not None and flag is not before:
+        flag.restore()
 
 
 @pytest.fixture

@@ -179,8 +179,21 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere (a call in a lambda
     counts: ignite's ``add_event_handler(Events.EPOCH_STARTED, lambda e: sampler.set_epoch(e.state.epoch))``)."""
     samplers = a.sites_ending("DistributedSampler")
-    if not samplers or any(_set_epoch(s.call) for s in a.flow.sites) or any(
-            q.endswith("set_epoch") for q in a.helper_quals) or _set_epoch_in_lambda(a) or _class_sets_epoch(a):
+    if not samplers or any(q.endswith("set_epoch") for q in a.helper_quals) or _set_epoch_in_lambda(a):
+        return
+    calls = [s for s in a.flow.sites if _set_epoch(s.call)]
+    if calls and all(_on_rank_zero_only(a, s) for s in calls) and not _class_sets_epoch(a) and any(
+            (_kw(s.call, "shuffle") is None or _is_true(_kw(s.call, "shuffle"))) and not _for_evaluation(a, s)
+            for s in samplers):
+        branch = calls[0].branch
+        assert branch is not None
+        yield a.finding("DDP004", calls[0].call, f"set_epoch runs only where `{ast.unparse(branch.node.test)[:50]}` "
+                        f"holds (line {branch.node.lineno}): the ranks that skip it keep the first epoch's order, so "
+                        "from the second epoch on their shards overlap the others' and miss samples; call it on "
+                        "every rank", title="DistributedSampler.set_epoch() called on some ranks only: their orders "
+                        "differ from the second epoch on")
+        return
+    if calls or _class_sets_epoch(a):
         return  # (the project's classes are read only for a file that makes a DistributedSampler)
     for site in samplers:
         if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or _lightning_loader_hook(a, site):
@@ -288,6 +301,13 @@ def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
              and f.name.endswith("_dataloader")]
     return bool(kept) and any(dotted(n) in kept for hook in hooks for n in walk(hook)
                               if isinstance(n, ast.Attribute))
+
+
+def _on_rank_zero_only(a: Analysis, site: Site) -> bool:
+    """``site`` runs on rank 0 alone: in the rank-0 side of a rank test whose other side does not call set_epoch."""
+    branch = site.branch
+    return branch is not None and branch.taken_at_rank_zero(a.ranks) is True and not any(
+        _set_epoch(n) for stmt in branch.other() for n in walk(stmt))
 
 
 def _set_epoch(node: ast.AST) -> TypeGuard[ast.Call]:

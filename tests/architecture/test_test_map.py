@@ -77,7 +77,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
                                  "tests/records/restarts/test_blame.py"),
     "records/snapshots/clean.py": "snapshot cleaning: tests/records/snapshots/test_snapshots_store.py",
     "records/snapshots/collect.py": "which files a snapshot holds: tests/records/snapshots/test_snapshots_store.py",
-    "remote/follow.py": "against a real OpenSSH server: tests/remote/test_remote.py",
     "remote/forward.py": "against a real OpenSSH server: tests/remote/test_remote.py",
     "remote/ship.py": "against a real OpenSSH server: tests/remote/test_remote.py",
     "remote/ssh.py": "against a real OpenSSH server: tests/remote/test_remote.py",
