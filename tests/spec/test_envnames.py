@@ -5,23 +5,22 @@ and cluster.yaml ``env`` (exit 2), with the alternative (launcher.setup for PATH
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from support import ORCH
+
+from orchestrator.cli import main
 
 if TYPE_CHECKING:
     from support import Stubs
 
 
-def orch(stubs: Stubs, cwd: Path, *args: str, umask: int | None = None,
-         **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([ORCH, *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False,
-                          env=stubs.env(**env), preexec_fn=None if umask is None else (lambda: os.umask(umask)))
+def orch(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """The CLI in this process (its exit code and stderr): the names are refused before anything runs."""
+    code = main(list(args))
+    return code, capsys.readouterr().err
 
 
 # --- one rule for variable names -------------------------------------------------------------
@@ -32,22 +31,22 @@ REFUSED = ["PATH", "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONINSPECT",
 
 
 @pytest.mark.parametrize("name", REFUSED)
-def test_env_names_refused_by_env_and_cluster_yaml_alike(name: str, stubs: Stubs,
+def test_env_names_refused_by_env_and_cluster_yaml_alike(name: str, stubs: Stubs, clean_env: pytest.MonkeyPatch,
                                                          write_cluster: Callable[..., Path],
-                                                         tmp_path: Path) -> None:
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     good = write_cluster()
-    by_flag = orch(stubs, tmp_path, "submit", "smoke", "--cluster", str(good), "--dry-run", "--env", f"{name}=/x")
+    by_flag = orch(capsys, "submit", "smoke", "--cluster", str(good), "--dry-run", "--env", f"{name}=/x")
     bad = write_cluster(name="bad.yaml", env={name: "/x"})
-    by_file = orch(stubs, tmp_path, "submit", "smoke", "--cluster", str(bad), "--dry-run")
-    for proc in (by_flag, by_file):
-        assert proc.returncode == 2, proc.stdout[-500:] + proc.stderr
-        assert name in proc.stderr and "Traceback" not in proc.stderr
+    by_file = orch(capsys, "submit", "smoke", "--cluster", str(bad), "--dry-run")
+    for code, err in (by_flag, by_file):
+        assert code == 2, err
+        assert name in err and "Traceback" not in err
     if name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH"):
-        assert "launcher.setup" in by_flag.stderr and "launcher.setup" in by_file.stderr
+        assert "launcher.setup" in by_flag[1] and "launcher.setup" in by_file[1]
 
 
 @pytest.mark.parametrize("name", ["MY_VAR", "NCCL_DEBUG", "OMP_NUM_THREADS", "PYTHONUNBUFFERED", "KEYBOARD"])
-def test_ordinary_names_pass(name: str, stubs: Stubs, write_cluster: Callable[..., Path], tmp_path: Path) -> None:
-    proc = orch(stubs, tmp_path, "submit", "smoke", "--cluster", str(write_cluster()), "--dry-run",
-                "--env", f"{name}=1")
-    assert proc.returncode == 0, proc.stderr
+def test_ordinary_names_pass(name: str, stubs: Stubs, clean_env: pytest.MonkeyPatch,
+                             write_cluster: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = orch(capsys, "submit", "smoke", "--cluster", str(write_cluster()), "--dry-run", "--env", f"{name}=1")
+    assert code == 0, err
