@@ -10,8 +10,8 @@ if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv
 fi
 # pip installs without byte-compiling (--no-compile): the packages are compiled after, on every core at once
-# (compileall -j 0), where pip compiles file by file on one: on 2 cores the set-up took 166 s with pip's compile,
-# 142 s this way.
+# (compileall -j 0), where pip compiles file by file on one: on 2 cores a fresh set-up took 166 s with pip's compile,
+# 147 s this way.
 pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
 installed=0
 # torch + torchvision first, pinned to a matching pair (override with ORCH_TORCH_SPEC).

@@ -177,14 +177,14 @@ def _passed_true(a: Analysis, site: Site, param: str) -> bool:
 
 def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     """DDP004: a DistributedSampler that shuffles (the default) and no set_epoch call anywhere (a call in a lambda
-    counts: ignite's ``add_event_handler(Events.EPOCH_STARTED, lambda e: sampler.set_epoch(e.state.epoch))``)."""
+    counts: ignite's ``add_event_handler(Events.EPOCH_STARTED, lambda e: sampler.set_epoch(e.state.epoch))``), or
+    set_epoch called only on the rank-0 side of a rank test (the other ranks keep the first epoch's order)."""
     samplers = a.sites_ending("DistributedSampler")
     if not samplers or any(q.endswith("set_epoch") for q in a.helper_quals) or _set_epoch_in_lambda(a):
         return
     calls = [s for s in a.flow.sites if _set_epoch(s.call)]
     if calls and all(_on_rank_zero_only(a, s) for s in calls) and not _class_sets_epoch(a) and any(
-            (_kw(s.call, "shuffle") is None or _is_true(_kw(s.call, "shuffle"))) and not _for_evaluation(a, s)
-            for s in samplers):
+            _shuffles(s.call) and not _for_evaluation(a, s) for s in samplers):
         branch = calls[0].branch
         assert branch is not None
         yield a.finding("DDP004", calls[0].call, f"set_epoch runs only where `{ast.unparse(branch.node.test)[:50]}` "
@@ -199,7 +199,7 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
         if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or _lightning_loader_hook(a, site):
             continue  # a new order each epoch stands in for it; Lightning's loops call set_epoch themselves
         shuffle = _kw(site.call, "shuffle")
-        if shuffle is None or _is_true(shuffle):
+        if _shuffles(site.call):
             yield a.finding("DDP004", site.call, "the sampler shuffles and nothing calls set_epoch")
         elif isinstance(shuffle, ast.Name) and _passed_true(a, site, shuffle.id):
             yield a.finding("DDP004", site.call, f"the sampler shuffles (a caller passes {shuffle.id}=True) and "
@@ -301,6 +301,12 @@ def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
              and f.name.endswith("_dataloader")]
     return bool(kept) and any(dotted(n) in kept for hook in hooks for n in walk(hook)
                               if isinstance(n, ast.Attribute))
+
+
+def _shuffles(sampler: ast.Call) -> bool:
+    """The sampler shuffles: ``shuffle`` left to its default or given True."""
+    shuffle = _kw(sampler, "shuffle")
+    return shuffle is None or _is_true(shuffle)
 
 
 def _on_rank_zero_only(a: Analysis, site: Site) -> bool:

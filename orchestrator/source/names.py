@@ -33,8 +33,6 @@ FRAMEWORK_HOLDERS: dict[str, str] = {
     "accelerator": "accelerate.Accelerator", "fabric": "lightning.fabric.Fabric",
     "strategy": "lightning.pytorch.strategies.Strategy",
 }
-_CALLS_KEY = "_orch_calls"  # a node's calls (Module.calls_in), kept on the node as source.walk keeps its walk
-
 _FRAMEWORK_CLASSES: dict[str, str] = {"Accelerator": "accelerate.Accelerator", "Fabric": "lightning.fabric.Fabric"}
 # Lightning's Trainer, by the qualified names it is imported under: ``trainer = Trainer(...)`` or a parameter
 # annotated ``trainer: pl.Trainer`` (a callback's hook) reads ``trainer.save_checkpoint`` as the Trainer's.
@@ -105,6 +103,9 @@ class Scope:
         if key not in self._lines:
             self._lines[key] = [line for line, _ in self.assigned.get(key, [])]
         return self._lines[key]
+
+
+_CALLS_KEY = "_orch_calls"  # a node's calls (Module.calls_in), kept on the node as source.walk keeps its walk
 
 
 class Module:

@@ -459,10 +459,10 @@ def test_generated_values_render_parse_and_lint(values_job: LoadedJob, tmp_path:
     )
     @given(case=CASES)
     def check(case: Case) -> None:
+        nonlocal rendered
         plan = plan_for(case, values_job, Path("/jobs") / case.path_part / "root")
         check_plan(plan, case)
         bash_n(plan.script)
-        nonlocal rendered
         rendered += 1
         if rendered % SHELLCHECK_EVERY == 0:
             path = tmp_path / f"case{rendered:04d}.sh"
