@@ -29,10 +29,13 @@ class Analysis(analysis.Analysis):
 
     def finding(self, code: str, node: ast.AST, detail: str = "", severity: Severity | None = None,
                 title: str | None = None, confidence: Confidence | None = None, fact: str = "",
-                marks: frozenset[str] = frozenset(), nodes: int | None = None) -> Finding:
-        """A finding at ``node``; its evidence is the code there and ``fact`` (else ``detail``): what triggered it."""
-        line = getattr(node, "lineno", 1)
-        end = getattr(node, "end_lineno", line) or line
-        span = f"lines {line}-{end}" if end > line else f"line {line}"
+                marks: frozenset[str] = frozenset(), nodes: int | None = None, at: ast.AST | None = None) -> Finding:
+        """A finding at ``node``; its evidence is the code there and ``fact`` (else ``detail``): what triggered it.
+        ``at``: the part of ``node`` to change, on a later line of it (a call's ``rank=`` argument), the line named."""
+        start = getattr(node, "lineno", 1)
+        end = getattr(node, "end_lineno", start) or start
+        span = f"lines {start}-{end}" if end > start else f"line {start}"
         evidence = f"{span}: `{_snippet(node)}`; {fact or detail}".rstrip("; ")
-        return make_finding(code, self.filename, line, detail, severity, title, end, confidence, evidence, marks, nodes)
+        line = getattr(at, "lineno", start) if at is not None else start
+        return make_finding(code, self.filename, line, detail, severity, title, end, confidence, evidence, marks, nodes,
+                            start_line=start)

@@ -169,7 +169,7 @@ def _run(analysis: Analysis, rules: Sequence[Callable[[Analysis], Iterator[Findi
          findings: set[Finding], severity: Severity | None = None) -> None:
     for rule in rules:
         for finding in rule(analysis):
-            span = range(finding.line, max(finding.line, finding.end_line) + 1)
+            span = range(min(finding.line, finding.start_line or finding.line), max(finding.line, finding.end_line) + 1)
             if not any(finding.code in ignored.get(line, ()) for line in span):
                 findings.add(replace(finding, severity=severity, confidence=at_most(finding.confidence, "likely"))
                              if severity else finding)  # a helper's finding: a warning, at most likely

@@ -31,6 +31,8 @@ class Finding:
     message: str
     fix: str
     end_line: int = field(default=0, compare=False, repr=False)  # last line of the statement (suppression)
+    # first line of the statement where ``line`` names one of its later lines (a call's ``rank=`` argument)
+    start_line: int = field(default=0, compare=False, repr=False)
     confidence: Confidence = field(default="likely", compare=False)  # how direct the evidence is (confidence.py)
     evidence: str = field(default="", compare=False)  # the line(s) and the fact that triggered it
     # what later readings decide on, said by the rule that knew it (never read back from the message): marks such
@@ -45,8 +47,10 @@ class Finding:
 
 def make_finding(code: str, file: str, line: int, detail: str = "", severity: Severity | None = None,
                  title: str | None = None, end_line: int = 0, confidence: Confidence | None = None,
-                 evidence: str = "", marks: frozenset[str] = frozenset(), nodes: int | None = None) -> Finding:
-    """A finding of ``code``: the catalog gives severity, message and fix; ``detail`` names the culprit;
+                 evidence: str = "", marks: frozenset[str] = frozenset(), nodes: int | None = None,
+                 start_line: int = 0) -> Finding:
+    """A finding of ``code``: the catalog gives severity, message and fix; ``detail`` names the culprit; ``line`` is
+    the line to change, ``start_line``..``end_line`` the statement (a suppression anywhere in it counts);
     ``confidence`` defaults to the code's (:func:`default_confidence`: every error is certain)."""
     rule = CATALOG[code]
     title = title or rule.title
@@ -54,7 +58,7 @@ def make_finding(code: str, file: str, line: int, detail: str = "", severity: Se
     severity = severity or rule.severity
     return Finding(file=file, line=line, code=code, severity=severity, message=message, fix=rule.fix,
                    end_line=max(line, end_line), confidence=confidence or default_confidence(code, severity),
-                   evidence=evidence or detail, marks=marks, nodes=nodes)
+                   evidence=evidence or detail, marks=marks, nodes=nodes, start_line=min(line, start_line or line))
 
 
 def refuses(finding: Finding) -> bool:

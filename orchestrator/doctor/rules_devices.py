@@ -99,10 +99,13 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
     where a framework (Accelerate, Lightning, Fabric) binds the device (``frameworkdevice.py``)."""
     if not a.distributed or framework_binder(a) is not None:
         return
-    uses = [site for site in a.flow.sites if _cuda_use(a, site) == "default"]
-    if not uses:
+    every = [site for site in a.flow.sites if _cuda_use(a, site) == "default"]
+    if not every:
         yield from _explicit_only(a)
         return
+    uses = [site for site in every if not _undistributed_side(a, site)]
+    if not uses:
+        return  # the current device is used by the run of one process only
     first = uses[0]
     setters = [s for s in a.sites(SET_DEVICE) if not _bare_context(a, s)] + a.helper_sites(SET_DEVICE)
     setters.sort(key=lambda s: s.call.lineno)
@@ -117,6 +120,22 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
     yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the script or its "
                                           "helpers", confidence="possible",  # an absence: a binder may be unseen
                     fact="no set_device in what could be read")
+
+
+def _undistributed_side(a: Reading, site: Site) -> bool:
+    """``site`` sits on one side of an ``if`` whose other side joins the group or wraps the model in DDP (``if
+    distributed: ... DDP(model, device_ids=[local_rank])`` / ``else: model = DataParallel(model).cuda()``): the run
+    of one process, where the current device is the only one."""
+    child: ast.AST = site.call
+    current = a.module.parents.get(site.call)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        if isinstance(current, ast.If) and child is not current.test:
+            other = current.orelse if child in current.body else current.body
+            if any(isinstance(n, ast.Call) and a.module.qualname(n.func) in WRAPPERS | INIT
+                   for stmt in other for n in walk(stmt)):
+                return True
+        child, current = current, a.module.parents.get(current)
+    return False
 
 
 def _explicit_only(a: Analysis) -> Iterator[Finding]:
@@ -183,7 +202,8 @@ def check_load(a: Analysis) -> Iterator[Finding]:
             _uses_cuda(a) or a.framework_parallel or (a.outer is not None and _uses_cuda(a.outer))):
         return  # a framework that prepares the model (Accelerate, Fabric) runs on a GPU per rank
     for site in a.sites(frozenset({"torch.load"})):
-        if _mapped(site.call) or a.flow.guarded(site) or _other_branch_maps(a, site.call):
+        if (_mapped(site.call) or a.flow.guarded(site) or _other_branch_maps(a, site.call)
+                or _before_the_spawn(a, site)):
             continue
         state = _loads_state(a, site.call)
         if not (state or _checkpoint_like(a, site.call.args[0] if site.call.args else _kw(site.call, "f"))):
@@ -191,6 +211,44 @@ def check_load(a: Analysis) -> Iterator[Finding]:
         # a state loaded into a model or kept as one is likely; a checkpoint told by its path's name alone, possible
         yield a.finding("DDP009", site.call, ast.unparse(site.call)[:60], confidence=None if state else "possible",
                         fact="its result is a model's state" if state else "a checkpoint by its path's name only")
+
+
+_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
+
+
+def _before_the_spawn(a: Reading, site: Site) -> bool:
+    """The load runs in the process that spawns the ranks, not in a rank (TimesFM's ``get_model()`` in the function
+    that then calls ``mp.spawn(setup_process, args=(world_size, model, ...))``): a function of the file that no
+    spawned worker calls, names or reaches. Unknown workers (a ``partial``, another module's function) tell nothing;
+    module-level code runs again in every child the ``spawn`` start method makes."""
+    spawns = a.module.calls_to(_SPAWNERS)
+    workers = [call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
+               for call in spawns]
+    if site.function is None or not workers or not all(
+            isinstance(w, ast.Name) and w.id in a.module.top_functions for w in workers):
+        return False
+    functions: dict[str, list[ast.AST]] = {name: [f] for name, f in a.module.top_functions.items()}
+    functions.update({name: list(c.body) for name, c in a.module.classes.items()})
+    reached: set[int] = set()
+    todo: list[ast.AST] = [a.module.top_functions[w.id] for w in workers if isinstance(w, ast.Name)]
+    while todo:
+        node = todo.pop()
+        if id(node) in reached:
+            continue
+        reached.add(id(node))
+        for inner in walk(node):
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
+                todo.extend(functions.get(inner.id, ()))
+            elif isinstance(inner, ast.Attribute):  # self.load(...), trainer.restore(...): any method so named
+                todo.extend(m for c in a.module.classes.values() for m in c.body
+                            if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == inner.attr)
+    holder: ast.AST | None = site.function
+    while holder is not None and not (holder in a.module.top_functions.values()
+                                      or holder in a.module.classes.values()):
+        holder = a.module.parents.get(holder)
+    if holder is None or id(holder) in reached:
+        return False
+    return not (isinstance(holder, ast.ClassDef) and any(id(m) in reached for m in holder.body))
 
 
 def _mapped(call: ast.Call) -> bool:

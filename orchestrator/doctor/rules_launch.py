@@ -28,7 +28,7 @@ from orchestrator.launchstyles import localrank
 from orchestrator.source.analysis import COLLECTIVES, INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
-from orchestrator.source.names import dotted, last_name
+from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import LOCAL_ENV, LOCAL_NAMES
 from orchestrator.source.walk import walk
 
@@ -67,7 +67,7 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
             continue
         rank = next((k.value for k in site.call.keywords if k.arg == "rank"), None)
         if rank is not None and _holds_local(a, rank, 0):
-            yield a.finding("DDP016", site.call, f"rank={ast.unparse(rank)[:40]} holds the local rank")
+            yield a.finding("DDP016", site.call, f"rank={ast.unparse(rank)[:40]} holds the local rank", at=rank)
     if a.spawns:
         return
     for site in a.sites_ending("DistributedSampler"):
@@ -80,7 +80,7 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
             continue
         if _env_local(a, rank, 0):
             yield a.finding("DDP016", site.call, f"DistributedSampler(rank={ast.unparse(rank)[:40]}) holds the local "
-                            "rank: from the second node on, nodes read the same shards")
+                            "rank: from the second node on, nodes read the same shards", at=rank)
     yield from _gathered_vs_local(a)
     yield from _rank_from_flag(a)
 
@@ -288,11 +288,30 @@ def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
     if not isinstance(expr, ast.Name):
         return False
     scope = a.module.scope_of(expr)
-    values = [v for _, v in scope.assigned.get(expr.id, ()) if v is not None and v is not expr]
+    values = [v for _, v in scope.assigned.get(expr.id, ()) if v is not None and v is not expr
+              and not _apart(a, v, expr)]
     function = a.module.function_of(expr)
     if function is not None and expr.id in {p.arg for p in function.args.args + function.args.kwonlyargs}:
         values += a.module.argument_for(function, expr.id)
     return any(_holds_local(a, v, depth + 1) for v in values)
+
+
+def _sides(a: Reading, node: ast.AST) -> dict[int, bool]:
+    """The ``if`` statements around ``node`` in its function, each with the side it sits on (True: the body)."""
+    sides: dict[int, bool] = {}
+    child, current = node, a.module.parents.get(node)
+    while current is not None and not isinstance(current, FunctionNode):
+        if isinstance(current, ast.If) and child is not current.test:
+            sides[id(current)] = child in current.body
+        child, current = current, a.module.parents.get(current)
+    return sides
+
+
+def _apart(a: Reading, value: ast.AST, use: ast.AST) -> bool:
+    """``value`` is assigned on one side of an ``if`` (or ``elif``) and ``use`` sits on the other: it never reaches
+    the use (``if "LOCAL_RANK" in os.environ: rank = ...LOCAL_RANK`` / ``elif ...: rank = ...SLURM_PROCID``)."""
+    used = _sides(a, use)
+    return any(used.get(key, side) != side for key, side in _sides(a, value).items())
 
 
 def _env_local(a: Reading, expr: ast.expr, depth: int) -> bool:

@@ -18,7 +18,10 @@ from orchestrator.source.names import Module, dotted, last_name
 from orchestrator.source.project import PRINT_GUARD
 from orchestrator.source.walk import walk
 
-METRIC = re.compile(r"loss|acc|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)", re.IGNORECASE)
+# ``acc`` as accuracy (``acc1``, ``val_acc``, ``accuracy``), not the settings and tools spelled alike
+# (``accum_steps``, ``accelerator``, ``according``, ``access``, ``account``, ``accept``)
+METRIC = re.compile(r"loss|acc(?!el|um|ord|ess|ount|ept)|correct|metric|perplex|ppl|top1|top5|(^|_)f1($|_)",
+                    re.IGNORECASE)
 _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
 _LOG_CALLS = frozenset({"print", "wandb.log", "tqdm.write", "mlflow.log_metric", "mlflow.log_metrics"})
 # TensorBoard writers and tqdm bars: one per rank is as wrong as one print per rank
@@ -147,6 +150,8 @@ def _rank_zero_object(a: Reading, site: Site) -> bool:
         _, bar = a.module.resolve(func.value.id, func.value)
         if isinstance(bar, ast.Call) and any(k.arg == "disable" for k in bar.keywords):
             return True
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and _none_off_rank_zero(a, func.value):
+        return True
     if isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS and _rank_aware_logger(a, func.value):
         return True
     current = a.module.parents.get(site.call)
@@ -160,6 +165,17 @@ def _rank_zero_object(a: Reading, site: Site) -> bool:
                     return True
         current = a.module.parents.get(current)
     return False
+
+
+def _none_off_rank_zero(a: Reading, receiver: ast.Name) -> bool:
+    """``receiver`` is made on rank 0 only, ``None`` elsewhere (``pbar = tqdm(...) if is_main else None``,
+    ``writer = SummaryWriter(...) if rank == 0 else None``): its methods run where it exists, on rank 0."""
+    _, made = a.module.resolve(receiver.id, receiver)
+    if not (isinstance(made, ast.IfExp) and a.ranks.is_condition(made.test)):
+        return False
+    at_zero = a.ranks.at_rank_zero(made.test)
+    elsewhere = made.orelse if at_zero else made.body
+    return at_zero is not None and isinstance(elsewhere, ast.Constant) and elsewhere.value is None
 
 
 def _rank_aware_logger(a: Reading, receiver: ast.expr) -> bool:

@@ -1,8 +1,9 @@
 """DDP008, the rendezvous computed wrong (``rules_rendezvous`` reports the values written in the code):
 
 - a world size of nodes x GPUs (``int(os.environ["SLURM_NNODES"]) * torch.cuda.device_count()``), or one node's GPU
-  count while the rank is the launcher's global one: the launcher's task count (``WORLD_SIZE``, ``SLURM_NTASKS``) is
-  not read, so a job with fewer tasks per node than GPUs (or more than one node) waits for ranks that never come;
+  count while the rank is the launcher's (global or local) one: the launcher's task count (``WORLD_SIZE``,
+  ``SLURM_NTASKS``) is not read, so a job with fewer tasks per node than GPUs (or more than one node) waits for ranks
+  that never come (named at the ``world_size=`` argument);
 - ``os.environ["MASTER_PORT"]`` (or ``MASTER_ADDR``) set from another variable with a fixed fallback
   (``os.environ.get("PORT", 29500)``): unless that variable is set, the launcher's value is replaced by the constant;
 - a ``tcp://`` rendezvous address whose port is drawn at random (``np.random.randint``, ``random.randint``, also in a
@@ -28,7 +29,7 @@ from orchestrator.doctor.rules_nodes import origins
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.source.analysis import INIT
 from orchestrator.source.names import FunctionNode
-from orchestrator.source.ranks import GLOBAL_ENV, NODES_ENV, WORLD_ENV
+from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, NODES_ENV, WORLD_ENV
 from orchestrator.source.walk import walk
 
 CONFIG_LOOPBACK = "the config's rendezvous is this machine's loopback address"  # said, and the mark feasibility reads
@@ -37,6 +38,9 @@ _DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _RANDOM_DRAWS = frozenset({"random.randint", "random.randrange", "random.choice", "numpy.random.randint",
                            "numpy.random.choice", "np.random.randint", "np.random.choice"})
 _MASTER_KEYS = frozenset({"MASTER_PORT", "MASTER_ADDR"})
+# the rank a launcher's variables give, by the kinds read (both: unknown)
+_RANK_KINDS = {**{frozenset({key}): "global one" for key in GLOBAL_ENV},
+               **{frozenset({key}): "node-local one (the global rank repeats on every node)" for key in LOCAL_ENV}}
 
 
 def check_computed(a: Analysis) -> Iterator[Finding]:
@@ -83,11 +87,12 @@ def _world_sizes(a: Analysis) -> Iterator[Finding]:
                             "never come", confidence="likely")
             continue
         rank = _keyword(site.call, "rank", 4)
-        if rank is not None and _envs(a, _walked(a, rank)) & GLOBAL_ENV:
-            yield a.finding("DDP008", site.call, "world_size is this machine's torch.cuda.device_count() while the "
-                            "rank is the launcher's global one: on more than one node (or with fewer tasks than "
+        kind = _RANK_KINDS.get(frozenset(_envs(a, _walked(a, rank)) & (GLOBAL_ENV | LOCAL_ENV))) if rank else None
+        if kind is not None:
+            yield a.finding("DDP008", site.call, f"world_size is this machine's torch.cuda.device_count() while the "
+                            f"rank is the launcher's {kind}: on more than one node (or with fewer tasks than "
                             "GPUs) the ranks and the world disagree; read WORLD_SIZE (or SLURM_NTASKS)",
-                            confidence="likely")
+                            confidence="likely", at=size)
 
 
 def _statement(a: Analysis, node: ast.AST) -> ast.AST:

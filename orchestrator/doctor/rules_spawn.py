@@ -26,7 +26,7 @@ from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import spawns
-from orchestrator.source.names import FunctionNode, dotted
+from orchestrator.source.names import FunctionNode, argument_line, dotted
 
 _DEPTH = 3
 INDEX_RANK_TITLE = ("a spawn index passed as the global rank, with no node's offset: on more than one node every "
@@ -67,7 +67,8 @@ def check_index_as_rank(a: Analysis) -> Iterator[Finding]:
         where = f"{Path(spawn.file).name}:{spawn.line}"
         detail = f"rank={ast.unparse(rank) if rank is not None else '?'}: the index of {spawn.call} at {where}"
         yield replace(make_finding(
-            "DDP016", file, init.lineno, detail, title=INDEX_RANK_TITLE, end_line=init.end_lineno or init.lineno,
+            "DDP016", file, argument_line(init, "rank"), detail, title=INDEX_RANK_TITLE,
+            end_line=init.end_lineno or init.lineno, start_line=init.lineno,
             evidence=f"line {init.lineno}: `{code}`; the spawn at {where} passes its index as the rank, with no "
                      "node's offset: one node only"), fix=INDEX_RANK_FIX)
 

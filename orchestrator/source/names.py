@@ -63,6 +63,12 @@ def last_name(expr: ast.expr) -> str | None:
     return None
 
 
+def argument_line(call: ast.Call, keyword: str) -> int:
+    """The line of ``call``'s ``keyword=`` argument (the line to change in a call written over several lines), the
+    call's own line when it has none."""
+    return next((k.value.lineno for k in call.keywords if k.arg == keyword), call.lineno)
+
+
 def main_guard(test: ast.expr) -> bool:
     """``if __name__ == "__main__":``'s test (its code runs only when the file is the script, never on import)."""
     text = ast.unparse(test)

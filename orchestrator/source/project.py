@@ -164,14 +164,16 @@ class Project:
         """The package ``path``'s relative imports start from: the folders with ``__init__.py`` above it, or, when
         the project found it under a longer dotted name ending in those (a package whose parents were shipped
         without their ``__init__.py``: ``from .AbsTrainer import X`` in ``FlagEmbedding/abc/finetune/embedder``,
-        imported as ``FlagEmbedding.abc.finetune.embedder``), that name."""
+        imported as ``FlagEmbedding.abc.finetune.embedder``), that name; also for a module with no ``__init__.py``
+        above it that the project found as ``pfns.train`` (``import pfns.train``: a namespace package, whose
+        ``from .utils import init_dist`` Python resolves in ``pfns``)."""
         own = _package_of(path)
         named = self._named.get(path)
         if named is None:
             return own
         package = named if path.name == "__init__.py" else named.rpartition(".")[0]
-        longer = bool(package) and (own is None or (package.endswith(f".{own}") and "<" not in package))
-        return package if longer and own is not None else own
+        longer = bool(package) and "<" not in package and (own is None or package.endswith(f".{own}"))
+        return package if longer else own
 
     def read(self, path: Path) -> Module | None:
         """``load``, None when it cannot be read (within the same bounds)."""

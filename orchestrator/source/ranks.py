@@ -13,6 +13,7 @@ from orchestrator.source.nodeshift import shifted
 from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
 from orchestrator.source.rankdevices import DeviceKind as DeviceKind  # (read from here too)
 from orchestrator.source.rankdevices import Devices
+from orchestrator.source.rankflags import raised_on_rank_zero
 from orchestrator.source.walk import walk
 
 RankKind = Literal["global", "local", "rankish"]
@@ -248,7 +249,8 @@ class Ranks(Devices):
             if (value is not None and self.is_condition(value, depth + 1)) or (
                     passed and all(self.is_condition(v, depth + 1) for v in passed)):
                 return True
-            return (self.names and test.id in MAIN_FLAGS) or self.source(test, depth + 1) is not None
+            return ((self.names and test.id in MAIN_FLAGS) or self.source(test, depth + 1) is not None
+                    or raised_on_rank_zero(self, test, depth + 1))
         if isinstance(test, ast.Attribute):
             if test.attr in MAIN_FLAGS and (self.names or self._framework(test)):
                 return True
@@ -256,7 +258,8 @@ class Ranks(Devices):
             values = self.module.values_anywhere(key) if key is not None else []
             if not values and self.outer is not None and key is not None and "." in key:
                 return self.outer.is_condition(test, depth + 1)  # set in the script, tested in its helper
-            return bool(values) and all(self.is_condition(v, depth + 1) for v in values)
+            return bool(values) and (all(self.is_condition(v, depth + 1) for v in values)
+                                     or raised_on_rank_zero(self, test, depth + 1))
         if isinstance(test, ast.Call):
             function = self.module.local_function(test)
             if function is not None:
@@ -337,7 +340,7 @@ class Ranks(Devices):
                 passed = {self.at_rank_zero(v, depth + 1) for v in self.module.passed_for(test)}
                 if len(passed) == 1 and None not in passed:  # every caller passes a rank test alike
                     return passed.pop()
-            if name in MAIN_FLAGS:
+            if name in MAIN_FLAGS or raised_on_rank_zero(self, test, depth + 1):
                 return True
             return False if self.source(test, depth + 1) is not None else None
         if isinstance(test, ast.Call):

@@ -78,3 +78,21 @@ dist.init_process_group("nccl")
 torch.cuda.set_device(rank)
 """
     assert not any(code == "DDP010" for code, _ in _codes(source))
+
+
+def test_a_rank_set_in_another_branch_does_not_reach_the_init_of_this_one() -> None:
+    """``if "LOCAL_RANK" in os.environ: rank = LOCAL_RANK; init(rank=rank)`` / ``elif "SLURM_PROCID" in os.environ:
+    rank = SLURM_PROCID; init(rank=rank)``: only the first init takes the local rank."""
+    source = """import os
+import torch.distributed as dist
+
+
+def init_dist():
+    if "LOCAL_RANK" in os.environ:
+        rank = int(os.environ["LOCAL_RANK"])
+        dist.init_process_group("nccl", rank=rank, world_size=int(os.environ["WORLD_SIZE"]))
+    elif "SLURM_PROCID" in os.environ:
+        rank = int(os.environ["SLURM_PROCID"])
+        dist.init_process_group("nccl", rank=rank, world_size=int(os.environ["SLURM_NTASKS"]))
+"""
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP016"] == [8]

@@ -2,9 +2,12 @@
 off rank 0 (tqdm's ``write`` is the class's, not the bar's); a bar that exists on rank 0 only, or values gathered
 before they are printed, are not reported; a loss a step computed from a gathered count is only possible (the rank's
 share of a global figure, or the figure itself). A writer tested in a longer condition (``if writer is not None and
-step % 10 == 0``) is still the rank-0 object."""
+step % 10 == 0``) is still the rank-0 object, and so is a bar made ``tqdm(...) if is_main else None`` (not one made
+off rank 0). ``acc`` in a name is an accuracy, not ``accum_steps`` or ``accelerator``."""
 
 from __future__ import annotations
+
+import pytest
 
 from orchestrator.doctor import check_source
 
@@ -63,3 +66,20 @@ def test_a_writer_tested_in_a_longer_condition_still_exists_on_rank_0_only() -> 
     source = _LOOP.format(bar=_DISABLED, write=(
         "if step % 10 == 0:\n            writer.add_scalar('loss', loss.item(), step)"))
     assert lines(source) == [15]
+
+
+@pytest.mark.parametrize(("bar", "found"), [
+    ("tqdm(range(100)) if accelerator.is_main_process else None", []),
+    ("tqdm(range(100)) if accelerator.process_index == 0 else None", []),
+    ("None if accelerator.is_main_process else tqdm(range(100))", [14]),
+    ("tqdm(range(100)) if step_count else None", [14]),
+])
+def test_a_bar_made_on_rank_0_only_shows_its_loss_there(bar: str, found: list[int]) -> None:
+    source = _LOOP.format(bar=bar, write="bar.set_postfix({'loss': loss.item()})")
+    assert lines(source) == found
+
+
+def test_settings_spelled_like_accuracy_are_no_metric() -> None:
+    for name in ("accum_steps", "accelerator.num_processes", "accumulation"):
+        assert lines(_LOOP.format(bar=_DISABLED, write=f"print('settings', {name})")) == []
+    assert lines(_LOOP.format(bar=_DISABLED, write="acc1 = loss.item()\n        print('top-1', acc1)")) == [15]

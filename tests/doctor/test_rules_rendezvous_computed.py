@@ -1,6 +1,6 @@
 """DDP008 on rendezvous values the script computes wrong: a world of nodes x GPUs (or one node's GPUs beside the
-launcher's rank), MASTER_PORT from another variable with a fixed fallback, a tcp:// address with a port drawn at
-random by each process. Each beside the correct form, which stays silent."""
+launcher's global or local rank), MASTER_PORT from another variable with a fixed fallback, a tcp:// address with a
+port drawn at random by each process. Each beside the correct form, which stays silent."""
 
 from __future__ import annotations
 
@@ -44,6 +44,22 @@ dist.init_process_group("nccl", rank=rank, world_size=torch.cuda.device_count())
 """)
     assert list(hits) == [3]
     assert "launcher's global one" in hits[3]
+
+
+def test_one_nodes_gpus_beside_the_launchers_local_rank_is_reported() -> None:
+    hits = found("""
+def train(args):
+    rank = int(os.environ["LOCAL_RANK"])
+    dist.init_process_group("nccl", init_method="env://", world_size=args.n_gpus, rank=rank)
+
+
+if __name__ == "__main__":
+    args = parse()
+    args.n_gpus = torch.cuda.device_count()
+    train(args)
+""")
+    assert list(hits) == [4]
+    assert "launcher's node-local one" in hits[4]
 
 
 def test_one_nodes_gpus_for_its_own_spawned_workers_is_not_reported() -> None:

@@ -48,3 +48,14 @@ def test_a_folder_with_its_init_is_read_as_python_reads_it(tmp_path: Path) -> No
     reach = project.reach("pkg.training.setup")
     assert reach is not None and reach.quals == frozenset()  # the __init__ defines no setup: nothing reached
     assert project.function("pkg.training.setup") is None
+
+
+def test_a_module_of_a_namespace_package_resolves_its_relative_imports_there(tmp_path: Path) -> None:
+    """``import pkg.train`` of a folder with no ``__init__.py`` (a namespace package): the module's ``from .utils
+    import init_dist`` is ``pkg.utils``, as Python resolves it, and followed into that file."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "utils.py").write_text(SETUP.replace("setup", "init_dist"))
+    (tmp_path / "pkg" / "train.py").write_text("from .utils import init_dist\n\n\ndef run(c):\n    init_dist(c)\n")
+    project = _project(tmp_path, "import pkg.train\n\npkg.train.run(None)\n")
+    reach = project.reach("pkg.train.run")
+    assert reach is not None and "torch.cuda.set_device" in reach.quals

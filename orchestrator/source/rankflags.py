@@ -1,0 +1,48 @@
+"""A flag raised on rank 0: ``default_gpu = False``, then ``if rank == 0: default_gpu = True`` (and ``else:
+default_gpu = True`` for the run no launcher started). Testing it later is testing the rank."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from orchestrator.source.names import FunctionNode, dotted
+from orchestrator.source.walk import walk
+
+if TYPE_CHECKING:
+    from orchestrator.source.ranks import Ranks
+
+
+def raised_on_rank_zero(ranks: Ranks, test: ast.Name | ast.Attribute, depth: int) -> bool:
+    """Every value ``test`` is given is ``True`` or ``False``, and each ``True`` is given on rank 0's side of a rank
+    test (or on the side of a rank-dependent test that no launched rank takes: ``if dist.is_available() and
+    args.local_rank != -1: ... else: flag = True``), at least one under a rank test: a flag only rank 0 holds."""
+    module = ranks.module
+    key = dotted(test)
+    statements = module.assignments(key) if key is not None else []
+    if isinstance(test, ast.Name):  # a local name: its own function's assignments
+        statements = [s for s in statements if module.function_of(s) is module.function_of(test)]
+    if not statements or not all(isinstance(s.value, ast.Constant) and isinstance(s.value.value, bool)
+                                 for s in statements):
+        return False
+    raised = [s for s in statements if isinstance(s.value, ast.Constant) and s.value.value is True]
+    sides = [_side(ranks, s, depth) for s in raised]
+    return bool(raised) and None not in sides and "rank" in sides
+
+
+def _side(ranks: Ranks, statement: ast.Assign, depth: int) -> str | None:
+    """``rank``: on rank 0's side of a rank test; ``unlaunched``: in the ``else`` of a test that reads a rank
+    but holds alike on every rank (``local_rank != -1``); None: anywhere else."""
+    child: ast.AST = statement
+    current = ranks.module.parents.get(statement)
+    while current is not None and not isinstance(current, FunctionNode | ast.ClassDef | ast.Module):
+        if isinstance(current, ast.If) and (child in current.body or child in current.orelse):
+            in_body = child in current.body
+            if ranks.is_condition(current.test, depth + 1):
+                at_zero = ranks.at_rank_zero(current.test, depth + 1)
+                return "rank" if at_zero is not None and at_zero == in_body else None
+            reads_rank = any(ranks.dependent(part, depth + 1) for part in walk(current.test)
+                             if isinstance(part, ast.Name | ast.Attribute))
+            return "unlaunched" if reads_rank and not in_body else None
+        child, current = current, ranks.module.parents.get(current)
+    return None

@@ -1,0 +1,63 @@
+"""A flag raised on rank 0 (``default_gpu = False``, then ``if rank == 0: default_gpu = True``, with ``else:
+default_gpu = True`` for the run no launcher started) is a rank test wherever it guards: a save, a print, a
+collective. A flag raised on every rank, or on a side of the test that many ranks take, is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.doctor import check_source
+
+SCRIPT = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(args):
+    local_rank = int(os.environ.get("LOCAL_RANK", -1))
+    if local_rank != -1:
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl")
+    default_gpu = False
+    if dist.is_available() and local_rank != -1:
+        rank = dist.get_rank()
+        if {test}:
+            default_gpu = True
+    else:
+        default_gpu = True
+    model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[local_rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        loss = model(torch.randn(4, 2).cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if default_gpu:
+            torch.save(model.module.state_dict(), "ckpt.pt")
+"""
+
+
+def saves(source: str) -> list[int]:
+    return [f.line for f in check_source(source, "t.py") if f.code == "DDP006"]
+
+
+def test_a_flag_raised_on_rank_0_guards_the_save() -> None:
+    assert saves(SCRIPT.format(test="rank == 0")) == []
+
+
+@pytest.mark.parametrize("test", ["rank != 0", "rank > 0", "True"])
+def test_a_flag_raised_off_rank_0_or_everywhere_does_not(test: str) -> None:
+    assert saves(SCRIPT.format(test=test)) == [27]
+
+
+def test_a_flag_also_raised_in_the_launched_run_does_not() -> None:
+    source = SCRIPT.format(test="rank == 0").replace("    else:\n        default_gpu = True\n",
+                                                       "    default_gpu = True\n")
+    assert saves(source) == [26]
+
+
+def test_an_attribute_raised_on_rank_0_guards_the_save() -> None:
+    source = SCRIPT.format(test="rank == 0").replace("default_gpu", "args.default_gpu")
+    assert saves(source) == []
