@@ -1,0 +1,2 @@
+from .default import _C as config
+from .default import update_config

@@ -1,0 +1,1 @@
+from .distributed_sampler import TrainingSampler, InferenceSampler
