@@ -1,0 +1,5 @@
+from helper.feature_buffer import *
+from helper.reducer import *
+
+buffer = Buffer()
+reducer = Reducer()

@@ -1,0 +1,3 @@
+# Copyright contributors to the TSFM project
+#
+from . import flowstate, patchtst_fm, tinytimemixer, tspulse
