@@ -1,0 +1,3 @@
+import networks.deeplabv3
+import networks.pspnet
+import networks.ccnet
