@@ -308,6 +308,10 @@ def test_launch_verdict_rule() -> None:
 # 04:15-04:17 UTC): default output precision 0.54 (15 of 28), recall 0.17 (11 of 66; over pitfalls with a catalog code
 # 0.21, 11 of 53), no error finding; --shown 0.65 (15 of 23); --all 0.48 (20 of 42), 0.21 (14 of 66); launch right or
 # refused 15 of 22 (style 21, framework 20, 2-node verdict 17).
+# Set 24 (21 scripts from 21 repositories, judged by four judges, truth committed 14:44-14:50 UTC on 2026-12-02, no
+# change by the lead, measured on commit e33e30d at 14:50-14:56 UTC): default output precision 0.53 (19 of 36), recall
+# 0.37 (16 of 43; over pitfalls with a catalog code 0.47, 16 of 34), no error finding; --shown 0.70 (19 of 27); --all
+# 0.47 (24 of 51), 0.42 (18 of 43); launch right or refused 18 of 21 (style 21, framework 21, 2-node verdict 18).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -324,6 +328,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (21, 24, 0.58, 0.25, True),
     (22, 22, 0.53, 0.16, True),
     (23, 22, 0.57, 0.28, True),
+    (24, 21, 0.52, 0.37, True),
 ]
 
 
