@@ -11,6 +11,7 @@ its ``warning`` and ``error`` lines still come from every rank.
 from __future__ import annotations
 
 import ast
+import re
 
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.flow import Site
@@ -22,6 +23,10 @@ _ROOT = "logging"  # a level set on the root logger governs every stdlib logger 
 _ROOT_LEVEL_CALLS = frozenset({"logging.basicConfig", "logging.disable", "logging.root.setLevel"})
 _RANK_LEVELS = frozenset({"get_process_log_level"})  # transformers' TrainingArguments: WARNING on the replicas
 _MAIN_ONLY_LOGGERS = frozenset({"accelerate.logging.get_logger"})
+# a logging set-up (``setup_logger(path, rank)``, ``init_logger(file)``, ``set_logger(path, stdout, rank)``): where it
+# is another module's, its handlers and format (console on rank 0 only, each line labelled with its rank) are out of
+# sight; handed the rank, it decides per rank
+LOG_SETUP = re.compile(r"(?i)^(setup|set|init|configure|config|create)_?\w*log")
 
 
 def quieted_loggers(a: Analysis) -> set[str]:
@@ -48,16 +53,21 @@ _MAIN_ONLY = "<accelerate>"
 _STDLIB = "stdlib:"
 
 
-def _logger_name(a: Analysis, receiver: ast.expr) -> str | None:
+def _logger_name(a: Analysis, receiver: ast.expr, depth: int = 0) -> str | None:
     """Which logger ``receiver`` is: ``stdlib:NAME`` for ``logging.getLogger(...)`` (``stdlib:logging`` for the
-    module's own ``logging.info``), :data:`_MAIN_ONLY` for Accelerate's, else the receiver as written."""
+    module's own ``logging.info``), :data:`_MAIN_ONLY` for Accelerate's, else the receiver as written. A parameter
+    (``def train_one_epoch(model, logger):``) is the one logger this file's calls of its function all hand it."""
     if a.module.qualname(receiver) == "logging":
         return f"{_STDLIB}logging"
     key = dotted(receiver)
     if key is None:
         return None
     if isinstance(receiver, ast.Name):
-        _, made = a.module.resolve(receiver.id, receiver)
+        found, made = a.module.resolve(receiver.id, receiver)
+        function = a.module.function_of(receiver)
+        if found and made is None and function is not None and depth < 2:
+            handed = {_logger_name(a, x, depth + 1) for x in a.passes_for(function, receiver.id)}
+            return handed.pop() if len(handed) == 1 and None not in handed else key
         if isinstance(made, ast.Call):
             qual = a.module.qualname(made.func) or ""
             if qual in _MAIN_ONLY_LOGGERS:
@@ -72,6 +82,9 @@ def _quieted(a: Analysis) -> set[str]:
     out: set[str] = set()
     for site in a.flow.sites:
         func = site.call.func
+        if _setup_told_the_rank(a, site):
+            out.add(_ROOT)
+            continue
         qual = site.qual or ""
         root = qual in _ROOT_LEVEL_CALLS or (isinstance(func, ast.Attribute) and func.attr == "setLevel"
                                              and isinstance(func.value, ast.Call) and not func.value.args
@@ -86,6 +99,15 @@ def _quieted(a: Analysis) -> set[str]:
             if name is not None:
                 out.add(name)
     return out
+
+
+def _setup_told_the_rank(a: Analysis, site: Site) -> bool:
+    """The project's logging set-up handed the rank (neural_sp's ``set_logger(path, args.stdout, args.local_rank)``,
+    which sets the replicas' level to CRITICAL; icefall's ``setup_logger(log_file, rank=rank)``, which labels each
+    line with its rank): it configures the root logger per rank. A library's logger (``logging``'s own) is not."""
+    if not LOG_SETUP.search(last_name(site.call.func) or "") or (site.qual or "").startswith("logging."):
+        return False
+    return any(a.ranks.dependent(x) for x in [*site.call.args, *(k.value for k in site.call.keywords)])
 
 
 def _rank_level(a: Analysis, call: ast.Call) -> bool:

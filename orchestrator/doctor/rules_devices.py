@@ -12,6 +12,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.source.analysis import INIT, SET_DEVICE, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.branches import enclosing_ifs, other_side
 from orchestrator.source.flow import Site
 from orchestrator.source.names import last_name
 from orchestrator.source.ranks import DeviceKind
@@ -126,16 +127,9 @@ def _undistributed_side(a: Reading, site: Site) -> bool:
     """``site`` sits on one side of an ``if`` whose other side joins the group or wraps the model in DDP (``if
     distributed: ... DDP(model, device_ids=[local_rank])`` / ``else: model = DataParallel(model).cuda()``): the run
     of one process, where the current device is the only one."""
-    child: ast.AST = site.call
-    current = a.module.parents.get(site.call)
-    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
-        if isinstance(current, ast.If) and child is not current.test:
-            other = current.orelse if child in current.body else current.body
-            if any(isinstance(n, ast.Call) and a.module.qualname(n.func) in WRAPPERS | INIT
-                   for stmt in other for n in walk(stmt)):
-                return True
-        child, current = current, a.module.parents.get(current)
-    return False
+    return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in WRAPPERS | INIT
+               for statement, in_body in enclosing_ifs(a.module.parents, site.call)
+               for stmt in other_side(statement, in_body) for n in walk(stmt))
 
 
 def _explicit_only(a: Analysis) -> Iterator[Finding]:
@@ -213,35 +207,15 @@ def check_load(a: Analysis) -> Iterator[Finding]:
                         fact="its result is a model's state" if state else "a checkpoint by its path's name only")
 
 
-_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
-
-
 def _before_the_spawn(a: Reading, site: Site) -> bool:
     """The load runs in the process that spawns the ranks, not in a rank (TimesFM's ``get_model()`` in the function
     that then calls ``mp.spawn(setup_process, args=(world_size, model, ...))``): a function of the file that no
-    spawned worker calls, names or reaches. Unknown workers (a ``partial``, another module's function) tell nothing;
-    module-level code runs again in every child the ``spawn`` start method makes."""
-    spawns = a.module.calls_to(_SPAWNERS)
-    workers = [call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
-               for call in spawns]
-    if site.function is None or not workers or not all(
-            isinstance(w, ast.Name) and w.id in a.module.top_functions for w in workers):
+    spawned worker calls, names or reaches (``Reading.spawned_reach``). Unknown workers (a ``partial``, another
+    module's function) tell nothing, nor does a worker also called directly; module-level code runs again in every
+    child the ``spawn`` start method makes."""
+    reached = a.spawned_reach
+    if site.function is None or reached is None:
         return False
-    functions: dict[str, list[ast.AST]] = {name: [f] for name, f in a.module.top_functions.items()}
-    functions.update({name: list(c.body) for name, c in a.module.classes.items()})
-    reached: set[int] = set()
-    todo: list[ast.AST] = [a.module.top_functions[w.id] for w in workers if isinstance(w, ast.Name)]
-    while todo:
-        node = todo.pop()
-        if id(node) in reached:
-            continue
-        reached.add(id(node))
-        for inner in walk(node):
-            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
-                todo.extend(functions.get(inner.id, ()))
-            elif isinstance(inner, ast.Attribute):  # self.load(...), trainer.restore(...): any method so named
-                todo.extend(m for c in a.module.classes.values() for m in c.body
-                            if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == inner.attr)
     holder: ast.AST | None = site.function
     while holder is not None and not (holder in a.module.top_functions.values()
                                       or holder in a.module.classes.values()):
@@ -262,16 +236,9 @@ def _other_branch_maps(a: Reading, call: ast.Call) -> bool:
     args.multiprocessing_distributed: return``): the branch with no GPU chosen runs on a single GPU."""
     if not _one_gpu_unless_spawned(a):
         return False
-    child: ast.AST = call
-    parent = a.module.parents.get(call)
-    while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
-        if isinstance(parent, ast.If):
-            other = parent.orelse if child in parent.body else parent.body
-            if any(isinstance(n, ast.Call) and a.module.qualname(n.func) == "torch.load" and _mapped(n)
-                   and not _onto_cpu(n) for stmt in other for n in walk(stmt)):
-                return True
-        child, parent = parent, a.module.parents.get(parent)
-    return False
+    return any(isinstance(n, ast.Call) and a.module.qualname(n.func) == "torch.load" and _mapped(n)
+               and not _onto_cpu(n) for statement, in_body in enclosing_ifs(a.module.parents, call)
+               for stmt in other_side(statement, in_body) for n in walk(stmt))
 
 
 def _onto_cpu(call: ast.Call) -> bool:

@@ -27,8 +27,9 @@ from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.launchstyles import localrank
 from orchestrator.source.analysis import COLLECTIVES, INIT
 from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.branches import enclosing_ifs
 from orchestrator.source.flow import Site
-from orchestrator.source.names import FunctionNode, dotted, last_name
+from orchestrator.source.names import dotted, last_name
 from orchestrator.source.ranks import LOCAL_ENV, LOCAL_NAMES
 from orchestrator.source.walk import walk
 
@@ -298,13 +299,7 @@ def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
 
 def _sides(a: Reading, node: ast.AST) -> dict[int, bool]:
     """The ``if`` statements around ``node`` in its function, each with the side it sits on (True: the body)."""
-    sides: dict[int, bool] = {}
-    child, current = node, a.module.parents.get(node)
-    while current is not None and not isinstance(current, FunctionNode):
-        if isinstance(current, ast.If) and child is not current.test:
-            sides[id(current)] = child in current.body
-        child, current = current, a.module.parents.get(current)
-    return sides
+    return {id(statement): in_body for statement, in_body in enclosing_ifs(a.module.parents, node)}
 
 
 def _apart(a: Reading, value: ast.AST, use: ast.AST) -> bool:

@@ -75,8 +75,8 @@ def check_undefined_names(a: Analysis) -> Iterator[Finding]:
             continue  # a string annotation, a doctest, another Python's builtin; each name once
         if fragment and (name in IMPORT_NAMES or name in called or name[:1].isupper()):
             continue
-        if _never_runs(a, node):
-            continue  # under `if TYPE_CHECKING:` or `if False:`
+        if _never_runs(a, node) or _raised(a, node):
+            continue  # under `if TYPE_CHECKING:` or `if False:`; `raise NotImplementError`: it stops there anyway
         if any(name in _bound(scope) for scope in _scopes(a, node)):
             continue  # bound later in its own function: a loop's next pass may find it (pyflakes reads in order);
             # or bound by an enclosing one and deleted after the closure ran (pyflakes reads a closure at the end)
@@ -105,6 +105,16 @@ def _branch(a: Analysis, node: ast.AST) -> str | None:
             return f"of a condition (line {current.lineno})"
         child, current = current, a.module.parents.get(current)
     return None
+
+
+def _raised(a: Analysis, node: ast.Name) -> bool:
+    """``node`` is the exception a ``raise`` names (``raise NotImplementError``, ``raise ConfigEror(...)``): the
+    NameError stops the run where the misspelt exception would have, with the line to mend in its traceback."""
+    raised: ast.AST = node
+    parent = a.module.parents.get(node)
+    if isinstance(parent, ast.Call) and parent.func is node:
+        raised, parent = parent, a.module.parents.get(parent)
+    return isinstance(parent, ast.Raise) and parent.exc is raised
 
 
 def _never_runs(a: Analysis, node: ast.AST) -> bool:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.source.analysis import INIT
+from orchestrator.source.analysis import INIT, SPAWNERS
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import NODES_ENV, WORLD_ENV
 from orchestrator.source.walk import walk
@@ -31,8 +31,6 @@ _DEPTH = 4
 _TEMP_CALLS = frozenset({"tempfile.mkdtemp", "tempfile.gettempdir", "tempfile.TemporaryDirectory",
                          "tempfile.NamedTemporaryFile", "tempfile.mkstemp", "tempfile.mktemp"})
 _LOCAL_DIRS = re.compile(r"^(file://)?/(tmp|dev/shm|var/tmp)(/|$)")
-_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
-                       "multiprocessing.spawn"})
 _NODE_COUNT = re.compile(r"^(n_?nodes|num_?nodes|nb_?nodes|node_?count|number_of_nodes|world_nodes)$", re.IGNORECASE)
 _WORLD_CALLS = frozenset({"torch.distributed.get_world_size"})
 _DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
@@ -90,7 +88,7 @@ def _spawn_args(a: Analysis, function: FunctionNode, name: str) -> list[ast.expr
         return []
     index = params.index(name) - 1
     found: list[ast.expr] = []
-    for node in a.module.calls_to(_SPAWNERS):
+    for node in a.module.calls_to(SPAWNERS):
         if not (node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == function.name):
             continue
         args = next((k.value for k in node.keywords if k.arg == "args"), node.args[1] if len(node.args) > 1 else None)

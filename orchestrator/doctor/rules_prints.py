@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.loglevels import main_rank_only, quieted_loggers
+from orchestrator.doctor.loglevels import LOG_SETUP, main_rank_only, quieted_loggers
 from orchestrator.doctor.metric_sums import assignment_before
 from orchestrator.doctor.metric_values import full_set_value, is_counter, unprepared_sum
 from orchestrator.source.analysis import REDUCTIONS
@@ -27,6 +27,7 @@ _LOG_CALLS = frozenset({"print", "wandb.log", "tqdm.write", "mlflow.log_metric",
 # TensorBoard writers and tqdm bars: one per rank is as wrong as one print per rank
 _DISPLAY_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description"})
 _BARS = frozenset({"tqdm", "trange"})
+_WRITERS = _BARS | {"SummaryWriter"}  # a library's: one per rank when every rank makes one
 
 
 def is_log(site: Site, module: Module | None = None) -> bool:
@@ -106,9 +107,6 @@ def _made_from_reduced(a: Analysis, metrics: list[ast.Name | ast.Attribute]) -> 
     return False
 
 
-# a logging setup (``setup_logger(path, rank)``, ``init_logger(file)``): where it is another module's, its handlers
-# and format (console on rank 0 only, each line labelled with its rank) are out of sight
-_LOG_SETUP = re.compile(r"(?i)^(setup|init|configure|config|create)_?\w*log")
 
 
 def _logged(site: Site) -> bool:
@@ -119,7 +117,7 @@ def _logged(site: Site) -> bool:
 def _log_setup_elsewhere(a: Reading) -> bool:
     """The file sets up its logging by another module's function: whether every rank's log line reaches the
     console, unlabelled, is that function's (icefall's ``setup_logger``, a project's ``init_logger``)."""
-    return any(_LOG_SETUP.search(last_name(site.call.func) or "") and a.module.local_function(site.call) is None
+    return any(LOG_SETUP.search(last_name(site.call.func) or "") and a.module.local_function(site.call) is None
                and not (site.qual or "").startswith("logging.") for site in a.flow.sites)
 
 
@@ -152,7 +150,8 @@ def _rank_zero_object(a: Reading, site: Site) -> bool:
             return True
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and _none_off_rank_zero(a, func.value):
         return True
-    if isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS and _rank_aware_logger(a, func.value):
+    if isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS | _DISPLAY_METHODS and _rank_aware_logger(
+            a, func.value):
         return True
     current = a.module.parents.get(site.call)
     while current is not None:
@@ -178,14 +177,21 @@ def _none_off_rank_zero(a: Reading, receiver: ast.Name) -> bool:
     return at_zero is not None and isinstance(elsewhere, ast.Constant) and elsewhere.value is None
 
 
-def _rank_aware_logger(a: Reading, receiver: ast.expr) -> bool:
-    """A logger made by a call that is handed the rank (``setup_logger(output, distributed_rank=dist.get_rank())``,
-    ``create_logger(log_file, rank=cfg.LOCAL_RANK)``): the project's logger factory decides per rank (console on
-    rank 0, one file per rank), so its ``logger.info`` is not a print on every rank."""
+def _rank_aware_logger(a: Reading, receiver: ast.expr, depth: int = 0) -> bool:
+    """A logger or reporter made by a call that is handed the rank (``setup_logger(output,
+    distributed_rank=dist.get_rank())``, ``create_logger(log_file, rank=cfg.LOCAL_RANK)``, ``reporter =
+    Reporter(args, model, args.local_rank)``): the project's factory decides per rank (console or TensorBoard on
+    rank 0, one file per rank), so its ``logger.info`` or ``reporter.add_scalar`` is not a print on every rank. Not
+    a library's writer or bar handed the rank for its folder or position (``SummaryWriter(f"runs/{rank}")``)."""
     if not isinstance(receiver, ast.Name):
         return False
-    _, made = a.module.resolve(receiver.id, receiver)
-    if not isinstance(made, ast.Call):
+    found, made = a.module.resolve(receiver.id, receiver)
+    function = a.module.function_of(receiver)
+    if found and made is None and function is not None and depth < 2:
+        # a parameter (``def train(model, reporter):``): what this file's calls of the function hand it
+        passed = a.passes_for(function, receiver.id)
+        return bool(passed) and all(_rank_aware_logger(a, x, depth + 1) for x in passed)
+    if not isinstance(made, ast.Call) or last_name(made.func) in _WRITERS:
         return False
     return (any(a.ranks.dependent(x) for x in made.args)
             or any(a.ranks.dependent(k.value) or "rank" in (k.arg or "").lower() for k in made.keywords))

@@ -156,13 +156,37 @@ def _mpi_read(files: list[SourceFile]) -> tuple[str, int, str] | None:
     hits: list[tuple[str, int, str]] = []
     for source in files:
         mpi4py = _imports_mpi4py(source.tree)
+        mpi_backend = _mpi_backend_branches(source.tree)
         for node in walk(source.tree):
+            if id(node) in mpi_backend:
+                continue
             key = _env_read(node)
             if key in MPI_RANK_VARS or (mpi4py and _mpi_world(node)):
                 line = getattr(node, "lineno", 0)
                 code = source.lines[line - 1].strip() if 0 < line <= len(source.lines) else str(key)
                 hits.append((str(source.path), line, code[:80]))
     return next((hit for hit in hits if "rank" in hit[2].lower()), hits[0] if hits else None)  # the rank first
+
+
+def _mpi_backend_branches(tree: ast.Module) -> set[int]:
+    """The nodes on the MPI backend's side of a test of the backend (``if args.backend == 'mpi':`` ... ``rank =
+    int(os.environ['OMPI_COMM_WORLD_RANK'])``): that backend runs only under mpirun, which sets those variables; the
+    run orch starts takes the other side (gloo or NCCL, the launcher's RANK)."""
+    out: set[int] = set()
+    for node in walk(tree):
+        if isinstance(node, ast.If) and any(_mpi_backend_test(part) for part in walk(node.test)):
+            out.update(id(inner) for statement in node.body for inner in walk(statement))
+    return out
+
+
+def _mpi_backend_test(node: ast.AST) -> bool:
+    """``args.backend == 'mpi'``, ``"mpi" == dist_backend``: a backend (by its name) compared with ``mpi``; not
+    another choice that says ``mpi`` (``args.platform == 'mpi'`` with NCCL: the launcher, which orch replaces)."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
+        return False
+    sides = (node.left, *node.comparators)
+    return any(isinstance(side, ast.Constant) and str(side.value).lower() == "mpi" for side in sides) and any(
+        "backend" in ast.unparse(side).lower() for side in sides if not isinstance(side, ast.Constant))
 
 
 def _imports_mpi4py(tree: ast.Module) -> bool:

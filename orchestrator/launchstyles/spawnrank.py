@@ -1,14 +1,11 @@
 """A spawner for one node as a fact: the function a spawn starts hands its spawn index, unchanged, to
-``init_process_group(rank=...)`` (itself or through the functions and classes it passes the index to, in its file or
-the project's modules: ``def main_worker(rank, args): training(rank, args)``, ``Trainer(rank=gpu, cfg=cfg)`` whose
-``__init__`` joins the group, ``train_fn(rank, world)`` imported from the project; ``device = rank``,
-``init_process_group(..., rank=device)``).
-
-The spawn index is the rank on its node: started once per node (the ``per-node`` style), every node's processes claim
-ranks 0..nprocs-1 of one world, so such a script works on one node only. Not a fact when the rank is built from the
-index (``rank = args.nr * args.gpus + gpu``: a node's offset) or the index is given another value before it is
-passed on.
-"""
+``init_process_group(rank=...)`` or ``DistributedSampler(rank=...)`` (itself or through the functions and classes it
+passes the index to, in its file or the project's modules: ``def main_worker(rank, args): training(rank, args)``,
+``Trainer(rank=gpu, cfg=cfg)`` whose ``__init__`` joins the group, ``train_fn(rank, world)`` imported from the
+project; ``device = rank``, ``init_process_group(..., rank=device)``). The spawn index is the rank on its node:
+started once per node (the ``per-node`` style), every node's processes claim ranks 0..nprocs-1 of one world, so such
+a script works on one node only. Not a fact when the rank is built from the index (``rank = args.nr * args.gpus +
+gpu``: a node's offset) or the index is given another value before it is passed on."""
 
 from __future__ import annotations
 
@@ -21,6 +18,9 @@ from orchestrator.source.project import Project
 from orchestrator.source.walk import walk
 
 _DEPTH = 3
+# the calls whose ``rank=`` must be the global rank: the group's, and a sampler's shard of the whole world
+# (``DistributedSampler(data, num_replicas=world_size, rank=local_rank)``: every node reads the first node's shards)
+_TAKE_THE_RANK = frozenset({"init_process_group", "DistributedSampler"})
 
 
 @dataclass(frozen=True)
@@ -35,21 +35,23 @@ class _Callee:
 
 
 def index_as_rank(a: Analysis, spawn: ast.Call) -> tuple[str, ast.Call] | None:
-    """(its file, the ``init_process_group`` call) that takes ``spawn``'s index (the started function's first
-    parameter) as its rank, or None. The started function is the file's own or one it imports from the script's
-    project (``from utils.train import train``; ``mp.spawn(train, ...)``)."""
+    """(its file, the ``init_process_group`` or ``DistributedSampler`` call) that takes ``spawn``'s index (the
+    started function's first parameter) as its rank, or None. The started function is the file's own or one it
+    imports from the script's project (``from utils.train import train``; ``mp.spawn(train, ...)``;
+    ``mp.spawn(fn=loader.load_worker, ...)``)."""
     target = spawn.args[0] if spawn.args else next((k.value for k in spawn.keywords if k.arg == "fn"), None)
     project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
-    found = _started(a, project, target) if isinstance(target, ast.Name) else None
+    found = _started(a, project, target) if isinstance(target, ast.Name | ast.Attribute) else None
     if found is None:
         return None
     params = _params(found)
     return _reaches(project, found, params[0], 0, set()) if params else None
 
 
-def _started(a: Analysis, project: Project | None, target: ast.Name) -> _Callee | None:
-    """The function a spawn starts: this file's, or the project module's it imports."""
-    local = a.module.functions.get(target.id)
+def _started(a: Analysis, project: Project | None, target: ast.Name | ast.Attribute) -> _Callee | None:
+    """The function a spawn starts: this file's, or the project module's it imports (``train``, or
+    ``loader.load_worker`` after ``import loader``)."""
+    local = a.module.functions.get(target.id) if isinstance(target, ast.Name) else None
     if local is not None:
         return _Callee(a.filename, a.module, local)
     qual = a.module.qualname(target)
@@ -107,7 +109,7 @@ def _reaches(project: Project | None, callee: _Callee, param: str, depth: int,
     for node in walk(function):
         if not isinstance(node, ast.Call):
             continue
-        if last_name(node.func) == "init_process_group":
+        if last_name(node.func) in _TAKE_THE_RANK:
             rank = next((k.value for k in node.keywords if k.arg == "rank"), None)
             if isinstance(rank, ast.Name) and _holds(rank.id, node, param, parents, 0):
                 return callee.file, node

@@ -11,6 +11,7 @@ from orchestrator.source.flow import Flow, Loop, Site, falsy_arguments
 from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, FunctionNode, Module, dotted, last_name
 from orchestrator.source.project import Project, Reach
 from orchestrator.source.ranks import Ranks
+from orchestrator.source.walk import walk
 
 _D = "torch.distributed."
 # The frameworks' collectives (every rank must call them, as torch.distributed's): class -> methods
@@ -45,6 +46,8 @@ WRAPPERS = frozenset({
 })
 INIT = frozenset({_D + "init_process_group"})
 DESTROY = frozenset({_D + "destroy_process_group"})
+# torch.multiprocessing's spawners (their first argument, or ``fn=``, runs in every process they start)
+SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "multiprocessing.spawn"})
 SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
                         "torch.accelerator.device_index"})
 
@@ -142,6 +145,40 @@ class Analysis:
     def spawns(self) -> bool:
         """The script starts its own processes with torch.multiprocessing.spawn (one node)."""
         return any((site.qual or "").endswith("multiprocessing.spawn") for site in self.flow.sites)
+
+    @cached_property
+    def spawned_reach(self) -> frozenset[int] | None:
+        """The ids of the file's functions, classes' methods and classes that the workers it spawns call, name or
+        reach (``self.load(...)``: any method so named). None when the file spawns nothing, or a worker is not one of
+        its own top-level functions (a ``partial``, another module's), or a worker is also called directly (``if
+        launched: train(cfg) else: mp.spawn(train, ...)``: under a launcher, what the caller does runs in every
+        rank)."""
+        workers = [call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
+                   for call in self.module.calls_to(SPAWNERS)]
+        names = [w.id for w in workers if isinstance(w, ast.Name) and w.id in self.module.top_functions]
+        if not workers or len(names) != len(workers) or any(
+                self.module.calls_of(self.module.top_functions[name]) for name in names):
+            return None
+        functions: dict[str, list[ast.AST]] = {name: [f] for name, f in self.module.top_functions.items()}
+        functions.update({name: list(c.body) for name, c in self.module.classes.items()})
+        methods: dict[str, list[ast.AST]] = {}
+        for c in self.module.classes.values():
+            for m in c.body:
+                if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef):
+                    methods.setdefault(m.name, []).append(m)
+        reached: set[int] = set()
+        todo: list[ast.AST] = [self.module.top_functions[name] for name in names]
+        while todo:
+            node = todo.pop()
+            if id(node) in reached:
+                continue
+            reached.add(id(node))
+            for inner in walk(node):
+                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
+                    todo.extend(functions.get(inner.id, ()))
+                elif isinstance(inner, ast.Attribute):
+                    todo.extend(methods.get(inner.attr, ()))
+        return frozenset(reached)
 
     @cached_property
     def data_parallel(self) -> bool:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from orchestrator.source.names import FunctionNode, dotted
+from orchestrator.source.branches import enclosing_ifs
+from orchestrator.source.names import dotted
 from orchestrator.source.walk import walk
 
 if TYPE_CHECKING:
@@ -33,16 +34,11 @@ def raised_on_rank_zero(ranks: Ranks, test: ast.Name | ast.Attribute, depth: int
 def _side(ranks: Ranks, statement: ast.Assign, depth: int) -> str | None:
     """``rank``: on rank 0's side of a rank test; ``unlaunched``: in the ``else`` of a test that reads a rank
     but holds alike on every rank (``local_rank != -1``); None: anywhere else."""
-    child: ast.AST = statement
-    current = ranks.module.parents.get(statement)
-    while current is not None and not isinstance(current, FunctionNode | ast.ClassDef | ast.Module):
-        if isinstance(current, ast.If) and (child in current.body or child in current.orelse):
-            in_body = child in current.body
-            if ranks.is_condition(current.test, depth + 1):
-                at_zero = ranks.at_rank_zero(current.test, depth + 1)
-                return "rank" if at_zero is not None and at_zero == in_body else None
-            reads_rank = any(ranks.dependent(part, depth + 1) for part in walk(current.test)
-                             if isinstance(part, ast.Name | ast.Attribute))
-            return "unlaunched" if reads_rank and not in_body else None
-        child, current = current, ranks.module.parents.get(current)
+    for current, in_body in enclosing_ifs(ranks.module.parents, statement):
+        if ranks.is_condition(current.test, depth + 1):
+            at_zero = ranks.at_rank_zero(current.test, depth + 1)
+            return "rank" if at_zero is not None and at_zero == in_body else None
+        reads_rank = any(ranks.dependent(part, depth + 1) for part in walk(current.test)
+                         if isinstance(part, ast.Name | ast.Attribute))
+        return "unlaunched" if reads_rank and not in_body else None
     return None

@@ -40,6 +40,8 @@ QUIETED = {
     "setLevel under a rank test": "    if rank != 0:\n        logger.setLevel(logging.WARNING)",
     "root under a rank test": "    if rank == 0:\n        logging.basicConfig(level=logging.INFO)",
     "transformers' process level": "    logger.setLevel(training_args.get_process_log_level())",
+    "the project's set-up told the rank": "    set_logger('train.log', False, rank)",
+    "the project's set-up told the rank by keyword": "    setup_logger('train.log', distributed_rank=rank)",
 }
 
 EVERY_RANK = {
@@ -48,6 +50,7 @@ EVERY_RANK = {
     "a warning line": (QUIETED["basicConfig by rank"], "logger.warning"),
     "another logger quieted": ("    logging.getLogger('other').setLevel(logging.INFO if rank == 0 else logging.WARN)",
                                "logger.info"),
+    "the project's set-up told nothing of the rank": ("    set_logger('train.log', False)", "logger.info"),
 }
 
 
@@ -140,3 +143,14 @@ def test_a_helpers_logger_follows_the_level_its_script_sets(tmp_path: Path, setu
     (tmp_path / "train.py").write_text(SCRIPT.format(setup=setup))
     found = [(Path(f.file).name, f.code) for f in check_file(tmp_path / "train.py") if f.code == "DDP005"]
     assert found == ([("engine.py", "DDP005")] if reported else [])
+
+
+def test_a_logger_handed_to_the_training_function_is_the_one_its_callers_hand() -> None:
+    """``def train_one_epoch(model, logger):`` called with the module's logger: the level set by rank is its level."""
+    source = LOOP.format(setup=QUIETED["basicConfig by rank"], log="logger.info").replace(
+        "    for epoch in range(3):",
+        "    train(model, sampler, data, logger)\n\n\ndef train(model, sampler, data, logger):\n"
+        "    for epoch in range(3):")
+    assert "def train(model, sampler, data, logger)" in source
+    assert ddp005(source) == []
+    assert len(ddp005(source.replace("logger.setLevel", "x").replace(QUIETED["basicConfig by rank"], "    pass"))) == 1

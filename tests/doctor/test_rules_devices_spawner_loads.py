@@ -66,3 +66,13 @@ def test_a_load_at_module_level_runs_in_every_spawned_child() -> None:
         "def main():\n", "state = torch.load('pretrained.ckpt')\nmodel0 = torch.nn.Linear(2, 2)\n"
         "model0.load_state_dict(state)\n\n\ndef main():\n")
     assert [f.line for f in check_source(source, "t.py") if f.code == "DDP009"] == [23]
+
+
+def test_a_worker_also_called_directly_runs_the_callers_load_in_every_launched_rank() -> None:
+    """``if launched: worker(...) else: mp.spawn(worker, ...)``: under torchrun the caller's load runs on every rank."""
+    source = SCRIPT.format(in_worker="pass", worker="worker").replace(
+        "    mp.spawn(worker,", "    if 'LOCAL_RANK' in __import__('os').environ:\n"
+        "        worker(int(__import__('os').environ['LOCAL_RANK']), world_size, model)\n"
+        "    else:\n        mp.spawn(worker,")
+    assert "worker(int(" in source
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP009"] == [10]

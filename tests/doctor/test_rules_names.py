@@ -123,3 +123,11 @@ def test_a_closure_over_a_name_its_function_binds_and_deletes_later_is_not_undef
               "        fwd = lambda: meta_model(x)\n        measure(fwd)\n        del meta_model, x\n"
               "    torch.save(ddp_model.state_dict(), 'm.pt')\n\nmain()\n")
     assert [(line, severity) for line, severity, _ in names(source)] == [(14, "error")]
+
+
+@pytest.mark.parametrize("raised", ["NotImplementError", "ConfigEror('no backbone')"])
+def test_a_misspelt_exception_raised_stops_where_it_was_meant_to(raised: str) -> None:
+    """``raise NotImplementError``: a NameError instead of the exception meant, on the same line: nothing lost."""
+    source = _HEAD + f"def main(kind):\n    if kind != 't5':\n        raise {raised}\n    print(kind)\nmain('t5')\n"
+    assert names(source) == []
+    assert [line for line, _, _ in names(source.replace(f"raise {raised}", f"print({raised})"))] == [6]

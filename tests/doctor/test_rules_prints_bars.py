@@ -83,3 +83,38 @@ def test_settings_spelled_like_accuracy_are_no_metric() -> None:
     for name in ("accum_steps", "accelerator.num_processes", "accumulation"):
         assert lines(_LOOP.format(bar=_DISABLED, write=f"print('settings', {name})")) == []
     assert lines(_LOOP.format(bar=_DISABLED, write="acc1 = loss.item()\n        print('top-1', acc1)")) == [15]
+
+
+_REPORTED = """import torch
+import torch.distributed as dist
+from torch.utils.tensorboard import SummaryWriter
+from reporting import Reporter
+
+def main(args):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda())
+    reporter = {made}
+    for step, batch in enumerate(loader):
+        loss = model(batch).sum()
+        loss.backward()
+        reporter.add_scalar('train/loss', loss.item())
+"""
+
+
+@pytest.mark.parametrize(("made", "found"), [
+    ("Reporter(args, model, rank)", []),                  # the project's reporter is told its rank: it decides
+    ("Reporter(args, model, local_rank=args.local_rank)", []),
+    ("Reporter(args, model)", [14]),                      # told nothing: it writes on every rank
+    ("SummaryWriter(f'runs/{rank}')", [14]),              # a library's writer per rank: every rank logs its own loss
+])
+def test_a_reporter_handed_the_rank_decides_where_it_writes(made: str, found: list[int]) -> None:
+    assert lines(_REPORTED.format(made=made)) == found
+
+
+def test_a_reporter_handed_the_rank_and_passed_to_the_training_function_still_decides() -> None:
+    source = _REPORTED.format(made="Reporter(args, model, rank)").replace(
+        "    for step, batch", "    train(model, reporter)\n\n\ndef train(model, reporter):\n    for step, batch")
+    assert "def train(model, reporter)" in source
+    assert lines(source) == []
+    assert lines(source.replace("Reporter(args, model, rank)", "Reporter(args, model)")) == [18]

@@ -105,3 +105,15 @@ def test_a_world_from_mpi4py_alone_is_refused_across_nodes(tmp_path: Path, expor
     assert (facts.mpi_only is not None) is refused
     errors = across_nodes(answered(Launch(), [], 2, script), 2, 8)
     assert [(e.code, e.severity, e.line) for e in errors] == ([("DDP016", "error", 8)] if refused else [])
+
+
+def test_the_mpi_backends_own_branch_is_no_fact(tmp_path: Path) -> None:
+    """``if args.backend == 'mpi':`` reads mpirun's rank: that backend runs only under mpirun, which sets it; the
+    default backend's side takes the rank orch passes (BNS-GCN's ``init_processes``)."""
+    script = tmp_path / "train.py"
+    script.write_text("import os\nimport torch.distributed as dist\n\n\ndef init_processes(rank, size, args):\n"
+                      "    if args.backend == 'mpi':\n        rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"
+                      "    dist.init_process_group(args.backend, rank=rank, world_size=size)\n", encoding="utf-8")
+    assert read(script).mpi_only is None
+    script.write_text(script.read_text().replace("args.backend == 'mpi'", "args.launcher == 'mpi'"), encoding="utf-8")
+    assert read(script).mpi_only is not None

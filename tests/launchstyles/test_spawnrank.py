@@ -1,6 +1,7 @@
 """A spawner for one node as a fact (orchestrator/launchstyles/spawnrank.py): the function a spawn starts hands its
-spawn index, unchanged, to init_process_group as the rank (itself, through a copy, or through the functions of its
-file it passes the index to); not when the rank is built from the index or the index is given another value."""
+spawn index, unchanged, to init_process_group or a DistributedSampler as the rank (itself, through a copy, or through
+the functions of its file it passes the index to); not when the rank is built from the index or the index is given
+another value."""
 
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ if __name__ == "__main__":
     ("    rank = args.nr * 8 + gpu\n    dist.init_process_group('nccl', rank=rank, world_size=16)", None),
     ("    gpu = args.node_rank * 8 + gpu\n    dist.init_process_group('nccl', rank=gpu, world_size=16)", None),
     ("    dist.init_process_group('nccl', rank=args.rank * 8 + gpu, world_size=16)", None),
+    # the group takes the node's offset, the sampler the index: every node reads the first node's shards
+    ("    dist.init_process_group('nccl', rank=args.nr * 8 + gpu, world_size=16)\n"
+     "    sampler = torch.utils.data.DistributedSampler(data, num_replicas=16,\n        rank=gpu)", 9),
+    ("    dist.init_process_group('nccl', rank=args.nr * 8 + gpu, world_size=16)\n"
+     "    sampler = torch.utils.data.DistributedSampler(data, num_replicas=16, rank=args.nr * 8 + gpu)", None),
 ])
 def test_the_spawn_index_as_the_rank(tmp_path: Path, body: str, line: int | None) -> None:
     script = tmp_path / "train.py"

@@ -1,0 +1,51 @@
+"""The ``if`` statements around a node (orchestrator/source/branches.py): innermost first, each with the side the
+node sits on, an ``elif`` as the ``else`` of the ``if`` before it, the test of an ``if`` passed over, and the walk
+stopping at the node's function."""
+
+from __future__ import annotations
+
+import ast
+
+from orchestrator.source.branches import enclosing_ifs, other_side
+
+SOURCE = """\
+if outer:
+    def train():
+        if distributed:
+            model = DDP(model)
+        elif single:
+            if check(x):
+                model = model.cuda()
+        else:
+            pass
+"""
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _call(tree: ast.AST, name: str) -> ast.Call:
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).endswith(name))
+
+
+def test_the_ifs_around_a_node_innermost_first_with_their_sides() -> None:
+    tree = ast.parse(SOURCE)
+    parents = _parents(tree)
+    found = [(ast.unparse(statement.test), in_body) for statement, in_body in
+             enclosing_ifs(parents, _call(tree, "cuda"))]
+    # `if check(x):` (body), `elif single:` (body), `if distributed:` (its else): not `if outer:`, outside train()
+    assert found == [("check(x)", True), ("single", True), ("distributed", False)]
+
+
+def test_a_node_in_the_test_is_not_on_either_side() -> None:
+    tree = ast.parse(SOURCE)
+    assert [ast.unparse(s.test) for s, _ in enclosing_ifs(_parents(tree), _call(tree, "check"))] == [
+        "single", "distributed"]
+
+
+def test_the_other_side_is_the_branch_the_node_never_runs_with() -> None:
+    tree = ast.parse(SOURCE)
+    statement, in_body = next(iter(enclosing_ifs(_parents(tree), _call(tree, "DDP"))))
+    assert ast.unparse(statement.test) == "distributed" and in_body
+    assert [ast.unparse(s)[:5] for s in other_side(statement, in_body)] == ["if si"]
