@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.confidence import PRINTED
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.loglevels import LOG_SETUP, main_rank_only, quieted_loggers
 from orchestrator.doctor.metric_sums import assignment_before
@@ -86,7 +87,8 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
         seen.add(key)
         guess = (_logged(site) and _log_setup_elsewhere(a)) or _made_from_reduced(a, metrics)
         yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}",
-                        confidence="possible" if guess else None)
+                        confidence="possible" if guess else None,
+                        marks=frozenset({PRINTED}) if site.qual == "print" else frozenset())
 
 
 def _made_from_reduced(a: Analysis, metrics: list[ast.Name | ast.Attribute]) -> bool:

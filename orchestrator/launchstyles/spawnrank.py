@@ -40,12 +40,35 @@ def index_as_rank(a: Analysis, spawn: ast.Call) -> tuple[str, ast.Call] | None:
     imports from the script's project (``from utils.train import train``; ``mp.spawn(train, ...)``;
     ``mp.spawn(fn=loader.load_worker, ...)``)."""
     target = spawn.args[0] if spawn.args else next((k.value for k in spawn.keywords if k.arg == "fn"), None)
+    if last_name(spawn.func) == "Process":  # Process(target=run, args=(i, ...)) in `for i in range(n):`
+        target = next((k.value for k in spawn.keywords if k.arg == "target"), None)
+        if not _handed_a_count(a, spawn):
+            return None
     project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
     found = _started(a, project, target) if isinstance(target, ast.Name | ast.Attribute) else None
     if found is None:
         return None
     params = _params(found)
     return _reaches(project, found, params[0], 0, set()) if params else None
+
+
+def _handed_a_count(a: Analysis, process: ast.Call) -> bool:
+    """The ``Process`` is handed, first, the name a ``for`` around it counts from 0 (``for i in range(n_gpus):
+    Process(target=run, args=(i, ...))``): a spawn index like ``mp.spawn``'s. Not a range with a start
+    (``range(node_rank * per_node, ...)``: the node's offset is in it)."""
+    handed = next((k.value for k in process.keywords if k.arg == "args"), None)
+    first = handed.elts[0] if isinstance(handed, ast.Tuple | ast.List) and handed.elts else None
+    if not isinstance(first, ast.Name):
+        return False
+    current = a.module.parents.get(process)
+    while current is not None and not isinstance(current, FunctionNode | ast.ClassDef | ast.Module):
+        if isinstance(current, ast.For) and isinstance(current.target, ast.Name) and current.target.id == first.id:
+            counts = current.iter
+            return (isinstance(counts, ast.Call) and last_name(counts.func) == "range" and not counts.keywords
+                    and (len(counts.args) == 1 or (len(counts.args) == 2 and isinstance(counts.args[0], ast.Constant)
+                                                   and counts.args[0].value == 0)))
+        current = a.module.parents.get(current)
+    return False
 
 
 def _started(a: Analysis, project: Project | None, target: ast.Name | ast.Attribute) -> _Callee | None:

@@ -155,7 +155,10 @@ class Ranks(Devices):
             # what the file assigns to it, over its name (Cutie's self.local_rank = dist.get_rank()); an update from
             # itself (``opt.dist_rank = opt.dist_rank * ngpus + index``) keeps what it holds
             key = dotted(expr)
+            # a constant is the fallback of the run with no launcher (``self.rank = 0``, then ``if distributed:
+            # self.rank = local_rank``), as for a name
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr
+                     and not isinstance(v, ast.Constant)
                      and not any(dotted(n) == key for n in walk(v) if isinstance(n, ast.Attribute))}
             return kinds.pop() if len(kinds) == 1 and None not in kinds else (
                 _by_name(expr.attr) if self.names or self._framework(expr) else None)

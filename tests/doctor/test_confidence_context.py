@@ -6,6 +6,7 @@ one node (DDP010), a log line whose format another module's logging setup decide
 from __future__ import annotations
 
 from orchestrator.doctor import check_source
+from orchestrator.doctor.confidence import MEASURED_WEAK
 
 _HEAD = ("import argparse\nimport logging\nimport os\nimport torch\nimport torch.distributed as dist\n"
          "import torch.multiprocessing as mp\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n")
@@ -113,12 +114,26 @@ def test_a_log_line_formatted_by_another_modules_setup_is_possible() -> None:
     assert confidences(setup, "DDP005") == ["possible"]
 
 
-def test_a_log_line_with_logging_set_up_in_sight_is_still_likely() -> None:
+def evidence(source: str, code: str) -> list[str]:
+    return [f.evidence for f in check_source(_HEAD + source, "t.py") if f.code == code]
+
+
+_MEASURED = "in a script was right in {} of {} findings on code never seen"
+
+
+def test_a_log_line_with_logging_set_up_in_sight_is_possible_by_its_measurement_alone() -> None:
+    """The reader takes a log line whose set-up it sees for a line on every rank (likely); what makes it possible is
+    DDP005's measurement on code never seen (confidence.MEASURED_WEAK), and its evidence says so, where the line whose
+    set-up is another module's is possible by the reader's own doubt."""
+    said = _MEASURED.format(*MEASURED_WEAK[("DDP005", "entry")])
     basic = _LOGGED.format(setup='logging.basicConfig(level="INFO")')
-    assert confidences(basic, "DDP005") == ["likely"]
     local = "def setup_logger(path):\n    logging.basicConfig(filename=path)\n" + _LOGGED.format(
         setup='setup_logger("log/train")')
-    assert confidences(local, "DDP005") == ["likely"]
+    for source in (basic, local):
+        assert confidences(source, "DDP005") == ["possible"]
+        assert [e.endswith(said) for e in evidence(source, "DDP005")] == [True]
+    elsewhere = "from mylib.logging_utils import setup_logger\n" + _LOGGED.format(setup='setup_logger("log/train")')
+    assert [said in e for e in evidence(elsewhere, "DDP005")] == [False]
 
 
 _MODULE_CALL = """
@@ -142,7 +157,11 @@ def test_a_module_forward_in_an_evaluation_function_is_no_training_step() -> Non
 
 
 def test_a_module_forward_in_a_step_function_is_still_reported() -> None:
-    assert confidences(_MODULE_CALL.format(name="compute_loss"), "DDP017") == ["likely"]
+    """Reported, and possible by DDP017's measurement on code never seen (confidence.MEASURED_WEAK)."""
+    source = _MODULE_CALL.format(name="compute_loss")
+    assert confidences(source, "DDP017") == ["possible"]
+    assert [e.endswith(_MEASURED.format(*MEASURED_WEAK[("DDP017", "entry")])) for e in evidence(source, "DDP017")] == [
+        True]
 
 
 _SHARD_EVAL = """

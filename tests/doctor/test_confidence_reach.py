@@ -129,3 +129,36 @@ def test_a_helpers_one_writer_per_node_is_a_variant_measured_sound(tmp_path: Pat
              and Path(f.file).name == "saver.py"}
     assert (found[6].confidence, confidence.PER_NODE_WRITER in found[6].marks) == ("likely", True)
     assert found[10].confidence == "possible" and "never seen" in found[10].evidence
+
+
+LOGGED = """\
+import logging
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+logger = logging.getLogger(__name__)
+
+
+def main(loader):
+    dist.init_process_group("nccl")
+    model = DDP(torch.nn.Linear(2, 2).cuda())
+    for step, batch in enumerate(loader):
+        loss = model(batch).sum()
+        loss.backward()
+        {line}
+"""
+
+
+def test_a_loss_logged_in_the_script_is_possible_but_a_printed_one_stays_likely(tmp_path: Path) -> None:
+    """DDP005 in the script was measured weak on code never seen (confidence.MEASURED_WEAK: its logger, writer and
+    bar lines), but not its ``print`` (confidence.SOUND_VARIANTS): a print is every rank's line on the console."""
+    right, of = confidence.MEASURED_WEAK[("DDP005", "entry")]
+    found = {}
+    for line in ("logger.info('loss %f', loss.item())", "print('loss', loss.item())"):
+        (tmp_path / "train.py").write_text(LOGGED.format(line=line))
+        (found[line.split("(")[0]],) = [f for f in check_files([tmp_path / "train.py"]) if f.code == "DDP005"]
+    assert found["logger.info"].confidence == "possible"
+    assert found["logger.info"].evidence.endswith(f"this check in a script was right in {right} of {of} findings on "
+                                                  "code never seen")
+    assert (found["print"].confidence, confidence.PRINTED in found["print"].marks) == ("likely", True)

@@ -125,3 +125,35 @@ def test_a_private_attribute_named_for_a_rank_holds_that_rank() -> None:
     is: the save under it is one writer per node, not a save on every rank."""
     (save,) = [f for f in check_source(PRIVATE, "train.py") if f.code == "DDP006"]
     assert "guarded by the local rank" in save.message and "runs on every rank" not in save.message
+
+
+FALLBACK = HEAD + """\
+class Trainer:
+    def __init__(self, model, distributed):
+        self.distributed = distributed
+        self.rank = 0
+        if distributed:
+            self.rank = {rank}
+            self.model = DDP(model.cuda(), device_ids=[torch.cuda.current_device()])
+
+    def write_checkpoint(self, path):
+        if self.distributed and self.rank != 0:
+            return
+        torch.save(self.model.module.state_dict(), path)
+
+
+def main():
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    trainer = Trainer(torch.nn.Linear(2, 2), True)
+    trainer.write_checkpoint("checkpoint.pth")
+"""
+
+
+def test_an_attributes_constant_fallback_does_not_hide_the_rank_it_holds() -> None:
+    """``self.rank = 0``, then ``if distributed: self.rank = int(os.environ["LOCAL_RANK"])`` (SevenNet's trainer):
+    the 0 is the run with no launcher, and the save after ``if self.rank != 0: return`` is one writer per node."""
+    local = [f for f in check_source(FALLBACK.format(rank='int(os.environ["LOCAL_RANK"])'), "t.py")
+             if f.code == "DDP006"]
+    assert [f.line for f in local] == [17] and "guarded by the local rank" in local[0].message
+    assert [f for f in check_source(FALLBACK.format(rank="dist.get_rank()"), "t.py") if f.code == "DDP006"] == []

@@ -111,3 +111,37 @@ def test_the_index_followed_into_the_projects_classes_and_functions(tmp_path: Pa
     assert facts.spawns
     assert [(Path(file).name, found) for file, found, _ in facts.index_ranks] == (
         [("trainer.py", line)] if line else [])
+
+
+_PROCESSES = """import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def run(rank, n_gpus, args):
+    dist.init_process_group("gloo", init_method="env://", world_size=n_gpus, rank=rank)
+    torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+
+
+def main(args):
+    n_gpus = torch.cuda.device_count()
+    children = []
+    for i in {counted}:
+        child = mp.Process(target=run, args=(i, n_gpus, args))
+        child.start()
+        children.append(child)
+"""
+
+
+@pytest.mark.parametrize(("counted", "found"), [
+    ("range(n_gpus)", [7]),                                  # RVC's: one process per GPU, the loop index as rank
+    ("range(0, n_gpus)", [7]),
+    ("range(args.node_rank * 8, args.node_rank * 8 + 8)", []),  # BNS-GCN's: the node's offset is in the range
+])
+def test_a_process_started_per_gpu_with_the_loop_index_as_the_rank(tmp_path: Path, counted: str,
+                                                                   found: list[int]) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_PROCESSES.format(counted=counted), encoding="utf-8")
+    facts = read(script)
+    assert facts.spawns, "the processes are a spawn"
+    assert [line for _, line, _ in facts.index_ranks] == found
