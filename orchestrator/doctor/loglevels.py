@@ -63,11 +63,11 @@ def _logger_name(a: Analysis, receiver: ast.expr, depth: int = 0) -> str | None:
     if key is None:
         return None
     if isinstance(receiver, ast.Name):
-        found, made = a.module.resolve(receiver.id, receiver)
-        function = a.module.function_of(receiver)
-        if found and made is None and function is not None and depth < 2:
-            handed = {_logger_name(a, x, depth + 1) for x in a.passes_for(function, receiver.id)}
+        passed = a.handed(receiver) if depth < 2 else None
+        if passed is not None:
+            handed = {_logger_name(a, x, depth + 1) for x in passed}
             return handed.pop() if len(handed) == 1 and None not in handed else key
+        _, made = a.module.resolve(receiver.id, receiver)
         if isinstance(made, ast.Call):
             qual = a.module.qualname(made.func) or ""
             if qual in _MAIN_ONLY_LOGGERS:

@@ -109,8 +109,6 @@ def _made_from_reduced(a: Analysis, metrics: list[ast.Name | ast.Attribute]) -> 
     return False
 
 
-
-
 def _logged(site: Site) -> bool:
     func = site.call.func
     return isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS
@@ -187,12 +185,10 @@ def _rank_aware_logger(a: Reading, receiver: ast.expr, depth: int = 0) -> bool:
     a library's writer or bar handed the rank for its folder or position (``SummaryWriter(f"runs/{rank}")``)."""
     if not isinstance(receiver, ast.Name):
         return False
-    found, made = a.module.resolve(receiver.id, receiver)
-    function = a.module.function_of(receiver)
-    if found and made is None and function is not None and depth < 2:
-        # a parameter (``def train(model, reporter):``): what this file's calls of the function hand it
-        passed = a.passes_for(function, receiver.id)
+    passed = a.handed(receiver) if depth < 2 else None
+    if passed is not None:  # a parameter (``def train(model, reporter):``): what this file's calls hand it
         return bool(passed) and all(_rank_aware_logger(a, x, depth + 1) for x in passed)
+    _, made = a.module.resolve(receiver.id, receiver)
     if not isinstance(made, ast.Call) or last_name(made.func) in _WRITERS:
         return False
     return (any(a.ranks.dependent(x) for x in made.args)

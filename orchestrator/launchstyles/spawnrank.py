@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from orchestrator.source.analysis import Analysis
+from orchestrator.source.analysis import Analysis, spawn_target
 from orchestrator.source.names import FunctionNode, Module, last_name
 from orchestrator.source.project import Project
 from orchestrator.source.walk import walk
@@ -39,11 +39,9 @@ def index_as_rank(a: Analysis, spawn: ast.Call) -> tuple[str, ast.Call] | None:
     started function's first parameter) as its rank, or None. The started function is the file's own or one it
     imports from the script's project (``from utils.train import train``; ``mp.spawn(train, ...)``;
     ``mp.spawn(fn=loader.load_worker, ...)``)."""
-    target = spawn.args[0] if spawn.args else next((k.value for k in spawn.keywords if k.arg == "fn"), None)
-    if last_name(spawn.func) == "Process":  # Process(target=run, args=(i, ...)) in `for i in range(n):`
-        target = next((k.value for k in spawn.keywords if k.arg == "target"), None)
-        if not _handed_a_count(a, spawn):
-            return None
+    target = spawn_target(spawn)
+    if last_name(spawn.func) == "Process" and not _handed_a_count(a, spawn):  # Process(target=run, args=(i, ...))
+        return None
     project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
     found = _started(a, project, target) if isinstance(target, ast.Name | ast.Attribute) else None
     if found is None:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.source.analysis import INIT, WRAPPERS, Analysis
+from orchestrator.source.analysis import INIT, WRAPPERS, Analysis, spawn_target
 from orchestrator.source.configfiles import lookup
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
@@ -116,10 +116,9 @@ def _started(a: Analysis, site: Site) -> tuple[ast.expr | None, str | None]:
         if isinstance(value, ast.Attribute | ast.Name):
             q = a.module.qualname(value) or q
     if q.startswith(_MP) and q.rsplit(".", 1)[1] in _SPAWNERS:
-        fn = site.call.args[0] if site.call.args else _kw(site.call, "fn")
-        return fn, q.rsplit(".", 1)[1]
+        return spawn_target(site.call), q.rsplit(".", 1)[1]
     if last_name(site.call.func) == "Process" and (q.startswith(_MP) or _from_context(a, site.call.func)):
-        return _kw(site.call, "target"), "Process"
+        return spawn_target(site.call), "Process"
     if q in _ELASTIC:  # elastic_launch(LaunchConfig(nproc_per_node=n), entrypoint)(*args): torchrun in-process
         return site.call.args[1] if len(site.call.args) > 1 else _kw(site.call, "entrypoint"), "elastic_launch"
     return None, None

@@ -52,6 +52,14 @@ SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.acc
                         "torch.accelerator.device_index"})
 
 
+def spawn_target(call: ast.Call) -> ast.expr | None:
+    """The function a process-starting call runs in each process it starts: a ``Process(target=...)``'s target, a
+    spawner's (:data:`SPAWNERS`, ``start_processes``) first argument or ``fn=``."""
+    if last_name(call.func) == "Process":
+        return next((k.value for k in call.keywords if k.arg == "target"), None)
+    return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
+
+
 def project_path(filename: str) -> Path | None:
     """The script's path when ``filename`` names a file on disk (not ``<string>``)."""
     path = Path(filename)
@@ -106,6 +114,14 @@ class Analysis:
         """A local helper the script calls that could not be read (its file or module), if any."""
         return next((r.unread for s in self.flow.sites if (r := self.helper(s)) is not None and r.unread), None)
 
+    def handed(self, name: ast.Name) -> list[ast.expr] | None:
+        """What this file's calls of ``name``'s function hand it, when ``name`` reads a parameter that nothing in
+        the function assigns (``def train_one_epoch(model, logger): logger.info(...)``); None when it is not such a
+        parameter."""
+        found, made = self.module.resolve(name.id, name)
+        function = self.module.function_of(name)
+        return self.passes_for(function, name.id) if found and made is None and function is not None else None
+
     def passes_for(self, function: FunctionNode, name: str) -> list[ast.expr]:
         """What this file's calls of a function named as ``function`` pass for its parameter ``name``: a helper's
         function, defined in another file and called here as ``save(...)`` or ``helpers.save(...)``; by position (a
@@ -153,8 +169,7 @@ class Analysis:
         its own top-level functions (a ``partial``, another module's), or a worker is also called directly (``if
         launched: train(cfg) else: mp.spawn(train, ...)``: under a launcher, what the caller does runs in every
         rank)."""
-        workers = [call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
-                   for call in self.module.calls_to(SPAWNERS)]
+        workers = [spawn_target(call) for call in self.module.calls_to(SPAWNERS)]
         names = [w.id for w in workers if isinstance(w, ast.Name) and w.id in self.module.top_functions]
         if not workers or len(names) != len(workers) or any(
                 self.module.calls_of(self.module.top_functions[name]) for name in names):

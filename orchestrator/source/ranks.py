@@ -140,7 +140,7 @@ class Ranks(Devices):
                 kind = self.source(value, depth + 1)
                 if kind is not None:
                     return kind
-                if isinstance(value, ast.Constant):  # else: rank = 0, the fallback of an `if` whose body reads it
+                if _constant(value):  # else: rank = 0, the fallback of an `if` whose body reads it
                     kinds = {self.source(v, depth + 1) for v in self.module.other_branch(expr.id, expr)} - {None}
                     if len(kinds) == 1:
                         return kinds.pop()
@@ -158,7 +158,7 @@ class Ranks(Devices):
             # a constant is the fallback of the run with no launcher (``self.rank = 0``, then ``if distributed:
             # self.rank = local_rank``), as for a name
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr
-                     and not isinstance(v, ast.Constant)
+                     and not _constant(v)
                      and not any(dotted(n) == key for n in walk(v) if isinstance(n, ast.Attribute))}
             return kinds.pop() if len(kinds) == 1 and None not in kinds else (
                 _by_name(expr.attr) if self.names or self._framework(expr) else None)
@@ -167,7 +167,7 @@ class Ranks(Devices):
     def returned(self, function: FunctionNode, depth: int) -> RankKind | None:
         """The rank every non-constant ``return`` of ``function`` gives, when they agree (``return 0`` aside)."""
         kinds = {self.source(r.value, depth + 1) for r in walk(function) if isinstance(r, ast.Return)
-                 and r.value is not None and not isinstance(r.value, ast.Constant)}
+                 and r.value is not None and not _constant(r.value)}
         return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
     def _project_returned(self, qual: str | None, depth: int) -> RankKind | None:
@@ -360,3 +360,8 @@ class Ranks(Devices):
     def _returns_condition(self, function: FunctionNode, depth: int) -> bool:
         returns = [node for node in walk(function) if isinstance(node, ast.Return) and node.value is not None]
         return bool(returns) and any(self.is_condition(node.value, depth) for node in returns if node.value)
+
+
+def _constant(expr: ast.expr) -> bool:
+    """A literal, negative ones too (``self.rank = -1``: the fallback of a run with no launcher)."""
+    return isinstance(expr, ast.Constant) or (isinstance(expr, ast.UnaryOp) and isinstance(expr.operand, ast.Constant))

@@ -3,6 +3,8 @@ the rules look for one (a save, a print, a collective under it)."""
 
 from __future__ import annotations
 
+import pytest
+
 from orchestrator.doctor import check_source
 
 HEAD = """\
@@ -131,7 +133,7 @@ FALLBACK = HEAD + """\
 class Trainer:
     def __init__(self, model, distributed):
         self.distributed = distributed
-        self.rank = 0
+        self.rank = {fallback}
         if distributed:
             self.rank = {rank}
             self.model = DDP(model.cuda(), device_ids=[torch.cuda.current_device()])
@@ -150,10 +152,13 @@ def main():
 """
 
 
-def test_an_attributes_constant_fallback_does_not_hide_the_rank_it_holds() -> None:
-    """``self.rank = 0``, then ``if distributed: self.rank = int(os.environ["LOCAL_RANK"])`` (SevenNet's trainer):
-    the 0 is the run with no launcher, and the save after ``if self.rank != 0: return`` is one writer per node."""
-    local = [f for f in check_source(FALLBACK.format(rank='int(os.environ["LOCAL_RANK"])'), "t.py")
-             if f.code == "DDP006"]
+@pytest.mark.parametrize("fallback", ["0", "-1"])
+def test_an_attributes_constant_fallback_does_not_hide_the_rank_it_holds(fallback: str) -> None:
+    """``self.rank = 0`` (or ``-1``), then ``if distributed: self.rank = int(os.environ["LOCAL_RANK"])`` (SevenNet's
+    trainer): the constant is the run with no launcher, and the save after ``if self.rank != 0: return`` is one
+    writer per node."""
+    local = [f for f in check_source(FALLBACK.format(fallback=fallback, rank='int(os.environ["LOCAL_RANK"])'),
+                                     "t.py") if f.code == "DDP006"]
     assert [f.line for f in local] == [17] and "guarded by the local rank" in local[0].message
-    assert [f for f in check_source(FALLBACK.format(rank="dist.get_rank()"), "t.py") if f.code == "DDP006"] == []
+    assert [f for f in check_source(FALLBACK.format(fallback=fallback, rank="dist.get_rank()"), "t.py")
+            if f.code == "DDP006"] == []

@@ -47,3 +47,33 @@ def test_a_methods_self_is_bound() -> None:
     script = Analysis(ast.parse(_SCRIPT), "<string>")
     assert [ast.unparse(v) for v in script.passes_for(_helper("launch"), "fn")] == ["train", "evaluate"]
     assert [ast.unparse(v) for v in script.passes_for(_helper("launch"), "world")] == ["2", "2"]
+
+
+_LOCAL = """\
+def train_one_epoch(model, logger, steps=3):
+    logger.info(steps)
+    steps = 4
+    model.step(steps)
+
+
+train_one_epoch(net, log)
+train_one_epoch(other, logger=make_logger(rank))
+"""
+
+
+def _reads(tree: ast.Module, name: str, line: int) -> ast.Name:
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and n.lineno == line)
+
+
+def test_a_parameter_is_what_the_files_calls_hand_it() -> None:
+    tree = ast.parse(_LOCAL)
+    script = Analysis(tree, "<string>")
+    handed = script.handed(_reads(tree, "logger", 2))
+    assert handed is not None and [ast.unparse(v) for v in handed] == ["log", "make_logger(rank)"]
+
+
+def test_a_parameter_assigned_in_its_function_or_a_global_is_not_handed() -> None:
+    tree = ast.parse(_LOCAL)
+    script = Analysis(tree, "<string>")
+    assert script.handed(_reads(tree, "steps", 4)) is None  # steps = 4 above it
+    assert script.handed(_reads(tree, "net", 7)) is None  # not in a function
