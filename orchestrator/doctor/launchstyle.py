@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from orchestrator.doctor.feasibility import ACROSS_MARK
 from orchestrator.doctor.findings import Finding, make_finding
@@ -62,7 +63,8 @@ def _blocks(name: str, value: str, nodes: int) -> bool:
     """Whether ``os.environ[name] = value`` keeps a per-node job of ``nodes`` nodes from meeting."""
     if nodes > 1:
         return True
-    return name == "MASTER_ADDR" and not is_loopback(value)  # one node: its own loopback still meets
+    host = urlsplit(value).hostname or "" if "://" in value else value  # 'tcp://localhost' (SuPar's) is a host too
+    return name == "MASTER_ADDR" and not is_loopback(host)  # one node: its own loopback still meets
 
 
 def _index_ranks(facts: Facts, findings: list[Finding]) -> list[Finding]:

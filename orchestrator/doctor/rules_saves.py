@@ -291,7 +291,10 @@ def _saved_wrapper(a: Reading, expr: ast.expr, depth: int = 0) -> str | None:
                 return ast.unparse(node.func.value)
         elif isinstance(node, ast.Name) and a.wrapped(node) and not depth:
             parent = a.module.parents.get(node)
-            if not isinstance(parent, ast.Attribute):
+            # handed to a function, the wrapper is not what is saved: what it returns is (``get_module(model,
+            # distributed).state_dict()``, ``accelerator.unwrap_model(model)``), but as a dict's value
+            handed = node is not expr and isinstance(parent, ast.Call) and last_name(parent.func) != "dict"
+            if not isinstance(parent, ast.Attribute) and not handed:
                 return node.id
         elif isinstance(node, ast.Name) and depth < 2 and a.outer is not None:
             _, value = a.module.resolve(node.id, node)

@@ -50,3 +50,31 @@ def test_the_wrapper_handed_to_a_helpers_save_is_reported_at_the_save(tmp_path: 
 
 def test_the_wrapped_module_handed_over_is_silent(tmp_path: Path) -> None:
     assert _ddp006(tmp_path, "net.module") == []
+
+
+_UNWRAPPED_BY_A_HELPER = """import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def get_module(model, distributed):
+    return model.module if distributed else model
+
+
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[int(os.environ["LOCAL_RANK"])])
+if dist.get_rank() == 0:
+    torch.save({saved}, "checkpoint.pth")
+"""
+
+
+def test_the_wrapper_handed_to_an_unwrapping_function_is_silent(tmp_path: Path) -> None:
+    """Panoptic-DeepLab's ``get_module(model, distributed).state_dict()``: what the function returns is saved."""
+    script = tmp_path / "train.py"
+    for saved in ("get_module(model, True).state_dict()", "{'state_dict': get_module(model, True).state_dict()}"):
+        script.write_text(_UNWRAPPED_BY_A_HELPER.format(saved=saved), encoding="utf-8")
+        assert [f for f in check_file(script) if f.code == "DDP006"] == [], saved
+    for saved in ("model", "model.state_dict()", "dict(model=model)", "[model]"):
+        script.write_text(_UNWRAPPED_BY_A_HELPER.format(saved=saved), encoding="utf-8")
+        assert [f.line for f in check_file(script) if f.code == "DDP006"] == [14], saved

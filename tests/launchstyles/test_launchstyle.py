@@ -104,16 +104,19 @@ def test_asked_beats_detected_and_keeps_the_spelling() -> None:
     assert choose("auto", None).style == "env"  # a module not found here: torchrun's, the default
 
 
-def _localhost_spawner(tmp_path: Path) -> Path:
+def _localhost_spawner(tmp_path: Path, address: str = "localhost") -> Path:
     """The PyTorch DDP tutorial's form: mp.spawn on one machine, MASTER_ADDR=localhost and a fixed port."""
     script = tmp_path / "multigpu.py"
-    script.write_text(WIKI.read_text(encoding="utf-8").replace("'10.57.23.164'", "'localhost'"), encoding="utf-8")
+    script.write_text(WIKI.read_text(encoding="utf-8").replace("'10.57.23.164'", repr(address)), encoding="utf-8")
     return script
 
 
 @pytest.mark.parametrize(("nodes", "errors"), [(1, []), (2, [44, 45])])
-def test_a_loopback_master_meets_on_one_node_only(tmp_path: Path, nodes: int, errors: list[int]) -> None:
-    script = _localhost_spawner(tmp_path)
+@pytest.mark.parametrize("address", ["localhost", "127.0.0.1", "tcp://localhost", "tcp://127.0.0.1:29500"])
+def test_a_loopback_master_meets_on_one_node_only(tmp_path: Path, nodes: int, errors: list[int], address: str) -> None:
+    """Also written as a URL (SuPar's ``os.environ['MASTER_ADDR'] = 'tcp://localhost'``, joined with the port into
+    its ``init_method``): this machine's loopback all the same."""
+    script = _localhost_spawner(tmp_path, address)
     found = check_file(script)
     left = answered(detect(read(script)), found, nodes)
     assert [f.line for f in left if f.severity == "error"] == errors
