@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.launchstyles.installed import installed_spawns
-from orchestrator.launchstyles.localrank import FlagDeclaration, declarations, declared_flag
+from orchestrator.launchstyles.localrank import FlagDeclaration, declarations, declared_flag, spelling
 from orchestrator.launchstyles.loopback import forced_loopback
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
@@ -50,7 +50,7 @@ class Facts:
     files: tuple[SourceFile, ...] = ()
     spawns: tuple[Spawn, ...] = ()  # the entry's first, then by file and line
     local_rank: tuple[FlagDeclaration, ...] = ()  # as spawns
-    flag: str | None = None  # the spelling of --local_rank the entry declares, if any
+    flag: str | None = None  # the spelling of --local_rank the entry declares, else the first declaration's
     slurm: str | None = None  # where Slurm's rank variables are first read: "dist_utils.py:7: rank = ..."
     torchrun_vars: bool = False  # some file names torchrun's RANK or LOCAL_RANK
     masters: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)  # file -> master_lines
@@ -93,7 +93,8 @@ def read(entry: Path) -> Facts:
     slurm = next((source.quote(min(line for key, line in seen.items() if key in slurm_vars))
                   for source, seen in strings if slurm_vars & seen.keys()), None)
     launcher_read = any(LAUNCHER_VARS & (seen.keys() - _env_written(source.tree)) for source, seen in strings)
-    return Facts(entry, tuple(files), tuple(found_spawns), tuple(found_flags), declared_flag(files[0].tree), slurm,
+    flag = declared_flag(files[0].tree) or next((s for d in found_flags if (s := spelling(d.node))), None)
+    return Facts(entry, tuple(files), tuple(found_spawns), tuple(found_flags), flag, slurm,
                  any(TORCHRUN_RANK_VARS & seen.keys() for _, seen in strings),
                  {str(source.path): master_lines(source.tree) for source in files}, tuple(index_ranks),
                  tuple(forced_loopback([(str(source.path), source.tree) for source in files])),

@@ -18,7 +18,6 @@ from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.walk import walk
 from orchestrator.spec.launch import LOCAL_RANK_FLAGS
 
-_FLAGS = frozenset(LOCAL_RANK_FLAGS)
 _VERSION = re.compile(r"version|VERSION|__version__")
 _MAX_SCANNED = 400  # .py files of the project's packages searched for a read of the flag's value
 
@@ -40,7 +39,7 @@ def declarations(a: Analysis, *, packages: bool = False) -> list[FlagDeclaration
     script and the project modules it calls, as read) never reads the flag's value or reads ``LOCAL_RANK`` from
     the environment anywhere; a declaration only for old torch versions does not count. ``packages``: a read of
     the value in another module of the project's own packages counts too (``_read_in_packages``)."""
-    sites = [node for node in a.module.nodes if isinstance(node, ast.Call) and _declares_flag(node)]
+    sites = [node for node in a.module.nodes if isinstance(node, ast.Call) and spelling(node)]
     if not sites:
         return []
     trees = _project_trees(a)
@@ -66,17 +65,15 @@ def declared_flag(tree: ast.Module | None) -> str | None:
     """The first spelling of ``--local_rank``/``--local-rank`` an ``add_argument`` of ``tree`` declares."""
     if tree is None:
         return None
-    for node in walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            for arg in node.args:
-                if isinstance(arg, ast.Constant) and arg.value in LOCAL_RANK_FLAGS:
-                    return str(arg.value)
-    return None
+    return next((flag for node in walk(tree) if isinstance(node, ast.Call) and (flag := spelling(node))), None)
 
 
-def _declares_flag(node: ast.Call) -> bool:
-    return (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
-            and any(isinstance(x, ast.Constant) and x.value in _FLAGS for x in node.args))
+def spelling(call: ast.Call) -> str | None:
+    """The spelling of ``--local_rank``/``--local-rank`` that ``call`` (an ``add_argument``) declares: its first
+    such constant argument (``add_argument("--local_rank", "--local-rank")`` declares ``--local_rank``)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+        return None
+    return next((str(x.value) for x in call.args if isinstance(x, ast.Constant) and x.value in LOCAL_RANK_FLAGS), None)
 
 
 def _project_trees(a: Analysis) -> list[ast.Module]:

@@ -96,12 +96,31 @@ def test_a_local_rank_flag_declared_where_an_imported_config_module_runs_is_the_
     launch = detect(read(script))
     assert (launch.style, launch.why) == ("local-rank-arg", "configs/train_configs.py:3: parser.add_argument("
                                                             "'--local_rank', default=-1, type=int)")
+    assert launch.flag == "--local_rank"  # the spelling the module declares, which its parser accepts
     # declared inside a function of the module (a parser another tool builds): importing it declares nothing
     (tmp_path / "configs" / "train_configs.py").write_text(
         "import argparse\n\n\ndef other_parser():\n    parser = argparse.ArgumentParser()\n"
         "    parser.add_argument('--local_rank', default=-1, type=int)\n    return parser\n\n\nargs = None\n",
         encoding="utf-8")
     assert detect(read(script)).style == "env"
+
+
+def test_the_flag_passed_is_the_spelling_a_helper_declares(tmp_path: Path) -> None:
+    """A parser built in a helper the entry calls: the ranks get the spelling it declares (argparse stops a rank
+    given ``--local-rank=0`` when only ``--local_rank`` is declared), the first where it declares both."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n\nfrom opts import get_args\n\n\ndef main():\n    args = get_args()\n"
+                      "    torch.cuda.set_device(args.local_rank)\n\n\nif __name__ == '__main__':\n    main()\n",
+                      encoding="utf-8")
+    for declared, passed in ((["'--local_rank'"], "--local_rank"), (["'--local-rank'"], "--local-rank"),
+                             (["'--local_rank'", "'--local-rank'"], "--local_rank"),
+                             (["'--local-rank'", "'--local_rank'"], "--local-rank")):
+        (tmp_path / "opts.py").write_text(
+            "import argparse\n\n\ndef get_args():\n    parser = argparse.ArgumentParser()\n"
+            f"    parser.add_argument({', '.join(declared)}, type=int, default=0)\n    return parser.parse_args()\n",
+            encoding="utf-8")
+        launch = detect(read(script))
+        assert (launch.style, launch.flag) == ("local-rank-arg", passed), declared
 
 
 def test_a_layout_sized_from_slurms_tasks_per_node_is_written_for_slurm(tmp_path: Path) -> None:
