@@ -14,8 +14,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -24,11 +22,14 @@ from orchestrator.doctor import launchstyle  # noqa: E402
 from orchestrator.doctor.check import check_file  # noqa: E402
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped  # noqa: E402
 
-REAL = ROOT / "tests" / "doctor" / "real"
+sys.path.insert(0, str(ROOT / "tests" / "doctor"))
+from real_corpus import REAL, require_code  # noqa: E402
+from real_corpus import truth as read_truth  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
-    truth = yaml.safe_load((REAL / "truth.yaml").read_text(encoding="utf-8"))
+    require_code()
+    truth = read_truth()
     styles: Counter[str] = Counter()
     refused: dict[int, Counter[str]] = {1: Counter(), 2: Counter()}
     rows = []

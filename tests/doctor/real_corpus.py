@@ -34,6 +34,7 @@ import fcntl
 import functools
 import hashlib
 import inspect
+import os
 import pickle
 import sys
 from collections.abc import Sequence
@@ -44,8 +45,12 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-REAL = Path(__file__).resolve().parent / "real"
-TRUTH = REAL / "truth.yaml"
+HERE = Path(__file__).resolve().parent / "real"  # the truth and the sources, committed
+TRUTH = HERE / "truth.yaml"
+SOURCES = HERE / "SOURCES.md"
+# The scripts' code: fetched code is never committed, so each checkout holds its own copy, at tests/doctor/real/NAME/
+# (git-ignored) or wherever ORCH_DOCTOR_CORPUS points (SOURCES.md names each script's repository, commit and paths).
+REAL = Path(os.environ.get("ORCH_DOCTOR_CORPUS") or HERE)
 LINE_TOLERANCE = 2
 OTHER = "OTHER"
 
@@ -142,6 +147,31 @@ def _parsed_truth() -> dict[str, dict[str, Any]]:
     data = yaml.load(TRUTH.read_text(encoding="utf-8"), Loader=loader)
     assert isinstance(data, dict)
     return data
+
+
+def absent() -> list[str]:
+    """The scripts of the truth whose entry file is not in this checkout's copy of the corpus (``REAL``)."""
+    return [name for name, entry in sorted(_parsed_truth().items()) if not (REAL / name / entry["entry"]).is_file()]
+
+
+def absent_reason() -> str:
+    missing = absent()
+    return (f"the corpus's code is not here ({len(missing)} of {len(_parsed_truth())} scripts absent, "
+            f"{', '.join(missing[:1])} first): fetched code is never committed; copy each script as "
+            f"tests/doctor/real/SOURCES.md lists it into {REAL}/NAME/ or point ORCH_DOCTOR_CORPUS at such a copy")
+
+
+def require_code() -> None:
+    """For the corpus's command lines: stop, saying why, in a checkout without the corpus's code."""
+    if absent():
+        raise SystemExit(absent_reason())
+
+
+def needs_code() -> Any:
+    """A pytest mark that skips, with the reason, a test that reads the corpus's code when this checkout has none."""
+    import pytest
+    missing = absent()
+    return pytest.mark.skipif(bool(missing), reason=absent_reason() if missing else "")
 
 
 def is_heldout(entry: dict[str, Any]) -> bool:
@@ -338,6 +368,7 @@ def listing(scores: dict[str, Score]) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
+    require_code()
     sys.path.insert(0, str(ROOT))
     names = [a for a in argv if not a.startswith("-") and not a.isdigit()]
     if "--heldout" in argv or "--tuned" in argv:

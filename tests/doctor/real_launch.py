@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from real_corpus import REAL, ROOT, truth
+from real_corpus import REAL, ROOT, require_code, truth
 
 NODES, GPUS = 2, 8  # two whole nodes of the example cluster (cluster.yaml: 8 GPUs per node)
 AUXILIARY = {"hydra", "torchelastic"}  # frameworks orch names that do not start or place ranks
@@ -134,6 +134,7 @@ def listing(verdicts: Sequence[Verdict]) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
+    require_code()
     names = [a for a in argv if not a.startswith("-")]
     verdicts = judge_all(names or None)
     if "--scripts" in argv:

@@ -20,9 +20,12 @@ from real_corpus import (
     LINE_TOLERANCE,
     OTHER,
     REAL,
+    SOURCES,
+    absent,
     also_lines,
     default_output,
     is_heldout,
+    needs_code,
     run_doctor,
     score_all,
     set_label,
@@ -32,6 +35,10 @@ from real_corpus import (
 )
 
 from orchestrator.doctor.catalog import CATALOG
+
+# The tests that read the scripts' code skip, with the reason, in a checkout without the corpus (fetched code is never
+# committed: the CI's clean clone has the truth and the sources, not the code).
+needs_corpus = needs_code()
 
 # Before the doctor's rules, on the first 42 scripts: precision 0.19, error precision 0.00, recall 0.17 (7 of 40).
 # After the second tuning: 1.00 (35 of 35), 1.00 (no error finding), 0.70 (28 of 40); its first held-out 12: 1.00
@@ -103,11 +110,16 @@ _FRAMEWORK = {"none", "lightning", "fabric", "accelerate", "hf-trainer"}
 
 
 def test_truth_is_well_formed() -> None:
+    """The truth's form; where this checkout has the corpus's code, every file and line it names too."""
     data = truth()
-    assert len(data) == len({p.name for p in REAL.iterdir() if p.is_dir()}), "a folder without truth or the reverse"
+    code = not absent()
+    sources = SOURCES.read_text(encoding="utf-8")
+    if code:
+        assert len(data) == len({p.name for p in REAL.iterdir() if p.is_dir()}), "a folder without truth or the reverse"
     for name, entry in data.items():
         folder = REAL / name
-        assert (folder / entry["entry"]).is_file(), f"{name}: entry {entry['entry']} missing"
+        assert f"| {name} |" in sources, f"{name} is not in SOURCES.md"
+        assert not code or (folder / entry["entry"]).is_file(), f"{name}: entry {entry['entry']} missing"
         assert set(entry) <= {"entry", "heldout", "set", "pitfalls", "not_pitfalls", "launch", "framework",
                               "two_nodes"}, f"{name}: unknown key"
         if "launch" in entry:
@@ -122,7 +134,7 @@ def test_truth_is_well_formed() -> None:
                 where = f"{name}/{item['file']}:{item['line']} {item['code']}"
                 assert _CODE.match(item["code"]), where
                 assert item["code"] in CATALOG or item["code"] in _PLANNED or item["code"] == OTHER, where
-                for file, line in also_lines(item):
+                for file, line in also_lines(item) if code else ():
                     path = folder / file
                     assert path.is_file(), f"{where}: no such file {file}"
                     lines = path.read_text(encoding="utf-8").splitlines()
@@ -134,11 +146,10 @@ def test_truth_is_well_formed() -> None:
                     assert item["why"].strip(), where
 
 
-def test_corpus_files_parse_and_are_kept_verbatim() -> None:
-    """Every corpus file is real Python (the doctor must read it); SOURCES.md names each script."""
-    sources = (REAL / "SOURCES.md").read_text(encoding="utf-8")
+@needs_corpus
+def test_corpus_files_parse() -> None:
+    """Every corpus file is real Python (the doctor must read it)."""
     for name in truth():
-        assert f"| {name} |" in sources, f"{name} is not in SOURCES.md"
         for path in (REAL / name).rglob("*.py"):
             ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
@@ -150,6 +161,7 @@ def scores():  # type: ignore[no-untyped-def]
     return score_all([name for name, entry in sorted(truth().items()) if not is_heldout(entry)])
 
 
+@needs_corpus
 def test_real_corpus_scores(scores, capsys) -> None:  # type: ignore[no-untyped-def]
     all_ = total(scores)
     with capsys.disabled():
@@ -169,6 +181,7 @@ def test_real_corpus_scores(scores, capsys) -> None:  # type: ignore[no-untyped-
         assert part.recall >= recall, f"{label}: recall {part.recall:.2f}\n" + table(scores)
 
 
+@needs_corpus
 def test_default_output_scores(scores) -> None:  # type: ignore[no-untyped-def]
     """What orch doctor shows by default (certain and likely findings) is at least as precise as --all."""
     data = truth()
@@ -193,9 +206,9 @@ def test_matching_rule_is_strict() -> None:
     assert q.distance("DDP006", "h.py", 40 + LINE_TOLERANCE) == LINE_TOLERANCE
     assert q.distance("DDP006", "h.py", 10) is None  # a.py's lines do not count in h.py
     assert q.distance("DDP006", "a.py", 40) is None
-    assert Path(REAL).is_dir()
 
 
+@needs_corpus
 def test_launch_gate_refuses_no_correct_script() -> None:
     """What ``orch run``/``orch submit`` do before launching (the doctor's gate, refusing on errors) lets every
     corpus script through unless its truth has a pitfall that certainly breaks the run (``severity_ok``). The gate's
@@ -216,6 +229,7 @@ def test_launch_gate_refuses_no_correct_script() -> None:
     assert not refused, refused
 
 
+@needs_corpus
 def test_shown_is_what_orch_doctor_prints() -> None:
     """``--shown`` scores exactly what ``orch doctor SCRIPT`` prints without ``--all``: on a ``--local_rank``
     script whose DDP015 the style answers, the CLI's findings and the bench's are the same places and codes."""
@@ -333,6 +347,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
 ]
 
 
+@needs_corpus
 @pytest.mark.parametrize(("number", "scripts", "precision", "recall", "no_error"), HELD_OUT,
                          ids=[f"set {row[0]}" for row in HELD_OUT])
 def test_held_out_set_keeps_its_measured_figures(number: int, scripts: int, precision: float, recall: float,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # real_corpus, when run as a script
-from real_corpus import REAL, reader, truth
+from real_corpus import REAL, reader, require_code, truth
 
 from orchestrator.doctor.check import read_script
 from orchestrator.doctor.confidence import shown
@@ -69,6 +69,7 @@ def fix_all(show_all: bool = False, names: Sequence[str] | None = None) -> list[
 
 
 def main() -> None:
+    require_code()
     show_all = "--all" in sys.argv[1:]
     outcomes = fix_all(show_all)
     print(f"orch doctor --fix{' --all' * show_all} on {len(truth())} scripts")

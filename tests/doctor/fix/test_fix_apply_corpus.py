@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 from fix_corpus import fix_all, fix_one
-from real_corpus import truth
+from real_corpus import needs_code, truth
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, needs_code()]  # skips in a checkout without the corpus's code
 
 SHARDS = 8
 

@@ -1,1 +1,0 @@
-from .backend import *

@@ -1,2 +1,0 @@
-
-from .get_dataloader import get_data_loader

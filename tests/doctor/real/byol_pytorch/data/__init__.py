@@ -1,1 +1,0 @@
-from .imagenet_loader import ImageNetLoader

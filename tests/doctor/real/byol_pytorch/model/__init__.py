@@ -1,2 +1,0 @@
-#-*- coding:utf-8 -*-
-from .byol_model import BYOLModel

@@ -1,2 +1,0 @@
-from .train import main
-main()

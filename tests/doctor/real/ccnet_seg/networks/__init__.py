@@ -1,3 +1,0 @@
-import networks.deeplabv3
-import networks.pspnet
-import networks.ccnet

@@ -1,3 +1,0 @@
-from .base_transformer import _AbsTransformerModel
-from .transformer_models import BARTModel, UnifiedModel
-from .chemformer import Chemformer

@@ -1,2 +1,0 @@
-from .base_trainer import BaseTrainer
-from .base_dataset import BaseDataSet

@@ -1,4 +1,0 @@
-# -*- coding: utf-8 -*-
-# @Time    : 2019/8/23 21:58
-# @Author  : zhoujun
-from .trainer import Trainer

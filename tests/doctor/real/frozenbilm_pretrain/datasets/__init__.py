@@ -1,5 +1,0 @@
-from .mc_dataset import build_mc_dataset, mc_collate_fn
-from .videoqa_dataset import build_videoqa_dataset, videoqa_collate_fn
-from .videoqa_dataset_clip import build_videoqa_dataset_clip
-from .videotext_dataset import build_videotext_dataset, videotext_collate_fn
-from .videoqa_dataset_ar import build_videoqa_dataset_ar, videoqa_collate_fn_ar

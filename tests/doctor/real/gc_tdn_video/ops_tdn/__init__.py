@@ -1,1 +1,0 @@
-from ops_tdn.basic_ops import *

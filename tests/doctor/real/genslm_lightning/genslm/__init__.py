@@ -1,5 +1,0 @@
-__version__ = "0.0.5a1"
-
-# Public imports
-from genslm.dataset import SequenceDataset  # noqa
-from genslm.inference import GenSLM  # noqa

@@ -1,3 +1,0 @@
-# Copyright contributors to the TSFM project
-#
-from . import flowstate, patchtst_fm, tinytimemixer, tspulse

@@ -1,2 +1,0 @@
-from .lr_scheduler import get_scheduler
-from .logger import setup_logger

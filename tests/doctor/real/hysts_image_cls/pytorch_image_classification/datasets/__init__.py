@@ -1,2 +1,0 @@
-from .datasets import create_dataset
-from .dataloader import create_dataloader

@@ -1,3 +1,0 @@
-from .Train import train
-from .Test import test
-from .Eval import evaluate

@@ -1,1 +1,0 @@
-from .llm2vec import LLM2Vec

@@ -1,1 +1,0 @@
-from .HardNegativeNLLLoss import HardNegativeNLLLoss

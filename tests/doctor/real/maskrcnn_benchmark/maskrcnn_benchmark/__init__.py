@@ -1,1 +1,0 @@
-# Copyright (c) Facebook, Inc. and its affiliates. All Rights Reserved.

@@ -1,2 +1,0 @@
-from .data import DatasetFromJson, TrainDataCollator
-from .loss import training_losses

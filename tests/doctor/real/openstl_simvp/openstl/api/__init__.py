@@ -1,7 +1,0 @@
-# Copyright (c) CAIRI AI Lab. All rights reserved
-
-from .exp import BaseExperiment
-
-__all__ = [
-    'BaseExperiment',
-]

@@ -1,1 +1,0 @@
-from .admin.multigpu import MultiGPU

@@ -1,2 +1,0 @@
-from .default import _C as config
-from .default import update_config

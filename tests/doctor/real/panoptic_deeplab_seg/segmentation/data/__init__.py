@@ -1,2 +1,0 @@
-from .build import (
-    build_dataset_from_cfg, build_train_loader_from_cfg, build_test_loader_from_cfg)

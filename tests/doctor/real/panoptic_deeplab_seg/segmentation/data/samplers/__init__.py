@@ -1,1 +1,0 @@
-from .distributed_sampler import TrainingSampler, InferenceSampler

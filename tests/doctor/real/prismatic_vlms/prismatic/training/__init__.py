@@ -1,2 +1,0 @@
-from .materialize import get_train_strategy
-from .metrics import Metrics

@@ -1,3 +1,0 @@
-from .base_strategy import TrainingStrategy
-from .ddp import DDPStrategy
-from .fsdp import FSDPStrategy

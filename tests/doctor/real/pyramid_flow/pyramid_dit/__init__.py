@@ -1,3 +1,0 @@
-from .pyramid_dit_for_video_gen_pipeline import PyramidDiTForVideoGeneration
-from .flux_modules import FluxSingleTransformerBlock, FluxTransformerBlock, FluxTextEncoderWithMask
-from .mmdit_modules import JointTransformerBlock, SD3TextEncoderWithMask

@@ -1,1 +1,0 @@
-from .checkpoint import CheckPoint

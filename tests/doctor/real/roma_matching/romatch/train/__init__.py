@@ -1,1 +1,0 @@
-from .train import train_k_epochs

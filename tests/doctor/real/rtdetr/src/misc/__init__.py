@@ -1,3 +1,0 @@
-
-from .logger import *
-from .visualizer import *

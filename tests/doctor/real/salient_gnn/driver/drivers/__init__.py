@@ -1,3 +1,0 @@
-from .base import BaseDriver
-from .ddp import DDPDriver
-from .singleproc import SingleProcDriver

@@ -1,3 +1,0 @@
-from .models import register, make
-from . import sam
-

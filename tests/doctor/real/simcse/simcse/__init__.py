@@ -1,1 +1,0 @@
-from .tool import SimCSE

@@ -1,5 +1,0 @@
-from .model import (
-    Hubert,
-    HubertDiscrete,
-    HubertSoft,
-)

@@ -1,1 +1,0 @@
-from .trainer import SpeechTokenizerTrainer

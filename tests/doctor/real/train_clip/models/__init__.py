@@ -1,1 +1,0 @@
-from .wrapper import CLIPWrapper, CustomCLIPWrapper

@@ -1,1 +1,0 @@
-from .make_dataloader import make_dataloader

@@ -1,1 +1,0 @@
-from .processor import do_train, do_inference

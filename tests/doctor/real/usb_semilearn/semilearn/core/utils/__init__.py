@@ -1,7 +1,0 @@
-# Copyright (c) Microsoft Corporation.
-# Licensed under the MIT License.
-
-
-from .build import *
-from .misc import *
-from .registry import *

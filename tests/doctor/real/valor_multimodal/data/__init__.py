@@ -1,7 +1,0 @@
-from .data import (TxtMapper, VideoMapper,AudioMapper)
-
-from .loader import PrefetchLoader, MetaLoader, AccumMetaLoader
-
-
-
-
