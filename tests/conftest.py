@@ -57,7 +57,7 @@ settings.register_profile("gate", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("ORCH_HYPOTHESIS", "gate"))
 
-# Public training scripts kept verbatim as orch doctor's real corpus: read by tests, never collected.
+# orch doctor's real corpus (public training scripts, a local copy never committed): read by tests, never collected.
 collect_ignore = ["doctor/real"]
 
 
