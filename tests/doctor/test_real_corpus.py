@@ -327,6 +327,10 @@ def test_launch_verdict_rule() -> None:
 # change by the lead, measured on commit e33e30d at 14:50-14:56 UTC): default output precision 0.53 (19 of 36), recall
 # 0.37 (16 of 43; over pitfalls with a catalog code 0.47, 16 of 34), no error finding; --shown 0.70 (19 of 27); --all
 # 0.47 (24 of 51), 0.42 (18 of 43); launch right or refused 18 of 21 (style 21, framework 21, 2-node verdict 18).
+# Set 25 (19 scripts from 19 repositories, four judges, truth committed 0091ccb, 7743ebc, 60e9c84, ba13f75 on
+# 2026-12-03 before the doctor ran on it, measured on ba13f75): default output precision 0.70 (19 of 27), recall 0.40
+# (17 of 43; coded 0.49, 17 of 35), no error finding; --shown 0.86 (19 of 22); --all 0.61, 0.47; launch right or
+# refused 12 of 19 (style 15, framework 17, 2-node verdict 14). Kept apart in tests/doctor/heldout25/ until merged here.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -344,6 +348,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (22, 22, 0.53, 0.16, True),
     (23, 22, 0.57, 0.28, True),
     (24, 21, 0.52, 0.37, True),
+    (25, 19, 0.70, 0.39, True),
 ]
 
 
