@@ -19,10 +19,12 @@ from pathlib import Path
 
 from orchestrator.doctor.frameworknames import QUALIFIED, import_aliases, qualified_name
 from orchestrator.source.argflags import declared_flags
-from orchestrator.source.names import Module
+from orchestrator.source.names import Module, last_name
 from orchestrator.source.walk import walk
 
 _LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})
+# what adds Lightning's flags (or a node count) to a namespace from_argparse_args reads
+_TRAINER_FLAGS = frozenset({"add_argparse_args", "LightningArgumentParser", "num_nodes", "add_trainer_args"})
 
 
 @dataclass(frozen=True)
@@ -164,3 +166,59 @@ def _strings(module: Module, expr: ast.expr) -> frozenset[str] | None:
     if not isinstance(expr, ast.List | ast.Tuple | ast.Set):
         return None
     return frozenset(e.value for e in expr.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+
+
+def literal_keys(tree: ast.Module, expr: ast.expr) -> frozenset[str] | None:
+    """The keys a dict spread into a call (``**gpu_args``) can hold: every assignment of the name in the file is a
+    ``dict(k=...)`` or ``{"k": ...}`` with the keys written out, and nothing adds another (a store under a key not
+    written out, ``update``/``setdefault``); None when not known."""
+    if not isinstance(expr, ast.Name):
+        return None
+    keys: set[str] = set()
+    made = False
+    for node in walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id for t in node.targets):
+            value = node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and (
+                    not value.args and all(k.arg for k in value.keywords)):
+                keys.update(str(k.arg) for k in value.keywords)
+            elif isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                      for k in value.keys):
+                keys.update(str(k.value) for k in value.keys if isinstance(k, ast.Constant))
+            else:
+                return None
+            made = True
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == expr.id and (
+                isinstance(node.ctx, ast.Store)):
+            if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+                return None
+            keys.add(node.slice.value)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == expr.id
+              and node.attr in ("update", "setdefault", "__setitem__")) or (
+                isinstance(node, ast.AugAssign | ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and node.target.id == expr.id):
+            return None
+    return frozenset(keys) if made else None
+
+
+def plain_parser(tree: ast.Module, call: ast.Call) -> bool:
+    """``Trainer.from_argparse_args(args, ...)`` where ``args`` is parsed in this file by an ``ArgumentParser`` built
+    here, and nothing in the file adds Lightning's flags or a node count (``add_argparse_args``,
+    ``LightningArgumentParser``, ``num_nodes`` anywhere): the namespace has no ``num_nodes``, so Lightning's default
+    (one node) stands, whatever the user passes."""
+    if not (call.args and isinstance(call.args[0], ast.Name)) or any(
+            (isinstance(n, ast.Attribute) and n.attr in _TRAINER_FLAGS) or (isinstance(n, ast.Name) and n.id in
+            _TRAINER_FLAGS) or (isinstance(n, ast.keyword) and n.arg == "num_nodes")
+            or (isinstance(n, ast.Constant) and isinstance(n.value, str) and "num_nodes" in n.value)
+            for n in walk(tree)):
+        return False
+    assigned: dict[str, list[ast.expr]] = {}
+    for node in walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+    parsed = assigned.get(call.args[0].id, [])
+    parsers = [v.func.value.id for v in parsed if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+               and v.func.attr == "parse_args" and isinstance(v.func.value, ast.Name)]
+    makers = assigned.get(parsers[0], []) if len(parsers) == len(parsed) == 1 else []
+    return bool(makers) and all(isinstance(v, ast.Call) and last_name(v.func) == "ArgumentParser"
+                                and not any(k.arg == "parents" for k in v.keywords) for v in makers)

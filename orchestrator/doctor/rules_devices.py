@@ -197,7 +197,7 @@ def check_load(a: Analysis) -> Iterator[Finding]:
         return  # a framework that prepares the model (Accelerate, Fabric) runs on a GPU per rank
     for site in a.sites(frozenset({"torch.load"})):
         if (_mapped(site.call) or a.flow.guarded(site) or _other_branch_maps(a, site.call)
-                or _before_the_spawn(a, site)):
+                or _before_the_spawn(a, site) or _saved_on_cpu(a, site)):
             continue
         state = _loads_state(a, site.call)
         if not (state or _checkpoint_like(a, site.call.args[0] if site.call.args else _kw(site.call, "f"))):
@@ -205,6 +205,22 @@ def check_load(a: Analysis) -> Iterator[Finding]:
         # a state loaded into a model or kept as one is likely; a checkpoint told by its path's name alone, possible
         yield a.finding("DDP009", site.call, ast.unparse(site.call)[:60], confidence=None if state else "possible",
                         fact="its result is a model's state" if state else "a checkpoint by its path's name only")
+
+
+def _saved_on_cpu(a: Reading, site: Site) -> bool:
+    """The load is ``load_X``'s and the file's ``save_X`` saves CPU copies (KAIR's ``save_network``: ``state_dict[key]
+    = param.cpu()``, then ``torch.save(state_dict, path)``): the checkpoint it reads holds no GPU tensors."""
+    if site.function is None or not site.function.name.startswith("load_"):
+        return False
+    saver = a.module.functions.get("save_" + site.function.name.removeprefix("load_"))
+    if saver is None:
+        return False
+    saved = [n.args[0].id for n in walk(saver) if isinstance(n, ast.Call) and a.module.qualname(n.func) == "torch.save"
+             and n.args and isinstance(n.args[0], ast.Name)]
+    copied = {t.value.id for n in walk(saver) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+              and last_name(n.value.func) == "cpu" for t in n.targets
+              if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+    return bool(saved) and set(saved) <= copied
 
 
 def _before_the_spawn(a: Reading, site: Site) -> bool:

@@ -79,11 +79,29 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
         replicas = next((k.value for k in site.call.keywords if k.arg == "num_replicas"), None)
         if rank is None or (replicas is not None and _PER_NODE.search(_text(a, replicas))):
             continue
-        if _env_local(a, rank, 0):
+        if _env_local(a, rank, 0) or _flag_local(a, rank):
             yield a.finding("DDP016", site.call, f"DistributedSampler(rank={ast.unparse(rank)[:40]}) holds the local "
                             "rank: from the second node on, nodes read the same shards", at=rank)
     yield from _gathered_vs_local(a)
     yield from _rank_from_flag(a)
+
+
+def _flag_local(a: Analysis, expr: ast.expr) -> bool:
+    """``args.local_rank`` or ``args["local_rank"]``, the value of a ``--local_rank`` flag that the file or a project
+    module it imports declares (the old launcher's, and orch's local-rank-arg style's, node-local rank), never set
+    in the file (``args.local_rank = dist.get_rank()`` would make it the global one)."""
+    if isinstance(expr, ast.Attribute) and expr.attr == "local_rank":
+        key = dotted(expr)
+        if key is None or a.module.values_anywhere(key):
+            return False
+    elif not (isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant)
+              and expr.slice.value == "local_rank") or any(
+            isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.slice, ast.Constant)
+            and n.slice.value == "local_rank" for n in walk(a.module.tree)):
+        return False
+    modules = [a.module] + ([m for p in a.project.imported(a.module) if (m := a.project.read(p)) is not None]
+                            if a.project is not None else [])
+    return any(localrank.declared_flag(m.tree) for m in modules)
 
 
 _NODE_INDEX = re.compile(r"NODE|GROUP_RANK|^RANK$|PROCID")  # a node index or rank the environment gives

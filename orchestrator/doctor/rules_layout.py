@@ -33,7 +33,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
 from orchestrator.doctor.frameworks import devices_of
 from orchestrator.doctor.layoutconfig import cli_trainer, configured_trainer, key_line, read_config, shown
-from orchestrator.doctor.layoutflags import declared_layout_flags, spread_flags
+from orchestrator.doctor.layoutflags import declared_layout_flags, literal_keys, plain_parser, spread_flags
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.source.configfiles import ConfigValue
 from orchestrator.source.names import dotted, last_name
@@ -161,6 +161,13 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     passed = spread_flags(a.module, spread[0]) if lightning and len(spread) == 1 else None
     if passed is not None:  # Trainer(**vars(args)), or of some of the flags: their defaults
         return _spread_layout(a, call, passed, flags)
+    keys = literal_keys(a.module.tree, spread[0]) if lightning and len(spread) == 1 else None
+    if keys is not None and "num_nodes" not in keys | {k.arg for k in call.keywords}:
+        # Trainer(..., **gpu_args) with gpu_args = dict(gpus=-1, accelerator="ddp") in each branch: no node count
+        name = ast.unparse(spread[0])
+        own = next((k for k in call.keywords if k.arg in ("devices", "gpus")), None)
+        return (_Value(1, "left out", f"num_nodes=1 (left out: neither the call nor {name} gives it)"),
+                _resolve(a, own.value, flags, str(own.arg)) if own is not None else _Value(None, "unknown"))
     if QUALIFIED.get(qualified) not in _LAYOUT_FRAMEWORKS or spread:
         return None
     if call.args and not made:
@@ -173,7 +180,9 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     elif made:  # Lightning 1.x's flags (add_argparse_args): --num_nodes defaults to 1
         known = flags.get("num_nodes")
         nodes = (_Value(known[0], "flag", f"num_nodes={known[0]} ({known[1]} defaults to {known[0]}: {FLAG_SAID})")
-                 if known else _Value(None, "unknown"))
+                 if known else _Value(1, "left out", "num_nodes=1 (left out: the parser from_argparse_args reads "
+                                                     "has no --num_nodes)") if plain_parser(a.module.tree, call)
+                 else _Value(None, "unknown"))
     else:
         nodes = _Value(1, "left out", "num_nodes=1 (left out: the default)")
     key = "devices" if "devices" in given else "gpus" if "gpus" in given else None

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.source.names import last_name, main_guard
+from orchestrator.source.branches import main_guard
+from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
 
 # builtins that exist only on some Pythons (newer than 3.10, Python 2's), and what notebooks define

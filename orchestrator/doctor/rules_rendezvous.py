@@ -13,7 +13,8 @@ from orchestrator.doctor.rules_rendezvous_computed import check_computed
 from orchestrator.launchstyles.spawns import opt_in
 from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.names import dotted, last_name, unconditional
+from orchestrator.source.branches import unconditional
+from orchestrator.source.names import dotted, last_name
 from orchestrator.source.walk import walk
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
@@ -160,10 +161,13 @@ def _written(a: Analysis) -> Iterator[Finding]:
             if k.arg in ("world_size", "rank") and _constant(a, k.value):
                 yield a.finding("DDP008", site.call, f"{k.arg}={ast.unparse(k.value)}")
                 break
-            flag = _rank_flag(a, k.value, 0) if k.arg == "rank" else None
-            if flag is not None and not _reads_rank_env(a):
-                yield a.finding("DDP008", site.call, f"rank from the flag {flag} with a fixed default, RANK never "
-                                                     "read: under a launcher (no flag passed) every process is rank 0")
+            # (a script that spawns its own workers is started by hand, its world size the user's to pass: DDP014)
+            spawned = k.arg == "world_size" and (a.spawns or (a.outer is not None and a.outer.spawns))
+            flag = _rank_flag(a, k.value, 0) if k.arg in _LAUNCHER_READS and not spawned else None
+            if flag is not None and not _reads_env(a, _LAUNCHER_READS[str(k.arg)][0]):
+                variable, then = _LAUNCHER_READS[str(k.arg)][0][0], _LAUNCHER_READS[str(k.arg)][1]
+                yield a.finding("DDP008", site.call, f"{k.arg} from the flag {flag} with a fixed default, {variable} "
+                                                     f"never read: under a launcher (no flag passed) {then}")
                 break
             if k.arg == "init_method" and isinstance(k.value, ast.Constant) and str(k.value.value).startswith("tcp://"):
                 yield a.finding("DDP008", site.call, f"init_method={k.value.value!r}")
@@ -388,13 +392,20 @@ def _flag_declaration(a: Reading, dest: str) -> ast.Call | None:
     return None
 
 
-def _reads_rank_env(a: Reading) -> bool:
-    """The script's project reads a launcher's global rank from the environment anywhere."""
+# init_process_group's arguments a launcher gives through the environment: the variables that carry it, and what a
+# flag's default there does when the flag is not passed
+_LAUNCHER_READS = {
+    "rank": (("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"), "every process is rank 0"),
+    "world_size": (("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"),
+                   "the group waits for that many processes, whatever the launcher started"),
+}
+
+
+def _reads_env(a: Reading, names: tuple[str, ...]) -> bool:
+    """The script's project reads one of the launcher's variables ``names`` anywhere."""
     root = a.outer if a.outer is not None else a
     modules = [root.module, a.module]
     if root.project is not None:
         list(root.helper_quals)
         modules += [module for _, module in root.project.helpers()]
-    return any(isinstance(node, ast.Constant) and node.value in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
-                                                                  "PMI_RANK")
-               for module in modules for node in module.nodes)
+    return any(isinstance(node, ast.Constant) and node.value in names for module in modules for node in module.nodes)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from orchestrator.source.names import last_name, unconditional
+from orchestrator.source.branches import unconditional
+from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
 
 _LOOPBACK = ("tcp://127.", "tcp://localhost")

@@ -69,26 +69,6 @@ def argument_line(call: ast.Call, keyword: str) -> int:
     return next((k.value.lineno for k in call.keywords if k.arg == keyword), call.lineno)
 
 
-def main_guard(test: ast.expr) -> bool:
-    """``if __name__ == "__main__":``'s test (its code runs only when the file is the script, never on import)."""
-    text = ast.unparse(test)
-    return "__name__" in text and "__main__" in text
-
-
-def unconditional(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """No ``if``/loop/``try``/``with`` around ``node`` in its function (or module) but ``if __name__ == "__main__":``:
-    it runs whenever its function (or the script) does."""
-    current = parents.get(node)
-    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
-        if isinstance(current, ast.If) and main_guard(current.test):
-            current = parents.get(current)
-            continue
-        if isinstance(current, ast.If | ast.For | ast.While | ast.Try | ast.With | ast.IfExp):
-            return False
-        current = parents.get(current)
-    return True
-
-
 @dataclass
 class Scope:
     """A function (or the module): its assignments by dotted name, and its enclosing scope."""
@@ -196,7 +176,7 @@ class Module:
         """``torch.distributed.barrier`` for ``dist.barrier`` (after ``import torch.distributed as dist``)."""
         name = dotted(expr)
         if name is None:
-            return None
+            return self._super_method(expr)
         framework = self._framework_method(expr)
         if framework is not None:
             return framework
@@ -245,10 +225,24 @@ class Module:
         return next((p.annotation for p in params if p.arg == name.id), None)
 
     def _in_lightning_module(self, node: ast.AST) -> bool:
+        current = self._class_of(node)
+        return current is not None and any((last_name(b) or "").endswith("LightningModule") for b in current.bases)
+
+    def _class_of(self, node: ast.AST) -> ast.ClassDef | None:
         current = self.parents.get(node)
         while current is not None and not isinstance(current, ast.ClassDef):
             current = self.parents.get(current)
-        return current is not None and any((last_name(b) or "").endswith("LightningModule") for b in current.bases)
+        return current
+
+    def _super_method(self, expr: ast.expr) -> str | None:
+        """``super().__init__`` in a class whose first base is imported (``BaseTrainer`` from the project's
+        ``engine.base_trainer``): ``engine.base_trainer.BaseTrainer.__init__``, the method a call of it runs."""
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Call)
+                and isinstance(expr.value.func, ast.Name) and expr.value.func.id == "super"):
+            return None
+        cls = self._class_of(expr)
+        base = self.qualname(cls.bases[0]) if cls is not None and cls.bases else None
+        return f"{base}.{expr.attr}" if base is not None and "." in base else None
 
     def scope_of(self, node: ast.AST) -> Scope:
         current = self.parents.get(node)

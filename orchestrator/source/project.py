@@ -60,6 +60,8 @@ class Project:
         self.roots += [r for r in extra_roots(self.script, tree) if r not in self.roots]
         # a repository's scripts/ or tools/ folder: its packages sit one or two folders up (run from the root)
         self.above = [p for p in self.script.parents[1:3] if p not in self.roots]
+        # and a src/ layout's packages there (``scripts/train.py`` imports ``ltxv_trainer``, kept in src/ltxv_trainer)
+        self.above += [p / "src" for p in self.above if (p / "src").is_dir() and p / "src" not in self.roots]
         self.package = _package_of(self.script)
         self._modules: dict[Path, Module | None] = {}
         self._reach: dict[tuple[Path, str], Reach] = {}

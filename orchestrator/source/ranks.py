@@ -364,4 +364,4 @@ class Ranks(Devices):
 
 def _constant(expr: ast.expr) -> bool:
     """A literal, negative ones too (``self.rank = -1``: the fallback of a run with no launcher)."""
-    return isinstance(expr, ast.Constant) or (isinstance(expr, ast.UnaryOp) and isinstance(expr.operand, ast.Constant))
+    return isinstance(fold(expr), ast.Constant)

@@ -117,3 +117,31 @@ def test_a_cpu_map_location_in_the_other_branch_leaves_the_gpu_branch_reported()
 
 def test_both_branches_without_map_location_are_reported() -> None:
     assert branch_lines("") == [12, 14]
+
+
+_SAVER = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Model:
+    def save_network(self, network, path):
+        state_dict = network.state_dict()
+        for key, param in state_dict.items():
+            state_dict[key] = {copy}
+        torch.save(state_dict, path)
+
+    def load_network(self, network, path):
+        network.load_state_dict(torch.load(path))
+
+
+dist.init_process_group("nccl")
+net = DDP(torch.nn.Linear(2, 2).cuda())
+"""
+
+
+def test_a_load_of_what_its_saver_writes_as_cpu_copies_is_not_reported() -> None:
+    """KAIR's ``load_network``: its ``save_network`` saves ``param.cpu()`` copies, so the load holds no GPU tensors."""
+    assert "DDP009" not in [f.code for f in check_source(_SAVER.format(copy="param.cpu()"), "t.py")]
+    assert "DDP009" in [f.code for f in check_source(_SAVER.format(copy="param"), "t.py")]

@@ -174,3 +174,51 @@ def test_a_trainer_given_the_flags_takes_their_layout_defaults(kwargs: str, expe
     found = layout(_SPREAD.format(kwargs=kwargs))
     assert [(f.line, f.confidence) for f in found] == expected
     assert all("--num_nodes defaults to 1" in f.message for f in found)
+
+
+_ARGPARSE = _PL + """import argparse
+p = argparse.ArgumentParser({parents})
+p.add_argument("--gpus", type=int, default=1)
+args = {args}
+trainer = pl.Trainer.from_argparse_args(args, gpus=args.gpus, accelerator="ddp")
+"""
+
+
+@pytest.mark.parametrize(("parents", "args", "expected"), [
+    ("", "p.parse_args()", "certain"),  # the namespace has no num_nodes: Lightning's one node
+    ("parents=[base]", "p.parse_args()", "likely"),  # a parent parser may declare --num_nodes: --gpus's default only
+    ("", "get_args()", "likely"),  # parsed elsewhere: the node count is not known
+], ids=["plain-parser", "parent-parser", "parsed-elsewhere"])
+def test_from_argparse_args_on_a_parser_without_lightnings_flags(parents: str, args: str, expected: str) -> None:
+    [found] = layout(_ARGPARSE.format(parents=parents, args=args))
+    assert (found.line, found.confidence, "num_nodes=1" in found.message) == (6, expected, expected == "certain")
+    assert [f.severity for f in across_nodes([found], 2, 8)] == ["error" if expected == "certain" else "warning"]
+    # the namespace given a node count somewhere in the file: not known
+    [found] = layout(_ARGPARSE.format(parents="", args="p.parse_args()") + "args.num_nodes = 2\n")
+    assert found.confidence == "likely"
+
+
+_SPREAD_DICT = _PL + """import sys
+if len(sys.argv) > 1:
+    gpu_args = dict(gpus=1, val_check_interval=250)
+else:
+    gpu_args = {{"gpus": -1, "accelerator": "ddp"{more}}}
+{after}
+trainer = pl.Trainer(max_epochs=3, **gpu_args)
+x = trainer.is_global_zero
+"""
+
+
+@pytest.mark.parametrize(("more", "after", "expected"), [
+    ("", "", [(8, "certain")]),  # no branch gives num_nodes: one node
+    ("", 'gpu_args.pop("val_check_interval")', [(8, "certain")]),
+    (', "num_nodes": 2', "", []),  # a branch gives it
+    ("", 'gpu_args["num_nodes"] = 2', []),
+    ("", "gpu_args.update(extra)", []),  # what update adds: not known
+    ("", "gpu_args[key] = value", []),
+], ids=["no-node-count", "popped", "in-a-branch", "stored", "updated", "stored-under-a-name"])
+def test_a_dict_of_written_keys_spread_into_the_trainer(more: str, after: str,
+                                                        expected: list[tuple[int, str]]) -> None:
+    found = layout(_SPREAD_DICT.format(more=more, after=after))
+    assert [(f.line, f.confidence) for f in found] == expected
+    assert all("neither the call nor gpu_args gives it" in f.message for f in found)

@@ -123,6 +123,26 @@ def test_the_flag_passed_is_the_spelling_a_helper_declares(tmp_path: Path) -> No
         assert (launch.style, launch.flag) == ("local-rank-arg", passed), declared
 
 
+def test_a_flag_declared_by_the_base_class_a_super_call_reaches(tmp_path: Path) -> None:
+    """As in GeoTransformer: the entry's trainer subclasses the project's base trainer, whose ``__init__`` (reached
+    through ``super().__init__``) declares ``--local_rank`` and binds the device from it."""
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "engine" / "base_trainer.py").write_text(
+        "import argparse\n\nimport torch\n\n\nclass BaseTrainer:\n    def __init__(self, cfg):\n"
+        "        parser = argparse.ArgumentParser()\n"
+        "        parser.add_argument('--local_rank', type=int, default=-1)\n        self.args = parser.parse_args()\n"
+        "        torch.cuda.set_device(self.args.local_rank)\n",
+        encoding="utf-8")
+    script = tmp_path / "trainval.py"
+    script.write_text("from engine.base_trainer import BaseTrainer\n\n\nclass Trainer(BaseTrainer):\n"
+                      "    def __init__(self, cfg):\n        super().__init__(cfg)\n\n\n"
+                      "if __name__ == '__main__':\n    Trainer({})\n", encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.flag) == ("local-rank-arg", "--local_rank")
+    assert launch.why.startswith("engine/base_trainer.py:9: parser.add_argument('--local_rank'")
+
+
 def test_a_layout_sized_from_slurms_tasks_per_node_is_written_for_slurm(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     reading = "devices=int(os.environ.get('SLURM_NTASKS_PER_NODE', 1))"

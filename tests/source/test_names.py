@@ -90,3 +90,19 @@ def test_the_assignments_of_a_target_are_each_statement_once_in_order() -> None:
     assert [n.lineno for n in module.assignments("x")] == [1, 3]
     assert [n.lineno for n in module.assignments("self.ckpt")] == [2]
     assert module.assignments("z") == []
+
+
+def test_a_super_method_is_the_imported_bases() -> None:
+    """``super().__init__`` in a class whose first base is imported names the base's method (the project's reader
+    follows it there, as GeoTransformer's trainers reach the parser their base class builds); a base of the file, a
+    class with no base or ``super`` outside a class name nothing."""
+    tree = ast.parse("from engine.base_trainer import BaseTrainer\nimport engine\n\n\n"
+                     "class Trainer(BaseTrainer):\n    def __init__(self, cfg):\n        super().__init__(cfg)\n\n\n"
+                     "class Other(engine.Base, object):\n    def run(self):\n        return super().run()\n\n\n"
+                     "class Local:\n    pass\n\n\nclass Child(Local):\n    def go(self):\n        super().go()\n\n\n"
+                     "def free():\n    super().x()\n")
+    module = Module(tree)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    assert {ast.unparse(c): module.qualname(c.func) for c in calls} == {
+        "super().__init__(cfg)": "engine.base_trainer.BaseTrainer.__init__", "super().run()": "engine.Base.run",
+        "super().go()": None, "super().x()": None}

@@ -98,3 +98,15 @@ def test_a_package_beside_the_scripts_folder_is_found_by_its_bare_name_and_a_mod
     reach = project.reach("speechtok.spawned_train")
     assert reach is not None and "torch.distributed.init_process_group" in reach.quals
     assert project.find("helpers") is None  # a module file above the script's folder is not its
+
+
+def test_a_src_layout_package_beside_the_scripts_folder_is_found(tmp_path: Path) -> None:
+    """LTX-Video-Trainer's ``scripts/train.py`` imports ``ltxv_trainer``, which lives in ``src/ltxv_trainer`` (installed
+    with ``pip install -e .``): found there; a stray module file of that name in src/ is not a package."""
+    _write(tmp_path / "src" / "pkg", {"__init__.py": "", "dist.py": DIST})
+    (tmp_path / "src" / "stray.py").write_text("x = 1\n")
+    project = _project(tmp_path / "scripts" / "train.py", "from pkg.dist import spawned_train\nimport stray\n")
+    assert project.find("pkg.dist") == (tmp_path / "src" / "pkg" / "dist.py").resolve()
+    assert project.find("stray") is None
+    reach = project.reach("pkg.dist.spawned_train")
+    assert reach is not None and "torch.distributed.init_process_group" in reach.quals
