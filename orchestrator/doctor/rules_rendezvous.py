@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.launcherflags import LAUNCHER_READS, default_flag, flag_declaration, reads_env
 from orchestrator.doctor.rules_rendezvous_computed import check_computed
 from orchestrator.launchstyles.spawns import opt_in
 from orchestrator.source.analysis import INIT
@@ -163,9 +164,9 @@ def _written(a: Analysis) -> Iterator[Finding]:
                 break
             # (a script that spawns its own workers is started by hand, its world size the user's to pass: DDP014)
             spawned = k.arg == "world_size" and (a.spawns or (a.outer is not None and a.outer.spawns))
-            flag = _rank_flag(a, k.value, 0) if k.arg in _LAUNCHER_READS and not spawned else None
-            if flag is not None and not _reads_env(a, _LAUNCHER_READS[str(k.arg)][0]):
-                variable, then = _LAUNCHER_READS[str(k.arg)][0][0], _LAUNCHER_READS[str(k.arg)][1]
+            flag = default_flag(a, k.value, 0) if k.arg in LAUNCHER_READS and not spawned else None
+            if flag is not None and not reads_env(a, LAUNCHER_READS[str(k.arg)][0]):
+                variable, then = LAUNCHER_READS[str(k.arg)][0][0], LAUNCHER_READS[str(k.arg)][1]
                 yield a.finding("DDP008", site.call, f"{k.arg} from the flag {flag} with a fixed default, {variable} "
                                                      f"never read: under a launcher (no flag passed) {then}")
                 break
@@ -202,7 +203,7 @@ def _formatted_url(a: Reading, expr: ast.expr) -> str | None:
             return f"the constant {ast.unparse(part)}"
         if not isinstance(part, ast.Attribute) or a.module.values_anywhere(dotted(part) or ""):
             continue
-        call = _flag_declaration(a, part.attr)
+        call = flag_declaration(a, part.attr)
         default = next((k.value for k in call.keywords if k.arg == "default"), None) if call is not None else None
         if isinstance(default, ast.Constant) and isinstance(default.value, str | int) and default.value != "":
             return (f"--{part.attr} defaults to {default.value!r}: when the flag is forgotten, the launcher's "
@@ -354,58 +355,3 @@ def _unset(test: ast.expr) -> bool:
         return isinstance(op, ast.NotIn) or (isinstance(op, ast.Is) and isinstance(right, ast.Constant)
                                              and right.value is None)
     return False
-
-
-def _rank_flag(a: Reading, expr: ast.expr, depth: int) -> str | None:
-    """``--rank`` when ``expr`` is (a parameter filled with) ``args.rank`` of ``add_argument("--rank",
-    default=0)``: the rank a launcher never passes (Tacotron 2's ``train(..., args.rank, ...)``)."""
-    if depth > 3:
-        return None
-    if isinstance(expr, ast.Attribute):
-        key = dotted(expr)
-        if key is None or a.module.values_anywhere(key):
-            return None  # args.rank = args.rank * ngpus_per_node + gpu: the flag is a node's offset, not the rank
-        call = _flag_declaration(a, expr.attr)
-        default = next((k.value for k in call.keywords if k.arg == "default"), None) if call is not None else None
-        if isinstance(default, ast.Constant) and isinstance(default.value, int):
-            return f"--{expr.attr}"
-        return None
-    if isinstance(expr, ast.Name):
-        function = a.module.function_of(expr)
-        if function is not None and expr.id in {p.arg for p in function.args.args}:
-            found = [_rank_flag(a, value, depth + 1) for value in a.module.argument_for(function, expr.id)]
-            if not found and a.outer is not None:  # a helper module's function: what the script passes
-                index = [p.arg for p in function.args.args].index(expr.id)
-                found = [_rank_flag(a.outer, call.args[index], depth + 1) for call in a.outer.module.nodes
-                         if isinstance(call, ast.Call) and last_name(call.func) == function.name
-                         and len(call.args) > index]
-            return found[0] if found and all(found) else None
-    return None
-
-
-def _flag_declaration(a: Reading, dest: str) -> ast.Call | None:
-    for node in a.module.nodes:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
-            if any(f.startswith("--") and f.lstrip("-").replace("-", "_") == dest for f in flags):
-                return node
-    return None
-
-
-# init_process_group's arguments a launcher gives through the environment: the variables that carry it, and what a
-# flag's default there does when the flag is not passed
-_LAUNCHER_READS = {
-    "rank": (("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"), "every process is rank 0"),
-    "world_size": (("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"),
-                   "the group waits for that many processes, whatever the launcher started"),
-}
-
-
-def _reads_env(a: Reading, names: tuple[str, ...]) -> bool:
-    """The script's project reads one of the launcher's variables ``names`` anywhere."""
-    root = a.outer if a.outer is not None else a
-    modules = [root.module, a.module]
-    if root.project is not None:
-        list(root.helper_quals)
-        modules += [module for _, module in root.project.helpers()]
-    return any(isinstance(node, ast.Constant) and node.value in names for module in modules for node in module.nodes)

@@ -1,10 +1,9 @@
 """The script's own project: the local modules it imports (siblings, its package, relative imports)
 and what the functions it calls in them do, a few levels deep.
 
-``Project.reach(qual)`` answers, for a call the script makes (``utils.init_distributed_mode``, after
-``import utils``), which qualified names that helper calls, itself or through the helpers it calls in
-turn (``torch.cuda.set_device``, ``torch.distributed.init_process_group``, ...), or that it could not be
-read (a relative import with no file, a syntax error): then the findings that depend on it are warnings.
+``Project.reach(qual)`` answers, for a call the script makes (``utils.init_distributed_mode``), which qualified names
+that helper calls, itself or through the helpers it calls (``torch.cuda.set_device``, ...), or that it could not be read
+(a relative import with no file, a syntax error): then the findings that depend on it are warnings.
 Reading is bounded: at most ``MAX_FILES`` files, ``MAX_BYTES`` bytes each, ``MAX_DEPTH`` calls deep.
 Modules that are not files of the project (torch, numpy, an installed package) are not followed.
 """
@@ -58,9 +57,9 @@ class Project:
         self.script = script.resolve()
         self.roots = _roots(self.script)
         self.roots += [r for r in extra_roots(self.script, tree) if r not in self.roots]
-        # a repository's scripts/ or tools/ folder: its packages sit one or two folders up (run from the root)
+        # a repository's scripts/ or tools/ folder: its packages sit one or two folders up (run from the root), or in
+        # a src/ folder there (``scripts/train.py`` importing ``ltxv_trainer`` from ``src/ltxv_trainer``)
         self.above = [p for p in self.script.parents[1:3] if p not in self.roots]
-        # and a src/ layout's packages there (``scripts/train.py`` imports ``ltxv_trainer``, kept in src/ltxv_trainer)
         self.above += [p / "src" for p in self.above if (p / "src").is_dir() and p / "src" not in self.roots]
         self.package = _package_of(self.script)
         self._modules: dict[Path, Module | None] = {}

@@ -1,7 +1,8 @@
-"""DDP008 on ``init_process_group(rank=args.rank)`` or ``world_size=args.world_size`` where the value is a flag with a
-fixed default that the script never sets and the launcher's variable (``RANK``, ``WORLD_SIZE``) is read nowhere: a
-launcher passes no such flag, so every process is rank 0, or the group waits for the default's number of processes
-(IFRNet's ``--world_size`` default 4). Silent where the launcher's variable is read or the script computes the value."""
+"""DDP008 (``doctor/launcherflags.py``, reported by ``rules_rendezvous``) on ``init_process_group(rank=args.rank)``
+or ``world_size=args.world_size`` where the value is a flag with a fixed default that the script never sets and the
+launcher's variable (``RANK``, ``WORLD_SIZE``) is read nowhere: a launcher passes no such flag, so every process is
+rank 0, or the group waits for the default's number of processes (IFRNet's ``--world_size`` default 4). Silent where
+the launcher's variable is read or the script computes the value."""
 
 from __future__ import annotations
 

@@ -1,0 +1,67 @@
+"""init_process_group's ``rank`` and ``world_size``, which a launcher gives through the environment, taken from a
+flag's fixed default instead (``rank=args.rank`` with ``--rank`` defaulting to 0): a launcher passes no such flag.
+What the flag is (:func:`default_flag`), where it is declared, and whether the project reads the launcher's variable
+anywhere (:func:`reads_env`); ``rules_rendezvous`` reports it (DDP008)."""
+
+from __future__ import annotations
+
+import ast
+
+from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.names import dotted, last_name
+
+
+def default_flag(a: Reading, expr: ast.expr, depth: int = 0) -> str | None:
+    """``--rank`` when ``expr`` is (a parameter filled with) ``args.rank`` of ``add_argument("--rank",
+    default=0)``: the rank a launcher never passes (Tacotron 2's ``train(..., args.rank, ...)``)."""
+    if depth > 3:
+        return None
+    if isinstance(expr, ast.Attribute):
+        key = dotted(expr)
+        if key is None or a.module.values_anywhere(key):
+            return None  # args.rank = args.rank * ngpus_per_node + gpu: the flag is a node's offset, not the rank
+        call = flag_declaration(a, expr.attr)
+        default = next((k.value for k in call.keywords if k.arg == "default"), None) if call is not None else None
+        if isinstance(default, ast.Constant) and isinstance(default.value, int):
+            return f"--{expr.attr}"
+        return None
+    if isinstance(expr, ast.Name):
+        function = a.module.function_of(expr)
+        if function is not None and expr.id in {p.arg for p in function.args.args}:
+            found = [default_flag(a, value, depth + 1) for value in a.module.argument_for(function, expr.id)]
+            if not found and a.outer is not None:  # a helper module's function: what the script passes
+                index = [p.arg for p in function.args.args].index(expr.id)
+                found = [default_flag(a.outer, call.args[index], depth + 1) for call in a.outer.module.nodes
+                         if isinstance(call, ast.Call) and last_name(call.func) == function.name
+                         and len(call.args) > index]
+            return found[0] if found and all(found) else None
+    return None
+
+
+def flag_declaration(a: Reading, dest: str) -> ast.Call | None:
+    """The file's ``add_argument`` of the flag whose value is ``args.<dest>``."""
+    for node in a.module.nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+            if any(f.startswith("--") and f.lstrip("-").replace("-", "_") == dest for f in flags):
+                return node
+    return None
+
+
+# init_process_group's arguments a launcher gives through the environment: the variables that carry it, and what a
+# flag's default there does when the flag is not passed
+LAUNCHER_READS = {
+    "rank": (("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"), "every process is rank 0"),
+    "world_size": (("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"),
+                   "the group waits for that many processes, whatever the launcher started"),
+}
+
+
+def reads_env(a: Reading, names: tuple[str, ...]) -> bool:
+    """The script's project reads one of the launcher's variables ``names`` anywhere."""
+    root = a.outer if a.outer is not None else a
+    modules = [root.module, a.module]
+    if root.project is not None:
+        list(root.helper_quals)
+        modules += [module for _, module in root.project.helpers()]
+    return any(isinstance(node, ast.Constant) and node.value in names for module in modules for node in module.nodes)
