@@ -26,7 +26,7 @@ from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import spawns
-from orchestrator.source.names import FunctionNode, argument_line, dotted
+from orchestrator.source.names import FunctionNode, dotted
 
 _DEPTH = 3
 INDEX_RANK_TITLE = ("a spawn index passed as the global rank, with no node's offset: on more than one node every "
@@ -57,19 +57,17 @@ def check_index_as_rank(a: Analysis) -> Iterator[Finding]:
         if spawn.strategy is not None or _installed_copy(a, spawn.node):
             continue
         found = index_as_rank(a, spawn.node)
-        if found is None or (found[0], found[1].lineno) in seen:
+        if found is None or (found.file, found.line) in seen:
             continue
-        file, init = found
-        seen.add((file, init.lineno))
-        code = " ".join(ast.unparse(init).split())
+        seen.add((found.file, found.line))
+        code = " ".join(ast.unparse(found.node).split())
         code = code if len(code) <= 70 else code[:67] + "..."
-        rank = next((k.value for k in init.keywords if k.arg == "rank"), None)
         where = f"{Path(spawn.file).name}:{spawn.line}"
-        detail = f"rank={ast.unparse(rank) if rank is not None else '?'}: the index of {spawn.call} at {where}"
+        start = getattr(found.node, "lineno", found.line)
         yield replace(make_finding(
-            "DDP016", file, argument_line(init, "rank"), detail, title=INDEX_RANK_TITLE,
-            end_line=init.end_lineno or init.lineno, start_line=init.lineno,
-            evidence=f"line {init.lineno}: `{code}`; the spawn at {where} passes its index as the rank, with no "
+            "DDP016", found.file, found.line, f"{found.given}: the index of {spawn.call} at {where}",
+            title=INDEX_RANK_TITLE, end_line=getattr(found.node, "end_lineno", None) or start, start_line=start,
+            evidence=f"line {start}: `{code}`; the spawn at {where} passes its index as the rank, with no "
                      "node's offset: one node only"), fix=INDEX_RANK_FIX)
 
 

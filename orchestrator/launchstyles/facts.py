@@ -20,7 +20,6 @@ from orchestrator.launchstyles.loopback import forced_loopback
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
 from orchestrator.source.analysis import Analysis
-from orchestrator.source.names import argument_line
 from orchestrator.source.projectfiles import SourceFile, read_entry, with_imported
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
@@ -221,9 +220,8 @@ def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list
     found = spawns(reading, others)
     found_spawns += found + installed_spawns(reading)  # an installed spawner's ranks are its own (never DDP016)
     found_flags += declarations(reading, packages=True)
-    inits = [index_as_rank(reading, spawn.node) for spawn in found if spawn.strategy is None]
-    return [(file, argument_line(init, "rank"), ast.unparse(init)[:80])
-            for file, init in (i for i in inits if i is not None)]
+    ranks = [index_as_rank(reading, spawn.node) for spawn in found if spawn.strategy is None]
+    return [(r.file, r.line, ast.unparse(r.node)[:80]) for r in ranks if r is not None]
 
 
 def _strings(tree: ast.Module) -> dict[str, int]:

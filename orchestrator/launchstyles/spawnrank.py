@@ -2,7 +2,9 @@
 ``init_process_group(rank=...)`` or ``DistributedSampler(rank=...)`` (itself or through the functions and classes it
 passes the index to, in its file or the project's modules: ``def main_worker(rank, args): training(rank, args)``,
 ``Trainer(rank=gpu, cfg=cfg)`` whose ``__init__`` joins the group, ``train_fn(rank, world)`` imported from the
-project; ``device = rank``, ``init_process_group(..., rank=device)``). The spawn index is the rank on its node:
+project; ``device = rank``, ``init_process_group(..., rank=device)``), or writes it into the environment as ``RANK``
+(``os.environ["RANK"] = str(rank)``, ``os.environ.update({"RANK": str(rank), ...})``: the group then reads it, and
+so does everything else that asks the environment for the rank). The spawn index is the rank on its node:
 started once per node (the ``per-node`` style), every node's processes claim ranks 0..nprocs-1 of one world, so such
 a script works on one node only. Not a fact when the rank is built from the index (``rank = args.nr * args.gpus +
 gpu``: a node's offset) or the index is given another value before it is passed on."""
@@ -24,6 +26,18 @@ _TAKE_THE_RANK = frozenset({"init_process_group", "DistributedSampler"})
 
 
 @dataclass(frozen=True)
+class IndexRank:
+    """Where a spawn index becomes the global rank: ``node``, the ``init_process_group``/``DistributedSampler`` call
+    or the statement that writes ``RANK``, in ``file``; ``line``, the line of the rank given (its ``rank=``
+    argument's, the ``RANK`` entry's); ``given``, that rank's source (``rank=gpu``, ``RANK=str(rank)``)."""
+
+    file: str
+    node: ast.AST
+    line: int
+    given: str
+
+
+@dataclass(frozen=True)
 class _Callee:
     """A function the index is passed to: its file, module and definition; ``bound``: a method or a class's
     ``__init__``, whose first parameter (``self``) takes no argument."""
@@ -34,20 +48,40 @@ class _Callee:
     bound: bool = False
 
 
-def index_as_rank(a: Analysis, spawn: ast.Call) -> tuple[str, ast.Call] | None:
-    """(its file, the ``init_process_group`` or ``DistributedSampler`` call) that takes ``spawn``'s index (the
-    started function's first parameter) as its rank, or None. The started function is the file's own or one it
-    imports from the script's project (``from utils.train import train``; ``mp.spawn(train, ...)``;
-    ``mp.spawn(fn=loader.load_worker, ...)``)."""
+def index_as_rank(a: Analysis, spawn: ast.Call) -> IndexRank | None:
+    """Where ``spawn``'s index (the started function's first parameter) becomes the global rank, or None. The
+    started function is the file's own or one it imports from the script's project (``from utils.train import
+    train``; ``mp.spawn(train, ...)``; ``mp.spawn(fn=loader.load_worker, ...)``)."""
     target = spawn_target(spawn)
     if last_name(spawn.func) == "Process" and not _handed_a_count(a, spawn):  # Process(target=run, args=(i, ...))
         return None
     project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
+    if isinstance(target, ast.Name) and target.id not in a.module.functions:
+        target = _handed_in(a, spawn, target.id) or target  # def run_distributed(fn, ...): mp.spawn(fn, ...)
     found = _started(a, project, target) if isinstance(target, ast.Name | ast.Attribute) else None
     if found is None:
         return None
     params = _params(found)
     return _reaches(project, found, params[0], 0, set()) if params else None
+
+
+def _handed_in(a: Analysis, spawn: ast.Call, name: str) -> ast.Name | None:
+    """The function of the file that every call of the function around ``spawn`` hands it as its parameter
+    ``name`` (``run_distributed(run_training, config, args)`` for ``def run_distributed(fn, config, args):
+    mp.spawn(fn, ...)``); None where the calls hand different ones, or none is found."""
+    function = a.module.function_of(spawn)
+    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)] if function is not None else []
+    if function is None or name not in params:
+        return None
+    handed: set[str] = set()
+    for node in a.module.nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function.name:
+            given = dict(zip(params, node.args, strict=False)) | {k.arg: k.value for k in node.keywords if k.arg}
+            value = given.get(name)
+            if not (isinstance(value, ast.Name) and value.id in a.module.functions):
+                return None
+            handed.add(value.id)
+    return ast.Name(id=handed.pop(), ctx=ast.Load()) if len(handed) == 1 else None
 
 
 def _handed_a_count(a: Analysis, process: ast.Call) -> bool:
@@ -121,19 +155,22 @@ def _params(callee: _Callee) -> list[str]:
 
 
 def _reaches(project: Project | None, callee: _Callee, param: str, depth: int,
-             seen: set[tuple[str, str]]) -> tuple[str, ast.Call] | None:
+             seen: set[tuple[str, str]]) -> IndexRank | None:
     function = callee.function
     if depth > _DEPTH or (callee.file, f"{function.name}:{function.lineno}") in seen:
         return None
     seen.add((callee.file, f"{function.name}:{function.lineno}"))
     parents = {child: node for node in walk(function) for child in ast.iter_child_nodes(node)}
     for node in walk(function):
+        written = _rank_written(node)
+        if written is not None and _holds(written[1].id, node, param, parents, 0):
+            return IndexRank(callee.file, node, written[0].lineno, f"RANK={ast.unparse(written[0])}")
         if not isinstance(node, ast.Call):
             continue
         if last_name(node.func) in _TAKE_THE_RANK:
             rank = next((k.value for k in node.keywords if k.arg == "rank"), None)
             if isinstance(rank, ast.Name) and _holds(rank.id, node, param, parents, 0):
-                return callee.file, node
+                return IndexRank(callee.file, node, rank.lineno, f"rank={rank.id}")
             continue
         inner = _callee(project, callee, node)
         if inner is None or inner.function is function:
@@ -179,3 +216,37 @@ def _assigned(statement: ast.stmt, name: str) -> ast.expr | None:
         annotated = isinstance(statement, ast.AnnAssign) and statement.value is not None
         return statement.value if annotated and statement.value is not None else statement.target
     return None
+
+
+def _rank_written(node: ast.AST) -> tuple[ast.expr, ast.Name] | None:
+    """The value ``node`` writes into the environment as ``RANK`` and the name it is made of
+    (``os.environ["RANK"] = str(rank)``, ``os.environ.update({"RANK": str(rank)})``, ``os.environ.update(
+    RANK=f"{rank}")``), or None."""
+    value: ast.expr | None = None
+    if isinstance(node, ast.Assign):
+        value = next((node.value for t in node.targets if isinstance(t, ast.Subscript) and _environ(t.value)
+                      and isinstance(t.slice, ast.Constant) and t.slice.value == "RANK"), None)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" and (
+            _environ(node.func.value)):
+        entries: list[tuple[object, ast.expr]] = [(k.arg, k.value) for k in node.keywords if k.arg]
+        if node.args and isinstance(node.args[0], ast.Dict):
+            entries += [(k.value, v) for k, v in zip(node.args[0].keys, node.args[0].values, strict=True)
+                        if isinstance(k, ast.Constant)]
+        value = next((v for k, v in entries if k == "RANK"), None)
+    name = _text_of(value) if value is not None else None
+    return (value, name) if value is not None and name is not None else None
+
+
+def _environ(expr: ast.expr) -> bool:
+    return ast.unparse(expr) in ("os.environ", "environ")
+
+
+def _text_of(value: ast.expr) -> ast.Name | None:
+    """``rank`` in ``str(rank)``, ``f"{rank}"`` or ``rank`` itself."""
+    if isinstance(value, ast.Call) and last_name(value.func) == "str" and len(value.args) == 1:
+        value = value.args[0]
+    elif isinstance(value, ast.JoinedStr) and len(value.values) == 1:
+        only = value.values[0]
+        value = only.value if isinstance(only, ast.FormattedValue) else only
+    return value if isinstance(value, ast.Name) else None
+

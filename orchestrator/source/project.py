@@ -18,7 +18,7 @@ from pathlib import Path
 
 from orchestrator.source.names import FunctionNode, Module
 from orchestrator.source.starimports import dunder_all, star_sources
-from orchestrator.source.syspath import extra_roots
+from orchestrator.source.syspath import extra_roots, repository_root
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
@@ -27,9 +27,8 @@ MAX_BYTES = 400_000  # a bigger file is not read (a generated or vendored module
 MAX_DEPTH = 3  # helper -> helper -> helper
 _MAX_MEMBERS = 60  # modules of a package folder without __init__.py searched for a name
 PRINT_GUARD = "<print replaced>"  # a helper that replaces builtins.print (print on the main rank only)
-# helpers parsed in this process, by (path, mtime, size): `orch doctor DIR` reads a shared utils.py once
-# keyed by the path and the digest of the bytes read (never size and mtime: an edit that keeps both, cp -p,
-# rsync -t, tar x, is parsed again); reading is cheap next to parsing
+# helpers parsed in this process (`orch doctor DIR` reads a shared utils.py once), keyed by the path and the digest
+# of the bytes read (never size and mtime: an edit that keeps both, cp -p, rsync -t, tar x, is parsed again)
 _PARSED: dict[tuple[str, bytes], Module] = {}
 _PARSED_MAX = 256
 _SPAWNERS = frozenset({"spawn", "start_processes"})  # torch.multiprocessing's: their first argument runs
@@ -58,8 +57,9 @@ class Project:
         self.roots = _roots(self.script)
         self.roots += [r for r in extra_roots(self.script, tree) if r not in self.roots]
         # a repository's scripts/ or tools/ folder: its packages sit one or two folders up (run from the root), or in
-        # a src/ folder there (``scripts/train.py`` importing ``ltxv_trainer`` from ``src/ltxv_trainer``)
-        self.above = [p for p in self.script.parents[1:3] if p not in self.roots]
+        # a src/ folder there (``scripts/train.py`` importing ``ltxv_trainer`` from ``src/ltxv_trainer``); a recipe's,
+        # deeper down, at the repository's root (``syspath.repository_root``)
+        self.above = [p for p in (*self.script.parents[1:3], *repository_root(self.script)) if p not in self.roots]
         self.above += [p / "src" for p in self.above if (p / "src").is_dir() and p / "src" not in self.roots]
         self.package = _package_of(self.script)
         self._modules: dict[Path, Module | None] = {}

@@ -20,6 +20,10 @@ from orchestrator.spec.pysource import UnreadableSource, parse_source
 log = logging.getLogger(__name__)
 
 _PASS_THROUGH = frozenset({"abspath", "realpath", "normpath", "expanduser", "str", "Path", "resolve"})
+# what a repository's root holds (a checkout's .git; a copy's packaging, licence or read-me)
+_ROOT_MARKS = (".git", "setup.py", "pyproject.toml", "setup.cfg", "LICENSE", "README.md")
+_NEAR = 3  # the script's folder and the two above it: Project searches those already
+_FAR = 6  # how far above the script a repository's root is looked for
 
 
 def extra_roots(script: Path, tree: ast.Module) -> list[Path]:
@@ -47,6 +51,17 @@ def extra_roots(script: Path, tree: ast.Module) -> list[Path]:
             if folder.is_dir() and folder not in found:
                 found.append(folder)
     return found
+
+
+def repository_root(script: Path) -> list[Path]:
+    """The repository's root (the nearest folder above ``script`` that holds one of ``_ROOT_MARKS``) where it lies
+    further up than the folders a project is searched in already: a recipe run with ``PYTHONPATH`` at the root, as
+    icefall's README says for ``egs/librispeech/ASR/conformer_ctc/train.py`` importing ``icefall.dist``. Empty when
+    the root is nearer, or none is found within ``_FAR`` folders."""
+    for depth, folder in enumerate(script.parents[:_FAR]):
+        if any((folder / mark).exists() for mark in _ROOT_MARKS):
+            return [folder] if depth >= _NEAR else []
+    return []
 
 
 def _normal(parts: tuple[str, ...]) -> list[str]:

@@ -43,6 +43,14 @@ def _ddp016(findings: list) -> list[tuple[int, str]]:  # type: ignore[type-arg]
     ("    dist.init_process_group('nccl', rank=int(__import__('os').environ['NODE_RANK']) * 8 + gpu)", []),
     # no rank= at all: init_process_group reads RANK itself, silent
     ("    dist.init_process_group('nccl')", []),
+    # the index written into the environment as RANK, which the group then reads: at the RANK line
+    ("    import os\n    os.environ['RANK'] = str(gpu)\n    dist.init_process_group('nccl')", [(8, "warning")]),
+    ("    import os\n    os.environ.update({\n        'MASTER_PORT': '29500',\n        'RANK': f'{gpu}',\n    })\n"
+     "    dist.init_process_group('nccl')", [(10, "warning")]),
+    ("    import os\n    os.environ.update(RANK=str(gpu))\n    dist.init_process_group('nccl')", [(8, "warning")]),
+    # the node's offset in what is written, or only the local rank written: silent
+    ("    import os\n    os.environ['RANK'] = str(args.nr * 8 + gpu)\n    dist.init_process_group('nccl')", []),
+    ("    import os\n    os.environ['LOCAL_RANK'] = str(gpu)\n    dist.init_process_group('nccl')", []),
 ])
 def test_a_spawn_index_as_the_rank_is_a_warning_on_one_node(body: str, found: list[tuple[int, str]]) -> None:
     findings = check_source(_SPAWNER.format(body=body), "train.py")
@@ -59,6 +67,21 @@ def test_a_spawn_a_launcher_check_keeps_from_running_is_silent() -> None:
     source = _SPAWNER.format(body="    dist.init_process_group('nccl', rank=gpu, world_size=8)").replace(
         "    mp.spawn(", "    import os\n    if 'LOCAL_RANK' not in os.environ:\n        mp.spawn(")
     assert _ddp016(check_source(source, "train.py")) == []
+
+
+@pytest.mark.parametrize(("calls", "found"), [
+    ("    run_distributed(worker, None)\n", [(7, "warning")]),  # the one function every call hands in
+    ("    run_distributed(worker, None)\n    run_distributed(other, None)\n", []),  # two: not known which
+])
+def test_a_spawn_of_a_function_handed_in_as_a_parameter_is_followed(calls: str, found: list[tuple[int, str]]) -> None:
+    """``def run_distributed(fn, args): mp.spawn(fn, ...)``, called with the file's training function: that function
+    is what the spawn starts."""
+    source = _SPAWNER.format(body="    dist.init_process_group('nccl', rank=gpu, world_size=8)").replace(
+        'if __name__ == "__main__":\n    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(None,))\n',
+        "def other(gpu, args):\n    dist.init_process_group('nccl', rank=args.nr * 8 + gpu, world_size=16)\n\n\n"
+        "def run_distributed(fn, args):\n    mp.spawn(fn, nprocs=torch.cuda.device_count(), args=(args,))\n\n\n"
+        'if __name__ == "__main__":\n' + calls)
+    assert _ddp016(check_source(source, "train.py")) == found
 
 
 def test_two_spawns_of_one_worker_are_one_finding() -> None:

@@ -1,12 +1,15 @@
 """A script that lives below the package it imports: the src/ layout of an installed package
 (``src/tevatron/retriever/driver/train.py`` importing ``tevatron.retriever.trainer``) and a repository's ``bin/``
-script importing its own package from the folder above (OpenNMT-py's ``onmt/bin/train.py``): the modules are found,
-and a helper's calls of its own module's functions are followed there."""
+script importing its own package from the folder above (OpenNMT-py's ``onmt/bin/train.py``), and a recipe deep below
+the repository's root (icefall's ``egs/.../train.py``): the modules are found, and a helper's calls of its own
+module's functions are followed there."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 from orchestrator.source.names import Module
 from orchestrator.source.project import Project
@@ -110,3 +113,20 @@ def test_a_src_layout_package_beside_the_scripts_folder_is_found(tmp_path: Path)
     assert project.find("stray") is None
     reach = project.reach("pkg.dist.spawned_train")
     assert reach is not None and "torch.distributed.init_process_group" in reach.quals
+
+
+@pytest.mark.parametrize("mark", [".git", "setup.py", "LICENSE"])
+def test_a_recipe_deep_below_the_repository_root_finds_the_package_there(tmp_path: Path, mark: str) -> None:
+    """icefall's ``egs/librispeech/ASR/conformer_ctc/train.py``, run with ``PYTHONPATH`` at the repository's root,
+    imports ``icefall.dist`` from there: the root is the nearest folder above that a repository holds."""
+    _write(tmp_path, {"icefall/dist.py": DIST, mark: ""})
+    project = _project(tmp_path / "egs" / "librispeech" / "ASR" / "conformer_ctc" / "train.py",
+                       "from icefall.dist import spawned_train\n")
+    assert project.find("icefall.dist") == (tmp_path / "icefall" / "dist.py").resolve()
+
+
+def test_without_a_repository_root_a_package_far_above_is_not_taken(tmp_path: Path) -> None:
+    _write(tmp_path, {"icefall/dist.py": DIST})
+    project = _project(tmp_path / "egs" / "librispeech" / "ASR" / "conformer_ctc" / "train.py",
+                       "from icefall.dist import spawned_train\n")
+    assert project.find("icefall.dist") is None
