@@ -23,8 +23,8 @@ from orchestrator.source.names import Module, last_name
 from orchestrator.source.walk import walk
 
 _LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})
-# what adds Lightning's flags (or a node count) to a namespace from_argparse_args reads
-_TRAINER_FLAGS = frozenset({"add_argparse_args", "LightningArgumentParser", "num_nodes", "add_trainer_args"})
+# what adds Lightning's Trainer flags (--num_nodes among them) to a parser, besides Trainer.add_argparse_args
+_TRAINER_FLAG_ADDERS = frozenset({"LightningArgumentParser", "add_trainer_args"})
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,7 @@ def _declared(tree: ast.Module) -> dict[str, _Flag]:
         name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else (
             longs[0].lstrip("-").replace("-", "_"))
         found[name] = _Flag(tuple(longs), int(default.value))
-    if any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-           and node.func.attr == "add_argparse_args" for node in walk(tree)):
+    if any(_adds_trainer_flags(node) for node in walk(tree)):
         found.setdefault("num_nodes", _Flag(("--num_nodes",), 1))  # Lightning 1.x's Trainer flags: --num_nodes 1
     return found
 
@@ -201,24 +200,83 @@ def literal_keys(tree: ast.Module, expr: ast.expr) -> frozenset[str] | None:
     return frozenset(keys) if made else None
 
 
-def plain_parser(tree: ast.Module, call: ast.Call) -> bool:
-    """``Trainer.from_argparse_args(args, ...)`` where ``args`` is parsed in this file by an ``ArgumentParser`` built
-    here, and nothing in the file adds Lightning's flags or a node count (``add_argparse_args``,
-    ``LightningArgumentParser``, ``num_nodes`` anywhere): the namespace has no ``num_nodes``, so Lightning's default
-    (one node) stands, whatever the user passes."""
-    if not (call.args and isinstance(call.args[0], ast.Name)) or any(
-            (isinstance(n, ast.Attribute) and n.attr in _TRAINER_FLAGS) or (isinstance(n, ast.Name) and n.id in
-            _TRAINER_FLAGS) or (isinstance(n, ast.keyword) and n.arg == "num_nodes")
-            or (isinstance(n, ast.Constant) and isinstance(n.value, str) and "num_nodes" in n.value)
-            for n in walk(tree)):
-        return False
+def _adds_trainer_flags(node: ast.AST) -> bool:
+    """``Trainer.add_argparse_args(parser)`` (``pl.Trainer``, a ``...Trainer`` class): Lightning 1.x's Trainer flags,
+    ``--num_nodes`` among them. A model's or a data module's own ``add_argparse_args`` adds its flags only."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+        node.func.attr == "add_argparse_args") and (last_name(node.func.value) or "").endswith("Trainer")
+
+
+def _mentions_nodes(tree: ast.Module) -> bool:
+    """Whether anything in the file may give a namespace a node count: Lightning's Trainer flags added
+    (``Trainer.add_argparse_args``, ``LightningArgumentParser``, ``add_trainer_args``), or ``num_nodes`` anywhere (a
+    flag, an attribute set, a keyword, a string)."""
+    return any(
+        _adds_trainer_flags(n) or (isinstance(n, ast.Attribute) and n.attr in _TRAINER_FLAG_ADDERS | {"num_nodes"})
+        or (isinstance(n, ast.Name) and n.id in _TRAINER_FLAG_ADDERS | {"num_nodes"})
+        or (isinstance(n, ast.keyword) and n.arg == "num_nodes")
+        or (isinstance(n, ast.Constant) and isinstance(n.value, str) and "num_nodes" in n.value)
+        for n in walk(tree))
+
+
+def _assignments(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """Every value assigned to a name in the file (``a, b = call()``: the call for each)."""
     assigned: dict[str, list[ast.expr]] = {}
     for node in walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            assigned.setdefault(node.targets[0].id, []).append(node.value)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            for name in names:
+                if isinstance(name, ast.Name):
+                    assigned.setdefault(name.id, []).append(node.value)
+    return assigned
+
+
+def _plain_parsers(assigned: dict[str, list[ast.expr]]) -> frozenset[str]:
+    """The names bound only to an ``ArgumentParser(...)`` with no ``parents``."""
+    return frozenset(name for name, values in assigned.items() if values and all(
+        isinstance(v, ast.Call) and last_name(v.func) == "ArgumentParser" and not any(
+            k.arg == "parents" for k in v.keywords) for v in values))
+
+
+def plain_parser(tree: ast.Module, call: ast.Call) -> bool:
+    """``Trainer.from_argparse_args(args, ...)`` where ``args`` is parsed in this file by an ``ArgumentParser`` built
+    here, and nothing in the file adds Lightning's Trainer flags or a node count (:func:`_mentions_nodes`): the
+    namespace has no ``num_nodes``, so Lightning's default (one node) stands, whatever the user passes."""
+    if not (call.args and isinstance(call.args[0], ast.Name)) or _mentions_nodes(tree):
+        return False
+    assigned = _assignments(tree)
     parsed = assigned.get(call.args[0].id, [])
     parsers = [v.func.value.id for v in parsed if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
                and v.func.attr == "parse_args" and isinstance(v.func.value, ast.Name)]
-    makers = assigned.get(parsers[0], []) if len(parsers) == len(parsed) == 1 else []
-    return bool(makers) and all(isinstance(v, ast.Call) and last_name(v.func) == "ArgumentParser"
-                                and not any(k.arg == "parents" for k in v.keywords) for v in makers)
+    return len(parsers) == len(parsed) == 1 and parsers[0] in _plain_parsers(assigned)
+
+
+def spread_without_nodes(module: Module, expr: ast.expr) -> bool:
+    """``Trainer(**vars(args))`` (or of a part of it: ``vars(groups["Trainer"])``) where ``args`` comes from an
+    ``ArgumentParser`` built in this file (parsed by it, or made by a call it is handed to) and nothing in the file
+    adds Lightning's Trainer flags or a node count: the spread has no ``num_nodes``, so Lightning's default (one
+    node) stands, whatever the user passes."""
+    if isinstance(expr, ast.Name):
+        expr = module.resolve(expr.id, expr)[1] or expr
+    if not (isinstance(expr, ast.Call) and _vars(expr)) or _mentions_nodes(module.tree):
+        return False
+    root = expr.args[0]
+    while isinstance(root, ast.Attribute | ast.Subscript):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    assigned = _assignments(module.tree)
+    parsers = _plain_parsers(assigned)
+
+    def from_parser(value: ast.expr) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        handed = {a.id for a in value.args if isinstance(a, ast.Name)}
+        if isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) and (
+                value.func.attr in ("parse_args", "parse_known_args")):
+            handed.add(value.func.value.id)
+        return bool(handed & parsers)
+
+    values = assigned.get(root.id, [])
+    return bool(values) and all(from_parser(v) for v in values)

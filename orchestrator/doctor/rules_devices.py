@@ -345,8 +345,8 @@ def _fed_to_a_model(a: Reading, assign: ast.Assign) -> bool:
 
 def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
     """DDP010, once per file, at the first device picked from the global rank."""
-    hits: list[ast.AST] = [site.call for site in a.flow.sites
-                           if any(a.ranks.device_from_global_rank(expr) for expr in device_args(a, site))]
+    hits: list[ast.AST] = [site.call for site in a.flow.sites if any(
+        a.ranks.device_from_global_rank(expr) for expr in [*device_args(a, site), *_device_map(site.call)])]
     hits += [node for node in a.module.nodes if isinstance(node, ast.Assign) and any(
         a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
         and a.ranks.device_from_global_rank(node.value)]
@@ -354,8 +354,18 @@ def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
     if hits:
         more = len({getattr(n, "lineno", 0) for n in hits}) - 1
         extra = f"; {more} more line{'s' * (more != 1)}" if more else ""
-        yield a.finding("DDP010", hits[0], f"{ast.unparse(hits[0])[:60]}{extra}",
+        first = hits[0]
+        mapped = next((v for v in _device_map(first) if a.ranks.device_from_global_rank(v)), None) if isinstance(
+            first, ast.Call) else None  # from_pretrained(..., device_map={"": process_index}): that line
+        said = f"device_map={{'': {ast.unparse(mapped)}}}" if mapped is not None else ast.unparse(first)
+        yield a.finding("DDP010", first, f"{said[:60]}{extra}", at=mapped,
                         confidence="possible" if _spawn_index_world(a) else None)
+
+
+def _device_map(call: ast.Call) -> list[ast.expr]:
+    """The devices a model's ``device_map={"": index}`` (``from_pretrained``) puts its modules on."""
+    value = _kw(call, "device_map")
+    return list(value.values) if isinstance(value, ast.Dict) else []
 
 
 def _spawn_index_world(a: Analysis) -> bool:

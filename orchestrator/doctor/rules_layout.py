@@ -33,7 +33,13 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
 from orchestrator.doctor.frameworks import devices_of
 from orchestrator.doctor.layoutconfig import cli_trainer, configured_trainer, key_line, read_config, shown
-from orchestrator.doctor.layoutflags import declared_layout_flags, literal_keys, plain_parser, spread_flags
+from orchestrator.doctor.layoutflags import (
+    declared_layout_flags,
+    literal_keys,
+    plain_parser,
+    spread_flags,
+    spread_without_nodes,
+)
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.source.configfiles import ConfigValue
 from orchestrator.source.names import dotted, last_name
@@ -160,7 +166,8 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     spread = [k.value for k in call.keywords if k.arg is None]
     passed = spread_flags(a.module, spread[0]) if lightning and len(spread) == 1 else None
     if passed is not None:  # Trainer(**vars(args)), or of some of the flags: their defaults
-        return _spread_layout(a, call, passed, flags)
+        no_nodes = spread_without_nodes(a.module, spread[0]) and not _imports_node_count(a)
+        return _spread_layout(a, call, passed, flags, no_nodes)
     keys = literal_keys(a.module.tree, spread[0]) if lightning and len(spread) == 1 else None
     if keys is not None and "num_nodes" not in keys | {k.arg for k in call.keywords}:
         # Trainer(..., **gpu_args) with gpu_args = dict(gpus=-1, accelerator="ddp") in each branch: no node count
@@ -213,10 +220,25 @@ def _config_layout(a: Analysis, call: ast.Call, section: ConfigValue,
     return nodes, devices
 
 
-def _spread_layout(a: Analysis, call: ast.Call, passed: frozenset[str],
-                   flags: dict[str, tuple[int, str]]) -> tuple[_Value, _Value]:
+def _imports_node_count(a: Analysis) -> bool:
+    """Whether a project module the script imports mentions ``num_nodes`` (its ``add_argparse_args`` may declare the
+    flag on the script's parser)."""
+    imported = a.project.imported(a.module) if a.project is not None else []
+    return any(b"num_nodes" in _bytes(path) for path in imported)
+
+
+def _bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _spread_layout(a: Analysis, call: ast.Call, passed: frozenset[str], flags: dict[str, tuple[int, str]],
+                   no_nodes: bool) -> tuple[_Value, _Value]:
     """A Trainer given the script's flags (``**vars(args)``): the call's own arguments, else the defaults of the
-    layout flags ``passed``; what neither sets is not known (a later ``update`` may add it) or every device."""
+    layout flags ``passed``; what neither sets is not known (a later ``update`` may add it) or every device, or one
+    node where nothing can give the flags a node count (``no_nodes``: :func:`spread_without_nodes`)."""
     given = {k.arg: k.value for k in call.keywords if k.arg}
 
     def value(key: str) -> _Value | None:
@@ -228,7 +250,9 @@ def _spread_layout(a: Analysis, call: ast.Call, passed: frozenset[str],
         return _Value(_count(default, key == "num_nodes"), "flag",
                       f"{key}={default} ({option} defaults to {default}: {FLAG_SAID})")
 
-    return (value("num_nodes") or _Value(None, "unknown"),
+    left_out = _Value(1, "left out", "num_nodes=1 (left out: the flags spread in have no --num_nodes, so Lightning's "
+                                     "default stands whatever is passed)")
+    return (value("num_nodes") or (left_out if no_nodes else _Value(None, "unknown")),
             value("devices") or value("gpus") or _Value("auto", "left out"))
 
 

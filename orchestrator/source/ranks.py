@@ -29,7 +29,9 @@ WORLD_ENV = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "SLURM_NPROCS", "OMPI_COMM_
 # Names that hold a rank when nothing else says what they hold (parameters, attributes).
 RANK_NAMES = frozenset({"rank", "global_rank", "world_rank", "grank", "proc_rank", "process_index"})
 LOCAL_NAMES = frozenset({"local_rank", "gpu", "gpu_id", "local_gpu", "device_id", "lrank", "local_process_index"})
-_BY_NAME: dict[str, RankKind] = {**dict.fromkeys(RANK_NAMES, "rankish"), **dict.fromkeys(LOCAL_NAMES, "local")}
+# Accelerate's and the HF Trainer's process_index is the global rank by their API (local_process_index the local one)
+_BY_NAME: dict[str, RankKind] = {**dict.fromkeys(RANK_NAMES, "rankish"), **dict.fromkeys(LOCAL_NAMES, "local"),
+                                 "process_index": "global"}
 
 
 def _by_name(name: str) -> RankKind | None:
