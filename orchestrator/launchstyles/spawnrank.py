@@ -70,18 +70,13 @@ def _handed_in(a: Analysis, spawn: ast.Call, name: str) -> ast.Name | None:
     ``name`` (``run_distributed(run_training, config, args)`` for ``def run_distributed(fn, config, args):
     mp.spawn(fn, ...)``); None where the calls hand different ones, or none is found."""
     function = a.module.function_of(spawn)
-    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)] if function is not None else []
-    if function is None or name not in params:
+    calls = a.module.calls_of(function) if function is not None else []
+    handed = a.module.argument_for(function, name) if function is not None else []
+    if not calls or len(handed) != len(calls) or not all(
+            isinstance(value, ast.Name) and value.id in a.module.functions for value in handed):
         return None
-    handed: set[str] = set()
-    for node in a.module.nodes:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function.name:
-            given = dict(zip(params, node.args, strict=False)) | {k.arg: k.value for k in node.keywords if k.arg}
-            value = given.get(name)
-            if not (isinstance(value, ast.Name) and value.id in a.module.functions):
-                return None
-            handed.add(value.id)
-    return ast.Name(id=handed.pop(), ctx=ast.Load()) if len(handed) == 1 else None
+    names = {value.id for value in handed if isinstance(value, ast.Name)}
+    return ast.Name(id=names.pop(), ctx=ast.Load()) if len(names) == 1 else None
 
 
 def _handed_a_count(a: Analysis, process: ast.Call) -> bool:
@@ -162,7 +157,7 @@ def _reaches(project: Project | None, callee: _Callee, param: str, depth: int,
     seen.add((callee.file, f"{function.name}:{function.lineno}"))
     parents = {child: node for node in walk(function) for child in ast.iter_child_nodes(node)}
     for node in walk(function):
-        written = _rank_written(node)
+        written = _rank_written(callee.module, node)
         if written is not None and _holds(written[1].id, node, param, parents, 0):
             return IndexRank(callee.file, node, written[0].lineno, f"RANK={ast.unparse(written[0])}")
         if not isinstance(node, ast.Call):
@@ -218,16 +213,16 @@ def _assigned(statement: ast.stmt, name: str) -> ast.expr | None:
     return None
 
 
-def _rank_written(node: ast.AST) -> tuple[ast.expr, ast.Name] | None:
+def _rank_written(module: Module, node: ast.AST) -> tuple[ast.expr, ast.Name] | None:
     """The value ``node`` writes into the environment as ``RANK`` and the name it is made of
     (``os.environ["RANK"] = str(rank)``, ``os.environ.update({"RANK": str(rank)})``, ``os.environ.update(
     RANK=f"{rank}")``), or None."""
     value: ast.expr | None = None
     if isinstance(node, ast.Assign):
-        value = next((node.value for t in node.targets if isinstance(t, ast.Subscript) and _environ(t.value)
+        value = next((node.value for t in node.targets if isinstance(t, ast.Subscript) and _environ(module, t.value)
                       and isinstance(t.slice, ast.Constant) and t.slice.value == "RANK"), None)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" and (
-            _environ(node.func.value)):
+            _environ(module, node.func.value)):
         entries: list[tuple[object, ast.expr]] = [(k.arg, k.value) for k in node.keywords if k.arg]
         if node.args and isinstance(node.args[0], ast.Dict):
             entries += [(k.value, v) for k, v in zip(node.args[0].keys, node.args[0].values, strict=True)
@@ -237,8 +232,8 @@ def _rank_written(node: ast.AST) -> tuple[ast.expr, ast.Name] | None:
     return (value, name) if value is not None and name is not None else None
 
 
-def _environ(expr: ast.expr) -> bool:
-    return ast.unparse(expr) in ("os.environ", "environ")
+def _environ(module: Module, expr: ast.expr) -> bool:
+    return module.qualname(expr) == "os.environ"
 
 
 def _text_of(value: ast.expr) -> ast.Name | None:
