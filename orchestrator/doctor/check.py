@@ -31,7 +31,7 @@ from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.confidence import at_most, measured_weak
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped, Finding
 from orchestrator.source.branches import main_guard
-from orchestrator.source.names import Module
+from orchestrator.source.names import Module, last_name
 from orchestrator.source.project import Project
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
@@ -117,6 +117,7 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
     try:
         analysis = Analysis(tree, filename)
         _run(analysis, RULES, ignored, findings)
+        findings = {_off_the_run_path(f, unnamed) if (unnamed := unnamed_definitions(tree)) else f for f in findings}
         list(analysis.helper_quals)  # reads the project's helpers the script calls
         if analysis.project is not None:
             helpers = analysis.project.helpers()
@@ -140,8 +141,18 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
     except (RecursionError, MemoryError) as exc:
         what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
         raise DoctorSkipped(f"{filename}: {what} to analyse", hint="pass a Python source file") from None
-    findings = {_as_measured(f, f.file != filename) for f in findings}
+    findings = {_as_measured(f, f.file != filename) for f in _without_deferred(findings)}
     return sorted(findings, key=lambda f: (f.file != filename, f.file, f.line, f.code, f.message))
+
+
+# a finding of the key's code gives way to one of the value's at the same place, which says more: a metric printed on
+# every rank in the training loop (DDP005) that is an evaluation of the rank's shard (DDP013)
+_GIVES_WAY = {"DDP005": "DDP013"}
+
+
+def _without_deferred(findings: set[Finding]) -> set[Finding]:
+    at = {(f.file, f.line, f.code) for f in findings}
+    return {f for f in findings if (f.file, f.line, _GIVES_WAY.get(f.code, "")) not in at}
 
 
 def _imported_packages(project: Project, modules: Iterable[Module]) -> list[Path]:
@@ -192,6 +203,48 @@ def reached_line(tree: ast.Module, reached: frozenset[str], line: int) -> bool:
         return True
     # a function the reached code hands on by name (``mp.start_processes(single_proc_run, ...)``, a callback)
     return head in _named_in(tree, reached)
+
+
+# calls that reach a script's definitions by a name held in a string: with them, an unnamed definition may still run
+_BY_STRING = frozenset({"globals", "locals", "vars", "eval", "exec"})
+
+
+def unnamed_definitions(tree: ast.Module) -> dict[str, tuple[int, int]]:
+    """The script's top-level classes that nothing in it names, with their lines: code that never runs (a Lightning
+    ``Callback`` defined and never handed to the Trainer). Functions are not judged so: a script's ``main`` may be
+    what a console entry point or a caller names from outside. A decorated one (a registry's ``@register``), one a
+    string names (``__all__``, a registry key) and any in a script that looks names up by a computed string
+    (``globals()[name]``, ``getattr(module, name)``) or builds from a config's class path (``LightningCLI()``, Hydra's
+    ``instantiate``) count as named."""
+    named: set[str] = set()
+    for node in walk(tree):
+        if isinstance(node, ast.Name):
+            named.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            named.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named.update(node.value.replace(".", " ").replace(":", " ").split())
+        if isinstance(node, ast.Call) and _by_string(node):
+            return {}
+    return {s.name: (s.lineno, s.end_lineno or s.lineno) for s in tree.body
+            if isinstance(s, ast.ClassDef) and not s.decorator_list
+            and s.name not in named}
+
+
+def _by_string(call: ast.Call) -> bool:
+    name = last_name(call.func) or ""
+    if name == "getattr":  # getattr(args, "flag") names a flag, not a definition
+        return len(call.args) > 1 and not isinstance(call.args[1], ast.Constant)
+    return (isinstance(call.func, ast.Name) and name in _BY_STRING) or name.endswith("CLI") or name == "instantiate"
+
+
+def _off_the_run_path(finding: Finding, unnamed: dict[str, tuple[int, int]]) -> Finding:
+    """A script's warning inside a definition nothing names: only possible (it never runs as read)."""
+    where = next((name for name, (start, end) in unnamed.items() if start <= finding.line <= end), None)
+    if where is None or finding.severity == "error" or finding.confidence == "possible":
+        return finding
+    said = f"in {where}, which nothing in the script names (it never runs as read)"
+    return replace(finding, confidence="possible", evidence=f"{finding.evidence}; {said}" if finding.evidence else said)
 
 
 def _module_level_names(tree: ast.Module) -> set[str]:

@@ -2,7 +2,8 @@
 covers them, and a print of the loop's last batch where its total was reduced.
 
 A loop accumulates into a name by ``total += v``, ``values.append(v)`` / ``.extend(v)``, ``meter.update(v)``
-(an averager: ``AverageMeter``) or ``values[k] = v``. A reduction covers a name when the names it is handed
+(an averager: ``AverageMeter``), ``metrics.accumulate(v)`` or ``values[k] = v``. A reduction covers a name when the
+names it is handed
 (followed back through their assignments) reach it; a reduction handed nothing (``meters.sync()``) covers every
 name, as the reader cannot tell what it reduces.
 """
@@ -15,7 +16,7 @@ from collections.abc import Collection
 from orchestrator.source.names import dotted
 from orchestrator.source.walk import walk
 
-_COLLECTS = frozenset({"append", "extend", "update"})
+_COLLECTS = frozenset({"append", "extend", "update", "accumulate"})
 _FOLLOW = 3  # assignments a reduction's argument is followed back through
 
 
@@ -26,8 +27,8 @@ def accumulations(loop: ast.For) -> dict[str, list[ast.expr]]:
         if isinstance(node, ast.AugAssign) and (key := dotted(node.target)):
             found.setdefault(key, []).append(node.value)
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _COLLECTS
-              and isinstance(node.func.value, ast.Name) and node.args):
-            found.setdefault(node.func.value.id, []).extend(node.args)
+              and isinstance(node.func.value, ast.Name) and (node.args or node.keywords)):
+            found.setdefault(node.func.value.id, []).extend([*node.args, *(k.value for k in node.keywords)])
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
             target = node.targets[0].value
             if isinstance(target, ast.Name):

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.helper_loaders import built_sharded, distributed_sampler
+from orchestrator.doctor.metric_methods import REDUCING as _REDUCING
+from orchestrator.doctor.metric_methods import body_reduces, own_method
 from orchestrator.doctor.metric_sums import (
     accumulations,
     assigned_before,
@@ -37,7 +39,6 @@ from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.walk import walk
 
-_REDUCING = re.compile(r"reduce|gather|synchroni[sz]e|(^|_)sync($|_)|accumulate_across|mean_across", re.IGNORECASE)
 _MAX_DEPTH = 3
 _MAX_FLOW = 6  # steps a loader is followed through names, parameters and builders
 # calls that return a sharded loader: the frameworks' (Fabric, Accelerate) and a HF Trainer's loader getters
@@ -59,10 +60,9 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
     reduced = reduced_names(a)
     for site in a.flow.sites:
         rank_zero = _rank_zero_output(a, site)
-        if is_log(site, a.module) or rank_zero:
-            if not (rank_zero or a.flow.guarded(site)) and a.in_training_loop(site) is not None:
-                continue
-        elif not _prints_on_rank_zero(a, site):
+        # a print in the training loop on every rank is DDP005's, unless what it shows is an evaluation's over the
+        # rank's shard (``eval_metrics = accumulator.reduce()`` after a loop over the evaluation loader): then here
+        if not (is_log(site, a.module) or rank_zero or _prints_on_rank_zero(a, site)):
             continue
         parts = [*site.call.args, *[k.value for k in site.call.keywords]]
         last = last_batch(a, site, parts)
@@ -229,10 +229,14 @@ def _returned_names(function: FunctionNode) -> set[str]:
 
 
 def _read_by_method(a: Analysis, name: ast.Name) -> bool:
-    """``metric.compute()``: ``name`` read through a method call of its own."""
+    """``metric.compute()``: ``name`` read through a method call of its own (a metric object that may sync its state;
+    not one of a class of this file whose method reads only this process's sums)."""
     attribute = a.module.parents.get(name)
-    return isinstance(attribute, ast.Attribute) and isinstance(call := a.module.parents.get(attribute), ast.Call) \
-        and call.func is attribute
+    if not (isinstance(attribute, ast.Attribute) and isinstance(call := a.module.parents.get(attribute), ast.Call)
+            and call.func is attribute):
+        return False
+    own = own_method(a, call)
+    return own is None or body_reduces(own)
 
 
 _LOOPS: dict[int, tuple[ast.AST, list[ast.For]]] = {}
@@ -263,7 +267,9 @@ def _reduces(a: Analysis, scope: ast.AST, lines: tuple[int, int] | None = None, 
     for call in a.module.calls_in(scope):
         if lines is not None and not lines[0] <= call.lineno <= lines[1]:
             continue
-        reducing = _REDUCING.search(last_name(call.func) or "") is not None or _synced_compute(a, call)
+        own = own_method(a, call)
+        reducing = (_REDUCING.search(last_name(call.func) or "") is not None if own is None
+                    else body_reduces(own)) or _synced_compute(a, call)
         if not reducing:
             q = a.module.qualname(call.func)
             reach = a.project.reach(q) if a.project is not None and q else None
@@ -326,11 +332,18 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
     if value is None and isinstance(expr, ast.Name):
         if _project_built(a, expr):
             return True
-        values += _returned_for(a, expr)
+        values += _returned_for(a, expr) + _entered(a, expr)
         function = a.module.function_of(expr)
         if function is not None and not a.module.spawned(function):  # a parameter: what the callers pass
             values += a.module.argument_for(function, expr.id)
     return any(_sharded(a, v, depth + 1) for v in values)
+
+
+def _entered(a: Analysis, name: ast.Name) -> list[ast.expr]:
+    """What ``with EXPR as name:`` binds ``name`` to in its function (``with tqdm(loader) as bar: for b in bar``)."""
+    scope: ast.AST = a.module.function_of(name) or a.module.tree
+    return [item.context_expr for node in walk(scope) if isinstance(node, ast.With | ast.AsyncWith)
+            for item in node.items if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id]
 
 
 def _shards(a: Analysis, call: ast.Call) -> bool:

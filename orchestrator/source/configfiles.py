@@ -67,9 +67,18 @@ def lookup(script: Path, keys: list[str], literal: str | None = None, hydra: tup
             values.append((path, *found))
     if not values:
         return None
-    agreed = len({repr(v) for _, v, _ in values}) == 1
+    # several files agree when they give the same values for the keys asked about (``holding``: a Trainer section's
+    # layout, whatever their other settings), or the same value when no key is named
+    agreed = len({repr(_held(v, holding)) for _, v, _ in values}) == 1
     path, value, line = values[0]
     return ConfigValue(value, path, line, False, agreed)
+
+
+def _held(value: object, holding: frozenset[str]) -> object:
+    """The part of a section that decides agreement: its ``holding`` keys (all of it when none is named)."""
+    if not holding or not isinstance(value, dict):
+        return value
+    return sorted((str(k), repr(v)) for k, v in value.items() if k in holding)
 
 
 def _from_hydra(folder: Path, name: str, keys: list[str]) -> ConfigValue | None:

@@ -90,6 +90,17 @@ def test_a_lightning_cli_takes_the_layout_of_the_projects_trainer_config(tmp_pat
     assert layout_findings(tmp_path / "c", {"train.py": _CLI, "configs/data.yaml": "trainer:\n  max_epochs: 3\n"}) == []
 
 
+def test_configs_that_differ_in_other_settings_but_agree_on_the_layout_are_likely(tmp_path: Path) -> None:
+    def config(steps: int, devices: str) -> str:
+        return f"trainer:\n  max_steps: {steps}\n  strategy: ddp\n  devices: {devices}\n"
+
+    agree = {"train.py": _CLI, "configs/small.yaml": config(100, "[0, 1]"), "configs/large.yaml": config(900, "[0, 1]")}
+    assert [(f.line, f.confidence) for f in layout_findings(tmp_path / "a", agree)] == [(4, "likely")]
+    differ = {"train.py": _CLI, "configs/small.yaml": config(100, "[0, 1]"),
+              "configs/large.yaml": config(100, "[0, 1, 2, 3]")}
+    assert [(f.line, f.confidence) for f in layout_findings(tmp_path / "b", differ)] == [(4, "possible")]
+
+
 def test_a_hydra_app_whose_config_folder_is_built_from_the_root_and_a_pytorch_lightning_target(
         tmp_path: Path) -> None:
     found = layout_findings(tmp_path, {"train.py": """
