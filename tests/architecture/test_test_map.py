@@ -51,7 +51,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "commands/tb.py": "tests/commands/test_plot_compare_tb.py",
     "doctor/analysis.py": "the doctor's corpus: tests/doctor/test_doctor.py, tests/doctor/test_real_corpus.py",
     "doctor/catalog.py": "the catalog's severity policy: tests/doctor/test_doctor_project.py",
-    "doctor/check.py": "tests/doctor/test_doctor.py",
     "doctor/frameworknames.py": "the names each framework is read by: tests/doctor/test_frameworks.py",
     "doctor/gate.py": "the doctor in front of a launch: tests/doctor/test_doctor_launch.py, test_doctor_ignore.py",
     "doctor/hydratargets.py": "a Hydra app's YAML and structured configs: tests/doctor/test_frameworks.py",

@@ -1,0 +1,95 @@
+"""DDP016 in a data set's own sharding: a call handed the world size as the number of shards and the node-local rank
+as this process's shard (``sharded_batch_iterator(ds, batch_size, world_size, local_rank)``, 🤗 Datasets'
+``ds.shard(num_shards=world_size, index=local_rank)``, ``split_dataset_by_node(ds, rank=local_rank, world_size=n)``):
+from the second node on the processes with the same local rank read the same shard, and the shards of the ranks past
+the first node's are never read. The arguments are told by their parameters' names: the keywords given, or the
+project function's own parameters for positional ones (a library's positional arguments are not guessed). A
+DistributedSampler's and init_process_group's rank are ``rules_launch``'s."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterator
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.names import FunctionNode, last_name
+from orchestrator.source.ranks import WORLD_ENV
+
+_COUNT = re.compile(r"^(num_shards|n_shards|world_size|world|num_replicas|nranks|num_ranks|num_parts|num_partitions"
+                    r"|num_processes)$")
+_INDEX = re.compile(r"^(index|shard_index|shard_id|shard_idx|shard|rank|shard_rank|world_rank|part|partition"
+                    r"|process_index|rank_id)$")
+_OWNED = frozenset({"DistributedSampler", "init_process_group"})  # their rank is rules_launch's
+_DEPTH = 4
+_SET_UP = frozenset({"init_process_group", "set_device", "initialize_model_parallel"})
+
+LocalTest = Callable[[Reading, ast.expr, int], bool]
+
+
+def shards_by_local_rank(a: Analysis, local: LocalTest) -> Iterator[Finding]:
+    """DDP016 at the local rank handed to a sharding call with the world size (``local``: rules_launch's test of a
+    value traced to the environment's local rank)."""
+    for site in a.flow.sites:
+        if (last_name(site.call.func) or "") in _OWNED:
+            continue
+        function = _called(a, site.call)
+        if function is not None and _sets_up(function):
+            continue  # setup(rank, world_size): its init_process_group is rules_launch's
+        named = _named_arguments(site.call, function)
+        counts = [value for name, value in named if _COUNT.match(name)]
+        if not any(_world_sized(a, value, 0) for value in counts):
+            continue
+        index = next((value for name, value in named if _INDEX.match(name) and local(a, value, 0)), None)
+        if index is not None:
+            yield a.finding("DDP016", site.call, f"{ast.unparse(index)[:40]} holds the local rank, the shard count the "
+                            "world size: from the second node on the nodes read the same shards", at=index)
+
+
+def _named_arguments(call: ast.Call, function: FunctionNode | None) -> list[tuple[str, ast.expr]]:
+    """``(parameter, value)`` for the call's keywords, and for its positional arguments when it calls ``function``, a
+    function of this file or of the project (its parameters' names)."""
+    named = [(k.arg, k.value) for k in call.keywords if k.arg]
+    if not call.args or function is None:
+        return named
+    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+    if params[:1] in (["self"], ["cls"]):
+        params = params[1:]
+    return named + list(zip(params, call.args, strict=False))
+
+
+def _sets_up(function: FunctionNode) -> bool:
+    """The function joins the process group or binds a device: a set-up handed the rank, not a shard."""
+    return any(isinstance(n, ast.Call) and (last_name(n.func) or "") in _SET_UP for n in ast.walk(function))
+
+
+def _called(a: Analysis, call: ast.Call) -> FunctionNode | None:
+    own = a.module.local_function(call)
+    if own is not None:
+        return own
+    root = a.outer if a.outer is not None else a
+    qual = a.module.qualname(call.func)
+    found = root.project.function(qual) if root.project is not None and qual else None
+    return found[1] if found is not None else None
+
+
+def _world_sized(a: Analysis, expr: ast.expr, depth: int) -> bool:
+    """``expr`` is (traced to) the world size: ``dist.get_world_size()``, a project's ``get_world_size()``,
+    ``os.environ["WORLD_SIZE"]``, through names (either side of an ``if``: a single-process branch may set 1)."""
+    if depth > _DEPTH:
+        return False
+    if isinstance(expr, ast.Call):
+        if (last_name(expr.func) or "") in ("int", "str") and expr.args:
+            return _world_sized(a, expr.args[0], depth + 1)
+        if (last_name(expr.func) or "") == "get_world_size" and not (expr.args or expr.keywords):
+            return True
+    key = a.ranks.env_key(expr)
+    if key is not None:
+        return key in WORLD_ENV
+    if not isinstance(expr, ast.Name):
+        return False
+    _, value = a.module.resolve(expr.id, expr)
+    values = ([value] if value is not None else []) + a.module.other_branch(expr.id, expr)
+    return any(_world_sized(a, v, depth + 1) for v in values)

@@ -1,0 +1,81 @@
+"""DDP016 in a data set's own sharding: the world size as the number of shards and the node-local rank as the shard
+(a project's ``sharded_batch_iterator(ds, bs, world_size, local_rank)``, 🤗 Datasets' ``ds.shard(num_shards=...,
+index=...)``): from the second node on the nodes read the same shards. A per-node shard count, the global rank, or a
+library's positional arguments (whose parameters are not known) are left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.doctor import check_file
+
+_HELPERS = """
+import os
+
+
+def get_world_size():
+    return int(os.environ.get("WORLD_SIZE", 1))
+
+
+def get_local_rank():
+    return int(os.environ.get("LOCAL_RANK", 0))
+
+
+def sharded(ds, batch_size, num_shards, shard_index):
+    return [x for i, x in enumerate(ds) if i % num_shards == shard_index]
+"""
+
+_SCRIPT = """
+import os
+import torch.distributed as dist
+from helpers import get_local_rank, get_world_size, sharded
+
+def evaluate(ds, use_tp):
+    local_rank = get_local_rank()
+    if use_tp:
+        world, rank = 1, 0
+    else:
+        world = get_world_size()
+        rank = {rank}
+    return sharded(ds, 8, world, rank)
+
+dist.init_process_group("nccl")
+evaluate(list(range(100)), False)
+"""
+
+
+def _ddp016(tmp_path: Path, rank: str, script: str = _SCRIPT) -> list[int]:
+    (tmp_path / "helpers.py").write_text(_HELPERS)
+    (tmp_path / "train.py").write_text(script.format(rank=rank))
+    return [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"]
+
+
+def test_the_local_rank_as_the_shard_of_the_world_sizes_shards_is_reported(tmp_path: Path) -> None:
+    assert _ddp016(tmp_path, "local_rank") == [13]
+
+
+@pytest.mark.parametrize("rank", ["dist.get_rank()", "int(os.environ['RANK'])"])
+def test_the_global_rank_as_the_shard_is_right(tmp_path: Path, rank: str) -> None:
+    assert _ddp016(tmp_path, rank) == []
+
+
+_DATASETS = """
+import os
+import torch.distributed as dist
+from datasets import load_dataset
+dist.init_process_group("nccl")
+ds = load_dataset("x")
+part = ds.shard({arguments})
+"""
+
+
+@pytest.mark.parametrize(("arguments", "found"), [
+    ("num_shards=dist.get_world_size(), index=int(os.environ['LOCAL_RANK'])", [7]),
+    ("num_shards=int(os.environ['LOCAL_WORLD_SIZE']), index=int(os.environ['LOCAL_RANK'])", []),  # per node
+    ("dist.get_world_size(), int(os.environ['LOCAL_RANK'])", []),  # a library's positional arguments: not guessed
+])
+def test_a_libraries_shard_is_read_by_its_keywords(tmp_path: Path, arguments: str, found: list[int]) -> None:
+    (tmp_path / "train.py").write_text(_DATASETS.format(arguments=arguments))
+    assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == found
