@@ -22,8 +22,6 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.helper_loaders import built_sharded, distributed_sampler
-from orchestrator.doctor.metric_methods import REDUCING as _REDUCING
-from orchestrator.doctor.metric_methods import body_reduces, own_method
 from orchestrator.doctor.metric_sums import (
     accumulations,
     assigned_before,
@@ -34,6 +32,8 @@ from orchestrator.doctor.metric_sums import (
     names_in,
     refs,
 )
+from orchestrator.doctor.own_methods import REDUCING as _REDUCING
+from orchestrator.doctor.own_methods import body_reduces, entered, own_method
 from orchestrator.doctor.rules_prints import METRIC, is_log, is_reduced, reduced_names
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
@@ -332,18 +332,11 @@ def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
     if value is None and isinstance(expr, ast.Name):
         if _project_built(a, expr):
             return True
-        values += _returned_for(a, expr) + _entered(a, expr)
+        values += _returned_for(a, expr) + entered(a, expr)
         function = a.module.function_of(expr)
         if function is not None and not a.module.spawned(function):  # a parameter: what the callers pass
             values += a.module.argument_for(function, expr.id)
     return any(_sharded(a, v, depth + 1) for v in values)
-
-
-def _entered(a: Analysis, name: ast.Name) -> list[ast.expr]:
-    """What ``with EXPR as name:`` binds ``name`` to in its function (``with tqdm(loader) as bar: for b in bar``)."""
-    scope: ast.AST = a.module.function_of(name) or a.module.tree
-    return [item.context_expr for node in walk(scope) if isinstance(node, ast.With | ast.AsyncWith)
-            for item in node.items if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id]
 
 
 def _shards(a: Analysis, call: ast.Call) -> bool:

@@ -16,6 +16,7 @@ from orchestrator.doctor.framework_saves import (
     framework_runs,
     saver_only,
 )
+from orchestrator.doctor.own_methods import own_method, writes
 from orchestrator.doctor.save_guards import left_at_none, unset_elsewhere
 from orchestrator.doctor.save_paths import (
     data_cache,
@@ -147,9 +148,14 @@ def _per_node_savers(a: Analysis) -> Iterator[Finding]:
                             marks=frozenset({PER_NODE_WRITER}))
         elif (_SAVER.search(func.attr) and func.value.id not in a.module.aliases and _per_node_guard(a, site)
               and _node_first_runs(a, site)):  # not the `else` of `if local_rank == 0:`
-            # checkpointer.save_checkpoint(epoch=epoch) under `if rank == 0:` where rank is LOCAL_RANK
+            # checkpointer.save_checkpoint(epoch=epoch) under `if rank == 0:` where rank is LOCAL_RANK: a guess from
+            # the method's name, unless it is a method of the project's own class that reaches a torch.save
+            method = own_method(a, site.call)
+            sure = method is not None and writes(method)
             yield a.finding("DDP006", site.call, f"{func.value.id}.{func.attr}() runs only where the local rank is "
-                                                 "0: one writer per node, the same files", confidence="possible")
+                                                 "0: one writer per node, the same files",
+                            confidence="likely" if sure else "possible",
+                            marks=frozenset({PER_NODE_WRITER}) if sure else frozenset())
 
 
 def _guarded_by_script(a: Reading, site: Site) -> bool:

@@ -1,7 +1,8 @@
-"""The methods of a project's own metric objects, for DDP013: whether ``accumulator.reduce()`` reduces across the
-processes is read from the method's body when its class is the project's (a ``TopKAccumulator`` whose ``reduce``
-divides this process's sums), not guessed from its name; a library's metric (TorchMetrics' ``compute``) keeps the
-name's reading."""
+"""The methods of the project's own classes, read from their bodies rather than guessed from their names: whether
+``accumulator.reduce()`` reduces across the processes (DDP013: a ``TopKAccumulator`` whose ``reduce`` divides this
+process's sums does not), whether ``engine.save_and_link_checkpoint()`` writes a file (DDP006: it reaches a
+``torch.save``). A library's object (TorchMetrics' metric, a framework's saver) keeps the reading of its method's name.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import re
 from dataclasses import dataclass
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.framework_saves import WRITERS
 from orchestrator.source.names import FunctionNode, Module, last_name
+from orchestrator.source.walk import walk
 
+_WRITE_DEPTH = 3
 # a call whose name says it reduces or gathers across the processes
 REDUCING = re.compile(r"reduce|gather|synchroni[sz]e|(^|_)sync($|_)|accumulate_across|mean_across", re.IGNORECASE)
 
@@ -30,6 +34,8 @@ def own_method(a: Analysis, call: ast.Call) -> Method | None:
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
         return None
     _, value = a.module.resolve(func.value.id, func.value)
+    if value is None:  # ``with Engine(...) as engine:``
+        value = next(iter(entered(a, func.value)), None)
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value,
                                                                                                ast.Call):
         value = value.func.value  # ``Accumulator().to(device)``: the object made
@@ -53,6 +59,31 @@ def _class_of(a: Analysis, func: ast.expr) -> tuple[Module | None, ast.ClassDef 
     if module is None or where is None:
         return None, None
     return module, module.classes.get(where[1])
+
+
+def entered(a: Analysis, name: ast.Name) -> list[ast.expr]:
+    """What ``with EXPR as name:`` binds ``name`` to in its function (``with tqdm(loader) as bar:``)."""
+    scope: ast.AST = a.module.function_of(name) or a.module.tree
+    return [item.context_expr for node in walk(scope) if isinstance(node, ast.With | ast.AsyncWith)
+            for item in node.items if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id]
+
+
+def writes(method: Method, depth: int = 0) -> bool:
+    """The method writes a checkpoint: it calls ``torch.save`` (or safetensors' ``save_file``), itself or through
+    the methods of its class it calls on ``self``."""
+    if depth > _WRITE_DEPTH:
+        return False
+    cls = method.module.parents.get(method.node)
+    for call in method.module.calls_in(method.node):
+        if (method.module.qualname(call.func) or "") in WRITERS:
+            return True
+        func = call.func
+        if isinstance(cls, ast.ClassDef) and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == "self":
+            inner = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
+            if inner is not None and writes(Method(method.module, inner), depth + 1):
+                return True
+    return False
 
 
 def body_reduces(method: Method) -> bool:
