@@ -335,6 +335,11 @@ def test_launch_verdict_rule() -> None:
 # 26). The precision floor is 0.69, under the measured 0.70: the two findings more that are false there are the ones the
 # launch style answers (GeoTransformer's DDP015, IDDM's DDP014), which appear because those styles are read now (the
 # printed output, which drops them, went from 0.86 to 0.88).
+# Set 26 (17 scripts from 17 repositories, three judges, truth committed 3df2c46, d35685a, ec08c93 on 2026-12-04 before
+# the doctor ran on it, measured on f39fe14): default output precision 0.50 (8 of 16), recall 0.20 (8 of 41; coded 0.23,
+# 8 of 35), no error finding; --shown 0.73 (8 of 11); --all 0.44, 0.29; launch right or refused 13 of 17 (style 17,
+# framework 17). Kept apart in tests/doctor/heldout26/ until merged here. Tuned on afterwards (a49505f, 20f3ccf,
+# a8831e4): default 0.68 (13 of 19), printed 0.93 (13 of 14), recall 0.29, launch 14 of 17.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -353,6 +358,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (23, 22, 0.57, 0.28, True),
     (24, 21, 0.52, 0.37, True),
     (25, 19, 0.69, 0.39, True),
+    (26, 17, 0.50, 0.19, True),
 ]
 
 
