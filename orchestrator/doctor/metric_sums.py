@@ -127,3 +127,10 @@ def _holds_values(scope: ast.AST, name: str) -> bool:
     """``name`` is assigned in ``scope`` (a value of the script's, not a module or a framework object passed in)."""
     return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
                for n in walk(scope))
+
+
+def loop_holding(loops: list[ast.For], assignment: ast.Assign, before: int) -> ast.For | None:
+    """The innermost of ``loops`` that holds ``assignment`` and ends before line ``before`` (a value shown after the
+    loop is then its last pass's: ``for batch in val_loader: val_loss = ...``, then ``print(val_loss)``)."""
+    holding = [loop for loop in loops if loop.lineno < assignment.lineno <= (loop.end_lineno or 0) < before]
+    return max(holding, key=lambda loop: loop.lineno, default=None)

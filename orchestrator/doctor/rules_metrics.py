@@ -29,6 +29,7 @@ from orchestrator.doctor.metric_sums import (
     collected,
     covers,
     derived,
+    loop_holding,
     names_in,
     refs,
 )
@@ -165,6 +166,11 @@ def _shard_loop(a: Analysis, name: ast.Name, function: FunctionNode | None, befo
             return None if _reduces(a, scope, (loop.lineno, before), names) else loop
     assignment = assignment_before(scope, name.id, before)
     value = assignment.value if assignment is not None else None
+    last = loop_holding(_loops(scope), assignment, before) if assignment is not None else None
+    if assignment is not None and last is not None and not a.trains(last) and _loop_sharded(a, last):
+        # ``for batch in val_loader: val_loss = model(batch).loss.item()``, shown after it: the last batch's value
+        names = derived(last, {name.id} | names_in([assignment.value]), a.module.aliases)
+        return None if _reduces(a, scope, (last.lineno, before), names) else last
     if isinstance(value, ast.Call):
         receiver = value.func.value if isinstance(value.func, ast.Attribute) else None
         if isinstance(receiver, ast.Name) and receiver.id not in a.module.aliases and assignment is not None:
