@@ -96,6 +96,7 @@ def covers(call: ast.Call, scope: ast.AST, names: set[str], modules: Collection[
     frontier = set(reach)
     for _ in range(_FOLLOW):
         values = [v for n in frontier if "." not in n and (v := assigned_before(scope, n, call.lineno)) is not None]
+        values += [v for n in frontier if "." not in n for v in iterated(scope, n, call)]
         frontier = refs(values, modules) - reach
         reach |= frontier
     return any(r == n or r.startswith(n + ".") or n.startswith(r + ".") for r in reach for n in names)
@@ -134,3 +135,12 @@ def loop_holding(loops: list[ast.For], assignment: ast.Assign, before: int) -> a
     loop is then its last pass's: ``for batch in val_loader: val_loss = ...``, then ``print(val_loss)``)."""
     holding = [loop for loop in loops if loop.lineno < assignment.lineno <= (loop.end_lineno or 0) < before]
     return max(holding, key=lambda loop: loop.lineno, default=None)
+
+
+def iterated(scope: ast.AST, name: str, node: ast.AST) -> list[ast.expr]:
+    """The values a ``for name in [a, b]:`` loop of ``scope`` around ``node`` binds ``name`` to, one by one
+    (``for tensor in [loss, accuracy]: dist.all_reduce(tensor)`` reduces ``loss`` and ``accuracy``)."""
+    line = getattr(node, "lineno", 0)
+    return [value for loop in walk(scope) if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
+            and loop.target.id == name and isinstance(loop.iter, ast.List | ast.Tuple)
+            and loop.lineno <= line <= (loop.end_lineno or loop.lineno) for value in loop.iter.elts]

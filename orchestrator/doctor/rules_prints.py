@@ -10,7 +10,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.confidence import PRINTED
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.loglevels import LOG_SETUP, main_rank_only, quieted_loggers
-from orchestrator.doctor.metric_sums import assignment_before
+from orchestrator.doctor.metric_sums import assignment_before, iterated
 from orchestrator.doctor.metric_values import full_set_value, is_counter, unprepared_sum
 from orchestrator.source.analysis import REDUCTIONS
 from orchestrator.source.analysis import Analysis as Reading
@@ -230,6 +230,9 @@ def reduced_names(a: Analysis) -> set[str]:
             # the training function itself (main_worker(gpu, args)) reduces what it computes, not its arguments
             for arg in [*site.call.args, *[k.value for k in site.call.keywords]]:
                 names.update(n.id for n in _names(arg))
+                if isinstance(arg, ast.Name):  # for tensor in [loss, accuracy]: dist.all_reduce(tensor)
+                    scope = site.function or a.module.tree
+                    names.update(n.id for v in iterated(scope, arg.id, site.call) for n in _names(v))
     for node in a.module.nodes:  # ``metrics.append(gathered)``: a list of reduced values
         into = _collected_into(node)
         if into is not None and isinstance(node, ast.Call) and isinstance(arg := node.args[0], ast.Name) and (

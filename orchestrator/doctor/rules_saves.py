@@ -44,6 +44,8 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         return
     for site in a.sites(WRITERS):
         call = site.call
+        if a.flow.never_runs(site):
+            continue  # the single-process side of ``if local_rank != -1:``
         problems: list[str] = []
         wrapper = _saved_wrapper(a, call.args[0]) if call.args else None
         if wrapper is not None and not _knows_prefix(a):

@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass
 
 from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.rankcompare import dead_side
 from orchestrator.source.ranks import Ranks
 from orchestrator.source.walk import walk
 
@@ -76,8 +77,12 @@ class Flow:
                     if stmt.body and isinstance(stmt.body[-1], _EXITS) and not stmt.orelse:
                         early = stmt
                 else:
-                    self._walk_block(stmt.body, function, branch, early, loops)
-                    self._walk_block(stmt.orelse, function, branch, early, loops)
+                    # ``if local_rank != -1: ... else: ...``: the side no launched rank takes runs on no rank
+                    dead = self._dead_side(stmt.test)
+                    self._walk_block(stmt.body, function, Branch(stmt, "body") if dead == "body" else branch, early,
+                                     loops)
+                    self._walk_block(stmt.orelse, function, Branch(stmt, "orelse") if dead == "orelse" else branch,
+                                     early, loops)
             elif isinstance(stmt, Loop):
                 header = stmt.iter if isinstance(stmt, ast.For | ast.AsyncFor) else stmt.test
                 self._record(header, function, branch, early, loops)
@@ -101,6 +106,24 @@ class Flow:
                 loops: tuple[Loop, ...]) -> None:
         for call in self.module.calls_in(node):
             self.sites.append(Site(call, self.module.qualname(call.func), function, branch, early, loops))
+
+    def never_runs(self, site: Site) -> bool:
+        """``site`` sits on the side of an ``if`` that no launched rank takes (the single-process ``else`` of ``if
+        local_rank != -1:``): it runs on no rank of a distributed run."""
+        child: ast.AST = site.call
+        parent = self.module.parents.get(child)
+        while parent is not None and not isinstance(parent, FunctionNode):
+            if isinstance(parent, ast.If) and child is not parent.test:
+                dead = self._dead_side(parent.test)
+                if dead is not None and any(child is s for s in getattr(parent, dead)):
+                    return True
+            child, parent = parent, self.module.parents.get(parent)
+        return False
+
+    def _dead_side(self, test: ast.expr) -> str | None:
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and self.ranks.dependent(test.left)):
+            return None
+        return dead_side(test)
 
     # -- guards -------------------------------------------------------------------------------------
     def _guarded_functions(self) -> set[FunctionNode]:

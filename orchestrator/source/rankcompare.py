@@ -65,3 +65,20 @@ def uniform(test: ast.Compare) -> bool:
     return ((isinstance(op, ast.Eq | ast.NotEq) and c < 0) or (isinstance(op, ast.Gt) and c < 0)
             or (isinstance(op, ast.GtE) and c <= 0) or (isinstance(op, ast.Lt) and c <= 0)
             or (isinstance(op, ast.LtE) and c < 0))
+
+
+def dead_side(test: ast.Compare) -> str | None:
+    """The side of an ``if`` on a uniform comparison of a rank with a number (``uniform``) that no launched rank
+    takes: ``"orelse"`` for a test every rank passes (``local_rank != -1``, ``rank >= 0``: the else is the
+    single-process path), ``"body"`` for one none passes (``local_rank == -1``); None for any other test. A test of
+    None is not one: ``args.gpu is None`` holds on every rank a launcher starts without the flag."""
+    if not uniform(test):
+        return None
+    left, op, right = fold(test.left), test.ops[0], fold(test.comparators[0])
+    if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+        op = FLIPPED.get(type(op), op)
+        right = left
+    if not isinstance(right, ast.Constant) or right.value is None:
+        return None
+    every = isinstance(op, ast.NotEq | ast.Gt | ast.GtE)  # uniform: these hold on every rank, the others on none
+    return "orelse" if every else "body"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.doctor.metric_sums import accumulations, collected, covers, refs
+from orchestrator.doctor.metric_sums import accumulations, collected, covers, iterated, refs
 
 
 def _loop(source: str) -> ast.For:
@@ -41,3 +41,10 @@ def test_a_reduction_of_another_value_does_not_cover() -> None:
     assert not _covers("acc = torch.tensor(correct)\ndist.all_reduce(acc)\n", {"eval_losses", "logits"})
     assert not _covers("gather(outputs.logits.argmax(-1))\n", {"eval_loss", "outputs.loss"})
     assert not _covers("meters = Meters()\nmeters.sync()\n", {"total"})
+
+
+def test_a_reduction_in_a_loop_over_a_list_of_values_covers_each_of_them() -> None:
+    tree = ast.parse("for t in [loss, accuracy]:\n    dist.all_reduce(t)\ntotal += loss\n")
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
+    assert [ast.unparse(v) for v in iterated(tree, "t", call)] == ["loss", "accuracy"]
+    assert covers(call, tree, {"accuracy"}, set()) and not covers(call, tree, {"total_steps"}, set())

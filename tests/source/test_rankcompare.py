@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.source.rankcompare import evaluate_at_zero, fold, uniform
+import pytest
+
+from orchestrator.source.rankcompare import dead_side, evaluate_at_zero, fold, uniform
 
 
 def _compare(text: str) -> ast.Compare:
@@ -27,3 +29,13 @@ def test_launched_distributed_tests_hold_on_every_rank_alike() -> None:
     assert uniform(_compare("local_rank != -1")) and uniform(_compare("rank >= 0"))
     assert uniform(_compare("local_rank is not None"))
     assert not uniform(_compare("rank == 0")) and not uniform(_compare("rank > 0"))
+
+
+@pytest.mark.parametrize(("test", "side"), [
+    ("local_rank != -1", "orelse"), ("local_rank > -1", "orelse"), ("rank >= 0", "orelse"),
+    ("-1 < local_rank", "orelse"),
+    ("local_rank == -1", "body"), ("rank < 0", "body"),
+    ("rank == 0", None), ("local_rank is None", None), ("args.gpu is not None", None),
+])
+def test_the_side_no_launched_rank_takes(test: str, side: str | None) -> None:
+    assert dead_side(_compare(test)) == side
