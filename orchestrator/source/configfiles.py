@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.source.hydraconfig import MAX_CONFIG_BYTES, compose, config_bases
+from orchestrator.source.hydraconfig import MAX_CONFIG_BYTES, UNSPELLED_FOLDERS, compose, config_bases
 
 _SUFFIXES = (".json", ".yaml", ".yml")
 _MAX_FILES = 300  # config files looked at when the flag has no default
@@ -55,7 +55,9 @@ def lookup(script: Path, keys: list[str], literal: str | None = None, hydra: tup
     folder = script.resolve().parent
     bases = config_bases(folder)
     if hydra is not None:  # config_path is from the script's folder (a built one may be from the root)
-        return next((c for c in (_from_hydra(b / hydra[0], hydra[1], keys) for b in bases) if c), None)
+        # a folder the reader could not spell (``str(constants.HYDRA_CONFIG_PATH)``): the usual names of one
+        named = [hydra[0]] if hydra[0] != Path(".") else [Path("."), *map(Path, UNSPELLED_FOLDERS)]
+        return next((c for c in (_from_hydra(b / n, hydra[1], keys) for b in bases for n in named) if c), None)
     if literal is not None:
         path = next((b / literal for b in bases if (b / literal).is_file()), None)
         found = _read_value(path, keys) if path is not None else None

@@ -19,6 +19,10 @@ from orchestrator.source.walk import walk
 from orchestrator.spec.hydra import main_config
 
 MAX_CONFIG_BYTES = 256 << 10  # a config file larger than this is not read (here and in configvalues.py)
+# where a Hydra app's configs are looked for when its config_path has no string to read (a project constant:
+# ``config_path=str(constants.HYDRA_CONFIG_PATH)``): its config_name's file in one of these, from the script's folder
+# or one above it
+UNSPELLED_FOLDERS = ("config", "configs", "conf")
 _DEPTH = 4
 
 

@@ -37,3 +37,13 @@ def test_the_project_config_is_looked_for_at_the_root_above_the_script_only_when
     write(tmp_path, {"src/pkg/pretrain/local.yaml": "trainer:\n  devices: -1\n"})
     beside = project_config(script, ["trainer"], _LAYOUT, above=3)
     assert beside is not None and beside.value == {"devices": -1}
+
+
+def test_a_hydra_folder_the_reader_cannot_spell_is_looked_for_under_the_usual_names(tmp_path: Path) -> None:
+    # @hydra.main(config_path=str(constants.HYDRA_CONFIG_PATH), config_name="train"): no string to read the folder by
+    (tmp_path / "pkg" / "config" / "trainer").mkdir(parents=True)
+    (tmp_path / "pkg" / "config" / "train.yaml").write_text("defaults:\n  - trainer: gpu\nseed: 1\n")
+    (tmp_path / "pkg" / "config" / "trainer" / "gpu.yaml").write_text("accelerator: gpu\ndevices: 1\n")
+    found = lookup(tmp_path / "pkg" / "train.py", ["trainer", "devices"], hydra=(Path("."), "train"))
+    assert found is not None and found.value == 1 and found.file.name == "gpu.yaml"
+    assert lookup(tmp_path / "pkg" / "train.py", ["trainer", "devices"], hydra=(Path("elsewhere"), "train")) is None
