@@ -1,7 +1,12 @@
-"""DDP016 in a data set's own sharding: the world size as the number of shards and the node-local rank as the shard
-(a project's ``sharded_batch_iterator(ds, bs, world_size, local_rank)``, 🤗 Datasets' ``ds.shard(num_shards=...,
-index=...)``): from the second node on the nodes read the same shards. A per-node shard count, the global rank, or a
-library's positional arguments (whose parameters are not known) are left alone."""
+"""DDP016 where the node-local rank stands for a global index.
+
+A data set's own sharding: the world size as the number of shards and the node-local rank as the shard (a project's
+``sharded_batch_iterator(ds, bs, world_size, local_rank)``, 🤗 Datasets' ``ds.shard(num_shards=..., index=...)``): from
+the second node on the nodes read the same shards. A per-node shard count, the global rank, or a library's positional
+arguments (whose parameters are not known) are left alone.
+
+The slice an all-gathering autograd function's backward keeps (``ctx.rank = args.local_rank``): from the second node on,
+another rank's gradients."""
 
 from __future__ import annotations
 
@@ -78,4 +83,40 @@ part = ds.shard({arguments})
 ])
 def test_a_libraries_shard_is_read_by_its_keywords(tmp_path: Path, arguments: str, found: list[int]) -> None:
     (tmp_path / "train.py").write_text(_DATASETS.format(arguments=arguments))
+    assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == found
+
+
+_ALL_GATHER = """
+import os
+import torch
+import torch.distributed as dist
+
+
+class AllGather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, args):
+        output = [torch.empty_like(tensor) for _ in range(args.world_size)]
+        dist.all_gather(output, tensor)
+        ctx.rank = {rank}
+        ctx.batch_size = tensor.shape[0]
+        return torch.cat(output, dim=0)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output[ctx.batch_size * ctx.rank: ctx.batch_size * (ctx.rank + 1)], None
+
+
+dist.init_process_group("nccl")
+"""
+
+
+@pytest.mark.parametrize(("rank", "found"), [
+    ("args.local_rank", [12]),
+    ("int(os.environ['LOCAL_RANK'])", [12]),
+    ("args.rank", []),  # the global rank: the slice of this rank's own features
+    ("dist.get_rank()", []),
+])
+def test_the_slice_an_all_gathers_backward_keeps_is_the_global_ranks(tmp_path: Path, rank: str,
+                                                                      found: list[int]) -> None:
+    (tmp_path / "train.py").write_text(_ALL_GATHER.format(rank=rank))
     assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == found

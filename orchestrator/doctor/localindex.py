@@ -1,10 +1,19 @@
-"""DDP016 in a data set's own sharding: a call handed the world size as the number of shards and the node-local rank
-as this process's shard (``sharded_batch_iterator(ds, batch_size, world_size, local_rank)``, 🤗 Datasets'
-``ds.shard(num_shards=world_size, index=local_rank)``, ``split_dataset_by_node(ds, rank=local_rank, world_size=n)``):
-from the second node on the processes with the same local rank read the same shard, and the shards of the ranks past
-the first node's are never read. The arguments are told by their parameters' names: the keywords given, or the
-project function's own parameters for positional ones (a library's positional arguments are not guessed). A
-DistributedSampler's and init_process_group's rank are ``rules_launch``'s."""
+"""DDP016 where the node-local rank stands for a global index into the world:
+
+- a data set's own sharding: a call handed the world size as the number of shards and the node-local rank as this
+  process's shard (``sharded_batch_iterator(ds, batch_size, world_size, local_rank)``, 🤗 Datasets'
+  ``ds.shard(num_shards=world_size, index=local_rank)``, ``split_dataset_by_node(ds, rank=local_rank, world_size=n)``):
+  from the second node on the processes with the same local rank read the same shard, and the shards of the ranks
+  past the first node's are never read. The arguments are told by their parameters' names: the keywords given, or
+  the project function's own parameters for positional ones (a library's positional arguments are not guessed);
+- the slice of gathered features an autograd function's backward keeps: ``ctx.rank = args.local_rank`` in a
+  ``forward`` that all-gathers, then ``grad_output[ctx.batch_size * ctx.rank: ...]`` in ``backward`` (CLIP4Clip's
+  ``AllGather`` written with the local rank): from the second node on each rank takes the gradient of another
+  rank's features.
+
+A DistributedSampler's and init_process_group's rank are ``rules_launch``'s, as is an index into a list
+``all_gather`` filled in the same function.
+"""
 
 from __future__ import annotations
 
@@ -93,3 +102,24 @@ def _world_sized(a: Analysis, expr: ast.expr, depth: int) -> bool:
     _, value = a.module.resolve(expr.id, expr)
     values = ([value] if value is not None else []) + a.module.other_branch(expr.id, expr)
     return any(_world_sized(a, v, depth + 1) for v in values)
+
+
+def gathered_slice_by_local_rank(a: Analysis, gathers: frozenset[str]) -> Iterator[Finding]:
+    """DDP016 at ``ctx.X = <local rank>`` in the ``forward`` of an autograd function that gathers (one of ``gathers``)
+    whose ``backward`` slices with ``ctx.X``."""
+    for cls in a.module.classes.values():
+        methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef)}
+        forward, backward = methods.get("forward"), methods.get("backward")
+        if forward is None or backward is None or not any(
+                isinstance(n, ast.Call) and a.module.qualname(n.func) in gathers for n in ast.walk(forward)):
+            continue
+        stored = {target.attr: node for node in ast.walk(forward) if isinstance(node, ast.Assign)
+                  for target in node.targets if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                  and a.ranks.source(node.value) == "local"}
+        sliced = {n.attr for s in ast.walk(backward) if isinstance(s, ast.Subscript) for n in ast.walk(s.slice)
+                  if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+        for attr in sorted(stored.keys() & sliced):
+            node = stored[attr]
+            yield a.finding("DDP016", node, f"{ast.unparse(node.value)[:40]} (the local rank) picks this rank's slice "
+                            f"of the gathered features in {cls.name}.backward: from the second node on, another "
+                            "rank's", at=node.value)
