@@ -91,7 +91,19 @@ def _guarded(a: Analysis, site: Site) -> bool:
     """Only some ranks run ``site``: a rank condition around it or its callers (the script's, for a helper), the
     frameworks' "this process saves" (``args.should_save``, ``@rank_zero_only``, the Trainer's ``_save``), a test of
     a value the other ranks unset (``if self.ckpt_dir is not None:``)."""
-    return a.flow.guarded(site) or unset_elsewhere(a, site.call) or _guarded_by_script(a, site) or saver_only(a, site)
+    return (a.flow.guarded(site) or unset_elsewhere(a, site.call) or _guarded_by_script(a, site)
+            or saver_only(a, site) or _hook_of_guarded_save_state(a, site))
+
+
+def _hook_of_guarded_save_state(a: Analysis, site: Site) -> bool:
+    """``site`` is in a function handed to ``accelerator.register_save_state_pre_hook`` (it runs inside
+    ``save_state``) and every ``save_state()`` of the file is under a rank condition."""
+    function = site.function
+    registered = function is not None and any(
+        last_name(s.call.func) == "register_save_state_pre_hook" and any(
+            isinstance(x, ast.Name) and x.id == function.name for x in s.call.args) for s in a.flow.sites)
+    states = [s for s in a.flow.sites if last_name(s.call.func) == "save_state"]
+    return registered and bool(states) and all(a.flow.guarded(s) for s in states)
 
 
 def _why(a: Analysis, site: Site, framework: str | None, problems: list[str]) -> str:
