@@ -51,7 +51,7 @@ def read_frameworks(path: Path) -> list[Framework]:
         read = {source.path.resolve() for source in sources}
         for folder in config_folders(path, [(source.path, source.tree) for source in sources]):
             configs = read_configs(folder)
-            for framework in hydra_targets(configs, shown_from=path.parent):
+            for framework in hydra_targets(configs, shown_from=path.parent, own=own):
                 found.setdefault(framework.name, framework)
             for module, tree, lines, shown in project_classes(configs, path.parent, path.parent):
                 if module.resolve() not in read:  # the workspace class the config builds: its loop's framework

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,14 +88,16 @@ def read_configs(folder: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def hydra_targets(configs: Sequence[tuple[Path, str]], shown_from: Path) -> list[Framework]:
-    """The frameworks the Hydra ``configs`` (``read_configs``) build with ``_target_: lightning.Trainer``: a script
-    that calls ``hydra.utils.instantiate`` makes its Trainer from such a file (its layout, in YAML, is not judged).
-    Each file is named from ``shown_from`` (the script's folder)."""
+def hydra_targets(configs: Sequence[tuple[Path, str]], shown_from: Path,
+                  own: Mapping[str, str] | None = None) -> list[Framework]:
+    """The frameworks the Hydra ``configs`` (``read_configs``) build with ``_target_: lightning.Trainer``, or with a
+    project class built on a framework's (``own``, ``frameworks.project_subclasses``: ``_target_:
+    rl4co.utils.trainer.RL4COTrainer``): a script that calls ``hydra.utils.instantiate`` makes its Trainer from such
+    a file (its layout, in YAML, is not judged). Each file is named from ``shown_from`` (the script's folder)."""
     found: dict[str, Framework] = {}
     for config, text in configs:
         for match in _TARGET.finditer(text):
-            framework = QUALIFIED.get(match.group(1))
+            framework = QUALIFIED.get(match.group(1)) or (own or {}).get(match.group(1).rsplit(".", 1)[-1])
             if framework is not None and framework not in found:
                 line = text.count("\n", 0, match.start(1)) + 1
                 found[framework] = Framework(name=framework,  # type: ignore[arg-type]

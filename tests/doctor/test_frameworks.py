@@ -98,6 +98,20 @@ def test_a_trainer_hydra_instantiates_from_a_config(tmp_path: Path) -> None:
     assert "lightning" not in {f.name for f in read_frameworks(script)}
 
 
+def test_a_project_trainer_built_on_lightnings_that_a_config_names_is_lightning(tmp_path: Path) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "trainer.py").write_text("from lightning import Trainer\n\n\nclass RoutingTrainer(Trainer):\n"
+                                                 "    pass\n")
+    (tmp_path / "configs" / "config.yaml").write_text("trainer:\n  _target_: pkg.trainer.RoutingTrainer\n")
+    script = tmp_path / "main.py"
+    script.write_text("import hydra\nfrom pkg.trainer import RoutingTrainer\n\n@hydra.main(config_path='configs')\n"
+                      "def main(config):\n    trainer: RoutingTrainer = hydra.utils.instantiate(config.trainer)\n")
+    assert {f.name: f.why for f in read_frameworks(script)}["lightning"] == (
+        "configs/config.yaml:2: _target_: pkg.trainer.RoutingTrainer")
+
+
 STRUCTURED = """from dataclasses import dataclass, field
 
 
