@@ -340,6 +340,10 @@ def test_launch_verdict_rule() -> None:
 # 8 of 35), no error finding; --shown 0.73 (8 of 11); --all 0.44, 0.29; launch right or refused 13 of 17 (style 17,
 # framework 17). Kept apart in tests/doctor/heldout26/ until merged here. Tuned on afterwards (a49505f, 20f3ccf,
 # a8831e4): default 0.68 (13 of 19), printed 0.93 (13 of 14), recall 0.29, launch 14 of 17.
+# Set 27 (23 scripts from 23 repositories, four judges, truth committed e17959c, 5a951e6, ff1fa7b, 29854ed on 2026-12-04
+# before the doctor ran on it, measured on d41081f): default output precision 0.63 (22 of 35), recall 0.43 (20 of 47),
+# no error finding; --shown 0.79 (22 of 28); --all 0.52, 0.49; launch right or refused 14 of 23 (style 19, framework
+# 22). Kept apart in tests/doctor/heldout27/ until merged here.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -359,6 +363,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (24, 21, 0.52, 0.37, True),
     (25, 19, 0.69, 0.39, True),
     (26, 17, 0.50, 0.19, True),
+    (27, 23, 0.62, 0.42, True),
 ]
 
 
