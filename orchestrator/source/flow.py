@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 
 from orchestrator.source.names import FunctionNode, Module
-from orchestrator.source.rankcompare import dead_side
+from orchestrator.source.rankcompare import dead_side, fold
 from orchestrator.source.ranks import Ranks
 from orchestrator.source.walk import walk
 
@@ -77,12 +77,8 @@ class Flow:
                     if stmt.body and isinstance(stmt.body[-1], _EXITS) and not stmt.orelse:
                         early = stmt
                 else:
-                    # ``if local_rank != -1: ... else: ...``: the side no launched rank takes runs on no rank
-                    dead = self._dead_side(stmt.test)
-                    self._walk_block(stmt.body, function, Branch(stmt, "body") if dead == "body" else branch, early,
-                                     loops)
-                    self._walk_block(stmt.orelse, function, Branch(stmt, "orelse") if dead == "orelse" else branch,
-                                     early, loops)
+                    self._walk_block(stmt.body, function, branch, early, loops)
+                    self._walk_block(stmt.orelse, function, branch, early, loops)
             elif isinstance(stmt, Loop):
                 header = stmt.iter if isinstance(stmt, ast.For | ast.AsyncFor) else stmt.test
                 self._record(header, function, branch, early, loops)
@@ -121,9 +117,10 @@ class Flow:
         return False
 
     def _dead_side(self, test: ast.expr) -> str | None:
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and self.ranks.dependent(test.left)):
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None
-        return dead_side(test)
+        value = test.comparators[0] if isinstance(fold(test.left), ast.Constant) else test.left  # -1 < local_rank
+        return dead_side(test) if self.ranks.dependent(value) else None
 
     # -- guards -------------------------------------------------------------------------------------
     def _guarded_functions(self) -> set[FunctionNode]:

@@ -38,6 +38,7 @@ def _saves(test: str, distributed: str) -> list[int]:
 def test_the_single_process_side_is_left_and_the_distributed_side_judged() -> None:
     assert _saves("local_rank > -1", 'torch.save(network.state_dict(), "net.pth")') == [16]
     assert _saves("local_rank != -1", "pass") == []
+    assert _saves("-1 < local_rank", "pass") == []
 
 
 def test_a_test_that_some_ranks_pass_keeps_both_sides_judged() -> None:
