@@ -117,7 +117,8 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
     try:
         analysis = Analysis(tree, filename)
         _run(analysis, RULES, ignored, findings)
-        findings = {_off_the_run_path(f, unnamed) if (unnamed := unnamed_definitions(tree)) else f for f in findings}
+        unnamed = unnamed_definitions(tree)
+        findings = {_off_the_run_path(f, unnamed) for f in findings} if unnamed else findings
         list(analysis.helper_quals)  # reads the project's helpers the script calls
         if analysis.project is not None:
             helpers = analysis.project.helpers()

@@ -36,17 +36,24 @@ def own_method(a: Analysis, call: ast.Call) -> Method | None:
     _, value = a.module.resolve(func.value.id, func.value)
     if value is None:  # ``with Engine(...) as engine:``
         value = next(iter(entered(a, func.value)), None)
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value,
-                                                                                               ast.Call):
-        value = value.func.value  # ``Accumulator().to(device)``: the object made
     if not isinstance(value, ast.Call):
         return None
-    module, cls = _class_of(a, value.func)
+    module, cls = _class_of(a, unchained(value).func)  # ``Accumulator().to(device)``: the object made
     if module is None or cls is None or any(not isinstance(b, ast.Name) or b.id != "object" for b in cls.bases):
         return None
-    node = next((m for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == func.attr),
-                None)
+    node = _method(cls, func.attr)
     return Method(module, node) if node is not None else None
+
+
+def unchained(call: ast.Call) -> ast.Call:
+    """The call a chain of method calls starts from (``torchmetrics.Accuracy(...).to(device)``: the object made)."""
+    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    return call
+
+
+def _method(cls: ast.ClassDef, name: str) -> FunctionNode | None:
+    return next((m for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == name), None)
 
 
 def _class_of(a: Analysis, func: ast.expr) -> tuple[Module | None, ast.ClassDef | None]:
@@ -80,7 +87,7 @@ def writes(method: Method, depth: int = 0) -> bool:
         func = call.func
         if isinstance(cls, ast.ClassDef) and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                 and func.value.id == "self":
-            inner = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
+            inner = _method(cls, func.attr)
             if inner is not None and writes(Method(method.module, inner), depth + 1):
                 return True
     return False

@@ -34,7 +34,7 @@ from orchestrator.doctor.metric_sums import (
     refs,
 )
 from orchestrator.doctor.own_methods import REDUCING as _REDUCING
-from orchestrator.doctor.own_methods import body_reduces, entered, own_method
+from orchestrator.doctor.own_methods import body_reduces, entered, own_method, unchained
 from orchestrator.doctor.rules_prints import METRIC, is_log, is_reduced, reduced_names
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
@@ -298,16 +298,10 @@ def _synced_compute(a: Analysis, call: ast.Call) -> bool:
     if isinstance(receiver, ast.Name):
         _, value = a.module.resolve(receiver.id, receiver)
         made += [value] if isinstance(value, ast.Call) else []
-    made = [_unchained(m) for m in made]  # ``torchmetrics.Accuracy(...).to(device)``: the metric made
+    made = [unchained(m) for m in made]  # ``torchmetrics.Accuracy(...).to(device)``: the metric made
     return any((a.module.qualname(m.func) or "").startswith("torchmetrics.")
                and not any(k.arg == "sync_on_compute" and isinstance(k.value, ast.Constant) and k.value.value is False
                            for k in m.keywords) for m in made)
-
-
-def _unchained(call: ast.Call) -> ast.Call:
-    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
-        call = call.func.value
-    return call
 
 
 def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:

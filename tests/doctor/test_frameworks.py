@@ -86,28 +86,34 @@ def test_no_accelerate_from_method_names_alone() -> None:
     assert _read("import torch\nmodel = opt.prepare(model)\nengine.backward(loss)\n") == []
 
 
-def test_a_trainer_hydra_instantiates_from_a_config(tmp_path: Path) -> None:
-    (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "config.yaml").write_text("trainer:\n  _target_: lightning.Trainer\n  num_nodes: 1\n")
+_HYDRA_APP = "import hydra\n{imports}\n@hydra.main(config_path='configs')\ndef main(config):\n    {body}\n"
+
+
+def _hydra_app(tmp_path: Path, target: str, body: str, imports: str = "") -> Path:
+    """A Hydra app at ``tmp_path/main.py`` whose ``configs/config.yaml`` builds its trainer from ``target``."""
+    (tmp_path / "configs").mkdir(exist_ok=True)
+    (tmp_path / "configs" / "config.yaml").write_text(f"trainer:\n  _target_: {target}\n  num_nodes: 1\n")
     script = tmp_path / "main.py"
-    script.write_text("import hydra\n\n@hydra.main(config_path='configs')\ndef main(config):\n"
-                      "    trainer = hydra.utils.instantiate(config.trainer)\n")
+    script.write_text(_HYDRA_APP.format(imports=imports, body=body))
+    return script
+
+
+def test_a_trainer_hydra_instantiates_from_a_config(tmp_path: Path) -> None:
+    script = _hydra_app(tmp_path, "lightning.Trainer", "trainer = hydra.utils.instantiate(config.trainer)")
     assert {f.name: f.why for f in read_frameworks(script)}["lightning"] == (
         "configs/config.yaml:2: _target_: lightning.Trainer")
-    script.write_text("import hydra\n\n@hydra.main(config_path='configs')\ndef main(config):\n    pass\n")
+    script = _hydra_app(tmp_path, "lightning.Trainer", "pass")
     assert "lightning" not in {f.name for f in read_frameworks(script)}
 
 
 def test_a_project_trainer_built_on_lightnings_that_a_config_names_is_lightning(tmp_path: Path) -> None:
-    (tmp_path / "configs").mkdir()
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "trainer.py").write_text("from lightning import Trainer\n\n\nclass RoutingTrainer(Trainer):\n"
                                                  "    pass\n")
-    (tmp_path / "configs" / "config.yaml").write_text("trainer:\n  _target_: pkg.trainer.RoutingTrainer\n")
-    script = tmp_path / "main.py"
-    script.write_text("import hydra\nfrom pkg.trainer import RoutingTrainer\n\n@hydra.main(config_path='configs')\n"
-                      "def main(config):\n    trainer: RoutingTrainer = hydra.utils.instantiate(config.trainer)\n")
+    script = _hydra_app(tmp_path, "pkg.trainer.RoutingTrainer",
+                        "trainer: RoutingTrainer = hydra.utils.instantiate(config.trainer)",
+                        imports="from pkg.trainer import RoutingTrainer\n")
     assert {f.name: f.why for f in read_frameworks(script)}["lightning"] == (
         "configs/config.yaml:2: _target_: pkg.trainer.RoutingTrainer")
 
