@@ -5,7 +5,10 @@ to a constant cannot meet the other nodes at orch's address (an error, with the 
 whose spawned processes pass their spawn index as the global rank (``launchstyles/spawnrank.py``) is DDP016: every
 node's processes claim ranks 0..n-1 (``feasibility.across_nodes`` makes it the error, with the fix); on more than
 one node, in any style, a loopback ``init_method`` the script forces (``launchstyles/loopback.py``) is a DDP008 error,
-and a rank read from an MPI launcher's variables alone (``OMPI_COMM_WORLD_RANK``) is DDP016.
+and a rank read from an MPI launcher's variables alone (``OMPI_COMM_WORLD_RANK``) is DDP016. A ``per-node`` script
+that multiplies torchrun's ``WORLD_SIZE`` or ``RANK`` as its node count or index (``launchstyles/nodevars.py``) is
+a DDP008 error (the group waits for more processes than run, on any node count) or DDP016 (every node takes the
+same ranks: the error across nodes).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.doctor.rules_spawn import INDEX_RANK_FIX, INDEX_RANK_TITLE
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.launchstyles.facts import Facts, entry_tree, master_lines, read
+from orchestrator.launchstyles.nodevars import NODE_MEANINGS
 from orchestrator.spec.launch import Launch
 
 # style -> the finding that says a script is written for it (and that running it that way answers)
@@ -34,10 +38,12 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
     spawned processes take their spawn index as the rank; across nodes, in any style, a loopback ``init_method`` the
     script forces is a DDP008 error."""
     findings = list(findings)
-    facts = read(entry) if nodes > 1 and entry is not None else None  # across nodes: what the script forces
-    if facts is not None and launch.style == "per-node":
-        findings += _index_ranks(facts, findings)
-    if facts is not None:
+    per_node = launch.style == "per-node"
+    # across nodes (or per node on any count): what the script forces
+    facts = read(entry) if (nodes > 1 or per_node) and entry is not None else None
+    if facts is not None and per_node:
+        findings += _node_reads(facts, findings) + (_index_ranks(facts, findings) if nodes > 1 else [])
+    if facts is not None and nodes > 1:
         findings = _loopback(facts, findings, nodes) + _mpi_only(facts)
     gone = ANSWERS.get(launch.style)
     out: list[Finding] = []
@@ -78,6 +84,36 @@ def _index_ranks(facts: Facts, findings: list[Finding]) -> list[Finding]:
         out.append(replace(make_finding(
             "DDP016", file, line, f"{code}: the rank is the spawn index, the node-local rank", title=INDEX_RANK_TITLE,
             confidence="certain"), fix=INDEX_RANK_FIX))
+    return out
+
+
+# variable -> (code, what orch's per-node task sets, fix); the code's severity: WORLD_SIZE's product waits for
+# processes that never come on any node count (an error); RANK's clashes from the second node on (feasibility.py)
+_NODE_READS: dict[str, tuple[str, str, str]] = {
+    "WORLD_SIZE": ("DDP008", "a per-node task's WORLD_SIZE is every node's processes together (NNODES x "
+                   "NPROC_PER_NODE), so the group waits for WORLD_SIZE x GPUs processes that never come",
+                   "read the node count from NNODES, which orch's per-node task sets: int(os.environ.get('NNODES', "
+                   "1)) (or take the world size as it is: int(os.environ['WORLD_SIZE']))"),
+    "RANK": ("DDP016", "a per-node task has no RANK (NODE_RANK is its node's index), so every node's processes take "
+             "ranks 0..GPUs-1", "read the node's index from NODE_RANK, which orch's per-node task sets: "
+                                "int(os.environ.get('NODE_RANK', 0)) * gpus + local_rank"),
+}
+
+
+def _node_reads(facts: Facts, findings: list[Finding]) -> list[Finding]:
+    """For a ``per-node`` script, a finding at each product of ``WORLD_SIZE`` or ``RANK`` read as a node's
+    (``launchstyles/nodevars.py``) where the doctor has none of that code on the line: WORLD_SIZE's an error (the
+    group never fills), RANK's certain (``feasibility.across_nodes`` makes it the error across nodes)."""
+    have = {(f.code, str(Path(f.file).resolve()), f.line) for f in findings}
+    out = []
+    for hit in facts.node_reads:
+        code, why, fix = _NODE_READS[hit.variable]
+        if (code, str(Path(hit.file).resolve()), hit.line) in have:
+            continue
+        out.append(replace(make_finding(
+            code, hit.file, hit.line, f"{hit.code}: {hit.variable} taken for {NODE_MEANINGS[hit.variable][0]}: {why}",
+            severity="error" if hit.variable == "WORLD_SIZE" else None, confidence="certain",
+            title=f"{hit.variable} read as a node's value in a script started once per node"), fix=fix))
     return out
 
 

@@ -3,8 +3,9 @@ project modules its calls reach): the spawns no launcher check guards and the fr
 (``spawns.py``; an installed package's spawner such as detectron2's ``launch``: ``installed.py``), the
 ``--local_rank`` declarations that decide the local rank (``localrank.py``; also at the top level of a project
 module the entry imports, which importing runs), where Slurm's rank variables (or its tasks per node) are read and
-whether torchrun's are, a rank read only from an MPI launcher's variables or mpi4py's ``COMM_WORLD``, and the
-constant ``MASTER_ADDR``/``MASTER_PORT`` a file sets.
+whether torchrun's are, a rank read only from an MPI launcher's variables or mpi4py's ``COMM_WORLD``, torchrun's
+``WORLD_SIZE``/``RANK`` read as a node's (``nodevars.py``), and the constant ``MASTER_ADDR``/``MASTER_PORT`` a file
+sets.
 Each with its file and line; nothing here judges (``style.py`` decides, the doctor reports)."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from orchestrator.launchstyles.installed import installed_spawns
 from orchestrator.launchstyles.localrank import FlagDeclaration, declarations, declared_flag, spelling
 from orchestrator.launchstyles.loopback import forced_loopback
+from orchestrator.launchstyles.nodevars import NodeRead, env_read, node_reads
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
 from orchestrator.source.analysis import Analysis
@@ -56,6 +58,7 @@ class Facts:
     index_ranks: tuple[tuple[str, int, str], ...] = ()  # (file, line, code): a spawn index passed as the rank
     loopback: tuple[tuple[str, int, str], ...] = ()  # (file, line, code): a loopback init_method (loopback.py)
     mpi_only: tuple[str, int, str] | None = None  # (file, line, code): a rank read from MPI_RANK_VARS alone
+    node_reads: tuple[NodeRead, ...] = ()  # WORLD_SIZE / RANK read as the node count / index (nodevars.py)
 
 
 
@@ -97,7 +100,8 @@ def read(entry: Path) -> Facts:
                  any(TORCHRUN_RANK_VARS & seen.keys() for _, seen in strings),
                  {str(source.path): master_lines(source.tree) for source in files}, tuple(index_ranks),
                  tuple(forced_loopback([(str(source.path), source.tree) for source in files])),
-                 None if launcher_read else _mpi_read(files))
+                 None if launcher_read else _mpi_read(files),
+                 tuple(node_reads([(str(source.path), source.tree) for source in files])))
 
 
 def _imported_flags(analysis: Analysis, imported: list[SourceFile]) -> list[FlagDeclaration]:
@@ -133,7 +137,7 @@ def _env_written(tree: ast.Module) -> set[str]:
         if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ" and isinstance(
                 node.slice, ast.Constant) and isinstance(node.slice.value, str):
             (written if isinstance(node.ctx, ast.Store) else read).add(node.slice.value)
-        key = _env_read(node) if isinstance(node, ast.Call) else None
+        key = env_read(node) if isinstance(node, ast.Call) else None
         if key is not None:
             read.add(key)
         if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
@@ -160,7 +164,7 @@ def _mpi_read(files: list[SourceFile]) -> tuple[str, int, str] | None:
         for node in walk(source.tree):
             if id(node) in mpi_backend:
                 continue
-            key = _env_read(node)
+            key = env_read(node)
             if key in MPI_RANK_VARS or (mpi4py and _mpi_world(node)):
                 line = getattr(node, "lineno", 0)
                 code = source.lines[line - 1].strip() if 0 < line <= len(source.lines) else str(key)
@@ -200,17 +204,6 @@ def _mpi_world(node: ast.AST) -> bool:
     """``MPI.COMM_WORLD.Get_rank()``, ``comm.Get_size()`` of ``COMM_WORLD``, ``MPI.COMM_WORLD.rank``."""
     return (isinstance(node, ast.Attribute) and node.attr in _MPI_WORLD
             and ast.unparse(node.value).endswith("COMM_WORLD"))
-
-
-def _env_read(node: ast.AST) -> str | None:
-    """``K`` of ``os.environ["K"]``, ``os.environ.get("K", ...)``, ``os.getenv("K", ...)``."""
-    if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ":
-        key: ast.AST = node.slice
-    elif isinstance(node, ast.Call) and node.args and ast.unparse(node.func) in ("os.environ.get", "os.getenv"):
-        key = node.args[0]
-    else:
-        return None
-    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
 def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list[FlagDeclaration],
