@@ -2,14 +2,20 @@
 
 - a data set's own sharding: a call handed the world size as the number of shards and the node-local rank as this
   process's shard (``sharded_batch_iterator(ds, batch_size, world_size, local_rank)``, 🤗 Datasets'
-  ``ds.shard(num_shards=world_size, index=local_rank)``, ``split_dataset_by_node(ds, rank=local_rank, world_size=n)``):
+  ``ds.shard(num_shards=world_size, index=local_rank)``, ``split_dataset_by_node(ds, rank=local_rank, world_size=n)``,
+  also by position: ``ds.shard(dist.get_world_size(), local_rank)``):
   from the second node on the processes with the same local rank read the same shard, and the shards of the ranks
   past the first node's are never read. The arguments are told by their parameters' names: the keywords given, or
-  the project function's own parameters for positional ones (a library's positional arguments are not guessed);
+  the project function's own parameters for positional ones (a library's positional arguments are not guessed, but
+  for 🤗 Datasets' two sharding calls, read by their documented names);
 - the slice of gathered features an autograd function's backward keeps: ``ctx.rank = args.local_rank`` in a
   ``forward`` that all-gathers, then ``grad_output[ctx.batch_size * ctx.rank: ...]`` in ``backward`` (CLIP4Clip's
   ``AllGather`` written with the local rank): from the second node on each rank takes the gradient of another
   rank's features.
+
+- a name that says it holds the global rank given the local one (``global_rank = accelerator.local_process_index``,
+  ``self.global_rank = args.local_rank``): what it is handed to (a data set's shard, a file's name) takes the node's
+  index for the world's.
 
 A DistributedSampler's and init_process_group's rank are ``rules_launch``'s, as is an index into a list
 ``all_gather`` filled in the same function.
@@ -57,12 +63,22 @@ def shards_by_local_rank(a: Analysis, local: LocalTest) -> Iterator[Finding]:
                             "world size: from the second node on the nodes read the same shards", at=index)
 
 
+# the sharding calls of 🤗 Datasets whose positional arguments are read by their documented names (a library's other
+# positional arguments are not guessed): Dataset.shard(num_shards, index), split_dataset_by_node(dataset, rank,
+# world_size)
+_LIBRARY_POSITIONAL: dict[str, tuple[str, ...]] = {"shard": ("num_shards", "index"),
+                                                   "split_dataset_by_node": ("dataset", "rank", "world_size")}
+
+
 def _named_arguments(call: ast.Call, function: FunctionNode | None) -> list[tuple[str, ast.expr]]:
     """``(parameter, value)`` for the call's keywords, and for its positional arguments when it calls ``function``, a
-    function of this file or of the project (its parameters' names)."""
+    function of this file or of the project (its parameters' names), or one of ``_LIBRARY_POSITIONAL``."""
     named = [(k.arg, k.value) for k in call.keywords if k.arg]
-    if not call.args or function is None:
+    if not call.args:
         return named
+    if function is None:
+        known = _LIBRARY_POSITIONAL.get(last_name(call.func) or "", ())
+        return named + list(zip(known, call.args, strict=False))
     params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
     if params[:1] in (["self"], ["cls"]):
         params = params[1:]
@@ -123,3 +139,19 @@ def gathered_slice_by_local_rank(a: Analysis, gathers: frozenset[str]) -> Iterat
             yield a.finding("DDP016", node, f"{ast.unparse(node.value)[:40]} (the local rank) picks this rank's slice "
                             f"of the gathered features in {cls.name}.backward: from the second node on, another "
                             "rank's", at=node.value)
+
+
+def global_named_local(a: Analysis) -> Iterator[Finding]:
+    """DDP016 at ``global_rank = <the local rank>``: a target whose name says global rank (``global_rank``,
+    ``args.global_rank``) assigned the node-local rank itself (``LOCAL_RANK``, ``accelerator.local_process_index``,
+    ``args.local_rank``), not arithmetic on it (``node * 8 + local_rank``), nor a copy of another global-named value
+    (``self.global_rank = global_rank``: the first one is said)."""
+    for node in a.module.nodes:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        name = (last_name(node.targets[0]) or "").lower()
+        if ("global" in name and "rank" in name and "global" not in ast.unparse(node.value).lower()  # not a copy
+                and a.ranks.source(node.value) == "local"):
+            yield a.finding("DDP016", node, f"{ast.unparse(node.targets[0])} = {ast.unparse(node.value)[:40]}: the "
+                            "local rank kept as the global one: from the second node on, another node's index",
+                            at=node.value)

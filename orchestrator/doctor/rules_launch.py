@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
-from orchestrator.doctor.localindex import gathered_slice_by_local_rank, shards_by_local_rank
+from orchestrator.doctor.localindex import gathered_slice_by_local_rank, global_named_local, shards_by_local_rank
 from orchestrator.launchstyles import localrank
 from orchestrator.source.analysis import COLLECTIVES, INIT
 from orchestrator.source.analysis import Analysis as Reading
@@ -87,6 +87,7 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
     yield from _rank_from_flag(a)
     yield from shards_by_local_rank(a, _env_local)
     yield from gathered_slice_by_local_rank(a, _GATHER_INTO | _GATHER_RETURNS)
+    yield from global_named_local(a)
 
 
 def _flag_local(a: Analysis, expr: ast.expr) -> bool:

@@ -95,9 +95,8 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
     flags = _flags(a)
     aliases = import_aliases(a.module.tree)
     intent = _rank_use(a.module.tree)
-    for node in a.module.nodes:
-        if not isinstance(node, ast.Call):
-            continue
+    calls = sorted((n for n in a.module.nodes if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    for node in calls:  # by line: the walk goes by depth, and "the first call" is the file's first
         layout = _layout_of(a, node, aliases, flags)
         if layout is None:
             continue

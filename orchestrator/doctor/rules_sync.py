@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import COLLECTIVES, DESTROY, INIT, WRAPPERS
+from orchestrator.source.branches import enclosing_ifs, other_side
 from orchestrator.source.flow import Branch, Site
 from orchestrator.source.names import LIGHTNING_TRAINER
+from orchestrator.source.walk import walk
 
 # Collectives in some versions of their framework only: a warning, likely (Lightning 2's Trainer.save_checkpoint
 # ends in the strategy's barrier; older ones did not wait).
@@ -156,8 +158,14 @@ def _loop_inits(a: Analysis, destroy: Site) -> bool:
 
 
 def _later_collective(a: Analysis, destroy: Site) -> ast.Call | None:
+    """The first collective (or wrapper) after ``destroy`` in its function, or None (a process group started first:
+    what follows is the new group's). Not one on the other side of an ``if`` around the destroy (``if
+    args.training_optim: train_optim(...)``, ``elif ...: train_continue(...)``, ``else: train(...)``, each ending in
+    its teardown): a run takes one side."""
+    exclusive = {id(node) for statement, in_body in enclosing_ifs(a.module.parents, destroy.call)
+                 for stmt in other_side(statement, in_body) for node in walk(stmt)}
     for site in a.flow.sites_in(destroy.function):
-        if site.call.lineno <= destroy.call.lineno or site is destroy:
+        if site.call.lineno <= destroy.call.lineno or site is destroy or id(site.call) in exclusive:
             continue
         if a.reaching(site, INIT) is not None:
             return None  # a new process group: what follows is fine

@@ -2,8 +2,8 @@
 
 A data set's own sharding: the world size as the number of shards and the node-local rank as the shard (a project's
 ``sharded_batch_iterator(ds, bs, world_size, local_rank)``, 🤗 Datasets' ``ds.shard(num_shards=..., index=...)``): from
-the second node on the nodes read the same shards. A per-node shard count, the global rank, or a library's positional
-arguments (whose parameters are not known) are left alone.
+the second node on the nodes read the same shards (🤗 Datasets' ``shard`` also by position). A per-node shard count,
+the global rank, or another library's positional arguments (whose parameters are not known) are left alone.
 
 The slice an all-gathering autograd function's backward keeps (``ctx.rank = args.local_rank``): from the second node on,
 another rank's gradients."""
@@ -79,11 +79,19 @@ part = ds.shard({arguments})
 @pytest.mark.parametrize(("arguments", "found"), [
     ("num_shards=dist.get_world_size(), index=int(os.environ['LOCAL_RANK'])", [7]),
     ("num_shards=int(os.environ['LOCAL_WORLD_SIZE']), index=int(os.environ['LOCAL_RANK'])", []),  # per node
-    ("dist.get_world_size(), int(os.environ['LOCAL_RANK'])", []),  # a library's positional arguments: not guessed
+    # Dataset.shard(num_shards, index) by position (sparsify's trainer): its documented names
+    ("dist.get_world_size(), int(os.environ['LOCAL_RANK'])", [7]),
+    ("dist.get_world_size(), dist.get_rank()", []),
 ])
 def test_a_libraries_shard_is_read_by_its_keywords(tmp_path: Path, arguments: str, found: list[int]) -> None:
     (tmp_path / "train.py").write_text(_DATASETS.format(arguments=arguments))
     assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == found
+
+
+def test_another_libraries_positional_arguments_are_not_guessed(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(_DATASETS.replace("ds.shard(", "ds.take_every(").format(
+        arguments="dist.get_world_size(), int(os.environ['LOCAL_RANK'])"))
+    assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == []
 
 
 _ALL_GATHER = """
@@ -119,4 +127,30 @@ dist.init_process_group("nccl")
 def test_the_slice_an_all_gathers_backward_keeps_is_the_global_ranks(tmp_path: Path, rank: str,
                                                                       found: list[int]) -> None:
     (tmp_path / "train.py").write_text(_ALL_GATHER.format(rank=rank))
+    assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == found
+
+
+_GLOBAL_NAMED = """
+import os
+import torch.distributed as dist
+
+
+class Frames:
+    def __init__(self, accelerator, args):
+        global_rank = {value}
+        self.global_rank = global_rank
+
+
+dist.init_process_group("nccl")
+"""
+
+
+@pytest.mark.parametrize(("value", "found"), [
+    ("accelerator.local_process_index", [8]),  # FollowYourPose's data set, once (its copy is not said again)
+    ("int(os.environ['LOCAL_RANK'])", [8]),
+    ("accelerator.process_index", []),  # the global rank
+    ("int(os.environ['NODE_RANK']) * 8 + int(os.environ['LOCAL_RANK'])", []),  # the node's offset added
+])
+def test_a_name_that_says_global_rank_given_the_local_one(tmp_path: Path, value: str, found: list[int]) -> None:
+    (tmp_path / "train.py").write_text(_GLOBAL_NAMED.format(value=value))
     assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == found

@@ -222,3 +222,12 @@ def test_a_dict_of_written_keys_spread_into_the_trainer(more: str, after: str,
     found = layout(_SPREAD_DICT.format(more=more, after=after))
     assert [(f.line, f.confidence) for f in found] == expected
     assert all("neither the call nor gpu_args gives it" in f.message for f in found)
+
+
+def test_reported_at_the_files_first_call_by_line_not_by_depth() -> None:
+    # the training Trainer sits deeper (under an if) than a later one-device Trainer for evaluation: the walk meets
+    # the later one first, the file's first call is the training one
+    source = (_PL + "from pytorch_lightning.strategies import DDPStrategy\n\n\ndef main(args):\n"
+              "    if args.train:\n        trainer = pl.Trainer(gpus=args.gpus, strategy=DDPStrategy())\n"
+              "        trainer.fit(None)\n    trainer = pl.Trainer(gpus=1)\n    trainer.test(None)\n")
+    assert [line for line, _ in said(source)] == [7]
