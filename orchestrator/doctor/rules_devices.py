@@ -209,7 +209,13 @@ def check_load(a: Analysis) -> Iterator[Finding]:
 
 def _saved_on_cpu(a: Reading, site: Site) -> bool:
     """The load is ``load_X``'s and the file's ``save_X`` saves CPU copies (KAIR's ``save_network``: ``state_dict[key]
-    = param.cpu()``, then ``torch.save(state_dict, path)``): the checkpoint it reads holds no GPU tensors."""
+    = param.cpu()``, then ``torch.save(state_dict, path)``), or every ``torch.save`` of the file saves a CPU copy
+    (VLP's ``torch.save(copy.deepcopy(model).cpu().state_dict(), path)``): the checkpoint it reads holds no GPU
+    tensors."""
+    saves = [n for n in a.module.nodes if isinstance(n, ast.Call) and a.module.qualname(n.func) == "torch.save"]
+    if saves and all(n.args and any(isinstance(c, ast.Call) and last_name(c.func) == "cpu" for c in walk(n.args[0]))
+                     for n in saves):
+        return True
     if site.function is None or not site.function.name.startswith("load_"):
         return False
     saver = a.module.functions.get("save_" + site.function.name.removeprefix("load_"))

@@ -139,10 +139,13 @@ def check_hard_coded(a: Analysis) -> Iterator[Finding]:
 
 def _written(a: Analysis) -> Iterator[Finding]:
     launched = a.data_parallel or bool(a.sites(INIT))
+    unread = _masters_unread(a)
     for node in a.module.nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 key = a.ranks.env_key(target)
+                if key in unread:
+                    continue
                 if key in _ENV_KEYS and not _fallback(a, node, key) and not _off_the_launchers_path(a, node) and (
                         _constant(a, node.value) or (launched and _overwrites(a, node.value, key))):
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
@@ -179,6 +182,26 @@ def _written(a: Analysis) -> Iterator[Finding]:
                 break
     if a.data_parallel or a.sites(INIT) or _project_inits(a):
         yield from _rendezvous_defaults(a)
+
+
+def _masters_unread(a: Analysis) -> frozenset[str]:
+    """``MASTER_ADDR``/``MASTER_PORT`` when every process group the file starts meets at a URL written in the call
+    (``init_method="file:///shared/dist_file"``, ``f"file://{folder}/rdzv"``, ``"tcp://10.1.1.20:23456"``): nothing
+    reads what the file writes into the environment for them (a fixed URL is said at the call; Würstchen's constant
+    MASTER_ADDR/MASTER_PORT beside its ``file://`` rendezvous)."""
+    inits = a.sites(INIT)
+    if not inits:
+        return frozenset()
+    for site in inits:
+        method = next((k.value for k in site.call.keywords if k.arg == "init_method"),
+                      site.call.args[1] if len(site.call.args) > 1 else None)
+        formatted = isinstance(method, ast.JoinedStr) and bool(method.values)
+        head = method.values[0] if isinstance(method, ast.JoinedStr) and method.values else method
+        # a file:// URL, also formatted (its folder); a tcp:// URL written whole (a formatted one may hold the values)
+        if not (isinstance(head, ast.Constant) and isinstance(head.value, str)
+                and head.value.startswith("file://" if formatted else ("file://", "tcp://"))):
+            return frozenset()
+    return frozenset({"MASTER_ADDR", "MASTER_PORT"})
 
 
 def _formatted_url(a: Reading, expr: ast.expr) -> str | None:

@@ -145,3 +145,28 @@ def test_a_load_of_what_its_saver_writes_as_cpu_copies_is_not_reported() -> None
     """KAIR's ``load_network``: its ``save_network`` saves ``param.cpu()`` copies, so the load holds no GPU tensors."""
     assert "DDP009" not in [f.code for f in check_source(_SAVER.format(copy="param.cpu()"), "t.py")]
     assert "DDP009" in [f.code for f in check_source(_SAVER.format(copy="param"), "t.py")]
+
+
+_CPU_COPIES = """
+import copy
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("nccl")
+model = torch.nn.Linear(2, 2).cuda()
+model.load_state_dict(torch.load("model.3.bin"))
+model = DDP(model)
+torch.save({saved}, "model.4.bin")
+torch.save({optimizer}, "optim.4.bin")
+"""
+
+
+def test_loads_in_a_file_whose_every_save_is_a_cpu_copy_are_not_reported() -> None:
+    """VLP's captioning script saves ``copy.deepcopy(model_to_save).cpu().state_dict()``: what it loads back (its own
+    checkpoints) holds no GPU tensors. One save of GPU tensors in the file, and its loads are judged again."""
+    def codes(saved: str, optimizer: str) -> list[str]:
+        return [f.code for f in check_source(_CPU_COPIES.format(saved=saved, optimizer=optimizer), "t.py")]
+    cpu = "copy.deepcopy(model.module).cpu().state_dict()"
+    assert "DDP009" not in codes(cpu, "{k: v.cpu() for k, v in model.state_dict().items()}")
+    assert "DDP009" in codes(cpu, "model.module.state_dict()")
