@@ -71,7 +71,8 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
 # In the script's helpers (the local modules it calls), findings are warnings, and only the rules that judge
 # code where it stands: not DDP001 (the script's first CUDA use), DDP003 (the script's loaders), DDP002/DDP007
 # (whether a helper's collective or destroy runs on some ranks depends on its callers). DDP009 in a helper:
-# a torch.load with no map_location in a function or method of the project (a CheckpointManager's load).
+# a torch.load with no map_location in a function or method of the project (a CheckpointManager's load). DDP017 in a
+# helper: a forward around the wrapper in a training loop the helper runs (its engine's ``train_one_epoch``).
 HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_prints.check_prints,
                 rules_saves.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
@@ -79,7 +80,7 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_prin
                 rules_launch.check_local_rank_as_rank, rules_spawn.check_index_as_rank,
                 rules_launch.check_swallowed_init,
                 rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count,
-                rules_steps.check_rank_exit)
+                rules_steps.check_rank_exit, rules_steps.check_module_forward)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 

@@ -11,6 +11,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.framework_saves import hf_trainer_base
 from orchestrator.source.analysis import COLLECTIVES, REDUCTIONS, WRAPPERS
+from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
 from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
@@ -21,22 +22,34 @@ _NOT_FORWARD = ("state_dict", "load_state_dict", "parameters", "named_parameters
                 "half", "float", "bfloat16", "zero_grad", "apply", "requires_grad_", "save_pretrained",
                 "register_buffer", "register_forward_hook", "get_", "set_", "sample", "generate", "print_",
                 "reset", "load_", "save", "init_", "gradient_checkpointing")
+# a getter that computes what the step trains on is a forward (ILQL's ``get_loss(items)``)
+_COMPUTES = re.compile(r"loss|logits|forward")
 # a function named for an evaluation: its forwards make no gradient step
 _EVALUATION = re.compile(r"(?i)valid|eval|test|infer|predict|visuali[sz]")
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled"})
 
 
-def _ddp_in_file(a: Analysis) -> bool:
+def _ddp_in_file(a: Reading) -> bool:
+    """The file (or, for a helper, the script) wraps a model in DistributedDataParallel, itself or through
+    Accelerate's ``prepare`` (DDP on more than one process) or Fabric's ``setup``."""
     ddp = {q for q in WRAPPERS if "Distributed" in q}
-    return bool(a.sites(frozenset(ddp))) or not a.helper_quals.isdisjoint(ddp)
+    return bool(a.sites(frozenset(ddp))) or not a.helper_quals.isdisjoint(ddp) or a.framework_parallel or (
+        a.outer is not None and _ddp_in_file(a.outer))  # a helper: the script wraps the model it is handed
+
+
+def _unwrapped(value: ast.expr) -> bool:
+    """``model.module``, or ``accelerator.unwrap_model(model)`` (the module inside the wrapper)."""
+    return (isinstance(value, ast.Attribute) and value.attr == "module") or (
+        isinstance(value, ast.Call) and last_name(value.func) == "unwrap_model" and bool(value.args))
 
 
 def _module_call(call: ast.Call) -> str | None:
-    """``x.module(...)`` -> ``forward``; ``x.module.predict(...)`` -> ``predict``; anything else: None."""
+    """``x.module(...)`` -> ``forward``; ``x.module.predict(...)`` -> ``predict``, also through Accelerate's
+    ``accelerator.unwrap_model(x)``; anything else: None."""
     func = call.func
-    if isinstance(func, ast.Attribute) and func.attr == "module":
+    if _unwrapped(func):
         return "forward"
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and func.value.attr == "module":
+    if isinstance(func, ast.Attribute) and _unwrapped(func.value):
         return func.attr
     return None
 
@@ -66,21 +79,24 @@ def _in_training_step(a: Analysis, site: Site) -> bool:
     return any(last_name(other.call.func) == name and a.in_training_loop(other) for other in a.flow.sites)
 
 
-def _unwrapped_names(a: Analysis, site: Site) -> set[str]:
+def _unwrapped_names(a: Analysis, site: Site) -> dict[str, int]:
     """The names the call's function binds to the wrapper's ``.module`` (``sam = self.model.module``, also in one
-    branch: ``sam = model.module if ddp else model``)."""
-    found: set[str] = set()
+    branch: ``sam = model.module if ddp else model``; ``m = accelerator.unwrap_model(model)``), each with the line of
+    its first such binding."""
+    found: dict[str, int] = {}
     for node in walk(site.function) if site.function is not None else ():
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
-            if any(isinstance(v, ast.Attribute) and v.attr == "module" for v in values):
-                found.add(node.targets[0].id)
+            if any(_unwrapped(v) for v in values):
+                name = node.targets[0].id
+                found[name] = min(found.get(name, node.lineno), node.lineno)
     return found
 
 
-def _alias_call(a: Analysis, site: Site, unwrapped: dict[int, set[str]]) -> str | None:
+def _alias_call(a: Analysis, site: Site, unwrapped: dict[int, dict[str, int]]) -> str | None:
     """``sam(x)`` -> ``forward``; ``sam.image_encoder(x)`` -> ``image_encoder``, with ``sam`` bound to ``X.module``
-    (``unwrapped``: each function's names of the wrapper's ``.module``, read once per function)."""
+    before the call (``unwrapped``: each function's names of the wrapper's ``.module``, read once per function; not
+    ``unet = accelerator.unwrap_model(unet)`` after the training loop, for the save)."""
     func = site.call.func
     holder = func if isinstance(func, ast.Name) else func.value if isinstance(func, ast.Attribute) else None
     if not isinstance(holder, ast.Name):
@@ -88,24 +104,49 @@ def _alias_call(a: Analysis, site: Site, unwrapped: dict[int, set[str]]) -> str 
     key = id(site.function)
     if key not in unwrapped:
         unwrapped[key] = _unwrapped_names(a, site)
-    if holder.id not in unwrapped[key]:
+    if unwrapped[key].get(holder.id, site.call.lineno) >= site.call.lineno:
         return None
     return "forward" if holder is func else func.attr if isinstance(func, ast.Attribute) else None
 
 
+def _wrapper_name(call: ast.Call) -> str | None:
+    """``model`` of ``model.module.get_loss(...)`` and of ``accelerator.unwrap_model(model).get_loss(...)``."""
+    inner = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name):
+        return inner.value.id
+    if isinstance(inner, ast.Call) and inner.args and isinstance(inner.args[0], ast.Name):
+        return inner.args[0].id
+    return None
+
+
+def _on_outputs(site: Site) -> bool:
+    """The getter is handed what the wrapper's own forward returned (``ret = base_model(points)``, then
+    ``base_model.module.get_loss_acc(ret, label)``: a loss computed from outputs DDP made, no forward of its own)."""
+    wrapper = _wrapper_name(site.call)
+    if wrapper is None or site.function is None:
+        return False
+    made = {target.id for node in walk(site.function)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name) and node.value.func.id == wrapper
+            for target in node.targets if isinstance(target, ast.Name)}
+    return any(isinstance(arg, ast.Name) and arg.id in made for arg in site.call.args)
+
+
 def check_module_forward(a: Analysis) -> Iterator[Finding]:
-    """DDP017 at ``model.module(x)`` / ``model.module.predict(x)`` (also through a name bound to ``model.module``)
-    in a training step of a file that wraps a model in DistributedDataParallel, outside ``torch.no_grad()``: DDP's
+    """DDP017 at ``model.module(x)`` / ``model.module.predict(x)`` (also through a name bound to ``model.module``, and
+    ``accelerator.unwrap_model(model).get_loss(x)``) in a training step of a file that wraps a model in
+    DistributedDataParallel (or lets Accelerate or Fabric wrap it), outside ``torch.no_grad()``: DDP's
     forward is bypassed, its reducer is not prepared, and that module's gradients are never averaged across ranks.
     Also a transformers Trainer subclass whose ``compute_loss``/``training_step`` runs ``self.model`` (the model
     before the Trainer wraps it) instead of the ``model`` it is handed."""
     yield from _trainer_self_model(a)
     if not _ddp_in_file(a):
         return
-    unwrapped: dict[int, set[str]] = {}
+    unwrapped: dict[int, dict[str, int]] = {}
     for site in a.flow.sites:
         method = _module_call(site.call) or _alias_call(a, site, unwrapped)
-        if method is None or method.startswith(_NOT_FORWARD) or _under_no_grad(a, site.call):
+        if method is None or (method.startswith(_NOT_FORWARD) and not (
+                _COMPUTES.search(method) and not _on_outputs(site))) or _under_no_grad(a, site.call):
             continue
         if not (site.call.args or site.call.keywords):  # no input, no forward (VISTA-3D's model.module.clear_cache())
             continue

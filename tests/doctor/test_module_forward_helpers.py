@@ -1,0 +1,52 @@
+"""DDP017 in a helper module the script runs (its engine's ``train_one_epoch``): the script wraps the model in DDP
+and hands it over; a forward through ``model.module`` in the helper's training loop bypasses the wrapper there too.
+Silent where the helper only saves through ``.module``, and where the script wraps nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.doctor import check_file
+
+_ENGINE = """
+import torch
+
+
+def train_one_epoch(model, optimizer, loader):
+    for batch, target in loader:
+        {step}
+        loss = torch.nn.functional.mse_loss(out, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    torch.save(model.module.state_dict(), "last.pt")
+"""
+
+_SCRIPT = """
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from engine import train_one_epoch
+
+dist.init_process_group("nccl")
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local_rank)
+model = {model}
+train_one_epoch(model, torch.optim.SGD(model.parameters(), lr=0.1), [])
+"""
+
+
+@pytest.mark.parametrize(("step", "model", "found"), [
+    ("out = model.module(batch.cuda())", "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", [7]),
+    ("out = model(batch.cuda())", "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", []),
+    ("out = model.module(batch.cuda())", "torch.nn.Linear(8, 1).cuda()", []),  # nothing wrapped
+])
+def test_a_forward_around_the_wrapper_in_a_helpers_training_loop(tmp_path: Path, step: str, model: str,
+                                                                  found: list[int]) -> None:
+    (tmp_path / "engine.py").write_text(_ENGINE.format(step=step))
+    (tmp_path / "train.py").write_text(_SCRIPT.format(model=model))
+    findings = check_file(tmp_path / "train.py")
+    assert [f.line for f in findings if f.code == "DDP017" and f.file.endswith("engine.py")] == found
