@@ -7,8 +7,8 @@ node's processes claim ranks 0..n-1 (``feasibility.across_nodes`` makes it the e
 one node, in any style, a loopback ``init_method`` the script forces (``launchstyles/loopback.py``) is a DDP008 error,
 and a rank read from an MPI launcher's variables alone (``OMPI_COMM_WORLD_RANK``) is DDP016. A ``per-node`` script
 that multiplies torchrun's ``WORLD_SIZE`` or ``RANK`` as its node count or index (``launchstyles/nodevars.py``) is
-a DDP008 error (the group waits for more processes than run, on any node count) or DDP016 (every node takes the
-same ranks: the error across nodes).
+a DDP008 error across nodes (the group waits for more processes than run; on one node a certain warning: one GPU
+works) or DDP016 (every node takes the same ranks: the error across nodes).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
     # across nodes (or per node on any count): what the script forces
     facts = read(entry) if (nodes > 1 or per_node) and entry is not None else None
     if facts is not None and per_node:
-        findings += _node_reads(facts, findings) + (_index_ranks(facts, findings) if nodes > 1 else [])
+        findings += _node_reads(facts, findings, nodes) + (_index_ranks(facts, findings) if nodes > 1 else [])
     if facts is not None and nodes > 1:
         findings = _loopback(facts, findings, nodes) + _mpi_only(facts)
     gone = ANSWERS.get(launch.style)
@@ -100,10 +100,11 @@ _NODE_READS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _node_reads(facts: Facts, findings: list[Finding]) -> list[Finding]:
-    """For a ``per-node`` script, a finding at each product of ``WORLD_SIZE`` or ``RANK`` read as a node's
-    (``launchstyles/nodevars.py``) where the doctor has none of that code on the line: WORLD_SIZE's an error (the
-    group never fills), RANK's certain (``feasibility.across_nodes`` makes it the error across nodes)."""
+def _node_reads(facts: Facts, findings: list[Finding], nodes: int) -> list[Finding]:
+    """For a ``per-node`` script, a certain finding at each product of ``WORLD_SIZE`` or ``RANK`` read as a node's
+    (``launchstyles/nodevars.py``) where the doctor has none of that code on the line: WORLD_SIZE's an error across
+    nodes (the group never fills; on one node too when it has more than one GPU, which is not known here: one node
+    of one GPU works), RANK's made the error across nodes by ``feasibility.across_nodes``."""
     have = {(f.code, str(Path(f.file).resolve()), f.line) for f in findings}
     out = []
     for hit in facts.node_reads:
@@ -112,7 +113,7 @@ def _node_reads(facts: Facts, findings: list[Finding]) -> list[Finding]:
             continue
         out.append(replace(make_finding(
             code, hit.file, hit.line, f"{hit.code}: {hit.variable} taken for {NODE_MEANINGS[hit.variable][0]}: {why}",
-            severity="error" if hit.variable == "WORLD_SIZE" else None, confidence="certain",
+            severity="error" if hit.variable == "WORLD_SIZE" and nodes > 1 else None, confidence="certain",
             title=f"{hit.variable} read as a node's value in a script started once per node"), fix=fix))
     return out
 
