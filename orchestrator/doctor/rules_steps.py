@@ -287,7 +287,16 @@ def _loop_collective(a: Analysis, loop: ast.For | ast.While, guard: ast.If) -> a
     for site in a.flow.sites:
         if id(site.call) in inside or not any(outer is loop for outer in site.loops):
             continue
-        collective = a.reaching(site, COLLECTIVES)
+        collective = a.reaching(site, COLLECTIVES) or _through_the_project(a, site)
         if collective is not None:
             return collective
     return None
+
+
+def _through_the_project(a: Analysis, site: Site) -> ast.Call | None:
+    """In a helper module, ``site`` when it calls another module of the script's project that makes a collective
+    (JoeyNMT's training loop calling ``helpers_for_ddp.ddp_reduce``, an ``all_reduce``): a helper's own reading does
+    not follow its calls into the project, the script's project does."""
+    project = a.outer.project if a.outer is not None else None
+    reach = project.reach(site.qual) if project is not None and site.qual else None
+    return site.call if reach is not None and not reach.quals.isdisjoint(COLLECTIVES) else None
