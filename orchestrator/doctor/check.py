@@ -24,6 +24,7 @@ from orchestrator.doctor import (
     rules_saves,
     rules_spawn,
     rules_steps,
+    rules_streams,
     rules_sync,
 )
 from orchestrator.doctor.analysis import Analysis
@@ -46,6 +47,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_steps.check_rank_exit,         # DDP002 (a loop with collectives left on one rank)
     rules_data.check_loaders,            # DDP003
     rules_data.check_set_epoch,          # DDP004
+    rules_streams.check_stream_shuffle,  # DDP004 (a streamed data set)
     rules_prints.check_prints,           # DDP005
     rules_saves.check_saves,             # DDP006
     rules_sync.check_destroy,            # DDP007
@@ -73,7 +75,8 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
 # (whether a helper's collective or destroy runs on some ranks depends on its callers). DDP009 in a helper:
 # a torch.load with no map_location in a function or method of the project (a CheckpointManager's load). DDP017 in a
 # helper: a forward around the wrapper in a training loop the helper runs (its engine's ``train_one_epoch``).
-HELPER_RULES = (rules_data.check_set_epoch, rules_devices.check_load, rules_prints.check_prints,
+HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, rules_devices.check_load,
+                rules_prints.check_prints,
                 rules_saves.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,

@@ -15,6 +15,7 @@ from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.metric_values import framework_prepared, in_framework_call
 from orchestrator.doctor.reshuffle import reshuffled_each_epoch
+from orchestrator.doctor.rules_streams import STREAM, data_sets_epoch
 from orchestrator.source.analysis import INIT, WRAPPERS
 from orchestrator.source.flow import Site
 from orchestrator.source.names import dotted, last_name
@@ -212,15 +213,19 @@ def set_epoch_elsewhere(findings: set[Finding], modules: Sequence[tuple[str, ast
     class's ``self.loaders["train"].sampler.set_epoch(epoch)`` for a sampler a data module built), or a module of a
     package the project imports does (``models/model.py``'s ``fit`` behind ``from models.transducer import
     Transducer``, a module the reader may not reach), the reader cannot tie that call to the sampler: the finding is
-    only possible, and says where the call is."""
+    only possible, and says where the call is (for a streamed data set's, ``rules_streams``, a sampler's call does not
+    count)."""
     if not any(f.code == "DDP004" for f in findings):
         return findings  # nothing to judge: the project's files are not walked again
-    calls = [(file, node.lineno) for file, tree in modules for node in walk(tree) if _set_epoch(node)]
+    # (file, line, whether a stream's set_epoch may be it: not a sampler's, data_sets_epoch; a package's text: may)
+    calls = [(file, node.lineno, data_sets_epoch(ast.unparse(node.func)))
+             for file, tree in modules for node in walk(tree) if _set_epoch(node)]
     read = {str(Path(file).resolve()) for file, _ in modules}
-    calls += [(str(path), line) for path, line in _set_epoch_in_packages(packages()) if str(path) not in read]
+    calls += [(str(path), line, True) for path, line in _set_epoch_in_packages(packages()) if str(path) not in read]
     out = set()
     for f in findings:
-        elsewhere = [(file, line) for file, line in calls if file != f.file]
+        stream = STREAM in f.marks
+        elsewhere = [(file, line) for file, line, data in calls if file != f.file and (data or not stream)]
         if f.code != "DDP004" or not elsewhere:
             out.add(f)
             continue
