@@ -344,6 +344,11 @@ def test_launch_verdict_rule() -> None:
 # before the doctor ran on it, measured on d41081f): default output precision 0.63 (22 of 35), recall 0.43 (20 of 47),
 # no error finding; --shown 0.79 (22 of 28); --all 0.52, 0.49; launch right or refused 14 of 23 (style 19, framework
 # 22). Kept apart in tests/doctor/heldout27/ until merged here.
+# Set 28 (23 scripts from 23 repositories, four judges, truth committed 05de527, ed4ab13, 8ded6b2, 4419b5b, 23eaf6b on
+# 2026-12-04 before the doctor ran on it, measured on 23eaf6b): default output precision 0.56 (22 of 39), recall 0.37
+# (15 of 41), three false DDP007 errors; --shown 0.64 (21 of 33); --all 0.44, 0.39; launch right or refused 20 of 23
+# (style 21, framework 23). Kept apart in tests/doctor/heldout28/ until merged here. Tuned on afterwards: no error
+# finding (the DDP007 fix), so the row asks for none.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -364,6 +369,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (25, 19, 0.69, 0.39, True),
     (26, 17, 0.50, 0.19, True),
     (27, 23, 0.62, 0.42, True),
+    (28, 23, 0.56, 0.36, True),
 ]
 
 
