@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor import (
+    lightning_logs,
     rules_data,
     rules_devices,
     rules_launch,
@@ -57,6 +58,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_random.check_splits,           # DDP011
     rules_devices.check_unentered_context,  # DDP012
     rules_metrics.check_unreduced_metrics,  # DDP013
+    lightning_logs.check_unsynced_logs,  # DDP013 (a LightningModule's validation logs)
     rules_spawn.check_self_spawn,        # DDP014
     rules_launch.check_legacy_local_rank,  # DDP015
     rules_launch.check_local_rank_as_rank,  # DDP016
@@ -79,6 +81,7 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, 
                 rules_prints.check_prints,
                 rules_saves.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
+                lightning_logs.check_unsynced_logs,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,
                 rules_launch.check_local_rank_as_rank, rules_spawn.check_index_as_rank,
                 rules_launch.check_swallowed_init,

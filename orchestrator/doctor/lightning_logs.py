@@ -1,0 +1,98 @@
+"""DDP013 in a LightningModule: a validation hook (``validation_step``, ``validation_epoch_end``,
+``on_validation_epoch_end``) logs with ``self.log``/``self.log_dict`` and no ``sync_dist=True``.
+Lightning shards the validation loaders across the ranks (its DistributedSampler) and, without ``sync_dist``, the
+epoch value rank 0's logger records (and a ``ModelCheckpoint`` or ``EarlyStopping`` on rank 0 monitors) is the mean
+over rank 0's shard only; Lightning's own docs ask for ``sync_dist=True`` when logging on epoch level in a
+distributed run.
+
+Not reported: a torchmetrics object logged (``self.log("val_acc", self.val_acc)``, a ``MetricCollection``) or what its
+``compute()`` returns (they synchronise themselves); a hook that gathers or reduces itself (``self.all_gather``,
+``all_reduce``, the strategy's ``reduce``); ``sync_dist`` given as anything but ``False``; a file that keeps
+Lightning from sharding the loaders (``use_distributed_sampler=False``, ``replace_sampler_ddp=False``). The class is
+one whose bases (in the file) end in ``LightningModule``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.findings import Finding
+from orchestrator.source.names import last_name
+from orchestrator.source.walk import walk
+
+# the validation hooks (the test ones often run on one device, Lightning's advice for a test: not judged)
+_HOOKS = frozenset({"validation_step", "validation_step_end", "validation_epoch_end", "on_validation_epoch_end"})
+_LOGS = frozenset({"log", "log_dict"})
+_REDUCING = frozenset({"all_gather", "all_reduce", "reduce", "gather", "all_gather_object", "sync"})
+_UNSHARDED = frozenset({"use_distributed_sampler", "replace_sampler_ddp"})
+
+
+def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
+    """DDP013 at each ``self.log``/``self.log_dict`` of a LightningModule's validation hook with no
+    ``sync_dist=True``."""
+    if _unsharded(a.module.tree):
+        return
+    for cls in _lightning_modules(a.module.tree):
+        for hook in cls.body:
+            if not (isinstance(hook, ast.FunctionDef | ast.AsyncFunctionDef) and hook.name in _HOOKS) or _reduces(hook):
+                continue
+            for call in walk(hook):
+                if _unsynced(call):
+                    assert isinstance(call, ast.Call)
+                    yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{hook.name} with no "
+                                    "sync_dist=True: the epoch value is the mean over rank 0's shard of the "
+                                    "validation set, which Lightning splits across the ranks", confidence="likely")
+
+
+def _lightning_modules(tree: ast.Module) -> list[ast.ClassDef]:
+    """The file's classes built on ``LightningModule``, directly or through another class of the file."""
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    found: list[ast.ClassDef] = []
+
+    def based(cls: ast.ClassDef, depth: int) -> bool:
+        for base in cls.bases:
+            name = last_name(base) or ""
+            if name.endswith("LightningModule"):
+                return True
+            if depth < 4 and name in classes and classes[name] is not cls and based(classes[name], depth + 1):
+                return True
+        return False
+
+    for cls in classes.values():
+        if based(cls, 0):
+            found.append(cls)
+    return found
+
+
+def _unsynced(node: ast.AST) -> bool:
+    """``self.log(name, value)`` / ``self.log_dict(values)`` with no ``sync_dist`` but ``False``, of a value that
+    does not synchronise itself."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _LOGS
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"):
+        return False
+    sync = next((k.value for k in node.keywords if k.arg == "sync_dist"), None)
+    if sync is not None and not (isinstance(sync, ast.Constant) and sync.value is False):
+        return False
+    value_at = 1 if node.func.attr == "log" else 0
+    value = next((k.value for k in node.keywords if k.arg in ("value", "dictionary")),
+                 node.args[value_at] if len(node.args) > value_at else None)
+    return value is not None and not _synchronises(value)
+
+
+def _synchronises(value: ast.expr) -> bool:
+    """A torchmetrics object (``self.val_acc``), what its ``compute()`` returns, or a dict of those."""
+    if isinstance(value, ast.Dict):
+        return bool(value.values) and all(_synchronises(v) for v in value.values)
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+        return True
+    return isinstance(value, ast.Call) and last_name(value.func) == "compute"
+
+
+def _reduces(hook: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(n, ast.Call) and (last_name(n.func) or "") in _REDUCING for n in walk(hook))
+
+
+def _unsharded(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.keyword) and n.arg in _UNSHARDED and isinstance(n.value, ast.Constant)
+               and n.value.value is False for n in walk(tree))

@@ -1,0 +1,58 @@
+"""DDP013 in a LightningModule's validation hooks: ``self.log``/``self.log_dict`` with no ``sync_dist=True`` records
+rank 0's shard of the validation set (EGTR's ``validation_epoch_end``). Silent with ``sync_dist=True``, for a
+torchmetrics object or its ``compute()``, in a hook that gathers itself, in the test hooks, outside a
+LightningModule, and where the file keeps Lightning from sharding the loaders."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.doctor import check_source
+
+_MODULE = """
+import torch
+import lightning.pytorch as pl
+
+
+class Base(pl.LightningModule):
+    pass
+
+
+class Model({base}):
+    def validation_step(self, batch, batch_idx):
+        loss = self.layer(batch).sum()
+        {log}
+        return loss
+
+    def test_step(self, batch, batch_idx):
+        self.log("test_loss", self.layer(batch).sum())
+
+
+trainer = pl.Trainer(devices=8, num_nodes=2, strategy="ddp"{trainer})
+"""
+
+
+def ddp013(log: str, base: str = "Base", trainer: str = "") -> list[int]:
+    source = _MODULE.format(log=log, base=base, trainer=trainer)
+    return [f.line for f in check_source(source, "t.py") if f.code == "DDP013"]
+
+
+@pytest.mark.parametrize("log", [
+    'self.log("val_loss", loss)',
+    'self.log("val_loss", loss, on_epoch=True, sync_dist=False)',
+    'self.log_dict({"val_loss": loss.item(), "epoch": self.current_epoch})',
+])
+def test_an_unsynced_validation_log_is_reported(log: str) -> None:
+    assert ddp013(log) == [13]
+
+
+@pytest.mark.parametrize(("log", "base", "trainer"), [
+    ('self.log("val_loss", loss, sync_dist=True)', "Base", ""),
+    ('self.log("val_acc", self.val_acc)', "Base", ""),  # a torchmetrics object syncs itself
+    ('self.log_dict(self.val_metrics.compute())', "Base", ""),
+    ('self.log("val_loss", self.all_gather(loss).mean())', "Base", ""),  # gathered in the hook
+    ('self.log("val_loss", loss)', "torch.nn.Module", ""),  # not a LightningModule
+    ('self.log("val_loss", loss)', "Base", ", use_distributed_sampler=False"),  # the loaders are not sharded
+])
+def test_a_synced_value_or_an_unsharded_set_is_not(log: str, base: str, trainer: str) -> None:
+    assert ddp013(log, base, trainer) == []
