@@ -30,25 +30,62 @@ _UNSHARDED = frozenset({"use_distributed_sampler", "replace_sampler_ddp"})
 
 def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
     """DDP013 at each ``self.log``/``self.log_dict`` of a LightningModule's validation hook with no
-    ``sync_dist=True``."""
+    ``sync_dist=True``, also in the class's methods the hook calls (``self.log_metrics(loss, y_hat, y, "val")``,
+    ProteinWorkshop's, through ``_do_step``), each call once."""
     if _unsharded(a.module.tree):
         return
+    classes = {node.name: node for node in a.module.tree.body if isinstance(node, ast.ClassDef)}
+    said: set[int] = set()
     for cls in _lightning_modules(a.module.tree):
-        for hook in cls.body:
-            if not (isinstance(hook, ast.FunctionDef | ast.AsyncFunctionDef) and hook.name in _HOOKS) or _reduces(hook):
-                continue
-            for call in walk(hook):
-                if _unsynced(call):
+        methods = _methods(cls, classes, 0)
+        for name in sorted(_HOOKS & methods.keys()):
+            hook = methods[name]
+            for function in _reached(hook, methods):
+                if _reduces(function):
+                    continue
+                for call in walk(function):
+                    if id(call) in said or not _unsynced(call):
+                        continue
+                    said.add(id(call))
                     assert isinstance(call, ast.Call)
-                    yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{hook.name} with no "
+                    yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} with no "
                                     "sync_dist=True: the epoch value is the mean over rank 0's shard of the "
                                     "validation set, which Lightning splits across the ranks", confidence="likely")
+
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _methods(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], depth: int) -> dict[str, _Function]:
+    """The class's methods by name, its bases' of the file included (the class's own win)."""
+    found: dict[str, _Function] = {}
+    for base in cls.bases:
+        name = last_name(base) or ""
+        if depth < 4 and name in classes and classes[name] is not cls:
+            found.update(_methods(classes[name], classes, depth + 1))
+    found.update({node.name: node for node in cls.body if isinstance(node, _Function)})
+    return found
+
+
+def _reached(hook: _Function, methods: dict[str, _Function]) -> list[_Function]:
+    """``hook`` and the class's methods it calls as ``self.X(...)``, and those they call (three calls deep)."""
+    out, frontier = [hook], [hook]
+    for _ in range(3):
+        following: list[_Function] = []
+        for function in frontier:
+            for node in walk(function):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
+                        and node.func.attr in methods and methods[node.func.attr] not in out):
+                    out.append(methods[node.func.attr])
+                    following.append(methods[node.func.attr])
+        frontier = following
+    return out
 
 
 def _lightning_modules(tree: ast.Module) -> list[ast.ClassDef]:
     """The file's classes built on ``LightningModule``, directly or through another class of the file."""
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
-    found: list[ast.ClassDef] = []
 
     def based(cls: ast.ClassDef, depth: int) -> bool:
         for base in cls.bases:
@@ -59,10 +96,7 @@ def _lightning_modules(tree: ast.Module) -> list[ast.ClassDef]:
                 return True
         return False
 
-    for cls in classes.values():
-        if based(cls, 0):
-            found.append(cls)
-    return found
+    return [cls for cls in classes.values() if based(cls, 0)]
 
 
 def _unsynced(node: ast.AST) -> bool:

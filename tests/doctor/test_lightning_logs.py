@@ -56,3 +56,33 @@ def test_an_unsynced_validation_log_is_reported(log: str) -> None:
 ])
 def test_a_synced_value_or_an_unsharded_set_is_not(log: str, base: str, trainer: str) -> None:
     assert ddp013(log, base, trainer) == []
+
+
+_THROUGH = """
+import lightning.pytorch as pl
+
+
+class Base(pl.LightningModule):
+    def log_metrics(self, loss, stage):
+        self.log_dict({f"{stage}/loss": loss}SYNC)
+
+    def _do_step(self, batch, stage):
+        loss = self.layer(batch).sum()
+        self.log_metrics(loss, stage)
+        return loss
+
+
+class Model(Base):
+    def training_step(self, batch, batch_idx):
+        return self._do_step(batch, "train")
+
+    def validation_step(self, batch, batch_idx):
+        return self._do_step(batch, "val")
+"""
+
+
+@pytest.mark.parametrize(("sync", "found"), [("", [7]), (", sync_dist=True", [])])
+def test_a_log_in_a_method_the_validation_hook_reaches(sync: str, found: list[int]) -> None:
+    # ProteinWorkshop: validation_step -> _do_step -> log_metrics -> self.log_dict, said once at the log
+    source = _THROUGH.replace("SYNC", sync)
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found
