@@ -92,9 +92,10 @@ def test_a_failed_rank_is_restarted_in_the_step_and_the_survivor_keeps_its_proce
         log = (job_dir / "logs" / "local-rank1.out").read_text(encoding="utf-8", errors="replace")
         assert "made no training step for" in log and "(hung); killing it" in log, log[-3000:]
     startup = json.loads((job_dir / RESULT_FILE).read_text())["startup"]  # rank 0's: the restarted attempt
-    # torch is not imported again (a fresh process: 6 s here); what the restarted generation imports is the
-    # job's own module, a fraction of a second (2.0: room for a loaded machine, not a speed target)
-    assert "import_torch" not in startup and startup["imports"] < 2.0, startup
+    # torch is not imported again (a fresh process would record its import_torch phase); what the restarted generation
+    # imports is the job's own module. Its time is bench/bench_restart_growth.py's to print, not a bound here: a CI
+    # run with the e2e pass beside it measured 2.5 s once, where an idle machine takes a fraction of a second
+    assert "import_torch" not in startup and "imports" in startup, startup
     assert "generation 1 in this process" in err
 
 
