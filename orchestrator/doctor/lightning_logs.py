@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import TypeGuard
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
@@ -36,7 +37,7 @@ def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
         return
     classes = {node.name: node for node in a.module.tree.body if isinstance(node, ast.ClassDef)}
     said: set[int] = set()
-    for cls in _lightning_modules(a.module.tree):
+    for cls in _lightning_modules(classes):
         methods = _methods(cls, classes, 0)
         for name in sorted(_HOOKS & methods.keys()):
             hook = methods[name]
@@ -47,7 +48,6 @@ def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
                     if id(call) in said or not _unsynced(call):
                         continue
                     said.add(id(call))
-                    assert isinstance(call, ast.Call)
                     yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} with no "
                                     "sync_dist=True: the epoch value is the mean over rank 0's shard of the "
                                     "validation set, which Lightning splits across the ranks", confidence="likely")
@@ -83,9 +83,8 @@ def _reached(hook: _Function, methods: dict[str, _Function]) -> list[_Function]:
     return out
 
 
-def _lightning_modules(tree: ast.Module) -> list[ast.ClassDef]:
-    """The file's classes built on ``LightningModule``, directly or through another class of the file."""
-    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+def _lightning_modules(classes: dict[str, ast.ClassDef]) -> list[ast.ClassDef]:
+    """The file's classes (``classes``, by name) built on ``LightningModule``, directly or through another of them."""
 
     def based(cls: ast.ClassDef, depth: int) -> bool:
         for base in cls.bases:
@@ -99,7 +98,7 @@ def _lightning_modules(tree: ast.Module) -> list[ast.ClassDef]:
     return [cls for cls in classes.values() if based(cls, 0)]
 
 
-def _unsynced(node: ast.AST) -> bool:
+def _unsynced(node: ast.AST) -> TypeGuard[ast.Call]:
     """``self.log(name, value)`` / ``self.log_dict(values)`` with no ``sync_dist`` but ``False``, of a value that
     does not synchronise itself."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _LOGS
@@ -123,7 +122,7 @@ def _synchronises(value: ast.expr) -> bool:
     return isinstance(value, ast.Call) and last_name(value.func) == "compute"
 
 
-def _reduces(hook: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def _reduces(hook: _Function) -> bool:
     return any(isinstance(n, ast.Call) and (last_name(n.func) or "") in _REDUCING for n in walk(hook))
 
 
