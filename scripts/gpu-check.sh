@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The GPU checks in one command (docs/testing.md, "GPU checks"): `bash scripts/gpu-check.sh`.
+# The GPU checks in one command (docs/testing.md, "GPU checks"): `bash scripts/gpu-check.sh [TEST ...]`; TEST (a file
+# or node id under tests/gpu) runs only those checks again, e.g. `bash scripts/gpu-check.sh tests/gpu/test_gpu_restarts.py`.
 #
-# Sets up .venv (scripts/setup.sh, idempotent), prints what the figures were taken on (date, commit,
+# Sets up .venv (scripts/setup.sh, idempotent; skipped for a .venv that scripts/offline-venv.sh made), prints what the figures were taken on (date, commit,
 # nvidia-smi -L, torch/CUDA/NCCL versions), runs the `gpu` tests of tests/gpu with pytest (one rank per
 # visible GPU; under 5 minutes on one GPU), then a Markdown table: check | result | figure | seconds, to
 # paste into docs/benchmarks.md with the header above it.
@@ -18,7 +19,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 2
 py=.venv/bin/python
 
-if ! bash scripts/setup.sh; then
+if [ -f .venv/.orch-offline ]; then
+  echo "orch gpu-check: .venv was made by scripts/offline-venv.sh (no package index here): setup skipped"
+elif ! bash scripts/setup.sh; then
   # a machine without network may fail to reinstall what is there: go on when .venv works as it is
   if "$py" -c 'import orchestrator, torch, pytest' >/dev/null 2>&1; then
     echo "orch gpu-check: scripts/setup.sh failed, but .venv imports orch, torch and pytest: going on" >&2
@@ -85,10 +88,12 @@ fi
 report="$(mktemp -t orch-gpu-check.XXXXXX)"
 limit="${ORCH_GPU_CHECK_TIMEOUT:-270}"
 echo
-echo "== pytest tests/gpu -m gpu (at most ${limit} s)"
+checks=("$@")
+[ "${#checks[@]}" -gt 0 ] || checks=(tests/gpu)
+echo "== pytest ${checks[*]} -m gpu (at most ${limit} s)"
 started=$SECONDS
 ORCH_GPU_REPORT="$report" timeout -k 15 "$limit" \
-  "$py" -m pytest tests/gpu -m gpu -q -rs -p no:cacheprovider --timeout 240
+  "$py" -m pytest "${checks[@]}" -m gpu -q -rs -p no:cacheprovider --timeout 240
 pytest_rc=$?
 took=$((SECONDS - started))
 if [ "$pytest_rc" = 124 ] || [ "$pytest_rc" = 137 ]; then

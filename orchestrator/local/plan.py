@@ -8,13 +8,16 @@ and writes ``job.json``. Both callers go through it, so their ``job.json`` files
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+import socket
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from orchestrator.env.netifs import unselected
 from orchestrator.errors import ConfigError
 from orchestrator.records.jobcreate import create_job_dir, filling, write_config
 from orchestrator.records.joblayout import job_dir_path
@@ -27,6 +30,8 @@ from orchestrator.spec.runconfig import RunConfig
 from orchestrator.spec.script import ScriptTarget
 from orchestrator.spec.tracking import merge_tracking
 from orchestrator.spec.umask import script_umask
+
+logger = logging.getLogger(__name__)
 
 
 def available_cpus() -> int:
@@ -58,6 +63,24 @@ def check_resumed(cfg: RunConfig, path: Path, cpus: int | None = None) -> None:
         raise ConfigError(f"{path}: tasks_per_node {cfg.tasks_per_node} is more local processes than orch run "
                           f"starts on this machine (at most {limit})",
                           hint="the folder's job.json was edited by hand; resume with --nproc N, or start a new run")
+
+
+def local_interfaces() -> list[str] | None:
+    """This machine's network interfaces by name; None where the system cannot list them."""
+    try:
+        return [name for _, name in socket.if_nameindex()]
+    except OSError:
+        return None
+
+
+def say_left_out(left_out: Mapping[str, str], interfaces: Collection[str]) -> None:
+    """One warning for each of the cluster's ``env`` variables a local run leaves out: a socket-interface variable
+    (NCCL_SOCKET_IFNAME: ib0) that selects none of this machine's ``interfaces`` would stop NCCL or gloo at their
+    first contact, where the local ranks meet on 127.0.0.1 anyway (``orchestrator.env.netifs``)."""
+    for name, value in left_out.items():
+        logger.warning("cluster.yaml env %s=%s selects none of this machine's network interfaces (%s): left out of "
+                       "this local run, whose ranks meet on 127.0.0.1 (the cluster's tasks still get it)",
+                       name, value, ", ".join(interfaces))
 
 
 def cpus_per_rank(cpus: int, nproc: int) -> int:
@@ -100,10 +123,11 @@ def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc
                        now: datetime, cpus: int, data_dir: str | None = None, job_name: str | None = None,
                        cluster: Cluster | None = None, script: ScriptTarget | None = None,
                        gpus_per_task: int | None = None, gpus: int = 0,
-                       tracking: Sequence[str] = ()) -> RunConfig:
+                       tracking: Sequence[str] = (), env_left_out: Collection[str] = ()) -> RunConfig:
     """``job.json`` of a local run with ``nproc`` ranks (pure). ConfigError names the field and the fix.
 
-    ``gpus_per_task`` (scripts only): each rank holds that many of the ``gpus`` local GPUs."""
+    ``gpus_per_task`` (scripts only): each rank holds that many of the ``gpus`` local GPUs. ``env_left_out``: the
+    cluster's ``env`` variables this machine cannot honour (``orchestrator.env.netifs.unselected``)."""
     check_nproc(nproc, cpus)
     if loaded.spec.needs_data and data_dir is None:
         fetch = f", or let orch get it: orch run {loaded.spec.name} --download" if loaded.spec.download else ""
@@ -136,7 +160,8 @@ def build_local_config(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc
         nodes=1, gpus_per_node=gpus if gpus_per_task is not None else 0, tasks_per_node=tasks,
         gpus_per_task=gpus_per_task or 1, cpus_per_task=cpus_per_rank(cpus, nproc),
         data_dir=data_dir, job_dir=str(job_dir), cluster_name=cluster.name if cluster else None,
-        launcher=cluster.launcher if cluster else Launcher(), env=dict(cluster.env) if cluster else {},
+        launcher=cluster.launcher if cluster else Launcher(),
+        env={k: v for k, v in cluster.env.items() if k not in env_left_out} if cluster else {},
         created=now.isoformat(timespec="seconds"),
         tracking=merge_tracking(cluster.tracking if cluster else (), tracking),
         umask=script_umask(cluster.launcher.umask if cluster else None),
@@ -152,9 +177,12 @@ def new_local_run(loaded: LoadedJob, overrides: Mapping[str, Any], *, nproc: int
     now = datetime.now(timezone.utc)  # folder names and records in UTC, whatever TZ says
     name = job_name or loaded.spec.name
     job_dir = job_dir_path(root, name, now, secrets.token_hex(3))
+    interfaces = local_interfaces()
+    left_out = unselected(cluster.env, interfaces) if cluster is not None and interfaces else {}
     cfg = build_local_config(loaded, overrides, nproc=nproc, job_dir=job_dir, now=now, cpus=available_cpus(),
                              data_dir=data_dir, job_name=name, cluster=cluster, script=script,
-                             gpus_per_task=gpus_per_task, gpus=gpus, tracking=tracking)
+                             gpus_per_task=gpus_per_task, gpus=gpus, tracking=tracking, env_left_out=left_out)
+    say_left_out(left_out, interfaces or ())  # once the run is valid: a refused one says only why
     create_job_dir(job_dir)
     with filling(job_dir):  # no space left, ...: no half-written folder stays behind
         write_config(job_dir, cfg)

@@ -121,7 +121,29 @@ def test_without_cuda_every_gpu_test_skips_with_its_reason(tmp_path: Path) -> No
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None,
                     reason="shellcheck is not installed (apt-get install shellcheck)")
-def test_gpu_check_script_is_shellcheck_clean() -> None:
-    proc = subprocess.run(["shellcheck", str(ROOT / "scripts" / "gpu-check.sh")], capture_output=True, text=True,
+@pytest.mark.parametrize("script", ["gpu-check.sh", "offline-venv.sh"])
+def test_gpu_scripts_are_shellcheck_clean(script: str) -> None:
+    proc = subprocess.run(["shellcheck", str(ROOT / "scripts" / script)], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_offline_venv_builds_an_environment_over_a_python_that_has_torch(tmp_path: Path) -> None:
+    """scripts/offline-venv.sh with this interpreter as the machine's Python (it has torch) and no package index: the
+    new environment sees torch through its .pth file, gets orch from the checkout, runs ``orch --version``, and is
+    marked so that gpu-check.sh skips scripts/setup.sh. A folder with no wheel is refused, with the reason."""
+    venv = tmp_path / "venv"
+    env = clean_environ(ORCH_VENV=str(venv), PYTHON=sys.executable, PIP_NO_INDEX="1")
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "offline-venv.sh")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "orch offline-venv: ready" in proc.stdout and (venv / ".orch-offline").is_file()
+    probe = "import orchestrator, torch; print(orchestrator.__file__)"
+    check = subprocess.run([str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, timeout=120,
+                           check=False)
+    assert check.returncode == 0 and check.stdout.startswith(str(ROOT)), check.stderr[-2000:]
+    (tmp_path / "empty").mkdir()
+    refused = subprocess.run(["bash", str(ROOT / "scripts" / "offline-venv.sh"), str(tmp_path / "empty")],
+                             cwd=tmp_path, env=clean_environ(ORCH_VENV=str(tmp_path / "v2"), PYTHON=sys.executable),
+                             capture_output=True, text=True, timeout=240, check=False)
+    assert refused.returncode == 2 and "no .whl file in" in refused.stderr, refused.stderr[-2000:]

@@ -1,15 +1,19 @@
-"""Local runs with several GPUs per rank: ``orch run SCRIPT --gpus-per-task K`` (tables; no GPU needed)."""
+"""Local runs with several GPUs per rank: ``orch run SCRIPT --gpus-per-task K`` (tables; no GPU needed); the cluster's
+env on this machine (a socket interface it lacks is left out)."""
 
 from __future__ import annotations
 
+import json
+import logging
+import subprocess
 from pathlib import Path
 
 import pytest
-from support import TESTS
+from support import ORCH, TESTS, clean_environ
 
 from orchestrator.cli import main
 from orchestrator.errors import ConfigError
-from orchestrator.local.plan import local_gpu_layout, local_gpus
+from orchestrator.local.plan import local_gpu_layout, local_gpus, say_left_out
 
 SCRIPT = TESTS / "scripts" / "ddp_train.py"
 
@@ -69,3 +73,32 @@ def test_api_local_mode_checks_gpus_per_task_as_orch_run(clean_env: pytest.Monke
         clean_env.setenv("CUDA_VISIBLE_DEVICES", "0,1")
         api.submit(str(SCRIPT), nodes=1, gpus=4, gpus_per_task=2, executor="local")
     assert not (tmp_path / "jobs").exists() and not list(tmp_path.glob("*/job.json"))
+
+
+# -- the cluster's env on this machine: socket-interface variables that select none of its interfaces ----------------
+NOWHERE = "orchnone0"  # an interface no test machine has
+
+
+def test_a_left_out_variable_is_said_once_with_this_machines_interfaces(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="orchestrator.local.plan"):
+        say_left_out({"NCCL_SOCKET_IFNAME": "ib0"}, ["lo", "eth0"])
+    [record] = caplog.records
+    assert "NCCL_SOCKET_IFNAME=ib0 selects none of this machine's network interfaces (lo, eth0)" in record.message
+
+
+def test_orch_run_leaves_out_an_interface_the_machine_lacks_and_gloo_trains(tmp_path: Path) -> None:
+    """Real ranks on gloo: GLOO_SOCKET_IFNAME naming no interface of this machine stops gloo at its first contact
+    ("Unable to find address for: ..."); orch run leaves it (and NCCL's) out, says so once, keeps the rest."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "name: t\npartitions:\n"
+        "  - {name: cpu, nodes: 'node[1-2]', gpus_per_node: 0, cpus_per_node: 2, mem_per_node: 4G}\n"
+        f"env: {{GLOO_SOCKET_IFNAME: {NOWHERE}, NCCL_SOCKET_IFNAME: {NOWHERE}, ORCH_TEST_TAG: kept}}\n"
+        f"launcher: {{job_root: '{tmp_path / 'jobs'}'}}\n", encoding="utf-8")
+    proc = subprocess.run([ORCH, "run", "smoke", "--nproc", "2", "--cluster", str(cluster), "--json", "epochs=1"],
+                          cwd=tmp_path, env=clean_environ(), capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+        assert proc.stderr.count(f"{name}={NOWHERE} selects none of this machine's network interfaces") == 1
+    job = json.loads((Path(json.loads(proc.stdout)["job_dir"]) / "job.json").read_text(encoding="utf-8"))
+    assert job["env"] == {"ORCH_TEST_TAG": "kept"}

@@ -4,15 +4,17 @@
 An MLP learns a fixed linear teacher, each rank on its own batches (so DDP's gradient all-reduce is what keeps
 the replicas equal). ``<out>/rank<R>.json`` holds every step's loss, the dtype autocast gave the forward pass,
 the scaler's final scale (fp16), whether every parameter is finite, and a SHA-256 of the final parameters
-(float32 bytes). bf16 on a GPU without it: the record says ``skipped`` and why.
+(float32 bytes). bf16 on a GPU without it: the record says ``skipped`` and why. ``--kill-first-attempt R``: rank R
+kills itself (SIGKILL) at step 10 of the first attempt (TORCHELASTIC_RESTART_COUNT 0), for a restart to redo the run.
 
-    python amp_train.py --out DIR [--dtype bf16|fp16] [--steps N]
+    python amp_train.py --out DIR [--dtype bf16|fp16] [--steps N] [--kill-first-attempt RANK]
 """
 
 import argparse
 import hashlib
 import json
 import os
+import signal
 from pathlib import Path
 
 import torch
@@ -29,6 +31,7 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--kill-first-attempt", type=int, default=None, metavar="RANK")
     args = parser.parse_args()
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     cuda = torch.cuda.is_available()
@@ -42,7 +45,7 @@ def main() -> int:
     out = Path(args.out) / f"rank{rank}.json"
     try:
         record = {"rank": rank, "world": dist.get_world_size(), "backend": dist.get_backend(), "device": str(device),
-                  "dtype": args.dtype}
+                  "dtype": args.dtype, "restart": int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))}
         if args.dtype == "bf16" and cuda and not torch.cuda.is_bf16_supported():
             record["skipped"] = f"{torch.cuda.get_device_name(device)} has no bf16"
             out.write_text(json.dumps(record), encoding="utf-8")
@@ -64,7 +67,10 @@ def train(args: argparse.Namespace, device: torch.device, rank: int) -> dict:
     scaler = torch.amp.GradScaler(device.type, enabled=args.dtype == "fp16")
     gen = torch.Generator().manual_seed(100 + rank)
     losses, out_dtype = [], None
-    for _ in range(args.steps):
+    kill = args.kill_first_attempt == rank and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
+    for step in range(args.steps):
+        if kill and step == 10:
+            os.kill(os.getpid(), signal.SIGKILL)  # kill -9, mid-run: the others wait in their next all-reduce
         x = torch.randn(64, 16, generator=gen)
         x, y = x.to(device), (x @ teacher).to(device)
         with torch.autocast(device_type=device.type, dtype=dtype):
