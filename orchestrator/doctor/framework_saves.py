@@ -82,6 +82,15 @@ def _project_class_framework(a: Analysis, qual: str | None) -> str | None:
     return next((f for b in node.bases if (f := QUALIFIED.get(module.qualname(b) or "")) is not None), None)
 
 
+# what a transformers Trainer runs each training step, on every rank, handing it the wrapped model
+TRAINER_STEPS = ("training_step", "compute_loss")
+
+
+def hf_trainer_class(module: Module, node: ast.ClassDef) -> bool:
+    """A class of ``module`` built on a transformers (or TRL) Trainer."""
+    return any(hf_trainer_base(module.qualname(base) or "") for base in node.bases)
+
+
 def hf_trainer_base(qual: str) -> bool:
     """A base class qualified as a transformers (or TRL) Trainer: ``transformers.Trainer``, ``trl.SFTTrainer``."""
     return QUALIFIED.get(qual) == "hf-trainer" or (

@@ -48,6 +48,29 @@ def flag_declaration(a: Reading, dest: str) -> ast.Call | None:
     return None
 
 
+def constant_flag_default(a: Reading, expr: ast.expr) -> tuple[str, str] | None:
+    """``(flag, default)`` when ``expr`` is ``args.port`` (also inside ``str()``/``int()``) of an ``add_argument`` with
+    a constant default (``--port``, ``'12356'``; a short ``-p`` too) that the file never assigns: the value every run
+    gets unless the flag is passed."""
+    while isinstance(expr, ast.Call) and last_name(expr.func) in ("str", "int") and len(expr.args) == 1:
+        expr = expr.args[0]
+    key = dotted(expr) if isinstance(expr, ast.Attribute) else None
+    if key is None or "." not in key or a.module.values_anywhere(key):
+        return None
+    assert isinstance(expr, ast.Attribute)
+    for node in a.module.nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+            long = [f for f in flags if f.startswith("--")]
+            dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
+                        (long[0] if long else flags[0] if flags else "").lstrip("-").replace("-", "_"))
+            default = next((k.value for k in node.keywords if k.arg == "default"), None)
+            if dest == expr.attr and isinstance(default, ast.Constant) and isinstance(default.value, int | str) and str(
+                    default.value):
+                return (long or flags)[0], repr(default.value)
+    return None
+
+
 # init_process_group's arguments a launcher gives through the environment: the variables that carry it, and what a
 # flag's default there does when the flag is not passed
 LAUNCHER_READS = {

@@ -7,9 +7,9 @@ distributed run.
 
 Not reported: a torchmetrics object logged (``self.log("val_acc", self.val_acc)``, a ``MetricCollection``) or what its
 ``compute()`` returns (they synchronise themselves); a hook that gathers or reduces itself (``self.all_gather``,
-``all_reduce``, the strategy's ``reduce``); ``sync_dist`` given as anything but ``False``; a file that keeps
-Lightning from sharding the loaders (``use_distributed_sampler=False``, ``replace_sampler_ddp=False``). The class is
-one whose bases (in the file) end in ``LightningModule``."""
+``all_reduce``, the strategy's ``reduce``), and the methods it hands what it gathered; ``sync_dist`` given as
+anything but ``False``; a file that keeps Lightning from sharding the loaders (``use_distributed_sampler=False``,
+``replace_sampler_ddp=False``). The class is one whose bases (in the file) end in ``LightningModule``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import TypeGuard
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.own_methods import reached_methods
 from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
 
@@ -41,7 +42,9 @@ def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
         methods = _methods(cls, classes, 0)
         for name in sorted(_HOOKS & methods.keys()):
             hook = methods[name]
-            for function in _reached(hook, methods):
+            if _reduces(hook):  # what it hands its helpers is gathered (ZeroFlow's metric.gather(self.all_gather))
+                continue
+            for function in reached_methods(hook, methods, 3):  # ProteinWorkshop's log is three calls down
                 if _reduces(function):
                     continue
                 for call in walk(function):
@@ -65,22 +68,6 @@ def _methods(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], depth: int) ->
             found.update(_methods(classes[name], classes, depth + 1))
     found.update({node.name: node for node in cls.body if isinstance(node, _Function)})
     return found
-
-
-def _reached(hook: _Function, methods: dict[str, _Function]) -> list[_Function]:
-    """``hook`` and the class's methods it calls as ``self.X(...)``, and those they call (three calls deep)."""
-    out, frontier = [hook], [hook]
-    for _ in range(3):
-        following: list[_Function] = []
-        for function in frontier:
-            for node in walk(function):
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
-                        and node.func.attr in methods and methods[node.func.attr] not in out):
-                    out.append(methods[node.func.attr])
-                    following.append(methods[node.func.attr])
-        frontier = following
-    return out
 
 
 def _lightning_modules(classes: dict[str, ast.ClassDef]) -> list[ast.ClassDef]:
@@ -123,7 +110,9 @@ def _synchronises(value: ast.expr) -> bool:
 
 
 def _reduces(hook: _Function) -> bool:
-    return any(isinstance(n, ast.Call) and (last_name(n.func) or "") in _REDUCING for n in walk(hook))
+    """A call of a reducing name, or Lightning's ``self.all_gather`` handed on (``metric.gather(self.all_gather)``)."""
+    return any((isinstance(n, ast.Call) and (last_name(n.func) or "") in _REDUCING)
+               or (isinstance(n, ast.Attribute) and n.attr == "all_gather") for n in walk(hook))
 
 
 def _unsharded(tree: ast.Module) -> bool:

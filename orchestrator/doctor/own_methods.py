@@ -52,6 +52,23 @@ def unchained(call: ast.Call) -> ast.Call:
     return call
 
 
+def reached_methods(start: FunctionNode, methods: dict[str, FunctionNode], depth: int) -> list[FunctionNode]:
+    """``start`` and the methods of ``methods`` (a class's, by name) it calls as ``self.X(...)``, and those they call,
+    ``depth`` calls deep, each once."""
+    out, frontier = [start], [start]
+    for _ in range(depth):
+        following: list[FunctionNode] = []
+        for function in frontier:
+            for node in walk(function):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
+                        and node.func.attr in methods and methods[node.func.attr] not in out):
+                    out.append(methods[node.func.attr])
+                    following.append(methods[node.func.attr])
+        frontier = following
+    return out
+
+
 def _method(cls: ast.ClassDef, name: str) -> FunctionNode | None:
     return next((m for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == name), None)
 

@@ -18,6 +18,7 @@ from orchestrator.doctor.reshuffle import reshuffled_each_epoch
 from orchestrator.doctor.rules_streams import STREAM, data_sets_epoch
 from orchestrator.source.analysis import INIT, WRAPPERS
 from orchestrator.source.flow import Site
+from orchestrator.source.kwargs import keyword
 from orchestrator.source.names import dotted, last_name
 from orchestrator.source.walk import walk
 
@@ -25,9 +26,6 @@ _PLAIN_SAMPLERS = frozenset({"RandomSampler", "SequentialSampler", "WeightedRand
 _SELF_SHARDING = ("use_ddp", "distributed")
 _SHARD_WORDS = ("shard", "world_size", "num_replicas", "split_dataset_by_node", "num_shards", "nprocs")
 
-
-def _kw(call: ast.Call, name: str) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def _is_true(expr: ast.expr | None) -> bool:
@@ -46,10 +44,10 @@ def check_loaders(a: Analysis) -> Iterator[Finding]:
         if _custom_sampler(a, call) or _shards_itself(call) or a.flow.guarded(site) or _handed_to_framework(
                 a, call, prepared):
             continue
-        dataset = call.args[0] if call.args else _kw(call, "dataset")
+        dataset = call.args[0] if call.args else keyword(call, "dataset")
         if dataset is None or _sharded(a, dataset, 0):
             continue
-        if not (_is_true(_kw(call, "shuffle")) or _iterated_in_training(a, site)):
+        if not (_is_true(keyword(call, "shuffle")) or _iterated_in_training(a, site)):
             continue
         detail = f"{ast.unparse(call.func)}({ast.unparse(dataset)}, ...) has no sampler"
         if a.unread:
@@ -98,7 +96,7 @@ def _shards_itself(call: ast.Call) -> bool:
     """A loader asked to shard by rank itself (DGL's ``DataLoader(..., use_ddp=True)``, FFCV's
     ``Loader(..., distributed=True)``): anything but a literal false counts."""
     for name in _SELF_SHARDING:
-        value = _kw(call, name)
+        value = keyword(call, name)
         if value is not None and not (isinstance(value, ast.Constant) and not value.value):
             return True
     return False
@@ -106,7 +104,7 @@ def _shards_itself(call: ast.Call) -> bool:
 
 def _custom_sampler(a: Analysis, call: ast.Call) -> bool:
     for name in ("sampler", "batch_sampler"):
-        value = _kw(call, name)
+        value = keyword(call, name)
         if value is None or (isinstance(value, ast.Constant) and value.value is None):
             continue
         if isinstance(value, ast.Name):
@@ -169,7 +167,7 @@ def _passed_true(a: Analysis, site: Site, param: str) -> bool:
         for call in (n for n in (x.module.nodes if x is not None else ()) if isinstance(n, ast.Call)):
             if last_name(call.func) != function.name or x is None:
                 continue
-            value = _kw(call, param) or (call.args[index] if 0 <= index < len(call.args) else None)
+            value = keyword(call, param) or (call.args[index] if 0 <= index < len(call.args) else None)
             if _is_true(value) or (isinstance(value, ast.Name) and any(
                     _is_true(v) for _, v in x.module.scope_of(value).assigned.get(value.id, ()))):
                 return True  # shuffle=True, or a name the caller sets to True (``if is_train: shuffle = True``)
@@ -185,7 +183,7 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
         return
     calls = [s for s in a.flow.sites if _set_epoch(s.call)]
     if calls and all(_on_rank_zero_only(a, s) for s in calls) and not _class_sets_epoch(a) and any(
-            _shuffles(s.call) and not _for_evaluation(a, s) for s in samplers):
+            _shuffles(s.call, a.module.tree) and not _for_evaluation(a, s) for s in samplers):
         branch = calls[0].branch
         assert branch is not None
         yield a.finding("DDP004", calls[0].call, f"set_epoch runs only where `{ast.unparse(branch.node.test)[:50]}` "
@@ -199,8 +197,8 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     for site in samplers:
         if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or _lightning_loader_hook(a, site):
             continue  # a new order each epoch stands in for it; Lightning's loops call set_epoch themselves
-        shuffle = _kw(site.call, "shuffle")
-        if _shuffles(site.call):
+        shuffle = keyword(site.call, "shuffle", a.module.tree)
+        if _shuffles(site.call, a.module.tree):
             yield a.finding("DDP004", site.call, "the sampler shuffles and nothing calls set_epoch")
         elif isinstance(shuffle, ast.Name) and _passed_true(a, site, shuffle.id):
             yield a.finding("DDP004", site.call, f"the sampler shuffles (a caller passes {shuffle.id}=True) and "
@@ -308,9 +306,10 @@ def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
                               if isinstance(n, ast.Attribute))
 
 
-def _shuffles(sampler: ast.Call) -> bool:
-    """The sampler shuffles: ``shuffle`` left to its default or given True."""
-    shuffle = _kw(sampler, "shuffle")
+def _shuffles(sampler: ast.Call, tree: ast.AST) -> bool:
+    """The sampler shuffles: ``shuffle`` left to its default or given True (in the call or a ``**spread`` of the
+    module's)."""
+    shuffle = keyword(sampler, "shuffle", tree)
     return shuffle is None or _is_true(shuffle)
 
 
@@ -382,7 +381,7 @@ def _evaluation_name(name: str) -> bool:
 def _for_evaluation(a: Analysis, site: Site) -> bool:
     """A sampler over a validation/test set (its data set's name, a ``validate()`` function around it, or
     ``with torch.no_grad():``): the order of an evaluation pass does not matter, set_epoch or not."""
-    data = site.call.args[0] if site.call.args else _kw(site.call, "dataset")
+    data = site.call.args[0] if site.call.args else keyword(site.call, "dataset")
     if data is not None and _evaluation_name(last_name(data) or ""):
         return True
     if site.function is not None and _evaluation_name(site.function.name):

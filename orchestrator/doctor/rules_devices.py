@@ -10,17 +10,15 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
+from orchestrator.doctor.helper_rankattrs import script_global_attribute
 from orchestrator.source.analysis import INIT, SET_DEVICE, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.branches import enclosing_ifs, other_side
 from orchestrator.source.flow import Site
+from orchestrator.source.kwargs import keyword
 from orchestrator.source.names import last_name
 from orchestrator.source.ranks import DeviceKind
 from orchestrator.source.walk import walk
-
-
-def _kw(call: ast.Call, name: str) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def device_args(a: Reading, site: Site) -> list[ast.expr]:
@@ -33,13 +31,13 @@ def device_args(a: Reading, site: Site) -> list[ast.expr]:
     elif isinstance(func, ast.Attribute) and func.attr in ("to", "cuda") and call.args:
         found.append(call.args[0])
     if site.qual in WRAPPERS:
-        ids = _kw(call, "device_ids")
+        ids = keyword(call, "device_ids")
         if isinstance(ids, ast.List | ast.Tuple):
             found.extend(ids.elts)
-        out = _kw(call, "output_device")
+        out = keyword(call, "output_device")
         if out is not None:
             found.append(out)
-    device = _kw(call, "device")
+    device = keyword(call, "device")
     if device is not None and site.qual != "torch.device":
         found.append(device)
     return found
@@ -62,7 +60,7 @@ def _cuda_use(a: Reading, site: Site) -> DeviceKind | None:
 
 def _backend(site: Site) -> str | None:
     """``init_process_group``'s backend where it is written in (None: a name, a config's value)."""
-    value = site.call.args[0] if site.call.args else _kw(site.call, "backend")
+    value = site.call.args[0] if site.call.args else keyword(site.call, "backend")
     return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
 
 
@@ -145,7 +143,7 @@ def _explicit_only(a: Analysis) -> Iterator[Finding]:
         return
     if [s for s in a.sites(SET_DEVICE) if not _bare_context(a, s)] or a.helper_sites(SET_DEVICE):
         return
-    if any(_kw(site.call, "device_id") is not None for site in a.sites(INIT)) or _unseen_binder(a, first):
+    if any(keyword(site.call, "device_id") is not None for site in a.sites(INIT)) or _unseen_binder(a, first):
         return
     where = _SPAWNED if a.spawns else _LAUNCHED
     what = "names the device" if explicit else "joins NCCL"
@@ -200,7 +198,7 @@ def check_load(a: Analysis) -> Iterator[Finding]:
                 or _before_the_spawn(a, site) or _saved_on_cpu(a, site)):
             continue
         state = _loads_state(a, site.call)
-        if not (state or _checkpoint_like(a, site.call.args[0] if site.call.args else _kw(site.call, "f"))):
+        if not (state or _checkpoint_like(a, site.call.args[0] if site.call.args else keyword(site.call, "f"))):
             continue  # features or tensors saved from the CPU load onto the CPU: only checkpoints are judged
         # a state loaded into a model or kept as one is likely; a checkpoint told by its path's name alone, possible
         yield a.finding("DDP009", site.call, ast.unparse(site.call)[:60], confidence=None if state else "possible",
@@ -248,7 +246,7 @@ def _before_the_spawn(a: Reading, site: Site) -> bool:
 
 
 def _mapped(call: ast.Call) -> bool:
-    return len(call.args) >= 2 or _kw(call, "map_location") is not None
+    return len(call.args) >= 2 or keyword(call, "map_location") is not None
 
 
 def _other_branch_maps(a: Reading, call: ast.Call) -> bool:
@@ -264,7 +262,7 @@ def _other_branch_maps(a: Reading, call: ast.Call) -> bool:
 
 
 def _onto_cpu(call: ast.Call) -> bool:
-    where = call.args[1] if len(call.args) >= 2 else _kw(call, "map_location")
+    where = call.args[1] if len(call.args) >= 2 else keyword(call, "map_location")
     return where is not None and ("cpu" in ast.unparse(where) or isinstance(where, ast.Lambda))
 
 
@@ -352,7 +350,8 @@ def _fed_to_a_model(a: Reading, assign: ast.Assign) -> bool:
 def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
     """DDP010, once per file, at the first device picked from the global rank."""
     hits: list[ast.AST] = [site.call for site in a.flow.sites if any(
-        a.ranks.device_from_global_rank(expr) for expr in [*device_args(a, site), *_device_map(site.call)])]
+        a.ranks.device_from_global_rank(expr) or script_global_attribute(a, expr)
+        for expr in [*device_args(a, site), *_device_map(site.call)])]
     hits += [node for node in a.module.nodes if isinstance(node, ast.Assign) and any(
         a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
         and a.ranks.device_from_global_rank(node.value)]
@@ -370,7 +369,7 @@ def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
 
 def _device_map(call: ast.Call) -> list[ast.expr]:
     """The devices a model's ``device_map={"": index}`` (``from_pretrained``) puts its modules on."""
-    value = _kw(call, "device_map")
+    value = keyword(call, "device_map")
     return list(value.values) if isinstance(value, ast.Dict) else []
 
 
@@ -382,7 +381,7 @@ def _spawn_index_world(a: Analysis) -> bool:
     if not (a.spawns and inits):
         return False
     for site in inits:
-        rank = _kw(site.call, "rank")
+        rank = keyword(site.call, "rank")
         if not isinstance(rank, ast.Name) or site.function is None:
             return False
         found, value = a.module.resolve(rank.id, rank)

@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.confidence import PRINTED
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.framework_saves import TRAINER_STEPS, hf_trainer_class
 from orchestrator.doctor.loglevels import LOG_SETUP, main_rank_only, quieted_loggers
 from orchestrator.doctor.metric_sums import assignment_before, iterated
 from orchestrator.doctor.metric_values import full_set_value, is_counter, unprepared_sum
+from orchestrator.doctor.own_methods import reached_methods
 from orchestrator.source.analysis import REDUCTIONS
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
@@ -59,7 +61,10 @@ def _names(expr: ast.AST) -> list[ast.Name]:
 def check_prints(a: Analysis) -> Iterator[Finding]:
     """DDP005: a print/log of a loss or metric inside a training loop, on every rank, not reduced (also under
     a framework: ``print`` is every rank's, ``fabric.print``/``accelerator.print`` rank 0's)."""
-    if not (a.data_parallel or a.framework_parallel):
+    # a file with a Trainer subclass and nothing else parallel: its step methods only (the Trainer wraps the model)
+    steps_only = not (a.data_parallel or a.framework_parallel)
+    trainers = _trainer_classes(a)
+    if steps_only and not trainers:
         return
     reduced = reduced_names(a)
     print_guarded = print_replaced(a)
@@ -70,8 +75,9 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
             continue
         if _rank_zero_object(a, site) or main_rank_only(a, site, quieted):
             continue
-        loop = a.in_training_loop(site)
-        if loop is None:
+        loop = None if steps_only else a.in_training_loop(site)
+        step = None if loop is not None else _trainer_step(a, site, trainers)
+        if loop is None and step is None:
             continue
         parts = [*site.call.args, *[k.value for k in site.call.keywords]]
         metrics = [n for part in parts for n in walk(part)
@@ -86,7 +92,8 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
             continue
         seen.add(key)
         guess = (_logged(site) and _log_setup_elsewhere(a)) or _made_from_reduced(a, metrics)
-        yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in the loop at line {loop.lineno}",
+        where = f"the loop at line {loop.lineno}" if loop is not None else f"the Trainer's {step}, run every step"
+        yield a.finding("DDP005", site.call, f"{last_name(metrics[0])} in {where}",
                         confidence="possible" if guess else None,
                         marks=frozenset({PRINTED}) if site.qual == "print" else frozenset())
 
@@ -239,6 +246,23 @@ def reduced_names(a: Analysis) -> set[str]:
                 arg.id in names):
             names.add(into)
     return names
+
+
+def _trainer_classes(a: Reading) -> list[ast.ClassDef]:
+    return [node for node in a.module.tree.body if isinstance(node, ast.ClassDef) and hf_trainer_class(a.module, node)]
+
+
+def _trainer_step(a: Reading, site: Site, trainers: list[ast.ClassDef]) -> str | None:
+    """The step method of a transformers ``Trainer`` subclass (one of ``trainers``) that ``site`` runs in:
+    ``training_step`` or ``compute_loss`` itself, or a method of the class either calls as ``self.X(...)`` (two calls
+    deep: the consistency-LLM trainer's ``training_step`` -> ``consistency_training_step``, which prints its losses)."""
+    function = site.function
+    owner = a.module.parents.get(function) if function is not None else None
+    if function is None or not isinstance(owner, ast.ClassDef) or owner not in trainers:
+        return None
+    methods = {f.name: f for f in owner.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+    return next((name for name in TRAINER_STEPS
+                 if name in methods and function in reached_methods(methods[name], methods, 2)), None)
 
 
 def _trains(a: Analysis, site: Site) -> bool:

@@ -9,8 +9,14 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.launcherflags import LAUNCHER_READS, default_flag, flag_declaration, reads_env
-from orchestrator.doctor.rules_rendezvous_computed import check_computed
+from orchestrator.doctor.launcherflags import (
+    LAUNCHER_READS,
+    constant_flag_default,
+    default_flag,
+    flag_declaration,
+    reads_env,
+)
+from orchestrator.doctor.rules_rendezvous_computed import MASTER_KEYS, check_computed
 from orchestrator.launchstyles.spawns import opt_in
 from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
@@ -150,6 +156,13 @@ def _written(a: Analysis) -> Iterator[Finding]:
                         _constant(a, node.value) or (launched and _overwrites(a, node.value, key))):
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
                                                     "launcher's value is overwritten")
+                elif key in MASTER_KEYS and launched and not _fallback(a, node, key) and not _off_the_launchers_path(
+                        a, node) and (declared := constant_flag_default(a, node.value)) is not None:
+                    named, default = declared
+                    yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:30]}, the flag "
+                                                    f"{named} with the default {default}: the launcher's {key} is "
+                                                    "overwritten whenever the flag is not passed (two jobs on one "
+                                                    "node meet on one port)", confidence="likely")
                 elif launched and not isinstance(target, ast.Subscript) and _tcp_literal(node.value) and not (
                         _env_url(a, node.value) or _opted_in(a, node) or _fresh_local_port(a, node.value)):
                     yield a.finding("DDP008", node, f"{ast.unparse(target)} = {ast.unparse(node.value)[:50]}: a "

@@ -37,7 +37,7 @@ CONFIG_LOOPBACK = "the config's rendezvous is this machine's loopback address"  
 _DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _RANDOM_DRAWS = frozenset({"random.randint", "random.randrange", "random.choice", "numpy.random.randint",
                            "numpy.random.choice", "np.random.randint", "np.random.choice"})
-_MASTER_KEYS = frozenset({"MASTER_PORT", "MASTER_ADDR"})
+MASTER_KEYS = frozenset({"MASTER_PORT", "MASTER_ADDR"})
 # the rank a launcher's variables give, by the kinds read (both: unknown)
 _RANK_KINDS = {**{frozenset({key}): "global one" for key in GLOBAL_ENV},
                **{frozenset({key}): "node-local one (the global rank repeats on every node)" for key in LOCAL_ENV}}
@@ -109,7 +109,7 @@ def _master_fallbacks(a: Analysis) -> Iterator[Finding]:
     for node in a.module.nodes:
         if not isinstance(node, ast.Assign):
             continue
-        keys = {key for t in node.targets if (key := a.ranks.env_key(t)) in _MASTER_KEYS}
+        keys = {key for t in node.targets if (key := a.ranks.env_key(t)) in MASTER_KEYS}
         if not keys:
             continue
         key = sorted(keys)[0]

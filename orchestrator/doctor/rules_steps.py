@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.framework_saves import hf_trainer_base
+from orchestrator.doctor.framework_saves import TRAINER_STEPS, hf_trainer_class
 from orchestrator.source.analysis import COLLECTIVES, REDUCTIONS, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
@@ -86,11 +86,32 @@ def _unwrapped_names(a: Analysis, site: Site) -> dict[str, int]:
     found: dict[str, int] = {}
     for node in walk(site.function) if site.function is not None else ():
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+            value = node.value
+            values = [v for v, side in ((value.body, True), (value.orelse, False))
+                      if not _evaluation_side(value.test, side)] if isinstance(value, ast.IfExp) else [value]
             if any(_unwrapped(v) for v in values):
                 name = node.targets[0].id
                 found[name] = min(found.get(name, node.lineno), node.lineno)
     return found
+
+
+_TRAINING_FLAGS = frozenset({"train", "training", "is_train", "is_training"})
+
+
+def _evaluation_side(test: ast.expr, body: bool) -> bool:
+    """The side of ``X if test else Y`` runs only while not training: the body where a conjunct of ``test`` is
+    ``not train`` (NeuralForceField's ``self._model.module if parallel and not train else self._model``), the other
+    side where ``test`` is ``train`` itself or a disjunct of an ``or``."""
+    if body:
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        return any(isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not) and _training_flag(p.operand)
+                   for p in parts)
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+    return any(_training_flag(p) for p in parts)
+
+
+def _training_flag(node: ast.expr) -> bool:
+    return (last_name(node) or "") in _TRAINING_FLAGS
 
 
 def _alias_call(a: Analysis, site: Site, unwrapped: dict[int, dict[str, int]]) -> str | None:
@@ -154,20 +175,13 @@ def check_module_forward(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP017", site.call, f"{ast.unparse(site.call.func)[:60]}(...) in a training step")
 
 
-_TRAINER_STEPS = frozenset({"compute_loss", "training_step"})  # the Trainer hands them the wrapped model
-
-
-def _hf_trainer(a: Analysis, node: ast.ClassDef) -> bool:
-    return any(hf_trainer_base(a.module.qualname(base) or "") for base in node.bases)
-
-
 def _trainer_self_model(a: Analysis) -> Iterator[Finding]:
     """DDP017 at ``self.model(x)`` in a Trainer subclass's ``compute_loss(self, model, inputs)``: the Trainer passes
     the DDP-wrapped model as ``model`` and keeps the bare one in ``self.model``; a forward through it never prepares
     DDP's all-reduce."""
-    for cls in (n for n in a.module.nodes if isinstance(n, ast.ClassDef) and _hf_trainer(a, n)):
+    for cls in (n for n in a.module.nodes if isinstance(n, ast.ClassDef) and hf_trainer_class(a.module, n)):
         for method in cls.body:
-            if not (isinstance(method, ast.FunctionDef) and method.name in _TRAINER_STEPS
+            if not (isinstance(method, ast.FunctionDef) and method.name in TRAINER_STEPS
                     and "model" in {p.arg for p in method.args.args}):
                 continue
             for node in walk(method):

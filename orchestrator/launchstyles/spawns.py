@@ -24,6 +24,7 @@ from pathlib import Path
 from orchestrator.source.analysis import INIT, WRAPPERS, Analysis, spawn_target
 from orchestrator.source.configfiles import lookup
 from orchestrator.source.flow import Site
+from orchestrator.source.kwargs import keyword
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV
 from orchestrator.source.walk import walk
@@ -89,7 +90,7 @@ def _spawn_strategies(a: Analysis) -> list[Spawn]:
         q = site.qual or ""
         if last_name(site.call.func) not in _LIGHTNING_ENTRIES or not q.startswith(_LIGHTNING_ROOTS):
             continue
-        strategy = _kw(site.call, "strategy")
+        strategy = keyword(site.call, "strategy")
         if isinstance(strategy, ast.Name):
             _, strategy = a.module.resolve(strategy.id, strategy)
         name = _strategy_name(strategy)
@@ -120,7 +121,7 @@ def _started(a: Analysis, site: Site) -> tuple[ast.expr | None, str | None]:
     if last_name(site.call.func) == "Process" and (q.startswith(_MP) or _from_context(a, site.call.func)):
         return spawn_target(site.call), "Process"
     if q in _ELASTIC:  # elastic_launch(LaunchConfig(nproc_per_node=n), entrypoint)(*args): torchrun in-process
-        return site.call.args[1] if len(site.call.args) > 1 else _kw(site.call, "entrypoint"), "elastic_launch"
+        return site.call.args[1] if len(site.call.args) > 1 else keyword(site.call, "entrypoint"), "elastic_launch"
     return None, None
 
 
@@ -138,14 +139,11 @@ def _from_context(a: Analysis, func: ast.expr) -> bool:
         "multiprocessing.get_context")
 
 
-def _kw(call: ast.Call, name: str) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)
-
 
 def _nprocs(call: ast.Call, how: str) -> str:
     if how in ("Process", "elastic_launch"):
         return ""
-    value = _kw(call, "nprocs")
+    value = keyword(call, "nprocs")
     if value is None and len(call.args) >= 3:
         value = call.args[2]
     return ast.unparse(value)[:40] if value is not None else ""
@@ -183,7 +181,7 @@ def _wrapped_trains(a: Analysis, function: FunctionNode, call: ast.Call) -> bool
     params = {p.arg for p in (*function.args.posonlyargs, *function.args.args)}
     if not any(isinstance(c.func, ast.Name) and c.func.id in params for c in walk(function) if isinstance(c, ast.Call)):
         return False
-    handed = _kw(call, "args")
+    handed = keyword(call, "args")
     return isinstance(handed, ast.Tuple) and any(
         isinstance(e, ast.Name) and _passed_trains(a, e) for e in handed.elts)
 

@@ -86,3 +86,30 @@ def test_a_log_in_a_method_the_validation_hook_reaches(sync: str, found: list[in
     # ProteinWorkshop: validation_step -> _do_step -> log_metrics -> self.log_dict, said once at the log
     source = _THROUGH.replace("SYNC", sync)
     assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found
+
+
+_GATHERED_THEN_HELPER = """
+import torch
+import lightning.pytorch as pl
+
+
+class Model(pl.LightningModule):
+    def _log_metrics(self, results):
+        self.log("val/epe", results["epe"], sync_dist=False, rank_zero_only=True)
+
+    def on_validation_epoch_end(self):
+        {gather}
+        if self.global_rank != 0:
+            return
+        self._log_metrics({{"epe": (sums / counts).mean()}})
+"""
+
+
+@pytest.mark.parametrize(("gather", "found"), [
+    ("sums, counts = self.metric.sums, self.metric.counts", [8]),  # rank 0's own sums
+    ("sums, counts = self.metric.gather(self.all_gather)", []),  # ZeroFlow: every rank's, then rank 0 logs
+    ("sums, counts = self.all_gather(self.metric.sums).sum(0), self.all_gather(self.metric.counts).sum(0)", []),
+])
+def test_a_hook_that_gathers_before_a_helper_logs_is_not_reported(gather: str, found: list[int]) -> None:
+    source = _GATHERED_THEN_HELPER.format(gather=gather)
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found

@@ -50,3 +50,34 @@ def test_a_forward_around_the_wrapper_in_a_helpers_training_loop(tmp_path: Path,
     (tmp_path / "train.py").write_text(_SCRIPT.format(model=model))
     findings = check_file(tmp_path / "train.py")
     assert [f.line for f in findings if f.code == "DDP017" and f.file.endswith("engine.py")] == found
+
+
+_ENGINE_SIDES = """
+import torch
+
+
+def train_one_epoch(model, optimizer, loader, parallel=True, train=True):
+    for batch, target in loader:
+        net = {pick}
+        out = net(batch.cuda())
+        loss = torch.nn.functional.mse_loss(out, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(("pick", "found"), [
+    ("model.module if parallel else model", [8]),
+    ("model.module if parallel and not train else model", []),  # NeuralForceField's call_model: evaluation only
+    ("model if train else model.module", []),
+    ("model if train or not parallel else model.module", []),
+    ("model.module if not parallel or train else model", [8]),  # taken while training
+])
+def test_a_module_picked_only_while_not_training_is_no_training_forward(tmp_path: Path, pick: str,
+                                                                         found: list[int]) -> None:
+    (tmp_path / "engine.py").write_text(_ENGINE_SIDES.format(pick=pick))
+    wrapped = "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])"
+    (tmp_path / "train.py").write_text(_SCRIPT.format(model=wrapped))
+    findings = check_file(tmp_path / "train.py")
+    assert [f.line for f in findings if f.code == "DDP017" and f.file.endswith("engine.py")] == found

@@ -114,3 +114,31 @@ def test_a_project_class_that_calls_set_epoch_stands_in_for_it(tmp_path: Path, s
     (tmp_path / "samplers.py").write_text(_SAMPLERS.format(set_epoch=set_epoch), encoding="utf-8")
     (tmp_path / "train.py").write_text(_TRAIN, encoding="utf-8")
     assert ("DDP004" in [f.code for f in check_file(tmp_path / "train.py")]) is reported
+
+
+_SPREAD = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def main(dataset):
+    dist.init_process_group("nccl")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda())
+    sampler_args = {args}
+    loader = DataLoader(dataset, sampler=DistributedSampler(dataset, **sampler_args), batch_size=4)
+    for epoch in range(3):
+        for x in loader:
+            model(x).sum().backward()
+"""
+
+
+@pytest.mark.parametrize(("args", "found"), [
+    ('{"shuffle": False, "drop_last": False}', []),  # GLaMM's three training samplers
+    ("dict(shuffle=False)", []),
+    ('{"shuffle": True}', [11]),
+    ('{"drop_last": True}', [11]),  # shuffle left to its default
+])
+def test_a_shuffle_given_through_a_spread_dict_is_read(args: str, found: list[int]) -> None:
+    source = _SPREAD.format(args=args)
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP004"] == found
