@@ -24,6 +24,7 @@ from orchestrator.doctor import (
     rules_rendezvous,
     rules_saves,
     rules_spawn,
+    rules_spawnworld,
     rules_steps,
     rules_streams,
     rules_sync,
@@ -53,6 +54,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_saves.check_saves,             # DDP006
     rules_sync.check_destroy,            # DDP007
     rules_rendezvous.check_hard_coded,       # DDP008
+    rules_spawnworld.check_one_node_world,   # DDP008 (a spawner's world of one node)
     rules_devices.check_load,            # DDP009
     rules_devices.check_global_rank_device,  # DDP010
     rules_random.check_splits,           # DDP011
@@ -79,7 +81,8 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
 # helper: a forward around the wrapper in a training loop the helper runs (its engine's ``train_one_epoch``).
 HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, rules_devices.check_load,
                 rules_prints.check_prints,
-                rules_saves.check_saves, rules_rendezvous.check_hard_coded, rules_devices.check_global_rank_device,
+                rules_saves.check_saves, rules_rendezvous.check_hard_coded, rules_spawnworld.check_one_node_world,
+                rules_devices.check_global_rank_device,
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
                 lightning_logs.check_unsynced_logs,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,

@@ -11,7 +11,8 @@ evidence is only possible stays a warning; the refusal's HINT starts with :func:
 - DDP021, a ``file://`` rendezvous in a temporary or local folder: the other nodes never see the file;
 - DDP022, a check that the run is on one node (``assert world_size == torch.cuda.device_count()``);
 - DDP008, a loopback ``tcp://`` rendezvous read from the config file the script loads (``rules_rendezvous_computed``;
-  the one the script forces in its code is ``launchstyle.py``'s): each node waits at its own address;
+  the one the script forces in its code is ``launchstyle.py``'s): each node waits at its own address; and a spawner's
+  world of one node's processes (``rules_spawnworld``): the other nodes' ranks are past it;
 - DDP023, a framework layout whose node count is certain (written in, or left out: 1) and not the one asked:
   Lightning/Fabric stop at start-up (a flag's default is the gate's flag warning, ``layoutflags.py``).
 
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_rendezvous_computed import CONFIG_LOOPBACK
+from orchestrator.doctor.rules_spawnworld import ONE_NODE_WORLD
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
@@ -40,7 +42,11 @@ ACROSS_NODES: dict[str, str] = {
     "DDP023": "the framework checks devices x num_nodes against the world size and stops at start-up",
 }
 
-_LOOPBACK_WHY = "each node waits at its own loopback address and the nodes never meet"
+# DDP008 fails across nodes by the finding's mark: mark -> why
+_DDP008_WHY: dict[str, str] = {
+    CONFIG_LOOPBACK: "each node waits at its own loopback address and the nodes never meet",
+    ONE_NODE_WORLD: "the ranks of the other {others} are past a world of one node's processes",
+}
 
 
 def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = None) -> list[Finding]:
@@ -48,8 +54,8 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
     the codes of ``ACROSS_NODES`` are errors that say why and how to run it."""
     out: list[Finding] = []
     for finding in findings:
-        why = ACROSS_NODES.get(finding.code) or (
-            _LOOPBACK_WHY if finding.code == "DDP008" and CONFIG_LOOPBACK in finding.marks else None)
+        why = ACROSS_NODES.get(finding.code) or next(
+            (text for mark, text in _DDP008_WHY.items() if finding.code == "DDP008" and mark in finding.marks), None)
         if nodes > 1 and why is not None and finding.confidence != "possible" and not (
                 finding.code == "DDP010" and _modulo(finding)) and not (
                 finding.code == "DDP023" and not _other_node_count(finding, nodes)):

@@ -58,7 +58,7 @@ def origins(a: Analysis, expr: ast.expr, depth: int = 0) -> list[ast.expr]:
     for node in walk(expr):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             found, value = a.module.resolve(node.id, node)
-            values = [value] if value is not None else _bound(a, node) if found else []
+            values = [value] if value is not None else bound(a, node) if found else []
         elif isinstance(node, ast.Attribute) and "." in (dotted(node) or ""):
             values = a.module.values_anywhere(dotted(node) or "")
         else:
@@ -69,7 +69,7 @@ def origins(a: Analysis, expr: ast.expr, depth: int = 0) -> list[ast.expr]:
     return out
 
 
-def _bound(a: Analysis, name: ast.Name) -> list[ast.expr]:
+def bound(a: Analysis, name: ast.Name) -> list[ast.expr]:
     """A parameter's arguments (this file's calls, a spawn's ``args``) or the ``with`` item that binds it."""
     function = a.module.function_of(name)
     found: list[ast.expr] = []

@@ -39,7 +39,7 @@ INDEX_RANK_FIX = ("add the node's offset: rank = int(os.environ['NODE_RANK']) * 
 def check_self_spawn(a: Analysis) -> Iterator[Finding]:
     """DDP014 at each spawn of training processes that no launcher check keeps from running."""
     for spawn in spawns(a):
-        if _installed_copy(a, spawn.node):
+        if installed_copy(a, spawn.node):
             continue
         if spawn.strategy is None:
             yield a.finding("DDP014", spawn.node, spawn.call,
@@ -54,7 +54,7 @@ def check_index_as_rank(a: Analysis) -> Iterator[Finding]:
     of ``a``'s file, with no node's offset: one finding per call, however many spawns reach it."""
     seen: set[tuple[str, int]] = set()
     for spawn in spawns(a):
-        if spawn.strategy is not None or _installed_copy(a, spawn.node):
+        if spawn.strategy is not None or installed_copy(a, spawn.node):
             continue
         found = index_as_rank(a, spawn.node)
         if found is None or (found.file, found.line) in seen:
@@ -71,7 +71,7 @@ def check_index_as_rank(a: Analysis) -> Iterator[Finding]:
                      "node's offset: one node only"), fix=INDEX_RANK_FIX)
 
 
-def _installed_copy(a: Analysis, node: ast.AST) -> bool:
+def installed_copy(a: Analysis, node: ast.AST) -> bool:
     """``node`` is in the project's copy of a well-known installed spawner (detectron2's ``engine/launch.py``'s
     ``launch``, read where its package folder was shipped with the script): the spawner's own spawn, made only when
     asked for more than one process (``launchstyles/installed.py``), not the script's."""

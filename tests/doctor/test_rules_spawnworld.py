@@ -1,0 +1,91 @@
+"""DDP008 at the ``init_process_group`` of a spawned worker whose world is one node's process count (the GPU count,
+or the value the spawn starts that many processes by), with no node count in it: a warning on one node, an error
+across nodes (``feasibility.across_nodes``). Silent for a world with a node count, one read from the environment,
+``env://`` with no ``world_size=``, and where the rank is the spawn index itself (DDP016 says it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.doctor import check_source
+from orchestrator.doctor.feasibility import ACROSS_MARK, across_nodes
+from orchestrator.doctor.rules_spawnworld import ONE_NODE_WORLD
+
+SCRIPT = """\
+import argparse
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def setup(rank, world_size):
+    dist.init_process_group("nccl", init_method="env://", world_size=world_size, rank=rank)
+
+
+def worker(gpu, ngpus, cfg, args):
+    rank = args.node_rank * ngpus + gpu
+    {init}
+    torch.cuda.set_device(gpu)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--nodes", type=int, default=1)
+    parser.add_argument("--node_rank", type=int, default=0)
+    args = parser.parse_args()
+    ngpus = {ngpus}
+    cfg = {{"world_size": {world}, "gpus": torch.cuda.device_count()}}
+    mp.spawn(worker, nprocs=ngpus, args=(ngpus, cfg, args))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def findings(init: str, ngpus: str = "torch.cuda.device_count()", world: str = "args.gpus") -> list:
+    source = SCRIPT.format(init=init, ngpus=ngpus, world=world)
+    return [f for f in check_source(source, "train.py") if f.code == "DDP008"]
+
+
+@pytest.mark.parametrize(("init", "ngpus", "world"), [
+    ('dist.init_process_group("nccl", world_size=ngpus, rank=rank)', "torch.cuda.device_count()", "1"),
+    ('dist.init_process_group("nccl", world_size=ngpus, rank=rank)', "args.gpus", "1"),  # nprocs' own value
+    ('dist.init_process_group("nccl", world_size=int(ngpus), rank=rank)', "min(args.gpus, 8)", "1"),
+    ('dist.init_process_group("nccl", world_size=cfg["world_size"], rank=rank)', "args.gpus", "args.gpus"),
+    ("setup(rank, ngpus)", "torch.cuda.device_count()", "1"),  # through the file's helper
+])
+def test_a_world_of_one_nodes_processes_is_ddp008(init: str, ngpus: str, world: str) -> None:
+    found = [f for f in findings(init, ngpus, world) if ONE_NODE_WORLD in f.marks]
+    assert [f.confidence for f in found] == ["likely"]
+    assert found[0].severity == "warning"  # one node: it trains
+    assert "NODE_RANK" in found[0].fix and "WORLD_SIZE" in found[0].fix
+
+
+@pytest.mark.parametrize(("init", "world"), [
+    ('dist.init_process_group("nccl", world_size=ngpus * args.nodes, rank=rank)', "1"),  # a node count
+    ('dist.init_process_group("nccl", world_size=int(os.environ["WORLD_SIZE"]), rank=rank)', "1"),
+    ('dist.init_process_group("nccl", init_method="env://", rank=rank)', "1"),  # WORLD_SIZE from the environment
+    ('dist.init_process_group("nccl", world_size=cfg["world_size"], rank=rank)', "args.gpus * args.nodes"),
+    ('dist.init_process_group("nccl", world_size=cfg["world_size"], rank=rank)', "16"),  # not the count spawned
+    ('dist.init_process_group("nccl", world_size=ngpus, rank=gpu)', "1"),  # the spawn index as the rank: DDP016
+])
+def test_a_world_with_a_node_count_or_the_launchers_is_not(init: str, world: str) -> None:
+    assert [f for f in findings(init, "torch.cuda.device_count()", world) if ONE_NODE_WORLD in f.marks] == []
+
+
+def test_the_spawn_index_as_the_rank_is_said_once_by_ddp016() -> None:
+    source = SCRIPT.format(init='dist.init_process_group("nccl", world_size=ngpus, rank=gpu)',
+                           ngpus="torch.cuda.device_count()", world="1")
+    assert [f.code for f in check_source(source, "train.py") if f.code in ("DDP008", "DDP016")] == ["DDP016"]
+
+
+def test_across_nodes_it_is_the_error_that_refuses_the_run() -> None:
+    found = findings('dist.init_process_group("nccl", world_size=ngpus, rank=rank)')
+    one, two = across_nodes(found, 1), across_nodes(found, 2, 8)
+    assert [f.severity for f in one] == ["warning"]
+    assert [f.severity for f in two] == ["error"]
+    assert ACROSS_MARK in two[0].marks and "past a world of one node's processes" in two[0].message
+    assert two[0].fix.endswith("or run on one node (--nodes 1)")
