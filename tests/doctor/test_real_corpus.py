@@ -354,6 +354,10 @@ def test_launch_verdict_rule() -> None:
 # 48), recall 0.34 (19 of 56), one error finding on a true DDP003 its judge did not call an error; --shown 0.57 (24 of
 # 42); --all 0.42, 0.39; launch right or refused 21 of 24 (style 24, framework 24). Kept apart in
 # tests/doctor/heldout29/ until merged.
+# Set 30 (23 scripts from 22 repositories, four judges, truth committed 94bd8fe, 6aebb20, 3664613, 7c9ee20 on 2026-12-04
+# before the doctor ran on it, measured on 6aebb20): default output precision 0.60 (21 of 35), recall 0.31 (19 of 61),
+# no error finding; --shown 0.81 (21 of 26); --all 0.56, 0.38; launch right or refused 17 of 23 (style 21,
+# framework 23). Kept apart in tests/doctor/heldout30/ until merged.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -376,6 +380,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (27, 23, 0.62, 0.42, True),
     (28, 23, 0.56, 0.36, True),
     (29, 24, 0.45, 0.33, False),
+    (30, 23, 0.60, 0.31, True),
 ]
 
 
