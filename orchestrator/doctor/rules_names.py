@@ -1,11 +1,14 @@
 """DDP020: a name the code uses and nothing defines (a NameError waiting, often after the whole training).
 
 The analysis is pyflakes' (a well-kept checker, imported only when this rule runs): only its undefined-name
-messages, never its other ones (an ``__all__`` entry with no definition, a name that may come from ``import
-*``). What it cannot know is left out, to stay quiet on correct code:
+messages, never its other ones (an ``__all__`` entry with no definition), and its names that may come from
+``import *`` where every such import is of a project module whose names are read (``source/starimports.py``: its
+``__all__``, else its public top-level names, and its own star imports): a name none of them brings is undefined too.
+What it cannot know is left out, to stay quiet on correct code:
 
-- a file with ``import *`` (the name may come from it), or that writes names where pyflakes cannot see them
-  (``globals()``, ``locals()``, ``vars()``, ``exec``, ``builtins.NAME = ...``);
+- a file with ``import *`` of an installed package or of a module that cannot be read (the name may come from it),
+  or that writes names where pyflakes cannot see them (``globals()``, ``locals()``, ``vars()``, ``exec``,
+  ``builtins.NAME = ...``);
 - names that exist only on some Pythons (builtins newer than the one running the doctor, Python 2's, a
   notebook's ``get_ipython``) and names used in annotations (a string annotation, anything under ``from
   __future__ import annotations``, names imported only ``if TYPE_CHECKING:``): never evaluated at run time;
@@ -26,8 +29,10 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.source.analysis import project_path
 from orchestrator.source.branches import main_guard
 from orchestrator.source.names import last_name
+from orchestrator.source.starimports import star_names
 from orchestrator.source.walk import walk
 
 # builtins that exist only on some Pythons (newer than 3.10, Python 2's), and what notebooks define
@@ -52,7 +57,8 @@ _EXECS = frozenset({"exec", "execfile"})
 
 def check_undefined_names(a: Analysis) -> Iterator[Finding]:
     tree = a.module.tree
-    if _unsure(tree):
+    starred = _star_names(a)
+    if _unsure(tree) or starred is None:
         return
     try:
         from pyflakes import checker, messages
@@ -68,8 +74,9 @@ def check_undefined_names(a: Analysis) -> Iterator[Finding]:
     referred = _referred(tree)
     seen: set[str] = set()
     for message in found:
-        if type(message) is not messages.UndefinedName:
-            continue
+        if type(message) is not messages.UndefinedName and not (
+                type(message) is messages.ImportStarUsage and message.message_args[0] not in starred):
+            continue  # a name a project module's `import *` brings is defined
         name = str(message.message_args[0])
         node = uses.get((message.lineno, message.col))
         if node is None or node.id != name or name in OTHER_PYTHONS or name in seen:
@@ -196,11 +203,21 @@ def _bound(scope: ast.AST) -> set[str]:
     return out
 
 
+def _star_names(a: Analysis) -> frozenset[str] | None:
+    """The names the file's ``from X import *`` lines bring (none: empty), each X a module of the script's project
+    (``source.starimports.star_names``); None where one is not (an installed package's names are not read)."""
+    if not any(isinstance(n, ast.ImportFrom) and any(alias.name == "*" for alias in n.names) for n in a.module.nodes):
+        return frozenset()
+    project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
+    path = project_path(a.filename)
+    if project is None or path is None:
+        return None
+    return star_names(a.module, project.package_of(path.resolve()), project.find, project.read)
+
+
 def _unsure(tree: ast.Module) -> bool:
-    """Whether names may be bound where pyflakes cannot see them: ``import *``, ``globals()``, ``exec``..."""
+    """Whether names may be bound where pyflakes cannot see them: ``globals()``, ``exec``..."""
     for node in walk(tree):
-        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
-            return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
                 node.func.id in _EXECS or (node.func.id in _SCOPES and not node.args)):
             return True

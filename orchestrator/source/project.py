@@ -196,6 +196,13 @@ class Project:
         """The local modules read so far (those the script's calls reached), in reading order."""
         return [(path, module) for path, module in self._modules.items() if module is not None]
 
+    def package_of(self, path: Path) -> str | None:
+        """The package the module at ``path`` is in, as the project names it (its relative imports start there)."""
+        if path == self.script:
+            return self.package
+        name = self._name_of(path)
+        return name if path.name == "__init__.py" else name.rpartition(".")[0] or None
+
     def package_folder(self, path: Path) -> Path | None:
         """The folder of the top package of the local module at ``path`` (``pythia/`` for ``pythia.utils.flags``);
         None for a module outside a package."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from pathlib import Path
 
 from orchestrator.source.names import Module
 
@@ -31,3 +33,69 @@ def dunder_all(tree: ast.Module) -> set[str] | None:
                 and isinstance(stmt.value, ast.List | ast.Tuple):
             return {e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     return None
+
+
+_DEPTH = 4
+_BLOCKS = (ast.If, ast.Try, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)
+_SCOPE_CALLS = frozenset({"globals", "locals", "vars", "exec", "execfile"})
+
+
+def star_names(module: Module, package: str | None, find: Callable[[str], Path | None],
+               read: Callable[[Path], Module | None], depth: int = 0) -> frozenset[str] | None:
+    """Every name ``module``'s ``from X import *`` lines bring, where each X is a module of the script's project that
+    can be read (``find``: its file by dotted name; ``read``: parsed): its ``__all__``, else its public top-level
+    names (defined, assigned or imported, in any block at module level), and what its own star imports bring. None
+    where one cannot be known: an X outside the project (an installed package), one that cannot be read, one that
+    writes names out of sight (``globals()``, ``exec`` at module level), or star imports deeper than four."""
+    names: set[str] = set()
+    for source in star_sources(module, package):
+        path = find(source)
+        found = read(path) if path is not None and depth < _DEPTH else None
+        if path is None or found is None or _writes_unseen(found.tree) or _all_changed(found.tree):
+            return None
+        inner = star_names(found, source if path.name == "__init__.py" else source.rpartition(".")[0] or None,
+                           find, read, depth + 1)
+        if inner is None:
+            return None
+        public = dunder_all(found.tree)
+        names |= public if public is not None else {n for n in _top_level(found.tree) | inner if not n.startswith("_")}
+    return frozenset(names)
+
+
+def _top_level(tree: ast.Module) -> set[str]:
+    """The names a module binds at module level (in its ``if``/``try``/loop/``with`` blocks too)."""
+    out: set[str] = set()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            out.update(alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name != "*")
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        if isinstance(node, ast.With | ast.AsyncWith):
+            out.update(n.id for item in node.items if item.optional_vars is not None
+                       for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name))
+        if isinstance(node, _BLOCKS):
+            stack += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
+            stack += [s for handler in getattr(node, "handlers", []) for s in handler.body]
+            out.update(h.name for h in getattr(node, "handlers", []) if h.name)
+    return out
+
+
+def _all_changed(tree: ast.Module) -> bool:
+    """``__all__`` built other than by one literal (``__all__ += [...]``, ``__all__.extend(...)``, a sum): its names
+    are not all read."""
+    writes = [n for n in ast.walk(tree)
+              if (isinstance(n, ast.Name) and n.id == "__all__" and isinstance(n.ctx, ast.Store))
+              or (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "__all__")]
+    return bool(writes) and (len(writes) > 1 or dunder_all(tree) is None)
+
+
+def _writes_unseen(tree: ast.Module) -> bool:
+    """Module-level code that binds names where no reader sees them (``globals()[k] = v``, ``exec(...)``)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _SCOPE_CALLS
+               for stmt in tree.body if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+               for n in ast.walk(stmt))

@@ -131,3 +131,57 @@ def test_a_misspelt_exception_raised_stops_where_it_was_meant_to(raised: str) ->
     source = _HEAD + f"def main(kind):\n    if kind != 't5':\n        raise {raised}\n    print(kind)\nmain('t5')\n"
     assert names(source) == []
     assert [line for line, _, _ in names(source.replace(f"raise {raised}", f"print({raised})"))] == [6]
+
+
+HELPERS = """\
+import os
+from torch.utils.data import DataLoader
+try:
+    import yaml
+except ImportError:
+    yaml = None
+
+ROOT = "data"
+
+def build_loader(name):
+    return DataLoader(name)
+
+class Meter:
+    pass
+
+def _private():
+    pass
+"""
+
+
+@pytest.mark.parametrize(("helpers", "reported"), [
+    (HELPERS, ["val_dataset", "_private"]),  # its public names come through, not the private one
+    (HELPERS + "__all__ = ['build_loader', 'Meter', 'ROOT', 'yaml', '_private']\n", ["val_dataset", "DataLoader"]),
+    ("from more import *\n", ["val_dataset", "_private"]),  # through the helper's own star import of the project
+])
+def test_a_name_no_star_imported_project_module_brings_is_undefined(tmp_path: Path, helpers: str,
+                                                                    reported: list[str]) -> None:
+    """CavaFace's ``for vs in val_dataset:`` under nine ``from util.utils import *`` lines: each of them a project
+    module whose names are read, none defines it (a NameError at the first evaluation, after 2000 batches)."""
+    (tmp_path / "more.py").write_text(HELPERS)
+    (tmp_path / "helpers.py").write_text(helpers)
+    script = tmp_path / "train.py"
+    script.write_text(_HEAD + "from helpers import *\n\ndef main():\n    loader = build_loader(ROOT)\n"
+                      "    m = Meter()\n    print(DataLoader, yaml)\n    _private()\n    for vs in val_dataset:\n"
+                      "        print(vs, loader, m)\n\nmain()\n")
+    found = [f.message.split("'")[1] for f in check_file(script) if f.code == "DDP020"]
+    assert sorted(found) == sorted(reported)
+
+
+@pytest.mark.parametrize("helpers", [
+    "from torch.nn import *\n",  # an installed package's names are not read
+    "from missing_module import *\n",  # not in the project
+    "def f():\n    pass\nglobals()['made'] = 1\n",  # names written out of sight
+    "__all__ = ['f']\n__all__ += ['made']\ndef f():\n    pass\n",  # an __all__ built up
+    "def f(:\n",  # cannot be read
+])
+def test_a_star_import_whose_names_cannot_all_be_known_keeps_the_file_quiet(tmp_path: Path, helpers: str) -> None:
+    (tmp_path / "helpers.py").write_text(helpers)
+    script = tmp_path / "train.py"
+    script.write_text(_HEAD + "from helpers import *\n\ndef main():\n    print(made)\n\nmain()\n")
+    assert [f for f in check_file(script) if f.code == "DDP020"] == []
