@@ -18,7 +18,13 @@ from pathlib import Path
 
 from orchestrator.source.names import FunctionNode, Module
 from orchestrator.source.starimports import dunder_all, star_sources
-from orchestrator.source.syspath import extra_roots, repository_root
+from orchestrator.source.syspath import (
+    elsewhere_in_repository,
+    extra_roots,
+    module_name,
+    package_above,
+    repository_root,
+)
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
@@ -61,7 +67,7 @@ class Project:
         # deeper down, at the repository's root (``syspath.repository_root``)
         self.above = [p for p in (*self.script.parents[1:3], *repository_root(self.script)) if p not in self.roots]
         self.above += [p / "src" for p in self.above if (p / "src").is_dir() and p / "src" not in self.roots]
-        self.package = _package_of(self.script)
+        self.package = package_above(self.script)
         self._modules: dict[Path, Module | None] = {}
         self._reach: dict[tuple[Path, str], Reach] = {}
         self._found: dict[str, Path | None] = {}
@@ -95,6 +101,8 @@ class Project:
                     self._found[dotted_name] = found.resolve()
                     self._named.setdefault(found.resolve(), dotted_name)
                     break
+            if self._found[dotted_name] is None and len(parts) == 1:  # on PYTHONPATH from another folder
+                self._found[dotted_name] = elsewhere_in_repository(self.script, dotted_name)
         return self._found[dotted_name]
 
     def load(self, path: Path) -> Module:
@@ -113,7 +121,7 @@ class Project:
             if stat.st_size > MAX_BYTES:
                 raise _Unreadable(str(path))
             source = path.read_bytes()
-            package = self._package(path)
+            package = self.package_of(path)
             key = (f"{path}:{package}", hashlib.sha256(source).digest())
             module = _PARSED.get(key)
             if module is None:
@@ -161,14 +169,14 @@ class Project:
     def _local(self, qual: str) -> bool:
         return self.find(qual) is not None or self.split(qual) is not None
 
-    def _package(self, path: Path) -> str | None:
+    def package_of(self, path: Path) -> str | None:
         """The package ``path``'s relative imports start from: the folders with ``__init__.py`` above it, or, when
         the project found it under a longer dotted name ending in those (a package whose parents were shipped
         without their ``__init__.py``: ``from .AbsTrainer import X`` in ``FlagEmbedding/abc/finetune/embedder``,
         imported as ``FlagEmbedding.abc.finetune.embedder``), that name; also for a module with no ``__init__.py``
         above it that the project found as ``pfns.train`` (``import pfns.train``: a namespace package, whose
         ``from .utils import init_dist`` Python resolves in ``pfns``)."""
-        own = _package_of(path)
+        own = package_above(path)
         named = self._named.get(path)
         if named is None:
             return own
@@ -195,13 +203,6 @@ class Project:
     def helpers(self) -> list[tuple[Path, Module]]:
         """The local modules read so far (those the script's calls reached), in reading order."""
         return [(path, module) for path, module in self._modules.items() if module is not None]
-
-    def package_of(self, path: Path) -> str | None:
-        """The package the module at ``path`` is in, as the project names it (its relative imports start there)."""
-        if path == self.script:
-            return self.package
-        name = self._name_of(path)
-        return name if path.name == "__init__.py" else name.rpartition(".")[0] or None
 
     def package_folder(self, path: Path) -> Path | None:
         """The folder of the top package of the local module at ``path`` (``pythia/`` for ``pythia.utils.flags``);
@@ -280,7 +281,7 @@ class Project:
 
     def _name_of(self, path: Path) -> str:
         """The dotted name ``path`` was found under (its own calls of its functions resolve through it)."""
-        return self._named.get(path) or _module_name(path, [*self.roots, *self.above])
+        return self._named.get(path) or module_name(path, [*self.roots, *self.above])
 
     def _compute(self, path: Path, name: str, depth: int) -> Reach:
         """What ``name`` (a function, a class or ``Class.method``) of the module at ``path`` reaches."""
@@ -359,31 +360,6 @@ def _roots(script: Path) -> list[Path]:
     if top != script.parent:
         roots.append(top)
     return roots
-
-
-def _package_of(path: Path) -> str | None:
-    """``a.b`` for ``.../a/b/x.py`` when a and b hold ``__init__.py``; None outside a package."""
-    parts: list[str] = []
-    folder = path.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        parts.append(folder.name)
-        folder = folder.parent
-    return ".".join(reversed(parts)) or None
-
-
-def _module_name(path: Path, roots: list[Path]) -> str:
-    """``a.b`` for ``root/a/b.py`` under the first of ``roots`` that holds ``path`` (the script's folders, then the
-    folders above it where its packages were found); the file's stem under none."""
-    for root in roots:
-        try:
-            rel = path.relative_to(root.resolve())
-        except ValueError:
-            continue
-        parts = list(rel.with_suffix("").parts)
-        if parts and parts[-1] == "__init__":
-            parts.pop()
-        return ".".join(parts)
-    return path.stem
 
 
 def _add_relative_aliases(module: Module, tree: ast.Module, package: str | None) -> None:

@@ -5,12 +5,19 @@ Research repositories often run ``tools/train.py`` with ``import _init_paths`` f
 (OpenPCDet): ``from utils.comm import comm`` is then ``lib/utils/comm.py``, a project helper, not a package. The
 paths are evaluated statically (constants, ``__file__``, ``dirname``, ``join``, ``abspath``; a relative path
 counts from the script's folder); anything else is ignored.
+
+Also where a module lives when nothing the script runs says so: the one module of a bare name elsewhere in the
+repository (``elsewhere_in_repository``: a folder the README's command puts on ``PYTHONPATH``), and the names of
+files as Python would import them from those folders (``package_above``, ``module_name``).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import logging
+import os
+import sys
 from pathlib import Path
 
 from orchestrator.source.names import last_name
@@ -121,3 +128,74 @@ def _value(expr: ast.expr, file: Path, env: dict[str, Path]) -> Path | None:
         if name in _PASS_THROUGH and len(parts) == 1:
             return parts[0]
     return None
+
+
+# installed packages a repository may hold a folder or file of the same name beside (a data set's ``datasets/``, a
+# ``wandb/`` run folder, a vendored copy): a bare import of one of these is the package, never looked for in the tree
+_INSTALLED = frozenset({
+    "torch", "torchvision", "torchaudio", "numpy", "scipy", "sklearn", "pandas", "PIL", "cv2", "yaml", "tqdm",
+    "datasets", "transformers", "accelerate", "evaluate", "peft", "trl", "timm", "lightning", "pytorch_lightning",
+    "deepspeed", "wandb", "hydra", "omegaconf", "einops", "apex", "mmcv", "mmengine", "mmdet", "detectron2",
+    "fairseq", "tensorboard", "tensorboardX", "matplotlib", "h5py", "lmdb", "hostlist", "submitit", "jax", "tensorflow",
+})
+_SKIP = frozenset({"site-packages", "node_modules", "venv", "env", "build", "dist", "__pycache__"})
+_MAX_ENTRIES = 20_000  # a tree larger than this is not searched (the answer would be a guess, and slow)
+
+
+def elsewhere_in_repository(script: Path, name: str) -> Path | None:
+    """The one module ``name`` (``name.py`` or ``name/__init__.py``) in ``script``'s repository, for a bare
+    ``import name`` the script's own folders do not hold: a helper in another folder that the README's command puts
+    on ``PYTHONPATH`` (AudioSet ConvNeXt's ``import idr_torch`` from ``src/.../utils/``). None where there is no
+    repository root (``_ROOT_MARKS``) within ``_FAR`` folders, where the name is the standard library's or a
+    well-known installed package's, where the tree is too large, and where two modules have that name."""
+    if not name.isidentifier() or name in sys.stdlib_module_names or name in _INSTALLED:
+        return None
+    root = next((folder for folder in script.parents[:_FAR] if any((folder / m).exists() for m in _ROOT_MARKS)), None)
+    candidates = _modules_under(root).get(name, ()) if root is not None else ()
+    return candidates[0] if len(candidates) == 1 else None
+
+
+@functools.lru_cache(maxsize=8)
+def _modules_under(root: Path) -> dict[str, tuple[Path, ...]]:
+    """Every module of the tree at ``root`` by its bare name (``x.py``, ``x/__init__.py``); empty where the tree is
+    too large to search (read once per root)."""
+    found: dict[str, list[Path]] = {}
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        seen += len(dirs) + len(files)
+        if seen > _MAX_ENTRIES:
+            return {}
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP]
+        here = Path(folder)
+        for file in files:
+            if file.endswith(".py") and file != "__init__.py":
+                found.setdefault(file[:-3], []).append((here / file).resolve())
+        for sub in dirs:
+            if (here / sub / "__init__.py").is_file():
+                found.setdefault(sub, []).append((here / sub / "__init__.py").resolve())
+    return {name: tuple(paths) for name, paths in found.items()}
+
+
+def package_above(path: Path) -> str | None:
+    """``a.b`` for ``.../a/b/x.py`` when a and b hold ``__init__.py``; None outside a package."""
+    parts: list[str] = []
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.append(folder.name)
+        folder = folder.parent
+    return ".".join(reversed(parts)) or None
+
+
+def module_name(path: Path, roots: list[Path]) -> str:
+    """``a.b`` for ``root/a/b.py`` under the first of ``roots`` that holds ``path`` (the script's folders, then the
+    folders above it where its packages were found); the file's stem under none."""
+    for root in roots:
+        try:
+            rel = path.relative_to(root.resolve())
+        except ValueError:
+            continue
+        parts = list(rel.with_suffix("").parts)
+        if parts and parts[-1] == "__init__":
+            parts.pop()
+        return ".".join(parts)
+    return path.stem
