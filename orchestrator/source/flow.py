@@ -117,10 +117,18 @@ class Flow:
         return False
 
     def _dead_side(self, test: ast.expr) -> str | None:
+        """Also through a name bound once to such a test (``ddp = int(os.environ.get("RANK", -1)) != -1``; ``if
+        ddp:``, ``if not ddp:``)."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        name = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+        if isinstance(name, ast.Name):
+            values = [v for scope in self.module.scopes.values() for _, v in scope.assigned.get(name.id, ())]
+            test = values[0] if len(values) == 1 and values[0] is not None else test
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None
         value = test.comparators[0] if isinstance(fold(test.left), ast.Constant) else test.left  # -1 < local_rank
-        return dead_side(test) if self.ranks.dependent(value) else None
+        dead = dead_side(test) if self.ranks.dependent(value) else None
+        return {"body": "orelse", "orelse": "body"}.get(dead or "") if negated and isinstance(name, ast.Name) else dead
 
     # -- guards -------------------------------------------------------------------------------------
     def _guarded_functions(self) -> set[FunctionNode]:
