@@ -1,15 +1,16 @@
 """DDP013 in a LightningModule: a validation hook (``validation_step``, ``validation_epoch_end``,
-``on_validation_epoch_end``) logs with ``self.log``/``self.log_dict`` and no ``sync_dist=True``.
-Lightning shards the validation loaders across the ranks (its DistributedSampler) and, without ``sync_dist``, the
-epoch value rank 0's logger records (and a ``ModelCheckpoint`` or ``EarlyStopping`` on rank 0 monitors) is the mean
-over rank 0's shard only; Lightning's own docs ask for ``sync_dist=True`` when logging on epoch level in a
-distributed run.
+``on_validation_epoch_end``) logs with ``self.log``/``self.log_dict`` and no ``sync_dist=True``. Lightning shards the
+validation loaders across the ranks (its DistributedSampler) and, without ``sync_dist``, the epoch value rank 0's
+logger records (and a ``ModelCheckpoint`` or ``EarlyStopping`` on rank 0 monitors) is the mean over rank 0's shard
+only; Lightning's own docs ask for ``sync_dist=True`` when logging on epoch level in a distributed run.
 
 Not reported: a torchmetrics object logged (``self.log("val_acc", self.val_acc)``, a ``MetricCollection``) or what its
 ``compute()`` returns (they synchronise themselves); a hook that gathers or reduces itself (``self.all_gather``,
-``all_reduce``, the strategy's ``reduce``), and the methods it hands what it gathered; ``sync_dist`` given as
-anything but ``False``; a file that keeps Lightning from sharding the loaders (``use_distributed_sampler=False``,
-``replace_sampler_ddp=False``). The class is one whose bases (in the file) end in ``LightningModule``."""
+``all_reduce``, the strategy's ``reduce``), or that calls a method of the class that does and does not log itself
+(``self.gather_outputs(outputs)`` around a project's ``all_gather``), and the methods it hands what it gathered;
+``sync_dist`` given as anything but ``False``; a file that keeps Lightning from sharding the loaders
+(``use_distributed_sampler=False``, ``replace_sampler_ddp=False``). The class is one whose bases (in the file) end in
+``LightningModule``."""
 
 from __future__ import annotations
 
@@ -42,9 +43,11 @@ def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
         methods = _methods(cls, classes, 0)
         for name in sorted(_HOOKS & methods.keys()):
             hook = methods[name]
-            if _reduces(hook):  # what it hands its helpers is gathered (ZeroFlow's metric.gather(self.all_gather))
-                continue
-            for function in reached_methods(hook, methods, 3):  # ProteinWorkshop's log is three calls down
+            reached = reached_methods(hook, methods, 3)  # ProteinWorkshop's log is three calls down
+            if _reduces(hook) or any(_reduces(f) for f in reached if f is not hook and not _logs(f)):
+                continue  # what it hands its helpers is gathered (ZeroFlow's metric.gather(self.all_gather)), or
+                # what its helper gives it back (AdaFace's self.gather_outputs(outputs) -> utils.all_gather)
+            for function in reached:
                 if _reduces(function):
                     continue
                 for call in walk(function):
@@ -113,6 +116,12 @@ def _reduces(hook: _Function) -> bool:
     """A call of a reducing name, or Lightning's ``self.all_gather`` handed on (``metric.gather(self.all_gather)``)."""
     return any((isinstance(n, ast.Call) and (last_name(n.func) or "") in _REDUCING)
                or (isinstance(n, ast.Attribute) and n.attr == "all_gather") for n in walk(hook))
+
+
+def _logs(function: _Function) -> bool:
+    """The method logs itself (``self.log``/``self.log_dict``): one that reduces and logs is judged on its own."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _LOGS
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self" for n in walk(function))
 
 
 def _unsharded(tree: ast.Module) -> bool:

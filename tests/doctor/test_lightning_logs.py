@@ -113,3 +113,32 @@ class Model(pl.LightningModule):
 def test_a_hook_that_gathers_before_a_helper_logs_is_not_reported(gather: str, found: list[int]) -> None:
     source = _GATHERED_THEN_HELPER.format(gather=gather)
     assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found
+
+
+_GATHERED_BY_A_HELPER = """
+import torch
+import lightning.pytorch as pl
+import utils
+
+
+class Model(pl.LightningModule):
+    def validation_epoch_end(self, outputs):
+        gathered = self.gather_outputs(outputs)
+        self.log("val_acc", gathered.float().mean())
+
+    def gather_outputs(self, outputs):
+        {gather}
+        {log}
+        return torch.cat(merged)
+"""
+
+
+@pytest.mark.parametrize(("gather", "log", "found"), [
+    ("merged = utils.all_gather(outputs)", "", []),  # AdaFace: every rank's outputs come back, then logged
+    ("merged = list(outputs)", "", [10]),  # nothing gathered: rank 0's shard
+    # a helper that gathers and logs is judged on its own (its logs are left as before): it clears no other log
+    ("merged = utils.all_gather(outputs)", 'self.log("n", len(outputs))', [10]),
+])
+def test_a_hook_whose_helper_method_gathers_is_not_reported(gather: str, log: str, found: list[int]) -> None:
+    source = _GATHERED_BY_A_HELPER.format(gather=gather, log=log)
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found
