@@ -8,9 +8,10 @@ Not reported: a torchmetrics object logged (``self.log("val_acc", self.val_acc)`
 ``compute()`` returns (they synchronise themselves); a hook that gathers or reduces itself (``self.all_gather``,
 ``all_reduce``, the strategy's ``reduce``), or that calls a method of the class that does and does not log itself
 (``self.gather_outputs(outputs)`` around a project's ``all_gather``), and the methods it hands what it gathered;
-``sync_dist`` given as anything but ``False``; a file that keeps Lightning from sharding the loaders
-(``use_distributed_sampler=False``, ``replace_sampler_ddp=False``). The class is one whose bases (in the file) end in
-``LightningModule``."""
+``sync_dist`` given as anything but ``False``; a module whose every ``fit`` in the file hands Lightning no validation
+data (no ``val_dataloaders``, a DataModule of the file whose ``val_dataloader`` returns nothing: no validation runs); a
+file that keeps Lightning from sharding the loaders (``use_distributed_sampler=False``, ``replace_sampler_ddp=False``).
+The class is one whose bases (in the file) end in ``LightningModule``."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
     said: set[int] = set()
     for cls in _lightning_modules(classes):
         methods = _methods(cls, classes, 0)
+        if "val_dataloader" not in methods and _no_validation_data(a, classes):
+            continue  # no validation loop ever runs: its hooks are never called
         for name in sorted(_HOOKS & methods.keys()):
             hook = methods[name]
             reached = reached_methods(hook, methods, 3)  # ProteinWorkshop's log is three calls down
@@ -127,3 +130,38 @@ def _logs(function: _Function) -> bool:
 def _unsharded(tree: ast.Module) -> bool:
     return any(isinstance(n, ast.keyword) and n.arg in _UNSHARDED and isinstance(n.value, ast.Constant)
                and n.value.value is False for n in walk(tree))
+
+
+def _no_validation_data(a: Analysis, classes: dict[str, ast.ClassDef]) -> bool:
+    """Every ``.fit(...)`` of the file hands Lightning no validation data (MolFormer's ``trainer.fit(model,
+    train_loader)``, ``train_loader`` a DataModule of the file whose ``val_dataloader`` returns nothing): no
+    ``val_dataloaders``, and each DataModule given is one of the file's whose ``val_dataloader`` is missing or returns
+    no value. False where there is no ``fit`` call, or a data argument cannot be read."""
+    fits = [n for n in a.module.nodes if isinstance(n, ast.Call) and last_name(n.func) == "fit"]
+    for fit in fits:
+        given = {k.arg: k.value for k in fit.keywords}
+        if len(fit.args) > 2 or not _none(given.get("val_dataloaders")) or None in given:
+            return False  # a validation loader, or **kwargs
+        data = [*fit.args[1:2], *(v for k, v in given.items() if k in ("train_dataloaders", "datamodule"))]
+        for value in data:
+            made = a.module.resolve(value.id, value)[1] if isinstance(value, ast.Name) else value
+            cls = classes.get(last_name(made.func) or "") if isinstance(made, ast.Call) else None
+            if cls is None and value is given.get("datamodule"):
+                return False
+            if cls is not None and not _returns_nothing(_methods(cls, classes, 0).get("val_dataloader")):
+                return False
+    return bool(fits)
+
+
+def _none(value: ast.expr | None) -> bool:
+    return value is None or (isinstance(value, ast.Constant) and value.value is None)
+
+
+def _returns_nothing(method: _Function | None) -> bool:
+    """A ``val_dataloader`` that is missing, ``pass``, or returns only ``None``."""
+    if method is None:
+        return True
+    nodes = walk(method)
+    return all(_none(n.value) for n in nodes if isinstance(n, ast.Return)) and not any(
+        isinstance(n, ast.Yield | ast.YieldFrom) for n in nodes)
+

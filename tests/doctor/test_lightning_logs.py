@@ -142,3 +142,41 @@ class Model(pl.LightningModule):
 def test_a_hook_whose_helper_method_gathers_is_not_reported(gather: str, log: str, found: list[int]) -> None:
     source = _GATHERED_BY_A_HELPER.format(gather=gather, log=log)
     assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found
+
+
+_NO_VALIDATION = """
+import torch
+import lightning.pytorch as pl
+from torch.utils.data import DataLoader
+
+
+class Data(pl.LightningDataModule):
+    def train_dataloader(self):
+        return DataLoader(range(8))
+
+    def val_dataloader(self):
+        {val}
+
+
+class Model(pl.LightningModule):
+    def validation_epoch_end(self, outputs):
+        self.log("validation_loss", torch.stack(outputs).mean())
+
+
+trainer = pl.Trainer(devices=8, num_nodes=2, strategy="ddp")
+data = Data()
+trainer.fit(Model(), {fit})
+"""
+
+
+@pytest.mark.parametrize(("val", "fit", "found"), [
+    ("pass", "data", []),  # MolFormer: its DataModule gives no validation loader, so no validation hook runs
+    ("return None", "datamodule=data", []),
+    ("pass", "DataLoader(range(8))", []),  # a training loader alone
+    ("return DataLoader(range(8))", "data", [17]),  # a validation loader: its hook runs on every rank's shard
+    ("pass", "data, DataLoader(range(4))", [17]),  # val_dataloaders given
+    ("pass", "datamodule=make_data()", [17]),  # a data module that cannot be read
+])
+def test_no_validation_data_no_validation_hook(val: str, fit: str, found: list[int]) -> None:
+    source = _NO_VALIDATION.format(val=val, fit=fit)
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found
