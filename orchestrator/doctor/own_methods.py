@@ -77,7 +77,7 @@ def _class_of(a: Analysis, func: ast.expr) -> tuple[Module | None, ast.ClassDef 
     if isinstance(func, ast.Name) and func.id in a.module.classes:
         return a.module, a.module.classes[func.id]
     qual = a.module.qualname(func)
-    project = a.project if a.outer is None else a.outer.project
+    project = a.script_project
     where = project.split(qual) if project is not None and qual else None
     module = project.read(where[0]) if project is not None and where is not None else None
     if module is None or where is None:

@@ -328,7 +328,7 @@ def _set_epoch(node: ast.AST) -> TypeGuard[ast.Call]:
 def _class_sets_epoch(a: Analysis) -> bool:
     """The file makes a project class that calls ``set_epoch`` itself (maskrcnn-benchmark's
     ``IterationBasedBatchSampler``: ``self.batch_sampler.sampler.set_epoch(iteration)`` in its ``__iter__``)."""
-    project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
+    project = a.script_project
     if project is None:
         return False
     for qual in {site.qual for site in a.flow.sites if site.qual}:

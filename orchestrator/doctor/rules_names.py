@@ -208,7 +208,7 @@ def _star_names(a: Analysis) -> frozenset[str] | None:
     (``source.starimports.star_names``); None where one is not (an installed package's names are not read)."""
     if not any(isinstance(n, ast.ImportFrom) and any(alias.name == "*" for alias in n.names) for n in a.module.nodes):
         return frozenset()
-    project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
+    project = a.script_project
     path = project_path(a.filename)
     if project is None or path is None:
         return None

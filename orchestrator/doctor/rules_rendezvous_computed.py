@@ -28,13 +28,14 @@ from orchestrator.doctor.layoutconfig import read_config
 from orchestrator.doctor.rules_nodes import origins
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.source.analysis import INIT
+from orchestrator.source.kwargs import argument
 from orchestrator.source.names import FunctionNode
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, NODES_ENV, WORLD_ENV
 from orchestrator.source.walk import walk
 
 CONFIG_LOOPBACK = "the config's rendezvous is this machine's loopback address"  # said, and the mark feasibility reads
 
-_DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
+DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _RANDOM_DRAWS = frozenset({"random.randint", "random.randrange", "random.choice", "numpy.random.randint",
                            "numpy.random.choice", "np.random.randint", "np.random.choice"})
 MASTER_KEYS = frozenset({"MASTER_PORT", "MASTER_ADDR"})
@@ -52,10 +53,6 @@ def check_computed(a: Analysis) -> Iterator[Finding]:
 
 # -- the world size -------------------------------------------------------------------------------------------
 
-def _keyword(call: ast.Call, name: str, index: int) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), call.args[index] if len(call.args) > index else None)
-
-
 def _walked(a: Analysis, expr: ast.expr) -> list[ast.AST]:
     return [n for e in origins(a, expr) for n in walk(e)]
 
@@ -65,12 +62,12 @@ def _envs(a: Analysis, nodes: list[ast.AST]) -> set[str]:
 
 
 def _counts_devices(a: Analysis, nodes: list[ast.AST]) -> bool:
-    return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _DEVICE_COUNT for n in nodes)
+    return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in DEVICE_COUNT for n in nodes)
 
 
 def _world_sizes(a: Analysis) -> Iterator[Finding]:
     for site in a.sites(INIT):
-        size = _keyword(site.call, "world_size", 3)
+        size = argument(site.call, "world_size", 3)
         if size is None:
             continue
         walked = _walked(a, size)
@@ -86,7 +83,7 @@ def _world_sizes(a: Analysis) -> Iterator[Finding]:
                             "job with fewer tasks per node than GPUs waits in init_process_group for ranks that "
                             "never come", confidence="likely")
             continue
-        rank = _keyword(site.call, "rank", 4)
+        rank = argument(site.call, "rank", 4)
         kind = _RANK_KINDS.get(frozenset(_envs(a, _walked(a, rank)) & (GLOBAL_ENV | LOCAL_ENV))) if rank else None
         if kind is not None:
             yield a.finding("DDP008", site.call, f"world_size is this machine's torch.cuda.device_count() while the "
@@ -184,7 +181,7 @@ def _random_ports(a: Analysis) -> Iterator[Finding]:
     for node in a.module.nodes:
         value = node.value if isinstance(node, ast.Assign) else None
         if isinstance(node, ast.Call) and a.module.qualname(node.func) in INIT:
-            value = _keyword(node, "init_method", 1)
+            value = argument(node, "init_method", 1)
         parsed = url_parts(value) if value is not None else None
         if value is None or parsed is None:
             continue

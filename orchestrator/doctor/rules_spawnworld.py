@@ -21,16 +21,16 @@ from dataclasses import replace
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_nodes import bound
+from orchestrator.doctor.rules_rendezvous_computed import DEVICE_COUNT
 from orchestrator.doctor.rules_spawn import installed_copy
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import INIT, spawn_target
-from orchestrator.source.kwargs import keyword
+from orchestrator.source.kwargs import argument, dict_entry
 from orchestrator.source.names import dotted, last_name
 
 ONE_NODE_WORLD = "a world of one node's processes"  # the mark feasibility reads
 _DEPTH = 6
-_DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _SEE_THROUGH = frozenset({"int", "min", "max"})  # int(n), min(n, device_count()): still one node's count
 _FIX = ("world_size = int(os.environ['WORLD_SIZE']) (orch gives a per-node task WORLD_SIZE = nodes x processes per "
         "node), with rank = int(os.environ['NODE_RANK']) * nprocs + index")
@@ -46,9 +46,7 @@ def check_one_node_world(a: Analysis) -> Iterator[Finding]:
         function = a.module.functions.get(target.id) if isinstance(target, ast.Name) else None
         count = _count(spawn.node)
         init = a.flow.reaches(function, INIT) if function is not None and count is not None else None
-        size = keyword(init, "world_size") if init is not None else None
-        if size is None and init is not None and len(init.args) > 3:
-            size = init.args[3]
+        size = argument(init, "world_size", 3) if init is not None else None
         if init is None or size is None or count is None or id(init) in seen:
             continue
         counted = {ast.dump(leaf) for leaf in _leaves(a, count, 0)}
@@ -66,11 +64,11 @@ def check_one_node_world(a: Analysis) -> Iterator[Finding]:
 
 def _count(spawn: ast.Call) -> ast.expr | None:
     """How many processes the spawn starts (``nprocs=``, a spawn's third argument)."""
-    return keyword(spawn, "nprocs") or (spawn.args[2] if len(spawn.args) > 2 else None)
+    return argument(spawn, "nprocs", 2)
 
 
 def _device_count(a: Analysis, leaf: ast.expr) -> bool:
-    return isinstance(leaf, ast.Call) and a.module.qualname(leaf.func) in _DEVICE_COUNT
+    return isinstance(leaf, ast.Call) and a.module.qualname(leaf.func) in DEVICE_COUNT
 
 
 def _leaves(a: Analysis, expr: ast.expr, depth: int) -> list[ast.expr]:
@@ -88,18 +86,8 @@ def _leaves(a: Analysis, expr: ast.expr, depth: int) -> list[ast.expr]:
         return [leaf for v in values for leaf in _leaves(a, v, depth + 1)] if values else [expr]
     if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str):
         picked = [value for held in _leaves(a, expr.value, depth + 1)
-                  if (value := _entry(held, expr.slice.value)) is not None]
+                  if (value := dict_entry(held, expr.slice.value)) is not None]
         return [leaf for v in picked for leaf in _leaves(a, v, depth + 1)] if picked else [expr]
     if isinstance(expr, ast.Call) and last_name(expr.func) in _SEE_THROUGH and expr.args and not expr.keywords:
         return [leaf for arg in expr.args for leaf in _leaves(a, arg, depth + 1)]
     return [expr]
-
-
-def _entry(held: ast.expr, key: str) -> ast.expr | None:
-    """``held``'s value for ``key``: a dict display's, or ``dict(key=...)``'s."""
-    if isinstance(held, ast.Dict):
-        return next((v for k, v in zip(held.keys, held.values, strict=True)
-                     if isinstance(k, ast.Constant) and k.value == key), None)
-    if isinstance(held, ast.Call) and last_name(held.func) == "dict":
-        return keyword(held, key)
-    return None

@@ -55,7 +55,7 @@ def index_as_rank(a: Analysis, spawn: ast.Call) -> IndexRank | None:
     target = spawn_target(spawn)
     if last_name(spawn.func) == "Process" and not _handed_a_count(a, spawn):  # Process(target=run, args=(i, ...))
         return None
-    project = a.project if a.project is not None else a.outer.project if a.outer is not None else None
+    project = a.script_project
     if isinstance(target, ast.Name) and target.id not in a.module.functions:
         target = _handed_in(a, spawn, target.id) or target  # def run_distributed(fn, ...): mp.spawn(fn, ...)
     found = _started(a, project, target) if isinstance(target, ast.Name | ast.Attribute) else None

@@ -76,8 +76,9 @@ class Analysis:
         script = project_path(filename) if outer is None else None
         self.project = Project(script, self.module, tree) if script is not None else None
         self.ranks: Ranks = Ranks(self.module, outer.ranks if outer is not None else None)
-        owner = self.project if outer is None else outer.project  # a helper's calls reach the script's project
-        self.ranks.project = owner.function if owner is not None else None
+        # a helper's calls reach the script's project
+        self.script_project = self.project if outer is None else outer.project
+        self.ranks.project = self.script_project.function if self.script_project is not None else None
         self.flow = Flow(self.module, self.ranks)
         self._trains: dict[str, bool] = {}
         self._helpers: dict[int, Reach | None] = {}

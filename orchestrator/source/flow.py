@@ -128,7 +128,7 @@ class Flow:
             return None
         value = test.comparators[0] if isinstance(fold(test.left), ast.Constant) else test.left  # -1 < local_rank
         dead = dead_side(test) if self.ranks.dependent(value) else None
-        return {"body": "orelse", "orelse": "body"}.get(dead or "") if negated and isinstance(name, ast.Name) else dead
+        return {"body": "orelse", "orelse": "body"}.get(dead or "") if negated else dead  # `not ddp`: turned round
 
     # -- guards -------------------------------------------------------------------------------------
     def _guarded_functions(self) -> set[FunctionNode]:

@@ -28,10 +28,15 @@ def keyword(call: ast.Call, name: str, tree: ast.AST | None = None) -> ast.expr 
     return None
 
 
+def argument(call: ast.Call, name: str, index: int) -> ast.expr | None:
+    """The value ``call`` gives its parameter ``name``, by keyword or at position ``index``."""
+    return next((k.value for k in call.keywords if k.arg == name), call.args[index] if len(call.args) > index else None)
+
+
 def _spread_value(tree: ast.AST, variable: str, key: str) -> ast.expr | None:
     bound = [node.value for node in walk(tree) if isinstance(node, ast.Assign)
              and any(isinstance(t, ast.Name) and t.id == variable for t in node.targets)]
-    values = [_entry(value, key) for value in bound]
+    values = [dict_entry(value, key) for value in bound]
     if not values or any(v is None for v in values):
         return None
     first = values[0]
@@ -39,7 +44,8 @@ def _spread_value(tree: ast.AST, variable: str, key: str) -> ast.expr | None:
     return first if all(ast.dump(v) == ast.dump(first) for v in values if v is not None) else None
 
 
-def _entry(value: ast.expr, key: str) -> ast.expr | None:
+def dict_entry(value: ast.expr, key: str) -> ast.expr | None:
+    """``value``'s entry for ``key``: a dict display's, or a ``dict(key=...)`` call's."""
     if isinstance(value, ast.Dict):
         return next((v for k, v in zip(value.keys, value.values, strict=True)
                      if isinstance(k, ast.Constant) and k.value == key), None)
