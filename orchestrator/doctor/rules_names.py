@@ -212,7 +212,7 @@ def _star_names(a: Analysis) -> frozenset[str] | None:
     path = project_path(a.filename)
     if project is None or path is None:
         return None
-    return star_names(a.module, project.package_of(path.resolve()), project.find, project.read)
+    return star_names(a.module, project.package_of(path.resolve()), project)
 
 
 def _unsure(tree: ast.Module) -> bool:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from orchestrator.source.names import Module
 
@@ -40,21 +40,30 @@ _BLOCKS = (ast.If, ast.Try, ast.For, ast.AsyncFor, ast.While, ast.With, ast.Asyn
 _SCOPE_CALLS = frozenset({"globals", "locals", "vars", "exec", "execfile"})
 
 
-def star_names(module: Module, package: str | None, find: Callable[[str], Path | None],
-               read: Callable[[Path], Module | None], depth: int = 0) -> frozenset[str] | None:
+class Modules(Protocol):
+    """What reads a script's project (``source.project.Project``): a module's file by dotted name, the parsed module,
+    and the package its relative imports start from."""
+
+    def find(self, dotted_name: str) -> Path | None: ...
+
+    def read(self, path: Path) -> Module | None: ...
+
+    def package_of(self, path: Path) -> str | None: ...
+
+
+def star_names(module: Module, package: str | None, project: Modules, depth: int = 0) -> frozenset[str] | None:
     """Every name ``module``'s ``from X import *`` lines bring, where each X is a module of the script's project that
-    can be read (``find``: its file by dotted name; ``read``: parsed): its ``__all__``, else its public top-level
+    can be read: its ``__all__``, else its public top-level
     names (defined, assigned or imported, in any block at module level), and what its own star imports bring. None
     where one cannot be known: an X outside the project (an installed package), one that cannot be read, one that
     writes names out of sight (``globals()``, ``exec`` at module level), or star imports deeper than four."""
     names: set[str] = set()
     for source in star_sources(module, package):
-        path = find(source)
-        found = read(path) if path is not None and depth < _DEPTH else None
+        path = project.find(source)
+        found = project.read(path) if path is not None and depth < _DEPTH else None
         if path is None or found is None or _writes_unseen(found.tree) or _all_changed(found.tree):
             return None
-        inner = star_names(found, source if path.name == "__init__.py" else source.rpartition(".")[0] or None,
-                           find, read, depth + 1)
+        inner = star_names(found, project.package_of(path), project, depth + 1)
         if inner is None:
             return None
         public = dunder_all(found.tree)

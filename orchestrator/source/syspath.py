@@ -65,10 +65,14 @@ def repository_root(script: Path) -> list[Path]:
     further up than the folders a project is searched in already: a recipe run with ``PYTHONPATH`` at the root, as
     icefall's README says for ``egs/librispeech/ASR/conformer_ctc/train.py`` importing ``icefall.dist``. Empty when
     the root is nearer, or none is found within ``_FAR`` folders."""
-    for depth, folder in enumerate(script.parents[:_FAR]):
-        if any((folder / mark).exists() for mark in _ROOT_MARKS):
-            return [folder] if depth >= _NEAR else []
-    return []
+    found = _nearest_root(script)
+    return [found[1]] if found is not None and found[0] >= _NEAR else []
+
+
+def _nearest_root(script: Path) -> tuple[int, Path] | None:
+    """How many folders up the repository's root is (0: the script's own), and the root; None within ``_FAR``."""
+    return next(((depth, folder) for depth, folder in enumerate(script.parents[:_FAR])
+                 if any((folder / mark).exists() for mark in _ROOT_MARKS)), None)
 
 
 def _normal(parts: tuple[str, ...]) -> list[str]:
@@ -150,8 +154,8 @@ def elsewhere_in_repository(script: Path, name: str) -> Path | None:
     well-known installed package's, where the tree is too large, and where two modules have that name."""
     if not name.isidentifier() or name in sys.stdlib_module_names or name in _INSTALLED:
         return None
-    root = next((folder for folder in script.parents[:_FAR] if any((folder / m).exists() for m in _ROOT_MARKS)), None)
-    candidates = _modules_under(root).get(name, ()) if root is not None else ()
+    root = _nearest_root(script)
+    candidates = _modules_under(root[1]).get(name, ()) if root is not None else ()
     return candidates[0] if len(candidates) == 1 else None
 
 
