@@ -350,7 +350,7 @@ def test_launch_verdict_rule() -> None:
 # (style 21, framework 23). Kept apart in tests/doctor/heldout28/ until merged here. Tuned on afterwards: no error
 # finding (the DDP007 fix), so the row asks for none.
 # Set 29 (24 scripts from 24 repositories, four judges, truth committed on 2026-12-04 before the doctor ran on it, in
-# commits lost with that session's machine; measured on the doctor of 6fa2a1b): default output precision 0.46 (22 of
+# commits lost before they landed; measured on the doctor of 6fa2a1b): default output precision 0.46 (22 of
 # 48), recall 0.34 (19 of 56), one error finding on a true DDP003 its judge did not call an error; --shown 0.57 (24 of
 # 42); --all 0.42, 0.39; launch right or refused 21 of 24 (style 24, framework 24). Kept apart in
 # tests/doctor/heldout29/ until merged.
