@@ -43,13 +43,15 @@ def test_a_failed_rank_is_restarted_inside_the_step(slurm_cluster: SlurmCluster,
     assert first["in_process"] is True and first["kind"] == kind and first["blamed_rank"] == 1, (first, detail)
     assert first["pids"]["0"] == second["pids"]["0"] and first["pids"]["1"] != second["pids"]["1"], (first, second)
     assert second["attempt"] == 1 and second["kind"] == "completed" and second["resumed_step"] == 32, second
-    assert isinstance(first["recovery_s"], float) and first["recovery_s"] < 5, first
+    # recorded, and no wait out of the cluster's init_timeout (30 s); its time is bench/bench_recovery.py's to print
+    assert isinstance(first["recovery_s"], float) and 0 < first["recovery_s"] < 30, first
     batch = (job_dir / "logs" / f"slurm-{job_id}.out").read_text(errors="replace")
     assert batch.count("orch: attempt ") == 0, batch  # one srun step: the batch script's loop never restarted
     result = json.loads((job_dir / "result.json").read_text())
-    # rank 0's restarted attempt imported nothing (its pid is the same, above): the phase is loading the job again,
-    # 0.2-0.6 s here, 1.7 s once on a saturated machine (0.5 s was a timing bound that load broke)
-    assert result["startup"]["imports"] < 2.0, result["startup"]
+    # rank 0's restarted attempt imported no torch (its pid is the same, above; a fresh process records an
+    # import_torch phase): its imports phase is loading the job again, 0.2-0.6 s here, 1.7 s once on a saturated
+    # machine; bench/bench_recovery.py prints it, timing bounds here broke under load
+    assert "import_torch" not in result["startup"] and "imports" in result["startup"], result["startup"]
     # the same job uninterrupted on this machine (conftest's faulty_epochs2: one run for every test that needs it)
     assert result["param_digest"] == faulty_epochs2.param_digest()
 
