@@ -65,6 +65,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_launch.check_legacy_local_rank,  # DDP015
     rules_launch.check_local_rank_as_rank,  # DDP016
     rules_spawn.check_index_as_rank,     # DDP016 (a spawn index as the rank)
+    rules_spawnworld.check_fixed_node_offset,  # DDP016 (a node offset written in)
     rules_steps.check_module_forward,    # DDP017
     rules_steps.check_skipped_backward,  # DDP018
     rules_launch.check_swallowed_init,   # DDP019
@@ -87,6 +88,7 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, 
                 lightning_logs.check_unsynced_logs,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,
                 rules_launch.check_local_rank_as_rank, rules_spawn.check_index_as_rank,
+                rules_spawnworld.check_fixed_node_offset,
                 rules_launch.check_swallowed_init,
                 rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count,
                 rules_steps.check_rank_exit, rules_steps.check_module_forward)

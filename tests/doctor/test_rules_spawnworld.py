@@ -89,3 +89,62 @@ def test_across_nodes_it_is_the_error_that_refuses_the_run() -> None:
     assert [f.severity for f in two] == ["error"]
     assert ACROSS_MARK in two[0].marks and "past a world of one node's processes" in two[0].message
     assert two[0].fix.endswith("or run on one node (--nodes 1)")
+
+
+WRITTEN_IN = """\
+import argparse
+import os
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def main_worker(gpu, args):
+    args.gpu = gpu
+    args.rank = {offset} + args.gpu
+    dist.init_process_group(backend="nccl", init_method="env://", world_size=args.world_size, rank=args.rank)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nr", type=int, default=0)
+    args = parser.parse_args()
+    args.gpus = 8
+    args.nodes = {nodes}
+    {node_index}
+    args.world_size = args.gpus * args.nodes
+    mp.spawn(main_worker, nprocs=args.gpus, args=(args,))
+"""
+
+
+def written_in(offset: str = "args.nr_fixed * args.gpus", nodes: str = "1",
+               node_index: str = "args.nr_fixed = 0") -> list:
+    source = WRITTEN_IN.format(offset=offset, nodes=nodes, node_index=node_index)
+    return [f for f in check_source(source, "train.py") if f.code in ("DDP008", "DDP016")]
+
+
+def test_a_node_count_of_one_written_in_makes_the_world_one_nodes() -> None:
+    found = [f for f in written_in() if ONE_NODE_WORLD in f.marks]
+    assert [(f.line, f.confidence) for f in found] == [(10, "likely")]
+
+
+@pytest.mark.parametrize("nodes", ["2", "args.nodes_flag", "int(os.environ['NNODES'])"])
+def test_a_node_count_other_than_one_written_in_is_no_world_of_one_node(nodes: str) -> None:
+    assert [f for f in written_in(nodes=nodes) if ONE_NODE_WORLD in f.marks] == []
+
+
+def test_a_node_offset_written_in_is_ddp016_and_refuses_a_run_across_nodes() -> None:
+    found = [f for f in written_in() if f.code == "DDP016"]
+    assert [(f.line, f.confidence, f.severity) for f in found] == [(9, "likely", "warning")]
+    assert "written in (0, 8)" in found[0].message and "NODE_RANK" in found[0].fix
+    two = across_nodes(found, 2, 8)
+    assert [f.severity for f in two] == ["error"] and ACROSS_MARK in two[0].marks
+
+
+@pytest.mark.parametrize(("offset", "node_index"), [
+    ("args.nr * args.gpus", "pass"),  # a flag: the user passes -nr {node_rank} (the gate's placeholder warning)
+    ("int(os.environ['NODE_RANK']) * args.gpus", "pass"),  # the environment's: differs per node
+    ("args.nr_fixed * args.gpus", "args.nr_fixed = int(os.environ['SLURM_NODEID'])"),
+    ("args.nr_fixed * torch_count", "args.nr_fixed = 0"),  # a value not written in (an unknown name)
+])
+def test_a_node_offset_the_user_or_the_environment_gives_is_not(offset: str, node_index: str) -> None:
+    assert [f for f in written_in(offset=offset, node_index=node_index) if f.code == "DDP016"] == []
