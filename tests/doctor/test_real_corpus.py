@@ -358,6 +358,10 @@ def test_launch_verdict_rule() -> None:
 # before the doctor ran on it, measured on 6aebb20): default output precision 0.60 (21 of 35), recall 0.31 (19 of 61),
 # no error finding; --shown 0.81 (21 of 26); --all 0.56, 0.38; launch right or refused 17 of 23 (style 21,
 # framework 23). Kept apart in tests/doctor/heldout30/ until merged.
+# Set 31 (24 scripts from 24 repositories, four judges, truth committed 1bd02d4, 2864666, 8943e1e + f036ed5, 4459dfb on
+# 2026-12-04 before the doctor ran on it, measured on 3d5bfc5): default output precision 0.62 (26 of 42), recall 0.46
+# (24 of 52), three false error findings (DDP002 on a subgroup's barrier); --shown 0.68 (25 of 37); --all 0.51, 0.52;
+# launch right or refused 20 of 24 (style 23, framework 24). Kept apart in tests/doctor/heldout31/ until merged.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -381,6 +385,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (28, 23, 0.56, 0.36, True),
     (29, 24, 0.45, 0.33, False),
     (30, 23, 0.60, 0.31, True),
+    (31, 24, 0.62, 0.46, False),
 ]
 
 
