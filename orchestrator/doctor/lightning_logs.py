@@ -8,10 +8,12 @@ Not reported: a torchmetrics object logged (``self.log("val_acc", self.val_acc)`
 ``compute()`` returns (they synchronise themselves); a hook that gathers or reduces itself (``self.all_gather``,
 ``all_reduce``, the strategy's ``reduce``), or that calls a method of the class that does and does not log itself
 (``self.gather_outputs(outputs)`` around a project's ``all_gather``), and the methods it hands what it gathered;
-``sync_dist`` given as anything but ``False``; a module whose every ``fit`` in the file hands Lightning no validation
-data (no ``val_dataloaders``, a DataModule of the file whose ``val_dataloader`` returns nothing: no validation runs); a
-file that keeps Lightning from sharding the loaders (``use_distributed_sampler=False``, ``replace_sampler_ddp=False``).
-The class is one whose bases (in the file) end in ``LightningModule``."""
+``sync_dist`` given as anything but ``False``; a log on the side of a helper's ``if step_type == "train":`` that the
+hook's constant argument (``self._step(batch, batch_idx, "val")``) does not take; Lightning's own reducing utilities
+(``all_gather_ddp_if_available``, ``sync_ddp_if_available``); a module whose every ``fit`` in the file hands Lightning
+no validation data (no ``val_dataloaders``, a DataModule of the file whose ``val_dataloader`` returns nothing: no
+validation runs); a file that keeps Lightning from sharding the loaders (``use_distributed_sampler=False``,
+``replace_sampler_ddp=False``). The class is one whose bases (in the file) end in ``LightningModule``."""
 
 from __future__ import annotations
 
@@ -28,7 +30,9 @@ from orchestrator.source.walk import walk
 # the validation hooks (the test ones often run on one device, Lightning's advice for a test: not judged)
 _HOOKS = frozenset({"validation_step", "validation_step_end", "validation_epoch_end", "on_validation_epoch_end"})
 _LOGS = frozenset({"log", "log_dict"})
-_REDUCING = frozenset({"all_gather", "all_reduce", "reduce", "gather", "all_gather_object", "sync"})
+_REDUCING = frozenset({"all_gather", "all_reduce", "reduce", "gather", "all_gather_object", "sync",
+                       # Lightning's own utilities (pytorch_lightning.utilities.distributed)
+                       "all_gather_ddp_if_available", "sync_ddp_if_available", "sync_ddp", "gather_all_tensors"})
 _UNSHARDED = frozenset({"use_distributed_sampler", "replace_sampler_ddp"})
 
 
@@ -53,8 +57,9 @@ def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
             for function in reached:
                 if _reduces(function):
                     continue
+                given = _constants_given(hook, function)
                 for call in walk(function):
-                    if id(call) in said or not _unsynced(call):
+                    if id(call) in said or not _unsynced(call) or _branch_not_taken(function, call, given):
                         continue
                     said.add(id(call))
                     yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} with no "
@@ -119,6 +124,49 @@ def _reduces(hook: _Function) -> bool:
     """A call of a reducing name, or Lightning's ``self.all_gather`` handed on (``metric.gather(self.all_gather)``)."""
     return any((isinstance(n, ast.Call) and (last_name(n.func) or "") in _REDUCING)
                or (isinstance(n, ast.Attribute) and n.attr == "all_gather") for n in walk(hook))
+
+
+def _constants_given(hook: _Function, helper: _Function) -> dict[str, object]:
+    """The constants the hook hands its method ``helper`` (``self._step(batch, batch_idx, step_type="val")`` for ``def
+    _step(self, batch, batch_idx, step_type)``): parameter -> value, where every call of it in the hook agrees."""
+    params = [p.arg for p in (*helper.args.posonlyargs, *helper.args.args)][1:]
+    calls = [n for n in walk(hook) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == helper.name and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"]
+    given: dict[str, object] = {}
+    for index, call in enumerate(calls):
+        passed = {**dict(zip(params, call.args, strict=False)), **{k.arg: k.value for k in call.keywords if k.arg}}
+        values: dict[str, object] = {name: v.value for name, v in passed.items() if isinstance(v, ast.Constant)}
+        given = values if index == 0 else {k: v for k, v in given.items() if values.get(k, object()) == v}
+    return given
+
+
+def _branch_not_taken(function: _Function, node: ast.AST, given: dict[str, object]) -> bool:
+    """``node`` sits on the side of an ``if step_type == "train":`` (``!=``, ``in (...)``) that the constant the hook
+    passes for ``step_type`` does not take: the validation hook never runs it."""
+    if not given:
+        return False
+    parents = {child: parent for parent in walk(function) for child in ast.iter_child_nodes(parent)}
+    child, current = node, parents.get(node)
+    while current is not None and current is not function:
+        if isinstance(current, ast.If) and (verdict := _test_value(current.test, given)) is not None and (
+                (child in current.body and not verdict) or (child in current.orelse and verdict)):
+            return True
+        child, current = current, parents.get(current)
+    return False
+
+
+def _test_value(test: ast.expr, given: dict[str, object]) -> bool | None:
+    """What ``param == CONST`` (``!=``, ``in``/``not in`` a tuple or list of constants) is, with ``given``'s value."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+            and test.left.id in given):
+        return None
+    value, op, right = given[test.left.id], test.ops[0], test.comparators[0]
+    if isinstance(op, ast.Eq | ast.NotEq) and isinstance(right, ast.Constant):
+        return (value == right.value) == isinstance(op, ast.Eq)
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List | ast.Set) and all(
+            isinstance(e, ast.Constant) for e in right.elts):
+        return (value in [e.value for e in right.elts if isinstance(e, ast.Constant)]) == isinstance(op, ast.In)
+    return None
 
 
 def _logs(function: _Function) -> bool:

@@ -180,3 +180,51 @@ trainer.fit(Model(), {fit})
 def test_no_validation_data_no_validation_hook(val: str, fit: str, found: list[int]) -> None:
     source = _NO_VALIDATION.format(val=val, fit=fit)
     assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found
+
+
+_STEP_TYPE = """
+import torch
+import lightning.pytorch as pl
+from pytorch_lightning.utilities.distributed import all_gather_ddp_if_available
+
+
+class Model(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return self._step(batch, batch_idx, "train")
+
+    def validation_step(self, batch, batch_idx):
+        return self._step(batch, batch_idx, VAL)
+
+    def _step(self, batch, batch_idx, step_type):
+        loss = self.layer(batch).sum()
+        if step_type TEST "train":
+            self.log("loss", loss, on_step=True, on_epoch=True)
+        else:
+            self.log("loss_val", loss)
+        return loss
+
+    def validation_epoch_end(self, outputs):
+        self.log("psnr", EPOCH)
+"""
+
+
+@pytest.mark.parametrize(("val", "test", "found"), [
+    ('step_type="val"', "==", [19]),  # auto_avsr's _step: the training side is never the hook's
+    ('"val"', "!=", [17]),
+    ('"train"', "==", [17]),  # the hook passes "train": that side is its own
+    ("step", "==", [17, 19]),  # not a constant: both sides may run
+])
+def test_a_helpers_side_the_hooks_constant_never_takes_is_not_reported(val: str, test: str,
+                                                                        found: list[int]) -> None:
+    source = _STEP_TYPE.replace("VAL", val).replace("TEST", test).replace(
+        "EPOCH", "all_gather_ddp_if_available(torch.stack(outputs)).mean()")
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found
+
+
+def test_lightnings_own_gather_utility_reduces_the_epoch_value() -> None:
+    # ngp_pl's validation_epoch_end: all_gather_ddp_if_available(psnrs).mean() is every rank's
+    source = _STEP_TYPE.replace("VAL", '"val"').replace("TEST", "==")
+    gathered = source.replace("EPOCH", "all_gather_ddp_if_available(torch.stack(outputs)).mean()")
+    local = source.replace("EPOCH", "torch.stack(outputs).mean()")
+    assert [f.line for f in check_source(gathered, "t.py") if f.code == "DDP013"] == [19]
+    assert [f.line for f in check_source(local, "t.py") if f.code == "DDP013"] == [19, 23]
