@@ -10,7 +10,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import COLLECTIVES, DESTROY, INIT, WRAPPERS
 from orchestrator.source.branches import enclosing_ifs, other_side
 from orchestrator.source.flow import Branch, Site
-from orchestrator.source.names import LIGHTNING_TRAINER
+from orchestrator.source.names import LIGHTNING_TRAINER, dotted, last_name
 from orchestrator.source.walk import walk
 
 # Collectives in some versions of their framework only: a warning, likely (Lightning 2's Trainer.save_checkpoint
@@ -28,13 +28,14 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
     side of that ``if`` does not make the same call, or after ``if <rank condition>: return`` with no
     new process group in between. The same collective under rank conditions of both polarities in one
     function is taken as a deliberate pair (the "rank 0 first" pattern: the other ranks wait at one
-    barrier, rank 0 at the other)."""
+    barrier, rank 0 at the other). Not a subgroup's collective (``group=`` a ``new_group(ranks=...)``): its members
+    alone call it."""
     candidates: list[tuple[Site, ast.Call, str, bool | None]] = []
     for site in a.flow.sites:
         if site.branch is None and site.early_guard is None:
             continue
         collective = a.reaching(site, COLLECTIVES)
-        if collective is None:
+        if collective is None or _subgroups(a, collective):
             continue
         if site.branch is not None:
             if _other_side_calls(a, site, site.branch):
@@ -75,6 +76,22 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
                         severity="warning" if helper or flag or versioned else a.guess("error"),
                         confidence="likely" if named or versioned else None,
                         fact=f"{where}; the rank test is read from a name alone" if named else "")
+
+
+def _subgroups(a: Analysis, collective: ast.Call) -> bool:
+    """The collective is a subgroup's (``barrier(group=g)`` with ``g = dist.new_group(ranks=[...])``): only the
+    group's members call it, and a rank condition around it may be the test of membership (TGL's ``if local_rank <
+    num_gpus:`` around its NCCL group of ``range(num_gpus)``); which ranks are in it is not read."""
+    group = next((k.value for k in collective.keywords if k.arg in ("group", "process_group")), None)
+    if isinstance(group, ast.Name):
+        values = [v for v in [a.module.resolve(group.id, group)[1]] if v is not None]
+    elif isinstance(group, ast.Attribute):
+        values = a.module.values_anywhere(dotted(group) or "")
+    else:
+        return False
+    return bool(values) and all(
+        isinstance(v, ast.Call) and last_name(v.func) == "new_group"
+        and (any(k.arg == "ranks" for k in v.keywords) or bool(v.args)) for v in values)
 
 
 def _mixes_flags(a: Analysis, test: ast.expr) -> bool:
