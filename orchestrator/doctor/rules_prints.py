@@ -71,7 +71,8 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
     quieted = quieted_loggers(a)
     seen: set[int] = set()  # one finding per block: its prints and writers of the losses are one habit, one fix
     for site in a.flow.sites:
-        if not is_log(site, a.module) or a.flow.guarded(site) or (print_guarded and site.qual == "print"):
+        if not is_log(site, a.module) or a.flow.guarded(site) or (print_guarded and site.qual == "print") or (
+                a.flow.never_runs(site)):  # the single-process side of `if args.distributed:`
             continue
         if _rank_zero_object(a, site) or main_rank_only(a, site, quieted):
             continue

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from orchestrator.source.names import FunctionNode, Module
-from orchestrator.source.rankcompare import dead_side, fold
-from orchestrator.source.ranks import Ranks
+from orchestrator.source.names import FunctionNode, Module, dotted, last_name
+from orchestrator.source.rankcompare import FLIPPED, dead_side, fold
+from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, WORLD_ENV, Ranks
 from orchestrator.source.walk import walk
 
 Loop = ast.For | ast.AsyncFor | ast.While
@@ -121,14 +121,34 @@ class Flow:
         ddp:``, ``if not ddp:``)."""
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
         name = test.operand if isinstance(test, ast.UnaryOp) and negated else test
-        if isinstance(name, ast.Name):
-            values = [v for scope in self.module.scopes.values() for _, v in scope.assigned.get(name.id, ())]
-            test = values[0] if len(values) == 1 and values[0] is not None else test
+        key = name.id if isinstance(name, ast.Name) else dotted(name) if isinstance(name, ast.Attribute) else None
+        if key is not None:
+            test = self._launcher_binding(key) or test
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None
         value = test.comparators[0] if isinstance(fold(test.left), ast.Constant) else test.left  # -1 < local_rank
-        dead = dead_side(test) if self.ranks.dependent(value) else None
+        dead = dead_side(test) if self.ranks.dependent(value) else _many_side(test, self.ranks)
         return {"body": "orelse", "orelse": "body"}.get(dead or "") if negated else dead  # `not ddp`: turned round
+
+    def _launcher_binding(self, key: str) -> ast.expr | None:
+        """The one value a name or ``args.x`` is given besides defaults of ``False``/``None``/``0`` set before it,
+        where only a test that the launcher's variables exist stands around it (or bound once: nanoGPT's ``ddp =
+        int(os.environ.get("RANK", -1)) != -1``; timm's ``args.distributed = False``,
+        then ``if "WORLD_SIZE" in os.environ: args.distributed = int(os.environ["WORLD_SIZE"]) > 1``); a parameter or
+        a loop target among its bindings, a second value, or a default set again after it, is none."""
+        values = [v for scope in self.module.scopes.values() for _, v in scope.assigned.get(key, ())]
+        given = [v for v in values if not (isinstance(v, ast.Constant) and v.value in (False, None, 0))]
+        if len(given) != 1 or given[0] is None or not _assigned_once(values) or any(
+                getattr(v, "lineno", 0) > given[0].lineno for v in values):
+            return None  # a parameter or loop target among them, or a default set again after the launcher's test
+        if len(values) == 1:
+            return given[0]  # bound once (``ddp = int(os.environ.get("RANK", -1)) != -1``)
+        node: ast.AST | None = self.module.parents.get(given[0])
+        while node is not None and not isinstance(node, FunctionNode | ast.Module):
+            child, node = node, self.module.parents.get(node)
+            if isinstance(node, ast.If) and child is not node.test and not _launcher_present(node.test, self.ranks):
+                return None
+        return given[0]
 
     # -- guards -------------------------------------------------------------------------------------
     def _guarded_functions(self) -> set[FunctionNode]:
@@ -222,3 +242,37 @@ def _only_when(function: FunctionNode, call: ast.Call, names: frozenset[str]) ->
         if any(call in walk(stmt) for stmt in (node.orelse if negated else node.body)):
             return True
     return False
+
+
+def _assigned_once(values: list[ast.expr | None]) -> bool:
+    """Every binding has a value: no parameter or loop target among them."""
+    return all(v is not None for v in values)
+
+
+def _launcher_present(test: ast.expr, ranks: Ranks) -> bool:
+    """``"WORLD_SIZE" in os.environ`` (``RANK``, ``LOCAL_RANK``, Slurm's): true wherever a launcher started the run;
+    also ``__name__ == "__main__"``, true when the script is run."""
+    if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__":
+        return True
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)
+            and isinstance(test.left, ast.Constant) and test.left.value in WORLD_ENV | GLOBAL_ENV | LOCAL_ENV
+            and ranks.module.qualname(test.comparators[0]) == "os.environ")
+
+
+def _many_side(test: ast.Compare, ranks: Ranks) -> str | None:
+    """The side no rank of a world of several takes, on the launcher's world size against 1 (``WORLD_SIZE > 1``:
+    ``"orelse"``; ``== 1``, ``< 2``: ``"body"``); a world of one process is no distributed run."""
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(fold(left), ast.Constant):
+        left, right, op = right, left, FLIPPED.get(type(op), op)
+    while isinstance(left, ast.Call) and last_name(left.func) == "int" and len(left.args) == 1:
+        left = left.args[0]
+    bound = fold(right)
+    if ranks.env_key(left) not in WORLD_ENV or not isinstance(bound, ast.Constant) or bound.value not in (1, 2):
+        return None
+    one, two = bound.value == 1, bound.value == 2
+    if (isinstance(op, ast.Gt) and one) or (isinstance(op, ast.GtE) and two) or (isinstance(op, ast.NotEq) and one):
+        return "orelse"
+    if (isinstance(op, ast.Eq) and one) or (isinstance(op, ast.Lt) and two) or (isinstance(op, ast.LtE) and one):
+        return "body"
+    return None
