@@ -220,7 +220,8 @@ def _per_node_guard(a: Reading, site: Site) -> bool:
         tests = [(outer, t) for ts in found for t in ts]
     if not tests:
         return False
-    tests += [(where, held) for where, t in tests for held in _held_tests(where, t)]
+    # a guard's name that holds a rank test is what it holds (``is_main = local_rank == 0``), not what it is called
+    tests = [(where, held) for where, t in tests for held in (_held_tests(where, t) or [t])]
     kinds = {_guard_kind(where, n) for where, t in tests for n in walk(t)
              if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
     kinds.discard(None)
@@ -248,7 +249,19 @@ def _held_tests(a: Reading, test: ast.expr) -> list[ast.expr]:
         values = a.module.values_anywhere(dotted(test) or "")
     else:
         return []
+    values = [_as_test(v) for v in values]
     return [v for v in values if v is not test and a.ranks.is_condition(v)]
+
+
+def _as_test(value: ast.expr) -> ast.expr:
+    """``True if local_rank == 0 else False`` is its test (SIMPL's ``is_main``); ``False if C else True`` is ``not
+    C``."""
+    if isinstance(value, ast.IfExp) and isinstance(value.body, ast.Constant) and isinstance(value.orelse, ast.Constant):
+        if value.body.value is True and value.orelse.value is False:
+            return value.test
+        if value.body.value is False and value.orelse.value is True:
+            return ast.UnaryOp(op=ast.Not(), operand=value.test)
+    return value
 
 
 def _multi_node_spawn(a: Reading) -> bool:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from orchestrator.doctor import check_file, check_source
 
 _HEAD = """\
@@ -239,3 +241,25 @@ def test_a_save_in_the_other_side_of_a_local_rank_test_says_which_ranks_write() 
     firsts = [f for f in check_source(_LOCAL_SIDES.format(op="!="), "train.py") if f.code == "DDP006"]
     assert [f.line for f in firsts] == [12]
     assert "local rank 0 of every node writes" in firsts[0].message
+
+
+_NAMED_LOCAL_GUARD = _HEAD + """\
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+is_main = {held}
+model = DDP(torch.nn.Linear(2, 2).cuda())
+for epoch in range(3):
+    if is_main:
+        torch.save(model.module.state_dict(), "model.pt")
+"""
+
+
+@pytest.mark.parametrize(("held", "found"), [
+    ("True if local_rank == 0 else False", [11]),  # SIMPL's: each node's first process, one file
+    ("local_rank == 0", [11]),
+    ("True if dist.get_rank() == 0 else False", []),  # the global rank: one writer
+])
+def test_a_guard_named_main_holding_a_local_rank_test_is_one_writer_per_node(held: str, found: list[int]) -> None:
+    """The guard's name says main (``is_main``) but what it holds is the local rank's test: every node's first
+    process writes the same file; the name alone does not make it the global rank's."""
+    assert _ddp006(check_source(_NAMED_LOCAL_GUARD.format(held=held), "train.py")) == found
