@@ -363,19 +363,10 @@ def _fallback(a: Reading, node: ast.AST, key: str) -> bool:
                     child in current.orelse):
                 return True
             if child in current.body and (
-                    (names & _LAUNCHED and _unset(current.test)) or _not_launched(a, current.test)):
+                    (names & _LAUNCHED and _unset(current.test)) or a.flow.dead_side(current.test) == "body"):
                 return True  # no launcher there: ``if "MASTER_ADDR" not in os.environ:``, ``if not args.distributed:``
         child, current = current, a.module.parents.get(current)
     return False
-
-
-def _not_launched(a: Reading, test: ast.expr) -> bool:
-    """``not distributed`` whose values in the file are constants and tests of a launcher's variable (``args.distributed
-    = int(os.environ["WORLD_SIZE"]) > 1``): the branch of a run that no launcher started (a group of one)."""
-    key = dotted(test.operand) if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else None
-    tests = [v for v in a.module.values_anywhere(key) if not isinstance(v, ast.Constant)] if key else []
-    return bool(tests) and all(isinstance(v, ast.Compare) and not any(isinstance(op, ast.NotIn) for op in v.ops) and {
-        n.value for n in walk(v) if isinstance(n, ast.Constant)} & _LAUNCHED for v in tests)
 
 
 def _unset(test: ast.expr) -> bool:

@@ -110,36 +110,42 @@ class Flow:
         parent = self.module.parents.get(child)
         while parent is not None and not isinstance(parent, FunctionNode):
             if isinstance(parent, ast.If) and child is not parent.test:
-                dead = self._dead_side(parent.test)
+                dead = self.dead_side(parent.test)
                 if dead is not None and any(child is s for s in getattr(parent, dead)):
                     return True
             child, parent = parent, self.module.parents.get(parent)
         return False
 
-    def _dead_side(self, test: ast.expr) -> str | None:
-        """Also through a name bound once to such a test (``ddp = int(os.environ.get("RANK", -1)) != -1``; ``if
-        ddp:``, ``if not ddp:``)."""
+    def dead_side(self, test: ast.expr) -> str | None:
+        """The side of ``if test:`` that no rank of a launched world of several takes (``"body"``/``"orelse"``), or
+        None: a uniform rank comparison (``local_rank != -1``: its ``else``), the world size against one
+        (``WORLD_SIZE > 1``), a launcher's variable present (``"RANK" in os.environ``), also through a name or
+        ``args.x`` that holds such a test (:meth:`_launcher_binding`; ``if ddp:``, ``if not ddp:``)."""
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
         name = test.operand if isinstance(test, ast.UnaryOp) and negated else test
         key = name.id if isinstance(name, ast.Name) else dotted(name) if isinstance(name, ast.Attribute) else None
         if key is not None:
             test = self._launcher_binding(key) or test
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        if _launcher_env(test, self.ranks):  # "RANK" in os.environ: true in every launched run
+            dead: str | None = "orelse"
+        elif not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None
-        value = test.comparators[0] if isinstance(fold(test.left), ast.Constant) else test.left  # -1 < local_rank
-        dead = dead_side(test) if self.ranks.dependent(value) else _many_side(test, self.ranks)
+        else:
+            value = test.comparators[0] if isinstance(fold(test.left), ast.Constant) else test.left  # -1 < local_rank
+            dead = dead_side(test) if self.ranks.dependent(value) else _many_side(test, self.ranks)
         return {"body": "orelse", "orelse": "body"}.get(dead or "") if negated else dead  # `not ddp`: turned round
 
     def _launcher_binding(self, key: str) -> ast.expr | None:
-        """The one value a name or ``args.x`` is given besides defaults of ``False``/``None``/``0`` set before it,
-        where only a test that the launcher's variables exist stands around it (or bound once: nanoGPT's ``ddp =
-        int(os.environ.get("RANK", -1)) != -1``; timm's ``args.distributed = False``,
-        then ``if "WORLD_SIZE" in os.environ: args.distributed = int(os.environ["WORLD_SIZE"]) > 1``); a parameter or
-        a loop target among its bindings, a second value, or a default set again after it, is none."""
+        """The one value a name or ``args.x`` is given besides defaults of ``False``/``None``/``0`` set before it (and
+        ``True``, which only keeps it true), where only a test that the launcher's variables exist stands around it (or
+        bound once: nanoGPT's ``ddp = int(os.environ.get("RANK", -1)) != -1``; timm's ``args.distributed = False``, then
+        ``if "WORLD_SIZE" in os.environ: args.distributed = int(os.environ["WORLD_SIZE"]) > 1``); a parameter or a loop
+        target among its bindings, a second value, or a default set again after it, is none."""
         values = [v for scope in self.module.scopes.values() for _, v in scope.assigned.get(key, ())]
-        given = [v for v in values if not (isinstance(v, ast.Constant) and v.value in (False, None, 0))]
+        given = [v for v in values if not isinstance(v, ast.Constant)]
+        defaults = [v for v in values if isinstance(v, ast.Constant) and not v.value]  # True elsewhere: still true
         if len(given) != 1 or given[0] is None or not _assigned_once(values) or any(
-                getattr(v, "lineno", 0) > given[0].lineno for v in values):
+                v.lineno > given[0].lineno for v in defaults):
             return None  # a parameter or loop target among them, or a default set again after the launcher's test
         if len(values) == 1:
             return given[0]  # bound once (``ddp = int(os.environ.get("RANK", -1)) != -1``)
@@ -250,10 +256,13 @@ def _assigned_once(values: list[ast.expr | None]) -> bool:
 
 
 def _launcher_present(test: ast.expr, ranks: Ranks) -> bool:
-    """``"WORLD_SIZE" in os.environ`` (``RANK``, ``LOCAL_RANK``, Slurm's): true wherever a launcher started the run;
-    also ``__name__ == "__main__"``, true when the script is run."""
-    if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__":
-        return True
+    """A test true in every launched run of the script: :func:`_launcher_env`, or ``__name__ == "__main__"``."""
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__") or (
+        _launcher_env(test, ranks))
+
+
+def _launcher_env(test: ast.expr, ranks: Ranks) -> bool:
+    """``"WORLD_SIZE" in os.environ`` (``RANK``, ``LOCAL_RANK``, Slurm's): true wherever a launcher started the run."""
     return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)
             and isinstance(test.left, ast.Constant) and test.left.value in WORLD_ENV | GLOBAL_ENV | LOCAL_ENV
             and ranks.module.qualname(test.comparators[0]) == "os.environ")
