@@ -86,7 +86,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
                    and not _setting(n)]
         metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (
             is_counter(a, n) or full_set_value(a, n) or unprepared_sum(a, n)))]
-        if not metrics or is_reduced(a, parts, reduced):
+        if not metrics or (is_reduced(a, parts, reduced) and is_reduced(a, parts, reduced_names(a, site))):
             continue
         key = id(_block(a, site.call))
         if key in seen:
@@ -221,11 +221,13 @@ def _under_rank_test(a: Reading, node: ast.AST) -> bool:
     return current is not None and a.ranks.is_condition(current.test)
 
 
-def reduced_names(a: Analysis) -> set[str]:
-    """Names handed to a reduction (all_reduce, all_gather, ...), or to a helper of this file that makes one."""
+def reduced_names(a: Analysis, at: Site | None = None) -> set[str]:
+    """Names handed to a reduction (all_reduce, all_gather, ...), or to a helper of this file that makes one. ``at``:
+    as a print there reads them, leaving out the reductions later in its function outside the print's innermost loop
+    (Coconut's ``dist.all_reduce(loss)`` in the evaluation after the training loop that prints ``loss``)."""
     names: set[str] = set()
     for site in a.flow.sites:
-        if a.reaching(site, REDUCTIONS) is None:
+        if a.reaching(site, REDUCTIONS) is None or (at is not None and _after(site, at)):
             continue
         parent = a.module.parents.get(site.call)
         if isinstance(parent, ast.Assign):
@@ -281,6 +283,14 @@ def _collected_into(node: ast.AST | None) -> str | None:
 
 
 _COLLECTS = frozenset({"append", "extend"})
+
+
+def _after(reduction: Site, at: Site) -> bool:
+    """``reduction`` runs after ``at`` in their one function, outside the innermost loop around ``at`` (a pass of that
+    loop that prints never reduces first; an outer loop's next pass computes the value anew before the print)."""
+    inner = at.loops[-1] if at.loops else None
+    return reduction.function is at.function and reduction.call.lineno > at.call.lineno and not (
+        inner is not None and any(loop is inner for loop in reduction.loops))
 
 
 def is_reduced(a: Analysis, parts: list[ast.expr], reduced: set[str], depth: int = 0) -> bool:
