@@ -16,7 +16,8 @@ evidence is only possible stays a warning; the refusal's HINT starts with :func:
 - DDP023, a framework layout whose node count is certain (written in, or left out: 1) and not the one asked:
   Lightning/Fabric stop at start-up (a flag's default is the gate's flag warning, ``layoutflags.py``).
 
-(A per-node script's constant ``MASTER_ADDR``/``MASTER_PORT`` is ``launchstyle.answered``'s.)
+(A per-node script's constant ``MASTER_ADDR``/``MASTER_PORT`` is ``launchstyle.answered``'s. A finding whose cause lies
+only where Slurm's variables are absent, ``offslurm.OFF_SLURM``, stays a warning: ``orch submit``'s tasks have them.)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.offslurm import OFF_SLURM
 from orchestrator.doctor.rules_rendezvous_computed import CONFIG_LOOPBACK
 from orchestrator.doctor.rules_spawnworld import ONE_NODE_WORLD
 from orchestrator.source.walk import walk
@@ -56,8 +58,8 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
     for finding in findings:
         why = ACROSS_NODES.get(finding.code) or next(
             (text for mark, text in _DDP008_WHY.items() if finding.code == "DDP008" and mark in finding.marks), None)
-        if nodes > 1 and why is not None and finding.confidence != "possible" and not (
-                finding.code == "DDP010" and _modulo(finding)) and not (
+        if nodes > 1 and why is not None and finding.confidence != "possible" and OFF_SLURM not in finding.marks and (
+                not (finding.code == "DDP010" and _modulo(finding))) and not (
                 finding.code == "DDP023" and not _other_node_count(finding, nodes)):
             where = f"the node's {gpus} GPU{'s' * (gpus != 1)} (cuda:0..{gpus - 1})" if gpus else "the node's GPUs"
             others = f"{nodes - 1} node{'s' * (nodes != 2)}"

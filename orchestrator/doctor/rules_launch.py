@@ -25,6 +25,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.localindex import gathered_slice_by_local_rank, global_named_local, shards_by_local_rank
+from orchestrator.doctor.offslurm import OFF_SLURM, off_slurm
 from orchestrator.launchstyles import localrank
 from orchestrator.source.analysis import COLLECTIVES, INIT
 from orchestrator.source.analysis import Analysis as Reading
@@ -68,8 +69,12 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
         if a.spawns and not _called_directly(a, site.function):
             continue
         rank = next((k.value for k in site.call.keywords if k.arg == "rank"), None)
-        if rank is not None and _holds_local(a, rank, 0):
-            yield a.finding("DDP016", site.call, f"rank={ast.unparse(rank)[:40]} holds the local rank", at=rank)
+        found: list[ast.expr] = []
+        if rank is not None and _holds_local(a, rank, 0, found):
+            off = bool(found) and all(off_slurm(a.module, value) for value in found)
+            yield a.finding("DDP016", site.call, f"rank={ast.unparse(rank)[:40]} holds the local rank", at=rank,
+                            marks=frozenset({OFF_SLURM}) if off else frozenset(),
+                            fact=f"rank={ast.unparse(rank)[:40]} holds the local rank {OFF_SLURM}" if off else "")
     if a.spawns:
         return
     for site in a.sites_ending("DistributedSampler"):
@@ -296,18 +301,22 @@ def _called_directly(a: Analysis, function: ast.FunctionDef | ast.AsyncFunctionD
                for site in a.flow.sites)
 
 
-def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
+def _holds_local(a: Analysis, expr: ast.expr, depth: int, found: list[ast.expr] | None = None) -> bool:
     """Whether some value ``expr`` may hold is the local rank: any assignment of the name in its scope
-    (``rank = int(os.environ["LOCAL_RANK"])`` in one branch), or what the callers pass for a parameter."""
+    (``rank = int(os.environ["LOCAL_RANK"])`` in one branch), or what the callers pass for a parameter. ``found``
+    collects the values assigned that hold it (``args.rank``'s, a name's)."""
     if depth > 4:
         return False
     if a.ranks.source(expr) == "local":
         return True
     if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("int", "str") and expr.args:
-        return _holds_local(a, expr.args[0], depth + 1)
+        return _holds_local(a, expr.args[0], depth + 1, found)
     if isinstance(expr, ast.Attribute):  # args.rank = gpu, gpu the local rank its callers pass
         key = dotted(expr)
-        return key is not None and any(_holds_local(a, v, depth + 1) for v in a.module.values_anywhere(key))
+        held = [v for v in (a.module.values_anywhere(key) if key is not None else []) if _holds_local(a, v, depth + 1)]
+        if found is not None:
+            found += held
+        return bool(held)
     if not isinstance(expr, ast.Name):
         return False
     scope = a.module.scope_of(expr)
@@ -316,7 +325,10 @@ def _holds_local(a: Analysis, expr: ast.expr, depth: int) -> bool:
     function = a.module.function_of(expr)
     if function is not None and expr.id in {p.arg for p in function.args.args + function.args.kwonlyargs}:
         values += a.module.argument_for(function, expr.id)
-    return any(_holds_local(a, v, depth + 1) for v in values)
+    held = [v for v in values if _holds_local(a, v, depth + 1)]
+    if found is not None:
+        found += held
+    return bool(held)
 
 
 def _sides(a: Reading, node: ast.AST) -> dict[int, bool]:
