@@ -146,6 +146,7 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
                         findings.add(f)
                     elif f.code != "DDP020":  # a missing name off the run path as read is no NameError
                         findings.add(replace(f, confidence="possible"))
+            findings |= _on_import(analysis, [p for p, _ in helpers])
             read = [(filename, tree), *((str(path), module.tree) for path, module in helpers)]
             project = analysis.project
             modules = [project.module, *(m for _, m in helpers), *imported]
@@ -258,6 +259,30 @@ def _off_the_run_path(finding: Finding, unnamed: dict[str, tuple[int, int]]) -> 
         return finding
     said = f"in {where}, which nothing in the script names (it never runs as read)"
     return replace(finding, confidence="possible", evidence=f"{finding.evidence}; {said}" if finding.evidence else said)
+
+
+# What a project module that the script or its helpers import, and that no call of theirs reaches, does at its own top
+# level on every rank when imported (IDRIS's ``idr_torch.py``: ``os.environ["MASTER_PORT"] = ...`` on import)
+_IMPORT_RULES = (rules_rendezvous.check_hard_coded,)  # with its computed values (rules_rendezvous_computed)
+
+
+def _on_import(analysis: Analysis, helpers: list[Path]) -> set[Finding]:
+    """The findings of :data:`_IMPORT_RULES` at the top level of the project modules the script and its helpers
+    import that are not helpers themselves (their definitions run for no call of the script: not judged)."""
+    project = analysis.project
+    assert project is not None
+    importers = [project.module, *(m for p in helpers if (m := project.read(p)) is not None)]
+    found: set[Finding] = set()
+    for path in dict.fromkeys(q for m in importers for q in project.imported(m)):
+        module = project.read(path)
+        if path in helpers or module is None or path.resolve() == Path(analysis.filename).resolve():
+            continue
+        out: set[Finding] = set()
+        _run(Analysis(module.tree, str(path), outer=analysis), _IMPORT_RULES, suppressions(_text(path)), out,
+             severity="warning")
+        found |= {f for f in out if not _defined_at(module.tree.body, f.line) and reached_line(
+            module.tree, frozenset(), f.line)}
+    return found
 
 
 def _module_level_names(tree: ast.Module) -> set[str]:

@@ -47,6 +47,7 @@ _RANK_KINDS = {**{frozenset({key}): "global one" for key in GLOBAL_ENV},
 def check_computed(a: Analysis) -> Iterator[Finding]:
     yield from _world_sizes(a)
     yield from _master_fallbacks(a)
+    yield from _per_node_ports(a)
     yield from _random_ports(a)
     yield from _config_rendezvous(a)
 
@@ -119,6 +120,26 @@ def _master_fallbacks(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP008", node, f"os.environ[{key!r}] is ${other}, else the fixed {fallback}: the "
                             f"launcher's {key} is overwritten (two jobs on one node meet on one port); read "
                             f"{key} itself", confidence="likely")
+
+
+# variables whose value is each node's (or each process's) own: a port made from one differs between the nodes
+_PER_NODE_ENV = frozenset({"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES", "SLURM_NODEID",
+                           "SLURMD_NODENAME", "HOSTNAME"}) | LOCAL_ENV
+
+
+def _per_node_ports(a: Analysis) -> Iterator[Finding]:
+    """``os.environ["MASTER_PORT"] = str(12345 + int(min(gpu_ids)))`` with ``gpu_ids`` from ``SLURM_STEP_GPUS``
+    (IDRIS's ``idr_torch.py``, run on import): the launcher's port is replaced by one each node computes from its own
+    GPUs (or its name, its local rank): nodes given other GPUs look for the rendezvous on other ports."""
+    for node in a.module.nodes:
+        if not (isinstance(node, ast.Assign) and any(a.ranks.env_key(t) == "MASTER_PORT" for t in node.targets)):
+            continue
+        own = sorted(_envs(a, _walked(a, node.value)) & _PER_NODE_ENV)
+        if own:
+            yield a.finding("DDP008", node, f"os.environ['MASTER_PORT'] is computed from ${own[0]}, each node's own "
+                            "value: the launcher's port is overwritten, and nodes given other GPUs (or another "
+                            "name) look for the rendezvous on other ports; read MASTER_PORT as the launcher sets it",
+                            confidence="likely")
 
 
 def _fixed_fallback(a: Analysis, read: ast.Call, key: str) -> str | None:
