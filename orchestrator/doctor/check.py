@@ -146,7 +146,7 @@ def check_source(source: str, filename: str = "<string>") -> list[Finding]:
                         findings.add(f)
                     elif f.code != "DDP020":  # a missing name off the run path as read is no NameError
                         findings.add(replace(f, confidence="possible"))
-            findings |= _on_import(analysis, [p for p, _ in helpers])
+            findings |= _on_import(analysis, helpers)
             read = [(filename, tree), *((str(path), module.tree) for path, module in helpers)]
             project = analysis.project
             modules = [project.module, *(m for _, m in helpers), *imported]
@@ -266,16 +266,16 @@ def _off_the_run_path(finding: Finding, unnamed: dict[str, tuple[int, int]]) -> 
 _IMPORT_RULES = (rules_rendezvous.check_hard_coded,)  # with its computed values (rules_rendezvous_computed)
 
 
-def _on_import(analysis: Analysis, helpers: list[Path]) -> set[Finding]:
+def _on_import(analysis: Analysis, helpers: list[tuple[Path, Module]]) -> set[Finding]:
     """The findings of :data:`_IMPORT_RULES` at the top level of the project modules the script and its helpers
     import that are not helpers themselves (their definitions run for no call of the script: not judged)."""
     project = analysis.project
     assert project is not None
-    importers = [project.module, *(m for p in helpers if (m := project.read(p)) is not None)]
+    read = {path for path, _ in helpers} | {Path(analysis.filename).resolve()}
     found: set[Finding] = set()
-    for path in dict.fromkeys(q for m in importers for q in project.imported(m)):
-        module = project.read(path)
-        if path in helpers or module is None or path.resolve() == Path(analysis.filename).resolve():
+    for path in dict.fromkeys(q for m in [project.module, *(m for _, m in helpers)] for q in project.imported(m)):
+        module = project.read(path) if path not in read and path.resolve() not in read else None
+        if module is None:
             continue
         out: set[Finding] = set()
         _run(Analysis(module.tree, str(path), outer=analysis), _IMPORT_RULES, suppressions(_text(path)), out,

@@ -24,6 +24,7 @@ from typing import TypeGuard
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.own_methods import reached_methods
+from orchestrator.source.branches import enclosing_ifs
 from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
 
@@ -59,7 +60,7 @@ def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
                     continue
                 given = _constants_given(hook, function)
                 for call in walk(function):
-                    if id(call) in said or not _unsynced(call) or _branch_not_taken(function, call, given):
+                    if id(call) in said or not _unsynced(call) or _branch_not_taken(a, call, given):
                         continue
                     said.add(id(call))
                     yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} with no "
@@ -140,19 +141,11 @@ def _constants_given(hook: _Function, helper: _Function) -> dict[str, object]:
     return given
 
 
-def _branch_not_taken(function: _Function, node: ast.AST, given: dict[str, object]) -> bool:
+def _branch_not_taken(a: Analysis, node: ast.AST, given: dict[str, object]) -> bool:
     """``node`` sits on the side of an ``if step_type == "train":`` (``!=``, ``in (...)``) that the constant the hook
     passes for ``step_type`` does not take: the validation hook never runs it."""
-    if not given:
-        return False
-    parents = {child: parent for parent in walk(function) for child in ast.iter_child_nodes(parent)}
-    child, current = node, parents.get(node)
-    while current is not None and current is not function:
-        if isinstance(current, ast.If) and (verdict := _test_value(current.test, given)) is not None and (
-                (child in current.body and not verdict) or (child in current.orelse and verdict)):
-            return True
-        child, current = current, parents.get(current)
-    return False
+    return bool(given) and any((verdict := _test_value(statement.test, given)) is not None and verdict is not in_body
+                               for statement, in_body in enclosing_ifs(a.module.parents, node))
 
 
 def _test_value(test: ast.expr, given: dict[str, object]) -> bool | None:

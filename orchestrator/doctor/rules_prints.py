@@ -66,7 +66,8 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
     trainers = _trainer_classes(a)
     if steps_only and not trainers:
         return
-    reduced = reduced_names(a)
+    found = reductions(a)
+    reduced = reduced_names(a, found=found)  # the whole file's, read first: most prints read no reduced name
     print_guarded = print_replaced(a)
     quieted = quieted_loggers(a)
     seen: set[int] = set()  # one finding per block: its prints and writers of the losses are one habit, one fix
@@ -86,7 +87,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
                    and not _setting(n)]
         metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (
             is_counter(a, n) or full_set_value(a, n) or unprepared_sum(a, n)))]
-        if not metrics or (is_reduced(a, parts, reduced) and is_reduced(a, parts, reduced_names(a, site))):
+        if not metrics or (is_reduced(a, parts, reduced) and is_reduced(a, parts, reduced_names(a, site, found))):
             continue
         key = id(_block(a, site.call))
         if key in seen:
@@ -221,14 +222,14 @@ def _under_rank_test(a: Reading, node: ast.AST) -> bool:
     return current is not None and a.ranks.is_condition(current.test)
 
 
-def reduced_names(a: Analysis, at: Site | None = None) -> set[str]:
-    """Names handed to a reduction (all_reduce, all_gather, ...), or to a helper of this file that makes one. ``at``:
-    as a print there reads them, leaving out the reductions later in its function outside the print's innermost loop
-    (Coconut's ``dist.all_reduce(loss)`` in the evaluation after the training loop that prints ``loss``)."""
-    names: set[str] = set()
+def reductions(a: Analysis) -> list[tuple[Site, set[str]]]:
+    """Each call that reduces (all_reduce, all_gather, ..., or a helper of this file that makes one) with the names it
+    reduces: the ones it is handed, or the ones it assigns."""
+    found: list[tuple[Site, set[str]]] = []
     for site in a.flow.sites:
-        if a.reaching(site, REDUCTIONS) is None or (at is not None and _after(site, at)):
+        if a.reaching(site, REDUCTIONS) is None:
             continue
+        names: set[str] = set()
         parent = a.module.parents.get(site.call)
         if isinstance(parent, ast.Assign):
             names.update(n.id for t in parent.targets for n in _names(t))
@@ -243,6 +244,20 @@ def reduced_names(a: Analysis, at: Site | None = None) -> set[str]:
                 if isinstance(arg, ast.Name):  # for tensor in [loss, accuracy]: dist.all_reduce(tensor)
                     scope = site.function or a.module.tree
                     names.update(n.id for v in iterated(scope, arg.id, site.call) for n in _names(v))
+        found.append((site, names))
+    return found
+
+
+def reduced_names(a: Analysis, at: Site | None = None,
+                  found: list[tuple[Site, set[str]]] | None = None) -> set[str]:
+    """Names handed to a reduction, or assigned from one (:func:`reductions`, read once and passed as ``found`` by a
+    caller that asks for several sites). ``at``: as a print there reads them, leaving out the reductions later in its
+    function outside the print's innermost loop (Coconut's ``dist.all_reduce(loss)`` in the evaluation after the
+    training loop that prints ``loss``)."""
+    names: set[str] = set()
+    for site, reduced in reductions(a) if found is None else found:
+        if at is None or not _after(site, at):
+            names |= reduced
     for node in a.module.nodes:  # ``metrics.append(gathered)``: a list of reduced values
         into = _collected_into(node)
         if into is not None and isinstance(node, ast.Call) and isinstance(arg := node.args[0], ast.Name) and (

@@ -142,10 +142,9 @@ class Flow:
         ``if "WORLD_SIZE" in os.environ: args.distributed = int(os.environ["WORLD_SIZE"]) > 1``); a parameter or a loop
         target among its bindings, a second value, or a default set again after it, is none."""
         values = [v for scope in self.module.scopes.values() for _, v in scope.assigned.get(key, ())]
-        given = [v for v in values if not isinstance(v, ast.Constant)]
+        given = [v for v in values if v is not None and not isinstance(v, ast.Constant)]
         defaults = [v for v in values if isinstance(v, ast.Constant) and not v.value]  # True elsewhere: still true
-        if len(given) != 1 or given[0] is None or not _assigned_once(values) or any(
-                v.lineno > given[0].lineno for v in defaults):
+        if len(given) != 1 or any(v is None for v in values) or any(v.lineno > given[0].lineno for v in defaults):
             return None  # a parameter or loop target among them, or a default set again after the launcher's test
         if len(values) == 1:
             return given[0]  # bound once (``ddp = int(os.environ.get("RANK", -1)) != -1``)
@@ -248,11 +247,6 @@ def _only_when(function: FunctionNode, call: ast.Call, names: frozenset[str]) ->
         if any(call in walk(stmt) for stmt in (node.orelse if negated else node.body)):
             return True
     return False
-
-
-def _assigned_once(values: list[ast.expr | None]) -> bool:
-    """Every binding has a value: no parameter or loop target among them."""
-    return all(v is not None for v in values)
 
 
 def _launcher_present(test: ast.expr, ranks: Ranks) -> bool:
