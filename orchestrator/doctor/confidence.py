@@ -41,8 +41,12 @@ _WARNING: dict[str, Confidence] = {
 # Not here: DDP014 and DDP015 (0 of 88), which a script's launch style answers: ``orch doctor`` leaves them out then
 # (doctor/launchstyle.py), and they are true where a script is started otherwise; and the codes whose findings also
 # decide what is refused before the queue, their errors (DDP002 in the script, 1 of 3; DDP003 in the script, 0 of 3;
-# DDP016 in a helper, 3 of 7).
+# DDP016 in a helper, 3 of 7). DDP013's rows are the first contacts of the held-out sets measured since, 25 to 31 (153
+# scripts), as each set's measurement listed them (docs/doctor.md, "Set 25" to "Set 31"): the validation figures of a
+# Lightning hook or a rank-0 print that the code, read further, reduces or gathers itself, 3 right of 20.
 MEASURED_WEAK: dict[tuple[str, str], tuple[int, int]] = {
+    ("DDP013", "entry"): (2, 12),
+    ("DDP013", "helper"): (1, 8),
     ("DDP005", "entry"): (12, 41),
     ("DDP005", "helper"): (3, 6),
     ("DDP006", "helper"): (6, 15),
