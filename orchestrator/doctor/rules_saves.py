@@ -16,6 +16,7 @@ from orchestrator.doctor.framework_saves import (
     framework_runs,
     saver_only,
 )
+from orchestrator.doctor.frameworknames import QUALIFIED, import_aliases, qualified_name
 from orchestrator.doctor.own_methods import own_method, writes
 from orchestrator.doctor.save_guards import left_at_none, unset_elsewhere
 from orchestrator.doctor.save_paths import (
@@ -160,16 +161,28 @@ def _per_node_savers(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP006", site.call, f"{func.value.id} is made only where the local rank is 0 "
                                                  f"(line {creation.call.lineno}): one writer per node, the same files",
                             marks=frozenset({PER_NODE_WRITER}))
-        elif (_SAVER.search(func.attr) and func.value.id not in a.module.aliases and _per_node_guard(a, site)
-              and _node_first_runs(a, site)):  # not the `else` of `if local_rank == 0:`
+        elif ((_SAVER.search(func.attr) or _accelerator_state(a, site.call)) and func.value.id not in a.module.aliases
+              and _per_node_guard(a, site) and _node_first_runs(a, site)):  # not the `else` of `if local_rank == 0:`
             # checkpointer.save_checkpoint(epoch=epoch) under `if rank == 0:` where rank is LOCAL_RANK: a guess from
-            # the method's name, unless it is a method of the project's own class that reaches a torch.save
+            # the method's name, unless it is a method of the project's own class that reaches a torch.save, or
+            # Accelerate's save_state (it writes the model, optimizer and RNG files into the folder it is given)
             method = own_method(a, site.call)
-            sure = method is not None and writes(method)
+            sure = (method is not None and writes(method)) or _accelerator_state(a, site.call)
             yield a.finding("DDP006", site.call, f"{func.value.id}.{func.attr}() runs only where the local rank is "
                                                  "0: one writer per node, the same files",
                             confidence="likely" if sure else "possible",
                             marks=frozenset({PER_NODE_WRITER}) if sure else frozenset())
+
+
+def _accelerator_state(a: Analysis, call: ast.Call) -> bool:
+    """``accelerator.save_state(path)`` on an ``Accelerator()`` of this file: its files are written by the process
+    that calls it (by the main one among those that do), so under ``is_local_main_process`` every node writes them."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "save_state" and isinstance(func.value, ast.Name)):
+        return False
+    _, value = a.module.resolve(func.value.id, func.value)
+    return isinstance(value, ast.Call) and QUALIFIED.get(
+        qualified_name(value.func, import_aliases(a.module.tree)) or "") == "accelerate"
 
 
 def _guarded_by_script(a: Reading, site: Site) -> bool:
