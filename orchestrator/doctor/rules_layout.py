@@ -106,7 +106,7 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         if not (nodes.fixed or devices.fixed) or (nodes.kind == "environment" and not devices.fixed):
             continue
         several = any(v.fixed and isinstance(v.count, int) and v.count > 1 for v in (nodes, devices))
-        if not (intent or configurable or several or _strategy_parallel(node)):
+        if not (intent or configurable or several or _strategy_parallel(node) or _section_parallel(a, node)):
             continue  # no sign the script is meant to run on several GPUs or nodes (gpus=2 is one)
         stuck = [v for v in (nodes, devices) if v.fixed]
         confidence: Confidence = next((c for c in ("certain", "likely") if any(v.confidence == c for v in stuck)),
@@ -275,6 +275,9 @@ def _resolve(a: Analysis, expr: ast.expr, flags: dict[str, tuple[int, str]], key
     if isinstance(expr, ast.Constant):
         count = _count(expr.value, nodes_key)
         return _Value(count, "literal", f"{_said(key)}={expr.value!r}")
+    if isinstance(expr, ast.List | ast.Tuple) and not nodes_key and all(isinstance(e, ast.Constant) for e in expr.elts):
+        ids = [e.value for e in expr.elts if isinstance(e, ast.Constant)]  # devices=[0, 1]: two GPUs, those ids
+        return _Value(_count(ids, False), "literal", f"{_said(key)}={ids!r}")
     if depth > _DEPTH:
         return _Value(None, "unknown")
     if isinstance(expr, ast.Attribute) and expr.attr in flags and not a.module.values_anywhere(dotted(expr) or ""):
@@ -358,6 +361,16 @@ def _rank_use(tree: ast.Module) -> bool:
                 _PARALLEL.search(node.value)):
             return True
     return False
+
+
+def _section_parallel(a: Analysis, call: ast.Call) -> bool:
+    """The config section a Lightning ``Trainer(**cfg.trainer)`` is made from names a parallel strategy (``strategy:
+    ddp``)."""
+    aliases = import_aliases(a.module.tree)
+    lightning = QUALIFIED.get(qualified_name(call.func, aliases) or "") == "lightning"
+    section = configured_trainer(a, call, lightning) if lightning else None
+    data = section.value if section is not None and isinstance(section.value, dict) else {}
+    return any(_PARALLEL.search(str(data.get(key, ""))) for key in ("strategy", "accelerator", "plugins"))
 
 
 def _strategy_parallel(call: ast.Call) -> bool:

@@ -73,12 +73,34 @@ def _unaliased(module: Module, expr: ast.expr) -> ast.expr:
     name was given."""
     for _ in range(_DEPTH):
         if not isinstance(expr, ast.Name):
-            return expr
+            return _from_attribute(module, expr)
         value = _assigned(module, expr)
         if not isinstance(value, ast.Attribute | ast.Subscript | ast.Name):
             return expr
         expr = value
     return expr
+
+
+def _from_attribute(module: Module, expr: ast.expr) -> ast.expr:
+    """``self._exp_cfg.trainer`` with ``self._exp_cfg = cfg.experiment`` the one value the file gives that attribute
+    (in ``__init__``): ``cfg.experiment.trainer``, read from the name the attribute was given."""
+    links: list[ast.Attribute | ast.Subscript] = []
+    current = expr
+    while isinstance(current, ast.Attribute | ast.Subscript):
+        links.append(current)
+        current = current.value
+    if not (isinstance(current, ast.Name) and current.id == "self" and links and isinstance(links[-1], ast.Attribute)):
+        return expr
+    values = module.values_anywhere(f"self.{links[-1].attr}")
+    value = values[0] if len(values) == 1 else None
+    if not isinstance(value, ast.Attribute | ast.Subscript | ast.Name) or value is expr:
+        return expr
+    rebuilt: ast.expr = value
+    for link in reversed(links[:-1]):  # the keys read below the attribute, outermost last
+        rebuilt = ast.copy_location(ast.Attribute(value=rebuilt, attr=link.attr, ctx=ast.Load()), link) if isinstance(
+            link, ast.Attribute) else ast.copy_location(ast.Subscript(value=rebuilt, slice=link.slice, ctx=ast.Load()),
+                                                        link)
+    return rebuilt
 
 
 def _assigned(module: Module, name: ast.Name) -> ast.expr | None:
@@ -149,9 +171,9 @@ def _passed(module: Module, function: ast.FunctionDef | ast.AsyncFunctionDef, pa
     first), and the script's calls of this helper's function."""
     params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
     if param not in params:
-        return []
+        return _made_with(module, function, param)
     index = params.index(param)
-    out = [(module, v) for v in module.argument_for(function, param)]
+    out = [(module, v) for v in module.argument_for(function, param)] + _made_with(module, function, param)
     for where in (module, outer) if outer is not None else (module,):
         for node in where.nodes:
             if not isinstance(node, ast.Call):
@@ -162,6 +184,26 @@ def _passed(module: Module, function: ast.FunctionDef | ast.AsyncFunctionDef, pa
                     out.append((where, spawned.elts[index - 1]))
             elif where is outer and last_name(node.func) == function.name and index < len(node.args):
                 out.append((where, node.args[index]))
+    return out
+
+
+def _made_with(module: Module, function: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> list[tuple[Module,
+                                                                                                          ast.expr]]:
+    """What this file's ``Experiment(cfg=cfg)`` passes for ``param`` of ``Experiment.__init__`` (by keyword, or by
+    position after ``self``)."""
+    if function.name != "__init__":
+        return []
+    cls = next((n for n in module.tree.body if isinstance(n, ast.ClassDef) and function in n.body), None)
+    if cls is None:
+        return []
+    positional = [p.arg for p in (*function.args.posonlyargs, *function.args.args)][1:]
+    index = positional.index(param) if param in positional else None
+    out: list[tuple[Module, ast.expr]] = []
+    for node in module.nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == cls.name:
+            out.extend((module, k.value) for k in node.keywords if k.arg == param)
+            if index is not None and index < len(node.args):
+                out.append((module, node.args[index]))
     return out
 
 

@@ -129,3 +129,38 @@ def test_a_dict_that_spreads_the_section_and_adds_keys_is_read_through(tmp_path:
     assert [(f.line, f.confidence) for f in found] == [(11, "likely")]
     set_later = script.replace("trainer = pl.Trainer(", 'trainer_args["devices"] = "auto"\ntrainer = pl.Trainer(')
     assert layout_findings(tmp_path, {"train.py": set_later, "configs/train.yaml": config}) == []
+
+
+def test_a_section_held_in_an_attribute_of_the_experiment_class_leaves_num_nodes_at_one(tmp_path: Path) -> None:
+    """FrameFlow: ``self._exp_cfg = cfg.experiment`` in the class the Hydra app makes, then
+    ``Trainer(**self._exp_cfg.trainer, devices=ids)`` with no ``num_nodes`` in the section: Lightning's default, one
+    node (the section's ``strategy: ddp`` says the script is meant for several GPUs or nodes)."""
+    script = """
+import hydra
+from lightning import Trainer
+
+
+class Experiment:
+    def __init__(self, *, cfg):
+        self._exp_cfg = cfg.experiment
+
+    def train(self, ids):
+        trainer = Trainer(**self._exp_cfg.trainer, devices=ids)
+        trainer.fit(None)
+
+
+@hydra.main(version_base=None, config_path="../configs", config_name="base.yaml")
+def main(cfg):
+    Experiment(cfg=cfg).train(pick_free_gpus())
+"""
+    found = layout_findings(tmp_path, {"experiments/train.py": script, "configs/base.yaml":
+                                       "experiment:\n  trainer:\n    strategy: ddp\n    max_epochs: 3\n"})
+    assert [(f.line, f.confidence) for f in found] == [(11, "likely")]
+    assert "num_nodes=1 (not in configs/base.yaml:2" in found[0].evidence
+
+
+def test_a_device_list_written_in_is_a_literal_layout(tmp_path: Path) -> None:
+    script = "import lightning as L\ntrainer = L.Trainer(devices=[0, 1], num_nodes=1)\ntrainer.fit(object())\n"
+    found = layout_findings(tmp_path, {"train.py": script})
+    assert [(f.line, f.confidence) for f in found] == [(2, "certain")]
+    assert "devices=[0, 1]" in found[0].evidence

@@ -194,3 +194,47 @@ def main(cfg):
     trainer = Trainer(**kwargs)
 """, "conf.yaml": "devices: 1\n"})
     assert spread(script) is None
+
+
+_EXPERIMENT = """
+import hydra
+from lightning import Trainer
+
+
+class Experiment:
+    def __init__(self, *, cfg):
+        self._cfg = cfg
+        self._exp_cfg = cfg.experiment
+
+    def train(self):
+        trainer = Trainer(**self._exp_cfg.trainer, devices=[0, 1])
+        trainer.fit(None)
+
+
+@hydra.main(version_base=None, config_path="../configs", config_name="base.yaml")
+def main(cfg):
+    exp = Experiment({made})
+    exp.train()
+"""
+
+
+def test_a_section_held_in_an_attribute_is_read_from_the_config_the_class_was_made_with(tmp_path: Path) -> None:
+    """FrameFlow's ``self._exp_cfg = cfg.experiment`` in ``__init__``, then ``Trainer(**self._exp_cfg.trainer)``,
+    with ``Experiment(cfg=cfg)`` in the Hydra app: the section is the app's config's ``experiment.trainer``."""
+    configs = {"configs/base.yaml": "experiment:\n  seed: 1\n  trainer:\n    strategy: ddp\n    max_epochs: 3\n"}
+    for made in ("cfg=cfg", "cfg"):  # by keyword (to a keyword-only parameter), by position
+        source = _EXPERIMENT.format(made=made).replace("*, cfg", "*, cfg" if "=" in made else "cfg")
+        script = write(tmp_path, {"experiments/train.py": source, **configs})
+        found = read(script, "self._exp_cfg.trainer")
+        assert found is not None, made
+        assert (found.value, found.where) == ({"strategy": "ddp", "max_epochs": 3}, "configs/base.yaml:3")
+
+
+def test_an_attribute_given_two_values_is_not_followed(tmp_path: Path) -> None:
+    source = _EXPERIMENT.format(made="cfg=cfg").replace(
+        "        self._exp_cfg = cfg.experiment\n",
+        "        self._exp_cfg = cfg.experiment\n"
+        "        if cfg.debug:\n            self._exp_cfg = cfg.debug_experiment\n")
+    script = write(tmp_path, {"experiments/train.py": source,
+                              "configs/base.yaml": "experiment:\n  trainer:\n    strategy: ddp\n"})
+    assert read(script, "self._exp_cfg.trainer") is None
