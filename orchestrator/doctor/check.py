@@ -79,7 +79,9 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
 # code where it stands: not DDP001 (the script's first CUDA use), DDP003 (the script's loaders), DDP002/DDP007
 # (whether a helper's collective or destroy runs on some ranks depends on its callers). DDP009 in a helper:
 # a torch.load with no map_location in a function or method of the project (a CheckpointManager's load). DDP017 in a
-# helper: a forward around the wrapper in a training loop the helper runs (its engine's ``train_one_epoch``).
+# helper: a forward around the wrapper in a training loop the helper runs (its engine's ``train_one_epoch``). DDP023 in
+# a helper: the project's trainer factory (``def load_trainer(config): return pl.Trainer(**config.Trainer)``), a
+# warning at most likely, so never a refusal across nodes (feasibility.py refuses only a certain node count).
 HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, rules_devices.check_load,
                 rules_prints.check_prints,
                 rules_saves.check_saves, rules_rendezvous.check_hard_coded, rules_spawnworld.check_one_node_world,
@@ -91,7 +93,7 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, 
                 rules_spawnworld.check_fixed_node_offset,
                 rules_launch.check_swallowed_init,
                 rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count,
-                rules_steps.check_rank_exit, rules_steps.check_module_forward)
+                rules_steps.check_rank_exit, rules_steps.check_module_forward, rules_layout.check_framework_layout)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 

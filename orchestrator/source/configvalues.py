@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from orchestrator.source.configfiles import ConfigValue, lookup
+from orchestrator.source.configfiles import ConfigValue, lookup, project_config
 from orchestrator.source.hydraconfig import hydra_main
 from orchestrator.source.names import Module, dotted, last_name
 from orchestrator.source.walk import walk
@@ -33,6 +33,9 @@ _WRAPPERS = frozenset({"AttrDict", "EasyDict", "edict", "Munch", "munchify", "Do
                        "Namespace", "create", "DictConfig", "ConfigDict", "dict", "deepcopy", "copy",
                        "merge", "to_container", "instantiate"})  # merge(cfg, overrides): the first is the config
 _DEPTH = 12
+# folders above the script where the project's root is looked for, for a config path the user passes (``python
+# scripts/train.py -c config/task.yaml`` from the root: the files are beside ``scripts/``, not below it)
+_ABOVE = 3
 # a project module's function for a call (None: not one): where a project function that loads a config is read
 Definitions = Callable[[ast.Call], tuple[Module, ast.FunctionDef | ast.AsyncFunctionDef] | None]
 
@@ -65,16 +68,21 @@ def config_value(module: Module, script: Path | None, expr: ast.expr, outer: Mod
     where = _source_of_name(module, base, _Context(outer, definitions), 0)
     if where is None:
         return None
+    if where.literal is None and where.hydra is None:  # a path the user passes: the project's files, from its root too
+        return project_config(script, keys, holding, _ABOVE)
     return lookup(script, keys, where.literal, where.hydra, holding)
 
 
 def _unaliased(module: Module, expr: ast.expr) -> ast.expr:
-    """``trainer`` of ``trainer = cfg.trainer`` (kept through ``if trainer is None: trainer = {}``): the chain the
-    name was given."""
+    """``trainer`` of ``trainer = cfg.trainer`` (kept through ``if trainer is None: trainer = {}``, and through a
+    wrapper of the section, ``copy.deepcopy(cfg.trainer)``): the chain the name was given."""
     for _ in range(_DEPTH):
         if not isinstance(expr, ast.Name):
             return _from_attribute(module, expr)
         value = _assigned(module, expr)
+        if isinstance(value, ast.Call) and (last_name(value.func) or "") in _WRAPPERS and len(value.args) == 1 and (
+                isinstance(value.args[0], ast.Attribute | ast.Subscript)):
+            value = value.args[0]  # trainer_config = copy.deepcopy(config.Trainer): the section it copies
         if not isinstance(value, ast.Attribute | ast.Subscript | ast.Name):
             return expr
         expr = value

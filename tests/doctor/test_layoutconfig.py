@@ -164,3 +164,49 @@ def test_a_device_list_written_in_is_a_literal_layout(tmp_path: Path) -> None:
     found = layout_findings(tmp_path, {"train.py": script})
     assert [(f.line, f.confidence) for f in found] == [(2, "certain")]
     assert "devices=[0, 1]" in found[0].evidence
+
+
+def test_a_helper_trainer_factory_reads_the_config_the_user_passes_from_the_project_root(tmp_path: Path) -> None:
+    """SaProt: ``python scripts/training.py -c config/task/model.yaml`` from the root (``-c`` required), the config
+    handed to ``utils/module_loader.load_trainer``, whose ``pl.Trainer(**copy.deepcopy(config.Trainer), ...)`` takes
+    the section's layout: DDP023 in the helper, likely (a warning: never a refusal from a helper)."""
+    script = """
+import argparse
+import yaml
+from easydict import EasyDict
+from utils.module_loader import *
+
+
+def run(config):
+    trainer = load_trainer(config)
+    trainer.fit(None)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("-c", "--config", required=True)
+    args = p.parse_args()
+    with open(args.config) as r:
+        config = EasyDict(yaml.safe_load(r))
+    run(config)
+
+
+main()
+"""
+    helper = """
+import copy
+import pytorch_lightning as pl
+
+
+def load_trainer(config):
+    trainer_config = copy.deepcopy(config.Trainer)
+    strategy = trainer_config.pop("strategy")
+    return pl.Trainer(**trainer_config, strategy=strategy, callbacks=[])
+"""
+    found = layout_findings(tmp_path, {"scripts/training.py": script, "utils/__init__.py": "",
+                                       "utils/module_loader.py": helper, "LICENSE": "MIT",
+                                       "config/task/model.yaml": "Trainer:\n  devices: 4\n  num_nodes: 1\n"
+                                                                 "  strategy: ddp\n"})
+    assert [(Path(f.file).name, f.line, f.severity, f.confidence) for f in found] == [
+        ("module_loader.py", 9, "warning", "likely")]
+    assert "num_nodes=1 (task/model.yaml:3" in found[0].evidence
