@@ -362,6 +362,10 @@ def test_launch_verdict_rule() -> None:
 # 2026-12-04 before the doctor ran on it, measured on 3d5bfc5): default output precision 0.62 (26 of 42), recall 0.46
 # (24 of 52), three false error findings (DDP002 on a subgroup's barrier); --shown 0.68 (25 of 37); --all 0.51, 0.52;
 # launch right or refused 20 of 24 (style 23, framework 24). Kept apart in tests/doctor/heldout31/ until merged.
+# Set 32 (22 scripts from 20 repositories, eight judges, truth committed b318a60, 1d433ec, 988ea33, 82d0095, 446e77e,
+# c9095a6, b2cebbd, 6b83d1c on 2026-12-04 before the doctor ran on it, measured on 6b83d1c): default output precision
+# 0.54 (15 of 28), recall 0.25 (13 of 52), three false error findings (DDP020); --shown 0.60 (15 of 25); --all 0.41,
+# 0.33; launch right or refused 16 of 22 (style 18, framework 22). Kept apart in tests/doctor/heldout32/ until merged.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -386,6 +390,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (29, 24, 0.45, 0.33, False),
     (30, 23, 0.60, 0.31, True),
     (31, 24, 0.62, 0.46, False),
+    (32, 22, 0.54, 0.25, False),
 ]
 
 
