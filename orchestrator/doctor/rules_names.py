@@ -126,6 +126,8 @@ def _raised(a: Analysis, node: ast.Name) -> bool:
 
 
 def _never_runs(a: Analysis, node: ast.AST) -> bool:
+    """``node`` is under ``if TYPE_CHECKING:``, ``if False:`` or a branch its literal choices never take, or after a
+    statement that always leaves its block (``raise ValueError("No way wandb")`` above ``wandb.Image(grid)``)."""
     child, current = node, a.module.parents.get(node)
     while current is not None:
         if isinstance(current, ast.If) and child in current.body and (
@@ -133,7 +135,21 @@ def _never_runs(a: Analysis, node: ast.AST) -> bool:
                 or (isinstance(current.test, ast.Constant) and not current.test.value)
                 or _impossible(a, current.test)):
             return True
+        if isinstance(child, ast.stmt) and _after_exit(current, child):
+            return True
         child, current = current, a.module.parents.get(current)
+    return False
+
+
+_EXITS = (ast.Raise, ast.Return, ast.Continue, ast.Break)
+
+
+def _after_exit(parent: ast.AST, statement: ast.stmt) -> bool:
+    """An earlier statement of ``statement``'s own block (in ``parent``) always leaves it: ``statement`` never runs."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and statement in block:
+            return any(isinstance(s, _EXITS) for s in block[:block.index(statement)])
     return False
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import INIT, SPAWNERS
+from orchestrator.source.branches import PLATFORM, off_linux_side
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import NODES_ENV, WORLD_ENV
 from orchestrator.source.walk import walk
@@ -118,17 +119,18 @@ def check_local_rendezvous(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP021", site.call, f"init_method={ast.unparse(method)[:50]}: a file in {where}")
 
 
-_PLATFORM = frozenset({"sys.platform", "os.name", "platform.system"})
-
-
 def _platform_branch(a: Analysis, node: ast.AST) -> bool:
-    """``node`` runs under an ``if`` that tests the operating system (``sys.platform == "win32"``)."""
-    current = a.module.parents.get(node)
+    """``node`` runs on the side of an ``if`` testing the operating system that a Linux cluster node never takes
+    (``if os.name == "nt":``; StyleGAN-XL's Linux ``file://`` in the ``else`` is still read), or under such a test
+    whose sides are not told apart."""
+    child, current = node, a.module.parents.get(node)
     while current is not None:
-        if isinstance(current, ast.If) and any(isinstance(n, ast.Attribute) and a.module.qualname(n) in _PLATFORM
-                                               for n in walk(current.test)):
-            return True
-        current = a.module.parents.get(current)
+        if isinstance(current, ast.If) and child is not current.test and any(
+                isinstance(n, ast.Attribute) and a.module.qualname(n) in PLATFORM for n in walk(current.test)):
+            off = off_linux_side(current.test, a.module.qualname)
+            if off is None or off == (child in current.body):
+                return True
+        child, current = current, a.module.parents.get(current)
     return False
 
 

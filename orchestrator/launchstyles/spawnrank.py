@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from orchestrator.source.analysis import Analysis, spawn_target
+from orchestrator.source.branches import enclosing_ifs, off_linux_side
 from orchestrator.source.names import FunctionNode, Module, last_name
 from orchestrator.source.project import Project
 from orchestrator.source.walk import walk
@@ -157,6 +158,8 @@ def _reaches(project: Project | None, callee: _Callee, param: str, depth: int,
     seen.add((callee.file, f"{function.name}:{function.lineno}"))
     parents = {child: node for node in walk(function) for child in ast.iter_child_nodes(node)}
     for node in walk(function):
+        if _off_linux(callee.module, node, parents):
+            continue  # StyleGAN-XL's `if os.name == "nt":` gloo init: the Linux one in its `else` is the cluster's
         written = _rank_written(callee.module, node)
         if written is not None and _holds(written[1].id, node, param, parents, 0):
             return IndexRank(callee.file, node, written[0].lineno, f"RANK={ast.unparse(written[0])}")
@@ -178,6 +181,12 @@ def _reaches(project: Project | None, callee: _Callee, param: str, depth: int,
                 if found is not None:
                     return found
     return None
+
+
+def _off_linux(module: Module, node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """``node`` is on the side of an ``if`` testing the operating system that a Linux node never takes."""
+    return any(off_linux_side(test.test, module.qualname) is in_body
+               for test, in_body in enclosing_ifs(parents, node))
 
 
 def _holds(name: str, at: ast.AST, param: str, parents: dict[ast.AST, ast.AST], depth: int) -> bool:

@@ -5,7 +5,7 @@ a flag raised on rank 0's side), and whether anything but the script's main guar
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from orchestrator.source.names import FunctionNode
 
@@ -44,3 +44,34 @@ def unconditional(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
             return False
         current = parents.get(current)
     return True
+
+
+
+# what names the operating system in a test, and the values a Linux cluster node gives
+PLATFORM = frozenset({"sys.platform", "os.name", "platform.system"})
+_LINUX = frozenset({"linux", "linux2", "posix"})
+
+
+def off_linux_side(test: ast.expr, qualname: Callable[[ast.expr], str | None]) -> bool | None:
+    """Which side of an ``if`` testing the operating system never runs on a Linux cluster node: True for its body
+    (``os.name == "nt"``, ``sys.platform == "win32"``, ``sys.platform.startswith("win")``, ``platform.system() ==
+    "Windows"``), False for its ``else`` (the same with ``!=`` or ``not``, or a test for Linux itself); None for a
+    test of anything else or of another shape. ``qualname`` names what an expression refers to (``os.name`` through
+    the file's imports)."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    said: ast.expr | None = None
+    value: object = None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq | ast.NotEq):
+        said, other = test.left, test.comparators[0]
+        value = other.value if isinstance(other, ast.Constant) else None
+        negated ^= isinstance(test.ops[0], ast.NotEq)
+    elif isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "startswith" and (
+            len(test.args) == 1 and isinstance(test.args[0], ast.Constant)):
+        said, value = test.func.value, test.args[0].value
+    if isinstance(said, ast.Call) and not said.args:
+        said = said.func  # platform.system()
+    if said is None or qualname(said) not in PLATFORM or not isinstance(value, str):
+        return None
+    return (value.lower() not in _LINUX) != negated

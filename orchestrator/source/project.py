@@ -80,7 +80,10 @@ class Project:
 
     # -- files --------------------------------------------------------------------------------------
     def find(self, dotted_name: str) -> Path | None:
-        """The file of a local module ``a.b`` (``a/b.py`` or ``a/b/__init__.py`` under a root)."""
+        """The file of a local module ``a.b`` (``a/b.py`` or ``a/b/__init__.py`` under a root); None for ``""`` (a
+        relative import whose package is not known)."""
+        if not dotted_name:
+            return None
         if dotted_name not in self._found:
             self._found[dotted_name] = None
             parts = dotted_name.split(".")

@@ -9,20 +9,34 @@ from typing import Protocol
 from orchestrator.source.names import Module
 
 
-def star_sources(module: Module, package: str | None) -> list[str]:
-    """The modules ``module`` takes every name of (``from .build import *``, ``from pkg.misc import *``), as
-    absolute names, in import order."""
+def star_sources(module: Module, package: str | None, nested: bool = False) -> list[str]:
+    """The modules ``module`` takes every name of (``from .build import *``, ``from pkg.misc import *``; ``nested``:
+    also in a module-level ``try``/``if`` block), as absolute names, in import order; ``""`` for a relative one whose
+    package is not known (``from ..utils import *`` where no ``__init__.py`` places the file): a module no reader
+    finds."""
     out: list[str] = []
-    for node in module.tree.body:
+    for node in _module_level(module.tree) if nested else module.tree.body:
         if not (isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)):
             continue
         if not node.level:
             out += [node.module] if node.module else []
             continue
         base = package.split(".") if package else []
-        base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
-        if base:
-            out.append(".".join([*base, *([node.module] if node.module else [])]))
+        base = base[: len(base) - (node.level - 1)] if node.level > 1 and len(base) >= node.level - 1 else (
+            base if node.level == 1 else [])
+        out.append(".".join([*base, *([node.module] if node.module else [])]) if base else "")
+    return out
+
+
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The module's statements outside functions and classes, in order (its blocks' too)."""
+    out: list[ast.stmt] = []
+    for node in tree.body:
+        out.append(node)
+        if isinstance(node, _BLOCKS):
+            inner = ast.Module(body=[*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),
+                                     *(s for h in getattr(node, "handlers", []) for s in h.body)], type_ignores=[])
+            out += _module_level(inner)
     return out
 
 
@@ -58,8 +72,8 @@ def star_names(module: Module, package: str | None, project: Modules, depth: int
     where one cannot be known: an X outside the project (an installed package), one that cannot be read, one that
     writes names out of sight (``globals()``, ``exec`` at module level), or star imports deeper than four."""
     names: set[str] = set()
-    for source in star_sources(module, package):
-        path = project.find(source)
+    for source in star_sources(module, package, nested=True):
+        path = project.find(source) if source else None
         found = project.read(path) if path is not None and depth < _DEPTH else None
         if path is None or found is None or _writes_unseen(found.tree) or _all_changed(found.tree):
             return None

@@ -119,7 +119,9 @@ def test_ddp010_through_any_data_flow() -> None:
                        "def main(args):\n    torch.cuda.set_device(args.rank)\n") == [("DDP010", "warning")]
     assert codes(pre + "def bind(r):\n    torch.cuda.set_device(r)\nbind(dist.get_rank())\n") == [
         ("DDP010", "warning")]
-    assert codes(pre + "d = torch.device('cuda', int(os.environ['RANK']))\n") == [("DDP010", "warning")]
+    assert codes(pre + "d = torch.device('cuda', int(os.environ['RANK']))\nx = torch.ones(2).to(d)\n") == [
+        ("DDP010", "warning"), ("DDP001", "warning")]  # the device used; a device never used is none (below)
+    assert codes(pre + "d = torch.device('cuda', int(os.environ['RANK']))\n") == []
     # the global rank as the device id (DDP010), and that device never bound before NCCL (DDP001, seed 000)
     assert codes(pre + "r = dist.get_rank()\nm = DDP(torch.nn.Linear(2, 2), device_ids=[r])\n") == [
         ("DDP001", "warning"), ("DDP010", "warning")]

@@ -185,3 +185,27 @@ def test_a_star_import_whose_names_cannot_all_be_known_keeps_the_file_quiet(tmp_
     script = tmp_path / "train.py"
     script.write_text(_HEAD + "from helpers import *\n\ndef main():\n    print(made)\n\nmain()\n")
     assert [f for f in check_file(script) if f.code == "DDP020"] == []
+
+
+@pytest.mark.parametrize("where", ["top", "try"])
+def test_a_relative_star_import_whose_package_is_not_known_keeps_the_file_quiet(tmp_path: Path, where: str) -> None:
+    """DeBERTa's ``apps/run.py``: ``from ..utils import *`` where no ``__init__.py`` says which package ``apps`` is
+    (a partial copy, or a folder run with ``python -m``): the names it brings (``boolean_string``, ``set_logger``) are
+    not known, so none is reported; also a star import in a module-level ``try`` block."""
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "helpers.py").write_text("def set_logger():\n    pass\n")
+    (tmp_path / "apps").mkdir()
+    star = ("from ..utils import *\n" if where == "top"
+            else "try:\n    from ..utils import *\nexcept ImportError:\n    pass\n")
+    script = tmp_path / "apps" / "run.py"
+    script.write_text(_HEAD + star + "\ndef main():\n    set_logger()\n\nmain()\n")
+    assert [f for f in check_file(script) if f.code == "DDP020"] == []
+
+
+@pytest.mark.parametrize("leave", ['raise ValueError("No way wandb")', "return None"])
+def test_a_name_after_a_statement_that_leaves_its_block_never_runs(leave: str) -> None:
+    """taming-transformers' ``_wandb``: ``raise ValueError("No way wandb")`` then ``wandb.Image(grid)``, a name never
+    imported on a line that never runs; a name before the exit, or on the other side of an ``if``, still counts."""
+    source = (_HEAD + "def log(images):\n    for k in images:\n        if k:\n            " + leave + "\n"
+              "        " + leave + "\n        grid = wandb.Image(k)\n    return ddp_model\n\nlog([])\n")
+    assert [(line, severity) for line, severity, _ in names(source)] == [(10, "error")]

@@ -92,3 +92,11 @@ def test_a_file_rendezvous_for_windows_only_is_not_ddp021() -> None:
            "    dist.init_process_group('gloo', init_method=f'file:///{tempfile.gettempdir()}/rdzv')\n"
            "else:\n    dist.init_process_group('nccl')\n")
     assert codes(src) == []
+
+
+def test_a_file_rendezvous_on_the_linux_side_of_a_platform_test_is_ddp021() -> None:
+    """StyleGAN-XL: ``if os.name == 'nt':`` a Windows ``file:///`` init, ``else:`` the Linux one, in a temporary
+    folder: the cluster runs the ``else``."""
+    src = ("import os\nif os.name == 'nt':\n    dist.init_process_group('gloo', init_method='file:///C:/rdzv')\n"
+           "else:\n    dist.init_process_group('nccl', init_method=f'file://{tempfile.mkdtemp()}/rdzv')\n")
+    assert codes(src) == ["DDP021"]

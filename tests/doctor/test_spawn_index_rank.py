@@ -51,6 +51,9 @@ def _ddp016(findings: list) -> list[tuple[int, str]]:  # type: ignore[type-arg]
     # the node's offset in what is written, or only the local rank written: silent
     ("    import os\n    os.environ['RANK'] = str(args.nr * 8 + gpu)\n    dist.init_process_group('nccl')", []),
     ("    import os\n    os.environ['LOCAL_RANK'] = str(gpu)\n    dist.init_process_group('nccl')", []),
+    # StyleGAN-XL: a Windows-only gloo init first, the Linux one in the `else`: the cluster's, at its line
+    ("    import os\n    if os.name == 'nt':\n        dist.init_process_group('gloo', rank=gpu, world_size=2)\n"
+     "    else:\n        dist.init_process_group('nccl', rank=gpu, world_size=2)", [(11, "warning")]),
 ])
 def test_a_spawn_index_as_the_rank_is_a_warning_on_one_node(body: str, found: list[tuple[int, str]]) -> None:
     findings = check_source(_SPAWNER.format(body=body), "train.py")

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.source.branches import enclosing_ifs, other_side
+import pytest
+
+from orchestrator.source.branches import enclosing_ifs, off_linux_side, other_side
+from orchestrator.source.names import Module
 
 SOURCE = """\
 if outer:
@@ -49,3 +52,17 @@ def test_the_other_side_is_the_branch_the_node_never_runs_with() -> None:
     statement, in_body = next(iter(enclosing_ifs(_parents(tree), _call(tree, "DDP"))))
     assert ast.unparse(statement.test) == "distributed" and in_body
     assert [ast.unparse(s)[:5] for s in other_side(statement, in_body)] == ["if si"]
+
+
+@pytest.mark.parametrize(("test", "side"), [
+    ("os.name == 'nt'", True), ("os.name != 'nt'", False), ("not os.name == 'nt'", False),
+    ("sys.platform == 'win32'", True), ("sys.platform.startswith('win')", True), ("sys.platform == 'darwin'", True),
+    ("platform.system() == 'Windows'", True), ("sys.platform == 'linux'", False),
+    ("sys.platform.startswith('linux')", False), ("os.name == 'posix'", False),
+    ("args.os == 'nt'", None), ("os.name in ('nt', 'ce')", None),  # not the system, or another shape: not told
+])
+def test_the_side_of_a_platform_test_a_linux_node_never_takes(test: str, side: bool | None) -> None:
+    tree = ast.parse(f"import os, sys, platform\nif {test}:\n    pass\n")
+    node = tree.body[1]
+    assert isinstance(node, ast.If)
+    assert off_linux_side(node.test, Module(tree).qualname) is side
