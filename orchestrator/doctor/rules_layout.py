@@ -154,7 +154,7 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     qualified = qualified_name(func, aliases) or ""
     if qualified in SPAWNERS:
         return _launch_layout(a, call, SPAWNERS[qualified], flags)
-    if qualified in LIGHTNING_CLI:  # the Trainer from the --config file the user passes (the project's)
+    if qualified in LIGHTNING_CLI or _project_cli(a, qualified):  # the Trainer from the --config file the user passes
         section = cli_trainer(a)
         return _config_layout(a, call, section, flags) if section is not None else None
     lightning = QUALIFIED.get(qualified) == "lightning" and not made
@@ -194,6 +194,17 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     key = "devices" if "devices" in given else "gpus" if "gpus" in given else None
     devices = _resolve(a, given[key], flags, key) if key else _Value("auto", "left out")
     return nodes, devices
+
+
+def _project_cli(a: Analysis, qualified: str) -> bool:
+    """``utils.PDECLI(...)`` of the project's ``class PDECLI(LightningCLI)``: a LightningCLI too."""
+    project = a.project
+    where = project.split(qualified) if project is not None and "." in qualified else None
+    module = project.read(where[0]) if project is not None and where is not None else None
+    cls = next((n for n in module.tree.body if isinstance(n, ast.ClassDef) and where is not None
+                and n.name == where[1]), None) if module is not None else None
+    return cls is not None and module is not None and any((module.qualname(b) or "") in LIGHTNING_CLI
+                                                          for b in cls.bases)
 
 
 def _config_layout(a: Analysis, call: ast.Call, section: ConfigValue,

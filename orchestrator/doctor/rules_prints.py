@@ -222,12 +222,22 @@ def _under_rank_test(a: Reading, node: ast.AST) -> bool:
     return current is not None and a.ranks.is_condition(current.test)
 
 
+def _reduces_inside(a: Analysis, site: Site) -> bool:
+    """``val_loss = validate(loader, model, configs)`` where the file's ``validate`` reduces each batch's loss through
+    a project helper (SFA3D's ``reduce_tensor``, an ``all_reduce``) under ``if configs.distributed:``: what it returns
+    is reduced, whichever branch the flag takes (one-process runs have nothing to reduce)."""
+    parent = a.module.parents.get(site.call)
+    target = a.module.local_function(site.call) if isinstance(parent, ast.Assign) else None
+    return target is not None and any(s.qual in REDUCTIONS or a.helper_reaches(s, REDUCTIONS)
+                                      for s in a.flow.sites_in(target))
+
+
 def reductions(a: Analysis) -> list[tuple[Site, set[str]]]:
     """Each call that reduces (all_reduce, all_gather, ..., or a helper of this file that makes one) with the names it
     reduces: the ones it is handed, or the ones it assigns."""
     found: list[tuple[Site, set[str]]] = []
     for site in a.flow.sites:
-        if a.reaching(site, REDUCTIONS) is None:
+        if a.reaching(site, REDUCTIONS) is None and not _reduces_inside(a, site):
             continue
         names: set[str] = set()
         parent = a.module.parents.get(site.call)

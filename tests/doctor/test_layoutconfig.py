@@ -210,3 +210,21 @@ def load_trainer(config):
     assert [(Path(f.file).name, f.line, f.severity, f.confidence) for f in found] == [
         ("module_loader.py", 9, "warning", "likely")]
     assert "num_nodes=1 (task/model.yaml:3" in found[0].evidence
+
+
+def test_a_project_subclass_of_lightning_cli_is_a_lightning_cli(tmp_path: Path) -> None:
+    """PDEArena's ``utils.PDECLI(PDEModel, ...)`` with ``class PDECLI(LightningCLI)`` in the project: the Trainer comes
+    from the ``trainer:`` section of the project's config (``num_nodes: 1``)."""
+    utils = ("from pytorch_lightning.cli import LightningCLI\n\n\nclass PDECLI(LightningCLI):\n"
+             "    def add_arguments_to_parser(self, parser):\n        pass\n")
+    script = ("from pdearena import utils\n\n\ndef main():\n    cli = utils.PDECLI(object, run=False)\n"
+              "    cli.trainer.fit(cli.model)\n\n\nmain()\n")
+    config = "trainer:\n  strategy: ddp\n  devices: 8\n  num_nodes: 1\n"
+    found = layout_findings(tmp_path, {"scripts/train.py": script, "pdearena/__init__.py": "",
+                                       "pdearena/utils.py": utils, "configs/ns2d.yaml": config, "LICENSE": "MIT"})
+    assert [(f.line, f.confidence) for f in found] == [(5, "likely")]
+    assert "num_nodes=1 (configs/ns2d.yaml:4" in found[0].evidence
+    plain = utils.replace("(LightningCLI)", "(object)")  # a project class of its own: not read as a CLI
+    assert layout_findings(tmp_path / "b", {"scripts/train.py": script, "pdearena/__init__.py": "",
+                                            "pdearena/utils.py": plain, "configs/ns2d.yaml": config,
+                                            "LICENSE": "MIT"}) == []
