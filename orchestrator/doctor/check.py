@@ -93,7 +93,8 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, 
                 rules_spawnworld.check_fixed_node_offset,
                 rules_launch.check_swallowed_init,
                 rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count,
-                rules_steps.check_rank_exit, rules_steps.check_module_forward, rules_layout.check_framework_layout)
+                rules_steps.check_rank_exit, rules_steps.check_module_forward, rules_steps.check_skipped_backward,
+                rules_layout.check_framework_layout)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 

@@ -196,16 +196,24 @@ def _trainer_self_model(a: Analysis) -> Iterator[Finding]:
 
 
 _NONFINITE = ("isfinite", "isnan", "isinf")
+# a project's own check of the loss (UniRec's ``self._check_nan(loss)``, ``has_inf_or_nan(loss)``)
+_NONFINITE_NAMED = re.compile(r"(^|_)(is_?)?(nan|inf|finite|non_?finite)(_|$)", re.IGNORECASE)
 
 
-def _per_rank_test(a: Analysis, test: ast.expr) -> bool:
+def _per_rank_test(a: Analysis, test: ast.expr, depth: int = 0) -> bool:
     """A condition each rank decides on its own data: a non-finite or zero loss (``not torch.isfinite(loss)``,
-    ``loss == 0``), an empty batch (``len(batch) == 0``, ``x.numel() == 0``); never a rank condition (DDP002)."""
+    ``loss == 0``, a project's check named for it, also through a name: ``loss_is_nan = self._check_nan(loss)``),
+    an empty batch (``len(batch) == 0``, ``x.numel() == 0``); never a rank condition (DDP002)."""
     if a.ranks.is_condition(test):
         return False
     for node in walk(test):
-        if isinstance(node, ast.Call) and (last_name(node.func) or "") in _NONFINITE:
+        if isinstance(node, ast.Call) and ((last_name(node.func) or "") in _NONFINITE or (
+                node.args and _NONFINITE_NAMED.search(last_name(node.func) or ""))):
             return True
+        if isinstance(node, ast.Name) and depth < 2:
+            _, value = a.module.resolve(node.id, node)
+            if isinstance(value, ast.Call) and _per_rank_test(a, value, depth + 1):
+                return True
         if isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == 0 and
                                                  not isinstance(c.value, bool) for c in node.comparators):
             left = node.left
@@ -245,11 +253,15 @@ def check_skipped_backward(a: Analysis) -> Iterator[Finding]:
         for node in walk(loop):
             if getattr(node, "lineno", backward) >= backward and not isinstance(node, ast.Try):
                 continue
-            if isinstance(node, ast.If) and _skips(node.body) and _per_rank_test(a, node.test):
+            if isinstance(node, ast.If) and (_skips(node.body) or (_skips(node.orelse) and any(
+                    getattr(n, "lineno", 0) == backward for s in node.body for n in walk(s)))) and (
+                    _per_rank_test(a, node.test)):  # `if ok: backward() ... else: continue` too
                 if node.lineno not in seen and not _agreed(a, loop, node.lineno):
                     seen.add(node.lineno)
-                    yield a.finding("DDP018", node, f"{ast.unparse(node.test)[:50]}: continue before backward() "
-                                                    f"at line {backward}")
+                    said = (f"{ast.unparse(node.test)[:50]}: continue before backward() at line {backward}"
+                            if _skips(node.body) else
+                            f"backward() at line {backward} only if {ast.unparse(node.test)[:50]}, else continue")
+                    yield a.finding("DDP018", node, said)
             elif isinstance(node, ast.Try) and node.lineno < backward <= max(
                     getattr(s, "end_lineno", 0) or 0 for s in node.body):
                 for handler in node.handlers:
