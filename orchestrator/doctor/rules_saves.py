@@ -234,11 +234,21 @@ def _per_node_guard(a: Reading, site: Site) -> bool:
     if not tests:
         return False
     # a guard's name that holds a rank test is what it holds (``is_main = local_rank == 0``), not what it is called
-    tests = [(where, held) for where, t in tests for held in (_held_tests(where, t) or [t])]
-    kinds = {_guard_kind(where, n) for where, t in tests for n in walk(t)
+    parts = [(where, part) for where, t in tests
+             for part in (t.values if isinstance(t, ast.BoolOp) and isinstance(t.op, ast.And) else [t])]
+    tests = [(where, held) for where, t in parts for held in (_held_tests(where, t) or [t])]
+    # a rank modulo a node's count (SFA3D's ``rank % ngpus_per_node == 0``, ``% 8``, ``% device_count()``) is the
+    # node-local index: what it holds is local (not ``rank % world_size``: rank 0 alone)
+    modulo = {id(n.left) for _, t in tests for n in walk(t) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+              and (isinstance(n.right, ast.Constant) or _NODE_COUNT.search(ast.unparse(n.right)))}
+    kinds = {"local" if id(n) in modulo and _guard_kind(where, n) == "global" else _guard_kind(where, n)
+             for where, t in tests for n in walk(t)
              if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
     kinds.discard(None)
     return kinds == {"local"}
+
+
+_NODE_COUNT = re.compile(r"gpu|per_node|device_count|nproc|local", re.IGNORECASE)
 
 
 def _guard_kind(a: Reading, node: ast.Name | ast.Attribute | ast.Call) -> str | None:

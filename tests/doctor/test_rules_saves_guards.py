@@ -263,3 +263,28 @@ def test_a_guard_named_main_holding_a_local_rank_test_is_one_writer_per_node(hel
     """The guard's name says main (``is_main``) but what it holds is the local rank's test: every node's first
     process writes the same file; the name alone does not make it the global rank's."""
     assert _ddp006(check_source(_NAMED_LOCAL_GUARD.format(held=held), "train.py")) == found
+
+
+_MASTER_NODE = _HEAD + """\
+rank = int(os.environ["RANK"])
+ngpus_per_node = torch.cuda.device_count()
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(2, 2).cuda())
+is_master_node = (not dist.is_initialized()) or (rank % {count} == 0)
+for epoch in range(3):
+    if is_master_node and epoch % 2 == 0:
+        torch.save(model.module.state_dict(), "ckpt.pth")
+"""
+
+
+@pytest.mark.parametrize(("count", "per_node"), [
+    ("ngpus_per_node", True),  # SFA3D's is_master_node: each node's first worker
+    ("8", True),
+    ("torch.cuda.device_count()", True),
+    ("dist.get_world_size()", False),  # rank % world_size == 0: rank 0 alone
+])
+def test_a_rank_modulo_the_nodes_count_is_a_per_node_guard_through_a_name_and_an_and(count: str,
+                                                                                      per_node: bool) -> None:
+    found = [f for f in check_source(_MASTER_NODE.format(count=count), "train.py") if f.code == "DDP006"]
+    assert [f.line for f in found] == ([12] if per_node else [])
+    assert all("one shared file system" in f.evidence for f in found)
