@@ -301,7 +301,7 @@ class Project:
             own = self._name_of(path)  # the package a relative import starts from
             package = own if path.name == "__init__.py" else own.rpartition(".")[0]
             for star in star_sources(module, package or None):  # `from .build import *` in a package's __init__
-                found = self.reach(f"{star}.{name}", depth + 1) if depth < MAX_DEPTH else None
+                found = self.reach(f"{star}.{name}", depth + 1) if depth < MAX_DEPTH and star else None
                 if found is not None and (found.quals or found.unread):
                     return found
             return Reach(frozenset())
