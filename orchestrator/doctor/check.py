@@ -12,6 +12,7 @@ from pathlib import Path
 
 from orchestrator.doctor import (
     lightning_logs,
+    rank_bound_names,
     rules_data,
     rules_devices,
     rules_launch,
@@ -70,6 +71,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_steps.check_skipped_backward,  # DDP018
     rules_launch.check_swallowed_init,   # DDP019
     rules_names.check_undefined_names,   # DDP020
+    rank_bound_names.check_rank_bound_names,  # DDP020 (a name bound on global rank 0 alone, read on other ranks)
     rules_nodes.check_local_rendezvous,  # DDP021
     rules_nodes.check_node_count,        # DDP022
     rules_layout.check_framework_layout,  # DDP023

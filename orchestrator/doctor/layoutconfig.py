@@ -6,9 +6,11 @@ certain: the user may pass another config or an override."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.configfiles import ConfigValue, project_config
 from orchestrator.source.configvalues import config_value
@@ -19,6 +21,7 @@ _TRAINER_TARGET = ("lightning", "Trainer")
 # a Trainer section of a config the user passes: a file that holds none of these is not one
 LAYOUT_KEYS = frozenset({"devices", "gpus", "num_nodes"})
 _CLI_ABOVE = 3  # folders above a LightningCLI script where its project root is looked for (configs/ beside src/)
+PARALLEL = re.compile(r"ddp|fsdp|deepspeed|horovod", re.IGNORECASE)  # a strategy's name that runs several processes
 
 
 def read_config(a: Analysis, expr: ast.expr, holding: frozenset[str] = frozenset()) -> ConfigValue | None:
@@ -100,3 +103,25 @@ def key_line(found: ConfigValue, key: str) -> int:
 
 def shown(found: ConfigValue, line: int) -> str:
     return f"{found.file.parent.name}/{found.file.name}:{line}"
+
+
+def section_parallel(a: Analysis, call: ast.Call) -> bool:
+    """The config section a Lightning ``Trainer(**cfg.trainer)`` is made from names a parallel strategy (``strategy:
+    ddp``)."""
+    aliases = import_aliases(a.module.tree)
+    lightning = QUALIFIED.get(qualified_name(call.func, aliases) or "") == "lightning"
+    section = configured_trainer(a, call, lightning) if lightning else None
+    data = section.value if section is not None and isinstance(section.value, dict) else {}
+    return any(PARALLEL.search(str(data.get(key, ""))) for key in ("strategy", "accelerator", "plugins"))
+
+
+
+def project_cli(a: Analysis, qualified: str) -> bool:
+    """``utils.PDECLI(...)`` of the project's ``class PDECLI(LightningCLI)``: a LightningCLI too."""
+    project = a.project
+    where = project.split(qualified) if project is not None and "." in qualified else None
+    module = project.read(where[0]) if project is not None and where is not None else None
+    cls = next((n for n in module.tree.body if isinstance(n, ast.ClassDef) and where is not None
+                and n.name == where[1]), None) if module is not None else None
+    return cls is not None and module is not None and any((module.qualname(b) or "") in LIGHTNING_CLI
+                                                          for b in cls.bases)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.source.branches import inside
 from orchestrator.source.flow import Site
 from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
@@ -54,7 +55,7 @@ def _rebuilt_with_epoch(a: Analysis, site: Site, epoch: set[str], loop: ast.AST)
                                                         None)
     if isinstance(data, ast.Name):
         _, data = a.module.resolve(data.id, data)
-    if not isinstance(data, ast.Call) or not _inside(a, data, loop):
+    if not isinstance(data, ast.Call) or not inside(a.module.parents, data, loop):
         return False
     return any(k.arg is not None and ("seed" in k.arg or "epoch" in k.arg) and _carries(a, k.value, epoch, loop, 0)
                for k in data.keywords)
@@ -71,16 +72,7 @@ def _carries(a: Analysis, expr: ast.AST, epoch: set[str], loop: ast.AST, depth: 
         if node.id in epoch:
             return True
         _, value = a.module.resolve(node.id, node)
-        if value is not None and value is not expr and _inside(a, value, loop) and _carries(
+        if value is not None and value is not expr and inside(a.module.parents, value, loop) and _carries(
                 a, value, epoch, loop, depth + 1):
             return True
-    return False
-
-
-def _inside(a: Analysis, node: ast.AST, loop: ast.AST) -> bool:
-    current = a.module.parents.get(node)
-    while current is not None:
-        if current is loop:
-            return True
-        current = a.module.parents.get(current)
     return False

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.device_stores import stored_unread
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.helper_rankattrs import script_global_attribute
@@ -351,7 +352,7 @@ def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
     """DDP010, once per file, at the first device picked from the global rank."""
     hits: list[ast.AST] = [site.call for site in a.flow.sites if any(
         a.ranks.device_from_global_rank(expr) or script_global_attribute(a, expr)
-        for expr in [*device_args(a, site), *_device_map(site.call)]) and not _stored_unread(a, site.call)]
+        for expr in [*device_args(a, site), *_device_map(site.call)]) and not stored_unread(a, site.call)]
     hits += [node for node in a.module.nodes if isinstance(node, ast.Assign) and any(
         a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
         and a.ranks.device_from_global_rank(node.value)]
@@ -365,25 +366,6 @@ def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
         said = f"device_map={{'': {ast.unparse(mapped)}}}" if mapped is not None else ast.unparse(first)
         yield a.finding("DDP010", first, f"{said[:60]}{extra}", at=mapped,
                         confidence="possible" if _spawn_index_world(a) else None)
-
-
-def _stored_unread(a: Analysis, call: ast.Call) -> bool:
-    """``self.device = torch.device(f"cuda:{rank}")`` (CosyVoice's executor) where nothing in the file, nor in the
-    script for a helper, reads ``.device`` again (nor the name, for ``device = ...``): a device chosen, never used."""
-    parent = a.module.parents.get(call)
-    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is call
-            and a.module.qualname(call.func) == "torch.device"):
-        return False  # (``m = model.to(dev)`` uses the device, whether or not ``m`` is read)
-    target = parent.targets[0]
-    modules = [a.module, *([a.outer.module] if a.outer is not None else [])]
-    if isinstance(target, ast.Attribute):  # not ``torch.device(...)`` itself: a call's function is no read of it
-        calls = {id(n.func) for m in modules for n in m.nodes if isinstance(n, ast.Call)}
-        return not any(isinstance(n, ast.Attribute) and n.attr == target.attr and isinstance(n.ctx, ast.Load)
-                       and id(n) not in calls for m in modules for n in m.nodes)
-    if isinstance(target, ast.Name):
-        return not any(isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)
-                       for n in a.module.nodes)
-    return False
 
 
 def _device_map(call: ast.Call) -> list[ast.expr]:

@@ -26,8 +26,9 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.localindex import gathered_slice_by_local_rank, global_named_local, shards_by_local_rank
 from orchestrator.doctor.offslurm import OFF_SLURM, off_slurm
+from orchestrator.doctor.spawned_flags import index_overwrites_flag
 from orchestrator.launchstyles import localrank
-from orchestrator.source.analysis import COLLECTIVES, INIT, spawn_target
+from orchestrator.source.analysis import COLLECTIVES, INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.branches import enclosing_ifs
 from orchestrator.source.flow import Site
@@ -48,7 +49,7 @@ def check_legacy_local_rank(a: Analysis) -> Iterator[Finding]:
     """DDP015 at each ``add_argument("--local_rank", ...)`` of a project that never reads LOCAL_RANK (the launch
     styles' fact, ``orchestrator.launchstyles.localrank``; a framework that binds the device makes it possible)."""
     declarations = localrank.declarations(a)
-    if declarations and a.spawns and _index_overwrites_flag(a):
+    if declarations and a.spawns and index_overwrites_flag(a):
         return  # PS-MT's worker: args.local_rank = gpu, the spawn index, before any read: the flag decides nothing
     binder = framework_binder(a) if declarations else None  # Accelerate, Lightning, Fabric: device and mode are theirs
     for declared in declarations:
@@ -59,22 +60,6 @@ def check_legacy_local_rank(a: Analysis) -> Iterator[Finding]:
                                                  "\"LOCAL_RANK\", args.local_rank))",
                         confidence="possible" if guess else None,
                         fact=f"{binder} binds the device; the flag's other uses may not matter" if guess else "")
-
-
-def _index_overwrites_flag(a: Analysis) -> bool:
-    """The file spawns its workers and a worker's first statements give ``args.local_rank`` its first parameter, the
-    spawn index (``def main(gpu, ...): args.local_rank = gpu``): what the flag says is replaced in every worker."""
-    targets = {target.id for site in a.flow.sites if (site.qual or "").endswith("multiprocessing.spawn")
-               and isinstance(target := spawn_target(site.call), ast.Name)}
-    for name in targets:
-        function = a.module.functions.get(name)
-        params = [p.arg for p in function.args.args] if function is not None else []
-        for statement in function.body[:3] if function is not None and params else []:
-            if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name) and (
-                    statement.value.id == params[0]) and any(
-                    isinstance(t, ast.Attribute) and t.attr == "local_rank" for t in statement.targets):
-                return True
-    return False
 
 
 def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:

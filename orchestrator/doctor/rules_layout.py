@@ -32,7 +32,16 @@ from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
 from orchestrator.doctor.frameworks import devices_of
-from orchestrator.doctor.layoutconfig import cli_trainer, configured_trainer, key_line, read_config, shown
+from orchestrator.doctor.layoutconfig import (
+    PARALLEL,
+    cli_trainer,
+    configured_trainer,
+    key_line,
+    project_cli,
+    read_config,
+    section_parallel,
+    shown,
+)
 from orchestrator.doctor.layoutflags import (
     declared_layout_flags,
     literal_keys,
@@ -53,7 +62,6 @@ FLAG_DEFAULT = "a flag's default fixes the layout"  # the finding's mark then (f
 _ENV_NAMES = re.compile(r"^(SLURM_\w+|WORLD_SIZE|LOCAL_WORLD_SIZE|NUM_NODES|NNODES|N_NODES|GROUP_WORLD_SIZE|"
                         r"NODE_COUNT|PET_\w+|OMPI_\w+|PMI_\w+)$")
 _ENV_CALLS = frozenset({"os.environ.get", "os.getenv", "os.environ.__getitem__", "getenv", "environ.get"})
-_PARALLEL = re.compile(r"ddp|fsdp|deepspeed|horovod", re.IGNORECASE)
 # names whose use shows the script works with ranks (the framework's or torch.distributed's)
 _RANK_NAMES = frozenset({"global_rank", "world_size", "is_global_zero", "local_rank", "node_rank", "all_gather",
                          "all_reduce", "barrier", "DistributedSampler", "sync_dist", "broadcast",
@@ -106,7 +114,7 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         if not (nodes.fixed or devices.fixed) or (nodes.kind == "environment" and not devices.fixed):
             continue
         several = any(v.fixed and isinstance(v.count, int) and v.count > 1 for v in (nodes, devices))
-        if not (intent or configurable or several or _strategy_parallel(node) or _section_parallel(a, node)):
+        if not (intent or configurable or several or _strategy_parallel(node) or section_parallel(a, node)):
             continue  # no sign the script is meant to run on several GPUs or nodes (gpus=2 is one)
         stuck = [v for v in (nodes, devices) if v.fixed]
         confidence: Confidence = next((c for c in ("certain", "likely") if any(v.confidence == c for v in stuck)),
@@ -154,7 +162,7 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     qualified = qualified_name(func, aliases) or ""
     if qualified in SPAWNERS:
         return _launch_layout(a, call, SPAWNERS[qualified], flags)
-    if qualified in LIGHTNING_CLI or _project_cli(a, qualified):  # the Trainer from the --config file the user passes
+    if qualified in LIGHTNING_CLI or project_cli(a, qualified):  # the Trainer from the --config file the user passes
         section = cli_trainer(a)
         return _config_layout(a, call, section, flags) if section is not None else None
     lightning = QUALIFIED.get(qualified) == "lightning" and not made
@@ -194,17 +202,6 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     key = "devices" if "devices" in given else "gpus" if "gpus" in given else None
     devices = _resolve(a, given[key], flags, key) if key else _Value("auto", "left out")
     return nodes, devices
-
-
-def _project_cli(a: Analysis, qualified: str) -> bool:
-    """``utils.PDECLI(...)`` of the project's ``class PDECLI(LightningCLI)``: a LightningCLI too."""
-    project = a.project
-    where = project.split(qualified) if project is not None and "." in qualified else None
-    module = project.read(where[0]) if project is not None and where is not None else None
-    cls = next((n for n in module.tree.body if isinstance(n, ast.ClassDef) and where is not None
-                and n.name == where[1]), None) if module is not None else None
-    return cls is not None and module is not None and any((module.qualname(b) or "") in LIGHTNING_CLI
-                                                          for b in cls.bases)
 
 
 def _config_layout(a: Analysis, call: ast.Call, section: ConfigValue,
@@ -369,23 +366,13 @@ def _rank_use(tree: ast.Module) -> bool:
         if isinstance(node, ast.keyword) and node.arg == "sync_dist":
             return True
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 40 and (
-                _PARALLEL.search(node.value)):
+                PARALLEL.search(node.value)):
             return True
     return False
 
 
-def _section_parallel(a: Analysis, call: ast.Call) -> bool:
-    """The config section a Lightning ``Trainer(**cfg.trainer)`` is made from names a parallel strategy (``strategy:
-    ddp``)."""
-    aliases = import_aliases(a.module.tree)
-    lightning = QUALIFIED.get(qualified_name(call.func, aliases) or "") == "lightning"
-    section = configured_trainer(a, call, lightning) if lightning else None
-    data = section.value if section is not None and isinstance(section.value, dict) else {}
-    return any(_PARALLEL.search(str(data.get(key, ""))) for key in ("strategy", "accelerator", "plugins"))
-
-
 def _strategy_parallel(call: ast.Call) -> bool:
-    return any(k.arg in ("strategy", "plugins", "accelerator") and _PARALLEL.search(ast.unparse(k.value))
+    return any(k.arg in ("strategy", "plugins", "accelerator") and PARALLEL.search(ast.unparse(k.value))
                for k in call.keywords)
 
 

@@ -75,3 +75,13 @@ def off_linux_side(test: ast.expr, qualname: Callable[[ast.expr], str | None]) -
     if said is None or qualname(said) not in PLATFORM or not isinstance(value, str):
         return None
     return (value.lower() not in _LINUX) != negated
+
+
+def inside(parents: Mapping[ast.AST, ast.AST], node: ast.AST, ancestor: ast.AST) -> bool:
+    """``ancestor`` stands around ``node`` (it is one of ``node``'s parents)."""
+    current = parents.get(node)
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = parents.get(current)
+    return False
