@@ -22,10 +22,9 @@ from dataclasses import replace
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.rules_saves import LOCAL_MAIN
-from orchestrator.source.branches import inside
+from orchestrator.doctor.rules_saves import guard_kind
+from orchestrator.source.branches import enclosing_ifs, inside
 from orchestrator.source.names import FunctionNode
-from orchestrator.source.ranks import is_main_flag
 from orchestrator.source.walk import walk
 
 _SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -50,11 +49,14 @@ def _in_scope(a: Analysis, scope: ast.Module | FunctionNode) -> Iterator[Finding
         for name in _binds(node):
             bound.setdefault(name, []).append(node)
     seen: set[str] = set()
+    guarded: dict[str, list[ast.If | None]] = {}
     for node in sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
         if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)) or node.id in seen:
             continue
         binders = bound.get(node.id, [])
-        guards = [_zero_guard(a, b) for b in binders]
+        if node.id not in guarded:
+            guarded[node.id] = [_zero_guard(a, b) for b in binders]
+        guards = guarded[node.id]
         if not binders or node.id in params or any(g is None for g in guards):
             continue
         first = min(getattr(b, "lineno", 0) for b in binders)
@@ -103,12 +105,8 @@ def _zero_guard(a: Analysis, node: ast.AST) -> ast.If | None:
     bound under none (it is then bound on every rank, or where the reader cannot tell)."""
     if isinstance(node, ast.Global | ast.Nonlocal):
         return None
-    child, current = node, a.module.parents.get(node)
-    while current is not None and not isinstance(current, _SCOPE_OR_MODULE):
-        if isinstance(current, ast.If) and child in current.body and _kind(a, current.test) == "global":
-            return current
-        child, current = current, a.module.parents.get(current)
-    return None
+    return next((s for s, in_body in enclosing_ifs(a.module.parents, node) if in_body and _kind(a, s.test) == "global"),
+                None)
 
 
 def _kind(a: Analysis, test: ast.expr) -> str | None:
@@ -116,17 +114,8 @@ def _kind(a: Analysis, test: ast.expr) -> str | None:
     None for anything else (a flag, a test true on many ranks)."""
     if not a.ranks.is_condition(test) or a.ranks.at_rank_zero(test) is not True or a.ranks.passes_many(test, True):
         return None
-    kinds: set[str] = set()
-    for node in walk(test):
-        if not isinstance(node, ast.Name | ast.Attribute | ast.Call):
-            continue
-        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-        if name in LOCAL_MAIN:
-            kinds.add("local")
-        elif is_main_flag(name):
-            kinds.add("global")
-        elif isinstance(node, ast.Name | ast.Attribute) and (found := a.ranks.source(node)) in ("global", "local"):
-            kinds.add(found)
+    parts = [n for n in walk(test) if isinstance(n, ast.Name | ast.Attribute | ast.Call)]
+    kinds = {guard_kind(a, n) for n in parts} & {"global", "local"}
     return kinds.pop() if len(kinds) == 1 else None
 
 

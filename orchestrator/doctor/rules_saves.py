@@ -241,7 +241,7 @@ def _per_node_guard(a: Reading, site: Site) -> bool:
     # node-local index: what it holds is local (not ``rank % world_size``: rank 0 alone)
     modulo = {id(n.left) for _, t in tests for n in walk(t) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
               and (isinstance(n.right, ast.Constant) or _NODE_COUNT.search(ast.unparse(n.right)))}
-    kinds = {"local" if id(n) in modulo and _guard_kind(where, n) == "global" else _guard_kind(where, n)
+    kinds = {"local" if id(n) in modulo and guard_kind(where, n) == "global" else guard_kind(where, n)
              for where, t in tests for n in walk(t)
              if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
     kinds.discard(None)
@@ -251,7 +251,7 @@ def _per_node_guard(a: Reading, site: Site) -> bool:
 _NODE_COUNT = re.compile(r"gpu|per_node|device_count|nproc|local", re.IGNORECASE)
 
 
-def _guard_kind(a: Reading, node: ast.Name | ast.Attribute | ast.Call) -> str | None:
+def guard_kind(a: Reading, node: ast.Name | ast.Attribute | ast.Call) -> str | None:
     """``local`` for a node-local rank or flag (``local_rank``, ``is_local_process_zero``), ``global`` for a main
     process flag (``is_world_process_zero``, ``args.should_save``), else what rank it holds."""
     name = last_name(node.func if isinstance(node, ast.Call) else node)
