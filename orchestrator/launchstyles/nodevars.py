@@ -8,7 +8,9 @@ node's): the group waits for WORLD_SIZE x GPUs processes, and every node takes r
 A product counts where it becomes a world size or a rank: assigned to a name that says so (``world_size``,
 ``args.rank``) or passed as ``world_size=``/``num_replicas=``/``rank=``; a read held in a name is followed within its
 function. ``WORLD_SIZE`` times a batch size (a global batch) is not one: that reading is the process count's; nor is
-a variable the project writes into the environment itself (it reads its own value back).
+a variable the project writes into the environment itself (it reads its own value back), nor a read only a passed
+``--dist-url env://`` reaches (``envurl.py``: the flag defaults to another URL, so the script started as it is never
+reads it).
 Also the one reader of a key the environment is asked for (``env_read``), which ``facts.py`` uses too."""
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orchestrator.launchstyles.envurl import ungated_reads, url_defaults
 from orchestrator.source.walk import walk
 
 # variable -> (what a per-node script takes it for, the word a name or keyword that holds the product has)
@@ -53,12 +56,16 @@ def node_reads(trees: Sequence[tuple[str, ast.Module]]) -> list[NodeRead]:
     (``trees``: (file, parsed))."""
     out: list[NodeRead] = []
     written = {key for _, tree in trees for key in _written(tree)}
+    defaults = url_defaults([tree for _, tree in trees])
     for file, tree in trees:
         parents = {child: parent for parent in walk(tree) for child in ast.iter_child_nodes(parent)}
+        # a read under `if args.dist_url == "env://":` whose flag defaults to another URL does not run as started
+        reached = {id(c) for c in ungated_reads(tree, frozenset(NODE_MEANINGS), defaults)}
         held: dict[tuple[int, str], str] = {}  # (scope, name's source) -> the variable it holds
         for node in walk(tree):
             variable = _read_of(node.value) if isinstance(node, ast.Assign) else None
-            if isinstance(node, ast.Assign) and variable is not None and variable not in written:
+            if isinstance(node, ast.Assign) and variable is not None and variable not in written and any(
+                    id(c) in reached for c in walk(node.value) if isinstance(c, ast.Constant)):
                 for target in node.targets:
                     if isinstance(target, ast.Name | ast.Attribute):
                         held[(id(_scope(node, parents)), ast.unparse(target))] = variable

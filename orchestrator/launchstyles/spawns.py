@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.launchstyles.envurl import ungated_reads, url_defaults
 from orchestrator.source.analysis import INIT, WRAPPERS, Analysis, spawn_target
 from orchestrator.source.configfiles import lookup
 from orchestrator.source.flow import Site
@@ -326,9 +327,10 @@ def _no_launcher_world(trees: list[ast.Module]) -> bool:
     given its own (``world_size=args.world_size``, a ``--world-size`` flag that defaults to 1): under a launcher
     the other branch never learns how many ranks there are (undistributed, or every rank a world of its flag's
     size), so the flag's spawn is the way the script trains on several GPUs (an ImageNet-style script that reads
-    ``WORLD_SIZE`` for ``--dist-url env://`` is not)."""
-    if any(isinstance(node, ast.Constant) and node.value in _WORLD_VARS for tree in trees for node in walk(tree)):
-        return False
+    ``WORLD_SIZE`` for ``--dist-url env://`` is not, unless ``--dist-url`` defaults to another URL: ``envurl.py``)."""
+    defaults = url_defaults(trees)
+    if any(next(ungated_reads(tree, _WORLD_VARS, defaults), None) is not None for tree in trees):
+        return False  # read where the script is started as it is (not only under a --dist-url env:// passed)
     inits = [node for tree in trees for node in walk(tree)
              if isinstance(node, ast.Call) and last_name(node.func) == "init_process_group"]
     return bool(inits) and all(len(call.args) >= 4 or any(k.arg == "world_size" for k in call.keywords)

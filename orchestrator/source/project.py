@@ -60,6 +60,7 @@ class _Unreadable(Exception):
 class Project:
     def __init__(self, script: Path, module: Module, tree: ast.Module) -> None:
         self.script = script.resolve()
+        self._script_module = module
         self.roots = _roots(self.script)
         self.roots += [r for r in extra_roots(self.script, tree) if r not in self.roots]
         # a repository's scripts/ or tools/ folder: its packages sit one or two folders up (run from the root), or in
@@ -104,9 +105,18 @@ class Project:
                     self._found[dotted_name] = found.resolve()
                     self._named.setdefault(found.resolve(), dotted_name)
                     break
-            if self._found[dotted_name] is None and len(parts) == 1:  # on PYTHONPATH from another folder
+            if self._found[dotted_name] is None and len(parts) == 1 and self._imported(dotted_name):
+                # on PYTHONPATH from another folder; never a variable's name (``ddp = DDP(model)``, ``ddp.train()``)
                 self._found[dotted_name] = elsewhere_in_repository(self.script, dotted_name)
         return self._found[dotted_name]
+
+    def _imported(self, name: str) -> bool:
+        """Whether the script or a module read so far imports ``name`` absolutely (``import idr_torch``, ``from
+        idr_torch import rank``, ``from functions import *``)."""
+        modules = [self._script_module, *(m for m in self._modules.values() if m is not None)]
+        quals = (q for m in modules for q in (*m.aliases.values(), *(q for qs in m.imports.values() for q in qs)))
+        return any(q.split(".")[0] == name for q in quals) or any(
+            star == name for m in modules for star in star_sources(m, None))
 
     def load(self, path: Path) -> Module:
         """The parsed module at ``path``; raises _Unreadable (missing, too big, syntax error, the cap)."""

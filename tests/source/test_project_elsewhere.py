@@ -71,3 +71,29 @@ def test_outside_a_repository_nothing_is_searched(tmp_path: Path) -> None:
     script = _repository(tmp_path, {"src/pkg/utils/idr_torch.py": IDR})
     (tmp_path / "LICENSE").unlink()
     assert Project(script, Module(ast.parse(MAIN)), ast.parse(MAIN)).find("idr_torch") is None
+
+
+VARIABLE = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def main():
+    dist.init_process_group("nccl")
+    ddp = DistributedDataParallel(torch.nn.Linear(2, 2).cuda())
+    ddp.train()
+
+
+main()
+"""
+
+
+def test_a_variable_named_like_a_module_elsewhere_is_never_that_module(tmp_path: Path) -> None:
+    # `ddp.train()` on a local `ddp`: another folder's ddp.py, which reads Slurm's variables, is not the script's
+    script = _repository(tmp_path, {"src/pkg/pytorch/main.py": VARIABLE, "experiments/ddp.py": IDR})
+    assert Project(script, Module(ast.parse(VARIABLE)), ast.parse(VARIABLE)).find("ddp") is None
+    assert detect(read(script)).style == "env"
+    # imported by name, it is the one module of that name in the repository
+    imported = VARIABLE.replace("import torch\n", "import torch\nimport ddp\n", 1)
+    assert Project(script, Module(ast.parse(imported)), ast.parse(imported)).find("ddp") == (
+        tmp_path / "experiments/ddp.py").resolve()
