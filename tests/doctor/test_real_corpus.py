@@ -366,6 +366,10 @@ def test_launch_verdict_rule() -> None:
 # c9095a6, b2cebbd, 6b83d1c on 2026-12-04 before the doctor ran on it, measured on 6b83d1c): default output precision
 # 0.54 (15 of 28), recall 0.25 (13 of 52), three false error findings (DDP020); --shown 0.60 (15 of 25); --all 0.41,
 # 0.33; launch right or refused 16 of 22 (style 18, framework 22). Kept apart in tests/doctor/heldout32/ until merged.
+# Set 33 (30 scripts from 30 repositories, five judges, truth committed adb5334, ed5251a, 28c043a, a4d4828, ac9eab4 on
+# 2026-12-04/05 before the doctor ran on it, measured on ed5251a): default output precision 0.62 (30 of 48), recall
+# 0.36 (25 of 69), one false error finding (DDP020); --shown 0.75 (30 of 40); --all 0.51, 0.45; launch right or refused
+# 22 of 30 (style 28, framework 30). Kept apart in tests/doctor/heldout33/ until merged.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -391,6 +395,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (30, 23, 0.60, 0.31, True),
     (31, 24, 0.62, 0.46, False),
     (32, 22, 0.54, 0.25, False),
+    (33, 30, 0.62, 0.36, False),
 ]
 
 
