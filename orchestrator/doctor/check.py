@@ -201,6 +201,8 @@ def _run(analysis: Analysis, rules: Sequence[Callable[[Analysis], Iterator[Findi
     for rule in rules:
         for finding in rule(analysis):
             span = range(min(finding.line, finding.start_line or finding.line), max(finding.line, finding.end_line) + 1)
+            if finding.file == analysis.filename and any(finding.line in lines for lines in analysis.flow.dead_lines()):
+                continue  # on a side of an `if` no launched rank takes: not on the run orch starts
             if not any(finding.code in ignored.get(line, ()) for line in span):
                 findings.add(replace(finding, severity=severity, confidence=at_most(finding.confidence, "likely"))
                              if severity else finding)  # a helper's finding: a warning, at most likely

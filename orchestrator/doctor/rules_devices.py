@@ -12,6 +12,7 @@ from orchestrator.doctor.device_stores import stored_unread
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.helper_rankattrs import script_global_attribute
+from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import INIT, SET_DEVICE, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.branches import enclosing_ifs, other_side
@@ -254,12 +255,13 @@ def _other_branch_maps(a: Reading, call: ast.Call) -> bool:
     """The load sits in one branch of an ``if`` whose other branch loads onto the rank's GPU (``if args.gpu is None:
     torch.load(p)``, ``else: torch.load(p, map_location=f"cuda:{args.gpu}")``) in a script that stops on a machine
     with more than one GPU unless it spawns a process per GPU (``if device_count() > 1 and not
-    args.multiprocessing_distributed: return``): the branch with no GPU chosen runs on a single GPU."""
-    if not _one_gpu_unless_spawned(a):
-        return False
-    return any(isinstance(n, ast.Call) and a.module.qualname(n.func) == "torch.load" and _mapped(n)
-               and not _onto_cpu(n) for statement, in_body in enclosing_ifs(a.module.parents, call)
-               for stmt in other_side(statement, in_body) for n in walk(stmt))
+    args.multiprocessing_distributed: return``), or whose spawn is how it trains (a ``per-node`` script:
+    ``launchstyles.spawns``; FKD's ImageNet layout, whose ``--dist-url`` is not ``env://``): the branch with no GPU
+    chosen runs on a single GPU, never in a spawned worker."""
+    mapped = any(isinstance(n, ast.Call) and a.module.qualname(n.func) == "torch.load" and _mapped(n)
+                 and not _onto_cpu(n) for statement, in_body in enclosing_ifs(a.module.parents, call)
+                 for stmt in other_side(statement, in_body) for n in walk(stmt))
+    return mapped and (_one_gpu_unless_spawned(a) or bool(spawns(a.outer or a)))
 
 
 def _onto_cpu(call: ast.Call) -> bool:

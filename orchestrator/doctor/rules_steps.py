@@ -54,6 +54,20 @@ def _module_call(call: ast.Call) -> str | None:
     return None
 
 
+def _wrapper_runs_too(site: Site) -> bool:
+    """The same function also runs the wrapper's own forward (wespeaker's ``outputs = model(features)``, then
+    ``model.module.projection(embeds, targets)``): that forward prepares DDP's reducer for the step, and the
+    submodule's parameters, the wrapper's too, get their gradients averaged by its hooks in the same backward."""
+    func = site.call.func
+    unwrapped = func if isinstance(func, ast.Attribute) and func.attr == "module" else (
+        func.value if isinstance(func, ast.Attribute) else None)
+    if site.function is None or not (isinstance(unwrapped, ast.Attribute) and unwrapped.attr == "module"):
+        return False
+    wrapper = ast.unparse(unwrapped.value)
+    return any(isinstance(node, ast.Call) and (ast.unparse(node.func) in (wrapper, f"{wrapper}.forward"))
+               for node in walk(site.function))
+
+
 def _under_no_grad(a: Analysis, node: ast.AST) -> bool:
     current = a.module.parents.get(node)
     while current is not None:
@@ -170,6 +184,8 @@ def check_module_forward(a: Analysis) -> Iterator[Finding]:
                 _COMPUTES.search(method) and not _on_outputs(site))) or _under_no_grad(a, site.call):
             continue
         if not (site.call.args or site.call.keywords):  # no input, no forward (VISTA-3D's model.module.clear_cache())
+            continue
+        if _wrapper_runs_too(site):
             continue
         if _in_training_step(a, site):
             yield a.finding("DDP017", site.call, f"{ast.unparse(site.call.func)[:60]}(...) in a training step")

@@ -62,6 +62,7 @@ class Flow:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 self._loads.setdefault(node.id, []).append(node)
         self.guarded_functions = self._guarded_functions()
+        self._dead: list[range] | None = None
 
     # -- walking ------------------------------------------------------------------------------------
     def _walk_block(self, body: list[ast.stmt], function: FunctionNode | None, branch: Branch | None,
@@ -115,6 +116,18 @@ class Flow:
                     return True
             child, parent = parent, self.module.parents.get(parent)
         return False
+
+    def dead_lines(self) -> list[range]:
+        """The lines of each side of an ``if`` that no launched rank takes (:meth:`dead_side`: the ``elif``/``else`` of
+        ``if "LOCAL_RANK" in os.environ:``, TabPFN's submitit branch; the single-process side of ``if ddp:``)."""
+        if self._dead is None:
+            self._dead = []
+            for node in self.module.nodes:
+                side = self.dead_side(node.test) if isinstance(node, ast.If) else None
+                statements = getattr(node, side) if side is not None else []
+                if statements:
+                    self._dead.append(range(statements[0].lineno, (statements[-1].end_lineno or 0) + 1))
+        return self._dead
 
     def dead_side(self, test: ast.expr) -> str | None:
         """The side of ``if test:`` that no rank of a launched world of several takes (``"body"``/``"orelse"``), or

@@ -81,8 +81,16 @@ def star_names(module: Module, package: str | None, project: Modules, depth: int
         if inner is None:
             return None
         public = dunder_all(found.tree)
-        names |= public if public is not None else {n for n in _top_level(found.tree) | inner if not n.startswith("_")}
+        own = _top_level(found.tree) | (_submodules(found.tree) if path.name == "__init__.py" else set())
+        names |= public if public is not None else {n for n in own | inner if not n.startswith("_")}
     return frozenset(names)
+
+
+def _submodules(tree: ast.Module) -> set[str]:
+    """The submodules a package's ``__init__.py`` imports from (``from .evaluate import eval_result``): importing a
+    submodule binds it in its package, so ``from package import *`` brings ``evaluate`` too."""
+    return {node.module.split(".")[0] for node in _module_level(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
 
 
 def _top_level(tree: ast.Module) -> set[str]:

@@ -43,6 +43,12 @@ train_one_epoch(model, torch.optim.SGD(model.parameters(), lr=0.1), [])
     ("out = model.module(batch.cuda())", "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", [7]),
     ("out = model(batch.cuda())", "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", []),
     ("out = model.module(batch.cuda())", "torch.nn.Linear(8, 1).cuda()", []),  # nothing wrapped
+    # wespeaker's margin head: the wrapper's own forward runs in the same step, so DDP's reducer is prepared and the
+    # head's parameters (the wrapper's too) are averaged in the same backward
+    ("out = model.module.projection(model(batch.cuda()), target)",
+     "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", []),
+    ("out = model.module.projection(batch.cuda(), target)",
+     "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", [7]),
 ])
 def test_a_forward_around_the_wrapper_in_a_helpers_training_loop(tmp_path: Path, step: str, model: str,
                                                                   found: list[int]) -> None:

@@ -111,6 +111,15 @@ def test_the_same_load_in_a_script_that_runs_unspawned_on_many_gpus_is_reported(
     assert branch_lines(', map_location=f"cuda:{args.gpu}"', guard="") == [12]
 
 
+def test_the_same_load_in_a_script_whose_spawn_is_how_it_trains_is_not_reported() -> None:
+    """FKD's ImageNet layout: the group is given the flags' world (no launcher's WORLD_SIZE read anywhere), so the
+    spawn is how the script trains (a per-node script) and its workers always have a GPU: the ``args.gpu is None``
+    branch runs in no spawned worker."""
+    source = _BRANCHES.format(other=', map_location=f"cuda:{args.gpu}"', guard="").replace(
+        'dist.init_process_group("nccl")', 'dist.init_process_group("nccl", world_size=args.world_size, rank=gpu)')
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP009"] == []
+
+
 def test_a_cpu_map_location_in_the_other_branch_leaves_the_gpu_branch_reported() -> None:
     assert branch_lines(', map_location="cpu"') == [12]
 

@@ -80,3 +80,21 @@ def test_a_spawned_worker_that_joins_through_a_star_imported_package_is_per_node
         "import torch.multiprocessing as mp\nfrom .drivers import *\n\ndef ddp_main(rank, world):\n"
         "    DDPDriver(rank, world)\n\nif __name__ == '__main__':\n    mp.spawn(ddp_main, args=(2,), nprocs=2)\n")
     assert detect(read(driver / "main.py")).style == "per-node"
+
+
+def test_a_packages_star_brings_the_submodules_its_init_imports_from(tmp_path: Path) -> None:
+    """YouReID's ``from utils import *``, whose ``__init__.py`` has ``from .evaluate import eval_result``: importing a
+    submodule binds it in its package, so the script's ``evaluate.eval_result(...)`` is defined; with ``__all__``
+    only its names come, as Python does."""
+    from orchestrator.source.starimports import star_names
+
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "evaluate.py").write_text("def eval_result():\n    pass\n")
+    (tmp_path / "utils" / "_private.py").write_text("x = 1\n")
+    init = "from .evaluate import eval_result\nfrom ._private import x\nfrom . import sibling\n"
+    (tmp_path / "utils" / "__init__.py").write_text(init)
+    project, module = _project(tmp_path, "from utils import *\nevaluate.eval_result()\n")
+    assert star_names(module, None, project) == {"eval_result", "evaluate", "x", "sibling"}
+    (tmp_path / "utils" / "__init__.py").write_text(f"__all__ = ['eval_result']\n{init}")
+    project, module = _project(tmp_path, "from utils import *\nevaluate.eval_result()\n")
+    assert star_names(module, None, project) == {"eval_result"}

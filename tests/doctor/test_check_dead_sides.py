@@ -1,0 +1,54 @@
+"""A finding on a side of an ``if`` that no launched rank takes is not on the run orch starts (``check._run`` with
+``source.flow.Flow.dead_lines``): TabPFN's ``init_dist``, whose ``elif "SLURM_PROCID" in os.environ:`` branch (a
+``localhost`` rendezvous, ``set_device`` of the global rank) runs only when ``LOCAL_RANK`` is absent, which orch's
+launcher always sets; the ``LOCAL_RANK`` branch's own pitfalls are still found."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from orchestrator.doctor import check_file
+from orchestrator.source.flow import Flow
+from orchestrator.source.names import Module
+from orchestrator.source.ranks import Ranks
+
+_SCRIPT = """import os
+import torch
+import torch.distributed as dist
+
+
+def init_dist():
+    if "LOCAL_RANK" in os.environ:
+        rank = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(rank)
+        dist.init_process_group("nccl", world_size=torch.cuda.device_count(), rank=rank)
+        return rank
+    elif "SLURM_PROCID" in os.environ:
+        rank = int(os.environ["SLURM_PROCID"])
+        os.environ["MASTER_ADDR"] = "localhost"
+        os.environ["MASTER_PORT"] = "12355"
+        torch.cuda.set_device(rank)
+        dist.init_process_group("nccl", world_size=torch.cuda.device_count(), rank=rank)
+        return rank
+    return 0
+
+
+rank = init_dist()
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda())
+"""
+
+
+def test_the_branch_no_launched_rank_takes_has_no_finding(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_SCRIPT)
+    lines = {(f.code, f.line) for f in check_file(script)}
+    assert not {line for _, line in lines} & set(range(12, 19)), lines  # the SLURM_PROCID branch
+    assert ("DDP016", 10) in lines  # the local rank as the global rank, on the branch orch's launcher takes
+
+
+def test_dead_lines_are_the_sides_no_launched_rank_takes() -> None:
+    tree = ast.parse(_SCRIPT)
+    module = Module(tree)
+    flow = Flow(module, Ranks(module))
+    assert flow.dead_lines() == [range(12, 19)]
