@@ -13,6 +13,7 @@ from pathlib import Path
 from orchestrator.doctor import (
     lightning_logs,
     rank_bound_names,
+    rank_env_writes,
     rules_data,
     rules_devices,
     rules_launch,
@@ -65,6 +66,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_spawn.check_self_spawn,        # DDP014
     rules_launch.check_legacy_local_rank,  # DDP015
     rules_launch.check_local_rank_as_rank,  # DDP016
+    rank_env_writes.check_local_rank_written,  # DDP016 (the local rank written as RANK)
     rules_spawn.check_index_as_rank,     # DDP016 (a spawn index as the rank)
     rules_spawnworld.check_fixed_node_offset,  # DDP016 (a node offset written in)
     rules_steps.check_module_forward,    # DDP017
@@ -91,7 +93,8 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, 
                 rules_devices.check_unentered_context, rules_metrics.check_unreduced_metrics,
                 lightning_logs.check_unsynced_logs,
                 rules_spawn.check_self_spawn, rules_launch.check_legacy_local_rank,
-                rules_launch.check_local_rank_as_rank, rules_spawn.check_index_as_rank,
+                rules_launch.check_local_rank_as_rank, rank_env_writes.check_local_rank_written,
+                rules_spawn.check_index_as_rank,
                 rules_spawnworld.check_fixed_node_offset,
                 rules_launch.check_swallowed_init,
                 rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count,

@@ -73,7 +73,7 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
             continue
         rank = next((k.value for k in site.call.keywords if k.arg == "rank"), None)
         found: list[ast.expr] = []
-        if rank is not None and _holds_local(a, rank, 0, found):
+        if rank is not None and holds_local(a, rank, 0, found):
             off = bool(found) and all(off_slurm(a.module, value) for value in found)
             yield a.finding("DDP016", site.call, f"rank={ast.unparse(rank)[:40]} holds the local rank", at=rank,
                             marks=frozenset({OFF_SLURM}) if off else frozenset(),
@@ -304,7 +304,7 @@ def _called_directly(a: Analysis, function: ast.FunctionDef | ast.AsyncFunctionD
                for site in a.flow.sites)
 
 
-def _holds_local(a: Analysis, expr: ast.expr, depth: int, found: list[ast.expr] | None = None) -> bool:
+def holds_local(a: Analysis, expr: ast.expr, depth: int, found: list[ast.expr] | None = None) -> bool:
     """Whether some value ``expr`` may hold is the local rank: any assignment of the name in its scope
     (``rank = int(os.environ["LOCAL_RANK"])`` in one branch), or what the callers pass for a parameter. ``found``
     collects the values assigned that hold it (``args.rank``'s, a name's)."""
@@ -313,10 +313,10 @@ def _holds_local(a: Analysis, expr: ast.expr, depth: int, found: list[ast.expr] 
     if a.ranks.source(expr) == "local":
         return True
     if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("int", "str") and expr.args:
-        return _holds_local(a, expr.args[0], depth + 1, found)
+        return holds_local(a, expr.args[0], depth + 1, found)
     if isinstance(expr, ast.Attribute):  # args.rank = gpu, gpu the local rank its callers pass
         key = dotted(expr)
-        held = [v for v in (a.module.values_anywhere(key) if key is not None else []) if _holds_local(a, v, depth + 1)]
+        held = [v for v in (a.module.values_anywhere(key) if key is not None else []) if holds_local(a, v, depth + 1)]
         if found is not None:
             found += held
         return bool(held)
@@ -328,7 +328,7 @@ def _holds_local(a: Analysis, expr: ast.expr, depth: int, found: list[ast.expr] 
     function = a.module.function_of(expr)
     if function is not None and expr.id in {p.arg for p in function.args.args + function.args.kwonlyargs}:
         values += a.module.argument_for(function, expr.id)
-    held = [v for v in values if _holds_local(a, v, depth + 1)]
+    held = [v for v in values if holds_local(a, v, depth + 1)]
     if found is not None:
         found += held
     return bool(held)
