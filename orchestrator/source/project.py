@@ -43,8 +43,7 @@ _PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print", "__builtins__
 
 @dataclass(frozen=True)
 class Reach:
-    """What a call into the project reaches: the qualified names called, and whether some helper on
-    the way could not be read (``unread``: its file)."""
+    """What a call into the project reaches: the names called, and a helper on the way not read (``unread``)."""
 
     quals: frozenset[str]
     unread: str | None = None
@@ -73,6 +72,7 @@ class Project:
         self._reach: dict[tuple[Path, str], Reach] = {}
         self._found: dict[str, Path | None] = {}
         self._named: dict[Path, str] = {}  # a module's dotted name, as first found
+        self._unimported: set[str] = set()  # bare names not looked for elsewhere: no module read imports them
         self.files_read = 0
         _add_relative_aliases(module, tree, self.package)
         self._settle(module)
@@ -105,14 +105,16 @@ class Project:
                     self._found[dotted_name] = found.resolve()
                     self._named.setdefault(found.resolve(), dotted_name)
                     break
-            if self._found[dotted_name] is None and len(parts) == 1 and self._imported(dotted_name):
-                # on PYTHONPATH from another folder; never a variable's name (``ddp = DDP(model)``, ``ddp.train()``)
-                self._found[dotted_name] = elsewhere_in_repository(self.script, dotted_name)
+            if self._found[dotted_name] is None and len(parts) == 1:  # on PYTHONPATH from another folder; never a
+                # variable's name (``ddp = DDP(model)``): asked again once a module read imports it (``load``)
+                if self._imported(dotted_name):
+                    self._found[dotted_name] = elsewhere_in_repository(self.script, dotted_name)
+                else:
+                    self._unimported.add(dotted_name)
         return self._found[dotted_name]
 
     def _imported(self, name: str) -> bool:
-        """Whether the script or a module read so far imports ``name`` absolutely (``import idr_torch``, ``from
-        idr_torch import rank``, ``from functions import *``)."""
+        """The script or a module read so far imports ``name`` (``import idr_torch``, ``from functions import *``)."""
         modules = [self._script_module, *(m for m in self._modules.values() if m is not None)]
         quals = (q for m in modules for q in (*m.aliases.values(), *(q for qs in m.imports.values() for q in qs)))
         return any(q.split(".")[0] == name for q in quals) or any(
@@ -148,6 +150,9 @@ class Project:
         except (OSError, UnreadableSource, RecursionError, MemoryError):  # Module() walks the tree too
             raise _Unreadable(str(path)) from None
         self._modules[path] = module
+        for name in [n for n in self._unimported if self._imported(n)]:  # now imported: looked for at the next find
+            self._unimported.discard(name)
+            self._found.pop(name, None)
         return module
 
     def _add_star_aliases(self, module: Module) -> None:
@@ -230,8 +235,7 @@ class Project:
 
     # -- reach --------------------------------------------------------------------------------------
     def split(self, qual: str) -> tuple[Path, str] | None:
-        """``(file, "f")`` for a qualified name that names a function/class of a local module; None
-        when it is not local."""
+        """``(file, "f")`` for a qualified name of a local module's function or class; None when not local."""
         parts = qual.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             name = ".".join(parts[:cut])
@@ -264,8 +268,8 @@ class Project:
         return self._found[key]
 
     def function(self, qual: str, depth: int = 0) -> tuple[Module, FunctionNode] | None:
-        """The project function ``qual`` names (``utils.dist.get_rank``) and its module, through one
-        re-export (``from .comm import get_rank`` in a package's ``__init__``); None when it is not one."""
+        """The project function ``qual`` names (``utils.dist.get_rank``) and its module, through one re-export
+        (``from .comm import get_rank`` in a package's ``__init__``); None when it is not one."""
         where = self.split(qual) if depth <= MAX_DEPTH else None
         module = self.read(where[0]) if where is not None else None
         if where is None or module is None or "." in where[1]:

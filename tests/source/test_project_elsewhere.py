@@ -97,3 +97,13 @@ def test_a_variable_named_like_a_module_elsewhere_is_never_that_module(tmp_path:
     imported = VARIABLE.replace("import torch\n", "import torch\nimport ddp\n", 1)
     assert Project(script, Module(ast.parse(imported)), ast.parse(imported)).find("ddp") == (
         tmp_path / "experiments/ddp.py").resolve()
+
+
+def test_a_name_a_module_read_later_imports_is_looked_for_again(tmp_path: Path) -> None:
+    # asked first as a variable's name (no module read imports it), then imported by a helper read after
+    script = _repository(tmp_path, {"src/pkg/pytorch/main.py": VARIABLE, "experiments/ddp.py": IDR,
+                                    "src/pkg/pytorch/helper.py": "import ddp\n"})
+    project = Project(script, Module(ast.parse(VARIABLE)), ast.parse(VARIABLE))
+    assert project.find("ddp") is None
+    assert project.read((tmp_path / "src/pkg/pytorch/helper.py").resolve()) is not None
+    assert project.find("ddp") == (tmp_path / "experiments/ddp.py").resolve()
