@@ -47,7 +47,8 @@ ACROSS_NODES: dict[str, str] = {
 # DDP008 fails across nodes by the finding's mark: mark -> why
 _DDP008_WHY: dict[str, str] = {
     CONFIG_LOOPBACK: "each node waits at its own loopback address and the nodes never meet",
-    ONE_NODE_WORLD: "the ranks of the other {others} are past a world of one node's processes",
+    ONE_NODE_WORLD: "the ranks of the other {others} are past a world of one node's processes (or form worlds "
+                    "of their own)",
 }
 
 

@@ -8,7 +8,8 @@ Not reported: a torchmetrics object logged (``self.log("val_acc", self.val_acc)`
 ``compute()`` returns (they synchronise themselves); a hook that gathers or reduces itself (``self.all_gather``,
 ``all_reduce``, the strategy's ``reduce``), or that calls a method of the class that does and does not log itself
 (``self.gather_outputs(outputs)`` around a project's ``all_gather``), and the methods it hands what it gathered;
-``sync_dist`` given as anything but ``False``; a log on the side of a helper's ``if step_type == "train":`` that the
+``sync_dist`` given as anything but ``False`` (but for ``rank_zero_only=True``, which turns Lightning's sync off);
+a log on the side of a helper's ``if step_type == "train":`` that the
 hook's constant argument (``self._step(batch, batch_idx, "val")``) does not take; Lightning's own reducing utilities
 (``all_gather_ddp_if_available``, ``sync_ddp_if_available``); a module whose every ``fit`` in the file hands Lightning
 no validation data (no ``val_dataloaders``, a DataModule of the file whose ``val_dataloader`` returns nothing: no
@@ -34,6 +35,7 @@ _LOGS = frozenset({"log", "log_dict"})
 _REDUCING = frozenset({"all_gather", "all_reduce", "reduce", "gather", "all_gather_object", "sync",
                        # Lightning's own utilities (pytorch_lightning.utilities.distributed)
                        "all_gather_ddp_if_available", "sync_ddp_if_available", "sync_ddp", "gather_all_tensors"})
+_NOT_SYNCED = {False: "no sync_dist=True", True: "rank_zero_only=True (Lightning then skips sync_dist)"}
 _UNSHARDED = frozenset({"use_distributed_sampler", "replace_sampler_ddp"})
 
 
@@ -63,9 +65,10 @@ def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
                     if id(call) in said or not _unsynced(call) or _branch_not_taken(a, call, given):
                         continue
                     said.add(id(call))
-                    yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} with no "
-                                    "sync_dist=True: the epoch value is the mean over rank 0's shard of the "
-                                    "validation set, which Lightning splits across the ranks", confidence="likely")
+                    yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} with "
+                                    f"{_NOT_SYNCED[_rank_zero_only(call)]}: the epoch value is the mean over rank 0's "
+                                    "shard of the validation set, which Lightning splits across the ranks",
+                                    confidence="likely")
 
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -104,12 +107,19 @@ def _unsynced(node: ast.AST) -> TypeGuard[ast.Call]:
             and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"):
         return False
     sync = next((k.value for k in node.keywords if k.arg == "sync_dist"), None)
-    if sync is not None and not (isinstance(sync, ast.Constant) and sync.value is False):
+    if sync is not None and not (isinstance(sync, ast.Constant) and sync.value is False) and not _rank_zero_only(node):
         return False
     value_at = 1 if node.func.attr == "log" else 0
     value = next((k.value for k in node.keywords if k.arg in ("value", "dictionary")),
                  node.args[value_at] if len(node.args) > value_at else None)
     return value is not None and not _synchronises(value)
+
+
+def _rank_zero_only(node: ast.Call) -> bool:
+    """``rank_zero_only=True`` written in: Lightning's sync function is then its no-op (``_Sync``), ``sync_dist`` or
+    not, and rank 0 logs its own shard's value."""
+    return any(k.arg == "rank_zero_only" and isinstance(k.value, ast.Constant) and k.value.value is True
+               for k in node.keywords)
 
 
 def _synchronises(value: ast.expr) -> bool:

@@ -100,7 +100,8 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
 
 def _flag_local(a: Analysis, expr: ast.expr) -> bool:
     """``args.local_rank`` or ``args["local_rank"]``, the value of a ``--local_rank`` flag that the file or a project
-    module it imports declares (the old launcher's, and orch's local-rank-arg style's, node-local rank), never set
+    module it imports declares (the old launcher's, and orch's local-rank-arg style's, node-local rank), or of
+    transformers' ``TrainingArguments`` that one imports (``self.training_args.local_rank``, LOMO's), never set
     in the file (``args.local_rank = dist.get_rank()`` would make it the global one)."""
     if isinstance(expr, ast.Attribute) and expr.attr == "local_rank":
         key = dotted(expr)
@@ -111,9 +112,11 @@ def _flag_local(a: Analysis, expr: ast.expr) -> bool:
             isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.slice, ast.Constant)
             and n.slice.value == "local_rank" for n in walk(a.module.tree)):
         return False
-    modules = [a.module] + ([m for p in a.project.imported(a.module) if (m := a.project.read(p)) is not None]
-                            if a.project is not None else [])
-    return any(localrank.declared_flag(m.tree) for m in modules)
+    roots = [a] if a.outer is None else [a, a.outer]  # a helper's: the script's project too (LOMO's trainer)
+    modules = [r.module for r in roots] + [m for r in roots if r.project is not None
+                                           for p in r.project.imported(r.module)
+                                           if (m := r.project.read(p)) is not None]
+    return any(localrank.declared_flag(m.tree) or localrank.hf_arguments(m.tree) for m in modules)
 
 
 _NODE_INDEX = re.compile(r"NODE|GROUP_RANK|^RANK$|PROCID")  # a node index or rank the environment gives

@@ -7,8 +7,9 @@ constant key (``cfg = {"world_size": args.gpus}``; ``world_size=cfg["world_size"
 Started once per node (the ``per-node`` style) the script works on one node only: with its ranks offset by a node
 index (``rank = args.node_rank * ngpus + gpu``) the second node's ranks are past the world and
 ``init_process_group`` fails or waits; a warning here (on one node it trains), an error across nodes
-(``feasibility.across_nodes``, by the finding's mark). Where the rank is the spawn index itself, DDP016 says so
-(``rules_spawn.check_index_as_rank``) and this stays silent: one finding for one defect. A world with any arithmetic,
+(``feasibility.across_nodes``, by the finding's mark). Where the rank is the spawn index itself DDP016 names the
+rank (``rules_spawn.check_index_as_rank``) and this names the world: two lines to fix, each a world of its own
+per node until both are. A world with any arithmetic,
 or read from the environment (``WORLD_SIZE``: orch's per-node task's is every node's processes), is not one node's;
 a product by a node count of 1 written in (``args.nodes = 1``; ``args.gpus * args.nodes``) is the other factor.
 
@@ -31,7 +32,7 @@ from orchestrator.doctor.rules_spawn import installed_copy
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
 from orchestrator.source.analysis import INIT, spawn_target
-from orchestrator.source.kwargs import argument, dict_entry
+from orchestrator.source.kwargs import argument, dict_entry, subscript_key
 from orchestrator.source.names import FunctionNode, dotted, last_name
 
 ONE_NODE_WORLD = "a world of one node's processes"  # the mark feasibility reads
@@ -41,14 +42,20 @@ _OFFSET_TITLE = ("a spawned worker's rank offset by a node index written in the 
                  "node's processes claim the first node's ranks")
 _OFFSET_FIX = ("take the node's offset from the environment: rank = int(os.environ['NODE_RANK']) * nprocs + index "
                "(orch gives a per-node task NODE_RANK, NPROC_PER_NODE and WORLD_SIZE)")
+_OTHERS = {  # by whether the ranks add a node's offset
+    True: "the other nodes' ranks are past that world and init_process_group fails or waits",
+    False: "every node's processes form a world of their own (the spawn index is the rank: DDP016)",
+}
 _FIX = ("world_size = int(os.environ['WORLD_SIZE']) (orch gives a per-node task WORLD_SIZE = nodes x processes per "
         "node), with rank = int(os.environ['NODE_RANK']) * nprocs + index")
 
 
 def check_one_node_world(a: Analysis) -> Iterator[Finding]:
-    """DDP008 at each ``init_process_group`` a spawn of the file starts whose world is one node's processes."""
+    """DDP008 at each ``init_process_group`` a spawn of the file starts whose world is one node's processes (at the
+    statement that calls for the one value it traces to: ``world_size = torch.cuda.device_count()``,
+    ``cfg["world_size"] = get_world_size()``)."""
     seen: set[int] = set()
-    for spawn, _, init in _workers(a):
+    for spawn, _, init in _workers(a, index_rank=True):
         count = _count(spawn.node)
         size = argument(init, "world_size", 3)
         if size is None or count is None or id(init) in seen:
@@ -58,19 +65,23 @@ def check_one_node_world(a: Analysis) -> Iterator[Finding]:
         if not leaves or not all(_device_count(a, leaf) or ast.dump(leaf) in counted for leaf in leaves):
             continue
         seen.add(id(init))
+        held = a.statement_of(leaves[0]) if len(leaves) == 1 and isinstance(leaves[0], ast.Call) else None
         yield replace(a.finding(
-            "DDP008", init, f"world_size={ast.unparse(size)} is one node's process count ({ast.unparse(leaves[0])}, "
+            "DDP008", held or init,
+            f"world_size={ast.unparse(size)} is one node's process count ({ast.unparse(leaves[0])}, "
             f"the processes {spawn.call} at line {spawn.line} starts), with no node count: started once per node, "
-            "the other nodes' ranks are past that world and init_process_group fails or waits; it trains on one "
-            "node only", confidence="likely", marks=frozenset({ONE_NODE_WORLD}), at=size,
-            fact=f"the world size traced to {', '.join(sorted({ast.unparse(leaf) for leaf in leaves}))}"), fix=_FIX)
+            f"{_OTHERS[index_as_rank(a, spawn.node) is None]}; it trains on one node only", confidence="likely",
+            marks=frozenset({ONE_NODE_WORLD}), at=None if held else size,
+            fact=f"the world size of the init_process_group at line {init.lineno} traced to "
+                 f"{', '.join(sorted({ast.unparse(leaf) for leaf in leaves}))}"), fix=_FIX)
 
 
-def _workers(a: Analysis) -> Iterator[tuple[Spawn, FunctionNode, ast.Call]]:
-    """Each spawn of the file's own function (not a framework's strategy, not a spawner's installed copy, not one
-    whose index is the rank itself: DDP016's), that function, and the ``init_process_group`` it reaches."""
+def _workers(a: Analysis, *, index_rank: bool = False) -> Iterator[tuple[Spawn, FunctionNode, ast.Call]]:
+    """Each spawn of the file's own function (not a framework's strategy, not a spawner's installed copy; one whose
+    index is the rank itself only with ``index_rank``), that function, and the ``init_process_group`` it reaches."""
     for spawn in spawns(a):
-        if spawn.strategy is not None or installed_copy(a, spawn.node) or index_as_rank(a, spawn.node) is not None:
+        if spawn.strategy is not None or installed_copy(a, spawn.node) or (
+                not index_rank and index_as_rank(a, spawn.node) is not None):
             continue
         target = spawn_target(spawn.node)
         function = a.module.functions.get(target.id) if isinstance(target, ast.Name) else None
@@ -90,7 +101,8 @@ def _device_count(a: Analysis, leaf: ast.expr) -> bool:
 
 def _leaves(a: Analysis, expr: ast.expr, depth: int) -> list[ast.expr]:
     """The values ``expr`` ends at: names to what they hold (a parameter to what the file's calls and spawns pass),
-    ``args.x`` to what the file assigns it (else itself), ``d["key"]`` to the key's value in the dict ``d`` holds,
+    ``args.x`` to what the file assigns it (else itself), ``d["key"]`` to the key's value in the dict ``d`` holds
+    (else to what the file assigns ``d["key"]``),
     ``int(n)``/``min(n, m)`` to their arguments; anything else is a value of its own."""
     if depth > _DEPTH:
         return [expr]
@@ -104,6 +116,7 @@ def _leaves(a: Analysis, expr: ast.expr, depth: int) -> list[ast.expr]:
     if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str):
         picked = [value for held in _leaves(a, expr.value, depth + 1)
                   if (value := dict_entry(held, expr.slice.value)) is not None]
+        picked = picked or a.module.values_anywhere(subscript_key(expr) or "")  # cfg["world_size"] = n
         return [leaf for v in picked for leaf in _leaves(a, v, depth + 1)] if picked else [expr]
     if isinstance(expr, ast.Call) and last_name(expr.func) in _SEE_THROUGH and expr.args and not expr.keywords:
         return [leaf for arg in expr.args for leaf in _leaves(a, arg, depth + 1)]

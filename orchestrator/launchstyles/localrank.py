@@ -68,6 +68,17 @@ def declared_flag(tree: ast.Module | None) -> str | None:
     return next((flag for node in walk(tree) if isinstance(node, ast.Call) and (flag := spelling(node))), None)
 
 
+def hf_arguments(tree: ast.Module | None) -> bool:
+    """``tree`` imports transformers' ``TrainingArguments`` (or ``Seq2SeqTrainingArguments``, ``HfArgumentParser``):
+    its ``training_args.local_rank`` is the field transformers fills from ``LOCAL_RANK``, the node-local rank."""
+    return tree is not None and any(
+        isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "transformers"
+        and any(alias.name in _HF_ARGUMENTS for alias in node.names) for node in walk(tree))
+
+
+_HF_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "HfArgumentParser"})
+
+
 def spelling(call: ast.Call) -> str | None:
     """The spelling of ``--local_rank``/``--local-rank`` that ``call`` (an ``add_argument``) declares: its first
     such constant argument (``add_argument("--local_rank", "--local-rank")`` declares ``--local_rank``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from orchestrator.source.branches import off_linux_side
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
 from orchestrator.source.rankcompare import FLIPPED, dead_side, fold
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, WORLD_ENV, Ranks
@@ -133,7 +134,11 @@ class Flow:
         """The side of ``if test:`` that no rank of a launched world of several takes (``"body"``/``"orelse"``), or
         None: a uniform rank comparison (``local_rank != -1``: its ``else``), the world size against one
         (``WORLD_SIZE > 1``), a launcher's variable present (``"RANK" in os.environ``), also through a name or
-        ``args.x`` that holds such a test (:meth:`_launcher_binding`; ``if ddp:``, ``if not ddp:``)."""
+        ``args.x`` that holds such a test (:meth:`_launcher_binding`; ``if ddp:``, ``if not ddp:``); the side of a test
+        of the operating system a Linux node never takes (``if os.name == "nt":``, ``branches.off_linux_side``)."""
+        off = off_linux_side(test, self.module.qualname)
+        if off is not None:
+            return "body" if off else "orelse"
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
         name = test.operand if isinstance(test, ast.UnaryOp) and negated else test
         key = name.id if isinstance(name, ast.Name) else dotted(name) if isinstance(name, ast.Attribute) else None
@@ -218,8 +223,9 @@ class Flow:
             return None
         seen.add(function.name)
         for site in self.sites_in(function):
-            if site.branch is not None or (off and _only_when(function, site.call, off)):
-                continue
+            if site.branch is not None or (off and _only_when(function, site.call, off)) or any(
+                    site.call.lineno in lines for lines in self.dead_lines()):
+                continue  # under a rank condition, turned off by the caller, or on a side no launched rank takes
             if site.qual in wanted:
                 return site.call
             target = self.module.local_function(site.call)

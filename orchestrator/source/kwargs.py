@@ -12,6 +12,20 @@ import ast
 from orchestrator.source.walk import walk
 
 
+def subscript_key(expr: ast.expr) -> str | None:
+    """``cfg['world_size']`` for a constant string key of a dotted name (``cfg["world_size"] = n`` is recorded
+    under it, as ``args.x = n`` is under ``args.x``); else None."""
+    if not (isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant)
+            and isinstance(expr.slice.value, str)):
+        return None
+    base = expr.value
+    parts: list[str] = []
+    while isinstance(base, ast.Attribute):
+        parts.append(base.attr)
+        base = base.value
+    return f"{'.'.join([base.id, *reversed(parts)])}[{expr.slice.value!r}]" if isinstance(base, ast.Name) else None
+
+
 def keyword(call: ast.Call, name: str, tree: ast.AST | None = None) -> ast.expr | None:
     """The value ``call`` gives keyword ``name``: written in the call, else from a ``**spread`` that ``tree``
     (the module) binds to one dict; None where neither says."""

@@ -12,6 +12,7 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from orchestrator.source.kwargs import subscript_key
 from orchestrator.source.walk import walk
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -167,7 +168,7 @@ class Module:
             for element in target.elts:
                 self._record_target(scope, element, line, None)
             return
-        key = dotted(target)
+        key = dotted(target) or subscript_key(target)
         if key is not None:
             scope.record(key, line, value)
 

@@ -52,3 +52,44 @@ def test_dead_lines_are_the_sides_no_launched_rank_takes() -> None:
     module = Module(tree)
     flow = Flow(module, Ranks(module))
     assert flow.dead_lines() == [range(12, 19)]
+
+
+_WINDOWS = """import os
+import tempfile
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(rank, num_gpus, temp_dir):
+    init_file = os.path.join(temp_dir, "init")
+    if os.name == "nt":
+        dist.init_process_group("gloo", init_method=f"file:///{init_file}", rank=rank, world_size=num_gpus)
+    else:
+        dist.init_process_group("nccl", init_method=f"file://{init_file}", rank=rank, world_size=num_gpus)
+
+
+if __name__ == "__main__":
+    gpus = torch.cuda.device_count()
+    with tempfile.TemporaryDirectory() as temp_dir:
+        mp.spawn(worker, args=(gpus, temp_dir), nprocs=gpus)
+"""
+
+
+def test_the_side_of_an_operating_system_test_a_linux_node_never_takes_is_dead() -> None:
+    module = Module(ast.parse(_WINDOWS))
+    flow = Flow(module, Ranks(module))
+    assert flow.dead_lines() == [range(11, 12)]
+    worker = module.functions["worker"]
+    init = flow.reaches(worker, frozenset({"torch.distributed.init_process_group"}))
+    assert init is not None and init.lineno == 13  # the Linux side's, not the first in the text
+
+
+def test_a_spawners_findings_sit_on_the_linux_side(tmp_path: Path) -> None:
+    """StyleGAN-XL's layout: the one-node world (DDP008) is where the GPU count is taken, the spawn index as the rank
+    (DDP016) and the temp-folder rendezvous (DDP021) on the Linux side's init; nothing on the Windows side."""
+    script = tmp_path / "train.py"
+    script.write_text(_WINDOWS)
+    lines = {(f.code, f.line) for f in check_file(script)}
+    assert {("DDP008", 17), ("DDP016", 13), ("DDP021", 13)} <= lines, lines
+    assert 11 not in {line for _, line in lines}, lines

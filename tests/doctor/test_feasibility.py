@@ -22,9 +22,9 @@ TIMEOUT = 180
 REFUSED = [("global_rank_device.py", "DDP010"), ("rdzv_tmp_env.py", "DDP021"), ("rdzv_tempdir_spawn.py", "DDP021"),
            ("one_node_spawner.py", "DDP022"), ("nnodes_raise.py", "DDP022")]
 # the codes each script is refused for on two nodes (the spawner also forces MASTER_ADDR: launchstyle's DDP008; both
-# spawners pass the spawn index as the rank: launchstyle's DDP016)
+# spawners pass the spawn index as the rank: DDP016, and the tempdir one joins a world of one node: DDP008)
 ALL = {name: code for name, code in REFUSED} | {"one_node_spawner.py": "DDP008, DDP016, DDP022",
-                                                "rdzv_tempdir_spawn.py": "DDP016, DDP021"}
+                                                "rdzv_tempdir_spawn.py": "DDP008, DDP016, DDP021"}
 
 
 def _severity(findings: Sequence[Finding], code: str) -> set[str]:
@@ -65,9 +65,10 @@ def test_what_works_across_nodes_is_not_refused() -> None:
 
 def test_a_spawners_own_gpu_count_check_is_no_node_check() -> None:
     """Its world is the GPU count it checks (no DDP022); what refuses it across nodes is its spawn index taken as the
-    rank with no node offset (DDP016): every node's processes would claim ranks 0..n-1."""
+    rank with no node offset (DDP016: every node's processes would claim ranks 0..n-1) and that world of one node's
+    processes (DDP008)."""
     findings = across_nodes(check_file(MULTINODE / "own_count_spawner.py"), 4, 8)
-    assert [(f.code, f.line) for f in findings if f.severity == "error"] == [("DDP016", 9)], findings
+    assert sorted((f.code, f.line) for f in findings if f.severity == "error") == [("DDP008", 17), ("DDP016", 9)]
 
 
 # -- through the real CLI -------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """DDP013 in a LightningModule's validation hooks: ``self.log``/``self.log_dict`` with no ``sync_dist=True`` records
-rank 0's shard of the validation set (EGTR's ``validation_epoch_end``). Silent with ``sync_dist=True``, for a
+rank 0's shard of the validation set (EGTR's ``validation_epoch_end``), as does ``rank_zero_only=True``, with
+``sync_dist=True`` too (uni2ts's). Silent with ``sync_dist=True``, for a
 torchmetrics object or its ``compute()``, in a hook that gathers itself, in the test hooks, outside a
 LightningModule, and where the file keeps Lightning from sharding the loaders."""
 
@@ -41,13 +42,23 @@ def ddp013(log: str, base: str = "Base", trainer: str = "") -> list[int]:
     'self.log("val_loss", loss)',
     'self.log("val_loss", loss, on_epoch=True, sync_dist=False)',
     'self.log_dict({"val_loss": loss.item(), "epoch": self.current_epoch})',
+    'self.log("val_loss", loss, sync_dist=True, rank_zero_only=True)',  # Lightning's sync is then its no-op
+    'self.log_dict({"val_loss": loss}, rank_zero_only=True)',
 ])
 def test_an_unsynced_validation_log_is_reported(log: str) -> None:
     assert ddp013(log) == [13]
 
 
+def test_rank_zero_only_is_named_as_why_it_is_not_synced() -> None:
+    source = _MODULE.format(log='self.log("val_loss", loss, sync_dist=True, rank_zero_only=True)', base="Base",
+                            trainer="")
+    [found] = [f for f in check_source(source, "t.py") if f.code == "DDP013"]
+    assert "rank_zero_only=True (Lightning then skips sync_dist)" in found.message
+
+
 @pytest.mark.parametrize(("log", "base", "trainer"), [
     ('self.log("val_loss", loss, sync_dist=True)', "Base", ""),
+    ('self.log("val_loss", loss, sync_dist=True, rank_zero_only=False)', "Base", ""),
     ('self.log("val_acc", self.val_acc)', "Base", ""),  # a torchmetrics object syncs itself
     ('self.log_dict(self.val_metrics.compute())', "Base", ""),
     ('self.log("val_loss", self.all_gather(loss).mean())', "Base", ""),  # gathered in the hook

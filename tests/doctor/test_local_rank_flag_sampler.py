@@ -55,3 +55,60 @@ def test_silent_where_the_value_is_set_or_no_flag_is_declared_or_the_world_is_th
     assert _ranks(tmp_path, before="args['local_rank'] = dist.get_rank()") == []  # the script makes it global
     assert _ranks(tmp_path, config="args = {'local_rank': 0}\n") == []  # no --local_rank flag: a name alone
     assert _ranks(tmp_path, replicas="num_replicas=torch.cuda.device_count(), ") == []  # a per-node world
+
+
+HF_ARGS = """from dataclasses import dataclass
+
+from transformers import HfArgumentParser, TrainingArguments
+
+
+@dataclass
+class MyTrainingArguments(TrainingArguments):
+    clip_grad_norm: float = 1.0
+
+
+training_args = HfArgumentParser(MyTrainingArguments).parse_args_into_dataclasses()[0]
+"""
+
+HF_TRAINER = """from torch.utils.data import DistributedSampler
+
+
+class Trainer:
+    def __init__(self, model, training_args, train_dataset):
+        self.training_args = training_args
+        self.train_dataset = train_dataset
+
+    def get_train_sampler(self):
+        return DistributedSampler(self.train_dataset, num_replicas=self.training_args.world_size,
+                                  rank=self.training_args.local_rank)
+
+    def train(self):
+        for epoch in range(2):
+            sampler = self.get_train_sampler()
+            sampler.set_epoch(epoch)
+"""
+
+HF_TRAIN = """import torch.distributed as dist
+
+from args import training_args
+from trainer import Trainer
+
+dist.init_process_group("nccl")
+Trainer(None, training_args, list(range(100))).train()
+"""
+
+
+@pytest.mark.parametrize(("imports", "found"), [
+    ("from transformers import HfArgumentParser, TrainingArguments", [11]),  # at rank=
+    ("from mytools import HfArgumentParser, TrainingArguments", []),  # not transformers': a name alone
+])
+def test_transformers_training_args_local_rank_in_a_helpers_sampler(tmp_path: Path, imports: str,
+                                                                    found: list[int]) -> None:
+    """``TrainingArguments.local_rank`` is the field transformers fills from ``LOCAL_RANK`` (LOMO's trainer hands it
+    to its samplers over the world's replicas): read in a helper module of a script that imports it."""
+    (tmp_path / "args.py").write_text(HF_ARGS.replace(
+        "from transformers import HfArgumentParser, TrainingArguments", imports), encoding="utf-8")
+    (tmp_path / "trainer.py").write_text(HF_TRAINER, encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text(HF_TRAIN, encoding="utf-8")
+    assert [f.line for f in check_file(script) if f.code == "DDP016" and f.file.endswith("trainer.py")] == found

@@ -62,8 +62,10 @@ if __name__ == "__main__":
     assert "launcher's node-local one" in hits[4]
 
 
-def test_one_nodes_gpus_for_its_own_spawned_workers_is_not_reported() -> None:
-    assert found("""
+def test_one_nodes_gpus_for_its_own_spawned_workers_is_the_spawners_one_node_world() -> None:
+    """Not the launcher's rank beside one node's GPUs (this rule), but a spawner's world of one node
+    (rules_spawnworld): one finding, where the count is taken."""
+    hits = found("""
 import torch.multiprocessing as mp
 
 
@@ -74,7 +76,9 @@ def worker(index, world_size):
 
 if __name__ == "__main__":
     mp.spawn(worker, args=(torch.cuda.device_count(),), nprocs=torch.cuda.device_count())
-""") == {}
+""")
+    assert list(hits) == [11]
+    assert "one node's process count" in hits[11] and "launcher's node-local one" not in hits[11]
 
 
 def test_master_port_from_another_variable_with_a_fixed_fallback_is_reported() -> None:

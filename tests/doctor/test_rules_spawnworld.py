@@ -1,7 +1,8 @@
 """DDP008 at the ``init_process_group`` of a spawned worker whose world is one node's process count (the GPU count,
 or the value the spawn starts that many processes by), with no node count in it: a warning on one node, an error
 across nodes (``feasibility.across_nodes``). Silent for a world with a node count, one read from the environment,
-``env://`` with no ``world_size=``, and where the rank is the spawn index itself (DDP016 says it)."""
+``env://`` with no ``world_size=``. Where the rank is the spawn index itself DDP016 names the rank and DDP008 the
+world: two lines to fix."""
 
 from __future__ import annotations
 
@@ -70,16 +71,49 @@ def test_a_world_of_one_nodes_processes_is_ddp008(init: str, ngpus: str, world: 
     ('dist.init_process_group("nccl", init_method="env://", rank=rank)', "1"),  # WORLD_SIZE from the environment
     ('dist.init_process_group("nccl", world_size=cfg["world_size"], rank=rank)', "args.gpus * args.nodes"),
     ('dist.init_process_group("nccl", world_size=cfg["world_size"], rank=rank)', "16"),  # not the count spawned
-    ('dist.init_process_group("nccl", world_size=ngpus, rank=gpu)', "1"),  # the spawn index as the rank: DDP016
 ])
 def test_a_world_with_a_node_count_or_the_launchers_is_not(init: str, world: str) -> None:
     assert [f for f in findings(init, "torch.cuda.device_count()", world) if ONE_NODE_WORLD in f.marks] == []
 
 
-def test_the_spawn_index_as_the_rank_is_said_once_by_ddp016() -> None:
+def test_the_spawn_index_as_the_rank_is_ddp016_and_its_one_node_world_ddp008() -> None:
     source = SCRIPT.format(init='dist.init_process_group("nccl", world_size=ngpus, rank=gpu)',
                            ngpus="torch.cuda.device_count()", world="1")
-    assert [f.code for f in check_source(source, "train.py") if f.code in ("DDP008", "DDP016")] == ["DDP016"]
+    found = [f for f in check_source(source, "train.py") if f.code in ("DDP008", "DDP016")]
+    assert sorted(f.code for f in found) == ["DDP008", "DDP016"]
+    world = next(f for f in found if f.code == "DDP008")
+    assert ONE_NODE_WORLD in world.marks and "form a world of their own" in world.message
+
+
+CONFIG_KEY = """\
+import json
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def get_world_size():
+    return torch.cuda.device_count()
+
+
+def worker(index, config):
+    dist.init_process_group("nccl", init_method=config["init_method"], world_size=config["world_size"],
+                            rank=config["global_rank"])
+
+
+if __name__ == "__main__":
+    config = json.load(open("config.json"))
+    config["world_size"] = get_world_size()
+    mp.spawn(worker, nprocs=config["world_size"], args=(config,))
+"""
+
+
+def test_a_world_set_into_a_config_key_is_reported_where_it_is_set() -> None:
+    """STTN's: ``config["world_size"] = get_world_size()`` (one node's GPUs) spawns that many workers that join a
+    world of ``config["world_size"]``: reported at the key's assignment, where the fix belongs."""
+    found = [f for f in check_source(CONFIG_KEY, "train.py") if f.code == "DDP008" and ONE_NODE_WORLD in f.marks]
+    assert [(f.line, f.confidence) for f in found] == [(18, "likely")]
+    assert "get_world_size()" in found[0].message
 
 
 def test_across_nodes_it_is_the_error_that_refuses_the_run() -> None:

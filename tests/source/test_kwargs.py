@@ -6,7 +6,8 @@ import ast
 
 import pytest
 
-from orchestrator.source.kwargs import keyword
+from orchestrator.source.kwargs import keyword, subscript_key
+from orchestrator.source.names import Module
 
 
 def _value(source: str) -> str | None:
@@ -29,3 +30,18 @@ def _value(source: str) -> str | None:
 ])
 def test_keyword(source: str, value: str | None) -> None:
     assert _value(source) == value
+
+
+@pytest.mark.parametrize(("expr", "key"), [
+    ('cfg["world_size"]', "cfg['world_size']"),
+    ("self.config['world_size']", "self.config['world_size']"),
+    ("cfg[0]", None),  # not a string key
+    ('get()["world_size"]', None),  # not a dotted name
+])
+def test_subscript_key(expr: str, key: str | None) -> None:
+    assert subscript_key(ast.parse(expr, mode="eval").body) == key
+
+
+def test_a_string_keys_assignment_is_recorded_under_its_subscript_key() -> None:
+    module = Module(ast.parse('config = {}\nconfig["world_size"] = get_world_size()\n'))
+    assert [ast.unparse(v) for v in module.values_anywhere("config['world_size']")] == ["get_world_size()"]
