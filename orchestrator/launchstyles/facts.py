@@ -90,7 +90,8 @@ def read(entry: Path) -> Facts:
     name = str(entry)
     found_spawns.sort(key=lambda s: (s.file != name, s.file, s.line))
     found_flags.sort(key=lambda d: (d.file != name, d.file, d.line))
-    strings = [(source, _strings(source.tree)) for source in files]
+    used = _names_used([source.tree for source in files])
+    strings = [(source, _strings(source.tree, used if index else None)) for index, source in enumerate(files)]
     slurm_vars = SLURM_RANK_VARS | SLURM_LAYOUT_VARS
     slurm = next((source.quote(min(line for key, line in seen.items() if key in slurm_vars))
                   for source, seen in strings if slurm_vars & seen.keys()), None)
@@ -217,9 +218,25 @@ def _read_spawns(reading: Analysis, found_spawns: list[Spawn], found_flags: list
     return [(r.file, r.line, ast.unparse(r.node)[:80]) for r in ranks if r is not None]
 
 
-def _strings(tree: ast.Module) -> dict[str, int]:
+def _names_used(trees: list[ast.Module]) -> set[str]:
+    """Every name the files load or call, bare or as an attribute (an import alone is not a use)."""
+    return {node.id if isinstance(node, ast.Name) else node.attr for tree in trees for node in walk(tree)
+            if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load)}
+
+
+def _never_used(tree: ast.Module, used: set[str]) -> set[int]:
+    """The nodes of a project module's module-level functions that no file read names (The Well's
+    ``get_distrib_config``, whose only call is commented out): never run. A decorated one may be registered and
+    counts as run; the entry's own are all read (a fragment may never call its ``main``)."""
+    return {id(node) for function in tree.body if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+            and function.name not in used and not function.decorator_list for node in walk(function)}
+
+
+def _strings(tree: ast.Module, used: set[str] | None = None) -> dict[str, int]:
     """Every string constant of the file and the first line it is on (a Slurm rank variable only where it is
-    more than a seed's offset: :func:`_seed_only`)."""
+    more than a seed's offset: :func:`_seed_only`), outside the module-level functions no file names (``used``:
+    :func:`_names_used`)."""
+    dead = _never_used(tree, used) if used is not None else set()
     found: dict[str, int] = {}
     statements: dict[ast.AST, ast.stmt] = {}
     for statement in walk(tree):
@@ -228,7 +245,7 @@ def _strings(tree: ast.Module) -> dict[str, int]:
                 statements[node] = statement
     for node in walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 40:
-            if node.value in SLURM_RANK_VARS and _seed_only(node, statements):
+            if id(node) in dead or (node.value in SLURM_RANK_VARS and _seed_only(node, statements)):
                 continue
             found.setdefault(node.value, getattr(node, "lineno", 0))
     return found

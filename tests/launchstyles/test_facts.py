@@ -182,3 +182,39 @@ def test_a_local_rank_flag_whose_value_a_module_of_the_package_reads_is_the_scri
         "config.local_rank", "int(os.environ['LOCAL_RANK'])").replace("import torch", "import os\nimport torch"),
         encoding="utf-8")
     assert detect(read(script)).style == "env"
+
+
+_DIST_UTILS = '''import os
+
+
+def get_distrib_config():
+    if "SLURM_PROCID" not in os.environ:
+        return False, 1, 0, 0
+    return True, int(os.environ["SLURM_NTASKS"]), int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_LOCALID"])
+
+
+def local_rank():
+    return int(os.environ.get("LOCAL_RANK", 0))
+'''
+
+_ENTRY = '''import torch.distributed as dist
+
+from dist_utils import local_rank
+
+# is_distributed, world_size, rank, local = get_distrib_config()
+{call}dist.init_process_group("nccl")
+print(local_rank())
+'''
+
+
+def test_slurm_read_only_in_a_project_function_nothing_calls_is_no_fact(tmp_path: Path) -> None:
+    """The Well's ``get_distrib_config``, whose one call is commented out: its Slurm variables are never read; the
+    project module's other function, which the entry calls, still counts."""
+    (tmp_path / "dist_utils.py").write_text(_DIST_UTILS, encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text(_ENTRY.format(call=""), encoding="utf-8")
+    facts = read(script)
+    assert facts.slurm is None and facts.torchrun_vars
+    script.write_text(_ENTRY.format(call="from dist_utils import get_distrib_config\nget_distrib_config()\n"),
+                      encoding="utf-8")
+    assert read(script).slurm is not None  # called: read
