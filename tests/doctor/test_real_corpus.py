@@ -370,6 +370,10 @@ def test_launch_verdict_rule() -> None:
 # 2026-12-04/05 before the doctor ran on it, measured on ed5251a): default output precision 0.62 (30 of 48), recall
 # 0.36 (25 of 69), one false error finding (DDP020); --shown 0.75 (30 of 40); --all 0.51, 0.45; launch right or refused
 # 22 of 30 (style 28, framework 30). Kept apart in tests/doctor/heldout33/ until merged.
+# Set 34 (30 scripts from 29 repositories, five judges, truth committed 409b41e, 34dbe52, da8b50e, df701a0, 82e1c91 on
+# 2026-12-05 before the doctor ran on it, measured on 409b41e): default output precision 0.62 (36 of 58), recall 0.28
+# (28 of 99), two false error findings (DDP002); --shown 0.77 (36 of 47); --all 0.59, 0.32; launch right or refused
+# 24 of 30 (style 26, framework 30). Kept apart in tests/doctor/heldout34/ until merged.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -396,6 +400,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (31, 24, 0.62, 0.46, False),
     (32, 22, 0.54, 0.25, False),
     (33, 30, 0.62, 0.36, False),
+    (34, 30, 0.62, 0.28, False),
 ]
 
 
