@@ -80,17 +80,17 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
                             fact=f"rank={ast.unparse(rank)[:40]} holds the local rank {OFF_SLURM}" if off else "")
     if a.spawns:
         return
-    for site in a.sites_ending("DistributedSampler"):
+    for site in [s for s in a.flow.sites if (s.qual or "").rsplit(".", 1)[-1].endswith("Sampler")]:
         # DistributedSampler(ds, rank=LOCAL_RANK): num_replicas is the world size, so from the second node on the
-        # nodes read the same shards (Cutie's, TorchRec's BERT4Rec loaders); a per-node world (num_replicas=
-        # LOCAL_WORLD_SIZE, device_count()) is left alone
+        # nodes read the same shards (Cutie's, TorchRec's BERT4Rec loaders; a project's bucket sampler given
+        # rank= and world_size=, MQTTS's); a per-node world (num_replicas=LOCAL_WORLD_SIZE, device_count()) is not
         rank = next((k.value for k in site.call.keywords if k.arg == "rank"), None)
-        replicas = next((k.value for k in site.call.keywords if k.arg == "num_replicas"), None)
+        replicas = next((k.value for k in site.call.keywords if k.arg in ("num_replicas", "world_size")), None)
         if rank is None or (replicas is not None and _PER_NODE.search(_text(a, replicas))):
             continue
         if _env_local(a, rank, 0) or _flag_local(a, rank):
-            yield a.finding("DDP016", site.call, f"DistributedSampler(rank={ast.unparse(rank)[:40]}) holds the local "
-                            "rank: from the second node on, nodes read the same shards", at=rank)
+            yield a.finding("DDP016", site.call, f"{last_name(site.call.func)}(rank={ast.unparse(rank)[:40]}) holds "
+                            "the local rank: from the second node on, nodes read the same shards", at=rank)
     yield from _gathered_vs_local(a)
     yield from _rank_from_flag(a)
     yield from shards_by_local_rank(a, _env_local)
@@ -107,6 +107,8 @@ def _flag_local(a: Analysis, expr: ast.expr) -> bool:
         key = dotted(expr)
         if key is None or a.module.values_anywhere(key):
             return False
+        if key.endswith("trainer.local_rank") and _LIGHTNING.search(" ".join(a.module.aliases.values())):
+            return True  # Lightning's Trainer.local_rank: the node-local rank (MQTTS's self.trainer.local_rank)
     elif not (isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant)
               and expr.slice.value == "local_rank") or any(
             isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.slice, ast.Constant)
@@ -119,6 +121,7 @@ def _flag_local(a: Analysis, expr: ast.expr) -> bool:
     return any(localrank.declared_flag(m.tree) or localrank.hf_arguments(m.tree) for m in modules)
 
 
+_LIGHTNING = re.compile(r"\b(pytorch_lightning|lightning)\b")
 _NODE_INDEX = re.compile(r"NODE|GROUP_RANK|^RANK$|PROCID")  # a node index or rank the environment gives
 _FLAG_HOLDERS = frozenset({"args", "opt", "opts", "cfg", "config", "hparams", "FLAGS", "self"})
 

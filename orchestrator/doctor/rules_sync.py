@@ -54,11 +54,17 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
             zero = None if value is None else not value
         candidates.append((site, collective, where, zero))
     sides: dict[tuple[int, str | None], set[bool | None]] = {}
+    turns: dict[tuple[int, str | None, str], set[bool]] = {}
     for site, collective, _, zero in candidates:
-        sides.setdefault((id(site.function), a.module.qualname(collective.func)), set()).add(zero)
+        key = (id(site.function), a.module.qualname(collective.func))
+        sides.setdefault(key, set()).add(zero)
+        if (turn := _turn(site)) is not None:
+            turns.setdefault((key[0], key[1], turn[0]), set()).add(turn[1])
     for site, collective, where, _ in candidates:
-        if {True, False} <= sides[(id(site.function), a.module.qualname(collective.func))]:
-            continue
+        key = (id(site.function), a.module.qualname(collective.func))
+        turn = _turn(site)
+        if {True, False} <= sides[key] or (turn is not None and turns[(key[0], key[1], turn[0])] == {True, False}):
+            continue  # a deliberate pair: rank 0 first, or one rank at a time (DRAGON's `!= p_rank` / `== p_rank`)
         via = "" if collective is site.call else f" (it calls {_short(collective.func)}() at line {collective.lineno})"
         helper = collective is site.call and site.qual not in COLLECTIVES
         if helper:
@@ -76,6 +82,19 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
                         severity="warning" if helper or flag or versioned else a.guess("error"),
                         confidence="likely" if named or versioned else None,
                         fact=f"{where}; the rank test is read from a name alone" if named else "")
+
+
+def _turn(site: Site) -> tuple[str, bool] | None:
+    """The rank comparison ``site``'s branch makes, as ``==`` (``!=`` turned round), and whether the site runs where it
+    holds: ``if rank != p: barrier()`` and ``if rank == p: barrier()`` are both polarities of ``rank == p`` (one
+    process at a time in ``for p in range(world):``), whatever ``p`` is."""
+    branch = site.branch
+    test = branch.node.test if branch is not None else None
+    if branch is None or not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                              and isinstance(test.ops[0], ast.Eq | ast.NotEq)):
+        return None
+    holds = isinstance(test.ops[0], ast.Eq) == (branch.side == "body")
+    return f"{ast.dump(test.left)} == {ast.dump(test.comparators[0])}", holds
 
 
 def _subgroups(a: Analysis, collective: ast.Call) -> bool:

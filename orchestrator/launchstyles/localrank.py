@@ -51,7 +51,8 @@ def declarations(a: Analysis, *, packages: bool = False) -> list[FlagDeclaration
     for call in sites:
         if _version_guarded(a, call):
             continue
-        default = next((k.value for k in call.keywords if k.arg == "default"), None)
+        default = next((k.value for k in call.keywords if k.arg == "default"), None) or (
+            call.args[1] if _absl(call) and len(call.args) > 1 else None)  # DEFINE_integer(name, default, help)
         required = any(k.arg == "required" and isinstance(k.value, ast.Constant) and k.value.value
                        for k in call.keywords)
         what = "is required" if required else (
@@ -59,6 +60,10 @@ def declarations(a: Analysis, *, packages: bool = False) -> list[FlagDeclaration
         out.append(FlagDeclaration(a.filename, getattr(call, "lineno", 1), ast.unparse(call.args[0]), what, required,
                                    call))
     return out
+
+
+def _absl(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr.startswith("DEFINE_")
 
 
 def declared_flag(tree: ast.Module | None) -> str | None:
@@ -80,8 +85,12 @@ _HF_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "HfA
 
 
 def spelling(call: ast.Call) -> str | None:
-    """The spelling of ``--local_rank``/``--local-rank`` that ``call`` (an ``add_argument``) declares: its first
-    such constant argument (``add_argument("--local_rank", "--local-rank")`` declares ``--local_rank``)."""
+    """The spelling of ``--local_rank``/``--local-rank`` that ``call`` (an ``add_argument``, or absl's
+    ``flags.DEFINE_*``) declares: its first such constant argument (``add_argument("--local_rank", "--local-rank")``
+    declares ``--local_rank``)."""
+    name = call.args[0].value if _absl(call) and call.args and isinstance(call.args[0], ast.Constant) else None
+    if isinstance(name, str) and f"--{name}" in LOCAL_RANK_FLAGS:
+        return f"--{name}"  # absl's flags.DEFINE_integer("local_rank", 0, ...): --local_rank=N parses
     if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
         return None
     return next((str(x.value) for x in call.args if isinstance(x, ast.Constant) and x.value in LOCAL_RANK_FLAGS), None)

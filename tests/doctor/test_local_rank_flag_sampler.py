@@ -112,3 +112,34 @@ def test_transformers_training_args_local_rank_in_a_helpers_sampler(tmp_path: Pa
     script = tmp_path / "train.py"
     script.write_text(HF_TRAIN, encoding="utf-8")
     assert [f.line for f in check_file(script) if f.code == "DDP016" and f.file.endswith("trainer.py")] == found
+
+
+LIGHTNING = """import pytorch_lightning as pl
+from torch.utils.data import DataLoader
+
+from sampler import RandomBucketSampler
+
+
+class Model(pl.LightningModule):
+    def train_dataloader(self):
+        sampler = RandomBucketSampler(8, self.lengths, 16, world_size=self.trainer.world_size,
+                                      rank={rank})
+        return DataLoader(self.data, batch_sampler=sampler)
+
+
+trainer = pl.Trainer(devices=8, num_nodes=2, strategy="ddp")
+"""
+
+
+@pytest.mark.parametrize(("rank", "found"), [
+    ("self.trainer.local_rank", [10]),  # Lightning's node-local rank, to a project's bucket sampler
+    ("self.trainer.global_rank", []),
+])
+def test_lightnings_local_rank_given_to_a_projects_sampler(tmp_path: Path, rank: str, found: list[int]) -> None:
+    """MQTTS's ``RandomBucketSampler(..., world_size=self.trainer.world_size, rank=self.trainer.local_rank)``: a
+    sampler of the project's own, over the world's replicas, given the node-local rank."""
+    script = tmp_path / "train.py"
+    script.write_text(LIGHTNING.format(rank=rank), encoding="utf-8")
+    findings = [f for f in check_file(script) if f.code == "DDP016"]
+    assert [f.line for f in findings] == found
+    assert all("RandomBucketSampler(rank=self.trainer.local_rank)" in f.message for f in findings)

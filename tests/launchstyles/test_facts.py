@@ -218,3 +218,31 @@ def test_slurm_read_only_in_a_project_function_nothing_calls_is_no_fact(tmp_path
     script.write_text(_ENTRY.format(call="from dist_utils import get_distrib_config\nget_distrib_config()\n"),
                       encoding="utf-8")
     assert read(script).slurm is not None  # called: read
+
+
+_ABSL = '''import torch
+import torch.distributed as dist
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("local_rank", {default}, "local rank for distributed training.")
+
+
+def main(argv):
+    torch.cuda.set_device(FLAGS.local_rank)
+    dist.init_process_group("nccl")
+
+
+if __name__ == "__main__":
+    app.run(main)
+'''
+
+
+def test_an_absl_local_rank_flag_is_the_legacy_flag(tmp_path: Path) -> None:
+    """KE-T5's ``flags.DEFINE_integer("local_rank", 0, ...)``: absl parses the ``--local_rank=N`` the old launcher
+    (and orch's local-rank-arg style) passes; the default is its second argument."""
+    script = tmp_path / "train.py"
+    script.write_text(_ABSL.format(default="0"), encoding="utf-8")
+    facts = read(script)
+    assert [(d.line, d.what) for d in facts.local_rank] == [(6, "defaults to 0")]
+    assert facts.flag == "--local_rank" and detect(facts).style == "local-rank-arg"
