@@ -32,7 +32,7 @@ from orchestrator.source.analysis import COLLECTIVES, INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.branches import enclosing_ifs
 from orchestrator.source.flow import Site
-from orchestrator.source.names import dotted, last_name
+from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, dotted, last_name
 from orchestrator.source.ranks import LOCAL_ENV, LOCAL_NAMES
 from orchestrator.source.walk import walk
 
@@ -107,7 +107,7 @@ def _flag_local(a: Analysis, expr: ast.expr) -> bool:
         key = dotted(expr)
         if key is None or a.module.values_anywhere(key):
             return False
-        if key.endswith("trainer.local_rank") and _LIGHTNING.search(" ".join(a.module.aliases.values())):
+        if a.module.qualname(expr) in _LIGHTNING_LOCAL or a.module.qualname(expr.value) in _LIGHTNING_LOCAL:
             return True  # Lightning's Trainer.local_rank: the node-local rank (MQTTS's self.trainer.local_rank)
     elif not (isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant)
               and expr.slice.value == "local_rank") or any(
@@ -121,7 +121,9 @@ def _flag_local(a: Analysis, expr: ast.expr) -> bool:
     return any(localrank.declared_flag(m.tree) or localrank.hf_arguments(m.tree) for m in modules)
 
 
-_LIGHTNING = re.compile(r"\b(pytorch_lightning|lightning)\b")
+# Lightning's Trainer.local_rank, by Module.qualname: ``trainer = Trainer(...)``, ``trainer.local_rank``; or the
+# Trainer a LightningModule holds, ``self.trainer`` (then ``.local_rank``)
+_LIGHTNING_LOCAL = frozenset({f"{LIGHTNING_TRAINER}.local_rank", f"{LIGHTNING_MODULE}.trainer"})
 _NODE_INDEX = re.compile(r"NODE|GROUP_RANK|^RANK$|PROCID")  # a node index or rank the environment gives
 _FLAG_HOLDERS = frozenset({"args", "opt", "opts", "cfg", "config", "hparams", "FLAGS", "self"})
 

@@ -143,3 +143,18 @@ def test_lightnings_local_rank_given_to_a_projects_sampler(tmp_path: Path, rank:
     findings = [f for f in check_file(script) if f.code == "DDP016"]
     assert [f.line for f in findings] == found
     assert all("RandomBucketSampler(rank=self.trainer.local_rank)" in f.message for f in findings)
+
+
+def test_a_lightning_trainers_local_rank_read_from_the_trainer_itself(tmp_path: Path) -> None:
+    """``trainer = pl.Trainer(...)`` then ``rank=trainer.local_rank``: the same node-local rank, read through
+    ``Module.qualname``'s Lightning Trainer; a ``trainer`` of another library is not it."""
+    source = """import pytorch_lightning as pl
+from sampler import BucketSampler
+
+trainer = {make}
+sampler = BucketSampler(list(range(100)), world_size=trainer.world_size, rank=trainer.local_rank)
+"""
+    script = tmp_path / "train.py"
+    for make, found in (("pl.Trainer(devices=8, num_nodes=2)", [5]), ("make_trainer()", [])):
+        script.write_text(source.format(make=make), encoding="utf-8")
+        assert [f.line for f in check_file(script) if f.code == "DDP016"] == found, make
