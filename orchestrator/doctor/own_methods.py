@@ -45,6 +45,24 @@ def own_method(a: Analysis, call: ast.Call) -> Method | None:
     return Method(module, node) if node is not None else None
 
 
+def self_method(a: Analysis, call: ast.Call) -> Method | None:
+    """The method ``self.method(...)`` calls, where the class around the call defines it (CLIP-ViL's
+    ``self.save("BEST")`` in ``VQA.train``); None elsewhere."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return None
+    function = a.module.function_of(call)
+    cls = a.module.parents.get(function) if function is not None else None
+    node = _method(cls, func.attr) if isinstance(cls, ast.ClassDef) else None
+    return Method(a.module, node) if node is not None else None
+
+
+def writer_method(a: Analysis, call: ast.Call) -> Method | None:
+    """The project's own method ``call`` runs (``saver.save(...)``, ``self.save(...)``) where it writes a checkpoint."""
+    method = own_method(a, call) or self_method(a, call)
+    return method if method is not None and writes(method) else None
+
+
 def unchained(call: ast.Call) -> ast.Call:
     """The call a chain of method calls starts from (``torchmetrics.Accuracy(...).to(device)``: the object made)."""
     while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):

@@ -17,7 +17,7 @@ from orchestrator.doctor.framework_saves import (
     saver_only,
 )
 from orchestrator.doctor.frameworknames import QUALIFIED, import_aliases, qualified_name
-from orchestrator.doctor.own_methods import own_method, writes
+from orchestrator.doctor.own_methods import writer_method
 from orchestrator.doctor.save_guards import left_at_none, unset_elsewhere
 from orchestrator.doctor.save_paths import (
     data_cache,
@@ -43,6 +43,7 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
     framework = framework_runs(a)
     if not (a.distributed or a.framework_parallel or framework):
         return
+    per_node: set[int] = set()
     for site in a.sites(WRITERS):
         call = site.call
         if a.flow.never_runs(site):
@@ -62,9 +63,10 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
                 per_host(a, path, 0) or data_cache(a, call, path)):
             problems.append(_PER_NODE if _node_first_runs(a, site) else _ALL_BUT_FIRST)
         if problems:
+            per_node.update([call.lineno] if _PER_NODE in problems else [])
             yield a.finding("DDP006", call, "; ".join(problems), fact=_why(a, site, framework, problems),
                             marks=frozenset({PER_NODE_WRITER}) if _PER_NODE in problems else frozenset())
-    yield from _per_node_savers(a)
+    yield from _per_node_savers(a, frozenset(per_node))
     yield from _every_rank_pretrained(a, framework)
     yield from check_readback(a)
 
@@ -146,13 +148,15 @@ def _every_rank_pretrained(a: Analysis, framework: str | None) -> Iterator[Findi
 _SAVER = re.compile(r"saver|checkpoint", re.IGNORECASE)
 
 
-def _per_node_savers(a: Analysis) -> Iterator[Finding]:
+def _per_node_savers(a: Analysis, reported: frozenset[int]) -> Iterator[Finding]:
     """``if args.local_rank == 0: saver = CheckpointSaver(...)`` then ``saver.save_checkpoint(...)``: a
-    checkpoint writer (timm's, a project's) made on every node's local rank 0 writes the same files."""
+    checkpoint writer (timm's, a project's) made on every node's local rank 0 writes the same files (``reported``: the
+    lines of the file's saves found to be one writer per node already)."""
     made = {id(site.call): site for site in a.flow.sites}
     for site in a.flow.sites:
         func = site.call.func
-        if not (isinstance(func, ast.Attribute) and func.attr.startswith("save") and isinstance(func.value, ast.Name)):
+        if not (isinstance(func, ast.Attribute) and func.attr.lstrip("_").startswith("save")
+                and isinstance(func.value, ast.Name)):
             continue
         _, value = a.module.resolve(func.value.id, func.value)
         creation = made.get(id(value)) if isinstance(value, ast.Call) else None
@@ -161,17 +165,28 @@ def _per_node_savers(a: Analysis) -> Iterator[Finding]:
             yield a.finding("DDP006", site.call, f"{func.value.id} is made only where the local rank is 0 "
                                                  f"(line {creation.call.lineno}): one writer per node, the same files",
                             marks=frozenset({PER_NODE_WRITER}))
-        elif ((_SAVER.search(func.attr) or _accelerator_state(a, site.call)) and func.value.id not in a.module.aliases
+        elif ((_SAVER.search(func.attr) or _accelerator_state(a, site.call) or _own_writer(a, site.call, reported))
+              and func.value.id not in a.module.aliases
               and _per_node_guard(a, site) and _node_first_runs(a, site)):  # not the `else` of `if local_rank == 0:`
             # checkpointer.save_checkpoint(epoch=epoch) under `if rank == 0:` where rank is LOCAL_RANK: a guess from
-            # the method's name, unless it is a method of the project's own class that reaches a torch.save, or
-            # Accelerate's save_state (it writes the model, optimizer and RNG files into the folder it is given)
-            method = own_method(a, site.call)
-            sure = (method is not None and writes(method)) or _accelerator_state(a, site.call)
+            # the method's name, unless it is a method of the project's own class that reaches a torch.save (then
+            # any ``save*`` name: CLIP-ViL's ``self.save("BEST")``), or Accelerate's save_state (it writes the model,
+            # optimizer and RNG files into the folder it is given)
+            if writer_method(a, site.call) is not None and not _own_writer(a, site.call, reported):
+                continue  # the file's own method, whose saves are reported as one writer per node
+            sure = _own_writer(a, site.call) or _accelerator_state(a, site.call)
             yield a.finding("DDP006", site.call, f"{func.value.id}.{func.attr}() runs only where the local rank is "
                                                  "0: one writer per node, the same files",
                             confidence="likely" if sure else "possible",
                             marks=frozenset({PER_NODE_WRITER}) if sure else frozenset())
+
+
+def _own_writer(a: Analysis, call: ast.Call, reported: frozenset[int] = frozenset()) -> bool:
+    """``call`` runs a method of the project's own class that reaches a ``torch.save`` (not one of this file holding
+    a save already ``reported`` as one writer per node, through the guard around this call)."""
+    method = writer_method(a, call)
+    return method is not None and (method.module is not a.module or not any(
+        method.node.lineno <= line <= (method.node.end_lineno or line) for line in reported))
 
 
 def _accelerator_state(a: Analysis, call: ast.Call) -> bool:

@@ -61,11 +61,13 @@ def check_one_node_world(a: Analysis) -> Iterator[Finding]:
         if size is None or count is None or id(init) in seen:
             continue
         counted = {ast.dump(leaf) for leaf in _leaves(a, count, 0)}
-        leaves = _leaves(a, size, 0)
+        overwrite = _set_before(a, spawn.node, size)
+        leaves = _leaves(a, overwrite.value if overwrite is not None else size, 0)
         if not leaves or not all(_device_count(a, leaf) or ast.dump(leaf) in counted for leaf in leaves):
             continue
         seen.add(id(init))
-        held = a.statement_of(leaves[0]) if len(leaves) == 1 and isinstance(leaves[0], ast.Call) else None
+        held = overwrite or (a.statement_of(leaves[0]) if len(leaves) == 1 and isinstance(leaves[0], ast.Call)
+                             else None)
         yield replace(a.finding(
             "DDP008", held or init,
             f"world_size={ast.unparse(size)} is one node's process count ({ast.unparse(leaves[0])}, "
@@ -88,6 +90,28 @@ def _workers(a: Analysis, *, index_rank: bool = False) -> Iterator[tuple[Spawn, 
         init = a.flow.reaches(function, INIT) if function is not None else None
         if function is not None and init is not None:
             yield spawn, function, init
+
+
+def _set_before(a: Analysis, spawn: ast.Call, size: ast.expr) -> ast.Assign | None:
+    """The assignment that sets the attribute the worker's world size reads (``args.world_size``) last before the
+    spawn, in the blocks around it (``args.world_size = ngpus_per_node`` after ``if ...: args.world_size =
+    int(os.environ["WORLD_SIZE"])``): what the spawned workers are handed, whatever the file assigns elsewhere.
+    None where a block in between may assign it too."""
+    key = dotted(size) if isinstance(size, ast.Attribute) else None
+    child: ast.AST = spawn
+    current = a.module.parents.get(spawn)
+    while key is not None and current is not None:
+        statements = next((block for name in ("body", "orelse", "finalbody")
+                           if isinstance(block := getattr(current, name, None), list) and child in block), None)
+        for earlier in reversed(statements[:statements.index(child)] if statements else []):
+            if isinstance(earlier, ast.Assign) and any(dotted(t) == key for t in earlier.targets):
+                return earlier
+            if any(isinstance(n, ast.Assign) and any(dotted(t) == key for t in n.targets) for n in ast.walk(earlier)):
+                return None
+        if isinstance(current, FunctionNode | ast.ClassDef):
+            return None
+        child, current = current, a.module.parents.get(current)
+    return None
 
 
 def _count(spawn: ast.Call) -> ast.expr | None:

@@ -27,6 +27,7 @@ _COMPUTES = re.compile(r"loss|logits|forward")
 # a function named for an evaluation: its forwards make no gradient step
 _EVALUATION = re.compile(r"(?i)valid|eval|test|infer|predict|visuali[sz]")
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled"})
+_GRADIENTS = {"backward": " (DDP's gradient all-reduce)"}
 
 
 def _ddp_in_file(a: Reading) -> bool:
@@ -298,10 +299,11 @@ def check_rank_exit(a: Analysis) -> Iterator[Finding]:
         if found is not None:
             guard, loop, collective = found
             test = ast.unparse(guard.test)[:40]
+            called = f"{ast.unparse(collective.func)[:30]}(){_GRADIENTS.get(last_name(collective.func) or '', '')}"
             yield a.finding("DDP002", node, f"{'return' if isinstance(node, ast.Return) else 'break'} under `if "
-                            f"{test}` (line {guard.lineno}) leaves the loop at line {loop.lineno}, whose "
-                            f"{ast.unparse(collective.func)[:30]}() at line {collective.lineno} the other ranks still "
-                            "call", severity="warning", confidence="likely")
+                            f"{test}` (line {guard.lineno}) leaves the loop at line {loop.lineno}, whose {called} at "
+                            f"line {collective.lineno} the other ranks still call", severity="warning",
+                            confidence="likely")
 
 
 def _rank_exit(a: Analysis, node: ast.Return | ast.Break) -> tuple[ast.If, ast.For | ast.While, ast.Call] | None:
@@ -332,7 +334,16 @@ def _loop_collective(a: Analysis, loop: ast.For | ast.While, guard: ast.If) -> a
         collective = a.reaching(site, COLLECTIVES) or _through_the_project(a, site)
         if collective is not None:
             return collective
-    return None
+    return _loop_backward(a, loop, inside)
+
+
+def _loop_backward(a: Analysis, loop: ast.For | ast.While, inside: set[int]) -> ast.Call | None:
+    """The loop's own ``loss.backward()`` outside the rank condition, where the file trains a DDP model: the
+    gradient all-reduce every rank must enter each step (dust2gs's ``break`` on local rank 0 at ``n_iters``)."""
+    if not _ddp_in_file(a):
+        return None
+    return next((call for call in a.module.calls_in(loop) if id(call) not in inside and
+                 isinstance(call.func, ast.Attribute) and call.func.attr == "backward"), None)
 
 
 def _through_the_project(a: Analysis, site: Site) -> ast.Call | None:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from orchestrator.source.analysis import Analysis, spawn_target
 from orchestrator.source.branches import enclosing_ifs, off_linux_side
-from orchestrator.source.names import FunctionNode, Module, last_name
+from orchestrator.source.names import FunctionNode, Module, dotted, last_name
 from orchestrator.source.project import Project
+from orchestrator.source.starimports import star_sources
 from orchestrator.source.walk import walk
 
 _DEPTH = 3
@@ -109,11 +110,14 @@ def _started(a: Analysis, project: Project | None, target: ast.Name | ast.Attrib
     return _in_project(project, qual) if qual is not None else None
 
 
-def _in_project(project: Project | None, qual: str) -> _Callee | None:
+def _in_project(project: Project | None, qual: str, depth: int = 0) -> _Callee | None:
     """The project's function ``qual`` names, or its class's ``__init__`` (``from managers.trainer import
-    Trainer``), with its file."""
-    where = project.split(qual) if project is not None else None
-    module = project.read(where[0]) if project is not None and where is not None else None
+    Trainer``), with its file; through a package's re-export (``from core import Trainer``, whose ``__init__`` says
+    ``from .trainer import Trainer``)."""
+    if project is None or depth > _DEPTH:
+        return None
+    where = project.split(qual)
+    module = project.read(where[0]) if where is not None else None
     if where is None or module is None or "." in where[1]:
         return None
     function = module.functions.get(where[1])
@@ -121,7 +125,15 @@ def _in_project(project: Project | None, qual: str) -> _Callee | None:
         return _Callee(str(where[0]), module, function)
     cls = module.classes.get(where[1])
     init = _init_of(cls) if cls is not None else None
-    return _Callee(str(where[0]), module, init, bound=True) if init is not None else None
+    if init is not None:
+        return _Callee(str(where[0]), module, init, bound=True)
+    if cls is not None or function is not None:
+        return None
+    imported = module.aliases.get(where[1])
+    if imported is None:  # ``from .utils import *`` in a package's ``__init__``
+        starred = (f"{star}.{where[1]}" for star in star_sources(module, project.package_of(where[0])) if star)
+        return next((found for q in starred if (found := _in_project(project, q, depth + 1)) is not None), None)
+    return _in_project(project, imported, depth + 1) if imported != qual else None
 
 
 def _init_of(cls: ast.ClassDef) -> FunctionNode | None:
@@ -167,8 +179,12 @@ def _reaches(project: Project | None, callee: _Callee, param: str, depth: int,
             continue
         if last_name(node.func) in _TAKE_THE_RANK:
             rank = next((k.value for k in node.keywords if k.arg == "rank"), None)
-            if isinstance(rank, ast.Name) and _holds(rank.id, node, param, parents, 0):
-                return IndexRank(callee.file, node, rank.lineno, f"rank={rank.id}")
+            key = dotted(rank) if isinstance(rank, ast.Name | ast.Attribute) else None
+            chain: list[ast.stmt] = []
+            if rank is not None and key is not None and _holds(key, node, param, parents, 0, chain):
+                if "." in key:  # an attribute's rank (``args.rank = gpu``) is given where it is assigned
+                    return IndexRank(callee.file, chain[0], chain[0].lineno, f"rank={key}")
+                return IndexRank(callee.file, node, rank.lineno, f"rank={key}")
             continue
         inner = _callee(project, callee, node)
         if inner is None or inner.function is function:
@@ -189,9 +205,11 @@ def _off_linux(module: Module, node: ast.AST, parents: dict[ast.AST, ast.AST]) -
                for test, in_body in enclosing_ifs(parents, node))
 
 
-def _holds(name: str, at: ast.AST, param: str, parents: dict[ast.AST, ast.AST], depth: int) -> bool:
+def _holds(name: str, at: ast.AST, param: str, parents: dict[ast.AST, ast.AST], depth: int,
+           chain: list[ast.stmt] | None = None) -> bool:
     """``name`` holds the index where ``at`` runs: its last assignment in the blocks around ``at`` copies a name
-    that holds it (``device = rank``), or none assigns it and it is the index's parameter."""
+    that holds it (``device = rank``, ``args.rank = gpu``: those assignments appended to ``chain``), or none assigns
+    it and it is the index's parameter."""
     child, current = at, parents.get(at)
     while current is not None and depth <= _DEPTH:
         for block in ("body", "orelse", "finalbody"):
@@ -201,16 +219,43 @@ def _holds(name: str, at: ast.AST, param: str, parents: dict[ast.AST, ast.AST], 
             for earlier in reversed(statements[:statements.index(child)]):
                 value = _assigned(earlier, name)
                 if value is not None:
-                    return isinstance(value, ast.Name) and _holds(value.id, earlier, param, parents, depth + 1)
+                    if chain is not None:
+                        chain.append(earlier)
+                    return isinstance(value, ast.Name) and _holds(value.id, earlier, param, parents, depth + 1, chain)
+                if _may_change(earlier, name):
+                    return False
         child, current = current, parents.get(current)
     return name == param
+
+
+def _may_change(statement: ast.stmt, name: str) -> bool:
+    """``statement`` may give ``name`` another value: a block that assigns it inside (not an ``if`` that only does so
+    while it is unset: ``if args.rank == -1: args.rank = int(os.environ["RANK"])`` after ``args.rank = gpu``), or, for
+    an attribute (``args.rank``), a call handed its object (``init_distributed_mode(args)`` may set it)."""
+    if isinstance(statement, ast.If) and _unset_test(statement.test, name):
+        return False
+    inner = [n for n in walk(statement) if isinstance(n, ast.stmt) and n is not statement]
+    if any(_assigned(n, name) is not None for n in inner):
+        return True
+    owner = name.rpartition(".")[0]
+    return bool(owner) and any(
+        isinstance(n, ast.Call) and any(dotted(arg) == owner for arg in (*n.args, *(k.value for k in n.keywords)))
+        for n in walk(statement))
+
+
+def _unset_test(test: ast.expr, name: str) -> bool:
+    """``test`` holds only while ``name`` is negative (``name == -1``, ``... and name < 0``)."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    return any(isinstance(part, ast.Compare) and len(part.ops) == 1 and dotted(part.left) == name
+               and isinstance(part.ops[0], ast.Eq | ast.Lt) and isinstance(part.comparators[0], ast.UnaryOp)
+               and isinstance(part.comparators[0].op, ast.USub) for part in parts)
 
 
 def _assigned(statement: ast.stmt, name: str) -> ast.expr | None:
     """The value ``statement`` gives ``name`` (``x += 1`` and a tuple target: itself, another value), or None."""
     if isinstance(statement, ast.Assign):
         for target in statement.targets:
-            if isinstance(target, ast.Name) and target.id == name:
+            if isinstance(target, ast.Name | ast.Attribute) and dotted(target) == name:
                 return statement.value
             if isinstance(target, ast.Tuple | ast.List) and any(isinstance(e, ast.Name) and e.id == name
                                                                  for e in target.elts):

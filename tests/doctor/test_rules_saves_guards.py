@@ -221,6 +221,47 @@ for epoch in range(3):
     assert _ddp006(check_source(global_rank, "train.py")) == []
 
 
+_SELF_SAVE = _HEAD + """
+class Task:
+    def __init__(self, args):
+        self.args = args
+        self.model = DDP(torch.nn.Linear(2, 2).cuda())
+
+    def train(self):
+        for epoch in range(3):
+            if self.args.local_rank <= 0:
+                self.{method}("BEST")
+        {last}
+
+    def save(self, name):
+        {body}
+
+
+dist.init_process_group("nccl")
+Task(None).train()
+"""
+
+
+_WRITES = 'torch.save(self.model.module.state_dict(), name + ".pth")'
+
+
+@pytest.mark.parametrize(("method", "body", "last", "found"), [
+    ("save", _WRITES, 'self.save("LAST")', [(14, "likely")]),
+    ("save_best", _WRITES, 'self.save_best("LAST")', [(14, "likely")]),
+    ("save", "print(name)", 'self.save("LAST")', []),  # the class's save writes nothing
+    # called only under the guard: its own torch.save is the one writer per node reported, not the call too
+    ("save", _WRITES, "pass", [(18, "likely")]),
+])
+def test_a_classs_own_save_method_under_a_local_rank_guard_is_one_writer_per_node(method: str, body: str, last: str,
+                                                                                  found: list) -> None:
+    """CLIP-ViL's ``if args.local_rank <= 0: self.save("BEST")`` (and ``self.save("LAST")`` on every rank), where
+    the class's ``save`` reaches a ``torch.save``: every node's first process writes BEST.pth."""
+    source = _SELF_SAVE.format(method=method, body=body, last=last).replace("def save(", f"def {method}(")
+    got = [(f.line, f.confidence) for f in check_source(source, "train.py") if f.code == "DDP006"
+           and ("local rank is 0" in f.message or "local rank 0 of every node" in f.message)]
+    assert got == found
+
+
 _LOCAL_SIDES = _HEAD + """
 local_rank = int(os.environ["LOCAL_RANK"])
 dist.init_process_group("nccl")

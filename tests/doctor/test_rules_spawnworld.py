@@ -116,6 +116,40 @@ def test_a_world_set_into_a_config_key_is_reported_where_it_is_set() -> None:
     assert "get_world_size()" in found[0].message
 
 
+OVERWRITTEN = """\
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(gpu, ngpus, args):
+    args.rank = args.node_rank * ngpus + gpu
+    dist.init_process_group("nccl", init_method=args.dist_url, world_size=args.world_size, rank=args.rank)
+
+
+def main(args):
+    ngpus = torch.cuda.device_count()
+    if args.dist_url == "env://" and args.world_size == -1:
+        args.world_size = int(os.environ["WORLD_SIZE"])
+    {last}
+    mp.spawn(worker, nprocs=ngpus, args=(ngpus, args))
+"""
+
+
+@pytest.mark.parametrize(("last", "found"), [
+    ("args.world_size = ngpus", [(16, "likely")]),
+    ("args.world_size = ngpus * args.nodes", []),
+    ("pass", []),  # the environment's world where it is read, the flag's elsewhere: not one node's
+])
+def test_a_world_overwritten_just_before_the_spawn_is_what_the_workers_get(last: str, found: list) -> None:
+    """doppelgangers' ``args.world_size = ngpus_per_node`` right before ``mp.spawn``, after a branch that read
+    ``WORLD_SIZE``: the overwrite is what every worker joins with, reported where it is made."""
+    source = OVERWRITTEN.format(last=last)
+    got = [f for f in check_source(source, "train.py") if f.code == "DDP008" and ONE_NODE_WORLD in f.marks]
+    assert [(f.line, f.confidence) for f in got] == found
+
+
 def test_across_nodes_it_is_the_error_that_refuses_the_run() -> None:
     found = findings('dist.init_process_group("nccl", world_size=ngpus, rank=rank)')
     one, two = across_nodes(found, 1), across_nodes(found, 2, 8)
@@ -158,7 +192,7 @@ def written_in(offset: str = "args.nr_fixed * args.gpus", nodes: str = "1",
 
 def test_a_node_count_of_one_written_in_makes_the_world_one_nodes() -> None:
     found = [f for f in written_in() if ONE_NODE_WORLD in f.marks]
-    assert [(f.line, f.confidence) for f in found] == [(10, "likely")]
+    assert [(f.line, f.confidence) for f in found] == [(20, "likely")]  # where the world is set before the spawn
 
 
 @pytest.mark.parametrize("nodes", ["2", "args.nodes_flag", "int(os.environ['NNODES'])"])

@@ -40,6 +40,14 @@ if __name__ == "__main__":
      "    sampler = torch.utils.data.DistributedSampler(data, num_replicas=16,\n        rank=gpu)", 9),
     ("    dist.init_process_group('nccl', rank=args.nr * 8 + gpu, world_size=16)\n"
      "    sampler = torch.utils.data.DistributedSampler(data, num_replicas=16, rank=args.nr * 8 + gpu)", None),
+    # an attribute given the index: found at its assignment, past a reading of RANK only while it is unset
+    ("    args.rank = gpu\n    if args.dist_url == 'env://' and args.rank == -1:\n"
+     "        args.rank = int(os.environ['RANK'])\n    dist.init_process_group('nccl', rank=args.rank)", 7),
+    ("    args.rank = gpu\n    if args.multinode:\n        args.rank = args.node_rank * 8 + gpu\n"
+     "    dist.init_process_group('nccl', rank=args.rank)", None),
+    ("    args.rank = gpu\n    init_distributed_mode(args)\n    dist.init_process_group('nccl', rank=args.rank)",
+     None),
+    ("    dist.init_process_group('nccl', rank=args.rank)", None),
 ])
 def test_the_spawn_index_as_the_rank(tmp_path: Path, body: str, line: int | None) -> None:
     script = tmp_path / "train.py"
@@ -111,6 +119,32 @@ def test_the_index_followed_into_the_projects_classes_and_functions(tmp_path: Pa
     assert facts.spawns
     assert [(Path(file).name, found) for file, found, _ in facts.index_ranks] == (
         [("trainer.py", line)] if line else [])
+
+
+@pytest.mark.parametrize("exported", ["from .trainer import Trainer", "from .trainer import *", ""])
+def test_the_index_followed_through_a_packages_reexport(tmp_path: Path, exported: str) -> None:
+    """``from core import Trainer`` where ``core/__init__.py`` re-exports it (by name, or ``from .trainer import *``),
+    and its ``__init__`` calls the package's ``prepare_device(rank, ...)`` from ``from .utils import *``: LibFewShot's
+    chain, followed to the group's ``rank=``. Not found when the package does not export the class."""
+    core = tmp_path / "core"
+    (core / "utils").mkdir(parents=True)
+    (core / "__init__.py").write_text(exported + "\n", encoding="utf-8")
+    (core / "utils" / "__init__.py").write_text("from .helpers import *\n", encoding="utf-8")
+    (core / "utils" / "helpers.py").write_text(
+        "import torch.distributed as dist\n\n\ndef prepare_device(rank, n_gpu):\n"
+        "    dist.init_process_group('nccl', init_method='tcp://127.0.0.1:1', world_size=n_gpu, rank=rank)\n",
+        encoding="utf-8")
+    (core / "trainer.py").write_text(
+        "from core.utils import prepare_device\n\n\nclass Trainer:\n    def __init__(self, rank, config):\n"
+        "        self.device = self._init_device(rank, config)\n\n"
+        "    def _init_device(self, rank, config):\n        return prepare_device(rank, config['n_gpu'])\n",
+        encoding="utf-8")
+    script = tmp_path / "run_trainer.py"
+    script.write_text("import torch\nfrom core import Trainer\n\n\ndef main(rank, config):\n"
+                      "    Trainer(rank, config)\n\n\nif __name__ == '__main__':\n"
+                      "    torch.multiprocessing.spawn(main, nprocs=2, args=({'n_gpu': 2},))\n", encoding="utf-8")
+    found = [(Path(file).name, line) for file, line, _ in read(script).index_ranks]
+    assert found == ([("helpers.py", 5)] if exported else [])
 
 
 _PROCESSES = """import torch
