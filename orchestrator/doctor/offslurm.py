@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.source.branches import enclosing_ifs
+from orchestrator.source.branches import enclosing_ifs, env_presence
 from orchestrator.source.names import Module
 
 OFF_SLURM = "only where Slurm's variables are absent"  # the mark feasibility reads
@@ -24,17 +24,5 @@ def off_slurm(module: Module, node: ast.AST) -> bool:
 def _slurm_present(module: Module, test: ast.expr) -> bool | None:
     """True for ``"SLURM_X" in os.environ`` (``os.environ.get("SLURM_X") is not None``), False for its negation, None
     for any other test."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return None
-    op, left, right = test.ops[0], test.left, test.comparators[0]
-    if isinstance(op, ast.In | ast.NotIn) and _slurm_name(left) and module.qualname(right) == "os.environ":
-        return isinstance(op, ast.In)
-    if isinstance(op, ast.Is | ast.IsNot) and isinstance(right, ast.Constant) and right.value is None and (
-            isinstance(left, ast.Call) and module.qualname(left.func) in ("os.environ.get", "os.getenv")
-            and left.args and _slurm_name(left.args[0])):
-        return isinstance(op, ast.IsNot)
-    return None
-
-
-def _slurm_name(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("SLURM_")
+    found = env_presence(module.qualname, test)
+    return found[1] if found is not None and found[0].startswith("SLURM_") else None

@@ -17,38 +17,26 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_launch import holds_local
-from orchestrator.source.names import FunctionNode, last_name
+from orchestrator.launchstyles.spawnrank import unwrapped, written_rank
+from orchestrator.source.names import FunctionNode
 from orchestrator.source.walk import walk
 
 
 def check_local_rank_written(a: Analysis) -> Iterator[Finding]:
-    """DDP016 at ``os.environ["RANK"] = str(X)`` where X holds the node-local rank."""
+    """DDP016 at ``os.environ["RANK"] = str(X)`` (or ``os.environ.update(RANK=...)``) where X holds the node-local
+    rank."""
     if a.spawns:
         return
     for node in a.module.nodes:
-        value = _rank_value(a, node)
-        if value is None:
+        raw = written_rank(a.module, node)
+        if raw is None:
             continue
+        value = unwrapped(raw)
         written = _last_before(a.module.function_of(node), value, node) or value
         if holds_local(a, written, 0):
             yield a.finding("DDP016", node, f"RANK={ast.unparse(value)[:40]} written into the environment holds the "
                                             "local rank: the group (and all else that reads RANK) takes it for the "
                                             "global one", at=value)
-
-
-def _rank_value(a: Analysis, node: ast.AST) -> ast.expr | None:
-    """X of ``os.environ["RANK"] = str(X)`` (``X``, ``f"{X}"``)."""
-    if not isinstance(node, ast.Assign):
-        return None
-    if not any(isinstance(t, ast.Subscript) and a.module.qualname(t.value) == "os.environ"
-               and isinstance(t.slice, ast.Constant) and t.slice.value == "RANK" for t in node.targets):
-        return None
-    value = node.value
-    if isinstance(value, ast.Call) and last_name(value.func) == "str" and len(value.args) == 1:
-        return value.args[0]
-    if isinstance(value, ast.JoinedStr) and len(value.values) == 1 and isinstance(value.values[0], ast.FormattedValue):
-        return value.values[0].value
-    return value
 
 
 def _last_before(function: FunctionNode | None, target: ast.expr, at: ast.AST) -> ast.expr | None:

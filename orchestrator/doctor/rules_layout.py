@@ -13,7 +13,8 @@ A ``Fabric()`` with no layout argument at all leaves the layout to ``fabric run`
 ``--num-nodes``): not reported. Reported once per file, at the first such call, and only where the script is meant
 to run on several GPUs or nodes: it names a DDP/FSDP/DeepSpeed strategy, uses the framework's ranks or collectives
 (``fabric.launch()``, ``global_rank``, ``all_gather``, a ``DistributedSampler``, ``sync_dist=``), fixes more than
-one device or node, or takes its layout from flags (also spread in: ``Trainer(**vars(args))``). Confidence: certain
+one device or node, asks for every GPU of the machine (``layoutintent.every_gpu``), or takes its layout from flags
+(also spread in: ``Trainer(**vars(args))``). Confidence: certain
 for a literal or a value left out, likely for a flag's or a parameter's default (the user may pass the flag). A
 warning; on more than one node a certain ``num_nodes`` that differs is an error (``feasibility.py``). The gate's
 ``layoutflags.flag_layout_warning`` owns the flag defaults when a layout is asked (it knows the flags passed).
@@ -33,7 +34,6 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
 from orchestrator.doctor.frameworks import devices_of
 from orchestrator.doctor.layoutconfig import (
-    PARALLEL,
     cli_trainer,
     configured_trainer,
     key_line,
@@ -49,6 +49,7 @@ from orchestrator.doctor.layoutflags import (
     spread_flags,
     spread_without_nodes,
 )
+from orchestrator.doctor.layoutintent import every_gpu, rank_use, strategy_parallel
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.source.configfiles import ConfigValue
 from orchestrator.source.names import dotted, last_name
@@ -62,10 +63,6 @@ FLAG_DEFAULT = "a flag's default fixes the layout"  # the finding's mark then (f
 _ENV_NAMES = re.compile(r"^(SLURM_\w+|WORLD_SIZE|LOCAL_WORLD_SIZE|NUM_NODES|NNODES|N_NODES|GROUP_WORLD_SIZE|"
                         r"NODE_COUNT|PET_\w+|OMPI_\w+|PMI_\w+)$")
 _ENV_CALLS = frozenset({"os.environ.get", "os.getenv", "os.environ.__getitem__", "getenv", "environ.get"})
-# names whose use shows the script works with ranks (the framework's or torch.distributed's)
-_RANK_NAMES = frozenset({"global_rank", "world_size", "is_global_zero", "local_rank", "node_rank", "all_gather",
-                         "all_reduce", "barrier", "DistributedSampler", "sync_dist", "broadcast",
-                         "DDPStrategy", "FSDPStrategy", "DeepSpeedStrategy", "DDPPlugin", "DDPShardedPlugin"})
 _LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})
 _WHERE = re.compile(r"^(.*?):(\d+)(?::|$)")  # a Layout's where: "train.py:40: Trainer(...)"
 _LAYOUT_ARGS = frozenset({"devices", "gpus", "num_nodes", "strategy", "accelerator"})
@@ -102,7 +99,7 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
     several GPUs or nodes."""
     flags = _flags(a)
     aliases = import_aliases(a.module.tree)
-    intent = _rank_use(a.module.tree)
+    intent = rank_use(a.module.tree)
     calls = sorted((n for n in a.module.nodes if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
     for node in calls:  # by line: the walk goes by depth, and "the first call" is the file's first
         layout = _layout_of(a, node, aliases, flags)
@@ -114,7 +111,8 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         if not (nodes.fixed or devices.fixed) or (nodes.kind == "environment" and not devices.fixed):
             continue
         several = any(v.fixed and isinstance(v.count, int) and v.count > 1 for v in (nodes, devices))
-        if not (intent or configurable or several or _strategy_parallel(node) or section_parallel(a, node)):
+        if not (intent or configurable or several or strategy_parallel(node) or section_parallel(a, node)
+                or every_gpu(a, node, devices.kind == "left out")):
             continue  # no sign the script is meant to run on several GPUs or nodes (gpus=2 is one)
         stuck = [v for v in (nodes, devices) if v.fixed]
         confidence: Confidence = next((c for c in ("certain", "likely") if any(v.confidence == c for v in stuck)),
@@ -353,27 +351,6 @@ def _from_environment(a: Analysis, expr: ast.expr) -> bool:
         if isinstance(node, ast.Call) and (dotted(node.func) or "") in _ENV_CALLS:
             return True
     return False
-
-
-def _rank_use(tree: ast.Module) -> bool:
-    """The file works with ranks or a parallel strategy (a sign it is meant to run on several GPUs or nodes)."""
-    for node in walk(tree):
-        if isinstance(node, ast.Attribute) and (node.attr in _RANK_NAMES or (
-                node.attr == "launch" and isinstance(node.value, ast.Name) and "fabric" in node.value.id.lower())):
-            return True
-        if isinstance(node, ast.Name) and node.id in _RANK_NAMES:
-            return True
-        if isinstance(node, ast.keyword) and node.arg == "sync_dist":
-            return True
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 40 and (
-                PARALLEL.search(node.value)):
-            return True
-    return False
-
-
-def _strategy_parallel(call: ast.Call) -> bool:
-    return any(k.arg in ("strategy", "plugins", "accelerator") and PARALLEL.search(ast.unparse(k.value))
-               for k in call.keywords)
 
 
 def _flags(a: Analysis) -> dict[str, tuple[int, str]]:

@@ -268,34 +268,37 @@ def _assigned(statement: ast.stmt, name: str) -> ast.expr | None:
 
 
 def _rank_written(module: Module, node: ast.AST) -> tuple[ast.expr, ast.Name] | None:
-    """The value ``node`` writes into the environment as ``RANK`` and the name it is made of
-    (``os.environ["RANK"] = str(rank)``, ``os.environ.update({"RANK": str(rank)})``, ``os.environ.update(
-    RANK=f"{rank}")``), or None."""
-    value: ast.expr | None = None
+    """The value ``node`` writes into the environment as ``RANK`` and the name it is made of, or None."""
+    value = written_rank(module, node)
+    name = unwrapped(value) if value is not None else None
+    return (value, name) if value is not None and isinstance(name, ast.Name) else None
+
+
+def written_rank(module: Module, node: ast.AST) -> ast.expr | None:
+    """The value ``node`` writes into the environment as ``RANK`` (``os.environ["RANK"] = str(rank)``,
+    ``os.environ.update({"RANK": str(rank)})``, ``os.environ.update(RANK=f"{rank}")``), or None."""
     if isinstance(node, ast.Assign):
-        value = next((node.value for t in node.targets if isinstance(t, ast.Subscript) and _environ(module, t.value)
-                      and isinstance(t.slice, ast.Constant) and t.slice.value == "RANK"), None)
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" and (
+        return next((node.value for t in node.targets if isinstance(t, ast.Subscript) and _environ(module, t.value)
+                     and isinstance(t.slice, ast.Constant) and t.slice.value == "RANK"), None)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" and (
             _environ(module, node.func.value)):
         entries: list[tuple[object, ast.expr]] = [(k.arg, k.value) for k in node.keywords if k.arg]
         if node.args and isinstance(node.args[0], ast.Dict):
             entries += [(k.value, v) for k, v in zip(node.args[0].keys, node.args[0].values, strict=True)
                         if isinstance(k, ast.Constant)]
-        value = next((v for k, v in entries if k == "RANK"), None)
-    name = _text_of(value) if value is not None else None
-    return (value, name) if value is not None and name is not None else None
+        return next((v for k, v in entries if k == "RANK"), None)
+    return None
 
 
 def _environ(module: Module, expr: ast.expr) -> bool:
     return module.qualname(expr) == "os.environ"
 
 
-def _text_of(value: ast.expr) -> ast.Name | None:
-    """``rank`` in ``str(rank)``, ``f"{rank}"`` or ``rank`` itself."""
+def unwrapped(value: ast.expr) -> ast.expr:
+    """``rank`` in ``str(rank)``, ``f"{rank}"`` or ``rank`` itself: what a string written into the environment
+    holds."""
     if isinstance(value, ast.Call) and last_name(value.func) == "str" and len(value.args) == 1:
-        value = value.args[0]
-    elif isinstance(value, ast.JoinedStr) and len(value.values) == 1:
-        only = value.values[0]
-        value = only.value if isinstance(only, ast.FormattedValue) else only
-    return value if isinstance(value, ast.Name) else None
-
+        return value.args[0]
+    if isinstance(value, ast.JoinedStr) and len(value.values) == 1 and isinstance(value.values[0], ast.FormattedValue):
+        return value.values[0].value
+    return value

@@ -85,3 +85,24 @@ def inside(parents: Mapping[ast.AST, ast.AST], node: ast.AST, ancestor: ast.AST)
             return True
         current = parents.get(current)
     return False
+
+
+def env_presence(qualname: Callable[[ast.expr], str | None], test: ast.expr) -> tuple[str, bool] | None:
+    """``(NAME, True)`` for a test that an environment variable is set (``"NAME" in os.environ``,
+    ``os.environ.get("NAME") is not None``, ``os.getenv("NAME") is not None``), ``(NAME, False)`` for its negation
+    (``not in``, ``is None``), None for any other test."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op, left, right = test.ops[0], test.left, test.comparators[0]
+    if isinstance(op, ast.In | ast.NotIn) and _name(left) and qualname(right) == "os.environ":
+        return _name(left) or "", isinstance(op, ast.In)
+    if isinstance(op, ast.Is | ast.IsNot) and isinstance(right, ast.Constant) and right.value is None and (
+            isinstance(left, ast.Call) and qualname(left.func) in ("os.environ.get", "os.getenv") and left.args
+            and _name(left.args[0])):
+        return _name(left.args[0]) or "", isinstance(op, ast.IsNot)
+    return None
+
+
+def _name(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from orchestrator.source.branches import off_linux_side
+from orchestrator.source.branches import env_presence, off_linux_side
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
 from orchestrator.source.rankcompare import FLIPPED, dead_side, fold
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, WORLD_ENV, Ranks
@@ -276,9 +276,8 @@ def _launcher_present(test: ast.expr, ranks: Ranks) -> bool:
 
 def _launcher_env(test: ast.expr, ranks: Ranks) -> bool:
     """``"WORLD_SIZE" in os.environ`` (``RANK``, ``LOCAL_RANK``, Slurm's): true wherever a launcher started the run."""
-    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)
-            and isinstance(test.left, ast.Constant) and test.left.value in WORLD_ENV | GLOBAL_ENV | LOCAL_ENV
-            and ranks.module.qualname(test.comparators[0]) == "os.environ")
+    found = env_presence(ranks.module.qualname, test)
+    return found is not None and found[1] and found[0] in WORLD_ENV | GLOBAL_ENV | LOCAL_ENV
 
 
 def _many_side(test: ast.Compare, ranks: Ranks) -> str | None:

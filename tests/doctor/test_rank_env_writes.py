@@ -49,6 +49,15 @@ def test_the_local_rank_written_as_rank(value: str, written: str, lines: list[in
     assert found == lines
 
 
+@pytest.mark.parametrize("update", ["os.environ.update(RANK=str(args.proc_id))",
+                                    'os.environ.update({"RANK": f"{args.proc_id}", "WORLD_SIZE": "16"})'])
+def test_the_local_rank_written_through_environ_update(update: str) -> None:
+    source = _SCRIPT.format(value="args.local_rank", written="os.environ['RANK']").replace(
+        '    os.environ["RANK"] = os.environ[\'RANK\']\n', f"    {update}\n", 1)
+    assert update in source
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP016"] == [13]
+
+
 def test_a_spawning_script_is_left_to_the_spawn_index_rule() -> None:
     source = _SCRIPT.format(value="args.local_rank", written="str(args.proc_id)").replace(
         "setup_dist_launch(args)\n", "import torch.multiprocessing as mp\nmp.spawn(setup_dist_launch, nprocs=2)\n")

@@ -8,7 +8,7 @@ import ast
 
 import pytest
 
-from orchestrator.source.branches import enclosing_ifs, off_linux_side, other_side
+from orchestrator.source.branches import enclosing_ifs, env_presence, off_linux_side, other_side
 from orchestrator.source.names import Module
 
 SOURCE = """\
@@ -66,3 +66,20 @@ def test_the_side_of_a_platform_test_a_linux_node_never_takes(test: str, side: b
     node = tree.body[1]
     assert isinstance(node, ast.If)
     assert off_linux_side(node.test, Module(tree).qualname) is side
+
+
+@pytest.mark.parametrize(("test", "found"), [
+    ('"SLURM_PROCID" in os.environ', ("SLURM_PROCID", True)),
+    ('"WORLD_SIZE" not in os.environ', ("WORLD_SIZE", False)),
+    ('os.environ.get("RANK") is not None', ("RANK", True)),
+    ('os.getenv("LOCAL_RANK") is None', ("LOCAL_RANK", False)),
+    ('env.get("RANK") is None', None),  # not the process's environment
+    ('"RANK" in config', None),
+    ('os.environ.get("RANK") == "0"', None),
+])
+def test_a_test_that_an_environment_variable_is_set(test: str, found: tuple[str, bool] | None) -> None:
+    module = Module(ast.parse(f"import os\nif {test}:\n    pass\n"))
+    statement = module.tree.body[1]
+    assert isinstance(statement, ast.If)
+    assert env_presence(module.qualname, statement.test) == found
+
