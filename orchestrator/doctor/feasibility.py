@@ -23,12 +23,13 @@ only where Slurm's variables are absent, ``offslurm.OFF_SLURM``, stays a warning
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.offslurm import OFF_SLURM
+from orchestrator.doctor.rules_layout import CONFIG_DEFAULT
 from orchestrator.doctor.rules_rendezvous_computed import CONFIG_LOOPBACK
 from orchestrator.doctor.rules_spawnworld import ONE_NODE_WORLD
 from orchestrator.source.walk import walk
@@ -52,16 +53,18 @@ _DDP008_WHY: dict[str, str] = {
 }
 
 
-def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = None) -> list[Finding]:
+def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = None,
+                 args: Sequence[str] | None = None) -> list[Finding]:
     """``findings`` for a run on ``nodes`` nodes of ``gpus`` GPUs each (None: not known here): on more than one,
-    the codes of ``ACROSS_NODES`` are errors that say why and how to run it."""
+    the codes of ``ACROSS_NODES`` are errors that say why and how to run it. ``args``: the script's arguments, when
+    known (with none, a Trainer's node count from the config file the script then loads is certain too)."""
     out: list[Finding] = []
     for finding in findings:
         why = ACROSS_NODES.get(finding.code) or next(
             (text for mark, text in _DDP008_WHY.items() if finding.code == "DDP008" and mark in finding.marks), None)
         if nodes > 1 and why is not None and finding.confidence != "possible" and OFF_SLURM not in finding.marks and (
                 not (finding.code == "DDP010" and _modulo(finding))) and not (
-                finding.code == "DDP023" and not _other_node_count(finding, nodes)):
+                finding.code == "DDP023" and not _other_node_count(finding, nodes, args)):
             where = f"the node's {gpus} GPU{'s' * (gpus != 1)} (cuda:0..{gpus - 1})" if gpus else "the node's GPUs"
             others = f"{nodes - 1} node{'s' * (nodes != 2)}"
             finding = replace(finding, severity="error",
@@ -84,9 +87,11 @@ def layout_hint(findings: Iterable[Finding]) -> str:
             ", or run on one node (--nodes 1); otherwise ")
 
 
-def _other_node_count(finding: Finding, nodes: int) -> bool:
-    """A DDP023 finding whose node count is certain (written in, or left out) and not ``nodes``."""
-    return finding.confidence == "certain" and finding.nodes is not None and finding.nodes != nodes
+def _other_node_count(finding: Finding, nodes: int, args: Sequence[str] | None) -> bool:
+    """A DDP023 finding whose node count is certain (written in, or left out; or the config's the script loads when
+    it is given no argument, ``args == []``) and not ``nodes``."""
+    sure = finding.confidence == "certain" or (CONFIG_DEFAULT in finding.marks and args is not None and not args)
+    return sure and finding.nodes is not None and finding.nodes != nodes
 
 
 def _modulo(finding: Finding) -> bool:

@@ -97,8 +97,8 @@ def check_script(target: ScriptTarget, *, refuse: bool, ignore: Collection[str] 
     chosen = launchstyles.choose(launch, path)
     found = [f for f in without_judged_layouts(found, read_frameworks(path))  # the planners judge those
              if not flag_owned(f, chosen.style)]  # and the flag warning below those flags
-    kept = report(across_nodes(launchstyle.answered(chosen, found, nodes, path), nodes, gpus), [path], sys.stderr,
-                  refuse=refuse, ignore=ignore, would_refuse=would_refuse)
+    kept = report(across_nodes(launchstyle.answered(chosen, found, nodes, path), nodes, gpus, target.args), [path],
+                  sys.stderr, refuse=refuse, ignore=ignore, would_refuse=would_refuse)
     ranks = gpus // gpus_per_task if gpus and gpus_per_task else gpus  # each node's ranks, when known
     for warning in (gpus_per_task_warning(path, gpus_per_task), placeholder_warning(path, chosen, target.args),
                     flag_layout_warning(path, chosen.style, nodes, ranks, target.args)):

@@ -59,6 +59,9 @@ from orchestrator.spec.framework import Framework
 _DEPTH = 4
 FLAG_SAID = "the flag's default, unless passed"  # in the finding's detail when a flag's default fixes the layout
 FLAG_DEFAULT = "a flag's default fixes the layout"  # the finding's mark then (flag_owned reads it)
+# the mark of a node count from the config file the script loads when started with no argument (feasibility.py
+# refuses a run across nodes with it where the script is given none: nothing can override the config then)
+CONFIG_DEFAULT = "the config the script loads with no argument fixes the node count"
 # launcher variables a layout that follows the launch reads
 _ENV_NAMES = re.compile(r"^(SLURM_\w+|WORLD_SIZE|LOCAL_WORLD_SIZE|NUM_NODES|NNODES|N_NODES|GROUP_WORLD_SIZE|"
                         r"NODE_COUNT|PET_\w+|OMPI_\w+|PMI_\w+)$")
@@ -82,6 +85,7 @@ class _Value:
     count: int | str | None
     kind: str
     said: str = ""
+    run_as_is: bool = False  # a config file the script loads when started with no argument (``CONFIG_DEFAULT``)
 
     @property
     def fixed(self) -> bool:
@@ -121,10 +125,12 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         # the node count when it is certain (written in, or left out: Lightning's and Fabric's num_nodes), for
         # feasibility.py; detectron2's num_machines is not read there
         certain = nodes.kind in ("literal", "left out") and nodes.said.startswith("num_nodes=")
+        as_is = nodes.run_as_is and nodes.kind == "config"  # the config the script loads when given no argument
+        marks = {FLAG_DEFAULT} if any(v.kind == "flag" for v in stuck) else set()
         yield a.finding("DDP023", node, detail, confidence=confidence,
                         fact=f"the layout is {detail}: it does not follow the nodes and GPUs the launcher starts",
-                        marks=frozenset({FLAG_DEFAULT}) if any(v.kind == "flag" for v in stuck) else frozenset(),
-                        nodes=nodes.count if certain and isinstance(nodes.count, int) else None)
+                        marks=frozenset(marks | ({CONFIG_DEFAULT} if as_is else set())),
+                        nodes=nodes.count if (certain or as_is) and isinstance(nodes.count, int) else None)
         return  # once per file, at the first call: one layout per script (a version branch's twin is the same)
 
 
@@ -209,6 +215,7 @@ def _config_layout(a: Analysis, call: ast.Call, section: ConfigValue,
     given = {k.arg: k.value for k in call.keywords if k.arg}
     data = section.value if isinstance(section.value, dict) else {}
     kind = "config" if section.agreed else "config guess"
+    as_is = section.agreed and section.by_default
 
     def value(key: str) -> _Value | None:
         if key in given:
@@ -217,10 +224,10 @@ def _config_layout(a: Analysis, call: ast.Call, section: ConfigValue,
             return None
         count = _count(data[key], key == "num_nodes")
         return _Value(count, kind, f"{_said(key)}={data[key]!r} ({shown(section, key_line(section, key))}: the "
-                                   "config's default, unless overridden)")
+                                   "config's default, unless overridden)", as_is)
 
     nodes = value("num_nodes") or _Value(1, kind, f"num_nodes=1 (not in {shown(section, section.line)}: Lightning's "
-                                                  "default, unless overridden)")
+                                                  "default, unless overridden)", as_is)
     devices = value("devices") or value("gpus") or _Value("auto", "left out")
     return nodes, devices
 

@@ -169,3 +169,32 @@ def test_a_rank_from_a_node_index_flag_is_refused_across_nodes(tmp_path: Path) -
     script.write_text(FLAG_RANK.replace('args.rank * int(os.environ["LOCAL_WORLD_SIZE"])',
                                         'int(os.environ["GROUP_RANK"]) * int(os.environ["LOCAL_WORLD_SIZE"])'))
     assert not [f for f in check_file(script) if f.code == "DDP016"]
+
+
+_CONFIG_SCRIPT = """\
+import argparse
+import yaml
+import lightning.pytorch as pl
+p = argparse.ArgumentParser()
+p.add_argument("--config", default="configs/train.yaml")
+args, overrides = p.parse_known_args()
+cfg = yaml.safe_load(open(args.config))
+trainer = pl.Trainer(strategy="ddp", **cfg["trainer"])
+trainer.fit(object())
+"""
+
+
+@pytest.mark.parametrize(("args", "refused"), [([], True), (["--", "--config", "configs/two.yaml"], False)])
+def test_a_config_layout_is_refused_across_nodes_when_the_script_is_given_no_argument(
+        args: list[str], refused: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Trainer whose num_nodes comes from the config the script loads by default: ``orch submit --nodes 2`` with
+    no script argument runs that config, so it would be refused; given arguments (another config), a warning."""
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "train.yaml").write_text("trainer:\n  devices: 2\n  num_nodes: 1\n")
+    (tmp_path / "train.py").write_text(_CONFIG_SCRIPT)
+    argv = ["submit", str(tmp_path / "train.py"), "--cluster", str(cluster_file(tmp_path)), "--nodes", "2", "--gpus",
+            "2", "--dry-run", *args]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert ("DDP023 error" in err and "would refuse" in err) is refused, err
+    assert ("DDP023 warning" in err) is not refused, err

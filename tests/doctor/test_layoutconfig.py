@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.doctor import Finding, check_file
+from orchestrator.doctor.feasibility import across_nodes
+from orchestrator.doctor.rules_layout import CONFIG_DEFAULT
 
 _YAML_SCRIPT = """
 import argparse
@@ -228,3 +230,25 @@ def test_a_project_subclass_of_lightning_cli_is_a_lightning_cli(tmp_path: Path) 
     assert layout_findings(tmp_path / "b", {"scripts/train.py": script, "pdearena/__init__.py": "",
                                             "pdearena/utils.py": plain, "configs/ns2d.yaml": config,
                                             "LICENSE": "MIT"}) == []
+
+
+def test_the_config_a_script_loads_with_no_argument_refuses_a_run_across_nodes_only_then(tmp_path: Path) -> None:
+    """The node count of the config file the script loads when started with no argument (``--config`` defaults to
+    it): with no argument passed the run takes it, so on 2 nodes the stuck layout is the error that refuses the run;
+    with any argument (an override, another config) or unknown arguments (``orch doctor``) it stays the warning."""
+    [found] = layout_findings(tmp_path, {"train.py": _YAML_SCRIPT,
+                                         "configs/train.yaml": "trainer:\n  devices: 8\n  num_nodes: 1\n"})
+    assert CONFIG_DEFAULT in found.marks and found.nodes == 1
+    assert [f.severity for f in across_nodes([found], 2, 8, [])] == ["error"]
+    assert [f.severity for f in across_nodes([found], 1, 8, [])] == ["warning"]
+    assert [f.severity for f in across_nodes([found], 2, 8, ["--config", "configs/two_nodes.yaml"])] == ["warning"]
+    assert [f.severity for f in across_nodes([found], 2, 8)] == ["warning"]
+
+
+def test_a_config_the_user_must_pass_is_never_the_one_run_with_no_argument(tmp_path: Path) -> None:
+    script = _YAML_SCRIPT.replace('p.add_argument("--config", default="configs/train.yaml")',
+                                  'p.add_argument("--config", required=True)')
+    found = layout_findings(tmp_path, {"train.py": script,
+                                       "configs/train.yaml": "trainer:\n  devices: 8\n  num_nodes: 1\n"})
+    assert all(CONFIG_DEFAULT not in f.marks for f in found)
+    assert [f.severity for f in across_nodes(found, 2, 8, [])] == ["warning"] * len(found)
