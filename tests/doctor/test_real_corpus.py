@@ -374,6 +374,10 @@ def test_launch_verdict_rule() -> None:
 # 2026-12-05 before the doctor ran on it, measured on 409b41e): default output precision 0.62 (36 of 58), recall 0.28
 # (28 of 99), two false error findings (DDP002); --shown 0.77 (36 of 47); --all 0.59, 0.32; launch right or refused
 # 24 of 30 (style 26, framework 30). Kept apart in tests/doctor/heldout34/ until merged.
+# Set 35 (30 scripts from 30 repositories, five judges, truth committed 1a9f14b, 79f32a6 and 7d4c25c, 1035c54,
+# d46c7d4, 0dfe48b on 2026-12-05 before the doctor ran on it, measured with the doctor of ec0a94c on 7d4c25c): default
+# output precision 0.59 (32 of 54), recall 0.36 (25 of 70), no error finding; --shown 0.73 (32 of 44); --all 0.52,
+# 0.44; launch right or refused 23 of 30 (style 29, framework 27). Kept apart in tests/doctor/heldout35/ until merged.
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -401,6 +405,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (32, 22, 0.54, 0.25, False),
     (33, 30, 0.62, 0.36, False),
     (34, 30, 0.62, 0.28, False),
+    (35, 30, 0.59, 0.36, True),
 ]
 
 
