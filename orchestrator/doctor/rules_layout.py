@@ -104,11 +104,13 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
     flags = _flags(a)
     aliases = import_aliases(a.module.tree)
     intent = rank_use(a.module.tree)
-    calls = sorted((n for n in a.module.nodes if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
-    for node in calls:  # by line: the walk goes by depth, and "the first call" is the file's first
+    training, evaluating = _used_for(a, frozenset({"fit"})), _used_for(a, frozenset({"test", "validate", "predict"}))
+    calls = sorted((n for n in a.module.nodes if isinstance(n, ast.Call)),
+                   key=lambda n: (id(n) not in training, n.lineno, n.col_offset))
+    for node in calls:  # the Trainer that trains first, then by line (the walk goes by depth)
         layout = _layout_of(a, node, aliases, flags)
-        if layout is None:
-            continue
+        if layout is None or (training and id(node) in evaluating - training):
+            continue  # a test path's Trainer beside the one that trains: not the layout the run trains with
         nodes, devices = layout
         configurable = any(v.kind in ("flag", "parameter") or (v.kind == "config" and "(not in " not in v.said)
                            for v in (nodes, devices))
@@ -132,6 +134,18 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
                         marks=frozenset(marks | ({CONFIG_DEFAULT} if as_is else set())),
                         nodes=nodes.count if (certain or as_is) and isinstance(nodes.count, int) else None)
         return  # once per file, at the first call: one layout per script (a version branch's twin is the same)
+
+
+def _used_for(a: Analysis, methods: frozenset[str]) -> set[int]:
+    """The calls whose object the file calls one of ``methods`` on: the value ``trainer`` holds where
+    ``trainer.fit(...)`` is called (the training ``Trainer``), or ``trainer.test(...)`` (SPECTER's test path's)."""
+    out: set[int] = set()
+    for node in a.module.nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods and (
+                isinstance(node.func.value, ast.Name)):
+            _, value = a.module.resolve(node.func.value.id, node.func.value)
+            out.update([id(value)] if value is not None else [])
+    return out
 
 
 def flag_owned(finding: Finding, style: str) -> bool:

@@ -231,3 +231,29 @@ def test_reported_at_the_files_first_call_by_line_not_by_depth() -> None:
               "    if args.train:\n        trainer = pl.Trainer(gpus=args.gpus, strategy=DDPStrategy())\n"
               "        trainer.fit(None)\n    trainer = pl.Trainer(gpus=1)\n    trainer.test(None)\n")
     assert [line for line, _ in said(source)] == [7]
+
+
+_TWO_TRAINERS = _PL + """import argparse
+p = argparse.ArgumentParser()
+p.add_argument("--gpus", type=int, default=1)
+args = p.parse_args()
+def test(model):
+    trainer = pl.Trainer(gpus=args.gpus, limit_val_batches=10)
+    trainer.test(model)
+def train(model):
+    trainer = pl.Trainer({training})
+    trainer.fit(model)
+"""
+
+
+@pytest.mark.parametrize(("training", "lines"), [
+    ("gpus=args.gpus, max_epochs=3", [10]),  # the Trainer that trains, not the test path's before it
+    ("**get_train_params(args)", []),  # the training layout is not read: the test path's says nothing of it
+])
+def test_the_layout_is_the_one_of_the_trainer_that_trains(training: str, lines: list[int]) -> None:
+    assert [f.line for f in layout(_TWO_TRAINERS.format(training=training))] == lines
+
+
+def test_a_file_whose_only_trainer_tests_is_still_read() -> None:
+    source = _PL + 'trainer = pl.Trainer(devices=4, strategy="ddp")\ntrainer.test(model)\n'
+    assert said(source) == [(2, "certain")]
