@@ -7,6 +7,8 @@ framework's layout, saves and devices."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
+from pathlib import Path
 
 from orchestrator.source.walk import walk
 
@@ -58,3 +60,19 @@ def qualified_name(node: ast.expr, aliases: dict[str, str]) -> str | None:
         head = qualified_name(node.value, aliases)
         return f"{head}.{node.attr}" if head else None
     return None
+
+
+def star_aliases(tree: ast.Module, trees: Mapping[Path, ast.Module], path: Path) -> dict[str, str]:
+    """The imported names a ``from M import *`` of a project module read (``trees``: resolved path -> parsed) brings
+    into ``tree`` (the file at ``path``): EEGPT's ``pl`` -> ``pytorch_lightning`` through ``from engine_pretraining
+    import *``, whose module does ``import pytorch_lightning as pl``. ``M`` is looked for beside the file."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.level <= 1
+                and any(alias.name == "*" for alias in node.names)):
+            continue
+        source = trees.get(path.parent.joinpath(*node.module.split(".")).with_suffix(".py").resolve())
+        if source is not None:
+            out.update((name, qual) for name, qual in import_aliases(source).items() if not name.startswith("_"))
+    return out
+

@@ -14,7 +14,14 @@ import ast
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.doctor.frameworknames import FRAMEWORK_ROOTS, LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
+from orchestrator.doctor.frameworknames import (
+    FRAMEWORK_ROOTS,
+    LIGHTNING_CLI,
+    QUALIFIED,
+    import_aliases,
+    qualified_name,
+    star_aliases,
+)
 from orchestrator.doctor.hydratargets import (
     config_folders,
     hydra_targets,
@@ -42,8 +49,10 @@ def read_frameworks(path: Path) -> list[Framework]:
     found: dict[str, Framework] = {}
     sources = project_files(path)
     own = project_subclasses([source.tree for source in sources])
+    trees = {source.path.resolve(): source.tree for source in sources}
     for source in sources:
-        for framework in frameworks_of(source.tree, source.lines, source.shown, own):
+        starred = star_aliases(source.tree, trees, source.path)
+        for framework in frameworks_of(source.tree, source.lines, source.shown, own, starred):
             seen = found.get(framework.name)
             found[framework.name] = framework if seen is None else seen.model_copy(
                 update={"layouts": [*seen.layouts, *framework.layouts]})
@@ -64,11 +73,12 @@ def read_frameworks(path: Path) -> list[Framework]:
     return list(found.values())
 
 
-def frameworks_of(tree: ast.Module, lines: list[str], name: str,
-                  own: dict[str, str] | None = None) -> list[Framework]:
+def frameworks_of(tree: ast.Module, lines: list[str], name: str, own: dict[str, str] | None = None,
+                  starred: dict[str, str] | None = None) -> list[Framework]:
     """:func:`read_frameworks` of a parsed source (``lines``: its text, ``name``: the file's name; ``own``: the
-    project's classes built on a framework's, by class name, as :func:`project_subclasses` finds them)."""
-    aliases = import_aliases(tree)
+    project's classes built on a framework's, by class name, as :func:`project_subclasses` finds them; ``starred``:
+    the names its star imports of project modules bring, ``frameworknames.star_aliases``)."""
+    aliases = {**(starred or {}), **import_aliases(tree)}
     known = {**QUALIFIED, **_subclasses(tree, aliases)}
     held = _held_classes(tree, aliases)
     found: dict[str, tuple[str, list[Layout]]] = {}

@@ -123,3 +123,18 @@ def test_the_workspace_class_a_hydra_config_builds_names_its_loops_framework(
         assert found == {"hydra": "train.py:4: @hydra.main(version_base=None, config_path=\"policy/config\")"}
     else:
         assert found.get(expected[0]) == expected[1]
+
+
+@pytest.mark.parametrize(("engine", "found"), [
+    ("import pytorch_lightning as pl\n\n\ndef build():\n    return None\n", ["lightning"]),
+    ("import numpy as np\n\n\ndef build():\n    return None\n", []),  # the star brings no `pl`
+])
+def test_a_framework_name_a_star_import_of_a_project_module_brings(tmp_path: Path, engine: str,
+                                                                     found: list[str]) -> None:
+    """EEGPT's ``from engine_pretraining import *`` brings the ``pl`` that module imports; the entry's
+    ``pl.Trainer(...)`` is Lightning's."""
+    (tmp_path / "engine_pretraining.py").write_text(engine)
+    entry = tmp_path / "run_pretraining.py"
+    entry.write_text("from engine_pretraining import *\n\nmodel = build()\n"
+                     "trainer = pl.Trainer(devices=[0], max_epochs=1)\ntrainer.fit(model)\n")
+    assert [f.name for f in read_frameworks(entry)] == found
