@@ -14,6 +14,7 @@ from orchestrator.doctor import (
     lightning_logs,
     rank_bound_names,
     rank_env_writes,
+    rank_exit,
     rules_data,
     rules_devices,
     rules_launch,
@@ -48,7 +49,7 @@ MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a script larger than this is not read (sk
 RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_devices.check_set_device,      # DDP001
     rules_sync.check_collectives,        # DDP002
-    rules_steps.check_rank_exit,         # DDP002 (a loop with collectives left on one rank)
+    rank_exit.check_rank_exit,           # DDP002 (a loop with collectives left on one rank)
     rules_data.check_loaders,            # DDP003
     rules_data.check_set_epoch,          # DDP004
     rules_streams.check_stream_shuffle,  # DDP004 (a streamed data set)
@@ -98,8 +99,8 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, 
                 rules_spawnworld.check_fixed_node_offset,
                 rules_launch.check_swallowed_init,
                 rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count,
-                rules_steps.check_rank_exit, rules_steps.check_module_forward, rules_steps.check_skipped_backward,
-                rules_layout.check_framework_layout)
+                rank_exit.check_rank_exit, rules_steps.check_module_forward, rules_steps.check_skipped_backward,
+                rules_layout.check_framework_layout, rules_sync.check_collectives)
 
 _IGNORE = re.compile(r"orch:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 

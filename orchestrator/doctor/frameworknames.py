@@ -10,6 +10,7 @@ import ast
 from collections.abc import Mapping
 from pathlib import Path
 
+from orchestrator.source.starimports import exported
 from orchestrator.source.walk import walk
 
 _LIGHTNING = ("lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer",
@@ -73,6 +74,6 @@ def star_aliases(tree: ast.Module, trees: Mapping[Path, ast.Module], path: Path)
             continue
         source = trees.get(path.parent.joinpath(*node.module.split(".")).with_suffix(".py").resolve())
         if source is not None:
-            out.update((name, qual) for name, qual in import_aliases(source).items() if not name.startswith("_"))
+            out.update(exported(source, import_aliases(source)))
     return out
 

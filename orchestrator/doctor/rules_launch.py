@@ -28,6 +28,8 @@ from orchestrator.doctor.localindex import gathered_slice_by_local_rank, global_
 from orchestrator.doctor.offslurm import OFF_SLURM, off_slurm
 from orchestrator.doctor.spawned_flags import index_overwrites_flag
 from orchestrator.launchstyles import localrank
+from orchestrator.launchstyles.spawnrank import index_as_rank
+from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import COLLECTIVES, INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.branches import enclosing_ifs
@@ -68,8 +70,9 @@ def check_local_rank_as_rank(a: Analysis) -> Iterator[Finding]:
     script that spawns its own workers (there the spawn index is the rank by design; DDP014 owns it), unless the
     function that joins is also called directly, as a launcher starts it (``main_worker(args.gpu, ngpus, args)``
     beside its ``mp.spawn(main_worker, ...)``: there ``args.rank = args.local_rank`` is the launcher's path)."""
-    for site in a.sites(INIT):
-        if a.spawns and not _called_directly(a, site.function):
+    indexed = {id(r.call) for s in spawns(a) if (r := index_as_rank(a, s.node)) is not None} if a.spawns else set()
+    for site in a.sites(INIT):  # a spawn index given as the rank is DDP016's index finding (rules_spawn)
+        if a.spawns and (not _called_directly(a, site.function) or id(site.call) in indexed):
             continue
         rank = next((k.value for k in site.call.keywords if k.arg == "rank"), None)
         found: list[ast.expr] = []

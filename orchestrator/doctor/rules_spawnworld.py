@@ -32,6 +32,7 @@ from orchestrator.doctor.rules_spawn import installed_copy
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
 from orchestrator.source.analysis import INIT, spawn_target
+from orchestrator.source.assignments import assignment_before
 from orchestrator.source.kwargs import argument, dict_entry, subscript_key
 from orchestrator.source.names import FunctionNode, dotted, last_name
 
@@ -96,22 +97,10 @@ def _set_before(a: Analysis, spawn: ast.Call, size: ast.expr) -> ast.Assign | No
     """The assignment that sets the attribute the worker's world size reads (``args.world_size``) last before the
     spawn, in the blocks around it (``args.world_size = ngpus_per_node`` after ``if ...: args.world_size =
     int(os.environ["WORLD_SIZE"])``): what the spawned workers are handed, whatever the file assigns elsewhere.
-    None where a block in between may assign it too."""
+    None where a statement in between may assign it too."""
     key = dotted(size) if isinstance(size, ast.Attribute) else None
-    child: ast.AST = spawn
-    current = a.module.parents.get(spawn)
-    while key is not None and current is not None:
-        statements = next((block for name in ("body", "orelse", "finalbody")
-                           if isinstance(block := getattr(current, name, None), list) and child in block), None)
-        for earlier in reversed(statements[:statements.index(child)] if statements else []):
-            if isinstance(earlier, ast.Assign) and any(dotted(t) == key for t in earlier.targets):
-                return earlier
-            if any(isinstance(n, ast.Assign) and any(dotted(t) == key for t in n.targets) for n in ast.walk(earlier)):
-                return None
-        if isinstance(current, FunctionNode | ast.ClassDef):
-            return None
-        child, current = current, a.module.parents.get(current)
-    return None
+    earlier = assignment_before(key, spawn, a.module.parents) if key is not None else None
+    return earlier if isinstance(earlier, ast.Assign) else None
 
 
 def _count(spawn: ast.Call) -> ast.expr | None:

@@ -27,15 +27,14 @@ _COMPUTES = re.compile(r"loss|logits|forward")
 # a function named for an evaluation: its forwards make no gradient step
 _EVALUATION = re.compile(r"(?i)valid|eval|test|infer|predict|visuali[sz]")
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled"})
-_GRADIENTS = {"backward": " (DDP's gradient all-reduce)"}
 
 
-def _ddp_in_file(a: Reading) -> bool:
+def ddp_in_file(a: Reading) -> bool:
     """The file (or, for a helper, the script) wraps a model in DistributedDataParallel, itself or through
     Accelerate's ``prepare`` (DDP on more than one process) or Fabric's ``setup``."""
     ddp = {q for q in WRAPPERS if "Distributed" in q}
     return bool(a.sites(frozenset(ddp))) or not a.helper_quals.isdisjoint(ddp) or a.framework_parallel or (
-        a.outer is not None and _ddp_in_file(a.outer))  # a helper: the script wraps the model it is handed
+        a.outer is not None and ddp_in_file(a.outer))  # a helper: the script wraps the model it is handed
 
 
 def _unwrapped(value: ast.expr) -> bool:
@@ -176,7 +175,7 @@ def check_module_forward(a: Analysis) -> Iterator[Finding]:
     Also a transformers Trainer subclass whose ``compute_loss``/``training_step`` runs ``self.model`` (the model
     before the Trainer wraps it) instead of the ``model`` it is handed."""
     yield from _trainer_self_model(a)
-    if not _ddp_in_file(a):
+    if not ddp_in_file(a):
         return
     unwrapped: dict[int, dict[str, int]] = {}
     for site in a.flow.sites:
@@ -260,7 +259,7 @@ def _agreed(a: Analysis, loop: ast.For | ast.While, before: int) -> bool:
 def check_skipped_backward(a: Analysis) -> Iterator[Finding]:
     """DDP018 at ``if not torch.isfinite(loss): continue`` (or an ``except`` that ends in ``continue``)
     before ``backward()`` in a DDP training loop: that rank skips the gradient all-reduce the others enter."""
-    if not _ddp_in_file(a):
+    if not ddp_in_file(a):
         return
     seen: set[int] = set()
     for loop in (n for n in a.module.nodes if isinstance(n, ast.For | ast.While)):
@@ -286,70 +285,3 @@ def check_skipped_backward(a: Analysis) -> Iterator[Finding]:
                         seen.add(handler.body[-1].lineno)
                         yield a.finding("DDP018", handler.body[-1], "an exception in the step is swallowed "
                                                                     f"(continue) around backward() at line {backward}")
-
-
-def check_rank_exit(a: Analysis) -> Iterator[Finding]:
-    """DDP002 at a ``return``/``break`` that leaves a loop making collectives from inside a rank condition (``if
-    is_master(args): ... if math.isnan(loss): return``): that rank stops while the others meet the loop's next
-    collective (an all_reduce, the gradient all-reduce) without it, and the job hangs."""
-    for node in a.module.nodes:
-        if not isinstance(node, ast.Return | ast.Break):
-            continue
-        found = _rank_exit(a, node)
-        if found is not None:
-            guard, loop, collective = found
-            test = ast.unparse(guard.test)[:40]
-            called = f"{ast.unparse(collective.func)[:30]}(){_GRADIENTS.get(last_name(collective.func) or '', '')}"
-            yield a.finding("DDP002", node, f"{'return' if isinstance(node, ast.Return) else 'break'} under `if "
-                            f"{test}` (line {guard.lineno}) leaves the loop at line {loop.lineno}, whose {called} at "
-                            f"line {collective.lineno} the other ranks still call", severity="warning",
-                            confidence="likely")
-
-
-def _rank_exit(a: Analysis, node: ast.Return | ast.Break) -> tuple[ast.If, ast.For | ast.While, ast.Call] | None:
-    """The rank condition around ``node``, the loop it leaves (the innermost for a ``break``, any enclosing one in
-    its function for a ``return``) and a collective of that loop's outside the condition."""
-    guard: ast.If | None = None
-    child: ast.AST = node
-    parent = a.module.parents.get(node)
-    while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
-        if isinstance(parent, ast.If) and guard is None and a.ranks.is_condition(parent.test):
-            guard = parent
-        if isinstance(parent, ast.For | ast.While) and child not in parent.orelse:
-            if guard is not None:
-                collective = _loop_collective(a, parent, guard)
-                if collective is not None:
-                    return guard, parent, collective
-            if isinstance(node, ast.Break):
-                return None
-        child, parent = parent, a.module.parents.get(parent)
-    return None
-
-
-def _loop_collective(a: Analysis, loop: ast.For | ast.While, guard: ast.If) -> ast.Call | None:
-    inside = {id(n) for n in walk(guard)}
-    for site in a.flow.sites:
-        if id(site.call) in inside or not any(outer is loop for outer in site.loops):
-            continue
-        collective = a.reaching(site, COLLECTIVES) or _through_the_project(a, site)
-        if collective is not None:
-            return collective
-    return _loop_backward(a, loop, inside)
-
-
-def _loop_backward(a: Analysis, loop: ast.For | ast.While, inside: set[int]) -> ast.Call | None:
-    """The loop's own ``loss.backward()`` outside the rank condition, where the file trains a DDP model: the
-    gradient all-reduce every rank must enter each step (dust2gs's ``break`` on local rank 0 at ``n_iters``)."""
-    if not _ddp_in_file(a):
-        return None
-    return next((call for call in a.module.calls_in(loop) if id(call) not in inside and
-                 isinstance(call.func, ast.Attribute) and call.func.attr == "backward"), None)
-
-
-def _through_the_project(a: Analysis, site: Site) -> ast.Call | None:
-    """In a helper module, ``site`` when it calls another module of the script's project that makes a collective
-    (JoeyNMT's training loop calling ``helpers_for_ddp.ddp_reduce``, an ``all_reduce``): a helper's own reading does
-    not follow its calls into the project, the script's project does."""
-    project = a.outer.project if a.outer is not None else None
-    reach = project.reach(site.qual) if project is not None and site.qual else None
-    return site.call if reach is not None and not reach.quals.isdisjoint(COLLECTIVES) else None

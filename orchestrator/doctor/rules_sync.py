@@ -47,7 +47,7 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
         else:
             guard = site.early_guard
             assert guard is not None
-            if _new_group_between(a, site, guard):
+            if _new_group_between(a, site, guard) or _past_by_flag(a, site, guard):
                 continue
             where = f"runs only on the ranks past `if {_short(guard.test)}: {_exit_word(guard)}` (line {guard.lineno})"
             value = a.ranks.at_rank_zero(guard.test)
@@ -98,9 +98,11 @@ def _turn(site: Site) -> tuple[str, bool] | None:
 
 
 def _subgroups(a: Analysis, collective: ast.Call) -> bool:
-    """The collective is a subgroup's (``barrier(group=g)`` with ``g = dist.new_group(ranks=[...])``): only the
-    group's members call it, and a rank condition around it may be the test of membership (TGL's ``if local_rank <
-    num_gpus:`` around its NCCL group of ``range(num_gpus)``); which ranks are in it is not read."""
+    """The collective is a subgroup's (``barrier(group=g)`` with ``g = dist.new_group(ranks=[...])``, or a group the
+    file is handed: ``group=self.mp_group``): only the group's members call it, and a rank condition around it may be
+    the test of membership (TGL's ``if local_rank < num_gpus:`` around its NCCL group of ``range(num_gpus)``); which
+    ranks are in it is not read. Not the whole world's (``group=None``, ``dist.group.WORLD``, a ``new_group()`` of
+    every rank)."""
     group = next((k.value for k in collective.keywords if k.arg in ("group", "process_group")), None)
     if isinstance(group, ast.Name):
         values = [v for v in [a.module.resolve(group.id, group)[1]] if v is not None]
@@ -108,9 +110,15 @@ def _subgroups(a: Analysis, collective: ast.Call) -> bool:
         values = a.module.values_anywhere(dotted(group) or "")
     else:
         return False
-    return bool(values) and all(
-        isinstance(v, ast.Call) and last_name(v.func) == "new_group"
-        and (any(k.arg == "ranks" for k in v.keywords) or bool(v.args)) for v in values)
+    return not any(_whole_world(v) for v in (group, *values))
+
+
+def _whole_world(group: ast.expr) -> bool:
+    """``None``, ``dist.group.WORLD``, ``dist.new_group()`` of every rank."""
+    return (isinstance(group, ast.Constant) and group.value is None) or (
+        isinstance(group, ast.Attribute) and group.attr == "WORLD") or (
+        isinstance(group, ast.Call) and last_name(group.func) == "new_group" and not group.args
+        and not any(k.arg == "ranks" for k in group.keywords))
 
 
 def _mixes_flags(a: Analysis, test: ast.expr) -> bool:
@@ -123,6 +131,22 @@ def _mixes_flags(a: Analysis, test: ast.expr) -> bool:
 def _exit_word(guard: ast.If) -> str:
     last = guard.body[-1]
     return {ast.Return: "return", ast.Continue: "continue", ast.Break: "break"}.get(type(last), "raise")
+
+
+def _past_by_flag(a: Analysis, site: Site, guard: ast.If) -> bool:
+    """The collective runs only where a flag of the early exit's test is off (``if collect_by_master and rank != 0:
+    return``, then ``if not collect_by_master: synchronize()``: the ranks that reach it are every rank)."""
+    exits = guard.test
+    parts = exits.values if isinstance(exits, ast.BoolOp) and isinstance(exits.op, ast.And) else [exits]
+    flags = {ast.dump(part) for part in parts if not a.ranks.is_condition(part)}
+    for around, in_body in enclosing_ifs(a.module.parents, site.call):
+        test = around.test
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        off = test.operand if isinstance(test, ast.UnaryOp) and negated and in_body else (
+            test if not (negated or in_body) else None)
+        if off is not None and ast.dump(off) in flags:
+            return True
+    return False
 
 
 def _new_group_between(a: Analysis, site: Site, guard: ast.If) -> bool:

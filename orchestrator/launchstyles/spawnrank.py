@@ -15,10 +15,10 @@ import ast
 from dataclasses import dataclass
 
 from orchestrator.source.analysis import Analysis, spawn_target
+from orchestrator.source.assignments import assigned, assignment_before
 from orchestrator.source.branches import enclosing_ifs, off_linux_side
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
 from orchestrator.source.project import Project
-from orchestrator.source.starimports import star_sources
 from orchestrator.source.walk import walk
 
 _DEPTH = 3
@@ -37,6 +37,7 @@ class IndexRank:
     node: ast.AST
     line: int
     given: str
+    call: ast.Call | None = None  # the init_process_group/DistributedSampler call given the index as its rank
 
 
 @dataclass(frozen=True)
@@ -110,30 +111,18 @@ def _started(a: Analysis, project: Project | None, target: ast.Name | ast.Attrib
     return _in_project(project, qual) if qual is not None else None
 
 
-def _in_project(project: Project | None, qual: str, depth: int = 0) -> _Callee | None:
+def _in_project(project: Project | None, qual: str) -> _Callee | None:
     """The project's function ``qual`` names, or its class's ``__init__`` (``from managers.trainer import
     Trainer``), with its file; through a package's re-export (``from core import Trainer``, whose ``__init__`` says
     ``from .trainer import Trainer``)."""
-    if project is None or depth > _DEPTH:
+    found = project.definition(qual) if project is not None else None
+    if found is None:
         return None
-    where = project.split(qual)
-    module = project.read(where[0]) if where is not None else None
-    if where is None or module is None or "." in where[1]:
-        return None
-    function = module.functions.get(where[1])
-    if function is not None and function in module.tree.body:
-        return _Callee(str(where[0]), module, function)
-    cls = module.classes.get(where[1])
-    init = _init_of(cls) if cls is not None else None
-    if init is not None:
-        return _Callee(str(where[0]), module, init, bound=True)
-    if cls is not None or function is not None:
-        return None
-    imported = module.aliases.get(where[1])
-    if imported is None:  # ``from .utils import *`` in a package's ``__init__``
-        starred = (f"{star}.{where[1]}" for star in star_sources(module, project.package_of(where[0])) if star)
-        return next((found for q in starred if (found := _in_project(project, q, depth + 1)) is not None), None)
-    return _in_project(project, imported, depth + 1) if imported != qual else None
+    path, module, node = found
+    if isinstance(node, ast.ClassDef):
+        init = _init_of(node)
+        return _Callee(str(path), module, init, bound=True) if init is not None else None
+    return _Callee(str(path), module, node)
 
 
 def _init_of(cls: ast.ClassDef) -> FunctionNode | None:
@@ -183,8 +172,8 @@ def _reaches(project: Project | None, callee: _Callee, param: str, depth: int,
             chain: list[ast.stmt] = []
             if rank is not None and key is not None and _holds(key, node, param, parents, 0, chain):
                 if "." in key:  # an attribute's rank (``args.rank = gpu``) is given where it is assigned
-                    return IndexRank(callee.file, chain[0], chain[0].lineno, f"rank={key}")
-                return IndexRank(callee.file, node, rank.lineno, f"rank={key}")
+                    return IndexRank(callee.file, chain[0], chain[0].lineno, f"rank={key}", node)
+                return IndexRank(callee.file, node, rank.lineno, f"rank={key}", node)
             continue
         inner = _callee(project, callee, node)
         if inner is None or inner.function is function:
@@ -210,61 +199,15 @@ def _holds(name: str, at: ast.AST, param: str, parents: dict[ast.AST, ast.AST], 
     """``name`` holds the index where ``at`` runs: its last assignment in the blocks around ``at`` copies a name
     that holds it (``device = rank``, ``args.rank = gpu``: those assignments appended to ``chain``), or none assigns
     it and it is the index's parameter."""
-    child, current = at, parents.get(at)
-    while current is not None and depth <= _DEPTH:
-        for block in ("body", "orelse", "finalbody"):
-            statements = getattr(current, block, None)
-            if not (isinstance(statements, list) and child in statements):
-                continue
-            for earlier in reversed(statements[:statements.index(child)]):
-                value = _assigned(earlier, name)
-                if value is not None:
-                    if chain is not None:
-                        chain.append(earlier)
-                    return isinstance(value, ast.Name) and _holds(value.id, earlier, param, parents, depth + 1, chain)
-                if _may_change(earlier, name):
-                    return False
-        child, current = current, parents.get(current)
-    return name == param
-
-
-def _may_change(statement: ast.stmt, name: str) -> bool:
-    """``statement`` may give ``name`` another value: a block that assigns it inside (not an ``if`` that only does so
-    while it is unset: ``if args.rank == -1: args.rank = int(os.environ["RANK"])`` after ``args.rank = gpu``), or, for
-    an attribute (``args.rank``), a call handed its object (``init_distributed_mode(args)`` may set it)."""
-    if isinstance(statement, ast.If) and _unset_test(statement.test, name):
+    earlier = assignment_before(name, at, parents) if depth <= _DEPTH else None
+    if earlier is None:
+        return name == param
+    if earlier is False:
         return False
-    inner = [n for n in walk(statement) if isinstance(n, ast.stmt) and n is not statement]
-    if any(_assigned(n, name) is not None for n in inner):
-        return True
-    owner = name.rpartition(".")[0]
-    return bool(owner) and any(
-        isinstance(n, ast.Call) and any(dotted(arg) == owner for arg in (*n.args, *(k.value for k in n.keywords)))
-        for n in walk(statement))
-
-
-def _unset_test(test: ast.expr, name: str) -> bool:
-    """``test`` holds only while ``name`` is negative (``name == -1``, ``... and name < 0``)."""
-    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    return any(isinstance(part, ast.Compare) and len(part.ops) == 1 and dotted(part.left) == name
-               and isinstance(part.ops[0], ast.Eq | ast.Lt) and isinstance(part.comparators[0], ast.UnaryOp)
-               and isinstance(part.comparators[0].op, ast.USub) for part in parts)
-
-
-def _assigned(statement: ast.stmt, name: str) -> ast.expr | None:
-    """The value ``statement`` gives ``name`` (``x += 1`` and a tuple target: itself, another value), or None."""
-    if isinstance(statement, ast.Assign):
-        for target in statement.targets:
-            if isinstance(target, ast.Name | ast.Attribute) and dotted(target) == name:
-                return statement.value
-            if isinstance(target, ast.Tuple | ast.List) and any(isinstance(e, ast.Name) and e.id == name
-                                                                 for e in target.elts):
-                return target
-    if isinstance(statement, ast.AugAssign | ast.AnnAssign) and isinstance(statement.target, ast.Name) and (
-            statement.target.id == name):
-        annotated = isinstance(statement, ast.AnnAssign) and statement.value is not None
-        return statement.value if annotated and statement.value is not None else statement.target
-    return None
+    if chain is not None:
+        chain.append(earlier)
+    value = assigned(earlier, name)
+    return isinstance(value, ast.Name) and _holds(value.id, earlier, param, parents, depth + 1, chain)
 
 
 def _rank_written(module: Module, node: ast.AST) -> tuple[ast.expr, ast.Name] | None:

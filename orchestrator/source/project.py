@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.source.definitions import definition, definition_in
 from orchestrator.source.names import FunctionNode, Module
-from orchestrator.source.starimports import dunder_all, star_sources
+from orchestrator.source.starimports import exported, star_sources
 from orchestrator.source.syspath import (
     elsewhere_in_repository,
     extra_roots,
@@ -167,10 +168,8 @@ class Project:
             names = {s.name: f"{star}.{s.name}" for s in source.tree.body
                      if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
             names.update((name, qual) for name, qual in source.aliases.items() if not qual.startswith("<missing>"))
-            public = dunder_all(source.tree)
-            for name, qual in names.items():
-                if (name in public) if public is not None else not name.startswith("_"):
-                    module.aliases.setdefault(name, qual)
+            for name, qual in exported(source.tree, names).items():
+                module.aliases.setdefault(name, qual)
 
     def _settle(self, module: Module) -> None:
         """A name imported in several branches is bound by its last import (``aliases``); when that module is not in
@@ -267,18 +266,29 @@ class Project:
                     break
         return self._found[key]
 
-    def function(self, qual: str, depth: int = 0) -> tuple[Module, FunctionNode] | None:
-        """The project function ``qual`` names (``utils.dist.get_rank``) and its module, through one re-export
-        (``from .comm import get_rank`` in a package's ``__init__``); None when it is not one."""
+    def function(self, qual: str) -> tuple[Module, FunctionNode] | None:
+        """The project function ``qual`` names (``utils.dist.get_rank``) and its module, through re-exports
+        (``from .comm import get_rank`` or ``from .comm import *`` in a package's ``__init__``); None when it is not
+        one."""
+        found = self.definition(qual)
+        node = found[2] if found is not None else None
+        return (found[1], node) if found is not None and isinstance(node, FunctionNode) else None
+
+    def definition(self, qual: str, depth: int = 0) -> tuple[Path, Module, FunctionNode | ast.ClassDef] | None:
+        """The project function or class ``qual`` names, with its file and module, through re-exports by name and by
+        star (``from core import Trainer``, whose ``__init__`` says ``from .trainer import Trainer``)."""
         where = self.split(qual) if depth <= MAX_DEPTH else None
         module = self.read(where[0]) if where is not None else None
         if where is None or module is None or "." in where[1]:
             return None
-        node = _definition(module, where[1])
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            return module, node
-        imported = module.aliases.get(where[1]) if node is None else None
-        return self.function(imported, depth + 1) if imported and imported != where[1] else None
+        node = definition(module, where[1])
+        if node is not None:
+            return where[0], module, node
+        imported = module.aliases.get(where[1])
+        if imported is None:  # ``from .utils import *`` in a package's ``__init__``
+            starred = (f"{star}.{where[1]}" for star in star_sources(module, self.package_of(where[0])) if star)
+            return next((found for q in starred if (found := self.definition(q, depth + 1)) is not None), None)
+        return self.definition(imported, depth + 1) if imported != qual else None
 
     def reach(self, qual: str | None, depth: int = 0) -> Reach | None:
         """What calling ``qual`` reaches in the project (None: not a project function)."""
@@ -307,7 +317,7 @@ class Project:
         except _Unreadable as exc:
             return Reach(frozenset(), unread=str(exc))
         head, _, rest = name.partition(".")
-        node = _definition(module, head)
+        node = definition(module, head)
         if node is None:
             imported = module.aliases.get(head)  # re-exported: `from .misc import init_distributed_mode`
             if imported is not None and imported != head and depth < MAX_DEPTH:
@@ -320,7 +330,7 @@ class Project:
                     return found
             return Reach(frozenset())
         if rest and isinstance(node, ast.ClassDef):
-            method = _definition_in(node.body, rest.split(".")[0])
+            method = definition_in(node.body, rest.split(".")[0])
             node = method if method is not None else node
         quals: set[str] = set()
         unread: str | None = None
@@ -350,22 +360,6 @@ def _defines(path: Path, pattern: re.Pattern[bytes]) -> bool:
         return path.stat().st_size <= MAX_BYTES and pattern.search(path.read_bytes()) is not None
     except OSError:
         return False
-
-
-def _definition(module: Module, name: str) -> FunctionNode | ast.ClassDef | None:
-    return _definition_in(module.tree.body, name)
-
-
-def _definition_in(body: list[ast.stmt], name: str) -> FunctionNode | ast.ClassDef | None:
-    for stmt in body:
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and stmt.name == name:
-            return stmt
-        if isinstance(stmt, ast.If | ast.Try):  # `if HAS_X: def f(): ...`, `try: ... except: def f()`
-            for block in (stmt.body, stmt.orelse, *[h.body for h in getattr(stmt, "handlers", [])]):
-                found = _definition_in(block, name)
-                if found is not None:
-                    return found
-    return None
 
 
 def _roots(script: Path) -> list[Path]:

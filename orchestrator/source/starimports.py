@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -47,6 +48,14 @@ def dunder_all(tree: ast.Module) -> set[str] | None:
                 and isinstance(stmt.value, ast.List | ast.Tuple):
             return {e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     return None
+
+
+def exported(tree: ast.Module, names: Mapping[str, str]) -> dict[str, str]:
+    """Of ``names`` (a name the module binds -> what it is), those ``from module import *`` brings: the module's
+    ``__all__`` where it has one, else its names not starting with ``_``."""
+    public = dunder_all(tree)
+    return {name: qual for name, qual in names.items()
+            if ((name in public) if public is not None else not name.startswith("_"))}
 
 
 _DEPTH = 4

@@ -32,3 +32,29 @@ def test_a_subgroups_collective_under_its_membership_test_is_not_ddp002(group: s
                                                                           found: list[int]) -> None:
     source = SCRIPT.replace("GROUP", group).replace("ARGS", args)
     assert [f.line for f in check_source(source, "t.py") if f.code == "DDP002"] == found
+
+
+HANDED = """\
+import torch.distributed as dist
+
+
+class Sync:
+    def __init__(self, rank, mp_group, world):
+        self.rank = rank
+        self.mp_group = mp_group
+        self.world = world
+
+    def state(self, delta):
+        if self.rank == 0:
+            dist.all_reduce(delta, group=GROUP)
+"""
+
+
+@pytest.mark.parametrize(("group", "found"), [
+    ("self.mp_group", []),  # a group the class is handed: which ranks are in it is not read
+    ("dist.group.WORLD", [12]),
+    ("None", [12]),
+])
+def test_a_group_the_code_is_handed_counts_as_a_subgroup(group: str, found: list[int]) -> None:
+    source = HANDED.replace("GROUP", group)
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP002"] == found

@@ -166,3 +166,30 @@ def test_a_spawner_whose_worker_a_launcher_also_starts_is_read_on_the_launchers_
     launched rank; on that path ``args.rank = args.local_rank`` claims ranks 0..n-1 again on every node."""
     findings = check_source(_BOTH_WAYS.format(launched=launched), "train.py")
     assert bool([f for f in findings if f.code == "DDP016"]) is found
+
+
+_BOTH_PATHS = """import argparse
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def main_worker(gpu, ngpus, args):
+    args.gpu = gpu
+    print(vars(args))
+    dist.init_process_group('nccl', init_method='env://', world_size=ngpus, rank=args.gpu)
+
+
+if __name__ == "__main__":
+    args = argparse.ArgumentParser().parse_args()
+    if args.distributed:
+        mp.spawn(main_worker, nprocs=torch.cuda.device_count(), args=(torch.cuda.device_count(), args))
+    else:
+        main_worker(0, 1, args)
+"""
+
+
+def test_an_index_held_in_an_attribute_is_one_finding_past_a_call_that_reads_it() -> None:
+    """``args.gpu = gpu`` past ``print(vars(args))`` (a call that only reads the object): the index is the rank, said
+    once at the attribute's assignment; the local-rank reading of ``rank=args.gpu`` at the init gives way to it."""
+    assert _ddp016(check_source(_BOTH_PATHS, "train.py")) == [(8, "warning")]

@@ -10,7 +10,7 @@ from pathlib import Path
 from orchestrator.launchstyles import detect, read
 from orchestrator.source.names import Module
 from orchestrator.source.project import Project
-from orchestrator.source.starimports import dunder_all, star_sources
+from orchestrator.source.starimports import dunder_all, exported, star_sources
 
 FUNCTIONS = """\
 import torch.distributed as dist
@@ -98,3 +98,9 @@ def test_a_packages_star_brings_the_submodules_its_init_imports_from(tmp_path: P
     (tmp_path / "utils" / "__init__.py").write_text(f"__all__ = ['eval_result']\n{init}")
     project, module = _project(tmp_path, "from utils import *\nevaluate.eval_result()\n")
     assert star_names(module, None, project) == {"eval_result"}
+
+
+def test_exported_keeps_all_else_the_public_names() -> None:
+    names = {"pl": "pytorch_lightning", "_hidden": "os", "np": "numpy"}
+    assert exported(ast.parse("import os\n"), names) == {"pl": "pytorch_lightning", "np": "numpy"}
+    assert exported(ast.parse("__all__ = ['np', '_hidden']\n"), names) == {"np": "numpy", "_hidden": "os"}
