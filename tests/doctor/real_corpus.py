@@ -158,7 +158,8 @@ def absent_reason() -> str:
     missing = absent()
     return (f"the corpus's code is not here ({len(missing)} of {len(_parsed_truth())} scripts absent, "
             f"{', '.join(missing[:1])} first): fetched code is never committed; copy each script as "
-            f"tests/doctor/real/SOURCES.md lists it into {REAL}/NAME/ or point ORCH_DOCTOR_CORPUS at such a copy")
+            f"tests/doctor/real/SOURCES.md lists it into {REAL}/NAME/ (tests/doctor/corpus_copy.py does, from fetched "
+            f"snapshots) or point ORCH_DOCTOR_CORPUS at such a copy")
 
 
 def require_code() -> None:

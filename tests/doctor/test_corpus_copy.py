@@ -1,0 +1,81 @@
+"""corpus_copy.py: the corpus's code copied out of fetched snapshots, as SOURCES.md lists it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from corpus_copy import HERE, _entries_of, entries, main
+from real_corpus import truth
+
+ROWS = """\
+| script | repository | commit | folder in the repository | files (entry first) | licence |
+| --- | --- | --- | --- | --- | --- |
+| whole_repo | [someone/proj](https://github.com/someone/proj) | `{commit}` | . | `train.py`, `pkg/util.py`, \
+`LICENSE` (the repository's `LICENSE.MIT`) | MIT |
+| sub_folder | [someone/proj](https://github.com/someone/proj) (branch `dev`) | `{commit}` | src | `run.py`, \
+`LICENSE` | MIT |
+| from_root | [someone/proj](https://github.com/someone/proj) | `{commit}` | src | `src/run.py` | MIT |
+| kept_prefix | [someone/proj](https://github.com/someone/proj) | `{commit}` | src | `run.py` | MIT |
+| gone | [someone/proj](https://github.com/someone/proj) | `{commit}` | . | `train.py`, `absent.py` | MIT |
+| no_snapshot | [other/repo](https://github.com/other/repo) | `{commit}` | . | `train.py` | MIT |
+"""
+
+
+def _git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _snapshot(tmp_path: Path) -> tuple[Path, str]:
+    """A bare snapshot of a two-commit repository where /work/.mirror keeps them; returns (mirrors, first commit)."""
+    work = tmp_path / "work"
+    (work / "pkg").mkdir(parents=True)
+    (work / "src").mkdir()
+    (work / "train.py").write_text("print('v1')\n")
+    (work / "pkg" / "util.py").write_text("X = 1\n")
+    (work / "src" / "run.py").write_text("RUN = 1\n")
+    (work / "LICENSE.MIT").write_text("MIT\n")
+    _git("init", "-q", cwd=work)
+    _git("add", ".", cwd=work)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=work)
+    first = _git("rev-parse", "HEAD", cwd=work)
+    (work / "train.py").write_text("print('v2')\n")
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two", cwd=work)
+    mirrors = tmp_path / "mirrors"
+    _git("clone", "-q", "--bare", str(work), str(mirrors / "someone+proj" / "repo"), cwd=tmp_path)
+    return mirrors, first
+
+
+def test_copies_each_row_at_its_commit_and_names_what_is_missing(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    mirrors, first = _snapshot(tmp_path)
+    sources = tmp_path / "lists" / "SOURCES.md"
+    sources.parent.mkdir()
+    sources.write_text(ROWS.format(commit=first[:12]))
+    (sources.parent / "truth.yaml").write_text("kept_prefix:\n  entry: src/run.py\n")
+    dest = tmp_path / "corpus"
+    assert [e.name for e in entries(sources)] == ["whole_repo", "sub_folder", "from_root", "kept_prefix", "gone",
+                                                  "no_snapshot"]
+    assert entries(sources)[0].files == ("train.py", "pkg/util.py", "LICENSE")  # the note's name is not a file
+    assert main([str(sources), "--mirrors", str(mirrors), "--dest", str(dest)]) == 1
+    assert (dest / "whole_repo" / "train.py").read_text() == "print('v1')\n"  # the listed commit, not the newest
+    assert (dest / "whole_repo" / "pkg" / "util.py").read_text() == "X = 1\n"
+    assert (dest / "whole_repo" / "LICENSE").read_text() == "MIT\n"  # the repository's LICENSE.MIT
+    assert (dest / "sub_folder" / "run.py").is_file()  # relative to the folder
+    assert (dest / "sub_folder" / "LICENSE").read_text() == "MIT\n"  # none in the folder: the repository's own
+    assert (dest / "from_root" / "run.py").is_file()  # a path from the repository's root, folder stripped
+    assert (dest / "kept_prefix" / "src" / "run.py").is_file()  # where the truth's entry says
+    out = capsys.readouterr().out
+    assert "gone (someone/proj" in out and "missing absent.py" in out
+    assert "no_snapshot (other/repo" in out and "no snapshot" in out
+    assert "4 of 6 scripts copied whole" in out
+
+
+def test_every_script_of_the_truth_has_one_row_that_lands_on_its_entry() -> None:
+    rows = entries(HERE / "real" / "SOURCES.md")
+    judged = truth()
+    assert sorted(r.name for r in rows) == sorted(judged)
+    entry_files = _entries_of(HERE / "real")
+    for row in rows:
+        folder = "" if row.folder in (".", "") else row.folder + "/"
+        first = row.files[0].removeprefix(folder)
+        assert entry_files[row.name].endswith(first), (row.name, row.files[0], entry_files[row.name])
