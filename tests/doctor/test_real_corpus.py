@@ -379,10 +379,10 @@ def test_launch_verdict_rule() -> None:
 # output precision 0.59 (32 of 54), recall 0.36 (25 of 70), no error finding; --shown 0.73 (32 of 44); --all 0.52,
 # 0.44; launch right or refused 23 of 30 (style 29, framework 27). Kept apart in tests/doctor/heldout35/ until merged.
 # Set 36 (21 scripts from 21 repositories, four judges, truth committed 5d3efcd, 1ad194a, 3b22f38 and 447aa89 on
-# 2026-12-05 before the doctor ran on it; its first ten measured at 12:59 with the doctor of bc17863, all 21 at 14:36 with
-# the same doctor on 447aa89): default output precision 0.65 (24 of 37), recall 0.38 (19 of 50), no error finding;
-# --shown 0.80 (24 of 30, one unjustified error); --all 0.54, 0.40; launch right or refused 18 of 21 (style 21,
-# framework 20).
+# 2026-12-05 before the doctor ran on it; its first ten measured at 12:59 with the doctor of bc17863, all 21 at 14:36
+# with the same doctor on 447aa89): default output precision 0.65 (24 of 37), recall 0.38 (19 of 50), no error
+# finding; --shown 0.80 (24 of 30, one unjustified error); --all 0.54, 0.40; launch right or refused 18 of 21 (style
+# 21, framework 20).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
