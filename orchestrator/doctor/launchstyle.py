@@ -13,6 +13,7 @@ works) or DDP016 (every node takes the same ranks: the error across nodes).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -32,11 +33,11 @@ ANSWERS: dict[str, str] = {"per-node": "DDP014", "local-rank-arg": "DDP015"}
 
 def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry: Path | None = None) -> list[Finding]:
     """The findings left once the script runs in its style on ``nodes`` nodes: the one the style answers is
-    dropped; under ``per-node``, ``os.environ["MASTER_ADDR"] = <constant>`` (a DDP008 line) is an error
-    unless it is this machine's loopback on one node (a single-node script: a warning), a constant
-    MASTER_PORT an error across nodes, and across nodes the script at ``entry`` (when given) has DDP016 where its
-    spawned processes take their spawn index as the rank; across nodes, in any style, a loopback ``init_method`` the
-    script forces is a DDP008 error."""
+    dropped; under ``per-node``, ``os.environ["MASTER_ADDR"] = <constant>`` (a DDP008 line; on one node a flag's
+    value is not one) is an error unless it is this machine's loopback on one node (a single-node script: a warning),
+    a constant MASTER_PORT an error across nodes, and across nodes the script at ``entry`` (when given) has DDP016
+    where its spawned processes take their spawn index as the rank; across nodes, in any style, a loopback
+    ``init_method`` the script forces is a DDP008 error."""
     findings = list(findings)
     per_node = launch.style == "per-node"
     # across nodes (or per node on any count): what the script forces
@@ -55,7 +56,7 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
             if finding.file not in masters:
                 masters[finding.file] = master_lines(entry_tree(Path(finding.file)))
             hit = masters[finding.file].get(finding.line)
-            if hit is not None and _blocks(*hit, nodes):
+            if hit is not None and not (nodes == 1 and _setting(hit[1])) and _blocks(*hit, nodes):
                 finding = replace(finding, severity="error", message=(
                     f"{finding.message}: a per-node script that sets {hit[0]} to a constant cannot meet "
                     f"{'the other nodes' if nodes > 1 else 'its processes'} at the address orch gives every node"),
@@ -63,6 +64,16 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
                         "is one machine's, a fixed port may be taken)")
         out.append(finding)
     return out
+
+
+def _setting(value: str) -> bool:
+    """``args.master_addr``, ``cfg.dist.master_port``: a flag's or a config's value, which the user passes (BabyAI's
+    ``--master_addr`` with the default ``localhost``): on one node not a constant the script forces (the warning
+    stays); across nodes orch's per-node address cannot be handed in as a flag, so it blocks as a constant does."""
+    return _ATTRIBUTE_CHAIN.fullmatch(value) is not None
+
+
+_ATTRIBUTE_CHAIN = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 
 def _blocks(name: str, value: str, nodes: int) -> bool:

@@ -85,3 +85,41 @@ def _iterated(expr: ast.expr) -> str | None:
     while isinstance(expr, ast.Call) and expr.args and last_name(expr.func) in ("enumerate", "tqdm", "iter"):
         expr = expr.args[0]
     return expr.id if isinstance(expr, ast.Name) else None
+
+
+def listed_sum(a: Analysis, name: ast.Name) -> bool:
+    """A sum over a list the file fills with the same items on every rank (NeRF's ``test_views = []``, then
+    ``test_views.append(testset[i])`` for ``i in (1, 4)``; ``test_loss += ...`` in ``for img, tf in test_views``):
+    no rank reads a share of its own, so every rank shows the same value."""
+    scope: ast.AST = a.module.function_of(name) or a.module.tree
+    for loop in walk(scope):
+        if not (isinstance(loop, ast.For) and loop.lineno < name.lineno) or a.trains(loop):
+            continue
+        listed = _iterated(loop.iter)
+        if listed is None or name.id not in {t.target.id for t in walk(loop) if isinstance(t, ast.AugAssign)
+                                             and isinstance(t.target, ast.Name)}:
+            continue
+        _, value = a.module.resolve(listed, loop)
+        items: list[ast.expr] = [value] if isinstance(value, ast.List | ast.Tuple) else []
+        items += [c for c in walk(scope) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                  and c.func.attr in ("append", "extend") and isinstance(c.func.value, ast.Name)
+                  and c.func.value.id == listed]
+        if isinstance(value, ast.List | ast.Tuple) and not any(
+                a.ranks.dependent(i) or not _fixed_loops(a, i, scope) for i in items):
+            return True
+    return False
+
+
+def _fixed_loops(a: Analysis, node: ast.AST, scope: ast.AST) -> bool:
+    """Every loop around ``node`` (inside ``scope``) walks fixed items: a literal tuple or list, or a ``range`` of
+    no rank (not a loader, which may hand each rank its own share)."""
+    current = a.module.parents.get(node)
+    while current is not None and current is not scope:
+        if isinstance(current, ast.While | ast.AsyncFor):
+            return False
+        fixed = isinstance(current, ast.For) and (isinstance(current.iter, ast.Tuple | ast.List) or (
+            isinstance(current.iter, ast.Call) and last_name(current.iter.func) == "range"))
+        if isinstance(current, ast.For) and (not fixed or a.ranks.dependent(current.iter)):
+            return False
+        current = a.module.parents.get(current)
+    return True

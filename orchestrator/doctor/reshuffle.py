@@ -76,3 +76,34 @@ def _carries(a: Analysis, expr: ast.AST, epoch: set[str], loop: ast.AST, depth: 
                 a, value, epoch, loop, depth + 1):
             return True
     return False
+
+
+def iterated_once(a: Analysis, site: Site) -> bool:
+    """Every training loop of the file is one pass over a loader, in no other loop, in a function called only outside
+    loops (PySOT's ``for idx, data in enumerate(train_loader):`` trains the whole run, the epoch taken from the index
+    and the data set sized for all epochs), and the sampler at ``site`` goes to the loader as it is (not inside a batch
+    sampler that may repeat it per epoch): its order is drawn once, so there is no next epoch to reseed."""
+    parent = a.module.parents.get(site.call)
+    if not (isinstance(parent, ast.Assign) or (isinstance(parent, ast.keyword) and parent.arg == "sampler")):
+        return False
+    loops = [n for n in a.module.nodes if isinstance(n, ast.For | ast.AsyncFor) and a.trains(n)]
+    return bool(loops) and all(
+        any("loader" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
+            for n in walk(loop.iter) if isinstance(n, ast.Name | ast.Attribute))
+        and _runs_once(a, loop, 0) for loop in loops)
+
+
+def _runs_once(a: Analysis, node: ast.AST, depth: int) -> bool:
+    """``node`` is in no loop of its function, and that function (if any) is called in this file, never in a loop."""
+    parent = a.module.parents.get(node)
+    while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        if isinstance(parent, ast.For | ast.AsyncFor | ast.While):
+            return False
+        parent = a.module.parents.get(parent)
+    if not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
+        return True
+    if depth > 3:
+        return False
+    calls = [n for n in a.module.nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == parent.name]
+    return bool(calls) and all(_runs_once(a, call, depth + 1) for call in calls)

@@ -14,7 +14,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.metric_values import framework_prepared, in_framework_call
-from orchestrator.doctor.reshuffle import reshuffled_each_epoch
+from orchestrator.doctor.reshuffle import iterated_once, reshuffled_each_epoch
 from orchestrator.doctor.rules_streams import STREAM, data_sets_epoch
 from orchestrator.source.analysis import INIT, WRAPPERS
 from orchestrator.source.flow import Site
@@ -195,8 +195,9 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     if calls or _class_sets_epoch(a):
         return  # (the project's classes are read only for a file that makes a DistributedSampler)
     for site in samplers:
-        if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or _lightning_loader_hook(a, site):
-            continue  # a new order each epoch stands in for it; Lightning's loops call set_epoch themselves
+        if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or _lightning_loader_hook(a, site) or \
+                iterated_once(a, site):
+            continue  # a new order each epoch stands in for it (or one pass has no next epoch); Lightning calls it
         shuffle = keyword(site.call, "shuffle", a.module.tree)
         if _shuffles(site.call, a.module.tree):
             yield a.finding("DDP004", site.call, "the sampler shuffles and nothing calls set_epoch")

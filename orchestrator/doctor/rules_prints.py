@@ -12,7 +12,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.framework_saves import TRAINER_STEPS, hf_trainer_class
 from orchestrator.doctor.loglevels import LOG_SETUP, main_rank_only, quieted_loggers
 from orchestrator.doctor.metric_sums import assignment_before, iterated
-from orchestrator.doctor.metric_values import full_set_value, is_counter, unprepared_sum
+from orchestrator.doctor.metric_values import full_set_value, is_counter, listed_sum, unprepared_sum
 from orchestrator.doctor.own_methods import reached_methods
 from orchestrator.source.analysis import REDUCTIONS
 from orchestrator.source.analysis import Analysis as Reading
@@ -86,7 +86,7 @@ def check_prints(a: Analysis) -> Iterator[Finding]:
                    if isinstance(n, ast.Name | ast.Attribute) and METRIC.search(last_name(n) or "")
                    and not _setting(n)]
         metrics = [n for n in metrics if not (isinstance(n, ast.Name) and (
-            is_counter(a, n) or full_set_value(a, n) or unprepared_sum(a, n)))]
+            is_counter(a, n) or full_set_value(a, n) or unprepared_sum(a, n) or listed_sum(a, n)))]
         if not metrics or (is_reduced(a, parts, reduced) and is_reduced(a, parts, reduced_names(a, site, found))):
             continue
         key = id(_block(a, site.call))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.launchstyles.envurl import ungated_reads, url_defaults
+from orchestrator.launchstyles.nestedspawn import spawned_by_one_rank
 from orchestrator.source.analysis import INIT, WRAPPERS, Analysis, spawn_target
 from orchestrator.source.configfiles import lookup
 from orchestrator.source.flow import Site
@@ -70,7 +71,7 @@ def spawns(a: Analysis, others: Sequence[Analysis] = ()) -> list[Spawn]:
         target, how = _started(a, site)
         if how is None or not _trains_distributed(a, target, how, site.call, others):
             continue
-        if env_checked(a, site.call) or callers_checked(a, site.function, 0):
+        if env_checked(a, site.call) or callers_checked(a, site.function, 0) or spawned_by_one_rank(a, site):
             continue
         nprocs = _nprocs(site.call, how)
         name = ast.unparse(site.call.func)[:40]

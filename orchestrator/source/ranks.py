@@ -14,11 +14,15 @@ from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uni
 from orchestrator.source.rankdevices import DeviceKind as DeviceKind  # (read from here too)
 from orchestrator.source.rankdevices import Devices
 from orchestrator.source.rankflags import raised_on_rank_zero
+from orchestrator.source.spawntargets import started_by_spawner
 from orchestrator.source.walk import walk
 
 RankKind = Literal["global", "local", "rankish"]
 
 _MAX_DEPTH = 8
+# Collectives after which every rank holds the same value in the object handed to them.
+_SHARING = frozenset("torch.distributed." + name for name in (
+    "broadcast", "broadcast_object_list", "all_reduce", "all_gather", "all_gather_object"))
 
 # Environment variables that hold the global / the node-local rank.
 GLOBAL_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
@@ -150,7 +154,9 @@ class Ranks(Devices):
                     return None
             if shifted(self.module, expr):  # rank += node_rank * gpus: the global rank from there on
                 return "global"
-            return _by_name(expr.id) if self.names or self._spawn_index(expr) else None
+            if self._spawn_index(expr):  # a spawned worker's index: by its name, or the node-local rank where
+                return _by_name(expr.id) or ("local" if self._started(expr) else None)  # a spawn starts it
+            return _by_name(expr.id) if self.names else None
         if isinstance(expr, ast.Attribute):
             if shifted(self.module, expr):  # args.local_rank += args.node_index * args.gpu_per_node
                 return "global"
@@ -280,6 +286,10 @@ class Ranks(Devices):
         params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)] if function is not None else []
         return function is not None and params[:1] == [name.id] and self.module.spawned(function)
 
+    def _started(self, name: ast.Name) -> bool:
+        function = self.module.function_of(name)
+        return function is not None and started_by_spawner(self.module, function)
+
     def _framework(self, expr: ast.expr) -> bool:
         """``accelerator.is_main_process``, ``trainer.is_global_zero``: a framework's own flag, not a guessed name."""
         return (self.module.qualname(expr) or "").startswith(("accelerate.", "lightning.")) or (
@@ -361,7 +371,16 @@ class Ranks(Devices):
 
     def _returns_condition(self, function: FunctionNode, depth: int) -> bool:
         returns = [node for node in walk(function) if isinstance(node, ast.Return) and node.value is not None]
-        return bool(returns) and any(self.is_condition(node.value, depth) for node in returns if node.value)
+        return bool(returns) and not self._shares(function, returns) and any(
+            self.is_condition(node.value, depth) for node in returns if node.value)
+
+    def _shares(self, function: FunctionNode, returns: list[ast.Return]) -> bool:
+        """A function that returns what it handed to a collective that gives every rank the same value
+        (``obj = [val]; dist.broadcast_object_list(obj, src=0); return obj[0]``): its result is no rank test."""
+        handed = {n.id for call in walk(function) if isinstance(call, ast.Call)
+                  and (self.module.qualname(call.func) or "") in _SHARING
+                  for arg in call.args[:1] for n in walk(arg) if isinstance(n, ast.Name)}
+        return any(isinstance(n, ast.Name) and n.id in handed for r in returns for n in walk(r))
 
 
 def _constant(expr: ast.expr) -> bool:

@@ -56,7 +56,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "doctor/hydratargets.py": "a Hydra app's YAML and structured configs: tests/doctor/test_frameworks.py",
     "doctor/launchstyle.py": ("the finding a style answers, the per-node refusal of a constant master: "
                               "tests/launchstyles/test_launchstyle.py"),
-    "doctor/metric_values.py": "the doctor's corpus: tests/doctor/test_doctor.py",
     "doctor/rules_random.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_spawn.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/save_guards.py": "the guards a save runs under (DDP006): tests/doctor/test_rules_saves_guards.py",
@@ -110,7 +109,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "source/flow.py": "the reader through the doctor's corpus: tests/doctor/test_doctor.py",
     "source/rankdevices.py": ("devices numbered by the global rank (DDP001, DDP010): tests/doctor/test_doctor.py, "
                               "tests/doctor/test_confidence_context.py"),
-    "source/ranks.py": "rank tests held in names: tests/doctor/test_ranks.py",
     "source/syspath.py": "the script's own project: tests/doctor/test_doctor_project.py",
     "spec/doctorcodes.py": "the doctor's codes and their policy: tests/doctor/test_doctor_project.py",
     "spec/remote.py": "the remote section of cluster.yaml: tests/remote/test_remote.py",

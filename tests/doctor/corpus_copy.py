@@ -74,13 +74,15 @@ def copy(entry: Entry, mirrors: Path, dest: Path, entry_file: str | None = None)
 
     A file is looked up under the row's folder, then from the repository's root; it lands at its path relative to the
     folder, below whatever prefix makes the first file land where the truth's ``entry`` says (a few rows list paths
-    relative to a sub-folder the copy kept).
+    relative to a sub-folder the copy kept; where the entry is the first path as listed, every path is kept as listed).
     """
     git = mirrors / entry.repo.replace("/", "+") / "repo"
     if not git.is_dir():
         return [f"no snapshot {git}"]
     folder = "" if entry.folder in (".", "") else entry.folder.rstrip("/") + "/"
-    first = entry.files[0].removeprefix(folder) if entry.files else ""
+    kept = bool(entry.files) and entry_file == entry.files[0]  # every path lands as listed
+    strip = "" if kept else folder
+    first = entry.files[0].removeprefix(strip) if entry.files else ""
     prefix = entry_file[: -len(first)] if entry_file and first and entry_file.endswith(first) else ""
     missing = []
     for file in entry.files:
@@ -92,7 +94,7 @@ def copy(entry: Entry, mirrors: Path, dest: Path, entry_file: str | None = None)
             if Path(file).name not in LICENCES:
                 missing.append(file)
             continue
-        target = dest / entry.name / (prefix + file.removeprefix(folder))
+        target = dest / entry.name / (prefix + file.removeprefix(strip))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(body)
     return missing

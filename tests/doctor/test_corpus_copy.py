@@ -17,6 +17,7 @@ ROWS = """\
 `LICENSE` | MIT |
 | from_root | [someone/proj](https://github.com/someone/proj) | `{commit}` | src | `src/run.py` | MIT |
 | kept_prefix | [someone/proj](https://github.com/someone/proj) | `{commit}` | src | `run.py` | MIT |
+| rooted | [someone/proj](https://github.com/someone/proj) | `{commit}` | src | `src/run.py`, `pkg/util.py` | MIT |
 | gone | [someone/proj](https://github.com/someone/proj) | `{commit}` | . | `train.py`, `absent.py` | MIT |
 | no_snapshot | [other/repo](https://github.com/other/repo) | `{commit}` | . | `train.py` | MIT |
 """
@@ -51,10 +52,10 @@ def test_copies_each_row_at_its_commit_and_names_what_is_missing(tmp_path: Path,
     sources = tmp_path / "lists" / "SOURCES.md"
     sources.parent.mkdir()
     sources.write_text(ROWS.format(commit=first[:12]))
-    (sources.parent / "truth.yaml").write_text("kept_prefix:\n  entry: src/run.py\n")
+    (sources.parent / "truth.yaml").write_text("kept_prefix:\n  entry: src/run.py\nrooted:\n  entry: src/run.py\n")
     dest = tmp_path / "corpus"
-    assert [e.name for e in entries(sources)] == ["whole_repo", "sub_folder", "from_root", "kept_prefix", "gone",
-                                                  "no_snapshot"]
+    assert [e.name for e in entries(sources)] == ["whole_repo", "sub_folder", "from_root", "kept_prefix", "rooted",
+                                                  "gone", "no_snapshot"]
     assert entries(sources)[0].files == ("train.py", "pkg/util.py", "LICENSE")  # the note's name is not a file
     assert main([str(sources), "--mirrors", str(mirrors), "--dest", str(dest)]) == 1
     assert (dest / "whole_repo" / "train.py").read_text() == "print('v1')\n"  # the listed commit, not the newest
@@ -64,10 +65,11 @@ def test_copies_each_row_at_its_commit_and_names_what_is_missing(tmp_path: Path,
     assert (dest / "sub_folder" / "LICENSE").read_text() == "MIT\n"  # none in the folder: the repository's own
     assert (dest / "from_root" / "run.py").is_file()  # a path from the repository's root, folder stripped
     assert (dest / "kept_prefix" / "src" / "run.py").is_file()  # where the truth's entry says
+    assert (dest / "rooted" / "src" / "run.py").is_file() and (dest / "rooted" / "pkg" / "util.py").is_file()
     out = capsys.readouterr().out
     assert "gone (someone/proj" in out and "missing absent.py" in out
     assert "no_snapshot (other/repo" in out and "no snapshot" in out
-    assert "4 of 6 scripts copied whole" in out
+    assert "5 of 7 scripts copied whole" in out
 
 
 def test_every_script_of_the_truth_has_one_row_that_lands_on_its_entry() -> None:

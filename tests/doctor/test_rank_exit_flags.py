@@ -68,3 +68,55 @@ def test_a_shared_objects_value_is_not_a_rank_flag(tmp_path: Path) -> None:
         "if should_stop:", "if end_train.value:")
     (tmp_path / "train.py").write_text(text)
     assert [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"] == []
+
+
+_HELPER = """
+import torch.distributed as dist
+
+
+def is_main():
+    return dist.get_rank() == 0
+
+
+def share(value):
+    if not dist.is_initialized():
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def dev_break(enabled, loss):
+    if not enabled:
+        return False
+    stop = False
+    if is_main():
+        print("loss", loss)
+        stop = True
+    return {returned}
+"""
+
+_LOOP = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from helpers import dev_break
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(2, 2))
+for step in range(10):
+    loss = model(torch.ones(2)).sum()
+    loss.backward()
+    if dev_break(True, loss.item()):
+        break
+"""
+
+
+@pytest.mark.parametrize(("returned", "found"), [("stop", True), ("share(stop)", False)])
+def test_a_helper_that_broadcasts_its_answer_is_no_rank_test(tmp_path: Path, returned: str, found: bool) -> None:
+    """ecg_encoder's ``train_dev_break``: set on the main process, then ``return broadcast_value(should_break)``:
+    every rank gets rank 0's answer and leaves the loop together; returned as is, only rank 0 leaves."""
+    (tmp_path / "helpers.py").write_text(_HELPER.format(returned=returned))
+    (tmp_path / "train.py").write_text(_LOOP)
+    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"]
+    assert [f.line for f in findings] == ([13] if found else [])

@@ -86,3 +86,56 @@ REBUILT_ONCE = HEAD.replace("for epoch in range(3):\n", "data = Subset(base, lis
 def test_a_data_set_rebuilt_with_the_epoch_as_its_seed_stands_in_for_set_epoch() -> None:
     assert _ddp004(REBUILT) == []
     assert _ddp004(REBUILT_ONCE) == [16]  # made once, before the loop: the same order every epoch
+
+
+ONE_PASS = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+EPOCHS = 20
+
+
+def build_loader():
+    data = TensorDataset(torch.randn(100 * EPOCHS, 2))  # sized for the whole run
+    return DataLoader(data, sampler=DistributedSampler(data), batch_size=4)
+
+
+def train(train_loader, model):
+    for idx, (x,) in enumerate(train_loader):
+        epoch = idx // 25
+        model(x).sum().backward()
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(2, 2))
+    train(build_loader(), model)
+
+
+main()
+"""
+
+
+def _ddp004(text: str) -> list[int]:
+    return [f.line for f in check_source(text, "train.py") if f.code == "DDP004"]
+
+
+def test_a_loader_read_in_one_pass_for_the_whole_run_needs_no_set_epoch() -> None:
+    """PySOT: one ``for idx, data in enumerate(train_loader)`` over a data set sized for every epoch."""
+    assert _ddp004(ONE_PASS) == []
+
+
+def test_a_pass_repeated_by_a_loop_still_needs_set_epoch() -> None:
+    sampler_line = ONE_PASS.splitlines().index("    return DataLoader(data, sampler=DistributedSampler(data), "
+                                               "batch_size=4)") + 1
+    for repeated in (
+        ONE_PASS.replace("    train(build_loader(), model)", "    loader = build_loader()\n"
+                         "    for _ in range(EPOCHS):\n        train(loader, model)"),  # the caller loops
+        ONE_PASS.replace("    for idx, (x,) in enumerate(train_loader):", "    for _ in range(EPOCHS):\n"
+                         "     for idx, (x,) in enumerate(train_loader):"),  # an epoch loop around it
+        ONE_PASS.replace("\nmain()\n", "\nfor _ in range(2):\n    main()\n"),  # the whole run twice
+        ONE_PASS.replace("\nmain()\n", "\n"),  # nothing here calls it: who knows how often
+    ):
+        assert _ddp004(repeated) == [sampler_line], repeated

@@ -298,3 +298,18 @@ def test_an_export_of_the_flag_is_no_read_of_the_launchers_local_rank(tmp_path: 
     script = tmp_path / "train.py"
     script.write_text(_FILLS_IN.format(guard=guard), encoding="utf-8")
     assert _detect(script)[0] == style
+
+
+@pytest.mark.parametrize(("nodes", "errors"), [(1, []), (2, [45])])
+def test_a_master_from_a_flag_is_the_users_to_pass_on_one_node(tmp_path: Path, nodes: int, errors: list[int]) -> None:
+    """BabyAI's fork: ``os.environ['MASTER_ADDR'] = args.master_addr`` with ``--master_addr`` defaulting to
+    ``localhost``: on one node the user passes the flag or meets on the loopback (a warning); across nodes orch's
+    address cannot be handed in as a flag, so it blocks as a constant does."""
+    script = tmp_path / "multigpu.py"
+    script.write_text(WIKI.read_text(encoding="utf-8").replace("'10.57.23.164'", "args.master_addr").replace(
+        "    args = parser.parse_args()", "    parser.add_argument('--master_addr', default='localhost')\n"
+        "    args = parser.parse_args()"), encoding="utf-8")
+    found = check_file(script)
+    left = answered(detect(read(script)), found, nodes)
+    assert [f.line for f in left if f.severity == "error" and f.line == 45] == errors
+    assert 45 in {f.line for f in left if f.code == "DDP008"}  # still said, as a warning on one node
