@@ -212,8 +212,9 @@ def _trainer_self_model(a: Analysis) -> Iterator[Finding]:
 
 
 _NONFINITE = ("isfinite", "isnan", "isinf")
-# a project's own check of the loss (UniRec's ``self._check_nan(loss)``, ``has_inf_or_nan(loss)``)
-_NONFINITE_NAMED = re.compile(r"(^|_)(is_?)?(nan|inf|finite|non_?finite)(_|$)", re.IGNORECASE)
+# a project's own check of the loss (UniRec's ``self._check_nan(loss)``, ``has_inf_or_nan(loss)``, PySOT's
+# ``is_valid_number(loss.data.item())``)
+_NONFINITE_NAMED = re.compile(r"(^|_)(is_?)?(nan|inf|finite|non_?finite|valid_number)(_|$)", re.IGNORECASE)
 
 
 def _per_rank_test(a: Analysis, test: ast.expr, depth: int = 0) -> bool:
@@ -244,6 +245,21 @@ def _skips(block: list[ast.stmt]) -> bool:
     return bool(block) and isinstance(block[-1], ast.Continue)
 
 
+def _skips_reduce(a: Analysis, node: ast.If, backward: int) -> bool:
+    """``node``'s body holds the loop's ``backward()`` and, after it, a call of the project's that all-reduces the
+    gradients (PySOT's ``reduce_gradients(model)``): a rank that fails the test skips that collective."""
+    inside = {id(c) for s in node.body for c in walk(s) if isinstance(c, ast.Call)}
+    has_backward = any(getattr(c, "lineno", 0) == backward for s in node.body for c in walk(s))
+    return has_backward and any(id(site.call) in inside and site.call.lineno > backward and (
+        site.qual in REDUCTIONS or a.helper_reaches(site, REDUCTIONS) or _local_reduces(a, site))
+        for site in a.flow.sites)
+
+
+def _local_reduces(a: Analysis, site: Site) -> bool:
+    function = a.module.local_function(site.call)
+    return function is not None and a.flow.reaches(function, REDUCTIONS) is not None
+
+
 def _backward_line(a: Analysis, loop: ast.For | ast.While) -> int | None:
     lines = [call.lineno for call in a.module.calls_in(loop)
              if isinstance(call.func, ast.Attribute) and call.func.attr == "backward"]
@@ -259,8 +275,7 @@ def _agreed(a: Analysis, loop: ast.For | ast.While, before: int) -> bool:
 def check_skipped_backward(a: Analysis) -> Iterator[Finding]:
     """DDP018 at ``if not torch.isfinite(loss): continue`` (or an ``except`` that ends in ``continue``)
     before ``backward()`` in a DDP training loop: that rank skips the gradient all-reduce the others enter."""
-    if not ddp_in_file(a):
-        return
+    ddp = ddp_in_file(a)  # without DDP: only where the step skips the project's own all-reduce (PySOT's DistModule)
     seen: set[int] = set()
     for loop in (n for n in a.module.nodes if isinstance(n, ast.For | ast.While)):
         backward = _backward_line(a, loop)
@@ -272,13 +287,18 @@ def check_skipped_backward(a: Analysis) -> Iterator[Finding]:
             if isinstance(node, ast.If) and (_skips(node.body) or (_skips(node.orelse) and any(
                     getattr(n, "lineno", 0) == backward for s in node.body for n in walk(s)))) and (
                     _per_rank_test(a, node.test)):  # `if ok: backward() ... else: continue` too
-                if node.lineno not in seen and not _agreed(a, loop, node.lineno):
+                if node.lineno not in seen and not _agreed(a, loop, node.lineno) and ddp:
                     seen.add(node.lineno)
                     said = (f"{ast.unparse(node.test)[:50]}: continue before backward() at line {backward}"
                             if _skips(node.body) else
                             f"backward() at line {backward} only if {ast.unparse(node.test)[:50]}, else continue")
                     yield a.finding("DDP018", node, said)
-            elif isinstance(node, ast.Try) and node.lineno < backward <= max(
+            elif isinstance(node, ast.If) and not node.orelse and _per_rank_test(a, node.test) and (
+                    node.lineno not in seen) and not _agreed(a, loop, node.lineno) and _skips_reduce(a, node, backward):
+                seen.add(node.lineno)
+                yield a.finding("DDP018", node, f"backward() at line {backward} and the gradient all-reduce only if "
+                                                f"{ast.unparse(node.test)[:50]}, with no else")
+            elif ddp and isinstance(node, ast.Try) and node.lineno < backward <= max(
                     getattr(s, "end_lineno", 0) or 0 for s in node.body):
                 for handler in node.handlers:
                     if _skips(handler.body) and handler.body[-1].lineno not in seen:

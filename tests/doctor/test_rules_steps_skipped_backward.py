@@ -59,3 +59,41 @@ def test_a_backward_on_one_side_of_a_per_rank_test_in_the_projects_trainer(tmp_p
     assert got == found
     if found:
         assert "else continue" in next(f.message for f in check_file(tmp_path / "train.py") if f.code == "DDP018")
+
+
+_OWN_REDUCE = """
+import torch
+import torch.distributed as dist
+
+
+def reduce_gradients(model):
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+
+
+def is_valid_number(x):
+    return x == x and abs(x) < 1e4
+
+
+dist.init_process_group("gloo")
+model = torch.nn.Linear(2, 2)
+for step in range(10):
+    loss = model(torch.ones(2)).sum()
+    if is_valid_number(loss.item()):
+        loss.backward()
+{after}
+"""
+
+
+@pytest.mark.parametrize(("after", "found"), [
+    ("        reduce_gradients(model)", True),  # the project's own all-reduce, skipped on one rank
+    ("        print(loss.item())", False),  # no collective in the skipped block, no DDP: nothing waits
+])
+def test_a_step_that_skips_the_projects_own_all_reduce(tmp_path: Path, after: str, found: bool) -> None:
+    """PySOT: ``if is_valid_number(loss.data.item()): loss.backward(); reduce_gradients(model)`` under its own
+    ``DistModule`` (no DDP): a rank whose loss is not a valid number skips the all_reduce the others enter."""
+    text = _OWN_REDUCE.format(after=after)
+    (tmp_path / "train.py").write_text(text)
+    lines = [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP018"]
+    at = text.splitlines().index("    if is_valid_number(loss.item()):") + 1
+    assert lines == ([at] if found else [])
