@@ -12,6 +12,7 @@ each epoch (still DDP004).
 from __future__ import annotations
 
 import ast
+import weakref
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.source.branches import inside
@@ -24,6 +25,8 @@ from orchestrator.source.walk import walk
 _ORDERS = frozenset({"permutation", "randperm", "shuffle", "sample", "choice"})
 _SEEDS = frozenset({"seed", "manual_seed"})
 _MAX_DEPTH = 4
+# per file read: every training loop is one pass over a loader (iterated_once), worked out once for all its samplers
+_ONE_PASS: weakref.WeakKeyDictionary[Analysis, bool] = weakref.WeakKeyDictionary()
 
 
 def reshuffled_each_epoch(a: Analysis, site: Site) -> bool:
@@ -86,11 +89,13 @@ def iterated_once(a: Analysis, site: Site) -> bool:
     parent = a.module.parents.get(site.call)
     if not (isinstance(parent, ast.Assign) or (isinstance(parent, ast.keyword) and parent.arg == "sampler")):
         return False
-    loops = [n for n in a.module.nodes if isinstance(n, ast.For | ast.AsyncFor) and a.trains(n)]
-    return bool(loops) and all(
-        any("loader" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
-            for n in walk(loop.iter) if isinstance(n, ast.Name | ast.Attribute))
-        and _runs_once(a, loop, 0) for loop in loops)
+    if a not in _ONE_PASS:
+        loops = [n for n in a.module.nodes if isinstance(n, ast.For | ast.AsyncFor) and a.trains(n)]
+        _ONE_PASS[a] = bool(loops) and all(
+            any("loader" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
+                for n in walk(loop.iter) if isinstance(n, ast.Name | ast.Attribute))
+            and _runs_once(a, loop, 0) for loop in loops)
+    return _ONE_PASS[a]
 
 
 def _runs_once(a: Analysis, node: ast.AST, depth: int) -> bool:

@@ -249,10 +249,14 @@ def _skips_reduce(a: Analysis, node: ast.If, backward: int) -> bool:
     """``node``'s body holds the loop's ``backward()`` and, after it, a call of the project's that all-reduces the
     gradients (PySOT's ``reduce_gradients(model)``): a rank that fails the test skips that collective."""
     inside = {id(c) for s in node.body for c in walk(s) if isinstance(c, ast.Call)}
-    has_backward = any(getattr(c, "lineno", 0) == backward for s in node.body for c in walk(s))
-    return has_backward and any(id(site.call) in inside and site.call.lineno > backward and (
+    return _holds_line(node.body, backward) and any(id(site.call) in inside and site.call.lineno > backward and (
         site.qual in REDUCTIONS or a.helper_reaches(site, REDUCTIONS) or _local_reduces(a, site))
         for site in a.flow.sites)
+
+
+def _holds_line(body: list[ast.stmt], line: int) -> bool:
+    """A node of ``body`` is on ``line`` (the loop's ``backward()``)."""
+    return any(getattr(n, "lineno", 0) == line for s in body for n in walk(s))
 
 
 def _local_reduces(a: Analysis, site: Site) -> bool:
@@ -284,8 +288,8 @@ def check_skipped_backward(a: Analysis) -> Iterator[Finding]:
         for node in walk(loop):
             if getattr(node, "lineno", backward) >= backward and not isinstance(node, ast.Try):
                 continue
-            if isinstance(node, ast.If) and (_skips(node.body) or (_skips(node.orelse) and any(
-                    getattr(n, "lineno", 0) == backward for s in node.body for n in walk(s)))) and (
+            if isinstance(node, ast.If) and (
+                    _skips(node.body) or (_skips(node.orelse) and _holds_line(node.body, backward))) and (
                     _per_rank_test(a, node.test)):  # `if ok: backward() ... else: continue` too
                 if node.lineno not in seen and not _agreed(a, loop, node.lineno) and ddp:
                     seen.add(node.lineno)

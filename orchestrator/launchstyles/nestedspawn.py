@@ -6,11 +6,10 @@ inside a launched rank (DDP014) nor the training's world (DDP008, DDP016)."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from orchestrator.source.analysis import Analysis
-from orchestrator.source.branches import main_guard
+from orchestrator.source.branches import under_main_guard
 from orchestrator.source.flow import Site
 from orchestrator.source.names import last_name
 
@@ -22,20 +21,12 @@ def spawned_by_one_rank(a: Analysis, site: Site) -> bool:
     if function is None or a.module.spawned(function):
         return False
     stem = Path(a.filename).stem
+    helper = a.outer is not None  # a helper's own __main__ block never runs
     calls = [(owner, s) for owner in (a, a.outer) if owner is not None for s in owner.flow.sites
              if (owner is a and a.module.local_function(s.call) is function
-                 and not (a.outer is not None and _as_script(a, s)))  # a helper's own __main__ block never runs
+                 and not (helper and under_main_guard(s.call, a.module.parents)))
              or (owner is not a and (owner.module.qualname(s.call.func) or "").endswith(f"{stem}.{function.name}"))
              or (owner is not a and last_name(s.call.func) == function.name
                  and owner.module.qualname(s.call.func) is None)]
     return bool(calls) and all(owner.flow.guarded(s) for owner, s in calls)
 
-
-def _as_script(a: Analysis, site: Site) -> bool:
-    """``site`` is under ``if __name__ == "__main__":``."""
-    current = a.module.parents.get(site.call)
-    while current is not None:
-        if isinstance(current, ast.If) and main_guard(current.test):
-            return True
-        current = a.module.parents.get(current)
-    return False

@@ -29,10 +29,10 @@ from orchestrator.source.flow import Site
 from orchestrator.source.kwargs import keyword
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV
+from orchestrator.source.spawntargets import is_spawner
 from orchestrator.source.walk import walk
 
 _MP = ("torch.multiprocessing.", "multiprocessing.")
-_SPAWNERS = frozenset({"spawn", "start_processes"})
 # what a launcher sets: its presence says "already launched"
 LAUNCHER_ENV = GLOBAL_ENV | LOCAL_ENV | frozenset({
     "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "GROUP_RANK",
@@ -118,7 +118,7 @@ def _started(a: Analysis, site: Site) -> tuple[ast.expr | None, str | None]:
         _, value = a.module.resolve(func.id, func)
         if isinstance(value, ast.Attribute | ast.Name):
             q = a.module.qualname(value) or q
-    if q.startswith(_MP) and q.rsplit(".", 1)[1] in _SPAWNERS:
+    if is_spawner(q):
         return spawn_target(site.call), q.rsplit(".", 1)[1]
     if last_name(site.call.func) == "Process" and (q.startswith(_MP) or _from_context(a, site.call.func)):
         return spawn_target(site.call), "Process"

@@ -11,6 +11,8 @@ from orchestrator.source.flow import Flow, Loop, Site, falsy_arguments
 from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, FunctionNode, Module, dotted, last_name
 from orchestrator.source.project import Project, Reach
 from orchestrator.source.ranks import Ranks
+from orchestrator.source.spawntargets import SPAWNERS as SPAWNERS  # (read from here too)
+from orchestrator.source.spawntargets import spawn_target as spawn_target  # (read from here too)
 from orchestrator.source.walk import walk
 
 _D = "torch.distributed."
@@ -46,18 +48,8 @@ WRAPPERS = frozenset({
 })
 INIT = frozenset({_D + "init_process_group"})
 DESTROY = frozenset({_D + "destroy_process_group"})
-# torch.multiprocessing's spawners (their first argument, or ``fn=``, runs in every process they start)
-SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "multiprocessing.spawn"})
 SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
                         "torch.accelerator.device_index"})
-
-
-def spawn_target(call: ast.Call) -> ast.expr | None:
-    """The function a process-starting call runs in each process it starts: a ``Process(target=...)``'s target, a
-    spawner's (:data:`SPAWNERS`, ``start_processes``) first argument or ``fn=``."""
-    if last_name(call.func) == "Process":
-        return next((k.value for k in call.keywords if k.arg == "target"), None)
-    return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
 
 
 def project_path(filename: str) -> Path | None:

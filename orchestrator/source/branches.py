@@ -32,6 +32,16 @@ def main_guard(test: ast.expr) -> bool:
     return "__name__" in text and "__main__" in text
 
 
+def under_main_guard(node: ast.AST, parents: Mapping[ast.AST, ast.AST]) -> bool:
+    """``node`` is under ``if __name__ == "__main__":`` (it runs only when its file is the script, never on import)."""
+    current = parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.If) and main_guard(current.test):
+            return True
+        current = parents.get(current)
+    return False
+
+
 def unconditional(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     """No ``if``/loop/``try``/``with`` around ``node`` in its function (or module) but ``if __name__ == "__main__":``:
     it runs whenever its function (or the script) does."""

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from orchestrator.source.definitions import definition, definition_in
 from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.spawntargets import SPAWNER_NAMES
 from orchestrator.source.starimports import exported, star_sources
 from orchestrator.source.syspath import (
     elsewhere_in_repository,
@@ -38,7 +39,6 @@ PRINT_GUARD = "<print replaced>"  # a helper that replaces builtins.print (print
 # of the bytes read (never size and mtime: an edit that keeps both, cp -p, rsync -t, tar x, is parsed again)
 _PARSED: dict[tuple[str, bytes], Module] = {}
 _PARSED_MAX = 256
-_SPAWNERS = frozenset({"spawn", "start_processes"})  # torch.multiprocessing's: their first argument runs
 _PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print", "__builtins__.print"})
 
 
@@ -346,7 +346,7 @@ class Project:
             local = module.local_function(inner)
             target = f"{self._name_of(path)}.{local.name}" if local is not None else q
             subs = [self.reach(target, depth + 1) if target else None]
-            if q is not None and q.rsplit(".", 1)[-1] in _SPAWNERS and inner.args:
+            if q is not None and q.rsplit(".", 1)[-1] in SPAWNER_NAMES and inner.args:
                 subs.append(self.reach(module.qualname(inner.args[0]), depth + 1))  # spawn(mpu.run, ...) runs it
             for sub in subs:
                 if sub is not None:

@@ -8,7 +8,7 @@ import ast
 
 import pytest
 
-from orchestrator.source.branches import enclosing_ifs, env_presence, off_linux_side, other_side
+from orchestrator.source.branches import enclosing_ifs, env_presence, off_linux_side, other_side, under_main_guard
 from orchestrator.source.names import Module
 
 SOURCE = """\
@@ -83,3 +83,12 @@ def test_a_test_that_an_environment_variable_is_set(test: str, found: tuple[str,
     assert isinstance(statement, ast.If)
     assert env_presence(module.qualname, statement.test) == found
 
+
+
+def test_under_the_main_guard_however_deep() -> None:
+    tree = ast.parse(
+        "def helper():\n    launch()\n\n"
+        "if __name__ == '__main__':\n    for i in range(2):\n        if i:\n            start(i)\n")
+    parents = _parents(tree)
+    assert under_main_guard(_call(tree, "start"), parents)  # a loop and an `if` between it and the guard
+    assert not under_main_guard(_call(tree, "launch"), parents)  # runs whenever the module's function is called
