@@ -1,7 +1,7 @@
 """What an evaluation loop adds up, for DDP013: the names a loop accumulates into, whether a reduction after it
 covers them, and a print of the loop's last batch where its total was reduced.
 
-A loop accumulates into a name by ``total += v``, ``values.append(v)`` / ``.extend(v)``, ``meter.update(v)``
+A loop accumulates into a name by ``total += v`` (``sums[k] += v`` into ``sums``), ``values.append(v)`` / ``.extend(v)``, ``meter.update(v)``
 (an averager: ``AverageMeter``), ``metrics.accumulate(v)`` or ``values[k] = v``. A reduction covers a name when the
 names it is handed
 (followed back through their assignments) reach it; a reduction handed nothing (``meters.sync()``) covers every
@@ -24,8 +24,8 @@ def accumulations(loop: ast.For) -> dict[str, list[ast.expr]]:
     """The names ``loop`` accumulates into, each with the values it adds (``{"total": [loss.item()]}``)."""
     found: dict[str, list[ast.expr]] = {}
     for node in walk(loop):
-        if isinstance(node, ast.AugAssign) and (key := dotted(node.target)):
-            found.setdefault(key, []).append(node.value)
+        if isinstance(node, ast.AugAssign) and (key := _summed_into(node.target)):
+            found.setdefault(key, []).append(node.value)  # ``total += v``, ``sums[k] += v``
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _COLLECTS
               and isinstance(node.func.value, ast.Name) and (node.args or node.keywords)):
             found.setdefault(node.func.value.id, []).extend([*node.args, *(k.value for k in node.keywords)])
@@ -38,7 +38,12 @@ def accumulations(loop: ast.For) -> dict[str, list[ast.expr]]:
 
 def collected(loop: ast.For, name: str) -> bool:
     """``name`` is only added to by a method (``meter.update(v)``, ``values.append(v)``), never summed with ``+=``."""
-    return not any(isinstance(n, ast.AugAssign) and dotted(n.target) == name for n in walk(loop))
+    return not any(isinstance(n, ast.AugAssign) and _summed_into(n.target) == name for n in walk(loop))
+
+
+def _summed_into(target: ast.expr) -> str | None:
+    """The name a ``+=`` adds to: ``total``, ``self.total``, or the dict or list of ``sums[k]``."""
+    return dotted(target.value) if isinstance(target, ast.Subscript) else dotted(target)
 
 
 def names_in(exprs: list[ast.expr]) -> set[str]:

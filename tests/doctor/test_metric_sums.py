@@ -14,9 +14,9 @@ def _loop(source: str) -> ast.For:
 
 def test_sums_lists_averagers_and_stores_are_accumulations() -> None:
     loop = _loop("for b in loader:\n    total += f(b)\n    losses.append(l)\n    meter.update(v, n=2)\n"
-                 "    out[k] = w\n    stats.update()\n    bar.set_postfix(loss=l)\n")
-    assert set(accumulations(loop)) == {"total", "losses", "meter", "out"}
-    assert not collected(loop, "total") and collected(loop, "meter")
+                 "    out[k] = w\n    sums[k] += x\n    stats.update()\n    bar.set_postfix(loss=l)\n")
+    assert set(accumulations(loop)) == {"total", "losses", "meter", "out", "sums"}
+    assert not collected(loop, "total") and collected(loop, "meter") and not collected(loop, "sums")
 
 
 def test_refs_leave_out_methods_and_modules() -> None:

@@ -94,6 +94,19 @@ def test_accelerate_eval_sums_of_a_prepared_loader_never_gathered_are_reported()
     assert lines(source) == [line_of(source, "accelerator.print(")]
 
 
+def test_accelerate_eval_sums_kept_in_a_dict_and_logged_by_a_comprehension_are_reported() -> None:
+    # mca_fusion's `losses[k] += v` over the prepared eval loader, `accelerator.log({k: v / len(dl) for ...})`
+    summed = "losses['loss'] += outputs.loss.detach().float()"
+    shown = ('        eval_epoch_loss = eval_loss / len(eval_loader)\n'
+             '        accelerator.print(f"{epoch=} {eval_epoch_loss=}")')
+    source = _ACCELERATE.format(prepared=", eval_loader", sum=summed).replace(
+        shown, "        accelerator.log({'val_' + k: v / len(eval_loader) for k, v in losses.items()})")
+    assert "losses.items()" in source
+    assert lines(source) == [line_of(source, "accelerator.log(")]
+    gathered = source.replace("+= outputs.loss", "+= accelerator.gather_for_metrics(outputs.loss)")
+    assert lines(gathered) == []
+
+
 def test_accelerate_eval_sums_that_are_gathered_or_of_an_unprepared_loader_are_not_reported() -> None:
     assert lines(_ACCELERATE.format(prepared=", eval_loader", sum=_GATHERED)) == []
     assert lines(_ACCELERATE.format(prepared="", sum=_SUMMED)) == []  # the whole set on every rank
