@@ -50,7 +50,8 @@ def entries(sources: Path) -> list[Entry]:
         match = ROW.match(line)
         if match:
             name, repo, commit, folder, cell = match.groups()
-            found.append(Entry(name, repo.strip(), commit, folder.strip().strip("`"), _files(cell)))
+            quoted = re.search(r"`([^`]+)`", folder)  # as written between backticks: a name may start with spaces
+            found.append(Entry(name, repo.strip(), commit, quoted.group(1) if quoted else folder.strip(), _files(cell)))
     return found
 
 

@@ -81,3 +81,13 @@ def test_every_script_of_the_truth_has_one_row_that_lands_on_its_entry() -> None
         folder = "" if row.folder in (".", "") else row.folder + "/"
         first = row.files[0].removeprefix(folder)
         assert entry_files[row.name].endswith(first), (row.name, row.files[0], entry_files[row.name])
+
+
+def test_a_folder_between_backticks_is_taken_as_written(tmp_path: Path) -> None:
+    # amazon-sagemaker-examples' folder name starts with six spaces; a note may follow the backticks
+    sources = tmp_path / "SOURCES.md"
+    repo = "[aws/examples](https://github.com/aws/examples) | `0123456789ab`"
+    sources.write_text(f"| spaced | {repo} | `      models/mnist` (the folder name starts with six spaces) "
+                       "| `code/train.py` | Apache-2.0 |\n"
+                       f"| plain | {repo} | src | `run.py` | MIT |\n")
+    assert [e.folder for e in entries(sources)] == ["      models/mnist", "src"]

@@ -383,6 +383,10 @@ def test_launch_verdict_rule() -> None:
 # with the same doctor on 447aa89): default output precision 0.65 (24 of 37), recall 0.38 (19 of 50), no error
 # finding; --shown 0.80 (24 of 30, one unjustified error); --all 0.54, 0.40; launch right or refused 18 of 21 (style
 # 21, framework 20).
+# Set 37 (30 scripts from 30 repositories, five judges, truth committed ec1fd42 and 4a5ed2e on 2026-12-05 before the
+# doctor ran on it, measured on 3e21bc7): default output precision 0.63 (37 of 59), recall 0.32 (29 of 92), one error
+# finding its judge does not count certain (DDP020 on a true pitfall); --shown 0.69 (34 of 49); --all 0.65, 0.42; launch
+# right or refused 27 of 30 (style 30, framework 30).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -412,6 +416,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (34, 30, 0.62, 0.28, False),
     (35, 30, 0.59, 0.36, True),
     (36, 21, 0.64, 0.38, True),
+    (37, 30, 0.62, 0.31, False),
 ]
 
 
