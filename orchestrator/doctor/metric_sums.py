@@ -1,11 +1,10 @@
 """What an evaluation loop adds up, for DDP013: the names a loop accumulates into, whether a reduction after it
 covers them, and a print of the loop's last batch where its total was reduced.
 
-A loop accumulates into a name by ``total += v`` (``sums[k] += v`` into ``sums``), ``values.append(v)`` / ``.extend(v)``, ``meter.update(v)``
-(an averager: ``AverageMeter``), ``metrics.accumulate(v)`` or ``values[k] = v``. A reduction covers a name when the
-names it is handed
-(followed back through their assignments) reach it; a reduction handed nothing (``meters.sync()``) covers every
-name, as the reader cannot tell what it reduces.
+A loop accumulates into a name by ``total += v`` (``sums[k] += v`` into ``sums``), ``values.append(v)`` /
+``.extend(v)``, ``meter.update(v)`` (an averager: ``AverageMeter``), ``metrics.accumulate(v)`` or ``values[k] = v``.
+A reduction covers a name when the names it is handed (followed back through their assignments) reach it; a reduction
+handed nothing (``meters.sync()``) covers every name, as the reader cannot tell what it reduces.
 """
 
 from __future__ import annotations
