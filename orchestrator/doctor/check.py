@@ -236,8 +236,10 @@ _BY_STRING = frozenset({"globals", "locals", "vars", "eval", "exec"})
 
 def unnamed_definitions(tree: ast.Module) -> dict[str, tuple[int, int]]:
     """The script's top-level classes that nothing in it names, with their lines: code that never runs (a Lightning
-    ``Callback`` defined and never handed to the Trainer). Functions are not judged so: a script's ``main`` may be
-    what a console entry point or a caller names from outside. A decorated one (a registry's ``@register``), one a
+    ``Callback`` defined and never handed to the Trainer); its functions too where the script runs itself (an ``if
+    __name__ == "__main__":`` block, or a top-level call of its own function): XProNet's ``setup()``, which writes a
+    ``localhost`` address nobody uses. In a script that does not, a function's name may be what a console entry point
+    or a caller names from outside, so it is not judged. A decorated one (a registry's ``@register``), one a
     string names (``__all__``, a registry key) and any in a script that looks names up by a computed string
     (``globals()[name]``, ``getattr(module, name)``) or builds from a config's class path (``LightningCLI()``, Hydra's
     ``instantiate``) count as named."""
@@ -251,9 +253,19 @@ def unnamed_definitions(tree: ast.Module) -> dict[str, tuple[int, int]]:
             named.update(node.value.replace(".", " ").replace(":", " ").split())
         if isinstance(node, ast.Call) and _by_string(node):
             return {}
+    kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef) if _runs_itself(tree) else (ast.ClassDef,)
     return {s.name: (s.lineno, s.end_lineno or s.lineno) for s in tree.body
-            if isinstance(s, ast.ClassDef) and not s.decorator_list
+            if isinstance(s, kinds) and not s.decorator_list
             and s.name not in named}
+
+
+def _runs_itself(tree: ast.Module) -> bool:
+    """The script starts its own work: an ``if __name__ == "__main__":`` block, or a top-level call of a function it
+    defines (``main()``)."""
+    own = {s.name for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+    return any((isinstance(s, ast.If) and main_guard(s.test)) or (
+        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)
+        and s.value.func.id in own) for s in tree.body)
 
 
 def _by_string(call: ast.Call) -> bool:

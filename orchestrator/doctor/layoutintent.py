@@ -1,8 +1,9 @@
 """Signs that a framework script is meant to run on several GPUs or nodes (rules_layout.py reports a layout stuck
 at one node only in such a script): it works with ranks or names a parallel strategy, or asks for every GPU of
-the machine (``devices=torch.cuda.device_count()``, ``devices=-1``/``"auto"`` written in, or ``accelerator="gpu"``
-with the devices left to Lightning's ``"auto"``): on one node that is all of them, and with ``num_nodes`` left at 1
-the run cannot grow past the node."""
+the machine (``devices=torch.cuda.device_count()``, ``devices=-1``/``"auto"`` written in or a flag's default, or
+``accelerator="gpu"`` with the devices left to Lightning's ``"auto"``, or both left out in Lightning 2, whose
+``Trainer()`` takes every GPU of a GPU node): on one node that is all of them, and with
+``num_nodes`` left at 1 the run cannot grow past the node."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import ast
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.layoutconfig import PARALLEL
 from orchestrator.doctor.rules_rendezvous_computed import DEVICE_COUNT
+from orchestrator.source.argflags import declared_flags
 from orchestrator.source.walk import walk
 
 # names whose use shows the script works with ranks (the framework's or torch.distributed's)
@@ -19,6 +21,7 @@ RANK_NAMES = frozenset({"global_rank", "world_size", "is_global_zero", "local_ra
                         "DDPStrategy", "FSDPStrategy", "DeepSpeedStrategy", "DDPPlugin", "DDPShardedPlugin"})
 _EVERY = frozenset({-1, "-1", "auto"})
 _GPU = frozenset({"gpu", "cuda"})
+_LIGHTNING_2 = ("lightning.pytorch.", "lightning.fabric.", "lightning.Trainer", "lightning.Fabric")  # not 1.x's names
 
 
 def rank_use(tree: ast.Module) -> bool:
@@ -50,10 +53,26 @@ def every_gpu(a: Analysis, call: ast.Call, devices_left_out: bool) -> bool:
     asked = given.get("devices", given.get("gpus"))
     if asked is not None:
         return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in DEVICE_COUNT for n in walk(asked)) or (
-            _literal(asked) in _EVERY)
+            _literal(asked) in _EVERY) or _flag_default(a, asked) in _EVERY
     accelerator = given.get("accelerator")
+    if devices_left_out and (accelerator is None or _literal(accelerator) == "auto"):  # Lightning 2's defaults: "auto"
+        return (a.module.qualname(call.func) or "").startswith(_LIGHTNING_2)
     return devices_left_out and accelerator is not None and any(
         isinstance(n, ast.Constant) and n.value in _GPU for n in walk(accelerator))
+
+
+def _flag_default(a: Analysis, expr: ast.expr) -> object:
+    """The default of the flag ``expr`` reads (``args.devices`` of ``add_argument("--devices", default="auto")``: Pyro's
+    Lightning example), where the file sets it nowhere else; else None."""
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)) or a.module.values_anywhere(
+            f"{expr.value.id}.{expr.attr}"):
+        return None
+    for flag in declared_flags(a.module.tree):
+        dest = flag.keywords.get("dest")
+        name = dest.value if isinstance(dest, ast.Constant) else flag.options[0].lstrip("-").replace("-", "_")
+        if name == expr.attr and "default" in flag.keywords:
+            return _literal(flag.keywords["default"])
+    return None
 
 
 def _literal(expr: ast.expr) -> object:

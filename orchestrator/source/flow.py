@@ -120,7 +120,9 @@ class Flow:
 
     def dead_lines(self) -> list[range]:
         """The lines of each side of an ``if`` that no launched rank takes (:meth:`dead_side`: the ``elif``/``else`` of
-        ``if "LOCAL_RANK" in os.environ:``, TabPFN's submitit branch; the single-process side of ``if ddp:``)."""
+        ``if "LOCAL_RANK" in os.environ:``, TabPFN's submitit branch; the single-process side of ``if ddp:``), and the
+        statements after a ``return``, ``raise``, ``continue`` or ``break`` in their block (MaskSpec's
+        ``init_distributed_mode``, which returns before its set-up: code that never runs)."""
         if self._dead is None:
             self._dead = []
             for node in self.module.nodes:
@@ -128,6 +130,11 @@ class Flow:
                 statements = getattr(node, side) if side is not None else []
                 if statements:
                     self._dead.append(range(statements[0].lineno, (statements[-1].end_lineno or 0) + 1))
+                for block in (getattr(node, name, None) for name in ("body", "orelse", "finalbody")):
+                    if isinstance(block, list):
+                        end = next((i for i, s in enumerate(block) if isinstance(s, _EXITS)), len(block))
+                        if end + 1 < len(block):
+                            self._dead.append(range(block[end + 1].lineno, (block[-1].end_lineno or 0) + 1))
         return self._dead
 
     def dead_side(self, test: ast.expr) -> str | None:

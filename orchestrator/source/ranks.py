@@ -13,7 +13,7 @@ from orchestrator.source.nodeshift import shifted
 from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
 from orchestrator.source.rankdevices import DeviceKind as DeviceKind  # (read from here too)
 from orchestrator.source.rankdevices import Devices
-from orchestrator.source.rankflags import raised_on_rank_zero
+from orchestrator.source.rankflags import flag_of_rank_zero
 from orchestrator.source.spawntargets import started_by_spawner
 from orchestrator.source.walk import walk
 
@@ -255,13 +255,15 @@ class Ranks(Devices):
                 return False
             return any(self.dependent(part, depth + 1) for part in (test.left, *test.comparators))
         if isinstance(test, ast.Name):
+            if self._function_itself(test):
+                return False  # `if is_main_process:` (never called): a function object, true on every rank
             _, value = self.module.resolve(test.id, test)
             passed = self.module.passed_for(test)  # a parameter its callers fill with a rank test
             if (value is not None and self.is_condition(value, depth + 1)) or (
                     passed and all(self.is_condition(v, depth + 1) for v in passed)):
                 return True
             return ((self.names and test.id in MAIN_FLAGS) or self.source(test, depth + 1) is not None
-                    or raised_on_rank_zero(self, test, depth + 1))
+                    or flag_of_rank_zero(self, test, depth + 1))
         if isinstance(test, ast.Attribute):
             if test.attr in MAIN_FLAGS and (self.names or self._framework(test)):
                 return True
@@ -270,7 +272,7 @@ class Ranks(Devices):
             if not values and self.outer is not None and key is not None and "." in key:
                 return self.outer.is_condition(test, depth + 1)  # set in the script, tested in its helper
             return bool(values) and (all(self.is_condition(v, depth + 1) for v in values)
-                                     or raised_on_rank_zero(self, test, depth + 1))
+                                     or flag_of_rank_zero(self, test, depth + 1))
         if isinstance(test, ast.Call):
             function = self.module.local_function(test)
             if function is not None:
@@ -279,6 +281,14 @@ class Ranks(Devices):
                 return True
             return (self.names or self._framework(test.func)) and is_main_flag(last_name(test.func))
         return False
+
+    def _function_itself(self, name: ast.Name) -> bool:
+        """``name`` is a function of the file or of another project module, not a value it returned: MLPerf UNet3D's
+        ``if is_main_process:`` (imported from its ``distributed_utils``, where it is a ``def``)."""
+        if name.id in self.module.top_functions and self.module.resolve(name.id, name)[1] is None:
+            return True
+        qual = self.module.qualname(name)
+        return qual is not None and qual != name.id and self.project is not None and self.project(qual) is not None
 
     def _spawn_index(self, name: ast.Name) -> bool:
         """The first parameter of a function handed to a spawner (``mp.spawn(worker, ...)``): the process index."""
@@ -355,7 +365,7 @@ class Ranks(Devices):
                 passed = {self.at_rank_zero(v, depth + 1) for v in self.module.passed_for(test)}
                 if len(passed) == 1 and None not in passed:  # every caller passes a rank test alike
                     return passed.pop()
-            if name in MAIN_FLAGS or raised_on_rank_zero(self, test, depth + 1):
+            if name in MAIN_FLAGS or flag_of_rank_zero(self, test, depth + 1):
                 return True
             return False if self.source(test, depth + 1) is not None else None
         if isinstance(test, ast.Call):

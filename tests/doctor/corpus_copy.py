@@ -34,14 +34,23 @@ class Entry:
 
 
 def _files(cell: str) -> tuple[str, ...]:
-    """The backticked paths of a files cell, parenthesised notes left out."""
+    """The backticked paths of a files cell, parenthesised notes left out; ``utils/{comm,logger}.py`` is two."""
     depth, kept = 0, []
     for char in cell:
         depth += char == "("
         if not depth:
             kept.append(char)
         depth -= char == ")" and depth > 0
-    return tuple(re.findall(r"`([^`]+)`", "".join(kept)))
+    return tuple(path for listed in re.findall(r"`([^`]+)`", "".join(kept)) for path in _expanded(listed))
+
+
+def _expanded(path: str) -> list[str]:
+    """A path with ``{a,b}`` braces as the shell expands them (the first braces first)."""
+    match = re.search(r"\{([^{}]*,[^{}]*)\}", path)
+    if match is None:
+        return [path]
+    return [p for choice in match.group(1).split(",")
+            for p in _expanded(path[:match.start()] + choice + path[match.end():])]
 
 
 def entries(sources: Path) -> list[Entry]:
@@ -78,6 +87,7 @@ def copy(entry: Entry, mirrors: Path, dest: Path, entry_file: str | None = None)
     relative to a sub-folder the copy kept; where the entry is the first path as listed, every path is kept as listed).
     """
     git = mirrors / entry.repo.replace("/", "+") / "repo"
+    git = git / ".git" if (git / ".git").is_dir() else git  # a snapshot kept with a work tree: its .git
     if not git.is_dir():
         return [f"no snapshot {git}"]
     folder = "" if entry.folder in (".", "") else entry.folder.rstrip("/") + "/"

@@ -93,3 +93,41 @@ def test_a_spawners_findings_sit_on_the_linux_side(tmp_path: Path) -> None:
     lines = {(f.code, f.line) for f in check_file(script)}
     assert {("DDP008", 17), ("DDP016", 13), ("DDP021", 13)} <= lines, lines
     assert 11 not in {line for _, line in lines}, lines
+
+
+_RETURNS_FIRST = """import os
+import torch.distributed as dist
+
+
+def init_distributed_mode(args):
+    print("Not using distributed mode")
+    args.distributed = False
+    return
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = "29500"
+    dist.init_process_group("nccl")
+
+
+def loop(batches):
+    for batch in batches:
+        if batch is None:
+            continue
+        step(batch)
+    raise SystemExit(0)
+    os.environ["MASTER_ADDR"] = "10.0.0.1"
+"""
+
+
+def test_what_follows_a_return_or_raise_in_its_block_is_dead(tmp_path: Path) -> None:
+    """MaskSpec's ``init_distributed_mode`` returns before its set-up: the addresses it would write never are."""
+    module = Module(ast.parse(_RETURNS_FIRST))
+    flow = Flow(module, Ranks(module))
+    assert range(10, 13) in flow.dead_lines() and range(21, 22) in flow.dead_lines()
+    assert range(19, 20) not in flow.dead_lines()  # `step(batch)` after the `if` whose body continues: it runs
+    script = tmp_path / "train.py"
+    script.write_text(_RETURNS_FIRST)
+    assert not [f for f in check_file(script) if f.code == "DDP008"]
+    live = _RETURNS_FIRST.replace("    return\n\n", "\n")
+    script.write_text(live)
+    assert [f.line for f in check_file(script) if f.code == "DDP008"][:1] == [9]  # once it runs, it is reported

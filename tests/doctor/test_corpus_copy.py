@@ -91,3 +91,11 @@ def test_a_folder_between_backticks_is_taken_as_written(tmp_path: Path) -> None:
                        "| `code/train.py` | Apache-2.0 |\n"
                        f"| plain | {repo} | src | `run.py` | MIT |\n")
     assert [e.folder for e in entries(sources)] == ["      models/mnist", "src"]
+
+
+def test_braces_in_a_listed_path_name_each_file(tmp_path: Path) -> None:
+    sources = tmp_path / "SOURCES.md"
+    sources.write_text("| braced | [a/b](https://github.com/a/b) | `0123456789ab` | . | `train.py`, "
+                       "`configs/{trainer,callbacks}/{default,ddp}.yaml` | MIT |\n")
+    assert entries(sources)[0].files == ("train.py", "configs/trainer/default.yaml", "configs/trainer/ddp.yaml",
+                                         "configs/callbacks/default.yaml", "configs/callbacks/ddp.yaml")

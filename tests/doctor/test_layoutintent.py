@@ -28,3 +28,41 @@ def test_every_gpu_of_the_machine_with_one_node_is_a_stuck_layout(trainer: str, 
     source = f"{_PL}trainer = {trainer}\ntrainer.fit(model)\n"
     got = [(f.line, f.confidence) for f in check_source(source, "train.py") if f.code == "DDP023"]
     assert got == ([(3, "certain")] if found else [])
+
+
+_FLAGGED = """import argparse
+import lightning.pytorch as pl
+
+
+def main(args):
+    trainer = pl.Trainer(accelerator=args.accelerator, devices=args.devices, max_epochs=3)
+    trainer.fit(model)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--accelerator", default="auto")
+    parser.add_argument("--devices", default={default})
+    main(parser.parse_args())
+"""
+
+
+@pytest.mark.parametrize(("default", "found"), [('"auto"', True), ('"-1"', True), ('"1"', False), ('"0,1"', False)])
+def test_a_devices_flag_that_defaults_to_every_gpu_is_a_sign_of_several(default: str, found: bool) -> None:
+    # Pyro's Lightning example: `--devices` defaults to "auto", num_nodes left at 1 (an integer flag's layout is read
+    # as the flags' own: tests/doctor/test_layoutflags.py)
+    got = [f.line for f in check_source(_FLAGGED.format(default=default), "train.py") if f.code == "DDP023"]
+    assert got == ([6] if found else [])
+
+
+@pytest.mark.parametrize(("source", "found"), [
+    ("import lightning as L\ntrainer = L.Trainer(max_epochs=3)\n", True),
+    ("from lightning.pytorch import Trainer\ntrainer = Trainer(max_epochs=3)\n", True),
+    ("import lightning as L\ntrainer = L.Trainer(max_epochs=3, accelerator='cpu')\n", False),
+    ("import lightning as L\ntrainer = L.Trainer(max_epochs=3, devices=1)\n", False),
+    # pytorch_lightning: 1.x's Trainer() trains on the CPU, and the version is not in sight
+    ("import pytorch_lightning as pl\ntrainer = pl.Trainer(max_epochs=3)\n", False),
+])
+def test_lightning_2s_bare_trainer_takes_every_gpu_of_the_node(source: str, found: bool) -> None:
+    got = [f.line for f in check_source(source + "trainer.fit(model)\n", "train.py") if f.code == "DDP023"]
+    assert got == ([2] if found else [])

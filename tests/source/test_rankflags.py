@@ -61,3 +61,44 @@ def test_a_flag_also_raised_in_the_launched_run_does_not() -> None:
 def test_an_attribute_raised_on_rank_0_guards_the_save() -> None:
     source = SCRIPT.format(test="rank == 0").replace("default_gpu", "args.default_gpu")
     assert saves(source) == []
+
+
+LOWERED = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(rank, world_size, verbose=1):
+    if {test}:
+        verbose = 0
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        loss = model(torch.randn(4, 2).cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if verbose:
+            print(f"epoch {{epoch}} loss {{loss.item()}}")
+            torch.save(model.module.state_dict(), "ckpt.pt")
+
+
+if __name__ == "__main__":
+    train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+"""
+
+
+def test_a_parameter_lowered_off_rank_0_guards_the_print_and_the_save() -> None:
+    # 3D-EMGP's `def train(rank, config, world_size, verbose=1): if rank != 0: verbose = 0`
+    found = {f.code for f in check_source(LOWERED.format(test="rank != 0"), "t.py")}
+    assert not found & {"DDP005", "DDP006"}
+
+
+@pytest.mark.parametrize("test", ["rank == 0", "world_size > 8"])
+def test_a_parameter_lowered_on_rank_0_or_by_another_test_does_not(test: str) -> None:
+    found = {f.code for f in check_source(LOWERED.format(test=test), "t.py")}
+    assert {"DDP005", "DDP006"} <= found
