@@ -52,6 +52,7 @@ IMPORT_NAMES = frozenset({
     "pl", "L", "tf", "cv2", "scipy", "sklearn", "data", "utils", "tv", "T", "init", "lr_scheduler", "partial",
 })
 _SCOPES = frozenset({"globals", "locals", "vars"})  # called with no argument: the scope's own names
+_TAKES_NAME_ERROR = frozenset({"Exception", "BaseException", "NameError"})  # handlers a NameError ends in
 _EXECS = frozenset({"exec", "execfile"})
 
 
@@ -72,7 +73,9 @@ def check_undefined_names(a: Analysis) -> Iterator[Finding]:
     fragment = not any(isinstance(n, ast.Import | ast.ImportFrom) for n in walk(tree))
     called = {n.func.id for n in walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     referred = _referred(tree)
-    seen: set[str] = set()
+    # `global logger` in main() then `logger = ...` there: a module name once main() ran (PointHMR; pyflakes does not
+    # count a function's global assignment as the module's)
+    seen: set[str] = {name for n in walk(tree) if isinstance(n, ast.Global) for name in n.names}
     for message in found:
         if type(message) is not messages.UndefinedName and not (
                 type(message) is messages.ImportStarUsage and message.message_args[0] not in starred):
@@ -83,7 +86,7 @@ def check_undefined_names(a: Analysis) -> Iterator[Finding]:
             continue  # a string annotation, a doctest, another Python's builtin; each name once
         if fragment and (name in IMPORT_NAMES or name in called or name[:1].isupper()):
             continue
-        if _never_runs(a, node) or _raised(a, node):
+        if _never_runs(a, node) or _raised(a, node) or _caught(a, node):
             continue  # under `if TYPE_CHECKING:` or `if False:`; `raise NotImplementError`: it stops there anyway
         if any(name in _bound(scope) for scope in _scopes(a, node)):
             continue  # bound later in its own function: a loop's next pass may find it (pyflakes reads in order);
@@ -123,6 +126,24 @@ def _raised(a: Analysis, node: ast.Name) -> bool:
     if isinstance(parent, ast.Call) and parent.func is node:
         raised, parent = parent, a.module.parents.get(parent)
     return isinstance(parent, ast.Raise) and parent.exc is raised
+
+
+def _caught(a: Analysis, node: ast.Name) -> bool:
+    """``node`` is in the body of a ``try`` whose handler takes a NameError (``except:``, ``except Exception``,
+    ``except NameError``): NotaGen's ``weakref`` in a cleanup that ends ``except: pass``; the run goes on."""
+    child: ast.AST = node
+    current = a.module.parents.get(node)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        if isinstance(current, ast.Try) and child in current.body and any(
+                h.type is None or any(last_name(t) in _TAKES_NAME_ERROR for t in _caught_types(h.type))
+                for h in current.handlers):
+            return True
+        child, current = current, a.module.parents.get(current)
+    return False
+
+
+def _caught_types(expr: ast.expr) -> list[ast.expr]:
+    return list(expr.elts) if isinstance(expr, ast.Tuple) else [expr]
 
 
 def _never_runs(a: Analysis, node: ast.AST) -> bool:

@@ -209,3 +209,34 @@ def test_a_name_after_a_statement_that_leaves_its_block_never_runs(leave: str) -
     source = (_HEAD + "def log(images):\n    for k in images:\n        if k:\n            " + leave + "\n"
               "        " + leave + "\n        grid = wandb.Image(k)\n    return ddp_model\n\nlog([])\n")
     assert [(line, severity) for line, severity, _ in names(source)] == [(10, "error")]
+
+
+_CLEANUP = """import gc
+import torch
+
+
+def clear_unused_tensors():
+    try:
+        refs = [weakref.ref(t) for t in gc.get_objects() if isinstance(t, torch.Tensor)]
+    {handler}
+        pass
+"""
+
+
+@pytest.mark.parametrize(("handler", "caught"), [
+    ("except:", True), ("except Exception:", True), ("except (ValueError, NameError):", True),
+    ("except ValueError:", False), ("except RuntimeError:", False),
+])
+def test_a_name_in_a_try_whose_handler_takes_the_name_error_is_no_crash(handler: str, caught: bool) -> None:
+    # NotaGen's cleanup: `weakref` never imported, inside `try: ... except: pass`
+    found = [f.line for f in check_source(_CLEANUP.format(handler=handler), "t.py") if f.code == "DDP020"]
+    assert found == ([] if caught else [7])
+
+
+def test_a_name_a_function_declares_global_and_assigns_is_the_modules() -> None:
+    # PointHMR: `global logger` in main(), `logger = setup_logger(...)` there, `logger.info` in save_checkpoint()
+    source = ("import logging\n\n\ndef save():\n    logger.info('saved')\n\n\ndef main():\n    global logger\n"
+              "    logger = logging.getLogger('x')\n    save()\n\n\nmain()\n")
+    assert [f for f in check_source(source, "t.py") if f.code == "DDP020"] == []
+    assert [f.line for f in check_source(source.replace("    global logger\n", ""), "t.py")
+            if f.code == "DDP020"] == [5]
