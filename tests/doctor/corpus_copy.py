@@ -97,7 +97,9 @@ def copy(entry: Entry, mirrors: Path, dest: Path, entry_file: str | None = None)
     prefix = entry_file[: -len(first)] if entry_file and first and entry_file.endswith(first) else ""
     missing = []
     for file in entry.files:
-        sources = [folder + file, file] if folder else [file]
+        # under the folder, from the root, or under a folder above it (a row's "(relative to X)" note)
+        above = [str(p) + "/" for p in Path(folder).parents if str(p) != "."] if folder else []
+        sources = [folder + file, file, *(a + file for a in above)] if folder else [file]
         if Path(file).name in LICENCES:
             sources += [c for c in LICENCES if c != file]
         body = next((b for b in (_show(git, entry.commit, c) for c in sources) if b is not None), None)

@@ -18,6 +18,7 @@ ROWS = """\
 | from_root | [someone/proj](https://github.com/someone/proj) | `{commit}` | src | `src/run.py` | MIT |
 | kept_prefix | [someone/proj](https://github.com/someone/proj) | `{commit}` | src | `run.py` | MIT |
 | rooted | [someone/proj](https://github.com/someone/proj) | `{commit}` | src | `src/run.py`, `pkg/util.py` | MIT |
+| above | [someone/proj](https://github.com/someone/proj) | `{commit}` | src/deeper | `run.py` (relative to src) | MIT |
 | gone | [someone/proj](https://github.com/someone/proj) | `{commit}` | . | `train.py`, `absent.py` | MIT |
 | no_snapshot | [other/repo](https://github.com/other/repo) | `{commit}` | . | `train.py` | MIT |
 """
@@ -55,7 +56,7 @@ def test_copies_each_row_at_its_commit_and_names_what_is_missing(tmp_path: Path,
     (sources.parent / "truth.yaml").write_text("kept_prefix:\n  entry: src/run.py\nrooted:\n  entry: src/run.py\n")
     dest = tmp_path / "corpus"
     assert [e.name for e in entries(sources)] == ["whole_repo", "sub_folder", "from_root", "kept_prefix", "rooted",
-                                                  "gone", "no_snapshot"]
+                                                  "above", "gone", "no_snapshot"]
     assert entries(sources)[0].files == ("train.py", "pkg/util.py", "LICENSE")  # the note's name is not a file
     assert main([str(sources), "--mirrors", str(mirrors), "--dest", str(dest)]) == 1
     assert (dest / "whole_repo" / "train.py").read_text() == "print('v1')\n"  # the listed commit, not the newest
@@ -66,10 +67,11 @@ def test_copies_each_row_at_its_commit_and_names_what_is_missing(tmp_path: Path,
     assert (dest / "from_root" / "run.py").is_file()  # a path from the repository's root, folder stripped
     assert (dest / "kept_prefix" / "src" / "run.py").is_file()  # where the truth's entry says
     assert (dest / "rooted" / "src" / "run.py").is_file() and (dest / "rooted" / "pkg" / "util.py").is_file()
+    assert (dest / "above" / "run.py").is_file()  # listed relative to a folder above the row's
     out = capsys.readouterr().out
     assert "gone (someone/proj" in out and "missing absent.py" in out
     assert "no_snapshot (other/repo" in out and "no snapshot" in out
-    assert "5 of 7 scripts copied whole" in out
+    assert "6 of 8 scripts copied whole" in out
 
 
 def test_every_script_of_the_truth_has_one_row_that_lands_on_its_entry() -> None:
