@@ -148,9 +148,12 @@ def test_truth_is_well_formed() -> None:
 
 @needs_corpus
 def test_corpus_files_parse() -> None:
-    """Every corpus file is real Python (the doctor must read it)."""
-    for name in truth():
-        for path in (REAL / name).rglob("*.py"):
+    """Every corpus script's entry is real Python (the doctor must read it). A project module may not be: copied
+    verbatim, mobilenetv2.pytorch's ``utils/dataloaders.py`` still calls ``.cuda(async=True)`` (Python 2's keyword),
+    which the doctor reads past (it skips a helper it cannot parse and reads the rest)."""
+    for name, entry in truth().items():
+        path = REAL / name / entry["entry"]
+        if path.is_file():
             ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
