@@ -59,6 +59,7 @@ settings.load_profile(os.environ.get("ORCH_HYPOTHESIS", "gate"))
 
 # orch doctor's real corpus (public training scripts, a local copy never committed): read by tests, never collected.
 collect_ignore = ["doctor/real"]
+collect_ignore_glob = ["doctor/heldout*/*/*"]  # a held-out set's fetched code, judged before it joins real/
 
 
 @pytest.fixture(autouse=True)

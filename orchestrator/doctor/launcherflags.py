@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.argflags import declared_flags
 from orchestrator.source.names import dotted, last_name
 
 
@@ -58,16 +59,11 @@ def constant_flag_default(a: Reading, expr: ast.expr) -> tuple[str, str] | None:
     if key is None or "." not in key or a.module.values_anywhere(key):
         return None
     assert isinstance(expr, ast.Attribute)
-    for node in a.module.nodes:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
-            long = [f for f in flags if f.startswith("--")]
-            dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
-                        (long[0] if long else flags[0] if flags else "").lstrip("-").replace("-", "_"))
-            default = next((k.value for k in node.keywords if k.arg == "default"), None)
-            if dest == expr.attr and isinstance(default, ast.Constant) and isinstance(default.value, int | str) and str(
-                    default.value):
-                return (long or flags)[0], repr(default.value)
+    for flag in declared_flags(a.module.tree):
+        default = flag.keywords.get("default")
+        if flag.attribute == expr.attr and isinstance(default, ast.Constant) and isinstance(
+                default.value, int | str) and str(default.value):
+            return flag.longs[0], repr(default.value)
     return None
 
 

@@ -116,11 +116,7 @@ def _declared(tree: ast.Module) -> dict[str, _Flag]:
         default = flag.keywords.get("default")
         if not (isinstance(default, ast.Constant) and type(default.value) is int):
             continue
-        dest = flag.keywords.get("dest")
-        longs = [o for o in flag.options if o.startswith("--")] or list(flag.options)
-        name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else (
-            longs[0].lstrip("-").replace("-", "_"))
-        found[name] = _Flag(tuple(longs), int(default.value))
+        found[flag.attribute] = _Flag(flag.longs, int(default.value))
     if any(_adds_trainer_flags(node) for node in walk(tree)):
         found.setdefault("num_nodes", _Flag(("--num_nodes",), 1))  # Lightning 1.x's Trainer flags: --num_nodes 1
     return found

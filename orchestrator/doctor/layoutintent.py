@@ -68,9 +68,7 @@ def _flag_default(a: Analysis, expr: ast.expr) -> object:
             f"{expr.value.id}.{expr.attr}"):
         return None
     for flag in declared_flags(a.module.tree):
-        dest = flag.keywords.get("dest")
-        name = dest.value if isinstance(dest, ast.Constant) else flag.options[0].lstrip("-").replace("-", "_")
-        if name == expr.attr and "default" in flag.keywords:
+        if flag.attribute == expr.attr and "default" in flag.keywords:
             return _literal(flag.keywords["default"])
     return None
 

@@ -43,7 +43,7 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
     framework = framework_runs(a)
     if not (a.distributed or a.framework_parallel or framework):
         return
-    per_node: set[int] = set()
+    settled: set[int] = set()  # saves one writer per node, or under a global rank test in their function
     for site in a.sites(WRITERS):
         call = site.call
         if a.flow.never_runs(site):
@@ -62,11 +62,12 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         elif one_path and path is not None and _per_node_guard(a, site) and not (
                 per_host(a, path, 0) or data_cache(a, call, path)):
             problems.append(_PER_NODE if _node_first_runs(a, site) else _ALL_BUT_FIRST)
+        own = (site.branch or site.early_guard) is not None and not _per_node_guard(a, site)  # a global guard
+        settled.update([call.lineno] if _PER_NODE in problems or (own and not problems) else [])
         if problems:
-            per_node.update([call.lineno] if _PER_NODE in problems else [])
             yield a.finding("DDP006", call, "; ".join(problems), fact=_why(a, site, framework, problems),
                             marks=frozenset({PER_NODE_WRITER}) if _PER_NODE in problems else frozenset())
-    yield from _per_node_savers(a, frozenset(per_node))
+    yield from _per_node_savers(a, frozenset(settled))
     yield from _every_rank_pretrained(a, framework)
     yield from check_readback(a)
 
@@ -151,7 +152,7 @@ _SAVER = re.compile(r"saver|checkpoint", re.IGNORECASE)
 def _per_node_savers(a: Analysis, reported: frozenset[int]) -> Iterator[Finding]:
     """``if args.local_rank == 0: saver = CheckpointSaver(...)`` then ``saver.save_checkpoint(...)``: a
     checkpoint writer (timm's, a project's) made on every node's local rank 0 writes the same files (``reported``: the
-    lines of the file's saves found to be one writer per node already)."""
+    file's saves one writer per node already, or under a global rank test in their own function)."""
     made = {id(site.call): site for site in a.flow.sites}
     for site in a.flow.sites:
         func = site.call.func

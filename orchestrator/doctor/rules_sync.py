@@ -134,19 +134,25 @@ def _exit_word(guard: ast.If) -> str:
 
 
 def _past_by_flag(a: Analysis, site: Site, guard: ast.If) -> bool:
-    """The collective runs only where a flag of the early exit's test is off (``if collect_by_master and rank != 0:
-    return``, then ``if not collect_by_master: synchronize()``: the ranks that reach it are every rank)."""
+    """The collective runs only where a flag part of the early exit's test is false, so every rank reaches it:
+    ``if collect_by_master and rank != 0: return``, then ``if not collect_by_master: synchronize()``; or
+    ``if not use_fsdp_eval and not is_rank0: return``, then ``if use_fsdp_eval: dist.broadcast(...)`` (open_clip)."""
     exits = guard.test
     parts = exits.values if isinstance(exits, ast.BoolOp) and isinstance(exits.op, ast.And) else [exits]
-    flags = {ast.dump(part) for part in parts if not a.ranks.is_condition(part)}
+    flags = {_polarity(part) for part in parts if not a.ranks.is_condition(part)}  # each true where the exit is
     for around, in_body in enclosing_ifs(a.module.parents, site.call):
-        test = around.test
-        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-        off = test.operand if isinstance(test, ast.UnaryOp) and negated and in_body else (
-            test if not (negated or in_body) else None)
-        if off is not None and ast.dump(off) in flags:
+        base, holds = _polarity(around.test)
+        if (base, not holds if in_body else holds) in flags:
             return True
     return False
+
+
+def _polarity(test: ast.expr) -> tuple[str, bool]:
+    """A test as (the expression under its ``not``s, whether the test holds where that expression is true)."""
+    holds = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, holds = test.operand, not holds
+    return ast.dump(test), holds
 
 
 def _new_group_between(a: Analysis, site: Site, guard: ast.If) -> bool:

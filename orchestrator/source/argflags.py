@@ -22,6 +22,20 @@ class Declared:
     options: tuple[str, ...]  # its option strings, in the call's order ("--num_nodes", "-n")
     keywords: dict[str, ast.expr]  # its keyword arguments by name (default, type, dest, ...)
 
+    @property
+    def longs(self) -> tuple[str, ...]:
+        """Its long options (``--num_nodes``), else every option: argparse names the attribute by the first."""
+        return tuple(o for o in self.options if o.startswith("--")) or self.options
+
+    @property
+    def attribute(self) -> str:
+        """The attribute argparse sets (``args.<attribute>``): ``dest=`` written in, else the first long option
+        without its dashes, inner ones as underscores (``-d, --num-devices`` -> ``num_devices``)."""
+        dest = self.keywords.get("dest")
+        if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+            return dest.value
+        return self.longs[0].lstrip("-").replace("-", "_")
+
 
 def declared_flags(tree: ast.AST) -> Iterator[Declared]:
     """Every ``add_argument`` call below ``tree`` with at least one option string, in ``ast.walk`` order."""

@@ -69,6 +69,24 @@ def _show(git: Path, commit: str, path: str) -> bytes | None:
     return done.stdout if done.returncode == 0 else None
 
 
+def _from_submodule(git: Path, commit: str, path: str, mirrors: Path) -> bytes | None:
+    """A file inside a git submodule of the snapshot, read from the submodule's own snapshot at the pinned commit."""
+    modules = _show(git, commit, ".gitmodules")
+    if modules is None:
+        return None
+    for block in re.split(r"^\[submodule", modules.decode(errors="replace"), flags=re.M):
+        where = re.search(r"^\s*path\s*=\s*(\S+)", block, re.M)
+        url = re.search(r"^\s*url\s*=\s*\S*github\.com[/:]([^/\s]+/[^/\s]+?)(?:\.git)?/?\s*$", block, re.M)
+        if not (where and url and path.startswith(where.group(1).rstrip("/") + "/")):
+            continue
+        pinned = subprocess.run(["git", f"--git-dir={git}", "rev-parse", f"{commit}:{where.group(1)}"],
+                                capture_output=True, text=True, check=False).stdout.strip()
+        module = mirrors / url.group(1).replace("/", "+") / "repo"
+        if pinned and module.is_dir():
+            return _show(module, pinned, path.removeprefix(where.group(1).rstrip("/") + "/"))
+    return None
+
+
 def _entries_of(folder: Path) -> dict[str, str]:
     """Each script's entry file as the truth files beside a SOURCES file have it (``NAME: {entry: PATH}``)."""
     import yaml
@@ -96,6 +114,10 @@ def copy(entry: Entry, mirrors: Path, dest: Path, entry_file: str | None = None)
     first = entry.files[0].removeprefix(strip) if entry.files else ""
     prefix = entry_file[: -len(first)] if entry_file and first and entry_file.endswith(first) else ""
     missing = []
+    # the copy stands for the repository: its folder is where the doctor's search for the repository's root stops
+    # (an empty .git folder, which git itself passes over), never orch's own checkout around tests/doctor/real/,
+    # whose other copies would lend it their modules (CodeT5's missing _utils.py found in DeBERTa's copy)
+    (dest / entry.name / ".git").mkdir(parents=True, exist_ok=True)
     for file in entry.files:
         # under the folder, from the root, or under a folder above it (a row's "(relative to X)" note)
         above = [str(p) + "/" for p in Path(folder).parents if str(p) != "."] if folder else []
@@ -103,6 +125,8 @@ def copy(entry: Entry, mirrors: Path, dest: Path, entry_file: str | None = None)
         if Path(file).name in LICENCES:
             sources += [c for c in LICENCES if c != file]
         body = next((b for b in (_show(git, entry.commit, c) for c in sources) if b is not None), None)
+        if body is None:  # a file of a git submodule: from the submodule's snapshot, at the commit pinned
+            body = next((b for b in (_from_submodule(git, entry.commit, c, mirrors) for c in sources) if b), None)
         if body is None:
             if Path(file).name not in LICENCES:
                 missing.append(file)

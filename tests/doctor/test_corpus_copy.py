@@ -101,3 +101,34 @@ def test_braces_in_a_listed_path_name_each_file(tmp_path: Path) -> None:
                        "`configs/{trainer,callbacks}/{default,ddp}.yaml` | MIT |\n")
     assert entries(sources)[0].files == ("train.py", "configs/trainer/default.yaml", "configs/trainer/ddp.yaml",
                                          "configs/callbacks/default.yaml", "configs/callbacks/ddp.yaml")
+
+
+def test_a_file_of_a_git_submodule_comes_from_the_submodule_snapshot_at_its_pinned_commit(tmp_path: Path) -> None:
+    # PointNeXt keeps openpoints as a submodule: the parent's snapshot holds only the pinned commit
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "dist.py").write_text("PINNED = 1\n")
+    _git("init", "-q", cwd=lib)
+    _git("add", ".", cwd=lib)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=lib)
+    pinned = _git("rev-parse", "HEAD", cwd=lib)
+    (lib / "dist.py").write_text("NEWER = 1\n")
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two", cwd=lib)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "main.py").write_text("import lib.dist\n")
+    (work / ".gitmodules").write_text('[submodule "lib"]\n\tpath = lib\n\turl = https://github.com/someone/lib.git\n')
+    _git("init", "-q", cwd=work)
+    _git("add", ".", cwd=work)
+    _git("update-index", "--add", "--cacheinfo", f"160000,{pinned},lib", cwd=work)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=work)
+    mirrors = tmp_path / "mirrors"
+    _git("clone", "-q", "--bare", str(work), str(mirrors / "someone+proj" / "repo"), cwd=tmp_path)
+    _git("clone", "-q", "--bare", str(lib), str(mirrors / "someone+lib" / "repo"), cwd=tmp_path)
+    sources = tmp_path / "SOURCES.md"
+    sources.write_text(f"| with_lib | [someone/proj](https://github.com/someone/proj) | "
+                       f"`{_git('rev-parse', 'HEAD', cwd=work)[:12]}` | . | `main.py`, `lib/dist.py` | MIT |\n")
+    dest = tmp_path / "corpus"
+    assert main([str(sources), "--mirrors", str(mirrors), "--dest", str(dest)]) == 0
+    assert (dest / "with_lib" / "lib" / "dist.py").read_text() == "PINNED = 1\n"
+    assert (dest / "with_lib" / ".git").is_dir()  # the copy is its repository's root: the search stops there

@@ -251,6 +251,9 @@ _WRITES = 'torch.save(self.model.module.state_dict(), name + ".pth")'
     ("save", "print(name)", 'self.save("LAST")', []),  # the class's save writes nothing
     # called only under the guard: its own torch.save is the one writer per node reported, not the call too
     ("save", _WRITES, "pass", [(18, "likely")]),
+    # the method's own save under the global rank (--fix's form, the PyTorch DDP series' _save_snapshot): one writer
+    ("save", f"if dist.get_rank() == 0:\n            {_WRITES}", "pass", []),
+    ("save", f"if not dist.is_initialized() or dist.get_rank() == 0:\n            {_WRITES}", "pass", []),
 ])
 def test_a_classs_own_save_method_under_a_local_rank_guard_is_one_writer_per_node(method: str, body: str, last: str,
                                                                                   found: list) -> None:

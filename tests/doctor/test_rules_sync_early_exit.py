@@ -35,3 +35,31 @@ def test_a_collective_where_the_exits_flag_is_off(around: str, found: list[int])
     lines = [f.line for f in check_source(source, "t.py") if f.code == "DDP002"]
     barrier = source.splitlines().index("        dist.barrier()") + 1
     assert lines == ([barrier] if found else [])
+
+
+NEGATED = """\
+import torch.distributed as dist
+
+
+def evaluate(args, is_rank0):
+    use_fsdp_eval = args.fsdp and args.distributed
+    if not use_fsdp_eval and not is_rank0:
+        return {}
+    signal = 0
+    {around}
+        dist.broadcast(signal, src=0)
+    return {}
+"""
+
+
+@pytest.mark.parametrize(("around", "found"), [
+    ("if use_fsdp_eval:", False),  # open_clip's evaluate: where the flag is on, no rank has left
+    ("if not use_fsdp_eval:\n        pass\n    else:", False),
+    ("if not use_fsdp_eval:", True),  # the flag off: only rank 0 is past the exit
+    ("if signal == 0:", True),
+])
+def test_a_collective_where_the_exits_negated_flag_is_false(around: str, found: bool) -> None:
+    source = NEGATED.replace("{around}", around)
+    lines = [f.line for f in check_source(source, "t.py") if f.code == "DDP002"]
+    broadcast = source.splitlines().index("        dist.broadcast(signal, src=0)") + 1
+    assert lines == ([broadcast] if found else [])

@@ -29,3 +29,16 @@ def test_every_add_argument_with_an_option_string_in_order_with_its_keywords() -
 
 def test_a_module_without_argparse_declares_nothing() -> None:
     assert list(declared_flags(ast.parse("x = 1\nprint(x)\n"))) == []
+
+
+def test_the_attribute_is_dest_else_the_first_long_option_as_argparse_names_it() -> None:
+    source = '''\
+import argparse
+p = argparse.ArgumentParser()
+p.add_argument("-d", "--num-devices", default="auto")
+p.add_argument("--nodes", "--num_nodes", dest="n", default=1)
+p.add_argument("-s", default=0)
+'''
+    found = list(declared_flags(ast.parse(source)))
+    assert [d.attribute for d in found] == ["num_devices", "n", "s"]
+    assert [d.longs for d in found] == [("--num-devices",), ("--nodes", "--num_nodes"), ("-s",)]

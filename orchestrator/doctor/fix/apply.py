@@ -87,7 +87,9 @@ def fix_source(source: str, filename: str, ignore: Collection[str] = (), show_al
         code = new.code if new is not None else None  # libcst writes the whole module out at each .code: once
         if code is None or code == result.text or not _fixes(code, check, finding.code, now):
             tried.add(key)  # not tried again (nor a finding of the same code on a line that reads the same)
-            result.left.append((finding, why))
+            same = [f for f in todo if (f.code, _at(lines, f.line)) == key]  # each left, at the user's line
+            users = original.get(key) or []
+            result.left.extend((users[i] if i < len(users) else f, why) for i, f in enumerate(same))
             continue
         result.text = code
         result.fixed.append(finding)

@@ -83,6 +83,21 @@ torch.save(model.state_dict(), "last.pt")
     assert fixed.text.count("dist.barrier()") == 2 and check_source(fixed.text, "train.py") == []
 
 
+def test_findings_on_lines_that_read_the_same_and_have_no_fix_are_each_left_at_their_own_line() -> None:
+    # MT-DNN: two `model.save(model_file)` under `if args.local_rank in [-1, 0]:`; the second was never said
+    text = '''import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+model = torch.nn.Linear(2, 2)
+for epoch in range(3):
+    done = torch.save(model.state_dict(), "last.pt")
+done = torch.save(model.state_dict(), "last.pt")
+'''
+    fixed = fix_source(text, "train.py")
+    assert fixed.fixed == [] and fixed.text == text
+    assert [(f.code, f.line) for f, _ in fixed.left] == [("DDP006", 7), ("DDP006", 8)]
+
 def test_a_file_libcst_cannot_parse_is_left_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     import libcst
 
