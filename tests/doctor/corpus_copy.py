@@ -12,6 +12,7 @@ Prints one line per script it could not copy whole (no snapshot, commit or file 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import re
 import subprocess
 import sys
@@ -97,6 +98,21 @@ def _entries_of(folder: Path) -> dict[str, str]:
     return found
 
 
+def _tree_files(git: Path, commit: str, listed: str) -> list[str] | None:
+    """The files a listed folder (``configs/``) or pattern (``datasets/*.py``, ``scripts/*/train.sh``) names at
+    ``commit``, as paths from the repository's root; None for a plain file's path."""
+    if not (listed.endswith("/") or any(c in listed for c in "*?[")):
+        kind = subprocess.run(["git", f"--git-dir={git}", "cat-file", "-t", f"{commit}:{listed}"],
+                              capture_output=True, text=True, check=False).stdout.strip()
+        if kind != "tree":
+            return None
+    names = subprocess.run(["git", f"--git-dir={git}", "ls-tree", "-r", "--name-only", commit],
+                           capture_output=True, text=True, check=False).stdout.splitlines()
+    folder = listed.rstrip("/") + "/"
+    return [n for n in names if fnmatch.fnmatchcase(n, listed) and n.count("/") == listed.count("/")] if any(
+        c in listed for c in "*?[") else [n for n in names if n.startswith(folder)]
+
+
 def copy(entry: Entry, mirrors: Path, dest: Path, entry_file: str | None = None) -> list[str]:
     """Copy one script's files; returns what is missing.
 
@@ -118,7 +134,12 @@ def copy(entry: Entry, mirrors: Path, dest: Path, entry_file: str | None = None)
     # (an empty .git folder, which git itself passes over), never orch's own checkout around tests/doctor/real/,
     # whose other copies would lend it their modules (CodeT5's missing _utils.py found in DeBERTa's copy)
     (dest / entry.name / ".git").mkdir(parents=True, exist_ok=True)
-    for file in entry.files:
+    files: list[str] = []
+    for listed in entry.files:  # a folder or a pattern stands for the files it holds at the commit
+        tree = _tree_files(git, entry.commit, folder + listed) if folder else None
+        expanded = [n.removeprefix(folder) for n in tree] if tree else _tree_files(git, entry.commit, listed)
+        files += expanded if expanded else [listed]
+    for file in files:
         # under the folder, from the root, or under a folder above it (a row's "(relative to X)" note)
         above = [str(p) + "/" for p in Path(folder).parents if str(p) != "."] if folder else []
         sources = [folder + file, file, *(a + file for a in above)] if folder else [file]

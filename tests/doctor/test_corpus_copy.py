@@ -132,3 +132,15 @@ def test_a_file_of_a_git_submodule_comes_from_the_submodule_snapshot_at_its_pinn
     assert main([str(sources), "--mirrors", str(mirrors), "--dest", str(dest)]) == 0
     assert (dest / "with_lib" / "lib" / "dist.py").read_text() == "PINNED = 1\n"
     assert (dest / "with_lib" / ".git").is_dir()  # the copy is its repository's root: the search stops there
+
+
+def test_a_listed_folder_or_pattern_copies_the_files_it_holds(tmp_path: Path) -> None:
+    # Scene-Diffuser's row lists `configs/` and `datasets/*.py`: each file at the commit, never git's tree listing
+    mirrors, first = _snapshot(tmp_path)
+    sources = tmp_path / "SOURCES.md"
+    sources.write_text(f"| globbed | [someone/proj](https://github.com/someone/proj) | `{first[:12]}` | . | "
+                       "`train.py`, `pkg/`, `src/*.py`, `*.MIT` | MIT |\n")
+    dest = tmp_path / "corpus"
+    assert main([str(sources), "--mirrors", str(mirrors), "--dest", str(dest)]) == 0
+    copied = sorted(str(p.relative_to(dest / "globbed")) for p in (dest / "globbed").rglob("*") if p.is_file())
+    assert copied == ["LICENSE.MIT", "pkg/util.py", "src/run.py", "train.py"]

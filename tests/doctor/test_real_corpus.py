@@ -390,6 +390,10 @@ def test_launch_verdict_rule() -> None:
 # doctor ran on it, measured on 3e21bc7): default output precision 0.63 (37 of 59), recall 0.32 (29 of 92), one error
 # finding its judge does not count certain (DDP020 on a true pitfall); --shown 0.69 (34 of 49); --all 0.65, 0.42; launch
 # right or refused 27 of 30 (style 30, framework 30).
+# Set 38 (30 scripts from 30 repositories, five judges, truth committed 5244e23 on 2026-12-05 before the doctor ran on
+# it, measured on 5ed2095): default output precision 0.69 (33 of 48), recall 0.33 (27 of 83), one error finding, on a
+# true pitfall its judge codes DDP002 (ECAPA's rank-0-only destroy_process_group in the epoch loop, called DDP007);
+# --shown 0.71 (29 of 41); --all 0.56, 0.41; launch right or refused 27 of 30 (style 29, framework 28).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -420,6 +424,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (35, 30, 0.59, 0.36, True),
     (36, 21, 0.64, 0.38, True),
     (37, 30, 0.62, 0.31, False),
+    (38, 30, 0.68, 0.32, False),
 ]
 
 
