@@ -30,6 +30,8 @@ QUALIFIED: dict[str, str] = {
     # TRL's trainers are transformers.Trainer subclasses: the same launch and environment
     **{f"trl.{t}Trainer": "hf-trainer" for t in ("SFT", "DPO", "Reward", "ORPO", "KTO", "CPO", "GRPO", "GKD", "BCO",
                                                   "PRM", "OnlineDPO", "IterativeSFT")},
+    # pytorch-accelerated's Trainer runs its loop on an Accelerator it makes (`accelerate launch` or torchrun)
+    "pytorch_accelerated.Trainer": "accelerate", "pytorch_accelerated.trainer.Trainer": "accelerate",
     "hydra.main": "hydra",
     "torch.distributed.elastic.multiprocessing.errors.record": "torchelastic",
 }

@@ -45,6 +45,19 @@ def own_method(a: Analysis, call: ast.Call) -> Method | None:
     return Method(module, node) if node is not None else None
 
 
+def defined_method(a: Analysis, call: ast.Call) -> Method | None:
+    """The method ``obj.method(...)`` calls where ``obj`` is made from a project class that defines that method
+    itself, whatever it is built on (ECAPA-TDNN's ``ECAPAModelDDP(nn.Module).train_network``): what its own body
+    does, not what a base may add."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return None
+    _, value = a.module.resolve(func.value.id, func.value)
+    module, cls = _class_of(a, unchained(value).func) if isinstance(value, ast.Call) else (None, None)
+    node = _method(cls, func.attr) if module is not None and cls is not None else None
+    return Method(module, node) if module is not None and node is not None else None
+
+
 def self_method(a: Analysis, call: ast.Call) -> Method | None:
     """The method ``self.method(...)`` calls, where the class around the call defines it (CLIP-ViL's
     ``self.save("BEST")`` in ``VQA.train``); None elsewhere."""

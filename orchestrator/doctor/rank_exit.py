@@ -1,8 +1,9 @@
-"""DDP002, a loop left on one rank: a ``return``/``break`` that leaves a loop making collectives from inside a rank
-condition (``if is_master(args): ... if math.isnan(loss): return``), or under a flag that only a rank condition sets
-(``if rank == 0: ... should_stop = True`` and, outside it, ``if should_stop: break``, the flag never broadcast): that
-rank stops while the others meet the loop's next collective (an all_reduce, DDP's gradient all-reduce in
-``loss.backward()``) without it, and the job hangs."""
+"""DDP002, a loop left on one rank: a ``return``/``break`` (or a successful exit: ``quit()``, ``sys.exit()``) that
+leaves a loop making collectives from inside a rank condition (``if is_master(args): ... if math.isnan(loss): return``;
+ECAPA-TDNN's ``if rank == 0: ... destroy_process_group(); quit()`` at the last epoch), or under a flag that only a rank
+condition sets (``if rank == 0: ... should_stop = True`` and, outside it, ``if should_stop: break``, the flag never
+broadcast): that rank stops while the others meet the loop's next collective (an all_reduce, DDP's gradient all-reduce
+in ``loss.backward()``) without it, and the job hangs."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.own_methods import defined_method
 from orchestrator.doctor.rules_steps import ddp_in_file
-from orchestrator.source.analysis import COLLECTIVES, REDUCTIONS
+from orchestrator.source.analysis import COLLECTIVES, EXIT_CALLS, REDUCTIONS
 from orchestrator.source.assignments import assigned
 from orchestrator.source.flow import Site
 from orchestrator.source.names import dotted, last_name
@@ -25,7 +27,8 @@ Loop = ast.For | ast.While
 def check_rank_exit(a: Analysis) -> Iterator[Finding]:
     """DDP002 at a ``return``/``break`` that leaves a loop making collectives on one rank only."""
     for node in a.module.nodes:
-        if not isinstance(node, ast.Return | ast.Break):
+        if not isinstance(node, ast.Return | ast.Break | ast.Expr) or (isinstance(node, ast.Expr)
+                                                                       and not _exit_call(a, node)):
             continue
         found = _rank_exit(a, node)
         if found is not None:
@@ -35,13 +38,26 @@ def check_rank_exit(a: Analysis) -> Iterator[Finding]:
             why = "" if flag is None else (
                 f", a flag set only on one rank (`{ast.unparse(flag)[:40]}` at line {flag.lineno} under a rank "
                 "condition, never broadcast)")
-            yield a.finding("DDP002", node, f"{'return' if isinstance(node, ast.Return) else 'break'} under `if "
+            word = "return" if isinstance(node, ast.Return) else "break" if isinstance(node, ast.Break) else (
+                ast.unparse(node)[:30])
+            yield a.finding("DDP002", node, f"{word} under `if "
                             f"{test}` (line {guard.lineno}{why}) leaves the loop at line {loop.lineno}, whose {called} "
                             f"at line {collective.lineno} the other ranks still call", severity="warning",
                             confidence="likely")
 
 
-def _rank_exit(a: Analysis, node: ast.Return | ast.Break) -> tuple[ast.If, Loop, ast.Call, ast.stmt | None] | None:
+def _exit_call(a: Analysis, node: ast.AST) -> bool:
+    """``quit()``, ``sys.exit()``, ``sys.exit(0)`` as a statement: the process ends there, as a success, so the
+    launcher waits for the others (a failing status, ``os._exit(1)``, is a crash that the launcher sees and ends the
+    job for: no hang)."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and a.module.qualname(node.value.func) in EXIT_CALLS):
+        return False
+    status = node.value.args[0] if node.value.args else None
+    return status is None or (isinstance(status, ast.Constant) and status.value in (0, None))
+
+
+def _rank_exit(a: Analysis, node: ast.stmt) -> tuple[ast.If, Loop, ast.Call, ast.stmt | None] | None:
     """The rank condition around ``node`` (or the ``if`` testing a flag only a rank condition sets, with that
     assignment), the loop it leaves (the innermost for a ``break``, any enclosing one in its function for a
     ``return``) and a collective of that loop's outside the condition."""
@@ -114,12 +130,19 @@ def _loop_collective(a: Analysis, loop: ast.For | ast.While, guard: ast.If) -> a
 
 
 def _loop_backward(a: Analysis, loop: ast.For | ast.While, inside: set[int]) -> ast.Call | None:
-    """The loop's own ``loss.backward()`` outside the rank condition, where the file trains a DDP model: the
-    gradient all-reduce every rank must enter each step (dust2gs's ``break`` on local rank 0 at ``n_iters``)."""
+    """The loop's own ``loss.backward()`` outside the rank condition, or a call of a project class's method whose own
+    body makes one (ECAPA-TDNN's ``s.train_network(...)``), where the file trains a DDP model: the gradient all-reduce
+    every rank must enter each step (dust2gs's ``break`` on local rank 0 at ``n_iters``)."""
     if not ddp_in_file(a):
         return None
-    return next((call for call in a.module.calls_in(loop) if id(call) not in inside and
-                 isinstance(call.func, ast.Attribute) and call.func.attr == "backward"), None)
+    calls = [call for call in a.module.calls_in(loop) if id(call) not in inside]
+    return next((call for call in calls if _backward(call) or (
+        (method := defined_method(a, call)) is not None
+        and any(_backward(inner) for inner in method.module.calls_in(method.node)))), None)
+
+
+def _backward(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "backward"
 
 
 def _through_the_project(a: Analysis, site: Site) -> ast.Call | None:

@@ -13,7 +13,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.helper_rankattrs import script_global_attribute
 from orchestrator.launchstyles.spawns import spawns
-from orchestrator.source.analysis import INIT, SET_DEVICE, WRAPPERS
+from orchestrator.source.analysis import EXIT_CALLS, INIT, SET_DEVICE, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.branches import enclosing_ifs, other_side
 from orchestrator.source.flow import Site
@@ -269,9 +269,6 @@ def _onto_cpu(call: ast.Call) -> bool:
     return where is not None and ("cpu" in ast.unparse(where) or isinstance(where, ast.Lambda))
 
 
-_STOP_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
-
-
 def _one_gpu_unless_spawned(a: Reading) -> bool:
     """An ``if`` on more than one visible GPU (``torch.cuda.device_count() > 1``, also through a name) with no
     spawn flag, whose body stops the script (``return``, ``raise``, ``sys.exit``)."""
@@ -281,7 +278,7 @@ def _one_gpu_unless_spawned(a: Reading) -> bool:
         last = node.body[-1]
         if isinstance(last, ast.Return | ast.Raise) or (
                 isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
-                and a.module.qualname(last.value.func) in _STOP_CALLS):
+                and a.module.qualname(last.value.func) in EXIT_CALLS):
             return True
     return False
 

@@ -30,7 +30,7 @@ from orchestrator.doctor.spawned_flags import index_overwrites_flag
 from orchestrator.launchstyles import localrank
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import spawns
-from orchestrator.source.analysis import COLLECTIVES, INIT
+from orchestrator.source.analysis import COLLECTIVES, EXIT_CALLS, INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.branches import enclosing_ifs
 from orchestrator.source.flow import Site
@@ -221,9 +221,6 @@ def _mentions(expr: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in walk(expr))
 
 
-_STOPS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
-
-
 def check_swallowed_init(a: Analysis) -> Iterator[Finding]:
     """DDP019: ``try: dist.init_process_group(...) except Exception: print(...)`` and the script goes on: a rank
     whose rendezvous failed trains alone as a world of one. Silent when every handler raises or exits."""
@@ -300,7 +297,7 @@ def _retried(a: Analysis, node: ast.Try, handler: ast.ExceptHandler) -> bool:
 
 
 def _stops(a: Analysis, handler: ast.ExceptHandler) -> bool:
-    return any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and a.module.qualname(n.func) in _STOPS)
+    return any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and a.module.qualname(n.func) in EXIT_CALLS)
                for stmt in handler.body for n in walk(stmt))
 
 

@@ -20,6 +20,7 @@ from orchestrator.doctor.rules_rendezvous_computed import MASTER_KEYS, check_com
 from orchestrator.launchstyles.spawns import opt_in
 from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.argflags import attribute_read, declared
 from orchestrator.source.branches import unconditional
 from orchestrator.source.names import dotted, last_name
 from orchestrator.source.walk import walk
@@ -276,8 +277,8 @@ def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
             value = default.value
         else:
             continue
-        if _always_overwritten(a, flags):
-            continue  # args.dist_url = ... on every run: the default is never used (the assignment is judged)
+        if _always_overwritten(a, flags) or _never_read(a, site.call):
+            continue  # args.dist_url = ... on every run, or never read: the default is never used
         if value.startswith(("tcp://", "file://")) or (value and any(_URL_FLAGS.search(f) for f in flags)
                                                         and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value)):
             flag = flags[0] if flags else "the flag"
@@ -285,6 +286,15 @@ def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
                                                  "the launcher's MASTER_ADDR/MASTER_PORT are ignored and the "
                                                  "ranks rendezvous there, or train N independent copies; "
                                                  "default to 'env://'")
+
+
+def _never_read(a: Reading, call: ast.Call) -> bool:
+    """No module of the script's project reads the flag (``--init_method`` declared, ``init_method='env://'`` used)."""
+    flag, root = declared(call), a.outer if a.outer is not None else a
+    if flag is None or root.project is None:
+        return False
+    list(root.helper_quals)  # read the helpers the script calls
+    return not attribute_read([root.module.tree, *(m.tree for _, m in root.project.helpers())], flag.attribute)
 
 
 def _always_overwritten(a: Reading, flags: list[str]) -> bool:

@@ -9,8 +9,7 @@ index (``rank = args.node_rank * ngpus + gpu``) the second node's ranks are past
 ``init_process_group`` fails or waits; a warning here (on one node it trains), an error across nodes
 (``feasibility.across_nodes``, by the finding's mark). Where the rank is the spawn index itself DDP016 names the
 rank (``rules_spawn.check_index_as_rank``) and this names the world: two lines to fix, each a world of its own
-per node until both are; where this would name the ``init_process_group`` call itself (its ``world_size=``), DDP016
-names that line already, with a fix that reads the world size too, and this stays silent. A world with any arithmetic,
+per node until both are. A world with any arithmetic,
 or read from the environment (``WORLD_SIZE``: orch's per-node task's is every node's processes), is not one node's;
 a product by a node count of 1 written in (``args.nodes = 1``; ``args.gpus * args.nodes``) is the other factor.
 
@@ -70,14 +69,11 @@ def check_one_node_world(a: Analysis) -> Iterator[Finding]:
         seen.add(id(init))
         held = overwrite or (a.statement_of(leaves[0]) if len(leaves) == 1 and isinstance(leaves[0], ast.Call)
                              else None)
-        indexed = index_as_rank(a, spawn.node) is not None
-        if held is None and indexed:
-            continue  # it would name the init call itself, DDP016's line (whose fix reads WORLD_SIZE too)
         yield replace(a.finding(
             "DDP008", held or init,
             f"world_size={ast.unparse(size)} is one node's process count ({ast.unparse(leaves[0])}, "
             f"the processes {spawn.call} at line {spawn.line} starts), with no node count: started once per node, "
-            f"{_OTHERS[not indexed]}; it trains on one node only", confidence="likely",
+            f"{_OTHERS[index_as_rank(a, spawn.node) is None]}; it trains on one node only", confidence="likely",
             marks=frozenset({ONE_NODE_WORLD}), at=None if held else size,
             fact=f"the world size of the init_process_group at line {init.lineno} traced to "
                  f"{', '.join(sorted({ast.unparse(leaf) for leaf in leaves}))}"), fix=_FIX)

@@ -47,6 +47,8 @@ WRAPPERS = frozenset({
     "torch.distributed.fsdp.FullyShardedDataParallel",
 })
 INIT = frozenset({_D + "init_process_group"})
+# the calls that end the process where they are made (ECAPA-TDNN's `destroy_process_group(); quit()`)
+EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 DESTROY = frozenset({_D + "destroy_process_group"})
 SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
                         "torch.accelerator.device_index"})
@@ -71,6 +73,7 @@ class Analysis:
         # a helper's calls reach the script's project
         self.script_project = self.project if outer is None else outer.project
         self.ranks.project = self.script_project.function if self.script_project is not None else None
+        self.ranks.globals = self.script_project.global_values if self.script_project is not None else None
         self.flow = Flow(self.module, self.ranks)
         self._trains: dict[str, bool] = {}
         self._helpers: dict[int, Reach | None] = {}
@@ -255,6 +258,6 @@ class Analysis:
                     if isinstance(later, ast.Break | ast.Return | ast.Raise):
                         return True
                     if isinstance(later, ast.Expr) and isinstance(later.value, ast.Call) and (
-                            self.module.qualname(later.value.func) in ("sys.exit", "exit", "os._exit")):
+                            self.module.qualname(later.value.func) in EXIT_CALLS):
                         return True
         return False

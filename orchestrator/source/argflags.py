@@ -8,7 +8,7 @@ keywords={"type": <Name int>, "default": <Constant 1>})``. Positional arguments 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from orchestrator.source.walk import walk
@@ -40,10 +40,22 @@ class Declared:
 def declared_flags(tree: ast.AST) -> Iterator[Declared]:
     """Every ``add_argument`` call below ``tree`` with at least one option string, in ``ast.walk`` order."""
     for node in walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"):
-            continue
-        options = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-                        and a.value.startswith("-"))
-        if options:
-            yield Declared(node, options, {k.arg: k.value for k in node.keywords if k.arg})
+        if isinstance(node, ast.Call) and (flag := declared(node)) is not None:
+            yield flag
+
+
+def declared(node: ast.Call) -> Declared | None:
+    """The flag an ``add_argument`` call declares; None for another call or a positional argument."""
+    if not (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+        return None
+    options = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                    and a.value.startswith("-"))
+    return Declared(node, options, {k.arg: k.value for k in node.keywords if k.arg}) if options else None
+
+
+def attribute_read(trees: Iterable[ast.AST], attribute: str) -> bool:
+    """Some module of ``trees`` reads the flag's ``attribute`` (``args.init_method``, or the name as a string:
+    ``getattr(args, "init_method")``, ``cfg["init_method"]``)."""
+    return any((isinstance(node, ast.Attribute) and node.attr == attribute and isinstance(node.ctx, ast.Load))
+               or (isinstance(node, ast.Constant) and node.value == attribute)
+               for tree in trees for node in walk(tree))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.source.definitions import definition, definition_in
+from orchestrator.source.moduleglobals import global_values
 from orchestrator.source.names import FunctionNode, Module
 from orchestrator.source.spawntargets import SPAWNER_NAMES
 from orchestrator.source.starimports import exported, star_sources
@@ -63,9 +64,8 @@ class Project:
         self._script_module = module
         self.roots = _roots(self.script)
         self.roots += [r for r in extra_roots(self.script, tree) if r not in self.roots]
-        # a repository's scripts/ or tools/ folder: its packages sit one or two folders up (run from the root), or in
-        # a src/ folder there (``scripts/train.py`` importing ``ltxv_trainer`` from ``src/ltxv_trainer``); a recipe's,
-        # deeper down, at the repository's root (``syspath.repository_root``)
+        # scripts/ or tools/: packages one or two folders up, or in src/ there (``src/ltxv_trainer``); a recipe's at
+        # the repository's root (``syspath.repository_root``)
         self.above = [p for p in (*self.script.parents[1:3], *repository_root(self.script)) if p not in self.roots]
         self.above += [p / "src" for p in self.above if (p / "src").is_dir() and p / "src" not in self.roots]
         self.package = package_above(self.script)
@@ -187,12 +187,9 @@ class Project:
         return self.find(qual) is not None or self.split(qual) is not None
 
     def package_of(self, path: Path) -> str | None:
-        """The package ``path``'s relative imports start from: the folders with ``__init__.py`` above it, or, when
-        the project found it under a longer dotted name ending in those (a package whose parents were shipped
-        without their ``__init__.py``: ``from .AbsTrainer import X`` in ``FlagEmbedding/abc/finetune/embedder``,
-        imported as ``FlagEmbedding.abc.finetune.embedder``), that name; also for a module with no ``__init__.py``
-        above it that the project found as ``pfns.train`` (``import pfns.train``: a namespace package, whose
-        ``from .utils import init_dist`` Python resolves in ``pfns``)."""
+        """The package ``path``'s relative imports start from: the folders with ``__init__.py`` above it, or the
+        longer dotted name the project found it under (parents shipped without ``__init__.py``: FlagEmbedding's
+        ``abc/finetune/embedder``; a namespace package: ``import pfns.train``, whose ``from .utils`` is in ``pfns``)."""
         own = package_above(path)
         named = self._named.get(path)
         if named is None:
@@ -273,6 +270,15 @@ class Project:
         found = self.definition(qual)
         node = found[2] if found is not None else None
         return (found[1], node) if found is not None and isinstance(node, FunctionNode) else None
+
+    def global_values(self, qual: str) -> tuple[Module, list[ast.expr]] | None:
+        """A project module's global ``qual`` names (``ptu.dist_rank``): its module and values (no call reached it)."""
+        if (where := self.split(qual)) is None or "." in where[1]:
+            return None
+        known, module = where[0] in self._modules, self.read(where[0])
+        if not known:
+            self._modules.pop(where[0])
+        return (module, global_values(module.tree, where[1])) if module is not None else None
 
     def definition(self, qual: str, depth: int = 0) -> tuple[Path, Module, FunctionNode | ast.ClassDef] | None:
         """The project function or class ``qual`` names, with its file and module, through re-exports by name and by

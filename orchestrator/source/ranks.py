@@ -1,12 +1,11 @@
 """Ranks and devices: which expressions hold a rank, which tests are rank conditions, which values are devices
-(those in orchestrator.source.rankdevices)."""
+(those in orchestrator.source.rankdevices). The names that say "rank" (launcher variables, main-process flags, rank
+calls) are tables of orchestrator.source.ranknames, read from here too."""
 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable
-from typing import Literal
 
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
 from orchestrator.source.nodeshift import shifted
@@ -14,70 +13,23 @@ from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uni
 from orchestrator.source.rankdevices import DeviceKind as DeviceKind  # (read from here too)
 from orchestrator.source.rankdevices import Devices
 from orchestrator.source.rankflags import flag_of_rank_zero
+from orchestrator.source.ranknames import FRAMEWORK_FLAGS, RANK_CALLS, RANK_GETTER, TRANSPARENT, by_name
+from orchestrator.source.ranknames import GLOBAL_ENV as GLOBAL_ENV
+from orchestrator.source.ranknames import LOCAL_ENV as LOCAL_ENV
+from orchestrator.source.ranknames import LOCAL_NAMES as LOCAL_NAMES
+from orchestrator.source.ranknames import MAIN_FLAGS as MAIN_FLAGS
+from orchestrator.source.ranknames import NODES_ENV as NODES_ENV
+from orchestrator.source.ranknames import RANK_NAMES as RANK_NAMES
+from orchestrator.source.ranknames import WORLD_ENV as WORLD_ENV
+from orchestrator.source.ranknames import RankKind as RankKind
+from orchestrator.source.ranknames import is_main_flag as is_main_flag
 from orchestrator.source.spawntargets import started_by_spawner
 from orchestrator.source.walk import walk
-
-RankKind = Literal["global", "local", "rankish"]
 
 _MAX_DEPTH = 8
 # Collectives after which every rank holds the same value in the object handed to them.
 _SHARING = frozenset("torch.distributed." + name for name in (
     "broadcast", "broadcast_object_list", "all_reduce", "all_gather", "all_gather_object"))
-
-# Environment variables that hold the global / the node-local rank.
-GLOBAL_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-LOCAL_ENV = frozenset({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
-# Environment variables that hold the number of nodes / of processes in the world.
-NODES_ENV = frozenset({"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "NNODES", "GROUP_WORLD_SIZE", "NUM_NODES"})
-WORLD_ENV = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "SLURM_NPROCS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
-# Names that hold a rank when nothing else says what they hold (parameters, attributes).
-RANK_NAMES = frozenset({"rank", "global_rank", "world_rank", "grank", "proc_rank", "process_index"})
-LOCAL_NAMES = frozenset({"local_rank", "gpu", "gpu_id", "local_gpu", "device_id", "lrank", "local_process_index"})
-# Accelerate's and the HF Trainer's process_index is the global rank by their API (local_process_index the local one)
-_BY_NAME: dict[str, RankKind] = {**dict.fromkeys(RANK_NAMES, "rankish"), **dict.fromkeys(LOCAL_NAMES, "local"),
-                                 "process_index": "global"}
-
-
-def _by_name(name: str) -> RankKind | None:
-    """The rank a name says it holds (``local_rank``; a private attribute's too: ``cfg.environment._local_rank``)."""
-    return _BY_NAME.get(name.lstrip("_"))
-
-
-# Flags and helpers that mean "this is the main process".
-MAIN_FLAGS = frozenset({
-    "is_main", "is_master", "master_process", "is_main_process", "main_process", "is_rank_zero", "is_rank0",
-    "rank0", "rank_zero", "is_chief", "is_leader", "is_root", "is_local_main_process", "is_master_process",
-    "is_global_zero", "is_local_master", "is_primary", "is_main_rank", "is_master_rank", "is_rank_0",
-    "is_world_process_zero", "is_local_process_zero",
-})
-
-# The frameworks' own rank attributes (Accelerate's, Lightning's, Fabric's, the HF Trainer's): an API, not a guess.
-_FRAMEWORK_FLAGS = frozenset({"is_main_process", "is_local_main_process", "process_index", "local_process_index",
-                              "is_global_zero", "is_world_process_zero", "is_local_process_zero", "global_rank"})
-
-
-def is_main_flag(name: str | None) -> bool:
-    """``is_master``, a getter of it (lingua's ``get_is_master()``), a worker's (DALL-E's ``is_root_worker()``)."""
-    if name is None:
-        return False
-    bare = name.removeprefix("get_")
-    return bare in MAIN_FLAGS or bare.removesuffix("_worker") in MAIN_FLAGS
-
-
-_RANK_CALLS: dict[str, RankKind] = {
-    "torch.distributed.get_rank": "global",
-    "torch.distributed.get_global_rank": "global",
-    "torch.distributed.get_node_local_rank": "local",
-    "get_rank": "rankish",
-    "get_local_rank": "local",
-    "Get_rank": "global",  # mpi4py: MPI.COMM_WORLD.Get_rank()
-}
-
-_RANK_GETTER = re.compile(r"get_\w*rank")  # a rank's getter: get_data_parallel_rank(), get_global_rank()
-
-# calls whose result carries their arguments (a path, a string, a number): a rank in, a rank out
-_TRANSPARENT = frozenset({"int", "str", "join", "format", "Path", "joinpath", "with_name", "with_suffix", "abspath",
-                          "expanduser", "normpath", "replace", "min", "max", "tensor"})
 
 
 class Ranks(Devices):
@@ -89,6 +41,7 @@ class Ranks(Devices):
         self._dependent: dict[tuple[int, bool], bool] = {}
         self.names = True  # whether a name alone (is_master, a parameter called rank) makes a rank: see named_only
         self.project: Callable[[str], tuple[Module, FunctionNode] | None] | None = None  # Project.function
+        self.globals: Callable[[str], tuple[Module, list[ast.expr]] | None] | None = None  # Project.global_values
         self._returns: dict[str, RankKind | None] = {}  # what a project function of another module returns
         # whether a project function of another module returns a rank test, and its value on rank 0
         self._tests: dict[tuple[str, bool], tuple[bool, bool | None]] = {}
@@ -121,7 +74,7 @@ class Ranks(Devices):
             return "global" if key in GLOBAL_ENV else "local" if key in LOCAL_ENV else None
         if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and isinstance(
                 expr.slice.value, str):  # a rank kept in a dict under its name: info["rank"], self.ddp_info["rank"]
-            return _by_name(expr.slice.value) if self.names else None
+            return by_name(expr.slice.value) if self.names else None
         if isinstance(expr, ast.Call):
             q, function = self.module.qualname(expr.func), self.module.local_function(expr)
             # what a project function returns, over its name (def get_local_rank(): return dist.get_rank())
@@ -130,12 +83,12 @@ class Ranks(Devices):
                 return returned
             if q == "torch.distributed.get_rank" and (expr.args or expr.keywords):  # a rank within a group
                 return None
-            if q in _RANK_CALLS:
-                return _RANK_CALLS[q]
-            if q is not None and "." in q and q.rsplit(".", 1)[1] in _RANK_CALLS:  # utils.get_rank()
-                return _RANK_CALLS[q.rsplit(".", 1)[1]]
+            if q in RANK_CALLS:
+                return RANK_CALLS[q]
+            if q is not None and "." in q and q.rsplit(".", 1)[1] in RANK_CALLS:  # utils.get_rank()
+                return RANK_CALLS[q.rsplit(".", 1)[1]]
             name = last_name(expr.func) or ""
-            if _RANK_GETTER.fullmatch(name):  # fs_init.get_data_parallel_rank(), get_global_rank()
+            if RANK_GETTER.fullmatch(name):  # fs_init.get_data_parallel_rank(), get_global_rank()
                 return "local" if "local" in name else "global" if "global" in name else "rankish"
             if q in ("int", "str") and expr.args:
                 return self.source(expr.args[0], depth + 1)
@@ -155,8 +108,8 @@ class Ranks(Devices):
             if shifted(self.module, expr):  # rank += node_rank * gpus: the global rank from there on
                 return "global"
             if self._spawn_index(expr):  # a spawned worker's index: by its name, or the node-local rank where
-                return _by_name(expr.id) or ("local" if self._started(expr) else None)  # a spawn starts it
-            return _by_name(expr.id) if self.names else None
+                return by_name(expr.id) or ("local" if self._started(expr) else None)  # a spawn starts it
+            return by_name(expr.id) if self.names else None
         if isinstance(expr, ast.Attribute):
             if shifted(self.module, expr):  # args.local_rank += args.node_index * args.gpu_per_node
                 return "global"
@@ -168,9 +121,20 @@ class Ranks(Devices):
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr
                      and not _constant(v)
                      and not any(dotted(n) == key for n in walk(v) if isinstance(n, ast.Attribute))}
+            kinds = kinds or self._global_kinds(expr, depth)  # ptu.dist_rank: another module's global
             return kinds.pop() if len(kinds) == 1 and None not in kinds else (
-                _by_name(expr.attr) if self.names or self._framework(expr) else None)
+                by_name(expr.attr) if self.names or self._framework(expr) else None)
         return None
+
+    def _global_kinds(self, expr: ast.Attribute, depth: int) -> set[RankKind | None]:
+        """What a module-level name of another project module holds (Segmenter's ``ptu.dist_rank``, set under
+        ``global`` from ``SLURM_PROCID``), its constant fallbacks aside."""
+        held = self.globals(self.module.qualname(expr) or "") if self.globals is not None else None
+        if held is None or depth >= _MAX_DEPTH:
+            return set()
+        other = Ranks(held[0])
+        other.project, other.globals, other.names = self.project, self.globals, self.names
+        return {other.source(v, depth + 1) for v in held[1] if not _constant(v)}
 
     def returned(self, function: FunctionNode, depth: int) -> RankKind | None:
         """The rank every non-constant ``return`` of ``function`` gives, when they agree (``return 0`` aside)."""
@@ -208,6 +172,7 @@ class Ranks(Devices):
             return None
         other = Ranks(found[0])
         other.project, other._returns, other._tests, other.names = self.project, self._returns, self._tests, self.names
+        other.globals = self.globals
         return other, found[1]
 
     def dependent(self, expr: ast.expr, depth: int = 0) -> bool:
@@ -238,7 +203,7 @@ class Ranks(Devices):
             return False
         q = self.module.qualname(value.func) or ""
         last = q.rsplit(".", 1)[-1]
-        return not (q in _RANK_CALLS or last in _RANK_CALLS or last in _TRANSPARENT or q == "torch.device"
+        return not (q in RANK_CALLS or last in RANK_CALLS or last in TRANSPARENT or q == "torch.device"
                     or self.module.local_function(value) is not None)
 
     # -- rank conditions ----------------------------------------------------------------------------
@@ -303,7 +268,7 @@ class Ranks(Devices):
     def _framework(self, expr: ast.expr) -> bool:
         """``accelerator.is_main_process``, ``trainer.is_global_zero``: a framework's own flag, not a guessed name."""
         return (self.module.qualname(expr) or "").startswith(("accelerate.", "lightning.")) or (
-            isinstance(expr, ast.Attribute) and expr.attr in _FRAMEWORK_FLAGS)
+            isinstance(expr, ast.Attribute) and expr.attr in FRAMEWORK_FLAGS)
 
     def named_only(self, test: ast.expr) -> bool:
         """A rank condition that rests on names alone (``if is_master:`` with nothing assigned to it, a parameter

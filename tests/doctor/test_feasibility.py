@@ -22,9 +22,9 @@ TIMEOUT = 180
 REFUSED = [("global_rank_device.py", "DDP010"), ("rdzv_tmp_env.py", "DDP021"), ("rdzv_tempdir_spawn.py", "DDP021"),
            ("one_node_spawner.py", "DDP022"), ("nnodes_raise.py", "DDP022")]
 # the codes each script is refused for on two nodes (the spawner also forces MASTER_ADDR: launchstyle's DDP008; both
-# spawners pass the spawn index as the rank: DDP016, whose line also holds the tempdir one's world of one node)
+# spawners pass the spawn index as the rank: DDP016, and the tempdir one joins a world of one node: DDP008)
 ALL = {name: code for name, code in REFUSED} | {"one_node_spawner.py": "DDP008, DDP016, DDP022",
-                                                "rdzv_tempdir_spawn.py": "DDP016, DDP021"}
+                                                "rdzv_tempdir_spawn.py": "DDP008, DDP016, DDP021"}
 
 
 def _severity(findings: Sequence[Finding], code: str) -> set[str]:

@@ -69,6 +69,9 @@ def test_an_unreadable_script_has_none(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("source", "name"), [
     # TRL's trainers are transformers.Trainer subclasses
     ("from trl import SFTTrainer\nSFTTrainer(model)\n", "hf-trainer"),
+    # pytorch-accelerated's Trainer runs on an Accelerator it makes (a project's subclass of it, set 38's Faster R-CNN)
+    ("from pytorch_accelerated import Trainer\nclass FRCNNTrainer(Trainer):\n    pass\nFRCNNTrainer(model)\n",
+     "accelerate"),
     # the project's own subclass of a framework's class
     ("import transformers\nclass MyTrainer(transformers.Trainer):\n    pass\nMyTrainer(model)\n", "hf-trainer"),
     # a Trainer made by its class method

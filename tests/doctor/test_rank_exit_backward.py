@@ -43,3 +43,55 @@ def test_a_rank_break_out_of_a_loop_whose_backward_all_reduces(tmp_path: Path, m
     findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"]
     assert [f.line for f in findings] == found
     assert all("loss.backward() (DDP's gradient all-reduce) at line 13" in f.message for f in findings)
+
+
+_TRAINER = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = DDP(torch.nn.Linear(2, 2))
+
+    def train_network(self, loader):
+        for batch in loader:
+            loss = self.encoder(batch).sum()
+            {step}
+        return 0.0
+"""
+
+_ECAPA = """
+import sys
+import torch.distributed as dist
+from model import Model
+
+
+def main(rank, max_epoch):
+    dist.init_process_group("nccl")
+    s = Model()
+    epoch = 1
+    while True:
+        s.train_network(loader=[])
+        if rank == 0:
+            if epoch >= max_epoch:
+                dist.destroy_process_group()
+                {stop}
+        epoch += 1
+"""
+
+
+@pytest.mark.parametrize(("step", "stop", "found"), [
+    ("loss.backward()", "quit()", [16]),  # ECAPA-TDNN: rank 0 ends the process, the others train on and wait
+    ("loss.backward()", "sys.exit(0)", [16]),
+    ("print(loss)", "quit()", []),  # the method makes no backward: nothing the other ranks wait in
+    ("loss.backward()", "sys.exit(1)", []),  # a crash: the launcher sees a failed rank and ends the job, no hang
+])
+def test_a_rank_exit_out_of_a_loop_whose_method_makes_the_backward(tmp_path: Path, step: str, stop: str,
+                                                                   found: list[int]) -> None:
+    (tmp_path / "model.py").write_text(_TRAINER.format(step=step))
+    (tmp_path / "train.py").write_text(_ECAPA.format(stop=stop))
+    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"]
+    assert [f.line for f in findings] == found
+    assert not [f for f in check_file(tmp_path / "train.py") if f.code == "DDP007"]  # it exits: no later collective

@@ -85,15 +85,6 @@ def test_the_spawn_index_as_the_rank_is_ddp016_and_its_one_node_world_ddp008() -
     assert ONE_NODE_WORLD in world.marks and "form a world of their own" in world.message
 
 
-
-def test_a_world_written_in_the_init_call_itself_is_left_to_ddp016_there() -> None:
-    # ddpm-torch: init_process_group(..., rank=rank, world_size=args.num_gpus), rank the spawn index: one line to fix
-    source = SCRIPT.format(init='dist.init_process_group("nccl", world_size=args.gpus, rank=gpu)',
-                           ngpus="args.gpus", world="1")
-    found = [f for f in check_source(source, "train.py") if f.code in ("DDP008", "DDP016")]
-    assert [f.code for f in found] == ["DDP016"]
-    assert [f.severity for f in across_nodes(found, nodes=2)] == ["error"]  # still refused across nodes
-
 CONFIG_KEY = """\
 import json
 import torch
