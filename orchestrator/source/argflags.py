@@ -54,8 +54,11 @@ def declared(node: ast.Call) -> Declared | None:
 
 
 def attribute_read(trees: Iterable[ast.AST], attribute: str) -> bool:
-    """Some module of ``trees`` reads the flag's ``attribute`` (``args.init_method``, or the name as a string:
-    ``getattr(args, "init_method")``, ``cfg["init_method"]``)."""
-    return any((isinstance(node, ast.Attribute) and node.attr == attribute and isinstance(node.ctx, ast.Load))
+    """Some module of ``trees`` reads the flag's ``attribute`` (``args.init_method``; the name as a string:
+    ``getattr(args, "init_method")``, ``cfg["init_method"]``; or a parameter or name of that name, which
+    ``main(**vars(args))`` fills)."""
+    return any((isinstance(node, ast.Attribute | ast.Name) and isinstance(node.ctx, ast.Load)
+                and (node.attr if isinstance(node, ast.Attribute) else node.id) == attribute)
+               or (isinstance(node, ast.arg) and node.arg == attribute)
                or (isinstance(node, ast.Constant) and node.value == attribute)
                for tree in trees for node in walk(tree))

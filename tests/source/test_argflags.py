@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.source.argflags import declared_flags
+import pytest
+
+from orchestrator.source.argflags import attribute_read, declared_flags
 
 SCRIPT = '''
 import argparse
@@ -42,3 +44,14 @@ p.add_argument("-s", default=0)
     found = list(declared_flags(ast.parse(source)))
     assert [d.attribute for d in found] == ["num_devices", "n", "s"]
     assert [d.longs for d in found] == [("--num-devices",), ("--nodes", "--num_nodes"), ("-s",)]
+
+
+@pytest.mark.parametrize(("code", "read"), [
+    ("dist.init_process_group('nccl', init_method=args.dist_url)", True),
+    ("url = getattr(args, 'dist_url')", True),
+    ("def main(dist_url):\n    pass\nmain(**vars(args))", True),  # a parameter vars(args) fills
+    ("args.dist_url = 'env://'", False),  # written, never read
+    ("dist.init_process_group('nccl', init_method='env://')", False),
+])
+def test_a_flags_attribute_is_read_by_name_string_or_parameter(code: str, read: bool) -> None:
+    assert attribute_read([ast.parse(code)], "dist_url") is read
