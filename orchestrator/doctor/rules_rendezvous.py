@@ -22,7 +22,7 @@ from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import attribute_read, declared
 from orchestrator.source.branches import unconditional
-from orchestrator.source.names import dotted, last_name
+from orchestrator.source.names import Module, dotted, last_name
 from orchestrator.source.walk import walk
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
@@ -251,12 +251,17 @@ def _formatted_url(a: Reading, expr: ast.expr) -> str | None:
 def _project_inits(a: Reading) -> bool:
     """The script's project starts a process group somewhere (in a module read while following the script's
     calls): a parser module's ``--init_method`` default is the one that process group meets at."""
+    return any(isinstance(node, ast.Call) and module.qualname(node.func) in INIT
+               for module in _project_modules(a)[1:] for node in module.nodes)
+
+
+def _project_modules(a: Reading) -> list[Module]:
+    """The script's module, then the project modules its calls reach (read here); none outside a project."""
     root = a.outer if a.outer is not None else a
     if root.project is None:
-        return False
+        return []
     list(root.helper_quals)  # read the helpers the script calls
-    return any(isinstance(node, ast.Call) and module.qualname(node.func) in INIT
-               for _, module in root.project.helpers() for node in module.nodes)
+    return [root.module, *(module for _, module in root.project.helpers())]
 
 
 _URL_FLAGS = re.compile(r"dist.?url|init.?method|rdzv|rendezvous|master", re.IGNORECASE)
@@ -290,11 +295,8 @@ def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
 
 def _never_read(a: Reading, call: ast.Call) -> bool:
     """No module of the script's project reads the flag (``--init_method`` declared, ``init_method='env://'`` used)."""
-    flag, root = declared(call), a.outer if a.outer is not None else a
-    if flag is None or root.project is None:
-        return False
-    list(root.helper_quals)  # read the helpers the script calls
-    return not attribute_read([root.module.tree, *(m.tree for _, m in root.project.helpers())], flag.attribute)
+    flag, modules = declared(call), _project_modules(a)
+    return flag is not None and bool(modules) and not attribute_read([m.tree for m in modules], flag.attribute)
 
 
 def _always_overwritten(a: Reading, flags: list[str]) -> bool:

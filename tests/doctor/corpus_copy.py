@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import re
 import subprocess
 import sys
@@ -98,19 +99,21 @@ def _entries_of(folder: Path) -> dict[str, str]:
     return found
 
 
+@functools.cache
+def _listing(git: Path, commit: str) -> tuple[str, ...]:
+    """Every file path of the repository at ``commit`` (read once per snapshot and commit)."""
+    return tuple(subprocess.run(["git", f"--git-dir={git}", "ls-tree", "-r", "--name-only", commit],
+                                capture_output=True, text=True, check=False).stdout.splitlines())
+
+
 def _tree_files(git: Path, commit: str, listed: str) -> list[str] | None:
     """The files a listed folder (``configs/``) or pattern (``datasets/*.py``, ``scripts/*/train.sh``) names at
-    ``commit``, as paths from the repository's root; None for a plain file's path."""
-    if not (listed.endswith("/") or any(c in listed for c in "*?[")):
-        kind = subprocess.run(["git", f"--git-dir={git}", "cat-file", "-t", f"{commit}:{listed}"],
-                              capture_output=True, text=True, check=False).stdout.strip()
-        if kind != "tree":
-            return None
-    names = subprocess.run(["git", f"--git-dir={git}", "ls-tree", "-r", "--name-only", commit],
-                           capture_output=True, text=True, check=False).stdout.splitlines()
+    ``commit``, as paths from the repository's root; None for a plain file's path (or nothing of that name)."""
+    names = _listing(git, commit)
+    if any(c in listed for c in "*?["):
+        return [n for n in names if fnmatch.fnmatchcase(n, listed) and n.count("/") == listed.count("/")]
     folder = listed.rstrip("/") + "/"
-    return [n for n in names if fnmatch.fnmatchcase(n, listed) and n.count("/") == listed.count("/")] if any(
-        c in listed for c in "*?[") else [n for n in names if n.startswith(folder)]
+    return [n for n in names if n.startswith(folder)] or None
 
 
 def copy(entry: Entry, mirrors: Path, dest: Path, entry_file: str | None = None) -> list[str]:

@@ -28,6 +28,15 @@ def _git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def _commit_all(work: Path, message: str, *, init: bool = False) -> str:
+    """Commit every file of ``work`` (a new repository with ``init``); returns the commit."""
+    if init:
+        _git("init", "-q", cwd=work)
+    _git("add", ".", cwd=work)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message, cwd=work)
+    return _git("rev-parse", "HEAD", cwd=work)
+
+
 def _snapshot(tmp_path: Path) -> tuple[Path, str]:
     """A bare snapshot of a two-commit repository where /work/.mirror keeps them; returns (mirrors, first commit)."""
     work = tmp_path / "work"
@@ -37,12 +46,9 @@ def _snapshot(tmp_path: Path) -> tuple[Path, str]:
     (work / "pkg" / "util.py").write_text("X = 1\n")
     (work / "src" / "run.py").write_text("RUN = 1\n")
     (work / "LICENSE.MIT").write_text("MIT\n")
-    _git("init", "-q", cwd=work)
-    _git("add", ".", cwd=work)
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=work)
-    first = _git("rev-parse", "HEAD", cwd=work)
+    first = _commit_all(work, "one", init=True)
     (work / "train.py").write_text("print('v2')\n")
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two", cwd=work)
+    _commit_all(work, "two")
     mirrors = tmp_path / "mirrors"
     _git("clone", "-q", "--bare", str(work), str(mirrors / "someone+proj" / "repo"), cwd=tmp_path)
     return mirrors, first
@@ -108,26 +114,24 @@ def test_a_file_of_a_git_submodule_comes_from_the_submodule_snapshot_at_its_pinn
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "dist.py").write_text("PINNED = 1\n")
-    _git("init", "-q", cwd=lib)
-    _git("add", ".", cwd=lib)
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=lib)
-    pinned = _git("rev-parse", "HEAD", cwd=lib)
+    pinned = _commit_all(lib, "one", init=True)
     (lib / "dist.py").write_text("NEWER = 1\n")
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two", cwd=lib)
+    _commit_all(lib, "two")
     work = tmp_path / "work"
     work.mkdir()
     (work / "main.py").write_text("import lib.dist\n")
     (work / ".gitmodules").write_text('[submodule "lib"]\n\tpath = lib\n\turl = https://github.com/someone/lib.git\n')
     _git("init", "-q", cwd=work)
     _git("add", ".", cwd=work)
-    _git("update-index", "--add", "--cacheinfo", f"160000,{pinned},lib", cwd=work)
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=work)
+    _git("update-index", "--add", "--cacheinfo", f"160000,{pinned},lib", cwd=work)  # the submodule's gitlink
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=work)  # (add . would drop it)
+    parent = _git("rev-parse", "HEAD", cwd=work)
     mirrors = tmp_path / "mirrors"
     _git("clone", "-q", "--bare", str(work), str(mirrors / "someone+proj" / "repo"), cwd=tmp_path)
     _git("clone", "-q", "--bare", str(lib), str(mirrors / "someone+lib" / "repo"), cwd=tmp_path)
     sources = tmp_path / "SOURCES.md"
     sources.write_text(f"| with_lib | [someone/proj](https://github.com/someone/proj) | "
-                       f"`{_git('rev-parse', 'HEAD', cwd=work)[:12]}` | . | `main.py`, `lib/dist.py` | MIT |\n")
+                       f"`{parent[:12]}` | . | `main.py`, `lib/dist.py` | MIT |\n")
     dest = tmp_path / "corpus"
     assert main([str(sources), "--mirrors", str(mirrors), "--dest", str(dest)]) == 0
     assert (dest / "with_lib" / "lib" / "dist.py").read_text() == "PINNED = 1\n"

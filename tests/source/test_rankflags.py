@@ -8,6 +8,16 @@ import pytest
 
 from orchestrator.doctor import check_source
 
+# the training loop both scripts run (no braces: it joins templates that are formatted)
+_LOOP = """\
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        loss = model(torch.randn(4, 2).cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
 SCRIPT = """\
 import os
 import torch
@@ -28,12 +38,7 @@ def main(args):
     else:
         default_gpu = True
     model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[local_rank])
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for epoch in range(3):
-        loss = model(torch.randn(4, 2).cuda()).sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+""" + _LOOP + """\
         if default_gpu:
             torch.save(model.module.state_dict(), "ckpt.pt")
 """
@@ -76,12 +81,7 @@ def train(rank, world_size, verbose=1):
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world_size)
     model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[rank])
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for epoch in range(3):
-        loss = model(torch.randn(4, 2).cuda()).sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+""" + _LOOP + """\
         if verbose:
             print(f"epoch {{epoch}} loss {{loss.item()}}")
             torch.save(model.module.state_dict(), "ckpt.pt")
