@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from orchestrator.env.hostlist import expand
+
 if TYPE_CHECKING:
     from conftest import Preempted, SlurmCluster
 
@@ -32,7 +34,10 @@ def _rank_records(job_dir: Path) -> dict[int, dict[str, Any]]:
 
 
 def test_probe_2x2_ranks_have_the_right_identity(slurm_cluster: SlurmCluster) -> None:
-    """Four ranks across node1 and node2: what orch derived matches what Slurm placed."""
+    """Four ranks on two nodes: what orch derived matches what Slurm placed.
+
+    Slurm picks the nodes (node1 may still be finishing an earlier test's job), so each rank's node is
+    read against the job's own node list: node NODE_RANK of the allocation, in Slurm's order."""
     probe = str(slurm_cluster.test_jobs / "probe.py")
     job_id, job_dir = slurm_cluster.submit(probe, "--nodes", "2", "--gpus", "2", *SMOKE_FAST,
                                            "check_sync=true")
@@ -40,11 +45,13 @@ def test_probe_2x2_ranks_have_the_right_identity(slurm_cluster: SlurmCluster) ->
     assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
     records = _rank_records(job_dir)
     assert sorted(records) == [0, 1, 2, 3]
+    nodes = expand(final["nodes"])
+    assert len(nodes) == 2, final
     for rank, rec in records.items():
         assert rec["RANK"] == rec["SLURM_PROCID"] == str(rank) == str(rec["ctx_rank"])
         assert rec["LOCAL_RANK"] == rec["SLURM_LOCALID"] == str(rank % 2) == str(rec["ctx_local_rank"])
         assert rec["NODE_RANK"] == rec["SLURM_NODEID"] == str(rank // 2)
-        assert rec["SLURMD_NODENAME"] == f"node{rank // 2 + 1}"
+        assert rec["SLURMD_NODENAME"] == nodes[rank // 2]
         assert (rec["WORLD_SIZE"], rec["LOCAL_WORLD_SIZE"]) == ("4", "2")
         assert rec["SLURM_JOB_ID"] == job_id
         assert rec["CUDA_VISIBLE_DEVICES"] == "0,1"  # the fake GPUs of each node
