@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from orchestrator.env.hostlist import expand
 from orchestrator.records.restarts import badnodes
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def test_a_recorded_node_is_left_out_until_forgotten(slurm_cluster: SlurmCluster
         assert "ExcNodeList=node2" in shown, shown
         final = slurm_cluster.wait_done(job_id, job_dir=job_dir)
         assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
-        assert final["nodes"] == "node1"
+        assert "node2" not in expand(final["nodes"])  # Slurm's pick among the others (node1 may still be busy)
     every = len(slurm_cluster.nodes())  # a job on every node of the cluster would need node2 too
     refused = slurm_cluster.orch("submit", "smoke", "--nodes", str(every), "--gpus", "1", "--cluster",
                                  str(cluster_yaml))
@@ -58,10 +59,11 @@ def test_a_recorded_node_is_left_out_until_forgotten(slurm_cluster: SlurmCluster
     listed = json.loads(slurm_cluster.orch("nodes", "--cluster", str(cluster_yaml), "--json", check=True).stdout)
     assert [(n["node"], n["kind"], n["job_id"]) for n in listed["nodes"]] == [("node2", "hang", "4711")]
     slurm_cluster.orch("nodes", "--cluster", str(cluster_yaml), "--forget", "node2", check=True)
-    job_id, job_dir = slurm_cluster.submit("smoke", "--nodes", "2", "--gpus", "1", cluster_yaml=cluster_yaml)
+    # forgotten, node2 is used again: a job on every node (one on two could still avoid it by Slurm's own pick)
+    job_id, job_dir = slurm_cluster.submit("smoke", "--nodes", str(every), "--gpus", "1", cluster_yaml=cluster_yaml)
     final = slurm_cluster.wait_done(job_id, job_dir=job_dir)
     assert final["state"] == "COMPLETED", slurm_cluster.describe(job_dir)
-    assert final["nodes"] == "node[1-2]"
+    assert expand(final["nodes"]) == slurm_cluster.nodes()
 
 
 def test_a_failed_preflight_records_its_node_for_later_jobs(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
