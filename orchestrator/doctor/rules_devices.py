@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.device_stores import stored_unread
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
@@ -113,8 +114,9 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
     if setters or _sets_visible_devices(a):
         late = [s for s in setters if s.function is first.function and s.call.lineno > first.call.lineno]
         if late and len(late) == len(setters):
-            yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]} before set_device at line "
-                                                  f"{late[0].call.lineno}")
+            detail = f"{ast.unparse(first.call)[:60]} before set_device at line {late[0].call.lineno}"
+            yield a.finding("DDP001", first.call, detail, confidence=_under_orch(a),
+                            fact=detail if a.spawns else f"{detail}; {_LAUNCHED}")
         return
     if a.unread or _unseen_binder(a, first):
         return  # a helper nobody could read may well bind the device: silence over a guess
@@ -151,7 +153,14 @@ def _explicit_only(a: Analysis) -> Iterator[Finding]:
     what = "names the device" if explicit else "joins NCCL"
     yield a.finding("DDP001", first.call,
                     f"{ast.unparse(first.call)[:50]} {what} but nothing binds it: NCCL opens its "
-                    f"communicator on the current device, GPU 0, in every rank ({where})")
+                    f"communicator on the current device, GPU 0, in every rank ({where})", confidence=_under_orch(a))
+
+
+def _under_orch(a: Analysis) -> Confidence | None:
+    """A launched script's DDP001 is possible: orch's launcher binds each rank's GPU before the script starts, so only
+    a plain torchrun shows it (the catalog's pitfall is a script that starts its own ranks or that no launcher binds;
+    docs/doctor.md, "DDP001 under a launcher"); a script that starts its own ranks keeps the rule's likely."""
+    return None if a.spawns else "possible"
 
 
 # Who binds the current device for the ranks: orch's launcher for the ranks it starts, nobody for a script's own.

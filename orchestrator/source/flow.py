@@ -282,7 +282,11 @@ def _launcher_present(test: ast.expr, ranks: Ranks) -> bool:
 
 
 def _launcher_env(test: ast.expr, ranks: Ranks) -> bool:
-    """``"WORLD_SIZE" in os.environ`` (``RANK``, ``LOCAL_RANK``, Slurm's): true wherever a launcher started the run."""
+    """``"WORLD_SIZE" in os.environ`` (``RANK``, ``LOCAL_RANK``, Slurm's): true wherever a launcher started the run;
+    also ``"RANK" in os.environ and "WORLD_SIZE" in os.environ`` (every part such a test; one part of an ``or``)."""
+    if isinstance(test, ast.BoolOp):
+        parts = [_launcher_env(value, ranks) for value in test.values]
+        return all(parts) if isinstance(test.op, ast.And) else any(parts)
     found = env_presence(ranks.module.qualname, test)
     return found is not None and found[1] and found[0] in WORLD_ENV | GLOBAL_ENV | LOCAL_ENV
 

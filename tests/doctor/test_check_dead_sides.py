@@ -131,3 +131,32 @@ def test_what_follows_a_return_or_raise_in_its_block_is_dead(tmp_path: Path) -> 
     live = _RETURNS_FIRST.replace("    return\n\n", "\n")
     script.write_text(live)
     assert [f.line for f in check_file(script) if f.code == "DDP008"][:1] == [9]  # once it runs, it is reported
+
+
+_BOTH_PRESENT = """import os
+import torch
+import torch.distributed as dist
+
+
+def init_distributed_mode(args):
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        args.rank = int(os.environ["RANK"])
+        args.gpu = int(os.environ["LOCAL_RANK"])
+    elif "SLURM_PROCID" in os.environ:
+        args.rank = int(os.environ["SLURM_PROCID"])
+        os.environ["MASTER_PORT"] = str(12345 + int(min(os.environ["SLURM_STEP_GPUS"].split(","))))
+    torch.cuda.set_device(args.gpu)
+    dist.init_process_group("nccl", init_method="env://", rank=args.rank)
+"""
+
+
+def test_a_test_of_several_launcher_variables_is_true_in_every_launched_run() -> None:
+    """FrozenBiLM's (DETR's) ``if "RANK" in os.environ and "WORLD_SIZE" in os.environ:``: both are set by every
+    launcher, so its Slurm ``elif`` never runs; with ``or``, one launcher variable is enough; an ``and`` with a part
+    that is no launcher variable (a flag) may be false."""
+    module = Module(ast.parse(_BOTH_PRESENT))
+    assert Flow(module, Ranks(module)).dead_lines() == [range(10, 13)]
+    either = Module(ast.parse(_BOTH_PRESENT.replace(" and ", " or ")))
+    assert Flow(either, Ranks(either)).dead_lines() == [range(10, 13)]
+    flagged = Module(ast.parse(_BOTH_PRESENT.replace('"WORLD_SIZE" in os.environ', "args.dist")))
+    assert Flow(flagged, Ranks(flagged)).dead_lines() == []

@@ -60,6 +60,26 @@ model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).to(rank)
     found = _ddp001(check_source(source, "train.py"))
     assert [f.line for f in found] == [7]
     assert "harmless under orch" in found[0].message
+    assert found[0].confidence == "possible"  # only a plain torchrun shows it: `orch doctor --all` lists it
+
+
+def test_a_device_used_before_a_later_set_device_is_possible_under_a_launcher_and_likely_when_spawned() -> None:
+    """A launched script's ``.cuda()`` before its own ``set_device(local_rank)``: orch's launcher bound that GPU
+    already (judged no pitfall under orch in the held-out sets); in ranks the script spawns nothing bound it."""
+    launched = """import os
+import torch
+import torch.distributed as dist
+
+model = torch.nn.Linear(2, 2).cuda()
+rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(rank)
+dist.init_process_group("nccl")
+"""
+    [found] = _ddp001(check_source(launched, "train.py"))
+    assert (found.line, found.confidence) == (5, "possible") and "harmless under orch" in found.evidence
+    body = "    model = torch.nn.Linear(2, 2).cuda()\n    torch.cuda.set_device(rank)"
+    [spawned] = _ddp001(check_source(_SPAWNER.format(backend="nccl", body=body), "train.py"))
+    assert spawned.confidence == "likely" and "harmless" not in spawned.evidence
 
 
 def test_a_spawned_worker_joining_nccl_whose_trainer_names_the_device_is_reported_at_the_init(tmp_path: Path) -> None:
