@@ -394,6 +394,10 @@ def test_launch_verdict_rule() -> None:
 # it, measured on 5ed2095): default output precision 0.69 (33 of 48), recall 0.33 (27 of 83), one error finding, on a
 # true pitfall its judge codes DDP002 (ECAPA's rank-0-only destroy_process_group in the epoch loop, called DDP007);
 # --shown 0.71 (29 of 41); --all 0.56, 0.41; launch right or refused 27 of 30 (style 29, framework 28).
+# Set 39 (30 scripts from 30 repositories, five judges, truth committed 25efe34 on 2026-12-06 before the doctor ran on
+# it, measured with the doctor of ea97744 on 25efe34): default output precision 0.85 (79 of 93), recall 0.44 (55 of
+# 126), no error finding; --shown 0.93 (71 of 76); --all 0.79, 0.52; launch right or refused 24 of 30 (style 29,
+# framework 30).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -425,6 +429,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (36, 21, 0.64, 0.38, True),
     (37, 30, 0.62, 0.31, False),
     (38, 30, 0.68, 0.32, False),
+    (39, 30, 0.84, 0.43, True),
 ]
 
 
