@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.confidence import Confidence
@@ -21,6 +22,7 @@ from orchestrator.source.flow import Site
 from orchestrator.source.kwargs import keyword
 from orchestrator.source.names import last_name
 from orchestrator.source.ranks import DeviceKind
+from orchestrator.source.syspath import mentioned_in_repository
 from orchestrator.source.walk import walk
 
 
@@ -94,11 +96,10 @@ def _bare_context(a: Reading, site: Site) -> bool:
 
 
 def check_set_device(a: Analysis) -> Iterator[Finding]:
-    """DDP001, once per file, at the first use of the *current* CUDA device (``.cuda()``, ``"cuda"``)
-    with no set_device before it, in the script or in a helper it calls. An explicit device
-    (``f"cuda:{local_rank}"``, ``torch.device("cuda", i)``, ``.to(local_rank)``) is bound: not reported.
-    At most a warning: under orch run/submit the launcher binds each rank's GPU before the script starts. Silent
-    where a framework (Accelerate, Lightning, Fabric) binds the device (``frameworkdevice.py``)."""
+    """DDP001, once per file, at the first use of the *current* CUDA device (``.cuda()``, ``"cuda"``) with no set_device
+    before it, in the script or in a helper it calls. An explicit device (``f"cuda:{local_rank}"``, ``.to(local_rank)``)
+    is bound: not reported. At most a warning (orch's launcher binds each launched rank's GPU before the script
+    starts). Silent where a framework (Accelerate, Lightning, Fabric) binds the device (``frameworkdevice.py``)."""
     if not a.distributed or framework_binder(a) is not None:
         return
     every = [site for site in a.flow.sites if _cuda_use(a, site) == "default"]
@@ -120,9 +121,11 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
         return
     if a.unread or _unseen_binder(a, first):
         return  # a helper nobody could read may well bind the device: silence over a guess
+    # an absence: possible (a binder may be unseen); likely in spawned ranks if no module of the repository has one
+    nowhere = a.spawns and mentioned_in_repository(Path(a.filename).resolve(), b"set_device") is False
     yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the script or its "
-                                          "helpers", confidence="possible",  # an absence: a binder may be unseen
-                    fact="no set_device in what could be read")
+                                          "helpers", confidence="likely" if nowhere else "possible",
+                    fact=_NOWHERE if nowhere else "no set_device in what could be read")
 
 
 def _undistributed_side(a: Reading, site: Site) -> bool:
@@ -157,19 +160,17 @@ def _explicit_only(a: Analysis) -> Iterator[Finding]:
 
 
 def _under_orch(a: Analysis) -> Confidence | None:
-    """A launched script's DDP001 is possible: orch's launcher binds each rank's GPU before the script starts, so only
-    a plain torchrun shows it (the catalog's pitfall is a script that starts its own ranks or that no launcher binds;
-    docs/doctor.md, "DDP001 under a launcher"); a script that starts its own ranks keeps the rule's likely."""
+    """A launched script's DDP001 is possible (orch's launcher binds each rank's GPU first: only a plain torchrun shows
+    it); one in ranks the script starts itself keeps the rule's likely (docs/doctor.md, "Between sets 38 and 39")."""
     return None if a.spawns else "possible"
 
 
 # Who binds the current device for the ranks: orch's launcher for the ranks it starts, nobody for a script's own.
+_NOWHERE = "the script starts these ranks itself and no module of its repository calls set_device"
 _LAUNCHED = ("harmless under orch run/submit, whose launcher binds each rank's GPU; under torchrun or a plain "
              "launch an extra context on GPU 0")
 _SPAWNED = ("the script starts these ranks itself, so no launcher binds their GPU, orch's included: every rank "
             "keeps a context on GPU 0")
-
-
 _DIST_SETUP = re.compile(r"init_dist|dist_init|distributed_init|setup_dist|init_distributed|setup_distributed",
                          re.IGNORECASE)
 

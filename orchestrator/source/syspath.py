@@ -144,6 +144,7 @@ _INSTALLED = frozenset({
 })
 _SKIP = frozenset({"site-packages", "node_modules", "venv", "env", "build", "dist", "__pycache__"})
 _MAX_ENTRIES = 20_000  # a tree larger than this is not searched (the answer would be a guess, and slow)
+_MAX_BYTES = 400_000  # a module larger than this is not read for a word (a generated or vendored one)
 
 
 def elsewhere_in_repository(script: Path, name: str) -> Path | None:
@@ -157,6 +158,24 @@ def elsewhere_in_repository(script: Path, name: str) -> Path | None:
     root = _nearest_root(script)
     candidates = _modules_under(root[1]).get(name, ()) if root is not None else ()
     return candidates[0] if len(candidates) == 1 else None
+
+
+def mentioned_in_repository(script: Path, word: bytes) -> bool | None:
+    """Whether a module of ``script``'s repository (the tree at its root, ``_ROOT_MARKS``) holds ``word``: a spawner's
+    ``set_device`` looked for where the reader's calls did not lead. None where no root is found within ``_FAR``
+    folders or the tree is too large to search; a module larger than ``_MAX_BYTES`` counts as holding it."""
+    root = _nearest_root(script)
+    modules = _modules_under(root[1]) if root is not None else {}
+    if not modules:
+        return None
+    return any(_holds(path, word) for paths in modules.values() for path in paths)
+
+
+def _holds(path: Path, word: bytes) -> bool:
+    try:
+        return path.stat().st_size > _MAX_BYTES or word in path.read_bytes()
+    except OSError:
+        return True  # unreadable: it may hold it
 
 
 @functools.lru_cache(maxsize=8)

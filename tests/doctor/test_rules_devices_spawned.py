@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.doctor.check import check_file, check_source
+from orchestrator.source.syspath import mentioned_in_repository
 
 _SPAWNER = """import torch
 import torch.distributed as dist
@@ -101,3 +102,44 @@ class Trainer:
     (tmp_path / "trainer.py").write_text((tmp_path / "trainer.py").read_text().replace(
         "        self.model", "        torch.cuda.set_device(rank)\n        self.model"))
     assert _ddp001(check_file(script)) == []
+
+
+_SPAWNED_CURRENT = """import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(rank, world):
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:23456", rank=rank, world_size=world)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda(), device_ids=[rank])
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=(torch.cuda.device_count(),))
+"""
+
+
+def _repository(root: Path, files: dict[str, str]) -> Path:
+    for name, text in {"LICENSE": "MIT\n", "utils/misc.py": "import os\n", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root / "train.py"
+
+
+def test_spawned_ranks_on_the_current_device_are_likely_where_no_module_of_the_repository_binds_one(
+        tmp_path: Path) -> None:
+    """GeNVS's and the cloud-phase predictor's spawned workers use ``.cuda()`` and no module of their repository calls
+    ``set_device``: every rank on GPU 0 (likely); where some module does (LiteASR's, VidSitu's, in a helper the reader's
+    calls did not reach), it stays possible; so does a script a launcher starts."""
+    script = _repository(tmp_path / "bare", {"train.py": _SPAWNED_CURRENT})
+    assert mentioned_in_repository(script.resolve(), b"set_device") is False
+    [found] = _ddp001(check_file(script))
+    assert found.confidence == "likely" and "no module of its repository calls set_device" in found.evidence
+    binder = "import torch\n\n\ndef bind(i):\n    torch.cuda.set_device(i)\n"
+    bound = _repository(tmp_path / "bound", {"train.py": _SPAWNED_CURRENT, "utils/dist.py": binder})
+    assert mentioned_in_repository(bound.resolve(), b"set_device") is True
+    assert [f.confidence for f in _ddp001(check_file(bound))] == ["possible"]
+    launched = _repository(tmp_path / "launched", {"train.py": _SPAWNED_CURRENT.replace(
+        "    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=", "    worker(0, 1)  # ")})
+    assert [f.confidence for f in _ddp001(check_file(launched))] == ["possible"]  # a launcher binds launched ranks
+    assert mentioned_in_repository(Path("/train.py"), b"set_device") is None  # no repository root: not searched
