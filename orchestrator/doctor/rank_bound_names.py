@@ -49,18 +49,20 @@ def _in_scope(a: Analysis, scope: ast.Module | FunctionNode) -> Iterator[Finding
         for name in _binds(node):
             bound.setdefault(name, []).append(node)
     seen: set[str] = set()
-    guarded: dict[str, list[ast.If | None]] = {}
+    zero: dict[int, ast.If | None] = {}  # each binding's rank-0 guard, read once
     for node in sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
         if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)) or node.id in seen:
             continue
-        binders = bound.get(node.id, [])
-        if node.id not in guarded:
-            guarded[node.id] = [_zero_guard(a, b) for b in binders]
-        guards = guarded[node.id]
+        # the bindings made before this read: not one later, nor the statement's own whose value reads it first
+        # (VITS's ``net_g, ..., eval_dataset, ... = accelerator.prepare(..., eval_dataset, ...)``)
+        binders = [b for b in bound.get(node.id, []) if getattr(b, "lineno", 0) <= node.lineno
+                   and not _assigned_from(a, b, node)]
+        if _comprehension_bound(a, node):
+            continue
+        guards = [zero[id(b)] if id(b) in zero else zero.setdefault(id(b), _zero_guard(a, b)) for b in binders]
         if not binders or node.id in params or any(g is None for g in guards):
             continue
-        first = min(getattr(b, "lineno", 0) for b in binders)
-        if node.lineno <= first or any(inside(a.module.parents, node, g) for g in guards if g is not None):
+        if any(inside(a.module.parents, node, g) for g in guards if g is not None):
             continue
         reach = _read_by(a, node)
         if reach is None:
@@ -98,6 +100,26 @@ def _binds(node: ast.AST) -> list[str]:
     if isinstance(node, ast.Global | ast.Nonlocal):
         return list(node.names)  # bound elsewhere: never the one binding
     return []
+
+
+def _comprehension_bound(a: Analysis, read: ast.Name) -> bool:
+    """``read`` is the variable of a comprehension around it (``any(v in data for v in keys)``): its own scope's."""
+    current = a.module.parents.get(read)
+    while current is not None and not isinstance(current, _SCOPE_OR_MODULE):
+        if isinstance(current, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) and any(
+                isinstance(n, ast.Name) and n.id == read.id for g in current.generators for n in walk(g.target)):
+            return True
+        current = a.module.parents.get(current)
+    return False
+
+
+def _assigned_from(a: Analysis, binder: ast.AST, read: ast.Name) -> bool:
+    """``binder`` is a target of the assignment whose value holds ``read``: bound after that read."""
+    statement = binder
+    while not isinstance(statement, ast.stmt) and (parent := a.module.parents.get(statement)) is not None:
+        statement = parent
+    value = statement.value if isinstance(statement, ast.Assign | ast.AugAssign | ast.AnnAssign) else None
+    return value is not None and (value is read or inside(a.module.parents, read, value))
 
 
 def _zero_guard(a: Analysis, node: ast.AST) -> ast.If | None:

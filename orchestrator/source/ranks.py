@@ -215,6 +215,9 @@ class Ranks(Devices):
             return any(self.is_condition(value, depth + 1) for value in test.values)
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self.is_condition(test.operand, depth + 1)
+        if isinstance(test, ast.IfExp) and all(isinstance(v, ast.Constant) and isinstance(v.value, bool)
+                                               for v in (test.body, test.orelse)):
+            return self.is_condition(test.test, depth + 1)  # Hyformer's True if LOCAL_RANK == 0 else False
         if isinstance(test, ast.Compare):
             if uniform(test):
                 return False

@@ -67,3 +67,27 @@ def test_a_local_rank_guard_binds_on_every_node_and_is_not_global_rank_zero() ->
     source = ("import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\nif local_rank == 0:\n    import wandb\n"
               "if local_rank == 0:\n    wandb.log({})\n")
     assert [f for f in check_source(source, "train.py") if f.code == "DDP020"] == []
+
+
+_PREPARED = """
+from accelerate import Accelerator
+from torch.utils.data import TensorDataset
+
+accelerator = Accelerator()
+train_dataset = TensorDataset()
+if accelerator.is_main_process:
+    eval_dataset = TensorDataset()
+{between}model, train_dataset, eval_dataset = accelerator.prepare(model, train_dataset, eval_dataset)
+model, eval_dataset = accelerator.prepare(model, eval_dataset)
+"""
+
+
+@pytest.mark.parametrize(("between", "found"), [
+    ("", [9]),  # the statement's own binding comes after its value reads the name; the next line's after that
+    ("eval_dataset = None\n", []),  # bound on every rank before the read
+])
+def test_a_name_rebound_by_the_statement_that_reads_it_first(between: str, found: list[int]) -> None:
+    """VITS under Accelerate: ``eval_dataset`` is made on the main process only, then every rank hands it to
+    ``accelerator.prepare`` in the statement that binds it again (UnboundLocalError on every other rank)."""
+    findings = check_source(_PREPARED.format(between=between), "train.py")
+    assert [f.line for f in findings if f.code == "DDP020"] == found
