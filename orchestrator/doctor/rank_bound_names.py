@@ -9,8 +9,10 @@ Read within one scope (the module's statements, or one function's), where every 
 assignment, an import, a ``for``/``with`` target) sits on the body side of an ``if`` true on global rank 0 alone
 (``is_main_process``, ``rank == 0`` of the global rank; not a local-rank test), and a later read of it sits under no
 such test: under none at all (every other rank), or under a local-rank test only (each other node's first process).
-Not reported: a name bound on another path too (``writer = None`` first, an ``else``), a parameter, a scope where
-the other ranks leave early (``if rank != 0: return``), a read in a nested function (its callers are not followed).
+Not reported: a name bound on another path too before the read (``writer = None`` first, an ``else``; not the
+statement's own binding whose value reads it: ``x, = prepare(x)``), a comprehension's variable, a parameter, a scope
+where the other ranks leave early (``if rank != 0: return``), a read in a nested function (its callers are not
+followed).
 A warning, likely: the read may sit behind a condition only rank 0 meets that the reader does not see.
 """
 
@@ -55,10 +57,10 @@ def _in_scope(a: Analysis, scope: ast.Module | FunctionNode) -> Iterator[Finding
             continue
         # the bindings made before this read: not one later, nor the statement's own whose value reads it first
         # (VITS's ``net_g, ..., eval_dataset, ... = accelerator.prepare(..., eval_dataset, ...)``)
-        binders = [b for b in bound.get(node.id, []) if getattr(b, "lineno", 0) <= node.lineno
-                   and not _assigned_from(a, b, node)]
         if _comprehension_bound(a, node):
             continue
+        binders = [b for b in bound.get(node.id, []) if getattr(b, "lineno", 0) <= node.lineno
+                   and not _assigned_from(a, b, node)]
         guards = [zero[id(b)] if id(b) in zero else zero.setdefault(id(b), _zero_guard(a, b)) for b in binders]
         if not binders or node.id in params or any(g is None for g in guards):
             continue

@@ -21,6 +21,7 @@ from orchestrator.source.branches import enclosing_ifs, other_side
 from orchestrator.source.flow import Site
 from orchestrator.source.kwargs import keyword
 from orchestrator.source.names import last_name
+from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.ranks import DeviceKind
 from orchestrator.source.syspath import mentioned_in_repository
 from orchestrator.source.walk import walk
@@ -121,8 +122,7 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
         return
     if a.unread or _unseen_binder(a, first):
         return  # a helper nobody could read may well bind the device: silence over a guess
-    # an absence: possible (a binder may be unseen); likely in spawned ranks if no module of the repository has one
-    nowhere = a.spawns and mentioned_in_repository(Path(a.filename).resolve(), b"set_device") is False
+    nowhere = a.spawns and mentioned_in_repository(Path(a.filename).resolve(), b"set_device", MAX_BYTES) is False
     yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the script or its "
                                           "helpers", confidence="likely" if nowhere else "possible",
                     fact=_NOWHERE if nowhere else "no set_device in what could be read")
@@ -165,7 +165,7 @@ def _under_orch(a: Analysis) -> Confidence | None:
     return None if a.spawns else "possible"
 
 
-# Who binds the current device for the ranks: orch's launcher for the ranks it starts, nobody for a script's own.
+# Who binds the current device: orch's launcher for the ranks it starts, nobody for a script's own (_NOWHERE: likely).
 _NOWHERE = "the script starts these ranks itself and no module of its repository calls set_device"
 _LAUNCHED = ("harmless under orch run/submit, whose launcher binds each rank's GPU; under torchrun or a plain "
              "launch an extra context on GPU 0")

@@ -144,7 +144,6 @@ _INSTALLED = frozenset({
 })
 _SKIP = frozenset({"site-packages", "node_modules", "venv", "env", "build", "dist", "__pycache__"})
 _MAX_ENTRIES = 20_000  # a tree larger than this is not searched (the answer would be a guess, and slow)
-_MAX_BYTES = 400_000  # a module larger than this is not read for a word (a generated or vendored one)
 
 
 def elsewhere_in_repository(script: Path, name: str) -> Path | None:
@@ -160,20 +159,20 @@ def elsewhere_in_repository(script: Path, name: str) -> Path | None:
     return candidates[0] if len(candidates) == 1 else None
 
 
-def mentioned_in_repository(script: Path, word: bytes) -> bool | None:
+def mentioned_in_repository(script: Path, word: bytes, max_bytes: int) -> bool | None:
     """Whether a module of ``script``'s repository (the tree at its root, ``_ROOT_MARKS``) holds ``word``: a spawner's
     ``set_device`` looked for where the reader's calls did not lead. None where no root is found within ``_FAR``
-    folders or the tree is too large to search; a module larger than ``_MAX_BYTES`` counts as holding it."""
+    folders or the tree is too large to search; a module larger than ``max_bytes`` (one not read) may hold it."""
     root = _nearest_root(script)
     modules = _modules_under(root[1]) if root is not None else {}
     if not modules:
         return None
-    return any(_holds(path, word) for paths in modules.values() for path in paths)
+    return any(_holds(path, word, max_bytes) for paths in modules.values() for path in paths)
 
 
-def _holds(path: Path, word: bytes) -> bool:
+def _holds(path: Path, word: bytes, max_bytes: int) -> bool:
     try:
-        return path.stat().st_size > _MAX_BYTES or word in path.read_bytes()
+        return path.stat().st_size > max_bytes or word in path.read_bytes()
     except OSError:
         return True  # unreadable: it may hold it
 

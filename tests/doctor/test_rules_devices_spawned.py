@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.doctor.check import check_file, check_source
+from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.syspath import mentioned_in_repository
 
 _SPAWNER = """import torch
@@ -132,14 +133,14 @@ def test_spawned_ranks_on_the_current_device_are_likely_where_no_module_of_the_r
     ``set_device``: every rank on GPU 0 (likely); where some module does (LiteASR's, VidSitu's, in a helper the reader's
     calls did not reach), it stays possible; so does a script a launcher starts."""
     script = _repository(tmp_path / "bare", {"train.py": _SPAWNED_CURRENT})
-    assert mentioned_in_repository(script.resolve(), b"set_device") is False
+    assert mentioned_in_repository(script.resolve(), b"set_device", MAX_BYTES) is False
     [found] = _ddp001(check_file(script))
     assert found.confidence == "likely" and "no module of its repository calls set_device" in found.evidence
     binder = "import torch\n\n\ndef bind(i):\n    torch.cuda.set_device(i)\n"
     bound = _repository(tmp_path / "bound", {"train.py": _SPAWNED_CURRENT, "utils/dist.py": binder})
-    assert mentioned_in_repository(bound.resolve(), b"set_device") is True
+    assert mentioned_in_repository(bound.resolve(), b"set_device", MAX_BYTES) is True
     assert [f.confidence for f in _ddp001(check_file(bound))] == ["possible"]
     launched = _repository(tmp_path / "launched", {"train.py": _SPAWNED_CURRENT.replace(
         "    mp.spawn(worker, nprocs=torch.cuda.device_count(), args=", "    worker(0, 1)  # ")})
     assert [f.confidence for f in _ddp001(check_file(launched))] == ["possible"]  # a launcher binds launched ranks
-    assert mentioned_in_repository(Path("/train.py"), b"set_device") is None  # no repository root: not searched
+    assert mentioned_in_repository(Path("/train.py"), b"set_device", MAX_BYTES) is None  # no repository: not searched
