@@ -19,6 +19,7 @@ A warning, likely: the read may sit behind a condition only rank 0 meets that th
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -51,17 +52,17 @@ def _in_scope(a: Analysis, scope: ast.Module | FunctionNode) -> Iterator[Finding
         for name in _binds(node):
             bound.setdefault(name, []).append(node)
     seen: set[str] = set()
-    zero: dict[int, ast.If | None] = {}  # each binding's rank-0 guard, read once
+    zero_guard = functools.cache(lambda binder: _zero_guard(a, binder))  # each binding's guard, read once
     for node in sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
         if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)) or node.id in seen:
             continue
-        # the bindings made before this read: not one later, nor the statement's own whose value reads it first
-        # (VITS's ``net_g, ..., eval_dataset, ... = accelerator.prepare(..., eval_dataset, ...)``)
         if _comprehension_bound(a, node):
             continue
+        # the bindings made before this read: not one later, nor the statement's own whose value reads it first
+        # (VITS's ``net_g, ..., eval_dataset, ... = accelerator.prepare(..., eval_dataset, ...)``)
         binders = [b for b in bound.get(node.id, []) if getattr(b, "lineno", 0) <= node.lineno
                    and not _assigned_from(a, b, node)]
-        guards = [zero[id(b)] if id(b) in zero else zero.setdefault(id(b), _zero_guard(a, b)) for b in binders]
+        guards = [zero_guard(b) for b in binders]
         if not binders or node.id in params or any(g is None for g in guards):
             continue
         if any(inside(a.module.parents, node, g) for g in guards if g is not None):
