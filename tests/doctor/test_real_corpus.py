@@ -400,6 +400,10 @@ def test_launch_verdict_rule() -> None:
 # it, measured with the doctor of ea97744 on 25efe34): default output precision 0.85 (79 of 93), recall 0.44 (55 of
 # 126), no error finding; --shown 0.93 (71 of 76); --all 0.79, 0.52; launch right or refused 24 of 30 (style 29,
 # framework 30).
+# Set 40 (26 scripts from 26 repositories, five judges, truth committed 1684169 on 2026-12-06 before the doctor ran on
+# it, measured with the doctor of db15057 on 1684169): default output precision 0.61 (39 of 64), recall 0.32 (25 of
+# 79), no error finding; --shown 0.64 (37 of 58); --all 0.59, 0.34; launch right or refused 22 of 26 (style 23,
+# framework 25).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -432,6 +436,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (37, 30, 0.62, 0.31, False),
     (38, 30, 0.68, 0.32, False),
     (39, 30, 0.84, 0.43, True),
+    (40, 26, 0.60, 0.31, True),
 ]
 
 
