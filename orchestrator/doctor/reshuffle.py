@@ -91,11 +91,23 @@ def iterated_once(a: Analysis, site: Site) -> bool:
         return False
     if a not in _ONE_PASS:
         loops = [n for n in a.module.nodes if isinstance(n, ast.For | ast.AsyncFor) and a.trains(n)]
-        _ONE_PASS[a] = bool(loops) and all(
-            any("loader" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
-                for n in walk(loop.iter) if isinstance(n, ast.Name | ast.Attribute))
-            and _runs_once(a, loop, 0) for loop in loops)
+        # or a loader's iterator drawn from with next() in a loop over steps (DANNet's ``trainloader_iter =
+        # enumerate(trainloader)``, its data set sized for every step), where no iterator of a loader is made again
+        # in a loop (``except StopIteration: it = iter(loader)`` starts a second epoch)
+        looped = {id(n) for f in a.module.nodes if isinstance(f, ast.For | ast.AsyncFor) for n in walk(f.iter)}
+        made = [n for n in a.module.nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and id(n) not in
+                looped and n.func.id in ("iter", "enumerate") and n.args and _loader(n.args[0])]
+        steps = [loop for loop in loops if not _loader(loop.iter)]
+        _ONE_PASS[a] = bool(loops) and bool(made or not steps) and all(_runs_once(a, n, 0) for n in made) and all(
+            _runs_once(a, loop, 0) for loop in loops if loop not in steps) and all(
+            any(isinstance(n, ast.Call) and last_name(n.func) == "range" for n in walk(loop.iter)) for loop in steps)
     return _ONE_PASS[a]
+
+
+def _loader(expr: ast.expr) -> bool:
+    """``expr`` names a loader (``train_loader``, ``self.loaders["train"]``)."""
+    return any("loader" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
+               for n in walk(expr) if isinstance(n, ast.Name | ast.Attribute))
 
 
 def _runs_once(a: Analysis, node: ast.AST, depth: int) -> bool:

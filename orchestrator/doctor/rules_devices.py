@@ -14,6 +14,7 @@ from orchestrator.doctor.device_stores import stored_unread
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.helper_rankattrs import script_global_attribute
+from orchestrator.doctor.oneprocess import before_its_spawn, undistributed_side
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import EXIT_CALLS, INIT, SET_DEVICE, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
@@ -80,12 +81,8 @@ def _cpu_backend_only(a: Reading) -> bool:
 
 
 def _sets_visible_devices(a: Reading) -> bool:
-    for node in a.module.nodes:
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if a.ranks.env_key(target) == "CUDA_VISIBLE_DEVICES":
-                    return True
-    return False
+    return any(isinstance(node, ast.Assign) and any(a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
+               for node in a.module.nodes)
 
 
 _CONTEXTS = frozenset({"torch.cuda.device", "torch.accelerator.device_index"})
@@ -107,9 +104,9 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
     if not every:
         yield from _explicit_only(a)
         return
-    uses = [site for site in every if not _undistributed_side(a, site)]
+    uses = [site for site in every if not (undistributed_side(a, site) or before_its_spawn(a, site))]
     if not uses:
-        return  # the current device is used by the run of one process only
+        return  # the current device is used by the run of one process only (or by the spawner, before its ranks)
     first = uses[0]
     setters = [s for s in a.sites(SET_DEVICE) if not _bare_context(a, s)] + a.helper_sites(SET_DEVICE)
     setters.sort(key=lambda s: s.call.lineno)
@@ -126,15 +123,6 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
     yield a.finding("DDP001", first.call, f"{ast.unparse(first.call)[:60]}; no set_device in the script or its "
                                           "helpers", confidence="likely" if nowhere else "possible",
                     fact=_NOWHERE if nowhere else "no set_device in what could be read")
-
-
-def _undistributed_side(a: Reading, site: Site) -> bool:
-    """``site`` sits on one side of an ``if`` whose other side joins the group or wraps the model in DDP (``if
-    distributed: ... DDP(model, device_ids=[local_rank])`` / ``else: model = DataParallel(model).cuda()``): the run
-    of one process, where the current device is the only one."""
-    return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in WRAPPERS | INIT
-               for statement, in_body in enclosing_ifs(a.module.parents, site.call)
-               for stmt in other_side(statement, in_body) for n in walk(stmt))
 
 
 def _explicit_only(a: Analysis) -> Iterator[Finding]:
@@ -358,14 +346,16 @@ def _fed_to_a_model(a: Reading, assign: ast.Assign) -> bool:
 
 
 def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
-    """DDP010, once per file, at the first device picked from the global rank."""
+    """DDP010, once per file, at the first device picked from the global rank where it binds the GPU (set_device)."""
     hits: list[ast.AST] = [site.call for site in a.flow.sites if any(
         a.ranks.device_from_global_rank(expr) or script_global_attribute(a, expr)
         for expr in [*device_args(a, site), *_device_map(site.call)]) and not stored_unread(a, site.call)]
     hits += [node for node in a.module.nodes if isinstance(node, ast.Assign) and any(
         a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
         and a.ranks.device_from_global_rank(node.value)]
-    hits.sort(key=lambda n: getattr(n, "lineno", 0))
+    bound = {a.module.function_of(n) for n in hits if isinstance(n, ast.Call) and a.module.qualname(n.func) in
+             SET_DEVICE}  # where the GPU is bound: LNO's main, below its train()'s .to(device)
+    hits.sort(key=lambda n: (bool(bound) and a.module.function_of(n) not in bound, getattr(n, "lineno", 0)))
     if hits:
         more = len({getattr(n, "lineno", 0) for n in hits}) - 1
         extra = f"; {more} more line{'s' * (more != 1)}" if more else ""

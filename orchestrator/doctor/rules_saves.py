@@ -28,6 +28,7 @@ from orchestrator.doctor.save_paths import (
     per_rank,
 )
 from orchestrator.doctor.saves_readback import check_readback
+from orchestrator.doctor.wrapper_saves import knows_prefix, saved_wrapper
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
@@ -49,8 +50,8 @@ def check_saves(a: Analysis) -> Iterator[Finding]:
         if a.flow.never_runs(site):
             continue  # the single-process side of ``if local_rank != -1:``
         problems: list[str] = []
-        wrapper = _saved_wrapper(a, call.args[0]) if call.args else None
-        if wrapper is not None and not _knows_prefix(a):
+        wrapper = saved_wrapper(a, call.args[0]) if call.args else None
+        if wrapper is not None and not knows_prefix(a):
             problems.append(f"saves the DDP wrapper {wrapper}, not {wrapper}.module: its keys start with 'module.'")
         path = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords
                                                               if k.arg in ("f", "filename")), None)
@@ -257,9 +258,9 @@ def _per_node_guard(a: Reading, site: Site) -> bool:
     # node-local index: what it holds is local (not ``rank % world_size``: rank 0 alone)
     modulo = {id(n.left) for _, t in tests for n in walk(t) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
               and (isinstance(n.right, ast.Constant) or _NODE_COUNT.search(ast.unparse(n.right)))}
-    kinds = {"local" if id(n) in modulo and guard_kind(where, n) == "global" else guard_kind(where, n)
+    kinds = {"local" if id(n) in modulo and guard_kind(where, n) in ("global", "rankish") else guard_kind(where, n)
              for where, t in tests for n in walk(t)
-             if isinstance(n, ast.Name | ast.Attribute | ast.Call)}
+             if isinstance(n, ast.Name | ast.Attribute | ast.Call | ast.Subscript)}
     kinds.discard(None)
     return kinds == {"local"}
 
@@ -267,7 +268,7 @@ def _per_node_guard(a: Reading, site: Site) -> bool:
 _NODE_COUNT = re.compile(r"gpu|per_node|device_count|nproc|local", re.IGNORECASE)
 
 
-def guard_kind(a: Reading, node: ast.Name | ast.Attribute | ast.Call) -> str | None:
+def guard_kind(a: Reading, node: ast.Name | ast.Attribute | ast.Call | ast.Subscript) -> str | None:
     """``local`` for a node-local rank or flag (``local_rank``, ``is_local_process_zero``), ``global`` for a main
     process flag (``is_world_process_zero``, ``args.should_save``), else what rank it holds."""
     name = last_name(node.func if isinstance(node, ast.Call) else node)
@@ -314,9 +315,16 @@ def _multi_node_spawn(a: Reading) -> bool:
             targets, parts = [node.target], [node.value]
         else:
             continue
-        if any(last_name(t) in RANK_NAMES for t in targets) and any(a.ranks.source(p) == "local" for p in parts):
+        if any(_held_name(t).lower() in RANK_NAMES for t in targets) and any(
+                a.ranks.source(p) == "local" for p in parts):
             return True
     return False
+
+
+def _held_name(target: ast.expr) -> str:
+    """The name a rank is kept under: ``rank``, ``args.rank``, CurricularFace's ``cfg["RANK"]``."""
+    key = target.slice if isinstance(target, ast.Subscript) else None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else last_name(target) or ""
 
 
 def _node_first_runs(a: Reading, site: Site) -> bool:
@@ -341,60 +349,3 @@ def _guard_tests(a: Reading, site: Site, depth: int) -> list[ast.expr]:
                 return []
             tests += found
     return tests
-
-
-def _knows_prefix(a: Reading) -> bool:
-    """The file handles the wrapper's ``"module."`` key prefix (Chinese-CLIP's ``resize_pos_embed(sd, model,
-    prefix="module.")``, ``k.replace("module.", "")``). A file that only loads its checkpoints back into the wrapper
-    itself (the DDP tutorial's ``ddp_model.load_state_dict(torch.load(path))``) is still reported: the file holds
-    ``module.`` keys that no model but a wrapper loads (the seed fixtures expect it)."""
-    return any(isinstance(n, ast.Constant) and n.value == "module." for n in a.module.nodes)
-
-
-def _saved_wrapper(a: Reading, expr: ast.expr, depth: int = 0) -> str | None:
-    """The name of the DDP wrapper ``expr`` saves (itself or its state_dict()), if it does; in a helper also the
-    parameter the script fills with its wrapper (``save_model(net, ...)`` after ``net = DDP(net)``), through the names
-    the saved value is built from there (``sd = net.state_dict()``, ``state = {"model": sd}``)."""
-    for node in walk(expr):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "state_dict":
-            # through names only the helper's parameter counts: a script's `state = dict(model=model.state_dict())`
-            # is a resume checkpoint the script loads back into its wrapper (judged no pitfall in the corpus)
-            if (a.wrapped(node.func.value) and not depth) or _passed_wrapper(a, node.func.value):
-                return ast.unparse(node.func.value)
-        elif isinstance(node, ast.Name) and a.wrapped(node) and not depth:
-            parent = a.module.parents.get(node)
-            # handed to a function, the wrapper is not what is saved: what it returns is (``get_module(model,
-            # distributed).state_dict()``, ``accelerator.unwrap_model(model)``), but as a dict's value
-            handed = node is not expr and isinstance(parent, ast.Call) and last_name(parent.func) != "dict"
-            if not isinstance(parent, ast.Attribute) and not handed:
-                return node.id
-        elif isinstance(node, ast.Name) and depth < 2 and a.outer is not None:
-            _, value = a.module.resolve(node.id, node)
-            found = _saved_wrapper(a, value, depth + 1) if isinstance(value, ast.Dict | ast.Call) else None
-            if found is not None:
-                return found
-    return None
-
-
-def _passed_wrapper(a: Reading, expr: ast.expr) -> bool:
-    """``expr`` is a parameter of a helper's function that every call of it in the script fills with the DDP
-    wrapper (``save_model(net, optimizer, epoch, work_dir)`` where the script's ``net`` is ``DDP(...)``)."""
-    function = a.module.function_of(expr)
-    if a.outer is None or function is None or not isinstance(expr, ast.Name):
-        return False
-    params = [p.arg for p in function.args.args]
-    if expr.id not in params or params[:1] == ["self"]:
-        return False
-    unwraps = any((isinstance(n, ast.Attribute) and n.attr == "module" and isinstance(n.value, ast.Name)
-                   and n.value.id == expr.id) or (isinstance(n, ast.Constant) and n.value == "module")
-                  for n in walk(function))  # `if hasattr(model, "module"): sd = model.module.state_dict()`
-    if unwraps:
-        return False
-    passed = a.outer.passes_for(function, expr.id)
-    return bool(passed) and not _knows_prefix(a.outer) and all(_ddp_wrapped(a.outer, p) for p in passed)
-
-
-def _ddp_wrapped(a: Reading, expr: ast.expr) -> bool:
-    """``expr`` is (a name bound to) ``DDP(...)``, whose state_dict keys start with ``module.`` (FSDP's do not)."""
-    _, value = a.module.resolve(expr.id, expr) if isinstance(expr, ast.Name) else (False, None)
-    return isinstance(value, ast.Call) and "DistributedDataParallel" in (a.module.qualname(value.func) or "")

@@ -85,12 +85,16 @@ _HF_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "HfA
 
 
 def spelling(call: ast.Call) -> str | None:
-    """The spelling of ``--local_rank``/``--local-rank`` that ``call`` (an ``add_argument``, or absl's
-    ``flags.DEFINE_*``) declares: its first such constant argument (``add_argument("--local_rank", "--local-rank")``
-    declares ``--local_rank``)."""
+    """The spelling of ``--local_rank``/``--local-rank`` that ``call`` (an ``add_argument``, absl's ``flags.DEFINE_*``,
+    or a flag's spec given to ``add_argument`` later: a list of spellings with a default or type) declares: its first
+    such constant argument (``add_argument("--local_rank", "--local-rank")`` declares ``--local_rank``)."""
     name = call.args[0].value if _absl(call) and call.args and isinstance(call.args[0], ast.Constant) else None
     if isinstance(name, str) and f"--{name}" in LOCAL_RANK_FLAGS:
         return f"--{name}"  # absl's flags.DEFINE_integer("local_rank", 0, ...): --local_rank=N parses
+    if call.args and isinstance(call.args[0], ast.List | ast.Tuple) and {k.arg for k in call.keywords} & {
+            "default", "type"}:  # a flag's spec handed to add_argument later: PICK's CustomArgs(['--local_rank'], ...)
+        return next((str(x.value) for x in call.args[0].elts
+                     if isinstance(x, ast.Constant) and x.value in LOCAL_RANK_FLAGS), None)
     if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
         return None
     return next((str(x.value) for x in call.args if isinstance(x, ast.Constant) and x.value in LOCAL_RANK_FLAGS), None)

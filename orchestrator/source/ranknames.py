@@ -24,8 +24,10 @@ BY_NAME: dict[str, RankKind] = {**dict.fromkeys(RANK_NAMES, "rankish"), **dict.f
 
 
 def by_name(name: str) -> RankKind | None:
-    """The rank a name says it holds (``local_rank``; a private attribute's too: ``cfg.environment._local_rank``)."""
-    return BY_NAME.get(name.lstrip("_"))
+    """The rank a name says it holds (``local_rank``; a private attribute's too: ``cfg.environment._local_rank``; a
+    config's capitalised rank too: ``cfg.ddp.LOCAL_RANK``, not ``cfg.GPU``, a device list as often as an index)."""
+    bare = name.lstrip("_")
+    return BY_NAME.get(bare.lower() if bare.isupper() and "RANK" in bare else bare)
 
 
 # Flags and helpers that mean "this is the main process".

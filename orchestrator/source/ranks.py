@@ -107,6 +107,11 @@ class Ranks(Devices):
                     return None
             if shifted(self.module, expr):  # rank += node_rank * gpus: the global rank from there on
                 return "global"
+            # a parameter is what every call of its function passes, over its name (LNO's train(..., local_rank)
+            # called with main's local_rank = dist.get_rank(): the global rank)
+            kinds = {self.source(v, depth + 1) for v in self.module.passed_for(expr)} if value is None else set()
+            if len(kinds) == 1 and None not in kinds:
+                return kinds.pop()
             if self._spawn_index(expr):  # a spawned worker's index: by its name, or the node-local rank where
                 return by_name(expr.id) or ("local" if self._started(expr) else None)  # a spawn starts it
             return by_name(expr.id) if self.names else None

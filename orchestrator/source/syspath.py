@@ -167,10 +167,11 @@ def mentioned_in_repository(script: Path, word: bytes, max_bytes: int) -> bool |
     modules = _modules_under(root[1]) if root is not None else {}
     if not modules:
         return None
-    return any(_holds(path, word, max_bytes) for paths in modules.values() for path in paths)
+    return any(holds(path, word, max_bytes) for paths in modules.values() for path in paths)
 
 
-def _holds(path: Path, word: bytes, max_bytes: int) -> bool:
+def holds(path: Path, word: bytes, max_bytes: int) -> bool:
+    """Whether the file at ``path`` holds ``word``; one larger than ``max_bytes`` (not read), or unreadable, may."""
     try:
         return path.stat().st_size > max_bytes or word in path.read_bytes()
     except OSError:

@@ -59,7 +59,6 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "doctor/rules_random.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/rules_spawn.py": "each rule by its codes in the corpus: tests/doctor/test_doctor.py",
     "doctor/save_guards.py": "the guards a save runs under (DDP006): tests/doctor/test_rules_saves_guards.py",
-    "launchstyles/localrank.py": "the flag's facts: tests/launchstyles/test_facts.py; DDP015 in tests/doctor/",
     "launchstyles/style.py": "each style from its facts: tests/launchstyles/test_launchstyle.py, test_facts.py",
     "local/restarts.py": "orch run's restarts with real ranks: tests/slurm/test_restart.py",
     "records/atomic.py": ("exercised by every writer; tests/records/test_jobdirs.py, "

@@ -139,3 +139,40 @@ def test_a_pass_repeated_by_a_loop_still_needs_set_epoch() -> None:
         ONE_PASS.replace("\nmain()\n", "\n"),  # nothing here calls it: who knows how often
     ):
         assert _ddp004(repeated) == [sampler_line], repeated
+
+
+STEPPED = """\
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+dist.init_process_group("nccl")
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+steps = 1000
+data = TensorDataset(torch.randn(steps * 4, 2))  # sized for every step: one pass is the whole run
+sampler = DistributedSampler(data)
+train_loader = DataLoader(data, sampler=sampler, batch_size=4)
+train_iter = enumerate(train_loader)
+model = DDP(torch.nn.Linear(2, 2).cuda())
+for step in range(steps):
+    _, (x,) = next(train_iter)
+    model(x.cuda()).sum().backward()
+"""
+
+RESTARTED = STEPPED.replace("""    _, (x,) = next(train_iter)
+""", """    try:
+        _, (x,) = next(train_iter)
+    except StopIteration:
+        train_iter = enumerate(train_loader)  # a second epoch, in the same order
+        _, (x,) = next(train_iter)
+""")
+
+
+def test_a_loader_drawn_from_once_over_the_steps_has_no_next_epoch() -> None:
+    """DANNet's ``trainloader_iter = enumerate(trainloader)`` then ``next()`` in a loop over steps: one pass over a
+    data set sized for the whole run; made again when it runs out, it is a second epoch in the first one's order."""
+    assert _ddp004(STEPPED) == []
+    assert _ddp004(RESTARTED) == [12]

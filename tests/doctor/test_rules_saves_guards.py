@@ -332,3 +332,34 @@ def test_a_rank_modulo_the_nodes_count_is_a_per_node_guard_through_a_name_and_an
     found = [f for f in check_source(_MASTER_NODE.format(count=count), "train.py") if f.code == "DDP006"]
     assert [f.line for f in found] == ([12] if per_node else [])
     assert all("one shared file system" in f.evidence for f in found)
+
+
+CONFIG_RANK_SPAWN = """\
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def main_worker(gpu, ngpus_per_node, cfg):
+    cfg["GPU"] = gpu
+    cfg["RANK"] = cfg["RANK"] * ngpus_per_node + gpu
+    dist.init_process_group("nccl", init_method=cfg["DIST_URL"], world_size=cfg["WORLD_SIZE"], rank=cfg["RANK"])
+    model = torch.nn.Linear(2, 2).cuda(gpu)
+    for epoch in range(3):
+        if cfg["RANK"] % ngpus_per_node == 0:
+            torch.save(model.state_dict(), "backbone.pth")
+
+
+if __name__ == "__main__":
+    cfg = {"RANK": 0, "WORLD_SIZE": 1, "DIST_URL": "tcp://127.0.0.1:23456"}
+    ngpus = torch.cuda.device_count()
+    cfg["WORLD_SIZE"] = ngpus * cfg["WORLD_SIZE"]
+    mp.spawn(main_worker, nprocs=ngpus, args=(ngpus, cfg))
+"""
+
+
+def test_a_config_keys_rank_modulo_the_nodes_gpus_is_every_nodes_first_process() -> None:
+    """CurricularFace's ``cfg["RANK"] = cfg["RANK"] * ngpus_per_node + gpu`` spans nodes, so ``cfg["RANK"] %
+    ngpus_per_node == 0`` holds on every node's first process: one writer per node, all writing one file."""
+    [found] = [f for f in check_source(CONFIG_RANK_SPAWN, "train.py") if f.code == "DDP006"]
+    assert found.line == 13 and "local rank 0 of every node" in found.evidence

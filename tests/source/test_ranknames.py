@@ -17,6 +17,9 @@ def test_the_launchers_variables_are_each_of_one_kind() -> None:
 @pytest.mark.parametrize(("name", "kind"), [
     ("local_rank", "local"), ("_local_rank", "local"), ("gpu", "local"), ("rank", "rankish"),
     ("process_index", "global"), ("loss", None),
+    # a config's capitalised rank (Seg_model's cfg.ddp.LOCAL_RANK, CurricularFace's cfg["RANK"]); not cfg.GPU, as
+    # often a list of devices as an index
+    ("LOCAL_RANK", "local"), ("RANK", "rankish"), ("GPU", None), ("Rank", None),
 ])
 def test_a_name_says_the_rank_it_holds(name: str, kind: str | None) -> None:
     assert by_name(name) == kind

@@ -1,0 +1,30 @@
+"""Code that one process runs in a distributed script, where the current CUDA device is the only one (DDP001 has
+nothing to say there): the single-process side of a distributed switch, and the spawner's own work before it starts
+the ranks."""
+
+from __future__ import annotations
+
+import ast
+
+from orchestrator.launchstyles.spawns import spawns
+from orchestrator.source.analysis import INIT, WRAPPERS
+from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.branches import enclosing_ifs, other_side
+from orchestrator.source.flow import Site
+from orchestrator.source.walk import walk
+
+
+def undistributed_side(a: Reading, site: Site) -> bool:
+    """``site`` sits on one side of an ``if`` whose other side joins the group or wraps the model in DDP (``if
+    distributed: ... DDP(model, device_ids=[local_rank])`` / ``else: model = DataParallel(model).cuda()``): the run
+    of one process, where the current device is the only one."""
+    return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in WRAPPERS | INIT
+               for statement, in_body in enclosing_ifs(a.module.parents, site.call)
+               for stmt in other_side(statement, in_body) for n in walk(stmt))
+
+
+def before_its_spawn(a: Reading, site: Site) -> bool:
+    """``site`` runs in the process that spawns the ranks, before the spawn in the same function (RelBench's
+    preprocessing on ``"cuda"`` ahead of ``mp.spawn(run_main, ...)``): one process, not a rank."""
+    return a.spawns and any(a.module.function_of(s.node) is site.function and site.call.lineno < s.node.lineno
+                            for s in spawns(a))

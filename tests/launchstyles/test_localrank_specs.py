@@ -1,0 +1,50 @@
+"""The legacy ``--local_rank`` flag declared as a spec handed to ``add_argument`` later (PICK's
+``CustomArgs(['--local_rank'], default=0, type=int, target='local_rank')``): the script is written for
+``torch.distributed.launch``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from orchestrator.launchstyles import detect, read
+from orchestrator.launchstyles.localrank import spelling
+
+SPEC = """\
+import argparse
+import collections
+
+import torch
+import torch.distributed as dist
+
+CustomArgs = collections.namedtuple('CustomArgs', 'flags default type target help')
+options = [
+    CustomArgs(['--local_rank'], default=0, type=int, target='local_rank', help='local rank from the launcher'),
+    CustomArgs(['-lr', '--learning_rate'], default=0.1, type=float, target='lr', help='learning rate'),
+]
+parser = argparse.ArgumentParser()
+for opt in options:
+    parser.add_argument(*opt.flags, default=opt.default, type=opt.type)
+config = vars(parser.parse_args())
+torch.cuda.set_device(config['local_rank'])
+dist.init_process_group('nccl', init_method='env://')
+"""
+
+
+def test_a_spec_of_the_flag_decides_the_style(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(SPEC, encoding="utf-8")
+    launch = detect(read(script))
+    assert launch.style == "local-rank-arg"
+    assert launch.flag == "--local_rank"
+    assert launch.why.startswith("train.py:9: CustomArgs(['--local_rank']")
+
+
+def test_a_list_of_spellings_without_default_or_type_is_no_declaration() -> None:
+    """A list that merely names the flag (``FORWARDED = ['--local_rank', '--seed']``, a call building a command
+    line) declares nothing."""
+    call = ast.parse("subprocess.run(['--local_rank', '0'])").body[0].value
+    spec = ast.parse("Arg(['--local-rank'], type=int)").body[0].value
+    assert isinstance(call, ast.Call) and isinstance(spec, ast.Call)
+    assert spelling(call) is None
+    assert spelling(spec) == "--local-rank"
