@@ -12,8 +12,9 @@ if [ "$(id -u)" = 0 ] && [ "${ORCH_SKIP_SLURM:-0}" != 1 ]; then
   slurm=1
 fi
 
-# Debian's packages (shellcheck; Slurm's and munge for the test cluster) install in the background while
-# .venv is set up and the linters run: apt's time and pip's and mypy's overlap. Its output is shown after.
+# Debian's packages (shellcheck; Slurm's and munge for the test cluster; OpenSSH for the remote tests) install in
+# the background while .venv is set up and the linters run: apt's time and pip's and mypy's overlap. Its output is
+# shown after.
 apt_log="$(mktemp)"
 apt_pid=""
 if [ "$(id -u)" = 0 ]; then
@@ -25,6 +26,9 @@ if [ "$(id -u)" = 0 ]; then
     fi
     if [ "$slurm" = 1 ]; then
       bash tests/slurm/cluster.sh install
+      # the end-to-end remote test runs as the cluster's unprivileged user, who cannot install sshd itself (and
+      # the first pass, which would as root, runs beside it): installed here first, its service never started
+      if command -v python3 >/dev/null 2>&1; then python3 tests/sshd.py install; fi
     fi
   ) >"$apt_log" 2>&1 &
   apt_pid=$!

@@ -10,6 +10,8 @@ the passwd home, not ``$HOME``, so tests pass the file (cluster.yaml's ``remote.
 Debian's ``openssh-server`` is installed on demand like the Slurm packages (tests/slurm/cluster.sh):
 as root with apt-get, without starting Debian's own ssh service (``policy-rc.d`` says 101);
 ``ORCH_SSH_NO_INSTALL=1`` never installs. When it cannot be had, :func:`sshd_or_skip` skips with the reason.
+``scripts/test.sh`` installs it first, as root (``python3 tests/sshd.py install``), beside Slurm's packages: the
+end-to-end pass runs as the cluster's unprivileged user, who cannot install it, beside the first pass that would.
 """
 
 from __future__ import annotations
@@ -25,8 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 SSHD = "/usr/sbin/sshd"
 HOST = "orchtest"  # the Host of the client config
 
@@ -37,7 +37,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _install() -> str | None:
+def install() -> str | None:
     """None when sshd is there (installed now if needed), else why not."""
     if os.path.exists(SSHD) and shutil.which("ssh-keygen") and shutil.which("ssh"):
         return None
@@ -143,7 +143,9 @@ def start_sshd(folder: Path, setenv: Mapping[str, str] | None = None) -> Iterato
 
 @contextmanager
 def sshd_or_skip(folder: Path, setenv: Mapping[str, str] | None = None) -> Iterator[Sshd]:
-    why = _install()
+    import pytest  # only here: ``python3 tests/sshd.py install`` runs before the test environment exists
+
+    why = install()
     if why is not None:
         pytest.skip(why)
     with start_sshd(folder, setenv) as server:
@@ -161,3 +163,12 @@ def orch_wrapper(path: Path, orch: str, env: Mapping[str, str]) -> Path:
     path.write_text(f"#!/bin/sh\n{exports}exec '{orch}' \"$@\"\n")
     path.chmod(0o755)
     return path
+
+
+if __name__ == "__main__":  # python3 tests/sshd.py install: what scripts/test.sh runs as root
+    import sys
+
+    if sys.argv[1:] != ["install"]:
+        sys.exit("usage: python3 tests/sshd.py install")
+    reason = install()
+    print(f"orch test: OpenSSH for the remote tests: {reason or 'ready'}")
