@@ -23,8 +23,10 @@ def undistributed_side(a: Reading, site: Site) -> bool:
                for stmt in other_side(statement, in_body) for n in walk(stmt))
 
 
-def before_its_spawn(a: Reading, site: Site) -> bool:
-    """``site`` runs in the process that spawns the ranks, before the spawn in the same function (RelBench's
-    preprocessing on ``"cuda"`` ahead of ``mp.spawn(run_main, ...)``): one process, not a rank."""
-    return a.spawns and any(a.module.function_of(s.node) is site.function and site.call.lineno < s.node.lineno
-                            for s in spawns(a))
+def before_a_spawn(a: Reading, sites: list[Site]) -> list[Site]:
+    """The ``sites`` that run in the process that spawns the ranks, before the spawn in the same function (RelBench's
+    preprocessing on ``"cuda"`` ahead of ``mp.spawn(run_main, ...)``): one process, not a rank (the file's spawns read
+    once for all of them)."""
+    started = [s.node for s in spawns(a)] if a.spawns and sites else []
+    return [site for site in sites if any(a.module.function_of(node) is site.function and site.call.lineno < node.lineno
+                                          for node in started)]

@@ -14,7 +14,7 @@ from orchestrator.doctor.device_stores import stored_unread
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.helper_rankattrs import script_global_attribute
-from orchestrator.doctor.oneprocess import before_its_spawn, undistributed_side
+from orchestrator.doctor.oneprocess import before_a_spawn, undistributed_side
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import EXIT_CALLS, INIT, SET_DEVICE, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
@@ -104,7 +104,8 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
     if not every:
         yield from _explicit_only(a)
         return
-    uses = [site for site in every if not (undistributed_side(a, site) or before_its_spawn(a, site))]
+    spawner = before_a_spawn(a, every)
+    uses = [site for site in every if not (undistributed_side(a, site) or site in spawner)]
     if not uses:
         return  # the current device is used by the run of one process only (or by the spawner, before its ranks)
     first = uses[0]

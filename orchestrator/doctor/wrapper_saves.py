@@ -4,6 +4,7 @@ project copes with the prefix (a loader that strips it), where saving the wrappe
 from __future__ import annotations
 
 import ast
+import weakref
 
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.names import last_name
@@ -13,6 +14,8 @@ from orchestrator.source.walk import walk
 
 # the prefix as a string literal, in either quote: ``k.replace("module.", "")``, ``k.startswith('module.')``
 _PREFIX_LITERALS = (b"'module.'", b'"module."')
+# per file read: whether it (or a project module it imports) handles the prefix, worked out once for all its saves
+_KNOWN: weakref.WeakKeyDictionary[Reading, bool] = weakref.WeakKeyDictionary()
 
 
 def knows_prefix(a: Reading) -> bool:
@@ -21,7 +24,10 @@ def knows_prefix(a: Reading) -> bool:
     loads its checkpoints back into the wrapper itself (the DDP tutorial's ``ddp_model.load_state_dict(torch.load(
     path))``) is still reported: the file holds ``module.`` keys that no model but a wrapper loads (the seed fixtures
     expect it)."""
-    return any(isinstance(n, ast.Constant) and n.value == "module." for n in a.module.nodes) or _project_strips(a)
+    if a not in _KNOWN:
+        _KNOWN[a] = any(isinstance(n, ast.Constant) and n.value == "module." for n in a.module.nodes) or (
+            _project_strips(a))
+    return _KNOWN[a]
 
 
 def _project_strips(a: Reading) -> bool:
@@ -32,7 +38,7 @@ def _project_strips(a: Reading) -> bool:
     if project is None:
         return False
     paths = {*project.imported(a.module), *(project.imported(a.outer.module) if a.outer is not None else ())}
-    return any(holds(path, literal, MAX_BYTES) for path in paths for literal in _PREFIX_LITERALS)
+    return any(holds(path, _PREFIX_LITERALS, MAX_BYTES) for path in paths)
 
 
 def saved_wrapper(a: Reading, expr: ast.expr, depth: int = 0) -> str | None:

@@ -167,13 +167,17 @@ def mentioned_in_repository(script: Path, word: bytes, max_bytes: int) -> bool |
     modules = _modules_under(root[1]) if root is not None else {}
     if not modules:
         return None
-    return any(holds(path, word, max_bytes) for paths in modules.values() for path in paths)
+    return any(holds(path, (word,), max_bytes) for paths in modules.values() for path in paths)
 
 
-def holds(path: Path, word: bytes, max_bytes: int) -> bool:
-    """Whether the file at ``path`` holds ``word``; one larger than ``max_bytes`` (not read), or unreadable, may."""
+def holds(path: Path, words: tuple[bytes, ...], max_bytes: int) -> bool:
+    """Whether the file at ``path`` holds one of ``words`` (read once); one larger than ``max_bytes`` (not read), or
+    unreadable, may."""
     try:
-        return path.stat().st_size > max_bytes or word in path.read_bytes()
+        if path.stat().st_size > max_bytes:
+            return True
+        text = path.read_bytes()
+        return any(word in text for word in words)
     except OSError:
         return True  # unreadable: it may hold it
 
