@@ -32,6 +32,7 @@ from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import COLLECTIVES, EXIT_CALLS, INIT
 from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.argflags import local_rank_attributes
 from orchestrator.source.branches import enclosing_ifs
 from orchestrator.source.flow import Site
 from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, dotted, last_name
@@ -105,7 +106,11 @@ def _flag_local(a: Analysis, expr: ast.expr) -> bool:
     """``args.local_rank`` or ``args["local_rank"]``, the value of a ``--local_rank`` flag that the file or a project
     module it imports declares (the old launcher's, and orch's local-rank-arg style's, node-local rank), or of
     transformers' ``TrainingArguments`` that one imports (``self.training_args.local_rank``, LOMO's), never set
-    in the file (``args.local_rank = dist.get_rank()`` would make it the global one)."""
+    in the file (``args.local_rank = dist.get_rank()`` would make it the global one); ``args.rank`` where the file
+    declares ``add_argument("--rank", "--local_rank")`` (ParallelWaveGAN's)."""
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and (
+            expr.attr in local_rank_attributes(a.module.tree)):
+        return not a.module.values_anywhere(dotted(expr) or "")
     if isinstance(expr, ast.Attribute) and expr.attr == "local_rank":
         key = dotted(expr)
         if key is None or a.module.values_anywhere(key):

@@ -174,14 +174,28 @@ def _mpi_read(files: list[SourceFile]) -> tuple[str, int, str] | None:
 
 
 def _mpi_backend_branches(tree: ast.Module) -> set[int]:
-    """The nodes on the MPI backend's side of a test of the backend (``if args.backend == 'mpi':`` ... ``rank =
-    int(os.environ['OMPI_COMM_WORLD_RANK'])``): that backend runs only under mpirun, which sets those variables; the
-    run orch starts takes the other side (gloo or NCCL, the launcher's RANK)."""
+    """The nodes on the MPI side of a test of the backend (``if args.backend == 'mpi':`` ... ``rank =
+    int(os.environ['OMPI_COMM_WORLD_RANK'])``) or of a switch named for MPI (``if args.use_mpi:``, OpenFold's
+    ``args.mpi_plugin and int(os.environ.get("PMI_RANK")) == 0``): that side runs only under mpirun, which sets those
+    variables; the run orch starts takes the other (gloo or NCCL, the launcher's RANK)."""
     out: set[int] = set()
     for node in walk(tree):
-        if isinstance(node, ast.If) and any(_mpi_backend_test(part) for part in walk(node.test)):
-            out.update(id(inner) for statement in node.body for inner in walk(statement))
+        if isinstance(node, ast.If | ast.IfExp) and any(_mpi_backend_test(part) or _mpi_switch(part)
+                                                         for part in walk(node.test)):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            out.update(id(inner) for statement in body for inner in walk(statement))
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            switch = next((i for i, value in enumerate(node.values) if _mpi_switch(value)), None)
+            if switch is not None:  # ``args.mpi_plugin and <read>``: read only when the switch is on
+                out.update(id(inner) for value in node.values[switch + 1:] for inner in walk(value))
     return out
+
+
+def _mpi_switch(node: ast.AST) -> bool:
+    """A switch named for MPI, tested as it is: ``args.mpi_plugin``, ``use_mpi``, ``cfg.mpi`` (not ``args.platform``,
+    whose value may say ``mpi``: a launcher's name, compared, is ``_mpi_backend_test``'s)."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return "mpi" in name.lower().split("_")
 
 
 def _mpi_backend_test(node: ast.AST) -> bool:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from orchestrator.source.analysis import Analysis
+from orchestrator.source.argflags import local_rank_attributes
 from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.walk import walk
 from orchestrator.spec.launch import LOCAL_RANK_FLAGS
@@ -57,8 +58,10 @@ def declarations(a: Analysis, *, packages: bool = False) -> list[FlagDeclaration
                        for k in call.keywords)
         what = "is required" if required else (
             f"defaults to {ast.unparse(default)}" if default is not None else "defaults to None")
-        out.append(FlagDeclaration(a.filename, getattr(call, "lineno", 1), ast.unparse(call.args[0]), what, required,
-                                   call))
+        first = call.args[0]
+        aliased = isinstance(first, ast.Constant) and first.value not in LOCAL_RANK_FLAGS and not _absl(call)
+        out.append(FlagDeclaration(a.filename, getattr(call, "lineno", 1),  # "--rank", "--local_rank": the latter
+                                   repr(spelling(call)) if aliased else ast.unparse(first), what, required, call))
     return out
 
 
@@ -111,12 +114,15 @@ def _project_trees(a: Analysis) -> list[ast.Module]:
 
 
 def _flag_used(trees: list[ast.Module]) -> bool:
-    """The flag's value is read somewhere (``args.local_rank``, ``config.LOCAL_RANK``, ``opt["local_rank"]``):
-    a flag declared only so that the old launcher's argument parses is harmless."""
+    """The flag's value is read somewhere (``args.local_rank``, ``config.LOCAL_RANK``, ``opt["local_rank"]``;
+    ``args.rank`` where ``add_argument("--rank", "--local_rank")`` names it so): a flag declared only so that the old
+    launcher's argument parses is harmless."""
+    others = frozenset().union(*(local_rank_attributes(tree) for tree in trees))
     for tree in trees:
         for node in walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr in ("local_rank", "LOCAL_RANK") and isinstance(
-                    node.ctx, ast.Load):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (
+                    node.attr in ("local_rank", "LOCAL_RANK") or (node.attr in others
+                                                                  and isinstance(node.value, ast.Name))):
                 return True
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and (
                     node.slice.value == "local_rank") and isinstance(node.ctx, ast.Load):

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from orchestrator.source.walk import walk
+from orchestrator.spec.launch import LOCAL_RANK_FLAGS
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,11 @@ def attribute_read(trees: Iterable[ast.AST], attribute: str) -> bool:
                or (isinstance(node, ast.arg) and node.arg == attribute)
                or (isinstance(node, ast.Constant) and node.value == attribute)
                for tree in trees for node in walk(tree))
+
+
+def local_rank_attributes(tree: ast.AST) -> frozenset[str]:
+    """The attributes argparse fills from the legacy ``--local_rank``/``--local-rank`` flag, where ``tree`` declares
+    it under another first name too (ParallelWaveGAN's ``add_argument("--rank", "--local_rank")`` fills ``args.rank``
+    with the node-local rank torch.distributed.launch passes); ``local_rank`` itself says so by its name."""
+    return frozenset(flag.attribute for flag in declared_flags(tree)
+                     if set(flag.options) & set(LOCAL_RANK_FLAGS) and flag.attribute != "local_rank")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from orchestrator.source.argflags import local_rank_attributes
 from orchestrator.source.names import FunctionNode, Module, dotted, last_name
 from orchestrator.source.nodeshift import shifted
 from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
@@ -45,6 +46,7 @@ class Ranks(Devices):
         self._returns: dict[str, RankKind | None] = {}  # what a project function of another module returns
         # whether a project function of another module returns a rank test, and its value on rank 0
         self._tests: dict[tuple[str, bool], tuple[bool, bool | None]] = {}
+        self._flags: frozenset[str] | None = None  # see _local_flags
 
     # -- rank values --------------------------------------------------------------------------------
     def env_key(self, expr: ast.expr) -> str | None:
@@ -127,9 +129,18 @@ class Ranks(Devices):
                      and not _constant(v)
                      and not any(dotted(n) == key for n in walk(v) if isinstance(n, ast.Attribute))}
             kinds = kinds or self._global_kinds(expr, depth)  # ptu.dist_rank: another module's global
+            if not kinds and isinstance(expr.value, ast.Name) and expr.attr in self._local_flags():
+                return "local"  # args.rank of add_argument("--rank", "--local_rank"): the launcher's local rank
             return kinds.pop() if len(kinds) == 1 and None not in kinds else (
                 by_name(expr.attr) if self.names or self._framework(expr) else None)
         return None
+
+    def _local_flags(self) -> frozenset[str]:
+        """The attributes this module's (or the script's) ``--local_rank`` flag fills under another name."""
+        if self._flags is None:
+            self._flags = local_rank_attributes(self.module.tree) | (
+                self.outer._local_flags() if self.outer is not None else frozenset())
+        return self._flags
 
     def _global_kinds(self, expr: ast.Attribute, depth: int) -> set[RankKind | None]:
         """What a module-level name of another project module holds (Segmenter's ``ptu.dist_rank``, set under

@@ -117,3 +117,22 @@ def test_the_mpi_backends_own_branch_is_no_fact(tmp_path: Path) -> None:
     assert read(script).mpi_only is None
     script.write_text(script.read_text().replace("args.backend == 'mpi'", "args.launcher == 'mpi'"), encoding="utf-8")
     assert read(script).mpi_only is not None
+
+
+@pytest.mark.parametrize("reading", [
+    "    is_rank_zero = args.mpi_plugin and int(os.environ.get('PMI_RANK')) == 0\n",
+    "    if args.use_mpi:\n        rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n",
+    "    rank = int(os.environ['OMPI_COMM_WORLD_RANK']) if args.mpi else 0\n"])
+def test_a_switch_named_for_mpi_keeps_its_side_out(tmp_path: Path, reading: str) -> None:
+    """A read behind a switch named for MPI (OpenFold's ``args.mpi_plugin and int(os.environ.get("PMI_RANK")) ==
+    0``, a store_true flag) happens only when the switch is on, under mpirun: no fact, so no refusal across nodes;
+    the same read behind another switch (``args.verbose``) is one."""
+    script = tmp_path / "train.py"
+    script.write_text("import os\nimport torch.distributed as dist\n\n\ndef main(args, rank):\n" + reading
+                      + "    dist.init_process_group('nccl', rank=rank, world_size=8)\n", encoding="utf-8")
+    assert read(script).mpi_only is None
+    errors = across_nodes(answered(Launch(), [], 2, script), 2, 8)
+    assert not [e for e in errors if e.code == "DDP016"]
+    for switch in ("args.mpi_plugin", "args.use_mpi", "args.mpi"):
+        script.write_text(script.read_text().replace(switch, "args.verbose"), encoding="utf-8")
+    assert read(script).mpi_only is not None
