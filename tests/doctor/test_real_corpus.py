@@ -404,6 +404,9 @@ def test_launch_verdict_rule() -> None:
 # it, measured with the doctor of db15057 on 1684169): default output precision 0.61 (39 of 64), recall 0.32 (25 of
 # 79), no error finding; --shown 0.64 (37 of 58); --all 0.59, 0.34; launch right or refused 22 of 26 (style 23,
 # framework 25).
+# Set 41 (37 scripts from 37 repositories, ten judges, truth committed 887fbde on 2026-12-06 before the doctor ran on
+# it, measured with the doctor of 887fbde): default output precision 0.63 (48 of 76), recall 0.31 (35 of 112), no error
+# finding; --shown 0.77 (48 of 62); --all 0.49, 0.36; launch right or refused 36 of 37 (style 35, framework 37).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -437,6 +440,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (38, 30, 0.68, 0.32, False),
     (39, 30, 0.84, 0.43, True),
     (40, 26, 0.60, 0.31, True),
+    (41, 37, 0.62, 0.30, True),
 ]
 
 
