@@ -13,6 +13,7 @@ from typing import TypeGuard
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.loaderhooks import framework_loader_hook
 from orchestrator.doctor.metric_values import framework_prepared, in_framework_call
 from orchestrator.doctor.reshuffle import iterated_once, reshuffled_each_epoch
 from orchestrator.doctor.rules_streams import STREAM, data_sets_epoch
@@ -195,7 +196,7 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
     if calls or _class_sets_epoch(a):
         return  # (the project's classes are read only for a file that makes a DistributedSampler)
     for site in samplers:
-        if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or _lightning_loader_hook(a, site) or \
+        if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or framework_loader_hook(a, site) or \
                 iterated_once(a, site):
             continue  # a new order each epoch stands in for it (or one pass has no next epoch); Lightning calls it
         shuffle = keyword(site.call, "shuffle", a.module.tree)
@@ -269,42 +270,6 @@ def _set_epoch_in_packages(packages: Sequence[Path]) -> Iterator[tuple[Path, int
         match = _SET_EPOCH_CALL.search(text)
         if match is not None:
             yield path, text.count(b"\n", 0, match.start()) + 1
-
-
-_LIGHTNING_DATA_CLASSES = ("LightningModule", "LightningDataModule")
-
-
-def _lightning_loader_hook(a: Analysis, site: Site) -> bool:
-    """A sampler built in a ``*_dataloader`` hook of a LightningModule or LightningDataModule, or kept by another of
-    its methods (``setup``: ``self.train_sampler = DistributedSampler(...)``) for a hook that reads it: the Trainer's
-    loops call ``set_epoch`` on the sampler of every loader they run, with ``use_distributed_sampler=False`` too."""
-    function = site.function
-    owner = a.module.parents.get(function) if function is not None else None
-    if function is None or not isinstance(owner, ast.ClassDef) or not (
-            function.name.endswith("_dataloader") or _kept_for_a_hook(a, site, owner)
-            or _called_by_a_hook(function.name, owner)):
-        return False
-    return any((q := a.module.qualname(base) or "").startswith(("lightning.", "pytorch_lightning."))
-               and q.endswith(_LIGHTNING_DATA_CLASSES) for base in owner.bases)
-
-
-def _called_by_a_hook(name: str, owner: ast.ClassDef) -> bool:
-    """``self._get_loader(path, True)`` in a ``*_dataloader`` method of the same class: the hook's loader."""
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name
-               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
-               for hook in owner.body if isinstance(hook, ast.FunctionDef | ast.AsyncFunctionDef)
-               and hook.name.endswith("_dataloader") for n in walk(hook))
-
-
-def _kept_for_a_hook(a: Analysis, site: Site, owner: ast.ClassDef) -> bool:
-    """``self.X = DistributedSampler(...)`` and a ``*_dataloader`` method of the same class reads ``self.X``."""
-    parent = a.module.parents.get(site.call)
-    kept = {dotted(t) for t in parent.targets} if isinstance(parent, ast.Assign) else set()
-    kept = {k for k in kept if k is not None and k.startswith("self.")}
-    hooks = [f for f in owner.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-             and f.name.endswith("_dataloader")]
-    return bool(kept) and any(dotted(n) in kept for hook in hooks for n in walk(hook)
-                              if isinstance(n, ast.Attribute))
 
 
 def _shuffles(sampler: ast.Call, tree: ast.AST) -> bool:

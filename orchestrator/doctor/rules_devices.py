@@ -80,9 +80,10 @@ def _cpu_backend_only(a: Reading) -> bool:
     return bool(backends) and all(b is not None and "nccl" not in b for b in backends)
 
 
-def _sets_visible_devices(a: Reading) -> bool:
+def _sets_visible_devices(a: Reading, per_rank: bool = False) -> bool:
+    """``os.environ["CUDA_VISIBLE_DEVICES"] = ...`` in the file (``per_rank``: to a rank, each process its own GPU)."""
     return any(isinstance(node, ast.Assign) and any(a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
-               for node in a.module.nodes)
+               and (not per_rank or a.ranks.source(node.value) is not None) for node in a.module.nodes)
 
 
 _CONTEXTS = frozenset({"torch.cuda.device", "torch.accelerator.device_index"})
@@ -190,10 +191,13 @@ def check_unentered_context(a: Analysis) -> Iterator[Finding]:
 
 def check_load(a: Analysis) -> Iterator[Finding]:
     """DDP009: torch.load without map_location, in a distributed script that uses CUDA (in a helper module the
-    script calls, a class's ``load_checkpoint`` method included, when the script does)."""
+    script calls, a class's ``load_checkpoint`` method included, when the script does); not where each process is
+    masked to its own GPU."""
     if not (a.distributed or a.framework_parallel) or not (
             _uses_cuda(a) or a.framework_parallel or (a.outer is not None and _uses_cuda(a.outer))):
         return  # a framework that prepares the model (Accelerate, Fabric) runs on a GPU per rank
+    if any(_sets_visible_devices(r, per_rank=True) for r in (a, a.outer) if r is not None):
+        return  # each process sees its own GPU alone (scGPT's CUDA_VISIBLE_DEVICES = local rank): cuda:0 is its own
     for site in a.sites(frozenset({"torch.load"})):
         if (_mapped(site.call) or a.flow.guarded(site) or _other_branch_maps(a, site.call)
                 or _before_the_spawn(a, site) or _saved_on_cpu(a, site)):

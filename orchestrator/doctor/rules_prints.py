@@ -13,7 +13,7 @@ from orchestrator.doctor.framework_saves import TRAINER_STEPS, hf_trainer_class
 from orchestrator.doctor.loglevels import LOG_SETUP, main_rank_only, quieted_loggers
 from orchestrator.doctor.metric_sums import assignment_before, iterated
 from orchestrator.doctor.metric_values import full_set_value, is_counter, listed_sum, unprepared_sum
-from orchestrator.doctor.own_methods import reached_methods
+from orchestrator.doctor.own_methods import REDUCING, reached_methods
 from orchestrator.source.analysis import REDUCTIONS
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.flow import Site
@@ -232,12 +232,20 @@ def _reduces_inside(a: Analysis, site: Site) -> bool:
                                       for s in a.flow.sites_in(target))
 
 
+def _project_reduction(a: Analysis, site: Site) -> bool:
+    """In a helper module (whose own helpers are not followed), a call of a project function whose name says it
+    reduces (DETR's ``loss_dict_reduced = misc.reduce_dict(loss_dict)``, ``reduce_tensor``), as DDP013 reads one."""
+    project = a.script_project if a.project is None else None
+    named = bool(REDUCING.search(last_name(site.call.func) or ""))
+    return named and project is not None and site.qual is not None and project.split(site.qual) is not None
+
+
 def reductions(a: Analysis) -> list[tuple[Site, set[str]]]:
     """Each call that reduces (all_reduce, all_gather, ..., or a helper of this file that makes one) with the names it
     reduces: the ones it is handed, or the ones it assigns."""
     found: list[tuple[Site, set[str]]] = []
     for site in a.flow.sites:
-        if a.reaching(site, REDUCTIONS) is None and not _reduces_inside(a, site):
+        if a.reaching(site, REDUCTIONS) is None and not _reduces_inside(a, site) and not _project_reduction(a, site):
             continue
         names: set[str] = set()
         parent = a.module.parents.get(site.call)
