@@ -1,6 +1,6 @@
 """Code that one process runs in a distributed script, where the current CUDA device is the only one (DDP001 has
 nothing to say there): the single-process side of a distributed switch, and the spawner's own work before it starts
-the ranks."""
+the ranks; and a file that masks each process to its own GPU, where ``cuda:0`` is that process's (DDP009 neither)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import ast
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import INIT, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.argflags import local_rank_flags
 from orchestrator.source.branches import enclosing_ifs, other_side
 from orchestrator.source.flow import Site
 from orchestrator.source.walk import walk
@@ -30,3 +31,23 @@ def before_a_spawn(a: Reading, sites: list[Site]) -> list[Site]:
     started = [s.node for s in spawns(a)] if a.spawns and sites else []
     return [site for site in sites if any(a.module.function_of(node) is site.function and site.call.lineno < node.lineno
                                           for node in started)]
+
+
+def masked_to_own_gpu(a: Reading) -> bool:
+    """``os.environ["CUDA_VISIBLE_DEVICES"] = str(args.local_rank)``: each process sees its own GPU alone (scGPT's).
+    The value must hold a rank by where it comes from (the environment's local rank, a spawn index, the legacy
+    ``--local_rank`` flag the file declares), not by a name alone: ``args.gpu_id``, a flag of default ``'0,1'``, is
+    a list of every GPU."""
+    flags = local_rank_flags(a.module.tree)
+    for node in a.module.nodes:
+        if isinstance(node, ast.Assign) and any(a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets):
+            inner = node.value.args[0] if isinstance(node.value, ast.Call) and node.value.args else node.value
+            if isinstance(inner, ast.Attribute) and inner.attr in flags:
+                return True
+            names, a.ranks.names = a.ranks.names, False
+            try:
+                if a.ranks.source(inner) is not None:
+                    return True
+            finally:
+                a.ranks.names = names
+    return False

@@ -14,7 +14,7 @@ from orchestrator.doctor.device_stores import stored_unread
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.helper_rankattrs import script_global_attribute
-from orchestrator.doctor.oneprocess import before_a_spawn, undistributed_side
+from orchestrator.doctor.oneprocess import before_a_spawn, masked_to_own_gpu, undistributed_side
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import EXIT_CALLS, INIT, SET_DEVICE, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
@@ -80,10 +80,9 @@ def _cpu_backend_only(a: Reading) -> bool:
     return bool(backends) and all(b is not None and "nccl" not in b for b in backends)
 
 
-def _sets_visible_devices(a: Reading, per_rank: bool = False) -> bool:
-    """``os.environ["CUDA_VISIBLE_DEVICES"] = ...`` in the file (``per_rank``: to a rank, each process its own GPU)."""
+def _sets_visible_devices(a: Reading) -> bool:
     return any(isinstance(node, ast.Assign) and any(a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
-               and (not per_rank or a.ranks.source(node.value) is not None) for node in a.module.nodes)
+               for node in a.module.nodes)
 
 
 _CONTEXTS = frozenset({"torch.cuda.device", "torch.accelerator.device_index"})
@@ -196,7 +195,7 @@ def check_load(a: Analysis) -> Iterator[Finding]:
     if not (a.distributed or a.framework_parallel) or not (
             _uses_cuda(a) or a.framework_parallel or (a.outer is not None and _uses_cuda(a.outer))):
         return  # a framework that prepares the model (Accelerate, Fabric) runs on a GPU per rank
-    if any(_sets_visible_devices(r, per_rank=True) for r in (a, a.outer) if r is not None):
+    if any(masked_to_own_gpu(r) for r in (a, a.outer) if r is not None):
         return  # each process sees its own GPU alone (scGPT's CUDA_VISIBLE_DEVICES = local rank): cuda:0 is its own
     for site in a.sites(frozenset({"torch.load"})):
         if (_mapped(site.call) or a.flow.guarded(site) or _other_branch_maps(a, site.call)

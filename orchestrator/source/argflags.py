@@ -65,9 +65,13 @@ def attribute_read(trees: Iterable[ast.AST], attribute: str) -> bool:
                for tree in trees for node in walk(tree))
 
 
+def local_rank_flags(tree: ast.AST) -> frozenset[str]:
+    """The attributes argparse fills from a legacy ``--local_rank``/``--local-rank`` flag ``tree`` declares."""
+    return frozenset(flag.attribute for flag in declared_flags(tree) if set(flag.options) & set(LOCAL_RANK_FLAGS))
+
+
 def local_rank_attributes(tree: ast.AST) -> frozenset[str]:
     """The attributes argparse fills from the legacy ``--local_rank``/``--local-rank`` flag, where ``tree`` declares
     it under another first name too (ParallelWaveGAN's ``add_argument("--rank", "--local_rank")`` fills ``args.rank``
     with the node-local rank torch.distributed.launch passes); ``local_rank`` itself says so by its name."""
-    return frozenset(flag.attribute for flag in declared_flags(tree)
-                     if set(flag.options) & set(LOCAL_RANK_FLAGS) and flag.attribute != "local_rank")
+    return local_rank_flags(tree) - {"local_rank"}

@@ -1,7 +1,7 @@
 """DDP009 where each process is masked to its own GPU: scGPT sets ``os.environ["CUDA_VISIBLE_DEVICES"] =
 str(args.local_rank)`` before CUDA starts, so a ``torch.load`` without ``map_location`` lands on ``cuda:0``, which is
-that process's own GPU: no finding. A mask to one list of every GPU (``"0,1,2,3"``) leaves every rank's ``cuda:0`` the
-same GPU, and the load stays DDP009."""
+that process's own GPU: no finding. A mask to one list of every GPU (``"0,1,2,3"``, or CLTR's ``args.gpu_id``, a flag
+of default ``'0,1'`` whose name alone says device) leaves every rank's ``cuda:0`` one GPU: the load stays DDP009."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import torch.distributed as dist
 parser = argparse.ArgumentParser()
 parser.add_argument("--local-rank", type=int, default=-1)
 parser.add_argument("--resume", default="")
+parser.add_argument("--gpu_id", type=str, default="0,1")
 args = parser.parse_args()
 os.environ["CUDA_VISIBLE_DEVICES"] = {mask}
 dist.init_process_group("nccl", init_method="env://")
@@ -30,7 +31,8 @@ model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])
 """
 
 
-@pytest.mark.parametrize(("mask", "found"), [("str(args.local_rank)", False), ('"0,1,2,3"', True)])
+@pytest.mark.parametrize(("mask", "found"), [("str(args.local_rank)", False), ('os.environ["LOCAL_RANK"]', False),
+                                             ('"0,1,2,3"', True), ("args.gpu_id", True)])
 def test_a_load_onto_a_process_masked_to_its_own_gpu(tmp_path: Path, mask: str, found: bool) -> None:
     script = tmp_path / "train.py"
     script.write_text(SCRIPT.format(mask=mask), encoding="utf-8")
