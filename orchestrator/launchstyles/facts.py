@@ -180,8 +180,10 @@ def _mpi_backend_branches(tree: ast.Module) -> set[int]:
     variables; the run orch starts takes the other (gloo or NCCL, the launcher's RANK)."""
     out: set[int] = set()
     for node in walk(tree):
-        if isinstance(node, ast.If | ast.IfExp) and any(_mpi_backend_test(part) or _mpi_switch(part)
-                                                         for part in walk(node.test)):
+        if isinstance(node, ast.If | ast.IfExp) and (any(_mpi_backend_test(part) for part in walk(node.test))
+                                                     or _mpi_switch(node.test) or (isinstance(node.test, ast.BoolOp)
+                                                     and isinstance(node.test.op, ast.And)
+                                                     and any(_mpi_switch(v) for v in node.test.values))):
             body = node.body if isinstance(node.body, list) else [node.body]
             out.update(id(inner) for statement in body for inner in walk(statement))
         elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):

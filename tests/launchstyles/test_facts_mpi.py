@@ -136,3 +136,12 @@ def test_a_switch_named_for_mpi_keeps_its_side_out(tmp_path: Path, reading: str)
     for switch in ("args.mpi_plugin", "args.use_mpi", "args.mpi"):
         script.write_text(script.read_text().replace(switch, "args.verbose"), encoding="utf-8")
     assert read(script).mpi_only is not None
+
+
+def test_the_other_side_of_an_mpi_switch_is_still_read(tmp_path: Path) -> None:
+    """``if not args.use_mpi:`` reads on the side where the switch is off, the side orch's run takes."""
+    script = tmp_path / "train.py"
+    script.write_text("import os\nimport torch.distributed as dist\n\n\ndef main(args, rank):\n"
+                      "    if not args.use_mpi:\n        rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"
+                      "    dist.init_process_group('nccl', rank=rank, world_size=8)\n", encoding="utf-8")
+    assert read(script).mpi_only is not None
