@@ -12,6 +12,7 @@ from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import local_rank_flags
 from orchestrator.source.branches import enclosing_ifs, other_side
 from orchestrator.source.flow import Site
+from orchestrator.source.ranks import Ranks
 from orchestrator.source.walk import walk
 
 
@@ -44,10 +45,8 @@ def masked_to_own_gpu(a: Reading) -> bool:
             inner = node.value.args[0] if isinstance(node.value, ast.Call) and node.value.args else node.value
             if isinstance(inner, ast.Attribute) and inner.attr in flags:
                 return True
-            names, a.ranks.names = a.ranks.names, False
-            try:
-                if a.ranks.source(inner) is not None:
-                    return True
-            finally:
-                a.ranks.names = names
+            sourced = Ranks(a.module)  # its own reading, names off (the script's keeps its caches as they are)
+            sourced.names = False
+            if sourced.source(inner) is not None:
+                return True
     return False
