@@ -40,13 +40,18 @@ def masked_to_own_gpu(a: Reading) -> bool:
     ``--local_rank`` flag the file declares), not by a name alone: ``args.gpu_id``, a flag of default ``'0,1'``, is
     a list of every GPU."""
     flags = local_rank_flags(a.module.tree)
-    for node in a.module.nodes:
-        if isinstance(node, ast.Assign) and any(a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets):
-            inner = node.value.args[0] if isinstance(node.value, ast.Call) and node.value.args else node.value
-            if isinstance(inner, ast.Attribute) and inner.attr in flags:
-                return True
-            sourced = Ranks(a.module)  # its own reading, names off (the script's keeps its caches as they are)
-            sourced.names = False
-            if sourced.source(inner) is not None:
-                return True
+    for node in visible_device_masks(a):
+        inner = node.value.args[0] if isinstance(node.value, ast.Call) and node.value.args else node.value
+        if isinstance(inner, ast.Attribute) and inner.attr in flags:
+            return True
+        sourced = Ranks(a.module)  # its own reading, names off (the script's keeps its caches as they are)
+        sourced.names = False
+        if sourced.source(inner) is not None:
+            return True
     return False
+
+
+def visible_device_masks(a: Reading) -> list[ast.Assign]:
+    """The file's ``os.environ["CUDA_VISIBLE_DEVICES"] = ...`` assignments."""
+    return [node for node in a.module.nodes if isinstance(node, ast.Assign)
+            and any(a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)]

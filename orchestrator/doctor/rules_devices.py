@@ -14,7 +14,7 @@ from orchestrator.doctor.device_stores import stored_unread
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
 from orchestrator.doctor.helper_rankattrs import script_global_attribute
-from orchestrator.doctor.oneprocess import before_a_spawn, masked_to_own_gpu, undistributed_side
+from orchestrator.doctor.oneprocess import before_a_spawn, masked_to_own_gpu, undistributed_side, visible_device_masks
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import EXIT_CALLS, INIT, SET_DEVICE, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
@@ -80,11 +80,6 @@ def _cpu_backend_only(a: Reading) -> bool:
     return bool(backends) and all(b is not None and "nccl" not in b for b in backends)
 
 
-def _sets_visible_devices(a: Reading) -> bool:
-    return any(isinstance(node, ast.Assign) and any(a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
-               for node in a.module.nodes)
-
-
 _CONTEXTS = frozenset({"torch.cuda.device", "torch.accelerator.device_index"})
 
 
@@ -111,7 +106,7 @@ def check_set_device(a: Analysis) -> Iterator[Finding]:
     first = uses[0]
     setters = [s for s in a.sites(SET_DEVICE) if not _bare_context(a, s)] + a.helper_sites(SET_DEVICE)
     setters.sort(key=lambda s: s.call.lineno)
-    if setters or _sets_visible_devices(a):
+    if setters or visible_device_masks(a):
         late = [s for s in setters if s.function is first.function and s.call.lineno > first.call.lineno]
         if late and len(late) == len(setters):
             detail = f"{ast.unparse(first.call)[:60]} before set_device at line {late[0].call.lineno}"
@@ -135,7 +130,7 @@ def _explicit_only(a: Analysis) -> Iterator[Finding]:
     # class's .cuda(rank), DDP(device_ids=[rank])): reported at the group's start.
     nccl = [site for site in a.sites(INIT) if a.spawns and _backend(site) == "nccl"]
     first = explicit[0] if explicit else nccl[0] if nccl else None
-    if first is None or _cpu_backend_only(a) or not _backends(a) or _sets_visible_devices(a) or a.unread:
+    if first is None or _cpu_backend_only(a) or not _backends(a) or visible_device_masks(a) or a.unread:
         return
     if [s for s in a.sites(SET_DEVICE) if not _bare_context(a, s)] or a.helper_sites(SET_DEVICE):
         return
@@ -354,9 +349,7 @@ def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
     hits: list[ast.AST] = [site.call for site in a.flow.sites if any(
         a.ranks.device_from_global_rank(expr) or script_global_attribute(a, expr)
         for expr in [*device_args(a, site), *_device_map(site.call)]) and not stored_unread(a, site.call)]
-    hits += [node for node in a.module.nodes if isinstance(node, ast.Assign) and any(
-        a.ranks.env_key(t) == "CUDA_VISIBLE_DEVICES" for t in node.targets)
-        and a.ranks.device_from_global_rank(node.value)]
+    hits += [node for node in visible_device_masks(a) if a.ranks.device_from_global_rank(node.value)]
     bound = {a.module.function_of(n) for n in hits if isinstance(n, ast.Call) and a.module.qualname(n.func) in
              SET_DEVICE}  # where the GPU is bound: LNO's main, below its train()'s .to(device)
     hits.sort(key=lambda n: (bool(bound) and a.module.function_of(n) not in bound, getattr(n, "lineno", 0)))

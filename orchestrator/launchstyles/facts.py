@@ -181,9 +181,7 @@ def _mpi_backend_branches(tree: ast.Module) -> set[int]:
     out: set[int] = set()
     for node in walk(tree):
         if isinstance(node, ast.If | ast.IfExp) and (any(_mpi_backend_test(part) for part in walk(node.test))
-                                                     or _mpi_switch(node.test) or (isinstance(node.test, ast.BoolOp)
-                                                     and isinstance(node.test.op, ast.And)
-                                                     and any(_mpi_switch(v) for v in node.test.values))):
+                                                     or _switched_on(node.test)):
             body = node.body if isinstance(node.body, list) else [node.body]
             out.update(id(inner) for statement in body for inner in walk(statement))
         elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
@@ -191,6 +189,12 @@ def _mpi_backend_branches(tree: ast.Module) -> set[int]:
             if switch is not None:  # ``args.mpi_plugin and <read>``: read only when the switch is on
                 out.update(id(inner) for value in node.values[switch + 1:] for inner in walk(value))
     return out
+
+
+def _switched_on(test: ast.expr) -> bool:
+    """``test`` holds only where an MPI switch is on: the switch itself, or an ``and`` with it (not ``not use_mpi``)."""
+    return _mpi_switch(test) or (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                                 and any(_mpi_switch(value) for value in test.values))
 
 
 def _mpi_switch(node: ast.AST) -> bool:
