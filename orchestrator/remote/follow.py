@@ -131,7 +131,9 @@ def _follow(conn: Connection, command: str, stdin: bytes, *, lines: int) -> int:
     out = sys.stdout.buffer
     restarted = False
     ident = secrets.token_hex(8)
-    conn.open()
+    # checked, not trusted: a killed master leaves its socket, and ssh would print its refusal on the
+    # user's terminal and stream over a connection of its own (the stream's stderr is not ours to filter)
+    conn.open(check=True)
     while True:
         line = remote_line(command, ident, restarted=restarted)
         proc = subprocess.Popen(conn.argv(line), stdin=subprocess.PIPE, stdout=subprocess.PIPE)

@@ -467,6 +467,30 @@ def _sshd_of(pid: int) -> int:
     raise AssertionError("no sshd above the remote follower")
 
 
+def test_logs_follow_replaces_a_dead_masters_socket(remote: Setup) -> None:
+    """A control master killed outright leaves its socket: orch logs -f checks it rather than trusting
+    it, so ssh's refusal never reaches the user's terminal and the stream runs through a new master."""
+    job_dir = _quiet_job(remote, "stale")
+    conn = _connection(remote)
+    conn.open(check=True)
+    dead = conn.master_pid()
+    assert dead
+    os.kill(dead, signal.SIGKILL)
+    _gone_within([dead])
+    assert conn.control_path().exists() and conn.master_pid() is None  # the socket outlives its master
+    proc = subprocess.Popen([ORCH, "logs", str(job_dir), "-f", "--cluster", str(remote.cluster)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            env=remote.env(), cwd=remote.base, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"first\n"
+        master = conn.master_pid()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=30)
+    assert master and master != dead
+    assert b"Control socket" not in err, err
+
+
 def test_a_silent_drop_leaves_no_follower_behind(remote: Setup) -> None:
     """A connection that drops without a word (a suspended laptop): the cluster's sshd never learns it
     (here: stopped with SIGSTOP), so the follower keeps its pipe. The laptop's master gives up (server
