@@ -66,6 +66,7 @@ MEASURED_WEAK: dict[tuple[str, str], tuple[int, int]] = {
 #   mostly out of sight); a print is every rank's line on the console.
 PER_NODE_WRITER = "one writer per node"  # the mark of such a finding (rules_saves.py)
 PRINTED = "a print"  # the mark of a DDP005 finding on ``print(...)`` (rules_prints.py)
+TRAINING_SUMMARY = "a training summary"  # the mark of a DDP013 finding on a training loop's sum (rules_metrics.py)
 SOUND_VARIANTS: dict[str, frozenset[str]] = {"DDP006": frozenset({PER_NODE_WRITER}), "DDP005": frozenset({PRINTED})}
 
 

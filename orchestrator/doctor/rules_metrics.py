@@ -11,17 +11,23 @@ from), or a call whose name says it reduces or gathers (``all_reduce``, ``reduce
 ``synchronize_between_processes``, ``sync``), the script's or a helper's: in the evaluating function, when the
 value is summed in a function of the file; in the function that sums and prints it, one handed that value (or
 nothing the reader can follow), as ``metric_sums.covers`` says.
+
+A training summary (marked :data:`~orchestrator.doctor.confidence.TRAINING_SUMMARY`): the epoch's or the run's
+training loss or accuracy, summed over the rank's own batches in the training loop and shown by rank 0 after that loop
+(``epoch_loss += loss.item()``, then under ``if rank == 0:`` ``print("train loss", epoch_loss / len(loader))``) is
+one rank's share of the epoch presented as the epoch's. A value shown inside the batch loop (a step's, a window's: a
+progress line) is not one (tests/doctor/real/JUDGING.md, the metric policy).
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.confidence import TRAINING_SUMMARY
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.helper_loaders import built_sharded, distributed_sampler
+from orchestrator.doctor.loglevels import main_rank_only, quieted_loggers
 from orchestrator.doctor.metric_sums import (
     accumulations,
     assigned_before,
@@ -34,18 +40,16 @@ from orchestrator.doctor.metric_sums import (
     refs,
 )
 from orchestrator.doctor.own_methods import REDUCING as _REDUCING
-from orchestrator.doctor.own_methods import body_reduces, entered, own_method, unchained
+from orchestrator.doctor.own_methods import body_reduces, own_method, unchained
 from orchestrator.doctor.rules_prints import METRIC, is_log, is_reduced, reduced_names
+from orchestrator.doctor.shard_loaders import SHARDING, sharded
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.walk import walk
 
 _MAX_DEPTH = 3
-_MAX_FLOW = 6  # steps a loader is followed through names, parameters and builders
-# calls that return a sharded loader: the frameworks' (Fabric, Accelerate) and a HF Trainer's loader getters
-_SHARDING = re.compile(r"^(setup_dataloaders|prepare_data_loader|get_(train|eval|test)_dataloader)$")
-_PREPARE = "accelerate.Accelerator.prepare"
 # the frameworks' prints and logs, which write on rank 0 only
+_BAR_TEXT = frozenset({"set_postfix", "set_description", "set_postfix_str"})
 _RANK_ZERO_OUTPUT = frozenset(f"{owner}.{method}" for owner in ("lightning.fabric.Fabric", "accelerate.Accelerator")
                               for method in ("print", "log", "log_dict"))
 
@@ -59,6 +63,7 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
     _LOOPS.clear()
     _SUMS.clear()
     reduced = reduced_names(a)
+    quieted = quieted_loggers(a)
     for site in a.flow.sites:
         rank_zero = _rank_zero_output(a, site)
         # a print in the training loop on every rank is DDP005's, unless what it shows is an evaluation's over the
@@ -79,6 +84,23 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
                 yield a.finding("DDP013", site.call, f"{name.id} comes from the loop at line {loop.lineno} over "
                                                      "the rank's own shard")
                 break
+        else:
+            if rank_zero or a.flow.guarded(site) or _prints_on_rank_zero(a, site) or main_rank_only(a, site, quieted):
+                yield from _training_summary(a, site, [n for n in metrics if not is_reduced(a, [n], reduced)])
+
+
+def _training_summary(a: Analysis, site: Site, metrics: list[ast.Name]) -> Iterator[Finding]:
+    """DDP013 at rank 0's print of a training summary: the first of ``metrics`` summed over the rank's own batches in
+    a training loop that ends before the print."""
+    if isinstance(site.call.func, ast.Attribute) and site.call.func.attr in _BAR_TEXT:
+        return  # a progress bar's text: progress, whatever it sums
+    for name in metrics:
+        loop = _shard_loop(a, name, site.function, site.call.lineno, 0, training=True)
+        if loop is not None:
+            yield a.finding("DDP013", site.call, f"{name.id} sums this rank's own batches in the training loop at line "
+                                                 f"{loop.lineno}: one rank's share, shown as the whole epoch's",
+                            marks=frozenset({TRAINING_SUMMARY}))
+            return
 
 
 def last_batch(a: Analysis, site: Site, parts: list[ast.expr]) -> Finding | None:
@@ -101,6 +123,12 @@ def last_batch(a: Analysis, site: Site, parts: list[ast.expr]) -> Finding | None
                 return a.finding("DDP013", site.call, f"{name} is this rank's last batch's value from the loop at "
                                                       f"line {loop.lineno}; the reduced total is {total}")
     return None
+
+
+def _replaced_between(scope: ast.AST, name: str, start: int, end: int) -> bool:
+    """``name`` is given a value between the lines that does not read it (``total = total / n`` keeps the sum)."""
+    return any(isinstance(n, ast.Assign) and start < n.lineno < end and name in names_in(n.targets)
+               and name not in names_in([n.value]) for n in walk(scope))
 
 
 def _assigned_between(scope: ast.AST, name: str, start: int, end: int) -> bool:
@@ -136,7 +164,7 @@ def _of_trainer(a: Analysis, call: ast.Call) -> bool:
 def _trainer_shards(a: Analysis) -> bool:
     """The file reads a HF Trainer's evaluation loader (``trainer.get_eval_dataloader(ds)``): the Trainer runs
     data-parallel under a launcher and shards it."""
-    return any(_SHARDING.match(last_name(s.call.func) or "") and _of_trainer(a, s.call) for s in a.flow.sites)
+    return any(SHARDING.match(last_name(s.call.func) or "") and _of_trainer(a, s.call) for s in a.flow.sites)
 
 
 def _prints_on_rank_zero(a: Analysis, site: Site) -> bool:
@@ -149,17 +177,19 @@ def _prints_on_rank_zero(a: Analysis, site: Site) -> bool:
 
 
 def _shard_loop(a: Analysis, name: ast.Name, function: FunctionNode | None, before: int,
-                depth: int) -> ast.For | None:
-    """The non-training loop over a sharded loader that accumulates ``name`` (or what it is computed
-    from), in ``function`` or in the local functions whose result it is; None when there is none or
-    the evaluating function reduces."""
+                depth: int, *, training: bool = False) -> ast.For | None:
+    """The non-training loop (``training``: a training loop too) over a sharded loader that accumulates ``name`` (or
+    what it is computed from), in ``function`` or in the local functions whose result it is; None when there is none
+    or the evaluating function reduces."""
     if depth > _MAX_DEPTH:
         return None
     scope: ast.AST = function if function is not None else a.module.tree
     for loop in _loops(scope):
         added = _sums(loop).get(name.id)
-        if (loop.end_lineno or loop.lineno) < before and added is not None and not a.trains(loop) and (
-                _loop_sharded(a, loop)):  # a print after the loop (inside it: a running value, a progress line)
+        end = loop.end_lineno or loop.lineno
+        if end < before and added is not None and (training or not a.trains(loop)) and _loop_sharded(a, loop) and (
+                not _replaced_between(scope, name.id, end, before)):  # a print after the loop (inside it: a running
+            # value, a progress line), of what the loop summed (not a new value of the name: ``parts = []`` again)
             if collected(loop, name.id) and _read_by_method(a, name):
                 return None  # ``metric.update(...)`` then ``metric.compute()``: the metric object's own reading
             names = derived(loop, {name.id} | refs(added, a.module.aliases), a.module.aliases)
@@ -167,7 +197,8 @@ def _shard_loop(a: Analysis, name: ast.Name, function: FunctionNode | None, befo
     assignment = assignment_before(scope, name.id, before)
     value = assignment.value if assignment is not None else None
     last = loop_holding(_loops(scope), assignment, before) if assignment is not None else None
-    if assignment is not None and last is not None and not a.trains(last) and _loop_sharded(a, last):
+    if not training and assignment is not None and last is not None and not a.trains(last) and (
+            _loop_sharded(a, last)):
         # ``for batch in val_loader: val_loss = model(batch).loss.item()``, shown after it: the last batch's value
         names = derived(last, {name.id} | names_in([assignment.value]), a.module.aliases)
         return None if _reduces(a, scope, (last.lineno, before), names) else last
@@ -175,32 +206,35 @@ def _shard_loop(a: Analysis, name: ast.Name, function: FunctionNode | None, befo
         receiver = value.func.value if isinstance(value.func, ast.Attribute) else None
         if isinstance(receiver, ast.Name) and receiver.id not in a.module.aliases and assignment is not None:
             # ``val_loss = losses.mean()``, ``val_loss = val_loss.item()``: the value the method reads
-            return _shard_loop(a, receiver, function, assignment.lineno, depth + 1)
-        return _call_shard_loop(a, value, sharded_args=_any_sharded(a, value), depth=depth + 1)
+            return _shard_loop(a, receiver, function, assignment.lineno, depth + 1, training=training)
+        return _call_shard_loop(a, value, sharded_args=_any_sharded(a, value), depth=depth + 1, training=training)
     if value is not None:
         for inner in walk(value):
             if isinstance(inner, ast.Name) and inner.id != name.id:
-                found = _shard_loop(a, inner, function, before, depth + 1)
+                found = _shard_loop(a, inner, function, before, depth + 1, training=training)
                 if found is not None:
                     return found
     return None
 
 
-def _call_shard_loop(a: Analysis, call: ast.Call, *, sharded_args: bool, depth: int) -> ast.For | None:
-    """In the local function ``call`` calls (and those it calls), an accumulating non-training loop
-    that reads a sharded loader (its own, or one the caller passed)."""
+def _call_shard_loop(a: Analysis, call: ast.Call, *, sharded_args: bool, depth: int,
+                     training: bool = False) -> ast.For | None:
+    """In the local function ``call`` calls (and those it calls), an accumulating non-training loop that reads a
+    sharded loader (its own, or one the caller passed); ``training``: a training loop too, whose sum is returned."""
     target = a.module.local_function(call)
     if target is None or depth > _MAX_DEPTH or _reduces(a, target):
         return None
     returned = _returned_names(target)
     for loop in _loops(target):
         summed = any(isinstance(n, ast.AugAssign) for n in walk(loop))
-        if a.trains(loop) or not (summed or not returned.isdisjoint(_sums(loop))):
+        kept = not returned.isdisjoint(_sums(loop))  # a training loop's own sum is returned (not ``step += 1``)
+        if not ((training and kept) if a.trains(loop) else (summed or kept)):
             continue
         if _loop_sharded(a, loop) or (sharded_args and _iterates_parameter(loop, target)):
             return loop
     for inner in a.module.calls_in(target):
-        found = _call_shard_loop(a, inner, sharded_args=sharded_args or _any_sharded(a, inner), depth=depth + 1)
+        found = _call_shard_loop(a, inner, sharded_args=sharded_args or _any_sharded(a, inner), depth=depth + 1,
+                                 training=training)
         if found is not None:
             return found
     return None
@@ -214,16 +248,16 @@ def _iterates_parameter(loop: ast.For, function: FunctionNode) -> bool:
 
 
 def _any_sharded(a: Analysis, call: ast.Call) -> bool:
-    return any(_sharded(a, x, 0) for x in [*call.args, *[k.value for k in call.keywords]]
+    return any(sharded(a, x, 0) for x in [*call.args, *[k.value for k in call.keywords]]
                if isinstance(x, ast.Name | ast.Attribute))
 
 
 def _loop_sharded(a: Analysis, loop: ast.For) -> bool:
     """The loop iterates over a sharded loader, or pulls batches from one (``val_loader.next_batch()``)."""
-    if _sharded(a, loop.iter, 0):
+    if sharded(a, loop.iter, 0):
         return True
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and "batch" in n.func.attr
-               and _sharded(a, n.func.value, 0) for n in walk(loop))
+               and sharded(a, n.func.value, 0) for n in walk(loop))
 
 
 def _returned_names(function: FunctionNode) -> set[str]:
@@ -302,89 +336,3 @@ def _synced_compute(a: Analysis, call: ast.Call) -> bool:
     return any((a.module.qualname(m.func) or "").startswith("torchmetrics.")
                and not any(k.arg == "sync_on_compute" and isinstance(k.value, ast.Constant) and k.value.value is False
                            for k in m.keywords) for m in made)
-
-
-def _sharded(a: Analysis, expr: ast.expr, depth: int) -> bool:
-    """``expr`` is (a name bound to) a DataLoader whose sampler is a DistributedSampler."""
-    if depth > _MAX_FLOW:
-        return False
-    if isinstance(expr, ast.Call):
-        name = last_name(expr.func) or ""
-        built_by = a.module.local_function(expr)
-        if built_by is not None:  # loader = make_loader(...): what it returns
-            return any(_sharded(a, r.value, depth + 1) for r in walk(built_by)
-                       if isinstance(r, ast.Return) and r.value is not None)
-        if name == "enumerate" or name == "tqdm":
-            return bool(expr.args) and _sharded(a, expr.args[0], depth + 1)
-        if _shards(a, expr) or (a.project is not None and built_sharded(a.project, a.module, expr, None, 0)):
-            return True
-        if "Loader" not in name and "loader" not in name:
-            return False
-        sampler = next((k.value for k in expr.keywords if k.arg in ("sampler", "batch_sampler")), None)
-        if sampler is not None:
-            return distributed_sampler(a.module, sampler)  # its own steps: the loader's flow may be long
-        return any(_rank_valued(a, x) for x in [*expr.args, *[k.value for k in expr.keywords]])
-    key = dotted(expr)
-    if key is None:
-        return False
-    _, value = a.module.resolve(key, expr)
-    values = [value] if value is not None else a.module.values_anywhere(key) if "." in key else []
-    if value is None and isinstance(expr, ast.Name):
-        if _project_built(a, expr):
-            return True
-        values += _returned_for(a, expr) + entered(a, expr)
-        function = a.module.function_of(expr)
-        if function is not None and not a.module.spawned(function):  # a parameter: what the callers pass
-            values += a.module.argument_for(function, expr.id)
-    return any(_sharded(a, v, depth + 1) for v in values)
-
-
-def _shards(a: Analysis, call: ast.Call) -> bool:
-    """``fabric.setup_dataloaders(...)``, ``accelerator.prepare(...)``, ``trainer.get_eval_dataloader(...)``."""
-    return _SHARDING.match(last_name(call.func) or "") is not None or a.module.qualname(call.func) == _PREPARE
-
-
-def _rank_valued(a: Analysis, expr: ast.expr) -> bool:
-    """``expr`` holds a rank on some path (``ddp_rank = int(os.environ["RANK"]) if ddp else 0``)."""
-    if a.ranks.dependent(expr):
-        return True
-    key = dotted(expr)
-    return key is not None and ("rank" in key.lower().rsplit(".", 1)[-1] or any(
-        a.ranks.dependent(v) for v in a.module.values_anywhere(key)))
-
-
-def _returned_for(a: Analysis, name: ast.Name) -> list[ast.expr]:
-    """``train_loader, val_loader = prepare()``: what ``prepare`` returns at ``name``'s place; the framework's
-    call itself for ``train_dl, val_dl = fabric.setup_dataloaders(train_dl, val_dl)``."""
-    scope = a.module.scope_of(name).node
-    found: list[ast.expr] = []
-    for node in walk(scope):
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
-            continue
-        for target in node.targets:
-            if isinstance(target, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id for e in target.elts):
-                index = next(i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id)
-                function = a.module.local_function(node.value)
-                if function is None:
-                    if _shards(a, node.value):
-                        found.append(node.value)
-                    continue
-                found += [r.value.elts[index] for r in walk(function) if isinstance(r, ast.Return)
-                          and isinstance(r.value, ast.Tuple) and len(r.value.elts) == len(target.elts)]
-    return found
-
-
-def _project_built(a: Analysis, name: ast.Name) -> bool:
-    """``train_loader, test_loader = get_loader(args)``: the project's ``get_loader`` (another module) gives the
-    loader at ``name``'s place a distributed sampler."""
-    if a.project is None:
-        return False
-    for node in walk(a.module.scope_of(name).node):
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and a.module.local_function(node.value) is None):
-            continue
-        for target in node.targets:
-            at = [i for i, e in enumerate(getattr(target, "elts", [])) if isinstance(e, ast.Name) and e.id == name.id]
-            if at and built_sharded(a.project, a.module, node.value, at[0], len(target.elts)):  # type: ignore[attr-defined]
-                return True
-    return False

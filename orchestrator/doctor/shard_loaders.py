@@ -1,0 +1,107 @@
+"""Whether a loader is the rank's own shard, for DDP013: a DataLoader whose sampler is a DistributedSampler (or whose
+arguments hold a rank), one the frameworks hand back sharded (``fabric.setup_dataloaders``, ``accelerator.prepare``, a
+HF Trainer's ``get_eval_dataloader``), or one the project's own loader builder (another module) gives a distributed
+sampler; followed through names, tuple unpacking, the file's builders and the arguments a function's callers pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.helper_loaders import built_sharded, distributed_sampler
+from orchestrator.doctor.own_methods import entered
+from orchestrator.source.names import dotted, last_name
+from orchestrator.source.walk import walk
+
+_MAX_FLOW = 6  # steps a loader is followed through names, parameters and builders
+# calls that return a sharded loader: the frameworks' (Fabric, Accelerate) and a HF Trainer's loader getters
+SHARDING = re.compile(r"^(setup_dataloaders|prepare_data_loader|get_(train|eval|test)_dataloader)$")
+_PREPARE = "accelerate.Accelerator.prepare"
+
+
+def sharded(a: Analysis, expr: ast.expr, depth: int = 0) -> bool:
+    """``expr`` is (a name bound to) a DataLoader whose sampler is a DistributedSampler."""
+    if depth > _MAX_FLOW:
+        return False
+    if isinstance(expr, ast.Call):
+        name = last_name(expr.func) or ""
+        built_by = a.module.local_function(expr)
+        if built_by is not None:  # loader = make_loader(...): what it returns
+            return any(sharded(a, r.value, depth + 1) for r in walk(built_by)
+                       if isinstance(r, ast.Return) and r.value is not None)
+        if name == "enumerate" or name == "tqdm":
+            return bool(expr.args) and sharded(a, expr.args[0], depth + 1)
+        if _shards(a, expr) or (a.project is not None and built_sharded(a.project, a.module, expr, None, 0)):
+            return True
+        if "Loader" not in name and "loader" not in name:
+            return False
+        sampler = next((k.value for k in expr.keywords if k.arg in ("sampler", "batch_sampler")), None)
+        if sampler is not None:
+            return distributed_sampler(a.module, sampler)  # its own steps: the loader's flow may be long
+        return any(_rank_valued(a, x) for x in [*expr.args, *[k.value for k in expr.keywords]])
+    key = dotted(expr)
+    if key is None:
+        return False
+    _, value = a.module.resolve(key, expr)
+    values = [value] if value is not None else a.module.values_anywhere(key) if "." in key else []
+    if value is None and isinstance(expr, ast.Name):
+        if _project_built(a, expr):
+            return True
+        values += _returned_for(a, expr) + entered(a, expr)
+        function = a.module.function_of(expr)
+        if function is not None and not a.module.spawned(function):  # a parameter: what the callers pass
+            values += a.module.argument_for(function, expr.id)
+    return any(sharded(a, v, depth + 1) for v in values)
+
+
+def _shards(a: Analysis, call: ast.Call) -> bool:
+    """``fabric.setup_dataloaders(...)``, ``accelerator.prepare(...)``, ``trainer.get_eval_dataloader(...)``."""
+    return SHARDING.match(last_name(call.func) or "") is not None or a.module.qualname(call.func) == _PREPARE
+
+
+def _rank_valued(a: Analysis, expr: ast.expr) -> bool:
+    """``expr`` holds a rank on some path (``ddp_rank = int(os.environ["RANK"]) if ddp else 0``)."""
+    if a.ranks.dependent(expr):
+        return True
+    key = dotted(expr)
+    return key is not None and ("rank" in key.lower().rsplit(".", 1)[-1] or any(
+        a.ranks.dependent(v) for v in a.module.values_anywhere(key)))
+
+
+def _returned_for(a: Analysis, name: ast.Name) -> list[ast.expr]:
+    """``train_loader, val_loader = prepare()``: what ``prepare`` returns at ``name``'s place; the framework's
+    call itself for ``train_dl, val_dl = fabric.setup_dataloaders(train_dl, val_dl)``."""
+    scope = a.module.scope_of(name).node
+    found: list[ast.expr] = []
+    for node in walk(scope):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id for e in target.elts):
+                index = next(i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id)
+                function = a.module.local_function(node.value)
+                if function is None:
+                    if _shards(a, node.value):
+                        found.append(node.value)
+                    continue
+                found += [r.value.elts[index] for r in walk(function) if isinstance(r, ast.Return)
+                          and isinstance(r.value, ast.Tuple) and len(r.value.elts) == len(target.elts)]
+    return found
+
+
+def _project_built(a: Analysis, name: ast.Name) -> bool:
+    """``train_loader, test_loader = get_loader(args)``: the project's ``get_loader`` (another module) gives the
+    loader at ``name``'s place a distributed sampler."""
+    if a.project is None:
+        return False
+    for node in walk(a.module.scope_of(name).node):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and a.module.local_function(node.value) is None):
+            continue
+        for target in node.targets:
+            at = [i for i, e in enumerate(getattr(target, "elts", [])) if isinstance(e, ast.Name) and e.id == name.id]
+            if at and built_sharded(a.project, a.module, node.value, at[0], len(target.elts)):  # type: ignore[attr-defined]
+                return True
+    return False
