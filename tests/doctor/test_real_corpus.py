@@ -407,6 +407,9 @@ def test_launch_verdict_rule() -> None:
 # Set 41 (37 scripts from 37 repositories, ten judges, truth committed 887fbde on 2026-12-06 before the doctor ran on
 # it, measured with the doctor of 887fbde): default output precision 0.63 (48 of 76), recall 0.31 (35 of 112), no error
 # finding; --shown 0.77 (48 of 62); --all 0.49, 0.36; launch right or refused 36 of 37 (style 35, framework 37).
+# Set 42 (49 scripts from 49 repositories, nine judges, truth committed 6c0b7dd on 2026-12-06 before the doctor ran on
+# it, measured with the doctor of 69ca98f): default output precision 0.73 (47 of 64), recall 0.26 (37 of 141), no error
+# finding; --shown 0.87 (47 of 54); --all 0.68, 0.36; launch right or refused 38 of 49 (style 43, framework 49).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -441,6 +444,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (39, 30, 0.84, 0.43, True),
     (40, 26, 0.60, 0.31, True),
     (41, 37, 0.62, 0.30, True),
+    (42, 49, 0.72, 0.25, True),
 ]
 
 
