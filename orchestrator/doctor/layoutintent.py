@@ -54,6 +54,10 @@ def every_gpu(a: Analysis, call: ast.Call, devices_left_out: bool) -> bool:
     if asked is not None:
         return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in DEVICE_COUNT for n in walk(asked)) or (
             _literal(asked) in _EVERY) or _flag_default(a, asked) in _EVERY
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "from_argparse_args" and call.args:
+        # Trainer.from_argparse_args(args): the devices are the parser's --devices/--gpus flag (LLaRA's default -1)
+        return any(flag.attribute in ("devices", "gpus") and "default" in flag.keywords
+                   and _literal(flag.keywords["default"]) in _EVERY for flag in declared_flags(a.module.tree))
     accelerator = given.get("accelerator")
     if devices_left_out and (accelerator is None or _literal(accelerator) == "auto"):  # Lightning 2's defaults: "auto"
         return (a.module.qualname(call.func) or "").startswith(_LIGHTNING_2)

@@ -14,7 +14,12 @@ hook's constant argument (``self._step(batch, batch_idx, "val")``) does not take
 (``all_gather_ddp_if_available``, ``sync_ddp_if_available``); a module whose every ``fit`` in the file hands Lightning
 no validation data (no ``val_dataloaders``, a DataModule of the file whose ``val_dataloader`` returns nothing: no
 validation runs); a file that keeps Lightning from sharding the loaders (``use_distributed_sampler=False``,
-``replace_sampler_ddp=False``). The class is one whose bases (in the file) end in ``LightningModule``."""
+``replace_sampler_ddp=False``). The class is one whose bases (in the file) end in ``LightningModule``.
+
+A training summary too (marked :data:`~orchestrator.doctor.confidence.TRAINING_SUMMARY`): a loss or accuracy logged on
+epoch level by a training hook (``training_step`` with ``on_epoch=True``, ``on_train_epoch_end``) with no
+``sync_dist=True`` is rank 0's mean over its own batches, written as the epoch's (tests/doctor/real/JUDGING.md's
+metric policy); a step's value (``training_step``'s default, ``on_epoch`` off) is progress and not reported."""
 
 from __future__ import annotations
 
@@ -23,14 +28,19 @@ from collections.abc import Iterator
 from typing import TypeGuard
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.confidence import TRAINING_SUMMARY
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.own_methods import reached_methods
+from orchestrator.doctor.rules_prints import METRIC
 from orchestrator.source.branches import enclosing_ifs
 from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
 
 # the validation hooks (the test ones often run on one device, Lightning's advice for a test: not judged)
 _HOOKS = frozenset({"validation_step", "validation_step_end", "validation_epoch_end", "on_validation_epoch_end"})
+# the training hooks, each with whether its self.log is on epoch level by default (Lightning's on_epoch)
+_TRAINING_HOOKS = {"training_step": False, "training_step_end": False, "training_epoch_end": True,
+                   "on_train_epoch_end": True}
 _LOGS = frozenset({"log", "log_dict"})
 _REDUCING = frozenset({"all_gather", "all_reduce", "reduce", "gather", "all_gather_object", "sync",
                        # Lightning's own utilities (pytorch_lightning.utilities.distributed)
@@ -42,33 +52,66 @@ _UNSHARDED = frozenset({"use_distributed_sampler", "replace_sampler_ddp"})
 def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
     """DDP013 at each ``self.log``/``self.log_dict`` of a LightningModule's validation hook with no
     ``sync_dist=True``, also in the class's methods the hook calls (``self.log_metrics(loss, y_hat, y, "val")``,
-    ProteinWorkshop's, through ``_do_step``), each call once."""
+    ProteinWorkshop's, through ``_do_step``), each call once; and at a training hook's log of a loss or accuracy on
+    epoch level (a training summary)."""
     if _unsharded(a.module.tree):
         return
     classes = {node.name: node for node in a.module.tree.body if isinstance(node, ast.ClassDef)}
     said: set[int] = set()
     for cls in _lightning_modules(classes):
         methods = _methods(cls, classes, 0)
-        if "val_dataloader" not in methods and _no_validation_data(a, classes):
-            continue  # no validation loop ever runs: its hooks are never called
-        for name in sorted(_HOOKS & methods.keys()):
-            hook = methods[name]
-            reached = reached_methods(hook, methods, 3)  # ProteinWorkshop's log is three calls down
-            if _reduces(hook) or any(_reduces(f) for f in reached if f is not hook and not _logs(f)):
-                continue  # what it hands its helpers is gathered (ZeroFlow's metric.gather(self.all_gather)), or
-                # what its helper gives it back (AdaFace's self.gather_outputs(outputs) -> utils.all_gather)
-            for function in reached:
-                if _reduces(function):
-                    continue
-                given = _constants_given(hook, function)
-                for call in walk(function):
-                    if id(call) in said or not _unsynced(call) or _branch_not_taken(a, call, given):
-                        continue
-                    said.add(id(call))
-                    yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} with "
-                                    f"{_NOT_SYNCED[_rank_zero_only(call)]}: the epoch value is the mean over rank 0's "
-                                    "shard of the validation set, which Lightning splits across the ranks",
-                                    confidence="likely")
+        validates = "val_dataloader" in methods or not _no_validation_data(a, classes)  # else no validation runs
+        for name in sorted(_HOOKS & methods.keys()) if validates else []:
+            for call in _unsynced_calls(a, methods, methods[name], said):
+                yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} with "
+                                f"{_NOT_SYNCED[_rank_zero_only(call)]}: the epoch value is the mean over rank 0's "
+                                "shard of the validation set, which Lightning splits across the ranks",
+                                confidence="likely")
+        for name in sorted(_TRAINING_HOOKS.keys() & methods.keys()):
+            for call in _unsynced_calls(a, methods, methods[name], said):
+                if _on_epoch(call, _TRAINING_HOOKS[name]) and _of_a_metric(call):
+                    yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} on epoch level "
+                                    f"with {_NOT_SYNCED[_rank_zero_only(call)]}: the epoch's training value is the "
+                                    "mean over rank 0's own batches, logged as the epoch's", confidence="likely",
+                                    marks=frozenset({TRAINING_SUMMARY}))
+
+
+def _unsynced_calls(a: Analysis, methods: dict[str, _Function], hook: _Function, said: set[int]) -> Iterator[ast.Call]:
+    """The hook's ``self.log`` calls with no sync (also in the class's methods it calls), each call once (``said``);
+    none where what it hands its helpers, or what they give back, is gathered."""
+    reached = reached_methods(hook, methods, 3)  # ProteinWorkshop's log is three calls down
+    if _reduces(hook) or any(_reduces(f) for f in reached if f is not hook and not _logs(f)):
+        return  # what it hands its helpers is gathered (ZeroFlow's metric.gather(self.all_gather)), or
+        # what its helper gives it back (AdaFace's self.gather_outputs(outputs) -> utils.all_gather)
+    for function in reached:
+        if _reduces(function):
+            continue
+        given = _constants_given(hook, function)
+        for call in walk(function):
+            if id(call) in said or not _unsynced(call) or _branch_not_taken(a, call, given):
+                continue
+            said.add(id(call))
+            yield call
+
+
+def _of_a_metric(call: ast.Call) -> bool:
+    """The log's names say a loss or an accuracy (``self.log("train_loss", ...)``, a ``log_dict`` of such keys); where
+    a name is not written in, the value's text does."""
+    given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in ("name", "dictionary")),
+                                                None)
+    if isinstance(given, ast.Dict) and given.keys and all(isinstance(k, ast.Constant) for k in given.keys):
+        return any(METRIC.search(str(k.value)) for k in given.keys if isinstance(k, ast.Constant))
+    if isinstance(given, ast.Constant):
+        return METRIC.search(str(given.value)) is not None
+    return METRIC.search(ast.unparse(call)) is not None
+
+
+def _on_epoch(call: ast.Call, default: bool) -> bool:
+    """The log is on epoch level: ``on_epoch=True`` written in, or the hook's default where it is not given."""
+    given = next((k.value for k in call.keywords if k.arg == "on_epoch"), None)
+    if given is None:
+        return default
+    return isinstance(given, ast.Constant) and given.value is True
 
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef

@@ -66,3 +66,29 @@ def test_a_devices_flag_that_defaults_to_every_gpu_is_a_sign_of_several(default:
 def test_lightning_2s_bare_trainer_takes_every_gpu_of_the_node(source: str, found: bool) -> None:
     got = [f.line for f in check_source(source + "trainer.fit(model)\n", "train.py") if f.code == "DDP023"]
     assert got == ([2] if found else [])
+
+
+_FROM_ARGS = """from argparse import ArgumentParser
+from pytorch_lightning import Trainer
+
+
+def main(args):
+    trainer = Trainer.from_argparse_args(args)
+    trainer.fit(model)
+
+
+if __name__ == "__main__":
+    parser = ArgumentParser()
+    parser.add_argument("--devices", default={default}, type=int)
+    args = parser.parse_args()
+    main(args)
+"""
+
+
+@pytest.mark.parametrize(("default", "found"), [("-1", True), ("1", False)])
+def test_a_parser_of_every_gpu_and_no_node_flag_read_by_from_argparse_args(default: str, found: bool) -> None:
+    """LLaRA's ``Trainer.from_argparse_args(args)`` with ``--devices`` defaulting to every GPU and no ``--num_nodes``:
+    the layout is stuck at one node whatever the user passes."""
+    source = _FROM_ARGS.format(default=default)
+    got = [(f.line, f.confidence) for f in check_source(source, "train.py") if f.code == "DDP023"]
+    assert got == ([(6, "certain")] if found else [])
