@@ -48,8 +48,8 @@ from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.walk import walk
 
 _MAX_DEPTH = 3
+_BAR_TEXT = frozenset({"set_postfix", "set_description", "set_postfix_str"})  # a progress bar's text
 # the frameworks' prints and logs, which write on rank 0 only
-_BAR_TEXT = frozenset({"set_postfix", "set_description", "set_postfix_str"})
 _RANK_ZERO_OUTPUT = frozenset(f"{owner}.{method}" for owner in ("lightning.fabric.Fabric", "accelerate.Accelerator")
                               for method in ("print", "log", "log_dict"))
 
