@@ -56,8 +56,7 @@ def every_gpu(a: Analysis, call: ast.Call, devices_left_out: bool) -> bool:
             _literal(asked) in _EVERY) or _flag_default(a, asked) in _EVERY
     if isinstance(call.func, ast.Attribute) and call.func.attr == "from_argparse_args" and call.args:
         # Trainer.from_argparse_args(args): the devices are the parser's --devices/--gpus flag (LLaRA's default -1)
-        return any(flag.attribute in ("devices", "gpus") and "default" in flag.keywords
-                   and _literal(flag.keywords["default"]) in _EVERY for flag in declared_flags(a.module.tree))
+        return any(_declared_default(a, attribute) in _EVERY for attribute in ("devices", "gpus"))
     accelerator = given.get("accelerator")
     if devices_left_out and (accelerator is None or _literal(accelerator) == "auto"):  # Lightning 2's defaults: "auto"
         return (a.module.qualname(call.func) or "").startswith(_LIGHTNING_2)
@@ -71,8 +70,13 @@ def _flag_default(a: Analysis, expr: ast.expr) -> object:
     if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)) or a.module.values_anywhere(
             f"{expr.value.id}.{expr.attr}"):
         return None
+    return _declared_default(a, expr.attr)
+
+
+def _declared_default(a: Analysis, attribute: str) -> object:
+    """The default written in for the file's flag that fills ``attribute`` (argparse's first such flag); else None."""
     for flag in declared_flags(a.module.tree):
-        if flag.attribute == expr.attr and "default" in flag.keywords:
+        if flag.attribute == attribute and "default" in flag.keywords:
             return _literal(flag.keywords["default"])
     return None
 

@@ -39,14 +39,15 @@ def masked_to_own_gpu(a: Reading) -> bool:
     The value must hold a rank by where it comes from (the environment's local rank, a spawn index, the legacy
     ``--local_rank`` flag the file declares), not by a name alone: ``args.gpu_id``, a flag of default ``'0,1'``, is
     a list of every GPU."""
+    masks = visible_device_masks(a)
+    if not masks:
+        return False
     flags = local_rank_flags(a.module.tree)
-    for node in visible_device_masks(a):
+    sourced = Ranks(a.module)  # its own reading, names off (the script's keeps its caches as they are)
+    sourced.names = False
+    for node in masks:
         inner = node.value.args[0] if isinstance(node.value, ast.Call) and node.value.args else node.value
-        if isinstance(inner, ast.Attribute) and inner.attr in flags:
-            return True
-        sourced = Ranks(a.module)  # its own reading, names off (the script's keeps its caches as they are)
-        sourced.names = False
-        if sourced.source(inner) is not None:
+        if (isinstance(inner, ast.Attribute) and inner.attr in flags) or sourced.source(inner) is not None:
             return True
     return False
 

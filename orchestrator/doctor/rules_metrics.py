@@ -41,14 +41,13 @@ from orchestrator.doctor.metric_sums import (
 )
 from orchestrator.doctor.own_methods import REDUCING as _REDUCING
 from orchestrator.doctor.own_methods import body_reduces, own_method, unchained
-from orchestrator.doctor.rules_prints import METRIC, is_log, is_reduced, reduced_names
+from orchestrator.doctor.rules_prints import BAR_TEXT, METRIC, is_log, is_reduced, reduced_names
 from orchestrator.doctor.shard_loaders import SHARDING, sharded
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.walk import walk
 
 _MAX_DEPTH = 3
-_BAR_TEXT = frozenset({"set_postfix", "set_description", "set_postfix_str"})  # a progress bar's text
 # the frameworks' prints and logs, which write on rank 0 only
 _RANK_ZERO_OUTPUT = frozenset(f"{owner}.{method}" for owner in ("lightning.fabric.Fabric", "accelerate.Accelerator")
                               for method in ("print", "log", "log_dict"))
@@ -63,7 +62,7 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
     _LOOPS.clear()
     _SUMS.clear()
     reduced = reduced_names(a)
-    quieted = quieted_loggers(a)
+    quieted: set[str] | None = None  # the loggers quieted off rank 0, read once and only for a training summary
     for site in a.flow.sites:
         rank_zero = _rank_zero_output(a, site)
         # a print in the training loop on every rank is DDP005's, unless what it shows is an evaluation's over the
@@ -76,23 +75,25 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
             yield last
             continue
         metrics = [n for part in parts for n in _shown(a, site, part) if METRIC.search(n.id)]
-        for name in metrics:
-            if is_reduced(a, [name], reduced):
-                continue
+        unreduced = [name for name in metrics if not is_reduced(a, [name], reduced)]
+        for name in unreduced:
             loop = _shard_loop(a, name, site.function, site.call.lineno, 0)
             if loop is not None:
                 yield a.finding("DDP013", site.call, f"{name.id} comes from the loop at line {loop.lineno} over "
                                                      "the rank's own shard")
                 break
         else:
-            if rank_zero or a.flow.guarded(site) or _prints_on_rank_zero(a, site) or main_rank_only(a, site, quieted):
-                yield from _training_summary(a, site, [n for n in metrics if not is_reduced(a, [n], reduced)])
+            if unreduced:
+                quieted = quieted_loggers(a) if quieted is None else quieted
+                if (rank_zero or a.flow.guarded(site) or _prints_on_rank_zero(a, site)
+                        or main_rank_only(a, site, quieted)):
+                    yield from _training_summary(a, site, unreduced)
 
 
 def _training_summary(a: Analysis, site: Site, metrics: list[ast.Name]) -> Iterator[Finding]:
     """DDP013 at rank 0's print of a training summary: the first of ``metrics`` summed over the rank's own batches in
     a training loop that ends before the print."""
-    if isinstance(site.call.func, ast.Attribute) and site.call.func.attr in _BAR_TEXT:
+    if isinstance(site.call.func, ast.Attribute) and site.call.func.attr in BAR_TEXT:
         return  # a progress bar's text: progress, whatever it sums
     for name in metrics:
         loop = _shard_loop(a, name, site.function, site.call.lineno, 0, training=True)
@@ -127,13 +128,14 @@ def last_batch(a: Analysis, site: Site, parts: list[ast.expr]) -> Finding | None
 
 def _replaced_between(scope: ast.AST, name: str, start: int, end: int) -> bool:
     """``name`` is given a value between the lines that does not read it (``total = total / n`` keeps the sum)."""
-    return any(isinstance(n, ast.Assign) and start < n.lineno < end and name in names_in(n.targets)
-               and name not in names_in([n.value]) for n in walk(scope))
+    return any(isinstance(n, ast.Assign) and name not in names_in([n.value])
+               for n in _assigned_between(scope, name, start, end))
 
 
-def _assigned_between(scope: ast.AST, name: str, start: int, end: int) -> bool:
-    return any(isinstance(n, ast.Assign | ast.AugAssign) and start < n.lineno < end and name in names_in(
-        n.targets if isinstance(n, ast.Assign) else [n.target]) for n in walk(scope))
+def _assigned_between(scope: ast.AST, name: str, start: int, end: int) -> list[ast.Assign | ast.AugAssign]:
+    """The assignments to ``name`` (``=``, ``+=``) strictly between the lines."""
+    return [n for n in walk(scope) if isinstance(n, ast.Assign | ast.AugAssign) and start < n.lineno < end
+            and name in names_in(n.targets if isinstance(n, ast.Assign) else [n.target])]
 
 
 def _shown(a: Analysis, site: Site, part: ast.expr) -> list[ast.Name]:

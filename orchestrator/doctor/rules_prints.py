@@ -28,7 +28,8 @@ METRIC = re.compile(r"loss|acc(?!el|um|ord|ess|ount|ept)|correct|metric|perplex|
 _LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
 _LOG_CALLS = frozenset({"print", "wandb.log", "tqdm.write", "mlflow.log_metric", "mlflow.log_metrics"})
 # TensorBoard writers and tqdm bars: one per rank is as wrong as one print per rank
-_DISPLAY_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description"})
+BAR_TEXT = frozenset({"set_postfix", "set_description"})  # a progress bar's text
+_DISPLAY_METHODS = frozenset({"add_scalar", "add_scalars"}) | BAR_TEXT
 _BARS = frozenset({"tqdm", "trange"})
 _WRITERS = _BARS | {"SummaryWriter"}  # a library's: one per rank when every rank makes one
 
