@@ -14,7 +14,8 @@ evidence is only possible stays a warning; the refusal's HINT starts with :func:
   the one the script forces in its code is ``launchstyle.py``'s): each node waits at its own address; and a spawner's
   world of one node's processes (``rules_spawnworld``): the other nodes' ranks are past it;
 - DDP023, a framework layout whose node count is certain (written in, or left out: 1) and not the one asked:
-  Lightning/Fabric stop at start-up (a flag's default is the gate's flag warning, ``layoutflags.py``).
+  Lightning/Fabric stop at start-up (a flag's default is the gate's flag warning, ``layoutflags.py``); a LightningCLI's
+  node count is the one the script's arguments give (``--trainer.num_nodes``, the ``--config`` passed, else 1).
 
 (A per-node script's constant ``MASTER_ADDR``/``MASTER_PORT`` is ``launchstyle.answered``'s. A finding whose cause lies
 only where Slurm's variables are absent, ``offslurm.OFF_SLURM``, stays a warning: ``orch submit``'s tasks have them.)
@@ -28,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.layoutconfig import CLI_CONFIG, cli_node_count
 from orchestrator.doctor.offslurm import OFF_SLURM
 from orchestrator.doctor.rules_layout import CONFIG_DEFAULT
 from orchestrator.doctor.rules_rendezvous_computed import CONFIG_LOOPBACK
@@ -62,7 +64,8 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
     for finding in findings:
         why = ACROSS_NODES.get(finding.code) or next(
             (text for mark, text in _DDP008_WHY.items() if finding.code == "DDP008" and mark in finding.marks), None)
-        if nodes > 1 and why is not None and finding.confidence != "possible" and OFF_SLURM not in finding.marks and (
+        sure = finding.confidence != "possible" or CLI_CONFIG in finding.marks  # a CLI's: its arguments say
+        if nodes > 1 and why is not None and sure and OFF_SLURM not in finding.marks and (
                 not (finding.code == "DDP010" and _modulo(finding))) and not (
                 finding.code == "DDP023" and not _other_node_count(finding, nodes, args)):
             where = f"the node's {gpus} GPU{'s' * (gpus != 1)} (cuda:0..{gpus - 1})" if gpus else "the node's GPUs"
@@ -90,6 +93,9 @@ def layout_hint(findings: Iterable[Finding]) -> str:
 def _other_node_count(finding: Finding, nodes: int, args: Sequence[str] | None) -> bool:
     """A DDP023 finding whose node count is certain (written in, or left out; or the config's the script loads when
     it is given no argument, ``args == []``) and not ``nodes``."""
+    if CLI_CONFIG in finding.marks and args is not None:  # a LightningCLI: the config and flags passed say
+        count = cli_node_count(args, Path(finding.file))
+        return count is not None and count != nodes
     sure = finding.confidence == "certain" or (CONFIG_DEFAULT in finding.marks and args is not None and not args)
     return sure and finding.nodes is not None and finding.nodes != nodes
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.configfiles import ConfigValue, project_config
+from orchestrator.source.configfiles import ConfigValue, project_config, value_at
 from orchestrator.source.configvalues import config_value
 from orchestrator.source.names import FunctionNode, Module, last_name
 
@@ -22,6 +23,9 @@ _TRAINER_TARGET = ("lightning", "Trainer")
 LAYOUT_KEYS = frozenset({"devices", "gpus", "num_nodes"})
 _CLI_ABOVE = 3  # folders above a LightningCLI script where its project root is looked for (configs/ beside src/)
 PARALLEL = re.compile(r"ddp|fsdp|deepspeed|horovod", re.IGNORECASE)  # a strategy's name that runs several processes
+# the mark of a LightningCLI's DDP023: its node count is the one the arguments give (cli_node_count)
+CLI_CONFIG = "a LightningCLI takes its node count from the arguments"
+_CLI_OWN = frozenset({"trainer_defaults", "args", "env_parse"})  # what else may give it one (and default config files)
 
 
 def read_config(a: Analysis, expr: ast.expr, holding: frozenset[str] = frozenset()) -> ConfigValue | None:
@@ -125,3 +129,36 @@ def project_cli(a: Analysis, qualified: str) -> bool:
                 and n.name == where[1]), None) if module is not None else None
     return cls is not None and module is not None and any((module.qualname(b) or "") in LIGHTNING_CLI
                                                           for b in cls.bases)
+
+
+def bare_cli(a: Analysis, call: ast.Call) -> bool:
+    """``LightningCLI(Model, DataModule)`` (or the project's subclass) with no default config files, Trainer
+    defaults, environment or arguments of its own: its Trainer's layout is what the command line passes."""
+    qualified = qualified_name(call.func, import_aliases(a.module.tree)) or ""
+    parser = next((k.value for k in call.keywords if k.arg == "parser_kwargs"), None)
+    defaults = parser is not None and (not isinstance(parser, ast.Dict) or any(
+        isinstance(n, ast.Constant) and n.value == "default_config_files" for n in ast.walk(parser)))
+    return (qualified in LIGHTNING_CLI or project_cli(a, qualified)) and not call.args[2:] and not defaults and not (
+        {k.arg for k in call.keywords} & _CLI_OWN)
+
+
+def cli_node_count(args: Sequence[str], script: Path) -> int | None:
+    """The node count a bare LightningCLI's Trainer gets from ``args``: ``--trainer.num_nodes N``, else the last
+    ``--config``/``-c`` file's ``trainer.num_nodes``, else Lightning's default, 1 (None: a config that cannot be
+    read here, or a count that is not a number)."""
+    count: object = 1
+    pairs = [(arg.split("=", 1)[0], arg.split("=", 1)[1]) if "=" in arg else (arg, args[i + 1] if i + 1 < len(args)
+                                                                                else "") for i, arg in enumerate(args)]
+    for flag, value in pairs:
+        if flag in ("--config", "-c"):
+            path = next((p for p in (Path(value), script.parent / value) if p.is_file()), None)
+            if path is None:
+                return None
+            found = value_at(path, ["trainer", "num_nodes"])
+            count = found if found is not None else count
+        elif flag == "--trainer.num_nodes":
+            count = value
+    try:
+        return int(str(count))
+    except ValueError:
+        return None

@@ -34,6 +34,8 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
 from orchestrator.doctor.frameworks import devices_of
 from orchestrator.doctor.layoutconfig import (
+    CLI_CONFIG,
+    bare_cli,
     cli_trainer,
     configured_trainer,
     key_line,
@@ -128,7 +130,8 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         # feasibility.py; detectron2's num_machines is not read there
         certain = nodes.kind in ("literal", "left out") and nodes.said.startswith("num_nodes=")
         as_is = nodes.run_as_is and nodes.kind == "config"  # the config the script loads when given no argument
-        marks = {FLAG_DEFAULT} if any(v.kind == "flag" for v in stuck) else set()
+        marks = ({FLAG_DEFAULT} if any(v.kind == "flag" for v in stuck) else set()) | (
+            {CLI_CONFIG} if bare_cli(a, node) else set())  # its node count is the arguments' (feasibility.py)
         yield a.finding("DDP023", node, detail, confidence=confidence,
                         fact=f"the layout is {detail}: it does not follow the nodes and GPUs the launcher starts",
                         marks=frozenset(marks | ({CONFIG_DEFAULT} if as_is else set())),

@@ -87,7 +87,7 @@ def _workers(a: Analysis, *, index_rank: bool = False) -> Iterator[tuple[Spawn, 
                 not index_rank and index_as_rank(a, spawn.node) is not None):
             continue
         target = spawn_target(spawn.node)
-        function = a.module.functions.get(target.id) if isinstance(target, ast.Name) else None
+        function = a.module.named_function(target.id) if isinstance(target, ast.Name) else None
         init = a.flow.reaches(function, INIT) if function is not None else None
         if function is not None and init is not None:
             yield spawn, function, init

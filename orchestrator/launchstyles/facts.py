@@ -53,7 +53,7 @@ class Facts:
     local_rank: tuple[FlagDeclaration, ...] = ()  # as spawns
     flag: str | None = None  # the spelling of --local_rank the entry declares, else the first declaration's
     slurm: str | None = None  # where Slurm's rank variables are first read: "dist_utils.py:7: rank = ..."
-    torchrun_vars: bool = False  # some file names torchrun's RANK or LOCAL_RANK
+    torchrun_vars: bool = False  # some file reads torchrun's RANK or LOCAL_RANK (not only writes it)
     masters: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)  # file -> master_lines
     index_ranks: tuple[tuple[str, int, str], ...] = ()  # (file, line, code): a spawn index passed as the rank
     loopback: tuple[tuple[str, int, str], ...] = ()  # (file, line, code): a loopback init_method (loopback.py)
@@ -95,10 +95,11 @@ def read(entry: Path) -> Facts:
     slurm_vars = SLURM_RANK_VARS | SLURM_LAYOUT_VARS
     slurm = next((source.quote(min(line for key, line in seen.items() if key in slurm_vars))
                   for source, seen in strings if slurm_vars & seen.keys()), None)
-    launcher_read = any(LAUNCHER_VARS & (seen.keys() - _env_written(source.tree)) for source, seen in strings)
+    read_keys = [seen.keys() - _env_written(source.tree) for source, seen in strings]  # not the ones only written
+    launcher_read = any(LAUNCHER_VARS & keys for keys in read_keys)
     flag = declared_flag(files[0].tree) or next((s for d in found_flags if (s := spelling(d.node))), None)
     return Facts(entry, tuple(files), tuple(found_spawns), tuple(found_flags), flag, slurm,
-                 any(TORCHRUN_RANK_VARS & seen.keys() for _, seen in strings),
+                 any(TORCHRUN_RANK_VARS & keys for keys in read_keys),
                  {str(source.path): master_lines(source.tree) for source in files}, tuple(index_ranks),
                  tuple(forced_loopback([(str(source.path), source.tree) for source in files])),
                  None if launcher_read else _mpi_read(files),

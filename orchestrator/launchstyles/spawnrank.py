@@ -104,7 +104,7 @@ def _handed_a_count(a: Analysis, process: ast.Call) -> bool:
 def _started(a: Analysis, project: Project | None, target: ast.Name | ast.Attribute) -> _Callee | None:
     """The function a spawn starts: this file's, or the project module's it imports (``train``, or
     ``loader.load_worker`` after ``import loader``)."""
-    local = a.module.functions.get(target.id) if isinstance(target, ast.Name) else None
+    local = a.module.named_function(target.id) if isinstance(target, ast.Name) else None
     if local is not None:
         return _Callee(a.filename, a.module, local)
     qual = a.module.qualname(target)

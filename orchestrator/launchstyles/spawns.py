@@ -211,7 +211,7 @@ def _passed_trains(a: Analysis, target: ast.Name, others: Sequence[Analysis] = (
 
 def _function(a: Analysis, target: ast.expr | None) -> FunctionNode | None:
     if isinstance(target, ast.Name):
-        return a.module.functions.get(target.id)
+        return a.module.named_function(target.id)
     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"):
         return a.module.functions.get(target.attr)
     return None
@@ -280,9 +280,12 @@ def _ends(block: list[ast.stmt], returning: bool) -> bool:
 
 def _reads_launcher(a: Analysis, expr: ast.expr, depth: int) -> bool:
     """``expr`` reads a variable the launcher sets (``os.environ["RANK"]``, ``"LOCAL_RANK" in os.environ``),
-    itself or through the names it uses (``distributed = "WORLD_SIZE" in os.environ``)."""
+    itself or through the names it uses (``distributed = "WORLD_SIZE" in os.environ``). An ``or`` reads it only when
+    every side does: ``args.world_size > 1 or cfg.TRAIN.distributed`` is true with no launcher too."""
     if depth > _DEPTH:
         return False
+    if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.Or):
+        return all(_reads_launcher(a, value, depth) for value in expr.values)
     for node in walk(expr):
         key = a.ranks.env_key(node) if isinstance(node, ast.expr) else None
         if key is not None and key in LAUNCHER_ENV:

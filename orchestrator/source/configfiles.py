@@ -116,6 +116,12 @@ def _candidates(folder: Path) -> list[Path]:
     return out[:_MAX_FILES]
 
 
+def value_at(path: Path, keys: list[str]) -> object | None:
+    """The value at ``keys`` in the JSON/YAML file at ``path`` (None: unreadable, or not there)."""
+    found = _read_value(path, keys)
+    return found[0] if found is not None else None
+
+
 def _read_value(path: Path, keys: list[str]) -> tuple[object, int] | None:
     """The value at ``keys`` in the JSON/YAML file and the line of its last key (None: unreadable, not there)."""
     try:

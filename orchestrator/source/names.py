@@ -350,16 +350,21 @@ class Module:
         return self.argument_for(function, name.id) if name.id in params else []
 
     def spawned(self, function: FunctionNode) -> bool:
-        """``function`` is passed around (``mp.spawn(train, ...)``): its callers are not in sight."""
+        """``function`` is passed around (``mp.spawn(train, ...)``): its callers are not in sight (a function's own
+        ``train = pd.read_csv(...)`` is another thing)."""
         return any(isinstance(n, ast.Name) and n.id == function.name and isinstance(n.ctx, ast.Load)
                    and not (isinstance(self.parents.get(n), ast.Call) and self.parents[n].func is n)  # type: ignore[attr-defined]
-                   for n in self.nodes)
+                   and not (self.function_of(n) and n.id in self.scope_of(n).assigned) for n in self.nodes)
+
+    def named_function(self, name: str) -> FunctionNode | None:
+        """What a bare ``name`` means: the module's own ``def name`` before a method of that name (``Model.train``)."""
+        return self.top_functions.get(name) or self.functions.get(name)
 
     def local_function(self, call: ast.Call) -> FunctionNode | None:
         """The function defined in this file that ``call`` calls (``f(...)`` or ``self.f(...)``)."""
         func = call.func
         if isinstance(func, ast.Name) and func.id not in self.aliases:
-            return self.top_functions.get(func.id) or self.functions.get(func.id)
+            return self.named_function(func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
             return self.functions.get(func.attr)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):

@@ -65,6 +65,16 @@ class Devices:
             return "index" if expr.attr in self.device_names else None
         return "index" if self.source(expr, depth + 1) else None
 
+    def _passed(self, expr: ast.Attribute, key: str) -> list[ast.expr]:
+        """``config.rank`` in ``def train(config)``, never assigned as such: what the callers in this file set on
+        the object they pass (``CFG.rank = int(os.environ["RANK"])``, then ``train(CFG)``)."""
+        base, _, rest = key.partition(".")
+        function = self.module.function_of(expr)
+        if function is None or self.module.spawned(function) or base not in [p.arg for p in function.args.args]:
+            return []
+        return [value for arg in self.module.argument_for(function, base) if (name := dotted(arg)) is not None
+                for value in self.module.values_anywhere(f"{name}.{rest}")]
+
     def _int_constant(self, expr: ast.expr) -> bool:
         if isinstance(expr, ast.Name):
             expr = self.module.resolve(expr.id, expr)[1] or expr
@@ -91,7 +101,7 @@ class Devices:
             if key is None or "." not in key:
                 return False
             found, value = self.module.resolve(key, expr)
-            values = [value] if value is not None else self.module.values_anywhere(key)
+            values = [value] if value is not None else (self.module.values_anywhere(key) or self._passed(expr, key))
             return any(self.device_from_global_rank(v, depth + 2) for v in values)
         if isinstance(expr, ast.Call):
             parts = list(expr.args)

@@ -40,3 +40,36 @@ def test_the_binding_is_the_line_named() -> None:
 def test_without_a_binding_the_first_device_is_named() -> None:
     [(line, message)] = _ddp010(LNO.replace("    torch.cuda.set_device(device)\n", ""))
     assert line == 8 and "x.to(device)" in message
+
+
+# nia23soc's train_ddp.py: the rank is set on a config object that main passes to train(config); train also has a
+# data frame of its own called ``train``, which does not make the function one that is passed around
+CONFIG_OBJECT = """\
+import importlib
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(config):
+    train = [1, 2]
+    print(len(train))
+    model = torch.nn.Linear(2, 2).to(f"cuda:{config.{attr}}")
+    model = DDP(model, device_ids=[config.{attr}])
+
+
+if __name__ == "__main__":
+    CFG = getattr(importlib.import_module("cfg"), "Config")
+    CFG.rank = int(os.environ["RANK"])
+    CFG.local_rank = int(os.environ["LOCAL_RANK"])
+    dist.init_process_group("nccl", rank=CFG.rank, world_size=int(os.environ["WORLD_SIZE"]))
+    train(CFG)
+"""
+
+
+def test_a_rank_set_on_the_object_the_caller_passes_is_read_through_the_parameter() -> None:
+    [(line, message)] = _ddp010(CONFIG_OBJECT.replace("{attr}", "rank"))
+    assert line == 12 and "config.rank" in message
+    assert _ddp010(CONFIG_OBJECT.replace("{attr}", "local_rank")) == []

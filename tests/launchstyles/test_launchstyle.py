@@ -95,6 +95,14 @@ def test_a_script_that_reads_rank_and_slurm_procid_is_torchrun_style(tmp_path: P
     assert _detect(script) == ("env", "default", "")
 
 
+def test_a_script_that_reads_slurm_procid_and_only_hands_rank_on_is_slurm_style(tmp_path: Path) -> None:
+    """HydraGNN's setup_ddp: the rank from SLURM_PROCID, then ``os.environ["RANK"] = str(rank)`` for env://."""
+    script = tmp_path / "setup.py"
+    script.write_text("import os\nrank = int(os.environ['SLURM_PROCID'])\nos.environ['RANK'] = str(rank)\n"
+                      "os.environ['LOCAL_RANK'] = os.environ['SLURM_LOCALID']\n", encoding="utf-8")
+    assert _detect(script)[0] == "slurm"
+
+
 def test_asked_beats_detected_and_keeps_the_spelling() -> None:
     script = SCRIPTS / "local_rank_arg.py"
     launch = choose("local-rank-arg", script)

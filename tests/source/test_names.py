@@ -106,3 +106,18 @@ def test_a_super_method_is_the_imported_bases() -> None:
     assert {ast.unparse(c): module.qualname(c.func) for c in calls} == {
         "super().__init__(cfg)": "engine.base_trainer.BaseTrainer.__init__", "super().run()": "engine.Base.run",
         "super().go()": None, "super().x()": None}
+
+
+def test_a_bare_name_is_the_modules_function_before_a_method_of_the_same_name() -> None:
+    module = Module(ast.parse("class Model:\n    def train(self):\n        pass\n\n\ndef train(gpu):\n    pass\n"))
+    function = module.named_function("train")
+    assert function is not None and function.lineno == 6
+    assert Module(ast.parse("class Model:\n    def train(self):\n        pass\n")).named_function("train") is not None
+
+
+def test_a_function_whose_name_is_also_a_variable_elsewhere_is_not_passed_around() -> None:
+    text = "def train(cfg):\n    train = [cfg]\n    print(train)\n\n\ntrain(1)\n"
+    module = Module(ast.parse(text))
+    assert not module.spawned(module.functions["train"])
+    spawning = Module(ast.parse(text + "import torch.multiprocessing as mp\nmp.spawn(train, nprocs=2)\n"))
+    assert spawning.spawned(spawning.functions["train"])

@@ -1,0 +1,98 @@
+"""Which spawns a launcher check keeps from running (orchestrator/launchstyles/spawns.py): a test that reads the
+launcher's variables only on one side of an ``or`` keeps nothing out, and a spawn's bare target is the module's own
+function even when a class of the file has a method of that name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.launchstyles import detect, read
+
+# litehandnet's boot(): ImageNet's world-size reading, but the spawn's test is ``world_size > 1 or`` a config switch
+CONFIG_SWITCH = """\
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+CFG = {{"distributed": True}}
+
+
+def main(gpu, args):
+    dist.init_process_group("nccl", init_method=args.dist_url, world_size=args.world_size, rank=gpu)
+
+
+def boot():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--world-size", default=1, type=int)
+    parser.add_argument("--dist-url", default="tcp://127.0.0.1:65432")
+    args = parser.parse_args()
+    if args.dist_url == "env://" and args.world_size == -1:
+        args.world_size = int(os.environ["WORLD_SIZE"])
+    args.distributed = {test}
+    if args.distributed:
+        mp.spawn(main, nprocs=torch.cuda.device_count(), args=(args,))
+    else:
+        main(0, args)
+
+
+boot()
+"""
+
+
+def test_a_launcher_read_or_a_config_switch_keeps_no_spawn_out(tmp_path: Path) -> None:
+    script = tmp_path / "dist_train.py"
+    script.write_text(CONFIG_SWITCH.format(test='args.world_size > 1 or CFG["distributed"]'), encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.why.split(":")[:2]) == ("per-node", ["dist_train.py", "24"])
+
+
+def test_a_test_that_reads_the_launcher_on_every_side_of_an_or_keeps_the_spawn_out(tmp_path: Path) -> None:
+    script = tmp_path / "dist_train.py"
+    script.write_text(CONFIG_SWITCH.format(test='"WORLD_SIZE" in os.environ or "LOCAL_RANK" in os.environ'),
+                      encoding="utf-8")
+    assert read(script).spawns == ()
+    assert detect(read(script)).style == "env"
+
+
+# PVD's train_generation.py: ``mp.spawn(train, ...)`` with ``class Model: def train(self)`` earlier in the file
+METHOD_NAMESAKE = """\
+import argparse
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def train(self):
+        self.model.train()
+
+
+def train(gpu, opt):
+    if opt.distribution_type == "multi":
+        dist.init_process_group("nccl", init_method=opt.dist_url, world_size=opt.world_size, rank=gpu)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--distribution_type", default="single", choices=["multi", "single", None])
+    opt = parser.parse_args()
+    if opt.distribution_type == "multi":
+        mp.spawn(train, nprocs=torch.cuda.device_count(), args=(opt,))
+    else:
+        train(0, opt)
+
+
+main()
+"""
+
+
+def test_a_spawn_starts_the_modules_function_not_a_method_of_its_name(tmp_path: Path) -> None:
+    script = tmp_path / "train_generation.py"
+    script.write_text(METHOD_NAMESAKE, encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.why.split(":")[:2]) == ("per-node", ["train_generation.py", "24"])
