@@ -235,7 +235,7 @@ class Flow:
                 continue  # under a rank condition, turned off by the caller, or on a side no launched rank takes
             if site.qual in wanted:
                 return site.call
-            target = self.module.local_function(site.call)
+            target = self.module.local_function(site.call) or self.module.constructor(site.call)
             if target is not None:
                 found = self.reaches(target, wanted, seen)
                 if found is not None:

@@ -19,13 +19,9 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 # What the conventional short names mean when a snippet uses them without importing them.
 CONVENTIONAL: dict[str, str] = {
-    "dist": "torch.distributed",
-    "DDP": "torch.nn.parallel.DistributedDataParallel",
-    "FSDP": "torch.distributed.fsdp.FullyShardedDataParallel",
-    "mp": "torch.multiprocessing",
-    "DistributedSampler": "torch.utils.data.distributed.DistributedSampler",
-    "DataLoader": "torch.utils.data.DataLoader",
-}
+    "dist": "torch.distributed", "DDP": "torch.nn.parallel.DistributedDataParallel", "mp": "torch.multiprocessing",
+    "FSDP": "torch.distributed.fsdp.FullyShardedDataParallel", "DataLoader": "torch.utils.data.DataLoader",
+    "DistributedSampler": "torch.utils.data.distributed.DistributedSampler"}
 
 # The training frameworks' objects, by the name they are held in (``accelerator``, ``self.fabric``,
 # ``self.trainer.strategy``) or the class they are made from (``acc = Accelerator()``): their methods read as
@@ -350,8 +346,7 @@ class Module:
         return self.argument_for(function, name.id) if name.id in params else []
 
     def spawned(self, function: FunctionNode) -> bool:
-        """``function`` is passed around (``mp.spawn(train, ...)``): its callers are not in sight (a function's own
-        ``train = pd.read_csv(...)`` is another thing)."""
+        """``function`` is passed around (``mp.spawn(train, ...)``, not a local of its name): callers out of sight."""
         return any(isinstance(n, ast.Name) and n.id == function.name and isinstance(n.ctx, ast.Load)
                    and not (isinstance(self.parents.get(n), ast.Call) and self.parents[n].func is n)  # type: ignore[attr-defined]
                    and not (self.function_of(n) and n.id in self.scope_of(n).assigned) for n in self.nodes)
@@ -373,14 +368,19 @@ class Module:
 
     def _instance_method(self, receiver: ast.Name, method: str) -> FunctionNode | None:
         """``saver.save(...)`` with ``saver = Saver(...)`` and ``Saver`` a class of this file: its method ``save``."""
-        if receiver.id in self.aliases:
-            return None
-        _, made = self.resolve(receiver.id, receiver)
+        _, made = self.resolve(receiver.id, receiver) if receiver.id not in self.aliases else (False, None)
         if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id not in self.aliases):
             return None
-        cls = self.classes.get(made.func.id)
-        return next((node for node in cls.body if isinstance(node, FunctionNode) and node.name == method),
-                    None) if cls is not None else None
+        return self._method_of(made.func.id, method)
+
+    def constructor(self, call: ast.Call) -> FunctionNode | None:
+        """``Trainer(cfg)`` of a class of this file: its ``__init__``, which runs (the value is not what it returns)."""
+        name = call.func.id if isinstance(call.func, ast.Name) and call.func.id not in self.aliases else ""
+        return self._method_of(name, "__init__")
+
+    def _method_of(self, name: str, method: str) -> FunctionNode | None:
+        cls = self.classes.get(name)
+        return next((n for n in cls.body if isinstance(n, FunctionNode) and n.name == method), None) if cls else None
 
     def calls_in(self, node: ast.AST) -> Iterator[ast.Call]:
         """Calls inside ``node``, not descending into nested function or class definitions (found once per node and

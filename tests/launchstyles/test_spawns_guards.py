@@ -96,3 +96,32 @@ def test_a_spawn_starts_the_modules_function_not_a_method_of_its_name(tmp_path: 
     script.write_text(METHOD_NAMESAKE, encoding="utf-8")
     launch = detect(read(script))
     assert (launch.style, launch.why.split(":")[:2]) == ("per-node", ["train_generation.py", "24"])
+
+
+# Seg_model's train_ddp.py: the spawned worker builds the file's Trainer, whose __init__ starts the process group
+CONSTRUCTED = """\
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+class Trainer:
+    def __init__(self, cfg):
+        dist.init_process_group("nccl", init_method=cfg["url"], world_size=cfg["world"], rank=cfg["rank"])
+
+
+def main_worker(local_rank, cfg):
+    cfg["rank"] = local_rank
+    Trainer(cfg)
+
+
+if __name__ == "__main__":
+    mp.spawn(main_worker, nprocs=torch.cuda.device_count(), args=({"url": "tcp://127.0.0.1:23456", "world": 2},))
+"""
+
+
+def test_a_worker_that_builds_a_class_whose_init_sets_up_the_group_is_spawned_training(tmp_path: Path) -> None:
+    script = tmp_path / "train_ddp.py"
+    script.write_text(CONSTRUCTED, encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.why.split(":")[:2]) == ("per-node", ["train_ddp.py", "17"])

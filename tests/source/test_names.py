@@ -121,3 +121,13 @@ def test_a_function_whose_name_is_also_a_variable_elsewhere_is_not_passed_around
     assert not module.spawned(module.functions["train"])
     spawning = Module(ast.parse(text + "import torch.multiprocessing as mp\nmp.spawn(train, nprocs=2)\n"))
     assert spawning.spawned(spawning.functions["train"])
+
+
+def test_a_call_of_a_class_of_the_file_runs_its_init() -> None:
+    text = ("class Trainer:\n    def __init__(self, cfg):\n        self.cfg = cfg\n\n\nclass Plain:\n    pass\n\n\n"
+            "Trainer(1)\nPlain()\n")
+    module = Module(ast.parse(text))
+    function = module.constructor(call_of(module, "Trainer"))
+    assert function is not None and (function.name, function.lineno) == ("__init__", 2)
+    assert module.constructor(call_of(module, "Plain")) is None
+    assert module.local_function(call_of(module, "Trainer")) is None  # its value is the instance, not a return
