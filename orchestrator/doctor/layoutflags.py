@@ -228,14 +228,18 @@ def _assignments(tree: ast.Module) -> dict[str, list[ast.expr]]:
     return assigned
 
 
-def _plain_parsers(assigned: dict[str, list[ast.expr]]) -> frozenset[str]:
-    """The names bound only to an ``ArgumentParser(...)`` with no ``parents``."""
-    return frozenset(name for name, values in assigned.items() if values and all(
-        isinstance(v, ast.Call) and last_name(v.func) == "ArgumentParser" and not any(
-            k.arg == "parents" for k in v.keywords) for v in values))
+def _plain_parsers(assigned: dict[str, list[ast.expr]], handed: bool = False) -> frozenset[str]:
+    """The names bound only to an ``ArgumentParser(...)`` with no ``parents`` (with ``handed``, also to a call handed
+    that name back: ``parser = HiVT.add_model_specific_args(parser)``, where the project adds no Trainer flags)."""
+    def new(v: ast.expr) -> bool:
+        return isinstance(v, ast.Call) and last_name(v.func) == "ArgumentParser" and not any(
+            k.arg == "parents" for k in v.keywords)
+    return frozenset(name for name, values in assigned.items() if any(new(v) for v in values) and all(
+        new(v) or (handed and isinstance(v, ast.Call) and any(isinstance(x, ast.Name) and x.id == name
+                                                              for x in v.args)) for v in values))
 
 
-def plain_parser(tree: ast.Module, call: ast.Call) -> bool:
+def plain_parser(tree: ast.Module, call: ast.Call, handed: bool = False) -> bool:
     """``Trainer.from_argparse_args(args, ...)`` where ``args`` is parsed in this file by an ``ArgumentParser`` built
     here, and nothing in the file adds Lightning's Trainer flags or a node count (:func:`_mentions_nodes`): the
     namespace has no ``num_nodes``, so Lightning's default (one node) stands, whatever the user passes."""
@@ -245,7 +249,7 @@ def plain_parser(tree: ast.Module, call: ast.Call) -> bool:
     parsed = assigned.get(call.args[0].id, [])
     parsers = [v.func.value.id for v in parsed if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
                and v.func.attr == "parse_args" and isinstance(v.func.value, ast.Name)]
-    return len(parsers) == len(parsed) == 1 and parsers[0] in _plain_parsers(assigned)
+    return len(parsers) == len(parsed) == 1 and parsers[0] in _plain_parsers(assigned, handed)
 
 
 def spread_without_nodes(module: Module, expr: ast.expr) -> bool:

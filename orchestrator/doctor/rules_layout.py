@@ -213,15 +213,16 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     if "num_nodes" in given:
         nodes = _resolve(a, given["num_nodes"], flags, "num_nodes")
     elif made:  # Lightning 1.x's flags (add_argparse_args): --num_nodes defaults to 1
-        known = flags.get("num_nodes")
+        known, plain = flags.get("num_nodes"), plain_parser(a.module.tree, call, not _imports_node_count(a, _ADDS))
         nodes = (_Value(known[0], "flag", f"num_nodes={known[0]} ({known[1]} defaults to {known[0]}: {FLAG_SAID})")
                  if known else _Value(1, "left out", "num_nodes=1 (left out: the parser from_argparse_args reads "
-                                                     "has no --num_nodes)") if plain_parser(a.module.tree, call)
-                 else _Value(None, "unknown"))
+                                                     "has no --num_nodes)") if plain else _Value(None, "unknown"))
     else:
         nodes = _Value(1, "left out", "num_nodes=1 (left out: the default)")
     key = "devices" if "devices" in given else "gpus" if "gpus" in given else None
-    devices = _resolve(a, given[key], flags, key) if key else _Value("auto", "left out")
+    flag = flags.get("devices") or flags.get("gpus") if made and not key else None  # from_argparse_args reads it
+    devices = (_resolve(a, given[key], flags, key) if key else _Value("auto", "left out") if flag is None else
+               _Value(flag[0], "flag", f"devices={flag[0]} ({flag[1]} defaults to {flag[0]}: {FLAG_SAID})"))
     return nodes, devices
 
 
@@ -249,11 +250,14 @@ def _config_layout(a: Analysis, call: ast.Call, section: ConfigValue,
     return nodes, devices
 
 
-def _imports_node_count(a: Analysis) -> bool:
+def _imports_node_count(a: Analysis, marks: tuple[bytes, ...] = (b"num_nodes",)) -> bool:
     """Whether a project module the script imports mentions ``num_nodes`` (its ``add_argparse_args`` may declare the
-    flag on the script's parser)."""
+    flag on the script's parser), or another of ``marks`` (``_ADDS``: what adds Lightning's Trainer flags)."""
     imported = a.project.imported(a.module) if a.project is not None else []
-    return any(b"num_nodes" in _bytes(path) for path in imported)
+    return any(mark in _bytes(path) for path in imported for mark in marks)
+
+
+_ADDS = (b"--num_nodes", b"--num-nodes", b"add_argparse_args", b"add_trainer_args", b"LightningArgumentParser")
 
 
 def _bytes(path: Path) -> bytes:
