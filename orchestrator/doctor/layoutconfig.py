@@ -147,9 +147,9 @@ def cli_node_count(args: Sequence[str], script: Path) -> int | None:
     ``--config``/``-c`` file's ``trainer.num_nodes``, else Lightning's default, 1 (None: a config that cannot be
     read here, or a count that is not a number)."""
     count: object = 1
-    pairs = [(arg.split("=", 1)[0], arg.split("=", 1)[1]) if "=" in arg else (arg, args[i + 1] if i + 1 < len(args)
-                                                                                else "") for i, arg in enumerate(args)]
-    for flag, value in pairs:
+    for i, arg in enumerate(args):
+        flag, equals, value = arg.partition("=")
+        value = value if equals else (args[i + 1] if i + 1 < len(args) else "")  # --flag=value or --flag value
         if flag in ("--config", "-c"):
             path = next((p for p in (Path(value), script.parent / value) if p.is_file()), None)
             if path is None:

@@ -24,7 +24,7 @@ from orchestrator.source.walk import walk
 
 _LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})
 # what adds Lightning's Trainer flags (--num_nodes among them) to a parser, besides Trainer.add_argparse_args
-_TRAINER_FLAG_ADDERS = frozenset({"LightningArgumentParser", "add_trainer_args"})
+TRAINER_FLAG_ADDERS = frozenset({"LightningArgumentParser", "add_trainer_args"})
 
 
 @dataclass(frozen=True)
@@ -208,8 +208,8 @@ def _mentions_nodes(tree: ast.Module) -> bool:
     (``Trainer.add_argparse_args``, ``LightningArgumentParser``, ``add_trainer_args``), or ``num_nodes`` anywhere (a
     flag, an attribute set, a keyword, a string)."""
     return any(
-        _adds_trainer_flags(n) or (isinstance(n, ast.Attribute) and n.attr in _TRAINER_FLAG_ADDERS | {"num_nodes"})
-        or (isinstance(n, ast.Name) and n.id in _TRAINER_FLAG_ADDERS | {"num_nodes"})
+        _adds_trainer_flags(n) or (isinstance(n, ast.Attribute) and n.attr in TRAINER_FLAG_ADDERS | {"num_nodes"})
+        or (isinstance(n, ast.Name) and n.id in TRAINER_FLAG_ADDERS | {"num_nodes"})
         or (isinstance(n, ast.keyword) and n.arg == "num_nodes")
         or (isinstance(n, ast.Constant) and isinstance(n.value, str) and "num_nodes" in n.value)
         for n in walk(tree))

@@ -45,6 +45,7 @@ from orchestrator.doctor.layoutconfig import (
     shown,
 )
 from orchestrator.doctor.layoutflags import (
+    TRAINER_FLAG_ADDERS,
     declared_layout_flags,
     literal_keys,
     plain_parser,
@@ -60,6 +61,7 @@ from orchestrator.spec.framework import Framework
 
 _DEPTH = 4
 FLAG_SAID = "the flag's default, unless passed"  # in the finding's detail when a flag's default fixes the layout
+_ADDS = (b"--num_nodes", b"--num-nodes", b"add_argparse_args", *(name.encode() for name in TRAINER_FLAG_ADDERS))
 FLAG_DEFAULT = "a flag's default fixes the layout"  # the finding's mark then (flag_owned reads it)
 # the mark of a node count from the config file the script loads when started with no argument (feasibility.py
 # refuses a run across nodes with it where the script is given none: nothing can override the config then)
@@ -213,7 +215,8 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     if "num_nodes" in given:
         nodes = _resolve(a, given["num_nodes"], flags, "num_nodes")
     elif made:  # Lightning 1.x's flags (add_argparse_args): --num_nodes defaults to 1
-        known, plain = flags.get("num_nodes"), plain_parser(a.module.tree, call, not _imports_node_count(a, _ADDS))
+        known = flags.get("num_nodes")  # else the parser's own (read only then: it reads the imported modules)
+        plain = known is None and plain_parser(a.module.tree, call, not _imports_node_count(a, _ADDS))
         nodes = (_Value(known[0], "flag", f"num_nodes={known[0]} ({known[1]} defaults to {known[0]}: {FLAG_SAID})")
                  if known else _Value(1, "left out", "num_nodes=1 (left out: the parser from_argparse_args reads "
                                                      "has no --num_nodes)") if plain else _Value(None, "unknown"))
@@ -255,9 +258,6 @@ def _imports_node_count(a: Analysis, marks: tuple[bytes, ...] = (b"num_nodes",))
     flag on the script's parser), or another of ``marks`` (``_ADDS``: what adds Lightning's Trainer flags)."""
     imported = a.project.imported(a.module) if a.project is not None else []
     return any(mark in _bytes(path) for path in imported for mark in marks)
-
-
-_ADDS = (b"--num_nodes", b"--num-nodes", b"add_argparse_args", b"add_trainer_args", b"LightningArgumentParser")
 
 
 def _bytes(path: Path) -> bytes:

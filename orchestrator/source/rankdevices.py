@@ -68,12 +68,12 @@ class Devices:
     def _passed(self, expr: ast.Attribute, key: str) -> list[ast.expr]:
         """``config.rank`` in ``def train(config)``, never assigned as such: what the callers in this file set on
         the object they pass (``CFG.rank = int(os.environ["RANK"])``, then ``train(CFG)``)."""
-        base, _, rest = key.partition(".")
-        function = self.module.function_of(expr)
-        if function is None or self.module.spawned(function) or base not in [p.arg for p in function.args.args]:
-            return []
-        return [value for arg in self.module.argument_for(function, base) if (name := dotted(arg)) is not None
-                for value in self.module.values_anywhere(f"{name}.{rest}")]
+        root: ast.expr = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        rest = key.partition(".")[2]
+        return [value for arg in (self.module.passed_for(root) if isinstance(root, ast.Name) else [])
+                if (name := dotted(arg)) is not None for value in self.module.values_anywhere(f"{name}.{rest}")]
 
     def _int_constant(self, expr: ast.expr) -> bool:
         if isinstance(expr, ast.Name):

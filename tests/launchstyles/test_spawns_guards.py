@@ -8,6 +8,14 @@ from pathlib import Path
 
 from orchestrator.launchstyles import detect, read
 
+
+def _style(tmp_path: Path, name: str, text: str) -> tuple[str, list[str]]:
+    """The style read for ``text`` written as ``name``, and the file and line that decided it."""
+    script = tmp_path / name
+    script.write_text(text, encoding="utf-8")
+    launch = detect(read(script))
+    return launch.style, launch.why.split(":")[:2]
+
 # litehandnet's boot(): ImageNet's world-size reading, but the spawn's test is ``world_size > 1 or`` a config switch
 CONFIG_SWITCH = """\
 import argparse
@@ -43,10 +51,8 @@ boot()
 
 
 def test_a_launcher_read_or_a_config_switch_keeps_no_spawn_out(tmp_path: Path) -> None:
-    script = tmp_path / "dist_train.py"
-    script.write_text(CONFIG_SWITCH.format(test='args.world_size > 1 or CFG["distributed"]'), encoding="utf-8")
-    launch = detect(read(script))
-    assert (launch.style, launch.why.split(":")[:2]) == ("per-node", ["dist_train.py", "24"])
+    text = CONFIG_SWITCH.format(test='args.world_size > 1 or CFG["distributed"]')
+    assert _style(tmp_path, "dist_train.py", text) == ("per-node", ["dist_train.py", "24"])
 
 
 def test_a_test_that_reads_the_launcher_on_every_side_of_an_or_keeps_the_spawn_out(tmp_path: Path) -> None:
@@ -92,10 +98,7 @@ main()
 
 
 def test_a_spawn_starts_the_modules_function_not_a_method_of_its_name(tmp_path: Path) -> None:
-    script = tmp_path / "train_generation.py"
-    script.write_text(METHOD_NAMESAKE, encoding="utf-8")
-    launch = detect(read(script))
-    assert (launch.style, launch.why.split(":")[:2]) == ("per-node", ["train_generation.py", "24"])
+    assert _style(tmp_path, "train_generation.py", METHOD_NAMESAKE) == ("per-node", ["train_generation.py", "24"])
 
 
 # Seg_model's train_ddp.py: the spawned worker builds the file's Trainer, whose __init__ starts the process group
@@ -121,7 +124,4 @@ if __name__ == "__main__":
 
 
 def test_a_worker_that_builds_a_class_whose_init_sets_up_the_group_is_spawned_training(tmp_path: Path) -> None:
-    script = tmp_path / "train_ddp.py"
-    script.write_text(CONSTRUCTED, encoding="utf-8")
-    launch = detect(read(script))
-    assert (launch.style, launch.why.split(":")[:2]) == ("per-node", ["train_ddp.py", "17"])
+    assert _style(tmp_path, "train_ddp.py", CONSTRUCTED) == ("per-node", ["train_ddp.py", "17"])
