@@ -88,7 +88,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "nodes": ("orchestrator.commands.nodes",
               "list the nodes recorded as bad that orch submit leaves out (--forget NODE, --all to use them again)"),
     "doctor": ("orchestrator.commands.doctor",
-               "check training scripts for DDP pitfalls (DDP001..DDP023) without running them"),
+               "check training scripts for DDP pitfalls (DDP001..DDP024) without running them"),
     "mcp": ("orchestrator.commands.mcp",
             "serve orch's verbs to coding agents (MCP over stdio): plan, submit a checked plan, status, logs, "
             "cancel; read-only unless --allow-submit/--allow-cancel"),

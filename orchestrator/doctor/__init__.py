@@ -1,4 +1,4 @@
-"""``orch doctor``: a static check of a user's DDP script for the pitfalls of the catalog (DDP001..DDP023).
+"""``orch doctor``: a static check of a user's DDP script for the pitfalls of the catalog (DDP001..DDP024).
 
 It parses the file with ``ast``: it never imports torch and never runs the user's code. Use it before
 submitting a script::

@@ -141,6 +141,13 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "size) or trains on part of the machines",
          "let the layout follow the launch: devices='auto' (or -1) and num_nodes=int(os.environ.get("
          "'SLURM_NNODES', 1)) (or WORLD_SIZE // LOCAL_WORLD_SIZE); or pass the flags for the layout you run"),
+    Rule("DDP024", "warning",
+         "one rank leaves a loop (or the run) that the others go on in: a return, break or exit under a rank "
+         "condition, or a stop decided on one rank's own value (a flag set under a rank condition, its shard's loss) "
+         "and never shared: the others wait in the loop's next collective (DDP's gradient all-reduce in backward()) "
+         "and the job hangs",
+         "decide together: broadcast rank 0's decision (dist.broadcast_object_list([stop], src=0)) or reduce the "
+         "value it rests on, then leave on every rank"),
 )}
 
 assert tuple(CATALOG) == DOCTOR_CODES, "orchestrator/spec/doctorcodes.py lists the catalog's codes"

@@ -49,7 +49,7 @@ MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a script larger than this is not read (sk
 RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_devices.check_set_device,      # DDP001
     rules_sync.check_collectives,        # DDP002
-    rank_exit.check_rank_exit,           # DDP002 (a loop with collectives left on one rank)
+    rank_exit.check_rank_exit,           # DDP024 (a loop with collectives left on one rank)
     rules_data.check_loaders,            # DDP003
     rules_data.check_set_epoch,          # DDP004
     rules_streams.check_stream_shuffle,  # DDP004 (a streamed data set)

@@ -1,4 +1,4 @@
-"""DDP002, a loop left on one rank: a ``return``/``break`` (or a successful exit: ``quit()``, ``sys.exit()``) that
+"""DDP024, a loop left on one rank: a ``return``/``break`` (or a successful exit: ``quit()``, ``sys.exit()``) that
 leaves a loop making collectives from inside a rank condition (``if is_master(args): ... if math.isnan(loss): return``;
 ECAPA-TDNN's ``if rank == 0: ... destroy_process_group(); quit()`` at the last epoch), or under a flag that only a rank
 condition sets (``if rank == 0: ... should_stop = True`` and, outside it, ``if should_stop: break``, the flag never
@@ -25,7 +25,7 @@ Loop = ast.For | ast.While
 
 
 def check_rank_exit(a: Analysis) -> Iterator[Finding]:
-    """DDP002 at a ``return``/``break`` that leaves a loop making collectives on one rank only."""
+    """DDP024 at a ``return``/``break`` that leaves a loop making collectives on one rank only."""
     for node in a.module.nodes:
         if not isinstance(node, ast.Return | ast.Break | ast.Expr) or (isinstance(node, ast.Expr)
                                                                        and not _exit_call(a, node)):
@@ -40,7 +40,7 @@ def check_rank_exit(a: Analysis) -> Iterator[Finding]:
                 "condition, never broadcast)")
             word = "return" if isinstance(node, ast.Return) else "break" if isinstance(node, ast.Break) else (
                 ast.unparse(node)[:30])
-            yield a.finding("DDP002", node, f"{word} under `if "
+            yield a.finding("DDP024", node, f"{word} under `if "
                             f"{test}` (line {guard.lineno}{why}) leaves the loop at line {loop.lineno}, whose {called} "
                             f"at line {collective.lineno} the other ranks still call", severity="warning",
                             confidence="likely")

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from orchestrator.errors import ConfigError
 
-DOCTOR_CODES: tuple[str, ...] = tuple(f"DDP{n:03d}" for n in range(1, 24))
+DOCTOR_CODES: tuple[str, ...] = tuple(f"DDP{n:03d}" for n in range(1, 25))
 
 
 def parse_codes(values: Iterable[str], where: str) -> tuple[str, ...]:

@@ -53,7 +53,7 @@ def test_an_unknown_code_is_refused_with_a_hint(bad: Path, tmp_path: Path,
     assert "orch: error: --ignore: unknown orch doctor code 'DDP099'" in err and "HINT:" in err
     assert main(_submit(bad, _cluster(tmp_path, ["DDP3"]), "--dry-run")) == 2
     err = capsys.readouterr().err
-    assert "doctor.ignore" in err and "unknown orch doctor code 'DDP3'" in err and "DDP001..DDP023" in err
+    assert "doctor.ignore" in err and "unknown orch doctor code 'DDP3'" in err and "DDP001..DDP024" in err
 
 
 def test_dry_run_says_the_submit_would_refuse_and_json_carries_the_findings(

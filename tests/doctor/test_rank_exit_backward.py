@@ -1,4 +1,4 @@
-"""DDP002 at a ``break`` on one rank out of a loop whose only collective is DDP's gradient all-reduce in
+"""DDP024 at a ``break`` on one rank out of a loop whose only collective is DDP's gradient all-reduce in
 ``loss.backward()`` (the stop at ``n_iters`` decided under ``if local_rank == 0:``): that rank leaves while the others
 wait in the next step's backward. Silent where no model is wrapped in DDP, and for a rank-0 ``break`` out of an inner
 loop that makes no backward."""
@@ -40,7 +40,7 @@ for batch in range(100):
 ])
 def test_a_rank_break_out_of_a_loop_whose_backward_all_reduces(tmp_path: Path, model: str, found: list[int]) -> None:
     (tmp_path / "train.py").write_text(_SCRIPT.format(model=model))
-    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"]
+    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP024"]
     assert [f.line for f in findings] == found
     assert all("loss.backward() (DDP's gradient all-reduce) at line 13" in f.message for f in findings)
 
@@ -92,6 +92,6 @@ def test_a_rank_exit_out_of_a_loop_whose_method_makes_the_backward(tmp_path: Pat
                                                                    found: list[int]) -> None:
     (tmp_path / "model.py").write_text(_TRAINER.format(step=step))
     (tmp_path / "train.py").write_text(_ECAPA.format(stop=stop))
-    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"]
+    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP024"]
     assert [f.line for f in findings] == found
     assert not [f for f in check_file(tmp_path / "train.py") if f.code == "DDP007"]  # it exits: no later collective

@@ -1,4 +1,4 @@
-"""DDP002 at a ``break`` under a flag that only a rank condition sets (an early stop decided on rank 0: ``if rank ==
+"""DDP024 at a ``break`` under a flag that only a rank condition sets (an early stop decided on rank 0: ``if rank ==
 0: ... should_stop = True``, then ``if should_stop: break`` on every rank): rank 0 leaves while the others wait in
 the next step's collective. Silent where the flag is shared (broadcast, or read back from a broadcast tensor on every
 rank), where every rank sets it, and where the loop makes no collective."""
@@ -48,7 +48,7 @@ _BROADCAST = """    flag = [should_stop]
 def test_a_break_under_a_flag_set_on_rank_zero_only(tmp_path: Path, shared: str, found: bool) -> None:
     text = _SCRIPT.format(shared=shared)
     (tmp_path / "train.py").write_text(text)
-    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"]
+    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP024"]
     at = text.splitlines().index("        break") + 1
     assert [f.line for f in findings] == ([at] if found else [])
     for f in findings:
@@ -59,7 +59,7 @@ def test_a_break_under_a_flag_set_on_rank_zero_only(tmp_path: Path, shared: str,
 def test_a_flag_loop_without_a_collective_is_silent(tmp_path: Path) -> None:
     text = _SCRIPT.format(shared="").replace("model = DDP(torch.nn.Linear(2, 2))", "model = torch.nn.Linear(2, 2)")
     (tmp_path / "train.py").write_text(text)
-    assert [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"] == []
+    assert [f for f in check_file(tmp_path / "train.py") if f.code == "DDP024"] == []
 
 
 def test_a_shared_objects_value_is_not_a_rank_flag(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_a_shared_objects_value_is_not_a_rank_flag(tmp_path: Path) -> None:
     text = _SCRIPT.format(shared="").replace("should_stop = True", "end_train.value = True").replace(
         "if should_stop:", "if end_train.value:")
     (tmp_path / "train.py").write_text(text)
-    assert [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"] == []
+    assert [f for f in check_file(tmp_path / "train.py") if f.code == "DDP024"] == []
 
 
 _HELPER = """
@@ -118,5 +118,5 @@ def test_a_helper_that_broadcasts_its_answer_is_no_rank_test(tmp_path: Path, ret
     every rank gets rank 0's answer and leaves the loop together; returned as is, only rank 0 leaves."""
     (tmp_path / "helpers.py").write_text(_HELPER.format(returned=returned))
     (tmp_path / "train.py").write_text(_LOOP)
-    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP002"]
+    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP024"]
     assert [f.line for f in findings] == ([13] if found else [])

@@ -1,4 +1,4 @@
-"""DDP002 at a ``break`` on one rank that leaves a training loop whose other ranks still make a collective, where the
+"""DDP024 at a ``break`` on one rank that leaves a training loop whose other ranks still make a collective, where the
 loop lives in a helper module and its collective in another module of the project (JoeyNMT's ``training.py`` breaking
 on rank 0 while the loop's ``helpers_for_ddp.ddp_reduce`` all-reduces): the helper's calls are followed through the
 script's project. Silent where that other module makes no collective."""
@@ -60,4 +60,4 @@ def test_a_rank_break_in_a_helpers_loop_that_reduces_through_another_module(tmp_
     (tmp_path / "engine.py").write_text(_ENGINE)
     (tmp_path / "train.py").write_text(_SCRIPT)
     findings = check_file(tmp_path / "train.py")
-    assert [f.line for f in findings if f.code == "DDP002" and f.file.endswith("engine.py")] == found
+    assert [f.line for f in findings if f.code == "DDP024" and f.file.endswith("engine.py")] == found
