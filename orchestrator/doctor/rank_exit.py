@@ -40,10 +40,13 @@ def check_rank_exit(a: Analysis) -> Iterator[Finding]:
                 "condition, never broadcast)")
             word = "return" if isinstance(node, ast.Return) else "break" if isinstance(node, ast.Break) else (
                 ast.unparse(node)[:30])
-            yield a.finding("DDP024", node, f"{word} under `if "
-                            f"{test}` (line {guard.lineno}{why}) leaves the loop at line {loop.lineno}, whose {called} "
-                            f"at line {collective.lineno} the other ranks still call", severity="warning",
-                            confidence="likely")
+            yield a.finding("DDP024", node, f"{word} under `if {test}` (line {guard.lineno}{why}) "
+                            f"{_leaves(node, loop)} at line {loop.lineno}, whose {called} at line {collective.lineno} "
+                            "the other ranks still call", severity="warning", confidence="likely")
+
+
+def _leaves(node: ast.stmt, loop: Loop) -> str:
+    return "leaves the loop" if any(n is node for n in walk(loop)) else "leaves the function before the loop"
 
 
 def _exit_call(a: Analysis, node: ast.AST) -> bool:
@@ -81,6 +84,31 @@ def _rank_exit(a: Analysis, node: ast.stmt) -> tuple[ast.If, Loop, ast.Call, ast
             if isinstance(node, ast.Break):
                 return None
         child, parent = parent, a.module.parents.get(parent)
+    if guard is None or isinstance(node, ast.Break):
+        return None
+    return _later_loop(a, guard, parent)
+
+
+def _later_loop(a: Analysis, guard: ast.If, function: ast.AST | None) -> tuple[ast.If, Loop, ast.Call, None] | None:
+    """A ``return``/exit under ``guard`` that leaves the function before a later loop of it making collectives
+    (ODLab's ``if args.eval_first and is_main_process(): evaluate(...); return`` ahead of the training loop): the other
+    ranks go on into the loop and its collectives without that rank. The loop, and its first collective outside the
+    guard; None if the function makes none after the guard, or if the guard does not hold on rank 0."""
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) or a.ranks.at_rank_zero(guard.test) is not True:
+        return None  # only where rank 0 leaves: ``if rank != 0: return`` leaves rank 0's own work to it
+    child: ast.AST = guard
+    while child is not function:
+        parent = a.module.parents.get(child)
+        if parent is None:
+            return None
+        body = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")) if
+                     isinstance(b, list) and child in b), [])
+        for later in body[body.index(child) + 1:] if child in body else []:
+            for loop in (n for n in walk(later) if isinstance(n, ast.For | ast.While)):
+                collective = _loop_collective(a, loop, guard)
+                if collective is not None:
+                    return guard, loop, collective, None
+        child = parent
     return None
 
 
