@@ -413,6 +413,10 @@ def test_launch_verdict_rule() -> None:
 # Set 43 (41 scripts from 41 repositories, ten judges, truth committed 194e316 on 2026-12-06 before the doctor ran on
 # it, measured with the doctor of 029b629): default output precision 0.75 (79 of 105), recall 0.40 (53 of 132), no
 # error finding; --shown 0.84 (75 of 89); --all 0.66, 0.47; launch right or refused 31 of 41 (style 37, framework 41).
+# Set 44 (51 scripts from 51 repositories, ten judges given the new DDP024, truth committed 7ee3d44 on 2026-12-06
+# before the doctor ran on it, measured with the doctor of 7ee3d44): default output precision 0.60 (57 of 95), recall
+# 0.24 (39 of 165), no error finding; --shown 0.69 (55 of 80); --all 0.49, 0.28; launch right or refused 35 of 51 (style
+# 45, framework 50).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -449,6 +453,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (41, 37, 0.62, 0.30, True),
     (42, 49, 0.72, 0.25, True),
     (43, 41, 0.74, 0.39, True),
+    (44, 51, 0.59, 0.23, True),
 ]
 
 
