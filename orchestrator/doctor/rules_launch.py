@@ -30,10 +30,10 @@ from orchestrator.doctor.spawned_flags import index_overwrites_flag
 from orchestrator.launchstyles import localrank
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import spawns
-from orchestrator.source.analysis import COLLECTIVES, EXIT_CALLS, INIT
+from orchestrator.source.analysis import COLLECTIVES, EXIT_CALLS, INIT, INIT_FAILURES
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import local_rank_attributes
-from orchestrator.source.branches import enclosing_ifs
+from orchestrator.source.branches import catches, enclosing_ifs
 from orchestrator.source.flow import Site
 from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, dotted, last_name
 from orchestrator.source.ranks import LOCAL_ENV, LOCAL_NAMES
@@ -236,7 +236,7 @@ def check_swallowed_init(a: Analysis) -> Iterator[Finding]:
         init = next((s for s in a.flow.sites if id(s.call) in body and _starts_group(a, s)), None)
         if init is None:
             continue
-        for handler in node.handlers:
+        for handler in (h for h in node.handlers if catches(h, INIT_FAILURES)):
             if not (_stops(a, handler) or _retried(a, node, handler) or _work_skipped(a, node, init)
                     or _whole_run(a, init)):
                 caught = ast.unparse(handler.type) if handler.type is not None else "everything"

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import project_path
-from orchestrator.source.branches import main_guard
+from orchestrator.source.branches import catches, main_guard
 from orchestrator.source.names import last_name
 from orchestrator.source.starimports import star_names
 from orchestrator.source.walk import walk
@@ -135,15 +135,10 @@ def _caught(a: Analysis, node: ast.Name) -> bool:
     current = a.module.parents.get(node)
     while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
         if isinstance(current, ast.Try) and child in current.body and any(
-                h.type is None or any(last_name(t) in _TAKES_NAME_ERROR for t in _caught_types(h.type))
-                for h in current.handlers):
+                catches(h, _TAKES_NAME_ERROR) for h in current.handlers):
             return True
         child, current = current, a.module.parents.get(current)
     return False
-
-
-def _caught_types(expr: ast.expr) -> list[ast.expr]:
-    return list(expr.elts) if isinstance(expr, ast.Tuple) else [expr]
 
 
 def _never_runs(a: Analysis, node: ast.AST) -> bool:

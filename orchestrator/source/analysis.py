@@ -47,6 +47,10 @@ WRAPPERS = frozenset({
     "torch.distributed.fsdp.FullyShardedDataParallel",
 })
 INIT = frozenset({_D + "init_process_group"})
+# what a failed rendezvous raises (torch's DistError family, a RuntimeError, a ValueError for a missing RANK, a
+# timeout): a handler of none of them (``except KeyboardInterrupt``, ``except KeyError``) lets the failure stop the rank
+INIT_FAILURES = frozenset({"Exception", "BaseException", "RuntimeError", "ValueError", "OSError", "TimeoutError",
+                           "ConnectionError", "DistError", "DistBackendError", "DistNetworkError", "DistStoreError"})
 # the calls that end the process where they are made (ECAPA-TDNN's `destroy_process_group(); quit()`)
 EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 DESTROY = frozenset({_D + "destroy_process_group"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping
 
-from orchestrator.source.names import FunctionNode
+from orchestrator.source.names import FunctionNode, last_name
 
 
 def enclosing_ifs(parents: Mapping[ast.AST, ast.AST], node: ast.AST) -> Iterator[tuple[ast.If, bool]]:
@@ -116,3 +116,12 @@ def env_presence(qualname: Callable[[ast.expr], str | None], test: ast.expr) -> 
 def _name(node: ast.expr) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
+
+
+def catches(handler: ast.ExceptHandler, kinds: frozenset[str]) -> bool:
+    """Whether ``handler`` takes an exception of one of ``kinds`` (by the caught class's last name): a bare ``except:``
+    takes all; ``except (KeyError, Exception):`` takes what ``Exception`` does."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(last_name(t) in kinds for t in types)

@@ -4,6 +4,8 @@ entry). A caught init followed by the training outside the ``try`` is still repo
 
 from __future__ import annotations
 
+import pytest
+
 from orchestrator.doctor import check_source
 
 SCRIPT = """\
@@ -55,3 +57,14 @@ def test_a_catch_around_the_whole_run_is_not_a_swallowed_init() -> None:
 
 def test_a_caught_set_up_with_the_training_after_it_is_reported() -> None:
     assert [f.line for f in check_source(APART, "train.py") if f.code == "DDP019"] == [11]
+
+
+@pytest.mark.parametrize(("caught", "found"), [
+    ("Exception", True), ("RuntimeError", True), ("(KeyError, dist.DistNetworkError)", True), ("", True),
+    ("KeyboardInterrupt", False), ("KeyError", False), ("(ImportError, KeyError)", False),
+])
+def test_only_a_handler_that_takes_a_failed_rendezvous_swallows_it(caught: str, found: bool) -> None:
+    """A failed init raises torch's DistError family (RuntimeError), or a ValueError for a missing RANK: ``except
+    KeyboardInterrupt`` (CPCM's ``main()``) or ``except KeyError`` lets it stop the rank."""
+    source = APART.replace("except Exception:", f"except {caught}:".replace("except :", "except:"))
+    assert [f.line for f in check_source(source, "train.py") if f.code == "DDP019"] == ([11] if found else [])

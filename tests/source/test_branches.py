@@ -8,7 +8,14 @@ import ast
 
 import pytest
 
-from orchestrator.source.branches import enclosing_ifs, env_presence, off_linux_side, other_side, under_main_guard
+from orchestrator.source.branches import (
+    catches,
+    enclosing_ifs,
+    env_presence,
+    off_linux_side,
+    other_side,
+    under_main_guard,
+)
 from orchestrator.source.names import Module
 
 SOURCE = """\
@@ -92,3 +99,13 @@ def test_under_the_main_guard_however_deep() -> None:
     parents = _parents(tree)
     assert under_main_guard(_call(tree, "start"), parents)  # a loop and an `if` between it and the guard
     assert not under_main_guard(_call(tree, "launch"), parents)  # runs whenever the module's function is called
+
+
+@pytest.mark.parametrize(("handler", "takes"), [
+    ("except:", True), ("except Exception:", True), ("except (KeyError, builtins.Exception):", True),
+    ("except KeyError:", False), ("except (ImportError, KeyError) as e:", False),
+])
+def test_a_handler_takes_an_exception_by_its_class_name(handler: str, takes: bool) -> None:
+    node = ast.parse(f"try:\n    pass\n{handler}\n    pass\n").body[0]
+    assert isinstance(node, ast.Try)
+    assert catches(node.handlers[0], frozenset({"Exception"})) is takes
