@@ -28,9 +28,11 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
     side of that ``if`` does not make the same call, or after ``if <rank condition>: return`` with no
     new process group in between. The same collective under rank conditions of both polarities in one
     function is taken as a deliberate pair (the "rank 0 first" pattern: the other ranks wait at one
-    barrier, rank 0 at the other). Not a subgroup's collective (``group=`` a ``new_group(ranks=...)``): its members
-    alone call it."""
+    barrier, rank 0 at the other; IndexTTS's rank-0 broadcast of a cached index, whose receiving side is the other
+    ranks' branch of a later ``if rank == 0: ... else: dist.broadcast(...)``). Not a subgroup's collective
+    (``group=`` a ``new_group(ranks=...)``): its members alone call it."""
     candidates: list[tuple[Site, ast.Call, str, bool | None]] = []
+    sides: dict[tuple[int, str | None], set[bool | None]] = {}
     for site in a.flow.sites:
         if site.branch is None and site.early_guard is None:
             continue
@@ -38,7 +40,9 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
         if collective is None or _subgroups(a, collective):
             continue
         if site.branch is not None:
-            if _other_side_calls(a, site, site.branch):
+            if _other_side_calls(a, site, site.branch):  # paired in its own if; its side still pairs others
+                key = (id(site.function), a.module.qualname(collective.func))
+                sides.setdefault(key, set()).add(site.branch.taken_at_rank_zero(a.ranks))
                 continue
             test = _short(site.branch.node.test)
             when = f"runs only when `{test}`" if site.branch.side == "body" else f"runs only when `not ({test})`"
@@ -53,7 +57,6 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
             value = a.ranks.at_rank_zero(guard.test)
             zero = None if value is None else not value
         candidates.append((site, collective, where, zero))
-    sides: dict[tuple[int, str | None], set[bool | None]] = {}
     turns: dict[tuple[int, str | None, str], set[bool]] = {}
     for site, collective, _, zero in candidates:
         key = (id(site.function), a.module.qualname(collective.func))
