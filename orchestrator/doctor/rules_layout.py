@@ -14,10 +14,10 @@ A ``Fabric()`` with no layout argument at all leaves the layout to ``fabric run`
 to run on several GPUs or nodes: it names a DDP/FSDP/DeepSpeed strategy, uses the framework's ranks or collectives
 (``fabric.launch()``, ``global_rank``, ``all_gather``, a ``DistributedSampler``, ``sync_dist=``), fixes more than
 one device or node, asks for every GPU of the machine (``layoutintent.every_gpu``), or takes its layout from flags
-(also spread in: ``Trainer(**vars(args))``). Confidence: certain
-for a literal or a value left out, likely for a flag's or a parameter's default (the user may pass the flag). A
-warning; on more than one node a certain ``num_nodes`` that differs is an error (``feasibility.py``). The gate's
-``layoutflags.flag_layout_warning`` owns the flag defaults when a layout is asked (it knows the flags passed).
+(also spread in: ``Trainer(**vars(args))``; on either side of an if/else). Confidence: certain for a literal or
+a value left out, likely for a flag's or a parameter's default (the user may pass the flag). A warning; on more than
+one node a certain ``num_nodes`` that differs is an error (``feasibility.py``). ``layoutflags.flag_layout_warning``
+owns the flag defaults when a layout is asked (it knows the flags passed).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from orchestrator.doctor.layoutflags import (
 )
 from orchestrator.doctor.layoutintent import every_gpu, rank_use, strategy_parallel
 from orchestrator.launchstyles.installed import SPAWNERS
+from orchestrator.source.branches import twin_value
 from orchestrator.source.configfiles import ConfigValue
 from orchestrator.source.names import dotted, last_name
 from orchestrator.source.walk import walk
@@ -63,8 +64,7 @@ _DEPTH = 4
 FLAG_SAID = "the flag's default, unless passed"  # in the finding's detail when a flag's default fixes the layout
 _ADDS = (b"--num_nodes", b"--num-nodes", b"add_argparse_args", *(name.encode() for name in TRAINER_FLAG_ADDERS))
 FLAG_DEFAULT = "a flag's default fixes the layout"  # the finding's mark then (flag_owned reads it)
-# the mark of a node count from the config file the script loads when started with no argument (feasibility.py
-# refuses a run across nodes with it where the script is given none: nothing can override the config then)
+# the mark of a node count from the config the script loads with no argument (feasibility.py refuses it across nodes)
 CONFIG_DEFAULT = "the config the script loads with no argument fixes the node count"
 # launcher variables a layout that follows the launch reads
 _ENV_NAMES = re.compile(r"^(SLURM_\w+|WORLD_SIZE|LOCAL_WORLD_SIZE|NUM_NODES|NNODES|N_NODES|GROUP_WORLD_SIZE|"
@@ -128,8 +128,7 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         confidence: Confidence = next((c for c in ("certain", "likely") if any(v.confidence == c for v in stuck)),
                                       "possible")
         detail = ", ".join(v.said for v in stuck)
-        # the node count when it is certain (written in, or left out: Lightning's and Fabric's num_nodes), for
-        # feasibility.py; detectron2's num_machines is not read there
+        # the node count when certain (written in, or left out: Lightning's and Fabric's num_nodes), for feasibility.py
         certain = nodes.kind in ("literal", "left out") and nodes.said.startswith("num_nodes=")
         as_is = nodes.run_as_is and nodes.kind == "config"  # the config the script loads when given no argument
         marks = ({FLAG_DEFAULT} if any(v.kind == "flag" for v in stuck) else set()) | (
@@ -322,8 +321,10 @@ def _resolve(a: Analysis, expr: ast.expr, flags: dict[str, tuple[int, str]], key
         return _resolve(a, expr.args[0], flags, key, depth + 1)
     if isinstance(expr, ast.Name):
         found, value = a.module.resolve(expr.id, expr)
-        if value is not None:
-            return _resolve(a, value, flags, key, depth + 1)
+        twin = value and twin_value(a.module.parents, value)  # the other side of an if/else: devices = args.num_gpu
+        sides = [_resolve(a, v, flags, key, depth + 1) for v in (value, twin) if v]
+        if sides:  # ... else: devices = "auto": the side a flag or parameter sets, if either
+            return next((v for v in sides if v.kind in ("flag", "parameter")), sides[0])
         if found:
             return _parameter(a, expr, flags, key, depth)
     configured = read_config(a, expr) if isinstance(expr, ast.Attribute | ast.Subscript) else None
@@ -359,9 +360,8 @@ def _parameter(a: Analysis, name: ast.Name, flags: dict[str, tuple[int, str]], k
 
 def _count(value: object, nodes: bool) -> int | str | None:
     """A node count (a positive int) or a device count (``devices_of``: a count, a list of ids, "auto")."""
-    if nodes:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-    return devices_of(value)
+    return (value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None) if nodes else (
+        devices_of(value))
 
 
 def _said(key: str) -> str:

@@ -125,3 +125,17 @@ def catches(handler: ast.ExceptHandler, kinds: frozenset[str]) -> bool:
         return True
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
     return any(last_name(t) in kinds for t in types)
+
+
+def twin_value(parents: Mapping[ast.AST, ast.AST], value: ast.expr) -> ast.expr | None:
+    """For ``value`` assigned to a name on one side of an ``if`` (``devices = "auto"`` under ``else:``), the value the
+    other side assigns to the same name among its own statements (``devices = args.num_gpu``); None if none."""
+    statement = parents.get(value)
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name) and statement.value is value):
+        return None
+    name, around = statement.targets[0].id, parents.get(statement)
+    if not isinstance(around, ast.If) or statement not in (*around.body, *around.orelse):
+        return None
+    return next((s.value for s in other_side(around, statement in around.body) if isinstance(s, ast.Assign)
+                 and [ast.unparse(t) for t in s.targets] == [name]), None)
