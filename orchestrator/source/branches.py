@@ -117,7 +117,6 @@ def _name(node: ast.expr) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-
 def catches(handler: ast.ExceptHandler, kinds: frozenset[str]) -> bool:
     """Whether ``handler`` takes an exception of one of ``kinds`` (by the caught class's last name): a bare ``except:``
     takes all; ``except (KeyError, Exception):`` takes what ``Exception`` does."""
@@ -135,7 +134,7 @@ def twin_value(parents: Mapping[ast.AST, ast.AST], value: ast.expr) -> ast.expr 
             and isinstance(statement.targets[0], ast.Name) and statement.value is value):
         return None
     name, around = statement.targets[0].id, parents.get(statement)
-    if not isinstance(around, ast.If) or statement not in (*around.body, *around.orelse):
+    if not isinstance(around, ast.If):
         return None
     return next((s.value for s in other_side(around, statement in around.body) if isinstance(s, ast.Assign)
-                 and [ast.unparse(t) for t in s.targets] == [name]), None)
+                 and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name), None)
