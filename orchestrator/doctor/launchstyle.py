@@ -5,7 +5,8 @@ to a constant cannot meet the other nodes at orch's address (an error, with the 
 whose spawned processes pass their spawn index as the global rank (``launchstyles/spawnrank.py``) is DDP016: every
 node's processes claim ranks 0..n-1 (``feasibility.across_nodes`` makes it the error, with the fix); on more than
 one node, in any style, a loopback ``init_method`` the script forces (``launchstyles/loopback.py``) is a DDP008 error,
-and a rank read from an MPI launcher's variables alone (``OMPI_COMM_WORLD_RANK``) is DDP016. A ``per-node`` script
+as is ``os.environ["MASTER_ADDR"] = "localhost"`` over a launcher's address (a style whose launcher sets it), and a
+rank read from an MPI launcher's variables alone (``OMPI_COMM_WORLD_RANK``) is DDP016. A ``per-node`` script
 that multiplies torchrun's ``WORLD_SIZE`` or ``RANK`` as its node count or index (``launchstyles/nodevars.py``) is
 a DDP008 error across nodes (the group waits for more processes than run; on one node a certain warning: one GPU
 works) or DDP016 (every node takes the same ranks: the error across nodes).
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 
 from orchestrator.doctor.feasibility import ACROSS_MARK
 from orchestrator.doctor.findings import Finding, make_finding
+from orchestrator.doctor.rules_rendezvous_computed import LOOPBACK_MASTER
 from orchestrator.doctor.rules_spawn import INDEX_RANK_FIX, INDEX_RANK_TITLE
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.launchstyles.facts import Facts, entry_tree, master_lines, read
@@ -52,11 +54,13 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
     for finding in findings:
         if finding.code == gone:
             continue
-        if launch.style == "per-node" and finding.code == "DDP008":
+        if finding.code == "DDP008" and (per_node or nodes > 1):
             if finding.file not in masters:
                 masters[finding.file] = master_lines(entry_tree(Path(finding.file)))
             hit = masters[finding.file].get(finding.line)
-            if hit is not None and not (nodes == 1 and _setting(hit[1])) and _blocks(*hit, nodes):
+            if not per_node:
+                finding = _loopback_master(finding, hit, nodes)
+            elif hit is not None and not (nodes == 1 and _setting(hit[1])) and _blocks(*hit, nodes):
                 finding = replace(finding, severity="error", message=(
                     f"{finding.message}: a per-node script that sets {hit[0]} to a constant cannot meet "
                     f"{'the other nodes' if nodes > 1 else 'its processes'} at the address orch gives every node"),
@@ -64,6 +68,21 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
                         "is one machine's, a fixed port may be taken)")
         out.append(finding)
     return out
+
+
+def _loopback_master(finding: Finding, hit: tuple[str, str] | None, nodes: int) -> Finding:
+    """Across ``nodes`` nodes, in a style whose launcher sets MASTER_ADDR (torchrun's, ``--local_rank``'s, Slurm's),
+    the DDP008 at ``os.environ["MASTER_ADDR"] = "localhost"`` is an error: every node's ranks look for rank 0 on their
+    own machine (the constant written, or handed to the helper that writes it: ``LOOPBACK_MASTER``). A value from a
+    flag or from elsewhere stays what it was."""
+    loopback = LOOPBACK_MASTER in finding.marks or (hit is not None and hit[0] == "MASTER_ADDR" and is_loopback(hit[1]))
+    if not loopback or finding.confidence == "possible":
+        return finding
+    return replace(finding, severity="error", marks=finding.marks | {ACROSS_MARK}, message=(
+        f"{finding.message}: {ACROSS_MARK} {nodes} nodes, every node's ranks look for rank 0 at their own machine's "
+        "loopback address and the nodes never meet"),
+        fix="delete the line: the launcher exports MASTER_ADDR to every rank (orch gives every node the first "
+            "node's address); or run on one node (--nodes 1)")
 
 
 def _setting(value: str) -> bool:

@@ -16,13 +16,14 @@ from orchestrator.doctor.launcherflags import (
     flag_declaration,
     reads_env,
 )
-from orchestrator.doctor.rules_rendezvous_computed import MASTER_KEYS, check_computed
-from orchestrator.launchstyles.spawns import opt_in
+from orchestrator.doctor.rules_rendezvous_computed import MASTER_KEYS, check_computed, loopback_master
+from orchestrator.launchstyles.spawngates import opt_in
 from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import attribute_read, declared
 from orchestrator.source.branches import unconditional
 from orchestrator.source.names import Module, dotted, last_name
+from orchestrator.source.passedvalues import passed_constants
 from orchestrator.source.walk import walk
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
@@ -156,7 +157,8 @@ def _written(a: Analysis) -> Iterator[Finding]:
                 if key in _ENV_KEYS and not _fallback(a, node, key) and not _off_the_launchers_path(a, node) and (
                         _constant(a, node.value) or (launched and _overwrites(a, node.value, key))):
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
-                                                    "launcher's value is overwritten")
+                                                    "launcher's value is overwritten",
+                                    marks=loopback_master(a, key, node.value))
                 elif key in MASTER_KEYS and launched and not _fallback(a, node, key) and not _off_the_launchers_path(
                         a, node) and (declared := constant_flag_default(a, node.value)) is not None:
                     named, default = declared
@@ -352,9 +354,9 @@ def _constant(a: Reading, expr: ast.expr, depth: int = 0) -> bool:
                    or (isinstance(v, ast.FormattedValue) and _constant(a, v.value, depth + 1)) for v in expr.values)
     if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("str", "int") and len(expr.args) == 1:
         return _constant(a, expr.args[0], depth + 1)
-    if isinstance(expr, ast.Name):
-        _, value = a.module.resolve(expr.id, expr)
-        return value is not None and _constant(a, value, depth + 1)
+    if isinstance(expr, ast.Name):  # a parameter: what every call and its default hand it
+        found, value = a.module.resolve(expr.id, expr)
+        return _constant(a, value, depth + 1) if value is not None else found and bool(passed_constants(a, expr))
     return False
 
 

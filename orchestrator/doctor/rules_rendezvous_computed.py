@@ -30,10 +30,12 @@ from orchestrator.env.taskenv import is_loopback
 from orchestrator.source.analysis import INIT
 from orchestrator.source.kwargs import argument
 from orchestrator.source.names import FunctionNode
+from orchestrator.source.passedvalues import passed_constants
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, NODES_ENV, WORLD_ENV
 from orchestrator.source.walk import walk
 
 CONFIG_LOOPBACK = "the config's rendezvous is this machine's loopback address"  # said, and the mark feasibility reads
+LOOPBACK_MASTER = "MASTER_ADDR written as this machine's loopback"  # the mark launchstyle.answered reads
 
 DEVICE_COUNT = frozenset({"torch.cuda.device_count"})
 _RANDOM_DRAWS = frozenset({"random.randint", "random.randrange", "random.choice", "numpy.random.randint",
@@ -265,3 +267,16 @@ def _config_rendezvous(a: Analysis) -> Iterator[Finding]:
                                                  "'env://')", confidence="likely" if found.agreed else "possible",
                             fact=said, marks=frozenset({CONFIG_LOOPBACK}) if loopback else frozenset())
             break
+
+
+def loopback_master(a: Analysis, key: str | None, value: ast.expr) -> frozenset[str]:
+    """:data:`LOOPBACK_MASTER` where ``os.environ[key] = value`` writes MASTER_ADDR as this machine's loopback: a
+    constant, a name assigned one, or a parameter every call (and its default) hands one (``passed_constants``)."""
+    if isinstance(value, ast.Name):
+        found, held = a.module.resolve(value.id, value)
+        values: list[ast.expr] = [held] if held is not None else list(passed_constants(a, value)) if found else []
+    else:
+        values = [value]
+    loopback = key == "MASTER_ADDR" and bool(values) and all(
+        isinstance(v, ast.Constant) and isinstance(v.value, str) and is_loopback(v.value) for v in values)
+    return frozenset({LOOPBACK_MASTER}) if loopback else frozenset()

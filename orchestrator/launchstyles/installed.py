@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.launchstyles.spawns import Spawn, callers_checked, env_checked
+from orchestrator.launchstyles.spawngates import callers_checked, env_checked
+from orchestrator.launchstyles.spawns import Spawn
 from orchestrator.source.analysis import Analysis
 
 # qualified name of the call -> the position of its per-machine process count

@@ -10,8 +10,8 @@ port). Not a fact when the code already asks the environment whether a launcher 
 (``if "LOCAL_RANK" not in os.environ: mp.spawn(...)``, ``if int(os.environ.get("WORLD_SIZE", 1)) > 1:
 main() else: mp.spawn(...)``), around the call or around every call of its function, nor when the spawn
 is an opt-in flag (``if args.multiprocessing_distributed:``: a flag the user passes, off by default, that the
-project's config files do not switch on, where the other branch can start under a launcher), nor
-when the started function does not set up distributed training (a file-sync process).
+project's config files do not switch on, where the other branch can start under a launcher): ``spawngates.py``
+reads these. Nor when the started function does not set up distributed training (a file-sync process).
 """
 
 from __future__ import annotations
@@ -19,27 +19,18 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from orchestrator.launchstyles.envurl import ungated_reads, url_defaults
 from orchestrator.launchstyles.nestedspawn import spawned_by_one_rank
+from orchestrator.launchstyles.spawngates import callers_checked, env_checked
 from orchestrator.source.analysis import INIT, WRAPPERS, Analysis, spawn_target
-from orchestrator.source.configfiles import lookup
 from orchestrator.source.flow import Site
 from orchestrator.source.kwargs import keyword
-from orchestrator.source.names import FunctionNode, dotted, last_name
-from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV
+from orchestrator.source.names import FunctionNode, last_name
 from orchestrator.source.spawntargets import is_spawner
 from orchestrator.source.walk import walk
 
 _MP = ("torch.multiprocessing.", "multiprocessing.")
-# what a launcher sets: its presence says "already launched"
-LAUNCHER_ENV = GLOBAL_ENV | LOCAL_ENV | frozenset({
-    "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "GROUP_RANK",
-    "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
 _SETS_UP = INIT | WRAPPERS
-# the launchers' world sizes (torchrun's, Slurm's, MPI's): a project that reads none never learns a launcher's world
-_WORLD_VARS = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "SLURM_NPROCS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
 _DEPTH = 3
 # Lightning's strategies that start the ranks themselves (a launched rank then starts ``devices`` more):
 # by name, and by class
@@ -210,10 +201,23 @@ def _passed_trains(a: Analysis, target: ast.Name, others: Sequence[Analysis] = (
 
 
 def _function(a: Analysis, target: ast.expr | None) -> FunctionNode | None:
+    """The file's function ``target`` names, also through a ``functools.partial`` of it (``train_fn =
+    partial(distributed_train, num_gpus=n)``; ``Process(target=train_fn, args=(i,))``)."""
+    if isinstance(target, ast.Name) and a.module.named_function(target.id) is None:
+        _, value = a.module.resolve(target.id, target)
+        target = _partial_of(a, value) or target
+    target = _partial_of(a, target) or target
     if isinstance(target, ast.Name):
         return a.module.named_function(target.id)
     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"):
         return a.module.functions.get(target.attr)
+    return None
+
+
+def _partial_of(a: Analysis, value: ast.expr | None) -> ast.expr | None:
+    """The function a ``functools.partial(f, ...)`` call binds, else None."""
+    if isinstance(value, ast.Call) and value.args and (a.module.qualname(value.func) or "") == "functools.partial":
+        return value.args[0]
     return None
 
 
@@ -231,170 +235,3 @@ def _sites_under(a: Analysis, function: FunctionNode, depth: int, seen: set[str]
 
 
 # -- launcher checks ----------------------------------------------------------------------------------
-
-def env_checked(a: Analysis, node: ast.AST) -> bool:
-    """An ``if`` around ``node`` (in its function) tests the launcher's environment or an opt-in flag, or
-    an earlier ``if <env test>: ...return`` in an enclosing block leaves before it."""
-    child: ast.AST = node
-    current = a.module.parents.get(node)
-    while current is not None and not isinstance(current, ast.ClassDef):
-        if isinstance(current, ast.If | ast.While | ast.IfExp) and child is not current.test and (
-                _reads_launcher(a, current.test, 0) or (opt_in(a, current.test) and not _only_way(a, current.test)
-                                                        and not _else_stops(current, child))):
-            return True
-        for block in ("body", "orelse", "finalbody"):
-            stmts = getattr(current, block, None)
-            if isinstance(stmts, list) and child in stmts and any(
-                    isinstance(e, ast.If) and _ends(e.body, returning=True) and _reads_launcher(a, e.test, 0)
-                    for e in stmts[:stmts.index(child)]):
-                return True
-        if isinstance(current, FunctionNode):
-            return False
-        child, current = current, a.module.parents.get(current)
-    return False
-
-
-def callers_checked(a: Analysis, function: FunctionNode | None, depth: int) -> bool:
-    """Every call of ``function`` in this file is launcher-checked (or, a level up, its caller's are)."""
-    if function is None or depth > _DEPTH or a.module.spawned(function):
-        return False
-    callers = [s for s in a.flow.sites if a.module.local_function(s.call) is function]
-    return bool(callers) and all(env_checked(a, s.call) or callers_checked(a, s.function, depth + 1)
-                                 for s in callers)
-
-
-def _else_stops(stmt: ast.If | ast.While | ast.IfExp, child: ast.AST) -> bool:
-    """The flag's other branch stops the script (``if args.multiprocessing_distributed: mp.spawn(...)`` / ``else:
-    raise NotImplementedError('Currently only DDP training')``): the spawn is the only way it trains."""
-    return isinstance(stmt, ast.If) and child in stmt.body and _ends(stmt.orelse, returning=False)
-
-
-def _ends(block: list[ast.stmt], returning: bool) -> bool:
-    """``block`` ends by raising or exiting (``sys.exit(1)``), or by returning when ``returning``."""
-    last = block[-1] if block else None
-    if isinstance(last, ast.Raise) or (returning and isinstance(last, ast.Return)):
-        return True
-    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and last_name(last.value.func) in (
-        "exit", "_exit")
-
-
-def _reads_launcher(a: Analysis, expr: ast.expr, depth: int) -> bool:
-    """``expr`` reads a variable the launcher sets (``os.environ["RANK"]``, ``"LOCAL_RANK" in os.environ``),
-    itself or through the names it uses (``distributed = "WORLD_SIZE" in os.environ``). An ``or`` reads it only when
-    every side does: ``args.world_size > 1 or cfg.TRAIN.distributed`` is true with no launcher too."""
-    if depth > _DEPTH:
-        return False
-    if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.Or):
-        return all(_reads_launcher(a, value, depth) for value in expr.values)
-    for node in walk(expr):
-        key = a.ranks.env_key(node) if isinstance(node, ast.expr) else None
-        if key is not None and key in LAUNCHER_ENV:
-            return True
-        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and node.left.value in LAUNCHER_ENV \
-                and any(a.module.qualname(c) == "os.environ" for c in node.comparators):
-            return True
-        if isinstance(node, ast.Name | ast.Attribute):
-            key = dotted(node)
-            if key is None:
-                continue
-            _, value = a.module.resolve(key, node)
-            values = [value] if value is not None else (a.module.values_anywhere(key) if "." in key else [])
-            if any(v is not expr and _reads_launcher(a, v, depth + 1) for v in values):
-                return True
-        if isinstance(node, ast.Call):
-            function = a.module.local_function(node)
-            if function is not None and any(_reads_launcher(a, r.value, depth + 1) for r in walk(function)
-                                            if isinstance(r, ast.Return) and r.value is not None):
-                return True
-    return False
-
-
-def _only_way(a: Analysis, flag: ast.expr) -> bool:
-    """The opt-in flag is the script's only way to distributed training: every ``init_process_group`` of the file
-    and the project modules read sits under an ``if`` on the same flag (``if args.distributed: mp.spawn(...)``
-    and, in the worker, ``if args.distributed: init_process_group(...)``): without it nothing is distributed, so
-    the spawn is how it must be started (not ImageNet's ``--multiprocessing-distributed``, whose other branch
-    starts under a launcher)."""
-    name = flag.attr if isinstance(flag, ast.Attribute) else None
-    root = a.outer or a
-    trees = [a.module.tree, root.module.tree]
-    trees += [module.tree for _, module in root.project.helpers()] if root.project is not None else []
-    unique = list({id(t): t for t in trees}.values())
-    inits = [guards for tree in unique for guards in _init_guards(tree)]
-    return bool(inits) and (all(any(isinstance(n, ast.Attribute) and n.attr == name for g in guards
-                                    for n in walk(g)) for guards in inits) or _stops_without(a, name)
-                            or _no_launcher_world(unique))
-
-
-def _no_launcher_world(trees: list[ast.Module]) -> bool:
-    """No file names a launcher's world size (``os.environ["WORLD_SIZE"]``) and every ``init_process_group`` is
-    given its own (``world_size=args.world_size``, a ``--world-size`` flag that defaults to 1): under a launcher
-    the other branch never learns how many ranks there are (undistributed, or every rank a world of its flag's
-    size), so the flag's spawn is the way the script trains on several GPUs (an ImageNet-style script that reads
-    ``WORLD_SIZE`` for ``--dist-url env://`` is not, unless ``--dist-url`` defaults to another URL: ``envurl.py``)."""
-    defaults = url_defaults(trees)
-    if any(next(ungated_reads(tree, _WORLD_VARS, defaults), None) is not None for tree in trees):
-        return False  # read where the script is started as it is (not only under a --dist-url env:// passed)
-    inits = [node for tree in trees for node in walk(tree)
-             if isinstance(node, ast.Call) and last_name(node.func) == "init_process_group"]
-    return bool(inits) and all(len(call.args) >= 4 or any(k.arg == "world_size" for k in call.keywords)
-                               for call in inits)
-
-
-def _stops_without(a: Analysis, name: str | None) -> bool:
-    """The script stops on a machine with more than one GPU unless the flag is passed (NeWCRFs' ``if
-    ngpus_per_node > 1 and not args.multiprocessing_distributed: return -1``): its other branch trains on one GPU
-    alone, so under a launcher that gives each rank its GPUs the flag's spawn is the only way to train on several."""
-    for node in a.module.nodes:
-        if not (isinstance(node, ast.If) and node.body and isinstance(node.body[-1], ast.Return | ast.Raise)):
-            continue
-        tests = list(walk(node.test))
-        if any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, ast.Attribute)
-               and n.operand.attr == name for n in tests) and any(_more_than_one_gpu(a, n) for n in tests):
-            return True
-    return False
-
-
-def _more_than_one_gpu(a: Analysis, node: ast.AST) -> bool:
-    """``device_count() > 1`` (``>= 2``), also through a name set from it."""
-    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant)):
-        return False
-    bound, op = node.comparators[0].value, node.ops[0]
-    if not ((isinstance(op, ast.Gt) and bound == 1) or (isinstance(op, ast.GtE) and bound == 2)):
-        return False
-    left = node.left
-    if isinstance(left, ast.Name):
-        _, value = a.module.resolve(left.id, left)
-        left = value if value is not None else left
-    return isinstance(left, ast.Call) and last_name(left.func) == "device_count"
-
-
-def _init_guards(tree: ast.Module) -> list[list[ast.expr]]:
-    """For each ``init_process_group(...)`` call of ``tree``: the tests of the ``if`` statements around it."""
-    found: list[list[ast.expr]] = []
-
-    def visit(node: ast.AST, tests: list[ast.expr]) -> None:
-        if isinstance(node, ast.Call) and last_name(node.func) == "init_process_group":
-            found.append(tests)
-        for child in ast.iter_child_nodes(node):
-            inner = [*tests, node.test] if isinstance(node, ast.If) and child is not node.test else tests
-            visit(child, inner)
-
-    visit(tree, [])
-    return found
-
-
-def opt_in(a: Analysis, test: ast.expr) -> bool:
-    """A bare flag the user passes (``args.multiprocessing_distributed``), never assigned in the file nor switched
-    on by the project's config files: off by default, so the spawn is asked for, not a habit."""
-    if not isinstance(test, ast.Attribute):
-        return False
-    key = dotted(test)
-    return key is not None and not a.module.values_anywhere(key) and not _configured_on(a, test.attr)
-
-
-def _configured_on(a: Analysis, name: str) -> bool:
-    """The project's config files set the flag's key to true, all that hold it (``multiprocessing_distributed:
-    true`` in the YAML the script copies into its arguments): the spawn is the configured way to train."""
-    found = lookup(Path((a.outer or a).filename), [name])
-    return found is not None and found.agreed and found.value is True

@@ -15,6 +15,7 @@ from orchestrator.source.names import FunctionNode, Module, dotted, last_name
 from orchestrator.source.rankcompare import FLIPPED, dead_side, fold
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, WORLD_ENV, Ranks
 from orchestrator.source.walk import walk
+from orchestrator.source.worldsize import launched_world
 
 Loop = ast.For | ast.AsyncFor | ast.While
 _EXITS = (ast.Return, ast.Continue, ast.Raise, ast.Break)
@@ -300,7 +301,8 @@ def _many_side(test: ast.Compare, ranks: Ranks) -> str | None:
     while isinstance(left, ast.Call) and last_name(left.func) == "int" and len(left.args) == 1:
         left = left.args[0]
     bound = fold(right)
-    if ranks.env_key(left) not in WORLD_ENV or not isinstance(bound, ast.Constant) or bound.value not in (1, 2):
+    if not isinstance(bound, ast.Constant) or bound.value not in (1, 2) or not launched_world(ranks.module, left,
+                                                                                            ranks.env_key):
         return None
     one, two = bound.value == 1, bound.value == 2
     if (isinstance(op, ast.Gt) and one) or (isinstance(op, ast.GtE) and two) or (isinstance(op, ast.NotEq) and one):

@@ -160,3 +160,48 @@ def test_a_test_of_several_launcher_variables_is_true_in_every_launched_run() ->
     assert Flow(either, Ranks(either)).dead_lines() == [range(10, 13)]
     flagged = Module(ast.parse(_BOTH_PRESENT.replace('"WORLD_SIZE" in os.environ', "args.dist")))
     assert Flow(flagged, Ranks(flagged)).dead_lines() == []
+
+
+# CryoNet's early stop: rank 0's decision broadcast when the launched world has several ranks, the same stop taken
+# alone on the run of one process (``source.worldsize``: the world unpacked from the file's set-up function)
+_SWITCHED_STOP = """import os
+import torch
+import torch.distributed as dist
+
+
+def setup_ddp():
+    if "WORLD_SIZE" in os.environ:
+        world_size = int(os.environ["WORLD_SIZE"])
+    else:
+        world_size = 1
+    if world_size > 1:
+        dist.init_process_group("nccl")
+    return dist.get_rank() if world_size > 1 else 0, world_size
+
+
+def main():
+    rank, world_size = setup_ddp()
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+    for epoch in range(10):
+        loss = model(torch.ones(2)).sum()
+        loss.backward()
+        if {switch}:
+            stop = torch.tensor([int(rank == 0 and loss.item() < 0.1)])
+            dist.broadcast(stop, src=0)
+            if stop.item():
+                break
+        else:
+            if rank == 0 and loss.item() < 0.1:
+                break
+
+
+main()
+"""
+
+
+def test_a_stop_on_the_one_process_side_of_a_world_size_switch_is_not_reported(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(_SWITCHED_STOP.format(switch="world_size > 1"), encoding="utf-8")
+    assert "DDP024" not in [f.code for f in check_file(script)]
+    script.write_text(_SWITCHED_STOP.format(switch="epoch % 2"), encoding="utf-8")  # not a switch: one rank leaves
+    assert "DDP024" in [f.code for f in check_file(script)]

@@ -321,3 +321,52 @@ def test_a_master_from_a_flag_is_the_users_to_pass_on_one_node(tmp_path: Path, n
     left = answered(detect(read(script)), found, nodes)
     assert [f.line for f in left if f.severity == "error" and f.line == 45] == errors
     assert 45 in {f.line for f in left if f.code == "DDP008"}  # still said, as a warning on one node
+
+
+TORCHRUN_LOOPBACK = """\
+import os
+
+import torch
+import torch.distributed as dist
+
+os.environ["MASTER_ADDR"] = {address}
+os.environ["MASTER_PORT"] = "29500"
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local_rank)
+dist.init_process_group("nccl")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda(), device_ids=[local_rank])
+"""
+
+
+@pytest.mark.parametrize(("address", "nodes", "errors"), [
+    ('"127.0.0.1"', 2, [6]), ('"localhost"', 3, [6]), ('"127.0.0.1"', 1, []), ("os.environ['HEAD_NODE']", 2, []),
+])
+def test_a_loopback_master_written_over_the_launchers_fails_across_nodes_in_any_style(
+        tmp_path: Path, address: str, nodes: int, errors: list[int]) -> None:
+    """EmotionNet's ``MASTER_ADDR = "127.0.0.1"`` under torchrun: every node's ranks look for rank 0 on their own
+    machine. The constant port is torchrun's to clash with, not a node's to miss (a warning); an address from
+    elsewhere is not known to be one machine's."""
+    script = tmp_path / "main_ddp.py"
+    script.write_text(TORCHRUN_LOOPBACK.format(address=address), encoding="utf-8")
+    launch = detect(read(script))
+    left = answered(launch, check_file(script), nodes, script)
+    assert launch.style == "env"
+    assert [f.line for f in left if f.severity == "error"] == errors
+    assert all(f"cannot work on {nodes} nodes" in f.message and "--nodes 1" in f.fix for f in left
+               if f.severity == "error")
+
+
+def test_a_loopback_master_a_helper_is_handed_fails_across_nodes(tmp_path: Path) -> None:
+    """EmotionNet's own form: ``ddp_setup(local_rank, world_size, master_addr="127.0.0.1")``, whose helper writes
+    ``os.environ["MASTER_ADDR"] = master_addr`` (``source.passedvalues``); an address from the environment does not."""
+    (tmp_path / "utils.py").write_text(
+        "import os\n\nimport torch.distributed as dist\n\n\ndef ddp_setup(rank, world_size, master_addr='localhost'):\n"
+        "    os.environ['MASTER_ADDR'] = master_addr\n    dist.init_process_group('nccl', rank=rank, "
+        "world_size=world_size)\n", encoding="utf-8")
+    script = tmp_path / "main_ddp.py"
+    for address, errors in (("'127.0.0.1'", [7]), ("os.environ['HEAD_NODE']", [])):
+        script.write_text("import os\n\nfrom utils import ddp_setup\n\nddp_setup(int(os.environ['RANK']), "
+                          f"int(os.environ['WORLD_SIZE']), master_addr={address})\n", encoding="utf-8")
+        left = answered(detect(read(script)), _check_file(script), 2, script)
+        assert [(Path(f.file).name, f.line) for f in left if f.severity == "error"] == [
+            ("utils.py", line) for line in errors]

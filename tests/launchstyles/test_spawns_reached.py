@@ -84,3 +84,48 @@ def test_an_opt_in_spawn_beside_a_launcher_path_is_asked_for_not_the_style(tmp_p
     script.write_text(OPT_IN.format(other="main_worker(None, 1, args)"), encoding="utf-8")  # ImageNet's other branch
     assert read(script).spawns == ()
     assert detect(read(script)).style == "env"
+
+
+PARTIAL = """\
+import time
+from functools import partial
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def distributed_train(rank, num_gpus, group_name):
+    dist.init_process_group("nccl", init_method="tcp://localhost:54321", world_size=num_gpus, rank=rank)
+
+
+def main():
+    num_gpus = torch.cuda.device_count()
+    train_fn = partial(distributed_train, num_gpus=num_gpus, group_name=time.strftime("%Y%m%d"))
+    {start}
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_process_started_on_a_partial_of_a_training_function_is_a_spawn(tmp_path: Path) -> None:
+    """SaShiMi's ``train_fn = partial(distributed_train, ...)``, one ``mp.Process(target=train_fn)`` per GPU."""
+    script = tmp_path / "train.py"
+    script.write_text(PARTIAL.format(start="for i in range(num_gpus):\n        mp.Process(target=train_fn, "
+                                           "args=(i,)).start()"), encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.why.split(":")[:2]) == ("per-node", ["train.py", "17"])
+    inline = tmp_path / "inline.py"
+    inline.write_text(PARTIAL.format(start="mp.spawn(partial(distributed_train, group_name='g'), nprocs=num_gpus)"),
+                      encoding="utf-8")
+    assert [s.line for s in read(inline).spawns] == [16]
+
+
+def test_a_partial_of_a_function_that_trains_nothing_is_no_spawn(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(PARTIAL.replace('    dist.init_process_group("nccl", init_method="tcp://localhost:54321", '
+                                      'world_size=num_gpus, rank=rank)\n', "    print(rank)\n").format(
+        start="mp.Process(target=train_fn, args=(0,)).start()"), encoding="utf-8")
+    assert read(script).spawns == ()
