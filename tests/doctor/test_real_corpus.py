@@ -417,6 +417,9 @@ def test_launch_verdict_rule() -> None:
 # before the doctor ran on it, measured with the doctor of 7ee3d44): default output precision 0.60 (57 of 95), recall
 # 0.24 (39 of 165), no error finding; --shown 0.69 (55 of 80); --all 0.49, 0.28; launch right or refused 35 of 51 (style
 # 45, framework 50).
+# Set 45 (48 scripts from 48 repositories, ten judges, truth committed 052e35b on 2026-12-06 before the doctor ran on
+# it, measured with the doctor of 36abd53): default output precision 0.63 (41 of 65), recall 0.25 (31 of 123), no error
+# finding; --shown 0.76 (39 of 51); --all 0.34, 0.32; launch right or refused 40 of 48 (style 46, framework 48).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -454,6 +457,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (42, 49, 0.72, 0.25, True),
     (43, 41, 0.74, 0.39, True),
     (44, 51, 0.59, 0.23, True),
+    (45, 48, 0.62, 0.24, True),
 ]
 
 
