@@ -204,7 +204,9 @@ def _count_kind(a: Analysis, expr: ast.expr) -> str | None:
 
 
 def _matches(a: Analysis, expr: ast.expr, wanted: str) -> bool:
-    if wanted == "gpus":
-        return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _DEVICE_COUNT
-                   for e in origins(a, expr) for n in walk(e))
+    if wanted == "gpus":  # torch.cuda.device_count(), or len() of this machine's CUDA_VISIBLE_DEVICES list
+        walked = [n for e in origins(a, expr) for n in walk(e)]
+        return any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _DEVICE_COUNT for n in walked) or (
+            any(isinstance(n, ast.Call) and last_name(n.func) == "len" for n in walked)
+            and any(isinstance(n, ast.expr) and a.ranks.env_key(n) == "CUDA_VISIBLE_DEVICES" for n in walked))
     return isinstance(expr, ast.Constant) and expr.value == int(wanted) and not isinstance(expr.value, bool)

@@ -68,6 +68,9 @@ def test_other_rendezvous_are_not_ddp021(method: str) -> None:
     "assert args.local_rank == torch.distributed.get_rank()",  # the local rank is the global one on node 1 only
     "local_rank = int(os.environ['LOCAL_RANK'])\nassert dist.get_rank() == local_rank",
     "if int(os.environ['LOCAL_RANK']) != int(os.environ['RANK']):\n    raise RuntimeError('one node')",
+    # MicroNet's: the GPUs this machine's CUDA_VISIBLE_DEVICES lists, through a name
+    "devices = os.environ.get('CUDA_VISIBLE_DEVICES')\nn_gpus = len(devices.split(','))\n"
+    "assert int(os.environ['WORLD_SIZE']) == n_gpus",
 ])
 def test_a_one_node_check(check: str) -> None:
     assert codes(f"{check}\n") == ["DDP022"], check
@@ -82,6 +85,7 @@ def test_a_one_node_check(check: str) -> None:
     "assert args.local_rank == dist.get_rank() % torch.cuda.device_count()",  # the local rank from the global one
     "assert int(os.environ['LOCAL_RANK']) < torch.cuda.device_count()",
     "if args.local_rank == dist.get_rank():\n    raise RuntimeError('equal')",  # raises only when they are equal
+    "assert int(os.environ['WORLD_SIZE']) == len(args.gpus.split(','))",  # a flag's list, not this machine's
 ])
 def test_checks_that_hold_on_many_nodes_are_not_ddp022(check: str) -> None:
     assert codes(f"{check}\n") == [], check
