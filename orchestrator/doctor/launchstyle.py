@@ -54,13 +54,13 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
     for finding in findings:
         if finding.code == gone:
             continue
-        if finding.code == "DDP008" and (per_node or nodes > 1):
+        if finding.code == "DDP008" and not per_node and nodes > 1:
+            finding = _loopback_master(finding, nodes)
+        elif finding.code == "DDP008" and per_node:
             if finding.file not in masters:
                 masters[finding.file] = master_lines(entry_tree(Path(finding.file)))
             hit = masters[finding.file].get(finding.line)
-            if not per_node:
-                finding = _loopback_master(finding, hit, nodes)
-            elif hit is not None and not (nodes == 1 and _setting(hit[1])) and _blocks(*hit, nodes):
+            if hit is not None and not (nodes == 1 and _setting(hit[1])) and _blocks(*hit, nodes):
                 finding = replace(finding, severity="error", message=(
                     f"{finding.message}: a per-node script that sets {hit[0]} to a constant cannot meet "
                     f"{'the other nodes' if nodes > 1 else 'its processes'} at the address orch gives every node"),
@@ -70,13 +70,12 @@ def answered(launch: Launch, findings: Iterable[Finding], nodes: int = 1, entry:
     return out
 
 
-def _loopback_master(finding: Finding, hit: tuple[str, str] | None, nodes: int) -> Finding:
+def _loopback_master(finding: Finding, nodes: int) -> Finding:
     """Across ``nodes`` nodes, in a style whose launcher sets MASTER_ADDR (torchrun's, ``--local_rank``'s, Slurm's),
     the DDP008 at ``os.environ["MASTER_ADDR"] = "localhost"`` is an error: every node's ranks look for rank 0 on their
-    own machine (the constant written, or handed to the helper that writes it: ``LOOPBACK_MASTER``). A value from a
-    flag or from elsewhere stays what it was."""
-    loopback = LOOPBACK_MASTER in finding.marks or (hit is not None and hit[0] == "MASTER_ADDR" and is_loopback(hit[1]))
-    if not loopback or finding.confidence == "possible":
+    own machine (the constant written, or handed to the helper that writes it: the rule's ``LOOPBACK_MASTER`` mark).
+    A value from a flag or from elsewhere stays what it was."""
+    if LOOPBACK_MASTER not in finding.marks or finding.confidence == "possible":
         return finding
     return replace(finding, severity="error", marks=finding.marks | {ACROSS_MARK}, message=(
         f"{finding.message}: {ACROSS_MARK} {nodes} nodes, every node's ranks look for rank 0 at their own machine's "
