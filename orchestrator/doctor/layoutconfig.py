@@ -46,8 +46,13 @@ def _definition(root: Reading, qual: str | None) -> tuple[Module, FunctionNode] 
     if project is None or where is None:
         return None
     list(root.helper_quals)  # reads the helpers the script's calls reach
-    module = dict(project.helpers()).get(where[0])
+    helpers = dict(project.helpers())
+    module = helpers.get(where[0])
     function = module.functions.get(where[1]) if module is not None and where is not None else None
+    if module is not None and function is None and qual is not None:  # re-exported by a package's ``__init__``
+        found = project.definition(qual)
+        if found is not None and found[0] in helpers and isinstance(found[2], FunctionNode):
+            return found[1], found[2]
     return (module, function) if module is not None and function is not None else None
 
 
@@ -110,11 +115,11 @@ def shown(found: ConfigValue, line: int) -> str:
 
 
 def section_parallel(a: Analysis, call: ast.Call) -> bool:
-    """The config section a Lightning ``Trainer(**cfg.trainer)`` is made from names a parallel strategy (``strategy:
-    ddp``)."""
+    """The config section a Lightning ``Trainer(**cfg.trainer)`` (or ``instantiate(cfg.trainer)`` of a Trainer
+    ``_target_``) is made from names a parallel strategy (``strategy: ddp``)."""
     aliases = import_aliases(a.module.tree)
     lightning = QUALIFIED.get(qualified_name(call.func, aliases) or "") == "lightning"
-    section = configured_trainer(a, call, lightning) if lightning else None
+    section = configured_trainer(a, call, lightning)
     data = section.value if section is not None and isinstance(section.value, dict) else {}
     return any(PARALLEL.search(str(data.get(key, ""))) for key in ("strategy", "accelerator", "plugins"))
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.sharded_models import gathering_what, sharded_collective
 from orchestrator.source.analysis import COLLECTIVES, DESTROY, INIT, WRAPPERS
 from orchestrator.source.branches import enclosing_ifs, other_side
 from orchestrator.source.flow import Branch, Site
@@ -32,16 +33,20 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
     ranks' branch of a later ``if rank == 0: ... else: dist.broadcast(...)``). Not a subgroup's collective
     (``group=`` a ``new_group(ranks=...)``): its members alone call it."""
     candidates: list[tuple[Site, ast.Call, str, bool | None]] = []
+    sharded: set[int] = set()  # the calls that gather an FSDP model's shards
     sides: dict[tuple[int, str | None], set[bool | None]] = {}
     for site in a.flow.sites:
         if site.branch is None and site.early_guard is None:
             continue
         collective = a.reaching(site, COLLECTIVES)
+        if collective is None and (collective := sharded_collective(a, site)) is not None:
+            sharded.add(id(collective))
         if collective is None or _subgroups(a, collective):
             continue
         if site.branch is not None:
-            if _other_side_calls(a, site, site.branch):  # paired in its own if; its side still pairs others
-                key = (id(site.function), a.module.qualname(collective.func))
+            # paired in its own if; its side still pairs others
+            if _other_side_calls(a, site, site.branch, _called(a, collective)):
+                key = (id(site.function), _called(a, collective))
                 sides.setdefault(key, set()).add(site.branch.taken_at_rank_zero(a.ranks))
                 continue
             test = _short(site.branch.node.test)
@@ -59,19 +64,22 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
         candidates.append((site, collective, where, zero))
     turns: dict[tuple[int, str | None, str], set[bool]] = {}
     for site, collective, _, zero in candidates:
-        key = (id(site.function), a.module.qualname(collective.func))
+        key = (id(site.function), _called(a, collective))
         sides.setdefault(key, set()).add(zero)
         if (turn := _turn(site)) is not None:
             turns.setdefault((key[0], key[1], turn[0]), set()).add(turn[1])
     for site, collective, where, _ in candidates:
-        key = (id(site.function), a.module.qualname(collective.func))
+        key = (id(site.function), _called(a, collective))
         turn = _turn(site)
         if {True, False} <= sides[key] or (turn is not None and turns[(key[0], key[1], turn[0])] == {True, False}):
             continue  # a deliberate pair: rank 0 first, or one rank at a time (DRAGON's `!= p_rank` / `== p_rank`)
         via = "" if collective is site.call else f" (it calls {_short(collective.func)}() at line {collective.lineno})"
-        helper = collective is site.call and site.qual not in COLLECTIVES
+        gathers = id(collective) in sharded
+        helper = collective is site.call and site.qual not in COLLECTIVES and not gathers
         if helper:
             via = " (a helper of the project that makes a collective)"
+        if gathers:
+            via = f"{via[:-1]}: {gathering_what(a, collective)})" if via else f" ({gathering_what(a, collective)})"
         condition = site.branch.node.test if site.branch is not None else (
             site.early_guard.test if site.early_guard is not None else None)
         flag = condition is not None and _mixes_flags(a, condition)
@@ -82,8 +90,8 @@ def check_collectives(a: Analysis) -> Iterator[Finding]:
         if versioned:
             via += " (a collective since Lightning 2: it ends in the strategy's barrier)"
         yield a.finding("DDP002", site.call, f"{_short(site.call.func)}(){via} {where}",
-                        severity="warning" if helper or flag or versioned else a.guess("error"),
-                        confidence="likely" if named or versioned else None,
+                        severity="warning" if helper or flag or versioned or gathers else a.guess("error"),
+                        confidence="likely" if named or versioned or gathers else None,
                         fact=f"{where}; the rank test is read from a name alone" if named else "")
 
 
@@ -165,9 +173,13 @@ def _new_group_between(a: Analysis, site: Site, guard: ast.If) -> bool:
                for s in a.flow.sites_in(site.function))
 
 
-def _other_side_calls(a: Analysis, site: Site, branch: Branch) -> bool:
-    wanted = a.reaching(site, COLLECTIVES)
-    name = a.module.qualname(wanted.func) if wanted is not None else None
+def _called(a: Analysis, collective: ast.Call) -> str:
+    """What a collective calls, to pair it with the same call elsewhere: its qualified name, else its code (an FSDP
+    model's forward ``model(x)``)."""
+    return a.module.qualname(collective.func) or ast.unparse(collective.func)
+
+
+def _other_side_calls(a: Analysis, site: Site, branch: Branch, name: str) -> bool:
     called = ast.unparse(site.call.func)
     for stmt in branch.other():
         for call in a.module.calls_in(stmt):

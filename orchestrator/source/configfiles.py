@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.source.hydraconfig import MAX_CONFIG_BYTES, UNSPELLED_FOLDERS, compose, config_bases
+from orchestrator.source.hydraconfig import (
+    MAX_CONFIG_BYTES,
+    UNSPELLED_FOLDERS,
+    Composed,
+    compose,
+    compose_choices,
+    config_bases,
+)
 
 _SUFFIXES = (".json", ".yaml", ".yml")
 _MAX_FILES = 300  # config files looked at when the flag has no default
@@ -84,9 +91,24 @@ def _held(value: object, holding: frozenset[str]) -> object:
 
 
 def _from_hydra(folder: Path, name: str, keys: list[str]) -> ConfigValue | None:
+    """The value at ``keys`` of the Hydra app's config run with no override; where that config leaves it out (or
+    null), the value each option of its ``experiment`` group gives (``experiment=X`` picks the run): one that all
+    options agree on, else the first's (``agreed`` False); neither is the config run with no argument."""
     composed = compose(folder, name)
     if composed is None:
         return None
+    found = _composed_value(composed, keys, True)
+    if found is not None and found.value is not None:
+        return found
+    chosen = [v for c in compose_choices(folder, name) if (v := _composed_value(c, keys, False)) is not None
+              and v.value is not None]
+    if not chosen:
+        return found
+    first = next((v for v in chosen if isinstance(v.value, dict) and "_target_" in v.value), chosen[0])  # instantiated
+    return replace(first, agreed=len({repr(v.value) for v in chosen}) == 1)
+
+
+def _composed_value(composed: Composed, keys: list[str], by_default: bool) -> ConfigValue | None:
     data: Any = composed.data
     for key in keys:
         if not isinstance(data, dict) or key not in data:
@@ -97,7 +119,7 @@ def _from_hydra(folder: Path, name: str, keys: list[str]) -> ConfigValue | None:
         return None
     below = keys[1:] if path != composed.main else keys
     text = path.read_text(encoding="utf-8", errors="replace")
-    return ConfigValue(data, path, _line_of(text, below) if below else 1, True, True)
+    return ConfigValue(data, path, _line_of(text, below) if below else 1, by_default, True)
 
 
 def _candidates(folder: Path) -> list[Path]:

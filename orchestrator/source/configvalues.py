@@ -80,6 +80,12 @@ def _unaliased(module: Module, expr: ast.expr) -> ast.expr:
         if not isinstance(expr, ast.Name):
             return _from_attribute(module, expr)
         value = _assigned(module, expr)
+        if isinstance(value, ast.IfExp) and (_fallback(value.body) or _fallback(value.orelse)):
+            value = value.orelse if _fallback(value.body) else value.body  # the section, else {}
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "getattr"
+                and len(value.args) >= 2 and isinstance(key := value.args[1], ast.Constant)
+                and isinstance(key.value, str)):  # getattr(cfg, "pl_trainer"): cfg.pl_trainer
+            value = ast.copy_location(ast.Attribute(value=value.args[0], attr=key.value, ctx=ast.Load()), value)
         if isinstance(value, ast.Call) and (last_name(value.func) or "") in _WRAPPERS and len(value.args) == 1 and (
                 isinstance(value.args[0], ast.Attribute | ast.Subscript)):
             value = value.args[0]  # trainer_config = copy.deepcopy(config.Trainer): the section it copies
@@ -266,6 +272,7 @@ def _loader_function(module: Module, call: ast.Call, definitions: Definitions | 
         return False
     where, function = found
     params = [p.arg for p in (*function.args.posonlyargs, *function.args.args) if p.arg not in ("self", "cls")]
+    params += [function.args.vararg.arg] if function.args.vararg is not None else []  # load_config(*yamls)
     if not params:
         return False
     for inner in where.calls_in(function):
@@ -282,6 +289,9 @@ def _reads_param(module: Module, expr: ast.expr, param: str) -> bool:
     names = {n.id for n in walk(expr) if isinstance(n, ast.Name)}
     if param in names:
         return True
+    if any(isinstance(n, ast.comprehension | ast.For) and isinstance(n.target, ast.Name) and n.target.id in names
+           and isinstance(n.iter, ast.Name) and n.iter.id == param for n in module.nodes):
+        return True  # each of them: ``[OmegaConf.load(f) for f in yamls]``
     for name in names:
         opened = [item.context_expr for item in (n for n in module.nodes if isinstance(n, ast.withitem))
                   if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name]

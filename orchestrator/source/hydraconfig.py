@@ -10,6 +10,7 @@ kept as written (not resolved).
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ MAX_CONFIG_BYTES = 256 << 10  # a config file larger than this is not read (here
 # or one above it
 UNSPELLED_FOLDERS = ("config", "configs", "conf")
 _DEPTH = 4
+EXPERIMENTS = "experiment"  # the config group a run is picked from on the command line (the Lightning-Hydra template)
+_MAX_OPTIONS = 40  # its options composed, at most
 
 
 @dataclass
@@ -102,11 +105,47 @@ def _read(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else {} if data is None else None
 
 
+def compose_choices(folder: Path, name: str, group: str = EXPERIMENTS) -> list[Composed]:
+    """The config of ``name`` composed with each option of its ``experiment`` group, the Lightning-Hydra template's
+    way to pick a run (``python train.py experiment=hg38/hg38``, ``+experiment=train_GATsSPG``): the option's
+    ``# @package _global_`` keys merged over the main config's, its ``/group: choice`` defaults read from the config
+    folder. Empty when the folder has no such group."""
+    options = sorted((folder / group).rglob("*.y*ml"))[:_MAX_OPTIONS] if (folder / group).is_dir() else []
+    out: list[Composed] = []
+    for option in options:
+        composed = compose(folder, name)
+        if composed is not None and _merge(composed, folder, option, None, 1):
+            out.append(composed)
+    return out
+
+
+def _package_global(path: Path) -> bool:
+    """A group's file whose keys are the config's own (``# @package _global_`` in its header)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            head = f.read(1024)
+    except OSError:
+        return False
+    return any(line.strip().startswith("#") and "@package _global_" in line for line in head.splitlines())
+
+
+def _deep_update(target: dict[str, Any], own: dict[str, Any]) -> None:
+    """Hydra's merge: a mapping over a mapping merges key by key, anything else replaces."""
+    for key, value in own.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _deep_update(target[key], value)
+        else:
+            target[key] = value
+
+
 def _merge(out: Composed, root: Path, path: Path, group: str | None, depth: int) -> bool:
-    """Read ``path`` into ``out`` (under ``group`` when it is a group's file); its defaults first, then itself."""
+    """Read ``path`` into ``out`` (under ``group`` when it is a group's file not of the global package); its defaults
+    first, then itself."""
     data = _read(path)
     if data is None or depth > _DEPTH:
         return False
+    if group is not None and _package_global(path):
+        group = None
     for entry in data.get("defaults") or []:
         if isinstance(entry, str) and entry != "_self_":
             found = _file(path.parent, entry)
@@ -121,12 +160,11 @@ def _merge(out: Composed, root: Path, path: Path, group: str | None, depth: int)
                     _merge(out, root, found, key, depth + 1)
     own = {k: v for k, v in data.items() if k != "defaults"}
     if group is None:
-        for key, value in own.items():
-            out.data[key] = value
-            out.files[key] = path
+        _deep_update(out.data, copy.deepcopy(own))
+        out.files.update(dict.fromkeys(own, path))
     else:
         target = out.data.setdefault(group, {})
         if isinstance(target, dict):
-            target.update(own)
+            _deep_update(target, copy.deepcopy(own))
             out.files[group] = path
     return True

@@ -252,3 +252,69 @@ def test_a_config_the_user_must_pass_is_never_the_one_run_with_no_argument(tmp_p
                                        "configs/train.yaml": "trainer:\n  devices: 8\n  num_nodes: 1\n"})
     assert all(CONFIG_DEFAULT not in f.marks for f in found)
     assert [f.severity for f in across_nodes(found, 2, 8, [])] == ["warning"] * len(found)
+
+
+def test_a_trainer_instantiated_from_the_config_a_re_exported_loader_reads(tmp_path: Path) -> None:
+    """EpiDiff: ``cfg = load_config(args.config)`` with ``load_config(*yamls)`` loading each file in a comprehension,
+    re-exported by the package's ``__init__``, then ``hydra.utils.instantiate(cfg.trainer)`` of a section naming a
+    DDP strategy and no ``num_nodes``: the project's one config gives num_nodes=1, likely."""
+    script = """
+import argparse
+import hydra
+from proj.utils import load_config
+
+
+def train(cfg):
+    trainer = hydra.utils.instantiate(cfg.trainer, callbacks=[])
+    trainer.fit(None)
+
+
+def main(args, extras):
+    cfg = load_config(args.config, cli_args=extras)
+    train(cfg)
+
+
+p = argparse.ArgumentParser()
+p.add_argument("--config", required=True)
+main(*p.parse_known_args())
+"""
+    loader = """
+from omegaconf import OmegaConf
+
+
+def load_config(*yamls, cli_args=[]):
+    confs = [OmegaConf.load(f) for f in yamls]
+    return OmegaConf.merge(*confs, OmegaConf.from_cli(cli_args))
+"""
+    trainer = "trainer:\n  _target_: lightning.pytorch.trainer.Trainer\n  strategy: {strategy}\n  accelerator: gpu\n"
+    files = {"train.py": script, "proj/__init__.py": "", "proj/utils/__init__.py": "from .config import load_config\n",
+             "proj/utils/config.py": loader, "LICENSE": "MIT"}
+    found = layout_findings(tmp_path / "a", {**files, "configs/base.yaml": trainer.format(strategy="ddp")})
+    assert [(f.line, f.confidence) for f in found] == [(8, "likely")]
+    assert "num_nodes=1 (not in configs/base.yaml" in found[0].evidence
+    # one process: a strategy that is not data-parallel, and no other sign of several GPUs
+    assert layout_findings(tmp_path / "b", {**files, "configs/base.yaml": trainer.format(strategy="single_device")
+                                            .replace("  accelerator: gpu\n", "")}) == []
+
+
+def test_a_section_taken_by_getattr_with_an_empty_fallback(tmp_path: Path) -> None:
+    """MIC-DKFZ's ``trainer_args = getattr(cfg, "pl_trainer") if has_not_empty_attr(cfg, "pl_trainer") else {}`` then
+    ``Trainer(**trainer_args)``: the section ``pl_trainer`` of the Hydra config (devices -1, no num_nodes)."""
+    script = """
+import hydra
+from lightning.pytorch import Trainer
+from lightning.pytorch.strategies import DDPStrategy
+
+
+@hydra.main(config_path="config", config_name="training", version_base="1.3")
+def training_loop(cfg):
+    trainer_args = getattr(cfg, "pl_trainer") if has_not_empty_attr(cfg, "pl_trainer") else {}
+    trainer = Trainer(callbacks=[], strategy=DDPStrategy(), **trainer_args)
+    trainer.fit(None)
+"""
+    found = layout_findings(tmp_path, {"training.py": script, "config/training.yaml":
+                                       "defaults:\n  - _self_\n  - experiment/default\n",
+                                       "config/experiment/default.yaml":
+                                       "# @package _global_\npl_trainer:\n  accelerator: gpu\n  devices: -1\n"})
+    assert [(f.line, f.confidence) for f in found] == [(10, "likely")]
+    assert "num_nodes=1 (not in experiment/default.yaml" in found[0].evidence

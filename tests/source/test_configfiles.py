@@ -47,3 +47,22 @@ def test_a_hydra_folder_the_reader_cannot_spell_is_looked_for_under_the_usual_na
     found = lookup(tmp_path / "pkg" / "train.py", ["trainer", "devices"], hydra=(Path("."), "train"))
     assert found is not None and found.value == 1 and found.file.name == "gpu.yaml"
     assert lookup(tmp_path / "pkg" / "train.py", ["trainer", "devices"], hydra=(Path("elsewhere"), "train")) is None
+
+
+def test_a_hydra_section_left_to_the_experiment_picked_is_read_from_each_option(tmp_path: Path) -> None:
+    """A Hydra app whose main config leaves ``trainer`` null until ``experiment=X`` picks it (OnePose's
+    ``+experiment=train_GATsSPG``): the options' values, agreed when every option gives the same, never the config
+    run with no argument; an option that gives an instantiable section (``_target_``) is the one shown."""
+    write(tmp_path, {"train.py": "", "configs/config.yaml": "defaults:\n  - trainer: null\nseed: 1\n",
+                     "configs/experiment/a.yaml": "# @package _global_\ntrainer:\n  devices: 1\n",
+                     "configs/experiment/b.yaml": "# @package _global_\ntrainer:\n  _target_: lightning.Trainer\n"
+                                                  "  devices: 1\n"})
+    found = lookup(tmp_path / "train.py", ["trainer"], hydra=(Path("configs"), "config"))
+    assert found is not None and found.value == {"_target_": "lightning.Trainer", "devices": 1}
+    assert (found.file.name, found.by_default, found.agreed) == ("b.yaml", False, False)
+    (tmp_path / "configs/experiment/b.yaml").unlink()
+    found = lookup(tmp_path / "train.py", ["trainer", "devices"], hydra=(Path("configs"), "config"))
+    assert found is not None and (found.value, found.by_default, found.agreed) == (1, False, True)
+    (tmp_path / "configs/config.yaml").write_text("defaults:\n  - trainer: null\ntrainer:\n  devices: 4\n")
+    found = lookup(tmp_path / "train.py", ["trainer", "devices"], hydra=(Path("configs"), "config"))
+    assert found is not None and (found.value, found.by_default) == (4, True)

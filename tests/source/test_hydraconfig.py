@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from orchestrator.source.hydraconfig import compose, hydra_main, named_folder
+from orchestrator.source.hydraconfig import compose, compose_choices, hydra_main, named_folder
 from orchestrator.source.names import Module
 
 
@@ -54,3 +54,35 @@ def test_the_folder_a_config_path_names_literal_or_built_from_a_root(tmp_path: P
     assert folder('str(ROOT / "conf")') == tmp_path / "pkg" / "conf"
     assert folder('os.path.join(ROOT, "conf")') == tmp_path / "pkg" / "conf"
     assert folder("str(ROOT)") is None and folder('str(ROOT / "missing")') is None and folder("None") is None
+
+
+def test_a_global_package_group_file_and_a_mapping_merged_key_by_key(tmp_path: Path) -> None:
+    """A group file under ``# @package _global_`` (the Lightning-Hydra template's pipelines) gives the config its own
+    keys and reads its ``/group: choice`` defaults from the config folder; a mapping over a mapping merges key by key
+    (Hydra's merge), so the main file's ``trainer: {devices: 2}`` keeps the group's ``_target_``."""
+    configs = tmp_path / "configs"
+    for group in ("pipeline", "trainer"):
+        (configs / group).mkdir(parents=True)
+    (configs / "train.yaml").write_text("defaults:\n  - pipeline: lm\n  - _self_\ntrainer:\n  devices: 2\n")
+    (configs / "pipeline" / "lm.yaml").write_text("# @package _global_\ndefaults:\n  - /trainer: default\nseed: 3\n")
+    (configs / "trainer" / "default.yaml").write_text("_target_: lightning.Trainer\ndevices: 1\nnum_nodes: 1\n")
+    composed = compose(configs, "train.yaml")
+    assert composed is not None
+    assert composed.data == {"seed": 3, "trainer": {"_target_": "lightning.Trainer", "devices": 2, "num_nodes": 1}}
+
+
+def test_each_experiment_option_is_composed_over_the_main_config(tmp_path: Path) -> None:
+    """``python train.py experiment=hg38/hg38`` (or ``+experiment=X``): each option of the ``experiment`` group, in
+    its sub-folders too, over the main config; none where the folder has no such group."""
+    configs = tmp_path / "configs"
+    (configs / "experiment" / "hg38").mkdir(parents=True)
+    (configs / "trainer").mkdir()
+    (configs / "train.yaml").write_text("defaults:\n  - trainer: null\n  - experiment: ???\nseed: 1\n")
+    (configs / "trainer" / "default.yaml").write_text("_target_: lightning.Trainer\ndevices: 1\n")
+    (configs / "experiment" / "hg38" / "hg38.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - override /trainer: default\ntrainer:\n  devices: 8\n")
+    (configs / "experiment" / "small.yaml").write_text("# @package _global_\ntrainer:\n  devices: 2\n")
+    chosen = compose_choices(configs, "train.yaml")
+    assert [c.data["trainer"] for c in chosen] == [{"_target_": "lightning.Trainer", "devices": 8}, {"devices": 2}]
+    assert all(c.data["seed"] == 1 for c in chosen)
+    assert compose_choices(configs / "trainer", "default.yaml") == []
