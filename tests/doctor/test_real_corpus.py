@@ -420,6 +420,10 @@ def test_launch_verdict_rule() -> None:
 # Set 45 (48 scripts from 48 repositories, ten judges, truth committed 052e35b on 2026-12-06 before the doctor ran on
 # it, measured with the doctor of 36abd53): default output precision 0.63 (41 of 65), recall 0.25 (31 of 123), no error
 # finding; --shown 0.76 (39 of 51); --all 0.34, 0.32; launch right or refused 40 of 48 (style 46, framework 48).
+# Set 46 (52 scripts from 52 repositories, ten judges, truth committed 165b554 on 2026-12-06 before the doctor ran on
+# it, measured with the doctor of 5f45fdb): default output precision 0.64 (57 of 89), recall 0.32 (42 of 133), one error
+# finding, on a true pitfall its judge marks certain; --shown 0.71 (56 of 79); --all 0.54, 0.37; launch right or refused
+# 44 of 52 (style 50, framework 51).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -458,6 +462,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (43, 41, 0.74, 0.39, True),
     (44, 51, 0.59, 0.23, True),
     (45, 48, 0.62, 0.24, True),
+    (46, 52, 0.63, 0.31, True),
 ]
 
 
