@@ -2,9 +2,10 @@
 
 ``@hydra.main(config_path="configs", config_name="config")`` reads ``configs/config.yaml`` and its ``defaults:``
 list: ``- trainer: default`` puts ``configs/trainer/default.yaml`` under ``trainer`` (a group file's own
-``defaults:`` are read from its group's folder); ``_self_`` and a ``null`` choice add nothing. Each top-level key
+``defaults:`` are read from its group's folder; one under ``# @package _global_`` gives the config its own keys);
+``_self_`` and a ``null`` choice add nothing; a mapping over a mapping merges key by key. Each top-level key
 remembers the file it came from, so that a value is shown where it is written. Interpolations (``${...}``) are
-kept as written (not resolved).
+kept as written (not resolved). :func:`compose_choices` composes each option of the ``experiment`` group a run picks.
 """
 
 from __future__ import annotations

@@ -77,6 +77,9 @@ class Ranks(Devices):
         if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and isinstance(
                 expr.slice.value, str):  # a rank kept in a dict under its name: info["rank"], self.ddp_info["rank"]
             return by_name(expr.slice.value) if self.names else None
+        if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "get"
+                and expr.args and isinstance(expr.args[0], ast.Constant) and isinstance(expr.args[0].value, str)):
+            return by_name(expr.args[0].value) if self.names else None  # config.get("rank", 0): as config["rank"]
         if isinstance(expr, ast.Call):
             q, function = self.module.qualname(expr.func), self.module.local_function(expr)
             # what a project function returns, over its name (def get_local_rank(): return dist.get_rank())
