@@ -47,12 +47,12 @@ def _definition(root: Reading, qual: str | None) -> tuple[Module, FunctionNode] 
         return None
     list(root.helper_quals)  # reads the helpers the script's calls reach
     helpers = dict(project.helpers())
-    module = helpers.get(where[0])
-    function = module.functions.get(where[1]) if module is not None and where is not None else None
-    if module is not None and function is None and qual is not None:  # re-exported by a package's ``__init__``
-        found = project.definition(qual)
-        if found is not None and found[0] in helpers and isinstance(found[2], FunctionNode):
-            return found[1], found[2]
+    for _ in range(2):  # the name itself, then once through a package ``__init__``'s ``from .config import f``
+        module = helpers.get(where[0])
+        function = module.functions.get(where[1]) if module is not None else None
+        imported = module.aliases.get(where[1]) if module is not None and function is None else None
+        if imported is None or (where := project.split(imported)) is None:
+            break  # the re-export's module is looked up among the helpers read, never read here
     return (module, function) if module is not None and function is not None else None
 
 

@@ -15,6 +15,7 @@ import ast
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.flow import Site
 from orchestrator.source.names import FunctionNode, dotted
+from orchestrator.source.passedvalues import passed_values
 from orchestrator.source.walk import walk
 
 _FSDP = "torch.distributed.fsdp.FullyShardedDataParallel"
@@ -29,7 +30,7 @@ _LOCAL_TYPE = "LOCAL_STATE_DICT"
 def sharded_collective(a: Analysis, site: Site) -> ast.Call | None:
     """The call at ``site`` (or, one level down, in the file's function it calls with the FSDP model) that gathers
     an FSDP model's shards: its forward, ``state_dict()``, ``summon_full_params()``."""
-    if _gathers(a, site.call, {}):
+    if _gathers(a, site.call, frozenset()):
         return site.call
     target = a.module.local_function(site.call)
     if target is None:
@@ -51,7 +52,7 @@ def gathering_what(a: Analysis, call: ast.Call) -> str:
     return "the FSDP model's forward all-gathers every rank's shards"
 
 
-def _gathers(a: Analysis, call: ast.Call, handed: dict[str, bool]) -> bool:
+def _gathers(a: Analysis, call: ast.Call, handed: frozenset[str]) -> bool:
     """``call`` is a gathering call of an FSDP model; ``handed``: the parameters the caller fills with one."""
     func = call.func
     if a.module.qualname(func) in _STATIC:
@@ -66,36 +67,37 @@ def _gathers(a: Analysis, call: ast.Call, handed: dict[str, bool]) -> bool:
     return False
 
 
-def _sharded(a: Analysis, expr: ast.expr, handed: dict[str, bool], depth: int = 0) -> bool:
+def _sharded(a: Analysis, expr: ast.expr, handed: frozenset[str], depth: int = 0) -> bool:
     """``expr`` is an FSDP model."""
     if isinstance(expr, ast.Call):
         return a.module.qualname(expr.func) == _FSDP
     if isinstance(expr, ast.IfExp):
         return _sharded(a, expr.body, handed, depth) or _sharded(a, expr.orelse, handed, depth)
     if isinstance(expr, ast.Name) and expr.id in handed:
-        return handed[expr.id]
+        return True
     key = dotted(expr)
     if key is None or depth > 2:
         return False
     if "." in key:
-        return key.startswith("self.") and any(_sharded(a, v, {}, depth + 1) for v in a.module.values_anywhere(key))
+        return key.startswith("self.") and any(_sharded(a, v, frozenset(), depth + 1)
+                                               for v in a.module.values_anywhere(key))
     found, value = a.module.resolve(key, expr)
     if value is not None:
-        return _sharded(a, value, {}, depth + 1)
+        return _sharded(a, value, frozenset(), depth + 1)
     function = a.module.function_of(expr)
     if not found or function is None:
         return False
-    passed = [(a, p) for p in a.module.argument_for(function, key)]
-    passed += [(a.outer, p) for p in a.outer.passes_for(function, key)] if a.outer is not None else []
-    return bool(passed) and all(_sharded(holder, p, {}, depth + 1) for holder, p in passed)
+    passed = passed_values(a, function, key)
+    return bool(passed) and all(_sharded(holder, value, frozenset(), depth + 1) for holder, value in passed)
 
 
-def _handed_models(a: Analysis, call: ast.Call, target: FunctionNode) -> dict[str, bool]:
+def _handed_models(a: Analysis, call: ast.Call, target: FunctionNode) -> frozenset[str]:
     """The parameters of ``target`` that ``call`` fills with an FSDP model, by position and keyword."""
     params = [p.arg for p in (*target.args.posonlyargs, *target.args.args)]
     offset = 1 if params[:1] == ["self"] and isinstance(call.func, ast.Attribute) else 0
     pairs = [*zip(params[offset:], call.args, strict=False), *((k.arg, k.value) for k in call.keywords if k.arg)]
-    return {name: True for name, value in pairs if not isinstance(value, ast.Starred) and _sharded(a, value, {})}
+    return frozenset(name for name, value in pairs if not isinstance(value, ast.Starred)
+                     and _sharded(a, value, frozenset()))
 
 
 def _local_state_dicts(a: Analysis) -> bool:

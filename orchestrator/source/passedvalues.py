@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from orchestrator.source.analysis import Analysis
+from orchestrator.source.names import FunctionNode
 
 
 def passed_constants(a: Analysis, name: ast.Name) -> list[ast.Constant]:
@@ -27,9 +28,15 @@ def passed_constants(a: Analysis, name: ast.Name) -> list[ast.Constant]:
     defaults.update({p.arg: d for p, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None})
     if name.id not in {p.arg for p in (*positional, *spec.kwonlyargs)}:
         return []
-    values = a.module.argument_for(function, name.id) + (
-        a.outer.passes_for(function, name.id) if a.outer is not None else [])
+    values = [value for _, value in passed_values(a, function, name.id)]
     values += [defaults[name.id]] if name.id in defaults else []
     constants = [v for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str | int)
                  and not isinstance(v.value, bool)]
     return constants if values and len(constants) == len(values) else []
+
+
+def passed_values(a: Analysis, function: FunctionNode, name: str) -> list[tuple[Analysis, ast.expr]]:
+    """What the calls of ``function`` pass for its parameter ``name``: this file's calls, and for a helper module the
+    script's (``Analysis.outer``: the function called by its last name), each with the file it is read in."""
+    passed = [(a, value) for value in a.module.argument_for(function, name)]
+    return passed + ([(a.outer, value) for value in a.outer.passes_for(function, name)] if a.outer is not None else [])
