@@ -7,7 +7,7 @@ import ast
 
 from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.confidence import Confidence
-from orchestrator.doctor.findings import Finding, make_finding
+from orchestrator.doctor.findings import ArgsConfig, Finding, make_finding
 from orchestrator.source import analysis
 
 
@@ -29,7 +29,8 @@ class Analysis(analysis.Analysis):
 
     def finding(self, code: str, node: ast.AST, detail: str = "", severity: Severity | None = None,
                 title: str | None = None, confidence: Confidence | None = None, fact: str = "",
-                marks: frozenset[str] = frozenset(), nodes: int | None = None, at: ast.AST | None = None) -> Finding:
+                marks: frozenset[str] = frozenset(), nodes: int | None = None, at: ast.AST | None = None,
+                args_config: ArgsConfig | None = None) -> Finding:
         """A finding at ``node``; its evidence is the code there and ``fact`` (else ``detail``): what triggered it.
         ``at``: the part of ``node`` to change, on a later line of it (a call's ``rank=`` argument), the line named."""
         start = getattr(node, "lineno", 1)
@@ -38,4 +39,4 @@ class Analysis(analysis.Analysis):
         evidence = f"{span}: `{_snippet(node)}`; {fact or detail}".rstrip("; ")
         line = getattr(at, "lineno", start) if at is not None else start
         return make_finding(code, self.filename, line, detail, severity, title, end, confidence, evidence, marks, nodes,
-                            start_line=start)
+                            start_line=start, args_config=args_config)

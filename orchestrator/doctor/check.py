@@ -17,6 +17,7 @@ from orchestrator.doctor import (
     rank_exit,
     rules_data,
     rules_devices,
+    rules_gpuworld,
     rules_launch,
     rules_layout,
     rules_metrics,
@@ -58,6 +59,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_sync.check_destroy,            # DDP007
     rules_rendezvous.check_hard_coded,       # DDP008
     rules_spawnworld.check_one_node_world,   # DDP008 (a spawner's world of one node)
+    rules_gpuworld.check_gpu_list_world,     # DDP008 (a world of one node's GPU ids)
     rules_devices.check_load,            # DDP009
     rules_devices.check_global_rank_device,  # DDP010
     rules_random.check_splits,           # DDP011

@@ -14,8 +14,9 @@ evidence is only possible stays a warning; the refusal's HINT starts with :func:
   the one the script forces in its code is ``launchstyle.py``'s): each node waits at its own address; and a spawner's
   world of one node's processes (``rules_spawnworld``): the other nodes' ranks are past it;
 - DDP023, a framework layout whose node count is certain (written in, or left out: 1) and not the one asked:
-  Lightning/Fabric stop at start-up (a flag's default is the gate's flag warning, ``layoutflags.py``); a LightningCLI's
-  node count is the one the script's arguments give (``--trainer.num_nodes``, the ``--config`` passed, else 1).
+  Lightning/Fabric stop at start-up (a flag's default is the gate's flag warning, ``layoutflags.py``); where the
+  script's arguments give the count (``argsconfig.py``: a LightningCLI's ``--trainer.num_nodes`` or ``--config``, else
+  1; the config file a script's ``--config`` names, its override ``trainer.num_nodes=2``), the arguments' count.
 
 (A per-node script's constant ``MASTER_ADDR``/``MASTER_PORT`` is ``launchstyle.answered``'s. A finding whose cause lies
 only where Slurm's variables are absent, ``offslurm.OFF_SLURM``, stays a warning: ``orch submit``'s tasks have them.)
@@ -28,8 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from orchestrator.doctor.argsconfig import node_count
 from orchestrator.doctor.findings import Finding
-from orchestrator.doctor.layoutconfig import CLI_CONFIG, cli_node_count
 from orchestrator.doctor.offslurm import OFF_SLURM
 from orchestrator.doctor.rules_layout import CONFIG_DEFAULT
 from orchestrator.doctor.rules_rendezvous_computed import CONFIG_LOOPBACK
@@ -64,13 +65,17 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
     for finding in findings:
         why = ACROSS_NODES.get(finding.code) or next(
             (text for mark, text in _DDP008_WHY.items() if finding.code == "DDP008" and mark in finding.marks), None)
-        sure = finding.confidence != "possible" or CLI_CONFIG in finding.marks  # a CLI's: its arguments say
+        passed = node_count(finding.args_config, args, Path(finding.file)) if (
+            finding.args_config is not None and args is not None) else None  # the node count the arguments give
+        sure = finding.confidence != "possible" or passed is not None
         if nodes > 1 and why is not None and sure and OFF_SLURM not in finding.marks and (
                 not (finding.code == "DDP010" and _modulo(finding))) and not (
-                finding.code == "DDP023" and not _other_node_count(finding, nodes, args)):
+                finding.code == "DDP023" and not _other_node_count(finding, nodes, args, passed)):
+            why = f"{why} ({passed[1]})" if passed is not None else why
             where = f"the node's {gpus} GPU{'s' * (gpus != 1)} (cuda:0..{gpus - 1})" if gpus else "the node's GPUs"
             others = f"{nodes - 1} node{'s' * (nodes != 2)}"
             finding = replace(finding, severity="error",
+                              confidence="certain" if passed is not None else finding.confidence,  # the file read
                               message=f"{finding.message}: {ACROSS_MARK} {nodes} nodes, "
                                       f"{why.format(nodes=nodes, where=where, others=others)}",
                               marks=finding.marks | {ACROSS_MARK},
@@ -90,12 +95,13 @@ def layout_hint(findings: Iterable[Finding]) -> str:
             ", or run on one node (--nodes 1); otherwise ")
 
 
-def _other_node_count(finding: Finding, nodes: int, args: Sequence[str] | None) -> bool:
-    """A DDP023 finding whose node count is certain (written in, or left out; or the config's the script loads when
-    it is given no argument, ``args == []``) and not ``nodes``."""
-    if CLI_CONFIG in finding.marks and args is not None:  # a LightningCLI: the config and flags passed say
-        count = cli_node_count(args, Path(finding.file))
-        return count is not None and count != nodes
+def _other_node_count(finding: Finding, nodes: int, args: Sequence[str] | None,
+                      passed: tuple[int | None, str] | None) -> bool:
+    """A DDP023 finding whose node count is certain (written in, or left out; the one the script's arguments give,
+    ``passed``: a config file they name, an override; or the config's the script loads when it is given no argument,
+    ``args == []``) and not ``nodes``."""
+    if passed is not None:
+        return passed[0] is not None and passed[0] != nodes
     sure = finding.confidence == "certain" or (CONFIG_DEFAULT in finding.marks and args is not None and not args)
     return sure and finding.nodes is not None and finding.nodes != nodes
 

@@ -22,6 +22,22 @@ class DoctorSkipped(DoctorInputError):
         return f"orch doctor: warning: {self.message}; not checked"
 
 
+@dataclass(frozen=True)
+class ArgsConfig:
+    """Where the command line gives a framework layout's node count (DDP023; ``argsconfig.node_count`` reads it):
+    the ``options`` that name the config file (``--config``, ``-c``; ``argv[1]``: the first argument), the ``keys``
+    to the count in it (``trainer``, ``num_nodes``; also an override ``trainer.num_nodes=2``), the count where the
+    file's section leaves it out (``missing``: Lightning's 1) and where no file is named (``unnamed``: the default
+    file's, Lightning's 1; None: not known); ``merged``: several files merge in order, and one without the count
+    keeps the one before (a LightningCLI's ``--config``s)."""
+
+    options: tuple[str, ...]
+    keys: tuple[str, ...]
+    missing: int | None = None
+    unnamed: int | None = None
+    merged: bool = False
+
+
 @dataclass(frozen=True, order=True)
 class Finding:
     file: str
@@ -39,6 +55,8 @@ class Finding:
     # as feasibility.ACROSS_MARK, and the node count a framework layout is certainly fixed at (DDP023)
     marks: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     nodes: int | None = field(default=None, compare=False, repr=False)
+    # where the script's arguments give that node count instead (a config file they name, an override)
+    args_config: ArgsConfig | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, object]:
         return {"code": self.code, "severity": self.severity, "confidence": self.confidence, "file": self.file,
@@ -48,7 +66,7 @@ class Finding:
 def make_finding(code: str, file: str, line: int, detail: str = "", severity: Severity | None = None,
                  title: str | None = None, end_line: int = 0, confidence: Confidence | None = None,
                  evidence: str = "", marks: frozenset[str] = frozenset(), nodes: int | None = None,
-                 start_line: int = 0) -> Finding:
+                 start_line: int = 0, args_config: ArgsConfig | None = None) -> Finding:
     """A finding of ``code``: the catalog gives severity, message and fix; ``detail`` names the culprit; ``line`` is
     the line to change, ``start_line``..``end_line`` the statement (a suppression anywhere in it counts);
     ``confidence`` defaults to the code's (:func:`default_confidence`: every error is certain)."""
@@ -58,7 +76,8 @@ def make_finding(code: str, file: str, line: int, detail: str = "", severity: Se
     severity = severity or rule.severity
     return Finding(file=file, line=line, code=code, severity=severity, message=message, fix=rule.fix,
                    end_line=max(line, end_line), confidence=confidence or default_confidence(code, severity),
-                   evidence=evidence or detail, marks=marks, nodes=nodes, start_line=min(line, start_line or line))
+                   evidence=evidence or detail, marks=marks, nodes=nodes, start_line=min(line, start_line or line),
+                   args_config=args_config)
 
 
 def refuses(finding: Finding) -> bool:

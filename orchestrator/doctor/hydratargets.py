@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.doctor.frameworknames import QUALIFIED, import_aliases, qualified_name
+from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
 from orchestrator.spec.framework import Framework
 from orchestrator.spec.pysource import UnreadableSource, parse_source
@@ -22,9 +23,15 @@ from orchestrator.spec.pysource import UnreadableSource, parse_source
 if TYPE_CHECKING:
     from orchestrator.source.projectfiles import SourceFile
 
-_TARGET = re.compile(r"^\s*_target_:\s*['\"]?([\w.]+)", re.MULTILINE)
+# the config key naming the class a builder makes: Hydra's ``_target_``, and the same idea's other spellings
+_TARGET = re.compile(r"^\s*(_target_|target|type):\s*['\"]?([\w.]+)", re.MULTILINE)
 _ROOT_TARGET = re.compile(r"^_target_:\s*['\"]?([\w.]+)", re.MULTILINE)  # the class a config builds, at its top level
 _BUILDERS = ("hydra.utils.instantiate", "hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.call")
+# builders from a config section outside Hydra, by their last name -> the key naming the class: latent-diffusion's
+# ``instantiate_from_config`` (``target:``, often the project's own copy), iglovikov_helper_functions'
+# ``object_from_dict`` (``type:``)
+CONFIG_BUILDERS: dict[str, str] = {"instantiate": "_target_", "instantiate_from_config": "target",
+                                   "object_from_dict": "type"}
 _MAX_MODULE_BYTES = 400_000  # a project module named by a config (as the project's reading bounds its helpers)
 _MAX_CONFIGS = 300  # YAML files read under the script's folder
 _MAX_CONFIG_BYTES = 200_000
@@ -32,9 +39,11 @@ _MAX_CONFIG_BYTES = 200_000
 
 def instantiates(tree: ast.Module) -> bool:
     """The file builds objects from its configs with Hydra (``hydra.utils.instantiate(config.trainer)``,
-    ``hydra.utils.get_class(cfg._target_)``)."""
+    ``hydra.utils.get_class(cfg._target_)``) or another builder (``CONFIG_BUILDERS``:
+    ``object_from_dict(cfg.trainer)``)."""
     aliases = import_aliases(tree)
-    return any(isinstance(n, ast.Call) and (qualified_name(n.func, aliases) or "").startswith(_BUILDERS)
+    return any(isinstance(n, ast.Call) and ((qualified_name(n.func, aliases) or "").startswith(_BUILDERS)
+                                            or (last_name(n.func) in CONFIG_BUILDERS and n.args))
                for n in walk(tree))
 
 
@@ -97,11 +106,12 @@ def hydra_targets(configs: Sequence[tuple[Path, str]], shown_from: Path,
     found: dict[str, Framework] = {}
     for config, text in configs:
         for match in _TARGET.finditer(text):
-            framework = QUALIFIED.get(match.group(1)) or (own or {}).get(match.group(1).rsplit(".", 1)[-1])
+            key, target = match.group(1), match.group(2)
+            framework = QUALIFIED.get(target) or (own or {}).get(target.rsplit(".", 1)[-1])
             if framework is not None and framework not in found:
-                line = text.count("\n", 0, match.start(1)) + 1
+                line = text.count("\n", 0, match.start(2)) + 1
                 found[framework] = Framework(name=framework,  # type: ignore[arg-type]
-                                             why=f"{_relative(config, shown_from)}:{line}: _target_: {match.group(1)}")
+                                             why=f"{_relative(config, shown_from)}:{line}: {key}: {target}")
     return list(found.values())
 
 

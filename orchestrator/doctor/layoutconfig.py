@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
+from orchestrator.doctor.hydratargets import CONFIG_BUILDERS
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.configfiles import ConfigValue, project_config, value_at
+from orchestrator.source.configfiles import ConfigValue, project_config
 from orchestrator.source.configvalues import config_value
 from orchestrator.source.names import FunctionNode, Module, last_name
 
@@ -23,8 +23,6 @@ _TRAINER_TARGET = ("lightning", "Trainer")
 LAYOUT_KEYS = frozenset({"devices", "gpus", "num_nodes"})
 _CLI_ABOVE = 3  # folders above a LightningCLI script where its project root is looked for (configs/ beside src/)
 PARALLEL = re.compile(r"ddp|fsdp|deepspeed|horovod", re.IGNORECASE)  # a strategy's name that runs several processes
-# the mark of a LightningCLI's DDP023: its node count is the one the arguments give (cli_node_count)
-CLI_CONFIG = "a LightningCLI takes its node count from the arguments"
 _CLI_OWN = frozenset({"trainer_defaults", "args", "env_parse"})  # what else may give it one (and default config files)
 
 
@@ -58,14 +56,15 @@ def _definition(root: Reading, qual: str | None) -> tuple[Module, FunctionNode] 
 
 def configured_trainer(a: Analysis, call: ast.Call, lightning: bool) -> ConfigValue | None:
     """The config section a Trainer is made from: the one ``**`` argument of a Lightning ``Trainer(...)``
-    (``lightning``), or the first argument of ``instantiate(...)`` whose ``_target_`` is a Lightning Trainer."""
+    (``lightning``), or the first argument of ``instantiate(...)`` whose ``_target_`` is a Lightning Trainer (or of
+    another builder, ``CONFIG_BUILDERS``: ``object_from_dict(cfg.trainer)``, its ``type:``)."""
     if lightning:
         spread = [k.value for k in call.keywords if k.arg is None]
         section = _spread_section(a, spread[0]) if len(spread) == 1 else None
         found = read_config(a, section, LAYOUT_KEYS) if section is not None else None
-    elif last_name(call.func) == "instantiate" and call.args:
+    elif (key := CONFIG_BUILDERS.get(last_name(call.func) or "")) is not None and call.args:
         found = read_config(a, call.args[0])
-        target = str(found.value.get("_target_", "")) if found is not None and isinstance(found.value, dict) else ""
+        target = str(found.value.get(key, "")) if found is not None and isinstance(found.value, dict) else ""
         if not (_TRAINER_TARGET[0] in target.split(".")[0] and target.endswith(_TRAINER_TARGET[1])):
             return None
     else:
@@ -145,25 +144,3 @@ def bare_cli(a: Analysis, call: ast.Call) -> bool:
         isinstance(n, ast.Constant) and n.value == "default_config_files" for n in ast.walk(parser)))
     return (qualified in LIGHTNING_CLI or project_cli(a, qualified)) and not call.args[2:] and not defaults and not (
         {k.arg for k in call.keywords} & _CLI_OWN)
-
-
-def cli_node_count(args: Sequence[str], script: Path) -> int | None:
-    """The node count a bare LightningCLI's Trainer gets from ``args``: ``--trainer.num_nodes N``, else the last
-    ``--config``/``-c`` file's ``trainer.num_nodes``, else Lightning's default, 1 (None: a config that cannot be
-    read here, or a count that is not a number)."""
-    count: object = 1
-    for i, arg in enumerate(args):
-        flag, equals, value = arg.partition("=")
-        value = value if equals else (args[i + 1] if i + 1 < len(args) else "")  # --flag=value or --flag value
-        if flag in ("--config", "-c"):
-            path = next((p for p in (Path(value), script.parent / value) if p.is_file()), None)
-            if path is None:
-                return None
-            found = value_at(path, ["trainer", "num_nodes"])
-            count = found if found is not None else count
-        elif flag == "--trainer.num_nodes":
-            count = value
-    try:
-        return int(str(count))
-    except ValueError:
-        return None

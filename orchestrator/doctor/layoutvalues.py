@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.argsconfig import args_config
 from orchestrator.doctor.confidence import Confidence
+from orchestrator.doctor.findings import ArgsConfig
 from orchestrator.doctor.frameworks import devices_of
 from orchestrator.doctor.layoutconfig import read_config
 from orchestrator.source.branches import twin_value
@@ -32,6 +34,7 @@ class LayoutValue:
     kind: str
     said: str = ""
     run_as_is: bool = False  # a config file the script loads when started with no argument (``CONFIG_DEFAULT``)
+    args: ArgsConfig | None = None  # where the script's arguments give the count instead (``argsconfig.py``)
 
     @property
     def fixed(self) -> bool:
@@ -75,9 +78,11 @@ def resolve_layout(a: Analysis, expr: ast.expr, flags: dict[str, tuple[int, str]
     configured = read_config(a, expr) if isinstance(expr, ast.Attribute | ast.Subscript) else None
     count = layout_count(configured.value, nodes_key) if configured is not None else None
     if configured is not None and count is not None:
+        passed = args_config(a, configured, configured.keys, None, count if configured.by_default else None) if (
+            nodes_key and isinstance(count, int)) else None
         return LayoutValue(count, "config" if configured.agreed else "config guess",
-                      f"{said_key(key)}={configured.value!r} ({configured.where}: the config's default, unless "
-                      "overridden)")
+                           f"{said_key(key)}={configured.value!r} ({configured.where}: the config's default, unless "
+                           "overridden)", args=passed)
     return LayoutValue(None, "unknown")
 
 

@@ -28,11 +28,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
+from orchestrator.doctor.argsconfig import CLI_ARGS, args_config
 from orchestrator.doctor.confidence import Confidence
-from orchestrator.doctor.findings import Finding
+from orchestrator.doctor.findings import ArgsConfig, Finding
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
+from orchestrator.doctor.hydratargets import CONFIG_BUILDERS
 from orchestrator.doctor.layoutconfig import (
-    CLI_CONFIG,
     bare_cli,
     cli_trainer,
     configured_trainer,
@@ -100,12 +101,12 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         # the node count when certain (written in, or left out: Lightning's and Fabric's num_nodes), for feasibility.py
         certain = nodes.kind in ("literal", "left out") and nodes.said.startswith("num_nodes=")
         as_is = nodes.run_as_is and nodes.kind == "config"  # the config the script loads when given no argument
-        marks = ({FLAG_DEFAULT} if any(v.kind == "flag" for v in stuck) else set()) | (
-            {CLI_CONFIG} if bare_cli(a, node) else set())  # its node count is the arguments' (feasibility.py)
+        marks = {FLAG_DEFAULT} if any(v.kind == "flag" for v in stuck) else set()
         yield a.finding("DDP023", node, detail, confidence=confidence,
                         fact=f"the layout is {detail}: it does not follow the nodes and GPUs the launcher starts",
                         marks=frozenset(marks | ({CONFIG_DEFAULT} if as_is else set())),
-                        nodes=nodes.count if (certain or as_is) and isinstance(nodes.count, int) else None)
+                        nodes=nodes.count if (certain or as_is) and isinstance(nodes.count, int) else None,
+                        args_config=CLI_ARGS if bare_cli(a, node) else nodes.args)  # the arguments' count instead
         return  # once per file, at the first call: one layout per script (a version branch's twin is the same)
 
 
@@ -157,7 +158,7 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
         section = cli_trainer(a)
         return _config_layout(a, call, section, flags) if section is not None else None
     lightning = QUALIFIED.get(qualified) == "lightning" and not made
-    if lightning or (last_name(call.func) == "instantiate" and call.args):
+    if lightning or (last_name(call.func) in CONFIG_BUILDERS and call.args):
         section = configured_trainer(a, call, lightning)
         if section is not None:
             return _config_layout(a, call, section, flags)
@@ -213,10 +214,15 @@ def _config_layout(a: Analysis, call: ast.Call, section: ConfigValue,
             return None
         count = layout_count(data[key], key == "num_nodes")
         return LayoutValue(count, kind, f"{said_key(key)}={data[key]!r} ({shown(section, key_line(section, key))}: the "
-                                   "config's default, unless overridden)", as_is)
+                                        "config's default, unless overridden)", as_is,
+                           passed(count) if key == "num_nodes" else None)
+
+    def passed(count: object) -> ArgsConfig | None:  # the count the arguments give instead (Lightning's 1 left out)
+        return args_config(a, section, (*section.keys, "num_nodes"), 1, count if as_is and isinstance(count, int)
+                           else None)
 
     nodes = value("num_nodes") or LayoutValue(1, kind, f"num_nodes=1 (not in {shown(section, section.line)}: "
-                                                       "Lightning's default, unless overridden)", as_is)
+                                                       "Lightning's default, unless overridden)", as_is, passed(1))
     devices = value("devices") or value("gpus") or LayoutValue("auto", "left out")
     return nodes, devices
 

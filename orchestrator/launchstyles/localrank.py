@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.argflags import local_rank_attributes
+from orchestrator.source.names import dotted
 from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.walk import walk
 from orchestrator.spec.launch import LOCAL_RANK_FLAGS
@@ -44,7 +45,7 @@ def declarations(a: Analysis, *, packages: bool = False) -> list[FlagDeclaration
     if not sites:
         return []
     trees = _project_trees(a)
-    if any(_reads_local_rank(tree) for tree in trees):
+    if any(_reads_local_rank(tree) for tree in trees) and not _flag_binds_device(trees):
         return []
     if not _flag_used(trees) and not (packages and _read_in_packages(a.outer if a.outer is not None else a)):
         return []
@@ -134,6 +135,28 @@ def _reads_local_rank(tree: ast.AST) -> bool:
     """``LOCAL_RANK`` read from the environment somewhere in ``tree``."""
     return any(_env_use(node, tree) for node in walk(tree)
                if isinstance(node, ast.Constant) and node.value == "LOCAL_RANK")
+
+
+def _flag_binds_device(trees: list[ast.Module]) -> bool:
+    """The flag's value binds the GPU (``torch.cuda.set_device(args.local_rank)``, ``DDP(model,
+    device_ids=[args.local_rank])``) and nothing fills it from the environment (no ``args.local_rank = ...``, no
+    default that reads it): a ``LOCAL_RANK`` read elsewhere (a print, another device) does not make the flag
+    optional, since without it every process binds GPU 0 (METRO's ``run_metro_bodymesh.py``)."""
+    binds = False
+    for tree in trees:
+        for node in walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "local_rank" and isinstance(node.ctx, ast.Store):
+                return False
+            if isinstance(node, ast.Call) and spelling(node) and any(
+                    "environ" in ast.unparse(k.value) or "LOCAL_RANK" in ast.unparse(k.value)
+                    for k in node.keywords if k.arg == "default"):
+                return False
+            if isinstance(node, ast.Call):
+                bound = [*node.args[:1]] if (dotted(node.func) or "").endswith("set_device") else [
+                    e for k in node.keywords if k.arg == "device_ids" and isinstance(k.value, ast.List | ast.Tuple)
+                    for e in k.value.elts]
+                binds = binds or any(isinstance(e, ast.Attribute) and e.attr == "local_rank" for e in bound)
+    return binds
 
 
 def _read_in_packages(root: Analysis) -> bool:

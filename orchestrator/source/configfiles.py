@@ -30,13 +30,18 @@ _PROJECT_MARKS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "LICENSE") 
 @dataclass(frozen=True)
 class ConfigValue:
     """``value`` read at ``file``:``line``; ``by_default``: the script loads that file when run without flags (a
-    literal path, a flag's default); ``agreed``: every candidate file says the same (always True by default)."""
+    literal path, a flag's default); ``agreed``: every candidate file says the same (always True by default);
+    ``options``/``keys``: where the command line may name another file, and the keys read in it."""
 
     value: object
     file: Path
     line: int
     by_default: bool
     agreed: bool
+    # the command-line options that name the file (``--config``, ``-c``; ``argv[1]``: the first argument), where the
+    # user may pass one, and the key chain read (``configvalues.config_value`` says both)
+    options: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
 
     @property
     def where(self) -> str:

@@ -29,8 +29,8 @@ from orchestrator.source.walk import walk
 _LOADERS = frozenset({"json.load", "json.loads", "yaml.load", "yaml.safe_load", "yaml.full_load",
                       "yaml.unsafe_load", "OmegaConf.load", "omegaconf.OmegaConf.load"})
 # a config wrapped for attribute access: the first argument (or ``**d``) is the config
-_WRAPPERS = frozenset({"AttrDict", "EasyDict", "edict", "Munch", "munchify", "DotMap", "Box", "SimpleNamespace",
-                       "Namespace", "create", "DictConfig", "ConfigDict", "dict", "deepcopy", "copy",
+_WRAPPERS = frozenset({"AttrDict", "EasyDict", "edict", "Adict", "Munch", "munchify", "DotMap", "Box",
+                       "SimpleNamespace", "Namespace", "create", "DictConfig", "ConfigDict", "dict", "deepcopy", "copy",
                        "merge", "to_container", "instantiate"})  # merge(cfg, overrides): the first is the config
 _DEPTH = 12
 # folders above the script where the project's root is looked for, for a config path the user passes (``python
@@ -43,7 +43,7 @@ Definitions = Callable[[ast.Call], tuple[Module, ast.FunctionDef | ast.AsyncFunc
 @dataclass(frozen=True)
 class _Path:
     literal: str | None  # a path written in (or a flag's default)
-    flag: str | None  # the flag that names it, when it has no default
+    options: tuple[str, ...]  # the flag's options that name it (``--config``, ``-c``), or ``argv[1]``; () written in
     hydra: tuple[Path, str] | None = None  # a Hydra app's config folder (from the script's folder) and name
 
 
@@ -69,8 +69,10 @@ def config_value(module: Module, script: Path | None, expr: ast.expr, outer: Mod
     if where is None:
         return None
     if where.literal is None and where.hydra is None:  # a path the user passes: the project's files, from its root too
-        return project_config(script, keys, holding, _ABOVE)
-    return lookup(script, keys, where.literal, where.hydra, holding)
+        found = project_config(script, keys, holding, _ABOVE)
+    else:
+        found = lookup(script, keys, where.literal, where.hydra, holding)
+    return replace(found, options=where.options, keys=tuple(keys)) if found is not None else None
 
 
 def _unaliased(module: Module, expr: ast.expr) -> ast.expr:
@@ -170,7 +172,7 @@ def _source_of_name(module: Module, name: ast.Name, ctx: _Context, depth: int) -
         return None
     hydra = hydra_main(module, function)
     if hydra is not None:  # no config name: the user passes --config-name
-        return _Path(None, None, hydra) if hydra[1] else _Path(None, "--config-name")
+        return _Path(None, (), hydra) if hydra[1] else _Path(None, ())
     for passed_module, passed in _passed(module, function, name.id, ctx.outer):
         source = _source_of_value(passed_module, passed, ctx if passed_module is module else replace(ctx, outer=None),
                                   depth + 1)
@@ -305,11 +307,11 @@ def _path_of(module: Module, expr: ast.expr, depth: int) -> _Path | None:
     if depth > _DEPTH:
         return None
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return _Path(expr.value, None)
+        return _Path(expr.value, ())
     if isinstance(expr, ast.Call):
         if last_name(expr.func) == "open" and expr.args:
             return _path_of(module, expr.args[0], depth + 1)
-        if isinstance(expr.func, ast.Attribute) and expr.func.attr in ("read", "read_text"):
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in ("read", "read_text", "open"):  # path.open()
             return _path_of(module, expr.func.value, depth + 1)
         if last_name(expr.func) == "Path" and expr.args:
             return _path_of(module, expr.args[0], depth + 1)
@@ -317,7 +319,8 @@ def _path_of(module: Module, expr: ast.expr, depth: int) -> _Path | None:
     if isinstance(expr, ast.Attribute):
         return _flag_path(module, expr.attr)
     if isinstance(expr, ast.Subscript) and dotted(expr.value) in ("sys.argv", "argv"):
-        return _Path(None, "sys.argv")  # a positional argument: the user passes the file
+        index = expr.slice.value if isinstance(expr.slice, ast.Constant) else None
+        return _Path(None, (f"argv[{index}]",) if isinstance(index, int) else ())  # the user passes the file
     if isinstance(expr, ast.Name):
         found, value = module.resolve(expr.id, expr)
         if value is not None:
@@ -334,14 +337,23 @@ def _path_of(module: Module, expr: ast.expr, depth: int) -> _Path | None:
 
 
 def _flag_path(module: Module, dest: str) -> _Path | None:
-    """``args.config``: the default of ``add_argument("--config", ...)`` (no default or an empty one: the flag)."""
+    """``args.config``: the default of ``add_argument("--config", ...)`` (no default or an empty one: the flag; also
+    through a name bound to ``add_argument``)."""
     for node in module.nodes:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+        if isinstance(node, ast.Call) and _adds_argument(module, node.func):
             flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
             named = [f for f in flags if f.startswith("--")]
             if named and named[0].lstrip("-").replace("-", "_") == dest:
                 default = next((k.value for k in node.keywords if k.arg == "default"), None)
                 if isinstance(default, ast.Constant) and isinstance(default.value, str) and default.value:
-                    return _Path(default.value, None)
-                return _Path(None, named[0])
+                    return _Path(default.value, tuple(flags))
+                return _Path(None, tuple(flags))
     return None
+
+
+def _adds_argument(module: Module, func: ast.expr) -> bool:
+    """``parser.add_argument``, or a name bound to it (``arg = parser.add_argument; arg("-c", "--config")``)."""
+    if isinstance(func, ast.Name):
+        _, value = module.resolve(func.id, func)
+        func = value if value is not None else func
+    return isinstance(func, ast.Attribute) and func.attr == "add_argument"

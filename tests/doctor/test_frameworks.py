@@ -109,6 +109,23 @@ def test_a_trainer_hydra_instantiates_from_a_config(tmp_path: Path) -> None:
     assert "lightning" not in {f.name for f in read_frameworks(script)}
 
 
+@pytest.mark.parametrize(("builder", "key"), [
+    ("from iglovikov_helper_functions.config_parsing.utils import object_from_dict", "type"),
+    ("from ldm.util import instantiate_from_config", "target")])
+def test_a_trainer_another_builder_makes_from_a_config(tmp_path: Path, builder: str, key: str) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "run.yaml").write_text(f"model:\n  {key}: unet.UNet\ntrainer:\n  {key}: "
+                                                   "pytorch_lightning.Trainer\n  gpus: 4\n")
+    script = tmp_path / "train.py"
+    build = builder.rsplit(" ", 1)[-1]
+    script.write_text(f"import yaml\n{builder}\ncfg = yaml.safe_load(open('configs/run.yaml'))\n"
+                      f"trainer = {build}(cfg['trainer'])\ntrainer.fit({build}(cfg['model']))\n")
+    assert {f.name: f.why for f in read_frameworks(script)} == {
+        "lightning": f"configs/run.yaml:4: {key}: pytorch_lightning.Trainer"}
+    script.write_text("import yaml\ncfg = yaml.safe_load(open('configs/run.yaml'))\n")  # nothing builds it
+    assert read_frameworks(script) == []
+
+
 def test_a_project_trainer_built_on_lightnings_that_a_config_names_is_lightning(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")

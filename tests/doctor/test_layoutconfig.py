@@ -318,3 +318,28 @@ def training_loop(cfg):
                                        "# @package _global_\npl_trainer:\n  accelerator: gpu\n  devices: -1\n"})
     assert [(f.line, f.confidence) for f in found] == [(10, "likely")]
     assert "num_nodes=1 (not in experiment/default.yaml" in found[0].evidence
+
+
+def test_a_trainer_object_from_dict_builds_from_its_type_section(tmp_path: Path) -> None:
+    script = """
+import argparse
+import yaml
+from iglovikov_helper_functions.config_parsing.utils import object_from_dict
+parser = argparse.ArgumentParser()
+arg = parser.add_argument
+arg("-c", "--config_path", required=True)
+args = parser.parse_args()
+with open(args.config_path) as f:
+    hparams = yaml.load(f, Loader=yaml.SafeLoader)
+trainer = object_from_dict(hparams["trainer"], logger=None)
+trainer.fit(object_from_dict(hparams["model"]))
+"""
+    config = ("model:\n  type: unet.Unet\ntrainer:\n  type: pytorch_lightning.Trainer\n  gpus: 4\n"
+              "  distributed_backend: ddp\n")
+    found = layout_findings(tmp_path, {"train.py": script, "configs/run.yaml": config})
+    assert [(f.line, f.confidence) for f in found] == [(11, "likely")]
+    assert "gpus=4 (configs/run.yaml:5" in found[0].message
+    other = layout_findings(tmp_path / "other", {"train.py": script,
+                                                 "configs/run.yaml": config.replace("pytorch_lightning.Trainer",
+                                                                                    "mytrainer.Loop")})
+    assert other == []  # another class's section is not a Trainer's layout

@@ -1,4 +1,4 @@
-"""A LightningCLI's node count is the one its command line gives (orchestrator/doctor/layoutconfig.py): a
+"""A LightningCLI's node count is the one its command line gives (``argsconfig.CLI_ARGS``): a
 ``--trainer.num_nodes`` passed, else the last ``--config`` file's ``trainer.num_nodes``, else Lightning's 1. In front
 of a launch across nodes (feasibility.py) that count refuses or lets through the CLI's DDP023; ``orch doctor``, which
 knows no arguments, keeps the warning; a CLI with default config files or Trainer defaults of its own is not judged
@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.doctor import Finding, check_file
+from orchestrator.doctor.argsconfig import CLI_ARGS
 from orchestrator.doctor.feasibility import across_nodes
-from orchestrator.doctor.layoutconfig import CLI_CONFIG, cli_node_count
 
 CLI = """
 from pytorch_lightning.cli import LightningCLI
@@ -29,22 +29,9 @@ def _found(folder: Path, arguments: str = "run=False") -> list[Finding]:
     return [f for f in check_file(folder / "train.py") if f.code == "DDP023"]
 
 
-def test_the_node_count_comes_from_the_flags_then_the_last_config_then_lightnings_default(tmp_path: Path) -> None:
-    _found(tmp_path)
-    script = tmp_path / "train.py"
-    assert cli_node_count([], script) == 1
-    assert cli_node_count(["--config", "configs/train.yaml"], script) == 1
-    assert cli_node_count(["-c", "configs/two.yaml", "--trainer.max_epochs", "3"], script) == 2
-    assert cli_node_count(["--config=configs/two.yaml", "--config", "configs/train.yaml"], script) == 2  # kept
-    assert cli_node_count(["--trainer.num_nodes=4", "--config", "configs/two.yaml"], script) == 2  # the later wins
-    assert cli_node_count(["--config", "configs/two.yaml", "--trainer.num_nodes", "4"], script) == 4
-    assert cli_node_count(["--config", "configs/absent.yaml"], script) is None
-    assert cli_node_count(["--trainer.num_nodes", "${NNODES}"], script) is None
-
-
 def test_a_launch_across_nodes_is_refused_unless_the_arguments_give_its_node_count(tmp_path: Path) -> None:
     [found] = _found(tmp_path)
-    assert CLI_CONFIG in found.marks
+    assert found.args_config == CLI_ARGS
     assert [f.severity for f in across_nodes([found], 2, 8, [])] == ["error"]
     assert [f.severity for f in across_nodes([found], 2, 8, ["--config", str(tmp_path / "configs/train.yaml")])] == [
         "error"]
@@ -58,6 +45,6 @@ def test_a_launch_across_nodes_is_refused_unless_the_arguments_give_its_node_cou
 def test_a_cli_with_default_config_files_or_trainer_defaults_is_not_judged_by_its_arguments(tmp_path: Path) -> None:
     for i, arguments in enumerate(('run=False, parser_kwargs={"default_config_files": ["configs/two.yaml"]}',
                                    'run=False, trainer_defaults={"num_nodes": 2}')):
-        assert all(CLI_CONFIG not in f.marks for f in _found(tmp_path / str(i), arguments))
+        assert all(f.args_config is None for f in _found(tmp_path / str(i), arguments))
     omegaconf = _found(tmp_path / "omegaconf", 'parser_kwargs={"parser_mode": "omegaconf"}')
-    assert omegaconf and all(CLI_CONFIG in f.marks for f in omegaconf)
+    assert omegaconf and all(f.args_config == CLI_ARGS for f in omegaconf)

@@ -48,3 +48,27 @@ def test_a_list_of_spellings_without_default_or_type_is_no_declaration() -> None
     assert isinstance(call, ast.Call) and isinstance(spec, ast.Call)
     assert spelling(call) is None
     assert spelling(spec) == "--local-rank"
+
+
+BINDS = """\
+import argparse
+import os
+import torch
+import torch.distributed as dist
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=0)
+args = parser.parse_args()
+print("local rank", args.local_rank, int(os.environ["LOCAL_RANK"]))
+{fill}
+torch.cuda.set_device(args.local_rank)
+dist.init_process_group("nccl", init_method="env://")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda(), device_ids=[args.local_rank])
+"""
+
+
+def test_a_flag_that_binds_the_gpu_decides_though_local_rank_is_read_elsewhere(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(BINDS.format(fill=""), encoding="utf-8")
+    assert detect(read(script)).style == "local-rank-arg"  # without the flag every process binds GPU 0
+    script.write_text(BINDS.format(fill='args.local_rank = int(os.environ["LOCAL_RANK"])'), encoding="utf-8")
+    assert detect(read(script)).style == "env"  # the environment fills the flag's value

@@ -238,3 +238,30 @@ def test_an_attribute_given_two_values_is_not_followed(tmp_path: Path) -> None:
     script = write(tmp_path, {"experiments/train.py": source,
                               "configs/base.yaml": "experiment:\n  trainer:\n    strategy: ddp\n"})
     assert read(script, "self._exp_cfg.trainer") is None
+
+
+def test_the_options_that_name_the_file_and_the_keys_read_are_said(tmp_path: Path) -> None:
+    script = write(tmp_path, {"train.py": """
+import argparse
+from pathlib import Path
+import yaml
+from addict import Dict as Adict
+def get_args():
+    parser = argparse.ArgumentParser()
+    arg = parser.add_argument
+    arg("-c", "--config_path", type=Path, required=True)
+    return parser.parse_args()
+args = get_args()
+with args.config_path.open() as f:
+    config = Adict(yaml.load(f, Loader=yaml.SafeLoader))
+build(config.trainer.num_nodes)
+""", "configs/run.yaml": "trainer:\n  num_nodes: 1\n"})
+    found = read(script, "config.trainer.num_nodes")
+    assert found is not None
+    assert (found.value, found.by_default, found.options, found.keys) == (1, False, ("-c", "--config_path"),
+                                                                          ("trainer", "num_nodes"))
+    literal = write(tmp_path / "literal", {"train.py": "import yaml\ncfg = yaml.safe_load(open('run.yaml'))\n"
+                                                       "build(cfg['trainer']['num_nodes'])\n",
+                                           "run.yaml": "trainer:\n  num_nodes: 1\n"})
+    found = read(literal, "cfg['trainer']['num_nodes']")
+    assert found is not None and (found.by_default, found.options) == (True, ())  # written in: no option names it
