@@ -424,6 +424,9 @@ def test_launch_verdict_rule() -> None:
 # it, measured with the doctor of 5f45fdb): default output precision 0.64 (57 of 89), recall 0.32 (42 of 133), one error
 # finding, on a true pitfall its judge marks certain; --shown 0.71 (56 of 79); --all 0.54, 0.37; launch right or refused
 # 44 of 52 (style 50, framework 51).
+# Set 47 (55 scripts from 55 repositories, eleven judges, truth committed a8e5a99 on 2026-12-07 before the doctor ran on
+# it, measured with the doctor of 37ff1df): default output precision 0.68 (74 of 109), recall 0.31 (58 of 186), no
+# error finding; --shown 0.75 (69 of 92); --all 0.67, 0.35; launch right or refused 44 of 55 (style 50, framework 54).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -463,6 +466,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (44, 51, 0.59, 0.23, True),
     (45, 48, 0.62, 0.24, True),
     (46, 52, 0.63, 0.31, True),
+    (47, 55, 0.67, 0.30, True),
 ]
 
 
