@@ -107,12 +107,32 @@ def hydra_targets(configs: Sequence[tuple[Path, str]], shown_from: Path,
     for config, text in configs:
         for match in _TARGET.finditer(text):
             key, target = match.group(1), match.group(2)
-            framework = QUALIFIED.get(target) or (own or {}).get(target.rsplit(".", 1)[-1])
+            framework = QUALIFIED.get(target) or (own or {}).get(target.rsplit(".", 1)[-1]) or (
+                project_subclass(target, shown_from))
             if framework is not None and framework not in found:
                 line = text.count("\n", 0, match.start(2)) + 1
                 found[framework] = Framework(name=framework,  # type: ignore[arg-type]
                                              why=f"{_relative(config, shown_from)}:{line}: {key}: {target}")
     return list(found.values())
+
+
+def project_subclass(target: str, folder: Path) -> str | None:
+    """The framework of a project class a config names (``_target_: profam.utils.trainer.ProFamTrainer``, a
+    ``lightning.Trainer`` subclass in a module the script never imports), found as a file under the script's folder
+    or one of the two above it. Only a Trainer's or Fabric's name is looked up (a config names many classes)."""
+    parts = target.split(".")
+    if len(parts) < 2 or not any(word in parts[-1] for word in ("Trainer", "Fabric")):
+        return None
+    for base in [folder, *list(folder.parents)[:2]]:
+        module = base.joinpath(*parts[:-1]).with_suffix(".py")
+        parsed = _parse(module) if module.is_file() else None
+        if parsed is None:
+            continue
+        aliases = import_aliases(parsed[0])
+        cls = next((n for n in parsed[0].body if isinstance(n, ast.ClassDef) and n.name == parts[-1]), None)
+        bases = [QUALIFIED.get(qualified_name(b, aliases) or "") for b in cls.bases] if cls is not None else []
+        return next((b for b in bases if b is not None), None)
+    return None
 
 
 def project_classes(configs: Sequence[tuple[Path, str]], root: Path,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
-from orchestrator.doctor.hydratargets import CONFIG_BUILDERS
+from orchestrator.doctor.hydratargets import CONFIG_BUILDERS, project_subclass
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.configfiles import ConfigValue, project_config
 from orchestrator.source.configvalues import config_value
@@ -65,7 +65,9 @@ def configured_trainer(a: Analysis, call: ast.Call, lightning: bool) -> ConfigVa
     elif (key := CONFIG_BUILDERS.get(last_name(call.func) or "")) is not None and call.args:
         found = read_config(a, call.args[0])
         target = str(found.value.get(key, "")) if found is not None and isinstance(found.value, dict) else ""
-        if not (_TRAINER_TARGET[0] in target.split(".")[0] and target.endswith(_TRAINER_TARGET[1])):
+        script = a.project.script if a.project is not None else Path(a.filename)
+        if not ((_TRAINER_TARGET[0] in target.split(".")[0] and target.endswith(_TRAINER_TARGET[1])) or (
+                project_subclass(target, script.parent) == "lightning")):  # the project's own Trainer subclass
             return None
     else:
         return None

@@ -57,7 +57,8 @@ def shards_by_local_rank(a: Analysis, local: LocalTest) -> Iterator[Finding]:
         counts = [value for name, value in named if _COUNT.match(name)]
         if not any(_world_sized(a, value, 0) for value in counts):
             continue
-        index = next((value for name, value in named if _INDEX.match(name) and local(a, value, 0)), None)
+        index = next((value for name, value in named if _INDEX.match(name) and local(a, value, 0)
+                      and (function is None or _reads(function, name))), None)
         if index is not None:
             yield a.finding("DDP016", site.call, f"{ast.unparse(index)[:40]} holds the local rank, the shard count the "
                             "world size: from the second node on the nodes read the same shards", at=index)
@@ -83,6 +84,12 @@ def _named_arguments(call: ast.Call, function: FunctionNode | None) -> list[tupl
     if params[:1] in (["self"], ["cls"]):
         params = params[1:]
     return named + list(zip(params, call.args, strict=False))
+
+
+def _reads(function: FunctionNode, param: str) -> bool:
+    """The function reads its parameter ``param`` (WF-VAE's ``gather_valid_result(..., rank, world_size)`` never reads
+    its ``rank``: nothing is sharded by it)."""
+    return any(isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load) for n in ast.walk(function))
 
 
 def _sets_up(function: FunctionNode) -> bool:

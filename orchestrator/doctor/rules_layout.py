@@ -158,8 +158,9 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
         section = cli_trainer(a)
         return _config_layout(a, call, section, flags) if section is not None else None
     lightning = QUALIFIED.get(qualified) == "lightning" and not made
-    if lightning or (last_name(call.func) in CONFIG_BUILDERS and call.args):
-        section = configured_trainer(a, call, lightning)
+    spreads = QUALIFIED.get(qualified) in _LAYOUT_FRAMEWORKS and not made  # Fabric(**config.lightning) too
+    if spreads or (last_name(call.func) in CONFIG_BUILDERS and call.args):
+        section = configured_trainer(a, call, spreads)
         if section is not None:
             return _config_layout(a, call, section, flags)
     spread = [k.value for k in call.keywords if k.arg is None]

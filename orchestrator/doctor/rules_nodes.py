@@ -194,6 +194,8 @@ def _count_kind(a: Analysis, expr: ast.expr) -> str | None:
     envs = {a.ranks.env_key(n) for n in walked if isinstance(n, ast.expr)}
     if envs & NODES_ENV or _NODE_COUNT.match(last_name(expr) or ""):
         return "nodes"
+    if _accelerator_world(a, expr):
+        return "world"  # whatever the Accelerator was made with (its kwargs may count the local GPUs)
     if any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _DEVICE_COUNT for n in walked):
         return None  # world_size = torch.cuda.device_count(): equal by construction
     if envs & WORLD_ENV or any(isinstance(n, ast.Call) and a.module.qualname(n.func) in _WORLD_CALLS
@@ -201,6 +203,16 @@ def _count_kind(a: Analysis, expr: ast.expr) -> str | None:
         return "world"
     name = (last_name(expr) or "").lower()
     return "world" if "world" in name and "local" not in name and "LOCAL_WORLD_SIZE" not in envs else None
+
+
+def _accelerator_world(a: Analysis, expr: ast.expr) -> bool:
+    """``accelerator.num_processes``: Accelerate's count of every process of the run (the world), on an object bound to
+    ``Accelerator(...)`` (or named ``accelerator``)."""
+    if not (isinstance(expr, ast.Attribute) and expr.attr == "num_processes" and isinstance(expr.value, ast.Name)):
+        return False
+    _, value = a.module.resolve(expr.value.id, expr.value)
+    made = isinstance(value, ast.Call) and (a.module.qualname(value.func) or "").endswith("Accelerator")
+    return made or expr.value.id == "accelerator"
 
 
 def _matches(a: Analysis, expr: ast.expr, wanted: str) -> bool:

@@ -45,7 +45,10 @@ def saved_wrapper(a: Reading, expr: ast.expr, depth: int = 0) -> str | None:
     """The name of the DDP wrapper ``expr`` saves (itself or its state_dict()), if it does; in a helper also the
     parameter the script fills with its wrapper (``save_model(net, ...)`` after ``net = DDP(net)``), through the names
     the saved value is built from there (``sd = net.state_dict()``, ``state = {"model": sd}``)."""
+    rewritten = _rewritten_keys(expr)
     for node in walk(expr):
+        if id(node) in rewritten:
+            continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "state_dict":
             # through names only the helper's parameter counts: a script's `state = dict(model=model.state_dict())`
             # is a resume checkpoint the script loads back into its wrapper (judged no pitfall in the corpus)
@@ -64,6 +67,27 @@ def saved_wrapper(a: Reading, expr: ast.expr, depth: int = 0) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def _rewritten_keys(expr: ast.expr) -> set[int]:
+    """The parts of a saved value whose keys are not the wrapper's: a dict comprehension that rewrites each key
+    (``{".".join(k.split(".")[1:]): v for k, v in model.state_dict().items()}``), and the other side of an if/else
+    whose one side unwraps (``model.module.state_dict() if world_size > 1 else model.state_dict()``: the else is the
+    run without a wrapper)."""
+    out: set[int] = set()
+    for node in walk(expr):
+        if isinstance(node, ast.DictComp) and not isinstance(node.key, ast.Name):
+            out.update(id(n) for n in walk(node))
+        elif isinstance(node, ast.IfExp):
+            for side, other in ((node.body, node.orelse), (node.orelse, node.body)):
+                if _unwraps(side):
+                    out.update(id(n) for n in walk(other))
+    return out
+
+
+def _unwraps(expr: ast.expr) -> bool:
+    return any((isinstance(n, ast.Attribute) and n.attr == "module") or (
+        isinstance(n, ast.DictComp) and not isinstance(n.key, ast.Name)) for n in walk(expr))
 
 
 def _passed_wrapper(a: Reading, expr: ast.expr) -> bool:

@@ -17,6 +17,7 @@ function is the app's composed config (``hydraconfig.py``).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +34,7 @@ _WRAPPERS = frozenset({"AttrDict", "EasyDict", "edict", "Adict", "Munch", "munch
                        "SimpleNamespace", "Namespace", "create", "DictConfig", "ConfigDict", "dict", "deepcopy", "copy",
                        "merge", "to_container", "instantiate"})  # merge(cfg, overrides): the first is the config
 _DEPTH = 12
+_CONFIG_DEST = re.compile(r"^(config|cfg|conf|config_file|config_path|cfg_file|cfg_path|yaml|yaml_path)$")
 # folders above the script where the project's root is looked for, for a config path the user passes (``python
 # scripts/train.py -c config/task.yaml`` from the root: the files are beside ``scripts/``, not below it)
 _ABOVE = 3
@@ -80,7 +82,10 @@ def _unaliased(module: Module, expr: ast.expr) -> ast.expr:
     wrapper of the section, ``copy.deepcopy(cfg.trainer)``): the chain the name was given."""
     for _ in range(_DEPTH):
         if not isinstance(expr, ast.Name):
-            return _from_attribute(module, expr)
+            rebuilt = _from_attribute(module, expr)
+            if not isinstance(rebuilt, ast.Name):
+                return rebuilt
+            expr = rebuilt  # self.trainer_cfg given a name (trainer_cfg = cfg["trainer"]): that name's chain
         value = _assigned(module, expr)
         if isinstance(value, ast.IfExp) and (_fallback(value.body) or _fallback(value.orelse)):
             value = value.orelse if _fallback(value.body) else value.body  # the section, else {}
@@ -107,7 +112,7 @@ def _from_attribute(module: Module, expr: ast.expr) -> ast.expr:
         current = current.value
     if not (isinstance(current, ast.Name) and current.id == "self" and links and isinstance(links[-1], ast.Attribute)):
         return expr
-    values = module.values_anywhere(f"self.{links[-1].attr}")
+    values = module.values_anywhere(f"self.{links[-1].attr}") or _dataclass_field(module, expr, links[-1].attr)
     value = values[0] if len(values) == 1 else None
     if not isinstance(value, ast.Attribute | ast.Subscript | ast.Name) or value is expr:
         return expr
@@ -117,6 +122,20 @@ def _from_attribute(module: Module, expr: ast.expr) -> ast.expr:
             link, ast.Attribute) else ast.copy_location(ast.Subscript(value=rebuilt, slice=link.slice, ctx=ast.Load()),
                                                         link)
     return rebuilt
+
+
+def _dataclass_field(module: Module, expr: ast.expr, field: str) -> list[ast.expr]:
+    """What the file's calls of the ``@dataclass`` class ``expr`` is read in pass for its ``field``
+    (``Experiment(trainer_cfg=cfg["trainer"])`` for ``self.trainer_cfg``)."""
+    cls = module.parents.get(expr)
+    while cls is not None and not isinstance(cls, ast.ClassDef):
+        cls = module.parents.get(cls)
+    if cls is None or not any(last_name(d.func if isinstance(d, ast.Call) else d) == "dataclass"
+                              for d in cls.decorator_list) or not any(
+            isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == field for s in cls.body):
+        return []
+    return [k.value for n in module.nodes if isinstance(n, ast.Call) and last_name(n.func) == cls.name
+            for k in n.keywords if k.arg == field]
 
 
 def _assigned(module: Module, name: ast.Name) -> ast.expr | None:
@@ -338,7 +357,8 @@ def _path_of(module: Module, expr: ast.expr, depth: int) -> _Path | None:
 
 def _flag_path(module: Module, dest: str) -> _Path | None:
     """``args.config``: the default of ``add_argument("--config", ...)`` (no default or an empty one: the flag; also
-    through a name bound to ``add_argument``)."""
+    through a name bound to ``add_argument``); a flag declared in no add_argument here and named as a config file
+    (``args.config`` of a helper's ``parse_args()``): a file the user passes."""
     for node in module.nodes:
         if isinstance(node, ast.Call) and _adds_argument(module, node.func):
             flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
@@ -348,7 +368,9 @@ def _flag_path(module: Module, dest: str) -> _Path | None:
                 if isinstance(default, ast.Constant) and isinstance(default.value, str) and default.value:
                     return _Path(default.value, tuple(flags))
                 return _Path(None, tuple(flags))
-    return None
+    # declared elsewhere (``args = parse_args()`` of a project helper): a config path by its name is the user's to pass
+    return _Path(None, tuple(dict.fromkeys((f"--{dest}", f"--{dest.replace('_', '-')}")))) if (
+        _CONFIG_DEST.search(dest)) else None
 
 
 def _adds_argument(module: Module, func: ast.expr) -> bool:

@@ -109,6 +109,21 @@ def test_a_trainer_hydra_instantiates_from_a_config(tmp_path: Path) -> None:
     assert "lightning" not in {f.name for f in read_frameworks(script)}
 
 
+def test_a_project_trainer_subclass_a_config_names_in_a_module_never_imported(tmp_path: Path) -> None:
+    """ProFam's ``_target_: profam.utils.trainer.ProFamTrainer``: a ``lightning.Trainer`` subclass in a module the
+    script does not import, found from the script's folder or one above it."""
+    (tmp_path / "proj" / "utils").mkdir(parents=True)
+    (tmp_path / "proj" / "utils" / "trainer.py").write_text(
+        "from lightning import Trainer\nclass ProjTrainer(Trainer):\n    pass\nclass Helper:\n    pass\n")
+    script = _hydra_app(tmp_path / "proj", "proj.utils.trainer.ProjTrainer",
+                        "trainer = hydra.utils.instantiate(config.trainer)")
+    assert {f.name: f.why for f in read_frameworks(script)}["lightning"] == (
+        "configs/config.yaml:2: _target_: proj.utils.trainer.ProjTrainer")
+    script = _hydra_app(tmp_path / "proj", "proj.utils.trainer.OtherTrainer",  # not a class of that module
+                        "trainer = hydra.utils.instantiate(config.trainer)")
+    assert "lightning" not in {f.name for f in read_frameworks(script)}
+
+
 @pytest.mark.parametrize(("builder", "key"), [
     ("from iglovikov_helper_functions.config_parsing.utils import object_from_dict", "type"),
     ("from ldm.util import instantiate_from_config", "target")])

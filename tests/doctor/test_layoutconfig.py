@@ -343,3 +343,45 @@ trainer.fit(object_from_dict(hparams["model"]))
                                                  "configs/run.yaml": config.replace("pytorch_lightning.Trainer",
                                                                                     "mytrainer.Loop")})
     assert other == []  # another class's section is not a Trainer's layout
+
+
+def test_a_hydra_trainer_of_the_projects_own_subclass_takes_its_sections_layout(tmp_path: Path) -> None:
+    script = """
+import hydra
+@hydra.main(version_base="1.3", config_path="configs", config_name="train.yaml")
+def main(cfg):
+    trainer = hydra.utils.instantiate(cfg.trainer, callbacks=[])
+    trainer.fit(object())
+main()
+"""
+    config = "trainer:\n  _target_: proj.utils.trainer.ProjTrainer\n  devices: auto\n  strategy: ddp\n  num_nodes: 1\n"
+    files = {"proj/train.py": script, "proj/configs/train.yaml": config,
+             "proj/utils/trainer.py": "from lightning import Trainer\nclass ProjTrainer(Trainer):\n    pass\n"}
+    found = layout_findings(tmp_path, files)
+    assert [(f.line, f.confidence) for f in found] == [(5, "likely")]
+    assert "num_nodes=1 (configs/train.yaml:5" in found[0].message
+    files["proj/utils/trainer.py"] = "class ProjTrainer:\n    pass\n"  # not Lightning's
+    assert layout_findings(tmp_path / "other", files) == []
+
+
+def test_a_fabric_spread_from_a_config_a_helpers_parser_names(tmp_path: Path) -> None:
+    """naifu's ``pl.Fabric(strategy=strategy, **config.lightning)`` with ``config = OmegaConf.load(args.config)`` and
+    ``args`` from the project's ``parse_args()``: the flag named as a config is a file the user passes."""
+    script = """
+import lightning as pl
+from omegaconf import OmegaConf
+from common.utils import parse_args
+args = parse_args()
+config = OmegaConf.load(args.config)
+fabric = pl.Fabric(strategy="ddp", **config.lightning)
+fabric.launch()
+"""
+    helper = "import argparse\ndef parse_args():\n    p = argparse.ArgumentParser()\n" \
+             "    p.add_argument('--config', required=True)\n    return p.parse_args()\n"
+    config = "lightning:\n  accelerator: gpu\n  devices: -1\n"
+    found = layout_findings(tmp_path, {"train.py": script, "common/utils.py": helper, "config/run.yaml": config})
+    assert [(f.line, f.confidence) for f in found] == [(7, "likely")]
+    assert found[0].args_config is not None and found[0].args_config.options == ("--config",)
+    renamed = script.replace("args.config", "args.lr")  # not named as a config: not read
+    assert layout_findings(tmp_path / "other", {"train.py": renamed, "common/utils.py": helper,
+                                                "config/run.yaml": config}) == []

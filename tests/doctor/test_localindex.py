@@ -61,6 +61,14 @@ def test_the_local_rank_as_the_shard_of_the_world_sizes_shards_is_reported(tmp_p
     assert _ddp016(tmp_path, "local_rank") == [13]
 
 
+def test_a_rank_parameter_the_function_never_reads_shards_nothing(tmp_path: Path) -> None:
+    """WF-VAE's ``gather_valid_result(..., rank, dist.get_world_size())`` all-gathers and never reads ``rank``."""
+    unread = _HELPERS.replace("if i % num_shards == shard_index]", "]")
+    (tmp_path / "helpers.py").write_text(unread)
+    (tmp_path / "train.py").write_text(_SCRIPT.format(rank="local_rank"))
+    assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == []
+
+
 @pytest.mark.parametrize("rank", ["dist.get_rank()", "int(os.environ['RANK'])"])
 def test_the_global_rank_as_the_shard_is_right(tmp_path: Path, rank: str) -> None:
     assert _ddp016(tmp_path, rank) == []

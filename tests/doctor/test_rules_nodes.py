@@ -71,6 +71,9 @@ def test_other_rendezvous_are_not_ddp021(method: str) -> None:
     # MicroNet's: the GPUs this machine's CUDA_VISIBLE_DEVICES lists, through a name
     "devices = os.environ.get('CUDA_VISIBLE_DEVICES')\nn_gpus = len(devices.split(','))\n"
     "assert int(os.environ['WORLD_SIZE']) == n_gpus",
+    # GenPercept's: Accelerate's num_processes is the world, whatever the Accelerator was made with
+    "from accelerate import Accelerator\nnum_gpu = torch.cuda.device_count()\n"
+    "accelerator = Accelerator(gradient_accumulation_steps=8 // num_gpu)\nassert num_gpu == accelerator.num_processes",
 ])
 def test_a_one_node_check(check: str) -> None:
     assert codes(f"{check}\n") == ["DDP022"], check
@@ -86,6 +89,7 @@ def test_a_one_node_check(check: str) -> None:
     "assert int(os.environ['LOCAL_RANK']) < torch.cuda.device_count()",
     "if args.local_rank == dist.get_rank():\n    raise RuntimeError('equal')",  # raises only when they are equal
     "assert int(os.environ['WORLD_SIZE']) == len(args.gpus.split(','))",  # a flag's list, not this machine's
+    "assert args.num_processes == torch.cuda.device_count()",  # a flag of that name: a spawner's own count
 ])
 def test_checks_that_hold_on_many_nodes_are_not_ddp022(check: str) -> None:
     assert codes(f"{check}\n") == [], check

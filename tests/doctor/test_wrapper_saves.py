@@ -65,3 +65,21 @@ def test_the_prefix_named_outside_a_string_or_outside_the_imports_is_not_enough(
     assert len(_wrapper_saves(_repository(tmp_path / "other", {"utils/model_utils.py": other}))) == 1
     apart = {"utils/model_utils.py": "import os\n", "tools/convert.py": STRIPS}
     assert len(_wrapper_saves(_repository(tmp_path / "apart", apart))) == 1
+
+
+def test_a_save_that_unwraps_on_its_distributed_side_or_rewrites_the_keys_is_not_the_wrappers(tmp_path: Path) -> None:
+    """``model.module.state_dict() if world_size > 1 else model.state_dict()`` saves the bare model's keys (the else
+    is the run without a wrapper); a comprehension that rewrites each key drops the prefix itself."""
+    bare = {"utils/model_utils.py": "import os\n"}
+    for i, saved in enumerate(['model.module.state_dict() if dist.get_world_size() > 1 else model.state_dict()',
+                               '{"model": model.state_dict() if rank < 0 else model.module.state_dict()}',
+                               '{".".join(k.split(".")[1:]): v for k, v in model.state_dict().items()}']):
+        root = tmp_path / str(i)
+        _repository(root, bare)
+        (root / "train.py").write_text(TRAIN.replace("torch.save(model.state_dict(),", f"torch.save({saved},"))
+        assert _wrapper_saves(root / "train.py") == [], saved
+    root = tmp_path / "plain"
+    _repository(root, bare)
+    (root / "train.py").write_text(TRAIN.replace("torch.save(model.state_dict(),",
+                                                 "torch.save({k: v for k, v in model.state_dict().items()},"))
+    assert len(_wrapper_saves(root / "train.py")) == 1  # the keys kept as they are

@@ -265,3 +265,30 @@ build(config.trainer.num_nodes)
                                            "run.yaml": "trainer:\n  num_nodes: 1\n"})
     found = read(literal, "cfg['trainer']['num_nodes']")
     assert found is not None and (found.by_default, found.options) == (True, ())  # written in: no option names it
+
+
+def test_a_section_handed_to_a_dataclass_field_is_read_through_self(tmp_path: Path) -> None:
+    script = write(tmp_path, {"train.py": """
+from dataclasses import dataclass
+import yaml
+@dataclass
+class Experiment:
+    trainer_cfg: dict
+    seed: int = 0
+    def __call__(self):
+        build(**self.trainer_cfg)
+def main():
+    cfg = yaml.safe_load(open("conf/run.yaml"))
+    trainer_cfg = cfg["trainer"]
+    Experiment(trainer_cfg=trainer_cfg, seed=1)()
+""", "conf/run.yaml": "trainer:\n  devices: auto\n"})
+    module = Module(ast.parse(script.read_text()))
+    expr = next(n for n in module.nodes if isinstance(n, ast.Attribute) and ast.unparse(n) == "self.trainer_cfg")
+    found = config_value(module, script, expr, holding=frozenset({"devices"}))
+    assert found is not None
+    assert (found.value, found.keys, found.by_default) == ({"devices": "auto"}, ("trainer",), True)
+    plain = script.read_text().replace("@dataclass\n", "")  # not a dataclass: the call's keyword is no field
+    (tmp_path / "plain.py").write_text(plain)
+    module = Module(ast.parse(plain))
+    expr = next(n for n in module.nodes if isinstance(n, ast.Attribute) and ast.unparse(n) == "self.trainer_cfg")
+    assert config_value(module, tmp_path / "plain.py", expr, holding=frozenset({"devices"})) is None
