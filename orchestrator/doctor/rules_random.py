@@ -10,6 +10,7 @@ a sampler's indices or a loader's data.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
@@ -23,6 +24,8 @@ _DRAWS = {"torch.randperm": "torch", "numpy.random.permutation": "numpy", "np.ra
           "random.shuffle": "random", "numpy.random.shuffle": "numpy", "np.random.shuffle": "numpy",
           "random.sample": "random"}
 # seeding calls, by the random state they seed ("*": all of them, as the frameworks' helpers do)
+# per file read: the states it seeds alike (``seeded_states``)
+_SEEDED: weakref.WeakKeyDictionary[Analysis, frozenset[str]] = weakref.WeakKeyDictionary()
 _SEEDS = {"torch.manual_seed": "torch", "torch.random.manual_seed": "torch", "torch.cuda.manual_seed_all": "",
           "numpy.random.seed": "numpy", "np.random.seed": "numpy", "random.seed": "random"}
 _SEED_HELPERS = ("seed_everything", "set_seed", "fix_random_seeds", "set_random_seed", "seed_all", "init_seeds",
@@ -33,7 +36,7 @@ _CONSUMERS = ("Subset", "Sampler", "DataLoader", "random_split", "Dataset", "sel
 def check_splits(a: Analysis) -> Iterator[Finding]:
     if not a.data_parallel:
         return
-    seeded = _seeded_states(a)
+    seeded = seeded_states(a)
     for site in a.flow.sites:
         if site.qual in _SPLITS or (site.qual or "").endswith(".random_split"):
             if any(k.arg == "generator" for k in site.call.keywords) or len(site.call.args) >= 3 or "torch" in seeded:
@@ -62,9 +65,16 @@ def _dataset_shuffle(a: Analysis, site: Site) -> bool:
             and any(word in ast.unparse(func.value).lower() for word in ("data", "train", "ds", "set", "split")))
 
 
-def _seeded_states(a: Analysis) -> set[str]:
+def seeded_states(a: Analysis) -> frozenset[str]:
     """The random states the script seeds alike on every rank (a seed that depends on the rank does not
-    count), itself or through a helper of the project ("*": a seeding helper, taken to seed them all)."""
+    count), itself or through a helper of the project ("*": a seeding helper, taken to seed them all); worked out once
+    per file read (each save's path asks: ``save_paths.per_process``)."""
+    if a not in _SEEDED:
+        _SEEDED[a] = frozenset(_seeded_states(a))
+    return _SEEDED[a]
+
+
+def _seeded_states(a: Analysis) -> set[str]:
     seeded: set[str] = set()
     for site in a.flow.sites:
         q = site.qual or ""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.framework_saves import script_arguments
-from orchestrator.doctor.rules_random import _seeded_states
+from orchestrator.doctor.rules_random import seeded_states
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.names import dotted, last_name
 from orchestrator.source.walk import walk
@@ -85,7 +85,7 @@ def _default_log_dir(a: Reading, node: ast.AST) -> bool:
 def per_process(a: Analysis, path: ast.expr) -> bool:
     """The path holds a name each process draws for itself (``uuid4()``, ``os.getpid()``, ``random.choices(...)``
     with Python's random state seeded nowhere): every rank writes a file of its own."""
-    unseeded = {state for state in ("random", "numpy") if state not in _seeded_states(a)}
+    unseeded = {state for state in ("random", "numpy") if state not in seeded_states(a)}
 
     def draws(qual: str) -> bool:
         module, _, name = qual.rpartition(".")

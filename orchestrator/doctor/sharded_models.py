@@ -11,6 +11,7 @@ not: its forward syncs buffers only with gradients on and buffers to sync, which
 from __future__ import annotations
 
 import ast
+import weakref
 
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.flow import Site
@@ -25,6 +26,7 @@ _GATHERING = frozenset({"state_dict", "summon_full_params"})
 _STATIC = frozenset({f"{_FSDP}.{m}" for m in ("full_optim_state_dict", "optim_state_dict", "summon_full_params")})
 # a state dict type whose state_dict() gathers nothing: each rank's own flat shard
 _LOCAL_TYPE = "LOCAL_STATE_DICT"
+_LOCAL: weakref.WeakKeyDictionary[Analysis, bool] = weakref.WeakKeyDictionary()  # per file read: _local_state_dicts
 
 
 def sharded_collective(a: Analysis, site: Site) -> ast.Call | None:
@@ -101,5 +103,8 @@ def _handed_models(a: Analysis, call: ast.Call, target: FunctionNode) -> frozens
 
 
 def _local_state_dicts(a: Analysis) -> bool:
-    """The file sets ``StateDictType.LOCAL_STATE_DICT``: its state dicts are each rank's own shard."""
-    return any(isinstance(n, ast.Attribute) and n.attr == _LOCAL_TYPE for n in a.module.nodes)
+    """The file sets ``StateDictType.LOCAL_STATE_DICT``: its state dicts are each rank's own shard (looked up once
+    per file read)."""
+    if a not in _LOCAL:
+        _LOCAL[a] = any(isinstance(n, ast.Attribute) and n.attr == _LOCAL_TYPE for n in a.module.nodes)
+    return _LOCAL[a]
