@@ -36,13 +36,8 @@ def args_config(a: Analysis, found: ConfigValue, keys: tuple[str, ...], missing:
 def _set_elsewhere(a: Analysis, key: str) -> bool:
     """The script or a helper its calls reach stores ``key`` (``cfg.trainer.num_nodes = ...``,
     ``cfg["num_nodes"] = ...``) or names it in a string (an ``add_argument("--num_nodes")``, a dotlist)."""
-    root = a.outer if a.outer is not None else a
-    trees = [root.module.tree, a.module.tree]
-    if root.project is not None:
-        list(root.helper_quals)  # the helpers the script's calls reach (read anyway)
-        trees += [m.tree for _, m in root.project.helpers()]
-    for tree in trees:
-        for node in ast.walk(tree):
+    for module in a.read_modules():
+        for node in module.nodes:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and key in node.value:
                 return True
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr == key:

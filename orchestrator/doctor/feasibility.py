@@ -65,8 +65,8 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
     for finding in findings:
         why = ACROSS_NODES.get(finding.code) or next(
             (text for mark, text in _DDP008_WHY.items() if finding.code == "DDP008" and mark in finding.marks), None)
-        passed = node_count(finding.args_config, args, Path(finding.file)) if (
-            finding.args_config is not None and args is not None) else None  # the node count the arguments give
+        passed = node_count(finding.args_config, args, Path(finding.file)) if (  # the count the arguments give
+            nodes > 1 and finding.args_config is not None and args is not None) else None
         sure = finding.confidence != "possible" or passed is not None
         if nodes > 1 and why is not None and sure and OFF_SLURM not in finding.marks and (
                 not (finding.code == "DDP010" and _modulo(finding))) and not (

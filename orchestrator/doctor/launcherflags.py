@@ -78,9 +78,5 @@ LAUNCHER_READS = {
 
 def reads_env(a: Reading, names: tuple[str, ...]) -> bool:
     """The script's project reads one of the launcher's variables ``names`` anywhere."""
-    root = a.outer if a.outer is not None else a
-    modules = [root.module, a.module]
-    if root.project is not None:
-        list(root.helper_quals)
-        modules += [module for _, module in root.project.helpers()]
-    return any(isinstance(node, ast.Constant) and node.value in names for module in modules for node in module.nodes)
+    return any(isinstance(node, ast.Constant) and node.value in names for module in a.read_modules()
+               for node in module.nodes)

@@ -106,12 +106,7 @@ def spelling(call: ast.Call) -> str | None:
 
 def _project_trees(a: Analysis) -> list[ast.Module]:
     """The script's and the local modules' of its project that were read (the helpers it calls)."""
-    root = a.outer if a.outer is not None else a
-    trees = [a.module.tree] if root is a else [a.module.tree, root.module.tree]
-    list(root.helper_quals)  # read the helpers the script calls
-    if root.project is not None:
-        trees += [module.tree for _, module in root.project.helpers()]
-    return trees
+    return [module.tree for module in a.read_modules()]
 
 
 def _flag_used(trees: list[ast.Module]) -> bool:

@@ -97,6 +97,14 @@ class Analysis:
     def helper_sites(self, wanted: frozenset[str]) -> list[Site]:
         return [site for site in self.flow.sites if self.helper_reaches(site, wanted)]
 
+    def read_modules(self) -> list[Module]:
+        """This file's module, the script's (when this file is a helper it calls) and the project modules the
+        script's calls reach (read here if not yet): where a rule looks for what the project does anywhere."""
+        root = self.outer if self.outer is not None else self
+        list(root.helper_quals)  # reads the helpers the script's calls reach
+        helpers = [module for _, module in root.project.helpers()] if root.project is not None else []
+        return [self.module, *([root.module] if root is not self else []), *helpers]
+
     @cached_property
     def helper_quals(self) -> frozenset[str]:
         """Every qualified name reached through the project's helpers the script calls."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from orchestrator.doctor import Finding, check_file
 
 
@@ -14,20 +16,15 @@ def layout_findings(tmp_path: Path, text: str) -> list[Finding]:
     return [f for f in check_file(tmp_path / "train.py") if f.code == "DDP023"]
 
 
-def test_a_parameters_default_fixes_the_device_count(tmp_path: Path) -> None:
-    found = layout_findings(tmp_path, """
+@pytest.mark.parametrize(("script", "line", "said"), [
+    ("""
 import lightning.pytorch as pl
 def main(devices=4):
     trainer = pl.Trainer(devices=devices, strategy="ddp")
     trainer.fit(object())
 main()
-""")
-    assert [(f.line, f.confidence) for f in found] == [(4, "certain")]
-    assert "devices=4 (main's devices defaults to 4: a parameter's default)" in found[0].message
-
-
-def test_a_flags_default_is_read_through_int(tmp_path: Path) -> None:
-    found = layout_findings(tmp_path, """
+""", 4, "devices=4 (main's devices defaults to 4: a parameter's default)"),
+    ("""
 import argparse
 import lightning.pytorch as pl
 p = argparse.ArgumentParser()
@@ -35,9 +32,13 @@ p.add_argument("--gpus", type=int, default=2)
 args = p.parse_args()
 trainer = pl.Trainer(devices=int(args.gpus), strategy="ddp")
 trainer.fit(object())
-""")
-    assert [(f.line, f.confidence) for f in found] == [(7, "certain")]
-    assert "devices=2 (--gpus defaults to 2" in found[0].message
+""", 7, "devices=2 (--gpus defaults to 2"),  # a flag's default, read through int()
+])
+def test_a_parameters_or_flags_default_fixes_the_device_count(tmp_path: Path, script: str, line: int,
+                                                                said: str) -> None:
+    found = layout_findings(tmp_path, script)
+    assert [(f.line, f.confidence) for f in found] == [(line, "certain")]
+    assert said in found[0].message
 
 
 def test_the_side_of_an_if_else_a_flag_sets_is_the_one_said(tmp_path: Path) -> None:
