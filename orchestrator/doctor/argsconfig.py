@@ -1,8 +1,9 @@
 """The node count a script's arguments give a framework layout read from a config file (DDP023 across nodes,
 ``feasibility.py``): ``orch submit JOB --nodes 2 -- --config configs/x.yaml`` runs the Trainer section of
 ``configs/x.yaml``, so its ``num_nodes`` (or Lightning's 1 where it leaves it out) is certain once the arguments are
-known; an override (``trainer.num_nodes=2``, ``--trainer.num_nodes 2``) wins. Pure: the files are parsed as data,
-the script is never run.
+known; an override (``trainer.num_nodes=2``, ``--trainer.num_nodes 2``) wins. A Hydra app's command line composes
+its config as Hydra would (``experiment=pretraining trainer=ddp trainer.num_nodes=2``: ``hydraoverrides.py``). Pure:
+the files are parsed as data, the script is never run.
 
 ``args_config`` says, at the rule, whether the arguments can decide: only where the config is the one the script's
 own option names and nothing in the script or the helpers it calls sets the count by another way (a store to
@@ -17,7 +18,8 @@ from pathlib import Path
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import ArgsConfig
 from orchestrator.source.configfiles import ConfigValue, value_at
-from orchestrator.source.hydraconfig import config_bases
+from orchestrator.source.hydraconfig import compose, config_bases
+from orchestrator.source.hydraoverrides import apply_values, read_overrides
 
 # a LightningCLI's: ``--config``/``-c`` files merge in order, ``--trainer.num_nodes`` overrides, else Lightning's 1
 CLI_ARGS = ArgsConfig(("--config", "-c"), ("trainer", "num_nodes"), missing=1, unnamed=1, merged=True)
@@ -28,9 +30,9 @@ def args_config(a: Analysis, found: ConfigValue, keys: tuple[str, ...], missing:
                 unnamed: int | None) -> ArgsConfig | None:
     """Where the arguments give the node count ``found``'s file holds at ``keys`` (the section's keys and the
     count's), when the command line may name the file and the script sets the count no other way (None)."""
-    if not found.options or _set_elsewhere(a, keys[-1]):
+    if not (found.options or found.hydra) or _set_elsewhere(a, keys[-1]):
         return None
-    return ArgsConfig(found.options, keys, missing, unnamed)
+    return ArgsConfig(found.options, keys, missing, unnamed, hydra=found.hydra)
 
 
 def _set_elsewhere(a: Analysis, key: str) -> bool:
@@ -49,6 +51,8 @@ def node_count(config: ArgsConfig, args: Sequence[str], script: Path) -> tuple[i
     """The node count ``args`` give (None: not known here: a file not found, a count not a number, an argument
     that may set it another way) and where it comes from, said for the refusal."""
     dotted = ".".join(config.keys)
+    if config.hydra is not None:
+        return _hydra_count(config, config.hydra, args)
     count: object = config.unnamed
     said = "no config file named in the arguments"
     i = 0
@@ -99,3 +103,32 @@ def _path(value: str, script: Path) -> Path | None:
         return None
     candidates = [Path(value), *(base / value for base in config_bases(script.resolve().parent))]
     return next((p for p in candidates if p.is_file()), None)
+
+
+def _hydra_count(config: ArgsConfig, app: tuple[Path, str], args: Sequence[str]) -> tuple[int | None, str]:
+    """The node count of the Hydra app's config composed with ``args`` (``experiment=pretraining trainer=ddp``,
+    ``trainer.num_nodes=2``): in the section, else ``missing`` (Lightning's 1) where the section leaves it out."""
+    folder, name = app
+    overrides = read_overrides(args, folder)
+    dotted = ".".join(config.keys)
+    if overrides.unfollowed:
+        return None, f"{overrides.unfollowed} not read"
+    composed = compose(folder, overrides.name or name, overrides.choices)
+    given = " ".join(a for a in args if not a.startswith("hydra.")) or "no override"
+    if composed is None:
+        return None, f"the Hydra config with {given} not composed"
+    apply_values(composed.data, overrides.values)
+    section: object = composed.data
+    for key in config.keys[:-1]:
+        section = section.get(key) if isinstance(section, dict) else None
+    if not isinstance(section, dict):
+        return None, f"no {'.'.join(config.keys[:-1])} section in the Hydra config with {given}"
+    if config.keys[-1] in section:
+        count = section[config.keys[-1]]
+        said = f"{dotted}={count} in the Hydra config with {given}"
+    else:
+        count, said = config.missing, f"{dotted} left out of the Hydra config with {given}: {config.missing}"
+    try:
+        return int(str(count)), said
+    except ValueError:
+        return None, said

@@ -38,7 +38,8 @@ from orchestrator.doctor.catalog import Severity
 from orchestrator.doctor.confidence import at_most, measured_weak
 from orchestrator.doctor.findings import DoctorInputError, DoctorSkipped, Finding
 from orchestrator.source.branches import main_guard
-from orchestrator.source.names import Module, last_name
+from orchestrator.source.exprnames import last_name
+from orchestrator.source.names import Module
 from orchestrator.source.project import Project
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source

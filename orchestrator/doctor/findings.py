@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from orchestrator.doctor.catalog import CATALOG, Severity
 from orchestrator.doctor.confidence import Confidence, default_confidence, shown
@@ -36,6 +37,7 @@ class ArgsConfig:
     missing: int | None = None
     unnamed: int | None = None
     merged: bool = False
+    hydra: tuple[Path, str] | None = None  # a Hydra app's config folder and name: its command line composes the config
 
 
 @dataclass(frozen=True, order=True)

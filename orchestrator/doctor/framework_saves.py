@@ -16,8 +16,9 @@ from typing import Literal
 
 from orchestrator.doctor.frameworknames import QUALIFIED
 from orchestrator.source.analysis import Analysis
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import FunctionNode, Module, dotted, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
 
 # The frameworks whose launch runs the script's own code on every rank, as the findings name them.

@@ -11,7 +11,7 @@ import ast
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.frameworknames import QUALIFIED
 from orchestrator.source.analysis import FRAMEWORK_SETUP
-from orchestrator.source.names import last_name
+from orchestrator.source.exprnames import last_name
 
 _BINDERS = frozenset(q for q, framework in QUALIFIED.items() if framework in ("lightning", "fabric", "accelerate"))
 _DEVICES = frozenset({"accelerate.Accelerator.device", "lightning.fabric.Fabric.device"})

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.source.names import FunctionNode, Module, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.project import Project
 from orchestrator.source.walk import walk
 

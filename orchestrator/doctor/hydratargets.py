@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.doctor.frameworknames import QUALIFIED, import_aliases, qualified_name
-from orchestrator.source.names import last_name
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.walk import walk
 from orchestrator.spec.framework import Framework
 from orchestrator.spec.pysource import UnreadableSource, parse_source

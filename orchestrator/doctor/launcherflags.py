@@ -9,7 +9,7 @@ import ast
 
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import declared_flags
-from orchestrator.source.names import dotted, last_name
+from orchestrator.source.exprnames import dotted, last_name
 
 
 def default_flag(a: Reading, expr: ast.expr, depth: int = 0) -> str | None:
@@ -41,12 +41,7 @@ def default_flag(a: Reading, expr: ast.expr, depth: int = 0) -> str | None:
 
 def flag_declaration(a: Reading, dest: str) -> ast.Call | None:
     """The file's ``add_argument`` of the flag whose value is ``args.<dest>``."""
-    for node in a.module.nodes:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
-            if any(f.startswith("--") and f.lstrip("-").replace("-", "_") == dest for f in flags):
-                return node
-    return None
+    return next((flag.node for flag in declared_flags(a.module.tree) if dest in flag.long_names), None)
 
 
 def constant_flag_default(a: Reading, expr: ast.expr) -> tuple[str, str] | None:

@@ -15,7 +15,8 @@ from orchestrator.doctor.hydratargets import CONFIG_BUILDERS, project_subclass
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.configfiles import ConfigValue, project_config
 from orchestrator.source.configvalues import config_value
-from orchestrator.source.names import FunctionNode, Module, last_name
+from orchestrator.source.exprnames import FunctionNode, last_name
+from orchestrator.source.names import Module
 
 # a ``_target_`` naming a Lightning Trainer: in its head (lightning, pytorch_lightning), its last part
 _TRAINER_TARGET = ("lightning", "Trainer")

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from orchestrator.doctor.frameworknames import QUALIFIED, import_aliases, qualified_name
 from orchestrator.source.argflags import declared_flags
-from orchestrator.source.names import Module, last_name
+from orchestrator.source.exprnames import last_name
+from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
 
 _LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})

@@ -14,7 +14,7 @@ from orchestrator.doctor.findings import ArgsConfig
 from orchestrator.doctor.frameworks import devices_of
 from orchestrator.doctor.layoutconfig import read_config
 from orchestrator.source.branches import twin_value
-from orchestrator.source.names import dotted
+from orchestrator.source.exprnames import dotted
 from orchestrator.source.walk import walk
 
 _DEPTH = 4

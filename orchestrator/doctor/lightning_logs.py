@@ -33,7 +33,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.own_methods import reached_methods
 from orchestrator.doctor.rules_prints import METRIC
 from orchestrator.source.branches import enclosing_ifs
-from orchestrator.source.names import last_name
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.walk import walk
 
 # the validation hooks (the test ones often run on one device, Lightning's advice for a test: not judged)

@@ -12,8 +12,8 @@ import ast
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.frameworknames import QUALIFIED
+from orchestrator.source.exprnames import dotted
 from orchestrator.source.flow import Site
-from orchestrator.source.names import dotted
 from orchestrator.source.walk import walk
 
 # the transformers Trainer's methods that make the training sampler or loader, which its loop sets the epoch of

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.names import FunctionNode, last_name
+from orchestrator.source.exprnames import FunctionNode, last_name
 from orchestrator.source.ranks import WORLD_ENV
 
 _COUNT = re.compile(r"^(num_shards|n_shards|world_size|world|num_replicas|nranks|num_ranks|num_parts|num_partitions"

@@ -14,8 +14,8 @@ import ast
 import re
 
 from orchestrator.source.analysis import Analysis
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import dotted, last_name
 from orchestrator.source.walk import walk
 
 QUIET_BELOW_WARNING = frozenset({"info", "debug"})  # the lines a WARNING level drops

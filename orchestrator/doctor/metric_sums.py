@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection
 
-from orchestrator.source.names import dotted
+from orchestrator.source.exprnames import dotted
 from orchestrator.source.walk import walk
 
 _COLLECTS = frozenset({"append", "extend", "update", "accumulate"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from orchestrator.doctor.analysis import Analysis
-from orchestrator.source.names import last_name
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.walk import walk
 
 

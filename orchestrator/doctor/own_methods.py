@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.framework_saves import WRITERS
-from orchestrator.source.names import FunctionNode, Module, last_name
+from orchestrator.source.exprnames import FunctionNode, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
 
 _WRITE_DEPTH = 3

@@ -27,7 +27,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_saves import guard_kind
 from orchestrator.source.branches import enclosing_ifs, inside
-from orchestrator.source.names import FunctionNode
+from orchestrator.source.exprnames import FunctionNode
 from orchestrator.source.walk import walk
 
 _SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

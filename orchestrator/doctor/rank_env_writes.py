@@ -18,7 +18,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.rules_launch import holds_local
 from orchestrator.launchstyles.spawnrank import unwrapped, written_rank
-from orchestrator.source.names import FunctionNode
+from orchestrator.source.exprnames import FunctionNode
 from orchestrator.source.walk import walk
 
 

@@ -16,8 +16,8 @@ from orchestrator.doctor.own_methods import defined_method
 from orchestrator.doctor.rules_steps import ddp_in_file
 from orchestrator.source.analysis import COLLECTIVES, EXIT_CALLS, REDUCTIONS
 from orchestrator.source.assignments import assigned
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import dotted, last_name
 from orchestrator.source.walk import walk
 
 _GRADIENTS = {"backward": " (DDP's gradient all-reduce)"}

@@ -16,8 +16,8 @@ import weakref
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.source.branches import inside
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
 
 # Calls that draw a new order, and calls that seed the ones after them: reseeded per epoch, their arguments (or

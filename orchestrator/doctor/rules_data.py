@@ -18,9 +18,9 @@ from orchestrator.doctor.metric_values import framework_prepared, in_framework_c
 from orchestrator.doctor.reshuffle import iterated_once, reshuffled_each_epoch
 from orchestrator.doctor.rules_streams import STREAM, data_sets_epoch
 from orchestrator.source.analysis import INIT, WRAPPERS
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.flow import Site
 from orchestrator.source.kwargs import keyword
-from orchestrator.source.names import dotted, last_name
 from orchestrator.source.walk import walk
 
 _PLAIN_SAMPLERS = frozenset({"RandomSampler", "SequentialSampler", "WeightedRandomSampler", "SubsetRandomSampler"})

@@ -19,9 +19,9 @@ from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import EXIT_CALLS, INIT, SET_DEVICE, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.branches import enclosing_ifs, other_side
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.flow import Site
 from orchestrator.source.kwargs import keyword
-from orchestrator.source.names import last_name
 from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.ranks import DeviceKind
 from orchestrator.source.syspath import mentioned_in_repository

@@ -17,7 +17,7 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.launcherflags import LAUNCHER_READS, flag_declaration, reads_env
 from orchestrator.doctor.rules_spawnworld import ONE_NODE_WORLD
 from orchestrator.source.analysis import INIT
-from orchestrator.source.names import dotted, last_name
+from orchestrator.source.exprnames import dotted, last_name
 
 _IDS = re.compile(r"gpu|device|cuda", re.IGNORECASE)  # a flag of GPU ids by its name
 _DEPTH = 3

@@ -34,8 +34,9 @@ from orchestrator.source.analysis import COLLECTIVES, EXIT_CALLS, INIT, INIT_FAI
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import local_rank_attributes
 from orchestrator.source.branches import catches, enclosing_ifs
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, dotted, last_name
+from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER
 from orchestrator.source.ranks import LOCAL_ENV, LOCAL_NAMES
 from orchestrator.source.walk import walk
 

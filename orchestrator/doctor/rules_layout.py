@@ -54,7 +54,7 @@ from orchestrator.doctor.layoutintent import every_gpu, rank_use, strategy_paral
 from orchestrator.doctor.layoutvalues import FLAG_SAID, LayoutValue, layout_count, resolve_layout, said_key
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.source.configfiles import ConfigValue
-from orchestrator.source.names import last_name
+from orchestrator.source.exprnames import last_name
 from orchestrator.spec.framework import Framework
 
 _ADDS = (b"--num_nodes", b"--num-nodes", b"add_argparse_args", *(name.encode() for name in TRAINER_FLAG_ADDERS))

@@ -43,8 +43,8 @@ from orchestrator.doctor.own_methods import REDUCING as _REDUCING
 from orchestrator.doctor.own_methods import body_reduces, own_method, unchained
 from orchestrator.doctor.rules_prints import BAR_TEXT, METRIC, is_log, is_reduced, reduced_names
 from orchestrator.doctor.shard_loaders import SHARDING, sharded
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.walk import walk
 
 _MAX_DEPTH = 3

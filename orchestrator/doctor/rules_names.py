@@ -31,7 +31,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import project_path
 from orchestrator.source.branches import catches, main_guard
-from orchestrator.source.names import last_name
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.starimports import star_names
 from orchestrator.source.walk import walk
 

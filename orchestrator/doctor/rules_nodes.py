@@ -24,7 +24,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import INIT, SPAWNERS
 from orchestrator.source.branches import PLATFORM, off_linux_side
-from orchestrator.source.names import FunctionNode, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import NODES_ENV, WORLD_ENV
 from orchestrator.source.walk import walk
 

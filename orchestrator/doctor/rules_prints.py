@@ -16,8 +16,9 @@ from orchestrator.doctor.metric_values import full_set_value, is_counter, listed
 from orchestrator.doctor.own_methods import REDUCING, reached_methods
 from orchestrator.source.analysis import REDUCTIONS
 from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import Module, dotted, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.project import PRINT_GUARD
 from orchestrator.source.walk import walk
 

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import dotted, last_name
 from orchestrator.source.walk import walk
 
 _SPLITS = frozenset({"torch.utils.data.random_split", "torch.utils.data.dataset.random_split", "random_split"})

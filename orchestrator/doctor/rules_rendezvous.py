@@ -22,7 +22,8 @@ from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import attribute_read, declared
 from orchestrator.source.branches import unconditional
-from orchestrator.source.names import Module, dotted, last_name
+from orchestrator.source.exprnames import dotted, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.passedvalues import passed_constants
 from orchestrator.source.walk import walk
 

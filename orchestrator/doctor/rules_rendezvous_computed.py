@@ -28,8 +28,8 @@ from orchestrator.doctor.layoutconfig import read_config
 from orchestrator.doctor.rules_nodes import origins
 from orchestrator.env.taskenv import is_loopback
 from orchestrator.source.analysis import INIT
+from orchestrator.source.exprnames import FunctionNode
 from orchestrator.source.kwargs import argument
-from orchestrator.source.names import FunctionNode
 from orchestrator.source.passedvalues import passed_constants
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, NODES_ENV, WORLD_ENV
 from orchestrator.source.walk import walk

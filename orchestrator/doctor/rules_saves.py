@@ -30,8 +30,8 @@ from orchestrator.doctor.save_paths import (
 from orchestrator.doctor.saves_readback import check_readback
 from orchestrator.doctor.wrapper_saves import knows_prefix, saved_wrapper
 from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import RANK_NAMES, is_main_flag
 from orchestrator.source.walk import walk
 

@@ -26,7 +26,7 @@ from orchestrator.doctor.findings import Finding, make_finding
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import spawns
-from orchestrator.source.names import FunctionNode, dotted
+from orchestrator.source.exprnames import FunctionNode, dotted
 
 _DEPTH = 3
 INDEX_RANK_TITLE = ("a spawn index passed as the global rank, with no node's offset: on more than one node every "

@@ -33,8 +33,8 @@ from orchestrator.launchstyles.spawnrank import index_as_rank
 from orchestrator.launchstyles.spawns import Spawn, spawns
 from orchestrator.source.analysis import INIT, spawn_target
 from orchestrator.source.assignments import assignment_before
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.kwargs import argument, dict_entry, subscript_key
-from orchestrator.source.names import FunctionNode, dotted, last_name
 
 ONE_NODE_WORLD = "a world of one node's processes"  # the mark feasibility reads
 _DEPTH = 6

@@ -12,8 +12,8 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.framework_saves import TRAINER_STEPS, hf_trainer_class
 from orchestrator.source.analysis import COLLECTIVES, REDUCTIONS, WRAPPERS
 from orchestrator.source.analysis import Analysis as Reading
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import last_name
 from orchestrator.source.walk import walk
 
 # Methods of a module that run no forward (bookkeeping, I/O, sampling noise or generating without gradients).

@@ -10,8 +10,9 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.sharded_models import gathering_what, sharded_collective
 from orchestrator.source.analysis import COLLECTIVES, DESTROY, INIT, WRAPPERS
 from orchestrator.source.branches import enclosing_ifs, other_side
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.flow import Branch, Site
-from orchestrator.source.names import LIGHTNING_TRAINER, dotted, last_name
+from orchestrator.source.names import LIGHTNING_TRAINER
 from orchestrator.source.walk import walk
 
 # Collectives in some versions of their framework only: a warning, likely (Lightning 2's Trainer.save_checkpoint

@@ -13,7 +13,8 @@ import ast
 from collections.abc import Iterator
 
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.names import FunctionNode, Module, dotted
+from orchestrator.source.exprnames import FunctionNode, dotted
+from orchestrator.source.names import Module
 
 
 def unset_elsewhere(a: Reading, node: ast.AST) -> bool:

@@ -14,7 +14,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.framework_saves import script_arguments
 from orchestrator.doctor.rules_random import seeded_states
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.names import dotted, last_name
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.walk import walk
 
 

@@ -22,8 +22,8 @@ from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.framework_saves import MAIN_ONLY, WRITERS, saver_only
 from orchestrator.doctor.save_paths import LOADS, path_forms
 from orchestrator.source.analysis import COLLECTIVES
+from orchestrator.source.exprnames import FunctionNode, last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import FunctionNode, last_name
 
 _WAITS = re.compile(r"barrier|synchron|wait_for|sync$", re.IGNORECASE)  # a helper named for waiting on the ranks
 

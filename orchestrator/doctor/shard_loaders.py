@@ -12,7 +12,7 @@ import re
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.helper_loaders import built_sharded, distributed_sampler
 from orchestrator.doctor.own_methods import entered
-from orchestrator.source.names import dotted, last_name
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.walk import walk
 
 _MAX_FLOW = 6  # steps a loader is followed through names, parameters and builders

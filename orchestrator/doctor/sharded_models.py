@@ -14,8 +14,8 @@ import ast
 import weakref
 
 from orchestrator.source.analysis import Analysis
+from orchestrator.source.exprnames import FunctionNode, dotted
 from orchestrator.source.flow import Site
-from orchestrator.source.names import FunctionNode, dotted
 from orchestrator.source.passedvalues import passed_values
 from orchestrator.source.walk import walk
 

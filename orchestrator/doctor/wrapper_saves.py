@@ -7,7 +7,7 @@ import ast
 import weakref
 
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.names import last_name
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.syspath import holds
 from orchestrator.source.walk import walk

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.argflags import local_rank_attributes
-from orchestrator.source.names import dotted
+from orchestrator.source.exprnames import dotted
 from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.walk import walk
 from orchestrator.spec.launch import LOCAL_RANK_FLAGS

@@ -13,7 +13,7 @@ import ast
 from collections.abc import Sequence
 
 from orchestrator.source.branches import unconditional
-from orchestrator.source.names import last_name
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.walk import walk
 
 _LOOPBACK = ("tcp://127.", "tcp://localhost")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.branches import under_main_guard
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.flow import Site
-from orchestrator.source.names import last_name
 
 
 def spawned_by_one_rank(a: Analysis, site: Site) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from orchestrator.launchstyles.envurl import ungated_reads, url_defaults
 from orchestrator.source.analysis import Analysis
 from orchestrator.source.configfiles import lookup
-from orchestrator.source.names import FunctionNode, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV
 from orchestrator.source.walk import walk
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from orchestrator.source.analysis import Analysis, spawn_target
 from orchestrator.source.assignments import assigned, assignment_before
 from orchestrator.source.branches import enclosing_ifs, off_linux_side
-from orchestrator.source.names import FunctionNode, Module, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.project import Project
 from orchestrator.source.walk import walk
 

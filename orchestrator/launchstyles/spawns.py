@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from orchestrator.launchstyles.nestedspawn import spawned_by_one_rank
 from orchestrator.launchstyles.spawngates import callers_checked, env_checked
 from orchestrator.source.analysis import INIT, WRAPPERS, Analysis, spawn_target
+from orchestrator.source.exprnames import FunctionNode, last_name
 from orchestrator.source.flow import Site
 from orchestrator.source.kwargs import keyword
-from orchestrator.source.names import FunctionNode, last_name
 from orchestrator.source.spawntargets import is_spawner
 from orchestrator.source.walk import walk
 

@@ -7,8 +7,9 @@ import ast
 from functools import cached_property
 from pathlib import Path
 
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.flow import Flow, Loop, Site, falsy_arguments
-from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, FunctionNode, Module, dotted, last_name
+from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, Module
 from orchestrator.source.project import Project, Reach
 from orchestrator.source.ranks import Ranks
 from orchestrator.source.spawntargets import SPAWNERS as SPAWNERS  # (read from here too)

@@ -37,17 +37,29 @@ class Declared:
             return dest.value
         return self.longs[0].lstrip("-").replace("-", "_")
 
+    @property
+    def long_names(self) -> frozenset[str]:
+        """What each long option would name as the attribute (``--num-devices`` -> ``num_devices``)."""
+        return frozenset(o.lstrip("-").replace("-", "_") for o in self.options if o.startswith("--"))
+
 
 def declared_flags(tree: ast.AST) -> Iterator[Declared]:
-    """Every ``add_argument`` call below ``tree`` with at least one option string, in ``ast.walk`` order."""
+    """Every ``add_argument`` call below ``tree`` with at least one option string, in ``ast.walk`` order (also
+    through a name bound to it: ``arg = parser.add_argument; arg("-c", "--config")``)."""
+    adders = frozenset(target.id for node in walk(tree) if isinstance(node, ast.Assign)
+                       and isinstance(node.value, ast.Attribute) and node.value.attr == "add_argument"
+                       for target in node.targets if isinstance(target, ast.Name))
     for node in walk(tree):
-        if isinstance(node, ast.Call) and (flag := declared(node)) is not None:
+        if isinstance(node, ast.Call) and (flag := declared(node, adders)) is not None:
             yield flag
 
 
-def declared(node: ast.Call) -> Declared | None:
-    """The flag an ``add_argument`` call declares; None for another call or a positional argument."""
-    if not (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+def declared(node: ast.Call, adders: frozenset[str] = frozenset()) -> Declared | None:
+    """The flag an ``add_argument`` call (or a call of one of ``adders``, names bound to it) declares; None for
+    another call or a positional argument."""
+    func = node.func
+    if not ((isinstance(func, ast.Attribute) and func.attr == "add_argument")
+            or (isinstance(func, ast.Name) and func.id in adders)):
         return None
     options = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
                     and a.value.startswith("-"))

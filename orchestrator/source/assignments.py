@@ -10,7 +10,7 @@ import ast
 from collections.abc import Mapping
 from typing import Literal
 
-from orchestrator.source.names import FunctionNode, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.walk import walk
 
 _BLOCKS = ("body", "orelse", "finalbody")

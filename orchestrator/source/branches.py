@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping
 
-from orchestrator.source.names import FunctionNode, last_name
+from orchestrator.source.exprnames import FunctionNode, last_name
 
 
 def enclosing_ifs(parents: Mapping[ast.AST, ast.AST], node: ast.AST) -> Iterator[tuple[ast.If, bool]]:

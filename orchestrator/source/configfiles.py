@@ -42,6 +42,9 @@ class ConfigValue:
     # user may pass one, and the key chain read (``configvalues.config_value`` says both)
     options: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
+    # a Hydra app's config folder and name, whose command line (``trainer=ddp``, ``trainer.num_nodes=2``) composes
+    # another config (``hydraoverrides.py``)
+    hydra: tuple[Path, str] | None = None
 
     @property
     def where(self) -> str:
@@ -102,15 +105,16 @@ def _from_hydra(folder: Path, name: str, keys: list[str]) -> ConfigValue | None:
     composed = compose(folder, name)
     if composed is None:
         return None
+    app = (folder.resolve(), name)
     found = _composed_value(composed, keys, True)
     if found is not None and found.value is not None:
-        return found
+        return replace(found, hydra=app)
     chosen = [v for c in compose_choices(folder, name) if (v := _composed_value(c, keys, False)) is not None
               and v.value is not None]
     if not chosen:
-        return found
+        return replace(found, hydra=app) if found is not None else None
     first = next((v for v in chosen if isinstance(v.value, dict) and "_target_" in v.value), chosen[0])  # instantiated
-    return replace(first, agreed=len({repr(v.value) for v in chosen}) == 1)
+    return replace(first, agreed=len({repr(v.value) for v in chosen}) == 1, hydra=app)
 
 
 def _composed_value(composed: Composed, keys: list[str], by_default: bool) -> ConfigValue | None:

@@ -22,9 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from orchestrator.source.argflags import declared_flags
 from orchestrator.source.configfiles import ConfigValue, lookup, project_config
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.hydraconfig import hydra_main
-from orchestrator.source.names import Module, dotted, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
 
 _LOADERS = frozenset({"json.load", "json.loads", "yaml.load", "yaml.safe_load", "yaml.full_load",
@@ -356,26 +358,17 @@ def _path_of(module: Module, expr: ast.expr, depth: int) -> _Path | None:
 
 
 def _flag_path(module: Module, dest: str) -> _Path | None:
-    """``args.config``: the default of ``add_argument("--config", ...)`` (no default or an empty one: the flag; also
-    through a name bound to ``add_argument``); a flag declared in no add_argument here and named as a config file
-    (``args.config`` of a helper's ``parse_args()``): a file the user passes."""
-    for node in module.nodes:
-        if isinstance(node, ast.Call) and _adds_argument(module, node.func):
-            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
-            named = [f for f in flags if f.startswith("--")]
-            if named and named[0].lstrip("-").replace("-", "_") == dest:
-                default = next((k.value for k in node.keywords if k.arg == "default"), None)
-                if isinstance(default, ast.Constant) and isinstance(default.value, str) and default.value:
-                    return _Path(default.value, tuple(flags))
-                return _Path(None, tuple(flags))
+    """``args.config``: the default of ``add_argument("--config", ...)`` (no default or an empty one: the flag); a
+    flag declared in no add_argument here and named as a config file (``args.config`` of a helper's
+    ``parse_args()``): a file the user passes."""
+    for flag in declared_flags(module.tree):
+        if flag.attribute == dest:
+            default = flag.keywords.get("default")
+            if isinstance(default, ast.Constant) and isinstance(default.value, str) and default.value:
+                return _Path(default.value, flag.options)
+            return _Path(None, flag.options)
     # declared elsewhere (``args = parse_args()`` of a project helper): a config path by its name is the user's to pass
     return _Path(None, tuple(dict.fromkeys((f"--{dest}", f"--{dest.replace('_', '-')}")))) if (
         _CONFIG_DEST.search(dest)) else None
 
 
-def _adds_argument(module: Module, func: ast.expr) -> bool:
-    """``parser.add_argument``, or a name bound to it (``arg = parser.add_argument; arg("-c", "--config")``)."""
-    if isinstance(func, ast.Name):
-        _, value = module.resolve(func.id, func)
-        func = value if value is not None else func
-    return isinstance(func, ast.Attribute) and func.attr == "add_argument"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.exprnames import FunctionNode
+from orchestrator.source.names import Module
 
 
 def definition(module: Module, name: str) -> FunctionNode | ast.ClassDef | None:

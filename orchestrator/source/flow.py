@@ -11,7 +11,8 @@ import ast
 from dataclasses import dataclass
 
 from orchestrator.source.branches import env_presence, off_linux_side
-from orchestrator.source.names import FunctionNode, Module, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.rankcompare import FLIPPED, dead_side, fold
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, WORLD_ENV, Ranks
 from orchestrator.source.walk import walk

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.exprnames import FunctionNode
+from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
 from orchestrator.spec.hydra import main_config
 
@@ -35,6 +36,10 @@ class Composed:
     data: dict[str, Any] = field(default_factory=dict)
     files: dict[str, Path] = field(default_factory=dict)  # top-level key -> the file that set it
     main: Path | None = None
+    # the group options a command line chose (``trainer=ddp``; None: ``null``), over every defaults list's choice
+    # of that group; a group no defaults list names is added after the main config (``+experiment=x``)
+    choices: dict[str, str | None] = field(default_factory=dict)
+    chosen: set[str] = field(default_factory=set)  # the groups of ``choices`` a defaults list named
 
 
 def hydra_main(module: Module, function: FunctionNode) -> tuple[Path, str] | None:
@@ -77,12 +82,20 @@ def named_folder(folder: Path, call: ast.Call, keyword: str) -> Path | None:
     return next((c.resolve() for c in candidates if c.is_dir()), None)
 
 
-def compose(folder: Path, name: str) -> Composed | None:
-    """The composed config of ``name`` in ``folder`` (None when its file cannot be read)."""
-    out = Composed()
+def compose(folder: Path, name: str, choices: dict[str, str | None] | None = None) -> Composed | None:
+    """The composed config of ``name`` in ``folder`` (None when its file, or a group option ``choices`` names,
+    cannot be read)."""
+    out = Composed(choices=dict(choices or {}))
     main = _file(folder, name)
     if main is None or not _merge(out, folder, main, None, 0):
         return None
+    for group, choice in out.choices.items():
+        found = _file(folder / group, choice) if choice is not None else None
+        if choice is not None and found is None:
+            return None  # Hydra stops: no such option
+        if found is not None and group not in out.chosen and "/" not in group and not _merge(out, folder, found,
+                                                                                             group, 1):
+            return None
     out.main = main
     return out
 
@@ -140,26 +153,37 @@ def _deep_update(target: dict[str, Any], own: dict[str, Any]) -> None:
 
 
 def _merge(out: Composed, root: Path, path: Path, group: str | None, depth: int) -> bool:
-    """Read ``path`` into ``out`` (under ``group`` when it is a group's file not of the global package); its defaults
-    first, then itself."""
+    """Read ``path`` into ``out`` (under ``group`` when it is a group's file not of the global package): its defaults
+    in order, itself where ``_self_`` stands among them (last when it does not: Hydra's order)."""
     data = _read(path)
     if data is None or depth > _DEPTH:
         return False
     if group is not None and _package_global(path):
         group = None
-    for entry in data.get("defaults") or []:
-        if isinstance(entry, str) and entry != "_self_":
+    listed = data.get("defaults")
+    defaults: list[Any] = listed if isinstance(listed, list) else []
+    for entry in defaults if "_self_" in defaults else [*defaults, "_self_"]:
+        if entry == "_self_":
+            _own(out, path, {k: v for k, v in data.items() if k != "defaults"}, group)
+        elif isinstance(entry, str):
             found = _file(path.parent, entry)
             if found is not None:
                 _merge(out, root, found, group, depth + 1)
         elif isinstance(entry, dict) and len(entry) == 1:
             ((key, choice),) = entry.items()
             key = str(key).removeprefix("override ").removeprefix("optional ").strip().lstrip("/")
+            if key in out.choices:
+                choice = out.choices[key]
+                out.chosen.add(key)
             if isinstance(choice, str) and key and "/" not in key and group is None:
                 found = _file(root / key, choice)
                 if found is not None:
                     _merge(out, root, found, key, depth + 1)
-    own = {k: v for k, v in data.items() if k != "defaults"}
+    return True
+
+
+def _own(out: Composed, path: Path, own: dict[str, Any], group: str | None) -> None:
+    """A file's own keys merged into ``out`` (under ``group`` for a group's file), each remembering the file."""
     if group is None:
         _deep_update(out.data, copy.deepcopy(own))
         out.files.update(dict.fromkeys(own, path))
@@ -168,4 +192,3 @@ def _merge(out: Composed, root: Path, path: Path, group: str | None, depth: int)
         if isinstance(target, dict):
             _deep_update(target, copy.deepcopy(own))
             out.files[group] = path
-    return True

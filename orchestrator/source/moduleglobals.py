@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.source.names import FunctionNode
+from orchestrator.source.exprnames import FunctionNode
 from orchestrator.source.walk import walk
 
 

@@ -12,10 +12,9 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.kwargs import subscript_key
 from orchestrator.source.walk import walk
-
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 # What the conventional short names mean when a snippet uses them without importing them.
 CONVENTIONAL: dict[str, str] = {
@@ -38,32 +37,6 @@ _LIGHTNING_TRAINERS = frozenset(f"{package}.{module}Trainer" for package in ("li
                                                                             "pytorch_lightning")
                                 for module in ("", "trainer.", "trainer.trainer."))
 LIGHTNING_MODULE = "lightning.pytorch.LightningModule"  # ``self.all_gather`` in a LightningModule
-
-
-def dotted(expr: ast.expr) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
-
-
-def last_name(expr: ast.expr) -> str | None:
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
-    if isinstance(expr, ast.Name):
-        return expr.id
-    return None
-
-
-def argument_line(call: ast.Call, keyword: str) -> int:
-    """The line of ``call``'s ``keyword=`` argument (the line to change in a call written over several lines), the
-    call's own line when it has none."""
-    return next((k.value.lineno for k in call.keywords if k.arg == keyword), call.lineno)
 
 
 @dataclass
@@ -117,6 +90,7 @@ class Module:
         self._calls: dict[int, list[ast.Call]] = {}
         self._calls_to: dict[tuple[frozenset[str], frozenset[tuple[str, str]]], list[ast.Call]] = {}
         self._assignments: dict[str, list[ast.Assign]] | None = None
+        self._passed_names: dict[str, list[ast.Name]] | None = None
 
     # -- collection ---------------------------------------------------------------------------------
     def _collect(self, node: ast.AST, scope: Scope) -> None:
@@ -346,10 +320,16 @@ class Module:
         return self.argument_for(function, name.id) if name.id in params else []
 
     def spawned(self, function: FunctionNode) -> bool:
-        """``function`` is passed around (``mp.spawn(train, ...)``, not a local of its name): callers out of sight."""
-        return any(isinstance(n, ast.Name) and n.id == function.name and isinstance(n.ctx, ast.Load)
-                   and not (isinstance(self.parents.get(n), ast.Call) and self.parents[n].func is n)  # type: ignore[attr-defined]
-                   and not (self.function_of(n) and n.id in self.scope_of(n).assigned) for n in self.nodes)
+        """``function`` is passed around (``mp.spawn(train, ...)``, not a local of its name): callers out of sight.
+        The names read other than as a call's callee are indexed once per file (asked for every parameter)."""
+        if self._passed_names is None:
+            self._passed_names = {}
+            for n in self.nodes:
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and not (
+                        isinstance(parent := self.parents.get(n), ast.Call) and parent.func is n):
+                    self._passed_names.setdefault(n.id, []).append(n)
+        return any(not (self.function_of(n) and n.id in self.scope_of(n).assigned)
+                   for n in self._passed_names.get(function.name, ()))
 
     def named_function(self, name: str) -> FunctionNode | None:
         """What a bare ``name`` means: the module's own ``def name`` before a method of that name (``Model.train``)."""

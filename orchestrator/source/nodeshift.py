@@ -13,7 +13,8 @@ import ast
 import re
 import weakref
 
-from orchestrator.source.names import Module, dotted
+from orchestrator.source.exprnames import dotted
+from orchestrator.source.names import Module
 
 # a name of the node's index (the offset's other factor is a per-node count)
 _NODE = re.compile(r"(^|_)(node|machine)_?(index|rank|id|idx|num)$|^nr$|^node$", re.IGNORECASE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from orchestrator.source.analysis import Analysis
-from orchestrator.source.names import FunctionNode
+from orchestrator.source.exprnames import FunctionNode
 
 
 def passed_constants(a: Analysis, name: ast.Name) -> list[ast.Constant]:

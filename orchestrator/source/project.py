@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.source.definitions import definition, definition_in
+from orchestrator.source.exprnames import FunctionNode
 from orchestrator.source.moduleglobals import global_values
-from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.names import Module
 from orchestrator.source.spawntargets import SPAWNER_NAMES
 from orchestrator.source.starimports import exported, star_sources
 from orchestrator.source.syspath import (
@@ -27,6 +28,7 @@ from orchestrator.source.syspath import (
     module_name,
     package_above,
     repository_root,
+    script_roots,
 )
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
@@ -62,7 +64,7 @@ class Project:
     def __init__(self, script: Path, module: Module, tree: ast.Module) -> None:
         self.script = script.resolve()
         self._script_module = module
-        self.roots = _roots(self.script)
+        self.roots = script_roots(self.script)
         self.roots += [r for r in extra_roots(self.script, tree) if r not in self.roots]
         # scripts/ or tools/: packages one or two folders up, or in src/ there (``src/ltxv_trainer``); a recipe's at
         # the repository's root (``syspath.repository_root``)
@@ -366,17 +368,6 @@ def _defines(path: Path, pattern: re.Pattern[bytes]) -> bool:
         return path.stat().st_size <= MAX_BYTES and pattern.search(path.read_bytes()) is not None
     except OSError:
         return False
-
-
-def _roots(script: Path) -> list[Path]:
-    """Where local modules are looked for: the script's folder, then the folder above its package."""
-    roots = [script.parent]
-    top = script.parent
-    while (top / "__init__.py").is_file() and top.parent != top:
-        top = top.parent
-    if top != script.parent:
-        roots.append(top)
-    return roots
 
 
 def _add_relative_aliases(module: Module, tree: ast.Module, package: str | None) -> None:

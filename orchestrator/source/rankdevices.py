@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from typing import Literal
 
-from orchestrator.source.names import Module, dotted
+from orchestrator.source.exprnames import dotted
+from orchestrator.source.names import Module
 
 DeviceKind = Literal["default", "index"]
 

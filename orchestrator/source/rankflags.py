@@ -8,7 +8,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from orchestrator.source.branches import enclosing_ifs
-from orchestrator.source.names import dotted
+from orchestrator.source.exprnames import dotted
 from orchestrator.source.walk import walk
 
 if TYPE_CHECKING:

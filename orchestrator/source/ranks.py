@@ -8,7 +8,8 @@ import ast
 from collections.abc import Callable
 
 from orchestrator.source.argflags import local_rank_attributes
-from orchestrator.source.names import FunctionNode, Module, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.nodeshift import shifted
 from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
 from orchestrator.source.rankdevices import DeviceKind as DeviceKind  # (read from here too)

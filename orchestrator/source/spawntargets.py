@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.source.names import FunctionNode, Module, last_name
+from orchestrator.source.exprnames import FunctionNode, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
 
 # torch.multiprocessing's spawners (their first argument, or ``fn=``, runs in every process they start)

@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from orchestrator.source.names import last_name
+from orchestrator.source.exprnames import last_name
 from orchestrator.source.walk import walk
 from orchestrator.spec.pysource import UnreadableSource, parse_source
 
@@ -226,3 +226,14 @@ def module_name(path: Path, roots: list[Path]) -> str:
             parts.pop()
         return ".".join(parts)
     return path.stem
+
+
+def script_roots(script: Path) -> list[Path]:
+    """Where local modules are looked for: the script's folder, then the folder above its package."""
+    roots = [script.parent]
+    top = script.parent
+    while (top / "__init__.py").is_file() and top.parent != top:
+        top = top.parent
+    if top != script.parent:
+        roots.append(top)
+    return roots

@@ -14,7 +14,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from orchestrator.source.names import FunctionNode, Module, last_name
+from orchestrator.source.exprnames import FunctionNode, last_name
+from orchestrator.source.names import Module
 from orchestrator.source.ranknames import WORLD_ENV
 from orchestrator.source.walk import walk
 

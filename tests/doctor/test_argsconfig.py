@@ -130,3 +130,56 @@ def test_submit_refuses_the_config_named_after_the_script_and_runs_the_override(
     assert "orch submit would refuse this script" in err
     assert main([*submit, "--config", "configs/one.yaml", "trainer.num_nodes=2"]) == 0
     assert "would refuse" not in capsys.readouterr().err
+
+
+_HYDRA = """
+import hydra
+import lightning.pytorch as pl
+@hydra.main(version_base=None, config_path="configs", config_name="train")
+def main(cfg):
+    trainer = hydra.utils.instantiate(cfg.trainer)
+    trainer.fit(object())
+main()
+"""
+_HYDRA_CONFIGS = {
+    "configs/train.yaml": "defaults:\n  - _self_\n  - trainer: ddp\n  - experiment: null\nseed: 1\n",
+    "configs/trainer/ddp.yaml": "_target_: lightning.pytorch.Trainer\nstrategy: ddp\ndevices: 8\nnum_nodes: 1\n",
+    "configs/trainer/multi.yaml": "defaults:\n  - ddp\nnum_nodes: 2\n",
+    "configs/experiment/pre.yaml": "# @package _global_\nseed: 2\n",
+    "configs/experiment/big.yaml": "# @package _global_\ndefaults:\n  - override /trainer: multi\nseed: 3\n"}
+
+
+def test_a_hydra_apps_command_line_composes_the_config_that_decides(tmp_path: Path) -> None:
+    [found] = _found(tmp_path, _HYDRA, _HYDRA_CONFIGS)
+    assert found.args_config is not None and found.args_config.hydra == ((tmp_path / "configs").resolve(), "train")
+    assert found.args_config.options == () and found.args_config.keys == ("trainer", "num_nodes")
+    [refused] = across_nodes([found], 2, 8, ["experiment=pre"])
+    assert refused.severity == "error" and "trainer.num_nodes=1 in the Hydra config with experiment=pre" in (
+        refused.message)
+    assert _severities(found, []) == ["error"]  # the config composed with no override
+    assert _severities(found, ["experiment=big", "hydra.run.dir=/jobs/j/hydra"]) == ["warning"]  # its trainer
+    assert _severities(found, ["experiment=pre", "trainer.num_nodes=2"]) == ["warning"]  # the override wins
+    assert _severities(found, ["experiment=pre", "trainer=multi"]) == ["warning"]  # a group chosen
+    assert _severities(found, ["experiment=big", "trainer=ddp"]) == ["error"]  # the command line's group wins
+    assert _severities(found, ["trainer=multi", "~trainer.num_nodes"]) == ["error"]  # Lightning's 1
+    assert _severities(found, ["trainer.num_nodes=2,4", "-m"]) == ["warning"]  # a sweep: not read
+    assert _severities(found, ["trainer=absent"]) == ["warning"]  # Hydra stops on its own
+    assert _severities(found, ["experiment=pre"], nodes=1) == ["warning"]
+    assert node_count(found.args_config, ["trainer.num_nodes=${oc.env:NNODES}"], tmp_path / "train.py")[0] is None
+
+
+def test_submit_refuses_a_hydra_apps_one_node_trainer_chosen_on_its_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _found(tmp_path, _HYDRA, _HYDRA_CONFIGS)
+    data = json.loads(json.dumps(TEST_CLUSTER))
+    data.setdefault("launcher", {})["job_root"] = str(tmp_path / "jobs")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump(data), encoding="utf-8")
+    submit = ["submit", str(tmp_path / "train.py"), "--cluster", str(cluster), "--nodes", "2", "--gpus", "2",
+              "--dry-run", "--"]
+    assert main([*submit, "experiment=big", "trainer=ddp"]) == 0
+    err = capsys.readouterr().err
+    assert "DDP023" in err and "trainer.num_nodes=1 in the Hydra config with experiment=big trainer=ddp" in err
+    assert "orch submit would refuse this script" in err
+    assert main([*submit, "experiment=big"]) == 0
+    assert "would refuse" not in capsys.readouterr().err

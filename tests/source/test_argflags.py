@@ -45,6 +45,22 @@ p.add_argument("-s", default=0)
     assert [d.attribute for d in found] == ["num_devices", "n", "s"]
     assert [d.longs for d in found] == [("--num-devices",), ("--nodes", "--num_nodes"), ("-s",)]
 
+    assert [d.long_names for d in found] == [{"num_devices"}, {"nodes", "num_nodes"}, frozenset()]
+
+
+def test_a_name_bound_to_add_argument_declares_flags_too() -> None:
+    source = '''\
+import argparse
+parser = argparse.ArgumentParser()
+arg = parser.add_argument
+arg("-c", "--config", default="configs/base.yaml")
+arg("data_dir")
+other = print
+other("--not-a-flag")
+'''
+    found = list(declared_flags(ast.parse(source)))
+    assert [(d.options, d.attribute) for d in found] == [(("-c", "--config"), "config")]
+
 
 @pytest.mark.parametrize(("code", "read"), [
     ("dist.init_process_group('nccl', init_method=args.dist_url)", True),

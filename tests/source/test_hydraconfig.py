@@ -86,3 +86,24 @@ def test_each_experiment_option_is_composed_over_the_main_config(tmp_path: Path)
     assert [c.data["trainer"] for c in chosen] == [{"_target_": "lightning.Trainer", "devices": 8}, {"devices": 2}]
     assert all(c.data["seed"] == 1 for c in chosen)
     assert compose_choices(configs / "trainer", "default.yaml") == []
+
+
+def test_a_command_lines_group_options_win_over_every_defaults_list(tmp_path: Path) -> None:
+    configs = tmp_path / "configs"
+    for group in ("trainer", "experiment"):
+        (configs / group).mkdir(parents=True)
+    (configs / "train.yaml").write_text("defaults:\n  - _self_\n  - trainer: cpu\n  - experiment: null\nseed: 1\n")
+    (configs / "trainer" / "default.yaml").write_text("accelerator: cpu\n")
+    (configs / "trainer" / "ddp.yaml").write_text("defaults:\n  - default\ndevices: 4\nnum_nodes: 1\n")
+    (configs / "trainer" / "big.yaml").write_text("devices: 8\nnum_nodes: 4\n")
+    (configs / "experiment" / "pre.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - override /trainer: ddp\nseed: 7\n")
+    chosen = compose(configs, "train", {"experiment": "pre"})
+    assert chosen is not None and chosen.data == {
+        "seed": 7, "trainer": {"accelerator": "cpu", "devices": 4, "num_nodes": 1}}
+    assert chosen.files["trainer"] == configs / "trainer" / "ddp.yaml"
+    over = compose(configs, "train", {"experiment": "pre", "trainer": "big"})  # the command line's trainer wins
+    assert over is not None and over.data["trainer"] == {"devices": 8, "num_nodes": 4}
+    appended = compose(configs, "train", {"trainer": "ddp", "logger": None})  # a group no list names, dropped
+    assert appended is not None and appended.data["trainer"]["devices"] == 4
+    assert compose(configs, "train", {"trainer": "absent"}) is None  # Hydra stops: no such option

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from orchestrator.source.names import Module
 from orchestrator.source.project import Project
+from orchestrator.source.syspath import script_roots
 
 SETUP = "import torch\n\n\ndef setup(config):\n    torch.cuda.set_device(0)\n    return config\n"
 
@@ -59,3 +60,11 @@ def test_a_module_of_a_namespace_package_resolves_its_relative_imports_there(tmp
     project = _project(tmp_path, "import pkg.train\n\npkg.train.run(None)\n")
     reach = project.reach("pkg.train.run")
     assert reach is not None and "torch.cuda.set_device" in reach.quals
+
+
+def test_modules_are_looked_for_beside_the_script_then_above_its_package(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "tools").mkdir(parents=True)
+    for folder in (tmp_path / "pkg", tmp_path / "pkg" / "tools"):
+        (folder / "__init__.py").write_text("")
+    assert script_roots(tmp_path / "pkg" / "tools" / "train.py") == [tmp_path / "pkg" / "tools", tmp_path]
+    assert script_roots(tmp_path / "scripts" / "train.py") == [tmp_path / "scripts"]

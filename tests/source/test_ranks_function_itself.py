@@ -8,7 +8,8 @@ import ast
 
 import pytest
 
-from orchestrator.source.names import FunctionNode, Module
+from orchestrator.source.exprnames import FunctionNode
+from orchestrator.source.names import Module
 from orchestrator.source.ranks import Ranks
 
 SCRIPT = """

@@ -1,0 +1,29 @@
+"""What an expression spells as a name, read from the expression alone: ``a.b.c`` for an attribute chain, its last
+part, and the node types that are functions. The names of a whole module (aliases, scopes, assignments) are
+``source/names.py``'s."""
+
+from __future__ import annotations
+
+import ast
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def dotted(expr: ast.expr) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def last_name(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    if isinstance(expr, ast.Name):
+        return expr.id
+    return None

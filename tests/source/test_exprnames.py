@@ -1,0 +1,34 @@
+"""An expression's name read from the expression alone: the dotted chain and its last part."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+
+
+def _expr(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("torch.distributed.barrier", "torch.distributed.barrier"), ("model", "model"),
+    ("self.trainer.strategy", "self.trainer.strategy"),
+    ("model().module", None), ("models[0].module", None), ("'a'.join", None)])
+def test_a_chain_of_names_is_dotted_and_anything_else_is_not(text: str, expected: str | None) -> None:
+    assert dotted(_expr(text)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("dist.barrier", "barrier"), ("barrier", "barrier"), ("model().module", "module"), ("f()", None),
+    ("xs[0]", None)])
+def test_the_last_name_is_an_attributes_or_a_names_own(text: str, expected: str | None) -> None:
+    assert last_name(_expr(text)) == expected
+
+
+def test_function_nodes_are_plain_and_async_definitions() -> None:
+    tree = ast.parse("def f(): pass\nasync def g(): pass\nclass C: pass\nh = lambda: 0\n")
+    kinds = [isinstance(node, FunctionNode) for node in tree.body]
+    assert kinds == [True, True, False, False]
