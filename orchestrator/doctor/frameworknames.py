@@ -10,6 +10,7 @@ import ast
 from collections.abc import Mapping
 from pathlib import Path
 
+from orchestrator.source.importednames import imported_from
 from orchestrator.source.starimports import exported
 from orchestrator.source.walk import walk
 
@@ -51,8 +52,7 @@ def import_aliases(tree: ast.Module) -> dict[str, str]:
                     head = alias.name.split(".")[0]
                     names[head] = head
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            names.update(imported_from(node))
     return names
 
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 # the config key naming the class a builder makes: Hydra's ``_target_``, and the same idea's other spellings
 _TARGET = re.compile(r"^\s*(_target_|target|type):\s*['\"]?([\w.]+)", re.MULTILINE)
 _ROOT_TARGET = re.compile(r"^_target_:\s*['\"]?([\w.]+)", re.MULTILINE)  # the class a config builds, at its top level
+# a project Trainer a config section builds (``trainer: {target: pkg.engine.diffusion_trainer.DiffusionTrainer}``)
+_TRAINER_TARGET = re.compile(r"^\s*(?:_target_|target|type):\s*['\"]?([\w.]+Trainer)['\"]?\s*$", re.MULTILINE)
 _BUILDERS = ("hydra.utils.instantiate", "hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.call")
 # builders from a config section outside Hydra, by their last name -> the key naming the class: latent-diffusion's
 # ``instantiate_from_config`` (``target:``, often the project's own copy), iglovikov_helper_functions'
@@ -137,12 +139,12 @@ def project_subclass(target: str, folder: Path) -> str | None:
 
 def project_classes(configs: Sequence[tuple[Path, str]], root: Path,
                     shown_from: Path) -> list[tuple[Path, ast.Module, list[str], str]]:
-    """The project modules the ``configs`` (``read_configs``) name as the class they build at their top level, found
-    as files under ``root`` (the script's folder): each parsed, with its name from ``shown_from`` (unreadable ones left
-    out)."""
+    """The project modules the ``configs`` (``read_configs``) name as the class they build at their top level, or as
+    a Trainer a section builds, found as files under ``root`` (the script's folder): each parsed, with its name from
+    ``shown_from`` (unreadable ones left out)."""
     found: dict[Path, tuple[Path, ast.Module, list[str], str]] = {}
     for _, text in configs:
-        for match in _ROOT_TARGET.finditer(text):
+        for match in [*_ROOT_TARGET.finditer(text), *_TRAINER_TARGET.finditer(text)]:
             module = root.joinpath(*match.group(1).split(".")[:-1]).with_suffix(".py")
             if module in found or QUALIFIED.get(match.group(1)) or not module.is_file():
                 continue

@@ -130,9 +130,13 @@ def _only_way(a: Analysis, flag: ast.expr) -> bool:
     trees += [module.tree for _, module in root.project.helpers()] if root.project is not None else []
     unique = list({id(t): t for t in trees}.values())
     inits = [guards for tree in unique for guards in _init_guards(tree)]
-    return bool(inits) and (all(any(isinstance(n, ast.Attribute) and n.attr == name for g in guards
-                                    for n in walk(g)) for guards in inits) or _stops_without(a, name)
-                            or _no_launcher_world(unique))
+    return bool(inits) and (all(any(_names_flag(n, name) for g in guards for n in walk(g)) for guards in inits)
+                            or _stops_without(a, name) or _no_launcher_world(unique))
+
+
+def _names_flag(node: ast.AST, name: str | None) -> bool:
+    """``args.distributed``, or a name ``distributed`` (a parameter the flag is passed as)."""
+    return (isinstance(node, ast.Attribute) and node.attr == name) or (isinstance(node, ast.Name) and node.id == name)
 
 
 def _no_launcher_world(trees: list[ast.Module]) -> bool:
@@ -179,18 +183,31 @@ def _more_than_one_gpu(a: Analysis, node: ast.AST) -> bool:
 
 
 def _init_guards(tree: ast.Module) -> list[list[ast.expr]]:
-    """For each ``init_process_group(...)`` call of ``tree``: the tests of the ``if`` statements around it."""
-    found: list[list[ast.expr]] = []
+    """For each ``init_process_group(...)`` call of ``tree``: the tests of the ``if`` statements around it, and where
+    its function (``def setup_distributed(...)``) has none around it, those around the function's calls in the file
+    (``if args.distributed: setup_distributed(...)``; one list per call, or per place it is handed on: a spawn's
+    target)."""
+    found: list[tuple[list[ast.expr], str | None]] = []
+    calls: dict[str, list[list[ast.expr]]] = {}
 
-    def visit(node: ast.AST, tests: list[ast.expr]) -> None:
+    def visit(node: ast.AST, tests: list[ast.expr], taken: list[ast.expr], function: str | None) -> None:
+        """``tests``: every ``if`` around (either side); ``taken``: those whose true side holds the node."""
         if isinstance(node, ast.Call) and last_name(node.func) == "init_process_group":
-            found.append(tests)
+            found.append((tests, function))
+        elif isinstance(node, ast.Call) and (called := last_name(node.func)) is not None:
+            calls.setdefault(called, []).append(taken)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):  # handed on (a spawn's target): a call too
+            calls.setdefault(node.id, []).append(taken)
+        if isinstance(node, FunctionNode):
+            function = node.name
         for child in ast.iter_child_nodes(node):
             inner = [*tests, node.test] if isinstance(node, ast.If) and child is not node.test else tests
-            visit(child, inner)
+            on_true = [*taken, node.test] if isinstance(node, ast.If) and child in node.body else taken
+            visit(child, inner, on_true, function)
 
-    visit(tree, [])
-    return found
+    visit(tree, [], [], None)
+    return [guards for tests, function in found
+            for guards in (calls.get(function or "") or [tests] if not tests else [tests])]
 
 
 def opt_in(a: Analysis, test: ast.expr) -> bool:

@@ -259,18 +259,21 @@ class Analysis:
         return current
 
     def exits_after(self, node: ast.AST) -> bool:
-        """The block holding ``node``'s statement leaves right after it (break/return/raise/exit)."""
-        stmt = self.statement_of(node)
-        parent = self.module.parents.get(stmt) if stmt is not None else None
-        if stmt is None or parent is None:
-            return False
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            block = getattr(parent, field, None)
-            if isinstance(block, list) and stmt in block:
-                for later in block[block.index(stmt) + 1:]:
-                    if isinstance(later, ast.Break | ast.Return | ast.Raise):
-                        return True
-                    if isinstance(later, ast.Expr) and isinstance(later.value, ast.Call) and (
-                            self.module.qualname(later.value.func) in EXIT_CALLS):
-                        return True
+        """The block holding ``node``'s statement leaves after it (break/return/raise/exit), or the ``if``/``with``/
+        ``try`` around it does (``if done: if distributed: destroy_process_group()`` then ``return``)."""
+        stmt: ast.AST | None = self.statement_of(node)
+        while stmt is not None and (parent := self.module.parents.get(stmt)) is not None:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                block = getattr(parent, field, None)
+                if isinstance(block, list) and stmt in block and any(
+                        self._exits(later) for later in block[block.index(stmt) + 1:]):
+                    return True
+            if not isinstance(parent, ast.If | ast.With | ast.Try | ast.ExceptHandler):
+                return False
+            stmt = parent
         return False
+
+    def _exits(self, stmt: ast.stmt) -> bool:
+        return isinstance(stmt, ast.Break | ast.Return | ast.Raise) or (
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+            and self.module.qualname(stmt.value.func) in EXIT_CALLS)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.importednames import imported_from
 from orchestrator.source.kwargs import subscript_key
 from orchestrator.source.walk import walk
 
@@ -113,8 +114,8 @@ class Module:
                         head = alias.name.split(".")[0]
                         self._imported(head, head)
             elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
-                for alias in child.names:
-                    self._imported(alias.asname or alias.name, f"{child.module}.{alias.name}")
+                for name, qual in imported_from(child):
+                    self._imported(name, qual)
             elif isinstance(child, ast.Assign):
                 for target in child.targets:
                     self._record_target(scope, target, child.lineno, child.value)

@@ -26,6 +26,7 @@ from orchestrator.source.syspath import (
     elsewhere_in_repository,
     extra_roots,
     module_name,
+    namespace_package,
     package_above,
     repository_root,
     script_roots,
@@ -71,6 +72,9 @@ class Project:
         self.above = [p for p in (*self.script.parents[1:3], *repository_root(self.script)) if p not in self.roots]
         self.above += [p / "src" for p in self.above if (p / "src").is_dir() and p / "src" not in self.roots]
         self.package = package_above(self.script)
+        if self.package is None and (namespace := namespace_package(self.script, tree)) is not None:
+            self.package = namespace[0]
+            self.roots += [namespace[1]] if namespace[1] not in self.roots else []
         self._modules: dict[Path, Module | None] = {}
         self._reach: dict[tuple[Path, str], Reach] = {}
         self._found: dict[str, Path | None] = {}

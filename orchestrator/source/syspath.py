@@ -237,3 +237,21 @@ def script_roots(script: Path) -> list[Path]:
     if top != script.parent:
         roots.append(top)
     return roots
+
+
+def namespace_package(script: Path, tree: ast.Module) -> tuple[str, Path] | None:
+    """The package a script outside any ``__init__.py`` package must be imported from, and the folder above it, when
+    its own module-level imports are relative (``from .train_ddp import train_model`` in ``src/icecream/cli.py``,
+    run as a console script of the namespace package ``icecream``): ``("icecream", src)``. None for a script with
+    no such import, or one that falls back on an absolute import (``try: from .x import f`` / ``except ImportError:
+    from x import f``: it runs as a plain script too)."""
+    relative = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.level]
+    levels = [n.level for n in relative]
+    parents = list(script.parents)
+    if not levels or any(isinstance(n, ast.Try) for n in tree.body) or max(levels) >= len(parents):
+        return None
+    named = [n.module.split(".")[0] if n.module else alias.name for n in relative if n.level == 1 for alias in n.names]
+    if not any((script.parent / f"{name}.py").is_file() or (script.parent / name).is_dir() for name in named):
+        return None  # no sibling it names is there: not this folder's package (a missing module stays missing)
+    depth = max(levels)
+    return ".".join(folder.name for folder in reversed(parents[:depth])), parents[depth]

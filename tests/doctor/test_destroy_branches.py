@@ -62,3 +62,18 @@ def test_a_teardown_on_one_side_is_not_before_the_other_sides_collectives(body: 
 ])
 def test_a_collective_every_run_reaches_after_the_teardown_is_still_reported(body: str, lines: list[int]) -> None:
     assert ddp007(body) == lines
+
+
+@pytest.mark.parametrize(("body", "found"), [
+    # UDPM: the teardown in an if inside the if that returns next: the run ends there
+    ("    for step in range(100):\n        dist.barrier()\n        if step > args.steps:\n"
+     "            if args.world_size > 1:\n                dist.destroy_process_group()\n            return", False),
+    # the same, the loop left by a break after a with block
+    ("    for step in range(100):\n        dist.barrier()\n        if step > args.steps:\n"
+     "            with open('done', 'w'):\n                dist.destroy_process_group()\n            break", False),
+    # nothing leaves after the if: the next pass runs its collectives on a torn-down group
+    ("    for step in range(100):\n        dist.barrier()\n        if step > args.steps:\n"
+     "            if args.world_size > 1:\n                dist.destroy_process_group()\n        print(step)", True),
+])
+def test_a_teardown_the_enclosing_block_leaves_after_is_not_inside_the_loop(body: str, found: bool) -> None:
+    assert bool(ddp007(body)) is found

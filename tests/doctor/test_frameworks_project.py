@@ -138,3 +138,35 @@ def test_a_framework_name_a_star_import_of_a_project_module_brings(tmp_path: Pat
     entry.write_text("from engine_pretraining import *\n\nmodel = build()\n"
                      "trainer = pl.Trainer(devices=[0], max_epochs=1)\ntrainer.fit(model)\n")
     assert [f.name for f in read_frameworks(entry)] == found
+
+
+def test_a_project_trainer_built_on_a_frameworks_star_import_names_it(tmp_path: Path) -> None:
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("from .trainer import MyTrainer\n", encoding="utf-8")
+    (tmp_path / "utils" / "trainer.py").write_text(
+        "from transformers.trainer import *\n\n\nclass MyTrainer(Trainer):\n    pass\n", encoding="utf-8")
+    script = tmp_path / "run.py"
+    script.write_text("import utils\n\ntrainer = utils.MyTrainer(model=None)\ntrainer.train()\n", encoding="utf-8")
+    assert [f.name for f in read_frameworks(script)] == ["hf-trainer"]
+
+
+@pytest.mark.parametrize(("name", "found"), [
+    ("DiffusionTrainer", ["accelerate"]),  # a Trainer a config section builds: its loop's framework
+    ("DiffusionModel", []),  # another class a section names (a model) is not read
+])
+def test_the_trainer_a_config_section_builds_names_its_framework(tmp_path: Path, name: str,
+                                                                 found: list[str]) -> None:
+    """semanticist's layout: ``instantiate_from_config(config.trainer)`` of ``trainer: {target: ...}`` in the config
+    the user passes (``--cfg configs/x.yaml``), a project class the entry never imports."""
+    (tmp_path / "pkg" / "engine").mkdir(parents=True)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "pkg" / "engine" / "trainer.py").write_text(_WORKSPACE.replace("TrainWorkspace", name),
+                                                            encoding="utf-8")
+    (tmp_path / "configs" / "x.yaml").write_text(f"trainer:\n  target: pkg.engine.trainer.{name}\n  params: {{}}\n",
+                                                 encoding="utf-8")
+    (tmp_path / "train.py").write_text(
+        "import argparse\nfrom omegaconf import OmegaConf\nfrom pkg.utils import instantiate_from_config\n\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--cfg', default='configs/x.yaml')\n"
+        "config = OmegaConf.load(p.parse_args().cfg)\ninstantiate_from_config(config.trainer).train()\n",
+        encoding="utf-8")
+    assert [f.name for f in read_frameworks(tmp_path / "train.py")] == found

@@ -241,6 +241,55 @@ def test_a_spawn_flag_the_projects_config_switches_on_is_no_opt_in(tmp_path: Pat
     assert _detect(script)[0] == style
 
 
+
+_HELPER_INIT = """import argparse
+import os
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def setup_distributed(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+
+
+def fit(model, distributed=False, local_rank=-1):
+    if {fit_test}:
+        dist.init_process_group("nccl")
+
+
+def main(rank, world_size, args):
+    if {setup_test}:
+        setup_distributed(rank, world_size)
+    fit(None, distributed=args.distributed, local_rank=rank)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--distributed", action="store_true")
+    parser.add_argument("--world_size", type=int, default=1)
+    args = parser.parse_args()
+    if args.distributed:
+        mp.spawn(main, args=(args.world_size, args), nprocs=args.world_size)
+    else:
+        main(-1, 1, args)
+"""
+
+
+@pytest.mark.parametrize(("fit_test", "setup_test", "style"), [
+    # NCF's way: every process group is started under the flag, in a helper the worker calls only under it or in a
+    # function whose parameter carries it: the flag's spawn is the only way to train distributed
+    ("distributed", "args.distributed", "per-node"),
+    # a helper called whatever the flag says: the other branch starts a group too (under a launcher)
+    ("distributed", "True", "env"),
+    ("local_rank != -1", "args.distributed", "env"),
+])
+def test_a_process_group_started_in_helpers_under_the_spawn_flag_is_its_only_way(
+        tmp_path: Path, fit_test: str, setup_test: str, style: str) -> None:
+    script = tmp_path / "main.py"
+    script.write_text(_HELPER_INIT.format(fit_test=fit_test, setup_test=setup_test), encoding="utf-8")
+    assert _detect(script)[0] == style
+
 _SPAWNER = """import os
 import torch
 import torch.distributed as dist

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from orchestrator.source.names import Module
 from orchestrator.source.project import Project
 from orchestrator.source.syspath import script_roots
@@ -68,3 +70,26 @@ def test_modules_are_looked_for_beside_the_script_then_above_its_package(tmp_pat
         (folder / "__init__.py").write_text("")
     assert script_roots(tmp_path / "pkg" / "tools" / "train.py") == [tmp_path / "pkg" / "tools", tmp_path]
     assert script_roots(tmp_path / "scripts" / "train.py") == [tmp_path / "scripts"]
+
+
+@pytest.mark.parametrize(("imports", "found"), [
+    # a console script of a namespace package (src/tool/cli.py, no __init__.py): its relative imports are the package's
+    ("from .train_ddp import run\n", True),
+    # a plain script that falls back on the absolute import: it runs as a script, the relative import cannot work
+    ("try:\n    from .train_ddp import run\nexcept ImportError:\n    from elsewhere import run\n", False),
+])
+def test_a_script_whose_own_imports_are_relative_is_its_folders_package(tmp_path: Path, imports: str,
+                                                                        found: bool) -> None:
+    folder = tmp_path / "src" / "tool"
+    folder.mkdir(parents=True)
+    (folder / "train_ddp.py").write_text(SETUP.replace("setup(config)", "run(config)"))
+    source = f"{imports}\n\ndef main():\n    run(None)\n"
+    (folder / "cli.py").write_text(source)
+    tree = ast.parse(source)
+    module = Module(tree)
+    project = Project(folder / "cli.py", module, tree)
+    assert (project.package == "tool") is found
+    assert module.aliases["run"] == ("tool.train_ddp.run" if found else "elsewhere.run")
+    if found:
+        reach = project.reach(module.aliases["run"])
+        assert reach is not None and "torch.cuda.set_device" in reach.quals
