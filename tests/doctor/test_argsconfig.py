@@ -114,15 +114,19 @@ def test_a_cli_takes_the_flags_then_the_last_config_then_lightnings_default(tmp_
     assert count("--trainer.num_nodes", "${NNODES}") is None
 
 
-def test_submit_refuses_the_config_named_after_the_script_and_runs_the_override(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _found(tmp_path, _NAMED.format(default="required=True", extra=""))
+def _submit(tmp_path: Path) -> list[str]:
+    """``orch submit train.py --nodes 2 --gpus 2 --dry-run --`` on a test cluster whose jobs land in ``tmp_path``."""
     data = json.loads(json.dumps(TEST_CLUSTER))
     data.setdefault("launcher", {})["job_root"] = str(tmp_path / "jobs")
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(yaml.safe_dump(data), encoding="utf-8")
-    submit = ["submit", str(tmp_path / "train.py"), "--cluster", str(cluster), "--nodes", "2", "--gpus", "2",
-              "--dry-run", "--"]
+    return ["submit", str(tmp_path / "train.py"), "--cluster", str(cluster), "--nodes", "2", "--gpus", "2",
+            "--dry-run", "--"]
+
+def test_submit_refuses_the_config_named_after_the_script_and_runs_the_override(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _found(tmp_path, _NAMED.format(default="required=True", extra=""))
+    submit = _submit(tmp_path)
     assert main([*submit, "--config", "configs/one.yaml"]) == 0
     err = capsys.readouterr().err
     assert "DDP023" in err and "cannot work on 2 nodes" in err
@@ -171,12 +175,7 @@ def test_a_hydra_apps_command_line_composes_the_config_that_decides(tmp_path: Pa
 def test_submit_refuses_a_hydra_apps_one_node_trainer_chosen_on_its_command_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _found(tmp_path, _HYDRA, _HYDRA_CONFIGS)
-    data = json.loads(json.dumps(TEST_CLUSTER))
-    data.setdefault("launcher", {})["job_root"] = str(tmp_path / "jobs")
-    cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump(data), encoding="utf-8")
-    submit = ["submit", str(tmp_path / "train.py"), "--cluster", str(cluster), "--nodes", "2", "--gpus", "2",
-              "--dry-run", "--"]
+    submit = _submit(tmp_path)
     assert main([*submit, "experiment=big", "trainer=ddp"]) == 0
     err = capsys.readouterr().err
     assert "DDP023" in err and "trainer.num_nodes=1 in the Hydra config with experiment=big trainer=ddp" in err

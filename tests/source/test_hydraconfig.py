@@ -90,14 +90,14 @@ def test_each_experiment_option_is_composed_over_the_main_config(tmp_path: Path)
 
 def test_a_command_lines_group_options_win_over_every_defaults_list(tmp_path: Path) -> None:
     configs = tmp_path / "configs"
-    for group in ("trainer", "experiment"):
-        (configs / group).mkdir(parents=True)
-    (configs / "train.yaml").write_text("defaults:\n  - _self_\n  - trainer: cpu\n  - experiment: null\nseed: 1\n")
-    (configs / "trainer" / "default.yaml").write_text("accelerator: cpu\n")
-    (configs / "trainer" / "ddp.yaml").write_text("defaults:\n  - default\ndevices: 4\nnum_nodes: 1\n")
-    (configs / "trainer" / "big.yaml").write_text("devices: 8\nnum_nodes: 4\n")
-    (configs / "experiment" / "pre.yaml").write_text(
-        "# @package _global_\ndefaults:\n  - override /trainer: ddp\nseed: 7\n")
+    for name, text in {
+            "train.yaml": "defaults:\n  - _self_\n  - trainer: cpu\n  - experiment: null\nseed: 1\n",
+            "trainer/default.yaml": "accelerator: cpu\n",
+            "trainer/ddp.yaml": "defaults:\n  - default\ndevices: 4\nnum_nodes: 1\n",
+            "trainer/big.yaml": "devices: 8\nnum_nodes: 4\n",
+            "experiment/pre.yaml": "# @package _global_\ndefaults:\n  - override /trainer: ddp\nseed: 7\n"}.items():
+        (configs / name).parent.mkdir(parents=True, exist_ok=True)
+        (configs / name).write_text(text)
     chosen = compose(configs, "train", {"experiment": "pre"})
     assert chosen is not None and chosen.data == {
         "seed": 7, "trainer": {"accelerator": "cpu", "devices": 4, "num_nodes": 1}}
