@@ -76,6 +76,11 @@ def node_count(config: ArgsConfig, args: Sequence[str], script: Path) -> tuple[i
         elif config.keys[-1] in arg:
             return None, f"{arg} may set it"
         i += 2 if takes else 1
+    return _counted(count, said)
+
+
+def _counted(count: object, said: str) -> tuple[int | None, str]:
+    """``count`` as a number of nodes (None: not a number, ``${oc.env:NNODES}``), with where it comes from."""
     try:
         return int(str(count)), said
     except ValueError:
@@ -128,7 +133,4 @@ def _hydra_count(config: ArgsConfig, app: tuple[Path, str], args: Sequence[str])
         said = f"{dotted}={count} in the Hydra config with {given}"
     else:
         count, said = config.missing, f"{dotted} left out of the Hydra config with {given}: {config.missing}"
-    try:
-        return int(str(count)), said
-    except ValueError:
-        return None, said
+    return _counted(count, said)

@@ -207,7 +207,7 @@ def _init_guards(tree: ast.Module) -> list[list[ast.expr]]:
 
     visit(tree, [], [], None)
     return [guards for tests, function in found
-            for guards in (calls.get(function or "") or [tests] if not tests else [tests])]
+            for guards in ([tests] if tests else calls.get(function or "") or [tests])]
 
 
 def opt_in(a: Analysis, test: ast.expr) -> bool:
