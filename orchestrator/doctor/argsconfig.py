@@ -17,6 +17,7 @@ from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import ArgsConfig
+from orchestrator.doctor.layoutconfig import names_parallel
 from orchestrator.source.configfiles import ConfigValue, value_at
 from orchestrator.source.hydraconfig import compose, config_bases
 from orchestrator.source.hydraoverrides import apply_values, read_overrides
@@ -24,6 +25,7 @@ from orchestrator.source.hydraoverrides import apply_values, read_overrides
 # a LightningCLI's: ``--config``/``-c`` files merge in order, ``--trainer.num_nodes`` overrides, else Lightning's 1
 CLI_ARGS = ArgsConfig(("--config", "-c"), ("trainer", "num_nodes"), missing=1, unnamed=1, merged=True)
 _POSITIONAL = "argv["  # an option ``argv[N]``: the script's Nth argument is the file
+_MAX_OPTIONS = 40  # a Hydra group's options composed, at most
 
 
 def args_config(a: Analysis, found: ConfigValue, keys: tuple[str, ...], missing: int | None,
@@ -79,6 +81,32 @@ def node_count(config: ArgsConfig, args: Sequence[str], script: Path) -> tuple[i
     return _counted(count, said)
 
 
+def parallel_options(config: ArgsConfig) -> list[str]:
+    """The options of the Hydra app's group that holds the layout's section (``trainer/ddp.yaml`` for
+    ``trainer.num_nodes``) whose section, composed as a command line choosing it would (``trainer=ddp``), runs several
+    processes: a parallel strategy, more than one device or node. Empty for a config not a Hydra app's."""
+    if config.hydra is None or len(config.keys) != 2:
+        return []
+    folder, name = config.hydra
+    group = folder / config.keys[0]
+    options = sorted({p.stem for p in group.glob("*.y*ml")})[:_MAX_OPTIONS] if group.is_dir() else []
+    out = []
+    for option in options:
+        composed = compose(folder, name, {config.keys[0]: option})
+        section = composed.data.get(config.keys[0]) if composed is not None else None
+        if isinstance(section, dict) and _runs_parallel(section):
+            out.append(option)
+    return out
+
+
+def _runs_parallel(section: dict[str, object]) -> bool:
+    """A Trainer section that starts several processes: a parallel strategy, or several devices or nodes."""
+    def several(value: object) -> bool:
+        return (isinstance(value, int) and not isinstance(value, bool) and value > 1) or (
+            isinstance(value, list) and len(value) > 1)
+    return names_parallel(section) or any(several(section.get(key)) for key in ("devices", "gpus", "num_nodes"))
+
+
 def _counted(count: object, said: str) -> tuple[int | None, str]:
     """``count`` as a number of nodes (None: not a number, ``${oc.env:NNODES}``), with where it comes from."""
     try:
@@ -128,6 +156,8 @@ def _hydra_count(config: ArgsConfig, app: tuple[Path, str], args: Sequence[str])
         section = section.get(key) if isinstance(section, dict) else None
     if not isinstance(section, dict):
         return None, f"no {'.'.join(config.keys[:-1])} section in the Hydra config with {given}"
+    if config.parallel and not _runs_parallel(section):
+        return None, f"the {'.'.join(config.keys[:-1])} of the Hydra config with {given} runs one process"
     if config.keys[-1] in section:
         count = section[config.keys[-1]]
         said = f"{dotted}={count} in the Hydra config with {given}"

@@ -15,6 +15,7 @@ from orchestrator.doctor import (
     rank_bound_names,
     rank_env_writes,
     rank_exit,
+    rules_caughtinit,
     rules_data,
     rules_devices,
     rules_gpuworld,
@@ -75,7 +76,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_spawnworld.check_fixed_node_offset,  # DDP016 (a node offset written in)
     rules_steps.check_module_forward,    # DDP017
     rules_steps.check_skipped_backward,  # DDP018
-    rules_launch.check_swallowed_init,   # DDP019
+    rules_caughtinit.check_swallowed_init,   # DDP019
     rules_names.check_undefined_names,   # DDP020
     rank_bound_names.check_rank_bound_names,  # DDP020 (a name bound on global rank 0 alone, read on other ranks)
     rules_nodes.check_local_rendezvous,  # DDP021
@@ -100,7 +101,7 @@ HELPER_RULES = (rules_data.check_set_epoch, rules_streams.check_stream_shuffle, 
                 rules_launch.check_local_rank_as_rank, rank_env_writes.check_local_rank_written,
                 rules_spawn.check_index_as_rank,
                 rules_spawnworld.check_fixed_node_offset,
-                rules_launch.check_swallowed_init,
+                rules_caughtinit.check_swallowed_init,
                 rules_names.check_undefined_names, rules_nodes.check_local_rendezvous, rules_nodes.check_node_count,
                 rank_exit.check_rank_exit, rules_steps.check_module_forward, rules_steps.check_skipped_backward,
                 rules_layout.check_framework_layout, rules_sync.check_collectives)

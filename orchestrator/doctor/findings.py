@@ -38,6 +38,9 @@ class ArgsConfig:
     unnamed: int | None = None
     merged: bool = False
     hydra: tuple[Path, str] | None = None  # a Hydra app's config folder and name: its command line composes the config
+    # the count matters only where the section composed with the arguments runs several processes (a Hydra group's
+    # parallel option, ``trainer=ddp``, over a default that runs one)
+    parallel: bool = False
 
 
 @dataclass(frozen=True, order=True)

@@ -122,7 +122,11 @@ def section_parallel(a: Analysis, call: ast.Call) -> bool:
     aliases = import_aliases(a.module.tree)
     lightning = QUALIFIED.get(qualified_name(call.func, aliases) or "") == "lightning"
     section = configured_trainer(a, call, lightning)
-    data = section.value if section is not None and isinstance(section.value, dict) else {}
+    return names_parallel(section.value if section is not None and isinstance(section.value, dict) else {})
+
+
+def names_parallel(data: dict[str, object]) -> bool:
+    """A Trainer section that names a parallel strategy (``strategy: ddp``, also in its accelerator or plugins)."""
     return any(PARALLEL.search(str(data.get(key, ""))) for key in ("strategy", "accelerator", "plugins"))
 
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.doctor.analysis import Analysis
-from orchestrator.doctor.argsconfig import CLI_ARGS, args_config
+from orchestrator.doctor.argsconfig import CLI_ARGS, args_config, parallel_options
 from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.findings import ArgsConfig, Finding
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
@@ -93,6 +94,10 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
         several = any(v.fixed and isinstance(v.count, int) and v.count > 1 for v in (nodes, devices))
         if not (intent or configurable or several or strategy_parallel(node) or section_parallel(a, node)
                 or every_gpu(a, node, devices.kind == "left out")):
+            options = parallel_options(nodes.args) if nodes.args is not None else []
+            if options:  # a Hydra app's default runs one process; a command line may choose a parallel option
+                yield _option_layout(a, node, nodes, options)
+                return
             continue  # no sign the script is meant to run on several GPUs or nodes (gpus=2 is one)
         stuck = [v for v in (nodes, devices) if v.fixed]
         confidence: Confidence = next((c for c in ("certain", "likely") if any(v.confidence == c for v in stuck)),
@@ -108,6 +113,20 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
                         nodes=nodes.count if (certain or as_is) and isinstance(nodes.count, int) else None,
                         args_config=CLI_ARGS if bare_cli(a, node) else nodes.args)  # the arguments' count instead
         return  # once per file, at the first call: one layout per script (a version branch's twin is the same)
+
+
+def _option_layout(a: Analysis, node: ast.Call, nodes: LayoutValue, options: list[str]) -> Finding:
+    """DDP023, possible: a Hydra app whose default Trainer section runs one process, with group options that run
+    several (``trainer=ddp``): its node count is then the option's (Lightning's 1 where left out), which the
+    arguments ``orch submit`` passes decide (``argsconfig.node_count``, only where the composed section runs several
+    processes)."""
+    assert nodes.args is not None
+    group = nodes.args.keys[0]
+    chosen = ", ".join(f"{group}={o}" for o in options[:3]) + (", ..." if len(options) > 3 else "")
+    detail = f"{nodes.said}; a parallel option chosen on the command line ({chosen}) keeps that node count"
+    return a.finding("DDP023", node, detail, confidence="possible",
+                     fact=f"the layout is {detail}: it does not follow the nodes the launcher starts",
+                     args_config=replace(nodes.args, parallel=True))
 
 
 def _used_for(a: Analysis, methods: frozenset[str]) -> set[int]:

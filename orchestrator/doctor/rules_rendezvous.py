@@ -16,6 +16,7 @@ from orchestrator.doctor.launcherflags import (
     flag_declaration,
     reads_env,
 )
+from orchestrator.doctor.rendezvousvalues import constant, env_url, fresh_local_port, overwrites, tcp_literal
 from orchestrator.doctor.rules_rendezvous_computed import MASTER_KEYS, check_computed, loopback_master
 from orchestrator.launchstyles.spawngates import opt_in
 from orchestrator.source.analysis import INIT
@@ -24,47 +25,9 @@ from orchestrator.source.argflags import attribute_read, declared
 from orchestrator.source.branches import unconditional
 from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.names import Module
-from orchestrator.source.passedvalues import passed_constants
 from orchestrator.source.walk import walk
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
-
-
-def _tcp_literal(expr: ast.expr) -> bool:
-    """``"tcp://host:port"`` or ``f"tcp://{host}:58472"``."""
-    if isinstance(expr, ast.Constant):  # a bare "tcp://" is the head of a URL built from parts
-        return isinstance(expr.value, str) and expr.value.startswith("tcp://") and expr.value != "tcp://"
-    if isinstance(expr, ast.JoinedStr) and expr.values:
-        head = expr.values[0]
-        return isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("tcp://")
-    return False
-
-
-def _env_url(a: Reading, expr: ast.expr) -> bool:
-    """``f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"``: every part that is not
-    punctuation read from the environment (the launcher's address), none hard-coded."""
-    if not isinstance(expr, ast.JoinedStr):
-        return False
-    parts = [v for v in expr.values if isinstance(v, ast.FormattedValue)]
-    text = "".join(str(v.value) for v in expr.values if isinstance(v, ast.Constant))
-    return bool(parts) and text.strip(":/") in ("tcp", "tcp:/") and all(_from_env(a, v.value, 0) for v in parts)
-
-
-def _fresh_local_port(a: Reading, expr: ast.expr) -> bool:
-    """``port = find_free_port(); dist_url = f"tcp://127.0.0.1:{port}"``: a loopback address with a port the OS
-    says is free when the script runs, for the workers it spawns itself (DDP014 reports the spawn), not a fixed
-    one (a ``random.randrange`` port is a guess that can collide: still reported)."""
-    if not isinstance(expr, ast.JoinedStr):
-        return False
-    text = "".join(str(v.value) for v in expr.values if isinstance(v, ast.Constant))
-    parts = [v.value for v in expr.values if isinstance(v, ast.FormattedValue)]
-    if not parts or not any(host in text for host in ("127.0.0.1", "localhost")):
-        return False
-    port = parts[-1]
-    if isinstance(port, ast.Name):
-        _, value = a.module.resolve(port.id, port)
-        port = value if value is not None else port
-    return isinstance(port, ast.Call) and "port" in (last_name(port.func) or "").lower()  # find_free_port()
 
 
 def _opted_in(a: Reading, node: ast.Assign) -> bool:
@@ -79,60 +42,6 @@ def _opted_in(a: Reading, node: ast.Assign) -> bool:
             return True
         current = a.module.parents.get(current)
     return False
-
-
-def _overwrites(a: Reading, value: ast.expr, key: str) -> bool:
-    """A computed value for a variable the launcher sets (MPI's rank, a free port), not one read back from
-    the environment (``os.environ["RANK"] = str(args.rank)`` with ``args.rank`` from ``OMPI_COMM_WORLD_RANK``)."""
-    return not _from_env(a, value, 0) and not _from_arguments(a, value)
-
-
-def _from_arguments(a: Reading, expr: ast.expr) -> bool:
-    """The user's own flags (``str(args.nodes * args.gpus)``, a parameter): their choice, not a guess to flag."""
-    for node in walk(expr):
-        if isinstance(node, ast.Attribute) and (dotted(node) or "").split(".")[0] in ("args", "opt", "opts", "cfg",
-                                                                                     "config", "hparams"):
-            return True
-        if isinstance(node, ast.Name) and a.module.resolve(node.id, node) == (True, None) and (
-                a.module.function_of(node) is not None):
-            return True
-    return False
-
-
-def _from_env(a: Reading, expr: ast.expr, depth: int) -> bool:
-    if depth > 4:
-        return False
-    for node in walk(expr):
-        if isinstance(node, ast.Subscript | ast.Call) and (a.ranks.env_key(node) is not None or (
-                isinstance(node, ast.Call) and _ENVIRONMENT.search(a.module.qualname(node.func) or ""))):
-            return True
-        if isinstance(node, ast.Call):
-            helper = a.module.local_function(node)  # world_info_from_env(): reads the environment itself
-            if helper is not None and any(isinstance(n, ast.Subscript) and a.module.qualname(n.value) == "os.environ"
-                                          for n in walk(helper)):
-                return True
-        if isinstance(node, ast.Name | ast.Attribute):
-            key = dotted(node)
-            if key is None:
-                continue
-            _, value = a.module.resolve(key, node)
-            values = [value] if value is not None else a.module.values_anywhere(key)
-            if value is None and isinstance(node, ast.Name):
-                values += _unpacked_from(a, node)
-            if any(v is not expr and _from_env(a, v, depth + 1) for v in values):
-                return True
-    return False
-
-
-_ENVIRONMENT = re.compile(r"^os\.|environ|Environment")
-
-
-def _unpacked_from(a: Reading, name: ast.Name) -> list[ast.expr]:
-    """``a, b, c = f()``: the call ``name`` was unpacked from, in its scope."""
-    scope = a.module.scope_of(name).node
-    return [node.value for node in walk(scope) if isinstance(node, ast.Assign) and any(
-        isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id for e in t.elts)
-        for t in node.targets)]
 
 
 def check_hard_coded(a: Analysis) -> Iterator[Finding]:
@@ -156,7 +65,7 @@ def _written(a: Analysis) -> Iterator[Finding]:
                 if key in unread:
                     continue
                 if key in _ENV_KEYS and not _fallback(a, node, key) and not _off_the_launchers_path(a, node) and (
-                        _constant(a, node.value) or (launched and _overwrites(a, node.value, key))):
+                        constant(a, node.value) or (launched and overwrites(a, node.value, key))):
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
                                                     "launcher's value is overwritten",
                                     marks=loopback_master(a, key, node.value))
@@ -167,8 +76,8 @@ def _written(a: Analysis) -> Iterator[Finding]:
                                                     f"{named} with the default {default}: the launcher's {key} is "
                                                     "overwritten whenever the flag is not passed (two jobs on one "
                                                     "node meet on one port)", confidence="likely")
-                elif launched and not isinstance(target, ast.Subscript) and _tcp_literal(node.value) and not (
-                        _env_url(a, node.value) or _opted_in(a, node) or _fresh_local_port(a, node.value)):
+                elif launched and not isinstance(target, ast.Subscript) and tcp_literal(node.value) and not (
+                        env_url(a, node.value) or _opted_in(a, node) or fresh_local_port(a, node.value)):
                     yield a.finding("DDP008", node, f"{ast.unparse(target)} = {ast.unparse(node.value)[:50]}: a "
                                                     "fixed rendezvous address")
     for site in a.sites(INIT):
@@ -179,7 +88,7 @@ def _written(a: Analysis) -> Iterator[Finding]:
                 isinstance(size, ast.Constant) and size.value == 1):
             continue  # a fake or one-process group: nothing to rendezvous with
         for k in site.call.keywords:
-            if k.arg in ("world_size", "rank") and _constant(a, k.value):
+            if k.arg in ("world_size", "rank") and constant(a, k.value):
                 yield a.finding("DDP008", site.call, f"{k.arg}={ast.unparse(k.value)}")
                 break
             # (a script that spawns its own workers is started by hand, its world size the user's to pass: DDP014)
@@ -239,7 +148,7 @@ def _formatted_url(a: Reading, expr: ast.expr) -> str | None:
            if isinstance(n, ast.Subscript | ast.Call)):
         return None  # "tcp://%s:%s" % (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]): the launcher's
     for part in parts:
-        if _constant(a, part):
+        if constant(a, part):
             return f"the constant {ast.unparse(part)}"
         if not isinstance(part, ast.Attribute) or a.module.values_anywhere(dotted(part) or ""):
             continue
@@ -279,7 +188,7 @@ def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
             continue
         default = next((k.value for k in site.call.keywords if k.arg == "default"), None)
         flags = [x.value for x in site.call.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
-        if isinstance(default, ast.JoinedStr) and _tcp_literal(default) and not _env_url(a, default):
+        if isinstance(default, ast.JoinedStr) and tcp_literal(default) and not env_url(a, default):
             value = "tcp://" + ast.unparse(default)[len('f"tcp://'):-1]  # f"tcp://127.0.0.1:{port}"
         elif isinstance(default, ast.Constant) and isinstance(default.value, str):
             value = default.value
@@ -342,22 +251,6 @@ def _under_opt_in(a: Analysis, call: ast.Call) -> bool:
             if any(opt_in(a, part) for part in parts):
                 return True
         child, current = current, a.module.parents.get(current)
-    return False
-
-
-def _constant(a: Reading, expr: ast.expr, depth: int = 0) -> bool:
-    if depth > 4:
-        return False
-    if isinstance(expr, ast.Constant):
-        return expr.value is not None
-    if isinstance(expr, ast.JoinedStr):
-        return all(isinstance(v, ast.Constant)
-                   or (isinstance(v, ast.FormattedValue) and _constant(a, v.value, depth + 1)) for v in expr.values)
-    if isinstance(expr, ast.Call) and a.module.qualname(expr.func) in ("str", "int") and len(expr.args) == 1:
-        return _constant(a, expr.args[0], depth + 1)
-    if isinstance(expr, ast.Name):  # a parameter: what every call and its default hand it
-        found, value = a.module.resolve(expr.id, expr)
-        return _constant(a, value, depth + 1) if value is not None else found and bool(passed_constants(a, expr))
     return False
 
 

@@ -106,9 +106,7 @@ def _reads_launcher(a: Analysis, expr: ast.expr, depth: int) -> bool:
             key = dotted(node)
             if key is None:
                 continue
-            _, value = a.module.resolve(key, node)
-            values = [value] if value is not None else (a.module.values_anywhere(key) if "." in key else [])
-            if any(v is not expr and _reads_launcher(a, v, depth + 1) for v in values):
+            if any(v is not expr and _reads_launcher(a, v, depth + 1) for v in a.module.held(key, node, "." in key)):
                 return True
         if isinstance(node, ast.Call):
             function = a.module.local_function(node)

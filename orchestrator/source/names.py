@@ -267,6 +267,12 @@ class Module:
         return [value for scope in self.scopes.values() for _, value in scope.assigned.get(key, ())
                 if value is not None]
 
+    def held(self, key: str, node: ast.AST, anywhere: bool = True) -> list[ast.expr]:
+        """The values ``key`` (a name or ``args.rank``, read at ``node``) may hold: its value in scope there, else
+        (``anywhere``) every value assigned to it in any function of the file."""
+        _, value = self.resolve(key, node)
+        return [value] if value is not None else self.values_anywhere(key) if anywhere else []
+
     def argument_for(self, function: FunctionNode, name: str) -> list[ast.expr]:
         """What the calls of ``function`` in this file pass for its parameter ``name``."""
         params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]

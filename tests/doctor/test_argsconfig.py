@@ -14,7 +14,7 @@ from support import TEST_CLUSTER
 
 from orchestrator.cli import main
 from orchestrator.doctor import Finding, check_file
-from orchestrator.doctor.argsconfig import CLI_ARGS, node_count
+from orchestrator.doctor.argsconfig import CLI_ARGS, node_count, parallel_options
 from orchestrator.doctor.feasibility import across_nodes
 from orchestrator.doctor.findings import ArgsConfig
 
@@ -182,3 +182,40 @@ def test_submit_refuses_a_hydra_apps_one_node_trainer_chosen_on_its_command_line
     assert "orch submit would refuse this script" in err
     assert main([*submit, "experiment=big"]) == 0
     assert "would refuse" not in capsys.readouterr().err
+
+
+# the Lightning-Hydra template's way: a one-process default trainer, and trainer options (over it) to choose
+_TRAINERS = {"gpu": "accelerator: gpu\ndevices: 1\n",
+             "ddp": "accelerator: gpu\nstrategy: ddp\ndevices: 4\nnum_nodes: 1\n",
+             "multi": "accelerator: gpu\ndevices: [0, 1]\nnum_nodes: 2\n"}
+_CPU_DEFAULT = {"configs/train.yaml": "defaults:\n  - _self_\n  - trainer: default\nseed: 1\n",
+                "configs/trainer/default.yaml": "_target_: lightning.pytorch.Trainer\naccelerator: cpu\n",
+                **{f"configs/trainer/{name}.yaml": f"defaults:\n  - default\n{text}"
+                   for name, text in _TRAINERS.items()},
+                }
+
+
+def test_a_hydra_apps_parallel_options_are_the_ones_that_run_several_processes(tmp_path: Path) -> None:
+    [found] = _found(tmp_path, _HYDRA, _CPU_DEFAULT)
+    assert found.args_config is not None
+    assert parallel_options(found.args_config) == ["ddp", "multi"]  # not the one-process default, nor gpu
+    assert parallel_options(ArgsConfig(("--config",), ("trainer", "num_nodes"))) == []  # not a Hydra app
+
+
+def test_a_one_process_default_with_a_parallel_option_is_judged_by_the_option_chosen(tmp_path: Path) -> None:
+    [found] = _found(tmp_path, _HYDRA, _CPU_DEFAULT)
+    assert (found.confidence, found.severity) == ("possible", "warning")  # the default runs one process
+    assert "trainer=ddp, trainer=multi" in found.message
+    [refused] = across_nodes([found], 2, 4, ["trainer=ddp"])
+    assert (refused.severity, refused.confidence) == ("error", "certain")
+    assert "trainer.num_nodes=1 in the Hydra config with trainer=ddp" in refused.message
+    assert _severities(found, []) == ["warning"]  # the default: one process, not a layout that stops at start-up
+    assert _severities(found, ["trainer=gpu"]) == ["warning"]
+    assert _severities(found, ["trainer=multi"]) == ["warning"]  # two nodes, as asked
+    assert _severities(found, ["trainer=ddp", "trainer.num_nodes=2"]) == ["warning"]
+    assert _severities(found, None) == ["warning"]
+
+
+def test_a_one_process_default_without_parallel_options_has_no_finding(tmp_path: Path) -> None:
+    configs = {name: text for name, text in _CPU_DEFAULT.items() if "ddp" not in name and "multi" not in name}
+    assert _found(tmp_path, _HYDRA, configs) == []

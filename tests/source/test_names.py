@@ -131,3 +131,14 @@ def test_a_call_of_a_class_of_the_file_runs_its_init() -> None:
     assert function is not None and (function.name, function.lineno) == ("__init__", 2)
     assert module.constructor(call_of(module, "Plain")) is None
     assert module.local_function(call_of(module, "Trainer")) is None  # its value is the instance, not a return
+
+
+def test_held_is_the_value_in_scope_else_every_value_assigned_in_the_file() -> None:
+    module = Module(ast.parse("def a(args):\n    args.rank = 3\n    rank = 1\n    return rank\n\n"
+                              "def b(args):\n    return args.rank\n"))
+    rank, attribute = (next(n for n in module.nodes if isinstance(n, ast.Return) and n.lineno == line).value
+                       for line in (4, 7))
+    assert rank is not None and attribute is not None
+    assert [ast.unparse(v) for v in module.held("rank", rank)] == ["1"]
+    assert [ast.unparse(v) for v in module.held("args.rank", attribute)] == ["3"]  # assigned in another function
+    assert module.held("args.rank", attribute, anywhere=False) == []
