@@ -141,20 +141,64 @@ def _caught(a: Analysis, node: ast.Name) -> bool:
     return False
 
 
-def _never_runs(a: Analysis, node: ast.AST) -> bool:
-    """``node`` is under ``if TYPE_CHECKING:``, ``if False:`` or a branch its literal choices never take, or after a
-    statement that always leaves its block (``raise ValueError("No way wandb")`` above ``wandb.Image(grid)``)."""
+def _never_runs(a: Analysis, node: ast.AST, depth: int = 0) -> bool:
+    """``node`` is under ``if TYPE_CHECKING:``, ``if False:``, a branch its literal choices never take or one on a
+    parameter every call leaves at its empty default (``_left_out``), or after a statement that always leaves its block
+    (``raise ValueError("No way wandb")`` above ``wandb.Image(grid)``); or in a function of the file that is only
+    called, and only where the call never runs (protein_affinity's ``evaluate()``, called under ``if val_dataloader:``
+    of a ``train()`` no call gives one)."""
     child, current = node, a.module.parents.get(node)
     while current is not None:
         if isinstance(current, ast.If) and child in current.body and (
                 ast.unparse(current.test).split(".")[-1] == "TYPE_CHECKING"
                 or (isinstance(current.test, ast.Constant) and not current.test.value)
-                or _impossible(a, current.test)):
+                or _impossible(a, current.test) or _left_out(a, current.test)):
             return True
         if isinstance(child, ast.stmt) and _after_exit(current, child):
             return True
         child, current = current, a.module.parents.get(current)
-    return False
+    function = a.module.function_of(node)
+    calls = a.module.calls_of(function) if function is not None and a.outer is None and depth < _CALL_DEPTH else []
+    return bool(calls) and function is not None and _only_called(a, function, calls) and all(
+        _never_runs(a, call, depth + 1) for call in calls)
+
+
+_CALL_DEPTH = 3  # callers climbed for a function whose every call never runs
+
+
+def _left_out(a: Analysis, test: ast.expr) -> bool:
+    """``if val_dataloader:`` (or ``... is not None``) on a parameter whose default is ``None``/``False``, that its
+    function never binds again and that every call of the function in this file leaves out (a script, not a helper
+    module another file may call)."""
+    compared = isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) and (
+        isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None)
+    name = test.left if isinstance(test, ast.Compare) and compared else test
+    function = a.module.function_of(test)
+    if not isinstance(name, ast.Name) or function is None or a.outer is not None:
+        return False
+    spec = function.args
+    positional = [p.arg for p in (*spec.posonlyargs, *spec.args)]
+    defaults = dict(zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True))
+    defaults.update({p.arg: d for p, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None})
+    default = defaults.get(name.id)
+    empty = isinstance(default, ast.Constant) and (default.value is None if compared else not default.value)
+    if not empty or len(a.module.scope_of(name).assigned.get(name.id, ())) != 1:
+        return False  # no empty default, or bound again in the function
+    calls = a.module.calls_of(function)
+    index = positional.index(name.id) if name.id in positional else len(positional)
+    return bool(calls) and _only_called(a, function, calls) and all(
+        not any(isinstance(x, ast.Starred) for x in call.args) and all(k.arg not in (None, name.id)
+                                                                       for k in call.keywords)
+        and index - (1 if isinstance(call.func, ast.Attribute) and positional[:1] == ["self"] else 0) >= len(call.args)
+        for call in calls)
+
+
+def _only_called(a: Analysis, function: ast.FunctionDef | ast.AsyncFunctionDef, calls: list[ast.Call]) -> bool:
+    """The file names ``function`` nowhere but in ``calls`` (not handed on as a callback, a thread's target)."""
+    called = {id(call.func) for call in calls}
+    method = not isinstance(a.module.parents.get(function), ast.Module)  # self.f(): an attribute of that name
+    return all(id(n) in called for n in a.module.nodes if (isinstance(n, ast.Name) and n.id == function.name) or (
+        method and isinstance(n, ast.Attribute) and n.attr == function.name))
 
 
 _EXITS = (ast.Raise, ast.Return, ast.Continue, ast.Break)

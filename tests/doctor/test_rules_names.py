@@ -240,3 +240,40 @@ def test_a_name_a_function_declares_global_and_assigns_is_the_modules() -> None:
     assert [f for f in check_source(source, "t.py") if f.code == "DDP020"] == []
     assert [f.line for f in check_source(source.replace("    global logger\n", ""), "t.py")
             if f.code == "DDP020"] == [5]
+
+
+_LEFT_OUT = """\
+import torch
+
+
+def evaluate(model, loader):
+    return sum(model(x) for x in loader) / all_num
+
+
+def train(model, loader, val_loader=None):
+    for x in loader:
+        model(x).backward()
+    if val_loader{test}:
+        print(evaluate(model, val_loader))
+
+
+train(torch.nn.Linear(2, 2), [torch.ones(2)]{given})
+"""
+
+
+@pytest.mark.parametrize(("test", "given", "found"), [
+    ("", "", []),  # no call gives a validation loader: evaluate() never runs
+    (" is not None", "", []),
+    ("", ", val_loader=[torch.ones(2)]", [(5, "error")]),  # a call gives one
+    ("", ", [torch.ones(2)]", [(5, "error")]),
+    ("", ", *[[torch.ones(2)]]", [(5, "error")]),  # what a starred call passes is not known
+])
+def test_a_function_called_only_under_a_parameter_no_call_gives_never_runs(test: str, given: str,
+                                                                            found: list[tuple[int, str]]) -> None:
+    source = _LEFT_OUT.format(test=test, given=given)
+    assert [(line, severity) for line, severity, _ in names(source)] == found
+
+
+def test_a_function_handed_on_besides_its_calls_may_run_elsewhere() -> None:
+    source = _LEFT_OUT.format(test="", given="") + "hooks = [evaluate]\n"
+    assert [(line, severity) for line, severity, _ in names(source)] == [(5, "error")]
