@@ -1,4 +1,4 @@
-"""A helper module's device from the script's global rank, handed over in an object (DDP010 in a helper).
+"""A helper module's device from the script's global rank, handed over in an object or a parameter (DDP010 in a helper).
 
 ``average.cuda(args.rank)`` in a project module whose function takes ``args`` as a parameter: the module alone cannot
 tell what ``args.rank`` holds; the script that imports it can, where it sets ``args.rank`` to the global rank
@@ -32,3 +32,21 @@ def script_global_attribute(a: Reading, expr: ast.expr) -> bool:
                         outer.ranks.device_from_global_rank(value):
                     return True
     return False
+
+
+def script_global_parameter(a: Reading, expr: ast.expr) -> bool:
+    """``expr`` is a parameter of its function in a helper module (``model.to(rank)`` in ``wrap(model, rank,
+    world_size)``), bound nowhere else in it, and every value the script's calls pass for it (one at least) is the
+    global rank (``wrap(model, rank, world_size)`` with ``rank = int(os.environ["RANK"])``: wafer's DDP wrapper)."""
+    outer = a.outer
+    if outer is None or not isinstance(expr, ast.Name):
+        return False
+    function = a.module.function_of(expr)
+    spec = function.args if function is not None else None
+    if function is None or spec is None or expr.id not in {p.arg for p in (*spec.posonlyargs, *spec.args,
+                                                                           *spec.kwonlyargs)}:
+        return False
+    if len(a.module.scope_of(expr).assigned.get(expr.id, ())) != 1:
+        return False  # bound again in the function
+    passed = outer.passes_for(function, expr.id)
+    return bool(passed) and all(outer.ranks.device_from_global_rank(value) for value in passed)

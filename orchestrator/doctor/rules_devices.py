@@ -13,7 +13,7 @@ from orchestrator.doctor.confidence import Confidence
 from orchestrator.doctor.device_stores import stored_unread
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.frameworkdevice import framework_binder
-from orchestrator.doctor.helper_rankattrs import script_global_attribute
+from orchestrator.doctor.helper_rankattrs import script_global_attribute, script_global_parameter
 from orchestrator.doctor.oneprocess import before_a_spawn, masked_to_own_gpu, undistributed_side, visible_device_masks
 from orchestrator.launchstyles.spawns import spawns
 from orchestrator.source.analysis import EXIT_CALLS, INIT, SET_DEVICE, WRAPPERS
@@ -347,7 +347,7 @@ def _fed_to_a_model(a: Reading, assign: ast.Assign) -> bool:
 def check_global_rank_device(a: Analysis) -> Iterator[Finding]:
     """DDP010, once per file, at the first device picked from the global rank where it binds the GPU (set_device)."""
     hits: list[ast.AST] = [site.call for site in a.flow.sites if any(
-        a.ranks.device_from_global_rank(expr) or script_global_attribute(a, expr)
+        a.ranks.device_from_global_rank(expr) or script_global_attribute(a, expr) or script_global_parameter(a, expr)
         for expr in [*device_args(a, site), *_device_map(site.call)]) and not stored_unread(a, site.call)]
     hits += [node for node in visible_device_masks(a) if a.ranks.device_from_global_rank(node.value)]
     bound = {a.module.function_of(n) for n in hits if isinstance(n, ast.Call) and a.module.qualname(n.func) in

@@ -51,3 +51,41 @@ def test_a_helpers_device_from_the_scripts_global_rank(tmp_path: Path, device: s
     findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP010" and f.file.endswith("tasks.py")]
     assert [f.line for f in findings] == found
     assert all(f.severity == "error" for f in across_nodes(findings, 2, 8))  # refused across nodes
+
+
+_WRAP = """
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+def wrap(model, rank, world_size):
+    {rebound}model = model.to(rank)
+    return DistributedDataParallel(model, device_ids=[rank])
+"""
+
+_WRAPPED = """
+import os
+import torch
+import torch.distributed as dist
+from dist_utils import wrap
+
+rank = int(os.environ["RANK"])
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+torch.cuda.set_device(local_rank)
+model = wrap(torch.nn.Linear(2, 2), {passed}, int(os.environ["WORLD_SIZE"]))
+"""
+
+
+@pytest.mark.parametrize(("passed", "rebound", "found"), [
+    ("rank", "", [7]),  # wafer's wrap_model_distributed(model, rank, world_size)
+    ("local_rank", "", []),  # the local rank: right on every node
+    ("rank", "rank = rank % torch.cuda.device_count()\n    ", []),  # bound again in the helper: not the one passed
+])
+def test_a_helpers_device_from_a_parameter_the_script_gives_the_global_rank(tmp_path: Path, passed: str, rebound: str,
+                                                                            found: list[int]) -> None:
+    (tmp_path / "dist_utils.py").write_text(_WRAP.format(rebound=rebound))
+    (tmp_path / "train.py").write_text(_WRAPPED.format(passed=passed))
+    findings = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP010" and f.file.endswith("dist_utils.py")]
+    assert [f.line - (1 if rebound else 0) for f in findings] == found
+    assert all(f.severity == "error" for f in across_nodes(findings, 2, 8))  # refused across nodes
