@@ -163,8 +163,18 @@ def _trains_distributed(a: Analysis, target: ast.expr | None, how: str, call: as
     if a.flow.reaches(function, _SETS_UP) is not None or _wrapped_trains(a, function, call):
         return True
     # also under a branch on the spawn index (``if rank == 0: training(rank) else: training(rank)``)
-    return any(site.qual in _SETS_UP or a.helper_reaches(site, _SETS_UP)
-               for site in _sites_under(a, function, 0, set()))
+    return any(_sets_up(a, site) for site in _sites_under(a, function, 0, set()))
+
+
+def _sets_up(a: Analysis, site: Site) -> bool:
+    """The call sets up a process group or wraps a model: itself, or through the project's modules; in a helper
+    module, through the script's project (PointContrast's ``lib/multiprocessing.py``, whose spawned ``run`` calls
+    ``lib.distributed.init_process_group``: a helper is not followed further by its own reading)."""
+    if site.qual in _SETS_UP or a.helper_reaches(site, _SETS_UP):
+        return True
+    project = a.script_project if a.outer is not None else None
+    reach = project.reach(site.qual) if project is not None and site.qual else None
+    return reach is not None and not reach.quals.isdisjoint(_SETS_UP)
 
 
 def _wrapped_trains(a: Analysis, function: FunctionNode, call: ast.Call) -> bool:

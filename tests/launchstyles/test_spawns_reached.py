@@ -129,3 +129,34 @@ def test_a_partial_of_a_function_that_trains_nothing_is_no_spawn(tmp_path: Path)
                                       'world_size=num_gpus, rank=rank)\n', "    print(rank)\n").format(
         start="mp.Process(target=train_fn, args=(0,)).start()"), encoding="utf-8")
     assert read(script).spawns == ()
+
+
+def _process_runner(root: Path, sets_up: str) -> Path:
+    """PointContrast's (and pycls's) layout: the entry calls ``lib/multiprocessing.py``'s runner, whose ``Process``
+    target starts the group through a function of another helper module, ``lib/distributed.py``."""
+    (root / "lib").mkdir()
+    (root / "lib" / "distributed.py").write_text(
+        "import torch\nimport torch.distributed as dist\n\n\ndef init_process_group(rank, world_size):\n"
+        f"    {sets_up}\n", encoding="utf-8")
+    (root / "lib" / "multiprocessing.py").write_text(
+        "import multiprocessing as mp\n\nimport lib.distributed as du\n\n\ndef run(rank, world_size, fun):\n"
+        "    du.init_process_group(rank, world_size)\n    fun()\n\n\ndef multi_proc_run(num_proc, fun):\n"
+        "    ps = []\n    for i in range(num_proc):\n"
+        "        p = mp.Process(target=run, args=(i, num_proc, fun))\n        ps.append(p)\n        p.start()\n"
+        "    for p in ps:\n        p.join()\n", encoding="utf-8")
+    (root / "train.py").write_text(
+        "import lib.multiprocessing as mpu\n\n\ndef train():\n    print('training')\n\n\n"
+        "mpu.multi_proc_run(8, train)\n", encoding="utf-8")
+    return root / "train.py"
+
+
+def test_a_process_whose_target_sets_up_the_group_in_another_helper_module_is_a_spawn(tmp_path: Path) -> None:
+    facts = read(_process_runner(tmp_path, "dist.init_process_group('nccl', init_method='tcp://localhost:10001', "
+                                           "world_size=world_size, rank=rank)"))
+    assert [(Path(s.file).name, s.line) for s in facts.spawns] == [("multiprocessing.py", 14)]
+    assert detect(facts).style == "per-node"
+
+
+def test_a_process_whose_helper_sets_up_nothing_is_no_spawn(tmp_path: Path) -> None:
+    facts = read(_process_runner(tmp_path, "torch.cuda.set_device(rank)"))
+    assert facts.spawns == ()
