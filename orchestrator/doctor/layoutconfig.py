@@ -13,7 +13,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
 from orchestrator.doctor.hydratargets import CONFIG_BUILDERS, project_subclass
 from orchestrator.source.analysis import Analysis as Reading
-from orchestrator.source.configfiles import ConfigValue, project_config
+from orchestrator.source.configfiles import ConfigValue, project_config, value_at
 from orchestrator.source.configvalues import config_value
 from orchestrator.source.exprnames import FunctionNode, last_name
 from orchestrator.source.names import Module
@@ -132,7 +132,11 @@ def names_parallel(data: dict[str, object]) -> bool:
 
 
 def project_cli(a: Analysis, qualified: str) -> bool:
-    """``utils.PDECLI(...)`` of the project's ``class PDECLI(LightningCLI)``: a LightningCLI too."""
+    """``utils.PDECLI(...)`` of the project's ``class PDECLI(LightningCLI)``, or ``MyLightningCLI(...)`` of a class of
+    the file's own (satclip's): a LightningCLI too."""
+    if "." not in qualified and any(isinstance(n, ast.ClassDef) and n.name == qualified and any(
+            (a.module.qualname(b) or "") in LIGHTNING_CLI for b in n.bases) for n in a.module.tree.body):
+        return True
     project = a.project
     where = project.split(qualified) if project is not None and "." in qualified else None
     module = project.read(where[0]) if project is not None and where is not None else None
@@ -151,3 +155,52 @@ def bare_cli(a: Analysis, call: ast.Call) -> bool:
         isinstance(n, ast.Constant) and n.value == "default_config_files" for n in ast.walk(parser)))
     return (qualified in LIGHTNING_CLI or project_cli(a, qualified)) and not call.args[2:] and not defaults and not (
         {k.arg for k in call.keywords} & _CLI_OWN)
+
+
+def cli_defaults(a: Analysis, call: ast.Call) -> str | None:
+    """A ``LightningCLI`` whose own defaults set no layout: its ``trainer_defaults`` a dict literal without
+    ``num_nodes``/``devices``/``gpus`` and each of its ``parser_kwargs={"default_config_files": [...]}`` a file found
+    (from the script's folder) whose ``trainer`` section has none either; no ``args``/``env_parse``. What is said of
+    them (``satclip: configs/default.yaml, trainer_defaults``); None when not so, or not known."""
+    given = {k.arg: k.value for k in call.keywords}
+    if None in given or {"args", "env_parse"} & given.keys():
+        return None
+    defaults = given.get("trainer_defaults")
+    if defaults is not None and not (isinstance(defaults, ast.Dict) and all(
+            isinstance(k, ast.Constant) and k.value not in LAYOUT_KEYS for k in defaults.keys)):
+        return None
+    parser = given.get("parser_kwargs")
+    files: list[ast.expr] = []
+    if parser is not None:
+        if not isinstance(parser, ast.Dict) or None in parser.keys:
+            return None
+        listed = next((v for k, v in zip(parser.keys, parser.values, strict=True)
+                       if isinstance(k, ast.Constant) and k.value == "default_config_files"), None)
+        files = listed.elts if isinstance(listed, ast.List | ast.Tuple) else [] if listed is None else [listed]
+    script = Path(a.filename).resolve().parent
+    said = []
+    for expr in files:
+        value = _default_argument(a, expr)
+        path = script / value if value is not None else None
+        section = value_at(path, ["trainer"]) if path is not None and path.is_file() else None
+        if path is None or not isinstance(section, dict) or LAYOUT_KEYS & section.keys():
+            return None  # not found, or it sets a layout (cli_trainer's), or no trainer section to read
+        said.append(str(Path(value or "").as_posix()))
+    return ", ".join([*said, *(["trainer_defaults"] if defaults is not None else [])]) or "the CLI's own defaults"
+
+
+def _default_argument(a: Analysis, expr: ast.expr) -> str | None:
+    """A string literal, or the default of the enclosing function's parameter it names (``cli_main(default_config_
+    filename="./configs/default.yaml")``)."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    function = a.module.function_of(expr)
+    if not isinstance(expr, ast.Name) or function is None:
+        return None
+    spec = function.args
+    positional = [*spec.posonlyargs, *spec.args]
+    pairs = zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True)
+    default = next((d for p, d in pairs if p.arg == expr.id), None)
+    _, value = a.module.resolve(expr.id, expr)
+    return default.value if isinstance(default, ast.Constant) and isinstance(default.value, str) and (
+        value is None) else None

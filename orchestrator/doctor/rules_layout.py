@@ -36,6 +36,7 @@ from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_
 from orchestrator.doctor.hydratargets import CONFIG_BUILDERS
 from orchestrator.doctor.layoutconfig import (
     bare_cli,
+    cli_defaults,
     cli_trainer,
     configured_trainer,
     key_line,
@@ -55,7 +56,7 @@ from orchestrator.doctor.layoutintent import every_gpu, rank_use, strategy_paral
 from orchestrator.doctor.layoutvalues import FLAG_SAID, LayoutValue, layout_count, resolve_layout, said_key
 from orchestrator.launchstyles.installed import SPAWNERS
 from orchestrator.source.configfiles import ConfigValue
-from orchestrator.source.exprnames import last_name
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.spec.framework import Framework
 
 _ADDS = (b"--num_nodes", b"--num-nodes", b"add_argparse_args", *(name.encode() for name in TRAINER_FLAG_ADDERS))
@@ -63,6 +64,9 @@ FLAG_DEFAULT = "a flag's default fixes the layout"  # the finding's mark then (f
 # the mark of a node count from the config the script loads with no argument (feasibility.py refuses it across nodes)
 CONFIG_DEFAULT = "the config the script loads with no argument fixes the node count"
 _LAYOUT_FRAMEWORKS = frozenset({"lightning", "fabric"})
+# a LightningCLI whose own defaults set no layout: its arguments' count where they give one (a --config file's, an
+# override), else not known (the user passes --trainer.num_nodes as a flag)
+_CLI_UNSET = replace(CLI_ARGS, unnamed=None)
 _WHERE = re.compile(r"^(.*?):(\d+)(?::|$)")  # a Layout's where: "train.py:40: Trainer(...)"
 _LAYOUT_ARGS = frozenset({"devices", "gpus", "num_nodes", "strategy", "accelerator"})
 # installed packages' argument parsers -> the layout flags they declare, with their defaults (the package is not read)
@@ -111,7 +115,8 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
                         fact=f"the layout is {detail}: it does not follow the nodes and GPUs the launcher starts",
                         marks=frozenset(marks | ({CONFIG_DEFAULT} if as_is else set())),
                         nodes=nodes.count if (certain or as_is) and isinstance(nodes.count, int) else None,
-                        args_config=CLI_ARGS if bare_cli(a, node) else nodes.args)  # the arguments' count instead
+                        # the arguments' count instead (a bare CLI's: Lightning's 1 where they name no file)
+                        args_config=CLI_ARGS if bare_cli(a, node) and nodes.args is not _CLI_UNSET else nodes.args)
         return  # once per file, at the first call: one layout per script (a version branch's twin is the same)
 
 
@@ -173,9 +178,17 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     qualified = qualified_name(func, aliases) or ""
     if qualified in SPAWNERS:
         return _launch_layout(a, call, SPAWNERS[qualified], flags)
-    if qualified in LIGHTNING_CLI or project_cli(a, qualified):  # the Trainer from the --config file the user passes
+    # the Trainer of a LightningCLI (or of the project's or the file's subclass): from the --config file the user passes
+    if qualified in LIGHTNING_CLI or project_cli(a, qualified or dotted(call.func) or ""):
         section = cli_trainer(a)
-        return _config_layout(a, call, section, flags) if section is not None else None
+        if section is not None:
+            return _config_layout(a, call, section, flags)
+        # its own defaults set no layout: Lightning's one node, unless the arguments say (a flag's default: refused
+        # across nodes only where the arguments give another count, as a flag's default is)
+        unset = cli_defaults(a, call)
+        return (LayoutValue(1, "config", f"num_nodes=1 (Lightning's default: {unset} set none, unless "
+                                         "--trainer.num_nodes or a --config file does)", False, _CLI_UNSET),
+                LayoutValue("auto", "left out")) if unset is not None else None
     lightning = QUALIFIED.get(qualified) == "lightning" and not made
     spreads = QUALIFIED.get(qualified) in _LAYOUT_FRAMEWORKS and not made  # Fabric(**config.lightning) too
     if spreads or (last_name(call.func) in CONFIG_BUILDERS and call.args):

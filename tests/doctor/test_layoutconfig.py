@@ -89,7 +89,10 @@ def test_a_lightning_cli_takes_the_layout_of_the_projects_trainer_config(tmp_pat
     assert "devices=[0] (configs/vocoder.yaml:4" in found[0].message
     follows = "trainer:\n  strategy: ddp\n  devices: auto\n  num_nodes: ${oc.env:SLURM_NNODES}\n"
     assert layout_findings(tmp_path / "b", {"train.py": _CLI, "configs/vocoder.yaml": follows}) == []
-    assert layout_findings(tmp_path / "c", {"train.py": _CLI, "configs/data.yaml": "trainer:\n  max_epochs: 3\n"}) == []
+    # no file sets a layout: Lightning's one node, unless the command line says (layoutconfig.cli_defaults)
+    unset = layout_findings(tmp_path / "c", {"train.py": _CLI, "configs/data.yaml": "trainer:\n  max_epochs: 3\n"})
+    assert [(f.line, f.confidence, "num_nodes=1 (Lightning's default" in f.message) for f in unset] == [
+        (4, "likely", True)]
 
 
 def test_configs_that_differ_in_other_settings_but_agree_on_the_layout_are_likely(tmp_path: Path) -> None:
