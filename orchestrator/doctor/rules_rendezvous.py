@@ -226,7 +226,10 @@ def _off_the_launchers_path(a: Analysis, node: ast.AST) -> bool:
     """The write sits where a launcher's run does not go: in the ``except`` of a ``try`` that starts the process group
     (EfficientViT's ``RANK=0, WORLD_SIZE=1`` after a failed rendezvous: DDP019 reports that), or in a function this
     file calls only under an opt-in flag (GLM's ``if args.deepspeed_mpi: mpi_define_env(args)``: another launcher's
-    path, asked for)."""
+    path, asked for); or it is for a group of one process that its own block starts next (lightweight-gan's sync-BN
+    group on one GPU, ``init_process_group("nccl", rank=0, world_size=1)``: nothing to meet)."""
+    if _for_one_process(a, node):
+        return True
     child, current = node, a.module.parents.get(node)
     while current is not None:
         if isinstance(current, ast.Try) and any(child is h for h in current.handlers) and any(
@@ -237,6 +240,18 @@ def _off_the_launchers_path(a: Analysis, node: ast.AST) -> bool:
     function = a.module.function_of(node)
     callers = [s.call for s in a.flow.sites if function is not None and a.module.local_function(s.call) is function]
     return bool(callers) and all(_under_opt_in(a, call) for call in callers)
+
+
+def _for_one_process(a: Analysis, node: ast.AST) -> bool:
+    """A later statement of ``node``'s own block starts a process group, and every group started there is of one
+    process (``world_size=1`` written in)."""
+    parent = a.module.parents.get(node)
+    block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
+                  if isinstance(b, list) and node in b), None)
+    inits = [n for stmt in (block[block.index(node) + 1:] if block is not None else []) for n in walk(stmt)
+             if isinstance(n, ast.Call) and a.module.qualname(n.func) in INIT]
+    return bool(inits) and all(isinstance(size := next((k.value for k in call.keywords if k.arg == "world_size"), None),
+                                          ast.Constant) and size.value == 1 for call in inits)
 
 
 def _under_opt_in(a: Analysis, call: ast.Call) -> bool:
