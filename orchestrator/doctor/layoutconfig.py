@@ -15,7 +15,7 @@ from orchestrator.doctor.hydratargets import CONFIG_BUILDERS, project_subclass
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.configfiles import ConfigValue, project_config, value_at
 from orchestrator.source.configvalues import config_value
-from orchestrator.source.exprnames import FunctionNode, last_name
+from orchestrator.source.exprnames import FunctionNode, last_name, parameter_defaults
 from orchestrator.source.names import Module
 
 # a ``_target_`` naming a Lightning Trainer: in its head (lightning, pytorch_lightning), its last part
@@ -197,10 +197,7 @@ def _default_argument(a: Analysis, expr: ast.expr) -> str | None:
     function = a.module.function_of(expr)
     if not isinstance(expr, ast.Name) or function is None:
         return None
-    spec = function.args
-    positional = [*spec.posonlyargs, *spec.args]
-    pairs = zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True)
-    default = next((d for p, d in pairs if p.arg == expr.id), None)
+    default = parameter_defaults(function).get(expr.id)
     _, value = a.module.resolve(expr.id, expr)
     return default.value if isinstance(default, ast.Constant) and isinstance(default.value, str) and (
         value is None) else None

@@ -31,7 +31,7 @@ from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import project_path
 from orchestrator.source.branches import catches, main_guard
-from orchestrator.source.exprnames import last_name
+from orchestrator.source.exprnames import last_name, parameter_defaults
 from orchestrator.source.starimports import star_names
 from orchestrator.source.walk import walk
 
@@ -176,11 +176,8 @@ def _left_out(a: Analysis, test: ast.expr) -> bool:
     function = a.module.function_of(test)
     if not isinstance(name, ast.Name) or function is None or a.outer is not None:
         return False
-    spec = function.args
-    positional = [p.arg for p in (*spec.posonlyargs, *spec.args)]
-    defaults = dict(zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True))
-    defaults.update({p.arg: d for p, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None})
-    default = defaults.get(name.id)
+    positional = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+    default = parameter_defaults(function).get(name.id)
     empty = isinstance(default, ast.Constant) and (default.value is None if compared else not default.value)
     if not empty or len(a.module.scope_of(name).assigned.get(name.id, ())) != 1:
         return False  # no empty default, or bound again in the function

@@ -27,3 +27,12 @@ def last_name(expr: ast.expr) -> str | None:
     if isinstance(expr, ast.Name):
         return expr.id
     return None
+
+
+def parameter_defaults(function: FunctionNode) -> dict[str, ast.expr]:
+    """``function``'s parameters that have a default, with it (positional and keyword-only)."""
+    spec = function.args
+    positional = [*spec.posonlyargs, *spec.args]
+    out = {p.arg: d for p, d in zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True)}
+    out.update({p.arg: d for p, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None})
+    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from orchestrator.source.analysis import Analysis
-from orchestrator.source.exprnames import FunctionNode
+from orchestrator.source.exprnames import FunctionNode, parameter_defaults
 
 
 def passed_constants(a: Analysis, name: ast.Name) -> list[ast.Constant]:
@@ -22,11 +22,8 @@ def passed_constants(a: Analysis, name: ast.Name) -> list[ast.Constant]:
     if function is None:
         return []
     spec = function.args
-    positional = [*spec.posonlyargs, *spec.args]
-    defaults = dict(zip([p.arg for p in positional[len(positional) - len(spec.defaults):]], spec.defaults,
-                        strict=True))
-    defaults.update({p.arg: d for p, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None})
-    if name.id not in {p.arg for p in (*positional, *spec.kwonlyargs)}:
+    defaults = parameter_defaults(function)
+    if name.id not in {p.arg for p in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs)}:
         return []
     values = [value for _, value in passed_values(a, function, name.id)]
     values += [defaults[name.id]] if name.id in defaults else []

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name, parameter_defaults
 
 
 def _expr(text: str) -> ast.expr:
@@ -32,3 +32,9 @@ def test_function_nodes_are_plain_and_async_definitions() -> None:
     tree = ast.parse("def f(): pass\nasync def g(): pass\nclass C: pass\nh = lambda: 0\n")
     kinds = [isinstance(node, FunctionNode) for node in tree.body]
     assert kinds == [True, True, False, False]
+
+
+def test_parameter_defaults_pairs_the_last_positional_parameters_and_the_keyword_only_ones() -> None:
+    function = ast.parse("def f(a, /, b, c=1, *args, d, e=None, **kw): pass").body[0]
+    assert isinstance(function, ast.FunctionDef)
+    assert {name: ast.unparse(value) for name, value in parameter_defaults(function).items()} == {"c": "1", "e": "None"}
