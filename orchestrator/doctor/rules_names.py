@@ -176,18 +176,14 @@ def _left_out(a: Analysis, test: ast.expr) -> bool:
     function = a.module.function_of(test)
     if not isinstance(name, ast.Name) or function is None or a.outer is not None:
         return False
-    positional = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
     default = parameter_defaults(function).get(name.id)
     empty = isinstance(default, ast.Constant) and (default.value is None if compared else not default.value)
     if not empty or len(a.module.scope_of(name).assigned.get(name.id, ())) != 1:
         return False  # no empty default, or bound again in the function
     calls = a.module.calls_of(function)
-    index = positional.index(name.id) if name.id in positional else len(positional)
-    return bool(calls) and _only_called(a, function, calls) and all(
-        not any(isinstance(x, ast.Starred) for x in call.args) and all(k.arg not in (None, name.id)
-                                                                       for k in call.keywords)
-        and index - (1 if isinstance(call.func, ast.Attribute) and positional[:1] == ["self"] else 0) >= len(call.args)
-        for call in calls)
+    return bool(calls) and _only_called(a, function, calls) and not a.module.argument_for(function, name.id) and all(
+        not any(isinstance(x, ast.Starred) for x in call.args) and all(k.arg is not None for k in call.keywords)
+        for call in calls)  # what a starred call or ``**kwargs`` passes is not known
 
 
 def _only_called(a: Analysis, function: ast.FunctionDef | ast.AsyncFunctionDef, calls: list[ast.Call]) -> bool:

@@ -83,9 +83,7 @@ def _written(a: Analysis) -> Iterator[Finding]:
     for site in a.sites(INIT):
         backend = site.call.args[0] if site.call.args else next(
             (k.value for k in site.call.keywords if k.arg == "backend"), None)
-        size = next((k.value for k in site.call.keywords if k.arg == "world_size"), None)
-        if (isinstance(backend, ast.Constant) and backend.value == "fake") or (
-                isinstance(size, ast.Constant) and size.value == 1):
+        if (isinstance(backend, ast.Constant) and backend.value == "fake") or _world_of_one(site.call):
             continue  # a fake or one-process group: nothing to rendezvous with
         for k in site.call.keywords:
             if k.arg in ("world_size", "rank") and constant(a, k.value):
@@ -250,8 +248,13 @@ def _for_one_process(a: Analysis, node: ast.AST) -> bool:
                   if isinstance(b, list) and node in b), None)
     inits = [n for stmt in (block[block.index(node) + 1:] if block is not None else []) for n in walk(stmt)
              if isinstance(n, ast.Call) and a.module.qualname(n.func) in INIT]
-    return bool(inits) and all(isinstance(size := next((k.value for k in call.keywords if k.arg == "world_size"), None),
-                                          ast.Constant) and size.value == 1 for call in inits)
+    return bool(inits) and all(_world_of_one(call) for call in inits)
+
+
+def _world_of_one(init: ast.Call) -> bool:
+    """``init_process_group(..., world_size=1)``: a group of one process, written in."""
+    size = next((k.value for k in init.keywords if k.arg == "world_size"), None)
+    return isinstance(size, ast.Constant) and size.value == 1
 
 
 def _under_opt_in(a: Analysis, call: ast.Call) -> bool:
