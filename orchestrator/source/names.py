@@ -135,9 +135,10 @@ class Module:
         self.imports.setdefault(name, []).append(qual)
 
     def _record_target(self, scope: Scope, target: ast.expr, line: int, value: ast.expr | None) -> None:
-        if isinstance(target, ast.Tuple | ast.List):
-            for element in target.elts:
-                self._record_target(scope, element, line, None)
+        if isinstance(target, ast.Tuple | ast.List):  # ``rank, local = int(...), int(...)``: each its own value
+            values = _paired(target, value)
+            for element, element_value in zip(target.elts, values, strict=True):
+                self._record_target(scope, element, line, element_value)
             return
         key = dotted(target) or subscript_key(target)
         if key is not None:
@@ -385,3 +386,12 @@ class Module:
             found = tuple(calls)
             setattr(node, _CALLS_KEY, found)
         return iter(found)
+
+
+def _paired(target: ast.Tuple | ast.List, value: ast.expr | None) -> list[ast.expr | None]:
+    """The value each element of a tuple target takes: the matching element of a tuple of the same length and no
+    starred element (``a, b = x, y``); unknown (None) for anything else (a call's result, ``a, *b = ...``)."""
+    if (isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts)
+            and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))):
+        return list(value.elts)
+    return [None] * len(target.elts)

@@ -142,3 +142,27 @@ def test_held_is_the_value_in_scope_else_every_value_assigned_in_the_file() -> N
     assert [ast.unparse(v) for v in module.held("rank", rank)] == ["1"]
     assert [ast.unparse(v) for v in module.held("args.rank", attribute)] == ["3"]  # assigned in another function
     assert module.held("args.rank", attribute, anywhere=False) == []
+
+
+def test_each_name_of_a_tuple_target_holds_its_own_element() -> None:
+    module = Module(ast.parse("import os\nrank, local = int(os.environ['RANK']), int(os.environ['LOCAL_RANK'])\n"
+                              "a, *rest = 1, 2, 3\nx, y = pair()\nuse(rank)\n"))
+    use = call_of(module, "use")
+    assert ast.unparse(module.resolve("rank", use)[1] or ast.Constant(None)) == "int(os.environ['RANK'])"
+    assert ast.unparse(module.resolve("local", use)[1] or ast.Constant(None)) == "int(os.environ['LOCAL_RANK'])"
+    assert [module.resolve(name, use) for name in ("a", "x", "y")] == [(True, None)] * 3
+
+
+GLOBAL_DEVICE = """\
+import os
+import torch
+import torch.distributed as dist
+
+rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+dist.init_process_group("nccl", rank=rank, world_size=world_size)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).to(f"cuda:{rank}"), device_ids=[rank])
+"""
+
+
+def test_a_rank_unpacked_from_a_tuple_is_read_as_the_rank_it_holds() -> None:
+    assert "DDP010" in {f.code for f in check_source(GLOBAL_DEVICE)}
