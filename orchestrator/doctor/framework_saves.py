@@ -16,6 +16,7 @@ from typing import Literal
 
 from orchestrator.doctor.frameworknames import QUALIFIED
 from orchestrator.source.analysis import Analysis
+from orchestrator.source.branches import statements_before
 from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.flow import Site
 from orchestrator.source.names import Module
@@ -173,12 +174,9 @@ def _under(a: Analysis, node: ast.AST, test: Callable[[Analysis, ast.expr], bool
     while current is not None and not isinstance(current, ast.ClassDef | ast.Module):
         if isinstance(current, ast.If) and child is not current.test and test(a, current.test):
             return True
-        for block in ("body", "orelse", "finalbody"):
-            stmts = getattr(current, block, None)
-            if isinstance(stmts, list) and child in stmts and any(
-                    isinstance(s, ast.If) and s.body and isinstance(s.body[-1], _EXITS) and test(a, s.test)
-                    for s in stmts[:stmts.index(child)]):
-                return True
+        if any(isinstance(s, ast.If) and s.body and isinstance(s.body[-1], _EXITS) and test(a, s.test)
+               for s in statements_before(current, child)):
+            return True
         if isinstance(current, FunctionNode):
             return False
         child, current = current, a.module.parents.get(current)

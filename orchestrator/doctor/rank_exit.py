@@ -16,6 +16,7 @@ from orchestrator.doctor.own_methods import defined_method
 from orchestrator.doctor.rules_steps import ddp_in_file
 from orchestrator.source.analysis import COLLECTIVES, EXIT_CALLS, REDUCTIONS
 from orchestrator.source.assignments import assigned
+from orchestrator.source.branches import statements_after
 from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.flow import Site
 from orchestrator.source.walk import walk
@@ -101,9 +102,7 @@ def _later_loop(a: Analysis, guard: ast.If, function: ast.AST | None) -> tuple[a
         parent = a.module.parents.get(child)
         if parent is None:
             return None
-        body = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")) if
-                     isinstance(b, list) and child in b), [])
-        for later in body[body.index(child) + 1:] if child in body else []:
+        for later in statements_after(parent, child):
             for loop in (n for n in walk(later) if isinstance(n, ast.For | ast.While)):
                 collective = _loop_collective(a, loop, guard)
                 if collective is not None:

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import project_path
-from orchestrator.source.branches import catches, main_guard
+from orchestrator.source.branches import catches, main_guard, statements_before
 from orchestrator.source.exprnames import last_name, parameter_defaults
 from orchestrator.source.starimports import star_names
 from orchestrator.source.walk import walk
@@ -199,11 +199,7 @@ _EXITS = (ast.Raise, ast.Return, ast.Continue, ast.Break)
 
 def _after_exit(parent: ast.AST, statement: ast.stmt) -> bool:
     """An earlier statement of ``statement``'s own block (in ``parent``) always leaves it: ``statement`` never runs."""
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and statement in block:
-            return any(isinstance(s, _EXITS) for s in block[:block.index(statement)])
-    return False
+    return any(isinstance(s, _EXITS) for s in statements_before(parent, statement))
 
 
 def _impossible(a: Analysis, test: ast.expr) -> bool:

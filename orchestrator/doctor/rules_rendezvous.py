@@ -22,7 +22,7 @@ from orchestrator.launchstyles.spawngates import opt_in
 from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import attribute_read, declared
-from orchestrator.source.branches import unconditional
+from orchestrator.source.branches import statements_after, unconditional
 from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
@@ -243,10 +243,7 @@ def _off_the_launchers_path(a: Analysis, node: ast.AST) -> bool:
 def _for_one_process(a: Analysis, node: ast.AST) -> bool:
     """A later statement of ``node``'s own block starts a process group, and every group started there is of one
     process (``world_size=1`` written in)."""
-    parent = a.module.parents.get(node)
-    block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
-                  if isinstance(b, list) and node in b), None)
-    inits = [n for stmt in (block[block.index(node) + 1:] if block is not None else []) for n in walk(stmt)
+    inits = [n for stmt in statements_after(a.module.parents.get(node), node) for n in walk(stmt)
              if isinstance(n, ast.Call) and a.module.qualname(n.func) in INIT]
     return bool(inits) and all(_world_of_one(call) for call in inits)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from orchestrator.launchstyles.envurl import ungated_reads, url_defaults
 from orchestrator.source.analysis import Analysis
+from orchestrator.source.branches import statements_before
 from orchestrator.source.configfiles import lookup
 from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV
@@ -40,12 +41,9 @@ def env_checked(a: Analysis, node: ast.AST) -> bool:
                                                         and not _else_stops(current, child)
                                                         and not _off_side(a, current, child))):
             return True
-        for block in ("body", "orelse", "finalbody"):
-            stmts = getattr(current, block, None)
-            if isinstance(stmts, list) and child in stmts and any(
-                    isinstance(e, ast.If) and _ends(e.body, returning=True) and _reads_launcher(a, e.test, 0)
-                    for e in stmts[:stmts.index(child)]):
-                return True
+        if any(isinstance(e, ast.If) and _ends(e.body, returning=True) and _reads_launcher(a, e.test, 0)
+               for e in statements_before(current, child)):
+            return True
         if isinstance(current, FunctionNode):
             return False
         child, current = current, a.module.parents.get(current)

@@ -10,10 +10,10 @@ import ast
 from collections.abc import Mapping
 from typing import Literal
 
+from orchestrator.source.branches import statements_before
 from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.walk import walk
 
-_BLOCKS = ("body", "orelse", "finalbody")
 # calls that only read the object they are handed (``pprint.pprint(vars(args))``, ``logger.info(args)``)
 _READ_ONLY = frozenset({"print", "pprint", "vars", "str", "repr", "len", "getattr", "hasattr", "isinstance", "format",
                         "dumps", "info", "debug", "warning", "error", "log"})
@@ -25,16 +25,11 @@ def assignment_before(name: str, at: ast.AST, parents: Mapping[ast.AST, ast.AST]
     (``may_change``); None where nothing there assigns it (a parameter, a global, an attribute set elsewhere)."""
     child, current = at, parents.get(at)
     while current is not None:
-        for block in _BLOCKS:
-            statements = getattr(current, block, None)
-            if not (isinstance(statements, list) and child in statements):
-                continue
-            earlier: ast.stmt
-            for earlier in reversed(statements[:statements.index(child)]):
-                if assigned(earlier, name) is not None:
-                    return earlier
-                if may_change(earlier, name):
-                    return False
+        for earlier in reversed(statements_before(current, child)):
+            if assigned(earlier, name) is not None:
+                return earlier
+            if may_change(earlier, name):
+                return False
         if isinstance(current, FunctionNode | ast.ClassDef):
             return None
         child, current = current, parents.get(current)

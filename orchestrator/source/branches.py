@@ -87,6 +87,30 @@ def off_linux_side(test: ast.expr, qualname: Callable[[ast.expr], str | None]) -
     return (value.lower() not in _LINUX) != negated
 
 
+_BLOCKS = ("body", "orelse", "finalbody")
+
+
+def _split_block(parent: ast.AST | None, statement: ast.AST) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    for field in _BLOCKS:
+        block = getattr(parent, field, None)
+        if isinstance(block, list):
+            index = next((i for i, s in enumerate(block) if s is statement), None)
+            if index is not None:
+                return block[:index], block[index + 1:]
+    return [], []
+
+
+def statements_before(parent: ast.AST | None, statement: ast.AST) -> list[ast.stmt]:
+    """The statements before ``statement`` in the block of ``parent`` (its body, ``else`` or ``finally``) that holds
+    it; none where no such block holds it (an ``except`` handler's statement is its handler's own body)."""
+    return _split_block(parent, statement)[0]
+
+
+def statements_after(parent: ast.AST | None, statement: ast.AST) -> list[ast.stmt]:
+    """The statements after ``statement`` in the block of ``parent`` that holds it (as ``statements_before``)."""
+    return _split_block(parent, statement)[1]
+
+
 def inside(parents: Mapping[ast.AST, ast.AST], node: ast.AST, ancestor: ast.AST) -> bool:
     """``ancestor`` stands around ``node`` (it is one of ``node``'s parents)."""
     current = parents.get(node)

@@ -14,6 +14,8 @@ from orchestrator.source.branches import (
     env_presence,
     off_linux_side,
     other_side,
+    statements_after,
+    statements_before,
     under_main_guard,
 )
 from orchestrator.source.names import Module
@@ -109,3 +111,17 @@ def test_a_handler_takes_an_exception_by_its_class_name(handler: str, takes: boo
     node = ast.parse(f"try:\n    pass\n{handler}\n    pass\n").body[0]
     assert isinstance(node, ast.Try)
     assert catches(node.handlers[0], frozenset({"Exception"})) is takes
+
+
+def test_the_statements_around_one_are_those_of_the_block_that_holds_it() -> None:
+    tree = ast.parse("try:\n    a = 1\n    b = 2\nexcept E:\n    c = 3\nelse:\n    d = 4\n    e = 5\n"
+                     "finally:\n    f = 6\n    g = 7\n")
+    statement = tree.body[0]
+    assert isinstance(statement, ast.Try)
+    unparsed = [[ast.unparse(s) for s in found] for found in (
+        statements_before(statement, statement.body[1]), statements_after(statement, statement.body[0]),
+        statements_after(statement, statement.orelse[0]), statements_before(statement, statement.finalbody[1]))]
+    assert unparsed == [["a = 1"], ["b = 2"], ["e = 5"], ["f = 6"]]
+    handler = statement.handlers[0]  # an except handler's statement is in the handler's body, not the try's
+    assert statements_before(statement, handler.body[0]) == statements_after(statement, handler.body[0]) == []
+    assert statements_after(handler, handler.body[0]) == [] and statements_after(None, statement) == []
