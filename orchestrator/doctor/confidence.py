@@ -64,10 +64,16 @@ MEASURED_WEAK: dict[tuple[str, str], tuple[int, int]] = {
 # - DDP005's ``print`` of a loss: 7 of 10 in the script at first contact (sets 9-24), where its logger lines were
 #   right in 3 of 8 and its writers, bars and wandb calls in 2 of 21 (what they show off rank 0 is their set-up's,
 #   mostly out of sight); a print is every rank's line on the console.
+# - DDP013's log of a LightningModule's hook with no ``sync_dist`` (lightning_logs.py), 2026-12-07: 12 of 12 right at
+#   set 50's first contact; 8 of 11 on 87 copies of sets 49 and earlier; 28 of 43 on the 22 Lightning scripts of sets
+#   45 and 46 (after a ``log`` the class defines itself was left out; set 45's flood of 53, 2 right, was mostly those);
+#   48 of 66 in all. DDP013's other findings there: 3 of 4 (set 50) and 1 of 5.
 PER_NODE_WRITER = "one writer per node"  # the mark of such a finding (rules_saves.py)
 PRINTED = "a print"  # the mark of a DDP005 finding on ``print(...)`` (rules_prints.py)
 TRAINING_SUMMARY = "a training summary"  # the mark of a DDP013 finding on a training loop's sum (rules_metrics.py)
-SOUND_VARIANTS: dict[str, frozenset[str]] = {"DDP006": frozenset({PER_NODE_WRITER}), "DDP005": frozenset({PRINTED})}
+LIGHTNING_LOG = "a Lightning hook's log"  # the mark of DDP013 on a LightningModule's self.log (lightning_logs.py)
+SOUND_VARIANTS: dict[str, frozenset[str]] = {"DDP006": frozenset({PER_NODE_WRITER}), "DDP005": frozenset({PRINTED}),
+                                             "DDP013": frozenset({LIGHTNING_LOG})}
 
 
 def measured_weak(code: str, in_helper: bool, marks: frozenset[str] = frozenset()) -> tuple[int, int] | None:

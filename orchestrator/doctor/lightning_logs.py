@@ -14,7 +14,9 @@ hook's constant argument (``self._step(batch, batch_idx, "val")``) does not take
 (``all_gather_ddp_if_available``, ``sync_ddp_if_available``); a module whose every ``fit`` in the file hands Lightning
 no validation data (no ``val_dataloaders``, a DataModule of the file whose ``val_dataloader`` returns nothing: no
 validation runs); a file that keeps Lightning from sharding the loaders (``use_distributed_sampler=False``,
-``replace_sampler_ddp=False``). The class is one whose bases (in the file) end in ``LightningModule``.
+``replace_sampler_ddp=False``); a ``self.log`` of a class that defines ``log`` itself (mdgen's ``def log(self, key,
+data)``, which gathers before it writes: not Lightning's). The class is one whose bases (in the file) end in
+``LightningModule``.
 
 A training summary too (marked :data:`~orchestrator.doctor.confidence.TRAINING_SUMMARY`): a loss or accuracy logged on
 epoch level by a training hook (``training_step`` with ``on_epoch=True``, ``on_train_epoch_end``) with no
@@ -28,7 +30,7 @@ from collections.abc import Iterator
 from typing import TypeGuard
 
 from orchestrator.doctor.analysis import Analysis
-from orchestrator.doctor.confidence import TRAINING_SUMMARY
+from orchestrator.doctor.confidence import LIGHTNING_LOG, TRAINING_SUMMARY
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.own_methods import reached_methods
 from orchestrator.doctor.rules_prints import METRIC
@@ -66,14 +68,14 @@ def check_unsynced_logs(a: Analysis) -> Iterator[Finding]:
                 yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} with "
                                 f"{_NOT_SYNCED[_rank_zero_only(call)]}: the epoch value is the mean over rank 0's "
                                 "shard of the validation set, which Lightning splits across the ranks",
-                                confidence="likely")
+                                confidence="likely", marks=frozenset({LIGHTNING_LOG}))
         for name in sorted(_TRAINING_HOOKS.keys() & methods.keys()):
             for call in _unsynced_calls(a, methods, methods[name], said):
                 if _on_epoch(call, _TRAINING_HOOKS[name]) and _of_a_metric(call):
                     yield a.finding("DDP013", call, f"{ast.unparse(call)[:60]} in {cls.name}.{name} on epoch level "
                                     f"with {_NOT_SYNCED[_rank_zero_only(call)]}: the epoch's training value is the "
                                     "mean over rank 0's own batches, logged as the epoch's", confidence="likely",
-                                    marks=frozenset({TRAINING_SUMMARY}))
+                                    marks=frozenset({TRAINING_SUMMARY, LIGHTNING_LOG}))
 
 
 def _unsynced_calls(a: Analysis, methods: dict[str, _Function], hook: _Function, said: set[int]) -> Iterator[ast.Call]:
@@ -88,8 +90,9 @@ def _unsynced_calls(a: Analysis, methods: dict[str, _Function], hook: _Function,
             continue
         given = _constants_given(hook, function)
         for call in walk(function):
-            if id(call) in said or not _unsynced(call) or _branch_not_taken(a, call, given):
-                continue
+            if id(call) in said or not _unsynced(call) or last_name(call.func) in methods or _branch_not_taken(
+                    a, call, given):
+                continue  # (a ``log`` the class defines itself is its own, not Lightning's: mdgen's gathers)
             said.add(id(call))
             yield call
 

@@ -1,6 +1,7 @@
 """DDP019: a failed ``init_process_group`` caught and let go (``try: dist.init_process_group(...) except Exception:
 print(...)``), so a rank whose rendezvous failed trains alone as a world of one. Silent when every handler raises or
-exits, when the init is retried, or when the ``try`` also holds the training (the work ends with it)."""
+exits, when the init is retried, when the ``try`` also holds the training (the work ends with it), or when the handler
+returns from the function that trains after it."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def check_swallowed_init(a: Analysis) -> Iterator[Finding]:
             continue
         for handler in (h for h in node.handlers if catches(h, INIT_FAILURES)):
             if not (_stops(a, handler) or _retried(a, node, handler) or _work_skipped(a, node, init)
-                    or _whole_run(a, init)):
+                    or _whole_run(a, init) or _returns_before_work(a, node, handler)):
                 caught = ast.unparse(handler.type) if handler.type is not None else "everything"
                 yield a.finding("DDP019", init.call, f"{ast.unparse(init.call.func)[:40]}() fails into `except "
                                 f"{caught[:40]}` (line {handler.lineno}), which goes on")
@@ -48,6 +49,17 @@ def _work_skipped(a: Analysis, node: ast.Try, init: Site) -> bool:
     raised = {id(n) for stmt in node.body for r in walk(stmt) if isinstance(r, ast.Raise) for n in walk(r)}
     return any(isinstance(call, ast.Call) and id(call) not in raised and last_name(call.func) not in _REPORTS
                for stmt in node.body if stmt.lineno > init.call.lineno for call in walk(stmt))
+
+
+def _returns_before_work(a: Analysis, node: ast.Try, handler: ast.ExceptHandler) -> bool:
+    """The handler returns from a function that trains after the ``try`` (tunet's ``try: setup_ddp() except
+    Exception as e: logging.error(...); return`` at the top of ``train(config)``): a failed rendezvous skips that
+    training, so no rank trains alone."""
+    function = a.module.function_of(node)
+    if function is None or not any(isinstance(n, ast.Return) for stmt in handler.body for n in walk(stmt)):
+        return False
+    later = [s for s in function.body if s.lineno > (node.end_lineno or node.lineno)]
+    return any(a.trains(stmt) for stmt in later)
 
 
 def _whole_run(a: Analysis, init: Site) -> bool:

@@ -192,8 +192,8 @@ def _rendezvous_defaults(a: Analysis) -> Iterator[Finding]:
             value = default.value
         else:
             continue
-        if _always_overwritten(a, flags) or _never_read(a, site.call):
-            continue  # args.dist_url = ... on every run, or never read: the default is never used
+        if _always_overwritten(a, flags) or _never_read(a, site.call) or _read_off_launch(a, site.call):
+            continue  # args.dist_url = ... on every run, never read, or read only where no launcher's run goes
         if value.startswith(("tcp://", "file://")) or (value and any(_URL_FLAGS.search(f) for f in flags)
                                                         and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value)):
             flag = flags[0] if flags else "the flag"
@@ -207,6 +207,35 @@ def _never_read(a: Reading, call: ast.Call) -> bool:
     """No module of the script's project reads the flag (``--init_method`` declared, ``init_method='env://'`` used)."""
     flag, modules = declared(call), _project_modules(a)
     return flag is not None and bool(modules) and not attribute_read([m.tree for m in modules], flag.attribute)
+
+
+def _read_off_launch(a: Analysis, call: ast.Call) -> bool:
+    """Every read of the flag in this file sits on a side no launched rank takes, itself or through the parameter of
+    the file's function it is handed to (lenet5's ``setup_distributed(args.backend, args.dist_url)``, whose
+    ``init_method=dist_url`` is the ``else`` of ``if "RANK" in os.environ and "WORLD_SIZE" in os.environ:``, the
+    fallback of a run with no launcher): under a launcher the default is never used."""
+    flag = declared(call)
+    dead = a.flow.dead_lines()
+    reads = [n for n in a.module.nodes if isinstance(n, ast.Attribute) and flag is not None
+             and n.attr == flag.attribute and isinstance(n.ctx, ast.Load)]
+    return bool(reads) and all(_off_launch(a, read, dead) for read in reads)
+
+
+def _off_launch(a: Analysis, read: ast.expr, dead: list[range]) -> bool:
+    if any(read.lineno in lines for lines in dead):
+        return True
+    handed = a.module.parents.get(read)
+    handed = a.module.parents.get(handed) if isinstance(handed, ast.keyword) else handed
+    function = a.module.local_function(handed) if isinstance(handed, ast.Call) else None
+    if not isinstance(handed, ast.Call) or function is None:
+        return False
+    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+    params = params[1:] if isinstance(handed.func, ast.Attribute) and params[:1] == ["self"] else params
+    index = next((i for i, arg in enumerate(handed.args) if arg is read), None)
+    name = next((k.arg for k in handed.keywords if k.value is read), None) or (
+        params[index] if index is not None and index < len(params) else None)
+    uses = [n for stmt in function.body for n in walk(stmt) if isinstance(n, ast.Name) and n.id == name]
+    return bool(uses) and all(any(use.lineno in lines for lines in dead) for use in uses)
 
 
 def _always_overwritten(a: Reading, flags: list[str]) -> bool:

@@ -59,7 +59,19 @@ def _loopback(value: ast.expr) -> bool:
         elif isinstance(value, ast.JoinedStr) and value.values:
             value = value.values[0]
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "format":
+            if _host_filled(value.func.value, "{}", value.args[0] if value.args else None):
+                return True  # "tcp://{}:{}".format("localhost", port)
             value = value.func.value
+        elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod):
+            first = value.right.elts[0] if isinstance(value.right, ast.Tuple) and value.right.elts else value.right
+            return _host_filled(value.left, "%s", first)  # "tcp://%s:%d" % ("127.0.0.1", port)
         else:
             break
     return isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.startswith(_LOOPBACK)
+
+
+def _host_filled(template: ast.expr, slot: str, host: ast.expr | None) -> bool:
+    """A ``tcp://`` template whose host is its first slot, filled with a loopback address."""
+    text = template.value if isinstance(template, ast.Constant) and isinstance(template.value, str) else ""
+    name = host.value if isinstance(host, ast.Constant) and isinstance(host.value, str) else None
+    return text.startswith("tcp://" + slot) and name is not None and ("tcp://" + name).startswith(_LOOPBACK)

@@ -167,8 +167,9 @@ def resolve_target(job: str | None, module: str | None, args: Sequence[str] | No
     if not path.is_file():
         raise ConfigError(f"script {path} does not exist",
                           hint="check the path (it is relative to the current directory), or use -m package.module")
-    if not path.name.endswith(".py"):
-        raise ConfigError(f"{job} is not a .py file", hint="pass a Python script ending in .py, or -m package.module")
+    if not (path.name.endswith(".py") or _python_shebang(path)):
+        raise ConfigError(f"{job} is not a .py file", hint="pass a Python script ending in .py (or one whose first "
+                          "line is a python #! line), or -m package.module")
     if has_spec(path):
         if args is not None:
             raise ConfigError(f"{job} is a job file (it defines SPEC): it takes key=value overrides, not "
@@ -176,6 +177,17 @@ def resolve_target(job: str | None, module: str | None, args: Sequence[str] | No
         return None
     _no_overrides(overrides, job)
     return ScriptTarget(kind="script", target=str(path.resolve()), args=extra, cwd=str(cwd))
+
+
+def _python_shebang(path: Path) -> bool:
+    """A script installed without ``.py`` (deepblast's ``scripts/deepblast-train``) whose first line runs Python:
+    ``#!/usr/bin/env python3``."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _no_overrides(overrides: Sequence[str], what: str) -> None:

@@ -162,3 +162,29 @@ def test_a_loss_logged_in_the_script_is_possible_but_a_printed_one_stays_likely(
     assert found["logger.info"].evidence.endswith(f"this check in a script was right in {right} of {of} findings on "
                                                   "code never seen")
     assert (found["print"].confidence, confidence.PRINTED in found["print"].marks) == ("likely", True)
+
+
+LIGHTNING = """\
+import lightning as L
+import torch
+
+
+class Model(L.LightningModule):
+    def validation_step(self, batch, batch_idx):
+        loss = self.layer(batch).sum()
+        self.log("val_loss", loss)
+
+
+trainer = L.Trainer(devices=2, strategy="ddp")
+trainer.fit(Model(), train_dataloaders=train, val_dataloaders=val)
+"""
+
+
+def test_a_lightning_hooks_unsynced_log_stays_likely_in_a_script_and_in_a_helper(tmp_path: Path) -> None:
+    """DDP013 was measured weak on code never seen (confidence.MEASURED_WEAK), but not its LightningModule hook's
+    ``self.log`` with no ``sync_dist`` (confidence.SOUND_VARIANTS): shown by default, marked as such."""
+    (tmp_path / "train.py").write_text(LIGHTNING)
+    (found,) = [f for f in check_files([tmp_path / "train.py"]) if f.code == "DDP013"]
+    assert (found.confidence, confidence.LIGHTNING_LOG in found.marks) == ("likely", True)
+    assert confidence.measured_weak("DDP013", True, found.marks) is None
+    assert confidence.measured_weak("DDP013", True) == confidence.MEASURED_WEAK[("DDP013", "helper")]

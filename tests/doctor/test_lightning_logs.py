@@ -246,3 +246,27 @@ def test_lightnings_own_gather_utility_reduces_the_epoch_value() -> None:
     local = source.replace("EPOCH", "torch.stack(outputs).mean()")
     assert _validation_logs(gathered) == [19]
     assert _validation_logs(local) == [19, 23]
+
+
+_OWN_LOG = """
+import torch
+import lightning.pytorch as pl
+
+
+class Base(pl.LightningModule):
+    def log(self, key, data):  # the project's own: it gathers every rank's values before rank 0 writes them
+        self._log[key].append(data)
+
+
+class Model(Base):
+    def validation_step(self, batch, batch_idx):
+        loss = self.layer(batch).sum()
+        self.log("val_loss", loss)
+        self.log_dict({"val_loss": loss})
+"""
+
+
+def test_a_log_the_class_defines_itself_is_not_lightnings() -> None:
+    """mdgen's and scalar-fields' ``def log(self, key, data)``: ``self.log`` is the project's, not Lightning's; the
+    ``log_dict`` the class does not define is still Lightning's."""
+    assert [f.line for f in check_source(_OWN_LOG, "t.py") if f.code == "DDP013"] == [15]

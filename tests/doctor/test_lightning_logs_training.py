@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.doctor import check_source
-from orchestrator.doctor.confidence import TRAINING_SUMMARY
+from orchestrator.doctor.confidence import LIGHTNING_LOG, TRAINING_SUMMARY
 
 _MODULE = """
 import torch
@@ -44,7 +44,7 @@ def _ddp013(step_log: str = "pass", epoch_log: str = "pass") -> list[tuple[int, 
     ('self.log("lr", loss * 0, on_epoch=True)', False),
 ])
 def test_a_training_step_log(log: str, reported: bool) -> None:
-    assert _ddp013(step_log=log) == ([(9, frozenset({TRAINING_SUMMARY}))] if reported else [])
+    assert _ddp013(step_log=log) == ([(9, frozenset({TRAINING_SUMMARY, LIGHTNING_LOG}))] if reported else [])
 
 
 @pytest.mark.parametrize(("log", "reported"), [
@@ -53,7 +53,7 @@ def test_a_training_step_log(log: str, reported: bool) -> None:
     ('self.log("train_epoch_loss", torch.stack(self.losses).mean(), sync_dist=True)', False),
 ])
 def test_an_epoch_end_log(log: str, reported: bool) -> None:
-    assert _ddp013(epoch_log=log) == ([(13, frozenset({TRAINING_SUMMARY}))] if reported else [])
+    assert _ddp013(epoch_log=log) == ([(13, frozenset({TRAINING_SUMMARY, LIGHTNING_LOG}))] if reported else [])
 
 
 def test_a_shared_steps_training_side_is_a_training_summary() -> None:
@@ -73,4 +73,4 @@ class Model(pl.LightningModule):
         return loss
 """
     assert [(f.line, f.marks) for f in check_source(source, "t.py") if f.code == "DDP013"] == [
-        (12, frozenset({TRAINING_SUMMARY}))]
+        (12, frozenset({TRAINING_SUMMARY, LIGHTNING_LOG}))]

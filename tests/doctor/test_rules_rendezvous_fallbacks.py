@@ -117,3 +117,31 @@ def test_writes_where_no_launcher_started_the_run_are_not_reported() -> None:
     counted = NOT_LAUNCHED.replace('int(os.environ["WORLD_SIZE"]) > 1', "torch.cuda.device_count() > 1")
     assert [f.line for f in check_source(counted.format(flag="args.slurm"), "t.py") if f.code == "DDP008"] == [
         13, 14, 15]
+
+
+URL_FLAG = """\
+import argparse
+import os
+import torch.distributed as dist
+
+
+def setup_distributed(backend, dist_url):
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        dist.init_process_group(backend, init_method="env://")
+    else:
+        dist.init_process_group(backend, init_method=dist_url, rank=0, world_size=1)
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--dist-url", type=str, default="tcp://127.0.0.1:29500")
+args = parser.parse_args()
+setup_distributed("gloo", {handed})
+"""
+
+
+@pytest.mark.parametrize(("handed", "lines"), [("args.dist_url", []), ("dist_url=args.dist_url", []),
+                                               ("args.dist_url if args.dist_url else None", [14])])
+def test_a_url_flag_read_only_on_the_no_launcher_side_is_not_reported(handed: str, lines: list[int]) -> None:
+    """lenet5's ``--dist-url`` default: handed to a parameter read only in the ``else`` of a launcher test."""
+    found = check_source(URL_FLAG.format(handed=handed), "train.py")
+    assert [f.line for f in found if f.code == "DDP008"] == lines

@@ -20,7 +20,9 @@ _WORKER = ("import torch.distributed as dist\n\n\ndef main(args):\n"
 @pytest.mark.parametrize("forced", [
     "args.dist_url = 'tcp://127.0.0.1:' + str(get_port())",  # the user's --dist-url overwritten before main(args)
     "args.dist_url = f'tcp://localhost:{port}'",
-    "args.dist_url = 'tcp://127.0.0.1:{}'.format(port)"])
+    "args.dist_url = 'tcp://127.0.0.1:{}'.format(port)",
+    "args.dist_url = 'tcp://{}:{}'.format('localhost', port)",  # DiffComplete's: the host fills the template
+    "args.dist_url = 'tcp://%s:%d' % ('127.0.0.1', port)"])
 def test_a_forced_loopback_init_method_is_a_fact_and_an_error_across_nodes(tmp_path: Path, forced: str) -> None:
     script = tmp_path / "train.py"
     script.write_text(_WORKER + f"if __name__ == '__main__':\n    args = parse()\n    port = 5\n    {forced}\n"
@@ -54,7 +56,9 @@ def test_a_group_of_one_process_on_loopback_is_no_rendezvous(tmp_path: Path) -> 
     # asked for by the user (a keyword), so the user's own address is kept otherwise
     "if args.dist_url == 'auto':\n        args.dist_url = f'tcp://127.0.0.1:{port}'",
     "args.dist_url = f'tcp://{os.environ[\"MASTER_ADDR\"]}:{port}'",  # the launcher's address
-    "args.other_url = 'tcp://127.0.0.1:5'"])  # not what the call passes
+    "args.other_url = 'tcp://127.0.0.1:5'",  # not what the call passes
+    "args.dist_url = 'tcp://{}:{}'.format(args.host, port)",  # the user's host fills the template
+    "args.dist_url = 'tcp://%s:%d' % (host, port)"])
 def test_no_fact_where_the_users_or_the_launchers_address_gets_through(tmp_path: Path, forced: str) -> None:
     script = tmp_path / "train.py"
     script.write_text("import os\n" + _WORKER + f"if __name__ == '__main__':\n    args = parse()\n    port = 5\n"

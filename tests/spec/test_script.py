@@ -42,6 +42,9 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "broken.py").write_text("def (:\n", encoding="utf-8")
     (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
     (tmp_path / "a dir").mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "deepblast-train").write_text("#!/usr/bin/env python3\nimport sys\n", encoding="utf-8")
+    (tmp_path / "bin" / "run-it").write_text("#!/bin/bash\npython train.py\n", encoding="utf-8")
     (tmp_path / "it's \"odd\" $(x).py").write_text("pass\n", encoding="utf-8")
     pkg = tmp_path / "pkg" / "sub"
     pkg.mkdir(parents=True)
@@ -75,6 +78,7 @@ FORMS: list[tuple[str | None, str | None, list[str] | None, list[str], tuple[str
     ("./train.py", None, ["--lr", "0.1"], [], ("script", "train.py")),
     ("it's \"odd\" $(x).py", None, [], [], ("script", "it's \"odd\" $(x).py")),  # any path works
     ("job.py", None, None, ["lr=0.1"], None),
+    ("bin/deepblast-train", None, [], [], ("script", "bin/deepblast-train")),  # installed without .py: #!...python
     ("mnist", None, None, [], None),
     (None, "pkg.sub.train", ["x"], [], ("module", "pkg.sub.train")),
     (None, "not.here", [], [], ("module", "not.here")),
@@ -103,6 +107,7 @@ REFUSED: list[tuple[str | None, str | None, list[str] | None, list[str], list[st
     ("sub/missing", None, None, [], ["does not exist"]),
     ("a dir", None, None, [], ["is a directory", "pass the .py file"]),
     ("notes.txt", None, None, [], ["not a .py file"]),
+    ("bin/run-it", None, None, [], ["not a .py file", "python #! line"]),
     ("broken.py", None, None, [], ["not valid Python"]),
     ("train.py", None, None, ["lr=0.1"], ["is a script", "after --"]),
     ("train.py", None, ["a\0b"], [], ["NUL"]),
