@@ -436,6 +436,9 @@ def test_launch_verdict_rule() -> None:
 # error findings, five on a true hang whose judge does not mark it certain (finetune-hf-vits' rank-0 validation, under
 # a flag the shipped configs set) and one false (a NameError in dead code): hence False below; --shown 0.88 (84 of 96);
 # --all 0.61, 0.45; launch right or refused 45 of 54 (style 50, framework 54).
+# Set 50 (53 scripts from 53 repositories, ten judges, truth committed a7173d7 on 2026-12-07 before the doctor ran on
+# it, measured with the doctor of a7173d7): default output precision 0.63 (47 of 75), recall 0.28 (37 of 132), no
+# error finding; --shown 0.72 (46 of 64); --all 0.61, 0.39; launch right or refused 47 of 53 (style 52, framework 53).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -478,6 +481,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (47, 55, 0.67, 0.30, True),
     (48, 49, 0.70, 0.30, True),
     (49, 54, 0.74, 0.34, False),
+    (50, 53, 0.62, 0.27, True),
 ]
 
 
