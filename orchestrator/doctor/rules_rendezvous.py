@@ -23,7 +23,7 @@ from orchestrator.source.analysis import INIT
 from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import attribute_read, declared
 from orchestrator.source.branches import statements_after, unconditional
-from orchestrator.source.exprnames import dotted, last_name
+from orchestrator.source.exprnames import dotted, last_name, positional_parameters
 from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
 
@@ -229,8 +229,7 @@ def _off_launch(a: Analysis, read: ast.expr, dead: list[range]) -> bool:
     function = a.module.local_function(handed) if isinstance(handed, ast.Call) else None
     if not isinstance(handed, ast.Call) or function is None:
         return False
-    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
-    params = params[1:] if isinstance(handed.func, ast.Attribute) and params[:1] == ["self"] else params
+    params = positional_parameters(function, handed)
     index = next((i for i, arg in enumerate(handed.args) if arg is read), None)
     name = next((k.arg for k in handed.keywords if k.value is read), None) or (
         params[index] if index is not None and index < len(params) else None)

@@ -14,7 +14,7 @@ import ast
 import weakref
 
 from orchestrator.source.analysis import Analysis
-from orchestrator.source.exprnames import FunctionNode, dotted
+from orchestrator.source.exprnames import FunctionNode, dotted, positional_parameters
 from orchestrator.source.flow import Site
 from orchestrator.source.passedvalues import passed_values
 from orchestrator.source.walk import walk
@@ -95,9 +95,8 @@ def _sharded(a: Analysis, expr: ast.expr, handed: frozenset[str], depth: int = 0
 
 def _handed_models(a: Analysis, call: ast.Call, target: FunctionNode) -> frozenset[str]:
     """The parameters of ``target`` that ``call`` fills with an FSDP model, by position and keyword."""
-    params = [p.arg for p in (*target.args.posonlyargs, *target.args.args)]
-    offset = 1 if params[:1] == ["self"] and isinstance(call.func, ast.Attribute) else 0
-    pairs = [*zip(params[offset:], call.args, strict=False), *((k.arg, k.value) for k in call.keywords if k.arg)]
+    pairs = [*zip(positional_parameters(target, call), call.args, strict=False),
+             *((k.arg, k.value) for k in call.keywords if k.arg)]
     return frozenset(name for name, value in pairs if not isinstance(value, ast.Starred)
                      and _sharded(a, value, frozenset()))
 

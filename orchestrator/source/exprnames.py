@@ -36,3 +36,10 @@ def parameter_defaults(function: FunctionNode) -> dict[str, ast.expr]:
     out = {p.arg: d for p, d in zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True)}
     out.update({p.arg: d for p, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None})
     return out
+
+
+def positional_parameters(function: FunctionNode, call: ast.Call) -> list[str]:
+    """The names ``call``'s positional arguments bind in ``function``, in order: its positional parameters, ``self``
+    left out where the call is a method's (``obj.f(...)``)."""
+    params = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+    return params[1:] if isinstance(call.func, ast.Attribute) and params[:1] == ["self"] else params

@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name, positional_parameters
 from orchestrator.source.importednames import imported_from
 from orchestrator.source.kwargs import subscript_key
 from orchestrator.source.walk import walk
@@ -276,13 +276,11 @@ class Module:
 
     def argument_for(self, function: FunctionNode, name: str) -> list[ast.expr]:
         """What the calls of ``function`` in this file pass for its parameter ``name``."""
-        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-        index = params.index(name) if name in params else None
         found: list[ast.expr] = []
         for node in self.calls_of(function):
-            offset = 1 if isinstance(node.func, ast.Attribute) and params[:1] == ["self"] else 0
-            if index is not None and 0 <= index - offset < len(node.args):
-                found.append(node.args[index - offset])
+            params = positional_parameters(function, node)
+            if name in params and params.index(name) < len(node.args):
+                found.append(node.args[params.index(name)])
             found.extend(k.value for k in node.keywords if k.arg == name)
         return found
 

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from orchestrator.source.exprnames import FunctionNode, dotted, last_name, parameter_defaults
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name, parameter_defaults, positional_parameters
 
 
 def _expr(text: str) -> ast.expr:
@@ -38,3 +38,17 @@ def test_parameter_defaults_pairs_the_last_positional_parameters_and_the_keyword
     function = ast.parse("def f(a, /, b, c=1, *args, d, e=None, **kw): pass").body[0]
     assert isinstance(function, ast.FunctionDef)
     assert {name: ast.unparse(value) for name, value in parameter_defaults(function).items()} == {"c": "1", "e": "None"}
+
+
+@pytest.mark.parametrize(("definition", "call", "expected"), [
+    ("def f(a, /, b, c=1, *args, d): pass", "f(1, 2)", ["a", "b", "c"]),
+    ("def save(self, model, path): pass", "saver.save(m, p)", ["model", "path"]),  # a method's self is bound
+    ("def save(self, model, path): pass", "save(s, m, p)", ["self", "model", "path"]),  # called as a function
+    ("def wrap(model, rank): pass", "utils.wrap(m, r)", ["model", "rank"]),  # a module's function, no self
+])
+def test_positional_parameters_are_what_the_calls_positional_arguments_bind(definition: str, call: str,
+                                                                             expected: list[str]) -> None:
+    function = ast.parse(definition).body[0]
+    called = _expr(call)
+    assert isinstance(function, ast.FunctionDef) and isinstance(called, ast.Call)
+    assert positional_parameters(function, called) == expected
