@@ -13,9 +13,9 @@ Severity policy (``orch submit``/``orch run`` refuse a script with an error; a w
   that is an error when the evidence is in the script downgrades that finding to a warning when the
   evidence is a guess (``Analysis.guess``); the rows below give each code's highest severity.
 - **for the layout asked**: ``orch submit``/``orch run`` on more than one node make DDP010 (a device from the
-  global rank), DDP021 (a file rendezvous in a local folder) and DDP022 (a one-node check) errors
-  (``orchestrator.doctor.feasibility``): each certainly fails across nodes, and works on one; so is a certain
-  DDP023 (a framework layout written for another node count).
+  global rank), DDP021 (a file rendezvous in a local folder, or a file handed between ranks there) and DDP022 (a
+  one-node check) errors (``orchestrator.doctor.feasibility``): each certainly fails across nodes, and works on one;
+  so is a certain DDP023 (a framework layout written for another node count).
 """
 
 from __future__ import annotations
@@ -127,7 +127,8 @@ CATALOG: dict[str, Rule] = {rule.code: rule for rule in (
          "define the name before that line, or use the one meant (the wrapped model's variable: "
          "model.module.state_dict(), not an undefined ddp_model's)"),
     Rule("DDP021", "warning",
-         "a rendezvous only this machine can reach: a file:// init_method in a temporary or local folder",
+         "a rendezvous only this machine can reach: a file:// init_method in a temporary or local folder (also a "
+         "file one rank writes there and every rank reads: the other nodes never see it)",
          "let the launcher's address meet the ranks: init_process_group(backend) with no init_method (env://), "
          "or a file:// path on a file system every node mounts"),
     Rule("DDP022", "warning",

@@ -80,6 +80,7 @@ RULES: tuple[Callable[[Analysis], Iterator[Finding]], ...] = (
     rules_names.check_undefined_names,   # DDP020
     rank_bound_names.check_rank_bound_names,  # DDP020 (a name bound on global rank 0 alone, read on other ranks)
     rules_nodes.check_local_rendezvous,  # DDP021
+    rules_nodes.check_local_handoff,     # DDP021 (a file one rank writes in a local folder, every rank reads)
     rules_nodes.check_node_count,        # DDP022
     rules_layout.check_framework_layout,  # DDP023
 )

@@ -8,7 +8,8 @@ evidence is only possible stays a warning; the refusal's HINT starts with :func:
   node's GPUs (not when the rank is taken modulo a count: ``rank % 8`` is the local rank on 8-GPU nodes);
 - DDP016, the node-local rank used as the global rank (also a global rank built from a node-index flag no
   launcher passes): from the second node on two processes claim each rank;
-- DDP021, a ``file://`` rendezvous in a temporary or local folder: the other nodes never see the file;
+- DDP021, a ``file://`` rendezvous in a temporary or local folder: the other nodes never see the file; or a file one
+  rank writes there and every rank reads (its mark ``HANDOFF_MARK``): the other nodes' ranks find none;
 - DDP022, a check that the run is on one node (``assert world_size == torch.cuda.device_count()``);
 - DDP008, a loopback ``tcp://`` rendezvous read from the config file the script loads (``rules_rendezvous_computed``;
   the one the script forces in its code is ``launchstyle.py``'s): each node waits at its own address; and a spawner's
@@ -33,6 +34,7 @@ from orchestrator.doctor.argsconfig import node_count
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.offslurm import OFF_SLURM
 from orchestrator.doctor.rules_layout import CONFIG_DEFAULT
+from orchestrator.doctor.rules_nodes import HANDOFF_MARK
 from orchestrator.doctor.rules_rendezvous_computed import CONFIG_LOOPBACK
 from orchestrator.doctor.rules_spawnworld import ONE_NODE_WORLD
 from orchestrator.source.walk import walk
@@ -48,11 +50,12 @@ ACROSS_NODES: dict[str, str] = {
     "DDP023": "the framework checks devices x num_nodes against the world size and stops at start-up",
 }
 
-# DDP008 fails across nodes by the finding's mark: mark -> why
-_DDP008_WHY: dict[str, str] = {
-    CONFIG_LOOPBACK: "each node waits at its own loopback address and the nodes never meet",
-    ONE_NODE_WORLD: "the ranks of the other {others} are past a world of one node's processes (or form worlds "
-                    "of their own)",
+# a finding whose mark says why it fails across nodes (before its code's row): mark -> (code, why)
+_MARKED_WHY: dict[str, tuple[str, str]] = {
+    CONFIG_LOOPBACK: ("DDP008", "each node waits at its own loopback address and the nodes never meet"),
+    ONE_NODE_WORLD: ("DDP008", "the ranks of the other {others} are past a world of one node's processes (or form "
+                               "worlds of their own)"),
+    HANDOFF_MARK: ("DDP021", "the ranks on the other {others} find no such file there (or an old run's) and stop"),
 }
 
 
@@ -63,8 +66,8 @@ def across_nodes(findings: Iterable[Finding], nodes: int, gpus: int | None = Non
     known (with none, a Trainer's node count from the config file the script then loads is certain too)."""
     out: list[Finding] = []
     for finding in findings:
-        why = ACROSS_NODES.get(finding.code) or next(
-            (text for mark, text in _DDP008_WHY.items() if finding.code == "DDP008" and mark in finding.marks), None)
+        why = next((text for mark, (code, text) in _MARKED_WHY.items() if finding.code == code
+                    and mark in finding.marks), None) or ACROSS_NODES.get(finding.code)
         passed = node_count(finding.args_config, args, Path(finding.file)) if (  # the count the arguments give
             nodes > 1 and finding.args_config is not None and args is not None) else None
         sure = finding.confidence != "possible" or passed is not None

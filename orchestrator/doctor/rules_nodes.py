@@ -8,6 +8,10 @@ it waits in the queue.
   folder (``tempfile.mkdtemp()``, ``tempfile.gettempdir()``, ``TemporaryDirectory()``, ``/tmp``,
   ``/dev/shm``), followed through names, this file's calls and ``mp.spawn``'s ``args``: the other nodes
   never see that file (not under a test of the operating system: Windows' FileStore).
+- DDP021 also: a file one rank writes there and every rank reads (the DDP tutorial's initial weights: ``if rank ==
+  0: torch.save(model.state_dict(), CHECKPOINT_PATH)``, a barrier, ``model.load_state_dict(torch.load(
+  CHECKPOINT_PATH))`` with the path under ``tempfile.gettempdir()``): on another node the file is not there (or is an
+  old run's).
 - DDP022: ``assert world_size == torch.cuda.device_count()`` (the world is one node's GPUs), ``assert nnodes
   == 1``, ``assert local_rank == dist.get_rank()`` (the local rank is the global one on the first node only), and
   the same as a test that raises or exits (``if nnodes > 1: raise ...``). A world size that is
@@ -19,16 +23,24 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 
 from orchestrator.doctor.analysis import Analysis
 from orchestrator.doctor.findings import Finding
 from orchestrator.source.analysis import INIT, SPAWNERS
 from orchestrator.source.branches import PLATFORM, off_linux_side
 from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.kwargs import argument
 from orchestrator.source.ranks import NODES_ENV, WORLD_ENV
 from orchestrator.source.walk import walk
 
 _DEPTH = 4
+HANDOFF_MARK = "a file handed between ranks"  # DDP021's mark for a file one rank writes and the others read
+_SAVES = frozenset({"torch.save"})
+_LOADS = frozenset({"torch.load"})
+_HANDOFF_FIX = ("hand it over without the node's disk: DDP already copies rank 0's parameters to every rank when it "
+                "wraps the model (drop the save and the load), or dist.broadcast_object_list; else a path on a file "
+                "system every node mounts")
 _TEMP_CALLS = frozenset({"tempfile.mkdtemp", "tempfile.gettempdir", "tempfile.TemporaryDirectory",
                          "tempfile.NamedTemporaryFile", "tempfile.mkstemp", "tempfile.mktemp"})
 _LOCAL_DIRS = re.compile(r"^(file://)?/(tmp|dev/shm|var/tmp)(/|$)")
@@ -117,6 +129,28 @@ def check_local_rendezvous(a: Analysis) -> Iterator[Finding]:
         where = next((_local_place(a, n) for n in nodes if _local_place(a, n)), None)
         if where is not None:
             yield a.finding("DDP021", site.call, f"init_method={ast.unparse(method)[:50]}: a file in {where}")
+
+
+def check_local_handoff(a: Analysis) -> Iterator[Finding]:
+    """DDP021 at each ``torch.load`` every rank runs of a path that a ``torch.save`` on some ranks only (under a rank
+    test) writes in a temporary or local folder."""
+    if not a.distributed:
+        return
+    saves = [(site, path) for site in a.sites(_SAVES) if a.flow.guarded(site)
+             and (path := argument(site.call, "f", 1)) is not None]
+    for load in a.sites(_LOADS):
+        path = argument(load.call, "f", 0)
+        if path is None or a.flow.guarded(load) or a.flow.never_runs(load):
+            continue
+        written = next((site for site, saved in saves if ast.dump(saved) == ast.dump(path)
+                        and site.function is load.function and site.call.lineno < load.call.lineno), None)
+        where = next((w for n in (walk(e) for e in origins(a, path)) for x in n if (w := _local_place(a, x))), None)
+        if written is not None and where is not None:
+            yield replace(a.finding(
+                "DDP021", load.call, f"torch.load({ast.unparse(path)[:40]}) on every rank reads the file line "
+                f"{written.call.lineno} writes on some ranks only, in {where}: each node has its own",
+                title="a file one rank writes in a temporary or local folder and every rank reads",
+                marks=frozenset({HANDOFF_MARK})), fix=_HANDOFF_FIX)
 
 
 def _platform_branch(a: Analysis, node: ast.AST) -> bool:

@@ -26,6 +26,7 @@ from orchestrator.source.branches import statements_after, unconditional
 from orchestrator.source.exprnames import dotted, last_name, positional_parameters
 from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
+from orchestrator.source.worldsize import group_of_one
 
 _ENV_KEYS = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK"})
 
@@ -83,7 +84,7 @@ def _written(a: Analysis) -> Iterator[Finding]:
     for site in a.sites(INIT):
         backend = site.call.args[0] if site.call.args else next(
             (k.value for k in site.call.keywords if k.arg == "backend"), None)
-        if (isinstance(backend, ast.Constant) and backend.value == "fake") or _world_of_one(site.call):
+        if (isinstance(backend, ast.Constant) and backend.value == "fake") or group_of_one(site.call):
             continue  # a fake or one-process group: nothing to rendezvous with
         for k in site.call.keywords:
             if k.arg in ("world_size", "rank") and constant(a, k.value):
@@ -273,13 +274,7 @@ def _for_one_process(a: Analysis, node: ast.AST) -> bool:
     process (``world_size=1`` written in)."""
     inits = [n for stmt in statements_after(a.module.parents.get(node), node) for n in walk(stmt)
              if isinstance(n, ast.Call) and a.module.qualname(n.func) in INIT]
-    return bool(inits) and all(_world_of_one(call) for call in inits)
-
-
-def _world_of_one(init: ast.Call) -> bool:
-    """``init_process_group(..., world_size=1)``: a group of one process, written in."""
-    size = next((k.value for k in init.keywords if k.arg == "world_size"), None)
-    return isinstance(size, ast.Constant) and size.value == 1
+    return bool(inits) and all(group_of_one(call) for call in inits)
 
 
 def _under_opt_in(a: Analysis, call: ast.Call) -> bool:

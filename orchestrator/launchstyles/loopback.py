@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from orchestrator.source.branches import unconditional
 from orchestrator.source.exprnames import last_name
 from orchestrator.source.walk import walk
+from orchestrator.source.worldsize import group_of_one
 
 _LOOPBACK = ("tcp://127.", "tcp://localhost")
 
@@ -26,7 +27,7 @@ def forced_loopback(trees: Sequence[tuple[str, ast.Module]]) -> list[tuple[str, 
     out: list[tuple[str, int, str]] = []
     for file, tree in trees:
         for node in walk(tree):
-            if not (isinstance(node, ast.Call) and last_name(node.func) == "init_process_group") or _alone(node):
+            if not (isinstance(node, ast.Call) and last_name(node.func) == "init_process_group") or group_of_one(node):
                 continue
             method = next((k.value for k in node.keywords if k.arg == "init_method"),
                           node.args[1] if len(node.args) > 1 else None)
@@ -41,13 +42,6 @@ def forced_loopback(trees: Sequence[tuple[str, ast.Module]]) -> list[tuple[str, 
                     and _loopback(node.value) and unconditional(node, parents)):
                 out.append((file, node.lineno, ast.unparse(node)[:80]))
     return out
-
-
-def _alone(call: ast.Call) -> bool:
-    """A group of one process (``world_size=1``): it meets nobody, so its loopback address is no rendezvous."""
-    size = next((k.value for k in call.keywords if k.arg == "world_size"),
-                call.args[3] if len(call.args) > 3 else None)
-    return isinstance(size, ast.Constant) and size.value == 1
 
 
 def _loopback(value: ast.expr) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from orchestrator.source.branches import env_presence, off_linux_side
 from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.initswitch import Switch, init_switches, switch_of
 from orchestrator.source.names import Module
 from orchestrator.source.rankcompare import FLIPPED, dead_side, fold
 from orchestrator.source.ranks import GLOBAL_ENV, LOCAL_ENV, WORLD_ENV, Ranks
@@ -66,6 +67,7 @@ class Flow:
                 self._loads.setdefault(node.id, []).append(node)
         self.guarded_functions = self._guarded_functions()
         self._dead: list[range] | None = None
+        self._switches: frozenset[Switch] | None = None
 
     # -- walking ------------------------------------------------------------------------------------
     def _walk_block(self, body: list[ast.stmt], function: FunctionNode | None, branch: Branch | None,
@@ -143,8 +145,10 @@ class Flow:
         """The side of ``if test:`` that no rank of a launched world of several takes (``"body"``/``"orelse"``), or
         None: a uniform rank comparison (``local_rank != -1``: its ``else``), the world size against one
         (``WORLD_SIZE > 1``), a launcher's variable present (``"RANK" in os.environ``), also through a name or
-        ``args.x`` that holds such a test (:meth:`_launcher_binding`; ``if ddp:``, ``if not ddp:``); the side of a test
-        of the operating system a Linux node never takes (``if os.name == "nt":``, ``branches.off_linux_side``)."""
+        ``args.x`` that holds such a test (:meth:`_launcher_binding`; ``if ddp:``, ``if not ddp:``), or the switch the
+        file starts its process group under (``initswitch``: ``if ddp:`` where ``ddp`` is handed down from the test
+        around ``setup()``); the side of a test of the operating system a Linux node never takes (``if os.name ==
+        "nt":``, ``branches.off_linux_side``)."""
         off = off_linux_side(test, self.module.qualname)
         if off is not None:
             return "body" if off else "orelse"
@@ -153,8 +157,12 @@ class Flow:
         key = name.id if isinstance(name, ast.Name) else dotted(name) if isinstance(name, ast.Attribute) else None
         if key is not None:
             test = self._launcher_binding(key) or test
-        if _launcher_env(test, self.ranks):  # "RANK" in os.environ: true in every launched run
-            dead: str | None = "orelse"
+        if self._switches is None:
+            self._switches = init_switches(self.module)
+        if key is not None and self._switches and switch_of(self.module, name) in self._switches:
+            dead: str | None = "orelse"  # the switch every process group of the file starts under
+        elif _launcher_env(test, self.ranks):  # "RANK" in os.environ: true in every launched run
+            dead = "orelse"
         elif not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None
         else:

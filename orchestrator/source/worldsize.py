@@ -15,6 +15,7 @@ import ast
 from collections.abc import Callable
 
 from orchestrator.source.exprnames import FunctionNode, last_name
+from orchestrator.source.kwargs import argument
 from orchestrator.source.names import Module
 from orchestrator.source.ranknames import WORLD_ENV
 from orchestrator.source.walk import walk
@@ -34,6 +35,13 @@ def launched_world(module: Module, expr: ast.expr, env_key: Callable[[ast.expr],
         return False
     worlds = [v for v in _values(module, expr) if not (isinstance(v, ast.Constant) and v.value == 1)]
     return bool(worlds) and all(launched_world(module, v, env_key, depth + 1) for v in worlds)
+
+
+def group_of_one(init: ast.Call) -> bool:
+    """``init_process_group(..., world_size=1)`` (by keyword, or the fourth positional argument): a group of one
+    process, written in: it meets nobody, so neither its address nor its rank is a rendezvous."""
+    size = argument(init, "world_size", 3)
+    return isinstance(size, ast.Constant) and size.value == 1
 
 
 def _values(module: Module, name: ast.Name) -> list[ast.expr]:

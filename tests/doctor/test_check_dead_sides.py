@@ -205,3 +205,45 @@ def test_a_stop_on_the_one_process_side_of_a_world_size_switch_is_not_reported(t
     assert "DDP024" not in [f.code for f in check_file(script)]
     script.write_text(_SWITCHED_STOP.format(switch="epoch % 2"), encoding="utf-8")  # not a switch: one rank leaves
     assert "DDP024" in [f.code for f in check_file(script)]
+
+
+_SWITCHED = """import argparse, os
+import torch
+import torch.distributed as dist
+
+
+def setup(rank, world_size):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+
+
+def save_checkpoint(model, path, ddp=True):
+    if ddp:
+        if dist.get_rank() == 0:
+            torch.save(model.state_dict(), path)
+    else:
+        torch.save(model.state_dict(), path)
+
+
+def train(out, ddp):
+    if ddp:
+        setup(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+    model = torch.nn.Linear(2, 2)
+    for epoch in range(3):
+        save_checkpoint(model, out, ddp=ddp)
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--ddp", action="store_true")
+args = parser.parse_args()
+train("ck.pt", args.ddp)
+"""
+
+
+def test_a_save_on_the_side_the_process_groups_switch_leaves_off_is_not_reported(tmp_path: Path) -> None:
+    """ABACBS's ``save_checkpoint(..., ddp=ddp)``: its ``else`` saves on every rank only where no process group was
+    started (``if ddp: setup(...)``); passed ``ddp=False`` instead, that save runs beside the distributed ones."""
+    path = tmp_path / "train.py"
+    path.write_text(_SWITCHED)
+    assert [f.line for f in check_file(path) if f.code == "DDP006"] == []
+    path.write_text(_SWITCHED.replace("save_checkpoint(model, out, ddp=ddp)", "save_checkpoint(model, out, ddp=False)"))
+    assert [f.line for f in check_file(path) if f.code == "DDP006"] == [15]

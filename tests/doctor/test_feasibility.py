@@ -20,7 +20,7 @@ from orchestrator.doctor.findings import Finding
 MULTINODE = Path(__file__).resolve().parent / "fixtures" / "multinode"
 TIMEOUT = 180
 REFUSED = [("global_rank_device.py", "DDP010"), ("rdzv_tmp_env.py", "DDP021"), ("rdzv_tempdir_spawn.py", "DDP021"),
-           ("one_node_spawner.py", "DDP022"), ("nnodes_raise.py", "DDP022")]
+           ("one_node_spawner.py", "DDP022"), ("nnodes_raise.py", "DDP022"), ("weights_tmp_handoff.py", "DDP021")]
 # the codes each script is refused for on two nodes (the spawner also forces MASTER_ADDR: launchstyle's DDP008; both
 # spawners pass the spawn index as the rank: DDP016, and the tempdir one joins a world of one node: DDP008)
 ALL = {name: code for name, code in REFUSED} | {"one_node_spawner.py": "DDP008, DDP016, DDP022",

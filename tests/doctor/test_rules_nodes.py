@@ -1,5 +1,6 @@
-"""DDP021 (a file rendezvous in a temporary or local folder) and DDP022 (a check that the run is on one node):
-read from the script, warnings as read (the layout decides: ``test_feasibility.py``)."""
+"""DDP021 (a file rendezvous in a temporary or local folder, or a file one rank writes there and every rank reads)
+and DDP022 (a check that the run is on one node): read from the script, warnings as read (the layout decides:
+``test_feasibility.py``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def codes(source: str) -> list[str]:
     ("rdzv_shared_env.py", []),
     ("nnodes_raise.py", [("DDP022", "warning", 11)]),
     ("own_count_spawner.py", []),  # world_size = torch.cuda.device_count(): equal by construction
+    ("weights_tmp_handoff.py", [("DDP021", "warning", 20)]),  # the load every rank runs of rank 0's /tmp save
 ])
 def test_the_fixtures_read_as_expected(name: str, expected: list[tuple[str, str, int]]) -> None:
     assert found(name) == expected
@@ -108,3 +110,31 @@ def test_a_file_rendezvous_on_the_linux_side_of_a_platform_test_is_ddp021() -> N
     src = ("import os\nif os.name == 'nt':\n    dist.init_process_group('gloo', init_method='file:///C:/rdzv')\n"
            "else:\n    dist.init_process_group('nccl', init_method=f'file://{tempfile.mkdtemp()}/rdzv')\n")
     assert codes(src) == ["DDP021"]
+
+
+_HANDOFF = """\
+def main(out):
+    dist.init_process_group("nccl")
+    model = torch.nn.Linear(2, 2)
+    path = {path}
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), path)
+    dist.barrier()
+    model.load_state_dict(torch.load(path, map_location="cpu"))
+"""
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ('os.path.join(tempfile.gettempdir(), "init.pt")', ["DDP021"]),
+    ('"/dev/shm/init.pt"', ["DDP021"]),
+    ('os.path.join(out, "init.pt")', []),  # the user's folder: may be shared
+])
+def test_a_file_one_rank_writes_in_a_local_folder_and_every_rank_reads(path: str, expected: list[str]) -> None:
+    assert codes(_HANDOFF.format(path=path)) == expected
+
+
+def test_a_file_every_rank_writes_itself_or_only_rank_zero_reads_is_no_handoff() -> None:
+    source = _HANDOFF.format(path='"/tmp/init.pt"')
+    guarded = "    if dist.get_rank() == 0:\n"
+    assert codes(source.replace(f"{guarded}        torch.save", "    if True:\n        torch.save")) == []
+    assert codes(source.replace("    model.load_state_dict", f"{guarded}        model.load_state_dict")) == []

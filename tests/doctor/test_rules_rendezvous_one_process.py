@@ -20,15 +20,16 @@ class Trainer:
         if syncbatchnorm and not is_ddp:
             os.environ["MASTER_ADDR"] = "localhost"
             os.environ["MASTER_PORT"] = "12355"
-            dist.init_process_group("nccl", rank=0, world_size={size})
+            dist.init_process_group({call})
         self.model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).cuda())
 """
 
 
-@pytest.mark.parametrize(("size", "lines"), [
-    ("1", []),  # a world of one: nothing to meet
-    ('int(os.environ["WORLD_SIZE"])', [9, 10, 11]),  # the launcher's world: its address (and rank 0) fixed
-])
-def test_a_rendezvous_written_for_a_group_of_one_is_not_reported(size: str, lines: list[int]) -> None:
-    found = [f.line for f in check_source(_SCRIPT.format(size=size), "train.py") if f.code == "DDP008"]
+@pytest.mark.parametrize(("call", "lines"), [
+    ('"nccl", rank=0, world_size=1', []),  # a world of one: nothing to meet
+    ('"nccl", "env://", None, 1, 0', []),  # the same, world_size the fourth positional argument
+    ('"nccl", rank=0, world_size=int(os.environ["WORLD_SIZE"])', [9, 10, 11]),  # the launcher's world: its address
+])                                                                              # (and rank 0) fixed
+def test_a_rendezvous_written_for_a_group_of_one_is_not_reported(call: str, lines: list[int]) -> None:
+    found = [f.line for f in check_source(_SCRIPT.format(call=call), "train.py") if f.code == "DDP008"]
     assert found == lines

@@ -1,16 +1,19 @@
 """The launched world's size as a switch (orchestrator/source/worldsize.py): ``if world_size > 1:`` with the world
 read from the launcher, asked of the group, or unpacked from the file's own set-up function (CryoNet's
 ``rank, world_size, local_rank = setup_ddp()``) puts its ``else`` on the run of one process, which no rank of a
-launched world takes (``Flow.dead_side``); a flag's world size, or a subgroup's, is no such switch."""
+launched world takes (``Flow.dead_side``); a flag's world size, or a subgroup's, is no such switch. A group started
+with ``world_size=1`` (by keyword or the fourth positional argument) is a group of one process (``group_of_one``)."""
 
 from __future__ import annotations
 
 import ast
 
+import pytest
+
 from orchestrator.source.flow import Flow
 from orchestrator.source.names import Module
 from orchestrator.source.ranks import Ranks
-from orchestrator.source.worldsize import launched_world
+from orchestrator.source.worldsize import group_of_one, launched_world
 
 SETUP = """\
 import os
@@ -73,3 +76,16 @@ def test_the_one_process_side_of_a_world_size_switch_is_not_on_the_run() -> None
     flow = Flow(module, Ranks(module))
     assert {flow.dead_side(n.test) for n in module.nodes if isinstance(n, ast.If)
             and ast.unparse(n.test) == "world_size > 1"} == {None}
+
+
+@pytest.mark.parametrize(("call", "alone"), [
+    ('init_process_group("gloo", rank=0, world_size=1)', True),
+    ('init_process_group("gloo", "tcp://127.0.0.1:23456", None, 1, 0)', True),
+    ('init_process_group("gloo", "tcp://127.0.0.1:23456", world_size=2, rank=0)', False),
+    ('init_process_group("gloo", "env://", None, n, 0)', False),
+    ('init_process_group("gloo")', False),
+])
+def test_a_group_of_one_process_by_keyword_or_position(call: str, alone: bool) -> None:
+    node = ast.parse(call).body[0]
+    assert isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+    assert group_of_one(node.value) is alone
