@@ -439,6 +439,12 @@ def test_launch_verdict_rule() -> None:
 # Set 50 (53 scripts from 53 repositories, ten judges, truth committed a7173d7 on 2026-12-07 before the doctor ran on
 # it, measured with the doctor of a7173d7): default output precision 0.63 (47 of 75), recall 0.28 (37 of 132), no
 # error finding; --shown 0.72 (46 of 64); --all 0.61, 0.39; launch right or refused 47 of 53 (style 52, framework 53).
+# Set 51 (52 scripts judged from 52 repositories, ten judges, truth committed 9f2d76b on 2026-12-07 before the doctor
+# ran on it, measured with the doctor of e4be677): default output precision 0.72 (75 of 104), recall 0.36 (58 of 159),
+# one error finding (true: an undefined name); --shown 0.74 (68 of 92); --all 0.67, 0.43; launch right or refused 47 of
+# 52 (style 50, framework 52). One script, ardm_dialog_pretrain (RoderickGu/pretrain-300M), found after the measurement
+# to be set 39's project under another name, is left out: over the 51 left, 0.72 (73 of 102), recall 0.36 (56 of 155),
+# --shown 0.74 (67 of 91), launch 46 of 51 (the row below).
 HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (9, 22, 0.34, 0.24, False),
     (10, 23, 0.41, 0.24, False),
@@ -482,6 +488,7 @@ HELD_OUT = [  # set, scripts, precision floor, recall floor, no error finding
     (48, 49, 0.70, 0.30, True),
     (49, 54, 0.74, 0.34, False),
     (50, 53, 0.62, 0.27, True),
+    (51, 51, 0.71, 0.35, True),
 ]
 
 
