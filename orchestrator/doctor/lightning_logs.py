@@ -90,7 +90,7 @@ def _unsynced_calls(a: Analysis, methods: dict[str, _Function], hook: _Function,
             continue
         given = _constants_given(hook, function)
         for call in walk(function):
-            if id(call) in said or not _unsynced(call) or last_name(call.func) in methods or _branch_not_taken(
+            if id(call) in said or not _unsynced(call, a) or last_name(call.func) in methods or _branch_not_taken(
                     a, call, given):
                 continue  # (a ``log`` the class defines itself is its own, not Lightning's: mdgen's gathers)
             said.add(id(call))
@@ -146,11 +146,14 @@ def _lightning_modules(classes: dict[str, ast.ClassDef]) -> list[ast.ClassDef]:
     return [cls for cls in classes.values() if based(cls, 0)]
 
 
-def _unsynced(node: ast.AST) -> TypeGuard[ast.Call]:
+def _unsynced(node: ast.AST, a: Analysis) -> TypeGuard[ast.Call]:
     """``self.log(name, value)`` / ``self.log_dict(values)`` with no ``sync_dist`` but ``False``, of a value that
-    does not synchronise itself."""
+    does not synchronise itself (also through the name it is held in: ``value = metric.compute()``); not one handed a
+    ``**kwargs`` spread that may carry ``sync_dist`` (``_spread_may_sync``)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _LOGS
             and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"):
+        return False
+    if any(k.arg is None for k in node.keywords) and _spread_may_sync(node, a):
         return False
     sync = next((k.value for k in node.keywords if k.arg == "sync_dist"), None)
     if sync is not None and not (isinstance(sync, ast.Constant) and sync.value is False) and not _rank_zero_only(node):
@@ -158,7 +161,25 @@ def _unsynced(node: ast.AST) -> TypeGuard[ast.Call]:
     value_at = 1 if node.func.attr == "log" else 0
     value = next((k.value for k in node.keywords if k.arg in ("value", "dictionary")),
                  node.args[value_at] if len(node.args) > value_at else None)
+    if isinstance(value, ast.Name):
+        _, held = a.module.resolve(value.id, value)
+        value = held if held is not None else value
     return value is not None and not _synchronises(value)
+
+
+def _spread_may_sync(node: ast.Call, a: Analysis) -> bool:
+    """The log's ``**`` spread may carry ``sync_dist``: it is not the method's own ``**kwargs``, or a call of the method
+    passes ``sync_dist`` (context_general_bci's ``self.common_log(metrics, ..., sync_dist=True)``) or a spread of its
+    own, or no call of it is in sight. Where every call is seen and none passes it (GR-MG's ``self._log_output(output,
+    phase="val", on_epoch=True, on_step=False)``), the log is not synced."""
+    function = a.module.function_of(node)
+    kwarg = function.args.kwarg.arg if function is not None and function.args.kwarg is not None else None
+    spreads = [k.value for k in node.keywords if k.arg is None]
+    if kwarg is None or not all(isinstance(v, ast.Name) and v.id == kwarg for v in spreads):
+        return True
+    assert function is not None
+    calls = [n for n in a.module.nodes if isinstance(n, ast.Call) and last_name(n.func) == function.name]
+    return not calls or any(k.arg in (None, "sync_dist") for call in calls for k in call.keywords)
 
 
 def _rank_zero_only(node: ast.Call) -> bool:

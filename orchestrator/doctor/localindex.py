@@ -40,6 +40,7 @@ _INDEX = re.compile(r"^(index|shard_index|shard_id|shard_idx|shard|rank|shard_ra
 _OWNED = frozenset({"DistributedSampler", "init_process_group"})  # their rank is rules_launch's
 _DEPTH = 4
 _SET_UP = frozenset({"init_process_group", "set_device", "initialize_model_parallel"})
+_DEVICE_CALLS = frozenset({"to", "cuda", "set_device", "device"})
 
 LocalTest = Callable[[Reading, ast.expr, int], bool]
 
@@ -58,7 +59,7 @@ def shards_by_local_rank(a: Analysis, local: LocalTest) -> Iterator[Finding]:
         if not any(_world_sized(a, value, 0) for value in counts):
             continue
         index = next((value for name, value in named if _INDEX.match(name) and local(a, value, 0)
-                      and (function is None or _reads(function, name))), None)
+                      and (function is None or (_reads(function, name) and not _device_of(function, name)))), None)
         if index is not None:
             yield a.finding("DDP016", site.call, f"{ast.unparse(index)[:40]} holds the local rank, the shard count the "
                             "world size: from the second node on the nodes read the same shards", at=index)
@@ -90,6 +91,25 @@ def _reads(function: FunctionNode, param: str) -> bool:
     """The function reads its parameter ``param`` (WF-VAE's ``gather_valid_result(..., rank, world_size)`` never reads
     its ``rank``: nothing is sharded by it)."""
     return any(isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load) for n in ast.walk(function))
+
+
+def _device_of(function: FunctionNode, param: str) -> bool:
+    """The function takes its parameter ``param`` for its device (``model.to(rank)``, ``device_ids=[rank]``,
+    ``f"cuda:{rank}"``, ``set_device(rank)``): the node's index of a GPU, which the local rank is (lorentz-gatr's
+    ``main(world_size, global_rank, rank, args)``, its sampler handed ``global_rank``)."""
+    def named(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == param
+
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and (last_name(node.func) in _DEVICE_CALLS) and any(named(x) for x in node.args):
+            return True
+        if isinstance(node, ast.keyword) and node.arg in ("device_ids", "device", "output_device") and any(
+                named(x) for x in ast.walk(node.value)):
+            return True
+        if isinstance(node, ast.JoinedStr) and any(isinstance(v, ast.Constant) and "cuda" in str(v.value)
+                                                   for v in node.values) and any(named(x) for x in ast.walk(node)):
+            return True
+    return False
 
 
 def _sets_up(function: FunctionNode) -> bool:

@@ -193,7 +193,7 @@ def check_set_epoch(a: Analysis) -> Iterator[Finding]:
                         "every rank", title="DistributedSampler.set_epoch() called on some ranks only: their orders "
                         "differ from the second epoch on")
         return
-    if calls or _class_sets_epoch(a):
+    if calls or _class_sets_epoch(a) or _epoch_assigned(a):
         return  # (the project's classes are read only for a file that makes a DistributedSampler)
     for site in samplers:
         if _for_evaluation(a, site) or reshuffled_each_epoch(a, site) or framework_loader_hook(a, site) or \
@@ -284,6 +284,14 @@ def _on_rank_zero_only(a: Analysis, site: Site) -> bool:
     branch = site.branch
     return branch is not None and branch.taken_at_rank_zero(a.ranks) is True and not any(
         _set_epoch(n) for stmt in branch.other() for n in walk(stmt))
+
+
+def _epoch_assigned(a: Analysis) -> bool:
+    """The file sets a sampler's ``epoch`` attribute itself, which is all ``set_epoch`` does (seismic-deeplearning's
+    ignite handler ``data_loader.sampler.epoch = engine.state.epoch``)."""
+    return any(isinstance(node, ast.Assign | ast.AugAssign) and any(
+        isinstance(t, ast.Attribute) and t.attr == "epoch" and "sampler" in (last_name(t.value) or "").lower()
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])) for node in a.module.nodes)
 
 
 def _set_epoch(node: ast.AST) -> TypeGuard[ast.Call]:

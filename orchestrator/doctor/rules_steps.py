@@ -21,7 +21,9 @@ _NOT_FORWARD = ("state_dict", "load_state_dict", "parameters", "named_parameters
                 "modules", "named_modules", "children", "named_children", "train", "eval", "to", "cuda", "cpu",
                 "half", "float", "bfloat16", "zero_grad", "apply", "requires_grad_", "save_pretrained",
                 "register_buffer", "register_forward_hook", "get_", "set_", "sample", "generate", "print_",
-                "reset", "load_", "save", "init_", "initialize", "gradient_checkpointing")
+                "reset", "load_", "save", "init_", "initialize", "gradient_checkpointing",
+                # a teacher's or an EMA copy's weights moved (simple-ijepa's update_params(gamma), copy_params())
+                "update_", "copy_", "ema_", "momentum_update", "_momentum_update")
 # a getter that computes what the step trains on is a forward (ILQL's ``get_loss(items)``)
 _COMPUTES = re.compile(r"loss|logits|forward")
 # a function named for an evaluation: its forwards make no gradient step

@@ -114,9 +114,20 @@ def _built_from(a: Reading, path: ast.expr, wanted: Callable[[str], bool], depth
                 return True
         elif isinstance(node, ast.Name):
             _, value = a.module.resolve(node.id, node)
+            value = value if value is not None else _unpacked_call(a, node)
             if value is not None and value is not path and _built_from(a, value, wanted, depth + 1):
                 return True
     return False
+
+
+def _unpacked_call(a: Reading, name: ast.Name) -> ast.Call | None:
+    """The call ``name`` is unpacked from in its function, before it (``fd, tmp_path = tempfile.mkstemp(...)``)."""
+    scope = a.module.function_of(name)
+    found = [node.value for node in a.module.nodes if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+             and node.lineno < name.lineno and a.module.function_of(node) is scope
+             and any(isinstance(t, ast.Tuple | ast.List) and any(isinstance(e, ast.Name) and e.id == name.id
+                                                                  for e in t.elts) for t in node.targets)]
+    return found[-1] if found else None
 
 
 _PATH_CALLS = frozenset({"join", "Path", "joinpath", "with_suffix", "with_name", "format", "expanduser"})

@@ -112,10 +112,15 @@ def _project_trees(a: Analysis) -> list[ast.Module]:
 def _flag_used(trees: list[ast.Module]) -> bool:
     """The flag's value is read somewhere (``args.local_rank``, ``config.LOCAL_RANK``, ``opt["local_rank"]``;
     ``args.rank`` where ``add_argument("--rank", "--local_rank")`` names it so): a flag declared only so that the old
-    launcher's argument parses is harmless."""
+    launcher's argument parses is harmless, as is one only exported as ``LOCAL_RANK`` where the environment has none
+    (Neural_Koopman_pooling's ``if 'LOCAL_RANK' not in os.environ: os.environ['LOCAL_RANK'] = str(arg.local_rank)``:
+    under orch or torchrun the launcher's value stays)."""
     others = frozenset().union(*(local_rank_attributes(tree) for tree in trees))
     for tree in trees:
+        exported = {id(n) for stmt in walk(tree) if _exports_local_rank(stmt) for n in walk(stmt)}
         for node in walk(tree):
+            if id(node) in exported:
+                continue  # os.environ["LOCAL_RANK"] = str(args.local_rank): the launcher's own value wins under it
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (
                     node.attr in ("local_rank", "LOCAL_RANK") or (node.attr in others
                                                                   and isinstance(node.value, ast.Name))):
@@ -196,6 +201,13 @@ def _env_use(constant: ast.Constant, tree: ast.AST) -> bool:
                            and bool(re.search(r"environ\.get|getenv", ast.unparse(n.func))))
                        for n in walk(tree))
     return False
+
+
+def _exports_local_rank(stmt: ast.AST) -> bool:
+    """``os.environ["LOCAL_RANK"] = ...`` under an ``if "LOCAL_RANK" not in os.environ:`` (``_fills_in``)."""
+    return isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare) and isinstance(
+        stmt.test.left, ast.Constant) and stmt.test.left.value == "LOCAL_RANK" and any(
+        isinstance(op, ast.NotIn) for op in stmt.test.ops) and _fills_in(stmt.test, stmt)
 
 
 def _fills_in(test: ast.Compare, tree: ast.AST) -> bool:

@@ -62,12 +62,34 @@ def test_rank_zero_only_is_named_as_why_it_is_not_synced() -> None:
     ('self.log("val_loss", loss, sync_dist=True, rank_zero_only=False)', "Base", ""),
     ('self.log("val_acc", self.val_acc)', "Base", ""),  # a torchmetrics object syncs itself
     ('self.log_dict(self.val_metrics.compute())', "Base", ""),
+    ('value = self.val_metric.compute()\n        self.log("val_r2", value)', "Base", ""),  # held in a name
     ('self.log("val_loss", self.all_gather(loss).mean())', "Base", ""),  # gathered in the hook
     ('self.log("val_loss", loss)', "torch.nn.Module", ""),  # not a LightningModule
     ('self.log("val_loss", loss)', "Base", ", use_distributed_sampler=False"),  # the loaders are not sharded
 ])
 def test_a_synced_value_or_an_unsharded_set_is_not(log: str, base: str, trainer: str) -> None:
     assert ddp013(log, base, trainer) == []
+
+
+_SPREAD = """
+import lightning.pytorch as pl
+
+
+class Model(pl.LightningModule):
+    def _log_output(self, output, phase, **kwargs):
+        for k, v in output.items():
+            self.log(f"{phase}_{k}", v, prog_bar=True, **kwargs)
+
+    def validation_step(self, batch, batch_idx):
+        self._log_output({"loss": self.layer(batch).sum()}, "val", on_epoch=True{sync})
+"""
+
+
+@pytest.mark.parametrize(("sync", "found"), [("", [8]), (", sync_dist=True", []), (", **self.log_kwargs", [])])
+def test_a_log_handed_its_methods_keywords_is_synced_as_its_callers_say(sync: str, found: list[int]) -> None:
+    """GR-MG's ``_log_output(output, phase="val", on_epoch=True, on_step=False)``: every call seen, none passes
+    ``sync_dist``; context_general_bci's ``common_log(..., sync_dist=True)`` passes it."""
+    assert [f.line for f in check_source(_SPREAD.replace("{sync}", sync), "t.py") if f.code == "DDP013"] == found
 
 
 _THROUGH = """
@@ -93,7 +115,8 @@ class Model(Base):
 """
 
 
-@pytest.mark.parametrize(("sync", "found"), [("", [7]), (", sync_dist=True", [])])
+@pytest.mark.parametrize(("sync", "found"), [("", [7]), (", sync_dist=True", []),
+                                             (", **kwargs", [])])  # a spread may carry sync_dist
 def test_a_log_in_a_method_the_validation_hook_reaches(sync: str, found: list[int]) -> None:
     # ProteinWorkshop: validation_step -> _do_step -> log_metrics -> self.log_dict, said once at the log
     source = _THROUGH.replace("SYNC", sync)

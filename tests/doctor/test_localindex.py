@@ -69,6 +69,35 @@ def test_a_rank_parameter_the_function_never_reads_shards_nothing(tmp_path: Path
     assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == []
 
 
+_DEVICE_PARAMETER = """
+import os
+import torch
+import torch.distributed as dist
+from torch.utils.data import DistributedSampler
+
+
+def main(world_size, global_rank, rank, data):
+    sampler = DistributedSampler(data, num_replicas=world_size, rank=global_rank)
+    model = torch.nn.Linear(2, 2).to({use})
+    return sampler, model
+
+
+dist.init_process_group("nccl")
+main(int(os.environ["WORLD_SIZE"]), dist.get_rank(), int(os.environ["LOCAL_RANK"]), list(range(10)))
+"""
+
+
+@pytest.mark.parametrize(("use", "found"), [
+    ("rank", []),  # lorentz-gatr's main: `rank` is the GPU, the sampler gets the global rank
+    ('f"cuda:{rank}"', []),
+    ("rank % 2", [15]),  # read another way: the local rank may stand for a shard
+])
+def test_a_rank_parameter_the_function_takes_for_its_device_is_no_shard(tmp_path: Path, use: str,
+                                                                         found: list[int]) -> None:
+    (tmp_path / "train.py").write_text(_DEVICE_PARAMETER.format(use=use))
+    assert [f.line for f in check_file(tmp_path / "train.py") if f.code == "DDP016"] == found
+
+
 @pytest.mark.parametrize("rank", ["dist.get_rank()", "int(os.environ['RANK'])"])
 def test_the_global_rank_as_the_shard_is_right(tmp_path: Path, rank: str) -> None:
     assert _ddp016(tmp_path, rank) == []

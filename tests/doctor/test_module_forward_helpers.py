@@ -52,6 +52,9 @@ train_one_epoch(model, torch.optim.SGD(model.parameters(), lr=0.1), [])
     # OpenUnReID's pseudo-label step: a set-up method of the unwrapped module, no forward
     ("model.module.initialize_centers(batch, target); out = batch.cuda()",
      "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", []),
+    # simple-ijepa's EMA step: the target encoder's weights moved towards the trained ones, no forward
+    ("model.module.update_params(0.99); out = batch.cuda()",
+     "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", []),
 ])
 def test_a_forward_around_the_wrapper_in_a_helpers_training_loop(tmp_path: Path, step: str, model: str,
                                                                   found: list[int]) -> None:

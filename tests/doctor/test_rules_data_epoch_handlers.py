@@ -1,5 +1,7 @@
 """DDP004 counts a ``set_epoch`` made in a lambda (an event handler a training engine calls each epoch, as
-pytorch-ignite's ``add_event_handler``), and still reports a shuffling sampler when nothing calls it."""
+pytorch-ignite's ``add_event_handler``) or a handler that sets the sampler's ``epoch`` itself (seismic-deeplearning's
+``data_loader.sampler.epoch = engine.state.epoch``, all ``set_epoch`` does), and still reports a shuffling sampler
+when nothing calls it."""
 
 from __future__ import annotations
 
@@ -32,3 +34,16 @@ def test_set_epoch_in_an_event_handler_lambda_counts() -> None:
 
 def test_a_lambda_that_calls_something_else_is_still_reported() -> None:
     assert "DDP004" in codes("trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: print(engine))")
+
+
+_SETS_EPOCH = """
+def update_sampler_epoch(data_loader, engine):
+    data_loader.{attribute} = engine.state.epoch
+
+
+trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: update_sampler_epoch(loader, engine))"""
+
+
+def test_a_handler_that_sets_the_samplers_epoch_attribute_counts() -> None:
+    assert "DDP004" not in codes(_SETS_EPOCH.format(attribute="sampler.epoch"))
+    assert "DDP004" in codes(_SETS_EPOCH.format(attribute="epoch"))  # the loader's own attribute: not the sampler's

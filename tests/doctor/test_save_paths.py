@@ -34,6 +34,26 @@ def test_a_name_each_process_draws_is_its_own_file() -> None:
     assert "DDP006" not in every_rank('"".join(random.choices(string.ascii_lowercase, k=10))')
 
 
+_UNPACKED = """
+import os
+import tempfile
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("nccl")
+fd, tmp_path = tempfile.mkstemp(suffix=".pt", dir="/shared/ckpt")
+os.close(fd)
+torch.save({{"step": 1}}, {path})
+"""
+
+
+def test_a_file_unpacked_from_mkstemp_is_each_processs_own() -> None:
+    """spot-train's ``fd, tmp_path = tempfile.mkstemp(...)``, then ``torch.save(blob, tmp_path)``: a new name each
+    call."""
+    assert "DDP006" not in [f.code for f in check_source(_UNPACKED.format(path="tmp_path"), "t.py")]
+    assert "DDP006" in [f.code for f in check_source(_UNPACKED.format(path='"/shared/ckpt/last.pt"'), "t.py")]
+
+
 def test_a_random_name_drawn_after_a_common_seed_is_one_file() -> None:
     assert "DDP006" in every_rank('"".join(random.choices(string.ascii_lowercase, k=10))', seed="random.seed(0)")
 

@@ -357,6 +357,17 @@ def test_an_export_of_the_flag_is_no_read_of_the_launchers_local_rank(tmp_path: 
     assert _detect(script)[0] == style
 
 
+def test_a_flag_only_exported_where_the_launcher_set_none_decides_nothing(tmp_path: Path) -> None:
+    """Neural_Koopman_pooling: the flag's value goes into LOCAL_RANK where it is absent, and nothing else reads it:
+    under orch or torchrun the launcher's LOCAL_RANK stays, so the script runs in their style (and no DDP015)."""
+    script = tmp_path / "train.py"
+    guard = "if 'LOCAL_RANK' not in os.environ:\n    os.environ['LOCAL_RANK'] = str(args.local_rank)"
+    script.write_text(_FILLS_IN.format(guard=guard).replace("set_device(args.local_rank)", "set_device(0)"),
+                      encoding="utf-8")
+    assert _detect(script)[0] == "env"
+    assert "DDP015" not in [f.code for f in check_file(script)]
+
+
 @pytest.mark.parametrize(("nodes", "errors"), [(1, []), (2, [45])])
 def test_a_master_from_a_flag_is_the_users_to_pass_on_one_node(tmp_path: Path, nodes: int, errors: list[int]) -> None:
     """BabyAI's fork: ``os.environ['MASTER_ADDR'] = args.master_addr`` with ``--master_addr`` defaulting to
