@@ -9,6 +9,10 @@ fixed count: written in the call, left out (``num_nodes`` defaults to 1), a flag
 (a ``CLI(setup)`` whose ``devices: int = 8`` is the flag). Not stuck: ``devices="auto"``/``-1`` and a ``num_nodes``
 read from the environment (``SLURM_NNODES``, ``WORLD_SIZE // LOCAL_WORLD_SIZE``) or computed.
 
+A ``LightningCLI``'s Trainer takes its layout from the ``--config`` file passed (``layoutconfig.cli_trainer``), else
+its own ``trainer_defaults`` (a dict literal: point2vec's ``{"devices": 1}``), else Lightning's defaults; the
+command line may override the last two, so across nodes only the arguments' count refuses it (``CLI_ARGS``).
+
 A ``Fabric()`` with no layout argument at all leaves the layout to ``fabric run``'s flags (``--devices``,
 ``--num-nodes``): not reported. Reported once per file, at the first such call, and only where the script is meant
 to run on several GPUs or nodes: it names a DDP/FSDP/DeepSpeed strategy, uses the framework's ranks or collectives
@@ -35,6 +39,7 @@ from orchestrator.doctor.findings import ArgsConfig, Finding
 from orchestrator.doctor.frameworknames import LIGHTNING_CLI, QUALIFIED, import_aliases, qualified_name
 from orchestrator.doctor.hydratargets import CONFIG_BUILDERS
 from orchestrator.doctor.layoutconfig import (
+    LAYOUT_KEYS,
     bare_cli,
     cli_defaults,
     cli_trainer,
@@ -188,7 +193,7 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
         unset = cli_defaults(a, call)
         return (LayoutValue(1, "config", f"num_nodes=1 (Lightning's default: {unset} set none, unless "
                                          "--trainer.num_nodes or a --config file does)", False, _CLI_UNSET),
-                LayoutValue("auto", "left out")) if unset is not None else None
+                LayoutValue("auto", "left out")) if unset is not None else _cli_defaults_layout(a, call, flags)
     lightning = QUALIFIED.get(qualified) == "lightning" and not made
     spreads = QUALIFIED.get(qualified) in _LAYOUT_FRAMEWORKS and not made  # Fabric(**config.lightning) too
     if spreads or (last_name(call.func) in CONFIG_BUILDERS and call.args):
@@ -228,6 +233,33 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
     flag = flags.get("devices") or flags.get("gpus") if made and not key else None  # from_argparse_args reads it
     devices = (resolve_layout(a, given[key], flags, key) if key else LayoutValue("auto", "left out") if flag is None
                else LayoutValue(flag[0], "flag", f"devices={flag[0]} ({flag[1]} defaults to {flag[0]}: {FLAG_SAID})"))
+    return nodes, devices
+
+
+def _cli_defaults_layout(a: Analysis, call: ast.Call,
+                         flags: dict[str, tuple[int, str]]) -> tuple[LayoutValue, LayoutValue] | None:
+    """A ``LightningCLI`` whose own ``trainer_defaults`` (a dict literal; no default config files, ``args`` or
+    ``env_parse``) set a layout (point2vec's ``{"devices": 1}``): those values, and Lightning's one node where they
+    leave ``num_nodes`` out, each unless ``--trainer.num_nodes``/``--trainer.devices`` or a ``--config`` file says
+    otherwise (as a bare CLI's: refused across nodes only where the arguments give another count)."""
+    given = {k.arg: k.value for k in call.keywords}
+    defaults = given.get("trainer_defaults")
+    if None in given or {"args", "env_parse", "parser_kwargs"} & given.keys() or not isinstance(defaults, ast.Dict):
+        return None
+    entries = {k.value: v for k, v in zip(defaults.keys, defaults.values, strict=True) if isinstance(k, ast.Constant)}
+    if len(entries) != len(defaults.keys) or not LAYOUT_KEYS & entries.keys():
+        return None
+    unless = "unless --trainer.num_nodes or a --config file does"
+    if "num_nodes" in entries:
+        read = resolve_layout(a, entries["num_nodes"], flags, "num_nodes")
+        nodes = LayoutValue(read.count, "config", f"{read.said} (trainer_defaults, {unless})", False, _CLI_UNSET)
+    else:
+        nodes = LayoutValue(1, "config", f"num_nodes=1 (Lightning's default: trainer_defaults set none, {unless})",
+                            False, _CLI_UNSET)
+    key = next((k for k in ("devices", "gpus") if k in entries), None)
+    own = resolve_layout(a, entries[key], flags, key) if key is not None else None
+    devices = LayoutValue(own.count, "config", f"{own.said} (trainer_defaults)") if own is not None else (
+        LayoutValue("auto", "left out"))
     return nodes, devices
 
 

@@ -1,9 +1,10 @@
 """A LightningCLI's node count is the one its command line gives (``argsconfig.CLI_ARGS``): a
 ``--trainer.num_nodes`` passed, else the last ``--config`` file's ``trainer.num_nodes``, else Lightning's 1. In front
 of a launch across nodes (feasibility.py) that count refuses or lets through the CLI's DDP023; ``orch doctor``, which
-knows no arguments, keeps the warning; a CLI with default config files or Trainer defaults of its own is not judged
+knows no arguments, keeps the warning; a CLI with default config files of its own is not judged
 so. A CLI (the file's own subclass too) whose own defaults set no layout runs Lightning's one node unless its arguments
-say otherwise: a warning, refused across nodes only where the arguments give another count (a flag's default)."""
+say otherwise: a warning, refused across nodes only where the arguments give another count (a flag's default); so does
+one whose ``trainer_defaults`` alone set it, with their values."""
 
 from __future__ import annotations
 
@@ -43,10 +44,9 @@ def test_a_launch_across_nodes_is_refused_unless_the_arguments_give_its_node_cou
     assert [f.severity for f in across_nodes([found], 2, 8)] == ["warning"]  # orch doctor: no arguments known
 
 
-def test_a_cli_with_default_config_files_or_trainer_defaults_is_not_judged_by_its_arguments(tmp_path: Path) -> None:
-    for i, arguments in enumerate(('run=False, parser_kwargs={"default_config_files": ["configs/two.yaml"]}',
-                                   'run=False, trainer_defaults={"num_nodes": 2}')):
-        assert all(f.args_config is None for f in _found(tmp_path / str(i), arguments))
+def test_a_cli_with_default_config_files_is_not_judged_by_its_arguments(tmp_path: Path) -> None:
+    arguments = 'run=False, parser_kwargs={"default_config_files": ["configs/two.yaml"]}'
+    assert all(f.args_config is None for f in _found(tmp_path / "files", arguments))
     omegaconf = _found(tmp_path / "omegaconf", 'parser_kwargs={"parser_mode": "omegaconf"}')
     assert omegaconf and all(f.args_config == CLI_ARGS for f in omegaconf)
 
@@ -94,3 +94,17 @@ def test_a_cli_whose_own_defaults_set_a_layout_is_not_read_as_lightnings(tmp_pat
     assert _own(tmp_path / "defaults", trainer_defaults='{"devices": 1}') == []  # the CLI's own: not known here
     found = _own(tmp_path / "file", trainer="  num_nodes: 2\n  devices: 8\n")  # the default file's (cli_trainer)
     assert found and all("Lightning's default" not in f.message for f in found)
+
+
+def test_a_cli_whose_trainer_defaults_set_a_layout_reports_it(tmp_path: Path) -> None:
+    """point2vec's ``LightningCLI(Point2Vec, trainer_defaults={"devices": 1, ...})``: one device and Lightning's one
+    node unless the command line says otherwise (refused across nodes only where the arguments give another count)."""
+    (tmp_path / "train.py").write_text(CLI.format(arguments='trainer_defaults={"devices": 1, "max_epochs": 800}'),
+                                       encoding="utf-8")
+    [found] = [f for f in check_file(tmp_path / "train.py") if f.code == "DDP023"]
+    assert "devices=1 (trainer_defaults)" in found.message and "num_nodes=1" in found.message
+    assert [f.severity for f in across_nodes([found], 2, 8, [])] == ["warning"]
+    assert [f.severity for f in across_nodes([found], 2, 8, ["--trainer.num_nodes", "1"])] == ["error"]
+    assert [f.severity for f in across_nodes([found], 2, 8, ["--trainer.num_nodes=2"])] == ["warning"]
+    (tmp_path / "train.py").write_text(CLI.format(arguments='trainer_defaults={"max_epochs": 800}'), encoding="utf-8")
+    assert [f.message for f in check_file(tmp_path / "train.py") if f.code == "DDP023"] != [found.message]
