@@ -144,7 +144,8 @@ def check_local_handoff(a: Analysis) -> Iterator[Finding]:
             continue
         written = next((site for site, saved in saves if ast.dump(saved) == ast.dump(path)
                         and site.function is load.function and site.call.lineno < load.call.lineno), None)
-        where = next((w for n in (walk(e) for e in origins(a, path)) for x in n if (w := _local_place(a, x))), None)
+        where = next((w for e in origins(a, path) for x in walk(e) if (w := _local_place(a, x))), None) if (
+            written is not None) else None
         if written is not None and where is not None:
             yield replace(a.finding(
                 "DDP021", load.call, f"torch.load({ast.unparse(path)[:40]}) on every rank reads the file line "
