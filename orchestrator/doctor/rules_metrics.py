@@ -43,7 +43,7 @@ from orchestrator.doctor.own_methods import REDUCING as _REDUCING
 from orchestrator.doctor.own_methods import body_reduces, own_method, unchained
 from orchestrator.doctor.rules_prints import BAR_TEXT, METRIC, is_log, is_reduced, reduced_names
 from orchestrator.doctor.shard_loaders import SHARDING, sharded
-from orchestrator.source.exprnames import FunctionNode, dotted, last_name
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name, parameter_names
 from orchestrator.source.flow import Site
 from orchestrator.source.walk import walk
 
@@ -243,7 +243,7 @@ def _call_shard_loop(a: Analysis, call: ast.Call, *, sharded_args: bool, depth: 
 
 
 def _iterates_parameter(loop: ast.For, function: FunctionNode) -> bool:
-    params = {p.arg for p in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+    params = set(parameter_names(function))
     return any(isinstance(n, ast.Name) and n.id in params for n in walk(loop.iter)) or any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
         and n.func.value.id in params for n in walk(loop))

@@ -29,6 +29,12 @@ def last_name(expr: ast.expr) -> str | None:
     return None
 
 
+def parameter_names(function: FunctionNode) -> list[str]:
+    """``function``'s named parameters, in order: positional, then keyword-only (not ``*args``/``**kwargs``)."""
+    spec = function.args
+    return [p.arg for p in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs)]
+
+
 def parameter_defaults(function: FunctionNode) -> dict[str, ast.expr]:
     """``function``'s parameters that have a default, with it (positional and keyword-only)."""
     spec = function.args

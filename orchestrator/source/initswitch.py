@@ -15,7 +15,14 @@ from __future__ import annotations
 
 import ast
 
-from orchestrator.source.exprnames import FunctionNode, dotted, last_name, positional_parameters
+from orchestrator.source.exprnames import (
+    FunctionNode,
+    dotted,
+    last_name,
+    parameter_defaults,
+    parameter_names,
+    positional_parameters,
+)
 from orchestrator.source.names import Module
 
 Switch = tuple[FunctionNode | None, str]  # (the function whose parameter it is, or None for a flag; its name)
@@ -45,7 +52,7 @@ def switch_of(module: Module, expr: ast.expr) -> Switch | None:
     file never assigns; None for anything else."""
     if isinstance(expr, ast.Name):
         function = module.function_of(expr)
-        if function is None or expr.id not in _parameters(function):
+        if function is None or expr.id not in parameter_names(function):
             return None
         own = module.scope_of(expr).assigned.get(expr.id, [])
         return (function, expr.id) if all(value is None for _, value in own) and len(own) <= 1 else None
@@ -82,7 +89,7 @@ def _passed_in(module: Module, switches: set[Switch]) -> set[Switch]:
         calls = module.calls_of(function)
         if not calls or module.spawned(function):
             continue
-        for name in _parameters(function):
+        for name in parameter_names(function):
             if (function, name) in switches:
                 continue
             bound = [_bound(function, call, name) for call in calls]
@@ -118,18 +125,6 @@ def _bound(function: FunctionNode, call: ast.Call, name: str) -> ast.expr | bool
     params = positional_parameters(function, call)
     if name in params and params.index(name) < len(call.args):
         return call.args[params.index(name)]
-    default = _default(function, name)
+    default = parameter_defaults(function).get(name)
     return True if isinstance(default, ast.Constant) and default.value is True else None
 
-
-def _default(function: FunctionNode, name: str) -> ast.expr | None:
-    args = function.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults = dict(zip([p.arg for p in positional[len(positional) - len(args.defaults):]], args.defaults,
-                        strict=True))
-    defaults.update({p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None})
-    return defaults.get(name)
-
-
-def _parameters(function: FunctionNode) -> list[str]:
-    return [p.arg for p in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)]

@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from orchestrator.source.exprnames import FunctionNode, dotted, last_name, positional_parameters
+from orchestrator.source.exprnames import FunctionNode, dotted, last_name, parameter_names, positional_parameters
 from orchestrator.source.importednames import imported_from
 from orchestrator.source.kwargs import subscript_key
 from orchestrator.source.walk import walk
@@ -322,8 +322,7 @@ class Module:
         function = self.function_of(name)
         if value is not None or not found or function is None or self.spawned(function):
             return []
-        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
-        return self.argument_for(function, name.id) if name.id in params else []
+        return self.argument_for(function, name.id) if name.id in parameter_names(function) else []
 
     def spawned(self, function: FunctionNode) -> bool:
         """``function`` is passed around (``mp.spawn(train, ...)``, not a local of its name): callers out of sight.

@@ -6,7 +6,14 @@ import ast
 
 import pytest
 
-from orchestrator.source.exprnames import FunctionNode, dotted, last_name, parameter_defaults, positional_parameters
+from orchestrator.source.exprnames import (
+    FunctionNode,
+    dotted,
+    last_name,
+    parameter_defaults,
+    parameter_names,
+    positional_parameters,
+)
 
 
 def _expr(text: str) -> ast.expr:
@@ -38,6 +45,12 @@ def test_parameter_defaults_pairs_the_last_positional_parameters_and_the_keyword
     function = ast.parse("def f(a, /, b, c=1, *args, d, e=None, **kw): pass").body[0]
     assert isinstance(function, ast.FunctionDef)
     assert {name: ast.unparse(value) for name, value in parameter_defaults(function).items()} == {"c": "1", "e": "None"}
+
+
+def test_parameter_names_are_the_named_ones_in_order_without_the_spreads() -> None:
+    function = ast.parse("def f(a, /, b, c=1, *args, d, e=None, **kw): pass").body[0]
+    assert isinstance(function, ast.FunctionDef)
+    assert parameter_names(function) == ["a", "b", "c", "d", "e"]
 
 
 @pytest.mark.parametrize(("definition", "call", "expected"), [
