@@ -91,10 +91,37 @@ def _unsynced_calls(a: Analysis, methods: dict[str, _Function], hook: _Function,
         given = _constants_given(hook, function)
         for call in walk(function):
             if id(call) in said or not _unsynced(call, a) or last_name(call.func) in methods or _branch_not_taken(
-                    a, call, given):
+                    a, call, given) or _of_own_data(call, function, methods):
                 continue  # (a ``log`` the class defines itself is its own, not Lightning's: mdgen's gathers)
             said.add(id(call))
             yield call
+
+
+def _of_own_data(call: ast.Call, function: _Function, methods: dict[str, _Function]) -> bool:
+    """The logged value comes from a method of the class that fetches its own loaders (point2vec's ``svm_train_acc,
+    svm_val_acc = self.svm_validation(datamodule)``, which iterates ``datamodule.train_dataloader()`` and fits an SVM):
+    Lightning shards only the loaders it asks for, so the value is the whole set's on every rank."""
+    logs_one = isinstance(call.func, ast.Attribute) and call.func.attr == "log"
+    value = call.args[1] if logs_one and len(call.args) > 1 else None
+    if not isinstance(value, ast.Name):
+        return False
+    for node in walk(function):
+        if isinstance(node, ast.Assign) and any(value.id in _target_names(t) for t in node.targets) and isinstance(
+                node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) and isinstance(
+                node.value.func.value, ast.Name) and node.value.func.value.id == "self":
+            helper = methods.get(node.value.func.attr)
+            return helper is not None and any(isinstance(n, ast.Call) and last_name(n.func) in _OWN_LOADERS
+                                              for n in walk(helper))
+    return False
+
+
+_OWN_LOADERS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "DataLoader"})
+
+
+def _target_names(target: ast.expr) -> set[str]:
+    if isinstance(target, ast.Tuple | ast.List):
+        return {n.id for n in target.elts if isinstance(n, ast.Name)}
+    return {target.id} if isinstance(target, ast.Name) else set()
 
 
 def _of_a_metric(call: ast.Call) -> bool:
@@ -255,7 +282,8 @@ def _no_validation_data(a: Analysis, classes: dict[str, ast.ClassDef]) -> bool:
     train_loader)``, ``train_loader`` a DataModule of the file whose ``val_dataloader`` returns nothing): no
     ``val_dataloaders``, and each DataModule given is one of the file's whose ``val_dataloader`` is missing or returns
     no value. False where there is no ``fit`` call, or a data argument cannot be read."""
-    fits = [n for n in a.module.nodes if isinstance(n, ast.Call) and last_name(n.func) == "fit"]
+    fits = [n for n in a.module.nodes
+            if isinstance(n, ast.Call) and last_name(n.func) == "fit" and _may_be_lightnings(a, n)]
     for fit in fits:
         given = {k.arg: k.value for k in fit.keywords}
         if len(fit.args) > 2 or not _none(given.get("val_dataloaders")) or None in given:
@@ -269,6 +297,20 @@ def _no_validation_data(a: Analysis, classes: dict[str, ast.ClassDef]) -> bool:
             if cls is not None and not _returns_nothing(_methods(cls, classes, 0).get("val_dataloader")):
                 return False
     return bool(fits)
+
+
+def _may_be_lightnings(a: Analysis, fit: ast.Call) -> bool:
+    """A ``.fit`` that may be a Lightning Trainer's: not one of an object the file makes from a library whose models
+    have a ``fit`` of their own (point2vec's ``svm = SVC(...); svm.fit(x_train, y_train)`` in its validation hook)."""
+    receiver = fit.func.value if isinstance(fit.func, ast.Attribute) else None
+    made = a.module.resolve(receiver.id, receiver)[1] if isinstance(receiver, ast.Name) else None
+    qualified = a.module.qualname(made.func) if isinstance(made, ast.Call) else None
+    return (qualified or "").split(".")[0] not in _OTHER_FITS
+
+
+# libraries whose estimators have a fit method (never Lightning's)
+_OTHER_FITS = frozenset({"sklearn", "xgboost", "lightgbm", "catboost", "umap", "hdbscan", "cuml", "statsmodels",
+                         "keras", "tensorflow", "faiss"})
 
 
 def _none(value: ast.expr | None) -> bool:

@@ -7,6 +7,7 @@ import ast
 from functools import cached_property
 from pathlib import Path
 
+from orchestrator.source.definitions import definition
 from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.flow import Flow, Loop, Site, falsy_arguments
 from orchestrator.source.names import LIGHTNING_MODULE, LIGHTNING_TRAINER, Module
@@ -57,6 +58,9 @@ EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 DESTROY = frozenset({_D + "destroy_process_group"})
 SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
                         "torch.accelerator.device_index"})
+# a framework's command line that builds the classes it is handed and runs their methods (Lightning's LightningCLI
+# calls the LightningModule's hooks): its parameters that take a class, by position and by keyword
+_CLASS_RUNNERS: dict[str, tuple[str, ...]] = {"LightningCLI": ("model_class", "datamodule_class")}
 
 
 def project_path(filename: str) -> Path | None:
@@ -88,8 +92,35 @@ class Analysis:
         """What ``site`` reaches when it calls a function of a local module (None: it does not)."""
         key = id(site.call)
         if key not in self._helpers:
-            self._helpers[key] = self.project.reach(site.qual) if self.project is not None else None
+            self._helpers[key] = self._reach(site) if self.project is not None else None
         return self._helpers[key]
+
+    def _reach(self, site: Site) -> Reach | None:
+        """What ``site`` reaches: the project function it calls, or the project classes it hands a framework's
+        command line (``LightningCLI(Point2Vec)``: Lightning runs the class's hooks)."""
+        assert self.project is not None
+        own = self.project.reach(site.qual)
+        params = _CLASS_RUNNERS.get(self._class_runner(site.qual), ())
+        handed = [self.module.qualname(c) for c in (
+            *site.call.args[:len(params)], *(k.value for k in site.call.keywords if k.arg in params))]
+        if params and not handed:  # LightningCLI(): the classes come from the config, the file imports them to offer
+            handed = [q for q in self.module.aliases.values() if isinstance(
+                (self.project.definition(q) or (None, None, None))[2], ast.ClassDef)]
+        reaches = [r for r in (own, *(self.project.reach(q) for q in handed)) if r is not None]
+        if len(reaches) < 2:
+            return next(iter(reaches), None)
+        unread = next((r.unread for r in reaches if r.unread), None)
+        return Reach(frozenset().union(*(r.quals for r in reaches)), unread)
+
+    def _class_runner(self, qual: str | None, depth: int = 0) -> str:
+        """The name of the framework's class-running command line ``qual`` is (``LightningCLI``), also through a class
+        of the file built on it (``class CustomLightningCLI(LightningCLI)``); "" for another call."""
+        parts = (qual or "").split(".")
+        if parts[0] in ("lightning", "pytorch_lightning") and parts[-1] in _CLASS_RUNNERS:
+            return parts[-1]
+        cls = definition(self.module, qual) if qual and "." not in qual and depth < 4 else None
+        bases = cls.bases if isinstance(cls, ast.ClassDef) else []
+        return next((found for b in bases if (found := self._class_runner(self.module.qualname(b), depth + 1))), "")
 
     def helper_reaches(self, site: Site, wanted: frozenset[str]) -> bool:
         reach = self.helper(site)

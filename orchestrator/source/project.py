@@ -357,6 +357,10 @@ class Project:
                 quals.add(q)
             local = module.local_function(inner)
             target = f"{self._name_of(path)}.{local.name}" if local is not None else q
+            if isinstance(inner.func, ast.Name) and local is None and (
+                    (rest and inner.func.id == "cls") or isinstance(definition(module, inner.func.id), ast.ClassDef)):
+                # the module's own class built (a classmethod's cls(...), TinyStoriesModel(model)): its methods run
+                target = f"{self._name_of(path)}.{head if inner.func.id == 'cls' else inner.func.id}"
             subs = [self.reach(target, depth + 1) if target else None]
             if q is not None and q.rsplit(".", 1)[-1] in SPAWNER_NAMES and inner.args:
                 subs.append(self.reach(module.qualname(inner.args[0]), depth + 1))  # spawn(mpu.run, ...) runs it

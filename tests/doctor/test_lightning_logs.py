@@ -293,3 +293,37 @@ def test_a_log_the_class_defines_itself_is_not_lightnings() -> None:
     """mdgen's and scalar-fields' ``def log(self, key, data)``: ``self.log`` is the project's, not Lightning's; the
     ``log_dict`` the class does not define is still Lightning's."""
     assert [f.line for f in check_source(_OWN_LOG, "t.py") if f.code == "DDP013"] == [15]
+
+
+_OWN_DATA = """
+import torch
+import lightning.pytorch as pl
+from sklearn.svm import SVC
+from features import features
+
+class Model(pl.LightningModule):
+    def validation_step(self, batch, batch_idx):
+        self.log("val_loss", self.layer(batch).sum())
+
+    def validation_epoch_end(self, outputs):
+        train_acc, val_acc = self.svm_validation(self.datamodule)
+        self.log("svm_val_acc", val_acc)
+        self.log("mean_out", torch.stack(outputs).mean())
+
+    def svm_validation(self, datamodule):
+        x, y = features({loader})
+        svm = SVC(kernel="linear")
+        svm.fit(x, y)
+        return svm.score(x, y), svm.score(x, y)
+"""
+
+
+@pytest.mark.parametrize(("loader", "found"), [
+    ("datamodule.train_dataloader()", [9, 14]),  # point2vec: an SVM fitted on loaders the module fetches itself
+    ("self.svm_batches", [9, 13, 14]),  # features of what it kept from its own shard's batches
+])
+def test_a_value_from_loaders_the_module_fetches_itself_is_the_whole_sets(loader: str, found: list[int]) -> None:
+    """Lightning shards only the loaders it asks for; scikit-learn's ``svm.fit`` is not a Trainer's fit (which, with
+    no validation data handed, would silence the validation hooks)."""
+    source = _OWN_DATA.format(loader=loader)
+    assert [f.line for f in check_source(source, "t.py") if f.code == "DDP013"] == found
