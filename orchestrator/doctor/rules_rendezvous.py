@@ -69,7 +69,8 @@ def _written(a: Analysis) -> Iterator[Finding]:
                         constant(a, node.value) or (launched and overwrites(a, node.value, key))):
                     yield a.finding("DDP008", node, f"os.environ[{key!r}] = {ast.unparse(node.value)[:40]}: the "
                                                     "launcher's value is overwritten",
-                                    marks=loopback_master(a, key, node.value))
+                                    marks=frozenset() if _called_off_the_launchers_path(a, node) else
+                                    loopback_master(a, key, node.value))
                 elif key in MASTER_KEYS and launched and not _fallback(a, node, key) and not _off_the_launchers_path(
                         a, node) and (declared := constant_flag_default(a, node.value)) is not None:
                     named, default = declared
@@ -275,6 +276,15 @@ def _for_one_process(a: Analysis, node: ast.AST) -> bool:
     inits = [n for stmt in statements_after(a.module.parents.get(node), node) for n in walk(stmt)
              if isinstance(n, ast.Call) and a.module.qualname(n.func) in INIT]
     return bool(inits) and all(group_of_one(call) for call in inits)
+
+
+def _called_off_the_launchers_path(a: Analysis, node: ast.AST) -> bool:
+    """Every call of the function around ``node`` in this file sits on a side no launched rank takes (laura_gpt_se's
+    ``setup()``, called in the ``else`` of ``if "SLURM_PROCID" in os.environ:``, its own ``mp.spawn`` run): the write
+    is the script's own launch, not what a launcher's run meets (reported, never refused across nodes)."""
+    function = a.module.function_of(node)
+    callers = [s for s in a.flow.sites if function is not None and a.module.local_function(s.call) is function]
+    return bool(callers) and all(a.flow.never_runs(s) for s in callers)
 
 
 def _under_opt_in(a: Analysis, call: ast.Call) -> bool:

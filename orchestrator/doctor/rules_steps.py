@@ -23,7 +23,9 @@ _NOT_FORWARD = ("state_dict", "load_state_dict", "parameters", "named_parameters
                 "register_buffer", "register_forward_hook", "get_", "set_", "sample", "generate", "print_",
                 "reset", "load_", "save", "init_", "initialize", "gradient_checkpointing",
                 # a teacher's or an EMA copy's weights moved (simple-ijepa's update_params(gamma), copy_params())
-                "update_", "copy_", "ema_", "momentum_update", "_momentum_update")
+                "update_", "copy_", "ema_", "momentum_update", "_momentum_update",
+                # a hook of the training's lifecycle (sslsv's model.module.on_train_epoch_start(epoch, max_epochs))
+                "on_")
 # a getter that computes what the step trains on is a forward (ILQL's ``get_loss(items)``)
 _COMPUTES = re.compile(r"loss|logits|forward")
 # a function named for an evaluation: its forwards make no gradient step

@@ -74,3 +74,23 @@ def assigned(statement: ast.stmt, name: str) -> ast.expr | None:
         annotated = isinstance(statement, ast.AnnAssign) and statement.value is not None
         return statement.value if annotated and statement.value is not None else statement.target
     return None
+
+
+def unpacked_from(name: ast.Name, parents: Mapping[ast.AST, ast.AST]) -> tuple[ast.Call, int] | None:
+    """The call whose result ``name`` is last taken from, apart, before it (``local_rank, rank = init_ddp(use_gpu)``:
+    the call and ``rank``'s place, 1); None where another statement gave it its value."""
+    statement = assignment_before(name.id, name, parents)
+    if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)):
+        return None
+    for target in statement.targets:
+        if isinstance(target, ast.Tuple | ast.List) and not any(isinstance(e, ast.Starred) for e in target.elts):
+            place = next((i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id), None)
+            if place is not None:
+                return statement.value, place
+    return None
+
+
+def returned_at(function: FunctionNode, place: int) -> list[ast.expr]:
+    """What each tuple ``function`` returns holds at ``place`` (``return local_rank, rank``: ``rank`` at 1)."""
+    return [r.value.elts[place] for r in walk(function)
+            if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple) and len(r.value.elts) > place]

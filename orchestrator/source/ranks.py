@@ -8,6 +8,7 @@ import ast
 from collections.abc import Callable
 
 from orchestrator.source.argflags import local_rank_attributes
+from orchestrator.source.assignments import returned_at, unpacked_from
 from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.names import Module
 from orchestrator.source.nodeshift import shifted
@@ -113,6 +114,8 @@ class Ranks(Devices):
                     return None
             if shifted(self.module, expr):  # rank += node_rank * gpus: the global rank from there on
                 return "global"
+            if value is None and found and (unpacked := self._unpacked(expr, depth)) is not None:
+                return unpacked  # local_rank, rank = init_ddp(use_gpu): what init_ddp returns there
             # a parameter is what every call of its function passes, over its name (LNO's train(..., local_rank)
             # called with main's local_rank = dist.get_rank(): the global rank)
             kinds = {self.source(v, depth + 1) for v in self.module.passed_for(expr)} if value is None else set()
@@ -170,6 +173,17 @@ class Ranks(Devices):
             if other is not None:
                 self._returns[qual] = other[0].returned(other[1], depth + 1)
         return self._returns.get(qual or "")
+
+    def _unpacked(self, name: ast.Name, depth: int) -> RankKind | None:
+        """The rank at ``name``'s place in the tuples its call's function gives (``local_rank, rank = init_ddp()``)."""
+        if (found := unpacked_from(name, self.module.parents)) is None:
+            return None
+        function = self.module.local_function(found[0])
+        if (reading := (self, function) if function else self._project_reading(
+                self.module.qualname(found[0].func) or "", depth)) is None:
+            return None
+        kinds = {reading[0].source(value, depth + 1) for value in returned_at(reading[1], found[1])}
+        return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
     def _project_test(self, qual: str | None, depth: int) -> tuple[bool, bool | None]:
         """A function of another project module that returns a rank test (``def is_first_worker(): return not

@@ -55,6 +55,9 @@ train_one_epoch(model, torch.optim.SGD(model.parameters(), lr=0.1), [])
     # simple-ijepa's EMA step: the target encoder's weights moved towards the trained ones, no forward
     ("model.module.update_params(0.99); out = batch.cuda()",
      "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", []),
+    # sslsv's epoch hooks of the unwrapped module (on_train_epoch_start(epoch, max_epochs)): bookkeeping, no forward
+    ("model.module.on_train_epoch_start(3, 10); out = batch.cuda()",
+     "DDP(torch.nn.Linear(8, 1).cuda(), device_ids=[local_rank])", []),
 ])
 def test_a_forward_around_the_wrapper_in_a_helpers_training_loop(tmp_path: Path, step: str, model: str,
                                                                   found: list[int]) -> None:

@@ -5,9 +5,11 @@ when handed to ``init_process_group``)."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from orchestrator.doctor import check_file
+from orchestrator.doctor.analysis import Analysis
 
 HEAD = """\
 import torch
@@ -120,3 +122,50 @@ def test_a_rank_within_a_group_is_no_global_rank(tmp_path: Path) -> None:
     helper = GLOBAL_HELPER.replace("return dist.get_rank()", "return dist.get_rank(group=LOCAL_GROUP)")
     script = _project(tmp_path, SAMPLER_AND_DEVICE, "dist_utils.py", "LOCAL_GROUP = None\n" + helper)
     assert [c for c in _codes(script) if c[0] == "DDP010"] == []
+
+
+UNPACKED_HELPER = """\
+import os
+import torch.distributed as dist
+
+
+def init_ddp():
+    local_rank = int(os.environ["LOCAL_RANK"])
+    rank = int(os.environ["RANK"])
+    dist.init_process_group("nccl")
+    return local_rank, rank
+"""
+
+UNPACKED_SCRIPT = HEAD + """\
+from dist_utils import init_ddp
+
+
+def main():
+    local_rank, rank = init_ddp()
+    model = torch.nn.Linear(2, 2).to({device})
+    model = DDP(model, device_ids=[{device}])
+    data = torch.utils.data.TensorDataset(torch.randn(64, 2))
+    sampler = DistributedSampler(data, rank={shard})
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for (x,) in DataLoader(data, sampler=sampler):
+            model(x.to({device})).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_rank_taken_apart_from_a_tuple_the_project_returns_is_what_it_returns_there(tmp_path: Path) -> None:
+    """Surya's ``local_rank, rank = init_ddp(use_gpu)`` with ``return local_rank, rank``: ``model.to(rank)`` is the
+    global rank (DDP010, refused across nodes); the local one is the node's GPU, and the global one shards right."""
+    wrong = _project(tmp_path, UNPACKED_SCRIPT.format(device="rank", shard="rank"), "dist_utils.py", UNPACKED_HELPER)
+    assert ("DDP010", 10) in _codes(wrong)
+    right = _project(tmp_path, UNPACKED_SCRIPT.format(device="local_rank", shard="rank"), "dist_utils.py",
+                     UNPACKED_HELPER)
+    assert [c for c in _codes(right) if c[0] in ("DDP010", "DDP016")] == []
+    analysis = Analysis(ast.parse(right.read_text()), str(right))
+    kinds = {n.id: analysis.ranks.source(n) for n in ast.walk(analysis.module.tree)
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in ("rank", "local_rank")}
+    assert kinds == {"rank": "global", "local_rank": "local"}

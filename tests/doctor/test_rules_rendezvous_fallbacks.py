@@ -5,9 +5,14 @@ launched run can take, still do."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from orchestrator.doctor import check_source
+from orchestrator.doctor import check_file, check_source
+from orchestrator.doctor.feasibility import across_nodes
+from orchestrator.doctor.launchstyle import answered
+from orchestrator.launchstyles.style import choose
 
 SCRIPT = """\
 import os
@@ -145,3 +150,51 @@ def test_a_url_flag_read_only_on_the_no_launcher_side_is_not_reported(handed: st
     """lenet5's ``--dist-url`` default: handed to a parameter read only in the ``else`` of a launcher test."""
     found = check_source(URL_FLAG.format(handed=handed), "train.py")
     assert [f.line for f in found if f.code == "DDP008"] == lines
+
+
+_OWN_SPAWN_FALLBACK = """\
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def setup(rank, world_size, port=12355):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+
+
+def main(rank, world_size):
+    if {test}:
+        rank = int(os.environ["SLURM_PROCID"])
+    else:
+        setup(rank, world_size)
+    torch.cuda.set_device(rank % torch.cuda.device_count())
+
+
+if __name__ == "__main__":
+    if "WORLD_SIZE" in os.environ:
+        dist.init_process_group("nccl")
+        main(-1, int(os.environ["WORLD_SIZE"]))
+    else:
+        mp.spawn(main, args=(2,), nprocs=2)
+"""
+
+
+@pytest.mark.parametrize(("test", "refused"), [
+    ('"SLURM_PROCID" in os.environ', False),  # laura_gpt_se: setup() only on the script's own mp.spawn path
+    ('os.environ.get("CLUSTER") == "slurm"', True),  # either side may run launched: the loopback is met there
+])
+def test_a_loopback_written_only_on_the_scripts_own_launch_is_reported_not_refused(
+        tmp_path: Path, test: str, refused: bool) -> None:
+    """The write stays a DDP008 warning (a user of the spawn path must change it); across nodes, in the style of the
+    launcher that starts the script (Slurm's here), only a loopback address a launched run meets is refused."""
+    script = tmp_path / "train.py"
+    script.write_text(_OWN_SPAWN_FALLBACK.format(test=test), encoding="utf-8")
+    findings = check_file(script)
+    assert 8 in {f.line for f in findings if f.code == "DDP008"}
+    launch = choose("auto", script)
+    assert launch.style != "per-node"
+    two_nodes = across_nodes(answered(launch, findings, 2, script), 2, 8)
+    assert any(f.severity == "error" and f.code == "DDP008" for f in two_nodes) is refused

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from orchestrator.source.assignments import assigned, assignment_before, may_change
+from orchestrator.source.assignments import assigned, assignment_before, may_change, returned_at, unpacked_from
 
 
 def _at(source: str, marker: str = "use(") -> tuple[ast.stmt, dict[ast.AST, ast.AST]]:
@@ -104,3 +104,27 @@ def test_the_value_a_statement_gives(statement: str, value: str | None) -> None:
 def test_may_change_reads_the_statements_inside() -> None:
     loop = ast.parse("for x in y:\n    rank = x\n").body[0]
     assert may_change(loop, "rank") and not may_change(loop, "world")
+
+
+@pytest.mark.parametrize(("source", "found"), [
+    ("local_rank, rank = init_ddp(True)\nuse(rank)\n", ("init_ddp(True)", 1)),
+    ("[rank, world] = setup()\nuse(rank)\n", ("setup()", 0)),
+    ("rank, *rest = setup()\nuse(rank)\n", None),  # a starred target: no fixed place
+    ("rank, world = 1, 2\nuse(rank)\n", None),  # no call taken apart
+    ("local_rank, rank = init_ddp(True)\nrank = 0\nuse(rank)\n", None),  # given another value since
+])
+def test_the_call_a_name_is_taken_apart_from(source: str, found: tuple[str, int] | None) -> None:
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    name = next(n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "rank"
+                and isinstance(n.ctx, ast.Load))
+    unpacked = unpacked_from(name, parents)
+    assert (None if unpacked is None else (ast.unparse(unpacked[0]), unpacked[1])) == found
+
+
+def test_what_each_returned_tuple_holds_at_a_place() -> None:
+    function = ast.parse("def f():\n    if x:\n        return a, b\n    if y:\n        return c\n    return d, e, g\n")
+    node = function.body[0]
+    assert isinstance(node, ast.FunctionDef)
+    assert sorted(ast.unparse(v) for v in returned_at(node, 1)) == ["b", "e"]
+    assert [ast.unparse(v) for v in returned_at(node, 2)] == ["g"]
