@@ -34,8 +34,9 @@ from orchestrator.doctor.confidence import LIGHTNING_LOG, TRAINING_SUMMARY
 from orchestrator.doctor.findings import Finding
 from orchestrator.doctor.own_methods import reached_methods
 from orchestrator.doctor.rules_prints import METRIC
+from orchestrator.source.assignments import assignment_before
 from orchestrator.source.branches import enclosing_ifs
-from orchestrator.source.exprnames import last_name
+from orchestrator.source.exprnames import dotted, last_name
 from orchestrator.source.walk import walk
 
 # the validation hooks (the test ones often run on one device, Lightning's advice for a test: not judged)
@@ -91,13 +92,13 @@ def _unsynced_calls(a: Analysis, methods: dict[str, _Function], hook: _Function,
         given = _constants_given(hook, function)
         for call in walk(function):
             if id(call) in said or not _unsynced(call, a) or last_name(call.func) in methods or _branch_not_taken(
-                    a, call, given) or _of_own_data(call, function, methods):
+                    a, call, given) or _of_own_data(a, call, methods):
                 continue  # (a ``log`` the class defines itself is its own, not Lightning's: mdgen's gathers)
             said.add(id(call))
             yield call
 
 
-def _of_own_data(call: ast.Call, function: _Function, methods: dict[str, _Function]) -> bool:
+def _of_own_data(a: Analysis, call: ast.Call, methods: dict[str, _Function]) -> bool:
     """The logged value comes from a method of the class that fetches its own loaders (point2vec's ``svm_train_acc,
     svm_val_acc = self.svm_validation(datamodule)``, which iterates ``datamodule.train_dataloader()`` and fits an SVM):
     Lightning shards only the loaders it asks for, so the value is the whole set's on every rank."""
@@ -105,23 +106,16 @@ def _of_own_data(call: ast.Call, function: _Function, methods: dict[str, _Functi
     value = call.args[1] if logs_one and len(call.args) > 1 else None
     if not isinstance(value, ast.Name):
         return False
-    for node in walk(function):
-        if isinstance(node, ast.Assign) and any(value.id in _target_names(t) for t in node.targets) and isinstance(
-                node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) and isinstance(
-                node.value.func.value, ast.Name) and node.value.func.value.id == "self":
-            helper = methods.get(node.value.func.attr)
-            return helper is not None and any(isinstance(n, ast.Call) and last_name(n.func) in _OWN_LOADERS
-                                              for n in walk(helper))
-    return False
+    statement = assignment_before(value.id, call, a.module.parents)
+    if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)):
+        return False
+    func = statement.value.func
+    helper = methods.get(func.attr) if isinstance(func, ast.Attribute) and dotted(func.value) == "self" else None
+    return helper is not None and any(isinstance(n, ast.Call) and last_name(n.func) in _OWN_LOADERS
+                                      for n in walk(helper))
 
 
 _OWN_LOADERS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "DataLoader"})
-
-
-def _target_names(target: ast.expr) -> set[str]:
-    if isinstance(target, ast.Tuple | ast.List):
-        return {n.id for n in target.elts if isinstance(n, ast.Name)}
-    return {target.id} if isinstance(target, ast.Name) else set()
 
 
 def _of_a_metric(call: ast.Call) -> bool:

@@ -24,6 +24,7 @@ from orchestrator.source.analysis import Analysis as Reading
 from orchestrator.source.argflags import attribute_read, declared
 from orchestrator.source.branches import statements_after, unconditional
 from orchestrator.source.exprnames import dotted, last_name, positional_parameters
+from orchestrator.source.flow import Site
 from orchestrator.source.names import Module
 from orchestrator.source.walk import walk
 from orchestrator.source.worldsize import group_of_one
@@ -265,9 +266,8 @@ def _off_the_launchers_path(a: Analysis, node: ast.AST) -> bool:
                 for stmt in current.body for n in walk(stmt)):
             return True
         child, current = current, a.module.parents.get(current)
-    function = a.module.function_of(node)
-    callers = [s.call for s in a.flow.sites if function is not None and a.module.local_function(s.call) is function]
-    return bool(callers) and all(_under_opt_in(a, call) for call in callers)
+    callers = _callers(a, node)
+    return bool(callers) and all(_under_opt_in(a, s.call) for s in callers)
 
 
 def _for_one_process(a: Analysis, node: ast.AST) -> bool:
@@ -282,9 +282,16 @@ def _called_off_the_launchers_path(a: Analysis, node: ast.AST) -> bool:
     """Every call of the function around ``node`` in this file sits on a side no launched rank takes (laura_gpt_se's
     ``setup()``, called in the ``else`` of ``if "SLURM_PROCID" in os.environ:``, its own ``mp.spawn`` run): the write
     is the script's own launch, not what a launcher's run meets (reported, never refused across nodes)."""
-    function = a.module.function_of(node)
-    callers = [s for s in a.flow.sites if function is not None and a.module.local_function(s.call) is function]
+    callers = _callers(a, node)
     return bool(callers) and all(a.flow.never_runs(s) for s in callers)
+
+
+def _callers(a: Analysis, node: ast.AST) -> list[Site]:
+    """The call sites in this file of the function around ``node`` (none where ``node`` is at module level)."""
+    function = a.module.function_of(node)
+    if function is None:
+        return []
+    return [s for s in a.flow.sites if a.module.local_function(s.call) is function]
 
 
 def _under_opt_in(a: Analysis, call: ast.Call) -> bool:
