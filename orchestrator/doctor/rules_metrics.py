@@ -22,6 +22,7 @@ progress line) is not one (tests/doctor/real/JUDGING.md, the metric policy).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from orchestrator.doctor.analysis import Analysis
@@ -48,6 +49,10 @@ from orchestrator.source.flow import Site
 from orchestrator.source.walk import walk
 
 _MAX_DEPTH = 3
+# an evaluation's figure by name, for a value that comes from a loop over the rank's shard: the loss and accuracy
+# names of any print (``METRIC``), and the scores of segmentation, restoration, detection and text tasks
+_EVALUATED = re.compile(METRIC.pattern + r"|score|dice|psnr|ssim|bleu|rouge|(^|_)m?(iou|auc|mae|mse|rmse)($|_)",
+                        re.IGNORECASE)
 # the frameworks' prints and logs, which write on rank 0 only
 _RANK_ZERO_OUTPUT = frozenset(f"{owner}.{method}" for owner in ("lightning.fabric.Fabric", "accelerate.Accelerator")
                               for method in ("print", "log", "log_dict"))
@@ -61,6 +66,7 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
         return
     _LOOPS.clear()
     _SUMS.clear()
+    _HELPER_LOOPS.clear()
     reduced = reduced_names(a)
     quieted: set[str] | None = None  # the loggers quieted off rank 0, read once and only for a training summary
     for site in a.flow.sites:
@@ -74,12 +80,12 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
         if last is not None:
             yield last
             continue
-        metrics = [n for part in parts for n in _shown(a, site, part) if METRIC.search(n.id)]
+        metrics = [n for part in parts for n in _shown(a, site, part) if _EVALUATED.search(n.id)]
         unreduced = [name for name in metrics if not is_reduced(a, [name], reduced)]
         for name in unreduced:
             loop = _shard_loop(a, name, site.function, site.call.lineno, 0)
             if loop is not None:
-                yield a.finding("DDP013", site.call, f"{name.id} comes from the loop at line {loop.lineno} over "
+                yield a.finding("DDP013", site.call, f"{name.id} comes from the loop at {_where(loop)} over "
                                                      "the rank's own shard")
                 break
         else:
@@ -88,6 +94,12 @@ def check_unreduced_metrics(a: Analysis) -> Iterator[Finding]:
                 if (rank_zero or a.flow.guarded(site) or _prints_on_rank_zero(a, site)
                         or main_rank_only(a, site, quieted)):
                     yield from _training_summary(a, site, unreduced)
+
+
+def _where(loop: ast.For) -> str:
+    """``line 88``, or ``evaluate_multigpus.py:18`` for a helper module's loop."""
+    helper = _HELPER_LOOPS.get(id(loop))
+    return f"{helper[1]}:{loop.lineno}" if helper is not None and helper[0] is loop else f"line {loop.lineno}"
 
 
 def _training_summary(a: Analysis, site: Site, metrics: list[ast.Name]) -> Iterator[Finding]:
@@ -224,6 +236,8 @@ def _call_shard_loop(a: Analysis, call: ast.Call, *, sharded_args: bool, depth: 
     """In the local function ``call`` calls (and those it calls), an accumulating non-training loop that reads a
     sharded loader (its own, or one the caller passed); ``training``: a training loop too, whose sum is returned."""
     target = a.module.local_function(call)
+    if target is None and depth <= _MAX_DEPTH and not training and _any_sharded(a, call):
+        return _helper_shard_loop(a, call)  # handed the shard itself (not a helper of a function that was)
     if target is None or depth > _MAX_DEPTH or _reduces(a, target):
         return None
     returned = _returned_names(target)
@@ -239,6 +253,28 @@ def _call_shard_loop(a: Analysis, call: ast.Call, *, sharded_args: bool, depth: 
                                  training=training)
         if found is not None:
             return found
+    return None
+
+
+def _helper_shard_loop(a: Analysis, call: ast.Call) -> ast.For | None:
+    """In a project module's function handed the rank's shard (snl_unet's ``evaluate(model, net, val_loader, device)``
+    of evaluate_multigpus.py), an evaluation loop over that parameter that sums, where the function reduces nothing."""
+    qual = a.module.qualname(call.func)
+    found = a.project.definition(qual) if a.project is not None and qual else None
+    if found is None or not isinstance(function := found[2], FunctionNode):
+        return None
+    path, module = found[0], found[1]
+    calls = [n for n in walk(function) if isinstance(n, ast.Call)]
+    if any(_REDUCING.search(last_name(c.func) or "") and module.qualname(c.func) not in _DEVICE_SYNC for c in calls):
+        return None
+    returned = _returned_names(function)
+    for loop in (n for n in walk(function) if isinstance(n, ast.For)):
+        trains = any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
+                     for c in walk(loop) if isinstance(c, ast.Call))
+        summed = any(isinstance(n, ast.AugAssign) for n in walk(loop)) or not returned.isdisjoint(accumulations(loop))
+        if not trains and summed and _iterates_parameter(loop, function):
+            _HELPER_LOOPS[id(loop)] = (loop, path.name)
+            return loop
     return None
 
 
@@ -281,7 +317,9 @@ def _read_by_method(a: Analysis, name: ast.Name) -> bool:
     return own is None or body_reduces(own)
 
 
+_DEVICE_SYNC = frozenset(f"torch.{device}.synchronize" for device in ("cuda", "xpu", "mps", "npu", "cpu"))
 _LOOPS: dict[int, tuple[ast.AST, list[ast.For]]] = {}
+_HELPER_LOOPS: dict[int, tuple[ast.For, str]] = {}  # a helper module's evaluation loop: its file's name
 _SUMS: dict[int, tuple[ast.For, dict[str, list[ast.expr]]]] = {}
 
 

@@ -41,12 +41,18 @@ def sharded(a: Analysis, expr: ast.expr, depth: int = 0) -> bool:
         if sampler is not None:
             return distributed_sampler(a.module, sampler)  # its own steps: the loader's flow may be long
         return any(_rank_valued(a, x) for x in [*expr.args, *[k.value for k in expr.keywords]])
+    if isinstance(expr, ast.Dict | ast.List | ast.Tuple):  # a container of loaders, iterated
+        return any(sharded(a, e, depth + 1) for e in (expr.values if isinstance(expr, ast.Dict) else expr.elts)
+                   if e is not None)
     key = dotted(expr)
     if key is None:
         return False
     _, value = a.module.resolve(key, expr)
     values = [value] if value is not None else a.module.values_anywhere(key) if "." in key else []
+    if isinstance(value, ast.Dict | ast.List) and isinstance(expr, ast.Name):
+        values += _stored(a, expr)
     if value is None and isinstance(expr, ast.Name):
+        values += _iterated(a, expr)
         if _project_built(a, expr):
             return True
         values += _returned_for(a, expr) + entered(a, expr)
@@ -105,3 +111,43 @@ def _project_built(a: Analysis, name: ast.Name) -> bool:
             if at and built_sharded(a.project, a.module, node.value, at[0], len(target.elts)):  # type: ignore[attr-defined]
                 return True
     return False
+
+
+def _iterated(a: Analysis, name: ast.Name) -> list[ast.expr]:
+    """The container a loop of ``name``'s function takes ``name`` from, where it holds loaders, not batches:
+    ``for val_name, val_loader in val_loaders.items()`` (florence2's loaders by data set), ``.values()``, or a list
+    or dict written in (``for loader in [val_loader, test_loader]``, or a name bound to one)."""
+    scope: ast.AST = a.module.function_of(name) or a.module.tree
+    found: list[ast.expr] = []
+    for loop in walk(scope):
+        if not isinstance(loop, ast.For):
+            continue
+        iterated, target = loop.iter, loop.target
+        method = iterated.func.attr if isinstance(iterated, ast.Call) and isinstance(
+            iterated.func, ast.Attribute) and not iterated.args else None
+        if method == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+        if not (isinstance(target, ast.Name) and target.id == name.id):
+            continue
+        if method in ("items", "values") and isinstance(iterated, ast.Call) and isinstance(
+                iterated.func, ast.Attribute):
+            found.append(iterated.func.value)
+        elif isinstance(iterated, ast.List | ast.Tuple | ast.Dict) or (isinstance(iterated, ast.Name) and isinstance(
+                a.module.resolve(iterated.id, iterated)[1], ast.List | ast.Tuple | ast.Dict)):
+            found.append(iterated)
+    return found
+
+
+def _stored(a: Analysis, name: ast.Name) -> list[ast.expr]:
+    """What ``name``'s function puts into the dict or list ``name`` holds: ``loaders[key] = loader``,
+    ``loaders.append(loader)``."""
+    scope: ast.AST = a.module.function_of(name) or a.module.tree
+    found: list[ast.expr] = []
+    for node in walk(scope):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                                                and t.value.id == name.id for t in node.targets):
+            found.append(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append" and (
+                isinstance(node.func.value, ast.Name) and node.func.value.id == name.id and len(node.args) == 1):
+            found.append(node.args[0])
+    return found

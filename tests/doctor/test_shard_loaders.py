@@ -45,6 +45,23 @@ def _iterated(folder: Path, body: str) -> bool:
     ("import accelerate\naccelerator = accelerate.Accelerator()\n"
      "model, val = accelerator.prepare(model, DataLoader(ds))\nfor x in val:\n    pass\n", True),
     ("val = fabric.setup_dataloaders(DataLoader(ds))\nfor x in val:\n    pass\n", True),
+    # loaders held in a dict or list and iterated (florence2's validation loaders by data set)
+    ("def make(sets):\n    loaders = {}\n    for name, d in sets.items():\n"
+     "        loaders[name] = DataLoader(d, sampler=DistributedSampler(d))\n    return DataLoader(ds), loaders\n"
+     "def evaluate(loaders):\n    for name, loader in loaders.items():\n        for x in loader:\n            pass\n"
+     "train, val = make(sets)\nevaluate(val)\n", True),
+    ("def make(sets):\n    loaders = {}\n    for name, d in sets.items():\n"
+     "        loaders[name] = DataLoader(d)\n    return loaders\n"
+     "for name, loader in make(sets).items():\n    for x in loader:\n        pass\n", False),
+    ("loaders = []\nloaders.append(DataLoader(ds, sampler=DistributedSampler(ds)))\n"
+     "for loader in loaders:\n    for x in loader:\n        pass\n", True),
+    ("val = DataLoader(ds, sampler=DistributedSampler(ds))\ntest = DataLoader(ds)\n"
+     "for loader in [val, test]:\n    for x in loader:\n        pass\n", True),
+    ("loaders = {'a': DataLoader(ds), 'b': DataLoader(ds)}\n"
+     "for loader in loaders.values():\n    for x in loader:\n        pass\n", False),
+    # a batch is not a loader: the loop over its items is not over a shard's loaders
+    ("val = DataLoader(ds, sampler=DistributedSampler(ds))\nfor batch in val:\n    for item in batch:\n"
+     "        pass\n", False),
 ])
 def test_a_loader_is_read_as_the_ranks_shard(tmp_path: Path, body: str, shard: bool) -> None:
     assert _iterated(tmp_path, body) is shard
