@@ -125,6 +125,28 @@ def section_parallel(a: Analysis, call: ast.Call) -> bool:
     return names_parallel(section.value if section is not None and isinstance(section.value, dict) else {})
 
 
+def section_every_gpu(a: Analysis, call: ast.Call) -> bool:
+    """The config section a Trainer is made from is Lightning 2's (``_target_: lightning.Trainer``) and asks for every
+    GPU: ``devices`` left out or ``auto``/-1, with an ``accelerator`` left out, ``auto`` or the GPU's, and no
+    one-process ``strategy`` (``single_device``) (fs2_lightning's
+    ``{_target_: lightning.Trainer, accelerator: auto}``, PVNet's ``devices: auto``): DDP over the node's GPUs."""
+    aliases = import_aliases(a.module.tree)
+    lightning = QUALIFIED.get(qualified_name(call.func, aliases) or "") == "lightning"
+    section = configured_trainer(a, call, lightning)
+    data = section.value if section is not None and isinstance(section.value, dict) else None
+    if data is None:
+        return False
+    target = str(data.get("_target_", "")) if not lightning else qualified_name(call.func, aliases) or ""
+    devices, strategy = data.get("devices", data.get("gpus", "auto")), str(data.get("strategy", "auto"))
+    one_process = strategy not in ("auto", "None") and not PARALLEL.search(strategy)  # ``single_device``
+    return target.split(".")[0] == "lightning" and str(devices) in _EVERY_DEVICE and str(
+        data.get("accelerator", "auto")).lower() in _GPU_ACCELERATORS and not one_process
+
+
+_EVERY_DEVICE = frozenset({"auto", "-1"})
+_GPU_ACCELERATORS = frozenset({"auto", "gpu", "cuda"})
+
+
 def names_parallel(data: dict[str, object]) -> bool:
     """A Trainer section that names a parallel strategy (``strategy: ddp``, also in its accelerator or plugins)."""
     return any(PARALLEL.search(str(data.get(key, ""))) for key in ("strategy", "accelerator", "plugins"))

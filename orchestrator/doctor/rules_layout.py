@@ -46,6 +46,7 @@ from orchestrator.doctor.layoutconfig import (
     configured_trainer,
     key_line,
     project_cli,
+    section_every_gpu,
     section_parallel,
     shown,
 )
@@ -102,7 +103,7 @@ def check_framework_layout(a: Analysis) -> Iterator[Finding]:
             continue
         several = any(v.fixed and isinstance(v.count, int) and v.count > 1 for v in (nodes, devices))
         if not (intent or configurable or several or strategy_parallel(node) or section_parallel(a, node)
-                or every_gpu(a, node, devices.kind == "left out")):
+                or every_gpu(a, node, devices.kind == "left out") or section_every_gpu(a, node)):
             options = parallel_options(nodes.args) if nodes.args is not None else []
             if options:  # a Hydra app's default runs one process; a command line may choose a parallel option
                 yield _option_layout(a, node, nodes, options)
@@ -211,7 +212,8 @@ def _layout_of(a: Analysis, call: ast.Call, aliases: dict[str, str],
         name = ast.unparse(spread[0])
         own = next((k for k in call.keywords if k.arg in ("devices", "gpus")), None)
         return (LayoutValue(1, "left out", f"num_nodes=1 (left out: neither the call nor {name} gives it)"),
-                resolve_layout(a, own.value, flags, str(own.arg)) if own is not None else LayoutValue(None, "unknown"))
+                resolve_layout(a, own.value, flags, str(own.arg)) if own is not None else LayoutValue(
+                    "auto", "left out") if not {"devices", "gpus"} & keys else LayoutValue(None, "unknown"))
     if QUALIFIED.get(qualified) not in _LAYOUT_FRAMEWORKS or spread:
         return None
     if call.args and not made:

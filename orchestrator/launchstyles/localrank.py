@@ -99,8 +99,9 @@ def spelling(call: ast.Call) -> str | None:
             "default", "type"}:  # a flag's spec handed to add_argument later: PICK's CustomArgs(['--local_rank'], ...)
         return next((str(x.value) for x in call.args[0].elts
                      if isinstance(x, ast.Constant) and x.value in LOCAL_RANK_FLAGS), None)
-    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
-        return None
+    bound = isinstance(call.func, ast.Name) and {k.arg for k in call.keywords} & {"default", "type", "action"}
+    if not ((isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument") or bound):
+        return None  # (``bound``: a name bound to it, ``arg = parser.add_argument``; ``arg("--local_rank", type=int)``)
     return next((str(x.value) for x in call.args if isinstance(x, ast.Constant) and x.value in LOCAL_RANK_FLAGS), None)
 
 

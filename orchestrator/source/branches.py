@@ -162,3 +162,28 @@ def twin_value(parents: Mapping[ast.AST, ast.AST], value: ast.expr) -> ast.expr 
         return None
     return next((s.value for s in other_side(around, statement in around.body) if isinstance(s, ast.Assign)
                  and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name), None)
+
+
+def in_block_of(parents: Mapping[ast.AST, ast.AST], value: ast.AST, read: ast.AST) -> bool:
+    """``read`` sits in the block of the statement that assigns ``value``, after it (cyc_firstpass's fallback ``rank =
+    0`` then ``local_rank = rank`` in one ``else``): there the name holds that value, whatever other branches give it.
+    A fallback read after its ``if`` (``if distributed: rank = ...`` / ``else: rank = 0``, then ``model.to(rank)``)
+    may hold the other branches' values."""
+    statement = _statement(parents, value)
+    block = parents.get(statement) if statement is not None else None
+    current: ast.AST | None = read
+    while current is not None and parents.get(current) is not block:
+        current = parents.get(current)
+    return current is not None and block is not None and any(
+        statement in body and current in body for body in _bodies(block))
+
+
+def _statement(parents: Mapping[ast.AST, ast.AST], node: ast.AST) -> ast.stmt | None:
+    current: ast.AST | None = node
+    while current is not None and not isinstance(current, ast.stmt):
+        current = parents.get(current)
+    return current
+
+
+def _bodies(block: ast.AST) -> list[list[ast.stmt]]:
+    return [body for field in ("body", "orelse", "finalbody") if isinstance(body := getattr(block, field, None), list)]

@@ -82,3 +82,8 @@ def dead_side(test: ast.Compare) -> str | None:
         return None
     every = isinstance(op, ast.NotEq | ast.Gt | ast.GtE)  # uniform: these hold on every rank, the others on none
     return "orelse" if every else "body"
+
+
+def literal(expr: ast.expr) -> bool:
+    """A literal, negative ones too (``self.rank = -1``: the fallback of a run with no launcher)."""
+    return isinstance(fold(expr), ast.Constant)

@@ -9,10 +9,11 @@ from collections.abc import Callable
 
 from orchestrator.source.argflags import local_rank_attributes
 from orchestrator.source.assignments import returned_at, unpacked_from
+from orchestrator.source.branches import in_block_of
 from orchestrator.source.exprnames import FunctionNode, dotted, last_name
 from orchestrator.source.names import Module
 from orchestrator.source.nodeshift import shifted
-from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, uniform
+from orchestrator.source.rankcompare import FLIPPED, evaluate_at_zero, fold, literal, uniform
 from orchestrator.source.rankdevices import DeviceKind as DeviceKind  # (read from here too)
 from orchestrator.source.rankdevices import Devices
 from orchestrator.source.rankflags import flag_of_rank_zero
@@ -106,7 +107,7 @@ class Ranks(Devices):
                 kind = self.source(value, depth + 1)
                 if kind is not None:
                     return kind
-                if _constant(value):  # else: rank = 0, the fallback of an `if` whose body reads it
+                if literal(value) and not in_block_of(self.module.parents, value, expr):  # else: rank = 0
                     kinds = {self.source(v, depth + 1) for v in self.module.other_branch(expr.id, expr)} - {None}
                     if len(kinds) == 1:
                         return kinds.pop()
@@ -133,7 +134,7 @@ class Ranks(Devices):
             # a constant is the fallback of the run with no launcher (``self.rank = 0``, then ``if distributed:
             # self.rank = local_rank``), as for a name
             kinds = {self.source(v, depth + 1) for v in self.module.values_anywhere(key or "") if v is not expr
-                     and not _constant(v)
+                     and not literal(v)
                      and not any(dotted(n) == key for n in walk(v) if isinstance(n, ast.Attribute))}
             kinds = kinds or self._global_kinds(expr, depth)  # ptu.dist_rank: another module's global
             if not kinds and isinstance(expr.value, ast.Name) and expr.attr in self._local_flags():
@@ -157,12 +158,12 @@ class Ranks(Devices):
             return set()
         other = Ranks(held[0])
         other.project, other.globals, other.names = self.project, self.globals, self.names
-        return {other.source(v, depth + 1) for v in held[1] if not _constant(v)}
+        return {other.source(v, depth + 1) for v in held[1] if not literal(v)}
 
     def returned(self, function: FunctionNode, depth: int) -> RankKind | None:
         """The rank every non-constant ``return`` of ``function`` gives, when they agree (``return 0`` aside)."""
         kinds = {self.source(r.value, depth + 1) for r in walk(function) if isinstance(r, ast.Return)
-                 and r.value is not None and not _constant(r.value)}
+                 and r.value is not None and not literal(r.value)}
         return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
     def _project_returned(self, qual: str | None, depth: int) -> RankKind | None:
@@ -393,8 +394,3 @@ class Ranks(Devices):
                   and (self.module.qualname(call.func) or "") in _SHARING
                   for arg in call.args[:1] for n in walk(arg) if isinstance(n, ast.Name)}
         return any(isinstance(n, ast.Name) and n.id in handed for r in returns for n in walk(r))
-
-
-def _constant(expr: ast.expr) -> bool:
-    """A literal, negative ones too (``self.rank = -1``: the fallback of a run with no launcher)."""
-    return isinstance(fold(expr), ast.Constant)

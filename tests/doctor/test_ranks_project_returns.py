@@ -169,3 +169,34 @@ def test_a_rank_taken_apart_from_a_tuple_the_project_returns_is_what_it_returns_
     kinds = {n.id: analysis.ranks.source(n) for n in ast.walk(analysis.module.tree)
              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in ("rank", "local_rank")}
     assert kinds == {"rank": "global", "local_rank": "local"}
+
+
+FALLBACK_HELPER = """\
+import os
+
+
+def get_resources():
+    if os.environ.get("RANK"):
+        rank = int(os.environ["RANK"])
+        local_rank = int(os.environ["LOCAL_RANK"])
+    elif os.environ.get("SLURM_PROCID"):
+        rank = int(os.environ["SLURM_PROCID"])
+        local_rank = int(os.environ["SLURM_LOCALID"])
+    else:
+        rank = 0
+        local_rank = rank
+    return local_rank, rank
+"""
+
+
+def test_a_fallbacks_copy_of_its_own_constant_is_no_global_rank(tmp_path: Path) -> None:
+    """cyc_firstpass's ``rank = 0`` then ``local_rank = rank`` in the ``else`` of the launchers' branches: there
+    ``local_rank`` is 0, not the global rank the other branches give ``rank``; every branch gives it the local rank."""
+    helper = FALLBACK_HELPER
+    script = UNPACKED_SCRIPT.replace("init_ddp", "get_resources").replace("local_rank, rank = get_resources()",
+                                                                          "local_rank, rank = get_resources()\n"
+                                                                          "    dist.init_process_group('nccl')")
+    right = _project(tmp_path, script.format(device="local_rank", shard="rank"), "dist_utils.py", helper)
+    assert [c for c in _codes(right) if c[0] in ("DDP010", "DDP016")] == []
+    wrong = _project(tmp_path, script.format(device="rank", shard="rank"), "dist_utils.py", helper)
+    assert "DDP010" in [c[0] for c in _codes(wrong)]

@@ -72,3 +72,32 @@ def test_a_flag_that_binds_the_gpu_decides_though_local_rank_is_read_elsewhere(t
     assert detect(read(script)).style == "local-rank-arg"  # without the flag every process binds GPU 0
     script.write_text(BINDS.format(fill='args.local_rank = int(os.environ["LOCAL_RANK"])'), encoding="utf-8")
     assert detect(read(script)).style == "env"  # the environment fills the flag's value
+
+
+BOUND = """\
+import argparse
+
+import torch
+import torch.distributed as dist
+
+parser = argparse.ArgumentParser()
+arg = parser.add_argument
+arg('--distributed', action='store_true', default=False)
+arg("--local_rank", default=0, type=int)
+args = parser.parse_args()
+if args.distributed:
+    torch.cuda.set_device(args.local_rank)
+    dist.init_process_group(backend='nccl', init_method='env://')
+"""
+
+
+def test_the_flag_declared_through_a_name_bound_to_add_argument_decides_the_style(tmp_path: Path) -> None:
+    """dfdc_deepfake_challenge's ``arg = parser.add_argument`` then ``arg("--local_rank", default=0, type=int)``;
+    a command line handed to a function (``run("--local_rank")``, no default or type) declares nothing."""
+    script = tmp_path / "train.py"
+    script.write_text(BOUND, encoding="utf-8")
+    launch = detect(read(script))
+    assert (launch.style, launch.flag) == ("local-rank-arg", "--local_rank")
+    assert launch.why.startswith('train.py:9: arg("--local_rank"')
+    call = ast.parse('run("--local_rank", str(rank))').body[0].value
+    assert isinstance(call, ast.Call) and spelling(call) is None

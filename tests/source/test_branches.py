@@ -12,6 +12,7 @@ from orchestrator.source.branches import (
     catches,
     enclosing_ifs,
     env_presence,
+    in_block_of,
     off_linux_side,
     other_side,
     statements_after,
@@ -125,3 +126,13 @@ def test_the_statements_around_one_are_those_of_the_block_that_holds_it() -> Non
     handler = statement.handlers[0]  # an except handler's statement is in the handler's body, not the try's
     assert statements_before(statement, handler.body[0]) == statements_after(statement, handler.body[0]) == []
     assert statements_after(handler, handler.body[0]) == [] and statements_after(None, statement) == []
+
+
+def test_a_read_in_the_block_of_an_assignment_and_one_after_its_if() -> None:
+    tree = ast.parse("if d:\n    rank = int(r)\nelse:\n    rank = 0\n    local = rank\nuse(rank)\n")
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    zero = next(n for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value == 0)
+    reads = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "rank" and isinstance(n.ctx, ast.Load)]
+    inside, after = sorted(reads, key=lambda n: n.lineno)
+    assert in_block_of(parents, zero, inside) is True
+    assert in_block_of(parents, zero, after) is False
