@@ -173,10 +173,9 @@ def literal_keys(tree: ast.Module, expr: ast.expr) -> frozenset[str] | None:
     keys: set[str] = set()
     made = False
     for node in walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) and node.value is not None else []  # ``kwargs: Dict[str, Any] = dict(...)`` too
-        if any(isinstance(t, ast.Name) and t.id == expr.id for t in targets) and isinstance(
-                node, ast.Assign | ast.AnnAssign):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None and any(  # also annotated:
+                isinstance(t, ast.Name) and t.id == expr.id  # ``kwargs: Dict[str, Any] = dict(...)``
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
             value = node.value
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and (
                     not value.args and all(k.arg for k in value.keywords)):

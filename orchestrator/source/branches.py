@@ -165,7 +165,7 @@ def twin_value(parents: Mapping[ast.AST, ast.AST], value: ast.expr) -> ast.expr 
 
 
 def in_block_of(parents: Mapping[ast.AST, ast.AST], value: ast.AST, read: ast.AST) -> bool:
-    """``read`` sits in the block of the statement that assigns ``value``, after it (cyc_firstpass's fallback ``rank =
+    """``read`` sits after the statement that assigns ``value``, in the same block (cyc_firstpass's fallback ``rank =
     0`` then ``local_rank = rank`` in one ``else``): there the name holds that value, whatever other branches give it.
     A fallback read after its ``if`` (``if distributed: rank = ...`` / ``else: rank = 0``, then ``model.to(rank)``)
     may hold the other branches' values."""
@@ -174,8 +174,7 @@ def in_block_of(parents: Mapping[ast.AST, ast.AST], value: ast.AST, read: ast.AS
     current: ast.AST | None = read
     while current is not None and parents.get(current) is not block:
         current = parents.get(current)
-    return current is not None and block is not None and any(
-        statement in body and current in body for body in _bodies(block))
+    return block is not None and current is not None and any(s is statement for s in statements_before(block, current))
 
 
 def _statement(parents: Mapping[ast.AST, ast.AST], node: ast.AST) -> ast.stmt | None:
@@ -183,7 +182,3 @@ def _statement(parents: Mapping[ast.AST, ast.AST], node: ast.AST) -> ast.stmt | 
     while current is not None and not isinstance(current, ast.stmt):
         current = parents.get(current)
     return current
-
-
-def _bodies(block: ast.AST) -> list[list[ast.stmt]]:
-    return [body for field in ("body", "orelse", "finalbody") if isinstance(body := getattr(block, field, None), list)]
