@@ -7,7 +7,9 @@ Per script: the style is **right** when it is the truth's (or one of its list); 
 frameworks orch names (Hydra and TorchElastic's ``record`` left out: they do not start ranks) are exactly the
 truth's (none for ``none``); the 2-node verdict is right when orch refuses exactly the scripts with ``two_nodes:
 false``. A script is **right or refused** (issue 44's measure) when it cannot work on 2 nodes and is refused, or can
-and is let through with its style and framework right.
+and is let through with its style and framework right. A truth's ``args`` (the arguments of the script's documented run
+command: the config file it names) are passed after ``--``, as a user passes them (JUDGING.md, "Layouts from a config
+or a flag").
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def dry_run(name: str, entry: dict[str, Any], *, nodes: int = NODES, gpus: int =
         env = {**os.environ, "HOME": home, "PYTHONPATH": str(ROOT)}
         done = subprocess.run(
             [sys.executable, "-c", _ORCH, "submit", entry["entry"], "--cluster", str(ROOT / "cluster.yaml"),
-             "--nodes", str(nodes), "--gpus", str(gpus), "--dry-run", "--json"],
+             "--nodes", str(nodes), "--gpus", str(gpus), "--dry-run", "--json", *_args(entry)],
             cwd=folder, env=env, capture_output=True, text=True, timeout=300, check=False)
     try:
         plan = json.loads(done.stdout)
@@ -87,6 +89,12 @@ def dry_run(name: str, entry: dict[str, Any], *, nodes: int = NODES, gpus: int =
     want = entry["launch"] if isinstance(entry["launch"], list) else [entry["launch"]]
     return Verdict(name, style, frameworks, refused, (errors[0] if errors else "")[:160], tuple(want),
                    entry["framework"], bool(entry["two_nodes"]))
+
+
+def _args(entry: dict[str, Any]) -> list[str]:
+    """The script's arguments the truth records (its documented command's), after ``--``; none: none passed."""
+    args = [str(arg) for arg in entry.get("args") or ()]
+    return ["--", *args] if args else []
 
 
 def _read(path: Path, cwd: Path) -> tuple[str, tuple[str, ...]]:

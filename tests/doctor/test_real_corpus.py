@@ -123,7 +123,9 @@ def test_truth_is_well_formed() -> None:
         assert f"| {name} |" in sources, f"{name} is not in SOURCES.md"
         assert not code or (folder / entry["entry"]).is_file(), f"{name}: entry {entry['entry']} missing"
         assert set(entry) <= {"entry", "heldout", "set", "pitfalls", "not_pitfalls", "launch", "framework",
-                              "two_nodes"}, f"{name}: unknown key"
+                              "two_nodes", "args"}, f"{name}: unknown key"
+        assert isinstance(entry.get("args", []), list) and all(
+            isinstance(arg, str) for arg in entry.get("args", [])), f"{name}: args must be a list of strings"
         if "launch" in entry:
             styles = entry["launch"] if isinstance(entry["launch"], list) else [entry["launch"]]
             assert styles and set(styles) <= _LAUNCH, f"{name}: launch {entry['launch']!r}"
