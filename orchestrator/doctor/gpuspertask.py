@@ -20,6 +20,7 @@ from orchestrator.doctor.rules_devices import device_args
 from orchestrator.errors import OrchError
 from orchestrator.source.ranks import LOCAL_NAMES
 from orchestrator.source.walk import walk
+from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 _MAX_DEPTH = 8
 # Frameworks that put each process on cuda:LOCAL_RANK themselves (Accelerate's PartialState; the HF Trainer
@@ -60,7 +61,7 @@ def local_rank_device(source: str, filename: str) -> tuple[int, str, str | None]
     """The first line where the script (or the framework it builds) picks its GPU from the local rank: the
     line, the call, and the framework's name (None: the script's own call); None if nowhere.
     ``source`` must parse (the gate reads the script before)."""
-    a = Analysis(ast.parse(source, filename=filename), filename)
+    a = Analysis(parse_source(source, filename), filename)
     hits: list[tuple[ast.Call, str | None]] = [
         (site.call, FRAMEWORK_BINDERS[site.qual]) for site in a.flow.sites if site.qual in FRAMEWORK_BINDERS]
     hits += [(call, None) for call in _local_rank_devices(a)]
@@ -79,7 +80,7 @@ def gpus_per_task_warning(path: Path, gpus_per_task: int | None) -> str | None:
         return None
     try:
         found = local_rank_device(read_script(path), str(path))
-    except (OrchError, SyntaxError, ValueError, RecursionError, MemoryError):
+    except (OrchError, UnreadableSource):
         return None
     if found is None:
         return None

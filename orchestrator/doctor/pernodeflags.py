@@ -22,6 +22,7 @@ from orchestrator.doctor.check import read_script
 from orchestrator.errors import OrchError
 from orchestrator.source.argflags import declared_flags
 from orchestrator.spec.launch import Launch, uses_placeholders
+from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 # a flag's name (its long spelling or dest, without dashes, "-" read as "_") -> the placeholder orch fills
 FLAG_PLACEHOLDERS: dict[str, str] = {
@@ -106,8 +107,8 @@ def placeholder_warning(path: Path, launch: Launch, args: Sequence[str]) -> str 
     if launch.style != "per-node" or uses_placeholders(args):
         return None
     try:
-        tree = ast.parse(read_script(path), filename=str(path))
-    except (OrchError, SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parse_source(read_script(path), str(path))
+    except (OrchError, UnreadableSource):
         return None
     flags = node_flags(tree)
     if not any(f.placeholder in _LAYOUT for f in flags):

@@ -19,6 +19,7 @@ from orchestrator.source.exprnames import dotted
 from orchestrator.source.project import MAX_BYTES
 from orchestrator.source.walk import walk
 from orchestrator.spec.launch import LOCAL_RANK_FLAGS
+from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 _VERSION = re.compile(r"version|VERSION|__version__")
 _MAX_SCANNED = 400  # .py files of the project's packages searched for a read of the flag's value
@@ -174,8 +175,8 @@ def _read_in_packages(root: Analysis) -> bool:
     for path in files[:_MAX_SCANNED]:
         try:
             data = path.read_bytes() if path.stat().st_size <= MAX_BYTES else b""
-            tree = ast.parse(data) if b"local_rank" in data or b"LOCAL_RANK" in data else None
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = parse_source(data, str(path)) if b"local_rank" in data or b"LOCAL_RANK" in data else None
+        except (OSError, UnreadableSource):
             continue
         if tree is not None and _reads_local_rank(tree):
             return False

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.env.masterport import agents_port
+from orchestrator.spec.pysource import UnreadableSource, parse_source
 
 if TYPE_CHECKING:
     from orchestrator.spec.runconfig import RunConfig
@@ -225,8 +226,8 @@ def warm_imports(source: str) -> list[str]:
     """The modules of ``WARM_PACKAGES`` a script imports unconditionally at its top level (``import x.y``,
     ``from x.y import z``: ``x.y``), in order; a script that does not parse: none."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        tree = parse_source(source, "<script>")
+    except UnreadableSource:
         return []
     found: list[str] = []
     for node in tree.body:
